@@ -1,0 +1,89 @@
+# Vestibule — the two commands a newcomer needs are `make dev` and `make test`.
+SHELL := /bin/bash
+export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/.tools/node_modules/.bin:$(shell go env GOPATH)/bin:$(PATH)
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+
+# Every Lambda function; each has functions/<name>/main.go and becomes dist/<name>/bootstrap.
+FUNCTIONS := enqueue poll admit consume status admin
+# Pinned tool versions.
+CDK_CLI_VERSION := 2.1148.1
+RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+GO_TEST_FLAGS ?= -count=1 -timeout 30m
+
+.PHONY: dev test build build-host synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-rie clean
+
+## dev: run the whole product locally on http://localhost:8080 (embedded Redis unless REDIS_URL is set)
+dev:
+	go run ./cmd/vestibule-dev
+
+## test: install what the tests need, then run every test
+test: deps build
+	go vet ./...
+	go test $(GO_TEST_FLAGS) ./...
+
+## build: dist/<function>/bootstrap for linux/arm64, as deployed
+build:
+	@for f in $(FUNCTIONS); do \
+	  GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+	    -o dist/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
+
+## build-host: dist-host/<function>/bootstrap for this machine (what the emulator tests run)
+build-host:
+	@for f in $(FUNCTIONS); do \
+	  CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+	    -o dist-host/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
+
+## synth: build, then synthesize the CloudFormation template offline
+synth: build deps-cdk
+	cdk synth --quiet
+
+## deploy: build, then deploy to the AWS account of the current credentials
+deploy: build deps-cdk
+	cdk deploy
+
+## bench: measure against the goals and print one table (BENCH_JSON=file also writes JSON)
+bench: deps build-host
+	go run ./cmd/vestibule-bench
+
+## chaos: the fault-injection suite in its long form
+chaos: deps
+	CHAOS=long go test -count=1 -timeout 60m -run Chaos -v ./...
+
+## fuzz: run each fuzz target for FUZZTIME (default 30s)
+FUZZTIME ?= 30s
+fuzz:
+	@for p in $$(go list ./...); do \
+	  for f in $$(go test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+	    echo "== $$p $$f"; go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
+	  done; \
+	done
+
+deps: deps-redis deps-chromium deps-cdk deps-rie
+
+APT_UPDATED := .tools/.apt-updated
+$(APT_UPDATED):
+	@mkdir -p .tools
+	apt-get update -qq
+	@touch $@
+
+deps-redis:
+	@command -v redis-server >/dev/null || { $(MAKE) $(APT_UPDATED) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+	@redis-server --version
+
+deps-chromium:
+	@command -v chromium >/dev/null || { $(MAKE) $(APT_UPDATED) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@chromium --version 2>/dev/null || true
+
+deps-cdk:
+	@[ -x .tools/node_modules/.bin/cdk ] && [ "$$(cdk --version 2>/dev/null | cut -d' ' -f1)" = "$(CDK_CLI_VERSION)" ] || \
+	  npm install --prefix .tools --no-save --no-audit --no-fund --loglevel=error aws-cdk@$(CDK_CLI_VERSION)
+	@cdk --version
+
+deps-rie:
+	@command -v aws-lambda-rie >/dev/null || GOBIN=$(CURDIR)/.tools/bin go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+	@command -v aws-lambda-rie
+
+clean:
+	rm -rf dist dist-host cdk.out

@@ -1,0 +1,357 @@
+// Package redistest gives tests a real Redis: a single node and a 3-node
+// cluster. It uses REDIS_URL and REDIS_CLUSTER_ADDRS when they are set; when
+// they are not, it starts redis-server processes on free loopback ports, in a
+// temporary folder, and stops them when the test binary ends (call Main from
+// TestMain).
+package redistest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	mu       sync.Mutex
+	started  []*Server
+	single   *Server
+	cluster  []*Server
+	baseDir  string
+	setupErr error
+)
+
+// Main runs the tests and then stops every server this package started.
+// Use it as: func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }.
+func Main(m *testing.M) int {
+	code := m.Run()
+	StopAll()
+	return code
+}
+
+// StopAll stops every server started by this package.
+func StopAll() {
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range started {
+		s.Stop()
+	}
+	started = nil
+	single, cluster = nil, nil
+	if baseDir != "" {
+		os.RemoveAll(baseDir)
+		baseDir = ""
+	}
+}
+
+// Server is one redis-server process started by this package.
+type Server struct {
+	Addr string
+	Dir  string
+	Args []string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func dir() (string, error) {
+	if baseDir == "" {
+		d, err := os.MkdirTemp("", "vestibule-redis-")
+		if err != nil {
+			return "", err
+		}
+		baseDir = d
+	}
+	return baseDir, nil
+}
+
+// FreePort returns a loopback port that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Start starts a redis-server on a free loopback port with the extra
+// configuration directives given (for example "appendonly", "yes").
+// The caller stops it (or StopAll does).
+func Start(extra ...string) (*Server, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	return startLocked(extra...)
+}
+
+func startLocked(extra ...string) (*Server, error) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return nil, fmt.Errorf("redis-server not found on PATH (make test installs it): %w", err)
+	}
+	base, err := dir()
+	if err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	d := filepath.Join(base, strconv.Itoa(port))
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", d,
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
+		"--logfile", filepath.Join(d, "redis.log"),
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		args = append(args, "--"+strings.TrimPrefix(extra[i], "--"), extra[i+1])
+	}
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Dir: d, Args: args}
+	if err := s.run(); err != nil {
+		return nil, err
+	}
+	started = append(started, s)
+	return s, nil
+}
+
+func (s *Server) run() error {
+	s.cmd = exec.Command("redis-server", s.Args...)
+	s.cmd.Dir = s.Dir
+	if err := s.cmd.Start(); err != nil {
+		return err
+	}
+	s.done = make(chan struct{})
+	go func(c *exec.Cmd, done chan struct{}) { c.Wait(); close(done) }(s.cmd, s.done)
+	return s.waitReady(10 * time.Second)
+}
+
+func (s *Server) waitReady(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.done:
+			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+			return fmt.Errorf("redis-server on %s exited: %s", s.Addr, log)
+		default:
+		}
+		c, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("redis-server on %s did not start in %s", s.Addr, limit)
+}
+
+// Stop kills the server (SIGKILL: as abrupt as a crash) and waits for it.
+func (s *Server) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	s.cmd.Process.Kill()
+	<-s.done
+	s.cmd = nil
+}
+
+// Restart stops the server and starts it again on the same port and folder,
+// so a server with append-only persistence comes back with its data.
+func (s *Server) Restart() error {
+	s.Stop()
+	return s.run()
+}
+
+// Single returns a client of a single-node Redis: REDIS_URL, or a server
+// started once per test binary.
+func Single(tb testing.TB) *redis.Client {
+	tb.Helper()
+	if u := os.Getenv("REDIS_URL"); u != "" {
+		opt, err := redis.ParseURL(u)
+		if err != nil {
+			tb.Fatalf("REDIS_URL: %v", err)
+		}
+		c := redis.NewClient(opt)
+		tb.Cleanup(func() { c.Close() })
+		return c
+	}
+	mu.Lock()
+	if single == nil && setupErr == nil {
+		single, setupErr = startLocked()
+	}
+	s, err := single, setupErr
+	mu.Unlock()
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Cluster returns a client of a 3-node Redis Cluster: REDIS_CLUSTER_ADDRS
+// (comma separated), or a cluster started once per test binary.
+func Cluster(tb testing.TB) *redis.ClusterClient {
+	tb.Helper()
+	addrs, err := ClusterAddrs()
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// ClusterAddrs returns the seed addresses of the test cluster, starting it if needed.
+func ClusterAddrs() ([]string, error) {
+	if a := os.Getenv("REDIS_CLUSTER_ADDRS"); a != "" {
+		return strings.Split(a, ","), nil
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if cluster == nil {
+		nodes, err := startClusterLocked(3, 0)
+		if err != nil {
+			return nil, err
+		}
+		cluster = nodes
+	}
+	addrs := make([]string, len(cluster))
+	for i, s := range cluster {
+		addrs[i] = s.Addr
+	}
+	return addrs, nil
+}
+
+// StartCluster starts a new cluster of masters primaries, each with replicas
+// replicas, and waits until it is healthy. The caller may stop nodes of it.
+func StartCluster(masters, replicas int) ([]*Server, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	return startClusterLocked(masters, replicas)
+}
+
+func startClusterLocked(masters, replicas int) ([]*Server, error) {
+	var nodes []*Server
+	for i := 0; i < masters*(1+replicas); i++ {
+		s, err := startLocked("cluster-enabled", "yes", "cluster-config-file", "nodes.conf",
+			"cluster-node-timeout", "1000", "cluster-require-full-coverage", "no")
+		if err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, s)
+	}
+	ctx := context.Background()
+	clients := make([]*redis.Client, len(nodes))
+	for i, n := range nodes {
+		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr})
+		defer clients[i].Close()
+	}
+	const slots = 16384
+	for i := 0; i < masters; i++ {
+		lo, hi := i*slots/masters, (i+1)*slots/masters-1
+		if err := clients[i].Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
+			return nil, fmt.Errorf("addslotsrange: %w", err)
+		}
+	}
+	host, port0, _ := net.SplitHostPort(nodes[0].Addr)
+	for i := 1; i < len(nodes); i++ {
+		if err := clients[i].ClusterMeet(ctx, host, port0).Err(); err != nil {
+			return nil, fmt.Errorf("cluster meet: %w", err)
+		}
+	}
+	// Wait until every node knows every other, then attach replicas.
+	if err := waitFor(15*time.Second, func() bool {
+		for _, c := range clients {
+			ns, err := c.ClusterNodes(ctx).Result()
+			if err != nil || strings.Count(strings.TrimSpace(ns), "\n")+1 != len(nodes) {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return nil, fmt.Errorf("cluster nodes did not meet: %w", err)
+	}
+	for r := 0; r < replicas; r++ {
+		for m := 0; m < masters; m++ {
+			id, err := clients[m].Do(ctx, "CLUSTER", "MYID").Text()
+			if err != nil {
+				return nil, err
+			}
+			rep := clients[masters+r*masters+m]
+			if err := rep.Do(ctx, "CLUSTER", "REPLICATE", id).Err(); err != nil {
+				return nil, fmt.Errorf("cluster replicate: %w", err)
+			}
+		}
+	}
+	if err := waitFor(20*time.Second, func() bool {
+		for _, c := range clients {
+			info, err := c.ClusterInfo(ctx).Result()
+			if err != nil || !strings.Contains(info, "cluster_state:ok") {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return nil, fmt.Errorf("cluster not healthy: %w", err)
+	}
+	return nodes, nil
+}
+
+func waitFor(limit time.Duration, ok func() bool) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if ok() {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("timed out after %s", limit)
+}
+
+// Clients returns the single node and the cluster, named, so a suite can run
+// against both: for name, c := range redistest.Clients(t) { t.Run(name, ...) }.
+func Clients(tb testing.TB) map[string]redis.UniversalClient {
+	tb.Helper()
+	return map[string]redis.UniversalClient{
+		"single":  Single(tb),
+		"cluster": Cluster(tb),
+	}
+}
+
+// Room returns a fresh room id, unique in this process, so tests need no flush.
+func Room(tb testing.TB) string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') {
+			return r
+		}
+		return '_'
+	}, tb.Name())
+	if len(name) > 40 {
+		name = name[len(name)-40:]
+	}
+	return strings.Trim(name, "-_") + "-" + hex.EncodeToString(b)
+}
+
+// FlushAll empties every node the client reaches (every primary of a cluster).
+func FlushAll(ctx context.Context, c redis.UniversalClient) error {
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			return n.FlushAll(ctx).Err()
+		})
+	}
+	return c.FlushAll(ctx).Err()
+}

@@ -1,0 +1,131 @@
+// Package room is the waiting room's state machine over Redis. It is the only
+// code in Vestibule that talks to Redis: every state change is one Lua script
+// from lua/, run by SHA with a fallback to load, and every key of a room shares
+// the room's hash tag so a room lives in one Redis Cluster slot.
+//
+// Time never comes from Redis (except the sequence floor, see docs/ENGINE.md):
+// callers pass it in through the Engine's clock, which tests replace.
+package room
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Mode is how a room admits visitors.
+type Mode string
+
+// The room modes.
+const (
+	ModeQueue       Mode = "queue"       // everyone waits; admitted in order at the configured rate
+	ModeAuto        Mode = "auto"        // admitted at once while there is room and rate; a queue forms otherwise
+	ModePassthrough Mode = "passthrough" // everyone admitted at once; capacity and rate ignored
+	ModePaused      Mode = "paused"      // the queue holds; nobody is admitted
+	ModeClosed      Mode = "closed"      // new arrivals refused; nobody is admitted
+)
+
+// Config is a room's settings, stored in Redis and changed live through the admin API.
+type Config struct {
+	MaxActive           int64      `json:"maxActive"`
+	AdmitPerMinute      int64      `json:"admitPerMinute"`
+	SessionTTLSeconds   int64      `json:"sessionTTLSeconds"`
+	ClaimTTLSeconds     int64      `json:"claimTTLSeconds"`
+	HeartbeatTTLSeconds int64      `json:"heartbeatTTLSeconds"`
+	Mode                Mode       `json:"mode"`
+	OpensAt             *time.Time `json:"opensAt,omitempty"`
+	OriginURL           string     `json:"originUrl"`
+}
+
+// State is where a visitor stands.
+type State string
+
+// Visitor states as the API reports them.
+const (
+	StatePrequeue State = "prequeue" // before opensAt; order drawn at opening
+	StateWaiting  State = "waiting"
+	StateAdmitted State = "admitted" // holds a grant (or an active session)
+	StatePaused   State = "paused"   // waiting in a paused room
+	StateClosed   State = "closed"   // the room is closed
+	StateExpired  State = "expired"  // the place is gone: served, evicted past the head, left, or the grant expired
+)
+
+// Ticket is what a signed ticket says about a visitor's place. A place is a pure
+// function of the ticket: Score is the queue score (the sequence number, or in the
+// pre-queue the lottery draw in [0,1)).
+type Ticket struct {
+	Room    string  `json:"room"`
+	Visitor string  `json:"visitor"`
+	Seq     int64   `json:"seq"`
+	Draw    float64 `json:"draw,omitempty"` // pre-queue only
+}
+
+// Place is the answer to enqueue and poll.
+type Place struct {
+	Ticket   Ticket
+	State    State
+	Position int64 // 1-based; 0 when not waiting or in the pre-queue
+	Waiting  int64 // visitors waiting (or in the pre-queue) in the room
+	// Set when State is StateAdmitted.
+	GrantDeadline time.Time // the grant must be consumed before this
+	Active        bool      // the grant was already consumed; a session is running
+	// RatePerMinute is the admission rate observed over the last minute, or the
+	// configured rate when nothing was observed; callers derive ETAs from it.
+	RatePerMinute float64
+	Config        Config
+}
+
+// TickResult reports one admission tick of one room.
+type TickResult struct {
+	Admitted        int64
+	Evicted         int64
+	GrantsReclaimed int64
+	SessionsEnded   int64
+}
+
+// Stats is a snapshot of a room.
+type Stats struct {
+	Waiting            int64 `json:"waiting"`
+	Admitted           int64 `json:"admitted"`
+	Active             int64 `json:"active"`
+	AdmittedLastMinute int64 `json:"admittedLastMinute"`
+	Evicted            int64 `json:"evicted"`
+	Consumed           int64 `json:"consumed"`
+	ReplaysRefused     int64 `json:"replaysRefused"`
+}
+
+// Session is the result of a successful consume.
+type Session struct {
+	Room      string
+	Visitor   string
+	ExpiresAt time.Time
+}
+
+// Errors callers branch on with errors.Is.
+var (
+	ErrInvalidRoom     = errors.New("room: invalid room id")
+	ErrInvalidConfig   = errors.New("room: invalid config") // wrapped with the field and reason
+	ErrUnknownRoom     = errors.New("room: unknown room")
+	ErrClosed          = errors.New("room: room is closed")
+	ErrAlreadyConsumed = errors.New("room: grant already consumed")
+	ErrGrantExpired    = errors.New("room: grant expired")
+	ErrUnknownGrant    = errors.New("room: unknown grant")
+	ErrUnavailable     = errors.New("room: redis unavailable") // wraps the Redis error; maps to 503
+)
+
+// Clock gives the current time; tests replace it.
+type Clock func() time.Time
+
+// Queue is the engine's surface, so the API layer can take an interface.
+type Queue interface {
+	Enqueue(ctx context.Context, room, visitor string) (Place, error)
+	Poll(ctx context.Context, t Ticket) (Place, error)
+	Leave(ctx context.Context, t Ticket) error
+	Consume(ctx context.Context, room string, seq int64) (Session, error)
+	Complete(ctx context.Context, room string, seq int64) error
+	Tick(ctx context.Context, room string) (TickResult, error)
+	PutConfig(ctx context.Context, room string, cfg Config) (Config, error)
+	GetConfig(ctx context.Context, room string) (Config, error)
+	Rooms(ctx context.Context) ([]string, error)
+	Stats(ctx context.Context, room string) (Stats, error)
+}
