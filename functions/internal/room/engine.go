@@ -1,0 +1,362 @@
+package room
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/lua"
+)
+
+// Each script runs by SHA (EVALSHA) and falls back to EVAL when Redis lost it.
+var (
+	enqueueCmd  = redis.NewScript(lua.Enqueue)
+	pollCmd     = redis.NewScript(lua.Poll)
+	tickCmd     = redis.NewScript(lua.Tick)
+	consumeCmd  = redis.NewScript(lua.Consume)
+	completeCmd = redis.NewScript(lua.Complete)
+	leaveCmd    = redis.NewScript(lua.Leave)
+	configCmd   = redis.NewScript(lua.Config)
+	statsCmd    = redis.NewScript(lua.Stats)
+)
+
+// Scripter is the narrowest Redis client the engine needs: a client, a
+// cluster client or a ring all fit.
+type Scripter interface {
+	redis.Scripter
+	SAdd(ctx context.Context, key string, members ...interface{}) *redis.IntCmd
+	SMembers(ctx context.Context, key string) *redis.StringSliceCmd
+	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
+}
+
+var _ Scripter = (redis.UniversalClient)(nil)
+
+// Engine is the room state machine over Redis. It implements Queue.
+type Engine struct {
+	rdb   Scripter
+	clock Clock
+	batch int
+}
+
+var _ Queue = (*Engine)(nil)
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithClock replaces the clock (tests drive time with it).
+func WithClock(c Clock) Option { return func(e *Engine) { e.clock = c } }
+
+// WithEvictBatch sets the most stale heartbeats one tick evicts (default 2000).
+func WithEvictBatch(n int) Option { return func(e *Engine) { e.batch = n } }
+
+// New returns an engine over the given Redis client.
+func New(rdb Scripter, opts ...Option) *Engine {
+	e := &Engine{rdb: rdb, clock: time.Now, batch: 2000}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
+}
+
+func (e *Engine) nowMS() int64 { return e.clock().UnixMilli() }
+
+// run runs a room script and returns its reply as a slice.
+func (e *Engine) run(ctx context.Context, s *redis.Script, room string, args ...interface{}) ([]interface{}, error) {
+	if !ValidRoomID(room) {
+		return nil, ErrInvalidRoom
+	}
+	v, err := s.Run(ctx, e.rdb, KeysFor(room).List(), args...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	reply, ok := v.([]interface{})
+	if !ok || len(reply) == 0 {
+		return nil, fmt.Errorf("%w: unexpected script reply %T", ErrUnavailable, v)
+	}
+	return reply, nil
+}
+
+func str(v interface{}) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	}
+	return ""
+}
+
+func num(v interface{}) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, err := strconv.ParseInt(x, 10, 64)
+		if err == nil {
+			return n
+		}
+		f, _ := strconv.ParseFloat(x, 64)
+		return int64(f)
+	}
+	return 0
+}
+
+// status maps the one-word replies every script may give to errors.
+func status(reply []interface{}) error {
+	if len(reply) != 1 {
+		return nil
+	}
+	switch str(reply[0]) {
+	case "unknown", "noroom":
+		return ErrUnknownRoom
+	case "closed":
+		return ErrClosed
+	}
+	return nil
+}
+
+// place decodes lib.lua's reply shape.
+func place(t Ticket, reply []interface{}) (Place, error) {
+	if err := status(reply); err != nil {
+		return Place{}, err
+	}
+	if len(reply) < 7+len(cfgFields) {
+		return Place{}, fmt.Errorf("%w: short place reply (%d)", ErrUnavailable, len(reply))
+	}
+	p := Place{Ticket: t}
+	state := str(reply[0])
+	if m := str(reply[1]); m != "" {
+		p.Ticket.Seq = num(m)
+	}
+	if d := str(reply[2]); d != "" {
+		p.Ticket.Draw, _ = strconv.ParseFloat(d, 64)
+	}
+	p.Position, p.Waiting = num(reply[3]), num(reply[4])
+	deadline := num(reply[5])
+	p.Config = decodeConfig(reply[7:])
+	p.RatePerMinute = float64(num(reply[6]))
+	if p.RatePerMinute <= 0 {
+		p.RatePerMinute = float64(p.Config.AdmitPerMinute)
+	}
+	switch state {
+	case "active":
+		p.State, p.Active, p.GrantDeadline = StateAdmitted, true, time.UnixMilli(deadline)
+	case "admitted":
+		p.State, p.GrantDeadline = StateAdmitted, time.UnixMilli(deadline)
+	default:
+		p.State = State(state)
+	}
+	return p, nil
+}
+
+// Enqueue adds a new visitor (id chosen by the caller, never by the client)
+// and returns the place with the ticket to sign.
+func (e *Engine) Enqueue(ctx context.Context, room, visitor string) (Place, error) {
+	reply, err := e.run(ctx, enqueueCmd, room, e.nowMS(), visitor)
+	if err != nil {
+		return Place{}, err
+	}
+	return place(Ticket{Room: room, Visitor: visitor}, reply)
+}
+
+// score is the queue score a ticket implies: its draw in the pre-queue, else its sequence.
+func score(t Ticket) string {
+	if t.Draw > 0 {
+		return strconv.FormatFloat(t.Draw, 'g', -1, 64)
+	}
+	return strconv.FormatInt(t.Seq, 10)
+}
+
+// Poll reports where a ticket's holder stands and refreshes the heartbeat;
+// it restores the place if Redis lost it and the head has not passed it (I4).
+func (e *Engine) Poll(ctx context.Context, t Ticket) (Place, error) {
+	reply, err := e.run(ctx, pollCmd, t.Room, e.nowMS(), strconv.FormatInt(t.Seq, 10), score(t))
+	if err != nil {
+		return Place{}, err
+	}
+	return place(t, reply)
+}
+
+// Leave removes the ticket's holder from the queue for good.
+func (e *Engine) Leave(ctx context.Context, t Ticket) error {
+	reply, err := e.run(ctx, leaveCmd, t.Room, e.nowMS(), strconv.FormatInt(t.Seq, 10), score(t))
+	if err != nil {
+		return err
+	}
+	return status(reply)
+}
+
+// Consume turns the grant into an active session, exactly once.
+func (e *Engine) Consume(ctx context.Context, room string, seq int64) (Session, error) {
+	reply, err := e.run(ctx, consumeCmd, room, e.nowMS(), strconv.FormatInt(seq, 10))
+	if err != nil {
+		return Session{}, err
+	}
+	switch str(reply[0]) {
+	case "ok":
+		if len(reply) < 2 {
+			return Session{}, fmt.Errorf("%w: short consume reply", ErrUnavailable)
+		}
+		return Session{Room: room, ExpiresAt: time.UnixMilli(num(reply[1]))}, nil
+	case "consumed":
+		return Session{}, ErrAlreadyConsumed
+	case "expired":
+		return Session{}, ErrGrantExpired
+	case "unknown":
+		return Session{}, ErrUnknownGrant
+	case "noroom":
+		return Session{}, ErrUnknownRoom
+	}
+	return Session{}, fmt.Errorf("%w: consume replied %v", ErrUnavailable, reply[0])
+}
+
+// Complete ends a session (or gives up an unused grant); the slot frees at once.
+func (e *Engine) Complete(ctx context.Context, room string, seq int64) error {
+	reply, err := e.run(ctx, completeCmd, room, e.nowMS(), strconv.FormatInt(seq, 10))
+	if err != nil {
+		return err
+	}
+	switch str(reply[0]) {
+	case "ok":
+		return nil
+	case "unknown":
+		return ErrUnknownGrant
+	}
+	return ErrUnknownRoom
+}
+
+// Tick runs one admission tick of the room.
+func (e *Engine) Tick(ctx context.Context, room string) (TickResult, error) {
+	reply, err := e.run(ctx, tickCmd, room, e.nowMS(), e.batch)
+	if err != nil {
+		return TickResult{}, err
+	}
+	if err := status(reply); err != nil {
+		return TickResult{}, err
+	}
+	if len(reply) < 4 {
+		return TickResult{}, fmt.Errorf("%w: short tick reply", ErrUnavailable)
+	}
+	return TickResult{Admitted: num(reply[0]), Evicted: num(reply[1]),
+		GrantsReclaimed: num(reply[2]), SessionsEnded: num(reply[3])}, nil
+}
+
+// PutConfig validates and stores a room's settings (creating the room), live.
+func (e *Engine) PutConfig(ctx context.Context, room string, cfg Config) (Config, error) {
+	if !ValidRoomID(room) {
+		return Config{}, ErrInvalidRoom
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	seed := make([]byte, 16)
+	if _, err := rand.Read(seed); err != nil {
+		return Config{}, err
+	}
+	args := []interface{}{e.nowMS(), hex.EncodeToString(seed)}
+	args = append(args, encodeConfig(cfg)...)
+	if _, err := e.run(ctx, configCmd, room, args...); err != nil {
+		return Config{}, err
+	}
+	// The registry lives in its own slot: written after the room, so a room in
+	// the registry always has a config (a crash between the two leaves a room
+	// the admin can PUT again).
+	if err := e.rdb.SAdd(ctx, RegistryKey, room).Err(); err != nil {
+		return Config{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return cfg, nil
+}
+
+// GetConfig reads a room's settings.
+func (e *Engine) GetConfig(ctx context.Context, room string) (Config, error) {
+	if !ValidRoomID(room) {
+		return Config{}, ErrInvalidRoom
+	}
+	m, err := e.rdb.HGetAll(ctx, KeysFor(room).Config).Result()
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if len(m) == 0 {
+		return Config{}, ErrUnknownRoom
+	}
+	vals := make([]interface{}, len(cfgFields))
+	for i, f := range cfgFields {
+		vals[i] = m[f]
+	}
+	return decodeConfig(vals), nil
+}
+
+// Rooms lists the registered rooms.
+func (e *Engine) Rooms(ctx context.Context) ([]string, error) {
+	rooms, err := e.rdb.SMembers(ctx, RegistryKey).Result()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return rooms, nil
+}
+
+// Stats returns a snapshot of the room.
+func (e *Engine) Stats(ctx context.Context, room string) (Stats, error) {
+	reply, err := e.run(ctx, statsCmd, room, e.nowMS())
+	if err != nil {
+		return Stats{}, err
+	}
+	if err := status(reply); err != nil {
+		return Stats{}, err
+	}
+	if len(reply) < 7 {
+		return Stats{}, fmt.Errorf("%w: short stats reply", ErrUnavailable)
+	}
+	return Stats{Waiting: num(reply[0]), Admitted: num(reply[1]), Active: num(reply[2]),
+		AdmittedLastMinute: num(reply[3]), Evicted: num(reply[4]), Consumed: num(reply[5]),
+		ReplaysRefused: num(reply[6])}, nil
+}
+
+// cfgFields is the order lib.lua's CFG_FIELDS reads the settings in.
+var cfgFields = []string{"mode", "maxActive", "admitPerMinute", "sessionTTLSeconds", "claimTTLSeconds",
+	"heartbeatTTLSeconds", "opensAt", "originUrl"}
+
+func encodeConfig(c Config) []interface{} {
+	opens := int64(0)
+	if c.OpensAt != nil {
+		opens = c.OpensAt.UnixMilli()
+	}
+	return []interface{}{
+		"mode", string(c.Mode), "maxActive", c.MaxActive, "admitPerMinute", c.AdmitPerMinute,
+		"sessionTTLSeconds", c.SessionTTLSeconds, "claimTTLSeconds", c.ClaimTTLSeconds,
+		"heartbeatTTLSeconds", c.HeartbeatTTLSeconds, "opensAt", opens, "originUrl", c.OriginURL,
+	}
+}
+
+func decodeConfig(v []interface{}) Config {
+	get := func(i int) string {
+		if i < len(v) {
+			return str(v[i])
+		}
+		return ""
+	}
+	c := Config{
+		Mode:                Mode(get(0)),
+		MaxActive:           num(get(1)),
+		AdmitPerMinute:      num(get(2)),
+		SessionTTLSeconds:   num(get(3)),
+		ClaimTTLSeconds:     num(get(4)),
+		HeartbeatTTLSeconds: num(get(5)),
+		OriginURL:           get(7),
+	}
+	if ms := num(get(6)); ms > 0 {
+		t := time.UnixMilli(ms).UTC()
+		c.OpensAt = &t
+	}
+	return c
+}
+
+// Unavailable reports whether err means Redis could not be reached or answered
+// badly (the caller answers 503).
+func Unavailable(err error) bool { return errors.Is(err, ErrUnavailable) }

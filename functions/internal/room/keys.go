@@ -1,0 +1,31 @@
+package room
+
+// RegistryKey lists every room id. SET. It is the only key outside a room's
+// slot, and no room script touches it.
+const RegistryKey = "vst:rooms"
+
+// RoomKeys names a room's keys. All share the hash tag {room} (I6).
+type RoomKeys struct {
+	Config     string // HASH settings + pre-queue seed
+	State      string // HASH seq, head, admission bucket, rate ring, counters
+	Queue      string // ZSET waiting: member seq, score seq or draw
+	Heartbeats string // ZSET member seq, score last seen (ms)
+	Grants     string // ZSET admitted: member seq, score claim deadline (ms)
+	Active     string // ZSET sessions: member seq, score session end (ms)
+	Used       string // ZSET consumed grants: member seq, score consume time (ms)
+	Left       string // ZSET visitors who left: member seq, score queue score
+}
+
+// KeysFor returns the keys of a room.
+func KeysFor(room string) RoomKeys {
+	p := "vst:{" + room + "}:"
+	return RoomKeys{
+		Config: p + "cfg", State: p + "st", Queue: p + "q", Heartbeats: p + "hb",
+		Grants: p + "adm", Active: p + "act", Used: p + "used", Left: p + "left",
+	}
+}
+
+// List is the KEYS every room script takes, in lib.lua's order.
+func (k RoomKeys) List() []string {
+	return []string{k.Config, k.State, k.Queue, k.Heartbeats, k.Grants, k.Active, k.Used, k.Left}
+}

@@ -1,0 +1,15 @@
+-- complete.lua: the origin ends a session early (or gives up a grant never consumed); the slot frees at once.
+-- KEYS: the room's keys (lib.lua)
+-- ARGV[1] -> now (ms)
+-- ARGV[2] -> member (the entry token's sequence)
+-- Returns {'ok'}, {'unknown'} (no such session or grant: already ended or expired), or {'noroom'}.
+local now = tonumber(ARGV[1])
+local m = ARGV[2]
+if not load_cfg() then return {'noroom'} end
+if redis.call('ZREM', K_ACT, m) == 1 then return {'ok'} end
+if redis.call('ZREM', K_ADM, m) == 1 then
+  -- A grant given up before use: record it as used so the token cannot be redeemed after.
+  redis.call('ZADD', K_USED, now, m)
+  return {'ok'}
+end
+return {'unknown'}

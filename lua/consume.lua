@@ -1,0 +1,27 @@
+-- consume.lua: the origin redeems a grant; it becomes an active session exactly once.
+-- KEYS: the room's keys (lib.lua)
+-- ARGV[1] -> now (ms)
+-- ARGV[2] -> member (the entry token's sequence)
+-- Returns {'ok', session end (ms)}, {'consumed'} (already), {'expired'},
+-- {'unknown'} (no such grant), or {'noroom'}.
+local now = tonumber(ARGV[1])
+local m = ARGV[2]
+
+local cfg = load_cfg()
+if not cfg then return {'noroom'} end
+
+local d = redis.call('ZSCORE', K_ADM, m)
+if d then
+  redis.call('ZREM', K_ADM, m)
+  if tonumber(d) < now then return {'expired'} end
+  local ends = now + cfg.sessionTTL
+  redis.call('ZADD', K_ACT, ends, m)
+  redis.call('ZADD', K_USED, now, m)
+  redis.call('HINCRBY', K_ST, 'consumed', 1)
+  return {'ok', member(ends)}
+end
+if redis.call('ZSCORE', K_ACT, m) or redis.call('ZSCORE', K_USED, m) then
+  redis.call('HINCRBY', K_ST, 'replays', 1)
+  return {'consumed'}
+end
+return {'unknown'}

@@ -1,0 +1,55 @@
+-- enqueue.lua: a new visitor joins the room.
+-- KEYS: the room's keys (lib.lua)
+-- ARGV[1] -> now (ms, the caller's clock)
+-- ARGV[2] -> visitor id (server-generated; salts the pre-queue draw)
+-- Returns the place shape of lib.lua's reply, state one of:
+--   'prequeue' (draw set, position 0), 'waiting', 'admitted' (deadline set);
+--   or {'unknown'} for an unknown room, {'closed'} for a closed one.
+-- The sequence is max(last + 1, Redis server time in microseconds): the one use
+-- of server time, on purpose, so numbers issued after a data loss stay above
+-- every ticket issued before it.
+local now = tonumber(ARGV[1])
+local visitor = ARGV[2]
+
+local cfg, raw = load_cfg()
+if not cfg then return {'unknown'} end
+if cfg.mode == 'closed' then return {'closed'} end
+
+local t = redis.call('TIME')
+local floor = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local last = tonumber(redis.call('HGET', K_ST, 'seq')) or 0
+local seq = math.max(last + 1, floor)
+local m = member(seq)
+redis.call('HSET', K_ST, 'seq', m)
+
+if cfg.mode == 'passthrough' then
+  local deadline = grant(cfg, now, m, seq)
+  count_admissions(now, 1)
+  return reply('admitted', m, '', 0, redis.call('ZCARD', K_Q), deadline, raw)
+end
+
+if cfg.opensAt > now then
+  local seed = redis.call('HGET', K_CFG, 'seed') or ''
+  local draw = tonumber(string.sub(redis.sha1hex(seed .. visitor), 1, 13), 16) / 4503599627370496
+  redis.call('ZADD', K_Q, num(draw), m)
+  redis.call('ZADD', K_HB, now, m)
+  return reply('prequeue', m, num(draw), 0, redis.call('ZCARD', K_Q), 0, raw)
+end
+
+if cfg.mode == 'auto' and redis.call('ZCARD', K_Q) == 0 and free_slots(cfg) > 0 then
+  local tokens, refilled = refill(cfg, now)
+  if tokens >= 1 then
+    store_bucket(tokens - 1, refilled)
+    local deadline = grant(cfg, now, m, seq)
+    count_admissions(now, 1)
+    return reply('admitted', m, '', 0, 0, deadline, raw)
+  end
+end
+
+redis.call('ZADD', K_Q, m, m)
+redis.call('ZADD', K_HB, now, m)
+local waiting = redis.call('ZCARD', K_Q)
+local pos = redis.call('ZRANK', K_Q, m) + 1
+local state = 'waiting'
+if cfg.mode == 'paused' then state = 'paused' end
+return reply(state, m, '', pos, waiting, 0, raw)
