@@ -13,7 +13,7 @@ local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 
 local CFG_FIELDS = {'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds', 'claimTTLSeconds',
-  'heartbeatTTLSeconds', 'opensAt', 'originUrl'}
+  'heartbeatTTLSeconds', 'opensAt', 'originUrl', 'clientEnqueuePerMinute'}
 
 -- load_cfg returns the settings as a table (times in ms) and the raw values
 -- (returned to the caller with every place), or nil when the room is unknown.

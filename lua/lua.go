@@ -34,6 +34,9 @@ var config string
 //go:embed stats.lua
 var stats string
 
+//go:embed ratelimit.lua
+var ratelimit string
+
 // The scripts, ready to load: lib.lua followed by the operation.
 var (
 	Enqueue  = lib + enqueue
@@ -44,4 +47,6 @@ var (
 	Leave    = lib + leave
 	Config   = lib + config
 	Stats    = lib + stats
+	// RateLimit takes its own KEYS (the room's config and one client's limiter), so no lib.
+	RateLimit = ratelimit
 )

@@ -3,9 +3,11 @@
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> member (the ticket's sequence, decimal)
 -- ARGV[3] -> score (the ticket's draw if it has one, else its sequence)
+-- ARGV[4] -> min interval (ms) between polls of one visitor; 0 for none
 -- Returns the place shape of lib.lua's reply, state one of 'prequeue', 'waiting',
 -- 'paused', 'closed', 'admitted' (deadline = claim deadline), 'active' (deadline =
--- session end), 'expired'; or {'unknown'} for an unknown room.
+-- session end), 'expired'; or {'unknown'} for an unknown room, or {'slow', wait ms}
+-- when a waiting visitor polls again sooner than the min interval.
 -- A member found nowhere whose score is above the room's head, and who did not
 -- leave, is restored at that score (I4): eviction and data loss are one case.
 local now = tonumber(ARGV[1])
@@ -33,6 +35,11 @@ if not rank then
   rank = redis.call('ZRANK', K_Q, m)
 end
 
+local minInterval = tonumber(ARGV[4]) or 0
+if minInterval > 0 then
+  local seen = tonumber(redis.call('ZSCORE', K_HB, m))
+  if seen and now - seen < minInterval and now >= seen then return {'slow', minInterval - (now - seen)} end
+end
 redis.call('ZADD', K_HB, now, m)
 local waiting = redis.call('ZCARD', K_Q)
 if cfg.mode == 'closed' then return reply('closed', m, '', 0, waiting, 0, raw) end

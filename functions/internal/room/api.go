@@ -35,6 +35,8 @@ type Config struct {
 	Mode                Mode       `json:"mode"`
 	OpensAt             *time.Time `json:"opensAt,omitempty"`
 	OriginURL           string     `json:"originUrl"`
+	// ClientEnqueuePerMinute limits enqueues per client address (0: no limit).
+	ClientEnqueuePerMinute int64 `json:"clientEnqueuePerMinute"`
 }
 
 // State is where a visitor stands.
@@ -111,6 +113,7 @@ var (
 	ErrGrantExpired    = errors.New("room: grant expired")
 	ErrUnknownGrant    = errors.New("room: unknown grant")
 	ErrUnavailable     = errors.New("room: redis unavailable") // wraps the Redis error; maps to 503
+	ErrRateLimited     = errors.New("room: too many requests") // a *RetryError carries the wait; maps to 429
 )
 
 // Clock gives the current time; tests replace it.

@@ -21,6 +21,8 @@ func DefaultConfig() Config {
 		ClaimTTLSeconds:     120,
 		HeartbeatTTLSeconds: 60,
 		Mode:                ModeQueue,
+		// Generous: many visitors may share one address (mobile carriers, offices, venues).
+		ClientEnqueuePerMinute: 60,
 	}
 }
 
@@ -35,6 +37,7 @@ var limits = []struct {
 	{"sessionTTLSeconds", func(c Config) int64 { return c.SessionTTLSeconds }, 10, 86_400},
 	{"claimTTLSeconds", func(c Config) int64 { return c.ClaimTTLSeconds }, 5, 3_600},
 	{"heartbeatTTLSeconds", func(c Config) int64 { return c.HeartbeatTTLSeconds }, 10, 3_600},
+	{"clientEnqueuePerMinute", func(c Config) int64 { return c.ClientEnqueuePerMinute }, 0, 100_000},
 }
 
 // FieldError says which setting is wrong and why. It wraps ErrInvalidConfig.

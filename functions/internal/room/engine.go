@@ -3,6 +3,7 @@ package room
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,14 +17,15 @@ import (
 
 // Each script runs by SHA (EVALSHA) and falls back to EVAL when Redis lost it.
 var (
-	enqueueCmd  = redis.NewScript(lua.Enqueue)
-	pollCmd     = redis.NewScript(lua.Poll)
-	tickCmd     = redis.NewScript(lua.Tick)
-	consumeCmd  = redis.NewScript(lua.Consume)
-	completeCmd = redis.NewScript(lua.Complete)
-	leaveCmd    = redis.NewScript(lua.Leave)
-	configCmd   = redis.NewScript(lua.Config)
-	statsCmd    = redis.NewScript(lua.Stats)
+	enqueueCmd   = redis.NewScript(lua.Enqueue)
+	pollCmd      = redis.NewScript(lua.Poll)
+	tickCmd      = redis.NewScript(lua.Tick)
+	consumeCmd   = redis.NewScript(lua.Consume)
+	completeCmd  = redis.NewScript(lua.Complete)
+	leaveCmd     = redis.NewScript(lua.Leave)
+	configCmd    = redis.NewScript(lua.Config)
+	statsCmd     = redis.NewScript(lua.Stats)
+	ratelimitCmd = redis.NewScript(lua.RateLimit)
 )
 
 // Scripter is the narrowest Redis client the engine needs: a client, a
@@ -39,9 +41,10 @@ var _ Scripter = (redis.UniversalClient)(nil)
 
 // Engine is the room state machine over Redis. It implements Queue.
 type Engine struct {
-	rdb   Scripter
-	clock Clock
-	batch int
+	rdb         Scripter
+	clock       Clock
+	batch       int
+	minInterval time.Duration
 }
 
 var _ Queue = (*Engine)(nil)
@@ -54,6 +57,10 @@ func WithClock(c Clock) Option { return func(e *Engine) { e.clock = c } }
 
 // WithEvictBatch sets the most stale heartbeats one tick evicts (default 2000).
 func WithEvictBatch(n int) Option { return func(e *Engine) { e.batch = n } }
+
+// WithMinPollInterval refuses (ErrRateLimited) a waiting visitor's poll that
+// comes sooner than d after the last one (default 0: never).
+func WithMinPollInterval(d time.Duration) Option { return func(e *Engine) { e.minInterval = d } }
 
 // New returns an engine over the given Redis client.
 func New(rdb Scripter, opts ...Option) *Engine {
@@ -175,13 +182,62 @@ func score(t Ticket) string {
 
 // Poll reports where a ticket's holder stands and refreshes the heartbeat;
 // it restores the place if Redis lost it and the head has not passed it (I4).
-func (e *Engine) Poll(ctx context.Context, t Ticket) (Place, error) {
-	reply, err := e.run(ctx, pollCmd, t.Room, e.nowMS(), strconv.FormatInt(t.Seq, 10), score(t))
+// A waiting visitor polling sooner than the engine's min poll interval gets a
+// *RetryError (ErrRateLimited).
+func (e *Engine) Poll(ctx context.Context, t Ticket) (Place, error) { return e.poll(ctx, t, e.minInterval) }
+
+// Locate is Poll without the min interval: for a visitor who comes back through
+// enqueue (a refresh, a second tab), which must always find the place.
+func (e *Engine) Locate(ctx context.Context, t Ticket) (Place, error) { return e.poll(ctx, t, 0) }
+
+func (e *Engine) poll(ctx context.Context, t Ticket, minInterval time.Duration) (Place, error) {
+	reply, err := e.run(ctx, pollCmd, t.Room, e.nowMS(), strconv.FormatInt(t.Seq, 10), score(t),
+		minInterval.Milliseconds())
 	if err != nil {
 		return Place{}, err
 	}
+	if len(reply) == 2 && str(reply[0]) == "slow" {
+		return Place{}, &RetryError{After: time.Duration(num(reply[1])) * time.Millisecond}
+	}
 	return place(t, reply)
 }
+
+// AllowEnqueue applies the room's per-client enqueue limit (clientEnqueuePerMinute,
+// a GCRA in Redis) to a client (its address). It returns nil, a *RetryError
+// (ErrRateLimited), ErrUnknownRoom or ErrUnavailable.
+func (e *Engine) AllowEnqueue(ctx context.Context, room, client string) error {
+	if !ValidRoomID(room) {
+		return ErrInvalidRoom
+	}
+	sum := sha256.Sum256([]byte(client))
+	k := KeysFor(room)
+	v, err := ratelimitCmd.Run(ctx, e.rdb, []string{k.Config, k.Limiter(hex.EncodeToString(sum[:12]))}, e.nowMS()).Result()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	reply, ok := v.([]interface{})
+	if !ok || len(reply) != 1 {
+		return fmt.Errorf("%w: unexpected ratelimit reply %T", ErrUnavailable, v)
+	}
+	switch wait := num(reply[0]); {
+	case wait == 0:
+		return nil
+	case wait < 0:
+		return ErrUnknownRoom
+	default:
+		return &RetryError{After: time.Duration(wait) * time.Millisecond}
+	}
+}
+
+// RetryError is a refusal for now: try again after After. It wraps ErrRateLimited.
+type RetryError struct{ After time.Duration }
+
+func (e *RetryError) Error() string {
+	return fmt.Sprintf("room: too many requests, retry after %s", e.After)
+}
+
+// Unwrap makes errors.Is(err, ErrRateLimited) true.
+func (e *RetryError) Unwrap() error { return ErrRateLimited }
 
 // Leave removes the ticket's holder from the queue for good.
 func (e *Engine) Leave(ctx context.Context, t Ticket) error {
@@ -320,7 +376,7 @@ func (e *Engine) Stats(ctx context.Context, room string) (Stats, error) {
 
 // cfgFields is the order lib.lua's CFG_FIELDS reads the settings in.
 var cfgFields = []string{"mode", "maxActive", "admitPerMinute", "sessionTTLSeconds", "claimTTLSeconds",
-	"heartbeatTTLSeconds", "opensAt", "originUrl"}
+	"heartbeatTTLSeconds", "opensAt", "originUrl", "clientEnqueuePerMinute"}
 
 func encodeConfig(c Config) []interface{} {
 	opens := int64(0)
@@ -331,6 +387,7 @@ func encodeConfig(c Config) []interface{} {
 		"mode", string(c.Mode), "maxActive", c.MaxActive, "admitPerMinute", c.AdmitPerMinute,
 		"sessionTTLSeconds", c.SessionTTLSeconds, "claimTTLSeconds", c.ClaimTTLSeconds,
 		"heartbeatTTLSeconds", c.HeartbeatTTLSeconds, "opensAt", opens, "originUrl", c.OriginURL,
+		"clientEnqueuePerMinute", c.ClientEnqueuePerMinute,
 	}
 }
 
@@ -342,13 +399,14 @@ func decodeConfig(v []interface{}) Config {
 		return ""
 	}
 	c := Config{
-		Mode:                Mode(get(0)),
-		MaxActive:           num(get(1)),
-		AdmitPerMinute:      num(get(2)),
-		SessionTTLSeconds:   num(get(3)),
-		ClaimTTLSeconds:     num(get(4)),
-		HeartbeatTTLSeconds: num(get(5)),
-		OriginURL:           get(7),
+		Mode:                   Mode(get(0)),
+		MaxActive:              num(get(1)),
+		AdmitPerMinute:         num(get(2)),
+		SessionTTLSeconds:      num(get(3)),
+		ClaimTTLSeconds:        num(get(4)),
+		HeartbeatTTLSeconds:    num(get(5)),
+		OriginURL:              get(7),
+		ClientEnqueuePerMinute: num(get(8)),
 	}
 	if ms := num(get(6)); ms > 0 {
 		t := time.UnixMilli(ms).UTC()

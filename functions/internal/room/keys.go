@@ -25,6 +25,12 @@ func KeysFor(room string) RoomKeys {
 	}
 }
 
+// Limiter is the key of one client's enqueue limiter (STRING: the GCRA's
+// theoretical arrival time, ms, expiring once idle). client is a hash, never raw input.
+func (k RoomKeys) Limiter(client string) string {
+	return k.Config[:len(k.Config)-len("cfg")] + "rl:" + client
+}
+
 // List is the KEYS every room script takes, in lib.lua's order.
 func (k RoomKeys) List() []string {
 	return []string{k.Config, k.State, k.Queue, k.Heartbeats, k.Grants, k.Active, k.Used, k.Left}
