@@ -184,7 +184,9 @@ func score(t Ticket) string {
 // it restores the place if Redis lost it and the head has not passed it (I4).
 // A waiting visitor polling sooner than the engine's min poll interval gets a
 // *RetryError (ErrRateLimited).
-func (e *Engine) Poll(ctx context.Context, t Ticket) (Place, error) { return e.poll(ctx, t, e.minInterval) }
+func (e *Engine) Poll(ctx context.Context, t Ticket) (Place, error) {
+	return e.poll(ctx, t, e.minInterval)
+}
 
 // Locate is Poll without the min interval: for a visitor who comes back through
 // enqueue (a refresh, a second tab), which must always find the place.
