@@ -73,7 +73,7 @@ deps-redis:
 	@redis-server --version
 
 deps-chromium:
-	@command -v chromium >/dev/null || { $(MAKE) $(APT_UPDATED) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@command -v chromium >/dev/null || { $(MAKE) $(APT_UPDATED) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-nanum >/dev/null; }
 	@chromium --version 2>/dev/null || true
 
 deps-cdk:

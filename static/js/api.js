@@ -1,0 +1,55 @@
+// The waiting room's HTTP API, same origin only: the ticket never leaves for
+// another host. Every failure becomes an ApiError whose status says what to do
+// (0 = network, 429/5xx = retry later, other 4xx = the request itself is wrong).
+
+export class ApiError extends Error {
+  constructor(status, code, message, retryAfterMs) {
+    super(message || code);
+    this.status = status;
+    this.code = code;
+    this.retryAfterMs = retryAfterMs;
+  }
+  get retryable() { return this.status === 0 || this.status === 429 || this.status >= 500; }
+}
+
+const TIMEOUT_MS = 10000;
+
+function retryAfter(h) {
+  if (!h) return 0;
+  const s = Number(h);
+  if (Number.isFinite(s)) return Math.max(0, s * 1000);
+  const d = Date.parse(h);
+  return Number.isFinite(d) ? Math.max(0, d - Date.now()) : 0;
+}
+
+async function call(method, path, ticket) {
+  const headers = { Accept: 'application/json' };
+  if (ticket) headers.Authorization = 'Bearer ' + ticket;
+  let res;
+  try {
+    res = await fetch(path, {
+      method, headers, cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer',
+      signal: AbortSignal.timeout ? AbortSignal.timeout(TIMEOUT_MS) : undefined,
+    });
+  } catch (e) {
+    throw new ApiError(0, 'network', String(e && e.message || e), 0);
+  }
+  let body = null;
+  try { body = await res.json(); } catch { /* empty or not JSON */ }
+  if (!res.ok) {
+    const err = body && body.error || {};
+    throw new ApiError(res.status, err.code || 'http_' + res.status, err.message || '', retryAfter(res.headers.get('Retry-After')));
+  }
+  if (!body || typeof body !== 'object') throw new ApiError(502, 'bad_body', 'response is not JSON', 0);
+  // The server's clock, so a countdown is right on a device whose clock is off.
+  const date = Date.parse(res.headers.get('Date') || '');
+  body.clockSkewMs = Number.isFinite(date) ? date - Date.now() : 0;
+  return body;
+}
+
+const base = room => '/api/rooms/' + encodeURIComponent(room);
+
+export const enqueue = (room, ticket) => call('POST', base(room) + '/enqueue', ticket);
+export const poll = (room, ticket) => call('GET', base(room) + '/poll', ticket);
+export const leave = (room, ticket) => call('POST', base(room) + '/leave', ticket);
+export const status = room => call('GET', base(room) + '/status');

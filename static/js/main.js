@@ -1,0 +1,318 @@
+// The waiting page. One tab per room (the leader, see tabs.js) joins the line
+// and polls when the server says; every tab renders the same view. The ticket
+// lives in localStorage, so a refresh or a second tab keeps the place.
+import * as api from './api.js';
+import { coordinate } from './tabs.js';
+import * as i18n from './i18n.js';
+import { t } from './i18n.js';
+import { etaRange, count, countdown, clock, dateTime, bucket, progress } from './format.js';
+
+const ROOM_RE = /^[A-Za-z0-9_-]{1,64}$/;
+const MOVE_DELAY_MS = 1500;        // long enough to read "It's your turn"
+const ANNOUNCE_EVERY_MS = 30000;   // progress is read out at most this often
+const BACKOFF_BASE_MS = 1000;
+const BACKOFF_CAP_MS = 30000;
+const CLOSED_RETRY_MS = 30000;
+const ENDED_KEEP_MS = 10 * 60000;  // a finished visit is shown, not restarted, for this long
+const ENDED = ['admitted', 'left', 'expired'];
+
+const $ = id => document.getElementById(id);
+const body = document.body;
+const room = roomFromURL();
+
+function roomFromURL() {
+  const q = new URLSearchParams(location.search).get('room');
+  if (q) return q;
+  const m = location.pathname.match(/^\/(?:r|rooms)\/([^/]+)\/?$/);
+  return m ? decodeURIComponent(m[1]) : '';
+}
+
+// Storage that survives a browser with localStorage switched off (the place
+// is then kept for this page only).
+const memory = new Map();
+const storage = {
+  get(k) { try { return JSON.parse(localStorage.getItem(k)); } catch { return memory.get(k) ?? null; } },
+  set(k, v) { memory.set(k, v); try { localStorage.setItem(k, JSON.stringify(v)); } catch { /* memory only */ } },
+  del(k) { memory.delete(k); try { localStorage.removeItem(k); } catch { /* memory only */ } },
+};
+const TICKET = 'vestibule:ticket:' + room; // {ticket, start}
+const VIEW = 'vestibule:view:' + room;     // the last view, for followers and refreshes
+
+// ---- rendering (every tab) ----
+
+let view = { state: 'loading' };
+let said = { state: null, bucket: 0, at: 0 };
+let tickTimer = 0;
+
+function show(el, on) { el.hidden = !on; }
+
+function render(v) {
+  view = v;
+  const s = v.state;
+  body.dataset.state = s;
+  body.dataset.reconnecting = v.reconnecting ? '1' : '0';
+  const titles = {
+    loading: 'loading', waiting: 'waitingTitle', prequeue: 'prequeueTitle', paused: 'pausedTitle',
+    closed: 'closedTitle', expired: 'expiredTitle', left: 'leftTitle', admitted: 'admittedTitle',
+    unknown: 'unknownRoom', noroom: 'noRoom', error: 'errorTitle',
+  };
+  const leads = {
+    waiting: 'waitingLead', prequeue: 'prequeueLead', paused: 'pausedLead', closed: 'closedLead',
+    expired: 'expiredLead', left: 'leftLead', unknown: 'unknownRoomLead', noroom: 'noRoomLead', error: 'errorLead',
+    admitted: v.moving ? 'admittedLead' : 'admittedOther',
+  };
+  $('title').textContent = t(titles[s] || 'loading');
+  $('lead').textContent = leads[s] ? t(leads[s]) : '';
+  $('room-name').textContent = room && s !== 'noroom' ? t('room', { room }) : '';
+
+  const inLine = s === 'waiting' || s === 'paused';
+  show($('place'), inLine);
+  if (inLine) {
+    const pos = v.position;
+    $('position').textContent = count(pos);
+    $('ahead').textContent = count(Math.max(0, pos - 1));
+    $('waiting').textContent = count(v.waiting);
+    $('eta').textContent = s === 'waiting' ? etaRange(v.etaSeconds) : '–';
+    const p = progress(v.start, pos);
+    $('bar-fill').style.width = (p * 100).toFixed(1) + '%';
+    $('bar').setAttribute('aria-valuenow', String(Math.round(p * 100)));
+    $('bar').setAttribute('aria-label', t('position'));
+  }
+
+  show($('countdown-box'), s === 'prequeue' && v.opensAt > 0);
+  clearInterval(tickTimer);
+  if (s === 'prequeue' && v.opensAt > 0) {
+    const tick = () => { $('countdown').textContent = countdown(v.opensAt - (Date.now() + (v.skew || 0))); };
+    tick();
+    tickTimer = setInterval(tick, 1000);
+    $('opens-at').textContent = t('opensAt', { time: dateTime(v.opensAt) });
+  }
+
+  show($('notice'), !!v.reconnecting);
+  $('notice').textContent = v.reconnecting ? t('reconnecting') : '';
+
+  show($('leave'), ['waiting', 'paused', 'prequeue'].includes(s));
+  show($('rejoin'), ['expired', 'left'].includes(s) || (s === 'admitted' && !v.moving));
+  show($('go'), s === 'admitted' && !!v.moving && !!target);
+  if (target && s === 'admitted') $('go').href = target;
+  $('updated').textContent = v.at && !ENDED.includes(s) ? t('updated', { time: clock(v.at) }) : '';
+
+  document.title = (s === 'waiting' ? '(' + count(v.position) + ') ' : '') + $('title').textContent;
+  announce(v);
+}
+
+// announce tells screen readers about state changes at once, and about
+// progress when the position enters a new round-number band, at most every
+// ANNOUNCE_EVERY_MS, so a fast poll does not become a stream of speech.
+function announce(v) {
+  const now = Date.now();
+  let msg = '';
+  if (v.state === 'loading') return;
+  const sentence = () => v.state === 'waiting'
+    ? t('sayPosition', { n: count(v.position), eta: etaRange(v.etaSeconds) })
+    : v.state === 'prequeue' && v.opensAt > 0 ? t('sayPrequeue', { eta: countdown(v.opensAt - now) }) : '';
+  if (v.state !== said.state) {
+    msg = [t(({ waiting: 'waitingTitle', prequeue: 'prequeueTitle', paused: 'pausedTitle', closed: 'closedTitle',
+      expired: 'expiredTitle', left: 'leftTitle', admitted: 'admittedTitle' })[v.state] || 'errorTitle'), sentence()].join('. ');
+  } else if (v.state === 'waiting' && bucket(v.position) !== said.bucket && now - said.at >= ANNOUNCE_EVERY_MS) {
+    msg = sentence();
+  }
+  if (!msg) return;
+  $('announce').textContent = msg;
+  said = { state: v.state, bucket: bucket(v.position), at: now };
+}
+
+function applyLanguage() {
+  document.documentElement.lang = i18n.current();
+  for (const el of document.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
+  const b = $('lang');
+  b.textContent = t('other');
+  b.lang = t('otherLang');
+  render(view);
+}
+
+// ---- the leader: joins, polls, backs off ----
+
+let coord = null;
+let timer = 0;
+let epoch = 0;         // bumped to drop answers that arrive after leave/rejoin
+let failures = 0;
+let join = true;       // the next request is enqueue (it restores the place when a ticket exists)
+let nextAt = 0;
+let target = '';       // where an admitted visitor goes, with the entry token
+let requests = 0;
+
+function publish(v) {
+  const { moving, ...shared } = v;
+  storage.set(VIEW, shared);
+  if (coord) coord.post({ type: 'view', view: shared });
+  render(v);
+}
+
+function schedule(ms) {
+  clearTimeout(timer);
+  nextAt = Date.now() + ms;
+  timer = setTimeout(step, ms);
+}
+
+function stop() { epoch++; clearTimeout(timer); nextAt = 0; }
+
+// The server decides the pace; the jitter keeps tabs that loaded together apart.
+const jitter = ms => ms + Math.random() * Math.min(500, ms * 0.1);
+
+async function step() {
+  const my = epoch;
+  const saved = storage.get(TICKET);
+  const ticket = saved && saved.ticket;
+  body.dataset.polls = String(++requests);
+  let r;
+  try {
+    r = join || !ticket ? await api.enqueue(room, ticket) : await api.poll(room, ticket);
+  } catch (e) {
+    if (my === epoch) failed(e);
+    return;
+  }
+  if (my !== epoch) return;
+  failures = 0;
+  join = false;
+  accepted(r, saved);
+}
+
+async function accepted(r, saved) {
+  const start = Math.max(saved && saved.start || 0, r.position || 0);
+  if (r.ticket) storage.set(TICKET, { ticket: r.ticket, start });
+  let opensAt = Date.parse(r.opensAt || '') || 0;
+  if (r.state === 'prequeue' && !opensAt) {
+    // Older APIs give opensAt only on the status route.
+    try { opensAt = Date.parse((await api.status(room)).opensAt || '') || 0; } catch { /* no countdown then */ }
+  }
+  const v = {
+    state: r.state, position: r.position || 0, waiting: r.waiting || 0, etaSeconds: r.etaSeconds ?? null,
+    opensAt, skew: r.clockSkewMs || 0, start, at: Date.now(),
+  };
+  if (r.state === 'admitted') {
+    storage.del(TICKET); // spent: coming back later starts a new visit
+    target = safeTarget(r.originUrl, r.entryToken);
+    publish({ ...v, moving: !!target });
+    // The fragment never reaches server logs or Referer headers.
+    if (target) setTimeout(() => location.replace(target), MOVE_DELAY_MS);
+    return;
+  }
+  if (r.state === 'expired') {
+    storage.del(TICKET);
+    publish(v);
+    return;
+  }
+  publish(v);
+  schedule(jitter(r.pollAfterMs > 0 ? r.pollAfterMs : 5000));
+}
+
+function safeTarget(originUrl, token) {
+  if (!originUrl || !token) return '';
+  try {
+    const u = new URL(originUrl, location.href);
+    if (u.protocol !== 'https:' && u.protocol !== 'http:') return '';
+    u.hash = 'token=' + encodeURIComponent(token);
+    return u.href;
+  } catch { return ''; }
+}
+
+function failed(e) {
+  if (e.retryable) {
+    failures++;
+    const backoff = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (failures - 1));
+    // Full jitter over the upper half, never sooner than the server asked.
+    const wait = Math.max(e.retryAfterMs || 0, backoff * (0.5 + Math.random() * 0.5));
+    publish({ ...view, state: view.state === 'loading' ? 'loading' : view.state, reconnecting: true });
+    schedule(wait);
+    return;
+  }
+  if (e.status === 401 || e.status === 403) {
+    storage.del(TICKET); // the ticket is no good any more; the place cannot be proven
+    publish({ state: 'expired', at: Date.now() });
+    return;
+  }
+  if (e.status === 404) { publish({ state: 'unknown', at: Date.now() }); return; }
+  if (/closed/.test(e.code)) {
+    publish({ state: 'closed', at: Date.now() });
+    join = true;
+    schedule(jitter(Math.max(e.retryAfterMs || 0, CLOSED_RETRY_MS)));
+    return;
+  }
+  publish({ state: 'error', at: Date.now() });
+}
+
+function rejoin() {
+  stop();
+  storage.del(TICKET);
+  join = true;
+  target = '';
+  publish({ state: 'loading' });
+  step();
+}
+
+function leave() {
+  const saved = storage.get(TICKET);
+  stop();
+  storage.del(TICKET);
+  const v = { state: 'left', at: Date.now() };
+  storage.set(VIEW, v);
+  coord.post({ type: 'left', view: v });
+  render(v);
+  if (saved) api.leave(room, saved.ticket).catch(() => { /* the heartbeat lapses anyway */ });
+}
+
+function lead() {
+  body.dataset.leader = '1';
+  const last = storage.get(VIEW);
+  if (!storage.get(TICKET) && last && ENDED.includes(last.state) && Date.now() - (last.at || 0) < ENDED_KEEP_MS) {
+    render(last); // a finished visit stays finished until the visitor asks again
+    return;
+  }
+  join = true;
+  step();
+}
+
+function message(m) {
+  switch (m.type) {
+    case 'view':
+      if (!coord.isLeader()) render(m.view);
+      break;
+    case 'left':
+      if (coord.isLeader()) stop();
+      render(m.view);
+      break;
+    case 'rejoin':
+      if (coord.isLeader()) rejoin();
+      break;
+    case 'hello':
+      if (coord.isLeader() && view.state !== 'loading') coord.post({ type: 'view', view: storage.get(VIEW) || view });
+      break;
+    case 'demoted':
+      stop();
+      body.dataset.leader = '0';
+      break;
+  }
+}
+
+function boot() {
+  $('lang').addEventListener('click', () => { i18n.set(t('otherLang')); applyLanguage(); });
+  applyLanguage();
+  if (!ROOM_RE.test(room)) { render({ state: 'noroom' }); return; }
+  body.dataset.leader = '0';
+  const last = storage.get(VIEW);
+  if (last && storage.get(TICKET)) render({ ...last, reconnecting: false });
+  $('leave').addEventListener('click', leave);
+  $('rejoin').addEventListener('click', () => (coord.isLeader() ? rejoin() : coord.post({ type: 'rejoin' })));
+  coord = coordinate(room, { onLead: lead, onMessage: message });
+  coord.post({ type: 'hello' });
+  // A hidden tab's timers run late; catch up as soon as the visitor looks again.
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible' && coord.isLeader() && nextAt && Date.now() > nextAt + 1000) {
+      clearTimeout(timer);
+      step();
+    }
+  });
+}
+
+boot();
