@@ -1,0 +1,234 @@
+package token
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"os"
+	"path/filepath"
+
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+)
+
+// EntryKey is one ES256 key that signs or verifies entry tokens.
+type EntryKey struct {
+	// ID is the kid: base64url (no padding) of the first 8 bytes of the SHA-256
+	// of the public key as an uncompressed point. It is a pure function of the
+	// key, so every function derives the same kid without coordination.
+	ID      string
+	Private *ecdsa.PrivateKey
+}
+
+// NewEntryKey wraps a P-256 private key and computes its kid.
+func NewEntryKey(priv *ecdsa.PrivateKey) (*EntryKey, error) {
+	if priv == nil || priv.Curve != elliptic.P256() {
+		return nil, fmt.Errorf("%w: entry keys are P-256", ErrKeyMaterial)
+	}
+	point, err := priv.PublicKey.Bytes()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrKeyMaterial, err)
+	}
+	sum := sha256.Sum256(point)
+	return &EntryKey{ID: base64.RawURLEncoding.EncodeToString(sum[:8]), Private: priv}, nil
+}
+
+// entryKeyLabel separates this derivation from any other use of the seed.
+const entryKeyLabel = "vestibule-entry-key"
+
+// EntryKeyFromSeed derives a P-256 key deterministically from seed:
+// d = (SHA-256("vestibule-entry-key" || seed) mod (n−1)) + 1, which lies in
+// [1, n−1] as a private scalar must. Secrets Manager can only generate random
+// strings at deploy time, so no key ever appears in a CloudFormation template;
+// the key is derived from that string instead. The derivation must never
+// change: it would silently change every deployed kid. Seeds shorter than
+// MinSecretLen are refused.
+func EntryKeyFromSeed(seed []byte) (*EntryKey, error) {
+	if len(seed) < MinSecretLen {
+		return nil, fmt.Errorf("%w: entry seed shorter than %d bytes", ErrKeyMaterial, MinSecretLen)
+	}
+	h := sha256.New()
+	h.Write([]byte(entryKeyLabel))
+	h.Write(seed)
+	n := elliptic.P256().Params().N
+	nMinus1 := new(big.Int).Sub(n, big.NewInt(1))
+	d := new(big.Int).SetBytes(h.Sum(nil))
+	d.Mod(d, nMinus1).Add(d, big.NewInt(1))
+	priv, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), d.FillBytes(make([]byte, 32)))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrKeyMaterial, err)
+	}
+	return NewEntryKey(priv)
+}
+
+// Keys is all the key material the functions need.
+type Keys struct {
+	TicketSecret []byte      // HS256 key of tickets
+	Entry        []*EntryKey // Entry[0] signs; the rest (rotated out) still verify and appear in the JWKS
+}
+
+// Local key files, inside the folder given to LoadLocal.
+const (
+	localTicketFile        = "ticket.key"
+	localEntryFile         = "entry.key"
+	localEntryPreviousFile = "entry.previous.key"
+)
+
+// LoadLocal loads the keys of local development from dir, creating dir (0700)
+// and random ticket.key and entry.key (48 random bytes, base64, 0600) on the
+// first run. A file's content, without surrounding whitespace, is used as the
+// secret string exactly as a Secrets Manager SecretString would be. An optional
+// entry.previous.key is loaded as a second, verifying-only entry key, which is
+// how rotation can be tried locally.
+func LoadLocal(dir string) (*Keys, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("token: key folder: %w", err)
+	}
+	ticket, err := readOrCreateSecret(filepath.Join(dir, localTicketFile))
+	if err != nil {
+		return nil, err
+	}
+	if len(ticket) < MinSecretLen {
+		return nil, fmt.Errorf("%w: %s shorter than %d bytes", ErrKeyMaterial, localTicketFile, MinSecretLen)
+	}
+	seed, err := readOrCreateSecret(filepath.Join(dir, localEntryFile))
+	if err != nil {
+		return nil, err
+	}
+	current, err := EntryKeyFromSeed(seed)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", localEntryFile, err)
+	}
+	keys := &Keys{TicketSecret: ticket, Entry: []*EntryKey{current}}
+
+	prevSeed, err := os.ReadFile(filepath.Join(dir, localEntryPreviousFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return keys, nil
+	case err != nil:
+		return nil, fmt.Errorf("token: %w", err)
+	}
+	previous, err := EntryKeyFromSeed(bytes.TrimSpace(prevSeed))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", localEntryPreviousFile, err)
+	}
+	if previous.ID != current.ID {
+		keys.Entry = append(keys.Entry, previous)
+	}
+	return keys, nil
+}
+
+// readOrCreateSecret returns the trimmed content of path, first creating it
+// with a fresh random secret if it does not exist. The file is written under a
+// temporary name and linked into place, so a process starting at the same
+// moment never reads a half-written file, and the first one to link wins.
+func readOrCreateSecret(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return bytes.TrimSpace(b), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("token: %w", err)
+	}
+	raw := make([]byte, 48)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, fmt.Errorf("token: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*") // mode 0600
+	if err != nil {
+		return nil, fmt.Errorf("token: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(base64.StdEncoding.EncodeToString(raw) + "\n"); err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("token: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, fmt.Errorf("token: %w", err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("token: %w", err)
+	}
+	b, err = os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("token: %w", err)
+	}
+	return bytes.TrimSpace(b), nil
+}
+
+// SecretsGetter is the part of the Secrets Manager client LoadSecretsManager
+// uses; *secretsmanager.Client satisfies it.
+type SecretsGetter interface {
+	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+}
+
+var _ SecretsGetter = (*secretsmanager.Client)(nil)
+
+// Secrets Manager staging labels.
+const (
+	stageCurrent  = "AWSCURRENT"
+	stagePrevious = "AWSPREVIOUS"
+)
+
+// LoadSecretsManager loads the deployed keys. The ticket secret's AWSCURRENT
+// SecretString is the HMAC key. The entry secret's AWSCURRENT SecretString is
+// the seed of the signing key (EntryKeyFromSeed); its AWSPREVIOUS version, when
+// there is one, gives a second key that still verifies, so tokens signed just
+// before a rotation stay valid. A missing AWSPREVIOUS (ResourceNotFoundException)
+// is normal before the first rotation. Secrets shorter than MinSecretLen are
+// refused with ErrKeyMaterial.
+func LoadSecretsManager(ctx context.Context, sm SecretsGetter, ticketSecretARN, entrySecretARN string) (*Keys, error) {
+	ticket, err := secretString(ctx, sm, ticketSecretARN, stageCurrent)
+	if err != nil {
+		return nil, fmt.Errorf("token: ticket secret: %w", err)
+	}
+	if len(ticket) < MinSecretLen {
+		return nil, fmt.Errorf("%w: ticket secret shorter than %d bytes", ErrKeyMaterial, MinSecretLen)
+	}
+	seed, err := secretString(ctx, sm, entrySecretARN, stageCurrent)
+	if err != nil {
+		return nil, fmt.Errorf("token: entry secret: %w", err)
+	}
+	current, err := EntryKeyFromSeed(seed)
+	if err != nil {
+		return nil, fmt.Errorf("token: entry secret %s: %w", stageCurrent, err)
+	}
+	keys := &Keys{TicketSecret: ticket, Entry: []*EntryKey{current}}
+
+	prevSeed, err := secretString(ctx, sm, entrySecretARN, stagePrevious)
+	var notFound *types.ResourceNotFoundException
+	switch {
+	case errors.As(err, &notFound):
+		return keys, nil
+	case err != nil:
+		return nil, fmt.Errorf("token: entry secret %s: %w", stagePrevious, err)
+	}
+	previous, err := EntryKeyFromSeed(prevSeed)
+	if err != nil {
+		return nil, fmt.Errorf("token: entry secret %s: %w", stagePrevious, err)
+	}
+	if previous.ID != current.ID {
+		keys.Entry = append(keys.Entry, previous)
+	}
+	return keys, nil
+}
+
+// secretString fetches one version stage of a secret as bytes.
+func secretString(ctx context.Context, sm SecretsGetter, arn, stage string) ([]byte, error) {
+	out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &arn, VersionStage: &stage})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil || out.SecretString == nil {
+		return nil, fmt.Errorf("%w: %s has no SecretString", ErrKeyMaterial, stage)
+	}
+	return []byte(*out.SecretString), nil
+}
