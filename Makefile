@@ -14,7 +14,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
 ## dev: run the whole product locally on http://localhost:8080 (embedded Redis unless REDIS_URL is set)
 dev:
-	go run ./cmd/vestibule-dev
+	go run ./functions/cmd/vestibule-dev
 
 ## test: install what the tests need, then run every test
 test: deps build
@@ -35,17 +35,18 @@ build-host:
 	    -o dist-host/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
-## synth: build, then synthesize the CloudFormation template offline
+## synth: build, then synthesize the CloudFormation template offline (CDK_ARGS='-c cache=nodes' etc.)
+CDK_ARGS ?=
 synth: build deps-cdk
-	cdk synth --quiet
+	cdk synth --quiet --no-notices $(CDK_ARGS)
 
 ## deploy: build, then deploy to the AWS account of the current credentials
 deploy: build deps-cdk
-	cdk deploy
+	cdk deploy $(CDK_ARGS)
 
 ## bench: measure against the goals and print one table (BENCH_JSON=file also writes JSON)
-bench: deps build-host
-	go run ./cmd/vestibule-bench
+bench: deps build build-host
+	go run ./functions/cmd/vestibule-bench
 
 ## chaos: the fault-injection suite in its long form
 chaos: deps

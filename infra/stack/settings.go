@@ -1,0 +1,257 @@
+package stack
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
+)
+
+// ErrBadSetting is returned for a deploy-time setting (CDK context) that cannot be used.
+var ErrBadSetting = errors.New("bad deploy-time setting")
+
+// CacheFlavour chooses the ElastiCache deployment.
+type CacheFlavour string
+
+const (
+	// CacheServerless is ElastiCache Serverless for Valkey: no capacity planning, TLS always on,
+	// billed per GB-hour stored and per ECPU. The default.
+	CacheServerless CacheFlavour = "serverless"
+	// CacheNodes is a node-based replication group: cluster mode, Multi-AZ with automatic failover,
+	// TLS required. Cheaper under a steady high load, a fixed bill while idle.
+	CacheNodes CacheFlavour = "nodes"
+)
+
+// RoomDefaults are the settings a room gets when the admin API creates it without them.
+// The JSON field names are those of room.Config in functions/internal/room (the functions parse
+// DEFAULT_ROOM_CONFIG into it); infra cannot import that internal package, so they are repeated here
+// and TestRoomDefaultsJSONShape pins them.
+type RoomDefaults struct {
+	MaxActive           int64  `json:"maxActive"`
+	AdmitPerMinute      int64  `json:"admitPerMinute"`
+	SessionTTLSeconds   int64  `json:"sessionTTLSeconds"`
+	ClaimTTLSeconds     int64  `json:"claimTTLSeconds"`
+	HeartbeatTTLSeconds int64  `json:"heartbeatTTLSeconds"`
+	Mode                string `json:"mode"`
+	OriginURL           string `json:"originUrl"`
+	// ClientEnqueuePerMinute limits enqueues per client address; 0 turns the limit off.
+	ClientEnqueuePerMinute int64 `json:"clientEnqueuePerMinute"`
+}
+
+// DefaultRoomDefaults is what a deployment starts with unless the context `roomDefaults` overrides it:
+// the engine's own defaults (room.DefaultConfig), plus an origin URL to replace.
+func DefaultRoomDefaults() RoomDefaults {
+	return RoomDefaults{
+		MaxActive:              100,
+		AdmitPerMinute:         600,
+		SessionTTLSeconds:      600,
+		ClaimTTLSeconds:        120,
+		HeartbeatTTLSeconds:    60,
+		Mode:                   "queue",
+		OriginURL:              "https://booking.example.com/",
+		ClientEnqueuePerMinute: 60,
+	}
+}
+
+// Settings are the deploy-time choices of a Vestibule stack. Every field has a usable default
+// (DefaultSettings); the CDK context can change each one (FromContext).
+type Settings struct {
+	// AssetDir holds <function>/bootstrap for every function, as `make build` leaves it in dist/.
+	AssetDir string
+	// StaticDir is uploaded to the bucket; when it does not exist the stack deploys no page
+	// (and warns), so the infrastructure can be synthesized before the page is written.
+	StaticDir string
+	Cache     CacheFlavour
+	// CacheNodeType and CacheShards only matter for CacheNodes.
+	CacheNodeType string
+	CacheShards   int
+	// WAF adds a CLOUDFRONT-scoped web ACL with a rate-based rule; it requires the stack's region
+	// to be us-east-1, where CloudFront web ACLs live.
+	WAF bool
+	// WAFRateLimit is the most requests one IP may make in any 5-minute window.
+	WAFRateLimit     int
+	LogRetentionDays int
+	LogLevel         string
+	Issuer           string
+	RoomDefaults     RoomDefaults
+	// APIRateLimit and APIBurstLimit throttle the HTTP API stage (requests per second).
+	APIRateLimit  float64
+	APIBurstLimit float64
+	// AlarmEmail, when set, is subscribed to the alarm topic.
+	AlarmEmail string
+}
+
+// DefaultSettings is the default stack: serverless Valkey, no WAF, a month of logs.
+func DefaultSettings() Settings {
+	return Settings{
+		AssetDir:         "dist",
+		StaticDir:        "static",
+		Cache:            CacheServerless,
+		CacheNodeType:    "cache.t4g.small",
+		CacheShards:      1,
+		WAF:              false,
+		WAFRateLimit:     3000,
+		LogRetentionDays: 30,
+		LogLevel:         "info",
+		Issuer:           "vestibule",
+		RoomDefaults:     DefaultRoomDefaults(),
+		APIRateLimit:     5000,
+		APIBurstLimit:    5000,
+	}
+}
+
+// Context keys, as given on the command line (`cdk synth -c cache=nodes`) or in cdk.json.
+const (
+	CtxAssetDir      = "distDir"
+	CtxStaticDir     = "staticDir"
+	CtxCache         = "cache"
+	CtxCacheNodeType = "cacheNodeType"
+	CtxCacheShards   = "cacheShards"
+	CtxWAF           = "waf"
+	CtxWAFRateLimit  = "wafRateLimit"
+	CtxLogRetention  = "logRetentionDays"
+	CtxLogLevel      = "logLevel"
+	CtxIssuer        = "issuer"
+	CtxRoomDefaults  = "roomDefaults"
+	CtxAPIRateLimit  = "apiRateLimit"
+	CtxAPIBurstLimit = "apiBurstLimit"
+	CtxAlarmEmail    = "alarmEmail"
+)
+
+// FromContext reads the settings from the CDK context of node, starting from DefaultSettings.
+// Values from `-c key=value` arrive as strings, values from cdk.json as JSON types; both are accepted.
+func FromContext(node constructs.Node) (Settings, error) {
+	s := DefaultSettings()
+	get := func(key string) (any, bool) {
+		v := node.TryGetContext(&key)
+		return v, v != nil
+	}
+	var errs []error
+	str := func(key string, dst *string) {
+		if v, ok := get(key); ok {
+			*dst = fmt.Sprint(v)
+		}
+	}
+	num := func(key string, dst *float64) {
+		if v, ok := get(key); ok {
+			f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
+			if err != nil || f <= 0 {
+				errs = append(errs, fmt.Errorf("%w: %s=%v is not a positive number", ErrBadSetting, key, v))
+				return
+			}
+			*dst = f
+		}
+	}
+	integer := func(key string, dst *int) {
+		f := float64(*dst)
+		num(key, &f)
+		if f != float64(int(f)) {
+			errs = append(errs, fmt.Errorf("%w: %s=%v is not a whole number", ErrBadSetting, key, f))
+			return
+		}
+		*dst = int(f)
+	}
+
+	str(CtxAssetDir, &s.AssetDir)
+	str(CtxStaticDir, &s.StaticDir)
+	var cache string
+	str(CtxCache, &cache)
+	switch CacheFlavour(cache) {
+	case "":
+	case CacheServerless, CacheNodes:
+		s.Cache = CacheFlavour(cache)
+	default:
+		errs = append(errs, fmt.Errorf("%w: cache=%q, want %q or %q", ErrBadSetting, cache, CacheServerless, CacheNodes))
+	}
+	str(CtxCacheNodeType, &s.CacheNodeType)
+	integer(CtxCacheShards, &s.CacheShards)
+	if v, ok := get(CtxWAF); ok {
+		b, err := strconv.ParseBool(fmt.Sprint(v))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: waf=%v is not true or false", ErrBadSetting, v))
+		}
+		s.WAF = b
+	}
+	integer(CtxWAFRateLimit, &s.WAFRateLimit)
+	integer(CtxLogRetention, &s.LogRetentionDays)
+	if _, err := RetentionFor(s.LogRetentionDays); err != nil {
+		errs = append(errs, err)
+	}
+	str(CtxLogLevel, &s.LogLevel)
+	str(CtxIssuer, &s.Issuer)
+	num(CtxAPIRateLimit, &s.APIRateLimit)
+	num(CtxAPIBurstLimit, &s.APIBurstLimit)
+	str(CtxAlarmEmail, &s.AlarmEmail)
+
+	if v, ok := get(CtxRoomDefaults); ok {
+		// A string is JSON from the command line; anything else came from cdk.json already decoded.
+		raw, isString := v.(string)
+		if !isString {
+			b, _ := json.Marshal(v)
+			raw = string(b)
+		}
+		rd, err := ParseRoomDefaults(raw, s.RoomDefaults)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		s.RoomDefaults = rd
+	}
+	return s, errors.Join(errs...)
+}
+
+// ParseRoomDefaults overlays the JSON object raw on base and checks the result.
+// Unknown fields are refused so a typo does not silently deploy a default.
+func ParseRoomDefaults(raw string, base RoomDefaults) (RoomDefaults, error) {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	rd := base
+	if err := dec.Decode(&rd); err != nil {
+		return base, fmt.Errorf("%w: roomDefaults: %v", ErrBadSetting, err)
+	}
+	return rd, rd.Validate()
+}
+
+// Validate checks the room defaults for values the engine would refuse.
+func (rd RoomDefaults) Validate() error {
+	switch {
+	case rd.MaxActive <= 0, rd.AdmitPerMinute <= 0, rd.SessionTTLSeconds <= 0,
+		rd.ClaimTTLSeconds <= 0, rd.HeartbeatTTLSeconds <= 0, rd.ClientEnqueuePerMinute < 0:
+		return fmt.Errorf("%w: roomDefaults: counts and TTLs must be positive", ErrBadSetting)
+	}
+	switch rd.Mode {
+	case "queue", "auto", "passthrough", "paused", "closed":
+	default:
+		return fmt.Errorf("%w: roomDefaults: unknown mode %q", ErrBadSetting, rd.Mode)
+	}
+	if !strings.HasPrefix(rd.OriginURL, "https://") && !strings.HasPrefix(rd.OriginURL, "http://") {
+		return fmt.Errorf("%w: roomDefaults: originUrl %q is not an http(s) URL", ErrBadSetting, rd.OriginURL)
+	}
+	return nil
+}
+
+// retention maps the day counts CloudWatch Logs accepts to the CDK enum.
+var retention = map[int]awslogs.RetentionDays{
+	1: awslogs.RetentionDays_ONE_DAY, 3: awslogs.RetentionDays_THREE_DAYS, 5: awslogs.RetentionDays_FIVE_DAYS,
+	7: awslogs.RetentionDays_ONE_WEEK, 14: awslogs.RetentionDays_TWO_WEEKS, 30: awslogs.RetentionDays_ONE_MONTH,
+	60: awslogs.RetentionDays_TWO_MONTHS, 90: awslogs.RetentionDays_THREE_MONTHS,
+	120: awslogs.RetentionDays_FOUR_MONTHS, 150: awslogs.RetentionDays_FIVE_MONTHS,
+	180: awslogs.RetentionDays_SIX_MONTHS, 365: awslogs.RetentionDays_ONE_YEAR,
+	400: awslogs.RetentionDays_THIRTEEN_MONTHS, 545: awslogs.RetentionDays_EIGHTEEN_MONTHS,
+	731: awslogs.RetentionDays_TWO_YEARS, 1096: awslogs.RetentionDays_THREE_YEARS,
+	1827: awslogs.RetentionDays_FIVE_YEARS, 2192: awslogs.RetentionDays_SIX_YEARS,
+	2557: awslogs.RetentionDays_SEVEN_YEARS, 2922: awslogs.RetentionDays_EIGHT_YEARS,
+	3288: awslogs.RetentionDays_NINE_YEARS, 3653: awslogs.RetentionDays_TEN_YEARS,
+}
+
+// RetentionFor returns the CloudWatch Logs retention for a number of days CloudWatch accepts.
+func RetentionFor(days int) (awslogs.RetentionDays, error) {
+	r, ok := retention[days]
+	if !ok {
+		return "", fmt.Errorf("%w: logRetentionDays=%d is not one CloudWatch Logs accepts (1, 3, 5, 7, 14, 30, 60, 90, ...)", ErrBadSetting, days)
+	}
+	return r, nil
+}

@@ -1,0 +1,670 @@
+// Package stack defines the Vestibule CloudFormation stack: the VPC, the Valkey cache, the Lambda
+// functions built by `make build`, the HTTP API, the admission schedule, the page bucket behind
+// CloudFront, the signing secrets, and the alarms that say when a waiting room is not working.
+//
+// The stack is environment-agnostic (no account lookups) so `cdk synth` works offline; only the
+// optional WAF pins the region, because CloudFront web ACLs exist only in us-east-1.
+package stack
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2authorizers"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfrontorigins"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awselasticache"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3deployment"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awswafv2"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Environment variable names the functions read. They are shared with functions/ by name only
+// (the functions must not link the CDK), so they are written once here and once there.
+const (
+	EnvRedisURL          = "REDIS_URL"
+	EnvRedisCluster      = "REDIS_CLUSTER"
+	EnvTicketSecretARN   = "TICKET_SECRET_ARN"
+	EnvEntryKeySecretARN = "ENTRY_KEY_SECRET_ARN"
+	EnvIssuer            = "VESTIBULE_ISSUER"
+	EnvAdminAuth         = "ADMIN_AUTH"
+	EnvDefaultRoomConfig = "DEFAULT_ROOM_CONFIG"
+	EnvLogLevel          = "LOG_LEVEL"
+)
+
+// MetricNamespace and MetricRedisErrors name the custom metric the functions emit through
+// embedded-metric-format log lines, with no dimensions, each time a Redis call fails.
+const (
+	MetricNamespace   = "Vestibule"
+	MetricRedisErrors = "RedisErrors"
+)
+
+// Function describes one Lambda function of dist/.
+type Function struct {
+	Name    string
+	Timeout float64 // seconds
+	Memory  float64 // MB
+	// Reserved is the reserved concurrency, 0 for none (the account's unreserved pool).
+	Reserved float64
+}
+
+// Functions are the binaries `make build` leaves in dist/<name>/bootstrap. The HTTP handlers get 10 s:
+// they answer in milliseconds, and bound their own Redis calls so an outage is a quick 503, not a
+// timeout. admit ticks every second until 3 s before its deadline; with a 60 s timeout it ends
+// before the next minute's invocation, which its reserved concurrency of 1 would otherwise throttle
+// (a few seconds without ticks cost nothing: the room's token bucket refills by elapsed time).
+var Functions = []Function{
+	{Name: "enqueue", Timeout: 10, Memory: 256},
+	{Name: "poll", Timeout: 10, Memory: 256},
+	{Name: "status", Timeout: 10, Memory: 256},
+	{Name: "consume", Timeout: 10, Memory: 256},
+	{Name: "admin", Timeout: 10, Memory: 256},
+	{Name: "admit", Timeout: 60, Memory: 256, Reserved: 1},
+}
+
+// Route is one HTTP API route and the function behind it.
+type Route struct {
+	Method   awsapigatewayv2.HttpMethod
+	Path     string
+	Function string
+	Admin    bool // IAM-authorized
+}
+
+// Routes are those of docs/API.md.
+var Routes = []Route{
+	{awsapigatewayv2.HttpMethod_POST, "/api/rooms/{room}/enqueue", "enqueue", false},
+	{awsapigatewayv2.HttpMethod_POST, "/api/rooms/{room}/leave", "enqueue", false},
+	{awsapigatewayv2.HttpMethod_GET, "/api/rooms/{room}/poll", "poll", false},
+	{awsapigatewayv2.HttpMethod_GET, "/api/rooms/{room}/status", "status", false},
+	{awsapigatewayv2.HttpMethod_GET, "/api/jwks.json", "status", false},
+	{awsapigatewayv2.HttpMethod_POST, "/api/consume", "consume", false},
+	{awsapigatewayv2.HttpMethod_POST, "/api/complete", "consume", false},
+	{awsapigatewayv2.HttpMethod_PUT, "/api/admin/rooms/{room}", "admin", true},
+	{awsapigatewayv2.HttpMethod_GET, "/api/admin/rooms/{room}", "admin", true},
+	{awsapigatewayv2.HttpMethod_GET, "/api/admin/rooms", "admin", true},
+}
+
+// CachedAPIPaths are the CloudFront path patterns served from the edge cache for a second or two:
+// public, identical for every visitor of a room, and the paths carry the room, so the path (always
+// part of a CloudFront cache key) keys them per room.
+var CachedAPIPaths = []string{"/api/rooms/*/status", "/api/jwks.json"}
+
+// ContentSecurityPolicy allows the page to load and call only its own origin.
+const ContentSecurityPolicy = "default-src 'self'; base-uri 'none'; object-src 'none'; " +
+	"frame-ancestors 'none'; form-action 'self'; upgrade-insecure-requests"
+
+// RoomPathsFunction is the CloudFront Function (viewer request, default behaviour) that serves
+// index.html for the room paths of the page; room ids are those room.ValidRoomID accepts.
+const RoomPathsFunction = `function handler(event) {
+  var request = event.request;
+  if (/^\/(r|rooms)\/[A-Za-z0-9_-]{1,64}\/?$/.test(request.uri)) {
+    request.uri = '/index.html';
+  }
+  return request;
+}`
+
+// Props configure a Vestibule stack.
+type Props struct {
+	awscdk.StackProps
+	Settings Settings
+}
+
+// Vestibule is the synthesized stack and the constructs tests and outputs refer to.
+type Vestibule struct {
+	awscdk.Stack
+	Functions    map[string]awslambda.Function
+	API          awsapigatewayv2.HttpApi
+	Distribution awscloudfront.Distribution
+	Bucket       awss3.Bucket
+}
+
+// New defines the whole waiting room in one stack.
+func New(scope constructs.Construct, id string, props *Props) *Vestibule {
+	st := awscdk.NewStack(scope, &id, &props.StackProps)
+	set := props.Settings
+	v := &Vestibule{Stack: st, Functions: map[string]awslambda.Function{}}
+
+	// Network: isolated subnets only. The functions talk to Valkey and Secrets Manager, both
+	// reachable inside the VPC, so there is no NAT gateway to pay for or to fail.
+	vpc := awsec2.NewVpc(st, jsii.String("Vpc"), &awsec2.VpcProps{
+		MaxAzs:      jsii.Number(2),
+		NatGateways: jsii.Number(0),
+		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{{
+			Name:       jsii.String("isolated"),
+			SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED,
+			CidrMask:   jsii.Number(24),
+		}},
+	})
+	isolated := &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}
+	fnSG := awsec2.NewSecurityGroup(st, jsii.String("FunctionsSecurityGroup"), &awsec2.SecurityGroupProps{
+		Vpc:              vpc,
+		Description:      jsii.String("Vestibule functions: out to the cache and the Secrets Manager endpoint only"),
+		AllowAllOutbound: jsii.Bool(false),
+	})
+	secretsEndpoint := vpc.AddInterfaceEndpoint(jsii.String("SecretsManager"), &awsec2.InterfaceVpcEndpointOptions{
+		Service:           awsec2.InterfaceVpcEndpointAwsService_SECRETS_MANAGER(),
+		Subnets:           isolated,
+		PrivateDnsEnabled: jsii.Bool(true),
+		Open:              jsii.Bool(false),
+	})
+	secretsEndpoint.Connections().AllowDefaultPortFrom(fnSG, jsii.String("functions read the signing secrets"))
+
+	redisURL, redisCluster := newCache(st, vpc, isolated, fnSG, set)
+
+	// Secrets: generated by Secrets Manager at deploy time, so no key is ever in the template.
+	// The entry-token ES256 key is derived by the functions from this random seed, because
+	// CloudFormation cannot generate an EC key pair (see docs/DEPLOY.md, "Secrets and rotation").
+	secretString := &awssecretsmanager.SecretStringGenerator{
+		ExcludePunctuation: jsii.Bool(true),
+		PasswordLength:     jsii.Number(64),
+	}
+	ticketSecret := awssecretsmanager.NewSecret(st, jsii.String("TicketSecret"), &awssecretsmanager.SecretProps{
+		Description:          jsii.String("Vestibule: HS256 key of visitor tickets"),
+		GenerateSecretString: secretString,
+	})
+	entrySecret := awssecretsmanager.NewSecret(st, jsii.String("EntryKeySecret"), &awssecretsmanager.SecretProps{
+		Description:          jsii.String("Vestibule: seed of the ES256 entry-token signing key"),
+		GenerateSecretString: secretString,
+	})
+
+	// Settings given as props rather than read by FromContext are checked here; an annotation error
+	// stops the synthesis with the message.
+	if err := set.RoomDefaults.Validate(); err != nil {
+		awscdk.Annotations_Of(st).AddError(jsii.String(err.Error()))
+	}
+	roomDefaults, _ := json.Marshal(set.RoomDefaults) // ints and strings: cannot fail
+	env := map[string]*string{
+		EnvRedisURL:          redisURL,
+		EnvRedisCluster:      jsii.String(redisCluster),
+		EnvTicketSecretARN:   ticketSecret.SecretArn(),
+		EnvEntryKeySecretARN: entrySecret.SecretArn(),
+		EnvIssuer:            jsii.String(set.Issuer),
+		EnvAdminAuth:         jsii.String("iam"),
+		EnvDefaultRoomConfig: jsii.String(string(roomDefaults)),
+		EnvLogLevel:          jsii.String(set.LogLevel),
+	}
+	retention, err := RetentionFor(set.LogRetentionDays)
+	if err != nil {
+		awscdk.Annotations_Of(st).AddError(jsii.String(err.Error()))
+		retention = awslogs.RetentionDays_ONE_MONTH
+	}
+
+	for _, f := range Functions {
+		name := f.Name
+		logs := awslogs.NewLogGroup(st, jsii.String(title(name)+"Logs"), &awslogs.LogGroupProps{
+			Retention:     retention,
+			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		})
+		var reserved, retries *float64
+		var maxEventAge awscdk.Duration
+		if f.Reserved > 0 {
+			reserved = jsii.Number(f.Reserved)
+		}
+		if name == "admit" {
+			// An invocation that waited (throttled behind the previous minute) for a minute is
+			// superseded by the next one; a failed minute is not retried, the next one is the retry.
+			maxEventAge, retries = awscdk.Duration_Seconds(jsii.Number(60)), jsii.Number(0)
+		}
+		fn := awslambda.NewFunction(st, jsii.String(title(name)+"Function"), &awslambda.FunctionProps{
+			ReservedConcurrentExecutions: reserved,
+			MaxEventAge:                  maxEventAge,
+			RetryAttempts:                retries,
+			Description:                  jsii.String("Vestibule " + name),
+			Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture:                 awslambda.Architecture_ARM_64(),
+			Handler:                      jsii.String("bootstrap"),
+			Code:                         awslambda.Code_FromAsset(jsii.String(filepath.Join(set.AssetDir, name)), nil),
+			MemorySize:                   jsii.Number(f.Memory),
+			Timeout:                      awscdk.Duration_Seconds(jsii.Number(f.Timeout)),
+			Environment:                  &env,
+			Vpc:                          vpc,
+			VpcSubnets:                   isolated,
+			SecurityGroups: &[]awsec2.ISecurityGroup{
+				fnSG,
+			},
+			LogGroup: logs,
+		})
+		ticketSecret.GrantRead(fn, nil)
+		entrySecret.GrantRead(fn, nil)
+		v.Functions[name] = fn
+	}
+
+	// Admission: EventBridge fires once a minute; the function ticks every second inside it.
+	// One at a time is enough (the token bucket makes an overlap harmless, not useful).
+	admit := v.Functions["admit"]
+	awsevents.NewRule(st, jsii.String("AdmitSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("Vestibule: run the admission ticks every minute"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(admit, &awseventstargets.LambdaFunctionProps{
+			// A retried minute would only overlap the next one; the next minute is the retry.
+			RetryAttempts: jsii.Number(0),
+		})},
+	})
+
+	v.API, v.Distribution = newFront(st, v, set)
+	newAlarms(st, v, set)
+	return v
+}
+
+// newCache creates the Valkey cache in the isolated subnets behind a security group that only the
+// functions' security group can reach, and returns the REDIS_URL and REDIS_CLUSTER values.
+func newCache(st awscdk.Stack, vpc awsec2.Vpc, isolated *awsec2.SubnetSelection, fnSG awsec2.SecurityGroup, set Settings) (*string, string) {
+	cacheSG := awsec2.NewSecurityGroup(st, jsii.String("CacheSecurityGroup"), &awsec2.SecurityGroupProps{
+		Vpc:              vpc,
+		Description:      jsii.String("Vestibule cache: reachable from the functions only"),
+		AllowAllOutbound: jsii.Bool(false),
+	})
+	subnetIDs := vpc.SelectSubnets(isolated).SubnetIds
+	ids := make([]any, 0, len(*subnetIDs))
+	for _, id := range *subnetIDs {
+		ids = append(ids, id)
+	}
+	name := cacheName(*st.StackName())
+
+	if set.Cache == CacheNodes {
+		cacheSG.Connections().AllowFrom(fnSG, awsec2.Port_Tcp(jsii.Number(6379)), jsii.String("functions to Valkey"))
+		subnets := awselasticache.NewCfnSubnetGroup(st, jsii.String("CacheSubnets"), &awselasticache.CfnSubnetGroupProps{
+			Description: jsii.String("Vestibule cache subnets"),
+			SubnetIds:   &ids,
+		})
+		rg := awselasticache.NewCfnReplicationGroup(st, jsii.String("Cache"), &awselasticache.CfnReplicationGroupProps{
+			ReplicationGroupDescription: jsii.String("Vestibule waiting rooms"),
+			Engine:                      jsii.String("valkey"),
+			EngineVersion:               jsii.String("8.0"),
+			CacheNodeType:               jsii.String(set.CacheNodeType),
+			CacheParameterGroupName:     jsii.String("default.valkey8.cluster.on"),
+			ClusterMode:                 jsii.String("enabled"),
+			NumNodeGroups:               jsii.Number(float64(set.CacheShards)),
+			ReplicasPerNodeGroup:        jsii.Number(1),
+			AutomaticFailoverEnabled:    jsii.Bool(true),
+			MultiAzEnabled:              jsii.Bool(true),
+			TransitEncryptionEnabled:    jsii.Bool(true),
+			TransitEncryptionMode:       jsii.String("required"),
+			AtRestEncryptionEnabled:     jsii.Bool(true),
+			CacheSubnetGroupName:        subnets.Ref(),
+			SecurityGroupIds:            &[]*string{cacheSG.SecurityGroupId()},
+			Port:                        jsii.Number(6379),
+		})
+		url := "rediss://" + *rg.AttrConfigurationEndPointAddress() + ":" + *rg.AttrConfigurationEndPointPort()
+		return &url, "true"
+	}
+
+	// Serverless listens on 6379 (primary) and 6380 (reads from replicas).
+	cacheSG.Connections().AllowFrom(fnSG, awsec2.Port_TcpRange(jsii.Number(6379), jsii.Number(6380)), jsii.String("functions to Valkey"))
+	cache := awselasticache.NewCfnServerlessCache(st, jsii.String("Cache"), &awselasticache.CfnServerlessCacheProps{
+		Engine:              jsii.String("valkey"),
+		MajorEngineVersion:  jsii.String("8"),
+		ServerlessCacheName: jsii.String(name),
+		Description:         jsii.String("Vestibule waiting rooms"),
+		SecurityGroupIds:    &[]any{cacheSG.SecurityGroupId()},
+		SubnetIds:           &ids,
+	})
+	url := "rediss://" + *cache.AttrEndpointAddress() + ":" + *cache.AttrEndpointPort()
+	return &url, "true"
+}
+
+// cacheName makes a serverless cache name (lowercase letters, digits, hyphens, at most 40) from the
+// stack name, so two stacks in one account do not collide.
+func cacheName(stackName string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(stackName) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteRune('-')
+		}
+	}
+	n := strings.Trim(b.String(), "-")
+	if len(n) > 34 {
+		n = n[:34]
+	}
+	if n == "" || n[0] < 'a' || n[0] > 'z' {
+		n = "v" + n
+	}
+	return n + "-cache"
+}
+
+// newFront creates the HTTP API with its routes and the CloudFront distribution in front of it and of
+// the page bucket.
+func newFront(st awscdk.Stack, v *Vestibule, set Settings) (awsapigatewayv2.HttpApi, awscloudfront.Distribution) {
+	api := awsapigatewayv2.NewHttpApi(st, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
+		Description: jsii.String("Vestibule waiting room API"),
+		// The default stage is created below, with throttling, which the default stage cannot take.
+		CreateDefaultStage: jsii.Bool(false),
+	})
+	stage := awsapigatewayv2.NewHttpStage(st, jsii.String("ApiStage"), &awsapigatewayv2.HttpStageProps{
+		HttpApi:    api,
+		StageName:  jsii.String("$default"),
+		AutoDeploy: jsii.Bool(true),
+		Throttle: &awsapigatewayv2.ThrottleSettings{
+			RateLimit:  jsii.Number(set.APIRateLimit),
+			BurstLimit: jsii.Number(set.APIBurstLimit),
+		},
+	})
+	integrations := map[string]awsapigatewayv2.HttpRouteIntegration{}
+	iam := awsapigatewayv2authorizers.NewHttpIamAuthorizer()
+	for _, r := range Routes {
+		in, ok := integrations[r.Function]
+		if !ok {
+			in = awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(title(r.Function)+"Integration"), v.Functions[r.Function],
+				&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
+					PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
+				})
+			integrations[r.Function] = in
+		}
+		opts := &awsapigatewayv2.AddRoutesOptions{
+			Path:        jsii.String(r.Path),
+			Methods:     &[]awsapigatewayv2.HttpMethod{r.Method},
+			Integration: in,
+		}
+		if r.Admin {
+			opts.Authorizer = iam
+		}
+		api.AddRoutes(opts)
+	}
+
+	// The page bucket: private, TLS only, readable by this distribution only (origin access control).
+	bucket := awss3.NewBucket(st, jsii.String("PageBucket"), &awss3.BucketProps{
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		// The deployment below empties the bucket on stack deletion, so the bucket can go too.
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	v.Bucket = bucket
+
+	headers := awscloudfront.NewResponseHeadersPolicy(st, jsii.String("SecurityHeaders"), &awscloudfront.ResponseHeadersPolicyProps{
+		Comment: jsii.String("Vestibule security headers"),
+		SecurityHeadersBehavior: &awscloudfront.ResponseSecurityHeadersBehavior{
+			StrictTransportSecurity: &awscloudfront.ResponseHeadersStrictTransportSecurity{
+				AccessControlMaxAge: awscdk.Duration_Days(jsii.Number(365)),
+				IncludeSubdomains:   jsii.Bool(true),
+				Override:            jsii.Bool(true),
+			},
+			ContentTypeOptions: &awscloudfront.ResponseHeadersContentTypeOptions{Override: jsii.Bool(true)},
+			FrameOptions: &awscloudfront.ResponseHeadersFrameOptions{
+				FrameOption: awscloudfront.HeadersFrameOption_DENY, Override: jsii.Bool(true),
+			},
+			// Entry tokens travel in URLs to the origin; no-referrer keeps them out of every Referer.
+			ReferrerPolicy: &awscloudfront.ResponseHeadersReferrerPolicy{
+				ReferrerPolicy: awscloudfront.HeadersReferrerPolicy_NO_REFERRER, Override: jsii.Bool(true),
+			},
+			ContentSecurityPolicy: &awscloudfront.ResponseHeadersContentSecurityPolicy{
+				ContentSecurityPolicy: jsii.String(ContentSecurityPolicy), Override: jsii.Bool(true),
+			},
+		},
+	})
+
+	var webACL *string
+	if set.WAF {
+		webACL = newWebACL(st, set)
+	}
+
+	// Room status and the JWKS are the same for every visitor: a second or two at the edge turns a
+	// million pollers of the status into a request per second per edge location.
+	shortCache := awscloudfront.NewCachePolicy(st, jsii.String("ShortCache"), &awscloudfront.CachePolicyProps{
+		Comment:                    jsii.String("Vestibule: public API answers, 1-2 s, keyed on the path"),
+		MinTtl:                     awscdk.Duration_Seconds(jsii.Number(0)),
+		DefaultTtl:                 awscdk.Duration_Seconds(jsii.Number(1)),
+		MaxTtl:                     awscdk.Duration_Seconds(jsii.Number(2)),
+		CookieBehavior:             awscloudfront.CacheCookieBehavior_None(),
+		HeaderBehavior:             awscloudfront.CacheHeaderBehavior_None(),
+		QueryStringBehavior:        awscloudfront.CacheQueryStringBehavior_None(),
+		EnableAcceptEncodingGzip:   jsii.Bool(true),
+		EnableAcceptEncodingBrotli: jsii.Bool(true),
+	})
+
+	// The page reads the room from ?room=, /r/<room> or /rooms/<room> (docs/PAGE.md); the path forms
+	// are the same index.html, which S3 alone cannot know.
+	roomPaths := awscloudfront.NewFunction(st, jsii.String("RoomPaths"), &awscloudfront.FunctionProps{
+		Comment: jsii.String("Vestibule: /r/<room> and /rooms/<room> serve the waiting page"),
+		Runtime: awscloudfront.FunctionRuntime_JS_2_0(),
+		Code:    awscloudfront.FunctionCode_FromInline(jsii.String(RoomPathsFunction)),
+	})
+
+	dist := awscloudfront.NewDistribution(st, jsii.String("Distribution"), &awscloudfront.DistributionProps{
+		Comment:           jsii.String("Vestibule waiting room"),
+		DefaultRootObject: jsii.String("index.html"),
+		HttpVersion:       awscloudfront.HttpVersion_HTTP2_AND_3,
+		WebAclId:          webACL,
+		DefaultBehavior: &awscloudfront.BehaviorOptions{
+			Origin:                awscloudfrontorigins.S3BucketOrigin_WithOriginAccessControl(bucket, nil),
+			ViewerProtocolPolicy:  awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
+			CachePolicy:           awscloudfront.CachePolicy_CACHING_OPTIMIZED(),
+			ResponseHeadersPolicy: headers,
+			Compress:              jsii.Bool(true),
+			FunctionAssociations: &[]*awscloudfront.FunctionAssociation{{
+				Function: roomPaths, EventType: awscloudfront.FunctionEventType_VIEWER_REQUEST,
+			}},
+		},
+		// CloudFront caches 5xx answers for 10 s unless told otherwise; a 503 with Retry-After from
+		// a Redis hiccup should stop being served after a second.
+		ErrorResponses: &[]*awscloudfront.ErrorResponse{
+			{HttpStatus: jsii.Number(500), Ttl: awscdk.Duration_Seconds(jsii.Number(1))},
+			{HttpStatus: jsii.Number(502), Ttl: awscdk.Duration_Seconds(jsii.Number(1))},
+			{HttpStatus: jsii.Number(503), Ttl: awscdk.Duration_Seconds(jsii.Number(1))},
+			{HttpStatus: jsii.Number(504), Ttl: awscdk.Duration_Seconds(jsii.Number(1))},
+		},
+	})
+	apiDomain := awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), api.ApiEndpoint(), nil))
+	apiOrigin := awscloudfrontorigins.NewHttpOrigin(apiDomain, &awscloudfrontorigins.HttpOriginProps{
+		ProtocolPolicy:     awscloudfront.OriginProtocolPolicy_HTTPS_ONLY,
+		OriginSslProtocols: &[]awscloudfront.OriginSslPolicy{awscloudfront.OriginSslPolicy_TLS_V1_2},
+	})
+	// Behaviours are matched in the order added: the cached paths first, then the rest of /api/*.
+	for _, p := range CachedAPIPaths {
+		dist.AddBehavior(jsii.String(p), apiOrigin, &awscloudfront.AddBehaviorOptions{
+			ViewerProtocolPolicy:  awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
+			AllowedMethods:        awscloudfront.AllowedMethods_ALLOW_GET_HEAD(),
+			CachePolicy:           shortCache,
+			ResponseHeadersPolicy: headers,
+			Compress:              jsii.Bool(true),
+		})
+	}
+	// Everything else is per visitor: never cached, every viewer header (the ticket in
+	// Authorization among them) forwarded except Host, which must stay the API's own.
+	dist.AddBehavior(jsii.String("/api/*"), apiOrigin, &awscloudfront.AddBehaviorOptions{
+		ViewerProtocolPolicy:  awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
+		AllowedMethods:        awscloudfront.AllowedMethods_ALLOW_ALL(),
+		CachePolicy:           awscloudfront.CachePolicy_CACHING_DISABLED(),
+		OriginRequestPolicy:   awscloudfront.OriginRequestPolicy_ALL_VIEWER_EXCEPT_HOST_HEADER(),
+		ResponseHeadersPolicy: headers,
+	})
+
+	if info, err := os.Stat(set.StaticDir); err == nil && info.IsDir() {
+		awss3deployment.NewBucketDeployment(st, jsii.String("Page"), &awss3deployment.BucketDeploymentProps{
+			DestinationBucket: bucket,
+			Sources:           &[]awss3deployment.ISource{awss3deployment.Source_Asset(jsii.String(set.StaticDir), nil)},
+			Prune:             jsii.Bool(true),
+			RetainOnDelete:    jsii.Bool(false),
+			// A minute of caching instead of an invalidation after each deployment: the
+			// invalidation grant of BucketDeployment is on every distribution ("Resource": "*"),
+			// and a page that is new a minute later is soon enough.
+			CacheControl: &[]awss3deployment.CacheControl{
+				awss3deployment.CacheControl_FromString(jsii.String("public, max-age=60")),
+			},
+		})
+	} else {
+		awscdk.Annotations_Of(st).AddWarningV2(jsii.String("vestibule:no-static"),
+			jsii.String(fmt.Sprintf("%s does not exist: the stack deploys no waiting page", set.StaticDir)), nil)
+	}
+
+	waitingRoomURL := "https://" + *dist.DistributionDomainName() + "/"
+	awscdk.NewCfnOutput(st, jsii.String("WaitingRoomUrl"), &awscdk.CfnOutputProps{
+		Description: jsii.String("The waiting room page (add ?room=<id>) and, under /api/, the public API"),
+		Value:       jsii.String(waitingRoomURL),
+	})
+	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
+		Description: jsii.String("The HTTP API itself; admin calls are signed for this host"),
+		Value:       stage.Url(),
+	})
+	awscdk.NewCfnOutput(st, jsii.String("AdminExample"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Create or change a room with IAM-signed admin calls (pip install awscurl)"),
+		Value: jsii.String("awscurl --service execute-api --region " + *st.Region() +
+			" -X PUT -H 'Content-Type: application/json' -d '{\"maxActive\":100,\"admitPerMinute\":600,\"mode\":\"queue\",\"originUrl\":\"https://booking.example.com/\"}' " +
+			*stage.Url() + "api/admin/rooms/demo"),
+	})
+	return api, dist
+}
+
+// newWebACL creates the CloudFront-scoped web ACL. Such an ACL can only be created in us-east-1, so
+// the stack refuses to synthesize with waf=true in any other (or an unknown) region rather than
+// fail half-way through a deployment.
+func newWebACL(st awscdk.Stack, set Settings) *string {
+	region := st.Region()
+	if *awscdk.Token_IsUnresolved(region) || *region != "us-east-1" {
+		awscdk.Annotations_Of(st).AddError(jsii.String(
+			"waf=true needs the stack in us-east-1 (CloudFront web ACLs exist only there): " +
+				"deploy with AWS_REGION=us-east-1, or without waf"))
+	}
+	visibility := func(name string) *awswafv2.CfnWebACL_VisibilityConfigProperty {
+		return &awswafv2.CfnWebACL_VisibilityConfigProperty{
+			CloudWatchMetricsEnabled: jsii.Bool(true),
+			MetricName:               jsii.String(name),
+			SampledRequestsEnabled:   jsii.Bool(true),
+		}
+	}
+	acl := awswafv2.NewCfnWebACL(st, jsii.String("WebAcl"), &awswafv2.CfnWebACLProps{
+		Scope:            jsii.String("CLOUDFRONT"),
+		DefaultAction:    &awswafv2.CfnWebACL_DefaultActionProperty{Allow: &awswafv2.CfnWebACL_AllowActionProperty{}},
+		VisibilityConfig: visibility("vestibule"),
+		Rules: &[]any{&awswafv2.CfnWebACL_RuleProperty{
+			Name:     jsii.String("RatePerIp"),
+			Priority: jsii.Number(0),
+			Action:   &awswafv2.CfnWebACL_RuleActionProperty{Block: &awswafv2.CfnWebACL_BlockActionProperty{}},
+			Statement: &awswafv2.CfnWebACL_StatementProperty{
+				RateBasedStatement: &awswafv2.CfnWebACL_RateBasedStatementProperty{
+					Limit:            jsii.Number(float64(set.WAFRateLimit)),
+					AggregateKeyType: jsii.String("IP"),
+				},
+			},
+			VisibilityConfig: visibility("vestibule-rate-per-ip"),
+		}},
+	})
+	return acl.AttrArn()
+}
+
+// newAlarms creates the alarms that say a waiting room is not working, a topic they notify, and a
+// dashboard.
+func newAlarms(st awscdk.Stack, v *Vestibule, set Settings) {
+	topic := awssns.NewTopic(st, jsii.String("Alarms"), &awssns.TopicProps{
+		DisplayName: jsii.String("Vestibule alarms"),
+		EnforceSSL:  jsii.Bool(true),
+	})
+	if set.AlarmEmail != "" {
+		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(set.AlarmEmail), nil))
+	}
+	awscdk.NewCfnOutput(st, jsii.String("AlarmsTopicArn"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Subscribe to this SNS topic to hear about the alarms"),
+		Value:       topic.TopicArn(),
+	})
+	action := awscloudwatchactions.NewSnsAction(topic)
+	minute := awscdk.Duration_Minutes(jsii.Number(1))
+	alarm := func(id string, m awscloudwatch.IMetric, props awscloudwatch.AlarmProps) {
+		props.Metric = m
+		a := awscloudwatch.NewAlarm(st, jsii.String(id), &props)
+		a.AddAlarmAction(action)
+		a.AddOkAction(action)
+	}
+
+	var errorsW, throttlesW, durationW []awscloudwatch.IMetric
+	for _, f := range Functions {
+		fn := v.Functions[f.Name]
+		errs := fn.MetricErrors(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Sum")})
+		thr := fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Sum")})
+		// A handler answers client faults and Redis outages with a response, so a Lambda error is a
+		// crash or a timeout: one is worth a look. For admit it means ticks failed.
+		alarm(title(f.Name)+"Errors", errs, awscloudwatch.AlarmProps{
+			AlarmDescription:   jsii.String(fmt.Sprintf("Vestibule %s: invocations failed", f.Name)),
+			Threshold:          jsii.Number(1),
+			EvaluationPeriods:  jsii.Number(1),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		// admit, with its concurrency of 1, may see a throttle when EventBridge fires early while
+		// the previous minute is finishing; only a throttle minute after minute is a problem.
+		periods := 1.0
+		if f.Reserved > 0 {
+			periods = 3
+		}
+		alarm(title(f.Name)+"Throttles", thr, awscloudwatch.AlarmProps{
+			AlarmDescription:   jsii.String(fmt.Sprintf("Vestibule %s: invocations throttled (concurrency limit)", f.Name)),
+			Threshold:          jsii.Number(1),
+			EvaluationPeriods:  jsii.Number(periods),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		errorsW = append(errorsW, errs)
+		throttlesW = append(throttlesW, thr)
+		durationW = append(durationW, fn.MetricDuration(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("p99")}))
+	}
+
+	// No admission at all is the failure nobody sees: visitors just wait. The schedule fires every
+	// minute, so three minutes without an invocation (or without data) means it stopped.
+	admitInvocations := v.Functions["admit"].MetricInvocations(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Sum")})
+	alarm("AdmitNotRunning", admitInvocations, awscloudwatch.AlarmProps{
+		AlarmDescription:   jsii.String("Vestibule admit: not invoked for 3 minutes, nobody is being admitted"),
+		Threshold:          jsii.Number(1),
+		EvaluationPeriods:  jsii.Number(3),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_BREACHING,
+	})
+
+	redisErrors := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace:  jsii.String(MetricNamespace),
+		MetricName: jsii.String(MetricRedisErrors),
+		Statistic:  jsii.String("Sum"),
+		Period:     minute,
+	})
+	alarm("RedisErrors", redisErrors, awscloudwatch.AlarmProps{
+		AlarmDescription:   jsii.String("Vestibule: Redis calls failing (visitors get 503) two minutes running"),
+		Threshold:          jsii.Number(5),
+		EvaluationPeriods:  jsii.Number(2),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+
+	graph := func(title string, ms []awscloudwatch.IMetric) awscloudwatch.IWidget {
+		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
+			Title: jsii.String(title), Left: &ms, Width: jsii.Number(8),
+		})
+	}
+	requests := []awscloudwatch.IMetric{
+		v.API.MetricCount(&awscloudwatch.MetricOptions{Period: minute}),
+		v.API.MetricClientError(&awscloudwatch.MetricOptions{Period: minute}),
+		v.API.MetricServerError(&awscloudwatch.MetricOptions{Period: minute}),
+	}
+	dash := awscloudwatch.NewDashboard(st, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
+		DashboardName: st.StackName(),
+	})
+	dash.AddWidgets(graph("API requests, 4xx, 5xx", requests), graph("Function errors", errorsW), graph("Function throttles", throttlesW))
+	dash.AddWidgets(graph("Function duration p99", durationW), graph("Admit invocations", []awscloudwatch.IMetric{admitInvocations}),
+		graph("Redis errors", []awscloudwatch.IMetric{redisErrors}))
+}
+
+// title turns a function name into a construct id prefix ("enqueue" → "Enqueue").
+func title(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

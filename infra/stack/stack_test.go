@@ -1,0 +1,985 @@
+package stack_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/vestibule-dev/vestibule/infra/stack"
+)
+
+// fixture is one synthesized stack: the CDK template for assertions, and its JSON for Go checks.
+type fixture struct {
+	tmpl      assertions.Template
+	stack     awscdk.Stack
+	resources map[string]map[string]any
+	raw       map[string]any
+}
+
+// placeholderAssets makes a dist/ of empty bootstraps and, if page is true, a static/ with a page,
+// so the tests neither need `make build` nor wait for the page to be written.
+func placeholderAssets(t testing.TB, page bool) (dist, static string) {
+	root := t.TempDir()
+	dist = filepath.Join(root, "dist")
+	for _, f := range stack.Functions {
+		must(t, os.MkdirAll(filepath.Join(dist, f.Name), 0o755))
+		must(t, os.WriteFile(filepath.Join(dist, f.Name, "bootstrap"), nil, 0o755))
+	}
+	static = filepath.Join(root, "static")
+	if page {
+		must(t, os.MkdirAll(static, 0o755))
+		must(t, os.WriteFile(filepath.Join(static, "index.html"), []byte("<!doctype html>"), 0o644))
+	}
+	return dist, static
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// synth builds a stack from settings changed by edit and synthesizes it.
+func synth(t testing.TB, region string, page bool, edit func(*stack.Settings)) fixture {
+	t.Helper()
+	set := stack.DefaultSettings()
+	set.AssetDir, set.StaticDir = placeholderAssets(t, page)
+	if edit != nil {
+		edit(&set)
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	props := &stack.Props{Settings: set}
+	if region != "" {
+		props.Env = &awscdk.Environment{Region: jsii.String(region), Account: jsii.String("123456789012")}
+	}
+	v := stack.New(app, "Test", props)
+	tmpl := assertions.Template_FromStack(v.Stack, nil)
+	b, err := json.Marshal(tmpl.ToJSON())
+	must(t, err)
+	var raw map[string]any
+	must(t, json.Unmarshal(b, &raw))
+	res := map[string]map[string]any{}
+	for id, r := range raw["Resources"].(map[string]any) {
+		res[id] = r.(map[string]any)
+	}
+	return fixture{tmpl: tmpl, stack: v.Stack, resources: res, raw: raw}
+}
+
+// The default stack is synthesized once and shared: synthesis runs through jsii and takes seconds.
+var defaultStack = sync.OnceValue(func() fixture { return synth(onceT{}, "", true, nil) })
+
+// sharedDir holds the shared fixtures' files; TestMain removes it.
+var sharedDir string
+
+func TestMain(m *testing.M) {
+	d, err := os.MkdirTemp("", "vestibule-infra-")
+	if err != nil {
+		panic(err)
+	}
+	sharedDir = d
+	code := m.Run()
+	os.RemoveAll(d)
+	os.Exit(code)
+}
+
+// onceT lets a shared fixture use the helpers outside any one test.
+type onceT struct{ testing.TB }
+
+func (onceT) Helper() {}
+func (onceT) TempDir() string {
+	d, err := os.MkdirTemp(sharedDir, "")
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+func (onceT) Fatal(args ...any) { panic(fmt.Sprint(args...)) }
+
+var nodesStack = sync.OnceValue(func() fixture {
+	return synth(onceT{}, "", true, func(s *stack.Settings) { s.Cache = stack.CacheNodes })
+})
+
+// assert runs a CDK assertion, which panics through jsii on failure, and reports the failure
+// as a test error so the other tests still run.
+func assert(t *testing.T, check func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%v", r)
+		}
+	}()
+	check()
+}
+
+func (f fixture) has(t *testing.T, typ string, p map[string]any) {
+	t.Helper()
+	assert(t, func() { f.tmpl.HasResourceProperties(&typ, p) })
+}
+
+func (f fixture) all(t *testing.T, typ string, p map[string]any) {
+	t.Helper()
+	assert(t, func() { f.tmpl.AllResourcesProperties(&typ, p) })
+}
+
+func (f fixture) count(t *testing.T, typ string, n float64) {
+	t.Helper()
+	assert(t, func() { f.tmpl.ResourceCountIs(&typ, &n) })
+}
+
+func (f fixture) output(t *testing.T, id string, p map[string]any) {
+	t.Helper()
+	assert(t, func() { f.tmpl.HasOutput(&id, p) })
+}
+
+// ofType returns the resources of one CloudFormation type, by logical id.
+func (f fixture) ofType(typ string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for id, r := range f.resources {
+		if r["Type"] == typ {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+func props(r map[string]any) map[string]any {
+	p, _ := r["Properties"].(map[string]any)
+	return p
+}
+
+// ours returns the Vestibule functions by name: those that carry the REDIS_URL environment (the
+// others are CDK's own helpers, such as the BucketDeployment handler).
+func (f fixture) ours(t *testing.T) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for _, r := range f.ofType("AWS::Lambda::Function") {
+		env, _ := props(r)["Environment"].(map[string]any)
+		vars, _ := env["Variables"].(map[string]any)
+		if _, ok := vars[stack.EnvRedisURL]; !ok {
+			continue
+		}
+		name := strings.TrimPrefix(props(r)["Description"].(string), "Vestibule ")
+		out[name] = r
+	}
+	if len(out) != len(stack.Functions) {
+		t.Fatalf("found %d Vestibule functions, want %d", len(out), len(stack.Functions))
+	}
+	return out
+}
+
+func logicalID(f fixture, r map[string]any) string {
+	for id, x := range f.resources {
+		if reflect.ValueOf(x).Pointer() == reflect.ValueOf(r).Pointer() {
+			return id
+		}
+	}
+	return ""
+}
+
+func getAtt(id, attr string) map[string]any {
+	return map[string]any{"Fn::GetAtt": []any{id, attr}}
+}
+
+func TestFunctionsAreArm64OnAL2023(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	// WHEN its functions are read
+	fns := f.ours(t)
+	// THEN every Vestibule function is the Go bootstrap on provided.al2023, arm64, in the VPC,
+	// with a log group of the configured retention
+	for _, want := range stack.Functions {
+		r, ok := fns[want.Name]
+		if !ok {
+			t.Fatalf("function %s missing", want.Name)
+		}
+		p := props(r)
+		if p["Runtime"] != "provided.al2023" || p["Handler"] != "bootstrap" {
+			t.Errorf("%s: runtime %v handler %v, want provided.al2023 bootstrap", want.Name, p["Runtime"], p["Handler"])
+		}
+		if got := p["Architectures"]; !reflect.DeepEqual(got, []any{"arm64"}) {
+			t.Errorf("%s: architectures %v, want [arm64]", want.Name, got)
+		}
+		if _, ok := p["VpcConfig"]; !ok {
+			t.Errorf("%s: not in the VPC", want.Name)
+		}
+		if p["Timeout"] != want.Timeout || p["MemorySize"] != want.Memory {
+			t.Errorf("%s: timeout %v memory %v, want %v %v", want.Name, p["Timeout"], p["MemorySize"], want.Timeout, want.Memory)
+		}
+	}
+	// and every other function in the template is a CDK helper we can name
+	for id, r := range f.ofType("AWS::Lambda::Function") {
+		if slices.ContainsFunc(stack.Functions, func(fn stack.Function) bool { return props(r)["Description"] == "Vestibule "+fn.Name }) {
+			continue
+		}
+		if !strings.HasPrefix(id, "CustomCDKBucketDeployment") {
+			t.Errorf("unexpected function %s (%v)", id, props(r)["Runtime"])
+		}
+	}
+	f.all(t, "AWS::Logs::LogGroup", map[string]any{"RetentionInDays": 30})
+}
+
+func TestAdmitRunsEveryMinuteOneAtATime(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	admit := logicalID(f, f.ours(t)["admit"])
+	// WHEN the schedule is read
+	rules := f.ofType("AWS::Events::Rule")
+	// THEN one rule fires rate(1 minute) and targets the admit function
+	if len(rules) != 1 {
+		t.Fatalf("%d rules, want 1", len(rules))
+	}
+	f.has(t, "AWS::Events::Rule", map[string]any{
+		"ScheduleExpression": "rate(1 minute)",
+		"State":              "ENABLED",
+		"Targets": assertions.Match_ArrayWith(&[]any{
+			assertions.Match_ObjectLike(&map[string]any{"Arn": getAtt(admit, "Arn")}),
+		}),
+	})
+	// and admit alone has reserved concurrency 1, with a timeout past its minute
+	for name, r := range f.ours(t) {
+		rc, has := props(r)["ReservedConcurrentExecutions"]
+		if name == "admit" {
+			if rc != 1.0 {
+				t.Errorf("admit reserved concurrency %v, want 1", rc)
+			}
+			// (it must end before the next minute's invocation, or that one is throttled)
+			if to := props(r)["Timeout"].(float64); to < 30 || to > 60 {
+				t.Errorf("admit timeout %v, want most of a minute and no more", to)
+			}
+		} else if has {
+			t.Errorf("%s has reserved concurrency %v; only admit should", name, rc)
+		}
+	}
+	// and a late or failed minute is dropped, not retried into the next one
+	f.has(t, "AWS::Lambda::EventInvokeConfig", map[string]any{
+		"FunctionName": map[string]any{"Ref": admit}, "MaximumEventAgeInSeconds": 60, "MaximumRetryAttempts": 0,
+	})
+	// and EventBridge may invoke it
+	f.has(t, "AWS::Lambda::Permission", map[string]any{
+		"Action": "lambda:InvokeFunction", "Principal": "events.amazonaws.com", "FunctionName": getAtt(admit, "Arn"),
+	})
+}
+
+// cacheSecurity checks that the cache's security groups admit only the functions' security group.
+func cacheSecurity(t *testing.T, f fixture, cacheType string, wantPorts [2]float64) {
+	t.Helper()
+	caches := f.ofType(cacheType)
+	if len(caches) != 1 {
+		t.Fatalf("%d %s, want 1", len(caches), cacheType)
+	}
+	var cacheSGs []any
+	for _, c := range caches {
+		cacheSGs = props(c)["SecurityGroupIds"].([]any)
+	}
+	var fnSG any
+	for _, r := range f.ours(t) {
+		sgs := props(r)["VpcConfig"].(map[string]any)["SecurityGroupIds"].([]any)
+		if len(sgs) != 1 || (fnSG != nil && !reflect.DeepEqual(sgs[0], fnSG)) {
+			t.Fatalf("functions do not share one security group: %v", sgs)
+		}
+		fnSG = sgs[0]
+	}
+	if len(cacheSGs) == 0 {
+		t.Fatal("cache has no security group")
+	}
+	for _, sg := range cacheSGs {
+		id := sg.(map[string]any)["Fn::GetAtt"].([]any)[0].(string)
+		if reflect.DeepEqual(sg, fnSG) {
+			t.Fatal("cache shares the functions' security group")
+		}
+		// inline rules: none may open the cache to an address range
+		if in, ok := props(f.resources[id])["SecurityGroupIngress"]; ok {
+			t.Errorf("cache security group has inline ingress %v", in)
+		}
+		n := 0
+		for _, r := range f.ofType("AWS::EC2::SecurityGroupIngress") {
+			p := props(r)
+			if !reflect.DeepEqual(p["GroupId"], sg) {
+				continue
+			}
+			n++
+			if !reflect.DeepEqual(p["SourceSecurityGroupId"], fnSG) || p["CidrIp"] != nil || p["CidrIpv6"] != nil {
+				t.Errorf("cache ingress from something other than the functions: %v", p)
+			}
+			if p["IpProtocol"] != "tcp" || p["FromPort"] != wantPorts[0] || p["ToPort"] != wantPorts[1] {
+				t.Errorf("cache ingress ports %v-%v/%v, want tcp %v-%v", p["FromPort"], p["ToPort"], p["IpProtocol"], wantPorts[0], wantPorts[1])
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d ingress rules on the cache, want 1", n)
+		}
+	}
+	// and nothing anywhere opens ingress to the world
+	for id, r := range f.ofType("AWS::EC2::SecurityGroup") {
+		for _, in := range asSlice(props(r)["SecurityGroupIngress"]) {
+			if m := in.(map[string]any); m["CidrIp"] == "0.0.0.0/0" || m["CidrIpv6"] == "::/0" {
+				t.Errorf("%s open to the internet: %v", id, m)
+			}
+		}
+	}
+}
+
+func asSlice(v any) []any { s, _ := v.([]any); return s }
+
+func TestServerlessCacheIsTLSAndReachableOnlyFromFunctions(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	// WHEN the cache is read
+	// THEN it is ElastiCache Serverless for Valkey (TLS cannot be turned off there) and the functions
+	// connect with rediss:// in cluster mode
+	f.has(t, "AWS::ElastiCache::ServerlessCache", map[string]any{"Engine": "valkey"})
+	f.count(t, "AWS::ElastiCache::ReplicationGroup", 0)
+	for name, r := range f.ours(t) {
+		vars := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if !redisURLIsTLS(vars[stack.EnvRedisURL]) || vars[stack.EnvRedisCluster] != "true" {
+			t.Errorf("%s: REDIS_URL %v REDIS_CLUSTER %v, want rediss:// and true", name, vars[stack.EnvRedisURL], vars[stack.EnvRedisCluster])
+		}
+	}
+	// and only the functions' security group reaches it, on the primary and reader ports
+	cacheSecurity(t, f, "AWS::ElastiCache::ServerlessCache", [2]float64{6379, 6380})
+}
+
+// redisURLIsTLS reports whether a REDIS_URL value (a Fn::Join of the endpoint) starts with rediss://.
+func redisURLIsTLS(v any) bool {
+	join, ok := v.(map[string]any)["Fn::Join"].([]any)
+	if !ok {
+		return false
+	}
+	parts := join[1].([]any)
+	s, ok := parts[0].(string)
+	return ok && strings.HasPrefix(s, "rediss://")
+}
+
+func TestNodeCacheIsMultiAZClusterWithTLSRequired(t *testing.T) {
+	// GIVEN the stack with cache=nodes
+	f := nodesStack()
+	// WHEN the cache is read
+	// THEN it is a cluster-mode replication group, Multi-AZ with automatic failover, TLS required
+	f.count(t, "AWS::ElastiCache::ServerlessCache", 0)
+	f.has(t, "AWS::ElastiCache::ReplicationGroup", map[string]any{
+		"Engine":                   "valkey",
+		"ClusterMode":              "enabled",
+		"AutomaticFailoverEnabled": true,
+		"MultiAZEnabled":           true,
+		"TransitEncryptionEnabled": true,
+		"TransitEncryptionMode":    "required",
+		"AtRestEncryptionEnabled":  true,
+		"ReplicasPerNodeGroup":     1,
+	})
+	for name, r := range f.ours(t) {
+		vars := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if !redisURLIsTLS(vars[stack.EnvRedisURL]) || vars[stack.EnvRedisCluster] != "true" {
+			t.Errorf("%s: REDIS_URL %v, want rediss:// in cluster mode", name, vars[stack.EnvRedisURL])
+		}
+	}
+	// and only the functions reach it, on 6379
+	cacheSecurity(t, f, "AWS::ElastiCache::ReplicationGroup", [2]float64{6379, 6379})
+}
+
+func TestVPCHasNoNATAndASecretsManagerEndpoint(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	// THEN there is no way out to the internet and Secrets Manager is reached privately
+	f.count(t, "AWS::EC2::NatGateway", 0)
+	f.count(t, "AWS::EC2::InternetGateway", 0)
+	f.has(t, "AWS::EC2::VPCEndpoint", map[string]any{
+		"VpcEndpointType":   "Interface",
+		"PrivateDnsEnabled": true,
+	})
+	for id, ep := range f.ofType("AWS::EC2::VPCEndpoint") {
+		b, _ := json.Marshal(props(ep)["ServiceName"])
+		if !strings.Contains(string(b), ".secretsmanager") {
+			t.Errorf("%s: endpoint for %s, want Secrets Manager", id, b)
+		}
+	}
+	f.all(t, "AWS::EC2::Subnet", map[string]any{"MapPublicIpOnLaunch": false})
+}
+
+func TestBucketIsPrivateAndReadableOnlyByTheDistribution(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	// THEN the bucket blocks every kind of public access
+	f.has(t, "AWS::S3::Bucket", map[string]any{
+		"PublicAccessBlockConfiguration": map[string]any{
+			"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true,
+		},
+	})
+	// and its policy allows one thing: CloudFront reading objects on behalf of this distribution
+	var dist string
+	for id := range f.ofType("AWS::CloudFront::Distribution") {
+		dist = id
+	}
+	policies := f.ofType("AWS::S3::BucketPolicy")
+	if len(policies) != 1 {
+		t.Fatalf("%d bucket policies, want 1", len(policies))
+	}
+	for _, p := range policies {
+		var allows []map[string]any
+		for _, s := range asSlice(props(p)["PolicyDocument"].(map[string]any)["Statement"]) {
+			st := s.(map[string]any)
+			if st["Effect"] == "Allow" {
+				allows = append(allows, st)
+			}
+		}
+		if len(allows) != 1 {
+			t.Fatalf("bucket policy has %d Allow statements, want 1: %v", len(allows), allows)
+		}
+		a := allows[0]
+		if !reflect.DeepEqual(a["Principal"], map[string]any{"Service": "cloudfront.amazonaws.com"}) || a["Action"] != "s3:GetObject" {
+			t.Errorf("bucket policy allows %v to %v, want cloudfront.amazonaws.com s3:GetObject", a["Principal"], a["Action"])
+		}
+		cond, _ := json.Marshal(a["Condition"])
+		if !strings.Contains(string(cond), `"AWS:SourceArn"`) || !strings.Contains(string(cond), `{"Ref":"`+dist+`"}`) {
+			t.Errorf("bucket policy condition %s does not pin the distribution %s", cond, dist)
+		}
+	}
+	f.count(t, "AWS::CloudFront::OriginAccessControl", 1)
+}
+
+func TestRoutesAndIAMOnAdmin(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	// WHEN the routes are read
+	var got, want []string
+	for _, r := range f.ofType("AWS::ApiGatewayV2::Route") {
+		p := props(r)
+		key := p["RouteKey"].(string)
+		got = append(got, key)
+		// THEN admin routes require IAM and no other route does
+		wantAuth := "NONE"
+		if strings.Contains(key, " /api/admin/") {
+			wantAuth = "AWS_IAM"
+		}
+		if p["AuthorizationType"] != wantAuth {
+			t.Errorf("%s: authorization %v, want %s", key, p["AuthorizationType"], wantAuth)
+		}
+	}
+	// and the routes are exactly those of docs/API.md
+	for _, r := range stack.Routes {
+		want = append(want, string(r.Method)+" "+r.Path)
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("routes\n got %v\nwant %v", got, want)
+	}
+	// and the integrations are Lambda proxies with payload 2.0, and the stage is throttled
+	f.all(t, "AWS::ApiGatewayV2::Integration", map[string]any{
+		"IntegrationType": "AWS_PROXY", "PayloadFormatVersion": "2.0",
+	})
+	f.has(t, "AWS::ApiGatewayV2::Stage", map[string]any{
+		"StageName":            "$default",
+		"DefaultRouteSettings": map[string]any{"ThrottlingRateLimit": 5000, "ThrottlingBurstLimit": 5000},
+	})
+}
+
+// wildcardExceptions names every IAM statement allowed a "Resource": "*", by action, and why.
+// It is empty: the functions' VPC network-interface permissions (ec2:CreateNetworkInterface and
+// friends, which AWS only grants on "*") and their log permissions come from the AWS managed policies
+// AWSLambdaVPCAccessExecutionRole and AWSLambdaBasicExecutionRole, not from a statement in this
+// template; TestManagedPoliciesAreTheLambdaServiceRoles checks that.
+var wildcardExceptions = map[string]string{}
+
+// statements returns every policy statement in the template: role inline policies, IAM policies,
+// bucket and topic policies.
+func statements(f fixture) map[string][]map[string]any {
+	out := map[string][]map[string]any{}
+	add := func(id string, doc any) {
+		for _, s := range asSlice(doc.(map[string]any)["Statement"]) {
+			out[id] = append(out[id], s.(map[string]any))
+		}
+	}
+	for id, r := range f.resources {
+		p := props(r)
+		switch r["Type"] {
+		case "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::S3::BucketPolicy", "AWS::SNS::TopicPolicy":
+			add(id, p["PolicyDocument"])
+		case "AWS::IAM::Role":
+			for _, pol := range asSlice(p["Policies"]) {
+				add(id, pol.(map[string]any)["PolicyDocument"])
+			}
+		}
+	}
+	return out
+}
+
+func TestNoWildcardIAM(t *testing.T) {
+	for name, f := range map[string]func() fixture{"serverless": defaultStack, "nodes": nodesStack} {
+		t.Run(name, func(t *testing.T) {
+			// GIVEN a stack WHEN its policy statements are read
+			all := statements(f())
+			if len(all) == 0 {
+				t.Fatal("no policy statements found; the walk is broken")
+			}
+			for id, sts := range all {
+				for _, st := range sts {
+					actions := asSlice(st["Action"])
+					if a, ok := st["Action"].(string); ok {
+						actions = []any{a}
+					}
+					// THEN no statement allows every action
+					for _, a := range actions {
+						if a == "*" {
+							t.Errorf("%s: statement allows Action *: %v", id, st)
+						}
+					}
+					// and none allows every resource unless it is a named exception (Deny
+					// statements, such as "deny anything without TLS", may name everything)
+					if st["Effect"] != "Allow" {
+						continue
+					}
+					res := asSlice(st["Resource"])
+					if r, ok := st["Resource"].(string); ok {
+						res = []any{r}
+					}
+					if slices.Contains(res, any("*")) {
+						for _, a := range actions {
+							if _, ok := wildcardExceptions[a.(string)]; !ok {
+								t.Errorf(`%s: %v on "Resource": "*" is not a named exception`, id, a)
+							}
+						}
+					}
+					if st["Principal"] == "*" || reflect.DeepEqual(st["Principal"], map[string]any{"AWS": "*"}) {
+						t.Errorf("%s: Allow to any principal: %v", id, st)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestManagedPoliciesAreTheLambdaServiceRoles(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	// WHEN the roles' managed policies are read
+	allowed := []string{"service-role/AWSLambdaBasicExecutionRole", "service-role/AWSLambdaVPCAccessExecutionRole"}
+	vpcRoles := 0
+	for id, r := range f.ofType("AWS::IAM::Role") {
+		for _, arn := range asSlice(props(r)["ManagedPolicyArns"]) {
+			b, _ := json.Marshal(arn)
+			// THEN they are only the two AWS Lambda execution policies
+			if !slices.ContainsFunc(allowed, func(a string) bool { return strings.Contains(string(b), ":iam::aws:policy/"+a+`"`) }) {
+				t.Errorf("%s: managed policy %s is not a Lambda execution policy", id, b)
+			}
+			if strings.Contains(string(b), "AWSLambdaVPCAccessExecutionRole") {
+				vpcRoles++
+			}
+		}
+	}
+	// and every function in the VPC gets its network-interface rights that way
+	if vpcRoles != len(stack.Functions) {
+		t.Errorf("%d roles with AWSLambdaVPCAccessExecutionRole, want %d", vpcRoles, len(stack.Functions))
+	}
+}
+
+func TestNoSecretValueInTheTemplate(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	// THEN both secrets are generated by Secrets Manager at deploy time
+	secrets := f.ofType("AWS::SecretsManager::Secret")
+	if len(secrets) != 2 {
+		t.Fatalf("%d secrets, want 2", len(secrets))
+	}
+	f.all(t, "AWS::SecretsManager::Secret", map[string]any{
+		"GenerateSecretString": map[string]any{"ExcludePunctuation": true, "PasswordLength": 64},
+		"SecretString":         assertions.Match_Absent(),
+	})
+	// and no secret value appears anywhere in the template
+	b, err := json.Marshal(f.raw)
+	must(t, err)
+	if strings.Contains(string(b), `"SecretString"`) {
+		t.Error("the template sets a SecretString")
+	}
+	// and the functions get only the secrets' ARNs, by reference, and a fixed set of variables
+	wantKeys := []string{stack.EnvAdminAuth, stack.EnvDefaultRoomConfig, stack.EnvEntryKeySecretARN, stack.EnvLogLevel,
+		stack.EnvRedisCluster, stack.EnvRedisURL, stack.EnvTicketSecretARN, stack.EnvIssuer}
+	sort.Strings(wantKeys)
+	for name, r := range f.ours(t) {
+		vars := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		var keys []string
+		for k := range vars {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if !slices.Equal(keys, wantKeys) {
+			t.Errorf("%s: environment %v, want %v", name, keys, wantKeys)
+		}
+		for _, k := range []string{stack.EnvTicketSecretARN, stack.EnvEntryKeySecretARN} {
+			ref, ok := vars[k].(map[string]any)["Ref"].(string)
+			if !ok || props(f.resources[ref]) == nil || f.resources[ref]["Type"] != "AWS::SecretsManager::Secret" {
+				t.Errorf("%s: %s = %v, want a Ref to a secret", name, k, vars[k])
+			}
+		}
+	}
+	// and the functions may read exactly those two secrets
+	for _, st := range statements(f) {
+		for _, s := range st {
+			b, _ := json.Marshal(s["Action"])
+			if strings.Contains(string(b), "secretsmanager:") {
+				ref, _ := s["Resource"].(map[string]any)["Ref"].(string)
+				if _, ok := secrets[ref]; !ok {
+					t.Errorf("secretsmanager statement on %v, want one of the two secrets", s["Resource"])
+				}
+			}
+		}
+	}
+}
+
+func TestEnvironmentCarriesTheDeploySettings(t *testing.T) {
+	// GIVEN a stack with room defaults and an issuer of its own
+	rd := stack.DefaultRoomDefaults()
+	rd.MaxActive, rd.Mode, rd.OriginURL = 42, "auto", "https://tickets.example.org/book"
+	f := synth(t, "", true, func(s *stack.Settings) {
+		s.RoomDefaults, s.Issuer, s.LogLevel, s.LogRetentionDays = rd, "acme-rooms", "debug", 7
+	})
+	// WHEN the functions' environment is read
+	for name, r := range f.ours(t) {
+		vars := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		// THEN it carries them, the room defaults as JSON the functions parse
+		var got stack.RoomDefaults
+		must(t, json.Unmarshal([]byte(vars[stack.EnvDefaultRoomConfig].(string)), &got))
+		if got != rd {
+			t.Errorf("%s: DEFAULT_ROOM_CONFIG %+v, want %+v", name, got, rd)
+		}
+		if vars[stack.EnvIssuer] != "acme-rooms" || vars[stack.EnvLogLevel] != "debug" || vars[stack.EnvAdminAuth] != "iam" {
+			t.Errorf("%s: issuer %v log level %v admin auth %v", name, vars[stack.EnvIssuer], vars[stack.EnvLogLevel], vars[stack.EnvAdminAuth])
+		}
+	}
+	f.all(t, "AWS::Logs::LogGroup", map[string]any{"RetentionInDays": 7})
+}
+
+func TestCloudFrontCachesOnlyStatusAndJWKS(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	var cfg map[string]any
+	for _, d := range f.ofType("AWS::CloudFront::Distribution") {
+		cfg = props(d)["DistributionConfig"].(map[string]any)
+	}
+	var shortCache string
+	for id := range f.ofType("AWS::CloudFront::CachePolicy") {
+		shortCache = id
+	}
+	const cachingDisabled = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"     // AWS managed CachingDisabled
+	const allViewerExceptHost = "b689b0a8-53d0-40ab-baf2-68738e2966ac" // AWS managed AllViewerExceptHostHeader
+	// WHEN the behaviours are read, in CloudFront's order of precedence
+	var patterns []string
+	for _, b := range asSlice(cfg["CacheBehaviors"]) {
+		b := b.(map[string]any)
+		p := b["PathPattern"].(string)
+		patterns = append(patterns, p)
+		// THEN every behaviour is HTTPS only and carries the security headers
+		if b["ViewerProtocolPolicy"] != "redirect-to-https" || b["ResponseHeadersPolicyId"] == nil {
+			t.Errorf("%s: viewer policy %v, headers %v", p, b["ViewerProtocolPolicy"], b["ResponseHeadersPolicyId"])
+		}
+		if slices.Contains(stack.CachedAPIPaths, p) {
+			// and status and JWKS use the short cache, for GET and HEAD only
+			if !reflect.DeepEqual(b["CachePolicyId"], map[string]any{"Ref": shortCache}) {
+				t.Errorf("%s: cache policy %v, want the short cache", p, b["CachePolicyId"])
+			}
+			if !reflect.DeepEqual(b["AllowedMethods"], []any{"GET", "HEAD"}) {
+				t.Errorf("%s: methods %v", p, b["AllowedMethods"])
+			}
+		} else if b["CachePolicyId"] != cachingDisabled || b["OriginRequestPolicyId"] != allViewerExceptHost {
+			// and the rest of the API is never cached and gets the visitor's headers (the ticket)
+			t.Errorf("%s: cache %v origin request %v, want CachingDisabled and AllViewerExceptHostHeader", p, b["CachePolicyId"], b["OriginRequestPolicyId"])
+		}
+	}
+	// and the specific cached paths come before the catch-all /api/*
+	if want := append(slices.Clone(stack.CachedAPIPaths), "/api/*"); !slices.Equal(patterns, want) {
+		t.Errorf("behaviours %v, want %v in this order", patterns, want)
+	}
+	def := cfg["DefaultCacheBehavior"].(map[string]any)
+	if def["ViewerProtocolPolicy"] != "redirect-to-https" || def["ResponseHeadersPolicyId"] == nil {
+		t.Errorf("default behaviour: %v", def)
+	}
+	// and the short cache lives a second or two, keyed on the path only (no headers, cookies or query)
+	f.has(t, "AWS::CloudFront::CachePolicy", map[string]any{
+		"CachePolicyConfig": assertions.Match_ObjectLike(&map[string]any{
+			"MinTTL": 0, "DefaultTTL": 1, "MaxTTL": 2,
+			"ParametersInCacheKeyAndForwardedToOrigin": assertions.Match_ObjectLike(&map[string]any{
+				"HeadersConfig":      map[string]any{"HeaderBehavior": "none"},
+				"CookiesConfig":      map[string]any{"CookieBehavior": "none"},
+				"QueryStringsConfig": map[string]any{"QueryStringBehavior": "none"},
+			}),
+		}),
+	})
+}
+
+func TestRoomPathsServeThePage(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	var fn string
+	var code string
+	for id, r := range f.ofType("AWS::CloudFront::Function") {
+		fn, code = id, props(r)["FunctionCode"].(string)
+	}
+	// THEN the default behaviour runs the room-path function on viewer requests
+	f.has(t, "AWS::CloudFront::Distribution", map[string]any{
+		"DistributionConfig": assertions.Match_ObjectLike(&map[string]any{
+			"DefaultCacheBehavior": assertions.Match_ObjectLike(&map[string]any{
+				"FunctionAssociations": []any{map[string]any{"EventType": "viewer-request", "FunctionARN": getAtt(fn, "FunctionARN")}},
+			}),
+		}),
+	})
+	// WHEN the function runs on some paths (node stands in for the CloudFront JS runtime)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not on PATH")
+	}
+	script := code + `
+for (const uri of ["/r/demo", "/rooms/spring-tour/", "/", "/waiting.css", "/js/main.js", "/r/a/b", "/r/{x}", "/api/rooms/demo/status"]) {
+  console.log(uri + " " + handler({request: {uri: uri}}).uri);
+}`
+	out, err := exec.Command(node, "-e", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	// THEN room paths become index.html and nothing else changes
+	want := "/r/demo /index.html\n/rooms/spring-tour/ /index.html\n/ /\n/waiting.css /waiting.css\n" +
+		"/js/main.js /js/main.js\n/r/a/b /r/a/b\n/r/{x} /r/{x}\n/api/rooms/demo/status /api/rooms/demo/status\n"
+	if string(out) != want {
+		t.Errorf("rewrites\n%s\nwant\n%s", out, want)
+	}
+}
+
+func TestSecurityHeaders(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	// THEN the response headers policy sets HSTS, nosniff, DENY framing, no-referrer and a
+	// self-only content security policy, overriding whatever an origin says
+	f.has(t, "AWS::CloudFront::ResponseHeadersPolicy", map[string]any{
+		"ResponseHeadersPolicyConfig": assertions.Match_ObjectLike(&map[string]any{
+			"SecurityHeadersConfig": map[string]any{
+				"StrictTransportSecurity": map[string]any{"AccessControlMaxAgeSec": 31536000, "IncludeSubdomains": true, "Override": true},
+				"ContentTypeOptions":      map[string]any{"Override": true},
+				"FrameOptions":            map[string]any{"FrameOption": "DENY", "Override": true},
+				"ReferrerPolicy":          map[string]any{"ReferrerPolicy": "no-referrer", "Override": true},
+				"ContentSecurityPolicy": map[string]any{
+					"ContentSecurityPolicy": assertions.Match_StringLikeRegexp(jsii.String("^default-src 'self';")),
+					"Override":              true,
+				},
+			},
+		}),
+	})
+	// and the CSP allows no source other than 'self'
+	for _, directive := range strings.Split(stack.ContentSecurityPolicy, ";") {
+		for _, src := range strings.Fields(directive)[1:] {
+			if !slices.Contains([]string{"'self'", "'none'"}, src) {
+				t.Errorf("CSP directive %q allows %s", strings.TrimSpace(directive), src)
+			}
+		}
+	}
+}
+
+func TestAlarmsAndDashboard(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	alarms := f.ofType("AWS::CloudWatch::Alarm")
+	// WHEN the alarms are read
+	byMetric := map[string]int{}
+	for _, a := range alarms {
+		p := props(a)
+		byMetric[p["MetricName"].(string)]++
+		// THEN every alarm notifies the topic
+		if len(asSlice(p["AlarmActions"])) == 0 {
+			t.Errorf("alarm %v has no action", p["AlarmDescription"])
+		}
+	}
+	// and each function has an errors and a throttles alarm
+	if byMetric["Errors"] != len(stack.Functions) || byMetric["Throttles"] != len(stack.Functions) {
+		t.Errorf("errors alarms %d, throttles alarms %d, want %d each", byMetric["Errors"], byMetric["Throttles"], len(stack.Functions))
+	}
+	// and admit not running for 3 minutes alarms, missing data counting as not running
+	admit := logicalID(f, f.ours(t)["admit"])
+	f.has(t, "AWS::CloudWatch::Alarm", map[string]any{
+		"Namespace": "AWS/Lambda", "MetricName": "Invocations",
+		"Dimensions":         []any{map[string]any{"Name": "FunctionName", "Value": map[string]any{"Ref": admit}}},
+		"ComparisonOperator": "LessThanThreshold", "Threshold": 1, "EvaluationPeriods": 3, "Period": 60,
+		"TreatMissingData": "breaching",
+	})
+	// and Redis errors reported by the functions alarm
+	f.has(t, "AWS::CloudWatch::Alarm", map[string]any{
+		"Namespace": stack.MetricNamespace, "MetricName": stack.MetricRedisErrors, "Statistic": "Sum",
+		"Dimensions": assertions.Match_Absent(),
+	})
+	f.count(t, "AWS::CloudWatch::Dashboard", 1)
+}
+
+func TestOutputs(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	// THEN it tells the waiting room URL, the API URL, the alarm topic and how to call the admin API
+	f.output(t, "WaitingRoomUrl", map[string]any{})
+	f.output(t, "ApiUrl", map[string]any{})
+	f.output(t, "AlarmsTopicArn", map[string]any{})
+	out := f.raw["Outputs"].(map[string]any)["AdminExample"]
+	b, _ := json.Marshal(out)
+	for _, want := range []string{"awscurl --service execute-api", "/api/admin/rooms/demo", "-X PUT"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("AdminExample %s lacks %q", b, want)
+		}
+	}
+}
+
+func TestWAFIsOptInAndRateBased(t *testing.T) {
+	// GIVEN the default stack THEN it has no web ACL
+	defaultStack().count(t, "AWS::WAFv2::WebACL", 0)
+
+	// GIVEN waf=true in us-east-1
+	f := synth(t, "us-east-1", true, func(s *stack.Settings) { s.WAF, s.WAFRateLimit = true, 1234 })
+	// THEN a CloudFront-scoped ACL blocks an IP over the rate, and the distribution uses it
+	f.has(t, "AWS::WAFv2::WebACL", map[string]any{
+		"Scope": "CLOUDFRONT",
+		"Rules": []any{assertions.Match_ObjectLike(&map[string]any{
+			"Action":    map[string]any{"Block": map[string]any{}},
+			"Statement": map[string]any{"RateBasedStatement": map[string]any{"Limit": 1234, "AggregateKeyType": "IP"}},
+		})},
+	})
+	var acl string
+	for id := range f.ofType("AWS::WAFv2::WebACL") {
+		acl = id
+	}
+	f.has(t, "AWS::CloudFront::Distribution", map[string]any{
+		"DistributionConfig": assertions.Match_ObjectLike(&map[string]any{"WebACLId": getAtt(acl, "Arn")}),
+	})
+	assert(t, func() {
+		assertions.Annotations_FromStack(f.stack).HasNoError(jsii.String("*"), assertions.Match_AnyValue())
+	})
+
+	// GIVEN waf=true in another region THEN synthesis reports an error naming us-east-1
+	g := synth(t, "eu-west-1", true, func(s *stack.Settings) { s.WAF = true })
+	assert(t, func() {
+		assertions.Annotations_FromStack(g.stack).HasError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("us-east-1")))
+	})
+}
+
+func TestNoStaticDirDeploysNoPage(t *testing.T) {
+	// GIVEN no static/ yet (the page is written separately)
+	f := synth(t, "", false, nil)
+	// THEN the stack still synthesizes, uploads nothing and says so
+	f.count(t, "Custom::CDKBucketDeployment", 0)
+	assert(t, func() {
+		assertions.Annotations_FromStack(f.stack).HasWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("deploys no waiting page")))
+	})
+	// while the default stack, with a page, uploads it with a short browser cache
+	defaultStack().has(t, "Custom::CDKBucketDeployment", map[string]any{
+		"Prune": true, "RetainOnDelete": false, "SystemMetadata": map[string]any{"cache-control": "public, max-age=60"},
+	})
+}
+
+func TestSettingsFromContext(t *testing.T) {
+	tests := []struct {
+		name    string
+		ctx     map[string]any
+		check   func(stack.Settings) bool
+		wantErr bool
+	}{
+		{"defaults", nil, func(s stack.Settings) bool { return reflect.DeepEqual(s, stack.DefaultSettings()) }, false},
+		{"nodes and waf from the command line", map[string]any{"cache": "nodes", "waf": "true", "wafRateLimit": "500"},
+			func(s stack.Settings) bool { return s.Cache == stack.CacheNodes && s.WAF && s.WAFRateLimit == 500 }, false},
+		{"room defaults overlay, as JSON text", map[string]any{"roomDefaults": `{"maxActive":10,"originUrl":"https://x.example/"}`},
+			func(s stack.Settings) bool {
+				return s.RoomDefaults.MaxActive == 10 && s.RoomDefaults.OriginURL == "https://x.example/" &&
+					s.RoomDefaults.AdmitPerMinute == stack.DefaultRoomDefaults().AdmitPerMinute
+			}, false},
+		{"room defaults as a cdk.json object", map[string]any{"roomDefaults": map[string]any{"mode": "auto"}},
+			func(s stack.Settings) bool { return s.RoomDefaults.Mode == "auto" }, false},
+		{"log retention", map[string]any{"logRetentionDays": 90}, func(s stack.Settings) bool { return s.LogRetentionDays == 90 }, false},
+		{"unknown cache", map[string]any{"cache": "memcached"}, nil, true},
+		{"waf not a bool", map[string]any{"waf": "maybe"}, nil, true},
+		{"retention CloudWatch refuses", map[string]any{"logRetentionDays": "31"}, nil, true},
+		{"room defaults typo", map[string]any{"roomDefaults": `{"maxActiv":10}`}, nil, true},
+		{"room defaults bad mode", map[string]any{"roomDefaults": `{"mode":"fast"}`}, nil, true},
+		{"negative rate", map[string]any{"apiRateLimit": "-1"}, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// GIVEN an app with this context
+			app := awscdk.NewApp(&awscdk.AppProps{Context: &tt.ctx, Outdir: jsii.String(t.TempDir())})
+			// WHEN the settings are read
+			s, err := stack.FromContext(app.Node())
+			// THEN they are what the context says, or a bad-setting error
+			if tt.wantErr {
+				if !errors.Is(err, stack.ErrBadSetting) {
+					t.Fatalf("err = %v, want ErrBadSetting", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(s) {
+				t.Errorf("settings %+v", s)
+			}
+		})
+	}
+}
+
+// TestRoomDefaultsJSONShape checks DEFAULT_ROOM_CONFIG against the engine's room.Config, read from
+// its source (infra cannot import the functions' internal packages): every field we send must be one
+// the engine reads, and every field the engine requires must be sent.
+func TestRoomDefaultsJSONShape(t *testing.T) {
+	// GIVEN the engine's Config type
+	src := filepath.Join("..", "..", "functions", "internal", "room", "api.go")
+	file, err := parser.ParseFile(token.NewFileSet(), src, nil, 0)
+	if err != nil {
+		t.Skipf("engine source not readable: %v", err)
+	}
+	required, optional := map[string]bool{}, map[string]bool{}
+	ast.Inspect(file, func(n ast.Node) bool {
+		ts, ok := n.(*ast.TypeSpec)
+		if !ok || ts.Name.Name != "Config" {
+			return true
+		}
+		for _, fld := range ts.Type.(*ast.StructType).Fields.List {
+			if fld.Tag == nil {
+				continue
+			}
+			tag, _ := strconv.Unquote(fld.Tag.Value)
+			name, opts, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
+			if strings.Contains(opts, "omitempty") {
+				optional[name] = true
+			} else {
+				required[name] = true
+			}
+		}
+		return false
+	})
+	if len(required) == 0 {
+		t.Fatal("room.Config not found in " + src)
+	}
+	// WHEN our defaults are marshalled
+	b, err := json.Marshal(stack.DefaultRoomDefaults())
+	must(t, err)
+	var sent map[string]any
+	must(t, json.Unmarshal(b, &sent))
+	// THEN the field sets agree
+	for k := range sent {
+		if !required[k] && !optional[k] {
+			t.Errorf("we send %q, which room.Config does not have", k)
+		}
+	}
+	for k := range required {
+		if _, ok := sent[k]; !ok {
+			t.Errorf("room.Config requires %q, which we do not send", k)
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package stack_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vestibule-dev/vestibule/infra/stack"
+)
+
+// TestCDKSynth runs the real CDK CLI on the app, as `make synth` does, so cdk.json, package main and
+// the CLI's cloud-assembly schema are exercised together. It uses dist/ when `make build` has filled
+// it and placeholder binaries otherwise. Skipped without the CLI, except in CI, where a missing CLI
+// means `make deps-cdk` did not run and must fail.
+func TestCDKSynth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the CLI synth takes a minute on a busy machine")
+	}
+	cdk, err := exec.LookPath("cdk")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("cdk CLI not on PATH in CI: run `make deps-cdk` (make test does)")
+		}
+		t.Skip("cdk CLI not on PATH; `make deps-cdk` installs it into .tools/")
+	}
+	// GIVEN the repository root, with or without a built dist/
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	must(t, err)
+	dist := filepath.Join(root, "dist")
+	for _, f := range stack.Functions {
+		if _, err := os.Stat(filepath.Join(dist, f.Name, "bootstrap")); err != nil {
+			dist, _ = placeholderAssets(t, false)
+			break
+		}
+	}
+	// WHEN `cdk synth` runs offline
+	out := t.TempDir()
+	cmd := exec.Command(cdk, "synth", "--quiet", "--no-notices", "-o", out, "-c", stack.CtxAssetDir+"="+dist)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20", "CDK_DISABLE_VERSION_CHECK=1",
+		"CDK_DISABLE_CLI_TELEMETRY=true")
+	b, err := cmd.CombinedOutput()
+	// THEN it succeeds and writes the template
+	if err != nil {
+		t.Fatalf("cdk synth: %v\n%s", err, b)
+	}
+	tmpl, err := os.ReadFile(filepath.Join(out, "Vestibule.template.json"))
+	if err != nil {
+		t.Fatalf("no template: %v\n%s", err, b)
+	}
+	if !strings.Contains(string(tmpl), `"AWS::ElastiCache::ServerlessCache"`) {
+		t.Error("the synthesized template has no serverless cache")
+	}
+}
