@@ -51,12 +51,13 @@ local function refill(cfg, now)
   local tokens = tonumber(st[1]) or 0
   local last = tonumber(st[2]) or now
   local elapsed = now - last
+  local cap = math.max(1, cfg.rate / 30)
   if elapsed > 0 then
-    local cap = math.max(1, cfg.rate / 30)
-    tokens = math.min(cap, tokens + cfg.rate * elapsed / 60000)
+    tokens = tokens + cfg.rate * elapsed / 60000
     last = now
   end
-  return tokens, last
+  -- Capped always, so lowering the rate takes effect at once.
+  return math.min(cap, tokens), last
 end
 
 local function store_bucket(tokens, last)

@@ -15,7 +15,7 @@ local interval = 60000 / limit
 local burst = math.max(1, math.floor(limit / 10))
 local tat = tonumber(redis.call('GET', KEYS[2])) or now
 if tat < now then tat = now end
-local allow_at = tat - interval * burst
+local allow_at = tat - interval * (burst - 1)
 if now < allow_at then return {math.ceil(allow_at - now)} end
 local new_tat = tat + interval
 redis.call('SET', KEYS[2], string.format('%.0f', new_tat), 'PX', math.ceil(new_tat - now) + 1000)

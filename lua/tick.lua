@@ -56,22 +56,33 @@ local pops = 0
 while admitted < n and pops < n + batch do
   local got = redis.call('ZPOPMIN', K_Q, math.min(n - admitted, 1000))
   if #got == 0 then break end
+  -- One command per batch, not per visitor: the batch's heartbeats, then one
+  -- ZREM and one ZADD (every grant of a tick shares its deadline).
+  local members = {}
+  for i = 1, #got, 2 do members[#members + 1] = got[i] end
+  local seen = redis.call('ZMSCORE', K_HB, unpack(members))
+  redis.call('ZREM', K_HB, unpack(members))
   local top = head()
-  local deadline = now + cfg.claimTTL
-  for i = 1, #got, 2 do
-    local m, score = got[i], tonumber(got[i + 1])
+  local deadline = num(now + cfg.claimTTL)
+  local grants = {}
+  for i = 1, #members do
+    local m, score, t = members[i], tonumber(got[2 * i]), tonumber(seen[i])
     pops = pops + 1
-    local seen = tonumber(redis.call('ZSCORE', K_HB, m))
-    redis.call('ZREM', K_HB, m)
-    if seen and seen < cutoff then
+    if t and t < cutoff then
       evicted = evicted + 1
     else
-      redis.call('ZADD', K_ADM, num(deadline), m)
+      grants[#grants + 1] = deadline
+      grants[#grants + 1] = m
       admitted = admitted + 1
+      -- The head is the highest score admitted: a visitor skipped as stale
+      -- keeps the right to come back while the head is below them.
+      if score > top then top = score end
     end
-    if score > top then top = score end
   end
-  redis.call('HSET', K_ST, 'head', num(top))
+  if #grants > 0 then
+    redis.call('ZADD', K_ADM, unpack(grants))
+    redis.call('HSET', K_ST, 'head', num(top))
+  end
 end
 store_bucket(tokens - admitted, refilled)
 return finish()

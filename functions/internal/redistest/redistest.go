@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -166,6 +167,24 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
+// Pause freezes the server (SIGSTOP), as a stalled host or a network
+// partition would: the kernel still accepts connections, but nothing answers
+// until Resume. Stop works on a paused server.
+func (s *Server) Pause() error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return fmt.Errorf("redistest: server on %s is not running", s.Addr)
+	}
+	return s.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+// Resume lets a paused server go on (SIGCONT).
+func (s *Server) Resume() error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return fmt.Errorf("redistest: server on %s is not running", s.Addr)
+	}
+	return s.cmd.Process.Signal(syscall.SIGCONT)
+}
+
 // Restart stops the server and starts it again on the same port and folder,
 // so a server with append-only persistence comes back with its data.
 func (s *Server) Restart() error {
@@ -242,11 +261,21 @@ func StartCluster(masters, replicas int) ([]*Server, error) {
 	return startClusterLocked(masters, replicas)
 }
 
-func startClusterLocked(masters, replicas int) ([]*Server, error) {
+// StartClusterWith is StartCluster with extra configuration directives for
+// every node (for example "repl-diskless-sync-delay", "0", so replicas sync at
+// once instead of after Redis's default 5 s). Replicas may still be syncing
+// when it returns: a test that kills a primary waits for ROLE to say connected.
+func StartClusterWith(masters, replicas int, extra ...string) ([]*Server, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	return startClusterLocked(masters, replicas, extra...)
+}
+
+func startClusterLocked(masters, replicas int, extra ...string) ([]*Server, error) {
 	var nodes []*Server
 	for i := 0; i < masters*(1+replicas); i++ {
-		s, err := startLocked("cluster-enabled", "yes", "cluster-config-file", "nodes.conf",
-			"cluster-node-timeout", "1000", "cluster-require-full-coverage", "no")
+		s, err := startLocked(append([]string{"cluster-enabled", "yes", "cluster-config-file", "nodes.conf",
+			"cluster-node-timeout", "1000", "cluster-require-full-coverage", "no"}, extra...)...)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package room_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"os"
 	"sort"
 	"strconv"
@@ -17,7 +18,17 @@ import (
 )
 
 // TestMain stops the redis-server processes redistest started for this binary.
-func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+// A failing rapid check prints the seed that reproduces it; it writes no fail
+// file into the work tree unless -rapid.nofailfile=false is given.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.nofailfile" })
+	if !set {
+		flag.Set("rapid.nofailfile", "true")
+	}
+	os.Exit(redistest.Main(m))
+}
 
 // fakeClock is the engine's clock in tests: time moves only when a test says so.
 // It starts on a whole millisecond so times that went through Redis as

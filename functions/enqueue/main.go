@@ -1,0 +1,14 @@
+// Command enqueue is the Lambda behind POST /api/rooms/{room}/enqueue. It
+// wires the whole API router (see docs/API.md); API Gateway sends it only its
+// route.
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/vestibule-dev/vestibule/functions/internal/env"
+)
+
+func main() {
+	lambda.Start(env.Main("enqueue").Handle)
+}

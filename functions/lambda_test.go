@@ -1,0 +1,280 @@
+// Package functions_test builds every Lambda function for this machine, runs
+// each under the AWS Lambda Runtime Interface Emulator (aws-lambda-rie, what
+// `make deps-rie` installs) and invokes it with the real event JSON in
+// testdata/events: the binaries that deploy, exercised as Lambdas.
+package functions_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/vestibule-dev/vestibule/functions/internal/api"
+	"github.com/vestibule-dev/vestibule/functions/internal/redistest"
+	"github.com/vestibule-dev/vestibule/functions/internal/token"
+)
+
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+
+// functions are the Lambda functions, as the Makefile's FUNCTIONS lists them.
+var functions = []string{"enqueue", "poll", "status", "consume", "admin", "admit"}
+
+func findRIE(t *testing.T) string {
+	if p, err := exec.LookPath("aws-lambda-rie"); err == nil {
+		return p
+	}
+	if p, err := filepath.Abs("../.tools/bin/aws-lambda-rie"); err == nil {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("aws-lambda-rie not found (make deps-rie installs it into .tools/bin)")
+	}
+	t.Skip("aws-lambda-rie not found; run `make deps-rie` to run the Lambda emulator tests")
+	return ""
+}
+
+// lambda is one function running under the emulator.
+type lambda struct {
+	name string
+	url  string
+}
+
+func startLambda(t *testing.T, rie, bin string, env []string) *lambda {
+	t.Helper()
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiPort, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	// The runtime API defaults to the fixed port 9001; a free one lets several
+	// emulators (and other test binaries) run at once.
+	cmd := exec.Command(rie, "--log-level", "error", "--runtime-interface-emulator-address", addr,
+		"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", apiPort), bin)
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", filepath.Base(bin), out.String())
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("emulator for %s did not listen on %s", bin, addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return &lambda{name: filepath.Base(bin), url: "http://" + addr + "/2015-03-31/functions/function/invocations"}
+}
+
+// invoke sends an event and returns the function's raw result.
+func (l *lambda) invoke(t *testing.T, event []byte) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", l.url, bytes.NewReader(event))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("invoke %s: %v", l.name, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || bytes.Contains(b, []byte(`"errorMessage"`)) {
+		t.Fatalf("invoke %s: %d %s", l.name, resp.StatusCode, b)
+	}
+	return b
+}
+
+// http invokes an API function with an event file, after replacing
+// placeholders, and decodes the API Gateway response and its JSON body.
+func (l *lambda) http(t *testing.T, file string, repl ...string) (events.APIGatewayV2HTTPResponse, map[string]any) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "events", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := strings.NewReplacer(repl...).Replace(string(raw))
+	var resp events.APIGatewayV2HTTPResponse
+	out := l.invoke(t, []byte(ev))
+	if err := json.Unmarshal(out, &resp); err != nil {
+		t.Fatalf("%s: not an API Gateway response: %s", file, out)
+	}
+	var body map[string]any
+	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
+		t.Fatalf("%s: body is not JSON: %q", file, resp.Body)
+	}
+	return resp, body
+}
+
+func want(t *testing.T, file string, resp events.APIGatewayV2HTTPResponse, body map[string]any, status int) {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Fatalf("%s: status %d %v, want %d", file, resp.StatusCode, body, status)
+	}
+}
+
+func TestLambdasUnderEmulator(t *testing.T) {
+	rie := findRIE(t)
+	if testing.Short() {
+		t.Skip("builds six binaries")
+	}
+	bin := t.TempDir()
+	args := []string{"build", "-tags", "lambda.norpc", "-trimpath", "-o", bin + string(os.PathSeparator)}
+	for _, f := range functions {
+		args = append(args, "./"+f)
+	}
+	build := exec.Command("go", args...)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	keyDir := t.TempDir()
+	if _, err := token.LoadLocal(keyDir); err != nil { // create the keys once, before six processes read them
+		t.Fatal(err)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "REDIS_URL", "REDIS_CLUSTER", "REDIS_CA_FILE", "TICKET_SECRET_ARN", "ENTRY_KEY_SECRET_ARN", "LOG_LEVEL", "ADMIN_AUTH":
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env,
+		"REDIS_URL=redis://"+redistest.Single(t).Options().Addr,
+		"VESTIBULE_KEY_DIR="+keyDir,
+		"ADMIN_AUTH=iam", // the admin events carry API Gateway's IAM authorizer context
+		"AWS_REGION=eu-west-1",
+		"AWS_LAMBDA_FUNCTION_TIMEOUT=5", // admit ticks until a little before this
+	)
+	fn := map[string]*lambda{}
+	for _, f := range functions {
+		fn[f] = startLambda(t, rie, filepath.Join(bin, f), env)
+	}
+
+	id := redistest.Room(t)
+	room := []string{"rie-demo", id}
+	with := func(kv ...string) []string { return append(append([]string{}, room...), kv...) }
+
+	// Admin: create the room (IAM-authorized event), read it, list rooms.
+	resp, body := fn["admin"].http(t, "admin-put-room.json", room...)
+	want(t, "admin-put-room.json", resp, body, 200)
+	resp, body = fn["admin"].http(t, "admin-get-room.json", room...)
+	want(t, "admin-get-room.json", resp, body, 200)
+	if cfg, _ := body["config"].(map[string]any); cfg["maxActive"] != float64(1) {
+		t.Fatalf("admin get: %v", body)
+	}
+	resp, body = fn["admin"].http(t, "admin-list-rooms.json", room...)
+	want(t, "admin-list-rooms.json", resp, body, 200)
+	if !strings.Contains(resp.Body, id) {
+		t.Fatalf("admin list lacks the room: %s", resp.Body)
+	}
+	// The same admin event without the authorizer block is refused.
+	resp, _ = fn["admin"].http(t, "admin-list-rooms.json", `"authorizer"`, `"notAuthorizer"`)
+	want(t, "admin-list-rooms.json without IAM", resp, nil, 401)
+
+	// A visitor joins and polls.
+	resp, body = fn["enqueue"].http(t, "enqueue.json", room...)
+	want(t, "enqueue.json", resp, body, 200)
+	ticket, _ := body["ticket"].(string)
+	if ticket == "" || body["state"] != "waiting" || body["position"] != float64(1) {
+		t.Fatalf("enqueue: %v", body)
+	}
+	// A poll sooner than the engine's floor after the last heartbeat is refused
+	// with 429 and Retry-After; the page waits pollAfterMs, so do as it does.
+	resp, body = fn["poll"].http(t, "poll.json", with("TICKET", ticket)...)
+	want(t, "poll.json too soon", resp, body, 429)
+	if resp.Headers["Retry-After"] == "" {
+		t.Fatalf("429 without Retry-After: %v", resp.Headers)
+	}
+	time.Sleep(api.MinPollInterval + 100*time.Millisecond)
+	resp, body = fn["poll"].http(t, "poll.json", with("TICKET", ticket)...)
+	want(t, "poll.json", resp, body, 200)
+	if body["state"] != "waiting" {
+		t.Fatalf("poll: %v", body)
+	}
+	resp, body = fn["poll"].http(t, "poll.json", room...) // the placeholder is no ticket
+	want(t, "poll.json with a bad ticket", resp, body, 401)
+
+	// The scheduled admit ticks for ~2.5 s of its 5 s and admits the visitor.
+	raw, err := os.ReadFile("../testdata/events/admit-scheduled.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct{ Ticks, RoomTicks, Errors, Admitted int }
+	if err := json.Unmarshal(fn["admit"].invoke(t, raw), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Ticks < 2 || sum.Errors != 0 || sum.Admitted < 1 {
+		t.Fatalf("admit summary %+v", sum)
+	}
+
+	resp, body = fn["poll"].http(t, "poll.json", with("TICKET", ticket)...)
+	entry, _ := body["entryToken"].(string)
+	if resp.StatusCode != 200 || body["state"] != "admitted" || entry == "" || body["originUrl"] != "https://booking.example.com/" {
+		t.Fatalf("poll after admit: %d %v", resp.StatusCode, body)
+	}
+
+	// The booking origin consumes the token once; the replay is refused; then completes.
+	resp, body = fn["consume"].http(t, "consume.json", "ENTRY_TOKEN", entry)
+	want(t, "consume.json", resp, body, 200)
+	if body["room"] != id || body["visitor"] == "" || body["sessionExpiresAt"] == nil {
+		t.Fatalf("consume: %v", body)
+	}
+	resp, body = fn["consume"].http(t, "consume.json", "ENTRY_TOKEN", entry)
+	want(t, "consume.json replay", resp, body, 409)
+	resp, body = fn["consume"].http(t, "complete.json", "ENTRY_TOKEN", entry)
+	want(t, "complete.json", resp, body, 200)
+
+	// Public reads.
+	resp, body = fn["status"].http(t, "status.json", room...)
+	want(t, "status.json", resp, body, 200)
+	if resp.Headers["Cache-Control"] != "public, max-age=1" || body["room"] != id || body["maxActive"] != float64(1) {
+		t.Fatalf("status: %v %v", resp.Headers, body)
+	}
+	resp, body = fn["status"].http(t, "jwks.json")
+	want(t, "jwks.json", resp, body, 200)
+	if keys, _ := body["keys"].([]any); len(keys) == 0 {
+		t.Fatalf("jwks: %v", body)
+	}
+
+	// A second visitor joins and leaves; the place is then gone.
+	_, body = fn["enqueue"].http(t, "enqueue.json", room...)
+	second, _ := body["ticket"].(string)
+	resp, body = fn["poll"].http(t, "leave.json", with("TICKET", second)...)
+	want(t, "leave.json", resp, body, 200)
+	if _, body = fn["poll"].http(t, "poll.json", with("TICKET", second)...); body["state"] != "expired" {
+		t.Fatalf("poll after leave: %v", body)
+	}
+}
