@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vestibule-dev/vestibule/functions/internal/localstack"
 	"github.com/vestibule-dev/vestibule/functions/internal/api"
+	"github.com/vestibule-dev/vestibule/functions/internal/localstack"
 	"github.com/vestibule-dev/vestibule/functions/internal/redistest"
 )
 
