@@ -1,0 +1,236 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Summary is the report of a run: what the crowd cost and saw, and the
+// invariant checks.
+type Summary struct {
+	Driver   string
+	Visitors int
+	Outcomes map[string]int
+	Wall     time.Duration
+	Span     time.Duration // simulated time from the first arrival to the last visitor done
+
+	WaitRequests int     // enqueue + polls + leave while waiting
+	WaitMinutes  float64 // visitor-minutes spent waiting
+	// RequestsPerWaitMinute is WaitRequests / WaitMinutes.
+	RequestsPerWaitMinute float64
+	SeenP50, SeenP99      time.Duration // grant → visitor sees it
+	Drain                 time.Duration // start → last grant seen
+	Errors                int           // 5xx, 429 and transport failures
+
+	// Fixed is the same crowd replayed with a page polling every FixedEvery
+	// (see Replay); zero when not computed.
+	FixedEvery                 time.Duration
+	FixedRequestsPerWaitMinute float64
+	FixedSeenP50, FixedSeenP99 time.Duration
+
+	// Invariants.
+	MaxActive      int64 // the room's setting
+	MaxInUse       int64 // highest admitted + active sampled
+	DoubleConsumes int   // tokens consumed successfully more than once (must be 0)
+	ReplaysAllowed int   // deliberate replays not answered 409 (must be 0)
+	Inversions     int   // FIFO: visitors admitted after someone who enqueued later (must be 0)
+	NotAdmitted    int   // non-abandoning visitors who never saw a grant (must be 0)
+	Stopped        bool  // MaxDuration ended the run
+}
+
+// OK reports whether every invariant held.
+func (s Summary) OK() bool {
+	return s.MaxInUse <= s.MaxActive && s.DoubleConsumes == 0 && s.ReplaysAllowed == 0 &&
+		s.Inversions == 0 && s.NotAdmitted == 0 && !s.Stopped
+}
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	i := int(math.Ceil(p*float64(len(ds)))) - 1
+	return ds[max(0, min(i, len(ds)-1))]
+}
+
+// Summarize computes the report of a run.
+func (r *Result) Summarize() Summary {
+	s := Summary{Driver: r.Driver, Visitors: len(r.Visitors), Outcomes: map[string]int{}, Wall: r.Wall,
+		Span: r.End.Sub(r.Start), MaxActive: r.Config.RoomConfig.MaxActive, MaxInUse: r.MaxInUse, Stopped: r.Stopped}
+	var waitNanos float64
+	var seen []time.Duration
+	var last time.Time
+	for _, v := range r.Visitors {
+		s.Outcomes[v.Outcome.String()]++
+		s.WaitRequests += v.WaitRequests
+		s.Errors += v.Errors
+		if !v.EnqueuedAt.IsZero() && !v.EndWaitAt.IsZero() {
+			waitNanos += float64(v.EndWaitAt.Sub(v.EnqueuedAt))
+		}
+		if !v.GrantAt.IsZero() && !v.SeenAt.IsZero() {
+			seen = append(seen, v.SeenAt.Sub(v.GrantAt))
+		}
+		if v.SeenAt.After(last) {
+			last = v.SeenAt
+		}
+		if v.Consumes > 1 {
+			s.DoubleConsumes++
+		}
+		if v.Consumes > 0 && v.ReplayStatus != 409 && v.ReplayStatus != 0 {
+			s.ReplaysAllowed++
+		}
+		if !v.Behavior.Abandons() && v.SeenAt.IsZero() {
+			s.NotAdmitted++
+		}
+	}
+	s.WaitMinutes = waitNanos / float64(time.Minute)
+	if s.WaitMinutes > 0 {
+		s.RequestsPerWaitMinute = float64(s.WaitRequests) / s.WaitMinutes
+	}
+	s.SeenP50, s.SeenP99 = percentile(seen, 0.50), percentile(seen, 0.99)
+	if !last.IsZero() {
+		s.Drain = last.Sub(r.Start)
+	}
+	s.Inversions = Inversions(r.Visitors)
+	return s
+}
+
+// Inversions counts, among granted visitors who never meant to abandon, those
+// granted strictly earlier than someone with a smaller sequence: admitted
+// ahead of an earlier ticket.
+func Inversions(vs []*Visitor) int {
+	var xs []*Visitor
+	for _, v := range vs {
+		if !v.Behavior.Abandons() && !v.GrantAt.IsZero() && v.Seq > 0 {
+			xs = append(xs, v)
+		}
+	}
+	slices.SortFunc(xs, func(a, b *Visitor) int { return int(a.Seq - b.Seq) })
+	n := 0
+	var latest time.Time
+	for _, v := range xs {
+		if v.GrantAt.Before(latest) {
+			n++
+		}
+		if v.GrantAt.After(latest) {
+			latest = v.GrantAt
+		}
+	}
+	return n
+}
+
+// Replay computes what a page polling every `every` (ignoring pollAfterMs)
+// would have cost the same crowd, from each visitor's measured enqueue, grant
+// and walk-away times: it polls at enqueue + k·every and sees the grant at the
+// first poll at or after it. Admission does not depend on how often a waiting
+// visitor polls (the tick admits by rate and capacity in ticket order), so the
+// grant times carry over; only the few seconds the consume comes later differ.
+// It fills the Fixed fields of s.
+func (r *Result) Replay(s *Summary, every time.Duration) {
+	var reqs int
+	var waitNanos float64
+	var seen []time.Duration
+	for _, v := range r.Visitors {
+		if v.EnqueuedAt.IsZero() {
+			continue
+		}
+		reqs++ // enqueue
+		if !v.GrantAt.IsZero() {
+			n := int64(0)
+			if d := v.GrantAt.Sub(v.EnqueuedAt); d > 0 {
+				n = int64(math.Ceil(float64(d) / float64(every)))
+			}
+			reqs += int(n)
+			waitNanos += float64(time.Duration(n) * every)
+			seen = append(seen, v.EnqueuedAt.Add(time.Duration(n)*every).Sub(v.GrantAt))
+			continue
+		}
+		if v.EndWaitAt.IsZero() {
+			continue
+		}
+		d := v.EndWaitAt.Sub(v.EnqueuedAt)
+		reqs += int(d / every)
+		if v.Behavior == Leave && v.Outcome == Abandoned {
+			reqs++
+		}
+		waitNanos += float64(d)
+	}
+	s.FixedEvery = every
+	if waitNanos > 0 {
+		s.FixedRequestsPerWaitMinute = float64(reqs) / (waitNanos / float64(time.Minute))
+	}
+	s.FixedSeenP50, s.FixedSeenP99 = percentile(seen, 0.50), percentile(seen, 0.99)
+}
+
+func check(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "FAIL"
+}
+
+// WriteTable prints the report as one aligned table.
+func (s Summary) WriteTable(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "visitors\t%d (%s driver; simulated %s in %s)\t\n", s.Visitors, s.Driver,
+		s.Span.Round(time.Second), s.Wall.Round(100*time.Millisecond))
+	fmt.Fprintf(tw, "outcomes\t%v\t\n", s.Outcomes)
+	fmt.Fprintf(tw, "requests per visitor-minute of waiting\t%.2f (%d requests / %.0f visitor-minutes)\t\n",
+		s.RequestsPerWaitMinute, s.WaitRequests, s.WaitMinutes)
+	if s.FixedEvery > 0 {
+		fmt.Fprintf(tw, "  same crowd, page polling every %s\t%.2f (grant→seen p50 %s, p99 %s)\t\n", s.FixedEvery,
+			s.FixedRequestsPerWaitMinute, s.FixedSeenP50.Round(time.Millisecond), s.FixedSeenP99.Round(time.Millisecond))
+	}
+	fmt.Fprintf(tw, "grant→seen delay p50 / p99\t%s / %s\t\n", s.SeenP50.Round(time.Millisecond), s.SeenP99.Round(time.Millisecond))
+	fmt.Fprintf(tw, "time to drain (start → last grant seen)\t%s\t\n", s.Drain.Round(time.Second))
+	fmt.Fprintf(tw, "request errors (5xx, 429, transport)\t%d\t\n", s.Errors)
+	fmt.Fprintf(tw, "highest admitted+active vs maxActive\t%d ≤ %d\t%s\n", s.MaxInUse, s.MaxActive, check(s.MaxInUse <= s.MaxActive))
+	fmt.Fprintf(tw, "double consumes\t%d\t%s\n", s.DoubleConsumes, check(s.DoubleConsumes == 0))
+	fmt.Fprintf(tw, "replays not refused with 409\t%d\t%s\n", s.ReplaysAllowed, check(s.ReplaysAllowed == 0))
+	fmt.Fprintf(tw, "FIFO order inversions (abandoners excluded)\t%d\t%s\n", s.Inversions, check(s.Inversions == 0))
+	fmt.Fprintf(tw, "non-abandoners never admitted\t%d\t%s\n", s.NotAdmitted, check(s.NotAdmitted == 0))
+	if s.Stopped {
+		fmt.Fprintf(tw, "run stopped by its time limit\t\tFAIL\n")
+	}
+	tw.Flush()
+}
+
+// Chart draws waiting, admitted, active and arrivals (per second) over time
+// into a PNG (or SVG/PDF, by the file's extension).
+func (r *Result) Chart(path, title string) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "time since the first arrival (s)"
+	p.Y.Label.Text = "visitors"
+	p.Legend.Top = true
+	series := map[string]plotter.XYs{}
+	names := []string{"waiting", "admitted", "active", "arrivals per second"}
+	per := r.Config.SampleEvery.Seconds()
+	for _, smp := range r.Samples {
+		x := smp.At.Seconds()
+		series["waiting"] = append(series["waiting"], plotter.XY{X: x, Y: float64(smp.Waiting)})
+		series["admitted"] = append(series["admitted"], plotter.XY{X: x, Y: float64(smp.Admitted)})
+		series["active"] = append(series["active"], plotter.XY{X: x, Y: float64(smp.Active)})
+		series["arrivals per second"] = append(series["arrivals per second"], plotter.XY{X: x, Y: float64(smp.Arrivals) / per})
+	}
+	var args []any
+	for _, n := range names {
+		if len(series[n]) == 0 {
+			series[n] = plotter.XYs{{}}
+		}
+		args = append(args, n, series[n])
+	}
+	if err := plotutil.AddLines(p, args...); err != nil {
+		return err
+	}
+	return p.Save(10*vg.Inch, 5*vg.Inch, path)
+}

@@ -1,0 +1,284 @@
+// Package sim is Vestibule's flash-crowd simulator: it plays visitors against
+// the HTTP API the way the waiting page does (enqueue, poll when pollAfterMs
+// says, consume as the origin would when admitted, complete after a think
+// time; some abandon) and reports what the crowd cost and saw.
+//
+// One visitor model serves two drivers: HTTP, against a running local stack in
+// real time, and Virtual, which calls the API's Lambda handler in-process with a
+// clock the simulator controls, against a real Redis, so a crowd of 100,000 and
+// its half hour of queueing run in a couple of minutes. Both are bounded: a run
+// stops when every visitor is done or MaxDuration has passed.
+package sim
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Transport sends one API request: path is absolute ("/api/..."), bearer may be
+// empty. It returns the status, the body and the Retry-After header (seconds, 0
+// when absent). A non-nil error means the request did not complete.
+type Transport interface {
+	Do(ctx context.Context, method, path, bearer string, body []byte) (status int, respBody []byte, retryAfter int, err error)
+}
+
+// Behavior is what a visitor does beyond waiting.
+type Behavior int
+
+// The behaviours of the crowd.
+const (
+	Completer Behavior = iota // waits, consumes, completes after a think time
+	CloseTab                  // stops polling at GiveUpAt (never returns); the heartbeat lapses
+	NoConsume                 // waits, is admitted, never goes to the origin; the grant expires
+	Leave                     // leaves the queue explicitly at GiveUpAt
+)
+
+func (b Behavior) String() string {
+	return [...]string{"complete", "close-tab", "no-consume", "leave"}[b]
+}
+
+// Abandons reports whether the visitor may walk away before being admitted;
+// such visitors are excluded from the FIFO order check.
+func (b Behavior) Abandons() bool { return b == CloseTab || b == Leave }
+
+// Outcome is how a visitor's run ended.
+type Outcome int
+
+// The outcomes.
+const (
+	Pending   Outcome = iota // still running when the run stopped
+	Completed                // consumed and completed
+	Admitted                 // saw the grant and did not consume it (NoConsume)
+	Abandoned                // closed the tab or left before the grant
+	Expired                  // the API said the place or grant was gone
+	Failed                   // errors, refused ticket or consume
+)
+
+func (o Outcome) String() string {
+	return [...]string{"pending", "completed", "admitted", "abandoned", "expired", "failed"}[o]
+}
+
+type phase int
+
+const (
+	arriving phase = iota
+	waiting
+	active
+	done
+)
+
+// maxErrors bounds the retries of one visitor: after that many failed requests
+// it gives up, so a dead stack cannot keep a run alive.
+const maxErrors = 30
+
+// Visitor is one simulated person and what the simulator measured of it.
+type Visitor struct {
+	ID       int
+	Behavior Behavior
+	Arrive   time.Time     // when the page first calls enqueue
+	GiveUpAt time.Time     // CloseTab and Leave: when they walk away (if still waiting)
+	Think    time.Duration // Completer: time on the origin between consume and complete
+
+	phase      phase
+	ticket     string
+	entryToken string
+
+	Seq          int64     // the ticket's sequence: the FIFO order
+	EnqueuedAt   time.Time // when enqueue answered
+	GrantAt      time.Time // the tick that admitted the visitor (grant deadline − claimTTL)
+	SeenAt       time.Time // when the visitor first saw state "admitted"
+	EndWaitAt    time.Time // end of waiting: seen, abandoned or expired
+	WaitRequests int       // enqueue + polls + leave while waiting
+	Requests     int       // every request, origin calls included
+	Consumes     int       // consume calls that succeeded (must be ≤ 1)
+	ReplayStatus int       // status of a deliberate second consume (want 409)
+	Errors       int       // 5xx, 429 and transport failures
+	LastError    string    // the last unexpected answer, for the report
+	Outcome      Outcome
+}
+
+// place is the JSON of enqueue and poll answers.
+type place struct {
+	Ticket         string     `json:"ticket"`
+	State          string     `json:"state"`
+	Position       int64      `json:"position"`
+	Waiting        int64      `json:"waiting"`
+	PollAfterMs    int64      `json:"pollAfterMs"`
+	EntryToken     string     `json:"entryToken"`
+	GrantExpiresAt *time.Time `json:"grantExpiresAt"`
+	Active         bool       `json:"active"`
+}
+
+// env is what a step needs besides the visitor.
+type env struct {
+	tr        Transport
+	room      string
+	claimTTL  time.Duration
+	fixedPoll time.Duration // > 0: ignore pollAfterMs (the fixed-interval baseline page)
+}
+
+// errRetry marks a failed request the visitor retries after a pause.
+var errRetry = errors.New("sim: retry")
+
+// do sends a request and counts it.
+func (v *Visitor) do(ctx context.Context, e *env, method, path, bearer string, body any, waitingReq bool) (int, []byte, time.Duration, error) {
+	var b []byte
+	if body != nil {
+		b, _ = json.Marshal(body)
+	}
+	v.Requests++
+	if waitingReq {
+		v.WaitRequests++
+	}
+	status, resp, ra, err := e.tr.Do(ctx, method, path, bearer, b)
+	if err != nil || status >= 500 || status == http.StatusTooManyRequests {
+		v.Errors++
+		v.LastError = fmt.Sprintf("%s %s: %d %s %v", method, path, status, resp, err)
+		pause := time.Second
+		if ra > 0 {
+			pause = time.Duration(ra) * time.Second
+		}
+		return status, resp, pause, errRetry
+	}
+	if status >= 300 {
+		v.LastError = fmt.Sprintf("%s %s: %d %s", method, path, status, resp)
+	}
+	return status, resp, 0, nil
+}
+
+// step runs the visitor's next action at now and returns when it wants to act
+// again; ok is false when the visitor is done.
+func (v *Visitor) step(ctx context.Context, e *env, now time.Time) (next time.Time, ok bool) {
+	if v.Errors >= maxErrors {
+		return v.finish(now, Failed)
+	}
+	roomPath := "/api/rooms/" + e.room
+	switch v.phase {
+	case arriving:
+		status, body, pause, err := v.do(ctx, e, "POST", roomPath+"/enqueue", "", nil, true)
+		if err != nil {
+			return now.Add(pause), true
+		}
+		var p place
+		if status != http.StatusOK || json.Unmarshal(body, &p) != nil || p.Ticket == "" {
+			return v.finish(now, Failed)
+		}
+		v.ticket, v.Seq, v.EnqueuedAt, v.phase = p.Ticket, ticketSeq(p.Ticket), now, waiting
+		return v.onPlace(ctx, e, now, p)
+	case waiting:
+		if v.Behavior.Abandons() && !now.Before(v.GiveUpAt) {
+			if v.Behavior == Leave {
+				if _, _, pause, err := v.do(ctx, e, "POST", roomPath+"/leave", v.ticket, nil, true); err != nil {
+					return now.Add(pause), true
+				}
+			}
+			v.EndWaitAt = now
+			return v.finish(now, Abandoned)
+		}
+		status, body, pause, err := v.do(ctx, e, "GET", roomPath+"/poll", v.ticket, nil, true)
+		if err != nil {
+			return now.Add(pause), true
+		}
+		var p place
+		if status != http.StatusOK || json.Unmarshal(body, &p) != nil {
+			return v.finish(now, Failed)
+		}
+		return v.onPlace(ctx, e, now, p)
+	case active:
+		_, _, pause, err := v.do(ctx, e, "POST", "/api/complete", "", map[string]string{"token": v.entryToken}, false)
+		if err != nil {
+			return now.Add(pause), true
+		}
+		return v.finish(now, Completed)
+	}
+	return now, false
+}
+
+// onPlace acts on an enqueue or poll answer.
+func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (time.Time, bool) {
+	switch p.State {
+	case "admitted":
+		v.SeenAt, v.EndWaitAt = now, now
+		if p.GrantExpiresAt != nil {
+			v.GrantAt = p.GrantExpiresAt.Add(-e.claimTTL)
+		}
+		if v.Behavior == NoConsume || p.EntryToken == "" {
+			return v.finish(now, Admitted)
+		}
+		v.entryToken = p.EntryToken
+		// The origin consumes the token, then (as an attacker or a double
+		// submit would) presents it once more: the replay must be refused.
+		tok := map[string]string{"token": p.EntryToken}
+		for {
+			status, _, _, err := v.do(ctx, e, "POST", "/api/consume", "", tok, false)
+			if err != nil {
+				if v.Errors >= maxErrors {
+					return v.finish(now, Failed)
+				}
+				continue // the origin retries at once; the token is valid for claimTTL
+			}
+			if status != http.StatusOK {
+				return v.finish(now, Failed)
+			}
+			v.Consumes++
+			break
+		}
+		status, _, _, err := v.do(ctx, e, "POST", "/api/consume", "", tok, false)
+		if err == nil {
+			v.ReplayStatus = status
+			if status == http.StatusOK {
+				v.Consumes++
+			}
+		}
+		v.phase = active
+		return now.Add(v.Think), true
+	case "expired", "closed":
+		v.EndWaitAt = now
+		return v.finish(now, Expired)
+	}
+	d := time.Duration(p.PollAfterMs) * time.Millisecond
+	if e.fixedPoll > 0 {
+		d = e.fixedPoll
+	}
+	d = max(d, 100*time.Millisecond)
+	if v.Behavior.Abandons() && now.Add(d).After(v.GiveUpAt) {
+		return v.GiveUpAt, true
+	}
+	return now.Add(d), true
+}
+
+func (v *Visitor) finish(now time.Time, o Outcome) (time.Time, bool) {
+	v.phase, v.Outcome = done, o
+	if v.EndWaitAt.IsZero() && !v.EnqueuedAt.IsZero() {
+		v.EndWaitAt = now
+	}
+	return now, false
+}
+
+// ticketSeq reads the seq claim of a ticket without verifying it: the
+// simulator is a client and only wants its own place in the FIFO order.
+func ticketSeq(tok string) int64 {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return 0
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return 0
+	}
+	var c struct {
+		Seq json.Number `json:"seq"`
+	}
+	if json.Unmarshal(b, &c) != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(c.Seq.String(), 10, 64)
+	return n
+}
