@@ -50,7 +50,7 @@ func DefaultRoomDefaults() RoomDefaults {
 		AdmitPerMinute:         600,
 		SessionTTLSeconds:      600,
 		ClaimTTLSeconds:        120,
-		HeartbeatTTLSeconds:    60,
+		HeartbeatTTLSeconds:    120,
 		Mode:                   "queue",
 		OriginURL:              "https://booking.example.com/",
 		ClientEnqueuePerMinute: 60,

@@ -18,7 +18,7 @@ import (
 func CrowdConfig(visitors int) sim.Config {
 	rc := room.DefaultConfig()
 	rc.MaxActive, rc.AdmitPerMinute = 4_000, 12_000
-	rc.ClaimTTLSeconds, rc.HeartbeatTTLSeconds, rc.SessionTTLSeconds = 60, 60, 600
+	rc.ClaimTTLSeconds, rc.HeartbeatTTLSeconds, rc.SessionTTLSeconds = 60, 120, 600
 	rc.OriginURL, rc.ClientEnqueuePerMinute = "http://127.0.0.1:9/origin", 0
 	return sim.Config{
 		Visitors: visitors, Shape: sim.Burst, Seed: 1,

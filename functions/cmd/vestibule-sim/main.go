@@ -60,7 +60,7 @@ func run() int {
 	flag.StringVar(&c.Room, "room", fmt.Sprintf("sim-%d", time.Now().Unix()), "room id (created or updated through the admin API)")
 	flag.Int64Var(&rc.MaxActive, "max-active", 200, "room maxActive")
 	flag.Int64Var(&rc.AdmitPerMinute, "admit-per-minute", 1200, "room admitPerMinute")
-	flag.Int64Var(&rc.HeartbeatTTLSeconds, "heartbeat-ttl", 60, "room heartbeatTTLSeconds")
+	flag.Int64Var(&rc.HeartbeatTTLSeconds, "heartbeat-ttl", 120, "room heartbeatTTLSeconds")
 	flag.Int64Var(&rc.ClaimTTLSeconds, "claim-ttl", 60, "room claimTTLSeconds")
 	flag.Int64Var(&rc.SessionTTLSeconds, "session-ttl", 600, "room sessionTTLSeconds")
 	flag.Parse()

@@ -27,17 +27,19 @@ type PollInput struct {
 	Jitter        float64       // factor in [0.9, 1.1]; spreads a crowd's polls apart
 }
 
-// PollAfter decides how long the page waits before its next poll. Far back in
-// the queue it polls rarely (a quarter of the estimated wait), near the front
-// every second, and never so rarely that the heartbeat lapses (at most a third
-// of heartbeatTTL). So requests per visitor grow with the logarithm of the wait
-// up to that cap instead of linearly. Zero means "do not poll again".
+// PollAfter decides how long the page waits before its next poll: three
+// quarters of the estimated wait, so each poll lands before the visitor's turn
+// and the next one a quarter of the way from it; every second near the front;
+// and never longer than half of heartbeatTTL, so one late poll does not evict.
+// A visitor then polls about once per half heartbeat far back and a handful of
+// times near the front: requests per visitor-minute fall as the wait grows
+// (measured in docs/BENCHMARKS.md). Zero means "do not poll again".
 func PollAfter(in PollInput) time.Duration {
 	hb := in.HeartbeatTTL
 	if hb <= 0 {
 		hb = time.Minute
 	}
-	maxWait := max(hb/3, MinPollAfter)
+	maxWait := max(hb/2, MinPollAfter)
 	jitter := in.Jitter
 	if jitter < 0.9 || jitter > 1.1 || math.IsNaN(jitter) {
 		jitter = 1
@@ -62,7 +64,7 @@ func PollAfter(in PollInput) time.Duration {
 			d = MinPollAfter
 		} else {
 			eta := time.Duration(float64(in.Position) / in.RatePerMinute * float64(time.Minute))
-			d = min(max(eta/4, MinPollAfter), maxWait)
+			d = min(max(eta*3/4, MinPollAfter), maxWait)
 		}
 	}
 	d = time.Duration(float64(d) * jitter)

@@ -8,7 +8,7 @@ import (
 )
 
 func TestPollAfter(t *testing.T) {
-	hb := 60 * time.Second // cap: 20 s
+	hb := 60 * time.Second // cap: 30 s
 	cases := []struct {
 		name string
 		in   PollInput
@@ -17,23 +17,23 @@ func TestPollAfter(t *testing.T) {
 		{"first in line", PollInput{State: room.StateWaiting, Position: 1, RatePerMinute: 60, HeartbeatTTL: hb}, time.Second},
 		{"within one tick's admissions", PollInput{State: room.StateWaiting, Position: 10, RatePerMinute: 600, HeartbeatTTL: hb}, time.Second},
 		{"just past one tick", PollInput{State: room.StateWaiting, Position: 11, RatePerMinute: 600, HeartbeatTTL: hb}, time.Second},
-		{"quarter of the ETA", PollInput{State: room.StateWaiting, Position: 40, RatePerMinute: 60, HeartbeatTTL: hb}, 10 * time.Second},
-		{"capped at a third of the heartbeat", PollInput{State: room.StateWaiting, Position: 10000, RatePerMinute: 60, HeartbeatTTL: hb}, 20 * time.Second},
-		{"short heartbeat, shorter cap", PollInput{State: room.StateWaiting, Position: 10000, RatePerMinute: 60, HeartbeatTTL: 12 * time.Second}, 4 * time.Second},
-		{"jitter up", PollInput{State: room.StateWaiting, Position: 40, RatePerMinute: 60, HeartbeatTTL: hb, Jitter: 1.1}, 11 * time.Second},
-		{"jitter down", PollInput{State: room.StateWaiting, Position: 40, RatePerMinute: 60, HeartbeatTTL: hb, Jitter: 0.9}, 9 * time.Second},
-		{"jitter never passes the cap", PollInput{State: room.StateWaiting, Position: 10000, RatePerMinute: 60, HeartbeatTTL: hb, Jitter: 1.1}, 20 * time.Second},
-		{"out-of-range jitter ignored", PollInput{State: room.StateWaiting, Position: 40, RatePerMinute: 60, HeartbeatTTL: hb, Jitter: 5}, 10 * time.Second},
-		{"no rate known", PollInput{State: room.StateWaiting, Position: 5, HeartbeatTTL: hb}, 20 * time.Second},
+		{"three quarters of the ETA", PollInput{State: room.StateWaiting, Position: 20, RatePerMinute: 60, HeartbeatTTL: hb}, 15 * time.Second},
+		{"capped at half the heartbeat", PollInput{State: room.StateWaiting, Position: 10000, RatePerMinute: 60, HeartbeatTTL: hb}, 30 * time.Second},
+		{"short heartbeat, shorter cap", PollInput{State: room.StateWaiting, Position: 10000, RatePerMinute: 60, HeartbeatTTL: 12 * time.Second}, 6 * time.Second},
+		{"jitter up", PollInput{State: room.StateWaiting, Position: 20, RatePerMinute: 60, HeartbeatTTL: hb, Jitter: 1.1}, 16500 * time.Millisecond},
+		{"jitter down", PollInput{State: room.StateWaiting, Position: 20, RatePerMinute: 60, HeartbeatTTL: hb, Jitter: 0.9}, 13500 * time.Millisecond},
+		{"jitter never passes the cap", PollInput{State: room.StateWaiting, Position: 10000, RatePerMinute: 60, HeartbeatTTL: hb, Jitter: 1.1}, 30 * time.Second},
+		{"out-of-range jitter ignored", PollInput{State: room.StateWaiting, Position: 20, RatePerMinute: 60, HeartbeatTTL: hb, Jitter: 5}, 15 * time.Second},
+		{"no rate known", PollInput{State: room.StateWaiting, Position: 5, HeartbeatTTL: hb}, 30 * time.Second},
 		{"longer tick admits more per tick", PollInput{State: room.StateWaiting, Position: 20, RatePerMinute: 600, HeartbeatTTL: hb, TickInterval: 2 * time.Second}, time.Second},
 		{"pre-queue, opening soon", PollInput{State: room.StatePrequeue, UntilOpen: 5 * time.Second, HeartbeatTTL: hb}, 5 * time.Second},
-		{"pre-queue, opening later", PollInput{State: room.StatePrequeue, UntilOpen: time.Hour, HeartbeatTTL: hb}, 20 * time.Second},
+		{"pre-queue, opening later", PollInput{State: room.StatePrequeue, UntilOpen: time.Hour, HeartbeatTTL: hb}, 30 * time.Second},
 		{"pre-queue, opening now", PollInput{State: room.StatePrequeue, HeartbeatTTL: hb}, time.Second},
-		{"paused", PollInput{State: room.StatePaused, HeartbeatTTL: hb}, 20 * time.Second},
-		{"closed", PollInput{State: room.StateClosed, HeartbeatTTL: hb}, 20 * time.Second},
+		{"paused", PollInput{State: room.StatePaused, HeartbeatTTL: hb}, 30 * time.Second},
+		{"closed", PollInput{State: room.StateClosed, HeartbeatTTL: hb}, 30 * time.Second},
 		{"admitted: stop", PollInput{State: room.StateAdmitted, HeartbeatTTL: hb}, 0},
 		{"expired: stop", PollInput{State: room.StateExpired, HeartbeatTTL: hb}, 0},
-		{"no heartbeat configured", PollInput{State: room.StatePaused}, 20 * time.Second},
+		{"no heartbeat configured", PollInput{State: room.StatePaused}, 30 * time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -19,7 +19,7 @@ func DefaultConfig() Config {
 		AdmitPerMinute:      600,
 		SessionTTLSeconds:   600,
 		ClaimTTLSeconds:     120,
-		HeartbeatTTLSeconds: 60,
+		HeartbeatTTLSeconds: 120,
 		Mode:                ModeQueue,
 		// Generous: many visitors may share one address (mobile carriers, offices, venues).
 		ClientEnqueuePerMinute: 60,

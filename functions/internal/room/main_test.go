@@ -75,6 +75,8 @@ type env struct {
 func baseConfig() room.Config {
 	c := room.DefaultConfig()
 	c.OriginURL = "https://shop.example.com/checkout"
+	// The tests reason in a 60 s heartbeat window (stale after 61 s).
+	c.HeartbeatTTLSeconds = 60
 	return c
 }
 
