@@ -190,6 +190,10 @@ func TestLambdasUnderEmulator(t *testing.T) {
 	// Admin: create the room (IAM-authorized event), read it, list rooms.
 	resp, body := fn["admin"].http(t, "admin-put-room.json", room...)
 	want(t, "admin-put-room.json", resp, body, 200)
+	origin, _ := body["originCredential"].(string)
+	if origin == "" {
+		t.Fatalf("admin put: no originCredential: %v", body)
+	}
 	resp, body = fn["admin"].http(t, "admin-get-room.json", room...)
 	want(t, "admin-get-room.json", resp, body, 200)
 	if cfg, _ := body["config"].(map[string]any); cfg["maxActive"] != float64(1) {
@@ -248,13 +252,15 @@ func TestLambdasUnderEmulator(t *testing.T) {
 
 	// The booking origin consumes the token once; the replay is refused; then completes.
 	resp, body = fn["consume"].http(t, "consume.json", "ENTRY_TOKEN", entry)
+	want(t, "consume.json without the origin credential", resp, body, 401)
+	resp, body = fn["consume"].http(t, "consume.json", "ENTRY_TOKEN", entry, "ORIGIN_CREDENTIAL", origin)
 	want(t, "consume.json", resp, body, 200)
 	if body["room"] != id || body["visitor"] == "" || body["sessionExpiresAt"] == nil {
 		t.Fatalf("consume: %v", body)
 	}
-	resp, body = fn["consume"].http(t, "consume.json", "ENTRY_TOKEN", entry)
+	resp, body = fn["consume"].http(t, "consume.json", "ENTRY_TOKEN", entry, "ORIGIN_CREDENTIAL", origin)
 	want(t, "consume.json replay", resp, body, 409)
-	resp, body = fn["consume"].http(t, "complete.json", "ENTRY_TOKEN", entry)
+	resp, body = fn["consume"].http(t, "complete.json", "ENTRY_TOKEN", entry, "ORIGIN_CREDENTIAL", origin)
 	want(t, "complete.json", resp, body, 200)
 
 	// Public reads.

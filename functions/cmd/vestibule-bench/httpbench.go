@@ -36,6 +36,7 @@ func newHandler(rdb redis.UniversalClient) (*api.Handler, string, error) {
 		Queue:       room.New(rdb),
 		Tickets:     token.NewTickets(secret, "vestibule-bench"),
 		Entries:     token.NewEntries([]*token.EntryKey{ek}, "vestibule-bench"),
+		Origins:     token.NewOrigins(secret),
 		AdminAuth:   api.AdminKey,
 		AdminKey:    admin,
 		DefaultRoom: room.DefaultConfig(),

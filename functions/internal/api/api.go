@@ -50,6 +50,9 @@ type Options struct {
 	Queue   room.Queue
 	Tickets *token.Tickets
 	Entries *token.Entries
+	// Origins checks the per-room origin credential that consume and complete
+	// require (Authorization: Bearer), so only the room's origin redeems tokens.
+	Origins *token.Origins
 
 	AdminAuth AdminAuth
 	AdminKey  string // required when AdminAuth is AdminKey

@@ -67,7 +67,14 @@ func TestJourney(t *testing.T) {
 			t.Fatalf("entry token: %+v, %v", c, err)
 		}
 
-		consume := f.do("POST", "/api/consume", `{"token":"`+tok+`"}`, nil)
+		// Holding the token is not enough: only the room's origin redeems it.
+		body := `{"token":"` + tok + `"}`
+		wantStatus(t, f.do("POST", "/api/consume", body, nil), 401, "invalid_origin_credential")
+		wantStatus(t, f.do("POST", "/api/consume", body, bearer(f.origins.Credential(id+"x"))), 401, "invalid_origin_credential")
+		wantStatus(t, f.do("POST", "/api/consume", body, bearer(a.str("ticket"))), 401, "invalid_origin_credential")
+		wantStatus(t, f.do("POST", "/api/complete", body, nil), 401, "invalid_origin_credential")
+
+		consume := f.redeem("/api/consume", tok)
 		wantStatus(t, consume, 200, "")
 		if consume.str("room") != id || consume.str("visitor") != c.Visitor {
 			t.Fatalf("consume: %s", consume.Body)
@@ -76,7 +83,7 @@ func TestJourney(t *testing.T) {
 		if err != nil || !exp.After(f.clock.Now()) {
 			t.Fatalf("sessionExpiresAt %q: %v", consume.str("sessionExpiresAt"), err)
 		}
-		wantStatus(t, f.do("POST", "/api/consume", `{"token":"`+tok+`"}`, nil), 409, "already_consumed")
+		wantStatus(t, f.redeem("/api/consume", tok), 409, "already_consumed")
 
 		// The room is full: the second visitor waits however many ticks pass.
 		f.tick(id)
@@ -84,7 +91,7 @@ func TestJourney(t *testing.T) {
 		if p := f.do("GET", base+"/poll", "", bearer(b.str("ticket"))); p.str("state") != "waiting" || p.num("position") != 1 {
 			t.Fatalf("second visitor while full: %s", p.Body)
 		}
-		wantStatus(t, f.do("POST", "/api/complete", `{"token":"`+tok+`"}`, nil), 200, "")
+		wantStatus(t, f.redeem("/api/complete", tok), 200, "")
 		f.tick(id)
 		if p := f.do("GET", base+"/poll", "", bearer(b.str("ticket"))); p.str("state") != "admitted" || p.str("entryToken") == "" {
 			t.Fatalf("second visitor after complete: %s", p.Body)
@@ -208,19 +215,19 @@ func TestConsumeChecks(t *testing.T) {
 		// A token for an origin the room no longer has is refused.
 		tok := admit()
 		wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"originUrl":"https://elsewhere.example/"}`), 200, "")
-		wantStatus(t, f.do("POST", "/api/consume", `{"token":"`+tok+`"}`, nil), 401, "invalid_token")
+		wantStatus(t, f.redeem("/api/consume", tok), 401, "invalid_token")
 		wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"originUrl":"https://origin.example/"}`), 200, "")
 
 		// Past the claim window the token is expired: 410.
 		tok = admit()
 		f.clock.Add(31*time.Second + 10*time.Second)
-		wantStatus(t, f.do("POST", "/api/consume", `{"token":"`+tok+`"}`, nil), 410, "token_expired")
+		wantStatus(t, f.redeem("/api/consume", tok), 410, "token_expired")
 
 		// Complete works after the claim window, during the session.
 		tok = admit()
-		wantStatus(t, f.do("POST", "/api/consume", `{"token":"`+tok+`"}`, nil), 200, "")
+		wantStatus(t, f.redeem("/api/consume", tok), 200, "")
 		f.clock.Add(2 * time.Minute)
-		wantStatus(t, f.do("POST", "/api/complete", `{"token":"`+tok+`"}`, nil), 200, "")
+		wantStatus(t, f.redeem("/api/complete", tok), 200, "")
 		// A well-formed token signed by another deployment's key is refused.
 		forged, err := token.NewEntries(keys(t).Entry, "vestibule").Issue(token.EntryClaims{
 			Room: id, Visitor: "v", Seq: 1, Audience: "https://origin.example/",
@@ -229,8 +236,8 @@ func TestConsumeChecks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantStatus(t, f.do("POST", "/api/consume", `{"token":"`+forged+`"}`, nil), 401, "invalid_token")
-		wantStatus(t, f.do("POST", "/api/complete", `{"token":"`+forged+`"}`, nil), 401, "invalid_token")
+		wantStatus(t, f.redeem("/api/consume", forged), 401, "invalid_token")
+		wantStatus(t, f.redeem("/api/complete", forged), 401, "invalid_token")
 	})
 }
 

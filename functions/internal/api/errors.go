@@ -37,6 +37,7 @@ var (
 	errMissingToken  = &apiError{status: http.StatusBadRequest, code: "missing_token", message: `body must be {"token": "<entry token>"}`}
 	errInvalidToken  = &apiError{status: http.StatusUnauthorized, code: "invalid_token", message: "entry token invalid"}
 	errTokenExpired  = &apiError{status: http.StatusGone, code: "token_expired", message: "entry token expired"}
+	errNotOrigin     = &apiError{status: http.StatusUnauthorized, code: "invalid_origin_credential", message: "Authorization: Bearer <the room's origin credential> required"}
 )
 
 // toAPIError maps an error from a route handler to the response it deserves.

@@ -219,6 +219,16 @@ func (h *Handler) entryToken(r *request) (string, error) {
 	return b.Token, nil
 }
 
+// fromOrigin checks that the caller is the room's origin: it presents the
+// room's origin credential. Checked after the token, whose room it needs.
+func (h *Handler) fromOrigin(r *request, roomID string) error {
+	s, ok := r.bearer()
+	if !ok || h.o.Origins == nil || !h.o.Origins.Check(roomID, s) {
+		return errNotOrigin
+	}
+	return nil
+}
+
 // verifyEntry checks an entry token and that its audience is the room's
 // current origin. With allowExpired, a token past its claim window still
 // passes (complete comes after the window, during the session): its signature,
@@ -280,6 +290,9 @@ func (h *Handler) consume(ctx context.Context, r *request) (events.APIGatewayV2H
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
+	if err := h.fromOrigin(r, c.Room); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
 	sess, err := h.o.Queue.Consume(ctx, c.Room, c.Seq)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
@@ -298,6 +311,9 @@ func (h *Handler) complete(ctx context.Context, r *request) (events.APIGatewayV2
 	}
 	c, err := h.verifyEntry(ctx, r, s, true)
 	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if err := h.fromOrigin(r, c.Room); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	if err := h.o.Queue.Complete(ctx, c.Room, c.Seq); err != nil {
@@ -323,6 +339,16 @@ type roomInfo struct {
 	Room   string      `json:"room"`
 	Config room.Config `json:"config"`
 	Stats  room.Stats  `json:"stats"`
+	// OriginCredential is what the room's origin presents to consume and
+	// complete; only the admin routes show it.
+	OriginCredential string `json:"originCredential,omitempty"`
+}
+
+func (h *Handler) credential(roomID string) string {
+	if h.o.Origins == nil {
+		return ""
+	}
+	return h.o.Origins.Credential(roomID)
 }
 
 func (h *Handler) putRoom(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
@@ -345,7 +371,7 @@ func (h *Handler) putRoom(ctx context.Context, r *request) (events.APIGatewayV2H
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	return jsonResponse(http.StatusOK, map[string]any{"room": r.room, "config": cfg}), nil
+	return jsonResponse(http.StatusOK, map[string]any{"room": r.room, "config": cfg, "originCredential": h.credential(r.room)}), nil
 }
 
 func (h *Handler) info(ctx context.Context, id string) (roomInfo, error) {
@@ -357,7 +383,7 @@ func (h *Handler) info(ctx context.Context, id string) (roomInfo, error) {
 	if err != nil {
 		return roomInfo{}, err
 	}
-	return roomInfo{Room: id, Config: cfg, Stats: st}, nil
+	return roomInfo{Room: id, Config: cfg, Stats: st, OriginCredential: h.credential(id)}, nil
 }
 
 func (h *Handler) getRoom(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {

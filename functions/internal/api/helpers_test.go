@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -59,7 +60,28 @@ type fixture struct {
 	clock   *clock
 	entries *token.Entries
 	tickets *token.Tickets
+	origins *token.Origins
 	logs    *syncBuffer
+}
+
+// unverifiedRoom reads the room claim of a token without checking it (for a
+// token that no longer verifies, such as an expired one).
+func unverifiedRoom(tok string) (string, bool) {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return "", false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "", false
+	}
+	var c struct {
+		Room string `json:"room"`
+	}
+	if json.Unmarshal(b, &c) != nil || c.Room == "" {
+		return "", false
+	}
+	return c.Room, true
 }
 
 func keys(t testing.TB) *token.Keys {
@@ -79,11 +101,12 @@ func newFixture(t *testing.T, rdb redis.UniversalClient) *fixture {
 	f := &fixture{t: t, q: q, clock: clk, logs: &syncBuffer{},
 		tickets: token.NewTickets(k.TicketSecret, "vestibule"),
 		entries: token.NewEntries(k.Entry, "vestibule"),
+		origins: token.NewOrigins(k.TicketSecret),
 	}
 	def := room.DefaultConfig()
 	def.OriginURL = "https://origin.example/"
 	f.h = api.New(api.Options{
-		Queue: q, Tickets: f.tickets, Entries: f.entries,
+		Queue: q, Tickets: f.tickets, Entries: f.entries, Origins: f.origins,
 		AdminAuth: api.AdminKey, AdminKey: adminKey, DefaultRoom: def,
 		Clock: clk.Now, Jitter: func() float64 { return 1 },
 		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
@@ -153,6 +176,19 @@ func send(t testing.TB, h *api.Handler, ev events.APIGatewayV2HTTPRequest) respo
 func (f *fixture) do(method, path, body string, headers map[string]string) response {
 	f.t.Helper()
 	return f.send(event(method, path, body, headers))
+}
+
+// redeem posts an entry token to consume or complete as the room's origin
+// does: with the origin credential of the room the token names.
+func (f *fixture) redeem(path, tok string) response {
+	f.t.Helper()
+	var h map[string]string
+	if c, err := f.entries.Verify(tok, f.clock.Now()); err == nil {
+		h = bearer(f.origins.Credential(c.Room))
+	} else if at, ok := unverifiedRoom(tok); ok {
+		h = bearer(f.origins.Credential(at))
+	}
+	return f.do("POST", path, `{"token":"`+tok+`"}`, h)
 }
 
 func (f *fixture) admin(method, path, body string) response {

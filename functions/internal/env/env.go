@@ -249,6 +249,7 @@ func (d *Deps) API() *api.Handler {
 		Queue:       d.Engine,
 		Tickets:     token.NewTickets(d.Keys.TicketSecret, d.Config.Issuer),
 		Entries:     token.NewEntries(d.Keys.Entry, d.Config.Issuer),
+		Origins:     token.NewOrigins(d.Keys.TicketSecret),
 		AdminAuth:   d.Config.AdminAuth,
 		AdminKey:    d.Config.AdminKey,
 		DefaultRoom: d.Config.DefaultRoom,

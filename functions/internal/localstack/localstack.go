@@ -131,10 +131,12 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 
 	def := room.DefaultConfig()
 	def.OriginURL = s.originURL + "/"
+	origins := token.NewOrigins(keys.TicketSecret)
 	h := api.New(api.Options{
 		Queue:        engine,
 		Tickets:      token.NewTickets(keys.TicketSecret, env.DefaultIssuer),
 		Entries:      token.NewEntries(keys.Entry, env.DefaultIssuer),
+		Origins:      origins,
 		AdminAuth:    api.AdminKey,
 		AdminKey:     o.AdminKey,
 		DefaultRoom:  def,
@@ -152,7 +154,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	app.Handle("/api/", Gateway(h.Handle))
 	app.Handle("/", http.FileServer(http.Dir(o.StaticDir)))
 	s.serve(appLn, noReferrer(app))
-	s.serve(originLn, noReferrer(newOrigin(s.url, o.Logger)))
+	s.serve(originLn, noReferrer(newOrigin(s.url, origins.Credential, o.Logger)))
 
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel

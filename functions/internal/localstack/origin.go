@@ -2,11 +2,13 @@ package localstack
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"html/template"
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -14,8 +16,11 @@ import (
 // URL fragment (#token=…: a fragment never reaches a server, a log or a
 // Referer header), removes it from the address bar, and posts it to the
 // site's own backend, which redeems it at the waiting room's POST /api/consume
-// server to server — the integration docs/API.md describes.
-func newOrigin(waitingRoom string, log *slog.Logger) http.Handler {
+// server to server — the integration docs/API.md describes — presenting the
+// room's origin credential. A real origin holds its one room's credential; the
+// demo stands for the origin of every local room, so it asks for the
+// credential of the room the token names.
+func newOrigin(waitingRoom string, credential func(room string) string, log *slog.Logger) http.Handler {
 	client := &http.Client{Timeout: 5 * time.Second}
 	forward := func(route string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
@@ -32,7 +37,14 @@ func newOrigin(waitingRoom string, log *slog.Logger) http.Handler {
 				return
 			}
 			body, _ := json.Marshal(in)
-			resp, err := client.Post(waitingRoom+route, "application/json", bytes.NewReader(body))
+			req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, waitingRoom+route, bytes.NewReader(body))
+			if err != nil {
+				writeJSON(w, http.StatusInternalServerError, map[string]any{"error": map[string]string{"code": "internal", "message": "bad request"}})
+				return
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+credential(tokenRoom(in.Token)))
+			resp, err := client.Do(req)
 			if err != nil {
 				log.Error("demo origin: waiting room unreachable", "route", route, "error", err.Error())
 				writeJSON(w, http.StatusBadGateway, map[string]any{"error": map[string]string{"code": "unavailable", "message": "waiting room unreachable"}})
@@ -59,6 +71,24 @@ func newOrigin(waitingRoom string, log *slog.Logger) http.Handler {
 		originPage.Execute(w, map[string]string{"WaitingRoom": waitingRoom + "/?room=" + DemoRoomID})
 	})
 	return mux
+}
+
+// tokenRoom reads the room claim of a JWT without verifying it: the waiting
+// room verifies; the demo only needs to know whose credential to present.
+func tokenRoom(tok string) string {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		Room string `json:"room"`
+	}
+	json.Unmarshal(b, &c)
+	return c.Room
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -64,6 +64,7 @@ func NewVirtual(rdb redis.UniversalClient, start time.Time, tickInterval time.Du
 		Queue:        v.Engine,
 		Tickets:      token.NewTickets(secret, "vestibule-sim"),
 		Entries:      token.NewEntries([]*token.EntryKey{ek}, "vestibule-sim"),
+		Origins:      token.NewOrigins(secret),
 		AdminAuth:    api.AdminKey,
 		AdminKey:     v.AdminKey,
 		DefaultRoom:  room.DefaultConfig(),

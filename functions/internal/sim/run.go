@@ -188,10 +188,16 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 	if err != nil || status != http.StatusOK {
 		return nil, fmt.Errorf("%w: PUT room: status %d: %s %v", ErrSetup, status, body, err)
 	}
+	var put struct {
+		OriginCredential string `json:"originCredential"`
+	}
+	if json.Unmarshal(body, &put) != nil || put.OriginCredential == "" {
+		return nil, fmt.Errorf("%w: PUT room: no origin credential in %s", ErrSetup, body)
+	}
 	wallStart := time.Now()
 	start := d.Now()
 	res := &Result{Config: c, Driver: d.Name(), Start: start, Visitors: Crowd(c, start)}
-	e := &env{tr: d, room: c.Room, claimTTL: time.Duration(c.RoomConfig.ClaimTTLSeconds) * time.Second, fixedPoll: c.FixedPoll}
+	e := &env{tr: d, room: c.Room, claimTTL: time.Duration(c.RoomConfig.ClaimTTLSeconds) * time.Second, fixedPoll: c.FixedPoll, origin: put.OriginCredential}
 
 	q := make(eventHeap, 0, len(res.Visitors))
 	for _, v := range res.Visitors {

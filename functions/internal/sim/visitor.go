@@ -122,6 +122,7 @@ type env struct {
 	room      string
 	claimTTL  time.Duration
 	fixedPoll time.Duration // > 0: ignore pollAfterMs (the fixed-interval baseline page)
+	origin    string        // the room's origin credential: consume and complete present it
 }
 
 // errRetry marks a failed request the visitor retries after a pause.
@@ -192,7 +193,7 @@ func (v *Visitor) step(ctx context.Context, e *env, now time.Time) (next time.Ti
 		}
 		return v.onPlace(ctx, e, now, p)
 	case active:
-		_, _, pause, err := v.do(ctx, e, "POST", "/api/complete", "", map[string]string{"token": v.entryToken}, false)
+		_, _, pause, err := v.do(ctx, e, "POST", "/api/complete", e.origin, map[string]string{"token": v.entryToken}, false)
 		if err != nil {
 			return now.Add(pause), true
 		}
@@ -217,7 +218,7 @@ func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (
 		// submit would) presents it once more: the replay must be refused.
 		tok := map[string]string{"token": p.EntryToken}
 		for {
-			status, _, _, err := v.do(ctx, e, "POST", "/api/consume", "", tok, false)
+			status, _, _, err := v.do(ctx, e, "POST", "/api/consume", e.origin, tok, false)
 			if err != nil {
 				if v.Errors >= maxErrors {
 					return v.finish(now, Failed)
@@ -230,7 +231,7 @@ func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (
 			v.Consumes++
 			break
 		}
-		status, _, _, err := v.do(ctx, e, "POST", "/api/consume", "", tok, false)
+		status, _, _, err := v.do(ctx, e, "POST", "/api/consume", e.origin, tok, false)
 		if err == nil {
 			v.ReplayStatus = status
 			if status == http.StatusOK {
