@@ -168,6 +168,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 				// operator needs to see, and only ever in the log.
 				attrs = append(attrs, slog.String("error", cause.Error()))
 			}
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				attrs = append(attrs, redisErrorAttrs(start)...)
+			}
 		}
 		h.o.Logger.LogAttrs(ctx, level, "request", attrs...)
 	}()

@@ -59,7 +59,7 @@ func tickAll(ctx context.Context, q room.Queue, log *slog.Logger, sum *TickSumma
 	if err != nil {
 		if ctx.Err() == nil {
 			sum.Errors++
-			log.LogAttrs(ctx, slog.LevelError, "tick: list rooms", slog.String("error", err.Error()))
+			log.LogAttrs(ctx, slog.LevelError, "tick: list rooms", append(redisErrorAttrs(time.Now()), slog.String("error", err.Error()))...)
 		}
 		return
 	}
@@ -71,7 +71,7 @@ func tickAll(ctx context.Context, q room.Queue, log *slog.Logger, sum *TickSumma
 		if err != nil {
 			if ctx.Err() == nil {
 				sum.Errors++
-				log.LogAttrs(ctx, slog.LevelError, "tick", slog.String("room", id), slog.String("error", err.Error()))
+				log.LogAttrs(ctx, slog.LevelError, "tick", append(redisErrorAttrs(time.Now()), slog.String("room", id), slog.String("error", err.Error()))...)
 			}
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -153,6 +154,12 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	app := http.NewServeMux()
 	app.Handle("/api/", Gateway(h.Handle))
 	app.Handle("/", http.FileServer(http.Dir(o.StaticDir)))
+	// The path form of a room's page (docs/PAGE.md), as CloudFront's function maps it.
+	page := func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFile(w, r, filepath.Join(o.StaticDir, "index.html"))
+	}
+	app.HandleFunc("GET /r/{room}", page)
+	app.HandleFunc("GET /rooms/{room}", page)
 	s.serve(appLn, noReferrer(app))
 	s.serve(originLn, noReferrer(newOrigin(s.url, origins.Credential, o.Logger)))
 

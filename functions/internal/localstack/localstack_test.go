@@ -136,3 +136,33 @@ func TestStack(t *testing.T) {
 		})
 	}
 }
+
+// The path form of a room's page serves the page itself, as CloudFront's
+// function does in AWS; other unknown paths stay 404.
+func TestRoomPathServesThePage(t *testing.T) {
+	static := t.TempDir()
+	page := "<!doctype html><title>the waiting page</title>"
+	os.WriteFile(filepath.Join(static, "index.html"), []byte(page), 0o644)
+	s, err := localstack.Start(context.Background(), localstack.Options{StaticDir: static, KeyDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(s.URL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, p := range []string{"/r/demo", "/rooms/spring-concert"} {
+		if code, body := get(p); code != 200 || body != page {
+			t.Errorf("GET %s = %d %q, want the page", p, code, body)
+		}
+	}
+	if code, _ := get("/nothing-here"); code != 404 {
+		t.Errorf("GET /nothing-here = %d, want 404", code)
+	}
+}
