@@ -9,7 +9,7 @@ if not load_cfg() then return {'noroom'} end
 if redis.call('ZREM', K_ACT, m) == 1 then return {'ok'} end
 if redis.call('ZREM', K_ADM, m) == 1 then
   -- A grant given up before use: record it as used so the token cannot be redeemed after.
-  redis.call('ZADD', K_USED, now, m)
+  redis.call('ZADD', K_USED, 'GT', now, m)
   return {'ok'}
 end
 return {'unknown'}

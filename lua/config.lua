@@ -2,16 +2,28 @@
 -- KEYS: the room's keys (lib.lua)
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> seed for the pre-queue draw (random; kept if the room has one)
--- ARGV[3..] -> field, value pairs of the settings (validated by the caller; opensAt in ms, 0 for none)
+-- ARGV[3] -> version of these settings (random per PUT; replies carry it, the Go side caches by it)
+-- ARGV[4..] -> field, value pairs of the settings (validated by the caller; opensAt in ms, 0 for none)
 -- Returns {'created'} or {'updated'}.
+-- A room created (or re-created after a data loss) records its epoch: the
+-- sequence floor at that instant (Redis server time in microseconds, as
+-- enqueue computes it) and when (ms). Tickets below the epoch were issued
+-- before; for two heartbeat windows they keep their right to come back (lib.lua
+-- recovery), whoever the head passed meanwhile.
 local now = tonumber(ARGV[1])
 local created = redis.call('EXISTS', K_CFG) == 0
-local fields = {}
-for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
+local fields = {'ver', ARGV[3]}
+for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', K_CFG, unpack(fields))
 redis.call('HSETNX', K_CFG, 'seed', ARGV[2])
 -- A new room's bucket starts empty, refilled from now.
 redis.call('HSETNX', K_ST, 'refill', tostring(now))
 redis.call('HSETNX', K_ST, 'since', tostring(now))
-if created then return {'created'} end
+if created then
+  local t = redis.call('TIME')
+  if redis.call('HSETNX', K_ST, 'epoch', member(tonumber(t[1]) * 1000000 + tonumber(t[2]))) == 1 then
+    redis.call('HSET', K_ST, 'created', tostring(now))
+  end
+  return {'created'}
+end
 return {'updated'}

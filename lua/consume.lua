@@ -16,7 +16,8 @@ if d then
   if tonumber(d) < now then return {'expired'} end
   local ends = now + cfg.sessionTTL
   redis.call('ZADD', K_ACT, ends, m)
-  redis.call('ZADD', K_USED, now, m)
+  -- GT: a record kept to the end of a recovery window (tick.lua) stays that long.
+  redis.call('ZADD', K_USED, 'GT', now, m)
   redis.call('HINCRBY', K_ST, 'consumed', 1)
   return {'ok', member(ends)}
 end

@@ -2,6 +2,7 @@
 -- KEYS: the room's keys (lib.lua)
 -- ARGV[1] -> now (ms, the caller's clock)
 -- ARGV[2] -> visitor id (server-generated; salts the pre-queue draw)
+-- ARGV[3] -> the settings version the caller has cached ('' or absent for none)
 -- Returns the place shape of lib.lua's reply, state one of:
 --   'prequeue' (draw set, position 0), 'waiting', 'admitted' (deadline set);
 --   or {'unknown'} for an unknown room, {'closed'} for a closed one.
@@ -11,9 +12,10 @@
 local now = tonumber(ARGV[1])
 local visitor = ARGV[2]
 
-local cfg, raw = load_cfg()
+local cfg = load_cfg()
 if not cfg then return {'unknown'} end
 if cfg.mode == 'closed' then return {'closed'} end
+cfg.known = ARGV[3]
 
 local t = redis.call('TIME')
 local floor = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -25,31 +27,33 @@ redis.call('HSET', K_ST, 'seq', m)
 if cfg.mode == 'passthrough' then
   local deadline = grant(cfg, now, m, seq)
   count_admissions(now, 1)
-  return reply('admitted', m, '', 0, redis.call('ZCARD', K_Q), deadline, raw)
+  return reply(cfg, 'admitted', m, '', 0, redis.call('ZCARD', K_Q), deadline)
 end
 
 if cfg.opensAt > now then
   local seed = redis.call('HGET', K_CFG, 'seed') or ''
   local draw = tonumber(string.sub(redis.sha1hex(seed .. visitor), 1, 13), 16) / 4503599627370496
   redis.call('ZADD', K_Q, num(draw), m)
-  redis.call('ZADD', K_HB, now, m)
-  return reply('prequeue', m, num(draw), 0, redis.call('ZCARD', K_Q), 0, raw)
+  redis.call('HSET', K_HB, hbf(m), hbv(now))
+  return reply(cfg, 'prequeue', m, num(draw), 0, redis.call('ZCARD', K_Q), 0)
 end
 
 if cfg.mode == 'auto' and redis.call('ZCARD', K_Q) == 0 and free_slots(cfg) > 0 then
-  local tokens, refilled = refill(cfg, now)
+  local st = redis.call('HMGET', K_ST, 'tokens', 'refill')
+  local tokens, refilled = refill(cfg, now, st[1], st[2])
   if tokens >= 1 then
     store_bucket(tokens - 1, refilled)
     local deadline = grant(cfg, now, m, seq)
     count_admissions(now, 1)
-    return reply('admitted', m, '', 0, 0, deadline, raw)
+    return reply(cfg, 'admitted', m, '', 0, 0, deadline)
   end
 end
 
+-- The newest sequence is the highest score in the queue (restored places and
+-- pre-queue draws are all below it), so the position is the count: no ZRANK.
 redis.call('ZADD', K_Q, m, m)
-redis.call('ZADD', K_HB, now, m)
+redis.call('HSET', K_HB, hbf(m), hbv(now))
 local waiting = redis.call('ZCARD', K_Q)
-local pos = redis.call('ZRANK', K_Q, m) + 1
 local state = 'waiting'
 if cfg.mode == 'paused' then state = 'paused' end
-return reply(state, m, '', pos, waiting, 0, raw)
+return reply(cfg, state, m, '', waiting, waiting, 0)

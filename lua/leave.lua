@@ -4,11 +4,14 @@
 -- ARGV[2] -> member (the ticket's sequence)
 -- ARGV[3] -> score (the ticket's queue score)
 -- Returns {'ok'} or {'noroom'}. Leaving twice is fine.
+local now = tonumber(ARGV[1])
 local m = ARGV[2]
 local score = tonumber(ARGV[3])
-if not load_cfg() then return {'noroom'} end
+local cfg = load_cfg()
+if not cfg then return {'noroom'} end
 redis.call('ZREM', K_Q, m)
-redis.call('ZREM', K_HB, m)
-if redis.call('ZREM', K_ADM, m) == 1 then redis.call('ZADD', K_USED, tonumber(ARGV[1]), m) end
-if score > head() then redis.call('ZADD', K_LEFT, ARGV[3], m) end
+redis.call('HDEL', K_HB, hbf(m))
+-- GT: a record kept to the end of a recovery window (tick.lua) stays that long.
+if redis.call('ZREM', K_ADM, m) == 1 then redis.call('ZADD', K_USED, 'GT', now, m) end
+if not passed(cfg, now, tonumber(m), score) then redis.call('ZADD', K_LEFT, ARGV[3], m) end
 return {'ok'}

@@ -1,25 +1,26 @@
 -- lib.lua: shared by every room script; lua.go puts it in front of each one.
+-- It only defines locals: everything here runs on every call, so it stays small
+-- (the cost of a script is mostly its redis.call count, see docs/ENGINE.md).
 --
 -- Every room script takes the same KEYS, all under the room's hash tag {room}:
--- KEYS[1] -> vst:{room}:cfg   HASH  room settings (+ seed)
--- KEYS[2] -> vst:{room}:st    HASH  engine state: seq, head, tokens, refill, rate, ring r0..r59, counters
+-- KEYS[1] -> vst:{room}:cfg   HASH  room settings (+ seed, ver, rate)
+-- KEYS[2] -> vst:{room}:st    HASH  engine state: seq, head, tokens, refill, ring r0..r59, sweep, epoch, created, counters
 -- KEYS[3] -> vst:{room}:q     ZSET  waiting (and pre-queue): member seq, score seq or draw
--- KEYS[4] -> vst:{room}:hb    ZSET  heartbeats: member seq, score last seen (ms)
+-- KEYS[4] -> vst:{room}:hb    HASH  heartbeats: field = seq as 7-byte integer, value = last seen (ms) as 6-byte integer
 -- KEYS[5] -> vst:{room}:adm   ZSET  grants: member seq, score claim deadline (ms)
 -- KEYS[6] -> vst:{room}:act   ZSET  sessions: member seq, score session end (ms)
--- KEYS[7] -> vst:{room}:used  ZSET  consumed grants: member seq, score consume time (ms)
+-- KEYS[7] -> vst:{room}:used  ZSET  consumed grants: member seq, score consume time (ms), or the end of the recovery window
 -- KEYS[8] -> vst:{room}:left  ZSET  visitors who left: member seq, score queue score
 local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 
-local CFG_FIELDS = {'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds', 'claimTTLSeconds',
-  'heartbeatTTLSeconds', 'opensAt', 'originUrl', 'clientEnqueuePerMinute'}
-
--- load_cfg returns the settings as a table (times in ms) and the raw values
--- (returned to the caller with every place), or nil when the room is unknown.
+-- load_cfg returns the settings as a table (times in ms), or nil when the room
+-- is unknown. cfg.ver is the settings' version (random per PUT): replies carry it
+-- instead of the settings, which the Go side caches by version.
 local function load_cfg()
-  local v = redis.call('HMGET', K_CFG, unpack(CFG_FIELDS))
-  if not v[1] then return nil, nil end
+  local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
+    'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate')
+  if not v[1] then return nil end
   return {
     mode = v[1],
     maxActive = tonumber(v[2]),
@@ -28,7 +29,9 @@ local function load_cfg()
     claimTTL = tonumber(v[5]) * 1000,
     hbTTL = tonumber(v[6]) * 1000,
     opensAt = tonumber(v[7]) or 0,
-  }, v
+    ver = v[8] or '',
+    measured = v[9] or '0',
+  }
 end
 
 -- Numbers go to Redis as strings made here: Redis turns a Lua number argument
@@ -36,20 +39,64 @@ end
 local function member(n) return string.format('%.0f', n) end
 local function num(x) return string.format('%.17g', x) end
 
+-- Heartbeats are a HASH of fixed-width binary strings, the smallest allocations
+-- jemalloc has for them (16 and 8 bytes): the field is the sequence as a 7-byte
+-- big-endian integer (sequences stay below 2^53), the value the last-seen ms in
+-- 6 bytes. Redis's struct library packs them (C, fast on the tick's path); the
+-- embedded Redis of `make dev` (miniredis) has none, so there the same bytes
+-- are made by arithmetic. rawget: reading a missing global raises in Redis.
+local S = rawget(_G, 'struct')
+local function be(n, width)
+  if S then return S.pack('>I' .. width, n) end
+  local b = {}
+  for i = width, 1, -1 do
+    local low = n % 256
+    b[i] = low
+    n = (n - low) / 256
+  end
+  return string.char(unpack(b))
+end
+local function hbf(m) return be(tonumber(m), 7) end
+local function hbv(t) return be(t, 6) end
+local function hbt(v)
+  if not v then return nil end
+  if S then return (S.unpack('>I6', v)) end
+  local n = 0
+  for i = 1, #v do n = n * 256 + string.byte(v, i) end
+  return n
+end
+
 local function head() return tonumber(redis.call('HGET', K_ST, 'head')) or -1 end
 
-local function raise_head(score)
-  if score > head() then redis.call('HSET', K_ST, 'head', num(score)) end
+-- recovery returns the end (ms) of the room's recovery window and its epoch
+-- (the sequence floor when the room was created), or nil outside the window. A
+-- room re-created after a data loss cannot know which tickets are still out
+-- there: for two heartbeat windows, a ticket issued before the room's epoch
+-- comes back even if the head passed it (I4), unless it was served (recorded in
+-- used until the window ends) or left.
+local function recovery(cfg, now, st_created, st_epoch)
+  local created, epoch = tonumber(st_created), tonumber(st_epoch)
+  if not created or not epoch then return nil end
+  local ends = created + 2 * cfg.hbTTL
+  if now >= ends then return nil end
+  return ends, epoch
+end
+
+-- passed reports whether the head passed a ticket's place for good.
+local function passed(cfg, now, seq, score)
+  local st = redis.call('HMGET', K_ST, 'head', 'created', 'epoch')
+  if score > (tonumber(st[1]) or -1) then return false end
+  local ends, epoch = recovery(cfg, now, st[2], st[3])
+  return not (ends and seq < epoch)
 end
 
 -- refill adds admitPerMinute x elapsed to the admission bucket (cap: two
 -- seconds of rate, at least one token) and returns the tokens now held. The
 -- bucket's refill time is the lease: a second caller at the same instant finds
 -- nothing new, so duplicate, concurrent or retried tickers admit nothing extra.
-local function refill(cfg, now)
-  local st = redis.call('HMGET', K_ST, 'tokens', 'refill')
-  local tokens = tonumber(st[1]) or 0
-  local last = tonumber(st[2]) or now
+local function refill(cfg, now, tokens, last)
+  tokens = tonumber(tokens) or 0
+  last = tonumber(last) or now
   local elapsed = now - last
   local cap = math.max(1, cfg.rate / 30)
   if elapsed > 0 then
@@ -81,9 +128,11 @@ end
 
 -- admitted_last_minute sums the ring over the 60 seconds before now.
 local function admitted_last_minute(now)
-  local fields = {}
-  for i = 0, 59 do fields[i + 1] = 'r' .. i end
-  local v = redis.call('HMGET', K_ST, unpack(fields))
+  local v = redis.call('HMGET', K_ST, 'r0', 'r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'r7', 'r8', 'r9',
+    'r10', 'r11', 'r12', 'r13', 'r14', 'r15', 'r16', 'r17', 'r18', 'r19', 'r20', 'r21', 'r22', 'r23',
+    'r24', 'r25', 'r26', 'r27', 'r28', 'r29', 'r30', 'r31', 'r32', 'r33', 'r34', 'r35', 'r36', 'r37',
+    'r38', 'r39', 'r40', 'r41', 'r42', 'r43', 'r44', 'r45', 'r46', 'r47', 'r48', 'r49', 'r50', 'r51',
+    'r52', 'r53', 'r54', 'r55', 'r56', 'r57', 'r58', 'r59')
   local sec = math.floor(now / 1000)
   local sum = 0
   for i = 1, 60 do
@@ -96,12 +145,11 @@ local function admitted_last_minute(now)
   return sum
 end
 
--- grant turns a member into an admission with a claim deadline.
+-- grant turns a new arrival into an admission with a claim deadline.
 local function grant(cfg, now, m, score)
   local deadline = now + cfg.claimTTL
   redis.call('ZADD', K_ADM, num(deadline), m)
-  redis.call('ZREM', K_HB, m)
-  raise_head(score)
+  if score > head() then redis.call('HSET', K_ST, 'head', num(score)) end
   return deadline
 end
 
@@ -110,10 +158,15 @@ local function free_slots(cfg)
 end
 
 -- reply is the fixed shape every place-returning script answers with:
--- {state, seq, draw, position, waiting, deadline (ms), rate (admissions per minute, measured), cfg values...}
-local function reply(state, m, draw, pos, waiting, deadline, raw)
-  local rate = redis.call('HGET', K_ST, 'rate') or '0'
-  local out = {state, m or '', draw or '', pos or 0, waiting or 0, member(deadline or 0), rate}
-  for i = 1, #CFG_FIELDS do out[#out + 1] = raw[i] or '' end
+-- {state, seq, draw, position, waiting, deadline (ms), rate (admissions per minute, measured), settings version}
+-- followed by the settings (decodeConfig's order) when the caller's cached
+-- version (cfg.known, from ARGV) is not the room's: no second round trip.
+local function reply(cfg, state, m, draw, pos, waiting, deadline)
+  local out = {state, m or '', draw or '', pos or 0, waiting or 0, member(deadline or 0), cfg.measured, cfg.ver}
+  if cfg.ver == '' or cfg.ver ~= cfg.known then
+    local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
+      'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'originUrl', 'clientEnqueuePerMinute')
+    for i = 1, 9 do out[8 + i] = v[i] or '' end
+  end
   return out
 end

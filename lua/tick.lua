@@ -1,11 +1,12 @@
 -- tick.lua: one admission tick of one room.
 -- KEYS: the room's keys (lib.lua)
 -- ARGV[1] -> now (ms)
--- ARGV[2] -> batch: the most stale heartbeats evicted by one call
+-- ARGV[2] -> batch: the most waiting visitors one call checks for a stale heartbeat
 -- Returns {admitted, evicted, grants reclaimed, sessions ended}, or {'unknown'}.
 -- Reclaims expired grants and sessions always; in a paused or closed room, in
--- passthrough and before opensAt it does nothing else. Otherwise it evicts stale
--- heartbeats, refills the admission bucket by elapsed time and admits
+-- passthrough and before opensAt it does nothing else. Otherwise it sweeps the
+-- next `batch` waiting visitors from the sweep cursor (wrapping around) and
+-- evicts the stale ones, refills the admission bucket by elapsed time and admits
 -- min(floor(tokens), maxActive - admitted - active) in score order, skipping
 -- (evicting) stale visitors, carrying the fraction of a token.
 local now = tonumber(ARGV[1])
@@ -13,12 +14,21 @@ local batch = tonumber(ARGV[2])
 
 local cfg = load_cfg()
 if not cfg then return {'unknown'} end
+local st = redis.call('HMGET', K_ST, 'head', 'tokens', 'refill', 'sweep', 'created', 'epoch', 'since', 'oldest')
+local top = tonumber(st[1]) or -1
+local rec_end, epoch = recovery(cfg, now, st[5], st[6])
 
 local reclaimed = redis.call('ZREMRANGEBYSCORE', K_ADM, '-inf', '(' .. now)
 local ended = redis.call('ZREMRANGEBYSCORE', K_ACT, '-inf', '(' .. now)
 -- A consumed grant's token expires by its claim deadline; keep the record that long (plus leeway).
 redis.call('ZREMRANGEBYSCORE', K_USED, '-inf', '(' .. (now - cfg.claimTTL - 60000))
-redis.call('ZREMRANGEBYSCORE', K_LEFT, '-inf', num(head()))
+-- A leaver's record goes once the head passed the place for good: in a
+-- recovery window, tickets from before the epoch may come back past the head.
+if rec_end then
+  redis.call('ZREMRANGEBYSCORE', K_LEFT, member(epoch), num(top))
+else
+  redis.call('ZREMRANGEBYSCORE', K_LEFT, '-inf', num(top))
+end
 
 local admitted, evicted = 0, 0
 local function finish()
@@ -26,14 +36,16 @@ local function finish()
   count_admissions(now, admitted)
   -- The rate estimate: admissions in the last minute, scaled up while the room
   -- has been admitting for less than a minute (since = the last idle instant).
+  -- It lives in the settings hash, so poll and enqueue read it with the settings.
   local sum = admitted_last_minute(now)
-  local since = tonumber(redis.call('HGET', K_ST, 'since')) or now
+  local since = tonumber(st[7]) or now
   if sum == 0 then
     since = now
     redis.call('HSET', K_ST, 'since', tostring(now))
   end
   local window = math.min(60000, math.max(1000, now - since))
-  redis.call('HSET', K_ST, 'rate', math.floor(sum * 60000 / window))
+  local rate = tostring(math.floor(sum * 60000 / window))
+  if rate ~= cfg.measured then redis.call('HSET', K_CFG, 'rate', rate) end
   return {admitted, evicted, reclaimed, ended}
 end
 
@@ -42,31 +54,86 @@ if cfg.mode == 'paused' or cfg.mode == 'closed' or cfg.mode == 'passthrough' or 
 end
 
 local cutoff = now - cfg.hbTTL
-local stale = redis.call('ZRANGEBYSCORE', K_HB, '-inf', '(' .. cutoff, 'LIMIT', 0, batch)
-for i = 1, #stale, 1000 do
-  local chunk = {unpack(stale, i, math.min(i + 999, #stale))}
-  redis.call('ZREM', K_Q, unpack(chunk))
-  redis.call('ZREM', K_HB, unpack(chunk))
-end
-evicted = #stale
 
-local tokens, refilled = refill(cfg, now)
+-- evict removes stale visitors from the queue and their heartbeats.
+local function evict(members, fields)
+  for i = 1, #members, 1000 do
+    local j = math.min(i + 999, #members)
+    redis.call('ZREM', K_Q, unpack(members, i, j))
+    redis.call('HDEL', K_HB, unpack(fields, i, j))
+  end
+  evicted = evicted + #members
+end
+
+-- The sweep: the heartbeat HASH has no order, so eviction walks the queue from
+-- a cursor (the last score checked), at most `batch` a tick, wrapping around.
+-- A queue no longer than the batch is checked whole, and then `oldest` keeps
+-- its oldest heartbeat: heartbeats only move forward and new ones start at
+-- now, so until that one goes stale nobody can be, and the sweep is skipped.
+if not (st[8] and cutoff <= tonumber(st[8])) then
+  local cur = st[4]
+  local got
+  if cur then
+    got = redis.call('ZRANGEBYSCORE', K_Q, '(' .. cur, '+inf', 'WITHSCORES', 'LIMIT', 0, batch)
+    if #got < 2 * batch then
+      local more = redis.call('ZRANGEBYSCORE', K_Q, '-inf', cur, 'WITHSCORES', 'LIMIT', 0, batch - #got / 2)
+      for i = 1, #more do got[#got + 1] = more[i] end
+    end
+  else
+    got = redis.call('ZRANGEBYSCORE', K_Q, '-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, batch)
+  end
+  local n = #got / 2
+  local oldest = now
+  local stale, stalef, fresh = {}, {}, {}
+  for i = 1, n, 1000 do
+    local fields = {}
+    for j = i, math.min(i + 999, n) do fields[#fields + 1] = hbf(got[2 * j - 1]) end
+    local seen = redis.call('HMGET', K_HB, unpack(fields))
+    for k = 1, #fields do
+      local t = hbt(seen[k])
+      if not t then
+        -- No heartbeat (lost with a partial data loss): it starts now.
+        fresh[#fresh + 1] = fields[k]
+        fresh[#fresh + 1] = hbv(now)
+      elseif t < cutoff then
+        stale[#stale + 1] = got[2 * (i + k - 1) - 1]
+        stalef[#stalef + 1] = fields[k]
+      elseif t < oldest then
+        oldest = t
+      end
+    end
+  end
+  if #stale > 0 then evict(stale, stalef) end
+  if #fresh > 0 then redis.call('HSET', K_HB, unpack(fresh)) end
+  if n < batch then
+    -- The whole queue was checked.
+    if cur then redis.call('HDEL', K_ST, 'sweep') end
+    redis.call('HSET', K_ST, 'oldest', tostring(oldest))
+  else
+    redis.call('HSET', K_ST, 'sweep', got[#got])
+    if st[8] then redis.call('HDEL', K_ST, 'oldest') end
+  end
+end
+
+local tokens, refilled = refill(cfg, now, st[2], st[3])
 local n = math.min(math.floor(tokens), free_slots(cfg))
+local deadline = num(now + cfg.claimTTL)
+local keep = rec_end and num(rec_end)
+local newtop = top
 local pops = 0
 while admitted < n and pops < n + batch do
   local got = redis.call('ZPOPMIN', K_Q, math.min(n - admitted, 1000))
   if #got == 0 then break end
   -- One command per batch, not per visitor: the batch's heartbeats, then one
-  -- ZREM and one ZADD (every grant of a tick shares its deadline).
-  local members = {}
-  for i = 1, #got, 2 do members[#members + 1] = got[i] end
-  local seen = redis.call('ZMSCORE', K_HB, unpack(members))
-  redis.call('ZREM', K_HB, unpack(members))
-  local top = head()
-  local deadline = num(now + cfg.claimTTL)
-  local grants = {}
-  for i = 1, #members do
-    local m, score, t = members[i], tonumber(got[2 * i]), tonumber(seen[i])
+  -- HDEL and one ZADD (every grant of a tick shares its deadline).
+  local k = #got / 2
+  local fields = {}
+  for i = 1, k do fields[i] = hbf(got[2 * i - 1]) end
+  local seen = redis.call('HMGET', K_HB, unpack(fields))
+  redis.call('HDEL', K_HB, unpack(fields))
+  local grants, served = {}, {}
+  for i = 1, k do
+    local m, t = got[2 * i - 1], hbt(seen[i])
     pops = pops + 1
     if t and t < cutoff then
       evicted = evicted + 1
@@ -76,13 +143,19 @@ while admitted < n and pops < n + batch do
       admitted = admitted + 1
       -- The head is the highest score admitted: a visitor skipped as stale
       -- keeps the right to come back while the head is below them.
-      if score > top then top = score end
+      local score = tonumber(got[2 * i])
+      if score > newtop then newtop = score end
+      -- In a recovery window, a ticket from before the epoch may come back past
+      -- the head: record that it was served, until the window ends.
+      if keep and tonumber(m) < epoch then
+        served[#served + 1] = keep
+        served[#served + 1] = m
+      end
     end
   end
-  if #grants > 0 then
-    redis.call('ZADD', K_ADM, unpack(grants))
-    redis.call('HSET', K_ST, 'head', num(top))
-  end
+  if #grants > 0 then redis.call('ZADD', K_ADM, unpack(grants)) end
+  if #served > 0 then redis.call('ZADD', K_USED, 'GT', unpack(served)) end
 end
+if newtop > top then redis.call('HSET', K_ST, 'head', num(newtop)) end
 store_bucket(tokens - admitted, refilled)
 return finish()

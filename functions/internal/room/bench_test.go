@@ -244,7 +244,7 @@ func BenchmarkTickIdle(b *testing.B) {
 
 // fillQueue puts n waiting visitors straight into a room's queue and heartbeat
 // keys, exactly as enqueue writes them (member and score = a microsecond
-// sequence, heartbeat = now in ms), by pipelined ZADDs of 1,000 members.
+// sequence, heartbeat = now in ms), by pipelined ZADD and HSET of 1,000 members.
 func fillQueue(b *testing.B, rdb redis.UniversalClient, k room.RoomKeys, first int64, n int, nowMS int64) {
 	ctx := context.Background()
 	const per, cmdsPerPipe = 1000, 50
@@ -252,15 +252,15 @@ func fillQueue(b *testing.B, rdb redis.UniversalClient, k room.RoomKeys, first i
 	queued := 0
 	for i := 0; i < n; i += per {
 		q := make([]redis.Z, 0, per)
-		hb := make([]redis.Z, 0, per)
+		hb := make([]interface{}, 0, 2*per)
 		for j := i; j < min(i+per, n); j++ {
 			seq := first + int64(j)
 			m := strconv.FormatInt(seq, 10)
 			q = append(q, redis.Z{Score: float64(seq), Member: m})
-			hb = append(hb, redis.Z{Score: float64(nowMS), Member: m})
+			hb = append(hb, room.HeartbeatField(seq), room.HeartbeatValue(nowMS))
 		}
 		pipe.ZAdd(ctx, k.Queue, q...)
-		pipe.ZAdd(ctx, k.Heartbeats, hb...)
+		pipe.HSet(ctx, k.Heartbeats, hb...)
 		if queued += 2; queued >= cmdsPerPipe {
 			if _, err := pipe.Exec(ctx); err != nil {
 				b.Fatal(err)

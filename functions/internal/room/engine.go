@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -45,6 +46,16 @@ type Engine struct {
 	clock       Clock
 	batch       int
 	minInterval time.Duration
+
+	// Place replies carry the room's settings version, not the settings: they
+	// are read once per version (random per PUT) and kept here.
+	mu   sync.Mutex
+	cfgs map[string]versioned
+}
+
+type versioned struct {
+	ver string
+	cfg Config
 }
 
 var _ Queue = (*Engine)(nil)
@@ -64,7 +75,7 @@ func WithMinPollInterval(d time.Duration) Option { return func(e *Engine) { e.mi
 
 // New returns an engine over the given Redis client.
 func New(rdb Scripter, opts ...Option) *Engine {
-	e := &Engine{rdb: rdb, clock: time.Now, batch: 2000}
+	e := &Engine{rdb: rdb, clock: time.Now, batch: 2000, cfgs: map[string]versioned{}}
 	for _, o := range opts {
 		o(e)
 	}
@@ -128,13 +139,34 @@ func status(reply []interface{}) error {
 	return nil
 }
 
-// place decodes lib.lua's reply shape.
-func place(t Ticket, reply []interface{}) (Place, error) {
+// cached returns the settings the engine holds for a room, and their version
+// ("" for none), which place scripts take so they send the settings only when
+// they changed.
+func (e *Engine) cached(room string) versioned {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cfgs[room]
+}
+
+// place decodes lib.lua's reply shape; have is the cached settings sent with the call.
+func (e *Engine) place(t Ticket, have versioned, reply []interface{}) (Place, error) {
 	if err := status(reply); err != nil {
 		return Place{}, err
 	}
-	if len(reply) < 7+len(cfgFields) {
+	if len(reply) < 8 {
 		return Place{}, fmt.Errorf("%w: short place reply (%d)", ErrUnavailable, len(reply))
+	}
+	cfg := have.cfg
+	switch ver := str(reply[7]); {
+	case len(reply) >= 8+len(cfgFields):
+		cfg = decodeConfig(reply[8:])
+		if ver != "" {
+			e.mu.Lock()
+			e.cfgs[t.Room] = versioned{ver, cfg}
+			e.mu.Unlock()
+		}
+	case ver == "" || ver != have.ver:
+		return Place{}, fmt.Errorf("%w: place reply without settings", ErrUnavailable)
 	}
 	p := Place{Ticket: t}
 	state := str(reply[0])
@@ -146,7 +178,7 @@ func place(t Ticket, reply []interface{}) (Place, error) {
 	}
 	p.Position, p.Waiting = num(reply[3]), num(reply[4])
 	deadline := num(reply[5])
-	p.Config = decodeConfig(reply[7:])
+	p.Config = cfg
 	p.RatePerMinute = float64(num(reply[6]))
 	if p.RatePerMinute <= 0 {
 		p.RatePerMinute = float64(p.Config.AdmitPerMinute)
@@ -165,11 +197,12 @@ func place(t Ticket, reply []interface{}) (Place, error) {
 // Enqueue adds a new visitor (id chosen by the caller, never by the client)
 // and returns the place with the ticket to sign.
 func (e *Engine) Enqueue(ctx context.Context, room, visitor string) (Place, error) {
-	reply, err := e.run(ctx, enqueueCmd, room, e.nowMS(), visitor)
+	have := e.cached(room)
+	reply, err := e.run(ctx, enqueueCmd, room, e.nowMS(), visitor, have.ver)
 	if err != nil {
 		return Place{}, err
 	}
-	return place(Ticket{Room: room, Visitor: visitor}, reply)
+	return e.place(Ticket{Room: room, Visitor: visitor}, have, reply)
 }
 
 // score is the queue score a ticket implies: its draw in the pre-queue, else its sequence.
@@ -193,15 +226,16 @@ func (e *Engine) Poll(ctx context.Context, t Ticket) (Place, error) {
 func (e *Engine) Locate(ctx context.Context, t Ticket) (Place, error) { return e.poll(ctx, t, 0) }
 
 func (e *Engine) poll(ctx context.Context, t Ticket, minInterval time.Duration) (Place, error) {
+	have := e.cached(t.Room)
 	reply, err := e.run(ctx, pollCmd, t.Room, e.nowMS(), strconv.FormatInt(t.Seq, 10), score(t),
-		minInterval.Milliseconds())
+		minInterval.Milliseconds(), have.ver)
 	if err != nil {
 		return Place{}, err
 	}
 	if len(reply) == 2 && str(reply[0]) == "slow" {
 		return Place{}, &RetryError{After: time.Duration(num(reply[1])) * time.Millisecond}
 	}
-	return place(t, reply)
+	return e.place(t, have, reply)
 }
 
 // AllowEnqueue applies the room's per-client enqueue limit (clientEnqueuePerMinute,
@@ -313,11 +347,21 @@ func (e *Engine) PutConfig(ctx context.Context, room string, cfg Config) (Config
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
+	// Redis keeps opensAt in milliseconds: answer what is stored, so a PUT and
+	// a later GET show the same instant.
+	if cfg.OpensAt != nil {
+		t := time.UnixMilli(cfg.OpensAt.UnixMilli()).UTC()
+		cfg.OpensAt = &t
+	}
 	seed := make([]byte, 16)
 	if _, err := rand.Read(seed); err != nil {
 		return Config{}, err
 	}
-	args := []interface{}{e.nowMS(), hex.EncodeToString(seed)}
+	ver := make([]byte, 8)
+	if _, err := rand.Read(ver); err != nil {
+		return Config{}, err
+	}
+	args := []interface{}{e.nowMS(), hex.EncodeToString(seed), hex.EncodeToString(ver)}
 	args = append(args, encodeConfig(cfg)...)
 	if _, err := e.run(ctx, configCmd, room, args...); err != nil {
 		return Config{}, err
@@ -343,11 +387,16 @@ func (e *Engine) GetConfig(ctx context.Context, room string) (Config, error) {
 	if len(m) == 0 {
 		return Config{}, ErrUnknownRoom
 	}
+	return configOf(m), nil
+}
+
+// configOf decodes the settings hash.
+func configOf(m map[string]string) Config {
 	vals := make([]interface{}, len(cfgFields))
 	for i, f := range cfgFields {
 		vals[i] = m[f]
 	}
-	return decodeConfig(vals), nil
+	return decodeConfig(vals)
 }
 
 // Rooms lists the registered rooms.
@@ -376,7 +425,7 @@ func (e *Engine) Stats(ctx context.Context, room string) (Stats, error) {
 		ReplaysRefused: num(reply[6])}, nil
 }
 
-// cfgFields is the order lib.lua's CFG_FIELDS reads the settings in.
+// cfgFields is the order decodeConfig reads the settings in.
 var cfgFields = []string{"mode", "maxActive", "admitPerMinute", "sessionTTLSeconds", "claimTTLSeconds",
 	"heartbeatTTLSeconds", "opensAt", "originUrl", "clientEnqueuePerMinute"}
 

@@ -634,7 +634,7 @@ func TestTick(t *testing.T) {
 			if n := e.rdb.ZCard(e.ctx, e.keys.Queue).Val(); n != 0 {
 				t.Errorf("queue holds %d after eviction, want 0", n)
 			}
-			if n := e.rdb.ZCard(e.ctx, e.keys.Heartbeats).Val(); n != 0 {
+			if n := e.rdb.HLen(e.ctx, e.keys.Heartbeats).Val(); n != 0 {
 				t.Errorf("heartbeats hold %d after eviction, want 0", n)
 			}
 		},

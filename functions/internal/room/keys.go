@@ -1,15 +1,19 @@
 package room
 
+import (
+	"encoding/binary"
+)
+
 // RegistryKey lists every room id. SET. It is the only key outside a room's
 // slot, and no room script touches it.
 const RegistryKey = "vst:rooms"
 
 // RoomKeys names a room's keys. All share the hash tag {room} (I6).
 type RoomKeys struct {
-	Config     string // HASH settings + pre-queue seed
-	State      string // HASH seq, head, admission bucket, rate ring, counters
+	Config     string // HASH settings + pre-queue seed, settings version, measured rate
+	State      string // HASH seq, head, admission bucket, rate ring, sweep cursor, epoch, counters
 	Queue      string // ZSET waiting: member seq, score seq or draw
-	Heartbeats string // ZSET member seq, score last seen (ms)
+	Heartbeats string // HASH HeartbeatField(seq) -> HeartbeatValue(last seen ms)
 	Grants     string // ZSET admitted: member seq, score claim deadline (ms)
 	Active     string // ZSET sessions: member seq, score session end (ms)
 	Used       string // ZSET consumed grants: member seq, score consume time (ms)
@@ -34,4 +38,21 @@ func (k RoomKeys) Limiter(client string) string {
 // List is the KEYS every room script takes, in lib.lua's order.
 func (k RoomKeys) List() []string {
 	return []string{k.Config, k.State, k.Queue, k.Heartbeats, k.Grants, k.Active, k.Used, k.Left}
+}
+
+// HeartbeatField is a waiting visitor's field in the Heartbeats hash: the
+// sequence as a 7-byte big-endian integer (lib.lua's hbf; sequences stay below
+// 2^53), instead of 16 decimal digits. Exported for tools that fill a queue directly.
+func HeartbeatField(seq int64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(seq))
+	return string(b[1:])
+}
+
+// HeartbeatValue is a heartbeat's value: the last-seen time in ms as a 6-byte
+// big-endian integer (lib.lua's hbv).
+func HeartbeatValue(ms int64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(ms))
+	return string(b[2:])
 }
