@@ -29,8 +29,9 @@ type PollInput struct {
 
 // PollAfter decides how long the page waits before its next poll: three
 // quarters of the estimated wait, so each poll lands before the visitor's turn
-// and the next one a quarter of the way from it; every second near the front;
-// and never longer than half of heartbeatTTL, so one late poll does not evict.
+// and the next one a quarter of the way from it, but not under two seconds;
+// every second once within one tick's admissions of the front; and never longer
+// than half of heartbeatTTL, so one late poll does not evict.
 // A visitor then polls about once per half heartbeat far back and a handful of
 // times near the front: requests per visitor-minute fall as the wait grows
 // (measured in docs/BENCHMARKS.md). Zero means "do not poll again".
@@ -64,7 +65,7 @@ func PollAfter(in PollInput) time.Duration {
 			d = MinPollAfter
 		} else {
 			eta := time.Duration(float64(in.Position) / in.RatePerMinute * float64(time.Minute))
-			d = min(max(eta*3/4, MinPollAfter), maxWait)
+			d = min(max(eta*3/4, 2*MinPollAfter), maxWait)
 		}
 	}
 	d = time.Duration(float64(d) * jitter)

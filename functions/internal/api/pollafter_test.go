@@ -16,7 +16,7 @@ func TestPollAfter(t *testing.T) {
 	}{
 		{"first in line", PollInput{State: room.StateWaiting, Position: 1, RatePerMinute: 60, HeartbeatTTL: hb}, time.Second},
 		{"within one tick's admissions", PollInput{State: room.StateWaiting, Position: 10, RatePerMinute: 600, HeartbeatTTL: hb}, time.Second},
-		{"just past one tick", PollInput{State: room.StateWaiting, Position: 11, RatePerMinute: 600, HeartbeatTTL: hb}, time.Second},
+		{"just past one tick: two seconds", PollInput{State: room.StateWaiting, Position: 11, RatePerMinute: 600, HeartbeatTTL: hb}, 2 * time.Second},
 		{"three quarters of the ETA", PollInput{State: room.StateWaiting, Position: 20, RatePerMinute: 60, HeartbeatTTL: hb}, 15 * time.Second},
 		{"capped at half the heartbeat", PollInput{State: room.StateWaiting, Position: 10000, RatePerMinute: 60, HeartbeatTTL: hb}, 30 * time.Second},
 		{"short heartbeat, shorter cap", PollInput{State: room.StateWaiting, Position: 10000, RatePerMinute: 60, HeartbeatTTL: 12 * time.Second}, 6 * time.Second},
