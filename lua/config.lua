@@ -14,6 +14,15 @@ local now = tonumber(ARGV[1])
 local created = redis.call('EXISTS', K_CFG) == 0
 local fields = {'ver', ARGV[3]}
 for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+-- A shorter heartbeat window must not evict visitors who follow the poll
+-- interval the old one gave them (up to half of it): the old window keeps
+-- applying for one old window more.
+local old = tonumber(redis.call('HGET', K_CFG, 'heartbeatTTLSeconds'))
+for i = 4, #ARGV - 1, 2 do
+  if ARGV[i] == 'heartbeatTTLSeconds' and old and tonumber(ARGV[i + 1]) < old then
+    redis.call('HSET', K_ST, 'hbgrace', tostring(old * 1000), 'hbgraceuntil', tostring(now + old * 1000))
+  end
+end
 redis.call('HSET', K_CFG, unpack(fields))
 redis.call('HSETNX', K_CFG, 'seed', ARGV[2])
 -- A new room's bucket starts empty, refilled from now.

@@ -31,11 +31,19 @@ if cfg.mode == 'passthrough' then
 end
 
 if cfg.opensAt > now then
-  local seed = redis.call('HGET', K_CFG, 'seed') or ''
-  local draw = tonumber(string.sub(redis.sha1hex(seed .. visitor), 1, 13), 16) / 4503599627370496
-  redis.call('ZADD', K_Q, num(draw), m)
+  -- The lottery draw is for a room that has not opened yet. A room that already
+  -- admitted or queues by sequence (an opening moved later while people wait)
+  -- keeps ticket order: a draw in [0,1) would jump everyone already waiting.
+  if head() < 1 and #redis.call('ZRANGEBYSCORE', K_Q, 1, '+inf', 'LIMIT', 0, 1) == 0 then
+    local seed = redis.call('HGET', K_CFG, 'seed') or ''
+    local draw = tonumber(string.sub(redis.sha1hex(seed .. visitor), 1, 13), 16) / 4503599627370496
+    redis.call('ZADD', K_Q, num(draw), m)
+    redis.call('HSET', K_HB, hbf(m), hbv(now))
+    return reply(cfg, 'prequeue', m, num(draw), 0, redis.call('ZCARD', K_Q), 0)
+  end
+  redis.call('ZADD', K_Q, m, m)
   redis.call('HSET', K_HB, hbf(m), hbv(now))
-  return reply(cfg, 'prequeue', m, num(draw), 0, redis.call('ZCARD', K_Q), 0)
+  return reply(cfg, 'prequeue', m, '', 0, redis.call('ZCARD', K_Q), 0)
 end
 
 if cfg.mode == 'auto' and redis.call('ZCARD', K_Q) == 0 and free_slots(cfg) > 0 then

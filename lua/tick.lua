@@ -3,8 +3,9 @@
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> batch: the most waiting visitors one call checks for a stale heartbeat
 -- Returns {admitted, evicted, grants reclaimed, sessions ended}, or {'unknown'}.
--- Reclaims expired grants and sessions always; in a paused or closed room, in
--- passthrough and before opensAt it does nothing else. Otherwise it sweeps the
+-- Reclaims expired grants and sessions always; in a paused or closed room and
+-- before opensAt it does nothing else. In passthrough it admits up to `batch`
+-- of those who were waiting when the room switched, without capacity or rate. Otherwise it sweeps the
 -- next `batch` waiting visitors from the sweep cursor (wrapping around) and
 -- evicts the stale ones, refills the admission bucket by elapsed time and admits
 -- min(floor(tokens), maxActive - admitted - active) in score order, skipping
@@ -14,7 +15,8 @@ local batch = tonumber(ARGV[2])
 
 local cfg = load_cfg()
 if not cfg then return {'unknown'} end
-local st = redis.call('HMGET', K_ST, 'head', 'tokens', 'refill', 'sweep', 'created', 'epoch', 'since', 'oldest')
+local st = redis.call('HMGET', K_ST, 'head', 'tokens', 'refill', 'sweep', 'created', 'epoch', 'since', 'oldest',
+  'hbgrace', 'hbgraceuntil')
 local top = tonumber(st[1]) or -1
 local rec_end, epoch = recovery(cfg, now, st[5], st[6])
 
@@ -49,11 +51,15 @@ local function finish()
   return {admitted, evicted, reclaimed, ended}
 end
 
-if cfg.mode == 'paused' or cfg.mode == 'closed' or cfg.mode == 'passthrough' or cfg.opensAt > now then
+if cfg.mode == 'paused' or cfg.mode == 'closed' or cfg.opensAt > now then
   return finish()
 end
 
-local cutoff = now - cfg.hbTTL
+-- Stale means silent for longer than the heartbeat window, or than the window
+-- before it was shortened, while that one still applies (config.lua).
+local hbwindow = cfg.hbTTL
+if st[10] and now < tonumber(st[10]) then hbwindow = math.max(hbwindow, tonumber(st[9])) end
+local cutoff = now - hbwindow
 
 -- evict removes stale visitors from the queue and their heartbeats.
 local function evict(members, fields)
@@ -104,7 +110,9 @@ if not (st[8] and cutoff <= tonumber(st[8])) then
     end
   end
   if #stale > 0 then evict(stale, stalef) end
-  if #fresh > 0 then redis.call('HSET', K_HB, unpack(fresh)) end
+  for i = 1, #fresh, 2000 do
+    redis.call('HSET', K_HB, unpack(fresh, i, math.min(i + 1999, #fresh)))
+  end
   if n < batch then
     -- The whole queue was checked.
     if cur then redis.call('HDEL', K_ST, 'sweep') end
@@ -117,6 +125,8 @@ end
 
 local tokens, refilled = refill(cfg, now, st[2], st[3])
 local n = math.min(math.floor(tokens), free_slots(cfg))
+-- passthrough admits everyone: drain those who waited before the switch.
+if cfg.mode == 'passthrough' then n = batch end
 local deadline = num(now + cfg.claimTTL)
 local keep = rec_end and num(rec_end)
 local newtop = top
@@ -157,5 +167,5 @@ while admitted < n and pops < n + batch do
   if #served > 0 then redis.call('ZADD', K_USED, 'GT', unpack(served)) end
 end
 if newtop > top then redis.call('HSET', K_ST, 'head', num(newtop)) end
-store_bucket(tokens - admitted, refilled)
+if cfg.mode ~= 'passthrough' then store_bucket(tokens - admitted, refilled) end
 return finish()

@@ -56,8 +56,11 @@ type model struct {
 	vs       []*mvisitor
 	head     int64 // highest sequence ever admitted
 	consumed map[int64]bool
-	inUse    int64          // admitted + active in Redis after the previous step
-	events   map[string]int // how often each branch was reached, over all runs
+	inUse    int64 // admitted + active in Redis after the previous step
+	// A shortened heartbeat window: the old one applies until hbGraceUntil.
+	hbGrace      time.Duration
+	hbGraceUntil time.Time
+	events       map[string]int // how often each branch was reached, over all runs
 }
 
 // TestModel drives random interleavings of every operation, config changes and
@@ -281,6 +284,9 @@ func (m *model) expectState(v *mvisitor, p room.Place, st room.State, active boo
 func (m *model) tick() {
 	now := m.now()
 	hbTTL := time.Duration(m.cfg.HeartbeatTTLSeconds) * time.Second
+	if now.Before(m.hbGraceUntil) {
+		hbTTL = max(hbTTL, m.hbGrace)
+	}
 	var want room.TickResult
 	for _, v := range m.vs {
 		switch {
@@ -443,6 +449,10 @@ func (m *model) config() {
 		c.SessionTTLSeconds = rapid.SampledFrom([]int64{10, 30, 60}).Draw(m.rt, "sessionTTL")
 	case 5:
 		c.HeartbeatTTLSeconds = rapid.SampledFrom([]int64{10, 20, 60}).Draw(m.rt, "heartbeatTTL")
+		if old := m.cfg.HeartbeatTTLSeconds; c.HeartbeatTTLSeconds < old {
+			m.hbGrace = time.Duration(old) * time.Second
+			m.hbGraceUntil = m.now().Add(m.hbGrace)
+		}
 	}
 	m.cfg = c
 	m.putConfig()
