@@ -2,14 +2,14 @@ package localstack
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"html/template"
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
+
+	"github.com/vestibule-dev/vestibule/functions/internal/token"
 )
 
 // newOrigin is the demo booking site. Its page reads the entry token from the
@@ -43,7 +43,9 @@ func newOrigin(waitingRoom string, credential func(room string) string, log *slo
 				return
 			}
 			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+credential(tokenRoom(in.Token)))
+			// Which room's credential: the waiting room verifies the token itself.
+			peeked, _ := token.Peek(in.Token)
+			req.Header.Set("Authorization", "Bearer "+credential(peeked.Room))
 			resp, err := client.Do(req)
 			if err != nil {
 				log.Error("demo origin: waiting room unreachable", "route", route, "error", err.Error())
@@ -71,24 +73,6 @@ func newOrigin(waitingRoom string, credential func(room string) string, log *slo
 		originPage.Execute(w, map[string]string{"WaitingRoom": waitingRoom + "/?room=" + DemoRoomID})
 	})
 	return mux
-}
-
-// tokenRoom reads the room claim of a JWT without verifying it: the waiting
-// room verifies; the demo only needs to know whose credential to present.
-func tokenRoom(tok string) string {
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 {
-		return ""
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return ""
-	}
-	var c struct {
-		Room string `json:"room"`
-	}
-	json.Unmarshal(b, &c)
-	return c.Room
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
