@@ -8,14 +8,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +20,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/functions/internal/api"
 	"github.com/vestibule-dev/vestibule/functions/internal/redistest"
+	"github.com/vestibule-dev/vestibule/functions/internal/rie"
 	"github.com/vestibule-dev/vestibule/functions/internal/token"
 )
 
@@ -32,84 +30,57 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 var functions = []string{"enqueue", "poll", "status", "consume", "admin", "admit"}
 
 func findRIE(t *testing.T) string {
-	if p, err := exec.LookPath("aws-lambda-rie"); err == nil {
+	p, err := rie.Find()
+	if err == nil {
 		return p
 	}
-	if p, err := filepath.Abs("../.tools/bin/aws-lambda-rie"); err == nil {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
 	if os.Getenv("CI") != "" {
-		t.Fatal("aws-lambda-rie not found (make deps-rie installs it into .tools/bin)")
+		t.Fatal(err)
 	}
-	t.Skip("aws-lambda-rie not found; run `make deps-rie` to run the Lambda emulator tests")
+	t.Skipf("%v; run `make deps-rie` to run the Lambda emulator tests", err)
 	return ""
 }
 
 // lambda is one function running under the emulator.
-type lambda struct {
-	name string
-	url  string
-}
+type lambda struct{ *rie.Emulator }
 
-func startLambda(t *testing.T, rie, bin string, env []string) *lambda {
+func startLambda(t *testing.T, emulator, bin string, env []string) *lambda {
 	t.Helper()
-	port, err := redistest.FreePort()
+	var out syncBuffer
+	e, err := rie.Start(emulator, bin, env, &out)
 	if err != nil {
-		t.Fatal(err)
-	}
-	apiPort, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	// The runtime API defaults to the fixed port 9001; a free one lets several
-	// emulators (and other test binaries) run at once.
-	cmd := exec.Command(rie, "--log-level", "error", "--runtime-interface-emulator-address", addr,
-		"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", apiPort), bin)
-	cmd.Env = env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
+		e.Close()
 		if t.Failed() {
-			t.Logf("%s output:\n%s", filepath.Base(bin), out.String())
+			t.Logf("%s output:\n%s", e.Name, out.String())
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("emulator for %s did not listen on %s", bin, addr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return &lambda{name: filepath.Base(bin), url: "http://" + addr + "/2015-03-31/functions/function/invocations"}
+	return &lambda{e}
 }
+
+// syncBuffer collects a process's output (written from its own goroutines).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // invoke sends an event and returns the function's raw result.
 func (l *lambda) invoke(t *testing.T, event []byte) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", l.url, bytes.NewReader(event))
-	resp, err := http.DefaultClient.Do(req)
+	b, err := l.Invoke(ctx, event)
 	if err != nil {
-		t.Fatalf("invoke %s: %v", l.name, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || bytes.Contains(b, []byte(`"errorMessage"`)) {
-		t.Fatalf("invoke %s: %d %s", l.name, resp.StatusCode, b)
+		t.Fatal(err)
 	}
 	return b
 }
@@ -143,7 +114,7 @@ func want(t *testing.T, file string, resp events.APIGatewayV2HTTPResponse, body 
 }
 
 func TestLambdasUnderEmulator(t *testing.T) {
-	rie := findRIE(t)
+	emulator := findRIE(t)
 	if testing.Short() {
 		t.Skip("builds six binaries")
 	}
@@ -180,7 +151,7 @@ func TestLambdasUnderEmulator(t *testing.T) {
 	)
 	fn := map[string]*lambda{}
 	for _, f := range functions {
-		fn[f] = startLambda(t, rie, filepath.Join(bin, f), env)
+		fn[f] = startLambda(t, emulator, filepath.Join(bin, f), env)
 	}
 
 	id := redistest.Room(t)

@@ -1,23 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/functions/internal/redistest"
+	"github.com/vestibule-dev/vestibule/functions/internal/rie"
 	"github.com/vestibule-dev/vestibule/functions/internal/room"
 )
 
@@ -50,40 +46,16 @@ func invocation(fn, adminKey string) string {
 
 // coldStart runs bootstrap under the Runtime Interface Emulator and returns
 // the first invocation's duration minus the median of three warm ones.
-func coldStart(ctx context.Context, rie, bootstrap, event string, env []string) (time.Duration, error) {
-	port, err := redistest.FreePort()
+func coldStart(ctx context.Context, emulator, bootstrap, event string, env []string) (time.Duration, error) {
+	e, err := rie.Start(emulator, bootstrap, append(os.Environ(), env...), nil)
 	if err != nil {
 		return 0, err
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	cmd := exec.CommandContext(ctx, rie, "--runtime-interface-emulator-address", addr, bootstrap)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	for i := 0; ; i++ {
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if i > 100 {
-			return 0, fmt.Errorf("emulator did not listen on %s", addr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	defer e.Close()
 	invoke := func() (time.Duration, error) {
 		start := time.Now()
-		resp, err := http.Post("http://"+addr+"/2015-03-31/functions/function/invocations", "application/json", bytes.NewBufferString(event))
-		if err != nil {
+		if _, err := e.Invoke(ctx, []byte(event)); err != nil {
 			return 0, err
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || bytes.Contains(b, []byte(`"errorMessage"`)) {
-			return 0, fmt.Errorf("invocation: %d %s", resp.StatusCode, b)
 		}
 		return time.Since(start), nil
 	}
@@ -106,12 +78,9 @@ func coldStart(ctx context.Context, rie, bootstrap, event string, env []string) 
 // benchLambda measures each bootstrap's cold start under the emulator and its
 // deployed (linux/arm64) size, beside the smallest Go Lambda built here.
 func benchLambda(ctx context.Context) ([]Row, error) {
-	rie, err := exec.LookPath("aws-lambda-rie")
+	emulator, err := rie.Find()
 	if err != nil {
-		rie = filepath.Join(".tools", "bin", "aws-lambda-rie")
-		if _, err := os.Stat(rie); err != nil {
-			return nil, fmt.Errorf("aws-lambda-rie not found (make deps-rie installs it)")
-		}
+		return nil, err
 	}
 	tmp, err := os.MkdirTemp("", "vestibule-bench-")
 	if err != nil {
@@ -157,7 +126,7 @@ func benchLambda(ctx context.Context) ([]Row, error) {
 		}
 		return float64(st.Size()) / (1 << 20), nil
 	}
-	helloCold, err := coldStart(ctx, rie, helloHost, `{}`, nil)
+	helloCold, err := coldStart(ctx, emulator, helloHost, `{}`, nil)
 	if err != nil {
 		return nil, fmt.Errorf("hello: %w", err)
 	}
@@ -169,7 +138,7 @@ func benchLambda(ctx context.Context) ([]Row, error) {
 	var rows []Row
 	var firstErr error
 	for _, fn := range functions {
-		cold, err := coldStart(ctx, rie, filepath.Join("dist-host", fn, "bootstrap"), invocation(fn, adminKey), env)
+		cold, err := coldStart(ctx, emulator, filepath.Join("dist-host", fn, "bootstrap"), invocation(fn, adminKey), env)
 		if err != nil {
 			logf("%s cold start: %v", fn, err)
 			firstErr = cmpErr(firstErr, fmt.Errorf("%s cold start: %w", fn, err))
