@@ -242,8 +242,11 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 			},
 			LogGroup: logs,
 		})
-		ticketSecret.GrantRead(fn, nil)
-		entrySecret.GrantRead(fn, nil)
+		// admit only ticks: it never reads a key (env.MainEngine), so it gets none.
+		if name != "admit" {
+			ticketSecret.GrantRead(fn, nil)
+			entrySecret.GrantRead(fn, nil)
+		}
 		v.Functions[name] = fn
 	}
 

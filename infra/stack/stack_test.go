@@ -983,3 +983,57 @@ func TestRoomDefaultsJSONShape(t *testing.T) {
 		}
 	}
 }
+
+// secretActions lists the Secrets Manager actions the policies attached to
+// the role of the function with the given description allow.
+func secretActions(f fixture, description string) []string {
+	role := ""
+	for _, r := range f.resources {
+		p := props(r)
+		if r["Type"] == "AWS::Lambda::Function" && p["Description"] == description {
+			if ga, ok := p["Role"].(map[string]any)["Fn::GetAtt"].([]any); ok && len(ga) > 0 {
+				role, _ = ga[0].(string)
+			}
+		}
+	}
+	var out []string
+	for id, sts := range statements(f) {
+		p := props(f.resources[id])
+		attached := false
+		for _, ref := range asSlice(p["Roles"]) {
+			if m, ok := ref.(map[string]any); ok && m["Ref"] == role {
+				attached = true
+			}
+		}
+		if !attached {
+			continue
+		}
+		for _, st := range sts {
+			actions := asSlice(st["Action"])
+			if a, ok := st["Action"].(string); ok {
+				actions = []any{a}
+			}
+			for _, a := range actions {
+				if s, _ := a.(string); strings.HasPrefix(s, "secretsmanager:") {
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestOnlyKeyUsersReadTheSecrets(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	// WHEN the Secrets Manager permissions of each function's role are read
+	// THEN admit, which only ticks, has none, and the API functions can read the keys
+	if got := secretActions(f, "Vestibule admit"); len(got) != 0 {
+		t.Errorf("admit may %v; it never reads a key", got)
+	}
+	for _, fn := range []string{"enqueue", "poll", "status", "consume", "admin"} {
+		if got := secretActions(f, "Vestibule "+fn); !slices.Contains(got, "secretsmanager:GetSecretValue") {
+			t.Errorf("%s cannot read the keys: %v", fn, got)
+		}
+	}
+}

@@ -148,6 +148,10 @@ func (e *Engine) cached(room string) versioned {
 	return e.cfgs[room]
 }
 
+// maxCachedRooms bounds the settings cache: a deployment has a handful of
+// rooms, but nothing else stops a process that meets many from growing.
+const maxCachedRooms = 1024
+
 // place decodes lib.lua's reply shape; have is the cached settings sent with the call.
 func (e *Engine) place(t Ticket, have versioned, reply []interface{}) (Place, error) {
 	if err := status(reply); err != nil {
@@ -162,6 +166,9 @@ func (e *Engine) place(t Ticket, have versioned, reply []interface{}) (Place, er
 		cfg = decodeConfig(reply[8:])
 		if ver != "" {
 			e.mu.Lock()
+			if len(e.cfgs) >= maxCachedRooms {
+				clear(e.cfgs) // a miss costs only the settings in one reply
+			}
 			e.cfgs[t.Room] = versioned{ver, cfg}
 			e.mu.Unlock()
 		}
