@@ -5,14 +5,12 @@
 package functions_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -46,32 +44,18 @@ type lambda struct{ *rie.Emulator }
 
 func startLambda(t *testing.T, emulator, bin string, env []string) *lambda {
 	t.Helper()
-	var out syncBuffer
-	e, err := rie.Start(emulator, bin, env, &out)
+	e, err := rie.Start(emulator, bin, env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		e.Close()
 		if t.Failed() {
-			t.Logf("%s output:\n%s", e.Name, out.String())
+			t.Logf("%s output:\n%s", e.Name, e.Output())
 		}
 	})
 	return &lambda{e}
 }
-
-// syncBuffer collects a process's output (written from its own goroutines).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // invoke sends an event and returns the function's raw result.
 func (l *lambda) invoke(t *testing.T, event []byte) []byte {

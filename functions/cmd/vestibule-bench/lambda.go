@@ -47,7 +47,7 @@ func invocation(fn, adminKey string) string {
 // coldStart runs bootstrap under the Runtime Interface Emulator and returns
 // the first invocation's duration minus the median of three warm ones.
 func coldStart(ctx context.Context, emulator, bootstrap, event string, env []string) (time.Duration, error) {
-	e, err := rie.Start(emulator, bootstrap, append(os.Environ(), env...), nil)
+	e, err := rie.Start(emulator, bootstrap, append(os.Environ(), env...))
 	if err != nil {
 		return 0, err
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -51,8 +52,21 @@ func Find() (string, error) {
 type Emulator struct {
 	url  string
 	cmd  *exec.Cmd
+	out  output
 	Name string
 }
+
+// output collects what the emulator and the function print (from their own
+// goroutines, so behind a lock).
+type output struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (o *output) Write(p []byte) (int, error) { o.mu.Lock(); defer o.mu.Unlock(); return o.b.Write(p) }
+
+// Output is what the emulator and the function have printed so far.
+func (e *Emulator) Output() string { e.out.mu.Lock(); defer e.out.mu.Unlock(); return e.out.b.String() }
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -64,11 +78,10 @@ func freePort() (int, error) {
 }
 
 // Start runs bootstrap under the emulator at rie with the environment env,
-// writing the function's and the emulator's output to out (nil: discarded),
-// and waits until it listens. Both of the emulator's ports are free loopback
+// keeping what they print (Output), and waits until it listens. Both of the emulator's ports are free loopback
 // ports: its runtime API otherwise takes the fixed port 9001, so two at once
 // would collide.
-func Start(rie, bootstrap string, env []string, out io.Writer) (*Emulator, error) {
+func Start(rie, bootstrap string, env []string) (*Emulator, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -81,14 +94,11 @@ func Start(rie, bootstrap string, env []string, out io.Writer) (*Emulator, error
 	cmd := exec.Command(rie, "--log-level", "error", "--runtime-interface-emulator-address", addr,
 		"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", apiPort), bootstrap)
 	cmd.Env = env
-	if out == nil {
-		out = io.Discard
-	}
-	cmd.Stdout, cmd.Stderr = out, out
+	e := &Emulator{url: "http://" + addr + "/2015-03-31/functions/function/invocations", cmd: cmd, Name: filepath.Base(bootstrap)}
+	cmd.Stdout, cmd.Stderr = &e.out, &e.out
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	e := &Emulator{url: "http://" + addr + "/2015-03-31/functions/function/invocations", cmd: cmd, Name: filepath.Base(bootstrap)}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
