@@ -144,9 +144,19 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 // with what the page shows when it does not become true within limit.
 func waitJS(t *testing.T, ctx context.Context, js string, limit time.Duration) {
 	t.Helper()
-	_, err := chromedp.Run(ctx, chromedp.Poll[bool](js,
-		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(limit)))
-	if err != nil {
+	deadline := time.Now().Add(limit)
+	for {
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](js,
+			chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(time.Until(deadline))))
+		if err == nil {
+			return
+		}
+		// A navigation (the page moving to the origin) destroys the context a
+		// poll was evaluating in; that is the page moving on, so poll again.
+		if strings.Contains(err.Error(), "Cannot find context") && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
 		t.Fatalf("waiting for %s: %v; page shows %s", js, err, pageSummary(ctx))
 	}
 }
