@@ -14,7 +14,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
 ## dev: run the whole product locally on http://localhost:8080 (embedded Redis unless REDIS_URL is set)
 dev:
-	go run ./functions/cmd/vestibule-dev
+	go run ./cmd/vestibule-dev
 
 ## test: install what the tests need, then run every test
 test: deps build
@@ -46,7 +46,7 @@ deploy: build deps-cdk
 
 ## bench: measure against the goals and print one table (BENCH_JSON=file also writes JSON)
 bench: deps build build-host
-	go run ./functions/cmd/vestibule-bench
+	go run ./cmd/vestibule-bench
 
 ## chaos: the fault-injection suite in its long form
 chaos: deps

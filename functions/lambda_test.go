@@ -16,10 +16,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/vestibule-dev/vestibule/functions/internal/api"
-	"github.com/vestibule-dev/vestibule/functions/internal/redistest"
-	"github.com/vestibule-dev/vestibule/functions/internal/rie"
-	"github.com/vestibule-dev/vestibule/functions/internal/token"
+	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/rie"
+	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }

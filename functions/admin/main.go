@@ -6,7 +6,7 @@ package main
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/vestibule-dev/vestibule/functions/internal/env"
+	"github.com/vestibule-dev/vestibule/internal/env"
 )
 
 func main() {

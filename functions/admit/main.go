@@ -9,8 +9,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/vestibule-dev/vestibule/functions/internal/api"
-	"github.com/vestibule-dev/vestibule/functions/internal/env"
+	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/env"
 )
 
 func main() {

@@ -27,7 +27,7 @@ const (
 )
 
 // RoomDefaults are the settings a room gets when the admin API creates it without them.
-// The JSON field names are those of room.Config in functions/internal/room (the functions parse
+// The JSON field names are those of room.Config in internal/room (the functions parse
 // DEFAULT_ROOM_CONFIG into it); infra cannot import that internal package, so they are repeated here
 // and TestRoomDefaultsJSONShape pins them.
 type RoomDefaults struct {

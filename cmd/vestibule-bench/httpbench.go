@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/localstack"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/token"
+)
+
+// newHandler wires the API as the Lambdas do, with fresh keys and real time.
+func newHandler(rdb redis.UniversalClient) (*api.Handler, string, error) {
+	secret, seed := make([]byte, 48), make([]byte, 48)
+	rand.Read(secret)
+	rand.Read(seed)
+	ek, err := token.EntryKeyFromSeed(seed)
+	if err != nil {
+		return nil, "", err
+	}
+	admin := hex.EncodeToString(secret[:16])
+	return api.New(api.Options{
+		Queue:       room.New(rdb),
+		Tickets:     token.NewTickets(secret, "vestibule-bench"),
+		Entries:     token.NewEntries([]*token.EntryKey{ek}, "vestibule-bench"),
+		Origins:     token.NewOrigins(secret),
+		AdminAuth:   api.AdminKey,
+		AdminKey:    admin,
+		DefaultRoom: room.DefaultConfig(),
+	}), admin, nil
+}
+
+// benchHTTP measures the poll route over loopback HTTP (the local stack's
+// API Gateway translation in front of the real handler) against a trivial
+// JSON handler on the same server, with the same keep-alive connections.
+func benchHTTP(ctx context.Context, d time.Duration) ([]Row, error) {
+	srv, err := redistest.Start()
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Stop()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: workers})
+	defer rdb.Close()
+	h, admin, err := newHandler(rdb)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/api/", localstack.Gateway(h.Handle))
+	mux.HandleFunc("/trivial", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		io.WriteString(w, `{"ok":true}`)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(ln)
+	defer hs.Close()
+	base := "http://" + ln.Addr().String()
+
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost, tr.MaxConnsPerHost = workers, workers, workers
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	defer tr.CloseIdleConnections()
+	call := func(ctx context.Context, method, path, bearer, body string) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		}
+		return b, err
+	}
+
+	cfg, _ := json.Marshal(benchRoomConfig())
+	if _, err := call(ctx, "PUT", "/api/admin/rooms/bench-http", admin, string(cfg)); err != nil {
+		return nil, err
+	}
+	tickets := make([]string, 2000)
+	for i := range tickets {
+		b, err := call(ctx, "POST", "/api/rooms/bench-http/enqueue", "", "")
+		if err != nil {
+			return nil, err
+		}
+		var p struct{ Ticket string }
+		if err := json.Unmarshal(b, &p); err != nil || p.Ticket == "" {
+			return nil, fmt.Errorf("enqueue: no ticket in %s", b)
+		}
+		tickets[i] = p.Ticket
+	}
+	trivial, err := throughput(ctx, d, func(ctx context.Context) error {
+		_, err := call(ctx, "GET", "/trivial", "", "")
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	logf("trivial handler: %.0f req/s", trivial)
+	poll, err := throughput(ctx, d, func(ctx context.Context) error {
+		_, err := call(ctx, "GET", "/api/rooms/bench-http/poll", tickets[mrand.IntN(len(tickets))], "")
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	logf("poll route: %.0f req/s", poll)
+	return []Row{row("HTTP poll route", poll, "req/s", trivial, ratioAtLeast(0.50))}, nil
+}

@@ -1,0 +1,157 @@
+// Command vestibule-bench measures Vestibule against its goals on this machine
+// and prints one table: each figure beside a baseline run in the same
+// invocation, their ratio and the goal. With BENCH_JSON=file it also writes the
+// table as a JSON array of {"name","value","unit","baseline","ratio","goal","met"}.
+//
+// It starts its own redis-server processes (stopped at the end), serves the API
+// on a loopback port, runs each dist-host bootstrap under the Lambda Runtime
+// Interface Emulator and plays a 100,000-visitor crowd in virtual time.
+// `make bench` runs it after building the binaries; see docs/BENCHMARKS.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+)
+
+// Row is one figure of the table.
+type Row struct {
+	Name     string  `json:"name"`
+	Value    float64 `json:"value"`
+	Unit     string  `json:"unit"`
+	Baseline float64 `json:"baseline"`
+	Ratio    float64 `json:"ratio"`
+	Goal     string  `json:"goal"`
+	Met      *bool   `json:"met"` // null when the figure has no goal
+}
+
+// goal kinds: a figure compared with its baseline, or with an absolute bound.
+func ratioAtLeast(min float64) func(r *Row) {
+	return func(r *Row) {
+		r.Goal = fmt.Sprintf("≥ %.0f %% of baseline", min*100)
+		ok := r.Ratio >= min
+		r.Met = &ok
+	}
+}
+
+func atMost(limit float64) func(r *Row) {
+	return func(r *Row) {
+		r.Goal = fmt.Sprintf("≤ %s %s", num(limit), r.Unit)
+		ok := r.Value <= limit
+		r.Met = &ok
+	}
+}
+
+func row(name string, value float64, unit string, baseline float64, goal func(*Row)) Row {
+	r := Row{Name: name, Value: value, Unit: unit, Baseline: baseline}
+	if baseline != 0 {
+		r.Ratio = value / baseline
+	}
+	if goal != nil {
+		goal(&r)
+	}
+	return r
+}
+
+func num(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case math.Abs(v) >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.3g", v)
+	}
+}
+
+func printTable(w io.Writer, rows []Row) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "figure\tvalue\tbaseline\tratio\tgoal\tmet\t")
+	for _, r := range rows {
+		met := "—"
+		if r.Met != nil {
+			met = map[bool]string{true: "yes", false: "NO"}[*r.Met]
+		}
+		base, ratio := "—", "—"
+		if r.Baseline != 0 {
+			base, ratio = num(r.Baseline)+" "+r.Unit, fmt.Sprintf("%.2f", r.Ratio)
+		}
+		goal := r.Goal
+		if goal == "" {
+			goal = "—"
+		}
+		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\t%s\t\n", r.Name, num(r.Value), r.Unit, base, ratio, goal, met)
+	}
+	tw.Flush()
+}
+
+// logf reports progress on stderr so that stdout carries only the table.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	only := flag.String("only", "scripts,http,scale,lambda,crowd", "comma-separated parts to run")
+	dur := flag.Duration("d", 2*time.Second, "duration of each throughput measurement")
+	visitors := flag.Int("visitors", 100_000, "crowd size of the simulator figure")
+	chart := flag.String("chart", "", "write the crowd's chart here (e.g. docs/crowd.png)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	defer redistest.StopAll()
+
+	parts := map[string]func(context.Context) ([]Row, error){
+		"scripts": func(ctx context.Context) ([]Row, error) { return benchScripts(ctx, *dur) },
+		"http":    func(ctx context.Context) ([]Row, error) { return benchHTTP(ctx, *dur) },
+		"scale":   benchScale,
+		"lambda":  benchLambda,
+		"crowd":   func(ctx context.Context) ([]Row, error) { return benchCrowd(ctx, *visitors, *chart) },
+	}
+	var rows []Row
+	failed := false
+	for _, p := range strings.Split(*only, ",") {
+		f, ok := parts[p]
+		if !ok {
+			logf("unknown part %q", p)
+			return 2
+		}
+		start := time.Now()
+		logf("%s…", p)
+		rs, err := f(ctx)
+		rows = append(rows, rs...)
+		if err != nil {
+			logf("%s: %v", p, err)
+			failed = true
+		}
+		logf("%s done in %s", p, time.Since(start).Round(100*time.Millisecond))
+	}
+	printTable(os.Stdout, rows)
+	if path := os.Getenv("BENCH_JSON"); path != "" {
+		b, _ := json.MarshalIndent(rows, "", "  ")
+		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+			logf("BENCH_JSON: %v", err)
+			return 1
+		}
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/lua"
+)
+
+// enqueueScript is the engine's enqueue script, run here in pipelines so a
+// million visitors join in seconds; the state it leaves is exactly what the
+// engine's Enqueue leaves.
+var enqueueScript = redis.NewScript(lua.Enqueue)
+
+// fill enqueues n visitors at now (ms) with pipelines of 1,000 from 4 workers.
+func fill(ctx context.Context, rdb *redis.Client, roomID string, n int, nowMS int64) error {
+	if err := enqueueScript.Load(ctx, rdb).Err(); err != nil {
+		return err
+	}
+	keys := room.KeysFor(roomID).List()
+	const batch, par = 1000, 4
+	var wg sync.WaitGroup
+	errs := make(chan error, par)
+	for w := range par {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for lo := w * batch; lo < n; lo += par * batch {
+				pipe := rdb.Pipeline()
+				for i := lo; i < min(lo+batch, n); i++ {
+					enqueueScript.EvalSha(ctx, pipe, keys, nowMS, "f"+strconv.Itoa(i))
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func usedMemory(ctx context.Context, rdb *redis.Client) (float64, error) {
+	info, err := rdb.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(l, "used_memory:"); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, fmt.Errorf("no used_memory in INFO")
+}
+
+// tickAdmitting fills a room with queue visitors and times three ticks that
+// each admit 10,000 (maxActive raised by 10,000 before each), returning the
+// median duration.
+func tickAdmitting(ctx context.Context, rdb *redis.Client, roomID string, queue int, t0 time.Time) (time.Duration, float64, error) {
+	now := t0
+	e := room.New(rdb, room.WithClock(func() time.Time { return now }))
+	cfg := benchRoomConfig()
+	cfg.AdmitPerMinute = 300_000 // the bucket holds two seconds of rate: 10,000
+	cfg.MaxActive = 10_000
+	if _, err := e.PutConfig(ctx, roomID, cfg); err != nil {
+		return 0, 0, err
+	}
+	before, err := usedMemory(ctx, rdb)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := fill(ctx, rdb, roomID, queue, t0.UnixMilli()); err != nil {
+		return 0, 0, err
+	}
+	after, err := usedMemory(ctx, rdb)
+	if err != nil {
+		return 0, 0, err
+	}
+	perVisitor := (after - before) / float64(queue)
+	var ds []time.Duration
+	for i := range 3 {
+		cfg.MaxActive = int64(10_000 * (i + 1))
+		if _, err := e.PutConfig(ctx, roomID, cfg); err != nil {
+			return 0, 0, err
+		}
+		now = now.Add(10 * time.Second)
+		start := time.Now()
+		r, err := e.Tick(ctx, roomID)
+		el := time.Since(start)
+		if err != nil {
+			return 0, 0, err
+		}
+		if r.Admitted != 10_000 {
+			return 0, 0, fmt.Errorf("tick admitted %d, want 10000 (queue %d)", r.Admitted, queue)
+		}
+		ds = append(ds, el)
+	}
+	slices.Sort(ds)
+	return ds[1], perVisitor, nil
+}
+
+// benchScale measures one tick admitting 10,000 from a queue of 1,000,000
+// (baseline: from a queue of 30,000) and the Redis memory per waiting visitor
+// (baseline: one member of a plain sorted set with the same member and score).
+func benchScale(ctx context.Context) ([]Row, error) {
+	srv, err := redistest.Start()
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Stop()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 8})
+	defer rdb.Close()
+	t0 := time.Now().Truncate(time.Second)
+
+	small, _, err := tickAdmitting(ctx, rdb, "bench-small", 30_000, t0)
+	if err != nil {
+		return nil, err
+	}
+	logf("tick admitting 10,000 from 30,000: %s", small)
+	const million = 1_000_000
+	big, perVisitor, err := tickAdmitting(ctx, rdb, "bench-million", million, t0)
+	if err != nil {
+		return nil, err
+	}
+	logf("tick admitting 10,000 from 1,000,000: %s; %.0f bytes per waiting visitor", big, perVisitor)
+
+	// Baseline: a plain ZSET of the same size, members as the engine writes them
+	// (16-digit sequence numbers), scores the same.
+	before, err := usedMemory(ctx, rdb)
+	if err != nil {
+		return nil, err
+	}
+	base := t0.UnixMicro()
+	for lo := 0; lo < million; lo += 10_000 {
+		zs := make([]redis.Z, 0, 10_000)
+		for i := lo; i < lo+10_000; i++ {
+			s := base + int64(i)
+			zs = append(zs, redis.Z{Score: float64(s), Member: strconv.FormatInt(s, 10)})
+		}
+		if err := rdb.ZAdd(ctx, "bench:plain", zs...).Err(); err != nil {
+			return nil, err
+		}
+	}
+	after, err := usedMemory(ctx, rdb)
+	if err != nil {
+		return nil, err
+	}
+	plain := (after - before) / million
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return []Row{
+		row("tick admitting 10,000 of 1,000,000 waiting", ms(big), "ms", ms(small), atMost(50)),
+		row("Redis bytes per waiting visitor (1,000,000)", perVisitor, "B", plain, atMost(200)),
+	}, nil
+}

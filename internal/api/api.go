@@ -1,0 +1,249 @@
+// Package api is Vestibule's HTTP API: one router that turns API Gateway HTTP
+// API (payload 2.0) requests into calls on the room engine and the token
+// package, and their results and errors into JSON responses.
+//
+// Every Lambda function wires the whole router; API Gateway sends each function
+// only its own routes (see docs/API.md for the grouping), so a route that reaches
+// the "wrong" function still works, and the local stack serves every route
+// through the very same Handler. The domain packages never import events.
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/token"
+)
+
+// MaxBody is the largest request body accepted (decoded); larger gets 413.
+const MaxBody = 8 << 10
+
+// TicketTTL is how long a ticket stays valid: longer than any sensible wait,
+// short enough that a leaked one goes stale by the next on-sale.
+const TicketTTL = 24 * time.Hour
+
+// AdminAuth is how admin routes are authenticated.
+type AdminAuth string
+
+// The admin authentication modes.
+const (
+	// AdminIAM trusts API Gateway's IAM authorizer: the request must carry
+	// requestContext.authorizer.iam, which only API Gateway can set.
+	AdminIAM AdminAuth = "iam"
+	// AdminKey requires Authorization: Bearer <admin key> (local stack, tests).
+	AdminKey AdminAuth = "key"
+)
+
+// Options are the Handler's dependencies. Queue, Tickets and Entries are required.
+type Options struct {
+	Queue   room.Queue
+	Tickets *token.Tickets
+	Entries *token.Entries
+	// Origins checks the per-room origin credential that consume and complete
+	// require (Authorization: Bearer), so only the room's origin redeems tokens.
+	Origins *token.Origins
+
+	AdminAuth AdminAuth
+	AdminKey  string // required when AdminAuth is AdminKey
+
+	// DefaultRoom is the base for the fields an admin PUT of a new room leaves out.
+	DefaultRoom room.Config
+	// TickInterval is how often the admit loop ticks; pollAfterMs uses it to know
+	// how many visitors one tick admits. Default 1 s.
+	TickInterval time.Duration
+
+	Clock  func() time.Time // nil: time.Now
+	Logger *slog.Logger     // nil: discard
+	// Jitter returns a factor in [0.9, 1.1] for pollAfterMs; nil: random.
+	Jitter func() float64
+}
+
+// Handler serves every route of the API.
+type Handler struct {
+	o         Options
+	adminHash [32]byte
+}
+
+// New returns a Handler. It panics if a required dependency is missing, which
+// is a wiring bug found at start-up, never in a request.
+func New(o Options) *Handler {
+	if o.Queue == nil || o.Tickets == nil || o.Entries == nil {
+		panic("api: Queue, Tickets and Entries are required")
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Jitter == nil {
+		o.Jitter = func() float64 { return 0.9 + 0.2*rand.Float64() }
+	}
+	if o.TickInterval <= 0 {
+		o.TickInterval = time.Second
+	}
+	if o.AdminAuth == "" {
+		o.AdminAuth = AdminKey
+	}
+	return &Handler{o: o, adminHash: sha256.Sum256([]byte(o.AdminKey))}
+}
+
+// request is what a route handler sees of an API Gateway event.
+type request struct {
+	ev   *events.APIGatewayV2HTTPRequest
+	room string // the {room} path parameter, when the route has one
+	body []byte
+	now  time.Time
+}
+
+// header returns a request header. API Gateway lower-cases header names in
+// payload 2.0; the lookup tolerates other casings from hand-made events.
+func (r *request) header(name string) string {
+	if v, ok := r.ev.Headers[name]; ok {
+		return v
+	}
+	for k, v := range r.ev.Headers {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header.
+func (r *request) bearer() (string, bool) {
+	h := strings.TrimSpace(r.header("authorization"))
+	const p = "bearer "
+	if len(h) <= len(p) || !strings.EqualFold(h[:len(p)], p) {
+		return "", false
+	}
+	t := strings.TrimSpace(h[len(p):])
+	return t, t != ""
+}
+
+// Handle is the Lambda handler: it never returns an error and never panics;
+// every outcome is an HTTP response.
+func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (resp events.APIGatewayV2HTTPResponse, _ error) {
+	start := time.Now()
+	method := ev.RequestContext.HTTP.Method
+	path := ev.RawPath
+	if path == "" {
+		path = ev.RequestContext.HTTP.Path
+	}
+	routeName, roomID := "unknown", ""
+	var cause error
+	defer func() {
+		if p := recover(); p != nil {
+			cause = fmt.Errorf("panic: %v", p)
+			resp = errorResponse(&apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"})
+		}
+		attrs := []slog.Attr{
+			slog.String("route", routeName),
+			slog.String("method", method),
+			slog.Int("status", resp.StatusCode),
+			slog.Float64("latency_ms", float64(time.Since(start).Microseconds())/1000),
+		}
+		if roomID != "" {
+			attrs = append(attrs, slog.String("room", roomID))
+		}
+		if id := ev.RequestContext.RequestID; id != "" {
+			attrs = append(attrs, slog.String("request_id", id))
+		}
+		level := slog.LevelInfo
+		if resp.StatusCode >= 500 {
+			level = slog.LevelError
+			if cause != nil {
+				// Engine and Redis errors carry no tokens; they are what an
+				// operator needs to see, and only ever in the log.
+				attrs = append(attrs, slog.String("error", cause.Error()))
+			}
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				attrs = append(attrs, redisErrorAttrs(start)...)
+			}
+		}
+		h.o.Logger.LogAttrs(ctx, level, "request", attrs...)
+	}()
+
+	rt, params, allowed := match(method, path)
+	if rt == nil {
+		if allowed != "" {
+			e := &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", message: "method not allowed; allowed: " + allowed}
+			resp = errorResponse(e)
+			resp.Headers["Allow"] = allowed
+			return resp, nil
+		}
+		return errorResponse(&apiError{status: http.StatusNotFound, code: "unknown_route", message: "no such route"}), nil
+	}
+	routeName = rt.name
+	roomID = params
+	r := &request{ev: &ev, room: params, now: h.o.Clock()}
+	body, aerr := decodeBody(&ev)
+	if aerr != nil {
+		return errorResponse(aerr), nil
+	}
+	r.body = body
+	if rt.admin {
+		if e := h.checkAdmin(r); e != nil {
+			return errorResponse(e), nil
+		}
+	}
+	if rt.hasRoom && !room.ValidRoomID(r.room) {
+		return errorResponse(&apiError{status: http.StatusBadRequest, code: "invalid_room", message: "invalid room id"}), nil
+	}
+	resp, err := rt.fn(h, ctx, r)
+	if err != nil {
+		e := toAPIError(err)
+		cause = e.cause
+		return errorResponse(e), nil
+	}
+	return resp, nil
+}
+
+func decodeBody(ev *events.APIGatewayV2HTTPRequest) ([]byte, *apiError) {
+	// Reject on the encoded length first, so a huge body is never decoded.
+	if len(ev.Body) > MaxBody*4/3+4 {
+		return nil, errTooLarge
+	}
+	b := []byte(ev.Body)
+	if ev.IsBase64Encoded {
+		d, err := base64.StdEncoding.DecodeString(ev.Body)
+		if err != nil {
+			return nil, &apiError{status: http.StatusBadRequest, code: "bad_body", message: "body is not valid base64"}
+		}
+		b = d
+	}
+	if len(b) > MaxBody {
+		return nil, errTooLarge
+	}
+	return b, nil
+}
+
+func (h *Handler) checkAdmin(r *request) *apiError {
+	switch h.o.AdminAuth {
+	case AdminIAM:
+		a := r.ev.RequestContext.Authorizer
+		if a != nil && a.IAM != nil && (a.IAM.UserARN != "" || a.IAM.CallerID != "" || a.IAM.AccountID != "") {
+			return nil
+		}
+	case AdminKey:
+		got, ok := r.bearer()
+		// Compare digests so the comparison takes the same time whatever the
+		// lengths; an empty configured key never matches (wiring refuses it anyway).
+		sum := sha256.Sum256([]byte(got))
+		if ok && h.o.AdminKey != "" && subtle.ConstantTimeCompare(sum[:], h.adminHash[:]) == 1 {
+			return nil
+		}
+	}
+	return &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "admin credentials missing or invalid"}
+}

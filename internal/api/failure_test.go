@@ -1,0 +1,180 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/env"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/token"
+)
+
+// failing is a Queue whose every call fails with err, or panics when err is nil.
+type failing struct{ err error }
+
+func (f failing) fail() error {
+	if f.err == nil {
+		panic("boom: a bug in the engine")
+	}
+	return f.err
+}
+func (f failing) Enqueue(context.Context, string, string) (room.Place, error) {
+	return room.Place{}, f.fail()
+}
+func (f failing) Poll(context.Context, room.Ticket) (room.Place, error) {
+	return room.Place{}, f.fail()
+}
+func (f failing) Locate(context.Context, room.Ticket) (room.Place, error) {
+	return room.Place{}, f.fail()
+}
+func (f failing) Leave(context.Context, room.Ticket) error { return f.fail() }
+func (f failing) Consume(context.Context, string, int64) (room.Session, error) {
+	return room.Session{}, f.fail()
+}
+func (f failing) Complete(context.Context, string, int64) error { return f.fail() }
+func (f failing) Tick(context.Context, string) (room.TickResult, error) {
+	return room.TickResult{}, f.fail()
+}
+func (f failing) PutConfig(context.Context, string, room.Config) (room.Config, error) {
+	return room.Config{}, f.fail()
+}
+func (f failing) GetConfig(context.Context, string) (room.Config, error) {
+	return room.Config{}, f.fail()
+}
+func (f failing) Rooms(context.Context) ([]string, error)            { return nil, f.fail() }
+func (f failing) Stats(context.Context, string) (room.Stats, error)  { return room.Stats{}, f.fail() }
+func (f failing) AllowEnqueue(context.Context, string, string) error { return f.fail() }
+
+func handlerOver(t *testing.T, q room.Queue) *api.Handler {
+	k := keys(t)
+	return api.New(api.Options{Queue: q, Tickets: token.NewTickets(k.TicketSecret, "vestibule"),
+		Entries: token.NewEntries(k.Entry, "vestibule"), AdminAuth: api.AdminKey, AdminKey: adminKey})
+}
+
+// Every engine error maps to its status in one place; Redis trouble and the
+// unforeseen are 503 with Retry-After, and the cause never reaches the body.
+func TestErrorMapping(t *testing.T) {
+	secret := "10.0.0.7:6379 i/o timeout"
+	cases := []struct {
+		err        error
+		status     int
+		code       string
+		retryAfter string
+	}{
+		{room.ErrUnknownRoom, 404, "unknown_room", ""},
+		{room.ErrInvalidRoom, 400, "invalid_room", ""},
+		{&room.FieldError{Field: "maxActive", Reason: "too big"}, 400, "invalid_config", ""},
+		{room.ErrAlreadyConsumed, 409, "already_consumed", ""},
+		{room.ErrGrantExpired, 410, "grant_expired", ""},
+		{room.ErrUnknownGrant, 401, "unknown_grant", ""},
+		{&room.RetryError{After: 2500 * time.Millisecond}, 429, "rate_limited", "3"},
+		{room.ErrRateLimited, 429, "rate_limited", strconv.Itoa(api.RetryAfterSeconds)},
+		{fmt.Errorf("%w: %s", room.ErrUnavailable, secret), 503, "unavailable", strconv.Itoa(api.RetryAfterSeconds)},
+		{errors.New(secret), 503, "unavailable", strconv.Itoa(api.RetryAfterSeconds)},
+		{context.DeadlineExceeded, 503, "unavailable", strconv.Itoa(api.RetryAfterSeconds)},
+	}
+	for _, c := range cases {
+		t.Run(c.code+"/"+c.err.Error(), func(t *testing.T) {
+			h := handlerOver(t, failing{c.err})
+			for _, ev := range []struct{ method, path string }{
+				{"POST", "/api/rooms/r1/enqueue"}, {"GET", "/api/rooms/r1/status"}, {"GET", "/api/admin/rooms"},
+			} {
+				r := send(t, h, event(ev.method, ev.path, "", bearer(adminKey)))
+				wantStatus(t, r, c.status, c.code)
+				if got := r.Headers["Retry-After"]; got != c.retryAfter {
+					t.Errorf("%s %s: Retry-After %q, want %q", ev.method, ev.path, got, c.retryAfter)
+				}
+				if strings.Contains(r.Body, "10.0.0.7") || strings.Contains(r.Body, "timeout") {
+					t.Errorf("body leaks the cause: %s", r.Body)
+				}
+			}
+		})
+	}
+}
+
+// A panic anywhere below the handler becomes a 500 with a generic body, not a
+// crashed Lambda. (No input causes one; this proves the net is there.)
+func TestPanicIsA500(t *testing.T) {
+	h := handlerOver(t, failing{nil})
+	r := send(t, h, event("GET", "/api/rooms/r1/status", "", nil))
+	wantStatus(t, r, 500, "internal")
+	if strings.Contains(r.Body, "boom") {
+		t.Errorf("body leaks the panic: %s", r.Body)
+	}
+}
+
+// Redis down or unreachable: 503 with Retry-After, well inside a generous
+// deadline, for a single node and a cluster, through the production client
+// options (env.NewRedis).
+func TestRedisDown(t *testing.T) {
+	closed, err := redistest.FreePort() // nothing listens here
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A black hole: accepts connections and never answers.
+	hole, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hole.Close()
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := hole.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	k := keys(t)
+	for _, c := range []struct {
+		name    string
+		addr    string
+		cluster bool
+	}{
+		{"refused", fmt.Sprintf("127.0.0.1:%d", closed), false},
+		{"refused cluster", fmt.Sprintf("127.0.0.1:%d", closed), true},
+		{"black hole", hole.Addr().String(), false},
+		{"black hole cluster", hole.Addr().String(), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rdb, err := env.NewRedis("redis://"+c.addr, c.cluster, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rdb.Close()
+			h := api.New(api.Options{Queue: room.New(rdb), Tickets: token.NewTickets(k.TicketSecret, "vestibule"),
+				Entries: token.NewEntries(k.Entry, "vestibule"), AdminAuth: api.AdminKey, AdminKey: adminKey})
+			for _, ev := range []struct{ method, path, body string }{
+				{"POST", "/api/rooms/r1/enqueue", ""},
+				{"GET", "/api/rooms/r1/status", ""},
+				{"PUT", "/api/admin/rooms/r1", `{"originUrl":"https://o.example/"}`},
+			} {
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				resp, err := h.Handle(ctx, event(ev.method, ev.path, ev.body, bearer(adminKey)))
+				late := ctx.Err()
+				cancel()
+				if err != nil || resp.StatusCode != 503 || resp.Headers["Retry-After"] == "" {
+					t.Fatalf("%s %s: %d %v %s, want 503 with Retry-After", ev.method, ev.path, resp.StatusCode, resp.Headers, resp.Body)
+				}
+				if late != nil {
+					t.Fatalf("%s %s: answered only after the 3 s deadline", ev.method, ev.path)
+				}
+			}
+		})
+	}
+}

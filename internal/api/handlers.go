@@ -1,0 +1,452 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/token"
+)
+
+// placeResponse is the answer of enqueue and poll.
+type placeResponse struct {
+	Room        string     `json:"room"`
+	Ticket      string     `json:"ticket,omitempty"`
+	State       room.State `json:"state"`
+	Position    int64      `json:"position"`
+	Waiting     int64      `json:"waiting"`
+	EtaSeconds  *int64     `json:"etaSeconds"` // null when no admission rate is known
+	PollAfterMs int64      `json:"pollAfterMs"`
+	OpensAt     *time.Time `json:"opensAt,omitempty"`
+	// Set when admitted.
+	EntryToken     string     `json:"entryToken,omitempty"`
+	OriginURL      string     `json:"originUrl,omitempty"`
+	GrantExpiresAt *time.Time `json:"grantExpiresAt,omitempty"`
+	Active         bool       `json:"active,omitempty"` // the entry was already used; a session runs
+}
+
+// newVisitorID is the visitor's identity: random, made here, never taken from
+// the client, so nobody can claim someone else's place or lottery draw.
+func newVisitorID() string {
+	b := make([]byte, 16)
+	rand.Read(b) // never fails (crypto/rand, Go ≥ 1.24)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func (h *Handler) enqueue(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	visitor := ""
+	// A valid ticket of this room returns the same place: refresh and a second
+	// tab are safe. Any other ticket (another room's, expired, garbage) is
+	// ignored and the visitor joins afresh: this is the join route.
+	if s, ok := r.bearer(); ok {
+		if t, err := h.o.Tickets.Verify(s, r.room, r.now); err == nil {
+			// Locate, not Poll: a refresh right after a poll must not be refused
+			// by the min poll interval.
+			p, err := h.o.Queue.Locate(ctx, t)
+			if err != nil {
+				return events.APIGatewayV2HTTPResponse{}, err
+			}
+			if p.State != room.StateExpired {
+				return h.placeResponse(r, p, s)
+			}
+			// The place is gone (served, left, evicted): join again as the same
+			// visitor, which also keeps a pre-queue draw from being re-rolled.
+			visitor = t.Visitor
+		}
+	}
+	if visitor == "" {
+		// Only a fresh join costs the client's enqueue budget: a refresh with a
+		// valid ticket creates nothing.
+		if err := h.o.Queue.AllowEnqueue(ctx, r.room, r.ev.RequestContext.HTTP.SourceIP); err != nil {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+		visitor = newVisitorID()
+	}
+	p, err := h.o.Queue.Enqueue(ctx, r.room, visitor)
+	if errors.Is(err, room.ErrClosed) {
+		return jsonResponse(http.StatusOK, placeResponse{
+			Room: r.room, State: room.StateClosed,
+			PollAfterMs: PollAfter(PollInput{State: room.StateClosed, Jitter: h.o.Jitter()}).Milliseconds(),
+		}), nil
+	}
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	t, err := h.o.Tickets.Issue(p.Ticket, r.now, TicketTTL)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, internalError(err)
+	}
+	return h.placeResponse(r, p, t)
+}
+
+// ticket verifies the request's ticket for its room.
+func (h *Handler) ticket(r *request) (room.Ticket, error) {
+	s, ok := r.bearer()
+	if !ok {
+		return room.Ticket{}, errMissingTicket
+	}
+	t, err := h.o.Tickets.Verify(s, r.room, r.now)
+	if err != nil {
+		return room.Ticket{}, errInvalidTicket
+	}
+	return t, nil
+}
+
+func (h *Handler) poll(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	t, err := h.ticket(r)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	p, err := h.o.Queue.Poll(ctx, t)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	s, _ := r.bearer()
+	return h.placeResponse(r, p, s)
+}
+
+func (h *Handler) placeResponse(r *request, p room.Place, ticket string) (events.APIGatewayV2HTTPResponse, error) {
+	rate := p.RatePerMinute
+	if rate <= 0 {
+		rate = float64(p.Config.AdmitPerMinute)
+	}
+	out := placeResponse{
+		Room: r.room, Ticket: ticket, State: p.State,
+		Position: p.Position, Waiting: p.Waiting, OpensAt: p.Config.OpensAt,
+	}
+	in := PollInput{
+		State: p.State, Position: p.Position, RatePerMinute: rate,
+		HeartbeatTTL: time.Duration(p.Config.HeartbeatTTLSeconds) * time.Second,
+		TickInterval: h.o.TickInterval, Jitter: h.o.Jitter(),
+	}
+	switch p.State {
+	case room.StateWaiting:
+		out.EtaSeconds = etaSeconds(p.Position, rate)
+	case room.StatePrequeue:
+		if p.Config.OpensAt != nil {
+			in.UntilOpen = p.Config.OpensAt.Sub(r.now)
+		}
+	case room.StateAdmitted:
+		zero := int64(0)
+		out.EtaSeconds = &zero
+		out.OriginURL = p.Config.OriginURL
+		if p.Active {
+			out.Active = true
+			break
+		}
+		deadline := p.GrantDeadline
+		out.GrantExpiresAt = &deadline
+		tok, err := h.o.Entries.Issue(token.EntryClaims{
+			Room: p.Ticket.Room, Visitor: p.Ticket.Visitor, Seq: p.Ticket.Seq,
+			Audience: p.Config.OriginURL, IssuedAt: r.now, NotBefore: r.now, Expiry: p.GrantDeadline,
+		})
+		if err != nil {
+			return events.APIGatewayV2HTTPResponse{}, internalError(err)
+		}
+		out.EntryToken = tok
+	}
+	out.PollAfterMs = PollAfter(in).Milliseconds()
+	return jsonResponse(http.StatusOK, out), nil
+}
+
+func (h *Handler) leave(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	t, err := h.ticket(r)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if err := h.o.Queue.Leave(ctx, t); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return jsonResponse(http.StatusOK, map[string]any{"room": r.room, "left": true}), nil
+}
+
+type statusResponse struct {
+	Room           string    `json:"room"`
+	Mode           room.Mode `json:"mode"`
+	Waiting        int64     `json:"waiting"`
+	Active         int64     `json:"active"`
+	Admitted       int64     `json:"admitted"`
+	MaxActive      int64     `json:"maxActive"`
+	AdmitPerMinute int64     `json:"admitPerMinute"`
+	EtaSeconds     *int64    `json:"etaSeconds"` // for someone joining now; null when unknown
+}
+
+func (h *Handler) status(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	cfg, err := h.o.Queue.GetConfig(ctx, r.room)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	st, err := h.o.Queue.Stats(ctx, r.room)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	rate := float64(st.AdmittedLastMinute)
+	if rate <= 0 {
+		rate = float64(cfg.AdmitPerMinute)
+	}
+	resp := jsonResponse(http.StatusOK, statusResponse{
+		Room: r.room, Mode: cfg.Mode, Waiting: st.Waiting, Active: st.Active, Admitted: st.Admitted,
+		MaxActive: cfg.MaxActive, AdmitPerMinute: cfg.AdmitPerMinute, EtaSeconds: etaSeconds(st.Waiting+1, rate),
+	})
+	// Public and the same for everyone: CloudFront absorbs the crowd.
+	resp.Headers["Cache-Control"] = "public, max-age=1"
+	return resp, nil
+}
+
+// tokenBody is the body of consume and complete.
+type tokenBody struct {
+	Token string `json:"token"`
+}
+
+func (h *Handler) entryToken(r *request) (string, error) {
+	var b tokenBody
+	if err := decodeJSON(r.body, &b); err != nil {
+		return "", err
+	}
+	if b.Token == "" {
+		return "", errMissingToken
+	}
+	return b.Token, nil
+}
+
+// fromOrigin checks that the caller is the room's origin: it presents the
+// room's origin credential. Checked after the token, whose room it needs.
+func (h *Handler) fromOrigin(r *request, roomID string) error {
+	s, ok := r.bearer()
+	if !ok || h.o.Origins == nil || !h.o.Origins.Check(roomID, s) {
+		return errNotOrigin
+	}
+	return nil
+}
+
+// verifyEntry checks an entry token and that its audience is the room's
+// current origin. With allowExpired, a token past its claim window still
+// passes (complete comes after the window, during the session): its signature,
+// typ, issuer and key are still checked at the token's own start time, and the
+// engine decides whether the session still runs.
+func (h *Handler) verifyEntry(ctx context.Context, r *request, s string, allowExpired bool) (token.EntryClaims, error) {
+	c, err := h.o.Entries.Verify(s, r.now)
+	if errors.Is(err, token.ErrExpired) {
+		if !allowExpired {
+			return c, errTokenExpired
+		}
+		if at, ok := unverifiedStart(s); ok {
+			c, err = h.o.Entries.Verify(s, at)
+		}
+	}
+	if err != nil {
+		return c, errInvalidToken
+	}
+	cfg, err := h.o.Queue.GetConfig(ctx, c.Room)
+	if errors.Is(err, room.ErrUnknownRoom) {
+		return c, errInvalidToken
+	}
+	if err != nil {
+		return c, err
+	}
+	if c.Audience != cfg.OriginURL {
+		return c, &apiError{status: http.StatusUnauthorized, code: "invalid_token", message: "entry token is for another origin"}
+	}
+	return c, nil
+}
+
+// unverifiedStart reads nbf (or iat) without checking the signature; it only
+// picks the instant at which the real verification runs.
+func unverifiedStart(s string) (time.Time, bool) {
+	p, ok := token.Peek(s)
+	if !ok || p.Start.IsZero() {
+		return time.Time{}, false
+	}
+	return p.Start.Add(time.Second), true
+}
+
+type consumeResponse struct {
+	Room             string    `json:"room"`
+	Visitor          string    `json:"visitor"`
+	SessionExpiresAt time.Time `json:"sessionExpiresAt"`
+}
+
+func (h *Handler) consume(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	s, err := h.entryToken(r)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	c, err := h.verifyEntry(ctx, r, s, false)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if err := h.fromOrigin(r, c.Room); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	sess, err := h.o.Queue.Consume(ctx, c.Room, c.Seq)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	visitor := sess.Visitor
+	if visitor == "" {
+		visitor = c.Visitor
+	}
+	return jsonResponse(http.StatusOK, consumeResponse{Room: c.Room, Visitor: visitor, SessionExpiresAt: sess.ExpiresAt.UTC()}), nil
+}
+
+func (h *Handler) complete(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	s, err := h.entryToken(r)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	c, err := h.verifyEntry(ctx, r, s, true)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if err := h.fromOrigin(r, c.Room); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if err := h.o.Queue.Complete(ctx, c.Room, c.Seq); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return jsonResponse(http.StatusOK, map[string]any{"room": c.Room, "visitor": c.Visitor, "completed": true}), nil
+}
+
+func (h *Handler) jwks(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	b, err := h.o.Entries.JWKS()
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, internalError(err)
+	}
+	resp := jsonResponse(http.StatusOK, nil)
+	resp.Body = string(b)
+	resp.Headers["Content-Type"] = "application/jwk-set+json"
+	// Keys rotate by kid with overlap, so a few minutes of caching is safe.
+	resp.Headers["Cache-Control"] = "public, max-age=300"
+	return resp, nil
+}
+
+type roomInfo struct {
+	Room   string      `json:"room"`
+	Config room.Config `json:"config"`
+	Stats  room.Stats  `json:"stats"`
+	// OriginCredential is what the room's origin presents to consume and
+	// complete; only the admin routes show it.
+	OriginCredential string `json:"originCredential,omitempty"`
+}
+
+func (h *Handler) credential(roomID string) string {
+	if h.o.Origins == nil {
+		return ""
+	}
+	return h.o.Origins.Credential(roomID)
+}
+
+func (h *Handler) putRoom(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	// Fields the body leaves out keep the room's current value, or for a new
+	// room the deployment's default: an admin can change one setting live.
+	base, err := h.o.Queue.GetConfig(ctx, r.room)
+	if errors.Is(err, room.ErrUnknownRoom) {
+		base, err = h.o.DefaultRoom, nil
+	}
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if err := decodeJSON(r.body, &base); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if err := base.Validate(); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, &apiError{status: http.StatusBadRequest, code: "invalid_config", message: err.Error()}
+	}
+	cfg, err := h.o.Queue.PutConfig(ctx, r.room, base)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return jsonResponse(http.StatusOK, map[string]any{"room": r.room, "config": cfg, "originCredential": h.credential(r.room)}), nil
+}
+
+func (h *Handler) info(ctx context.Context, id string) (roomInfo, error) {
+	cfg, err := h.o.Queue.GetConfig(ctx, id)
+	if err != nil {
+		return roomInfo{}, err
+	}
+	st, err := h.o.Queue.Stats(ctx, id)
+	if err != nil {
+		return roomInfo{}, err
+	}
+	return roomInfo{Room: id, Config: cfg, Stats: st, OriginCredential: h.credential(id)}, nil
+}
+
+func (h *Handler) getRoom(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	info, err := h.info(ctx, r.room)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return jsonResponse(http.StatusOK, info), nil
+}
+
+func (h *Handler) listRooms(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	ids, err := h.o.Queue.Rooms(ctx)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	out := struct {
+		Rooms []roomInfo `json:"rooms"`
+	}{Rooms: []roomInfo{}}
+	for _, id := range ids {
+		info, err := h.info(ctx, id)
+		if errors.Is(err, room.ErrUnknownRoom) {
+			continue // removed between the two reads
+		}
+		if err != nil {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+		out.Rooms = append(out.Rooms, info)
+	}
+	return jsonResponse(http.StatusOK, out), nil
+}
+
+// decodeJSON decodes exactly one JSON object, refusing unknown fields so that
+// a typo in a setting is an error rather than silently ignored.
+func decodeJSON(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &apiError{status: http.StatusBadRequest, code: "bad_json", message: "request body is not the expected JSON: " + jsonProblem(err)}
+	}
+	if dec.More() {
+		return errBadJSON
+	}
+	return nil
+}
+
+// jsonProblem describes a decoding error without echoing the input.
+func jsonProblem(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return "syntax error"
+	case errors.As(err, &te):
+		if te.Field == "" {
+			return "wrong type"
+		}
+		return "wrong type for " + te.Field
+	case errors.Is(err, io.EOF):
+		return "empty body"
+	default:
+		// Unknown-field errors name the field; that is what the caller needs.
+		msg := err.Error()
+		if len(msg) > 120 {
+			msg = msg[:120]
+		}
+		return msg
+	}
+}
+
+func internalError(err error) *apiError {
+	return &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error", cause: err}
+}

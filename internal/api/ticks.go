@@ -1,0 +1,113 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// AdmitMargin is how long before its deadline the admit function stops
+// ticking, so it returns cleanly instead of being cut off by Lambda.
+const AdmitMargin = 3 * time.Second
+
+// TickSummary is what a run of ticks did, summed over rooms and ticks.
+type TickSummary struct {
+	Ticks           int   `json:"ticks"`     // loop iterations
+	RoomTicks       int   `json:"roomTicks"` // successful room ticks
+	Errors          int   `json:"errors"`    // failed room lists and room ticks
+	Admitted        int64 `json:"admitted"`
+	Evicted         int64 `json:"evicted"`
+	GrantsReclaimed int64 `json:"grantsReclaimed"`
+	SessionsEnded   int64 `json:"sessionsEnded"`
+}
+
+// RunTicks ticks every room once per interval, starting at once, until ctx is
+// done. It is the one admission loop: the admit Lambda runs it inside its
+// minute and the local stack runs it for as long as it lives. Failures are
+// logged and counted, never fatal: the next tick tries again, and the engine's
+// token bucket keeps duplicate or late ticks from admitting extra visitors.
+func RunTicks(ctx context.Context, q room.Queue, interval time.Duration, log *slog.Logger) TickSummary {
+	if interval <= 0 {
+		interval = time.Second
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var sum TickSummary
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if ctx.Err() != nil {
+			return sum
+		}
+		sum.Ticks++
+		tickAll(ctx, q, log, &sum)
+		select {
+		case <-ctx.Done():
+			return sum
+		case <-t.C:
+		}
+	}
+}
+
+func tickAll(ctx context.Context, q room.Queue, log *slog.Logger, sum *TickSummary) {
+	ids, err := q.Rooms(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			sum.Errors++
+			log.LogAttrs(ctx, slog.LevelError, "tick: list rooms", append(redisErrorAttrs(time.Now()), slog.String("error", err.Error()))...)
+		}
+		return
+	}
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return
+		}
+		r, err := q.Tick(ctx, id)
+		if err != nil {
+			if ctx.Err() == nil {
+				sum.Errors++
+				log.LogAttrs(ctx, slog.LevelError, "tick", append(redisErrorAttrs(time.Now()), slog.String("room", id), slog.String("error", err.Error()))...)
+			}
+			continue
+		}
+		sum.RoomTicks++
+		sum.Admitted += r.Admitted
+		sum.Evicted += r.Evicted
+		sum.GrantsReclaimed += r.GrantsReclaimed
+		sum.SessionsEnded += r.SessionsEnded
+		if r != (room.TickResult{}) {
+			log.LogAttrs(ctx, slog.LevelDebug, "tick", slog.String("room", id),
+				slog.Int64("admitted", r.Admitted), slog.Int64("evicted", r.Evicted),
+				slog.Int64("grants_reclaimed", r.GrantsReclaimed), slog.Int64("sessions_ended", r.SessionsEnded))
+		}
+	}
+}
+
+// AdmitHandler is the admit Lambda's handler: on each scheduled event it ticks
+// every interval until AdmitMargin before the invocation's deadline (or for
+// one minute when there is none), then returns the summary.
+func AdmitHandler(q room.Queue, interval time.Duration, log *slog.Logger) func(context.Context, events.EventBridgeEvent) (TickSummary, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return func(ctx context.Context, ev events.EventBridgeEvent) (TickSummary, error) {
+		deadline, ok := ctx.Deadline()
+		if !ok {
+			deadline = time.Now().Add(time.Minute)
+		}
+		// A short timeout still gets ticks: the margin is at most half the time left.
+		margin := min(AdmitMargin, time.Until(deadline)/2)
+		ctx, cancel := context.WithDeadline(ctx, deadline.Add(-margin))
+		defer cancel()
+		sum := RunTicks(ctx, q, interval, log)
+		log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "admit",
+			slog.String("event_id", ev.ID), slog.Int("ticks", sum.Ticks), slog.Int("room_ticks", sum.RoomTicks),
+			slog.Int("errors", sum.Errors), slog.Int64("admitted", sum.Admitted), slog.Int64("evicted", sum.Evicted))
+		return sum, nil
+	}
+}

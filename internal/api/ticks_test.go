@@ -1,0 +1,75 @@
+package api_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// RunTicks ticks every room, repeatedly, until its context ends, and sums
+// what the ticks did.
+func TestRunTicks(t *testing.T) {
+	for name, rdb := range redistest.Clients(t) {
+		t.Run(name, func(t *testing.T) {
+			q := room.New(rdb)
+			ctx := context.Background()
+			cfg := room.DefaultConfig()
+			cfg.OriginURL = "https://origin.example/"
+			cfg.AdmitPerMinute = 6000
+			var rooms []string
+			for i := 0; i < 2; i++ {
+				id := redistest.Room(t)
+				if _, err := q.PutConfig(ctx, id, cfg); err != nil {
+					t.Fatal(err)
+				}
+				for j := 0; j < 3; j++ {
+					if _, err := q.Enqueue(ctx, id, "visitor"+string(rune('a'+j))); err != nil {
+						t.Fatal(err)
+					}
+				}
+				rooms = append(rooms, id)
+			}
+			tctx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
+			defer cancel()
+			sum := api.RunTicks(tctx, q, 50*time.Millisecond, nil)
+			if sum.Ticks < 2 || sum.Errors != 0 {
+				t.Fatalf("summary %+v: want several ticks and no errors", sum)
+			}
+			for _, id := range rooms {
+				st, err := q.Stats(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Waiting != 0 || st.Admitted != 3 {
+					t.Errorf("room %s after ticks: %+v, want all 3 admitted", id, st)
+				}
+			}
+			if sum.Admitted < 6 {
+				t.Errorf("summary admitted %d, want at least 6", sum.Admitted)
+			}
+		})
+	}
+}
+
+// The admit handler stops before its invocation deadline and reports a summary.
+func TestAdmitHandler(t *testing.T) {
+	q := room.New(redistest.Single(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	defer cancel()
+	sum, err := api.AdmitHandler(q, 100*time.Millisecond, nil)(ctx, events.EventBridgeEvent{ID: "e1", DetailType: "Scheduled Event"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the handler ran into its invocation deadline")
+	}
+	if sum.Ticks < 1 {
+		t.Fatalf("summary %+v: want at least one tick", sum)
+	}
+}

@@ -1,0 +1,305 @@
+package e2e
+
+import (
+	"context"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+)
+
+const wait = 15 * time.Second
+
+func pageURL(base, room string) string { return base + "/?room=" + url.QueryEscape(room) }
+
+func ticketOf(t *testing.T, ctx context.Context, room string) string {
+	t.Helper()
+	return eval[string](t, ctx, `(JSON.parse(localStorage.getItem("vestibule:ticket:`+room+`")) || {}).ticket || ""`)
+}
+
+func text(t *testing.T, ctx context.Context, id string) string {
+	t.Helper()
+	return eval[string](t, ctx, `document.getElementById("`+id+`").textContent`)
+}
+
+// TestJourney: join → position shown → a refresh keeps the place → admitted →
+// lands on the demo origin with the token in the fragment → the origin consumes it.
+func TestJourney(t *testing.T) {
+	s := stack(t, "")
+	id := redistest.Room(t)
+	room := "spring-concert-" + id[len(id)-6:] // it shows in the screenshots
+	putRoom(t, s, room, baseSettings(s))
+	fillRoom(t, s, room)
+	// Two visitors ahead of ours, so the page has people ahead to show.
+	enqueueAPI(t, s, room)
+	enqueueAPI(t, s, room)
+
+	v := visitor(t)
+	do(t, v, chromedp.Navigate(pageURL(s.URL(), room)))
+	waitState(t, v, "waiting", wait)
+	if got := text(t, v, "position"); got != "3" {
+		t.Errorf("position = %q, want 3", got)
+	}
+	if got := text(t, v, "ahead"); got != "2" {
+		t.Errorf("ahead = %q, want 2", got)
+	}
+	if got := text(t, v, "waiting"); got != "3" {
+		t.Errorf("waiting total = %q, want 3", got)
+	}
+	if got := text(t, v, "eta"); !regexp.MustCompile(`\d|minute|moment`).MatchString(got) {
+		t.Errorf("estimated wait = %q, want a range", got)
+	}
+	ticket := ticketOf(t, v, room)
+	if ticket == "" {
+		t.Fatal("no ticket in localStorage")
+	}
+	screenshot(t, v, "screenshot-waiting.png")
+
+	// A refresh keeps the place: the same ticket, the same position.
+	do(t, v, chromedp.Reload())
+	waitState(t, v, "waiting", wait)
+	if got := ticketOf(t, v, room); got != ticket {
+		t.Errorf("ticket changed across a refresh")
+	}
+	if got := text(t, v, "position"); got != "3" {
+		t.Errorf("position after refresh = %q, want 3", got)
+	}
+
+	// Room for everyone: the next tick admits the two ahead and our visitor.
+	cfg := baseSettings(s)
+	cfg["maxActive"] = 10
+	navigations := chromedp.Events(v, page.FrameNavigated)
+	putRoom(t, s, room, cfg)
+	waitState(t, v, "admitted", wait)
+	screenshot(t, v, "screenshot-admitted.png")
+	if got := text(t, v, "title"); got != "It's your turn" {
+		t.Errorf("title = %q", got)
+	}
+
+	// The page moves to the origin with the entry token in the fragment. The
+	// origin page wipes the fragment at once, so the URL is read from the
+	// navigation event rather than from the address bar afterwards.
+	origin := s.OriginURL() + "/"
+	var landed string
+	for ev, err := range navigations {
+		if err != nil {
+			t.Fatalf("never reached the origin %s: %v; page shows %s", origin, err, pageSummary(v))
+		}
+		if ev.Frame.ParentID == "" && strings.HasPrefix(ev.Frame.URL, origin) {
+			landed = ev.Frame.URL + ev.Frame.URLFragment
+			break
+		}
+	}
+	u, err := url.Parse(landed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if frag, _ := url.ParseQuery(u.Fragment); strings.Count(frag.Get("token"), ".") != 2 {
+		t.Errorf("origin URL %s carries no entry token (a JWT) in its fragment", landed)
+	}
+	if u.RawQuery != "" {
+		t.Errorf("the token must not travel in the query string: %s", landed)
+	}
+	// The origin consumed the token (server to server) and shows the session.
+	waitJS(t, v, `document.getElementById("out") && document.getElementById("out").dataset.state === "session"`, wait)
+	if got := text(t, v, "room"); got != room {
+		t.Errorf("origin session room = %q, want %q", got, room)
+	}
+	// Back at the waiting page, the spent ticket is gone and the finished
+	// visit is shown rather than a new place taken.
+	do(t, v, chromedp.Navigate(pageURL(s.URL(), room)))
+	waitState(t, v, "admitted", wait)
+	if got := ticketOf(t, v, room); got != "" {
+		// The ticket is spent; a later visit to the waiting page starts anew.
+		t.Errorf("ticket still stored after admission")
+	}
+}
+
+// TestTwoTabs: a second tab shows the same place without polling; when the
+// leading tab closes, the other one takes over.
+func TestTwoTabs(t *testing.T) {
+	s := stack(t, "")
+	room := redistest.Room(t)
+	cfg := baseSettings(s)
+	cfg["heartbeatTTLSeconds"] = 10 // the minimum: polls at least every 3.3 s
+	putRoom(t, s, room, cfg)
+	fillRoom(t, s, room)
+
+	v := visitor(t)
+	first, closeFirst := tab(t, v)
+	firstReqs := countRequests(first)
+	do(t, first, chromedp.Navigate(pageURL(s.URL(), room)))
+	waitState(t, first, "waiting", wait)
+	waitJS(t, first, `document.body.dataset.leader === "1"`, wait)
+
+	second, _ := tab(t, v)
+	secondReqs := countRequests(second)
+	do(t, second, chromedp.Navigate(pageURL(s.URL(), room)))
+	waitState(t, second, "waiting", wait)
+	if a, b := ticketOf(t, first, room), ticketOf(t, second, room); a == "" || a != b {
+		t.Fatalf("tabs hold different tickets")
+	}
+	if a, b := text(t, first, "position"), text(t, second, "position"); a != "1" || a != b {
+		t.Errorf("positions: first tab %q, second tab %q; want both 1", a, b)
+	}
+
+	// Let a few polls happen: the first tab polls, the second only follows.
+	before := firstReqs.get("poll")
+	waitJS(t, first, `+document.body.dataset.polls >= 4`, wait)
+	if firstReqs.get("poll") <= before {
+		t.Errorf("the leading tab sent no poll requests")
+	}
+	if n := secondReqs.get("poll") + secondReqs.get("enqueue"); n != 0 {
+		t.Errorf("the following tab sent %d API requests, want 0", n)
+	}
+	if got := eval[string](t, second, `document.body.dataset.leader`); got != "0" {
+		t.Errorf("second tab leader = %q, want 0", got)
+	}
+	// Close the leader: the second tab takes over with the same ticket.
+	ticket := ticketOf(t, first, room)
+	closeFirst()
+	waitJS(t, second, `document.body.dataset.leader === "1" && +document.body.dataset.polls >= 2`, wait)
+	if secondReqs.get("poll")+secondReqs.get("enqueue") == 0 {
+		t.Errorf("the new leader sent no requests")
+	}
+	if got := ticketOf(t, second, room); got != ticket {
+		t.Errorf("the ticket changed when the leader closed")
+	}
+	if got := text(t, second, "position"); got != "1" {
+		t.Errorf("position after takeover = %q, want 1", got)
+	}
+}
+
+// TestPrequeue: before opensAt the page counts down; at opening it moves on.
+func TestPrequeue(t *testing.T) {
+	s := stack(t, "")
+	room := redistest.Room(t)
+	cfg := baseSettings(s)
+	cfg["maxActive"] = 10
+	cfg["heartbeatTTLSeconds"] = 10
+	opens := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	cfg["opensAt"] = opens.Format(time.RFC3339)
+	putRoom(t, s, room, cfg)
+
+	v := visitor(t)
+	do(t, v, chromedp.Navigate(pageURL(s.URL(), room)))
+	waitState(t, v, "prequeue", wait)
+	waitJS(t, v, `!document.getElementById("countdown-box").hidden`, wait)
+	cd := text(t, v, "countdown")
+	m := regexp.MustCompile(`^(?:(\d+):)?(\d\d):(\d\d)$`).FindStringSubmatch(cd)
+	if m == nil {
+		t.Fatalf("countdown %q is not [h:]mm:ss", cd)
+	}
+	h, _ := strconv.Atoi(m[1])
+	mm, _ := strconv.Atoi(m[2])
+	ss, _ := strconv.Atoi(m[3])
+	left := time.Duration(h*3600+mm*60+ss) * time.Second
+	if want := time.Until(opens); left > want+2*time.Second || left < want-10*time.Second {
+		t.Errorf("countdown shows %s, want about %s", left, want.Round(time.Second))
+	}
+	// It counts down by itself, without a request per second.
+	waitJS(t, v, `document.getElementById("countdown").textContent !== `+strconv.Quote(cd), wait)
+
+	// Open the room now: the visitor leaves the pre-queue and is let in.
+	cfg["opensAt"] = time.Now().Add(time.Second).UTC().Format(time.RFC3339)
+	putRoom(t, s, room, cfg)
+	waitJS(t, v, `document.body.dataset.state === "admitted" || !location.href.includes("room=")`, wait)
+}
+
+// TestPausedClosedLeave: the paused and closed states, the leave button and
+// rejoining, and the language switch.
+func TestPausedClosedLeave(t *testing.T) {
+	s := stack(t, "")
+	room := redistest.Room(t)
+	cfg := baseSettings(s)
+	cfg["mode"] = "paused"
+	cfg["heartbeatTTLSeconds"] = 10
+	putRoom(t, s, room, cfg)
+
+	v := visitor(t)
+	do(t, v, chromedp.Navigate(pageURL(s.URL(), room)))
+	waitState(t, v, "paused", wait)
+	if got := text(t, v, "position"); got != "1" {
+		t.Errorf("paused position = %q, want 1", got)
+	}
+	first := ticketOf(t, v, room)
+
+	// Leave: the ticket is forgotten and the page offers to join again.
+	do(t, v, chromedp.Click(chromedp.ID("leave")))
+	waitState(t, v, "left", wait)
+	if got := ticketOf(t, v, room); got != "" {
+		t.Errorf("ticket kept after leaving")
+	}
+	do(t, v, chromedp.Click(chromedp.ID("rejoin")))
+	waitState(t, v, "paused", wait)
+	if got := ticketOf(t, v, room); got == "" || got == first {
+		t.Errorf("rejoining did not give a new ticket")
+	}
+
+	// Korean on request; the choice survives a reload.
+	do(t, v, chromedp.Click(chromedp.ID("lang")))
+	waitJS(t, v, `document.documentElement.lang === "ko"`, wait)
+	if got := text(t, v, "title"); got != "대기열이 잠시 멈췄습니다" {
+		t.Errorf("Korean title = %q", got)
+	}
+	do(t, v, chromedp.Reload())
+	waitState(t, v, "paused", wait)
+	waitJS(t, v, `document.documentElement.lang === "ko" && document.getElementById("lang").textContent === "English"`, wait)
+	do(t, v, chromedp.Click(chromedp.ID("lang")))
+
+	cfg["mode"] = "closed"
+	putRoom(t, s, room, cfg)
+	waitState(t, v, "closed", wait)
+	if got := text(t, v, "title"); got != "This line is closed" {
+		t.Errorf("closed title = %q", got)
+	}
+	// The live region said so, at once.
+	waitJS(t, v, `document.getElementById("announce").textContent.includes("closed")`, wait)
+}
+
+// TestRedisOutage: Redis goes away; the page says it is reconnecting, keeps
+// its ticket, and carries on when Redis is back.
+func TestRedisOutage(t *testing.T) {
+	srv, err := redistest.Start("appendonly", "yes", "appendfsync", "always")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	s := stack(t, "redis://"+srv.Addr)
+	room := redistest.Room(t)
+	cfg := baseSettings(s)
+	cfg["mode"] = "paused"
+	cfg["heartbeatTTLSeconds"] = 10
+	putRoom(t, s, room, cfg)
+
+	v := visitor(t)
+	do(t, v, chromedp.Navigate(pageURL(s.URL(), room)))
+	waitState(t, v, "paused", wait)
+	ticket := ticketOf(t, v, room)
+
+	srv.Stop()
+	waitJS(t, v, `document.body.dataset.reconnecting === "1" && !document.getElementById("notice").hidden`, wait)
+	if got := text(t, v, "notice"); !strings.Contains(got, "Reconnecting") {
+		t.Errorf("notice = %q", got)
+	}
+	if got := ticketOf(t, v, room); got != ticket {
+		t.Errorf("ticket lost during the outage")
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, v, `document.body.dataset.reconnecting === "0" && document.body.dataset.state === "paused"`, 30*time.Second)
+	if got := ticketOf(t, v, room); got != ticket {
+		t.Errorf("ticket changed after recovery")
+	}
+	if got := text(t, v, "position"); got != "1" {
+		t.Errorf("position after recovery = %q, want 1", got)
+	}
+}

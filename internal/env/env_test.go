@@ -1,0 +1,221 @@
+package env_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/env"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+
+func getenv(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoad(t *testing.T) {
+	c, err := env.Load(getenv(map[string]string{
+		"REDIS_URL": "rediss://cache.example:6379", "REDIS_CLUSTER": "true",
+		"TICKET_SECRET_ARN": "arn:t", "ENTRY_KEY_SECRET_ARN": "arn:e",
+		"DEFAULT_ROOM_CONFIG": `{"maxActive":7,"originUrl":"https://shop.example/"}`,
+		"LOG_LEVEL":           "debug",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.RedisCluster || c.AdminAuth != api.AdminIAM || c.Issuer != "vestibule" || c.KeyDir != ".vestibule/keys" ||
+		c.DefaultRoom.MaxActive != 7 || c.DefaultRoom.OriginURL != "https://shop.example/" ||
+		c.DefaultRoom.AdmitPerMinute != room.DefaultConfig().AdmitPerMinute || c.LogLevel.String() != "DEBUG" {
+		t.Fatalf("loaded %+v", c)
+	}
+
+	bad := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"no redis", map[string]string{}, "REDIS_URL is required"},
+		{"bad scheme", map[string]string{"REDIS_URL": "http://x"}, "REDIS_URL must start"},
+		{"bad cluster flag", map[string]string{"REDIS_URL": "redis://x:1", "REDIS_CLUSTER": "maybe"}, "REDIS_CLUSTER"},
+		{"ca without tls", map[string]string{"REDIS_URL": "redis://x:1", "REDIS_CA_FILE": "/ca.pem"}, "REDIS_CA_FILE"},
+		{"one arn", map[string]string{"REDIS_URL": "redis://x:1", "TICKET_SECRET_ARN": "arn:t"}, "ENTRY_KEY_SECRET_ARN"},
+		{"key auth without key", map[string]string{"REDIS_URL": "redis://x:1", "ADMIN_AUTH": "key"}, "VESTIBULE_ADMIN_KEY"},
+		{"key auth short key", map[string]string{"REDIS_URL": "redis://x:1", "ADMIN_AUTH": "key", "VESTIBULE_ADMIN_KEY": "short"}, "VESTIBULE_ADMIN_KEY"},
+		{"unknown auth", map[string]string{"REDIS_URL": "redis://x:1", "ADMIN_AUTH": "none"}, "ADMIN_AUTH"},
+		{"bad default room", map[string]string{"REDIS_URL": "redis://x:1", "DEFAULT_ROOM_CONFIG": `{"maxActiv":1}`}, "DEFAULT_ROOM_CONFIG"},
+		{"bad log level", map[string]string{"REDIS_URL": "redis://x:1", "LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+	}
+	for _, b := range bad {
+		t.Run(b.name, func(t *testing.T) {
+			_, err := env.Load(getenv(b.env))
+			if !errors.Is(err, env.ErrConfig) || !strings.Contains(err.Error(), b.want) {
+				t.Fatalf("err = %v, want ErrConfig mentioning %q", err, b.want)
+			}
+		})
+	}
+	// Every problem is reported at once.
+	_, err = env.Load(getenv(map[string]string{"ADMIN_AUTH": "none", "LOG_LEVEL": "loud"}))
+	if n := strings.Count(err.Error(), "\n") + 1; n != 3 {
+		t.Fatalf("want 3 problems, got %d: %v", n, err)
+	}
+}
+
+// engineJourney runs enqueue → tick → consume on a room through a client made
+// by the configuration path the functions use.
+func engineJourney(t *testing.T, rdb redis.UniversalClient) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	now := time.Now()
+	q := room.New(rdb, room.WithClock(func() time.Time { return now }))
+	id := redistest.Room(t)
+	cfg := room.DefaultConfig()
+	cfg.OriginURL = "https://origin.example/"
+	if _, err := q.PutConfig(ctx, id, cfg); err != nil {
+		t.Fatal(err)
+	}
+	p, err := q.Enqueue(ctx, id, "visitor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // the first tick starts the admission bucket
+		if _, err := q.Tick(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Second)
+	}
+	if p, err = q.Poll(ctx, p.Ticket); err != nil || p.State != room.StateAdmitted {
+		t.Fatalf("poll after tick: %+v %v", p, err)
+	}
+	if _, err := q.Consume(ctx, id, p.Ticket.Seq); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// REDIS_URL + REDIS_CLUSTER=true reach the 3-node cluster and every script runs on it.
+func TestClusterFromEnv(t *testing.T) {
+	addrs, err := redistest.ClusterAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := env.Load(getenv(map[string]string{"REDIS_URL": "redis://" + addrs[1], "REDIS_CLUSTER": "true"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb, err := c.Redis()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	if _, ok := rdb.(*redis.ClusterClient); !ok {
+		t.Fatalf("REDIS_CLUSTER=true gave a %T", rdb)
+	}
+	engineJourney(t, rdb)
+}
+
+// rediss:// with a CA file reaches a TLS-only redis-server whose certificate a
+// test CA signed; without the CA the server is refused (no silent skip of
+// verification).
+func TestTLS(t *testing.T) {
+	dir := t.TempDir()
+	caFile := writeCerts(t, dir)
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := redistest.Start(
+		"tls-port", strconv.Itoa(port),
+		"tls-cert-file", filepath.Join(dir, "server.pem"),
+		"tls-key-file", filepath.Join(dir, "server-key.pem"),
+		"tls-ca-cert-file", caFile,
+		"tls-auth-clients", "no",
+	)
+	if err != nil {
+		t.Fatalf("TLS redis-server: %v", err)
+	}
+	defer srv.Stop()
+	url := fmt.Sprintf("rediss://localhost:%d", port)
+
+	c, err := env.Load(getenv(map[string]string{"REDIS_URL": url, "REDIS_CA_FILE": caFile}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb, err := c.Redis()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	engineJourney(t, rdb)
+
+	// Without the CA, the system roots do not trust the server: refused.
+	untrusted, err := env.NewRedis(url, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer untrusted.Close()
+	if err := untrusted.Ping(context.Background()).Err(); err == nil {
+		t.Fatal("a server signed by an unknown CA was trusted")
+	}
+	if _, err := env.NewRedis(url, false, filepath.Join(dir, "missing.pem")); !errors.Is(err, env.ErrConfig) {
+		t.Fatalf("missing CA file: %v", err)
+	}
+}
+
+// writeCerts makes a CA and a server certificate for localhost/127.0.0.1 and
+// returns the CA file.
+func writeCerts(t *testing.T, dir string) string {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "vestibule test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	srvKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	srvTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "localhost"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(srvKey)
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("server.pem", "CERTIFICATE", srvDER)
+	write("server-key.pem", "EC PRIVATE KEY", keyDER)
+	return write("ca.pem", "CERTIFICATE", caDER)
+}

@@ -1,0 +1,268 @@
+// Package localstack runs the whole product on one machine: the waiting page
+// (static/) and every API route on one port, translated from plain HTTP into
+// the API Gateway v2 events Lambda receives and served by the very same
+// api.Handler; the admit ticks on a ticker (the same api.RunTicks as the admit
+// Lambda); a "demo" room; and a small demo booking origin on a second port
+// that consumes the entry token server to server, as a real origin would.
+// Redis is embedded (miniredis) unless a URL names a real one.
+package localstack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/env"
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/token"
+)
+
+// DemoRoomID is the room the stack creates.
+const DemoRoomID = "demo"
+
+// Options configure the stack. The zero value of every field has a default.
+type Options struct {
+	RedisURL     string // "" → embedded miniredis; redis:// rediss://; with RedisCluster a cluster seed
+	RedisCluster bool
+	RedisCAFile  string
+	Addr         string           // waiting room + API listen address, e.g. ":8080" or "127.0.0.1:0"
+	OriginAddr   string           // demo booking origin listen address, e.g. ":8081" or "127.0.0.1:0"
+	StaticDir    string           // default "static"
+	KeyDir       string           // default ".vestibule/keys"
+	AdminKey     string           // "" → random, printed
+	TickInterval time.Duration    // default 1 s; the same tick function as the admit Lambda
+	Clock        func() time.Time // nil → time.Now
+	DemoRoom     *room.Config     // nil → a default demo room "demo" (maxActive 5, admitPerMinute 60, originUrl = the demo origin's URL + "/")
+	Logger       *slog.Logger
+}
+
+// Stack is a running local stack.
+type Stack struct {
+	url, originURL, adminKey string
+
+	rdb     redis.UniversalClient
+	mini    *miniredis.Miniredis
+	servers []*http.Server
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	once    sync.Once
+	err     error
+}
+
+// Start starts the stack and returns once it serves. Close stops it.
+func Start(ctx context.Context, o Options) (*Stack, error) {
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:0"
+	}
+	if o.OriginAddr == "" {
+		o.OriginAddr = "127.0.0.1:0"
+	}
+	if o.StaticDir == "" {
+		o.StaticDir = "static"
+	}
+	if o.KeyDir == "" {
+		o.KeyDir = env.DefaultKeyDir
+	}
+	if o.TickInterval <= 0 {
+		o.TickInterval = time.Second
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.AdminKey == "" {
+		b := make([]byte, 18)
+		rand.Read(b)
+		o.AdminKey = base64.RawURLEncoding.EncodeToString(b)
+	}
+
+	s := &Stack{adminKey: o.AdminKey}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Close()
+		}
+	}()
+
+	if o.RedisURL == "" {
+		m, err := miniredis.Run()
+		if err != nil {
+			return nil, fmt.Errorf("embedded redis: %w", err)
+		}
+		s.mini = m
+		s.rdb = redis.NewClient(&redis.Options{Addr: m.Addr()})
+	} else {
+		rdb, err := env.NewRedis(o.RedisURL, o.RedisCluster, o.RedisCAFile)
+		if err != nil {
+			return nil, err
+		}
+		s.rdb = rdb
+	}
+	keys, err := token.LoadLocal(o.KeyDir)
+	if err != nil {
+		return nil, fmt.Errorf("local keys in %s: %w", o.KeyDir, err)
+	}
+	engine := room.New(s.rdb, room.WithClock(o.Clock), room.WithMinPollInterval(api.MinPollInterval))
+
+	appLn, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", o.Addr, err)
+	}
+	originLn, err := net.Listen("tcp", o.OriginAddr)
+	if err != nil {
+		appLn.Close()
+		return nil, fmt.Errorf("listen %s: %w", o.OriginAddr, err)
+	}
+	s.url = "http://" + loopback(appLn.Addr())
+	s.originURL = "http://" + loopback(originLn.Addr())
+
+	def := room.DefaultConfig()
+	def.OriginURL = s.originURL + "/"
+	origins := token.NewOrigins(keys.TicketSecret)
+	h := api.New(api.Options{
+		Queue:        engine,
+		Tickets:      token.NewTickets(keys.TicketSecret, env.DefaultIssuer),
+		Entries:      token.NewEntries(keys.Entry, env.DefaultIssuer),
+		Origins:      origins,
+		AdminAuth:    api.AdminKey,
+		AdminKey:     o.AdminKey,
+		DefaultRoom:  def,
+		TickInterval: o.TickInterval,
+		Clock:        o.Clock,
+		Logger:       o.Logger,
+	})
+	if err := s.demoRoom(ctx, engine, o.DemoRoom); err != nil {
+		appLn.Close()
+		originLn.Close()
+		return nil, err
+	}
+
+	app := http.NewServeMux()
+	app.Handle("/api/", Gateway(h.Handle))
+	app.Handle("/", http.FileServer(http.Dir(o.StaticDir)))
+	// The path form of a room's page (docs/PAGE.md), as CloudFront's function maps it.
+	page := func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFile(w, r, filepath.Join(o.StaticDir, "index.html"))
+	}
+	app.HandleFunc("GET /r/{room}", page)
+	app.HandleFunc("GET /rooms/{room}", page)
+	s.serve(appLn, noReferrer(app))
+	s.serve(originLn, noReferrer(newOrigin(s.url, origins.Credential, o.Logger)))
+
+	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		api.RunTicks(tctx, engine, o.TickInterval, o.Logger)
+	}()
+	ok = true
+	return s, nil
+}
+
+// demoRoom creates the demo room, or points an existing one (a real Redis
+// keeps it between runs) at this run's origin.
+func (s *Stack) demoRoom(ctx context.Context, q room.Queue, cfg *room.Config) error {
+	want := room.DefaultConfig()
+	want.MaxActive, want.AdmitPerMinute = 5, 60
+	if cfg != nil {
+		want = *cfg
+	}
+	if want.OriginURL == "" {
+		want.OriginURL = s.originURL + "/"
+	}
+	cur, err := q.GetConfig(ctx, DemoRoomID)
+	switch {
+	case errors.Is(err, room.ErrUnknownRoom) || cfg != nil:
+	case err != nil:
+		return fmt.Errorf("demo room: %w", err)
+	default:
+		if cur.OriginURL == want.OriginURL {
+			return nil
+		}
+		cur.OriginURL = want.OriginURL
+		want = cur
+	}
+	if _, err := q.PutConfig(ctx, DemoRoomID, want); err != nil {
+		return fmt.Errorf("demo room: %w", err)
+	}
+	return nil
+}
+
+func (s *Stack) serve(ln net.Listener, h http.Handler) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	s.servers = append(s.servers, srv)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		srv.Serve(ln)
+	}()
+}
+
+// loopback names a listener's address as a URL host; an unspecified address
+// (":8080") is reachable on 127.0.0.1.
+func loopback(a net.Addr) string {
+	ta := a.(*net.TCPAddr)
+	if ta.IP == nil || ta.IP.IsUnspecified() {
+		return fmt.Sprintf("127.0.0.1:%d", ta.Port)
+	}
+	return ta.String()
+}
+
+// noReferrer keeps the entry token's page, and every other, out of Referer
+// headers.
+func noReferrer(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// URL is the waiting room's base URL (static files and /api).
+func (s *Stack) URL() string { return s.url }
+
+// OriginURL is the demo booking origin's base URL.
+func (s *Stack) OriginURL() string { return s.originURL }
+
+// AdminKey is the bearer key of the admin routes.
+func (s *Stack) AdminKey() string { return s.adminKey }
+
+// Close stops the ticks and the servers and closes Redis. It is safe to call twice.
+func (s *Stack) Close() error {
+	s.once.Do(func() {
+		if s.cancel != nil {
+			s.cancel()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		var errs []error
+		for _, srv := range s.servers {
+			if err := srv.Shutdown(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		s.wg.Wait()
+		if s.rdb != nil {
+			s.rdb.Close()
+		}
+		if s.mini != nil {
+			s.mini.Close()
+		}
+		s.err = errors.Join(errs...)
+	})
+	return s.err
+}

@@ -1,0 +1,168 @@
+package localstack_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/localstack"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+)
+
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+
+func call(t *testing.T, method, url, auth, body string) (int, http.Header, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", "Bearer "+auth)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	return resp.StatusCode, resp.Header, m
+}
+
+// The whole journey through plain HTTP: the page's API calls, the ticks the
+// stack runs by itself, and the demo origin redeeming the token server to
+// server — on the embedded Redis and on a real one.
+func TestStack(t *testing.T) {
+	for name, url := range map[string]string{
+		"embedded": "",
+		"redis":    "redis://" + redistest.Single(t).Options().Addr,
+	} {
+		t.Run(name, func(t *testing.T) {
+			static := t.TempDir()
+			os.WriteFile(filepath.Join(static, "index.html"), []byte("<!doctype html><title>wait</title>"), 0o644)
+			s, err := localstack.Start(context.Background(), localstack.Options{
+				RedisURL: url, StaticDir: static, KeyDir: t.TempDir(), TickInterval: 50 * time.Millisecond,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if len(s.AdminKey()) < 16 {
+				t.Fatalf("admin key %q", s.AdminKey())
+			}
+
+			resp, err := http.Get(s.URL() + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !bytes.Contains(page, []byte("<title>wait</title>")) || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+				t.Fatalf("static page: %d %q %v", resp.StatusCode, page, resp.Header)
+			}
+
+			code, _, cfg := call(t, "GET", s.URL()+"/api/admin/rooms/demo", s.AdminKey(), "")
+			c, _ := cfg["config"].(map[string]any)
+			if code != 200 || c["originUrl"] != s.OriginURL()+"/" || c["maxActive"] != float64(5) {
+				t.Fatalf("demo room: %d %v", code, cfg)
+			}
+			if code, _, _ := call(t, "GET", s.URL()+"/api/admin/rooms", "wrong-key-wrong-key", ""); code != 401 {
+				t.Fatalf("admin with a wrong key: %d", code)
+			}
+
+			code, _, e := call(t, "POST", s.URL()+"/api/rooms/demo/enqueue", "", "")
+			ticket, _ := e["ticket"].(string)
+			if code != 200 || ticket == "" {
+				t.Fatalf("enqueue: %d %v", code, e)
+			}
+			var tok string
+			deadline := time.Now().Add(5 * time.Second)
+			for tok == "" && time.Now().Before(deadline) {
+				time.Sleep(api.MinPollInterval) // as the page does: no faster than the engine allows
+				code, _, p := call(t, "GET", s.URL()+"/api/rooms/demo/poll", ticket, "")
+				if code != 200 {
+					t.Fatalf("poll: %d %v", code, p)
+				}
+				tok, _ = p["entryToken"].(string)
+				time.Sleep(50 * time.Millisecond)
+			}
+			if tok == "" {
+				t.Fatal("not admitted by the stack's own ticks")
+			}
+
+			// The demo origin: its page, then its backend redeeming the token.
+			resp, err = http.Get(s.OriginURL() + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !bytes.Contains(page, []byte("location.hash")) || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+				t.Fatalf("origin page: %v", resp.Header)
+			}
+			body := `{"token":"` + tok + `"}`
+			code, _, sess := call(t, "POST", s.OriginURL()+"/session", "", body)
+			if code != 200 || sess["room"] != "demo" || sess["visitor"] == "" || sess["sessionExpiresAt"] == nil {
+				t.Fatalf("origin session: %d %v", code, sess)
+			}
+			if code, _, r := call(t, "POST", s.OriginURL()+"/session", "", body); code != 409 {
+				t.Fatalf("replay through the origin: %d %v", code, r)
+			}
+			if code, _, r := call(t, "POST", s.OriginURL()+"/complete", "", body); code != 200 {
+				t.Fatalf("complete through the origin: %d %v", code, r)
+			}
+			if code, _, _ := call(t, "GET", s.URL()+"/api/nope", "", ""); code != 404 {
+				t.Fatalf("unknown API route: %d", code)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatalf("close: %v", err)
+			}
+			if _, err := http.Get(s.URL() + "/"); err == nil {
+				t.Fatal("still serving after Close")
+			}
+		})
+	}
+}
+
+// The path form of a room's page serves the page itself, as CloudFront's
+// function does in AWS; other unknown paths stay 404.
+func TestRoomPathServesThePage(t *testing.T) {
+	static := t.TempDir()
+	page := "<!doctype html><title>the waiting page</title>"
+	os.WriteFile(filepath.Join(static, "index.html"), []byte(page), 0o644)
+	s, err := localstack.Start(context.Background(), localstack.Options{StaticDir: static, KeyDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(s.URL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, p := range []string{"/r/demo", "/rooms/spring-concert"} {
+		if code, body := get(p); code != 200 || body != page {
+			t.Errorf("GET %s = %d %q, want the page", p, code, body)
+		}
+	}
+	if code, _ := get("/nothing-here"); code != 404 {
+		t.Errorf("GET /nothing-here = %d, want 404", code)
+	}
+}

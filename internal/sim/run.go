@@ -1,0 +1,316 @@
+package sim
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// Shape is how arrivals spread over time.
+type Shape string
+
+// The arrival shapes.
+const (
+	Burst  Shape = "burst"  // everyone within the first 10 seconds
+	Ramp   Shape = "ramp"   // arrivals grow linearly over Spread
+	Steady Shape = "steady" // a steady trickle over Spread
+)
+
+// Config describes a run.
+type Config struct {
+	Visitors int
+	Shape    Shape
+	Spread   time.Duration // Ramp and Steady: the arrival window (default 2 minutes)
+	Seed     uint64        // the crowd is a pure function of the seed
+
+	// Shares of the crowd that abandon, each in [0,1]; the rest complete.
+	CloseTab, NoConsume, Leave float64
+	AbandonAfter               time.Duration // mean time before an abandoner walks away (default 60 s)
+	ThinkMin, ThinkMax         time.Duration // time on the origin (default 20–60 s)
+
+	Room       string
+	RoomConfig room.Config // PUT through the admin API before the crowd arrives
+
+	// FixedPoll > 0 makes every page poll at that interval, ignoring pollAfterMs
+	// (the fixed-interval page of the seed documents).
+	FixedPoll time.Duration
+
+	Workers     int           // requests in flight at most (default 64)
+	MaxDuration time.Duration // the run stops after this much (virtual or real) time (default 4 h)
+	SampleEvery time.Duration // stats sampling period (default 1 s)
+
+	// OnDone is called (from the run's goroutine) each time a visitor finishes.
+	OnDone func()
+}
+
+func (c *Config) defaults() {
+	if c.Shape == "" {
+		c.Shape = Burst
+	}
+	if c.Spread <= 0 {
+		c.Spread = 2 * time.Minute
+	}
+	if c.AbandonAfter <= 0 {
+		c.AbandonAfter = time.Minute
+	}
+	if c.ThinkMin <= 0 {
+		c.ThinkMin = 20 * time.Second
+	}
+	if c.ThinkMax < c.ThinkMin {
+		c.ThinkMax = max(c.ThinkMin, 60*time.Second)
+	}
+	if c.Workers <= 0 {
+		c.Workers = 64
+	}
+	if c.MaxDuration <= 0 {
+		c.MaxDuration = 4 * time.Hour
+	}
+	if c.SampleEvery <= 0 {
+		c.SampleEvery = time.Second
+	}
+}
+
+// Driver runs the crowd's requests and owns time.
+type Driver interface {
+	Transport
+	// Now is the current (real or virtual) time.
+	Now() time.Time
+	// AdvanceTo sleeps until t (real time) or sets the clock to t (virtual).
+	AdvanceTo(ctx context.Context, t time.Time) error
+	// NextTick is when the driver must run the admission tick next; ok is false
+	// when something else (the local stack) ticks.
+	NextTick() (t time.Time, ok bool)
+	// Tick runs one admission tick of the room.
+	Tick(ctx context.Context, room string) error
+	// Name names the driver in reports.
+	Name() string
+	// Granularity is how far ahead of now eventHeap may run in one batch.
+	Granularity() time.Duration
+}
+
+// Sample is one observation of the room.
+type Sample struct {
+	At       time.Duration // since the run started
+	Waiting  int64
+	Admitted int64
+	Active   int64
+	Arrivals int // visitors that arrived since the previous sample
+}
+
+// Result is everything a run measured.
+type Result struct {
+	Config   Config
+	Driver   string
+	Start    time.Time
+	End      time.Time
+	Wall     time.Duration // real time the run took
+	Visitors []*Visitor
+	Samples  []Sample
+	// MaxInUse is the highest admitted + active seen in any sample.
+	MaxInUse int64
+	// StatsErrors counts failed samples.
+	StatsErrors int
+	// Stopped is true when MaxDuration ended the run before every visitor was done.
+	Stopped bool
+}
+
+// Crowd builds the visitors of a config: arrival times, behaviours, think times.
+func Crowd(c Config, start time.Time) []*Visitor {
+	c.defaults()
+	rng := rand.New(rand.NewPCG(c.Seed, c.Seed^0x5eed))
+	vs := make([]*Visitor, c.Visitors)
+	for i := range vs {
+		u := rng.Float64()
+		var off time.Duration
+		switch c.Shape {
+		case Ramp: // density grows linearly: the inverse CDF of t² is √u
+			off = time.Duration(math.Sqrt(u) * float64(c.Spread))
+		case Steady:
+			off = time.Duration(u * float64(c.Spread))
+		default:
+			off = time.Duration(u * float64(10*time.Second))
+		}
+		v := &Visitor{ID: i, Arrive: start.Add(off)}
+		switch b := rng.Float64(); {
+		case b < c.CloseTab:
+			v.Behavior = CloseTab
+		case b < c.CloseTab+c.NoConsume:
+			v.Behavior = NoConsume
+		case b < c.CloseTab+c.NoConsume+c.Leave:
+			v.Behavior = Leave
+		}
+		if v.Behavior.Abandons() {
+			v.GiveUpAt = v.Arrive.Add(time.Second + time.Duration(rng.ExpFloat64()*float64(c.AbandonAfter)))
+		}
+		v.Think = c.ThinkMin + time.Duration(rng.Float64()*float64(c.ThinkMax-c.ThinkMin))
+		vs[i] = v
+	}
+	return vs
+}
+
+// event is a visitor's next action.
+type event struct {
+	at time.Time
+	v  *Visitor
+}
+
+type eventHeap []event
+
+func (h eventHeap) Len() int           { return len(h) }
+func (h eventHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h eventHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *eventHeap) Push(x any)        { *h = append(*h, x.(event)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// ErrSetup means the room could not be prepared through the admin API.
+var ErrSetup = errors.New("sim: room setup failed")
+
+// Run plays the crowd of c through d. adminKey authenticates the admin routes.
+func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, error) {
+	c.defaults()
+	cfgBody, _ := json.Marshal(c.RoomConfig)
+	status, body, _, err := d.Do(ctx, "PUT", "/api/admin/rooms/"+c.Room, adminKey, cfgBody)
+	if err != nil || status != http.StatusOK {
+		return nil, fmt.Errorf("%w: PUT room: status %d: %s %v", ErrSetup, status, body, err)
+	}
+	var put struct {
+		OriginCredential string `json:"originCredential"`
+	}
+	if json.Unmarshal(body, &put) != nil || put.OriginCredential == "" {
+		return nil, fmt.Errorf("%w: PUT room: no origin credential in %s", ErrSetup, body)
+	}
+	wallStart := time.Now()
+	start := d.Now()
+	res := &Result{Config: c, Driver: d.Name(), Start: start, Visitors: Crowd(c, start)}
+	e := &env{tr: d, room: c.Room, claimTTL: time.Duration(c.RoomConfig.ClaimTTLSeconds) * time.Second, fixedPoll: c.FixedPoll, origin: put.OriginCredential}
+
+	q := make(eventHeap, 0, len(res.Visitors))
+	for _, v := range res.Visitors {
+		q = append(q, event{v.Arrive, v})
+	}
+	heap.Init(&q)
+	nextSample := start
+	arrived, lastArrived := 0, 0
+	left := len(res.Visitors)
+	deadline := start.Add(c.MaxDuration)
+	batch := make([]event, 0, 1024)
+
+	for left > 0 {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		// The next instant something happens: a visitor, a tick or a sample.
+		at := nextSample
+		if len(q) > 0 && q[0].at.Before(at) {
+			at = q[0].at
+		}
+		tickAt, ticks := d.NextTick()
+		if ticks && tickAt.Before(at) {
+			at = tickAt
+		}
+		if at.After(deadline) {
+			res.Stopped = true
+			break
+		}
+		if err := d.AdvanceTo(ctx, at); err != nil {
+			return res, err
+		}
+		now := d.Now()
+		if ticks && !tickAt.After(now) {
+			if err := d.Tick(ctx, c.Room); err != nil {
+				return res, err
+			}
+		}
+		if !nextSample.After(now) {
+			res.sample(ctx, d, adminKey, now, arrived-lastArrived)
+			lastArrived = arrived
+			nextSample = nextSample.Add(c.SampleEvery)
+		}
+		// Everything due within the driver's granularity runs now, in parallel.
+		batch = batch[:0]
+		limit := now.Add(d.Granularity())
+		for len(q) > 0 && !q[0].at.After(limit) {
+			ev := heap.Pop(&q).(event)
+			if ev.v.phase == arriving && ev.v.Requests == 0 {
+				arrived++
+			}
+			batch = append(batch, ev)
+		}
+		runBatch(ctx, e, batch, now, c.Workers)
+		for _, ev := range batch {
+			if ev.v.phase == done {
+				left--
+				if c.OnDone != nil {
+					c.OnDone()
+				}
+				continue
+			}
+			heap.Push(&q, ev)
+		}
+	}
+	res.End = d.Now()
+	res.Wall = time.Since(wallStart)
+	res.sample(ctx, d, adminKey, res.End, arrived-lastArrived)
+	return res, nil
+}
+
+// runBatch steps every event of the batch at now with at most workers in
+// flight, storing each visitor's next time in the batch.
+func runBatch(ctx context.Context, e *env, batch []event, now time.Time, workers int) {
+	if len(batch) == 0 {
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, len(batch)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(batch) {
+					return
+				}
+				at, ok := batch[i].v.step(ctx, e, now)
+				if !ok {
+					batch[i].v.phase = done
+				}
+				batch[i].at = at
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// adminRoom is the part of GET /api/admin/rooms/{room} the sampler reads.
+type adminRoom struct {
+	Stats room.Stats `json:"stats"`
+}
+
+func (r *Result) sample(ctx context.Context, d Driver, adminKey string, now time.Time, arrivals int) {
+	s := Sample{At: now.Sub(r.Start), Arrivals: arrivals}
+	status, body, _, err := d.Do(ctx, "GET", "/api/admin/rooms/"+r.Config.Room, adminKey, nil)
+	var ar adminRoom
+	if err != nil || status != http.StatusOK || json.Unmarshal(body, &ar) != nil {
+		r.StatsErrors++
+		return
+	}
+	s.Waiting, s.Admitted, s.Active = ar.Stats.Waiting, ar.Stats.Admitted, ar.Stats.Active
+	r.MaxInUse = max(r.MaxInUse, s.Admitted+s.Active)
+	r.Samples = append(r.Samples, s)
+}

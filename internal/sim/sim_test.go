@@ -1,0 +1,84 @@
+package sim
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+
+// A small crowd in virtual time against real Redis: everyone who does not
+// abandon is admitted, nobody consumes twice, FIFO order holds, and the room
+// never holds more than maxActive.
+func TestVirtualCrowd(t *testing.T) {
+	rdb := redistest.Single(t)
+	start := time.Now().Truncate(time.Second)
+	d, err := NewVirtual(rdb, start, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := room.DefaultConfig()
+	cfg.MaxActive, cfg.AdmitPerMinute, cfg.OriginURL = 20, 600, "http://127.0.0.1:9/origin"
+	cfg.ClientEnqueuePerMinute = 0 // the whole crowd comes from one address
+	c := Config{
+		Visitors: 200, Shape: Burst, Seed: 7,
+		CloseTab: 0.1, NoConsume: 0.05, Leave: 0.05,
+		ThinkMin: 5 * time.Second, ThinkMax: 15 * time.Second,
+		Room: redistest.Room(t), RoomConfig: cfg, MaxDuration: time.Hour,
+	}
+	res, err := Run(context.Background(), d, d.AdminKey, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summarize()
+	res.Replay(&s, 3*time.Second)
+	if testing.Verbose() {
+		s.WriteTable(os.Stdout)
+	}
+	if s.Stopped || s.Outcomes["pending"] != 0 || s.Outcomes["failed"] != 0 {
+		for _, v := range res.Visitors {
+			if v.LastError != "" {
+				t.Logf("visitor %d: %s", v.ID, v.LastError)
+				break
+			}
+		}
+		t.Fatalf("run did not finish cleanly: %v", s.Outcomes)
+	}
+	if s.NotAdmitted != 0 || s.DoubleConsumes != 0 || s.ReplaysAllowed != 0 || s.Inversions != 0 {
+		t.Errorf("invariants: notAdmitted=%d doubleConsumes=%d replaysAllowed=%d inversions=%d",
+			s.NotAdmitted, s.DoubleConsumes, s.ReplaysAllowed, s.Inversions)
+	}
+	if s.MaxInUse > cfg.MaxActive || s.MaxInUse == 0 {
+		t.Errorf("highest admitted+active %d, want 1..%d", s.MaxInUse, cfg.MaxActive)
+	}
+	if s.Outcomes["completed"] == 0 || s.Outcomes["abandoned"] == 0 {
+		t.Errorf("the crowd should both complete and abandon: %v", s.Outcomes)
+	}
+	// The adaptive page must cost less than a page polling every 3 s.
+	if s.RequestsPerWaitMinute >= s.FixedRequestsPerWaitMinute {
+		t.Errorf("adaptive %.2f requests per visitor-minute, fixed 3 s %.2f", s.RequestsPerWaitMinute, s.FixedRequestsPerWaitMinute)
+	}
+	if err := res.Chart(t.TempDir()+"/crowd.png", "test"); err != nil {
+		t.Errorf("chart: %v", err)
+	}
+}
+
+// Inversions counts a visitor granted ahead of an earlier ticket.
+func TestInversions(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
+	vs := []*Visitor{
+		{Seq: 1, GrantAt: at(10)},
+		{Seq: 2, GrantAt: at(10)},
+		{Seq: 3, GrantAt: at(9)},                     // ahead of 1 and 2
+		{Seq: 4, GrantAt: at(5), Behavior: CloseTab}, // abandoners are excluded
+		{Seq: 5, GrantAt: at(11)},
+	}
+	if got := Inversions(vs); got != 1 {
+		t.Errorf("Inversions = %d, want 1", got)
+	}
+}
