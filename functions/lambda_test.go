@@ -16,7 +16,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/rie"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -177,7 +177,7 @@ func TestLambdasUnderEmulator(t *testing.T) {
 	if resp.Headers["Retry-After"] == "" {
 		t.Fatalf("429 without Retry-After: %v", resp.Headers)
 	}
-	time.Sleep(api.MinPollInterval + 100*time.Millisecond)
+	time.Sleep(pollpolicy.MinInterval + 100*time.Millisecond)
 	resp, body = fn["poll"].http(t, "poll.json", with("TICKET", ticket)...)
 	want(t, "poll.json", resp, body, 200)
 	if body["state"] != "waiting" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // workers is the parallelism of every throughput figure; the Redis client pool
@@ -61,12 +62,8 @@ func throughput(ctx context.Context, d time.Duration, op func(ctx context.Contex
 	return float64(n.Load()) / el, nil
 }
 
-// skewClock is real time plus an offset the bench can push forward, so that
+// The clock is real time plus an offset the bench can push forward, so that
 // ticks find their bucket refilled without waiting.
-type skewClock struct{ skew atomic.Int64 }
-
-func (c *skewClock) now() time.Time          { return time.Now().Add(time.Duration(c.skew.Load())) }
-func (c *skewClock) advance(d time.Duration) { c.skew.Add(int64(d)) }
 
 func benchRoomConfig() room.Config {
 	c := room.DefaultConfig()
@@ -102,8 +99,8 @@ func benchScripts(ctx context.Context, d time.Duration) ([]Row, error) {
 	defer srv.Stop()
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: workers})
 	defer rdb.Close()
-	clk := &skewClock{}
-	e := room.New(rdb, room.WithClock(clk.now))
+	clk := testkit.SkewedClock()
+	e := room.New(rdb, room.WithClock(clk.Now))
 	if err := rdb.Set(ctx, "bench:get", "x", 0).Err(); err != nil {
 		return nil, err
 	}
@@ -209,7 +206,7 @@ func benchScripts(ctx context.Context, d time.Duration) ([]Row, error) {
 		return rows, err
 	}
 	for admitted := 0; admitted < n; {
-		clk.advance(2 * time.Second) // a full bucket: two seconds of the rate
+		clk.Advance(2 * time.Second) // a full bucket: two seconds of the rate
 		r, err := e.Tick(ctx, grantRoom)
 		if err != nil {
 			return rows, err

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 )
 
@@ -34,12 +35,16 @@ func envOr(k, def string) string {
 
 func run() error {
 	port := flag.Int("port", 0, "waiting room and API port (env PORT, default 8080); the demo origin uses port+1")
-	redisURL := flag.String("redis", os.Getenv("REDIS_URL"), "Redis URL, redis:// or rediss:// (env REDIS_URL; empty: embedded Redis)")
-	cluster := flag.Bool("redis-cluster", os.Getenv("REDIS_CLUSTER") == "true", "the Redis URL is a cluster seed (env REDIS_CLUSTER=true)")
-	caFile := flag.String("redis-ca", os.Getenv("REDIS_CA_FILE"), "PEM CA file for rediss:// (env REDIS_CA_FILE)")
-	adminKey := flag.String("admin-key", os.Getenv("VESTIBULE_ADMIN_KEY"), "admin bearer key (env VESTIBULE_ADMIN_KEY; empty: random)")
+	redisURL := flag.String("redis", os.Getenv(config.EnvRedisURL), "Redis URL, redis:// or rediss:// (env "+config.EnvRedisURL+"; empty: embedded Redis)")
+	clusterEnv, err := config.ParseBool(envOr(config.EnvRedisCluster, "false"))
+	if err != nil {
+		return fmt.Errorf("%s=%q is not true or false", config.EnvRedisCluster, os.Getenv(config.EnvRedisCluster))
+	}
+	cluster := flag.Bool("redis-cluster", clusterEnv, "the Redis URL is a cluster seed (env "+config.EnvRedisCluster+"=true)")
+	caFile := flag.String("redis-ca", os.Getenv(config.EnvRedisCAFile), "PEM CA file for rediss:// (env "+config.EnvRedisCAFile+")")
+	adminKey := flag.String("admin-key", os.Getenv(config.EnvAdminKey), "admin bearer key (env "+config.EnvAdminKey+"; empty: random)")
 	static := flag.String("static", "static", "folder of the waiting page")
-	keys := flag.String("keys", envOr("VESTIBULE_KEY_DIR", ".vestibule/keys"), "folder of the local token keys (created on first run)")
+	keys := flag.String("keys", envOr(config.EnvKeyDir, config.DefaultKeyDir), "folder of the local token keys (created on first run)")
 	tick := flag.Duration("tick", time.Second, "admission tick interval")
 	flag.Parse()
 
@@ -51,8 +56,8 @@ func run() error {
 		*port = p
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(envOr("LOG_LEVEL", "info"))); err != nil {
-		return fmt.Errorf("LOG_LEVEL: %w", err)
+	if err := level.UnmarshalText([]byte(envOr(config.EnvLogLevel, "info"))); err != nil {
+		return fmt.Errorf("%s: %w", config.EnvLogLevel, err)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))
 

@@ -1,7 +1,8 @@
 // Command admit is the admission cron: EventBridge invokes it once a minute
 // and it ticks every room every second until a few seconds before its deadline
-// (api.AdmitHandler). Its reserved concurrency is 1, and the engine's token
-// bucket makes an overlapping or retried invocation admit nothing extra.
+// (admission.Handler). Its reserved concurrency is 1, and the engine's token
+// bucket makes an overlapping or retried invocation admit nothing extra. It
+// needs Redis and nothing else: no tokens, no secrets.
 package main
 
 import (
@@ -9,11 +10,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/vestibule-dev/vestibule/internal/api"
-	"github.com/vestibule-dev/vestibule/internal/env"
+	"github.com/vestibule-dev/vestibule/internal/admission"
+	"github.com/vestibule-dev/vestibule/internal/app"
 )
 
 func main() {
-	d := env.MainEngine("admit")
-	lambda.Start(api.AdmitHandler(d.Engine, time.Second, d.Logger))
+	core := app.Main("admit")
+	lambda.Start(admission.Handler(core.Engine, time.Second, core.Logger))
 }

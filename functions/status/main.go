@@ -6,9 +6,9 @@ package main
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/vestibule-dev/vestibule/internal/env"
+	"github.com/vestibule-dev/vestibule/internal/app/apiapp"
 )
 
 func main() {
-	lambda.Start(env.Main("status").Handle)
+	lambda.Start(apiapp.Main("status").Handle)
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
 // ErrBadSetting is returned for a deploy-time setting (CDK context) that cannot be used.
@@ -26,35 +28,12 @@ const (
 	CacheNodes CacheFlavour = "nodes"
 )
 
-// RoomDefaults are the settings a room gets when the admin API creates it without them.
-// The JSON field names are those of room.Config in internal/room (the functions parse
-// DEFAULT_ROOM_CONFIG into it); infra cannot import that internal package, so they are repeated here
-// and TestRoomDefaultsJSONShape pins them.
-type RoomDefaults struct {
-	MaxActive           int64  `json:"maxActive"`
-	AdmitPerMinute      int64  `json:"admitPerMinute"`
-	SessionTTLSeconds   int64  `json:"sessionTTLSeconds"`
-	ClaimTTLSeconds     int64  `json:"claimTTLSeconds"`
-	HeartbeatTTLSeconds int64  `json:"heartbeatTTLSeconds"`
-	Mode                string `json:"mode"`
-	OriginURL           string `json:"originUrl"`
-	// ClientEnqueuePerMinute limits enqueues per client address; 0 turns the limit off.
-	ClientEnqueuePerMinute int64 `json:"clientEnqueuePerMinute"`
-}
-
-// DefaultRoomDefaults is what a deployment starts with unless the context `roomDefaults` overrides it:
-// the engine's own defaults (room.DefaultConfig), plus an origin URL to replace.
-func DefaultRoomDefaults() RoomDefaults {
-	return RoomDefaults{
-		MaxActive:              100,
-		AdmitPerMinute:         600,
-		SessionTTLSeconds:      600,
-		ClaimTTLSeconds:        120,
-		HeartbeatTTLSeconds:    120,
-		Mode:                   "queue",
-		OriginURL:              "https://booking.example.com/",
-		ClientEnqueuePerMinute: 60,
-	}
+// DefaultRoomDefaults is what a new room gets unless the context `roomDefaults` overrides it: the
+// engine's own defaults (room.DefaultConfig), plus an origin URL to replace.
+func DefaultRoomDefaults() room.Config {
+	c := room.DefaultConfig()
+	c.OriginURL = "https://booking.example.com/"
+	return c
 }
 
 // Settings are the deploy-time choices of a Vestibule stack. Every field has a usable default
@@ -77,7 +56,7 @@ type Settings struct {
 	LogRetentionDays int
 	LogLevel         string
 	Issuer           string
-	RoomDefaults     RoomDefaults
+	RoomDefaults     room.Config // the functions' DEFAULT_ROOM_CONFIG, checked by room.Config.Validate
 	// APIRateLimit and APIBurstLimit throttle the HTTP API stage (requests per second).
 	APIRateLimit  float64
 	APIBurstLimit float64
@@ -203,32 +182,23 @@ func FromContext(node constructs.Node) (Settings, error) {
 	return s, errors.Join(errs...)
 }
 
-// ParseRoomDefaults overlays the JSON object raw on base and checks the result.
-// Unknown fields are refused so a typo does not silently deploy a default.
-func ParseRoomDefaults(raw string, base RoomDefaults) (RoomDefaults, error) {
+// ParseRoomDefaults overlays the JSON object raw on base and checks the result with the engine's own
+// validation, so a deploy cannot carry defaults every PUT would then refuse. Unknown fields are
+// refused so a typo does not silently deploy a default.
+func ParseRoomDefaults(raw string, base room.Config) (room.Config, error) {
 	dec := json.NewDecoder(strings.NewReader(raw))
 	dec.DisallowUnknownFields()
 	rd := base
 	if err := dec.Decode(&rd); err != nil {
 		return base, fmt.Errorf("%w: roomDefaults: %v", ErrBadSetting, err)
 	}
-	return rd, rd.Validate()
+	return rd, ValidateRoomDefaults(rd)
 }
 
-// Validate checks the room defaults for values the engine would refuse.
-func (rd RoomDefaults) Validate() error {
-	switch {
-	case rd.MaxActive <= 0, rd.AdmitPerMinute <= 0, rd.SessionTTLSeconds <= 0,
-		rd.ClaimTTLSeconds <= 0, rd.HeartbeatTTLSeconds <= 0, rd.ClientEnqueuePerMinute < 0:
-		return fmt.Errorf("%w: roomDefaults: counts and TTLs must be positive", ErrBadSetting)
-	}
-	switch rd.Mode {
-	case "queue", "auto", "passthrough", "paused", "closed":
-	default:
-		return fmt.Errorf("%w: roomDefaults: unknown mode %q", ErrBadSetting, rd.Mode)
-	}
-	if !strings.HasPrefix(rd.OriginURL, "https://") && !strings.HasPrefix(rd.OriginURL, "http://") {
-		return fmt.Errorf("%w: roomDefaults: originUrl %q is not an http(s) URL", ErrBadSetting, rd.OriginURL)
+// ValidateRoomDefaults checks room defaults as the engine checks every room's settings.
+func ValidateRoomDefaults(rd room.Config) error {
+	if err := rd.Validate(); err != nil {
+		return fmt.Errorf("%w: roomDefaults: %v", ErrBadSetting, err)
 	}
 	return nil
 }

@@ -35,26 +35,10 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awswafv2"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-)
 
-// Environment variable names the functions read. They are shared with functions/ by name only
-// (the functions must not link the CDK), so they are written once here and once there.
-const (
-	EnvRedisURL          = "REDIS_URL"
-	EnvRedisCluster      = "REDIS_CLUSTER"
-	EnvTicketSecretARN   = "TICKET_SECRET_ARN"
-	EnvEntryKeySecretARN = "ENTRY_KEY_SECRET_ARN"
-	EnvIssuer            = "VESTIBULE_ISSUER"
-	EnvAdminAuth         = "ADMIN_AUTH"
-	EnvDefaultRoomConfig = "DEFAULT_ROOM_CONFIG"
-	EnvLogLevel          = "LOG_LEVEL"
-)
-
-// MetricNamespace and MetricRedisErrors name the custom metric the functions emit through
-// embedded-metric-format log lines, with no dimensions, each time a Redis call fails.
-const (
-	MetricNamespace   = "Vestibule"
-	MetricRedisErrors = "RedisErrors"
+	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/metrics"
+	"github.com/vestibule-dev/vestibule/internal/routes"
 )
 
 // Function describes one Lambda function of dist/.
@@ -72,35 +56,16 @@ type Function struct {
 // before the next minute's invocation, which its reserved concurrency of 1 would otherwise throttle
 // (a few seconds without ticks cost nothing: the room's token bucket refills by elapsed time).
 var Functions = []Function{
-	{Name: "enqueue", Timeout: 10, Memory: 256},
-	{Name: "poll", Timeout: 10, Memory: 256},
-	{Name: "status", Timeout: 10, Memory: 256},
-	{Name: "consume", Timeout: 10, Memory: 256},
-	{Name: "admin", Timeout: 10, Memory: 256},
-	{Name: "admit", Timeout: 60, Memory: 256, Reserved: 1},
+	{Name: routes.Enqueue, Timeout: 10, Memory: 256},
+	{Name: routes.Poll, Timeout: 10, Memory: 256},
+	{Name: routes.Status, Timeout: 10, Memory: 256},
+	{Name: routes.Consume, Timeout: 10, Memory: 256},
+	{Name: routes.Admin, Timeout: 10, Memory: 256},
+	{Name: Admit, Timeout: 60, Memory: 256, Reserved: 1},
 }
 
-// Route is one HTTP API route and the function behind it.
-type Route struct {
-	Method   awsapigatewayv2.HttpMethod
-	Path     string
-	Function string
-	Admin    bool // IAM-authorized
-}
-
-// Routes are those of docs/API.md.
-var Routes = []Route{
-	{awsapigatewayv2.HttpMethod_POST, "/api/rooms/{room}/enqueue", "enqueue", false},
-	{awsapigatewayv2.HttpMethod_POST, "/api/rooms/{room}/leave", "enqueue", false},
-	{awsapigatewayv2.HttpMethod_GET, "/api/rooms/{room}/poll", "poll", false},
-	{awsapigatewayv2.HttpMethod_GET, "/api/rooms/{room}/status", "status", false},
-	{awsapigatewayv2.HttpMethod_GET, "/api/jwks.json", "status", false},
-	{awsapigatewayv2.HttpMethod_POST, "/api/consume", "consume", false},
-	{awsapigatewayv2.HttpMethod_POST, "/api/complete", "consume", false},
-	{awsapigatewayv2.HttpMethod_PUT, "/api/admin/rooms/{room}", "admin", true},
-	{awsapigatewayv2.HttpMethod_GET, "/api/admin/rooms/{room}", "admin", true},
-	{awsapigatewayv2.HttpMethod_GET, "/api/admin/rooms", "admin", true},
-}
+// Admit is the admission function: EventBridge invokes it, no route does.
+const Admit = "admit"
 
 // CachedAPIPaths are the CloudFront path patterns served from the edge cache for a second or two:
 // public, identical for every visitor of a room, and the paths carry the room, so the path (always
@@ -187,19 +152,19 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 
 	// Settings given as props rather than read by FromContext are checked here; an annotation error
 	// stops the synthesis with the message.
-	if err := set.RoomDefaults.Validate(); err != nil {
+	if err := ValidateRoomDefaults(set.RoomDefaults); err != nil {
 		awscdk.Annotations_Of(st).AddError(jsii.String(err.Error()))
 	}
-	roomDefaults, _ := json.Marshal(set.RoomDefaults) // ints and strings: cannot fail
+	roomDefaults, _ := json.Marshal(set.RoomDefaults) // validated settings: cannot fail
 	env := map[string]*string{
-		EnvRedisURL:          redisURL,
-		EnvRedisCluster:      jsii.String(redisCluster),
-		EnvTicketSecretARN:   ticketSecret.SecretArn(),
-		EnvEntryKeySecretARN: entrySecret.SecretArn(),
-		EnvIssuer:            jsii.String(set.Issuer),
-		EnvAdminAuth:         jsii.String("iam"),
-		EnvDefaultRoomConfig: jsii.String(string(roomDefaults)),
-		EnvLogLevel:          jsii.String(set.LogLevel),
+		config.EnvRedisURL:          redisURL,
+		config.EnvRedisCluster:      jsii.String(redisCluster),
+		config.EnvTicketSecretARN:   ticketSecret.SecretArn(),
+		config.EnvEntryKeySecretARN: entrySecret.SecretArn(),
+		config.EnvIssuer:            jsii.String(set.Issuer),
+		config.EnvAdminAuth:         jsii.String(string(config.AdminIAM)),
+		config.EnvDefaultRoomConfig: jsii.String(string(roomDefaults)),
+		config.EnvLogLevel:          jsii.String(set.LogLevel),
 	}
 	retention, err := RetentionFor(set.LogRetentionDays)
 	if err != nil {
@@ -218,7 +183,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 		if f.Reserved > 0 {
 			reserved = jsii.Number(f.Reserved)
 		}
-		if name == "admit" {
+		if name == Admit {
 			// An invocation that waited (throttled behind the previous minute) for a minute is
 			// superseded by the next one; a failed minute is not retried, the next one is the retry.
 			maxEventAge, retries = awscdk.Duration_Seconds(jsii.Number(60)), jsii.Number(0)
@@ -242,8 +207,8 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 			},
 			LogGroup: logs,
 		})
-		// admit only ticks: it never reads a key (env.MainEngine), so it gets none.
-		if name != "admit" {
+		// admit only ticks: it never reads a key (it links no token code), so it gets none.
+		if name != Admit {
 			ticketSecret.GrantRead(fn, nil)
 			entrySecret.GrantRead(fn, nil)
 		}
@@ -252,7 +217,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 
 	// Admission: EventBridge fires once a minute; the function ticks every second inside it.
 	// One at a time is enough (the token bucket makes an overlap harmless, not useful).
-	admit := v.Functions["admit"]
+	admit := v.Functions[Admit]
 	awsevents.NewRule(st, jsii.String("AdmitSchedule"), &awsevents.RuleProps{
 		Description: jsii.String("Vestibule: run the admission ticks every minute"),
 		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
@@ -364,7 +329,7 @@ func newFront(st awscdk.Stack, v *Vestibule, set Settings) (awsapigatewayv2.Http
 	})
 	integrations := map[string]awsapigatewayv2.HttpRouteIntegration{}
 	iam := awsapigatewayv2authorizers.NewHttpIamAuthorizer()
-	for _, r := range Routes {
+	for _, r := range routes.All {
 		in, ok := integrations[r.Function]
 		if !ok {
 			in = awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(title(r.Function)+"Integration"), v.Functions[r.Function],
@@ -375,7 +340,7 @@ func newFront(st awscdk.Stack, v *Vestibule, set Settings) (awsapigatewayv2.Http
 		}
 		opts := &awsapigatewayv2.AddRoutesOptions{
 			Path:        jsii.String(r.Path),
-			Methods:     &[]awsapigatewayv2.HttpMethod{r.Method},
+			Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(r.Method)},
 			Integration: in,
 		}
 		if r.Admin {
@@ -623,7 +588,7 @@ func newAlarms(st awscdk.Stack, v *Vestibule, set Settings) {
 
 	// No admission at all is the failure nobody sees: visitors just wait. The schedule fires every
 	// minute, so three minutes without an invocation (or without data) means it stopped.
-	admitInvocations := v.Functions["admit"].MetricInvocations(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Sum")})
+	admitInvocations := v.Functions[Admit].MetricInvocations(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Sum")})
 	alarm("AdmitNotRunning", admitInvocations, awscloudwatch.AlarmProps{
 		AlarmDescription:   jsii.String("Vestibule admit: not invoked for 3 minutes, nobody is being admitted"),
 		Threshold:          jsii.Number(1),
@@ -633,8 +598,8 @@ func newAlarms(st awscdk.Stack, v *Vestibule, set Settings) {
 	})
 
 	redisErrors := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:  jsii.String(MetricNamespace),
-		MetricName: jsii.String(MetricRedisErrors),
+		Namespace:  jsii.String(metrics.Namespace),
+		MetricName: jsii.String(metrics.RedisErrors),
 		Statistic:  jsii.String("Sum"),
 		Period:     minute,
 	})

@@ -4,16 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +19,10 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/vestibule-dev/vestibule/infra/stack"
+	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/metrics"
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/routes"
 )
 
 // fixture is one synthesized stack: the CDK template for assertions, and its JSON for Go checks.
@@ -173,7 +173,7 @@ func (f fixture) ours(t *testing.T) map[string]map[string]any {
 	for _, r := range f.ofType("AWS::Lambda::Function") {
 		env, _ := props(r)["Environment"].(map[string]any)
 		vars, _ := env["Variables"].(map[string]any)
-		if _, ok := vars[stack.EnvRedisURL]; !ok {
+		if _, ok := vars[config.EnvRedisURL]; !ok {
 			continue
 		}
 		name := strings.TrimPrefix(props(r)["Description"].(string), "Vestibule ")
@@ -349,8 +349,8 @@ func TestServerlessCacheIsTLSAndReachableOnlyFromFunctions(t *testing.T) {
 	f.count(t, "AWS::ElastiCache::ReplicationGroup", 0)
 	for name, r := range f.ours(t) {
 		vars := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
-		if !redisURLIsTLS(vars[stack.EnvRedisURL]) || vars[stack.EnvRedisCluster] != "true" {
-			t.Errorf("%s: REDIS_URL %v REDIS_CLUSTER %v, want rediss:// and true", name, vars[stack.EnvRedisURL], vars[stack.EnvRedisCluster])
+		if !redisURLIsTLS(vars[config.EnvRedisURL]) || vars[config.EnvRedisCluster] != "true" {
+			t.Errorf("%s: REDIS_URL %v REDIS_CLUSTER %v, want rediss:// and true", name, vars[config.EnvRedisURL], vars[config.EnvRedisCluster])
 		}
 	}
 	// and only the functions' security group reaches it, on the primary and reader ports
@@ -386,8 +386,8 @@ func TestNodeCacheIsMultiAZClusterWithTLSRequired(t *testing.T) {
 	})
 	for name, r := range f.ours(t) {
 		vars := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
-		if !redisURLIsTLS(vars[stack.EnvRedisURL]) || vars[stack.EnvRedisCluster] != "true" {
-			t.Errorf("%s: REDIS_URL %v, want rediss:// in cluster mode", name, vars[stack.EnvRedisURL])
+		if !redisURLIsTLS(vars[config.EnvRedisURL]) || vars[config.EnvRedisCluster] != "true" {
+			t.Errorf("%s: REDIS_URL %v, want rediss:// in cluster mode", name, vars[config.EnvRedisURL])
 		}
 	}
 	// and only the functions reach it, on 6379
@@ -472,14 +472,21 @@ func TestRoutesAndIAMOnAdmin(t *testing.T) {
 			t.Errorf("%s: authorization %v, want %s", key, p["AuthorizationType"], wantAuth)
 		}
 	}
-	// and the routes are exactly those of docs/API.md
-	for _, r := range stack.Routes {
-		want = append(want, string(r.Method)+" "+r.Path)
+	// and the routes are exactly those of the API's route table (routes.All)
+	for _, r := range routes.All {
+		want = append(want, r.Key())
 	}
 	sort.Strings(got)
 	sort.Strings(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("routes\n got %v\nwant %v", got, want)
+	}
+	// and each goes to the function the table names
+	for _, r := range f.ofType("AWS::ApiGatewayV2::Route") {
+		key := props(r)["RouteKey"].(string)
+		if fn, want := routeFunction(t, f, r), functionOf(key); fn != want {
+			t.Errorf("%s goes to %q, want %q", key, fn, want)
+		}
 	}
 	// and the integrations are Lambda proxies with payload 2.0, and the stage is throttled
 	f.all(t, "AWS::ApiGatewayV2::Integration", map[string]any{
@@ -489,6 +496,36 @@ func TestRoutesAndIAMOnAdmin(t *testing.T) {
 		"StageName":            "$default",
 		"DefaultRouteSettings": map[string]any{"ThrottlingRateLimit": 5000, "ThrottlingBurstLimit": 5000},
 	})
+}
+
+// functionOf is the function routes.All names for a route key.
+func functionOf(key string) string {
+	for _, r := range routes.All {
+		if r.Key() == key {
+			return r.Function
+		}
+	}
+	return ""
+}
+
+// routeFunction follows a route to its integration and the integration to its function, and returns
+// the function's name (its description is "Vestibule <name>").
+func routeFunction(t *testing.T, f fixture, route map[string]any) string {
+	t.Helper()
+	b, _ := json.Marshal(props(route)["Target"])
+	for id, r := range f.resources {
+		if r["Type"] != "AWS::ApiGatewayV2::Integration" || !strings.Contains(string(b), `"Ref":"`+id+`"`) {
+			continue
+		}
+		uri, _ := json.Marshal(props(r)["IntegrationUri"])
+		for fid, fr := range f.resources {
+			if fr["Type"] == "AWS::Lambda::Function" && strings.Contains(string(uri), `"`+fid+`"`) {
+				return strings.TrimPrefix(props(fr)["Description"].(string), "Vestibule ")
+			}
+		}
+	}
+	t.Errorf("route %v: no integration to a function", props(route)["RouteKey"])
+	return ""
 }
 
 // wildcardExceptions names every IAM statement allowed a "Resource": "*", by action, and why.
@@ -609,8 +646,8 @@ func TestNoSecretValueInTheTemplate(t *testing.T) {
 		t.Error("the template sets a SecretString")
 	}
 	// and the functions get only the secrets' ARNs, by reference, and a fixed set of variables
-	wantKeys := []string{stack.EnvAdminAuth, stack.EnvDefaultRoomConfig, stack.EnvEntryKeySecretARN, stack.EnvLogLevel,
-		stack.EnvRedisCluster, stack.EnvRedisURL, stack.EnvTicketSecretARN, stack.EnvIssuer}
+	wantKeys := []string{config.EnvAdminAuth, config.EnvDefaultRoomConfig, config.EnvEntryKeySecretARN, config.EnvLogLevel,
+		config.EnvRedisCluster, config.EnvRedisURL, config.EnvTicketSecretARN, config.EnvIssuer}
 	sort.Strings(wantKeys)
 	for name, r := range f.ours(t) {
 		vars := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
@@ -622,7 +659,7 @@ func TestNoSecretValueInTheTemplate(t *testing.T) {
 		if !slices.Equal(keys, wantKeys) {
 			t.Errorf("%s: environment %v, want %v", name, keys, wantKeys)
 		}
-		for _, k := range []string{stack.EnvTicketSecretARN, stack.EnvEntryKeySecretARN} {
+		for _, k := range []string{config.EnvTicketSecretARN, config.EnvEntryKeySecretARN} {
 			ref, ok := vars[k].(map[string]any)["Ref"].(string)
 			if !ok || props(f.resources[ref]) == nil || f.resources[ref]["Type"] != "AWS::SecretsManager::Secret" {
 				t.Errorf("%s: %s = %v, want a Ref to a secret", name, k, vars[k])
@@ -654,13 +691,13 @@ func TestEnvironmentCarriesTheDeploySettings(t *testing.T) {
 	for name, r := range f.ours(t) {
 		vars := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
 		// THEN it carries them, the room defaults as JSON the functions parse
-		var got stack.RoomDefaults
-		must(t, json.Unmarshal([]byte(vars[stack.EnvDefaultRoomConfig].(string)), &got))
+		var got room.Config
+		must(t, json.Unmarshal([]byte(vars[config.EnvDefaultRoomConfig].(string)), &got))
 		if got != rd {
 			t.Errorf("%s: DEFAULT_ROOM_CONFIG %+v, want %+v", name, got, rd)
 		}
-		if vars[stack.EnvIssuer] != "acme-rooms" || vars[stack.EnvLogLevel] != "debug" || vars[stack.EnvAdminAuth] != "iam" {
-			t.Errorf("%s: issuer %v log level %v admin auth %v", name, vars[stack.EnvIssuer], vars[stack.EnvLogLevel], vars[stack.EnvAdminAuth])
+		if vars[config.EnvIssuer] != "acme-rooms" || vars[config.EnvLogLevel] != "debug" || vars[config.EnvAdminAuth] != "iam" {
+			t.Errorf("%s: issuer %v log level %v admin auth %v", name, vars[config.EnvIssuer], vars[config.EnvLogLevel], vars[config.EnvAdminAuth])
 		}
 	}
 	f.all(t, "AWS::Logs::LogGroup", map[string]any{"RetentionInDays": 7})
@@ -817,7 +854,7 @@ func TestAlarmsAndDashboard(t *testing.T) {
 	})
 	// and Redis errors reported by the functions alarm
 	f.has(t, "AWS::CloudWatch::Alarm", map[string]any{
-		"Namespace": stack.MetricNamespace, "MetricName": stack.MetricRedisErrors, "Statistic": "Sum",
+		"Namespace": metrics.Namespace, "MetricName": metrics.RedisErrors, "Statistic": "Sum",
 		"Dimensions": assertions.Match_Absent(),
 	})
 	f.count(t, "AWS::CloudWatch::Dashboard", 1)
@@ -908,6 +945,8 @@ func TestSettingsFromContext(t *testing.T) {
 		{"retention CloudWatch refuses", map[string]any{"logRetentionDays": "31"}, nil, true},
 		{"room defaults typo", map[string]any{"roomDefaults": `{"maxActiv":10}`}, nil, true},
 		{"room defaults bad mode", map[string]any{"roomDefaults": `{"mode":"fast"}`}, nil, true},
+		// the engine's ranges, not a weaker copy: every PUT leaving the field out would get 400
+		{"room defaults out of the engine's range", map[string]any{"roomDefaults": `{"sessionTTLSeconds":5}`}, nil, true},
 		{"negative rate", map[string]any{"apiRateLimit": "-1"}, nil, true},
 	}
 	for _, tt := range tests {
@@ -930,57 +969,6 @@ func TestSettingsFromContext(t *testing.T) {
 				t.Errorf("settings %+v", s)
 			}
 		})
-	}
-}
-
-// TestRoomDefaultsJSONShape checks DEFAULT_ROOM_CONFIG against the engine's room.Config, read from
-// its source (infra cannot import the functions' internal packages): every field we send must be one
-// the engine reads, and every field the engine requires must be sent.
-func TestRoomDefaultsJSONShape(t *testing.T) {
-	// GIVEN the engine's Config type
-	src := filepath.Join("..", "..", "functions", "internal", "room", "api.go")
-	file, err := parser.ParseFile(token.NewFileSet(), src, nil, 0)
-	if err != nil {
-		t.Skipf("engine source not readable: %v", err)
-	}
-	required, optional := map[string]bool{}, map[string]bool{}
-	ast.Inspect(file, func(n ast.Node) bool {
-		ts, ok := n.(*ast.TypeSpec)
-		if !ok || ts.Name.Name != "Config" {
-			return true
-		}
-		for _, fld := range ts.Type.(*ast.StructType).Fields.List {
-			if fld.Tag == nil {
-				continue
-			}
-			tag, _ := strconv.Unquote(fld.Tag.Value)
-			name, opts, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
-			if strings.Contains(opts, "omitempty") {
-				optional[name] = true
-			} else {
-				required[name] = true
-			}
-		}
-		return false
-	})
-	if len(required) == 0 {
-		t.Fatal("room.Config not found in " + src)
-	}
-	// WHEN our defaults are marshalled
-	b, err := json.Marshal(stack.DefaultRoomDefaults())
-	must(t, err)
-	var sent map[string]any
-	must(t, json.Unmarshal(b, &sent))
-	// THEN the field sets agree
-	for k := range sent {
-		if !required[k] && !optional[k] {
-			t.Errorf("we send %q, which room.Config does not have", k)
-		}
-	}
-	for k := range required {
-		if _, ok := sent[k]; !ok {
-			t.Errorf("room.Config requires %q, which we do not send", k)
-		}
 	}
 }
 

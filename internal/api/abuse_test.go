@@ -46,6 +46,6 @@ func TestEnqueueFloodFromOneAddress(t *testing.T) {
 	if r := from("198.51.100.7", first.str("ticket")); r.StatusCode != 200 || r.str("ticket") != first.str("ticket") {
 		t.Fatalf("a refresh with a valid ticket from the limited address: %d %s", r.StatusCode, r.Body)
 	}
-	f.clock.Add(time.Second) // 60 a minute: one more place a second
+	f.clock.Advance(time.Second) // 60 a minute: one more place a second
 	wantStatus(t, from("198.51.100.7", ""), 200, "")
 }

@@ -22,6 +22,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/metrics"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -33,16 +35,13 @@ const MaxBody = 8 << 10
 // short enough that a leaked one goes stale by the next on-sale.
 const TicketTTL = 24 * time.Hour
 
-// AdminAuth is how admin routes are authenticated.
-type AdminAuth string
+// AdminAuth is how admin routes are authenticated (config.AdminAuth).
+type AdminAuth = config.AdminAuth
 
-// The admin authentication modes.
+// The admin authentication modes, as config defines them.
 const (
-	// AdminIAM trusts API Gateway's IAM authorizer: the request must carry
-	// requestContext.authorizer.iam, which only API Gateway can set.
-	AdminIAM AdminAuth = "iam"
-	// AdminKey requires Authorization: Bearer <admin key> (local stack, tests).
-	AdminKey AdminAuth = "key"
+	AdminIAM = config.AdminIAM
+	AdminKey = config.AdminKey
 )
 
 // Options are the Handler's dependencies. Queue, Tickets and Entries are required.
@@ -169,7 +168,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 				attrs = append(attrs, slog.String("error", cause.Error()))
 			}
 			if resp.StatusCode == http.StatusServiceUnavailable {
-				attrs = append(attrs, redisErrorAttrs(start)...)
+				attrs = append(attrs, metrics.RedisErrorAttrs(start)...)
 			}
 		}
 		h.o.Logger.LogAttrs(ctx, level, "request", attrs...)
@@ -185,7 +184,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		}
 		return errorResponse(&apiError{status: http.StatusNotFound, code: "unknown_route", message: "no such route"}), nil
 	}
-	routeName = rt.name
+	routeName = rt.Key()
 	roomID = params
 	r := &request{ev: &ev, room: params, now: h.o.Clock()}
 	body, aerr := decodeBody(&ev)
@@ -193,12 +192,12 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		return errorResponse(aerr), nil
 	}
 	r.body = body
-	if rt.admin {
+	if rt.Admin {
 		if e := h.checkAdmin(r); e != nil {
 			return errorResponse(e), nil
 		}
 	}
-	if rt.hasRoom && !room.ValidRoomID(r.room) {
+	if rt.HasRoom() && !room.ValidRoomID(r.room) {
 		return errorResponse(&apiError{status: http.StatusBadRequest, code: "invalid_room", message: "invalid room id"}), nil
 	}
 	resp, err := rt.fn(h, ctx, r)

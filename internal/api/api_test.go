@@ -191,7 +191,7 @@ func TestEnqueueTickets(t *testing.T) {
 			t.Fatalf("poll after leave: %s", p.Body)
 		}
 		// An expired ticket is refused on poll.
-		f.clock.Add(api.TicketTTL + time.Hour)
+		f.clock.Advance(api.TicketTTL + time.Hour)
 		wantStatus(t, f.do("GET", "/api/rooms/"+id+"/poll", "", bearer(first.str("ticket"))), 401, "invalid_ticket")
 	})
 }
@@ -220,13 +220,13 @@ func TestConsumeChecks(t *testing.T) {
 
 		// Past the claim window the token is expired: 410.
 		tok = admit()
-		f.clock.Add(31*time.Second + 10*time.Second)
+		f.clock.Advance(31*time.Second + 10*time.Second)
 		wantStatus(t, f.redeem("/api/consume", tok), 410, "token_expired")
 
 		// Complete works after the claim window, during the session.
 		tok = admit()
 		wantStatus(t, f.redeem("/api/consume", tok), 200, "")
-		f.clock.Add(2 * time.Minute)
+		f.clock.Advance(2 * time.Minute)
 		wantStatus(t, f.redeem("/api/complete", tok), 200, "")
 		// A well-formed token signed by another deployment's key is refused.
 		forged, err := token.NewEntries(keys(t).Entry, "vestibule").Issue(token.EntryClaims{

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/api"
-	"github.com/vestibule-dev/vestibule/internal/env"
-	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
@@ -113,9 +113,9 @@ func TestPanicIsA500(t *testing.T) {
 
 // Redis down or unreachable: 503 with Retry-After, well inside a generous
 // deadline, for a single node and a cluster, through the production client
-// options (env.NewRedis).
+// options (app.NewRedis).
 func TestRedisDown(t *testing.T) {
-	closed, err := redistest.FreePort() // nothing listens here
+	closed, err := testkit.FreePort() // nothing listens here
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestRedisDown(t *testing.T) {
 		{"black hole cluster", hole.Addr().String(), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rdb, err := env.NewRedis("redis://"+c.addr, c.cluster, "")
+			rdb, err := app.NewRedis("redis://"+c.addr, c.cluster, "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -25,6 +24,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
@@ -83,12 +83,8 @@ func routeOf(method, path string) (pathKnown, routeKnown bool) {
 	return pathKnown, routeKnown
 }
 
-// fuzzClock is real time plus an offset the setup moves forward, so tickets,
+// The clock is real time plus an offset the setup moves forward, so tickets,
 // grants and rate limits behave as in production while setup can skip ahead.
-type fuzzClock struct{ offset atomic.Int64 }
-
-func (c *fuzzClock) Now() time.Time       { return time.Now().Add(time.Duration(c.offset.Load())) }
-func (c *fuzzClock) Skip(d time.Duration) { c.offset.Add(int64(d)) }
 
 func randomHex(n int) string {
 	b := make([]byte, n)
@@ -104,7 +100,7 @@ type fuzzEnv struct {
 	live     *api.Handler
 	down     *api.Handler
 	tickets  *token.Tickets
-	clock    *fuzzClock
+	clock    *testkit.Clock
 	room     string
 	adminKey string
 	canary   string
@@ -115,7 +111,7 @@ func newFuzzEnv(f *testing.F) *fuzzEnv {
 	f.Helper()
 	rdb := redistest.Single(f)
 	k := keys(f)
-	e := &fuzzEnv{rdb: rdb, clock: &fuzzClock{}, room: redistest.Room(f),
+	e := &fuzzEnv{rdb: rdb, clock: testkit.SkewedClock(), room: redistest.Room(f),
 		// Random per process: nothing but an echo can put them in a response.
 		adminKey: "adm-" + randomHex(16), canary: "cny" + randomHex(12),
 		tickets: token.NewTickets(k.TicketSecret, "vestibule"),
@@ -149,7 +145,7 @@ func newFuzzEnv(f *testing.F) *fuzzEnv {
 	admitted, waiting := enqueue(), enqueue()
 	var entry string
 	for i := 0; i < 5 && entry == ""; i++ {
-		e.clock.Skip(2 * time.Second)
+		e.clock.Advance(2 * time.Second)
 		if _, err := e.q.Tick(ctx, e.room); err != nil {
 			f.Fatal(err)
 		}
@@ -159,7 +155,7 @@ func newFuzzEnv(f *testing.F) *fuzzEnv {
 	if entry == "" {
 		f.Fatal("setup: the first visitor was never admitted")
 	}
-	e.clock.Skip(2 * time.Second) // past the poll interval of the setup's last poll
+	e.clock.Advance(2 * time.Second) // past the poll interval of the setup's last poll
 	e.subst = map[string]string{"$R": e.room, "$T": admitted, "$W": waiting, "$E": entry, "$A": e.adminKey,
 		"$O": origins.Credential(e.room)}
 	return e

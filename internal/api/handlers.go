@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -75,7 +76,7 @@ func (h *Handler) enqueue(ctx context.Context, r *request) (events.APIGatewayV2H
 	if errors.Is(err, room.ErrClosed) {
 		return jsonResponse(http.StatusOK, placeResponse{
 			Room: r.room, State: room.StateClosed,
-			PollAfterMs: PollAfter(PollInput{State: room.StateClosed, Jitter: h.o.Jitter()}).Milliseconds(),
+			PollAfterMs: pollpolicy.After(pollpolicy.Input{State: room.StateClosed, Jitter: h.o.Jitter()}).Milliseconds(),
 		}), nil
 	}
 	if err != nil {
@@ -123,14 +124,14 @@ func (h *Handler) placeResponse(r *request, p room.Place, ticket string) (events
 		Room: r.room, Ticket: ticket, State: p.State,
 		Position: p.Position, Waiting: p.Waiting, OpensAt: p.Config.OpensAt,
 	}
-	in := PollInput{
+	in := pollpolicy.Input{
 		State: p.State, Position: p.Position, RatePerMinute: rate,
 		HeartbeatTTL: time.Duration(p.Config.HeartbeatTTLSeconds) * time.Second,
 		TickInterval: h.o.TickInterval, Jitter: h.o.Jitter(),
 	}
 	switch p.State {
 	case room.StateWaiting:
-		out.EtaSeconds = etaSeconds(p.Position, rate)
+		out.EtaSeconds = pollpolicy.ETASeconds(p.Position, rate)
 	case room.StatePrequeue:
 		if p.Config.OpensAt != nil {
 			in.UntilOpen = p.Config.OpensAt.Sub(r.now)
@@ -154,7 +155,7 @@ func (h *Handler) placeResponse(r *request, p room.Place, ticket string) (events
 		}
 		out.EntryToken = tok
 	}
-	out.PollAfterMs = PollAfter(in).Milliseconds()
+	out.PollAfterMs = pollpolicy.After(in).Milliseconds()
 	return jsonResponse(http.StatusOK, out), nil
 }
 
@@ -195,7 +196,7 @@ func (h *Handler) status(ctx context.Context, r *request) (events.APIGatewayV2HT
 	}
 	resp := jsonResponse(http.StatusOK, statusResponse{
 		Room: r.room, Mode: cfg.Mode, Waiting: st.Waiting, Active: st.Active, Admitted: st.Admitted,
-		MaxActive: cfg.MaxActive, AdmitPerMinute: cfg.AdmitPerMinute, EtaSeconds: etaSeconds(st.Waiting+1, rate),
+		MaxActive: cfg.MaxActive, AdmitPerMinute: cfg.AdmitPerMinute, EtaSeconds: pollpolicy.ETASeconds(st.Waiting+1, rate),
 	})
 	// Public and the same for everyone: CloudFront absorbs the crowd.
 	resp.Headers["Cache-Control"] = "public, max-age=1"

@@ -17,25 +17,13 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
 const adminKey = "test-admin-key-0123456789"
-
-// clock is a test clock shared by the engine and the handler.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // syncBuffer is a log sink safe for concurrent writes.
 type syncBuffer struct {
@@ -56,7 +44,7 @@ type fixture struct {
 	t       *testing.T
 	h       *api.Handler
 	q       *room.Engine
-	clock   *clock
+	clock   *testkit.Clock
 	entries *token.Entries
 	tickets *token.Tickets
 	origins *token.Origins
@@ -74,7 +62,7 @@ func keys(t testing.TB) *token.Keys {
 
 func newFixture(t *testing.T, rdb redis.UniversalClient) *fixture {
 	t.Helper()
-	clk := &clock{t: time.Now().Truncate(time.Second)}
+	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
 	q := room.New(rdb, room.WithClock(clk.Now))
 	k := keys(t)
 	f := &fixture{t: t, q: q, clock: clk, logs: &syncBuffer{},
@@ -187,7 +175,7 @@ func (f *fixture) room(settings string) string {
 
 func (f *fixture) tick(id string) room.TickResult {
 	f.t.Helper()
-	f.clock.Add(time.Second)
+	f.clock.Advance(time.Second)
 	r, err := f.q.Tick(context.Background(), id)
 	if err != nil {
 		f.t.Fatalf("tick: %v", err)

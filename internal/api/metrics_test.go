@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/metrics"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -54,8 +55,8 @@ func TestRedisErrorsMetric(t *testing.T) {
 			t.Fatalf("503 without the metric: %d %s", resp.StatusCode, buf.Bytes())
 		}
 		m := line.AWS.CloudWatchMetrics[0]
-		if m.Namespace != api.MetricNamespace || len(m.Dimensions) != 1 || len(m.Dimensions[0]) != 0 ||
-			len(m.Metrics) != 1 || m.Metrics[0].Name != api.RedisErrorsMetric || m.Metrics[0].Unit != "Count" {
+		if m.Namespace != metrics.Namespace || len(m.Dimensions) != 1 || len(m.Dimensions[0]) != 0 ||
+			len(m.Metrics) != 1 || m.Metrics[0].Name != metrics.RedisErrors || m.Metrics[0].Unit != "Count" {
 			t.Fatalf("metric directive: %+v", m)
 		}
 	}

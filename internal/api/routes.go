@@ -2,70 +2,69 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/vestibule-dev/vestibule/internal/routes"
 )
 
 type handlerFunc func(h *Handler, ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error)
 
-// route is one method + path pattern. A "{room}" segment captures the room id.
+// route is one entry of the route table with its handler.
 type route struct {
-	method  string
-	pattern string
-	name    string // the API Gateway route key, used in logs
-	hasRoom bool
-	admin   bool
-	fn      handlerFunc
+	routes.Route
+	fn handlerFunc
 }
 
-// routes is the whole API, exactly as docs/API.md lists it.
-var routes []route
+// handlers binds each route of routes.All, by key, to its handler.
+var handlers = map[string]handlerFunc{
+	"POST /api/rooms/{room}/enqueue": (*Handler).enqueue,
+	"GET /api/rooms/{room}/poll":     (*Handler).poll,
+	"POST /api/rooms/{room}/leave":   (*Handler).leave,
+	"GET /api/rooms/{room}/status":   (*Handler).status,
+	"POST /api/consume":              (*Handler).consume,
+	"POST /api/complete":             (*Handler).complete,
+	"GET /api/jwks.json":             (*Handler).jwks,
+	"PUT /api/admin/rooms/{room}":    (*Handler).putRoom,
+	"GET /api/admin/rooms/{room}":    (*Handler).getRoom,
+	"GET /api/admin/rooms":           (*Handler).listRooms,
+}
 
-func init() {
-	add := func(method, pattern string, admin bool, fn handlerFunc) {
-		routes = append(routes, route{
-			method: method, pattern: pattern, name: method + " " + pattern,
-			hasRoom: strings.Contains(pattern, "{room}"), admin: admin, fn: fn,
-		})
+// table is the router's view of routes.All. A route without a handler, or a
+// handler without a route, is a wiring bug that stops the program at start-up
+// (and every test).
+var table = func() []route {
+	if len(handlers) != len(routes.All) {
+		panic(fmt.Sprintf("api: %d handlers for %d routes", len(handlers), len(routes.All)))
 	}
-	add("POST", "/api/rooms/{room}/enqueue", false, (*Handler).enqueue)
-	add("GET", "/api/rooms/{room}/poll", false, (*Handler).poll)
-	add("POST", "/api/rooms/{room}/leave", false, (*Handler).leave)
-	add("GET", "/api/rooms/{room}/status", false, (*Handler).status)
-	add("POST", "/api/consume", false, (*Handler).consume)
-	add("POST", "/api/complete", false, (*Handler).complete)
-	add("GET", "/api/jwks.json", false, (*Handler).jwks)
-	add("PUT", "/api/admin/rooms/{room}", true, (*Handler).putRoom)
-	add("GET", "/api/admin/rooms/{room}", true, (*Handler).getRoom)
-	add("GET", "/api/admin/rooms", true, (*Handler).listRooms)
-}
-
-// RouteKeys returns the API Gateway route keys ("METHOD /path/{room}") of every
-// route, for infrastructure code and tests.
-func RouteKeys() []string {
-	keys := make([]string, len(routes))
-	for i, rt := range routes {
-		keys[i] = rt.name
+	t := make([]route, len(routes.All))
+	for i, r := range routes.All {
+		fn, ok := handlers[r.Key()]
+		if !ok {
+			panic("api: no handler for " + r.Key())
+		}
+		t[i] = route{r, fn}
 	}
-	return keys
-}
+	return t
+}()
 
 // match finds the route of method and path. When the path matches but the
 // method does not, it returns nil and the allowed methods.
 func match(method, path string) (*route, string, string) {
 	segs := strings.Split(path, "/")
 	var allowed []string
-	for i := range routes {
-		rt := &routes[i]
-		param, ok := matchPath(rt.pattern, segs)
+	for i := range table {
+		rt := &table[i]
+		param, ok := matchPath(rt.Path, segs)
 		if !ok {
 			continue
 		}
-		if rt.method == method {
+		if rt.Method == method {
 			return rt, param, ""
 		}
-		allowed = append(allowed, rt.method)
+		allowed = append(allowed, rt.Method)
 	}
 	return nil, "", strings.Join(allowed, ", ")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // allowance is the most a room may admit between start and end: the token
@@ -32,12 +33,8 @@ func admittedSoFar(t *testing.T, rdb redis.UniversalClient, id string) int64 {
 	return n
 }
 
-// frozenClock is an engine clock that stands still until set: a retried tick
+// The engine clock stands still until set: a retried tick
 // then runs with the very same time as the attempt that crashed.
-type frozenClock struct{ ns atomic.Int64 }
-
-func (c *frozenClock) set()           { c.ns.Store(time.Now().UnixNano()) }
-func (c *frozenClock) now() time.Time { return time.Unix(0, c.ns.Load()) }
 
 // TestChaosDuplicateAdmit runs the admit function as it runs when things go
 // wrong: several invocations ticking at once, ticks cut off half-way (their
@@ -101,10 +98,10 @@ func TestChaosDuplicateAdmit(t *testing.T) {
 	// Two that crash half-way through a tick and are retried at once, same time.
 	for range 2 {
 		loops.Go(func() {
-			var clk frozenClock
-			eng := room.New(rdb, room.WithClock(clk.now))
+			clk := testkit.FixedClock(time.Now())
+			eng := room.New(rdb, room.WithClock(clk.Now))
 			for ctx.Err() == nil {
-				clk.set()
+				clk.Set(time.Now())
 				for _, id := range rooms {
 					cctx, cancel := context.WithTimeout(ctx, time.Duration(mrand.Int64N(int64(time.Millisecond))))
 					if _, err := eng.Tick(cctx, id); err != nil {
@@ -119,10 +116,10 @@ func TestChaosDuplicateAdmit(t *testing.T) {
 	}
 	// Two ticks for the very same instant, in parallel.
 	loops.Go(func() {
-		var clk frozenClock
-		eng := room.New(rdb, room.WithClock(clk.now))
+		clk := testkit.FixedClock(time.Now())
+		eng := room.New(rdb, room.WithClock(clk.Now))
 		for ctx.Err() == nil {
-			clk.set()
+			clk.Set(time.Now())
 			for range 2 {
 				cut.Go(func() {
 					for _, id := range rooms {

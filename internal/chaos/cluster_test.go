@@ -10,6 +10,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // TestChaosClusterFailover kills a primary of a 3-primary, 3-replica cluster
@@ -62,7 +63,7 @@ func TestChaosClusterFailover(t *testing.T) {
 	// A replica that never finished its first sync cannot be promoted.
 	for _, r := range nodes[3:] {
 		c := redis.NewClient(&redis.Options{Addr: r.Addr})
-		synced := waitUntil(30*time.Second, func() bool {
+		synced := testkit.WaitFor(30*time.Second, func() bool {
 			role, err := c.Do(bg, "ROLE").Slice()
 			return err == nil && len(role) > 3 && role[3] == "connected"
 		})
@@ -84,7 +85,7 @@ func TestChaosClusterFailover(t *testing.T) {
 	led := newLedger()
 	cr := startCrowd(crowdOpts{engines: []*room.Engine{eng}, rooms: rooms, n: n,
 		poll: poll, hold: 60 * time.Millisecond, ledger: led, arrive: 500 * time.Millisecond})
-	if !waitUntil(30*time.Second, func() bool { return cr.served.Load() >= int64(n/3) }) {
+	if !testkit.WaitFor(30*time.Second, func() bool { return cr.served.Load() >= int64(n/3) }) {
 		t.Fatalf("crowd did not get going: %d served", cr.served.Load())
 	}
 
@@ -93,7 +94,7 @@ func TestChaosClusterFailover(t *testing.T) {
 	defer rep.Close()
 	killAt := time.Now()
 	victim.Stop()
-	promoted := waitUntil(30*time.Second, func() bool {
+	promoted := testkit.WaitFor(30*time.Second, func() bool {
 		role, err := rep.Do(bg, "ROLE").Slice()
 		if err != nil || len(role) == 0 || role[0] != "master" {
 			return false
@@ -107,7 +108,7 @@ func TestChaosClusterFailover(t *testing.T) {
 	}
 	// The first call that works on a room of the dead primary.
 	var serviceAt time.Time
-	if waitUntil(30*time.Second, func() bool {
+	if testkit.WaitFor(30*time.Second, func() bool {
 		cctx, cancel := context.WithTimeout(bg, callBudget)
 		defer cancel()
 		_, err := eng.Stats(cctx, perPrimary[0][0])

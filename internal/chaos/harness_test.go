@@ -18,6 +18,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // TestMain stops every redis-server the suite started, even after a failure.
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) {
 
 type quiet struct{}
 
-func (quiet) Printf(context.Context, string, ...interface{}) {}
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // long reports whether CHAOS=long asked for the long form (make chaos).
 func long() bool { return os.Getenv("CHAOS") == "long" }
@@ -120,18 +121,6 @@ func put(t *testing.T, eng *room.Engine, id string, cfg room.Config) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("PutConfig %s: %v", id, err)
-}
-
-// waitUntil polls ok every 20 ms until it holds or limit passes.
-func waitUntil(limit time.Duration, ok func() bool) bool {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if ok() {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return ok()
 }
 
 func jitter(mean time.Duration) time.Duration {
@@ -552,7 +541,7 @@ func (c *crowd) redeem(ctx context.Context, t room.Ticket) bool {
 // wait lets the crowd finish, up to limit, then stops whoever is left, and
 // reports whether everyone finished.
 func (c *crowd) wait(limit time.Duration) bool {
-	ok := waitUntil(limit, func() bool { return c.done.Load() == int64(c.o.n) })
+	ok := testkit.WaitFor(limit, func() bool { return c.done.Load() == int64(c.o.n) })
 	c.cancel()
 	c.wg.Wait()
 	return ok

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // TestChaosRedisRestart kills Redis mid-crowd and starts it again, with
@@ -50,7 +51,7 @@ func TestChaosRedisRestart(t *testing.T) {
 			cr := startCrowd(crowdOpts{engines: []*room.Engine{eng}, rooms: []string{id}, n: n,
 				poll: poll, hold: 60 * time.Millisecond, ledger: led, arrive: 500 * time.Millisecond})
 
-			if !waitUntil(30*time.Second, func() bool { return cr.served.Load() >= int64(n/3) }) {
+			if !testkit.WaitFor(30*time.Second, func() bool { return cr.served.Load() >= int64(n/3) }) {
 				t.Fatalf("crowd did not get going: %d served", cr.served.Load())
 			}
 			servedBefore := cr.served.Load()
@@ -62,7 +63,7 @@ func TestChaosRedisRestart(t *testing.T) {
 				t.Fatalf("restart: %v", err)
 			}
 			upAt := time.Now()
-			waitUntil(30*time.Second, func() bool { return !cr.firstOKAfterMark().IsZero() })
+			testkit.WaitFor(30*time.Second, func() bool { return !cr.firstOKAfterMark().IsZero() })
 			firstOK := cr.firstOKAfterMark()
 			finished := cr.wait(crowdLimit())
 			stop()
@@ -267,7 +268,7 @@ func TestChaosRedisUnreachable(t *testing.T) {
 				t.Fatal(err)
 			}
 			var last []error
-			back := waitUntil(30*time.Second, func() bool {
+			back := testkit.WaitFor(30*time.Second, func() bool {
 				errs, _ := runAll()
 				last = errs
 				for _, err := range errs {
@@ -320,7 +321,7 @@ func TestChaosRedisSlow(t *testing.T) {
 	n := scale(150, 1000)
 	cr := startCrowd(crowdOpts{engines: []*room.Engine{eng}, rooms: []string{id}, n: n,
 		poll: pace(n, 100*time.Millisecond), hold: 50 * time.Millisecond, ledger: led, arrive: 300 * time.Millisecond})
-	if !waitUntil(30*time.Second, func() bool { return cr.served.Load() >= int64(n/5) }) {
+	if !testkit.WaitFor(30*time.Second, func() bool { return cr.served.Load() >= int64(n/5) }) {
 		t.Fatalf("crowd did not get going: %d served", cr.served.Load())
 	}
 
@@ -354,7 +355,7 @@ func TestChaosRedisSlow(t *testing.T) {
 	// beyond PoolSize while others are being discarded (21 seen for a pool of 20).
 	pool := rdb.Options().PoolSize
 	var clients int
-	if !waitUntil(5*time.Second, func() bool {
+	if !testkit.WaitFor(5*time.Second, func() bool {
 		info, err := admin.Info(bg, "clients").Result()
 		if err != nil {
 			return false
@@ -370,7 +371,7 @@ func TestChaosRedisSlow(t *testing.T) {
 		t.Errorf("%d connections on the server after the faults; the pool holds at most %d:\n%s", clients, pool, list)
 	}
 	var now int
-	if !waitUntil(5*time.Second, func() bool { now = runtime.NumGoroutine(); return now <= goroutines+3 }) {
+	if !testkit.WaitFor(5*time.Second, func() bool { now = runtime.NumGoroutine(); return now <= goroutines+3 }) {
 		buf := make([]byte, 1<<16)
 		t.Errorf("goroutines: %d before the crowd, %d after it stopped\n%s", goroutines, now, buf[:runtime.Stack(buf, true)])
 	}

@@ -1,7 +1,7 @@
 // Package localstack runs the whole product on one machine: the waiting page
 // (static/) and every API route on one port, translated from plain HTTP into
 // the API Gateway v2 events Lambda receives and served by the very same
-// api.Handler; the admit ticks on a ticker (the same api.RunTicks as the admit
+// api.Handler; the admit ticks on a ticker (the same admission.Run as the admit
 // Lambda); a "demo" room; and a small demo booking origin on a second port
 // that consumes the entry token server to server, as a real origin would.
 // Redis is embedded (miniredis) unless a URL names a real one.
@@ -23,8 +23,10 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/vestibule-dev/vestibule/internal/api"
-	"github.com/vestibule-dev/vestibule/internal/env"
+	"github.com/vestibule-dev/vestibule/internal/admission"
+	"github.com/vestibule-dev/vestibule/internal/app"
+	"github.com/vestibule-dev/vestibule/internal/app/apiapp"
+	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -73,7 +75,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		o.StaticDir = "static"
 	}
 	if o.KeyDir == "" {
-		o.KeyDir = env.DefaultKeyDir
+		o.KeyDir = config.DefaultKeyDir
 	}
 	if o.TickInterval <= 0 {
 		o.TickInterval = time.Second
@@ -106,17 +108,21 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		s.mini = m
 		s.rdb = redis.NewClient(&redis.Options{Addr: m.Addr()})
 	} else {
-		rdb, err := env.NewRedis(o.RedisURL, o.RedisCluster, o.RedisCAFile)
+		rdb, err := app.NewRedis(o.RedisURL, o.RedisCluster, o.RedisCAFile)
 		if err != nil {
 			return nil, err
 		}
 		s.rdb = rdb
 	}
-	keys, err := token.LoadLocal(o.KeyDir)
-	if err != nil {
-		return nil, fmt.Errorf("local keys in %s: %w", o.KeyDir, err)
+	cfg := config.Config{
+		KeyDir: o.KeyDir, Issuer: config.DefaultIssuer,
+		AdminAuth: config.AdminKey, AdminKey: o.AdminKey, DefaultRoom: room.DefaultConfig(),
 	}
-	engine := room.New(s.rdb, room.WithClock(o.Clock), room.WithMinPollInterval(api.MinPollInterval))
+	keys, err := apiapp.LoadKeys(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	engine := app.NewEngine(s.rdb, o.Clock)
 
 	appLn, err := net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -130,21 +136,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	s.url = "http://" + loopback(appLn.Addr())
 	s.originURL = "http://" + loopback(originLn.Addr())
 
-	def := room.DefaultConfig()
-	def.OriginURL = s.originURL + "/"
+	cfg.DefaultRoom.OriginURL = s.originURL + "/"
 	origins := token.NewOrigins(keys.TicketSecret)
-	h := api.New(api.Options{
-		Queue:        engine,
-		Tickets:      token.NewTickets(keys.TicketSecret, env.DefaultIssuer),
-		Entries:      token.NewEntries(keys.Entry, env.DefaultIssuer),
-		Origins:      origins,
-		AdminAuth:    api.AdminKey,
-		AdminKey:     o.AdminKey,
-		DefaultRoom:  def,
-		TickInterval: o.TickInterval,
-		Clock:        o.Clock,
-		Logger:       o.Logger,
-	})
+	h := apiapp.NewHandler(engine, keys, cfg, apiapp.Options{TickInterval: o.TickInterval, Clock: o.Clock, Logger: o.Logger})
 	if err := s.demoRoom(ctx, engine, o.DemoRoom); err != nil {
 		appLn.Close()
 		originLn.Close()
@@ -168,7 +162,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		api.RunTicks(tctx, engine, o.TickInterval, o.Logger)
+		admission.Run(tctx, engine, o.TickInterval, o.Logger)
 	}()
 	ok = true
 	return s, nil

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
+	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 )
 
@@ -91,7 +91,7 @@ func TestStack(t *testing.T) {
 			var tok string
 			deadline := time.Now().Add(5 * time.Second)
 			for tok == "" && time.Now().Before(deadline) {
-				time.Sleep(api.MinPollInterval) // as the page does: no faster than the engine allows
+				time.Sleep(pollpolicy.MinInterval) // as the page does: no faster than the engine allows
 				code, _, p := call(t, "GET", s.URL()+"/api/rooms/demo/poll", ticket, "")
 				if code != 200 {
 					t.Fatalf("poll: %d %v", code, p)

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 var (
@@ -76,16 +78,6 @@ func dir() (string, error) {
 	return baseDir, nil
 }
 
-// FreePort returns a loopback port that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // Start starts a redis-server on a free loopback port with the extra
 // configuration directives given (for example "appendonly", "yes").
 // The caller stops it (or StopAll does).
@@ -103,7 +95,7 @@ func startLocked(extra ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := FreePort()
+	port, err := testkit.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -339,14 +331,10 @@ func startClusterLocked(masters, replicas int, extra ...string) ([]*Server, erro
 }
 
 func waitFor(limit time.Duration, ok func() bool) error {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if ok() {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testkit.WaitFor(limit, ok) {
+		return fmt.Errorf("timed out after %s", limit)
 	}
-	return fmt.Errorf("timed out after %s", limit)
+	return nil
 }
 
 // Clients returns the single node and the cluster, named, so a suite can run

@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // ErrNotFound means aws-lambda-rie is neither on PATH nor in .tools/bin
@@ -68,25 +70,16 @@ func (o *output) Write(p []byte) (int, error) { o.mu.Lock(); defer o.mu.Unlock()
 // Output is what the emulator and the function have printed so far.
 func (e *Emulator) Output() string { e.out.mu.Lock(); defer e.out.mu.Unlock(); return e.out.b.String() }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // Start runs bootstrap under the emulator at rie with the environment env,
 // keeping what they print (Output), and waits until it listens. Both of the emulator's ports are free loopback
 // ports: its runtime API otherwise takes the fixed port 9001, so two at once
 // would collide.
 func Start(rie, bootstrap string, env []string) (*Emulator, error) {
-	port, err := freePort()
+	port, err := testkit.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	apiPort, err := freePort()
+	apiPort, err := testkit.FreePort()
 	if err != nil {
 		return nil, err
 	}

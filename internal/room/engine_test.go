@@ -15,6 +15,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // forEachRedis runs f against the single node and the 3-node cluster.
@@ -1252,7 +1253,7 @@ func TestScriptCacheLoss(t *testing.T) {
 
 // Redis down is ErrUnavailable (the API answers 503), never a panic or a hang.
 func TestRedisDownIsUnavailable(t *testing.T) {
-	port, err := redistest.FreePort()
+	port, err := testkit.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,6 @@ package sim
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -20,8 +18,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/app"
+	"github.com/vestibule-dev/vestibule/internal/app/apiapp"
 	"github.com/vestibule-dev/vestibule/internal/room"
-	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
 // Virtual runs the API's Lambda handler in-process, in virtual time, against a
@@ -50,27 +49,13 @@ func NewVirtual(rdb redis.UniversalClient, start time.Time, tickInterval time.Du
 	v := &Virtual{tick: tickInterval, gran: 50 * time.Millisecond, nextTick: start}
 	v.nowNanos.Store(start.UnixNano())
 	clock := func() time.Time { return time.Unix(0, v.nowNanos.Load()) }
-	secret := make([]byte, 48)
-	seed := make([]byte, 48)
-	rand.Read(secret)
-	rand.Read(seed)
-	ek, err := token.EntryKeyFromSeed(seed)
+	cfg, keys, err := apiapp.Ephemeral("vestibule-sim")
 	if err != nil {
 		return nil, err
 	}
-	v.AdminKey = hex.EncodeToString(secret[:16])
-	v.Engine = room.New(rdb, room.WithClock(clock))
-	v.Handler = api.New(api.Options{
-		Queue:        v.Engine,
-		Tickets:      token.NewTickets(secret, "vestibule-sim"),
-		Entries:      token.NewEntries([]*token.EntryKey{ek}, "vestibule-sim"),
-		Origins:      token.NewOrigins(secret),
-		AdminAuth:    api.AdminKey,
-		AdminKey:     v.AdminKey,
-		DefaultRoom:  room.DefaultConfig(),
-		TickInterval: tickInterval,
-		Clock:        clock,
-	})
+	v.AdminKey = cfg.AdminKey
+	v.Engine = app.NewEngine(rdb, clock)
+	v.Handler = apiapp.NewHandler(v.Engine, keys, cfg, apiapp.Options{TickInterval: tickInterval, Clock: clock})
 	return v, nil
 }
 

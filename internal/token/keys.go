@@ -75,6 +75,19 @@ type Keys struct {
 	Entry        []*EntryKey // Entry[0] signs; the rest (rotated out) still verify and appear in the JWKS
 }
 
+// NewKeys returns fresh random keys that live only in memory (the simulator,
+// the bench, tests).
+func NewKeys() (*Keys, error) {
+	secret, seed := make([]byte, 48), make([]byte, 48)
+	rand.Read(secret) // never fails (crypto/rand, Go ≥ 1.24)
+	rand.Read(seed)
+	ek, err := EntryKeyFromSeed(seed)
+	if err != nil {
+		return nil, err
+	}
+	return &Keys{TicketSecret: secret, Entry: []*EntryKey{ek}}, nil
+}
+
 // Local key files, inside the folder given to LoadLocal.
 const (
 	localTicketFile        = "ticket.key"

@@ -1,4 +1,6 @@
-package api
+// Package pollpolicy decides when a visitor polls next (pollAfterMs): the
+// server, not the page, spends the crowd's requests where they matter.
+package pollpolicy
 
 import (
 	"math"
@@ -11,13 +13,13 @@ import (
 // front, a visitor learns of the grant within about a second.
 const MinPollAfter = time.Second
 
-// MinPollInterval is the engine's floor between two polls of one visitor
+// MinInterval is the engine's floor between two polls of one visitor
 // (room.WithMinPollInterval): half the shortest pollAfterMs, leaving room for
 // jitter and timers; a page that polls faster gets 429 with Retry-After.
-const MinPollInterval = MinPollAfter / 2
+const MinInterval = MinPollAfter / 2
 
-// PollInput is what the poll interval depends on.
-type PollInput struct {
+// Input is what the poll interval depends on.
+type Input struct {
 	State         room.State
 	Position      int64         // 1-based place in the queue
 	RatePerMinute float64       // admissions per minute used for the ETA
@@ -27,7 +29,7 @@ type PollInput struct {
 	Jitter        float64       // factor in [0.9, 1.1]; spreads a crowd's polls apart
 }
 
-// PollAfter decides how long the page waits before its next poll: three
+// After decides how long the page waits before its next poll: three
 // quarters of the estimated wait, so each poll lands before the visitor's turn
 // and the next one a quarter of the way from it, but not under two seconds;
 // every second once within one tick's admissions of the front; and never longer
@@ -35,7 +37,7 @@ type PollInput struct {
 // A visitor then polls about once per half heartbeat far back and a handful of
 // times near the front: requests per visitor-minute fall as the wait grows
 // (measured in docs/BENCHMARKS.md). Zero means "do not poll again".
-func PollAfter(in PollInput) time.Duration {
+func After(in Input) time.Duration {
 	hb := in.HeartbeatTTL
 	if hb <= 0 {
 		hb = time.Minute
@@ -73,8 +75,8 @@ func PollAfter(in PollInput) time.Duration {
 	return min(d, maxWait).Round(time.Millisecond)
 }
 
-// etaSeconds is position / rate, rounded up; nil when no rate is known.
-func etaSeconds(position int64, ratePerMinute float64) *int64 {
+// ETASeconds is position / rate, rounded up; nil when no rate is known.
+func ETASeconds(position int64, ratePerMinute float64) *int64 {
 	if ratePerMinute <= 0 {
 		return nil
 	}

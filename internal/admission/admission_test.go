@@ -1,18 +1,21 @@
-package api_test
+package admission_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/admission"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// RunTicks ticks every room, repeatedly, until its context ends, and sums
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+
+// Run ticks every room, repeatedly, until its context ends, and sums
 // what the ticks did.
 func TestRunTicks(t *testing.T) {
 	for name, rdb := range redistest.Clients(t) {
@@ -37,7 +40,7 @@ func TestRunTicks(t *testing.T) {
 			}
 			tctx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
 			defer cancel()
-			sum := api.RunTicks(tctx, q, 50*time.Millisecond, nil)
+			sum := admission.Run(tctx, q, 50*time.Millisecond, nil)
 			if sum.Ticks < 2 || sum.Errors != 0 {
 				t.Fatalf("summary %+v: want several ticks and no errors", sum)
 			}
@@ -62,7 +65,7 @@ func TestAdmitHandler(t *testing.T) {
 	q := room.New(redistest.Single(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 	defer cancel()
-	sum, err := api.AdmitHandler(q, 100*time.Millisecond, nil)(ctx, events.EventBridgeEvent{ID: "e1", DetailType: "Scheduled Event"})
+	sum, err := admission.Handler(q, 100*time.Millisecond, nil)(ctx, events.EventBridgeEvent{ID: "e1", DetailType: "Scheduled Event"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package env_test
+package app_test
 
 import (
 	"context"
@@ -15,16 +15,16 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/vestibule-dev/vestibule/internal/api"
-	"github.com/vestibule-dev/vestibule/internal/env"
+	"github.com/vestibule-dev/vestibule/internal/app"
+	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
@@ -33,51 +33,19 @@ func getenv(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-func TestLoad(t *testing.T) {
-	c, err := env.Load(getenv(map[string]string{
-		"REDIS_URL": "rediss://cache.example:6379", "REDIS_CLUSTER": "true",
-		"TICKET_SECRET_ARN": "arn:t", "ENTRY_KEY_SECRET_ARN": "arn:e",
-		"DEFAULT_ROOM_CONFIG": `{"maxActive":7,"originUrl":"https://shop.example/"}`,
-		"LOG_LEVEL":           "debug",
-	}))
+// redisOf builds the client exactly as every function does.
+func redisOf(t *testing.T, env map[string]string) redis.UniversalClient {
+	t.Helper()
+	c, err := config.Load(getenv(env))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.RedisCluster || c.AdminAuth != api.AdminIAM || c.Issuer != "vestibule" || c.KeyDir != ".vestibule/keys" ||
-		c.DefaultRoom.MaxActive != 7 || c.DefaultRoom.OriginURL != "https://shop.example/" ||
-		c.DefaultRoom.AdmitPerMinute != room.DefaultConfig().AdmitPerMinute || c.LogLevel.String() != "DEBUG" {
-		t.Fatalf("loaded %+v", c)
+	core, err := app.New(c, app.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-
-	bad := []struct {
-		name string
-		env  map[string]string
-		want string
-	}{
-		{"no redis", map[string]string{}, "REDIS_URL is required"},
-		{"bad scheme", map[string]string{"REDIS_URL": "http://x"}, "REDIS_URL must start"},
-		{"bad cluster flag", map[string]string{"REDIS_URL": "redis://x:1", "REDIS_CLUSTER": "maybe"}, "REDIS_CLUSTER"},
-		{"ca without tls", map[string]string{"REDIS_URL": "redis://x:1", "REDIS_CA_FILE": "/ca.pem"}, "REDIS_CA_FILE"},
-		{"one arn", map[string]string{"REDIS_URL": "redis://x:1", "TICKET_SECRET_ARN": "arn:t"}, "ENTRY_KEY_SECRET_ARN"},
-		{"key auth without key", map[string]string{"REDIS_URL": "redis://x:1", "ADMIN_AUTH": "key"}, "VESTIBULE_ADMIN_KEY"},
-		{"key auth short key", map[string]string{"REDIS_URL": "redis://x:1", "ADMIN_AUTH": "key", "VESTIBULE_ADMIN_KEY": "short"}, "VESTIBULE_ADMIN_KEY"},
-		{"unknown auth", map[string]string{"REDIS_URL": "redis://x:1", "ADMIN_AUTH": "none"}, "ADMIN_AUTH"},
-		{"bad default room", map[string]string{"REDIS_URL": "redis://x:1", "DEFAULT_ROOM_CONFIG": `{"maxActiv":1}`}, "DEFAULT_ROOM_CONFIG"},
-		{"bad log level", map[string]string{"REDIS_URL": "redis://x:1", "LOG_LEVEL": "loud"}, "LOG_LEVEL"},
-	}
-	for _, b := range bad {
-		t.Run(b.name, func(t *testing.T) {
-			_, err := env.Load(getenv(b.env))
-			if !errors.Is(err, env.ErrConfig) || !strings.Contains(err.Error(), b.want) {
-				t.Fatalf("err = %v, want ErrConfig mentioning %q", err, b.want)
-			}
-		})
-	}
-	// Every problem is reported at once.
-	_, err = env.Load(getenv(map[string]string{"ADMIN_AUTH": "none", "LOG_LEVEL": "loud"}))
-	if n := strings.Count(err.Error(), "\n") + 1; n != 3 {
-		t.Fatalf("want 3 problems, got %d: %v", n, err)
-	}
+	t.Cleanup(func() { core.Close() })
+	return core.Redis
 }
 
 // engineJourney runs enqueue → tick → consume on a room through a client made
@@ -118,15 +86,7 @@ func TestClusterFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := env.Load(getenv(map[string]string{"REDIS_URL": "redis://" + addrs[1], "REDIS_CLUSTER": "true"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb, err := c.Redis()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	rdb := redisOf(t, map[string]string{"REDIS_URL": "redis://" + addrs[1], "REDIS_CLUSTER": "true"})
 	if _, ok := rdb.(*redis.ClusterClient); !ok {
 		t.Fatalf("REDIS_CLUSTER=true gave a %T", rdb)
 	}
@@ -139,7 +99,7 @@ func TestClusterFromEnv(t *testing.T) {
 func TestTLS(t *testing.T) {
 	dir := t.TempDir()
 	caFile := writeCerts(t, dir)
-	port, err := redistest.FreePort()
+	port, err := testkit.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,19 +116,11 @@ func TestTLS(t *testing.T) {
 	defer srv.Stop()
 	url := fmt.Sprintf("rediss://localhost:%d", port)
 
-	c, err := env.Load(getenv(map[string]string{"REDIS_URL": url, "REDIS_CA_FILE": caFile}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb, err := c.Redis()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	rdb := redisOf(t, map[string]string{"REDIS_URL": url, "REDIS_CA_FILE": caFile})
 	engineJourney(t, rdb)
 
 	// Without the CA, the system roots do not trust the server: refused.
-	untrusted, err := env.NewRedis(url, false, "")
+	untrusted, err := app.NewRedis(url, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +128,7 @@ func TestTLS(t *testing.T) {
 	if err := untrusted.Ping(context.Background()).Err(); err == nil {
 		t.Fatal("a server signed by an unknown CA was trusted")
 	}
-	if _, err := env.NewRedis(url, false, filepath.Join(dir, "missing.pem")); !errors.Is(err, env.ErrConfig) {
+	if _, err := app.NewRedis(url, false, filepath.Join(dir, "missing.pem")); !errors.Is(err, config.ErrConfig) {
 		t.Fatalf("missing CA file: %v", err)
 	}
 }

@@ -1,4 +1,8 @@
-package api
+// Package admission is the admission loop: every interval it ticks every room
+// once (room.Engine.Tick), the one loop the admit Lambda runs inside its minute
+// and the local stack runs for as long as it lives. It needs the engine and
+// nothing else: no tokens, no secrets.
+package admission
 
 import (
 	"context"
@@ -7,8 +11,15 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/vestibule-dev/vestibule/internal/metrics"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
+
+// Ticker is what the loop needs of the engine.
+type Ticker interface {
+	Rooms(ctx context.Context) ([]string, error)
+	Tick(ctx context.Context, room string) (room.TickResult, error)
+}
 
 // AdmitMargin is how long before its deadline the admit function stops
 // ticking, so it returns cleanly instead of being cut off by Lambda.
@@ -25,12 +36,12 @@ type TickSummary struct {
 	SessionsEnded   int64 `json:"sessionsEnded"`
 }
 
-// RunTicks ticks every room once per interval, starting at once, until ctx is
+// Run ticks every room once per interval, starting at once, until ctx is
 // done. It is the one admission loop: the admit Lambda runs it inside its
 // minute and the local stack runs it for as long as it lives. Failures are
 // logged and counted, never fatal: the next tick tries again, and the engine's
 // token bucket keeps duplicate or late ticks from admitting extra visitors.
-func RunTicks(ctx context.Context, q room.Queue, interval time.Duration, log *slog.Logger) TickSummary {
+func Run(ctx context.Context, q Ticker, interval time.Duration, log *slog.Logger) TickSummary {
 	if interval <= 0 {
 		interval = time.Second
 	}
@@ -54,12 +65,12 @@ func RunTicks(ctx context.Context, q room.Queue, interval time.Duration, log *sl
 	}
 }
 
-func tickAll(ctx context.Context, q room.Queue, log *slog.Logger, sum *TickSummary) {
+func tickAll(ctx context.Context, q Ticker, log *slog.Logger, sum *TickSummary) {
 	ids, err := q.Rooms(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			sum.Errors++
-			log.LogAttrs(ctx, slog.LevelError, "tick: list rooms", append(redisErrorAttrs(time.Now()), slog.String("error", err.Error()))...)
+			log.LogAttrs(ctx, slog.LevelError, "tick: list rooms", append(metrics.RedisErrorAttrs(time.Now()), slog.String("error", err.Error()))...)
 		}
 		return
 	}
@@ -71,7 +82,7 @@ func tickAll(ctx context.Context, q room.Queue, log *slog.Logger, sum *TickSumma
 		if err != nil {
 			if ctx.Err() == nil {
 				sum.Errors++
-				log.LogAttrs(ctx, slog.LevelError, "tick", append(redisErrorAttrs(time.Now()), slog.String("room", id), slog.String("error", err.Error()))...)
+				log.LogAttrs(ctx, slog.LevelError, "tick", append(metrics.RedisErrorAttrs(time.Now()), slog.String("room", id), slog.String("error", err.Error()))...)
 			}
 			continue
 		}
@@ -88,10 +99,10 @@ func tickAll(ctx context.Context, q room.Queue, log *slog.Logger, sum *TickSumma
 	}
 }
 
-// AdmitHandler is the admit Lambda's handler: on each scheduled event it ticks
+// Handler is the admit Lambda's handler: on each scheduled event it ticks
 // every interval until AdmitMargin before the invocation's deadline (or for
 // one minute when there is none), then returns the summary.
-func AdmitHandler(q room.Queue, interval time.Duration, log *slog.Logger) func(context.Context, events.EventBridgeEvent) (TickSummary, error) {
+func Handler(q Ticker, interval time.Duration, log *slog.Logger) func(context.Context, events.EventBridgeEvent) (TickSummary, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -104,7 +115,7 @@ func AdmitHandler(q room.Queue, interval time.Duration, log *slog.Logger) func(c
 		margin := min(AdmitMargin, time.Until(deadline)/2)
 		ctx, cancel := context.WithDeadline(ctx, deadline.Add(-margin))
 		defer cancel()
-		sum := RunTicks(ctx, q, interval, log)
+		sum := Run(ctx, q, interval, log)
 		log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "admit",
 			slog.String("event_id", ev.ID), slog.Int("ticks", sum.Ticks), slog.Int("room_ticks", sum.RoomTicks),
 			slog.Int("errors", sum.Errors), slog.Int64("admitted", sum.Admitted), slog.Int64("evicted", sum.Evicted))

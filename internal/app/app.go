@@ -1,0 +1,160 @@
+// Package app is Vestibule's composition root: from a config.Config it builds
+// the Redis client, the room engine and the logger, the same way for every
+// program (the six Lambdas, the local stack, the simulator, the bench). The
+// HTTP API on top of them (tokens, keys, handler) is built by app/apiapp, so
+// a program that only ticks (admit) links neither the token library nor the
+// Secrets Manager client.
+package app
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// Redis client timeouts. A Lambda must answer 503 quickly when Redis is down
+// or unreachable, so every wait is bounded, and nothing is retried: a retried
+// script that did run (the reply was lost) would run twice, and a consume would
+// then report its own success as a replay.
+const (
+	RedisDialTimeout = 400 * time.Millisecond
+	RedisIOTimeout   = 400 * time.Millisecond
+	RedisPoolTimeout = 400 * time.Millisecond
+)
+
+// Core is what every program builds first.
+type Core struct {
+	Config config.Config
+	Redis  redis.UniversalClient
+	Engine *room.Engine
+	Logger *slog.Logger
+}
+
+// Options change what New builds; the zero value is production's.
+type Options struct {
+	Clock  room.Clock            // nil: time.Now
+	Redis  redis.UniversalClient // nil: a client of the config's REDIS_URL
+	Logger *slog.Logger          // nil: JSON on stdout at the config's level
+}
+
+// New builds the core from a configuration.
+func New(c config.Config, o Options) (*Core, error) {
+	rdb := o.Redis
+	if rdb == nil {
+		var err error
+		if rdb, err = NewRedis(c.RedisURL, c.RedisCluster, c.RedisCAFile); err != nil {
+			return nil, err
+		}
+	}
+	log := o.Logger
+	if log == nil {
+		log = NewLogger(c, os.Stdout)
+	}
+	return &Core{Config: c, Redis: rdb, Engine: NewEngine(rdb, o.Clock), Logger: log}, nil
+}
+
+// Close closes the Redis client.
+func (c *Core) Close() error { return c.Redis.Close() }
+
+// NewEngine is the one place the engine's options are chosen: every program
+// gets the same minimum poll interval (pollpolicy.MinInterval). clock nil is time.Now.
+func NewEngine(rdb room.Scripter, clock room.Clock) *room.Engine {
+	opts := []room.Option{room.WithMinPollInterval(pollpolicy.MinInterval)}
+	if clock != nil {
+		opts = append(opts, room.WithClock(clock))
+	}
+	return room.New(rdb, opts...)
+}
+
+// NewLogger returns the JSON logger at the configured level.
+func NewLogger(c config.Config, w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: c.LogLevel}))
+}
+
+// NewRedis builds a client of a single node or, with cluster, of a Redis
+// Cluster reached through the seed in url (ElastiCache Serverless is cluster
+// mode). rediss:// turns on TLS; caFile adds a CA to trust (self-signed test
+// servers); by default the system roots verify the server.
+func NewRedis(url string, cluster bool, caFile string) (redis.UniversalClient, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", config.ErrConfig, config.EnvRedisURL, err)
+	}
+	if caFile != "" {
+		if opt.TLSConfig == nil {
+			return nil, fmt.Errorf("%w: %s needs rediss://", config.ErrConfig, config.EnvRedisCAFile)
+		}
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", config.ErrConfig, config.EnvRedisCAFile, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w: %s %s holds no PEM certificate", config.ErrConfig, config.EnvRedisCAFile, caFile)
+		}
+		opt.TLSConfig.RootCAs = pool
+	}
+	if opt.TLSConfig != nil {
+		opt.TLSConfig.MinVersion = tls.VersionTLS12
+	}
+	if !cluster {
+		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries)
+		opt.ContextTimeoutEnabled = true
+		return redis.NewClient(opt), nil
+	}
+	if opt.DB != 0 {
+		return nil, fmt.Errorf("%w: a cluster has only database 0", config.ErrConfig)
+	}
+	co := &redis.ClusterOptions{
+		Addrs:     []string{opt.Addr},
+		Username:  opt.Username,
+		Password:  opt.Password,
+		TLSConfig: opt.TLSConfig,
+	}
+	tune(&co.DialTimeout, &co.ReadTimeout, &co.WriteTimeout, &co.PoolTimeout, &co.MaxRetries, &co.DialerRetries)
+	co.ContextTimeoutEnabled = true
+	// A dead primary answers "connection refused", never MOVED, so without a
+	// short reload the client keeps asking it for up to a minute after its
+	// replica was promoted (seen in the chaos suite's failover test).
+	co.ClusterStateReloadInterval = time.Second
+	return redis.NewClusterClient(co), nil
+}
+
+func tune(dial, read, write, pool *time.Duration, retries, dialRetries *int) {
+	*dial, *read, *write, *pool = RedisDialTimeout, RedisIOTimeout, RedisIOTimeout, RedisPoolTimeout
+	*retries = -1    // go-redis: -1 disables retries (0 means the default, 3)
+	*dialRetries = 1 // one dial attempt (the default is 5)
+}
+
+// Main is a function's start-up: load the configuration from the environment
+// and build the core, or print one line naming the function and every problem
+// and exit 1 (the Lambda init fails with it and CloudWatch shows it). Only
+// mains call it.
+func Main(name string) *Core {
+	c, err := config.Load(os.Getenv)
+	if err != nil {
+		Fail(name, err)
+	}
+	core, err := New(c, Options{})
+	if err != nil {
+		Fail(name, err)
+	}
+	return core
+}
+
+// Fail prints why a program could not start, on one line, and exits 1.
+func Fail(name string, err error) {
+	fmt.Fprintf(os.Stderr, "%s: start-up failed: %s\n", name, strings.ReplaceAll(err.Error(), "\n", "; "))
+	os.Exit(1)
+}

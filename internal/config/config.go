@@ -1,0 +1,150 @@
+// Package config is Vestibule's configuration: the name of every environment
+// variable the functions read, and Load, which reads them all, checks them and
+// reports every problem at once (errors.Join). It builds nothing: the clients
+// are made by the composition root (internal/app) from a Config. infra/
+// imports the names from here, so the template and the code cannot disagree.
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("configuration")
+
+// The environment variables the functions read. Names lists them all.
+const (
+	EnvRedisURL          = "REDIS_URL"            // redis:// or rediss:// (TLS)
+	EnvRedisCluster      = "REDIS_CLUSTER"        // true: REDIS_URL names a cluster seed
+	EnvRedisCAFile       = "REDIS_CA_FILE"        // PEM CA bundle to trust for rediss://
+	EnvTicketSecretARN   = "TICKET_SECRET_ARN"    // Secrets Manager: the ticket secret
+	EnvEntryKeySecretARN = "ENTRY_KEY_SECRET_ARN" // Secrets Manager: the entry-token signing keys
+	EnvKeyDir            = "VESTIBULE_KEY_DIR"    // local keys, used when no ARNs are set
+	EnvIssuer            = "VESTIBULE_ISSUER"     // iss of tickets and entry tokens
+	EnvAdminAuth         = "ADMIN_AUTH"           // iam (default) or key
+	EnvAdminKey          = "VESTIBULE_ADMIN_KEY"  // the admin bearer key with ADMIN_AUTH=key
+	EnvDefaultRoomConfig = "DEFAULT_ROOM_CONFIG"  // JSON room settings over room.DefaultConfig()
+	EnvLogLevel          = "LOG_LEVEL"            // debug, info, warn, error
+)
+
+// Names is every variable Load reads, in the order above.
+func Names() []string {
+	return []string{EnvRedisURL, EnvRedisCluster, EnvRedisCAFile, EnvTicketSecretARN, EnvEntryKeySecretARN,
+		EnvKeyDir, EnvIssuer, EnvAdminAuth, EnvAdminKey, EnvDefaultRoomConfig, EnvLogLevel}
+}
+
+// AdminAuth is how admin routes are authenticated.
+type AdminAuth string
+
+// The admin authentication modes.
+const (
+	// AdminIAM trusts API Gateway's IAM authorizer: the request must carry
+	// requestContext.authorizer.iam, which only API Gateway can set.
+	AdminIAM AdminAuth = "iam"
+	// AdminKey requires Authorization: Bearer <admin key> (local stack, tests).
+	AdminKey AdminAuth = "key"
+)
+
+// Config is everything the functions read from the environment.
+type Config struct {
+	RedisURL     string
+	RedisCluster bool
+	RedisCAFile  string
+
+	TicketSecretARN string
+	EntryKeyARN     string
+	KeyDir          string
+	Issuer          string
+
+	AdminAuth AdminAuth
+	AdminKey  string // required with AdminKey auth
+
+	DefaultRoom room.Config // the base of a new room's settings
+	LogLevel    slog.Level
+}
+
+// Defaults.
+const (
+	DefaultKeyDir = ".vestibule/keys"
+	DefaultIssuer = "vestibule"
+	// MinAdminKeyLen keeps guessable admin keys out.
+	MinAdminKeyLen = 16
+)
+
+// Load reads and checks the configuration. getenv is os.Getenv in a main.
+func Load(getenv func(string) string) (Config, error) {
+	c := Config{
+		RedisURL:        strings.TrimSpace(getenv(EnvRedisURL)),
+		RedisCAFile:     getenv(EnvRedisCAFile),
+		TicketSecretARN: getenv(EnvTicketSecretARN),
+		EntryKeyARN:     getenv(EnvEntryKeySecretARN),
+		KeyDir:          or(getenv(EnvKeyDir), DefaultKeyDir),
+		Issuer:          or(getenv(EnvIssuer), DefaultIssuer),
+		AdminAuth:       AdminAuth(or(strings.ToLower(getenv(EnvAdminAuth)), string(AdminIAM))),
+		AdminKey:        getenv(EnvAdminKey),
+		DefaultRoom:     room.DefaultConfig(),
+	}
+	var errs []error
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, a...)...))
+	}
+
+	if c.RedisURL == "" {
+		bad("%s is required (redis://host:port or rediss://host:port)", EnvRedisURL)
+	} else if !strings.HasPrefix(c.RedisURL, "redis://") && !strings.HasPrefix(c.RedisURL, "rediss://") {
+		bad("%s must start with redis:// or rediss://", EnvRedisURL)
+	}
+	if v := getenv(EnvRedisCluster); v != "" {
+		b, err := ParseBool(v)
+		if err != nil {
+			bad("%s=%q is not true or false", EnvRedisCluster, v)
+		}
+		c.RedisCluster = b
+	}
+	if c.RedisCAFile != "" && !strings.HasPrefix(c.RedisURL, "rediss://") {
+		bad("%s needs a rediss:// %s", EnvRedisCAFile, EnvRedisURL)
+	}
+	if (c.TicketSecretARN == "") != (c.EntryKeyARN == "") {
+		bad("set both %s and %s, or neither (local keys)", EnvTicketSecretARN, EnvEntryKeySecretARN)
+	}
+	switch c.AdminAuth {
+	case AdminIAM:
+	case AdminKey:
+		if len(c.AdminKey) < MinAdminKeyLen {
+			bad("%s=key needs %s of at least %d characters", EnvAdminAuth, EnvAdminKey, MinAdminKeyLen)
+		}
+	default:
+		bad("%s=%q is not iam or key", EnvAdminAuth, c.AdminAuth)
+	}
+	if v := getenv(EnvDefaultRoomConfig); v != "" {
+		dec := json.NewDecoder(strings.NewReader(v))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c.DefaultRoom); err != nil {
+			bad("%s is not a room config JSON object: %v", EnvDefaultRoomConfig, err)
+		}
+	}
+	if v := getenv(EnvLogLevel); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			bad("%s=%q is not debug, info, warn or error", EnvLogLevel, v)
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// ParseBool is the one reading of a boolean setting, from the environment or
+// a command line: what strconv.ParseBool accepts.
+func ParseBool(s string) (bool, error) { return strconv.ParseBool(strings.TrimSpace(s)) }
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,118 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+func getenv(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoad(t *testing.T) {
+	c, err := config.Load(getenv(map[string]string{
+		"REDIS_URL": "rediss://cache.example:6379", "REDIS_CLUSTER": "true",
+		"TICKET_SECRET_ARN": "arn:t", "ENTRY_KEY_SECRET_ARN": "arn:e",
+		"DEFAULT_ROOM_CONFIG": `{"maxActive":7,"originUrl":"https://shop.example/"}`,
+		"LOG_LEVEL":           "debug",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.RedisCluster || c.AdminAuth != config.AdminIAM || c.Issuer != "vestibule" || c.KeyDir != ".vestibule/keys" ||
+		c.DefaultRoom.MaxActive != 7 || c.DefaultRoom.OriginURL != "https://shop.example/" ||
+		c.DefaultRoom.AdmitPerMinute != room.DefaultConfig().AdmitPerMinute || c.LogLevel.String() != "DEBUG" {
+		t.Fatalf("loaded %+v", c)
+	}
+
+	bad := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"no redis", map[string]string{}, "REDIS_URL is required"},
+		{"bad scheme", map[string]string{"REDIS_URL": "http://x"}, "REDIS_URL must start"},
+		{"bad cluster flag", map[string]string{"REDIS_URL": "redis://x:1", "REDIS_CLUSTER": "maybe"}, "REDIS_CLUSTER"},
+		{"ca without tls", map[string]string{"REDIS_URL": "redis://x:1", "REDIS_CA_FILE": "/ca.pem"}, "REDIS_CA_FILE"},
+		{"one arn", map[string]string{"REDIS_URL": "redis://x:1", "TICKET_SECRET_ARN": "arn:t"}, "ENTRY_KEY_SECRET_ARN"},
+		{"key auth without key", map[string]string{"REDIS_URL": "redis://x:1", "ADMIN_AUTH": "key"}, "VESTIBULE_ADMIN_KEY"},
+		{"key auth short key", map[string]string{"REDIS_URL": "redis://x:1", "ADMIN_AUTH": "key", "VESTIBULE_ADMIN_KEY": "short"}, "VESTIBULE_ADMIN_KEY"},
+		{"unknown auth", map[string]string{"REDIS_URL": "redis://x:1", "ADMIN_AUTH": "none"}, "ADMIN_AUTH"},
+		{"bad default room", map[string]string{"REDIS_URL": "redis://x:1", "DEFAULT_ROOM_CONFIG": `{"maxActiv":1}`}, "DEFAULT_ROOM_CONFIG"},
+		{"bad log level", map[string]string{"REDIS_URL": "redis://x:1", "LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+	}
+	for _, b := range bad {
+		t.Run(b.name, func(t *testing.T) {
+			_, err := config.Load(getenv(b.env))
+			if !errors.Is(err, config.ErrConfig) || !strings.Contains(err.Error(), b.want) {
+				t.Fatalf("err = %v, want ErrConfig mentioning %q", err, b.want)
+			}
+		})
+	}
+	// Every problem is reported at once.
+	_, err = config.Load(getenv(map[string]string{"ADMIN_AUTH": "none", "LOG_LEVEL": "loud"}))
+	if n := strings.Count(err.Error(), "\n") + 1; n != 3 {
+		t.Fatalf("want 3 problems, got %d: %v", n, err)
+	}
+}
+
+// Names lists every variable Load reads: a variable missing from it would be
+// missing from the template too (infra declares exactly these).
+func TestNamesAreWhatLoadReads(t *testing.T) {
+	read := map[string]bool{}
+	config.Load(func(k string) string { read[k] = true; return "" })
+	names := map[string]bool{}
+	for _, n := range config.Names() {
+		if names[n] {
+			t.Errorf("%s listed twice", n)
+		}
+		names[n] = true
+		if !read[n] {
+			t.Errorf("Names lists %s, which Load never reads", n)
+		}
+	}
+	for k := range read {
+		if !names[k] {
+			t.Errorf("Load reads %s, which Names does not list", k)
+		}
+	}
+}
+
+// docs/API.md's configuration table names exactly the variables Load reads.
+func TestDocsListEveryVariable(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "API.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "## Configuration")
+	if !ok {
+		t.Fatal("docs/API.md has no Configuration section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	documented := map[string]bool{}
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " |")
+		for _, name := range regexp.MustCompile("`([A-Z_]+)`").FindAllStringSubmatch(first, -1) {
+			documented[name[1]] = true
+		}
+	}
+	for _, n := range config.Names() {
+		if !documented[n] {
+			t.Errorf("docs/API.md does not document %s", n)
+		}
+		delete(documented, n)
+	}
+	for n := range documented {
+		t.Errorf("docs/API.md documents %s, which the functions do not read", n)
+	}
+}

@@ -1,0 +1,47 @@
+// Package routes is the HTTP API's route table: every route's method, path,
+// the Lambda function API Gateway sends it to, and whether it is an admin
+// (IAM-authorised) route. The API's router (internal/api) binds a handler to
+// each route, and the CDK app (infra/) makes one API Gateway route per entry,
+// so the two cannot disagree; docs/API.md lists the same table, and a test
+// checks it.
+package routes
+
+import "strings"
+
+// The Lambda functions behind the routes (functions/<name>/main.go). admit has
+// no route: EventBridge invokes it.
+const (
+	Enqueue = "enqueue"
+	Poll    = "poll"
+	Status  = "status"
+	Consume = "consume"
+	Admin   = "admin"
+)
+
+// Route is one method + path. A "{room}" segment captures the room id.
+type Route struct {
+	Method   string // GET, POST, PUT
+	Path     string // e.g. /api/rooms/{room}/enqueue
+	Function string // the function API Gateway sends it to
+	Admin    bool   // IAM-authorised in AWS, the admin key locally
+}
+
+// Key is the API Gateway route key, "METHOD /path".
+func (r Route) Key() string { return r.Method + " " + r.Path }
+
+// HasRoom reports whether the path carries a room id.
+func (r Route) HasRoom() bool { return strings.Contains(r.Path, "{room}") }
+
+// All is the whole API, in the order docs/API.md lists it.
+var All = []Route{
+	{"POST", "/api/rooms/{room}/enqueue", Enqueue, false},
+	{"GET", "/api/rooms/{room}/poll", Poll, false},
+	{"POST", "/api/rooms/{room}/leave", Poll, false},
+	{"GET", "/api/rooms/{room}/status", Status, false},
+	{"GET", "/api/jwks.json", Status, false},
+	{"POST", "/api/consume", Consume, false},
+	{"POST", "/api/complete", Consume, false},
+	{"PUT", "/api/admin/rooms/{room}", Admin, true},
+	{"GET", "/api/admin/rooms/{room}", Admin, true},
+	{"GET", "/api/admin/rooms", Admin, true},
+}

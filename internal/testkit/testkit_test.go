@@ -1,0 +1,51 @@
+package testkit_test
+
+import (
+	"net"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/testkit"
+)
+
+func TestClock(t *testing.T) {
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	c := testkit.FixedClock(t0)
+	if !c.Now().Equal(t0) {
+		t.Fatalf("fixed clock at %v, want %v", c.Now(), t0)
+	}
+	c.Advance(90 * time.Second)
+	if want := t0.Add(90 * time.Second); !c.Now().Equal(want) {
+		t.Fatalf("after Advance %v, want %v", c.Now(), want)
+	}
+	c.Set(t0)
+	if !c.Now().Equal(t0) {
+		t.Fatalf("after Set %v, want %v", c.Now(), t0)
+	}
+	s := testkit.SkewedClock()
+	s.Advance(time.Hour)
+	if d := s.Now().Sub(time.Now()); d < 59*time.Minute || d > 61*time.Minute {
+		t.Fatalf("skewed clock %v ahead, want an hour", d)
+	}
+}
+
+func TestFreePortAndWaitFor(t *testing.T) {
+	port, err := testkit.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatalf("port %d was not free: %v", port, err)
+	}
+	l.Close()
+	var n atomic.Int32
+	if !testkit.WaitFor(time.Second, func() bool { return n.Add(1) >= 3 }) {
+		t.Fatal("WaitFor gave up on a condition that came true")
+	}
+	if testkit.WaitFor(60*time.Millisecond, func() bool { return false }) {
+		t.Fatal("WaitFor reported a condition that never held")
+	}
+}
