@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -365,10 +366,29 @@ func Room(tb testing.TB) string {
 
 // FlushAll empties every node the client reaches (every primary of a cluster).
 func FlushAll(ctx context.Context, c redis.UniversalClient) error {
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-			return n.FlushAll(ctx).Err()
-		})
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok {
+		return c.FlushAll(ctx).Err()
 	}
-	return c.FlushAll(ctx).Err()
+	// The client's view of the cluster can be older than the cluster (a node
+	// it has not met yet flushes nothing): reload it, flush every primary,
+	// and check that nothing is left, a few times if need be.
+	var left atomic.Int64
+	for range 20 {
+		cc.ReloadState(ctx)
+		left.Store(0)
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			if err := n.FlushAll(ctx).Err(); err != nil {
+				return err
+			}
+			size, err := n.DBSize(ctx).Result()
+			left.Add(size)
+			return err
+		})
+		if err == nil && left.Load() == 0 {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("redistest: %d keys left after FLUSHALL on every primary", left.Load())
 }
