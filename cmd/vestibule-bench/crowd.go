@@ -6,9 +6,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/sim"
 )
@@ -31,13 +28,11 @@ func CrowdConfig(visitors int) sim.Config {
 // benchCrowd plays the crowd in virtual time and compares it with the same
 // crowd replayed against a page polling every 3 seconds.
 func benchCrowd(ctx context.Context, visitors int, chart string) ([]Row, error) {
-	srv, err := redistest.Start()
+	rdb, stop, err := benchRedis(2 * workers)
 	if err != nil {
 		return nil, err
 	}
-	defer srv.Stop()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 2 * workers})
-	defer rdb.Close()
+	defer stop()
 	d, err := sim.NewVirtual(rdb, time.Now().Truncate(time.Second), time.Second)
 	if err != nil {
 		return nil, err

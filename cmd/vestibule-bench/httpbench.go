@@ -17,7 +17,6 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/app/apiapp"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
-	"github.com/vestibule-dev/vestibule/internal/redistest"
 )
 
 // newHandler wires the API as the Lambdas do, with fresh keys and real time.
@@ -33,13 +32,11 @@ func newHandler(rdb redis.UniversalClient) (*api.Handler, string, error) {
 // API Gateway translation in front of the real handler) against a trivial
 // JSON handler on the same server, with the same keep-alive connections.
 func benchHTTP(ctx context.Context, d time.Duration) ([]Row, error) {
-	srv, err := redistest.Start()
+	rdb, stop, err := benchRedis(workers)
 	if err != nil {
 		return nil, err
 	}
-	defer srv.Stop()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: workers})
-	defer rdb.Close()
+	defer stop()
 	h, admin, err := newHandler(rdb)
 	if err != nil {
 		return nil, err

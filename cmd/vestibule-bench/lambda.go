@@ -10,9 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/rie"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
@@ -104,19 +102,18 @@ func benchLambda(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 
-	srv, err := redistest.Start()
+	rdb, stop, err := benchRedis(0)
 	if err != nil {
 		return nil, err
 	}
-	defer srv.Stop()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer rdb.Close()
+	defer stop()
 	if _, err := room.New(rdb).PutConfig(ctx, coldRoom, benchRoomConfig()); err != nil {
 		return nil, err
 	}
 	const adminKey = "bench-admin-key-0123456789abcdef"
-	env := []string{"REDIS_URL=redis://" + srv.Addr, "VESTIBULE_KEY_DIR=" + filepath.Join(tmp, "keys"),
-		"ADMIN_AUTH=key", "VESTIBULE_ADMIN_KEY=" + adminKey, "AWS_LAMBDA_FUNCTION_TIMEOUT=2", "LOG_LEVEL=error"}
+	env := []string{config.EnvRedisURL + "=redis://" + rdb.Options().Addr, config.EnvKeyDir + "=" + filepath.Join(tmp, "keys"),
+		config.EnvAdminAuth + "=" + string(config.AdminKey), config.EnvAdminKey + "=" + adminKey,
+		"AWS_LAMBDA_FUNCTION_TIMEOUT=2", config.EnvLogLevel + "=error"}
 
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	mb := func(path string) (float64, error) {

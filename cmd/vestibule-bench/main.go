@@ -22,6 +22,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 )
 
@@ -154,4 +156,16 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// benchRedis starts a redis-server of its own on loopback and returns a
+// client with a pool of the given size (0: go-redis's default) and a stop
+// function that closes both.
+func benchRedis(pool int) (*redis.Client, func(), error) {
+	srv, err := redistest.Start()
+	if err != nil {
+		return nil, nil, err
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: pool})
+	return rdb, func() { rdb.Close(); srv.Stop() }, nil
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/lua"
 )
@@ -114,13 +113,11 @@ func tickAdmitting(ctx context.Context, rdb *redis.Client, roomID string, queue 
 // (baseline: from a queue of 30,000) and the Redis memory per waiting visitor
 // (baseline: one member of a plain sorted set with the same member and score).
 func benchScale(ctx context.Context) ([]Row, error) {
-	srv, err := redistest.Start()
+	rdb, stop, err := benchRedis(8)
 	if err != nil {
 		return nil, err
 	}
-	defer srv.Stop()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 8})
-	defer rdb.Close()
+	defer stop()
 	t0 := time.Now().Truncate(time.Second)
 
 	small, _, err := tickAdmitting(ctx, rdb, "bench-small", 30_000, t0)

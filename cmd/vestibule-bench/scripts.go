@@ -10,9 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
@@ -92,13 +89,11 @@ func enqueueMany(ctx context.Context, e *room.Engine, roomID string, n int) ([]r
 // benchScripts measures each Lua script's operations per second through the
 // engine against raw GET with the same client pool.
 func benchScripts(ctx context.Context, d time.Duration) ([]Row, error) {
-	srv, err := redistest.Start()
+	rdb, stop, err := benchRedis(workers)
 	if err != nil {
 		return nil, err
 	}
-	defer srv.Stop()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: workers})
-	defer rdb.Close()
+	defer stop()
 	clk := testkit.SkewedClock()
 	e := room.New(rdb, room.WithClock(clk.Now))
 	if err := rdb.Set(ctx, "bench:get", "x", 0).Err(); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
@@ -43,36 +44,30 @@ func scale[T any](short, long_ T) T {
 	return short
 }
 
-// The client settings production uses (internal/env): short
-// timeouts and no retries, so an outage turns into a prompt ErrUnavailable
-// (a 503) instead of a Lambda waiting out its own timeout.
-const (
-	ioTimeout = 400 * time.Millisecond
-	// callBudget is the generous deadline every call of the suite runs under:
-	// a call that reaches it was not bounded by the client timeouts.
-	callBudget = 3 * time.Second
-)
+// callBudget is the generous deadline every call of the suite runs under: a
+// call that reaches it was not bounded by the client timeouts (app.RedisIOTimeout).
+const callBudget = 3 * time.Second
 
+// prodClient is the client production builds (app.NewRedis): short timeouts
+// and no retries, so an outage turns into a prompt ErrUnavailable (a 503)
+// instead of a Lambda waiting out its own timeout.
 func prodClient(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr: addr, DialTimeout: ioTimeout, ReadTimeout: ioTimeout, WriteTimeout: ioTimeout,
-		PoolTimeout: ioTimeout, MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true,
-	})
+	c, err := app.NewRedis("redis://"+addr, false, "")
+	if err != nil {
+		panic(err)
+	}
+	return c.(*redis.Client)
 }
 
-// prodCluster is the cluster client with production's timeouts. go-redis
-// reloads its slot map only on MOVED/ASK or when the map is older than
-// ClusterStateReloadInterval (default 60 s): after a primary dies, its slots
-// answer "connection refused", never MOVED, so with the default the rooms on
-// it stay unavailable for up to a minute after the replica took over
-// (TestChaosClusterFailover saw no recovery in 30 s). A short interval makes
-// the client find the new primary within about a second.
+// prodCluster is production's cluster client, seeded with the first node: its
+// short ClusterStateReloadInterval is what lets the rooms of a dead primary
+// come back within about a second of the failover (TestChaosClusterFailover).
 func prodCluster(addrs []string) *redis.ClusterClient {
-	return redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: addrs, DialTimeout: ioTimeout, ReadTimeout: ioTimeout, WriteTimeout: ioTimeout,
-		PoolTimeout: ioTimeout, MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true,
-		ClusterStateReloadInterval: time.Second,
-	})
+	c, err := app.NewRedis("redis://"+addrs[0], true, "")
+	if err != nil {
+		panic(err)
+	}
+	return c.(*redis.ClusterClient)
 }
 
 // startServer starts a redis-server for one test and stops it when the test ends.

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 )
 
@@ -217,15 +218,7 @@ func TestPrequeue(t *testing.T) {
 // rejoining, and the language switch.
 func TestPausedClosedLeave(t *testing.T) {
 	s := stack(t, "")
-	room := redistest.Room(t)
-	cfg := baseSettings(s)
-	cfg["mode"] = "paused"
-	cfg["heartbeatTTLSeconds"] = 10
-	putRoom(t, s, room, cfg)
-
-	v := visitor(t)
-	do(t, v, chromedp.Navigate(pageURL(s.URL(), room)))
-	waitState(t, v, "paused", wait)
+	v, room := pausedVisitor(t, s)
 	if got := text(t, v, "position"); got != "1" {
 		t.Errorf("paused position = %q, want 1", got)
 	}
@@ -254,8 +247,7 @@ func TestPausedClosedLeave(t *testing.T) {
 	waitJS(t, v, `document.documentElement.lang === "ko" && document.getElementById("lang").textContent === "English"`, wait)
 	do(t, v, chromedp.Click(chromedp.ID("lang")))
 
-	cfg["mode"] = "closed"
-	putRoom(t, s, room, cfg)
+	putRoom(t, s, room, map[string]any{"mode": "closed"}) // the PUT merges over the room's settings
 	waitState(t, v, "closed", wait)
 	if got := text(t, v, "title"); got != "This line is closed" {
 		t.Errorf("closed title = %q", got)
@@ -273,15 +265,7 @@ func TestRedisOutage(t *testing.T) {
 	}
 	t.Cleanup(srv.Stop)
 	s := stack(t, "redis://"+srv.Addr)
-	room := redistest.Room(t)
-	cfg := baseSettings(s)
-	cfg["mode"] = "paused"
-	cfg["heartbeatTTLSeconds"] = 10
-	putRoom(t, s, room, cfg)
-
-	v := visitor(t)
-	do(t, v, chromedp.Navigate(pageURL(s.URL(), room)))
-	waitState(t, v, "paused", wait)
+	v, room := pausedVisitor(t, s)
 	ticket := ticketOf(t, v, room)
 
 	srv.Stop()
@@ -302,4 +286,19 @@ func TestRedisOutage(t *testing.T) {
 	if got := text(t, v, "position"); got != "1" {
 		t.Errorf("position after recovery = %q, want 1", got)
 	}
+}
+
+// pausedVisitor opens the page of a new paused room (heartbeat 10 s) in a new
+// browser and waits until it shows the paused state.
+func pausedVisitor(t *testing.T, s *localstack.Stack) (context.Context, string) {
+	t.Helper()
+	room := redistest.Room(t)
+	cfg := baseSettings(s)
+	cfg["mode"] = "paused"
+	cfg["heartbeatTTLSeconds"] = 10
+	putRoom(t, s, room, cfg)
+	v := visitor(t)
+	do(t, v, chromedp.Navigate(pageURL(s.URL(), room)))
+	waitState(t, v, "paused", wait)
+	return v, room
 }
