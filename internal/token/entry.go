@@ -24,12 +24,7 @@ var entryShape = newShape(jwt.SigningMethodES256.Alg(), entryHeaderType, entryCl
 // an array too, but we only ever write one origin, and the shape check refuses
 // arrays). jti repeats seq as a string for origins that dedupe on jti.
 type entryClaims struct {
-	claimsBase
-	Type      string           `json:"typ"`
-	Issuer    string           `json:"iss"`
-	Visitor   string           `json:"sub"`
-	Room      string           `json:"room"`
-	Seq       int64            `json:"seq"`
+	holder
 	ID        string           `json:"jti"`
 	Audience  string           `json:"aud"`
 	IssuedAt  *jwt.NumericDate `json:"iat"`
@@ -66,13 +61,10 @@ func NewEntries(keys []*EntryKey, issuer string) *Entries {
 
 // checkEntry refuses claims the API never issues; Issue and Verify share it.
 func checkEntry(c EntryClaims) error {
+	if err := checkHolder(c.Room, c.Visitor, c.Seq); err != nil {
+		return err
+	}
 	switch {
-	case c.Room == "":
-		return fmt.Errorf("%w: empty room", ErrInvalid)
-	case c.Visitor == "":
-		return fmt.Errorf("%w: empty visitor", ErrInvalid)
-	case c.Seq < 1:
-		return fmt.Errorf("%w: seq below 1", ErrInvalid)
 	case c.Audience == "":
 		return fmt.Errorf("%w: empty audience", ErrInvalid)
 	case !c.Expiry.After(c.IssuedAt):
@@ -110,8 +102,8 @@ func (e *Entries) Issue(c EntryClaims) (string, error) {
 	}
 	signer := e.keys[0]
 	claims := entryClaims{
-		Type: entryClaimType, Issuer: e.issuer, Visitor: c.Visitor, Room: c.Room,
-		Seq: c.Seq, ID: strconv.FormatInt(c.Seq, 10), Audience: c.Audience,
+		holder: holder{Type: entryClaimType, Issuer: e.issuer, Visitor: c.Visitor, Room: c.Room, Seq: c.Seq},
+		ID:     strconv.FormatInt(c.Seq, 10), Audience: c.Audience,
 		IssuedAt: iat, NotBefore: nbf, Expiry: exp,
 	}
 	header := map[string]any{"alg": jwt.SigningMethodES256.Alg(), "typ": entryHeaderType, "kid": signer.ID}

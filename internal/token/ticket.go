@@ -20,16 +20,35 @@ const (
 var ticketShape = newShape(jwt.SigningMethodHS256.Alg(), ticketHeaderType, ticketClaimType, false,
 	ticketClaimsRequired, ticketClaimsAllowed)
 
+// holder is what both kinds of token say about their holder: the kind (typ,
+// signed with the rest), the issuer, and the visitor's place.
+type holder struct {
+	claimsBase
+	Type    string `json:"typ"`
+	Issuer  string `json:"iss"`
+	Visitor string `json:"sub"`
+	Room    string `json:"room"`
+	Seq     int64  `json:"seq"`
+}
+
+// checkHolder refuses a holder the engine never makes.
+func checkHolder(room, visitor string, seq int64) error {
+	switch {
+	case room == "":
+		return fmt.Errorf("%w: empty room", ErrInvalid)
+	case visitor == "":
+		return fmt.Errorf("%w: empty visitor", ErrInvalid)
+	case seq < 1:
+		return fmt.Errorf("%w: seq below 1", ErrInvalid)
+	}
+	return nil
+}
+
 // ticketClaims is a ticket's payload. Seq is an int64 field so that decoding
 // never passes through float64 (sequences reach 2^52): "1.0", "1e3" and
 // strings are refused by encoding/json.
 type ticketClaims struct {
-	claimsBase
-	Type     string           `json:"typ"`
-	Issuer   string           `json:"iss"`
-	Visitor  string           `json:"sub"`
-	Room     string           `json:"room"`
-	Seq      int64            `json:"seq"`
+	holder
 	Draw     float64          `json:"draw,omitempty"`
 	IssuedAt *jwt.NumericDate `json:"iat"`
 	Expiry   *jwt.NumericDate `json:"exp"`
@@ -50,13 +69,10 @@ func NewTickets(secret []byte, issuer string) *Tickets {
 
 // checkTicket refuses tickets the engine never makes; Issue and Verify share it.
 func checkTicket(tk room.Ticket) error {
+	if err := checkHolder(tk.Room, tk.Visitor, tk.Seq); err != nil {
+		return err
+	}
 	switch {
-	case tk.Room == "":
-		return fmt.Errorf("%w: empty room", ErrInvalid)
-	case tk.Visitor == "":
-		return fmt.Errorf("%w: empty visitor", ErrInvalid)
-	case tk.Seq < 1:
-		return fmt.Errorf("%w: seq below 1", ErrInvalid)
 	case math.IsNaN(tk.Draw) || tk.Draw < 0 || tk.Draw >= 1:
 		return fmt.Errorf("%w: draw outside [0,1)", ErrInvalid)
 	}
@@ -80,8 +96,8 @@ func (t *Tickets) Issue(tk room.Ticket, now time.Time, ttl time.Duration) (strin
 		return "", fmt.Errorf("%w: ttl under a second", ErrInvalid)
 	}
 	c := ticketClaims{
-		Type: ticketClaimType, Issuer: t.issuer, Visitor: tk.Visitor, Room: tk.Room,
-		Seq: tk.Seq, Draw: tk.Draw, IssuedAt: iat, Expiry: exp,
+		holder: holder{Type: ticketClaimType, Issuer: t.issuer, Visitor: tk.Visitor, Room: tk.Room, Seq: tk.Seq},
+		Draw:   tk.Draw, IssuedAt: iat, Expiry: exp,
 	}
 	header := map[string]any{"alg": jwt.SigningMethodHS256.Alg(), "typ": ticketHeaderType}
 	return sign(jwt.SigningMethodHS256, header, c, t.secret)
