@@ -8,6 +8,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -34,6 +35,7 @@ func envOr(k, def string) string {
 }
 
 func run() error {
+	host := flag.String("host", envOr("HOST", "127.0.0.1"), "address to listen on (env HOST); 0.0.0.0 exposes the stack and its admin key to the network")
 	port := flag.Int("port", 0, "waiting room and API port (env PORT, default 8080); the demo origin uses port+1")
 	redisURL := flag.String("redis", os.Getenv(config.EnvRedisURL), "Redis URL, redis:// or rediss:// (env "+config.EnvRedisURL+"; empty: embedded Redis)")
 	clusterEnv, err := config.ParseBool(envOr(config.EnvRedisCluster, "false"))
@@ -65,7 +67,7 @@ func run() error {
 	defer stop()
 	s, err := localstack.Start(ctx, localstack.Options{
 		RedisURL: *redisURL, RedisCluster: *cluster, RedisCAFile: *caFile,
-		Addr: fmt.Sprintf(":%d", *port), OriginAddr: fmt.Sprintf(":%d", *port+1),
+		Addr: net.JoinHostPort(*host, strconv.Itoa(*port)), OriginAddr: net.JoinHostPort(*host, strconv.Itoa(*port+1)),
 		StaticDir: *static, KeyDir: *keys, AdminKey: *adminKey, TickInterval: *tick, Logger: log,
 	})
 	if err != nil {
@@ -77,14 +79,14 @@ func run() error {
 	}
 	fmt.Fprintf(os.Stderr, `
 Vestibule is running (Redis: %s).
-  waiting room   http://localhost:%d/?room=demo
-  admin page     http://localhost:%d/admin.html
-  API            http://localhost:%d/api/
-  demo origin    http://localhost:%d/
+  waiting room   %s/?room=demo
+  admin page     %s/admin.html
+  API            %s/api/
+  demo origin    %s/
   admin key      %s
 Press Ctrl-C to stop.
 
-`, redis, *port, *port, *port, *port+1, s.AdminKey())
+`, redis, s.URL(), s.URL(), s.URL(), s.OriginURL(), s.AdminKey())
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "stopping…")
 	return s.Close()

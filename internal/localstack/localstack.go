@@ -86,6 +86,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.AdminKey != "" && len(o.AdminKey) < config.MinAdminKeyLen {
+		return nil, fmt.Errorf("the admin key must be at least %d characters", config.MinAdminKeyLen)
+	}
 	if o.AdminKey == "" {
 		b := make([]byte, 18)
 		rand.Read(b)
@@ -155,7 +158,11 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	app.HandleFunc("GET /r/{room}", page)
 	app.HandleFunc("GET /rooms/{room}", page)
 	s.serve(appLn, noReferrer(app))
-	s.serve(originLn, noReferrer(newOrigin(s.url, origins.Credential, o.Logger)))
+	originOf := func(ctx context.Context, id string) (string, error) {
+		cfg, err := engine.GetConfig(ctx, id)
+		return cfg.OriginURL, err
+	}
+	s.serve(originLn, noReferrer(newOrigin(s.url, s.originURL, origins.Credential, originOf, o.Logger)))
 
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel

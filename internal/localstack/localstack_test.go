@@ -124,6 +124,22 @@ func TestStack(t *testing.T) {
 			if code, _, r := call(t, "POST", s.OriginURL()+"/complete", "", body); code != 200 {
 				t.Fatalf("complete through the origin: %d %v", code, r)
 			}
+
+			// A room that sends its visitors to another site: the demo origin
+			// redeems none of its tokens (it is not that room's origin).
+			other := redistest.Room(t)
+			if code, _, r := call(t, "PUT", s.URL()+"/api/admin/rooms/"+other, s.AdminKey(),
+				`{"originUrl":"https://elsewhere.example/","mode":"passthrough"}`); code != 200 {
+				t.Fatalf("PUT other room: %d %v", code, r)
+			}
+			_, _, oe := call(t, "POST", s.URL()+"/api/rooms/"+other+"/enqueue", "", "")
+			otherTok, _ := oe["entryToken"].(string)
+			if otherTok == "" {
+				t.Fatalf("passthrough enqueue gave no entry token: %v", oe)
+			}
+			if code, _, r := call(t, "POST", s.OriginURL()+"/session", "", `{"token":"`+otherTok+`"}`); code != 403 {
+				t.Fatalf("another room's token at the demo origin: %d %v, want 403", code, r)
+			}
 			if code, _, _ := call(t, "GET", s.URL()+"/api/nope", "", ""); code != 404 {
 				t.Fatalf("unknown API route: %d", code)
 			}
@@ -134,6 +150,14 @@ func TestStack(t *testing.T) {
 				t.Fatal("still serving after Close")
 			}
 		})
+	}
+}
+
+// The local stack refuses a guessable admin key.
+func TestShortAdminKeyRefused(t *testing.T) {
+	_, err := localstack.Start(context.Background(), localstack.Options{KeyDir: t.TempDir(), AdminKey: "short"})
+	if err == nil || !strings.Contains(err.Error(), "at least 16") {
+		t.Fatalf("a 5-character admin key: %v", err)
 	}
 }
 

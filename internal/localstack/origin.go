@@ -2,11 +2,13 @@ package localstack
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"html/template"
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -18,9 +20,10 @@ import (
 // site's own backend, which redeems it at the waiting room's POST /api/consume
 // server to server — the integration docs/API.md describes — presenting the
 // room's origin credential. A real origin holds its one room's credential; the
-// demo stands for the origin of every local room, so it asks for the
-// credential of the room the token names.
-func newOrigin(waitingRoom string, credential func(room string) string, log *slog.Logger) http.Handler {
+// demo stands for the origin of every local room whose originUrl is the demo
+// origin (self), so it asks for the credential of the room the token names,
+// and redeems nothing for a room that sends its visitors elsewhere.
+func newOrigin(waitingRoom, self string, credential func(room string) string, originOf func(ctx context.Context, room string) (string, error), log *slog.Logger) http.Handler {
 	client := &http.Client{Timeout: 5 * time.Second}
 	forward := func(route string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
@@ -45,6 +48,10 @@ func newOrigin(waitingRoom string, credential func(room string) string, log *slo
 			req.Header.Set("Content-Type", "application/json")
 			// Which room's credential: the waiting room verifies the token itself.
 			peeked, _ := token.Peek(in.Token)
+			if origin, err := originOf(r.Context(), peeked.Room); err != nil || !strings.HasPrefix(origin, self+"/") {
+				writeJSON(w, http.StatusForbidden, map[string]any{"error": map[string]string{"code": "not_this_origin", "message": "this entry is for another site"}})
+				return
+			}
 			req.Header.Set("Authorization", "Bearer "+credential(peeked.Room))
 			resp, err := client.Do(req)
 			if err != nil {
