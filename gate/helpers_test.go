@@ -15,3 +15,16 @@ func testKey(t testing.TB, label string) Key {
 	}
 	return k
 }
+
+// parityConfig is the gate under test: the current key k2, the previous k1;
+// k0 was rotated out.
+func parityConfig(t testing.TB) (cfg Config, k0, k1, k2 Key) {
+	k0, k1, k2 = testKey(t, "0"), testKey(t, "1"), testKey(t, "2")
+	cfg = Config{
+		Room:           "demo",
+		WaitingRoomURL: "https://queue.example.com/wait",
+		OpenPaths:      []string{"/static/*", "/robots.txt", "/healthz"},
+		Keys:           KeyRing{Current: k2, Previous: k1},
+	}
+	return cfg, k0, k1, k2
+}
