@@ -2,6 +2,8 @@ package gate
 
 import (
 	"crypto/sha256"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -14,6 +16,14 @@ func testKey(t testing.TB, label string) Key {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// writeFile writes content to path, making its folder.
+func writeFile(path, content string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(content), 0o644)
 }
 
 // parityConfig is the gate under test: the current key k2, the previous k1;
