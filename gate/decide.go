@@ -239,10 +239,21 @@ func returnPath(method, path, rawQuery string) string {
 		slices.Sort(pairs)
 		t += "?" + strings.Join(pairs, "&")
 	}
-	if len(t) > MaxReturnLen || !strings.HasPrefix(t, "/") || strings.HasPrefix(t, "//") || strings.Trim(t, returnChars) != "" {
+	return SafeReturn(t)
+}
+
+// SafeReturn returns p if it is a path on this site that the gate could have
+// put in a redirect: it starts with exactly one "/", holds only RFC 3986 path
+// and query characters (returnChars: no "\", space, "#", quote, control or
+// non-ASCII byte) and is at most MaxReturnLen long. Otherwise it returns "/".
+// The return path comes back from the browser (the waiting page posts it to
+// /.vestibule/enter), so that route must pass it through SafeReturn before it
+// redirects: then no value can send a visitor off the site.
+func SafeReturn(p string) string {
+	if len(p) > MaxReturnLen || !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.Trim(p, returnChars) != "" {
 		return "/"
 	}
-	return t
+	return p
 }
 
 // escapeComponent is JavaScript's encodeURIComponent: every byte of s but

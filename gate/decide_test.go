@@ -117,6 +117,30 @@ func TestEscapeComponent(t *testing.T) {
 	}
 }
 
+func TestSafeReturn(t *testing.T) {
+	for in, want := range map[string]string{
+		"/":                    "/",
+		"/book?id=42&x=%20":    "/book?id=42&x=%20",
+		"/@evil.example":       "/@evil.example",
+		"":                     "/",
+		"book":                 "/",
+		"//evil.example":       "/",
+		`/\evil.example`:       "/",
+		"https://evil.example": "/",
+		"/a#b":                 "/",
+		"/a\tb":                "/",
+		"/caf\u00e9":           "/",
+	} {
+		if got := SafeReturn(in); got != want {
+			t.Errorf("SafeReturn(%q) = %q, want %q", in, got, want)
+		}
+	}
+	long := "/" + strings.Repeat("a", MaxReturnLen-1)
+	if SafeReturn(long) != long || SafeReturn(long+"a") != "/" {
+		t.Error("MaxReturnLen")
+	}
+}
+
 // Whatever the request, the return path is a path on this site.
 func FuzzReturnPath(f *testing.F) {
 	for _, s := range []string{"/", "/a?b=c", "//evil", `/\evil`, "https://evil", "/a b", "/é", "/x?&&a"} {
@@ -125,7 +149,7 @@ func FuzzReturnPath(f *testing.F) {
 	f.Fuzz(func(t *testing.T, method, target string) {
 		path, query, _ := strings.Cut(target, "?")
 		r := returnPath(method, path, query)
-		if !strings.HasPrefix(r, "/") || strings.HasPrefix(r, "//") || len(r) > MaxReturnLen || strings.Trim(r, returnChars) != "" {
+		if SafeReturn(r) != r || !strings.HasPrefix(r, "/") || strings.HasPrefix(r, "//") || len(r) > MaxReturnLen || strings.Trim(r, returnChars) != "" {
 			t.Fatalf("returnPath(%q, %q) = %q", method, target, r)
 		}
 		d := Decide(Config{Room: "r", WaitingRoomURL: "https://q.example.com/"}, method, target, "", time.Unix(0, 0))
