@@ -50,8 +50,8 @@ type Config struct {
 	Keys KeyRing
 }
 
-// openPathChars are the bytes an open path may hold: those of a return path
-// minus "?" and "%", plus the final "*".
+// pathChars are the bytes an open path may hold (a "*" only at its end):
+// RFC 3986's pchar and "/", without percent-encodings.
 const pathChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@/"
 
 // validateEdge checks everything but the keys: what the CloudFront function
@@ -129,7 +129,8 @@ const (
 // Decision is what the gate does with one request.
 type Decision struct {
 	// Pass: let the request through to the site.
-	Pass   bool
+	Pass bool
+	// Reason is why.
 	Reason Reason
 	// Status is http.StatusFound when the request is redirected, else 0.
 	Status int
