@@ -477,3 +477,23 @@ func TestKeysShareSlot(t *testing.T) {
 		t.Errorf("keys not distinct: %v", k.List())
 	}
 }
+
+// More holds overdue than a hold expires in one batch (64): the seat asked
+// for is still expired on the spot, the rest wait for the next script.
+func TestHoldExpiresTheSeatItAsksFor(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, booking.Inventory{Seats: seats(100), HoldTTL: time.Minute, SessionLimit: 1})
+		for i := 0; i < 70; i++ {
+			e.hold("room:"+strconv.Itoa(i), booking.Request{Seats: []string{"S" + strconv.Itoa(i)}})
+		}
+		e.clk.Advance(time.Minute)
+		e.hold("late:1", booking.Request{Seats: []string{"S69"}})
+		// 64 by the batch (the oldest tokens), S69 on the spot: 5 still overdue.
+		if n, over, err := e.eng.Sweep(e.ctx, e.event, 1000); err != nil || n != 5 || over != 0 {
+			t.Fatalf("Sweep = %d, %d, %v; want 5 left to expire", n, over, err)
+		}
+		if v := e.view(); v.Expired != 70 || v.Seats["S69"] != booking.SeatHeld || v.Seats["S68"] != booking.SeatAvailable {
+			t.Fatalf("after: expired %d, S69 %s, S68 %s", v.Expired, v.Seats["S69"], v.Seats["S68"])
+		}
+	})
+}
