@@ -8,7 +8,7 @@
 -- key already confirmed this token: the same order, confirmed or since
 -- cancelled); {'noevent'}; {'conflict'} (the key confirmed another hold);
 -- {'confirmed'} (this token is already an order, under another key);
--- {'session'} (the hold is another session's); {'expired'} (its TTL passed:
+-- {'session'} (the hold, or the key's order, is another session's); {'expired'} (its TTL passed:
 -- the hold is dropped now and its items return); {'stale'} (no such hold:
 -- released, expired earlier, or never issued: its seats may be someone else's).
 -- Order records are booking_lib.lua's; the order id is the token.
@@ -20,7 +20,9 @@ if redis.call('EXISTS', K_INV) == 0 then return {'noevent'} end
 local prior = redis.call('HGET', K_IDEM, key)
 if prior then
   if prior ~= t then return {'conflict'} end
-  return {'replay', redis.call('HGET', K_ORDER, t)}
+  local o = order_of(t)
+  if o.session ~= session then return {'session'} end
+  return {'replay', o.raw}
 end
 if redis.call('HEXISTS', K_ORDER, t) == 1 then return {'confirmed'} end
 

@@ -19,29 +19,32 @@ local now = tonumber(ARGV[1])
 local session = ARGV[2]
 local n = tonumber(ARGV[3])
 
-local cfg = redis.call('HMGET', K_INV, 'ttl', 'limit', 'fence')
+local cfg = redis.call('HMGET', K_INV, 'ttl', 'limit', 'fence', 'holds')
 if not cfg[1] then return {'noevent'} end
-local ttl, limit, fence = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(cfg[3]) or 0
+local ttl, limit, fence, holds = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(cfg[3]) or 0, tonumber(cfg[4]) or 0
 
 -- Lazy expiry: a bounded batch of overdue holds, then any overdue hold on a
 -- seat asked for, then more batches while a sku is short.
 sweep(now, 64)
 
-local seats = {}
+local seats, free = {}, {}
 local want = 0
 for i = 4, 3 + n do
   local s = ARGV[i]
   local v = redis.call('HGET', K_SEAT, s)
   if not v then return {'unknownseat', s} end
-  if string.sub(v, 1, 1) == 'h' then expire_if_due(string.sub(v, 2), now) end
+  -- An overdue hold's seats carry its mark, so expiring it makes this one 'a'.
+  if string.sub(v, 1, 1) == 'h' and expire_if_due(string.sub(v, 2), now) then v = 'a' end
   seats[#seats + 1] = s
+  free[#free + 1] = v == 'a'
   want = want + 1
 end
 local units = {}
 for i = 4 + n, #ARGV, 2 do
   local sku, q = ARGV[i], tonumber(ARGV[i + 1])
-  if not redis.call('HGET', K_STOCK, sku) then return {'unknownsku', sku} end
-  units[#units + 1] = {sku, q}
+  local avail = redis.call('HGET', K_STOCK, sku)
+  if not avail then return {'unknownsku', sku} end
+  units[#units + 1] = {sku, q, tonumber(avail)}
   want = want + q
 end
 
@@ -49,12 +52,12 @@ local has = tonumber(redis.call('HGET', K_SESS, session)) or 0
 if has + want > limit then return {'limit', has, limit} end
 
 local taken = {'taken'}
-for _, s in ipairs(seats) do
-  if redis.call('HGET', K_SEAT, s) ~= 'a' then taken[#taken + 1] = s end
+for i, s in ipairs(seats) do
+  if not free[i] then taken[#taken + 1] = s end
 end
 if #taken > 1 then return taken end
 for _, u in ipairs(units) do
-  local avail = tonumber(redis.call('HGET', K_STOCK, u[1]))
+  local avail = u[3]
   while avail < u[2] and sweep(now, 256) > 0 do
     avail = tonumber(redis.call('HGET', K_STOCK, u[1]))
   end
@@ -70,8 +73,7 @@ for _, u in ipairs(units) do
   redis.call('HINCRBY', K_STOCK, u[1], -u[2])
   parts[#parts + 1] = u[1] .. '=' .. member(u[2])
 end
-redis.call('HSET', K_INV, 'fence', t)
-redis.call('HINCRBY', K_INV, 'holds', 1)
+redis.call('HSET', K_INV, 'fence', t, 'holds', member(holds + 1))
 redis.call('HSET', K_HOLD, t, session .. '|' .. member(expires) .. '|' .. table.concat(seats, ',') .. '|' ..
   table.concat(parts, ','))
 redis.call('ZADD', K_EXP, member(expires), t)

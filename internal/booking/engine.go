@@ -206,7 +206,8 @@ func (e *Engine) Hold(ctx context.Context, event, session string, req Request) (
 // reused for another hold is refused (ErrIdempotencyKey). A hold that expired
 // is refused: ErrHoldExpired when the confirm finds it overdue, ErrStaleToken
 // when it is gone (released, expired earlier, its seats perhaps held by
-// someone else since, or a token never issued). Other errors: ErrWrongSession,
+// someone else since, or a token never issued). Other errors: ErrWrongSession
+// (the hold, or the order a retried key names, is another session's),
 // ErrAlreadyConfirmed (the hold is an order under another key),
 // ErrOrderCancelled (a retry of a confirm whose order was since cancelled),
 // ErrUnknownEvent, ErrInvalidRequest.

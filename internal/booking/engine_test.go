@@ -205,6 +205,10 @@ func TestConfirmIdempotent(t *testing.T) {
 		if v.Confirmed != 1 || v.Live != 1 || v.Seats["S0"] != booking.SeatSold || v.Seats["S1"] != booking.SeatSold || v.Stock["ga"] != 8 {
 			t.Fatalf("after confirm: %+v", v)
 		}
+		// Another session cannot read the order through its key.
+		if _, err := e.eng.Confirm(e.ctx, e.event, "room:2", h.Token, "pay-123"); !errors.Is(err, booking.ErrWrongSession) {
+			t.Errorf("replay by another session = %v, want ErrWrongSession", err)
+		}
 		// The same hold under another key is already an order.
 		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", h.Token, "pay-456"); !errors.Is(err, booking.ErrAlreadyConfirmed) {
 			t.Errorf("confirm under another key = %v, want ErrAlreadyConfirmed", err)

@@ -270,6 +270,8 @@ func (m *bmodel) confirm() {
 		switch {
 		case prior != t:
 			expect = booking.ErrIdempotencyKey
+		case m.orders[t].session != session:
+			expect = booking.ErrWrongSession
 		case m.orders[t].cancelled:
 			expect, order, replay = booking.ErrOrderCancelled, m.orders[t], true
 		default:
