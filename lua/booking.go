@@ -1,7 +1,7 @@
 package lua
 
 import (
-	_ "embed"
+	_ "embed" // the scripts below are //go:embed files
 )
 
 // The booking scripts: one per operation on an event's inventory (issue 16).

@@ -49,6 +49,7 @@ var (
 // holds or bought.
 type TakenError struct{ Seats []string }
 
+// Error names the taken seats.
 func (e *TakenError) Error() string {
 	return "booking: seats taken: " + strings.Join(e.Seats, ", ")
 }
@@ -62,6 +63,7 @@ type SoldOutError struct {
 	Available int64
 }
 
+// Error names the sku and what is left of it.
 func (e *SoldOutError) Error() string {
 	return fmt.Sprintf("booking: not enough %s: %d left", e.SKU, e.Available)
 }
