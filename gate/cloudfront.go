@@ -1,0 +1,74 @@
+package gate
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// functionSource is the CloudFront Function as written, with a development
+// CONFIG; CloudFrontFunction makes the deployable text from it.
+//
+//go:embed cloudfront/viewer-request.js
+var functionSource string
+
+// MaxFunctionSize is CloudFront Functions' limit on a function's code, in bytes.
+const MaxFunctionSize = 10240
+
+// FunctionRuntime is the CloudFront Functions runtime the gate's function needs
+// (KeyValueStore access, async/await, Buffer).
+const FunctionRuntime = "cloudfront-js-2.0"
+
+// configLine starts the one line of the source that CloudFrontFunction replaces.
+const configLine = "const CONFIG = "
+
+// edgeConfig is what the function reads from CONFIG.
+type edgeConfig struct {
+	Room     string   `json:"room"`
+	Redirect string   `json:"redirect"` // the redirect Location up to the escaped return path
+	Open     []string `json:"open"`
+}
+
+// CloudFrontFunction returns the deployable source of the gate's CloudFront
+// Function for cfg (runtime FunctionRuntime, viewer request event, with a
+// KeyValueStore associated that holds cfg's keys as KeyRing.KVSEntries says).
+// The room, the waiting room URL and the open paths are written into the code
+// (as the constant CONFIG), so the function reads nothing but a key per request
+// with a cookie; they change with a redeploy, keys change in the KeyValueStore.
+// cfg.Keys is not read. Comment lines, blank lines and indentation are left
+// out to stay far below MaxFunctionSize.
+func CloudFrontFunction(cfg Config) (string, error) {
+	if err := cfg.validateEdge(); err != nil {
+		return "", err
+	}
+	open := cfg.OpenPaths
+	if open == nil {
+		open = []string{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(edgeConfig{Room: cfg.Room, Redirect: cfg.redirectPrefix(), Open: open}); err != nil {
+		return "", fmt.Errorf("gate: %w", err)
+	}
+	var out strings.Builder
+	out.WriteString("// Vestibule edge gate for room " + cfg.Room + ", made by gate.CloudFrontFunction from gate/cloudfront/viewer-request.js.\n")
+	replaced := 0
+	for line := range strings.Lines(functionSource) {
+		line = strings.TrimLeft(line, " \t")
+		switch {
+		case strings.HasPrefix(line, configLine):
+			line = configLine + strings.TrimSpace(buf.String()) + ";\n"
+			replaced++
+		case strings.TrimSpace(line) == "" || strings.HasPrefix(line, "//"):
+			continue
+		}
+		out.WriteString(line)
+	}
+	if replaced != 1 {
+		return "", fmt.Errorf("gate: the function source has %d CONFIG lines, not 1", replaced)
+	}
+	return out.String(), nil
+}

@@ -1,0 +1,213 @@
+package gate
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// CookieName is the name of the session cookie, the same for every room (the
+// room is inside the value). See the package documentation for why.
+const CookieName = "vestibule"
+
+// MaxCookieLen is the longest cookie value Verify reads; longer values are
+// refused before any parsing. The longest valid value is 159 characters.
+const MaxCookieLen = 256
+
+// MaxCookieCandidates is how many cookies named CookieName Decide tries, in
+// the order the Cookie header lists them; further ones are ignored, so a
+// header stuffed with copies costs at most this many MAC checks.
+const MaxCookieCandidates = 3
+
+// version is the first field of every cookie value.
+const version = "v1"
+
+// Limits of the fields, here and in the CloudFront function.
+const (
+	maxSeq    = 999_999_999_999_999_999 // 18 digits: always fits int64
+	maxExpiry = 99_999_999_999          // 11 digits: exact in a JavaScript number
+)
+
+// Errors Verify wraps; callers branch on them with errors.Is. Every failure
+// wraps exactly one.
+var (
+	ErrOversize   = errors.New("gate: cookie too long")
+	ErrMalformed  = errors.New("gate: cookie malformed")
+	ErrWrongRoom  = errors.New("gate: cookie for another room")
+	ErrExpired    = errors.New("gate: session expired")
+	ErrUnknownKey = errors.New("gate: cookie signed with an unknown key")
+	ErrTampered   = errors.New("gate: cookie signature does not match")
+)
+
+// cookiePattern is the whole grammar of a value; the CloudFront function
+// holds the same expression. Groups: kid, room, seq, expiry, MAC.
+var cookiePattern = regexp.MustCompile(`^v1\.([A-Za-z0-9_-]{1,16})\.([A-Za-z0-9_-]{1,64})\.(0|[1-9][0-9]{0,17})\.([1-9][0-9]{0,10})\.([A-Za-z0-9_-]{43})$`)
+
+// roomPattern is a valid room id, as everywhere in Vestibule.
+var roomPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Session is what a session cookie says: the visitor holds the session with
+// sequence number Seq in Room until Expires (whole seconds; Sign drops the
+// fraction).
+type Session struct {
+	Room    string
+	Seq     int64 // the grant's sequence, which POST /api/complete and /.vestibule/leave end
+	Expires time.Time
+}
+
+// Validate reports whether Sign can make a cookie of s that Verify accepts
+// (ignoring time): a valid room id, 0 ≤ Seq < 10^18, and an expiry between
+// 1970-01-01T00:00:01Z and about the year 5138.
+func (s Session) Validate() error {
+	switch {
+	case !roomPattern.MatchString(s.Room):
+		return fmt.Errorf("%w: room %q is not 1-64 characters of [A-Za-z0-9_-]", ErrMalformed, s.Room)
+	case s.Seq < 0 || s.Seq > maxSeq:
+		return fmt.Errorf("%w: seq %d out of range", ErrMalformed, s.Seq)
+	case s.Expires.Unix() < 1 || s.Expires.Unix() > maxExpiry:
+		return fmt.Errorf("%w: expiry %v out of range", ErrMalformed, s.Expires)
+	}
+	return nil
+}
+
+// mac is the base64url (unpadded) HMAC-SHA256 of payload under key.
+func mac(key []byte, payload string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(payload))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// Sign makes the cookie value of s under key:
+//
+//	v1.<kid>.<room>.<seq>.<expiry>.<mac>
+//
+// It does not check s (Session.Validate does); a cookie made from an invalid
+// Session is one that Verify refuses.
+func Sign(key Key, s Session) string {
+	payload := version + "." + key.ID + "." + s.Room + "." + strconv.FormatInt(s.Seq, 10) + "." + strconv.FormatInt(s.Expires.Unix(), 10)
+	return payload + "." + mac(key.Secret, payload)
+}
+
+// Verify checks a cookie value for room at now and returns its session. It
+// refuses, in this order: values longer than MaxCookieLen (ErrOversize), values
+// off the grammar (ErrMalformed), another room's cookie (ErrWrongRoom), an
+// ended session, expiry ≤ now (ErrExpired), a kid that is neither the current
+// nor the previous key (ErrUnknownKey), and a MAC that does not match
+// (ErrTampered, compared in constant time). Room and expiry are checked before
+// the MAC only because that is cheaper; a cookie passes only if all hold.
+func Verify(keys KeyRing, cookie, room string, now time.Time) (Session, error) {
+	if len(cookie) > MaxCookieLen {
+		return Session{}, ErrOversize
+	}
+	m := cookiePattern.FindStringSubmatch(cookie)
+	if m == nil {
+		return Session{}, ErrMalformed
+	}
+	kid, cookieRoom, seqS, expS, sum := m[1], m[2], m[3], m[4], m[5]
+	if cookieRoom != room {
+		return Session{}, ErrWrongRoom
+	}
+	seq, err1 := strconv.ParseInt(seqS, 10, 64)
+	exp, err2 := strconv.ParseInt(expS, 10, 64)
+	if err1 != nil || err2 != nil { // unreachable: the grammar bounds both
+		return Session{}, ErrMalformed
+	}
+	if exp <= now.Unix() {
+		return Session{}, ErrExpired
+	}
+	key, ok := keys.Lookup(kid)
+	if !ok {
+		return Session{}, ErrUnknownKey
+	}
+	// Compare the encodings, not decoded bytes: base64 has several spellings of
+	// the last character, and the function compares strings too.
+	want := mac(key.Secret, cookie[:len(cookie)-len(sum)-1])
+	if !hmac.Equal([]byte(want), []byte(sum)) {
+		return Session{}, ErrTampered
+	}
+	return Session{Room: cookieRoom, Seq: seq, Expires: time.Unix(exp, 0).UTC()}, nil
+}
+
+// cookieValues returns the values of the cookies named CookieName in a Cookie
+// header, in order, at most MaxCookieCandidates of them. The header is split
+// on ";", each part split at its first "=" and name and value trimmed of
+// spaces and tabs; parts without "=" are
+// skipped, values are taken as they are (no unquoting). The CloudFront
+// function receives the same split from CloudFront as request.cookies.
+func cookieValues(header string) []string {
+	var out []string
+	for part := range strings.SplitSeq(header, ";") {
+		name, value, ok := strings.Cut(part, "=")
+		if !ok || strings.Trim(name, " \t") != CookieName {
+			continue
+		}
+		out = append(out, strings.Trim(value, " \t"))
+		if len(out) == MaxCookieCandidates {
+			break
+		}
+	}
+	return out
+}
+
+// CookieOptions say how SetCookie and ClearCookie write the cookie.
+type CookieOptions struct {
+	// InsecureLoopback leaves out the Secure attribute, so that a browser keeps
+	// the cookie over plain HTTP, but only when Host is a loopback host
+	// (localhost, *.localhost, 127.0.0.0/8, ::1): local development. For any
+	// other host the cookie is Secure whatever this says.
+	InsecureLoopback bool
+	// Host is the request's Host header (with or without a port); read only
+	// when InsecureLoopback is set.
+	Host string
+}
+
+// secure reports whether the Secure attribute is set.
+func (o CookieOptions) secure() bool {
+	return !o.InsecureLoopback || !isLoopback(o.Host)
+}
+
+// isLoopback reports whether host (maybe with a port) names this machine.
+func isLoopback(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// SetCookie returns the Set-Cookie header value that gives the visitor the
+// session cookie value (from Sign) of s: HttpOnly, Secure (see
+// CookieOptions), SameSite=Lax (it must arrive on the top-level navigation
+// from the waiting room), Path=/, no Domain (this host only), and both
+// Expires and Max-Age at s.Expires, so the browser drops it when the session
+// ends. A session already over at now gives a cookie that deletes itself.
+func SetCookie(value string, s Session, now time.Time, opts CookieOptions) string {
+	maxAge := int(s.Expires.Unix() - now.Unix())
+	if maxAge <= 0 {
+		maxAge = -1 // Max-Age=0: delete at once
+	}
+	c := http.Cookie{Name: CookieName, Value: value, Path: "/", Expires: s.Expires, MaxAge: maxAge,
+		HttpOnly: true, Secure: opts.secure(), SameSite: http.SameSiteLaxMode}
+	return c.String()
+}
+
+// ClearCookie returns the Set-Cookie header value that removes the session
+// cookie (empty value, Max-Age=0, an Expires in the past), with the attributes
+// SetCookie uses so that browsers match it to the cookie they hold.
+func ClearCookie(opts CookieOptions) string {
+	c := http.Cookie{Name: CookieName, Value: "", Path: "/", Expires: time.Unix(1, 0), MaxAge: -1,
+		HttpOnly: true, Secure: opts.secure(), SameSite: http.SameSiteLaxMode}
+	return c.String()
+}

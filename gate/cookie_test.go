@@ -1,0 +1,213 @@
+package gate
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The cookie format is pinned: values computed independently (Python's hmac
+// and hashlib) from the spec in the package documentation.
+func TestSignGolden(t *testing.T) {
+	k, err := DeriveKey([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Sign(k, Session{Room: "demo", Seq: 42, Expires: time.Unix(1800000000, 0)})
+	const want = "v1.sV7q34tA.demo.42.1800000000.p4WSn-gvQTflwolCAIveXr-fRCBfKOgwyniSRNPjqWA"
+	if got != want {
+		t.Fatalf("Sign = %s\nwant   %s", got, want)
+	}
+}
+
+func TestVerify(t *testing.T) {
+	k0, k1, k2 := testKey(t, "0"), testKey(t, "1"), testKey(t, "2")
+	ring := KeyRing{Current: k2, Previous: k1}
+	now := time.Unix(1800000000, 0)
+	s := Session{Room: "demo", Seq: 1764150000123456, Expires: now.Add(10 * time.Minute)}
+	valid := Sign(k2, s)
+	parts := strings.Split(valid, ".")
+	edit := func(field int, v string) string {
+		p := append([]string(nil), parts...)
+		p[field] = v
+		return strings.Join(p, ".")
+	}
+
+	got, err := Verify(ring, valid, "demo", now)
+	if err != nil || got != (Session{Room: "demo", Seq: s.Seq, Expires: s.Expires.UTC()}) {
+		t.Fatalf("Verify(valid) = %+v, %v", got, err)
+	}
+	if _, err := Verify(ring, Sign(k1, s), "demo", now); err != nil {
+		t.Errorf("previous key: %v", err)
+	}
+	// The fraction of a second is dropped by Sign.
+	if got, err := Verify(ring, Sign(k2, Session{Room: "demo", Seq: 1, Expires: now.Add(1500 * time.Millisecond)}), "demo", now); err != nil || !got.Expires.Equal(now.Add(time.Second)) {
+		t.Errorf("sub-second expiry: %+v, %v", got, err)
+	}
+
+	for _, tc := range []struct {
+		name, cookie, room string
+		now                time.Time
+		want               error
+	}{
+		{"oversize", valid + strings.Repeat("A", MaxCookieLen), "demo", now, ErrOversize},
+		{"empty", "", "demo", now, ErrMalformed},
+		{"garbage", "garbage", "demo", now, ErrMalformed},
+		{"version", "v2" + valid[2:], "demo", now, ErrMalformed},
+		{"extra field", valid + ".x", "demo", now, ErrMalformed},
+		{"short MAC", valid[:len(valid)-1], "demo", now, ErrMalformed},
+		{"padded MAC", valid + "=", "demo", now, ErrMalformed},
+		{"standard base64 MAC", edit(5, strings.Repeat("+", 43)), "demo", now, ErrMalformed},
+		{"kid too long", edit(1, strings.Repeat("k", 17)), "demo", now, ErrMalformed},
+		{"room with a dot", edit(2, "de.mo"), "demo", now, ErrMalformed},
+		{"room too long", edit(2, strings.Repeat("r", 65)), "demo", now, ErrMalformed},
+		{"negative seq", edit(3, "-1"), "demo", now, ErrMalformed},
+		{"seq leading zero", edit(3, "01"), "demo", now, ErrMalformed},
+		{"seq 19 digits", edit(3, "1000000000000000000"), "demo", now, ErrMalformed},
+		{"expiry zero", edit(4, "0"), "demo", now, ErrMalformed},
+		{"expiry 12 digits", edit(4, "100000000000"), "demo", now, ErrMalformed},
+		{"space", " " + valid, "demo", now, ErrMalformed},
+		{"wrong room", valid, "other", now, ErrWrongRoom},
+		{"room is case-sensitive", valid, "Demo", now, ErrWrongRoom},
+		{"expired: expiry = now", valid, "demo", s.Expires, ErrExpired},
+		{"expired: long ago", valid, "demo", s.Expires.Add(time.Hour), ErrExpired},
+		{"unknown kid", Sign(k0, s), "demo", now, ErrUnknownKey},
+		{"kid of no key", edit(1, "nobody"), "demo", now, ErrUnknownKey},
+		{"tampered MAC", edit(5, strings.Repeat("A", 43)), "demo", now, ErrTampered},
+		{"tampered seq", edit(3, "1764150000123457"), "demo", now, ErrTampered},
+		{"tampered expiry", edit(4, "1900000000"), "demo", now, ErrTampered},
+		{"tampered kid", edit(1, k1.ID), "demo", now, ErrTampered},
+		{"right kid, wrong secret", Sign(Key{ID: k2.ID, Secret: k0.Secret}, s), "demo", now, ErrTampered},
+	} {
+		_, err := Verify(ring, tc.cookie, tc.room, tc.now)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: Verify = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	// One second before the end it still holds.
+	if _, err := Verify(ring, valid, "demo", s.Expires.Add(-time.Second)); err != nil {
+		t.Errorf("last second: %v", err)
+	}
+	// Without keys nothing verifies, and nothing panics.
+	if _, err := Verify(KeyRing{}, valid, "demo", now); !errors.Is(err, ErrUnknownKey) {
+		t.Errorf("empty ring: %v", err)
+	}
+}
+
+func TestSessionValidate(t *testing.T) {
+	exp := time.Unix(1800000000, 0)
+	for _, tc := range []struct {
+		s  Session
+		ok bool
+	}{
+		{Session{Room: "demo", Seq: 0, Expires: exp}, true},
+		{Session{Room: strings.Repeat("r", 64), Seq: maxSeq, Expires: time.Unix(maxExpiry, 0)}, true},
+		{Session{Room: "", Seq: 1, Expires: exp}, false},
+		{Session{Room: "a.b", Seq: 1, Expires: exp}, false},
+		{Session{Room: "demo", Seq: -1, Expires: exp}, false},
+		{Session{Room: "demo", Seq: maxSeq + 1, Expires: exp}, false},
+		{Session{Room: "demo", Seq: 1}, false},
+		{Session{Room: "demo", Seq: 1, Expires: time.Unix(maxExpiry+1, 0)}, false},
+	} {
+		err := tc.s.Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("%+v: Validate = %v", tc.s, err)
+		}
+		// What Validate accepts, Verify accepts once signed; and the reverse.
+		k := testKey(t, "v")
+		_, verr := Verify(KeyRing{Current: k}, Sign(k, tc.s), tc.s.Room, time.Unix(0, 0))
+		if (verr == nil) != tc.ok {
+			t.Errorf("%+v: Verify(Sign) = %v", tc.s, verr)
+		}
+	}
+}
+
+func TestCookieValues(t *testing.T) {
+	for header, want := range map[string]string{
+		"":                                  "",
+		"vestibule=a":                       "a",
+		"x=1; vestibule=a; y=2":             "a",
+		"vestibule=a;vestibule=b":           "a|b",
+		" vestibule = a ; vestibule\t=\tb ": "a|b",
+		"vestibule=a; vestibule=b; vestibule=c; vestibule=d": "a|b|c",
+		"vestibule; vestibule=a=b":                           "a=b",
+		"Vestibule=a; vestibules=b; xvestibule=c":            "",
+		`vestibule="a"`: `"a"`,
+	} {
+		if got := strings.Join(cookieValues(header), "|"); got != want {
+			t.Errorf("cookieValues(%q) = %q, want %q", header, got, want)
+		}
+	}
+}
+
+func TestSetCookie(t *testing.T) {
+	now := time.Unix(1800000000, 0)
+	s := Session{Room: "demo", Seq: 42, Expires: now.Add(10 * time.Minute)}
+	got := SetCookie("v1.x", s, now, CookieOptions{})
+	want := "vestibule=v1.x; Path=/; Expires=Fri, 15 Jan 2027 08:10:00 GMT; Max-Age=600; HttpOnly; Secure; SameSite=Lax"
+	if got != want {
+		t.Errorf("SetCookie = %s\nwant        %s", got, want)
+	}
+	for host, secure := range map[string]bool{
+		"localhost:8081":     false,
+		"localhost":          false,
+		"LOCALHOST.":         false,
+		"shop.localhost:80":  false,
+		"127.0.0.1:8081":     false,
+		"127.9.9.9":          false,
+		"[::1]:8081":         false,
+		"example.com":        true,
+		"localhost.example":  true,
+		"10.0.0.1:8081":      true,
+		"":                   true,
+		"notlocalhost":       true,
+		"[::ffff:127.0.0.1]": false,
+	} {
+		c := SetCookie("v", s, now, CookieOptions{InsecureLoopback: true, Host: host})
+		if strings.Contains(c, "; Secure") != secure {
+			t.Errorf("host %q: %s", host, c)
+		}
+		if !strings.Contains(ClearCookie(CookieOptions{InsecureLoopback: true, Host: host}), "; Secure") == secure {
+			t.Errorf("clear, host %q: Secure should be %v", host, secure)
+		}
+	}
+	// Secure is kept on localhost unless asked for.
+	if c := SetCookie("v", s, now, CookieOptions{Host: "localhost"}); !strings.Contains(c, "; Secure") {
+		t.Errorf("localhost without InsecureLoopback: %s", c)
+	}
+	// A session already over deletes the cookie.
+	if c := SetCookie("v", s, s.Expires, CookieOptions{}); !strings.Contains(c, "Max-Age=0") {
+		t.Errorf("ended session: %s", c)
+	}
+	if c := SetCookie("v", s, s.Expires.Add(-time.Second), CookieOptions{}); !strings.Contains(c, "Max-Age=1;") {
+		t.Errorf("last second: %s", c)
+	}
+	const clear = "vestibule=; Path=/; Expires=Thu, 01 Jan 1970 00:00:01 GMT; Max-Age=0; HttpOnly; Secure; SameSite=Lax"
+	if c := ClearCookie(CookieOptions{}); c != clear {
+		t.Errorf("ClearCookie = %s\nwant          %s", c, clear)
+	}
+}
+
+// Whatever Verify accepts is exactly what Sign makes of the session it
+// returns, so no two spellings of one session verify.
+func FuzzVerify(f *testing.F) {
+	k := testKey(f, "fuzz")
+	ring := KeyRing{Current: k}
+	now := time.Unix(1800000000, 0)
+	f.Add(Sign(k, Session{Room: "demo", Seq: 42, Expires: now.Add(time.Hour)}), "demo")
+	f.Add("v1.x.demo.1.1900000000."+strings.Repeat("A", 43), "demo")
+	f.Add("garbage", "demo")
+	f.Fuzz(func(t *testing.T, cookie, room string) {
+		s, err := Verify(ring, cookie, room, now)
+		if err != nil {
+			return
+		}
+		if again := Sign(k, s); again != cookie {
+			t.Fatalf("Verify accepted %q, which signs as %q", cookie, again)
+		}
+		if s.Room != room || s.Validate() != nil || !s.Expires.After(now) {
+			t.Fatalf("Verify returned %+v", s)
+		}
+	})
+}

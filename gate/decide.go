@@ -1,0 +1,315 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// VestibulePrefix is the path under which Vestibule's own routes live on the
+// protected site (/.vestibule/enter, /.vestibule/leave). The gate always lets
+// them through: they are how a visitor gets the cookie in the first place.
+const VestibulePrefix = "/.vestibule/"
+
+// MaxReturnLen is the longest return path the gate puts in a redirect; a
+// longer one becomes "/".
+const MaxReturnLen = 1024
+
+// Limits on the open paths, which also keep the CloudFront function small.
+const (
+	MaxOpenPaths   = 64
+	MaxOpenPathLen = 256
+)
+
+// ErrConfig is wrapped by every Config.Validate error.
+var ErrConfig = errors.New("gate: invalid config")
+
+// Config is one protected site: which room guards it, where its waiting room
+// is, which paths need no session, and the keys of its cookies.
+type Config struct {
+	// Room is the id of the room that guards the site.
+	Room string
+	// WaitingRoomURL is the waiting page, absolute: https, or http only for a
+	// loopback host; no fragment; it may carry a query of its own. The gate
+	// sends visitors to WaitingRoomURL + "?room=<room>&return=<path>" (with
+	// "&" instead of "?" when it already has a query).
+	WaitingRoomURL string
+	// OpenPaths pass without a session: "/robots.txt" matches that path
+	// exactly; "/static/*" matches every path that starts with "/static/".
+	// Matching is on the path as sent (still percent-encoded), case-sensitive,
+	// and never for a path holding "..", "\", "%2e" or "%5c" (any case), so a
+	// dot-segment cannot climb out of an open prefix.
+	OpenPaths []string
+	// Keys verify the cookies. The CloudFront function reads them from its
+	// KeyValueStore instead (KeyRing.KVSEntries).
+	Keys KeyRing
+}
+
+// pathChars are the bytes an open path may hold (a "*" only at its end):
+// RFC 3986's pchar and "/", without percent-encodings.
+const pathChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@/"
+
+// validateEdge checks everything but the keys: what the CloudFront function
+// needs.
+func (c Config) validateEdge() error {
+	if !roomPattern.MatchString(c.Room) {
+		return fmt.Errorf("%w: room %q is not 1-64 characters of [A-Za-z0-9_-]", ErrConfig, c.Room)
+	}
+	u, err := url.Parse(c.WaitingRoomURL)
+	switch {
+	case err != nil || u.Host == "" || u.User != nil || u.Opaque != "":
+		return fmt.Errorf("%w: waiting room URL %q is not an absolute URL", ErrConfig, c.WaitingRoomURL)
+	case u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Host)):
+		return fmt.Errorf("%w: waiting room URL %q is not https (http only for a loopback host)", ErrConfig, c.WaitingRoomURL)
+	case strings.Contains(c.WaitingRoomURL, "#"):
+		return fmt.Errorf("%w: waiting room URL %q has a fragment", ErrConfig, c.WaitingRoomURL)
+	case strings.ContainsFunc(c.WaitingRoomURL, func(r rune) bool { return r <= ' ' || r >= 0x7f || r == '"' || r == '\\' }):
+		return fmt.Errorf("%w: waiting room URL %q has characters that need escaping", ErrConfig, c.WaitingRoomURL)
+	}
+	if len(c.OpenPaths) > MaxOpenPaths {
+		return fmt.Errorf("%w: %d open paths, at most %d", ErrConfig, len(c.OpenPaths), MaxOpenPaths)
+	}
+	for _, p := range c.OpenPaths {
+		star := strings.Index(p, "*")
+		switch {
+		case len(p) > MaxOpenPathLen || !strings.HasPrefix(p, "/"):
+			return fmt.Errorf("%w: open path %q does not start with / or is longer than %d", ErrConfig, p, MaxOpenPathLen)
+		case star >= 0 && star != len(p)-1:
+			return fmt.Errorf("%w: open path %q has a * that is not its last character", ErrConfig, p)
+		case strings.Trim(p, pathChars) != "" || traversal(p):
+			return fmt.Errorf("%w: open path %q holds characters an open path cannot match", ErrConfig, p)
+		case p == "/*":
+			return fmt.Errorf("%w: open path /* opens the whole site", ErrConfig)
+		}
+	}
+	return nil
+}
+
+// Validate reports every problem that would make the gate misbehave.
+func (c Config) Validate() error {
+	if err := c.validateEdge(); err != nil {
+		return err
+	}
+	if err := c.Keys.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+// redirectPrefix is the redirect Location up to the escaped return path.
+func (c Config) redirectPrefix() string {
+	sep := "?"
+	if strings.Contains(c.WaitingRoomURL, "?") {
+		sep = "&"
+		if strings.HasSuffix(c.WaitingRoomURL, "?") || strings.HasSuffix(c.WaitingRoomURL, "&") {
+			sep = ""
+		}
+	}
+	return c.WaitingRoomURL + sep + "room=" + escapeComponent(c.Room) + "&return="
+}
+
+// Reason says why Decide decided as it did (for logs and metrics; the
+// CloudFront function makes the same decisions without naming them).
+type Reason string
+
+// The reasons.
+const (
+	ReasonVestibule Reason = "vestibule" // a /.vestibule/ route: passes
+	ReasonOpen      Reason = "open"      // an open path: passes
+	ReasonSession   Reason = "session"   // a valid session cookie: passes
+	ReasonMissing   Reason = "missing"   // no session cookie: redirected
+	ReasonInvalid   Reason = "invalid"   // session cookies, none valid: redirected
+)
+
+// Decision is what the gate does with one request.
+type Decision struct {
+	// Pass: let the request through to the site.
+	Pass bool
+	// Reason is why.
+	Reason Reason
+	// Status is http.StatusFound when the request is redirected, else 0.
+	Status int
+	// Location is the waiting room URL the visitor is redirected to, with the
+	// room and the path to come back to.
+	Location string
+	// Session is the visitor's session when Reason is ReasonSession.
+	Session Session
+	// Err is why the first session cookie was refused, when Reason is
+	// ReasonInvalid.
+	Err error
+}
+
+// Decide is the gate: the one decision the Go middleware and the CloudFront
+// function both make. target is the request target as sent, the path
+// (percent-encoded) with its query if any; cookieHeader is the Cookie
+// header, all of it. In order:
+//
+//  1. a path under /.vestibule/ (or /.vestibule itself) passes;
+//  2. a path matching an open path passes;
+//  3. a request carrying a valid session cookie of the room passes (up to
+//     MaxCookieCandidates cookies named "vestibule" are tried);
+//  4. anything else gets a 302 to the waiting room with the path to return
+//     to (see returnPath), and Cache-Control: no-store.
+//
+// Steps 1 and 2 never match a path holding "..", "\", "%2e" or "%5c".
+func Decide(cfg Config, method, target, cookieHeader string, now time.Time) Decision {
+	path, query, _ := strings.Cut(target, "?")
+	if !traversal(path) {
+		if path == "/.vestibule" || strings.HasPrefix(path, VestibulePrefix) {
+			return Decision{Pass: true, Reason: ReasonVestibule}
+		}
+		if isOpen(cfg.OpenPaths, path) {
+			return Decision{Pass: true, Reason: ReasonOpen}
+		}
+	}
+	values := cookieValues(cookieHeader)
+	var first error
+	for _, v := range values {
+		s, err := Verify(cfg.Keys, v, cfg.Room, now)
+		if err == nil {
+			return Decision{Pass: true, Reason: ReasonSession, Session: s}
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	d := Decision{Reason: ReasonMissing, Status: http.StatusFound,
+		Location: cfg.redirectPrefix() + escapeComponent(returnPath(method, path, query))}
+	if len(values) > 0 {
+		d.Reason, d.Err = ReasonInvalid, first
+	}
+	return d
+}
+
+// traversal reports whether path could climb out of a prefix once an origin
+// normalizes it: a "..", a backslash, or their percent-encodings.
+func traversal(path string) bool {
+	if strings.Contains(path, "..") || strings.Contains(path, `\`) {
+		return true
+	}
+	lower := strings.ToLower(path)
+	return strings.Contains(lower, "%2e") || strings.Contains(lower, "%5c")
+}
+
+// isOpen reports whether path matches one of the open paths.
+func isOpen(open []string, path string) bool {
+	for _, p := range open {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok {
+			if strings.HasPrefix(path, prefix) {
+				return true
+			}
+		} else if path == p {
+			return true
+		}
+	}
+	return false
+}
+
+// returnChars are the bytes a return path may hold: RFC 3986's pchar, "/",
+// "?" and "%" (of percent-encodings).
+const returnChars = pathChars + "?%"
+
+// returnPath is where the visitor comes back to after the waiting room, always
+// a path on this site: "/" for anything but GET and HEAD (a POST target is no
+// page), else the path and the query. The query is rewritten as the function
+// can rebuild it from CloudFront's parsed query string: its "&"-separated
+// parts, empty ones dropped, each as name=value ("=" added when missing),
+// sorted. The result must start with exactly one "/", hold only returnChars
+// and be at most MaxReturnLen long; otherwise it is "/". So it can never be
+// "//host", "/\host" or "scheme:…", and the waiting room cannot be turned
+// into an open redirect.
+func returnPath(method, path, rawQuery string) string {
+	if method != http.MethodGet && method != http.MethodHead {
+		return "/"
+	}
+	t := path
+	var pairs []string
+	for part := range strings.SplitSeq(rawQuery, "&") {
+		if part == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(part, "=")
+		pairs = append(pairs, name+"="+value)
+	}
+	if len(pairs) > 0 {
+		slices.Sort(pairs)
+		t += "?" + strings.Join(pairs, "&")
+	}
+	return SafeReturn(t)
+}
+
+// SafeReturn returns p if it is a path on this site that the gate could have
+// put in a redirect: it starts with exactly one "/", holds only RFC 3986 path
+// and query characters (returnChars: no "\", space, "#", quote, control or
+// non-ASCII byte) and is at most MaxReturnLen long. Otherwise it returns "/".
+// The return path comes back from the browser (the waiting page posts it to
+// /.vestibule/enter), so that route must pass it through SafeReturn before it
+// redirects: then no value can send a visitor off the site.
+func SafeReturn(p string) string {
+	if len(p) > MaxReturnLen || !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.Trim(p, returnChars) != "" {
+		return "/"
+	}
+	return p
+}
+
+// escapeComponent is JavaScript's encodeURIComponent: every byte of s but
+// A–Z a–z 0–9 - _ . ! ~ * ' ( ) as %XX (upper-case hex).
+func escapeComponent(s string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_.!~*'()", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hexDigits[c>>4])
+		b.WriteByte(hexDigits[c&15])
+	}
+	return b.String()
+}
+
+// sessionKey is the context key of the session Middleware found.
+type sessionKey struct{}
+
+// SessionFromContext returns the session of a request Middleware passed on a
+// valid cookie; ok is false for /.vestibule/ routes and open paths.
+func SessionFromContext(ctx context.Context) (s Session, ok bool) {
+	s, ok = ctx.Value(sessionKey{}).(Session)
+	return s, ok
+}
+
+// Middleware guards next with Decide, for a Go origin that is not behind
+// CloudFront (or wants the check twice). Passed requests reach next, with the
+// session in their context (SessionFromContext); the others get the 302 with
+// Cache-Control: no-store and no body. It panics if cfg does not validate: a
+// gate with a bad configuration must not start.
+func Middleware(cfg Config, next http.Handler) http.Handler {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	cfg.OpenPaths = slices.Clone(cfg.OpenPaths)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		target := r.RequestURI
+		if !strings.HasPrefix(target, "/") {
+			target = r.URL.RequestURI()
+		}
+		d := Decide(cfg, r.Method, target, strings.Join(r.Header.Values("Cookie"), "; "), time.Now())
+		if d.Pass {
+			if d.Reason == ReasonSession {
+				r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, d.Session))
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Location", d.Location)
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(d.Status)
+	})
+}

@@ -1,0 +1,220 @@
+package gate
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigValidate(t *testing.T) {
+	base, _, _, _ := parityConfig(t)
+	if err := base.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(c *Config)
+		ok   bool
+	}{
+		{"http on localhost", func(c *Config) { c.WaitingRoomURL = "http://localhost:8080/" }, true},
+		{"http on 127.0.0.1", func(c *Config) { c.WaitingRoomURL = "http://127.0.0.1:8080/?lang=en" }, true},
+		{"no open paths", func(c *Config) { c.OpenPaths = nil }, true},
+		{"room", func(c *Config) { c.Room = "a b" }, false},
+		{"no room", func(c *Config) { c.Room = "" }, false},
+		{"http elsewhere", func(c *Config) { c.WaitingRoomURL = "http://queue.example.com/" }, false},
+		{"relative", func(c *Config) { c.WaitingRoomURL = "/wait" }, false},
+		{"scheme-relative", func(c *Config) { c.WaitingRoomURL = "//queue.example.com/" }, false},
+		{"javascript", func(c *Config) { c.WaitingRoomURL = "javascript:alert(1)" }, false},
+		{"fragment", func(c *Config) { c.WaitingRoomURL = "https://queue.example.com/#x" }, false},
+		{"user info", func(c *Config) { c.WaitingRoomURL = "https://u:p@queue.example.com/" }, false},
+		{"quote", func(c *Config) { c.WaitingRoomURL = `https://queue.example.com/"` }, false},
+		{"open path without slash", func(c *Config) { c.OpenPaths = []string{"static/*"} }, false},
+		{"open path, star inside", func(c *Config) { c.OpenPaths = []string{"/static/*/x"} }, false},
+		{"open path, everything", func(c *Config) { c.OpenPaths = []string{"/*"} }, false},
+		{"open path, dot-dot", func(c *Config) { c.OpenPaths = []string{"/a/../b"} }, false},
+		{"open path, percent", func(c *Config) { c.OpenPaths = []string{"/a%20b"} }, false},
+		{"open path, space", func(c *Config) { c.OpenPaths = []string{"/a b"} }, false},
+		{"open path, too long", func(c *Config) { c.OpenPaths = []string{"/" + strings.Repeat("a", MaxOpenPathLen)} }, false},
+		{"too many open paths", func(c *Config) { c.OpenPaths = make([]string, MaxOpenPaths+1) }, false},
+		{"no keys", func(c *Config) { c.Keys = KeyRing{} }, false},
+	} {
+		c := base
+		c.OpenPaths = append([]string(nil), base.OpenPaths...)
+		tc.edit(&c)
+		err := c.Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: Validate = %v", tc.name, err)
+		}
+		if err != nil && !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v does not wrap ErrConfig", tc.name, err)
+		}
+	}
+}
+
+func TestRedirectPrefix(t *testing.T) {
+	for url, want := range map[string]string{
+		"https://q.example.com/":           "https://q.example.com/?room=r&return=",
+		"https://q.example.com":            "https://q.example.com?room=r&return=",
+		"https://q.example.com/w?lang=fr":  "https://q.example.com/w?lang=fr&room=r&return=",
+		"https://q.example.com/w?":         "https://q.example.com/w?room=r&return=",
+		"https://q.example.com/w?lang=fr&": "https://q.example.com/w?lang=fr&room=r&return=",
+	} {
+		if got := (Config{Room: "r", WaitingRoomURL: url}).redirectPrefix(); got != want {
+			t.Errorf("%s: %s, want %s", url, got, want)
+		}
+	}
+}
+
+func TestDecideReasons(t *testing.T) {
+	cfg, k0, _, k2 := parityConfig(t)
+	now := time.Unix(1800000000, 0)
+	s := Session{Room: "demo", Seq: 9, Expires: now.Add(time.Minute)}
+	valid := "vestibule=" + Sign(k2, s)
+	for _, tc := range []struct {
+		target, cookie string
+		reason         Reason
+		err            error
+	}{
+		{"/.vestibule/enter", "", ReasonVestibule, nil},
+		{"/robots.txt", valid, ReasonOpen, nil},
+		{"/book", valid, ReasonSession, nil},
+		{"/book", "", ReasonMissing, nil},
+		{"/book", "other=1", ReasonMissing, nil},
+		{"/book", "vestibule=" + Sign(k0, s), ReasonInvalid, ErrUnknownKey},
+		{"/book", "vestibule=x; " + valid, ReasonSession, nil},
+		{"/book", "vestibule=x; vestibule=" + Sign(k0, s), ReasonInvalid, ErrMalformed},
+	} {
+		d := Decide(cfg, "GET", tc.target, tc.cookie, now)
+		if d.Reason != tc.reason || !errors.Is(d.Err, tc.err) || (tc.err == nil) != (d.Err == nil) {
+			t.Errorf("%s %q: %s %v, want %s %v", tc.target, tc.cookie, d.Reason, d.Err, tc.reason, tc.err)
+		}
+		if d.Reason == ReasonSession && d.Session != (Session{Room: "demo", Seq: 9, Expires: s.Expires.UTC()}) {
+			t.Errorf("session %+v", d.Session)
+		}
+	}
+	// A zero config never passes a cookie and never panics.
+	if d := Decide(Config{}, "GET", "/x", valid, now); d.Pass {
+		t.Errorf("zero config: %+v", d)
+	}
+}
+
+func TestEscapeComponent(t *testing.T) {
+	// encodeURIComponent's results, from node.
+	for in, want := range map[string]string{
+		"/a?b=c&d=e":     "%2Fa%3Fb%3Dc%26d%3De",
+		"-_.!~*'()":      "-_.!~*'()",
+		"$+,;:@%":        "%24%2B%2C%3B%3A%40%25",
+		" é\x00":         "%20%C3%A9%00",
+		"AZaz09":         "AZaz09",
+		"[]#\"<>\\^`{}|": "%5B%5D%23%22%3C%3E%5C%5E%60%7B%7D%7C",
+	} {
+		if got := escapeComponent(in); got != want {
+			t.Errorf("escapeComponent(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestSafeReturn(t *testing.T) {
+	for in, want := range map[string]string{
+		"/":                    "/",
+		"/book?id=42&x=%20":    "/book?id=42&x=%20",
+		"/@evil.example":       "/@evil.example",
+		"":                     "/",
+		"book":                 "/",
+		"//evil.example":       "/",
+		`/\evil.example`:       "/",
+		"https://evil.example": "/",
+		"/a#b":                 "/",
+		"/a\tb":                "/",
+		"/caf\u00e9":           "/",
+	} {
+		if got := SafeReturn(in); got != want {
+			t.Errorf("SafeReturn(%q) = %q, want %q", in, got, want)
+		}
+	}
+	long := "/" + strings.Repeat("a", MaxReturnLen-1)
+	if SafeReturn(long) != long || SafeReturn(long+"a") != "/" {
+		t.Error("MaxReturnLen")
+	}
+}
+
+// Whatever the request, the return path is a path on this site.
+func FuzzReturnPath(f *testing.F) {
+	for _, s := range []string{"/", "/a?b=c", "//evil", `/\evil`, "https://evil", "/a b", "/é", "/x?&&a"} {
+		f.Add("GET", s)
+	}
+	f.Fuzz(func(t *testing.T, method, target string) {
+		path, query, _ := strings.Cut(target, "?")
+		r := returnPath(method, path, query)
+		if SafeReturn(r) != r || !strings.HasPrefix(r, "/") || strings.HasPrefix(r, "//") || len(r) > MaxReturnLen || strings.Trim(r, returnChars) != "" {
+			t.Fatalf("returnPath(%q, %q) = %q", method, target, r)
+		}
+		d := Decide(Config{Room: "r", WaitingRoomURL: "https://q.example.com/"}, method, target, "", time.Unix(0, 0))
+		if !d.Pass && d.Location != "https://q.example.com/?room=r&return="+escapeComponent(r) {
+			t.Fatalf("Location %q", d.Location)
+		}
+	})
+}
+
+func TestMiddleware(t *testing.T) {
+	cfg, _, _, k2 := parityConfig(t)
+	var seen *http.Request
+	h := Middleware(cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = r
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	s := Session{Room: "demo", Seq: 5, Expires: time.Now().Add(time.Hour).Truncate(time.Second)}
+	cookie := Sign(k2, s)
+
+	do := func(method, target string, cookies ...string) *httptest.ResponseRecorder {
+		seen = nil
+		r := httptest.NewRequest(method, target, nil)
+		for _, c := range cookies {
+			r.Header.Add("Cookie", c)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+
+	w := do("GET", "/book?id=42")
+	if w.Code != http.StatusFound || w.Header().Get("Location") != "https://queue.example.com/wait?room=demo&return=%2Fbook%3Fid%3D42" ||
+		w.Header().Get("Cache-Control") != "no-store" || seen != nil || w.Body.Len() != 0 {
+		t.Errorf("no cookie: %d %v %q", w.Code, w.Header(), w.Body.String())
+	}
+	// HTTP/2 may send cookies as several headers.
+	w = do("GET", "/book", "theme=dark", "vestibule="+cookie)
+	if w.Code != http.StatusTeapot || seen == nil {
+		t.Fatalf("valid cookie: %d", w.Code)
+	}
+	if got, ok := SessionFromContext(seen.Context()); !ok || got != (Session{Room: "demo", Seq: 5, Expires: s.Expires.UTC()}) {
+		t.Errorf("SessionFromContext = %+v, %v", got, ok)
+	}
+	w = do("GET", "/static/app.js")
+	if w.Code != http.StatusTeapot {
+		t.Errorf("open path: %d", w.Code)
+	}
+	if _, ok := SessionFromContext(seen.Context()); ok {
+		t.Error("an open path has a session")
+	}
+	w = do("POST", "/.vestibule/enter")
+	if w.Code != http.StatusTeapot {
+		t.Errorf("/.vestibule/enter: %d", w.Code)
+	}
+	w = do("GET", "/static/%2e%2e/book")
+	if w.Code != http.StatusFound || !strings.HasSuffix(w.Header().Get("Location"), "return=%2Fstatic%2F%252e%252e%2Fbook") {
+		t.Errorf("encoded dot-dot: %d %s", w.Code, w.Header().Get("Location"))
+	}
+
+	defer func() {
+		if recover() == nil {
+			t.Error("Middleware took a config without keys")
+		}
+	}()
+	bad := cfg
+	bad.Keys = KeyRing{}
+	Middleware(bad, http.NotFoundHandler())
+}

@@ -1,0 +1,303 @@
+package gate
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The parity test runs the real CloudFront Function in node (with only the
+// 'cloudfront' module's KeyValueStore stood in for) over a table of requests,
+// and checks that it decides exactly as Decide does, and that both decide what
+// the table says, so that they cannot be wrong together.
+
+// jsCase is one request as the harness reads it.
+type jsCase struct {
+	Name   string `json:"name"`
+	Method string `json:"method"`
+	Target string `json:"target"`
+	Cookie string `json:"cookie"`
+}
+
+// jsResult is what the function did with one request.
+type jsResult struct {
+	Name         string `json:"name"`
+	Pass         bool   `json:"pass"`
+	Status       int    `json:"status"`
+	Location     string `json:"location"`
+	CacheControl string `json:"cacheControl"`
+	KVSReads     int    `json:"kvsReads"`
+}
+
+type jsBench struct {
+	Name          string  `json:"name"`
+	GateNs        float64 `json:"gateNs"`
+	PassthroughNs float64 `json:"passthroughNs"`
+}
+
+type jsOutput struct {
+	Node    string     `json:"node"`
+	Results []jsResult `json:"results"`
+	Bench   []jsBench  `json:"bench"`
+}
+
+// runFunction runs the harness over cases (and the timing runs when
+// iterations > 0) against the deployable function for cfg, with the KeyValueStore
+// holding kvs.
+func runFunction(t *testing.T, cfg Config, kvs map[string]string, cases []jsCase, iterations int, bench []jsCase) jsOutput {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the CloudFront Function cannot be run")
+	}
+	src, err := CloudFrontFunction(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	stub, err := os.ReadFile(filepath.Join("testdata", "cloudfront-stub.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cases == nil {
+		cases = []jsCase{}
+	}
+	input, err := json.Marshal(map[string]any{"kvs": kvs, "cases": cases,
+		"bench": map[string]any{"iterations": iterations, "cases": bench}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		// The deployable text, unchanged, plus the one line node needs to reach
+		// the handler (CloudFront finds it by name; node needs an export).
+		"gate.mjs":                             src + "\nexport { handler };\n",
+		"passthrough.mjs":                      "async function handler(event) {\n    return event.request;\n}\nexport { handler };\n",
+		"node_modules/cloudfront/package.json": `{"name": "cloudfront", "type": "module", "exports": "./index.mjs"}`,
+		"node_modules/cloudfront/index.mjs":    string(stub),
+		"input.json":                           string(input),
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := writeFile(p, content); err != nil {
+			t.Fatal(err)
+		}
+	}
+	harness, err := filepath.Abs(filepath.Join("testdata", "harness.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(node, harness, dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, stderr.String())
+	}
+	var res jsOutput
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("harness output: %v\n%s", err, out)
+	}
+	return res
+}
+
+func TestCloudFrontParity(t *testing.T) {
+	cfg, k0, k1, k2 := parityConfig(t)
+	now := time.Now()
+	future := now.Add(time.Hour)
+	sess := Session{Room: "demo", Seq: 1764150000123456, Expires: future}
+	valid := Sign(k2, sess)
+	rotated := Sign(k1, sess)
+	// A cookie whose MAC is one character off, and others edited after signing.
+	flip := func(s string, i int) string {
+		b := []byte(s)
+		if b[i] == 'A' {
+			b[i] = 'B'
+		} else {
+			b[i] = 'A'
+		}
+		return string(b)
+	}
+	parts := strings.Split(valid, ".")
+	edit := func(field int, v string) string {
+		p := append([]string(nil), parts...)
+		p[field] = v
+		return strings.Join(p, ".")
+	}
+	// The same MAC bytes spelled with other low bits in its last character:
+	// a lenient base64 decoder reads the same 32 bytes.
+	lastBits := func(s string) string {
+		const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+		i := strings.IndexByte(alphabet, s[len(s)-1])
+		return s[:len(s)-1] + string(alphabet[i^1])
+	}
+	const to = "https://queue.example.com/wait?room=demo&return="
+
+	tests := []struct {
+		name, method, target, cookie string
+		pass                         bool
+		location                     string // when !pass
+		reads                        int    // KeyValueStore reads the function makes
+	}{
+		// Sessions.
+		{"valid", "GET", "/book", "vestibule=" + valid, true, "", 1},
+		{"valid among other cookies", "GET", "/book", "a=1; vestibule=" + valid + "; b=2", true, "", 1},
+		{"valid, POST", "POST", "/book/pay", "vestibule=" + valid, true, "", 1},
+		{"valid, spaces around", "GET", "/book", " vestibule = " + valid + " ", true, "", 1},
+		{"rotated: signed with the previous key", "GET", "/book", "vestibule=" + rotated, true, "", 1},
+		{"expired an hour ago", "GET", "/book", "vestibule=" + Sign(k2, Session{Room: "demo", Seq: 7, Expires: now.Add(-time.Hour)}), false, to + "%2Fbook", 0},
+		{"expires this second", "GET", "/book", "vestibule=" + Sign(k2, Session{Room: "demo", Seq: 7, Expires: now}), false, to + "%2Fbook", 0},
+		{"tampered MAC", "GET", "/book", "vestibule=" + flip(valid, len(valid)-10), false, to + "%2Fbook", 1},
+		{"tampered MAC, last character's spare bits", "GET", "/book", "vestibule=" + lastBits(valid), false, to + "%2Fbook", 1},
+		{"tampered seq", "GET", "/book", "vestibule=" + edit(3, "1764150000123457"), false, to + "%2Fbook", 1},
+		{"tampered expiry", "GET", "/book", "vestibule=" + edit(4, strconv.FormatInt(future.Unix()+86400, 10)), false, to + "%2Fbook", 1},
+		{"tampered room", "GET", "/book", "vestibule=" + edit(2, "demo2"), false, to + "%2Fbook", 0},
+		{"wrong room", "GET", "/book", "vestibule=" + Sign(k2, Session{Room: "other", Seq: 1, Expires: future}), false, to + "%2Fbook", 0},
+		{"unknown kid (rotated out)", "GET", "/book", "vestibule=" + Sign(k0, sess), false, to + "%2Fbook", 1},
+		{"current kid, wrong secret", "GET", "/book", "vestibule=" + Sign(Key{ID: k2.ID, Secret: k0.Secret}, sess), false, to + "%2Fbook", 1},
+		{"kid not in the store", "GET", "/book", "vestibule=" + edit(1, "current"), false, to + "%2Fbook", 1},
+		{"missing cookie", "GET", "/book", "", false, to + "%2Fbook", 0},
+		{"other cookies only", "GET", "/book", "session=abc; theme=dark", false, to + "%2Fbook", 0},
+		{"malformed", "GET", "/book", "vestibule=garbage", false, to + "%2Fbook", 0},
+		{"empty value", "GET", "/book", "vestibule=", false, to + "%2Fbook", 0},
+		{"version 2", "GET", "/book", "vestibule=v2" + valid[2:], false, to + "%2Fbook", 0},
+		{"extra field", "GET", "/book", "vestibule=" + valid + ".x", false, to + "%2Fbook", 0},
+		{"quoted", "GET", "/book", `vestibule="` + valid + `"`, false, to + "%2Fbook", 0},
+		{"leading zero in seq", "GET", "/book", "vestibule=" + edit(3, "01"), false, to + "%2Fbook", 0},
+		{"seq of 19 digits", "GET", "/book", "vestibule=" + edit(3, "1234567890123456789"), false, to + "%2Fbook", 0},
+		{"oversize", "GET", "/book", "vestibule=" + valid + strings.Repeat("A", 200), false, to + "%2Fbook", 0},
+		{"name in another case", "GET", "/book", "Vestibule=" + valid, false, to + "%2Fbook", 0},
+		{"name with a suffix", "GET", "/book", "vestibule_demo=" + valid, false, to + "%2Fbook", 0},
+		{"second copy valid", "GET", "/book", "vestibule=garbage; vestibule=" + valid, true, "", 1},
+		{"fourth copy valid: only three are tried", "GET", "/book", "vestibule=a; vestibule=b; vestibule=c; vestibule=" + valid, false, to + "%2Fbook", 0},
+
+		// Open paths and Vestibule's routes.
+		{"open, exact", "GET", "/robots.txt", "", true, "", 0},
+		{"open, exact, not a prefix", "GET", "/robots.txt/x", "", false, to + "%2Frobots.txt%2Fx", 0},
+		{"open, prefix", "GET", "/static/app.js", "", true, "", 0},
+		{"open, prefix needs its slash", "GET", "/static", "", false, to + "%2Fstatic", 0},
+		{"open, with a query", "GET", "/healthz?deep=1", "", true, "", 0},
+		{"open, any method", "POST", "/healthz", "", true, "", 0},
+		{"open, case-sensitive", "GET", "/Static/app.js", "", false, to + "%2FStatic%2Fapp.js", 0},
+		{"open, dot-dot", "GET", "/static/../book", "", false, to + "%2Fstatic%2F..%2Fbook", 0},
+		{"open, encoded dot-dot", "GET", "/static/%2e%2e/book", "", false, to + "%2Fstatic%2F%252e%252e%2Fbook", 0},
+		{"open, encoded dot-dot upper case", "GET", "/static/%2E%2E/book", "", false, to + "%2Fstatic%2F%252E%252E%2Fbook", 0},
+		{"open, backslash", "GET", `/static/..\book`, "", false, to + "%2F", 0},
+		{"open, dot-dot with a session", "GET", "/static/../book", "vestibule=" + valid, true, "", 1},
+		{"vestibule enter, POST, no cookie", "POST", "/.vestibule/enter", "", true, "", 0},
+		{"vestibule leave", "POST", "/.vestibule/leave", "vestibule=garbage", true, "", 0},
+		{"vestibule bare", "GET", "/.vestibule", "", true, "", 0},
+		{"vestibule lookalike", "GET", "/.vestibulex", "", false, to + "%2F.vestibulex", 0},
+		{"vestibule dot-dot", "GET", "/.vestibule/../book", "", false, to + "%2F.vestibule%2F..%2Fbook", 0},
+		{"vestibule encoded dot-dot", "GET", "/.vestibule/%2E%2e/book", "", false, to + "%2F.vestibule%2F%252E%252e%2Fbook", 0},
+
+		// Where the visitor comes back to.
+		{"root", "GET", "/", "", false, to + "%2F", 0},
+		{"HEAD keeps the path", "HEAD", "/book", "", false, to + "%2Fbook", 0},
+		{"POST returns to /", "POST", "/book/pay", "", false, to + "%2F", 0},
+		{"query, sorted", "GET", "/event?id=42&b=2&a=1", "", false, to + "%2Fevent%3Fa%3D1%26b%3D2%26id%3D42", 0},
+		{"query, repeated name", "GET", "/e?a=2&a=1", "", false, to + "%2Fe%3Fa%3D1%26a%3D2", 0},
+		{"query, name without value", "GET", "/e?flag", "", false, to + "%2Fe%3Fflag%3D", 0},
+		{"query, empty parts", "GET", "/e?&&", "", false, to + "%2Fe", 0},
+		{"query, encoded value kept", "GET", "/s?q=a%20b", "", false, to + "%2Fs%3Fq%3Da%2520b", 0},
+		{"hostile: //host", "GET", "//evil.example/x", "", false, to + "%2F", 0},
+		{"hostile: ///host", "GET", "///evil.example", "", false, to + "%2F", 0},
+		{`hostile: /\host`, "GET", `/\evil.example`, "", false, to + "%2F", 0},
+		{"hostile: scheme", "GET", "https://evil.example/", "", false, to + "%2F", 0},
+		{"hostile: javascript:", "GET", "javascript:alert(1)", "", false, to + "%2F", 0},
+		{"hostile: encoded slashes stay a path", "GET", "/%2F%2Fevil.example", "", false, to + "%2F%252F%252Fevil.example", 0},
+		{"hostile: next= in the query stays a path", "GET", "/login?next=https://evil.example", "", false, to + "%2Flogin%3Fnext%3Dhttps%3A%2F%2Fevil.example", 0},
+		{"hostile: CRLF", "GET", "/x\r\nSet-Cookie: a=b", "", false, to + "%2F", 0},
+		{"hostile: space", "GET", "/a b", "", false, to + "%2F", 0},
+		{"hostile: quote and angle", "GET", `/"><script>`, "", false, to + "%2F", 0},
+		{"hostile: non-ASCII", "GET", "/café", "", false, to + "%2F", 0},
+		{"hostile: NUL", "GET", "/x\x00y", "", false, to + "%2F", 0},
+		{"hostile: too long", "GET", "/" + strings.Repeat("a", MaxReturnLen), "", false, to + "%2F", 0},
+		{"longest kept", "GET", "/" + strings.Repeat("a", MaxReturnLen-1), "", false, to + "%2F" + strings.Repeat("a", MaxReturnLen-1), 0},
+	}
+
+	cases := make([]jsCase, len(tests))
+	for i, tc := range tests {
+		cases[i] = jsCase{Name: tc.name, Method: tc.method, Target: tc.target, Cookie: tc.cookie}
+	}
+	out := runFunction(t, cfg, cfg.Keys.KVSEntries(), cases, 0, nil)
+	if len(out.Results) != len(tests) {
+		t.Fatalf("the function answered %d cases of %d", len(out.Results), len(tests))
+	}
+	t.Logf("node %s, %d cases", out.Node, len(tests))
+	for i, tc := range tests {
+		js := out.Results[i]
+		goD := Decide(cfg, tc.method, tc.target, tc.cookie, now)
+		wantStatus := 0
+		if !tc.pass {
+			wantStatus = 302
+		}
+		// Go against the table.
+		if goD.Pass != tc.pass || goD.Status != wantStatus || goD.Location != tc.location {
+			t.Errorf("%s: Decide = pass %v, %d %q (%s, %v); want pass %v, %q", tc.name, goD.Pass, goD.Status, goD.Location, goD.Reason, goD.Err, tc.pass, tc.location)
+		}
+		// JavaScript against Go, and so against the table.
+		if js.Pass != goD.Pass || js.Status != goD.Status || js.Location != goD.Location {
+			t.Errorf("%s: function = pass %v, %d %q; Decide = pass %v, %d %q", tc.name, js.Pass, js.Status, js.Location, goD.Pass, goD.Status, goD.Location)
+		}
+		if !js.Pass && js.CacheControl != "no-store" {
+			t.Errorf("%s: redirect with Cache-Control %q", tc.name, js.CacheControl)
+		}
+		if js.KVSReads != tc.reads {
+			t.Errorf("%s: the function read the KeyValueStore %d times, want %d", tc.name, js.KVSReads, tc.reads)
+		}
+	}
+}
+
+// The function must stay far below CloudFront Functions' 10 KB.
+func TestCloudFrontFunctionSize(t *testing.T) {
+	cfg, _, _, _ := parityConfig(t)
+	src, err := CloudFrontFunction(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The largest config allowed: the longest room, and every open path at its
+	// longest, which no site needs, is the upper bound.
+	big := cfg
+	big.Room = strings.Repeat("r", 64)
+	big.OpenPaths = nil
+	for i := range 8 {
+		big.OpenPaths = append(big.OpenPaths, "/"+strings.Repeat(strconv.Itoa(i), 60)+"/*")
+	}
+	bigSrc, err := CloudFrontFunction(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deployable function: %d bytes (source file %d bytes; with 8 open paths of 63 characters: %d) of %d",
+		len(src), len(functionSource), len(bigSrc), MaxFunctionSize)
+	if len(src) > MaxFunctionSize/3 || len(bigSrc) > MaxFunctionSize/2 {
+		t.Errorf("the function is %d bytes (%d with a big config): keep it under a third (half) of %d", len(src), len(bigSrc), MaxFunctionSize)
+	}
+}
+
+// How long one invocation takes in node, relative to a function that only
+// returns the request, run the same way. Logged, not asserted: CloudFront's
+// runtime is not node, and this machine is shared.
+func TestCloudFrontFunctionTiming(t *testing.T) {
+	cfg, _, _, k2 := parityConfig(t)
+	cookie := "vestibule=" + Sign(k2, Session{Room: "demo", Seq: 1764150000123456, Expires: time.Now().Add(time.Hour)})
+	iterations := 10000
+	if testing.Short() {
+		iterations = 1000
+	}
+	bench := []jsCase{
+		{Name: "valid session (KeyValueStore read + HMAC)", Method: "GET", Target: "/book?id=42", Cookie: "theme=dark; " + cookie},
+		{Name: "no cookie (redirect)", Method: "GET", Target: "/book?id=42", Cookie: "theme=dark"},
+		{Name: "open path", Method: "GET", Target: "/static/app.js", Cookie: ""},
+	}
+	out := runFunction(t, cfg, cfg.Keys.KVSEntries(), nil, iterations, bench)
+	t.Logf("node %s, %d invocations per run, best of 5 runs", out.Node, iterations)
+	for _, b := range out.Bench {
+		t.Logf("%-44s gate %7.2f µs, pass-through %5.2f µs: ratio %5.1f", b.Name, b.GateNs/1000, b.PassthroughNs/1000, b.GateNs/b.PassthroughNs)
+	}
+}

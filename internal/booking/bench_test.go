@@ -1,0 +1,137 @@
+package booking_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+)
+
+// The hold benchmarks and the raw GET share one client (one connection pool)
+// and one parallelism, so their ops/s compare directly:
+//
+//	go test -run '^$' -bench . ./internal/booking/
+var (
+	benchOnce sync.Once
+	benchRDB  *redis.Client
+)
+
+// benchParallelism goroutines per GOMAXPROCS: enough requests in flight to
+// keep Redis busy rather than measure one round trip at a time.
+const benchParallelism = 16
+
+func benchClient(b *testing.B) *redis.Client {
+	benchOnce.Do(func() {
+		benchRDB = redis.NewClient(&redis.Options{Addr: redistest.Single(b).Options().Addr, PoolSize: 128})
+	})
+	return benchRDB
+}
+
+// serverCost resets Redis's command statistics and returns a function that
+// reports the server-side microseconds per call of cmd since then.
+func serverCost(b *testing.B, cmd string) func() {
+	rdb := benchClient(b)
+	ctx := context.Background()
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		info, err := rdb.Info(ctx, "commandstats").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":")
+			if !ok {
+				continue
+			}
+			for _, kv := range strings.Split(rest, ",") {
+				if v, ok := strings.CutPrefix(kv, "usec_per_call="); ok {
+					f, _ := strconv.ParseFloat(v, 64)
+					b.ReportMetric(f, "redis-µs/op")
+				}
+			}
+		}
+	}
+}
+
+// The floor: a GET of one key.
+func BenchmarkRawGET(b *testing.B) {
+	rdb := benchClient(b)
+	ctx := context.Background()
+	key := "{" + redistest.Room(b) + "}:k"
+	rdb.Set(ctx, key, "v", time.Minute)
+	cost := serverCost(b, "get")
+	b.SetParallelism(benchParallelism)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := rdb.Get(ctx, key).Err(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	cost()
+}
+
+// benchHold runs Hold calls by distinct sessions, each for one seat that
+// pick chooses, in a steady state: the engine's clock moves 1 ms per call and
+// holds last one second, so about 1,000 holds are live and the scripts expire
+// the overdue ones lazily, as in a sale. It reports held/op, the share of calls
+// that got their seat (the rest are refused: taken).
+func benchHold(b *testing.B, n int, pick func(r *rand.Rand) string) {
+	rdb := benchClient(b)
+	ctx := context.Background()
+	var tick atomic.Int64
+	base := time.Now().Truncate(time.Second)
+	clock := func() time.Time { return base.Add(time.Duration(tick.Add(1)) * time.Millisecond) }
+	eng := booking.New(rdb, booking.WithClock(clock))
+	event := redistest.Room(b)
+	if err := eng.Define(ctx, event, booking.Inventory{Seats: seats(n), HoldTTL: time.Second, SessionLimit: 1}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rdb.Del(context.Background(), booking.KeysFor(event).List()...) })
+	var sessions, held atomic.Int64
+	cost := serverCost(b, "evalsha")
+	b.SetParallelism(benchParallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		r := rand.New(rand.NewPCG(uint64(sessions.Add(1)), 1))
+		for pb.Next() {
+			s := "room:" + strconv.FormatInt(sessions.Add(1), 10)
+			_, err := eng.Hold(ctx, event, s, booking.Request{Seats: []string{pick(r)}})
+			switch {
+			case err == nil:
+				held.Add(1)
+			case errors.Is(err, booking.ErrSeatTaken):
+			default:
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	cost()
+	b.ReportMetric(float64(held.Load())/float64(b.N), "held/op")
+}
+
+// Everyone wants the same seat: one hold per second wins, every other call is
+// refused. The contended path.
+func BenchmarkHoldHotSeat(b *testing.B) {
+	benchHold(b, 1, func(*rand.Rand) string { return "S0" })
+}
+
+// Sessions spread over 10,000 seats: most calls hold their seat.
+func BenchmarkHold10kSeats(b *testing.B) {
+	benchHold(b, 10_000, func(r *rand.Rand) string { return "S" + strconv.Itoa(r.IntN(10_000)) })
+}

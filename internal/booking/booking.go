@@ -1,0 +1,253 @@
+// Package booking is what happens behind the door: an event's inventory of
+// named seats and stock-keeping units (skus) over Redis, held for a session
+// with a TTL, confirmed into orders once per idempotency key, released, and
+// cancelled when a payment fails after confirm (compensation).
+//
+// Every state change is one Lua script from lua/ (booking_*.lua), and every
+// key of an event shares the event's hash tag, so an event lives in one Redis
+// Cluster slot and each operation is atomic. Time never comes from Redis: the
+// Engine's clock passes it to the scripts, and tests replace it.
+//
+// Each hold carries a fencing token, a number that only ever grows across the
+// whole event: a confirm with the token of a hold that expired (and whose seat
+// may since be someone else's) is refused, and a store downstream (the
+// origin's database) can refuse any write carrying a token lower than the last
+// it saw for that seat. See docs/BOOKING.md.
+package booking
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// The errors the engine returns; test them with errors.Is.
+var (
+	ErrInvalidEvent     = errors.New("booking: invalid event id")
+	ErrInvalidInventory = errors.New("booking: invalid inventory") // wrapped with the field and reason
+	ErrInvalidRequest   = errors.New("booking: invalid request")   // wrapped with the field and reason
+	ErrUnknownEvent     = errors.New("booking: unknown event")
+	ErrInUse            = errors.New("booking: event has live holds or orders")
+	ErrUnknownSeat      = errors.New("booking: unknown seat")
+	ErrUnknownSKU       = errors.New("booking: unknown sku")
+	ErrSeatTaken        = errors.New("booking: seat taken")       // a *TakenError names the seats
+	ErrSoldOut          = errors.New("booking: not enough stock") // a *SoldOutError names the sku
+	ErrLimit            = errors.New("booking: session limit reached")
+	ErrStaleToken       = errors.New("booking: stale fencing token")
+	ErrHoldExpired      = errors.New("booking: hold expired")
+	ErrWrongSession     = errors.New("booking: hold belongs to another session")
+	ErrAlreadyConfirmed = errors.New("booking: hold already confirmed")
+	ErrIdempotencyKey   = errors.New("booking: idempotency key already used for another hold")
+	ErrOrderCancelled   = errors.New("booking: order was cancelled")
+	ErrUnknownOrder     = errors.New("booking: unknown order")
+	ErrUnavailable      = errors.New("booking: redis unavailable") // wraps the Redis error and names the script; maps to 503
+)
+
+// TakenError is ErrSeatTaken with the seats of the request that someone else
+// holds or bought.
+type TakenError struct{ Seats []string }
+
+// Error names the taken seats.
+func (e *TakenError) Error() string {
+	return "booking: seats taken: " + strings.Join(e.Seats, ", ")
+}
+
+// Unwrap makes errors.Is(err, ErrSeatTaken) true.
+func (e *TakenError) Unwrap() error { return ErrSeatTaken }
+
+// SoldOutError is ErrSoldOut with the sku that is short and what is left of it.
+type SoldOutError struct {
+	SKU       string
+	Available int64
+}
+
+// Error names the sku and what is left of it.
+func (e *SoldOutError) Error() string {
+	return fmt.Sprintf("booking: not enough %s: %d left", e.SKU, e.Available)
+}
+
+// Unwrap makes errors.Is(err, ErrSoldOut) true.
+func (e *SoldOutError) Unwrap() error { return ErrSoldOut }
+
+// Limits of what the engine accepts.
+const (
+	MaxSeats        = 100_000       // seats in one event
+	MaxSKUs         = 1_000         // skus in one event
+	MaxUnits        = 1_000_000_000 // units of one sku
+	MaxHoldItems    = 1_000         // the highest per-session limit
+	MaxRequestSeats = 100           // seats in one hold
+	MinHoldTTL      = time.Second
+	MaxHoldTTL      = time.Hour
+	DefaultHoldTTL  = 5 * time.Minute
+)
+
+var (
+	eventID   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	itemID    = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	sessionRe = regexp.MustCompile(`^[A-Za-z0-9_.:@-]{1,128}$`)
+)
+
+// ValidEventID reports whether s is an event id: 1 to 64 of [A-Za-z0-9_-],
+// the same alphabet as a room id (an event may be named after its room).
+func ValidEventID(s string) bool { return eventID.MatchString(s) }
+
+// ValidItemID reports whether s names a seat or a sku: 1 to 64 of [A-Za-z0-9_.-].
+func ValidItemID(s string) bool { return itemID.MatchString(s) }
+
+// ValidSession reports whether s is a session id or an idempotency key: 1 to
+// 128 of [A-Za-z0-9_.:@-] (a room's entry session is 'room:seq').
+func ValidSession(s string) bool { return sessionRe.MatchString(s) }
+
+// Inventory is what an event sells: named seats and/or skus with a quantity.
+type Inventory struct {
+	Seats []string         `json:"seats,omitempty"`
+	Stock map[string]int64 `json:"stock,omitempty"`
+	// HoldTTL is how long a hold lasts (default DefaultHoldTTL).
+	HoldTTL time.Duration `json:"-"`
+	// SessionLimit is the most items (seats + units) one session may hold or
+	// have bought at once; released, expired and cancelled items do not count.
+	SessionLimit int64 `json:"sessionLimit"`
+}
+
+// Validate checks an inventory against the engine's limits.
+func (inv Inventory) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidInventory, fmt.Sprintf(format, a...))
+	}
+	if len(inv.Seats) == 0 && len(inv.Stock) == 0 {
+		return bad("no seats and no stock")
+	}
+	if len(inv.Seats) > MaxSeats {
+		return bad("%d seats, at most %d", len(inv.Seats), MaxSeats)
+	}
+	if len(inv.Stock) > MaxSKUs {
+		return bad("%d skus, at most %d", len(inv.Stock), MaxSKUs)
+	}
+	seen := make(map[string]bool, len(inv.Seats))
+	for _, s := range inv.Seats {
+		if !ValidItemID(s) {
+			return bad("seat %q: 1 to 64 of [A-Za-z0-9_.-]", s)
+		}
+		if seen[s] {
+			return bad("seat %q twice", s)
+		}
+		seen[s] = true
+	}
+	for k, q := range inv.Stock {
+		if !ValidItemID(k) {
+			return bad("sku %q: 1 to 64 of [A-Za-z0-9_.-]", k)
+		}
+		if q < 0 || q > MaxUnits {
+			return bad("sku %q: %d units, want 0 to %d", k, q, MaxUnits)
+		}
+	}
+	if inv.HoldTTL != 0 && (inv.HoldTTL < MinHoldTTL || inv.HoldTTL > MaxHoldTTL || inv.HoldTTL%time.Millisecond != 0) {
+		return bad("hold TTL %s, want whole milliseconds from %s to %s", inv.HoldTTL, MinHoldTTL, MaxHoldTTL)
+	}
+	if inv.SessionLimit < 1 || inv.SessionLimit > MaxHoldItems {
+		return bad("session limit %d, want 1 to %d", inv.SessionLimit, MaxHoldItems)
+	}
+	return nil
+}
+
+// Request is what a session asks to hold: seats, units of skus, or both. A
+// hold is all or nothing.
+type Request struct {
+	Seats []string         `json:"seats,omitempty"`
+	Units map[string]int64 `json:"units,omitempty"`
+}
+
+// validate checks a request's shape; the script checks it against the inventory.
+func (r Request) validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidRequest, fmt.Sprintf(format, a...))
+	}
+	if len(r.Seats) == 0 && len(r.Units) == 0 {
+		return bad("nothing to hold")
+	}
+	if len(r.Seats) > MaxRequestSeats {
+		return bad("%d seats, at most %d", len(r.Seats), MaxRequestSeats)
+	}
+	if len(r.Units) > MaxSKUs {
+		return bad("%d skus, at most %d", len(r.Units), MaxSKUs)
+	}
+	seen := make(map[string]bool, len(r.Seats))
+	for _, s := range r.Seats {
+		if !ValidItemID(s) {
+			return bad("seat %q", s)
+		}
+		if seen[s] {
+			return bad("seat %q twice", s)
+		}
+		seen[s] = true
+	}
+	for k, q := range r.Units {
+		if !ValidItemID(k) {
+			return bad("sku %q", k)
+		}
+		if q < 1 || q > MaxHoldItems {
+			return bad("sku %q: %d units, want 1 to %d", k, q, MaxHoldItems)
+		}
+	}
+	return nil
+}
+
+// Hold is a session's claim on seats and units until ExpiresAt.
+type Hold struct {
+	Event   string
+	Session string
+	// Token is the hold's fencing token: larger than every token the event
+	// issued before it. Confirm and Release name the hold by it.
+	Token     int64
+	Seats     []string
+	Units     map[string]int64
+	ExpiresAt time.Time
+}
+
+// The types of OrderEvent.
+const (
+	OrderConfirmed = "booking.order.confirmed"
+	OrderCancelled = "booking.order.cancelled"
+)
+
+// OrderEvent is what Confirm and Cancel produce: the in-process form of the
+// event phase 2 will put on EventBridge (detail-type Type, detail the JSON).
+type OrderEvent struct {
+	Type  string `json:"type"`  // OrderConfirmed or OrderCancelled
+	Event string `json:"event"` // the event id
+	// Order is the order id: the fencing token of the hold it confirmed, in decimal.
+	Order          string           `json:"order"`
+	Session        string           `json:"session"`
+	FencingToken   int64            `json:"fencingToken"`
+	IdempotencyKey string           `json:"idempotencyKey"`
+	Seats          []string         `json:"seats,omitempty"`
+	Units          map[string]int64 `json:"units,omitempty"`
+	ConfirmedAt    time.Time        `json:"confirmedAt"`
+	CancelledAt    *time.Time       `json:"cancelledAt,omitempty"`
+	Reason         string           `json:"reason,omitempty"`
+	// Replayed is true when the call changed nothing: a confirm retried with
+	// its idempotency key, or a second cancel. Publish only when false.
+	Replayed bool `json:"-"`
+}
+
+// SeatState is where a seat stands.
+type SeatState string
+
+// The seat states.
+const (
+	SeatAvailable SeatState = "available"
+	SeatHeld      SeatState = "held"
+	SeatSold      SeatState = "sold"
+)
+
+// View is what an event has left, and its counters.
+type View struct {
+	Seats map[string]SeatState
+	Stock map[string]int64 // units available per sku
+	// Fence is the last fencing token issued.
+	Fence int64
+	// Counters: holds, confirmed, cancelled, released, expired (all time), live (confirmed, not cancelled).
+	Holds, Confirmed, Cancelled, Released, Expired, Live int64
+}

@@ -1,0 +1,425 @@
+package booking
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/lua"
+)
+
+// script is one booking script with the name errors give it.
+type script struct {
+	name string
+	s    *redis.Script
+}
+
+// Each script runs by SHA (EVALSHA) and falls back to EVAL when Redis lost it.
+var (
+	defineCmd  = script{"booking_define.lua", redis.NewScript(lua.BookingDefine)}
+	holdCmd    = script{"booking_hold.lua", redis.NewScript(lua.BookingHold)}
+	confirmCmd = script{"booking_confirm.lua", redis.NewScript(lua.BookingConfirm)}
+	releaseCmd = script{"booking_release.lua", redis.NewScript(lua.BookingRelease)}
+	cancelCmd  = script{"booking_cancel.lua", redis.NewScript(lua.BookingCancel)}
+	sweepCmd   = script{"booking_sweep.lua", redis.NewScript(lua.BookingSweep)}
+	viewCmd    = script{"booking_view.lua", redis.NewScript(lua.BookingView)}
+)
+
+// viewSweep is the most overdue holds a View expires before it reads.
+const viewSweep = 1000
+
+// Engine is the booking state machine over Redis.
+type Engine struct {
+	rdb   redis.Scripter
+	clock func() time.Time
+}
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithClock replaces the clock (tests drive time with it).
+func WithClock(c func() time.Time) Option { return func(e *Engine) { e.clock = c } }
+
+// New returns an engine over the given Redis client (a client, a cluster
+// client or a ring).
+func New(rdb redis.Scripter, opts ...Option) *Engine {
+	e := &Engine{rdb: rdb, clock: time.Now}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
+}
+
+func (e *Engine) nowMS() int64 { return e.clock().UnixMilli() }
+
+// run runs a booking script on an event and returns its reply as a slice.
+func (e *Engine) run(ctx context.Context, s script, event string, args ...any) ([]any, error) {
+	if !ValidEventID(event) {
+		return nil, ErrInvalidEvent
+	}
+	v, err := s.s.Run(ctx, e.rdb, KeysFor(event).List(), args...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, s.name, err)
+	}
+	reply, ok := v.([]any)
+	if !ok || len(reply) == 0 {
+		return nil, fmt.Errorf("%w: %s: unexpected reply %T", ErrUnavailable, s.name, v)
+	}
+	return reply, nil
+}
+
+func str(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	}
+	return ""
+}
+
+func num(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}
+
+// unexpected is the error for a reply no contract allows.
+func unexpected(s script, reply []any) error {
+	return fmt.Errorf("%w: %s replied %v", ErrUnavailable, s.name, reply)
+}
+
+// unitsArgs appends sku, units pairs in sku order (deterministic ARGV).
+func unitsArgs(args []any, units map[string]int64) []any {
+	for _, k := range slices.Sorted(maps.Keys(units)) {
+		args = append(args, k, strconv.FormatInt(units[k], 10))
+	}
+	return args
+}
+
+// Define creates or replaces an event's inventory. An event with live holds
+// or confirmed, uncancelled orders is never replaced (ErrInUse). The fencing
+// token counter survives a replacement.
+func (e *Engine) Define(ctx context.Context, event string, inv Inventory) error {
+	if !ValidEventID(event) {
+		return ErrInvalidEvent
+	}
+	if err := inv.Validate(); err != nil {
+		return err
+	}
+	ttl := inv.HoldTTL
+	if ttl == 0 {
+		ttl = DefaultHoldTTL
+	}
+	args := make([]any, 0, 4+len(inv.Seats)+2*len(inv.Stock))
+	args = append(args, e.nowMS(), ttl.Milliseconds(), inv.SessionLimit, len(inv.Seats))
+	for _, s := range inv.Seats {
+		args = append(args, s)
+	}
+	args = unitsArgs(args, inv.Stock)
+	reply, err := e.run(ctx, defineCmd, event, args...)
+	if err != nil {
+		return err
+	}
+	switch str(reply[0]) {
+	case "ok":
+		return nil
+	case "inuse":
+		if len(reply) >= 3 {
+			return fmt.Errorf("%w: %d holds, %d orders", ErrInUse, num(reply[1]), num(reply[2]))
+		}
+		return ErrInUse
+	}
+	return unexpected(defineCmd, reply)
+}
+
+// Hold holds seats and units for a session, all or nothing, for the event's
+// hold TTL. The session is the caller's (the room's entry session, 'room:seq').
+// Errors: ErrUnknownEvent, ErrUnknownSeat, ErrUnknownSKU, ErrLimit, a
+// *TakenError (ErrSeatTaken), a *SoldOutError (ErrSoldOut), ErrInvalidRequest.
+func (e *Engine) Hold(ctx context.Context, event, session string, req Request) (Hold, error) {
+	if !ValidEventID(event) {
+		return Hold{}, ErrInvalidEvent
+	}
+	if !ValidSession(session) {
+		return Hold{}, fmt.Errorf("%w: session %q", ErrInvalidRequest, session)
+	}
+	if err := req.validate(); err != nil {
+		return Hold{}, err
+	}
+	args := make([]any, 0, 3+len(req.Seats)+2*len(req.Units))
+	args = append(args, e.nowMS(), session, len(req.Seats))
+	for _, s := range req.Seats {
+		args = append(args, s)
+	}
+	args = unitsArgs(args, req.Units)
+	reply, err := e.run(ctx, holdCmd, event, args...)
+	if err != nil {
+		return Hold{}, err
+	}
+	switch str(reply[0]) {
+	case "ok":
+		if len(reply) < 3 {
+			break
+		}
+		return Hold{Event: event, Session: session, Token: num(reply[1]),
+			Seats: slices.Clone(req.Seats), Units: maps.Clone(req.Units),
+			ExpiresAt: time.UnixMilli(num(reply[2]))}, nil
+	case "noevent":
+		return Hold{}, ErrUnknownEvent
+	case "unknownseat":
+		return Hold{}, fmt.Errorf("%w: %s", ErrUnknownSeat, str(reply[len(reply)-1]))
+	case "unknownsku":
+		return Hold{}, fmt.Errorf("%w: %s", ErrUnknownSKU, str(reply[len(reply)-1]))
+	case "limit":
+		if len(reply) >= 3 {
+			return Hold{}, fmt.Errorf("%w: the session has %d items of %d", ErrLimit, num(reply[1]), num(reply[2]))
+		}
+		return Hold{}, ErrLimit
+	case "taken":
+		te := &TakenError{}
+		for _, s := range reply[1:] {
+			te.Seats = append(te.Seats, str(s))
+		}
+		return Hold{}, te
+	case "soldout":
+		if len(reply) >= 3 {
+			return Hold{}, &SoldOutError{SKU: str(reply[1]), Available: num(reply[2])}
+		}
+	}
+	return Hold{}, unexpected(holdCmd, reply)
+}
+
+// Confirm turns the session's hold into an order, once per idempotency key:
+// a retry with the same key returns the same order (Replayed set), a key
+// reused for another hold is refused (ErrIdempotencyKey). A hold that expired
+// is refused: ErrHoldExpired when the confirm finds it overdue, ErrStaleToken
+// when it is gone (released, expired earlier, its seats perhaps held by
+// someone else since, or a token never issued). Other errors: ErrWrongSession
+// (the hold, or the order a retried key names, is another session's),
+// ErrAlreadyConfirmed (the hold is an order under another key),
+// ErrOrderCancelled (a retry of a confirm whose order was since cancelled),
+// ErrUnknownEvent, ErrInvalidRequest.
+func (e *Engine) Confirm(ctx context.Context, event, session string, token int64, idempotencyKey string) (OrderEvent, error) {
+	if !ValidEventID(event) {
+		return OrderEvent{}, ErrInvalidEvent
+	}
+	if !ValidSession(session) {
+		return OrderEvent{}, fmt.Errorf("%w: session %q", ErrInvalidRequest, session)
+	}
+	if !ValidSession(idempotencyKey) {
+		return OrderEvent{}, fmt.Errorf("%w: idempotency key %q", ErrInvalidRequest, idempotencyKey)
+	}
+	if token <= 0 {
+		return OrderEvent{}, ErrStaleToken
+	}
+	reply, err := e.run(ctx, confirmCmd, event, e.nowMS(), session, strconv.FormatInt(token, 10), idempotencyKey)
+	if err != nil {
+		return OrderEvent{}, err
+	}
+	switch str(reply[0]) {
+	case "ok", "replay":
+		if len(reply) < 2 {
+			break
+		}
+		o, err := parseOrder(event, str(reply[1]))
+		if err != nil {
+			return OrderEvent{}, fmt.Errorf("%w: %s: %w", ErrUnavailable, confirmCmd.name, err)
+		}
+		o.Replayed = str(reply[0]) == "replay"
+		if o.Type == OrderCancelled {
+			return o, fmt.Errorf("%w: order %s", ErrOrderCancelled, o.Order)
+		}
+		return o, nil
+	case "noevent":
+		return OrderEvent{}, ErrUnknownEvent
+	case "conflict":
+		return OrderEvent{}, ErrIdempotencyKey
+	case "confirmed":
+		return OrderEvent{}, ErrAlreadyConfirmed
+	case "session":
+		return OrderEvent{}, ErrWrongSession
+	case "expired":
+		return OrderEvent{}, ErrHoldExpired
+	case "stale":
+		return OrderEvent{}, ErrStaleToken
+	}
+	return OrderEvent{}, unexpected(confirmCmd, reply)
+}
+
+// Release gives the session's hold up before its TTL: its seats and units
+// return at once. Releasing a hold that is already gone (released, expired)
+// is not an error. Errors: ErrWrongSession, ErrAlreadyConfirmed (cancel the
+// order instead), ErrUnknownEvent, ErrInvalidRequest.
+func (e *Engine) Release(ctx context.Context, event, session string, token int64) error {
+	if !ValidEventID(event) {
+		return ErrInvalidEvent
+	}
+	if !ValidSession(session) {
+		return fmt.Errorf("%w: session %q", ErrInvalidRequest, session)
+	}
+	if token <= 0 {
+		return nil
+	}
+	reply, err := e.run(ctx, releaseCmd, event, e.nowMS(), session, strconv.FormatInt(token, 10))
+	if err != nil {
+		return err
+	}
+	switch str(reply[0]) {
+	case "ok", "gone":
+		return nil
+	case "confirmed":
+		return ErrAlreadyConfirmed
+	case "session":
+		return ErrWrongSession
+	case "noevent":
+		return ErrUnknownEvent
+	}
+	return unexpected(releaseCmd, reply)
+}
+
+// Cancel is the compensation path: a confirmed order (payment failed after
+// confirm, a refund) is cancelled and its seats and units return. A second
+// cancel changes nothing and returns the cancelled order with Replayed set.
+// Errors: ErrUnknownOrder, ErrUnknownEvent, ErrInvalidRequest.
+func (e *Engine) Cancel(ctx context.Context, event, order, reason string) (OrderEvent, error) {
+	if !ValidEventID(event) {
+		return OrderEvent{}, ErrInvalidEvent
+	}
+	if t, err := strconv.ParseInt(order, 10, 64); err != nil || t <= 0 || strconv.FormatInt(t, 10) != order {
+		return OrderEvent{}, ErrUnknownOrder
+	}
+	if len(reason) > 200 || strings.ContainsFunc(reason, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return OrderEvent{}, fmt.Errorf("%w: reason: at most 200 bytes, no control characters", ErrInvalidRequest)
+	}
+	reply, err := e.run(ctx, cancelCmd, event, e.nowMS(), order, reason)
+	if err != nil {
+		return OrderEvent{}, err
+	}
+	switch str(reply[0]) {
+	case "ok", "replay":
+		if len(reply) < 2 {
+			break
+		}
+		o, err := parseOrder(event, str(reply[1]))
+		if err != nil {
+			return OrderEvent{}, fmt.Errorf("%w: %s: %w", ErrUnavailable, cancelCmd.name, err)
+		}
+		o.Replayed = str(reply[0]) == "replay"
+		return o, nil
+	case "unknown":
+		return OrderEvent{}, ErrUnknownOrder
+	case "noevent":
+		return OrderEvent{}, ErrUnknownEvent
+	}
+	return OrderEvent{}, unexpected(cancelCmd, reply)
+}
+
+// Sweep expires at most max overdue holds (the scripts also expire them
+// lazily) and returns how many it expired and how many are still overdue.
+func (e *Engine) Sweep(ctx context.Context, event string, max int) (expired, overdue int64, err error) {
+	if max < 1 {
+		max = 1
+	}
+	reply, err := e.run(ctx, sweepCmd, event, e.nowMS(), max)
+	if err != nil {
+		return 0, 0, err
+	}
+	switch str(reply[0]) {
+	case "ok":
+		if len(reply) >= 3 {
+			return num(reply[1]), num(reply[2]), nil
+		}
+	case "noevent":
+		return 0, 0, ErrUnknownEvent
+	}
+	return 0, 0, unexpected(sweepCmd, reply)
+}
+
+// View returns what the event has left (after expiring overdue holds) and its counters.
+func (e *Engine) View(ctx context.Context, event string) (View, error) {
+	reply, err := e.run(ctx, viewCmd, event, e.nowMS(), viewSweep)
+	if err != nil {
+		return View{}, err
+	}
+	if str(reply[0]) == "noevent" {
+		return View{}, ErrUnknownEvent
+	}
+	if str(reply[0]) != "ok" || len(reply) < 4 {
+		return View{}, unexpected(viewCmd, reply)
+	}
+	pairs := func(v any) []any { p, _ := v.([]any); return p }
+	seats, stock, inv := pairs(reply[1]), pairs(reply[2]), pairs(reply[3])
+	v := View{Seats: make(map[string]SeatState, len(seats)/2), Stock: make(map[string]int64, len(stock)/2)}
+	for i := 0; i+1 < len(seats); i += 2 {
+		st := SeatAvailable
+		switch str(seats[i+1]) {
+		case "h":
+			st = SeatHeld
+		case "o":
+			st = SeatSold
+		}
+		v.Seats[str(seats[i])] = st
+	}
+	for i := 0; i+1 < len(stock); i += 2 {
+		v.Stock[str(stock[i])] = num(stock[i+1])
+	}
+	for i := 0; i+1 < len(inv); i += 2 {
+		n := num(inv[i+1])
+		switch str(inv[i]) {
+		case "fence":
+			v.Fence = n
+		case "holds":
+			v.Holds = n
+		case "confirmed":
+			v.Confirmed = n
+		case "cancelled":
+			v.Cancelled = n
+		case "released":
+			v.Released = n
+		case "expired":
+			v.Expired = n
+		case "live":
+			v.Live = n
+		}
+	}
+	return v, nil
+}
+
+// parseOrder decodes an order record (booking_lib.lua):
+// 'state|session|token|at|idem|seats|units|cancelledAt|reason'.
+func parseOrder(event, rec string) (OrderEvent, error) {
+	f := strings.SplitN(rec, "|", 9)
+	if len(f) != 9 {
+		return OrderEvent{}, fmt.Errorf("order record with %d fields", len(f))
+	}
+	o := OrderEvent{Type: OrderConfirmed, Event: event, Session: f[1], Order: f[2],
+		FencingToken: num(f[2]), ConfirmedAt: time.UnixMilli(num(f[3])).UTC(), IdempotencyKey: f[4]}
+	if f[0] == "x" {
+		o.Type = OrderCancelled
+		at := time.UnixMilli(num(f[7])).UTC()
+		o.CancelledAt, o.Reason = &at, f[8]
+	}
+	if f[5] != "" {
+		o.Seats = strings.Split(f[5], ",")
+	}
+	if f[6] != "" {
+		o.Units = map[string]int64{}
+		for _, p := range strings.Split(f[6], ",") {
+			k, q, _ := strings.Cut(p, "=")
+			o.Units[k] = num(q)
+		}
+	}
+	return o, nil
+}

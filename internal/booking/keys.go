@@ -1,0 +1,29 @@
+package booking
+
+// EventKeys names an event's keys. All share the hash tag {event}, so an event
+// lives in one cluster slot; the 'bk:' infix keeps them apart from the keys of
+// a room of the same name (which then shares the slot).
+type EventKeys struct {
+	Inventory string // HASH ttl, limit, fence, defined, counters
+	Seats     string // HASH seat -> 'a' | 'h<token>' | 'o<token>'
+	Stock     string // HASH sku -> units available
+	Holds     string // HASH token -> 'session|expires|seats|units'
+	Expiry    string // ZSET token, score expiry (ms)
+	Sessions  string // HASH session -> items held or bought
+	Orders    string // HASH token -> 'state|session|token|at|idem|seats|units|cancelledAt|reason'
+	Idem      string // HASH idempotency key -> token
+}
+
+// KeysFor returns the keys of an event.
+func KeysFor(event string) EventKeys {
+	p := "vst:{" + event + "}:bk:"
+	return EventKeys{
+		Inventory: p + "inv", Seats: p + "seat", Stock: p + "stock", Holds: p + "hold",
+		Expiry: p + "exp", Sessions: p + "sess", Orders: p + "order", Idem: p + "idem",
+	}
+}
+
+// List is the KEYS every booking script takes, in booking_lib.lua's order.
+func (k EventKeys) List() []string {
+	return []string{k.Inventory, k.Seats, k.Stock, k.Holds, k.Expiry, k.Sessions, k.Orders, k.Idem}
+}

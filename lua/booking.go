@@ -1,0 +1,44 @@
+package lua
+
+import (
+	_ "embed" // the scripts below are //go:embed files
+)
+
+// The booking scripts: one per operation on an event's inventory (issue 16).
+// Each opens with its contract; booking_lib.lua holds what they share (the
+// KEYS every one of them takes) and is put in front of each.
+
+//go:embed booking_lib.lua
+var bookingLib string
+
+//go:embed booking_define.lua
+var bookingDefine string
+
+//go:embed booking_hold.lua
+var bookingHold string
+
+//go:embed booking_confirm.lua
+var bookingConfirm string
+
+//go:embed booking_release.lua
+var bookingRelease string
+
+//go:embed booking_cancel.lua
+var bookingCancel string
+
+//go:embed booking_sweep.lua
+var bookingSweep string
+
+//go:embed booking_view.lua
+var bookingView string
+
+// The booking scripts, ready to load: booking_lib.lua followed by the operation.
+var (
+	BookingDefine  = bookingLib + bookingDefine  // define or replace an event's inventory
+	BookingHold    = bookingLib + bookingHold    // hold seats and units for a session, with a fencing token
+	BookingConfirm = bookingLib + bookingConfirm // turn a hold into an order, once per idempotency key
+	BookingRelease = bookingLib + bookingRelease // give a hold up before its TTL
+	BookingCancel  = bookingLib + bookingCancel  // compensation: cancel a confirmed order
+	BookingSweep   = bookingLib + bookingSweep   // expire overdue holds
+	BookingView    = bookingLib + bookingView    // seats, stock and counters
+)

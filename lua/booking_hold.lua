@@ -1,0 +1,81 @@
+-- booking_hold.lua: a session holds seats and/or units of stock, all or nothing, for the event's TTL.
+-- KEYS: the event's booking keys (booking_lib.lua)
+-- ARGV[1] -> now (ms)
+-- ARGV[2] -> session (the room's entry session, e.g. 'room:seq')
+-- ARGV[3] -> n, the number of seats
+-- ARGV[4 .. 3+n] -> seat names (distinct)
+-- ARGV[4+n ..] -> pairs: sku name, units (> 0, distinct skus)
+-- Returns {'ok', token, expires (ms)}; {'noevent'}; {'unknownseat', seat};
+-- {'unknownsku', sku}; {'limit', items the session has, limit};
+-- {'taken', seat, ...} (every requested seat held or sold by someone);
+-- {'soldout', sku, units available}.
+--
+-- The token is the fencing token: max(fence + 1, now * 1000). One counter per
+-- event, so any later hold of any seat or unit has a larger token; the time
+-- floor keeps tokens growing even if Redis lost the counter (a failover that
+-- dropped the last writes, a restart without persistence) as long as the
+-- event issued fewer than 1,000 holds per millisecond on average.
+local now = tonumber(ARGV[1])
+local session = ARGV[2]
+local n = tonumber(ARGV[3])
+
+local cfg = redis.call('HMGET', K_INV, 'ttl', 'limit', 'fence', 'holds')
+if not cfg[1] then return {'noevent'} end
+local ttl, limit, fence, holds = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(cfg[3]) or 0, tonumber(cfg[4]) or 0
+
+-- Lazy expiry: a bounded batch of overdue holds, then any overdue hold on a
+-- seat asked for, then more batches while a sku is short.
+sweep(now, 64)
+
+local seats, free = {}, {}
+local want = 0
+for i = 4, 3 + n do
+  local s = ARGV[i]
+  local v = redis.call('HGET', K_SEAT, s)
+  if not v then return {'unknownseat', s} end
+  -- An overdue hold's seats carry its mark, so expiring it makes this one 'a'.
+  if string.sub(v, 1, 1) == 'h' and expire_if_due(string.sub(v, 2), now) then v = 'a' end
+  seats[#seats + 1] = s
+  free[#free + 1] = v == 'a'
+  want = want + 1
+end
+local units = {}
+for i = 4 + n, #ARGV, 2 do
+  local sku, q = ARGV[i], tonumber(ARGV[i + 1])
+  local avail = redis.call('HGET', K_STOCK, sku)
+  if not avail then return {'unknownsku', sku} end
+  units[#units + 1] = {sku, q, tonumber(avail)}
+  want = want + q
+end
+
+local has = tonumber(redis.call('HGET', K_SESS, session)) or 0
+if has + want > limit then return {'limit', has, limit} end
+
+local taken = {'taken'}
+for i, s in ipairs(seats) do
+  if not free[i] then taken[#taken + 1] = s end
+end
+if #taken > 1 then return taken end
+for _, u in ipairs(units) do
+  local avail = u[3]
+  while avail < u[2] and sweep(now, 256) > 0 do
+    avail = tonumber(redis.call('HGET', K_STOCK, u[1]))
+  end
+  if avail < u[2] then return {'soldout', u[1], member(avail)} end
+end
+
+local token = math.max(fence + 1, now * 1000)
+local t = member(token)
+local expires = now + ttl
+local parts = {}
+for _, s in ipairs(seats) do redis.call('HSET', K_SEAT, s, 'h' .. t) end
+for _, u in ipairs(units) do
+  redis.call('HINCRBY', K_STOCK, u[1], -u[2])
+  parts[#parts + 1] = u[1] .. '=' .. member(u[2])
+end
+redis.call('HSET', K_INV, 'fence', t, 'holds', member(holds + 1))
+redis.call('HSET', K_HOLD, t, session .. '|' .. member(expires) .. '|' .. table.concat(seats, ',') .. '|' ..
+  table.concat(parts, ','))
+redis.call('ZADD', K_EXP, member(expires), t)
+session_add(session, want)
+return {'ok', t, member(expires)}

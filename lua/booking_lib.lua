@@ -1,0 +1,123 @@
+-- booking_lib.lua: shared by every booking script; booking.go puts it in front
+-- of each one. Like lib.lua it only defines locals and stays small.
+--
+-- Every booking script takes the same KEYS, all under the event's hash tag
+-- {event} (one cluster slot; an event named like a room shares the room's slot):
+-- KEYS[1] -> vst:{event}:bk:inv    HASH  definition and state: ttl (ms), limit, fence, created, counters
+-- KEYS[2] -> vst:{event}:bk:seat   HASH  seat -> 'a' (available), 'h<token>' (held), 'o<token>' (sold)
+-- KEYS[3] -> vst:{event}:bk:stock  HASH  sku -> units available (never below zero)
+-- KEYS[4] -> vst:{event}:bk:hold   HASH  token -> hold record 'session|expires|seats|units'
+-- KEYS[5] -> vst:{event}:bk:exp    ZSET  holds: member token, score expiry (ms)
+-- KEYS[6] -> vst:{event}:bk:sess   HASH  session -> items it holds or bought (released, expired and cancelled items leave)
+-- KEYS[7] -> vst:{event}:bk:order  HASH  token -> order record 'state|session|token|at|idem|seats|units|cancelledAt|reason'
+-- KEYS[8] -> vst:{event}:bk:idem   HASH  idempotency key -> token of the order it confirmed
+--
+-- Records are '|'-separated text: seat and sku names are [A-Za-z0-9_.-],
+-- sessions and idempotency keys [A-Za-z0-9_.:@-] (booking.go checks), so no
+-- field holds '|', ',' or '='; only the cancel reason (the last field) may.
+-- seats is 'A1,A2' ('' for none), units 'sku=qty,sku=qty' ('' for none).
+local K_INV, K_SEAT, K_STOCK, K_HOLD, K_EXP, K_SESS, K_ORDER, K_IDEM =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+
+-- Numbers go to Redis as strings made here (see lib.lua): tokens have 16 digits.
+local function member(n) return string.format('%.0f', n) end
+
+-- split cuts s at sep (one plain character) into at most max parts (the last
+-- keeps the rest); an empty s gives no parts.
+local function split(s, sep, max)
+  local out = {}
+  if s == nil or s == '' then return out end
+  local start = 1
+  while true do
+    if max and #out == max - 1 then
+      out[#out + 1] = string.sub(s, start)
+      return out
+    end
+    local i = string.find(s, sep, start, true)
+    if not i then
+      out[#out + 1] = string.sub(s, start)
+      return out
+    end
+    out[#out + 1] = string.sub(s, start, i - 1)
+    start = i + 1
+  end
+end
+
+-- units_of parses 'sku=qty,...' into an ordered list of {sku, qty}.
+local function units_of(s)
+  local out = {}
+  for _, p in ipairs(split(s, ',')) do
+    local kv = split(p, '=', 2)
+    out[#out + 1] = {kv[1], tonumber(kv[2])}
+  end
+  return out
+end
+
+-- hold_of reads a hold record: nil when there is none.
+local function hold_of(token)
+  local r = redis.call('HGET', K_HOLD, token)
+  if not r then return nil end
+  local f = split(r, '|', 4)
+  return {session = f[1], expires = tonumber(f[2]), seats = split(f[3] or '', ','),
+    units = units_of(f[4] or ''), seats_s = f[3] or '', units_s = f[4] or ''}
+end
+
+-- items counts what a hold covers: its seats and its units.
+local function items(h)
+  local n = #h.seats
+  for _, u in ipairs(h.units) do n = n + u[2] end
+  return n
+end
+
+-- session_add moves a session's count of items by d, dropping it at zero.
+local function session_add(session, d)
+  if redis.call('HINCRBY', K_SESS, session, d) <= 0 then redis.call('HDEL', K_SESS, session) end
+end
+
+-- drop_hold gives a hold's seats and units back and forgets it. field names
+-- the counter it adds to ('released' or 'expired'). A seat is returned only if
+-- it is still this hold's ('h<token>').
+local function drop_hold(token, h, field)
+  local mark = 'h' .. token
+  for _, s in ipairs(h.seats) do
+    if redis.call('HGET', K_SEAT, s) == mark then redis.call('HSET', K_SEAT, s, 'a') end
+  end
+  for _, u in ipairs(h.units) do redis.call('HINCRBY', K_STOCK, u[1], u[2]) end
+  session_add(h.session, -items(h))
+  redis.call('HDEL', K_HOLD, token)
+  redis.call('ZREM', K_EXP, token)
+  redis.call('HINCRBY', K_INV, field, 1)
+end
+
+-- sweep expires at most max holds whose expiry is at or before now, oldest
+-- first, and returns how many it expired.
+local function sweep(now, max)
+  local due = redis.call('ZRANGE', K_EXP, '-inf', member(now), 'BYSCORE', 'LIMIT', 0, max)
+  for _, t in ipairs(due) do
+    local h = hold_of(t)
+    if h then
+      drop_hold(t, h, 'expired')
+    else
+      redis.call('ZREM', K_EXP, t)
+    end
+  end
+  return #due
+end
+
+-- expire_if_due expires one hold if its time passed; true when it did.
+local function expire_if_due(token, now)
+  local e = redis.call('ZSCORE', K_EXP, token)
+  if not e or tonumber(e) > now then return false end
+  local h = hold_of(token)
+  if h then drop_hold(token, h, 'expired') else redis.call('ZREM', K_EXP, token) end
+  return true
+end
+
+-- order_of reads an order record as its raw text and its fields.
+local function order_of(token)
+  local r = redis.call('HGET', K_ORDER, token)
+  if not r then return nil end
+  local f = split(r, '|', 9)
+  return {raw = r, state = f[1], session = f[2], token = f[3], at = f[4], idem = f[5],
+    seats = split(f[6] or '', ','), units = units_of(f[7] or ''), seats_s = f[6] or '', units_s = f[7] or ''}
+end
