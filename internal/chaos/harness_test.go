@@ -182,7 +182,7 @@ func (l *ledger) check(t *testing.T) {
 type sampler struct {
 	rdb       redis.UniversalClient
 	room      string
-	keys      room.RoomKeys
+	keys      room.Keys
 	maxActive int64
 	ordered   bool
 	stop      chan struct{}

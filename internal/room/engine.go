@@ -33,7 +33,7 @@ var (
 // cluster client or a ring all fit.
 type Scripter interface {
 	redis.Scripter
-	SAdd(ctx context.Context, key string, members ...interface{}) *redis.IntCmd
+	SAdd(ctx context.Context, key string, members ...any) *redis.IntCmd
 	SMembers(ctx context.Context, key string) *redis.StringSliceCmd
 	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
 }
@@ -85,7 +85,7 @@ func New(rdb Scripter, opts ...Option) *Engine {
 func (e *Engine) nowMS() int64 { return e.clock().UnixMilli() }
 
 // run runs a room script and returns its reply as a slice.
-func (e *Engine) run(ctx context.Context, s *redis.Script, room string, args ...interface{}) ([]interface{}, error) {
+func (e *Engine) run(ctx context.Context, s *redis.Script, room string, args ...any) ([]any, error) {
 	if !ValidRoomID(room) {
 		return nil, ErrInvalidRoom
 	}
@@ -93,14 +93,14 @@ func (e *Engine) run(ctx context.Context, s *redis.Script, room string, args ...
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	reply, ok := v.([]interface{})
+	reply, ok := v.([]any)
 	if !ok || len(reply) == 0 {
 		return nil, fmt.Errorf("%w: unexpected script reply %T", ErrUnavailable, v)
 	}
 	return reply, nil
 }
 
-func str(v interface{}) string {
+func str(v any) string {
 	switch x := v.(type) {
 	case string:
 		return x
@@ -110,7 +110,7 @@ func str(v interface{}) string {
 	return ""
 }
 
-func num(v interface{}) int64 {
+func num(v any) int64 {
 	switch x := v.(type) {
 	case int64:
 		return x
@@ -126,7 +126,7 @@ func num(v interface{}) int64 {
 }
 
 // status maps the one-word replies every script may give to errors.
-func status(reply []interface{}) error {
+func status(reply []any) error {
 	if len(reply) != 1 {
 		return nil
 	}
@@ -153,7 +153,7 @@ func (e *Engine) cached(room string) versioned {
 const maxCachedRooms = 1024
 
 // place decodes lib.lua's reply shape; have is the cached settings sent with the call.
-func (e *Engine) place(t Ticket, have versioned, reply []interface{}) (Place, error) {
+func (e *Engine) place(t Ticket, have versioned, reply []any) (Place, error) {
 	if err := status(reply); err != nil {
 		return Place{}, err
 	}
@@ -258,7 +258,7 @@ func (e *Engine) AllowEnqueue(ctx context.Context, room, client string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	reply, ok := v.([]interface{})
+	reply, ok := v.([]any)
 	if !ok || len(reply) != 1 {
 		return fmt.Errorf("%w: unexpected ratelimit reply %T", ErrUnavailable, v)
 	}
@@ -368,7 +368,7 @@ func (e *Engine) PutConfig(ctx context.Context, room string, cfg Config) (Config
 	if _, err := rand.Read(ver); err != nil {
 		return Config{}, err
 	}
-	args := []interface{}{e.nowMS(), hex.EncodeToString(seed), hex.EncodeToString(ver)}
+	args := []any{e.nowMS(), hex.EncodeToString(seed), hex.EncodeToString(ver)}
 	args = append(args, encodeConfig(cfg)...)
 	if _, err := e.run(ctx, configCmd, room, args...); err != nil {
 		return Config{}, err
@@ -399,7 +399,7 @@ func (e *Engine) GetConfig(ctx context.Context, room string) (Config, error) {
 
 // configOf decodes the settings hash.
 func configOf(m map[string]string) Config {
-	vals := make([]interface{}, len(cfgFields))
+	vals := make([]any, len(cfgFields))
 	for i, f := range cfgFields {
 		vals[i] = m[f]
 	}
@@ -436,12 +436,12 @@ func (e *Engine) Stats(ctx context.Context, room string) (Stats, error) {
 var cfgFields = []string{"mode", "maxActive", "admitPerMinute", "sessionTTLSeconds", "claimTTLSeconds",
 	"heartbeatTTLSeconds", "opensAt", "originUrl", "clientEnqueuePerMinute"}
 
-func encodeConfig(c Config) []interface{} {
+func encodeConfig(c Config) []any {
 	opens := int64(0)
 	if c.OpensAt != nil {
 		opens = c.OpensAt.UnixMilli()
 	}
-	return []interface{}{
+	return []any{
 		"mode", string(c.Mode), "maxActive", c.MaxActive, "admitPerMinute", c.AdmitPerMinute,
 		"sessionTTLSeconds", c.SessionTTLSeconds, "claimTTLSeconds", c.ClaimTTLSeconds,
 		"heartbeatTTLSeconds", c.HeartbeatTTLSeconds, "opensAt", opens, "originUrl", c.OriginURL,
@@ -449,7 +449,7 @@ func encodeConfig(c Config) []interface{} {
 	}
 }
 
-func decodeConfig(v []interface{}) Config {
+func decodeConfig(v []any) Config {
 	get := func(i int) string {
 		if i < len(v) {
 			return str(v[i])

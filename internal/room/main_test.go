@@ -68,7 +68,7 @@ type env struct {
 	clk  *fakeClock
 	eng  *room.Engine
 	room string
-	keys room.RoomKeys
+	keys room.Keys
 }
 
 // baseConfig is a valid queue-mode room; tests change what they exercise.
@@ -177,7 +177,7 @@ func (e *env) grants() []int64 {
 }
 
 // inUse is admitted + active, read in one MULTI so the two counts are of one instant.
-func inUse(ctx context.Context, rdb redis.UniversalClient, k room.RoomKeys) (int64, error) {
+func inUse(ctx context.Context, rdb redis.UniversalClient, k room.Keys) (int64, error) {
 	var a, b *redis.IntCmd
 	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		a = p.ZCard(ctx, k.Grants)

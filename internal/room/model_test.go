@@ -51,7 +51,7 @@ type model struct {
 	eng      *room.Engine
 	clk      *fakeClock
 	room     string
-	keys     room.RoomKeys
+	keys     room.Keys
 	cfg      room.Config
 	vs       []*mvisitor
 	head     int64 // highest sequence ever admitted
