@@ -2,7 +2,8 @@
 -- KEYS: the room's keys (lib.lua)
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> member (the entry token's sequence)
--- Returns {'ok'}, {'unknown'} (no such session or grant: already ended or expired), or {'noroom'}.
+-- Returns {'ok'}, {'nogrant'} (no such session or grant: already ended or
+-- expired), or {'noroom'}.
 local now = tonumber(ARGV[1])
 local m = ARGV[2]
 if not load_cfg() then return {'noroom'} end
@@ -12,4 +13,4 @@ if redis.call('ZREM', K_ADM, m) == 1 then
   redis.call('ZADD', K_USED, 'GT', now, m)
   return {'ok'}
 end
-return {'unknown'}
+return {'nogrant'}

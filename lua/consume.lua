@@ -3,7 +3,7 @@
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> member (the entry token's sequence)
 -- Returns {'ok', session end (ms)}, {'consumed'} (already), {'expired'},
--- {'unknown'} (no such grant), or {'noroom'}.
+-- {'nogrant'} (no such grant), or {'noroom'}.
 local now = tonumber(ARGV[1])
 local m = ARGV[2]
 
@@ -25,4 +25,4 @@ if redis.call('ZSCORE', K_ACT, m) or redis.call('ZSCORE', K_USED, m) then
   redis.call('HINCRBY', K_ST, 'replays', 1)
   return {'consumed'}
 end
-return {'unknown'}
+return {'nogrant'}
