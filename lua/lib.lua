@@ -15,7 +15,7 @@
 -- Replies (named in internal/room/reply.go):
 -- * one word for an outcome: 'ok', 'noroom' (unknown room: no settings),
 --   'nogrant' (no such grant or session), 'closed', 'consumed', 'expired',
---   'slow' (+ wait in ms),
+--   'audience' (an entry token for another origin), 'slow' (+ wait in ms),
 --   'created', 'updated';
 -- * the place shape of reply() below, by position:
 --   1 state ('prequeue', 'waiting', 'paused', 'closed', 'admitted', 'active', 'expired')

@@ -178,7 +178,7 @@ func BenchmarkConsume(b *testing.B) {
 	b.SetParallelism(benchParallelism)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := eng.Consume(ctx, id, seqs[next.Add(1)-1]); err != nil {
+			if _, err := eng.Consume(ctx, id, seqs[next.Add(1)-1], origin); err != nil {
 				b.Error(err)
 				return
 			}
@@ -197,7 +197,7 @@ func BenchmarkConsumeReplay(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := eng.Consume(ctx, id, p.Ticket.Seq); err != nil {
+	if _, err := eng.Consume(ctx, id, p.Ticket.Seq, origin); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
@@ -205,7 +205,7 @@ func BenchmarkConsumeReplay(b *testing.B) {
 	b.SetParallelism(benchParallelism)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			eng.Consume(ctx, id, p.Ticket.Seq)
+			eng.Consume(ctx, id, p.Ticket.Seq, origin)
 		}
 	})
 	cost()

@@ -312,11 +312,13 @@ func (e *Engine) Leave(ctx context.Context, t Ticket) error {
 	return unexpected(leaveCmd, reply)
 }
 
-// Consume turns the grant seq into an active session, exactly once. Errors:
-// ErrUnknownRoom, ErrUnknownGrant, ErrAlreadyConsumed, ErrGrantExpired,
+// Consume turns the grant seq into an active session, exactly once. audience
+// is the entry token's: the script refuses it (ErrWrongAudience) unless it is
+// the room's origin URL, before it looks at the grant. Errors: ErrUnknownRoom,
+// ErrWrongAudience, ErrUnknownGrant, ErrAlreadyConsumed, ErrGrantExpired,
 // ErrUnavailable.
-func (e *Engine) Consume(ctx context.Context, room string, seq int64) (Session, error) {
-	reply, err := e.run(ctx, consumeCmd, room, e.nowMS(), strconv.FormatInt(seq, 10))
+func (e *Engine) Consume(ctx context.Context, room string, seq int64, audience string) (Session, error) {
+	reply, err := e.run(ctx, consumeCmd, room, e.nowMS(), strconv.FormatInt(seq, 10), audience)
 	if err != nil {
 		return Session{}, err
 	}
@@ -334,15 +336,18 @@ func (e *Engine) Consume(ctx context.Context, room string, seq int64) (Session, 
 		return Session{}, ErrUnknownGrant
 	case wordNoRoom:
 		return Session{}, ErrUnknownRoom
+	case wordAudience:
+		return Session{}, ErrWrongAudience
 	}
 	return Session{}, unexpected(consumeCmd, reply)
 }
 
 // Complete ends the session of grant seq (or gives up the grant if it was
-// never consumed); the slot frees at once. Errors: ErrUnknownRoom,
-// ErrUnknownGrant (already ended or expired), ErrUnavailable.
-func (e *Engine) Complete(ctx context.Context, room string, seq int64) error {
-	reply, err := e.run(ctx, completeCmd, room, e.nowMS(), strconv.FormatInt(seq, 10))
+// never consumed); the slot frees at once. audience is checked as by Consume.
+// Errors: ErrUnknownRoom, ErrWrongAudience, ErrUnknownGrant (already ended or
+// expired), ErrUnavailable.
+func (e *Engine) Complete(ctx context.Context, room string, seq int64, audience string) error {
+	reply, err := e.run(ctx, completeCmd, room, e.nowMS(), strconv.FormatInt(seq, 10), audience)
 	if err != nil {
 		return err
 	}
@@ -353,6 +358,8 @@ func (e *Engine) Complete(ctx context.Context, room string, seq int64) error {
 		return ErrUnknownGrant
 	case wordNoRoom:
 		return ErrUnknownRoom
+	case wordAudience:
+		return ErrWrongAudience
 	}
 	return unexpected(completeCmd, reply)
 }

@@ -11,6 +11,7 @@ const (
 	wordClosed   = "closed"   // enqueue: the room is closed
 	wordConsumed = "consumed" // consume: the grant was already used
 	wordExpired  = "expired"  // consume: the claim deadline passed
+	wordAudience = "audience" // consume, complete: the entry token's audience is not the room's origin
 	wordSlow     = "slow"     // poll: too soon after the last poll; followed by the wait (ms)
 	wordCreated  = "created"  // config: a new room
 	wordUpdated  = "updated"  // config: an existing room's settings changed
@@ -18,7 +19,7 @@ const (
 
 // replyWords is every reply word, for the test that the scripts use no other.
 var replyWords = []string{wordOK, wordNoRoom, wordNoGrant, wordClosed, wordConsumed, wordExpired,
-	wordSlow, wordCreated, wordUpdated}
+	wordAudience, wordSlow, wordCreated, wordUpdated}
 
 // stateActive is the place state of a consumed grant (a running session); the
 // API reports it as StateAdmitted with Place.Active.
