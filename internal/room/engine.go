@@ -250,7 +250,7 @@ func (e *Engine) poll(ctx context.Context, t Ticket, minInterval time.Duration) 
 	if err != nil {
 		return Place{}, err
 	}
-	if len(reply) == 2 && str(reply[0]) == wordSlow {
+	if len(reply) == slowWait+1 && str(reply[0]) == wordSlow {
 		return Place{}, &RetryError{After: time.Duration(num(reply[slowWait])) * time.Millisecond}
 	}
 	return e.place(pollCmd, t, have, reply)

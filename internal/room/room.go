@@ -25,7 +25,10 @@ const (
 	ModeClosed      Mode = "closed"      // new arrivals refused; nobody is admitted
 )
 
-// Config is a room's settings, stored in Redis and changed live through the admin API.
+// Config is a room's settings, stored in Redis and changed live through the
+// admin API. Each field has one row in the settings table (config.go,
+// Settings): its JSON key, which is also its Redis hash field, its range and
+// its default; a new setting is a field here and a row there.
 type Config struct {
 	MaxActive           int64      `json:"maxActive"`
 	AdmitPerMinute      int64      `json:"admitPerMinute"`
