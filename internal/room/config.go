@@ -79,25 +79,25 @@ const maxOriginLen = 2048
 // settings is the table: one row per room setting, in the order Validate
 // checks them (the first invalid one is the error).
 var settings = []Setting{
-	number("maxActive", "visitors holding a grant or a session at once",
+	number("maxActive", "grants + sessions at once (I1)",
 		func(c *Config) *int64 { return &c.MaxActive }, 100, 1, 1_000_000),
-	number("admitPerMinute", "admissions per minute",
+	number("admitPerMinute", "admission rate; quota per tick carries the fraction",
 		func(c *Config) *int64 { return &c.AdmitPerMinute }, 600, 1, 1_000_000),
-	number("sessionTTLSeconds", "how long a session lasts after the grant is consumed (s)",
+	number("sessionTTLSeconds", "a consumed grant's session ends after this unless completed",
 		func(c *Config) *int64 { return &c.SessionTTLSeconds }, 600, 10, 86_400),
-	number("claimTTLSeconds", "how long an admitted visitor has to consume the grant (s)",
+	number("claimTTLSeconds", "a grant not consumed in this time is reclaimed",
 		func(c *Config) *int64 { return &c.ClaimTTLSeconds }, 120, 5, 3_600),
-	number("heartbeatTTLSeconds", "how long a waiting visitor may stay silent before eviction (s)",
+	number("heartbeatTTLSeconds", "a waiting visitor not seen for this long is evicted (and may come back before the head passes)",
 		func(c *Config) *int64 { return &c.HeartbeatTTLSeconds }, 120, 10, 3_600),
 	// Generous by default: many visitors may share one address (mobile carriers, offices, venues).
-	number("clientEnqueuePerMinute", "enqueues per minute from one client address; 0: no limit",
+	number("clientEnqueuePerMinute", "enqueues per client address (0: no limit)",
 		func(c *Config) *int64 { return &c.ClientEnqueuePerMinute }, 60, 0, 100_000),
 	func() Setting {
 		names := make([]string, len(modes))
 		for i, m := range modes {
 			names[i] = string(m)
 		}
-		s := setting("mode", "how the room admits visitors",
+		s := setting("mode", "how the room admits visitors (see Mode)",
 			func(c *Config) *Mode { return &c.Mode }, ModeQueue,
 			func(m Mode) string { return string(m) },
 			func(s string) Mode { return Mode(s) },
@@ -110,7 +110,7 @@ var settings = []Setting{
 		s.Choices = names
 		return s
 	}(),
-	setting("originUrl", "where admitted visitors go; the audience of their entry tokens",
+	setting("originUrl", "where admitted visitors go; the entry token's audience",
 		func(c *Config) *string { return &c.OriginURL }, "",
 		func(s string) string { return s },
 		func(s string) string { return s },
@@ -125,7 +125,7 @@ var settings = []Setting{
 			return ""
 		}),
 	// Redis keeps it in milliseconds, 0 for none.
-	setting("opensAt", "when the room opens; before it, arrivals join a pre-queue drawn by lottery",
+	setting("opensAt", "before it, arrivals join the pre-queue; order drawn at opening",
 		func(c *Config) **time.Time { return &c.OpensAt }, nil,
 		func(t *time.Time) string {
 			if t == nil {
