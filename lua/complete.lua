@@ -2,14 +2,17 @@
 -- KEYS: the room's keys (lib.lua)
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> member (the entry token's sequence)
--- Returns {'ok'}, {'unknown'} (no such session or grant: already ended or expired), or {'noroom'}.
+-- ARGV[3] -> audience (the entry token's aud): must be the room's originUrl
+-- Returns {'ok'}, {'nogrant'} (no such session or grant: already ended or
+-- expired), {'audience'} (the token is for another origin: nothing changes), or {'noroom'}.
 local now = tonumber(ARGV[1])
 local m = ARGV[2]
 if not load_cfg() then return {'noroom'} end
+if redis.call('HGET', K_CFG, 'originUrl') ~= ARGV[3] then return {'audience'} end
 if redis.call('ZREM', K_ACT, m) == 1 then return {'ok'} end
 if redis.call('ZREM', K_ADM, m) == 1 then
   -- A grant given up before use: record it as used so the token cannot be redeemed after.
   redis.call('ZADD', K_USED, 'GT', now, m)
   return {'ok'}
 end
-return {'unknown'}
+return {'nogrant'}

@@ -3,7 +3,8 @@
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> seed for the pre-queue draw (random; kept if the room has one)
 -- ARGV[3] -> version of these settings (random per PUT; replies carry it, the Go side caches by it)
--- ARGV[4..] -> field, value pairs of the settings (validated by the caller; opensAt in ms, 0 for none)
+-- ARGV[4..] -> field, value pairs of the settings, named and encoded by internal/room's settings table
+--              (validated by the caller; opensAt in ms, 0 for none)
 -- Returns {'created'} or {'updated'}.
 -- A room created (or re-created after a data loss) records its epoch: the
 -- sequence floor at that instant (Redis server time in microseconds, as

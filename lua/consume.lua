@@ -2,13 +2,16 @@
 -- KEYS: the room's keys (lib.lua)
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> member (the entry token's sequence)
+-- ARGV[3] -> audience (the entry token's aud): must be the room's originUrl
 -- Returns {'ok', session end (ms)}, {'consumed'} (already), {'expired'},
--- {'unknown'} (no such grant), or {'noroom'}.
+-- {'nogrant'} (no such grant), {'audience'} (the token is for another origin:
+-- nothing changes), or {'noroom'}.
 local now = tonumber(ARGV[1])
 local m = ARGV[2]
 
 local cfg = load_cfg()
 if not cfg then return {'noroom'} end
+if redis.call('HGET', K_CFG, 'originUrl') ~= ARGV[3] then return {'audience'} end
 
 local d = redis.call('ZSCORE', K_ADM, m)
 if d then
@@ -25,4 +28,4 @@ if redis.call('ZSCORE', K_ACT, m) or redis.call('ZSCORE', K_USED, m) then
   redis.call('HINCRBY', K_ST, 'replays', 1)
   return {'consumed'}
 end
-return {'unknown'}
+return {'nogrant'}

@@ -5,7 +5,7 @@
 -- ARGV[3] -> the settings version the caller has cached ('' or absent for none)
 -- Returns the place shape of lib.lua's reply, state one of:
 --   'prequeue' (draw set, position 0), 'waiting', 'admitted' (deadline set);
---   or {'unknown'} for an unknown room, {'closed'} for a closed one.
+--   or {'noroom'} for an unknown room, {'closed'} for a closed one.
 -- The sequence is max(last + 1, Redis server time in microseconds): the one use
 -- of server time, on purpose, so numbers issued after a data loss stay above
 -- every ticket issued before it.
@@ -13,7 +13,7 @@ local now = tonumber(ARGV[1])
 local visitor = ARGV[2]
 
 local cfg = load_cfg()
-if not cfg then return {'unknown'} end
+if not cfg then return {'noroom'} end
 if cfg.mode == 'closed' then return {'closed'} end
 cfg.known = ARGV[3]
 

@@ -11,6 +11,19 @@
 -- KEYS[6] -> vst:{room}:act   ZSET  sessions: member seq, score session end (ms)
 -- KEYS[7] -> vst:{room}:used  ZSET  consumed grants: member seq, score consume time (ms), or the end of the recovery window
 -- KEYS[8] -> vst:{room}:left  ZSET  visitors who left: member seq, score queue score
+--
+-- Replies (named in internal/room/reply.go):
+-- * one word for an outcome: 'ok', 'noroom' (unknown room: no settings),
+--   'nogrant' (no such grant or session), 'closed', 'consumed', 'expired',
+--   'audience' (an entry token for another origin), 'slow' (+ wait in ms),
+--   'created', 'updated';
+-- * the place shape of reply() below, by position:
+--   1 state ('prequeue', 'waiting', 'paused', 'closed', 'admitted', 'active', 'expired')
+--   2 seq (decimal)   3 draw ('' for none)   4 position (1-based, 0 when not waiting)
+--   5 waiting         6 deadline (ms: claim deadline, or session end when active; 0 for none)
+--   7 rate (admissions in the last minute, measured)   8 settings version
+--   9.. the settings as field, value pairs (settings() below), when sent;
+-- * the counts of tick.lua and stats.lua, by position (their headers).
 local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 
@@ -157,16 +170,27 @@ local function free_slots(cfg)
   return cfg.maxActive - redis.call('ZCARD', K_ADM) - redis.call('ZCARD', K_ACT)
 end
 
--- reply is the fixed shape every place-returning script answers with:
--- {state, seq, draw, position, waiting, deadline (ms), rate (admissions per minute, measured), settings version}
--- followed by the settings (decodeConfig's order) when the caller's cached
--- version (cfg.known, from ARGV) is not the room's: no second round trip.
+-- The fields of the settings hash that are the engine's own, not settings.
+local INTERNAL = {seed = true, ver = true, rate = true}
+
+-- settings appends the room's settings to out as field, value pairs (the
+-- settings hash without its internal fields; the Go side reads them by name).
+local function settings(out)
+  local h = redis.call('HGETALL', K_CFG)
+  for i = 1, #h, 2 do
+    if not INTERNAL[h[i]] then
+      out[#out + 1] = h[i]
+      out[#out + 1] = h[i + 1]
+    end
+  end
+  return out
+end
+
+-- reply is the place shape (see the header) every place-returning script
+-- answers with; the settings follow when the caller's cached version
+-- (cfg.known, from ARGV) is not the room's: no second round trip.
 local function reply(cfg, state, m, draw, pos, waiting, deadline)
   local out = {state, m or '', draw or '', pos or 0, waiting or 0, member(deadline or 0), cfg.measured, cfg.ver}
-  if cfg.ver == '' or cfg.ver ~= cfg.known then
-    local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
-      'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'originUrl', 'clientEnqueuePerMinute')
-    for i = 1, 9 do out[8 + i] = v[i] or '' end
-  end
+  if cfg.ver == '' or cfg.ver ~= cfg.known then settings(out) end
   return out
 end

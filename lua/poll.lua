@@ -7,7 +7,7 @@
 -- ARGV[5] -> the settings version the caller has cached ('' for none)
 -- Returns the place shape of lib.lua's reply, state one of 'prequeue', 'waiting',
 -- 'paused', 'closed', 'admitted' (deadline = claim deadline), 'active' (deadline =
--- session end), 'expired'; or {'unknown'} for an unknown room, or {'slow', wait ms}
+-- session end), 'expired'; or {'noroom'} for an unknown room, or {'slow', wait ms}
 -- when a waiting visitor polls again sooner than the min interval.
 -- A member found nowhere whose score the head has not passed (lib.lua passed),
 -- and who did not leave, is restored at that score (I4): eviction and data loss
@@ -17,7 +17,7 @@ local m = ARGV[2]
 local score = tonumber(ARGV[3])
 
 local cfg = load_cfg()
-if not cfg then return {'unknown'} end
+if not cfg then return {'noroom'} end
 cfg.known = ARGV[5]
 
 local rank = redis.call('ZRANK', K_Q, m)

@@ -3,12 +3,12 @@
 -- KEYS[1] -> vst:{room}:cfg        HASH  the room's settings (clientEnqueuePerMinute)
 -- KEYS[2] -> vst:{room}:rl:<client> STRING the client's theoretical arrival time (ms)
 -- ARGV[1] -> now (ms)
--- Returns {0} when allowed, {wait} (ms until allowed) when limited, {-1} for an unknown room.
+-- Returns {0} when allowed, {wait} (ms until allowed) when limited, {'noroom'} for an unknown room.
 -- The limit is clientEnqueuePerMinute with a burst of a tenth of it (at least 1);
 -- 0 turns it off.
 local now = tonumber(ARGV[1])
 local v = redis.call('HMGET', KEYS[1], 'mode', 'clientEnqueuePerMinute')
-if not v[1] then return {-1} end
+if not v[1] then return {'noroom'} end
 local limit = tonumber(v[2]) or 0
 if limit <= 0 then return {0} end
 local interval = 60000 / limit

@@ -1,9 +1,11 @@
--- stats.lua: a snapshot of a room.
+-- stats.lua: a snapshot of a room, with its settings (the status route reads both at once).
 -- KEYS: the room's keys (lib.lua)
 -- ARGV[1] -> now (ms)
--- Returns {waiting, admitted, active, admitted last minute, evicted, consumed, replays refused}, or {'unknown'}.
+-- Returns {waiting, admitted, active, admitted last minute, evicted, consumed,
+-- replays refused, then the settings as field, value pairs (lib.lua settings)},
+-- or {'noroom'}.
 local now = tonumber(ARGV[1])
-if not load_cfg() then return {'unknown'} end
+if not load_cfg() then return {'noroom'} end
 local c = redis.call('HMGET', K_ST, 'evicted', 'consumed', 'replays')
-return {redis.call('ZCARD', K_Q), redis.call('ZCARD', K_ADM), redis.call('ZCARD', K_ACT),
-  admitted_last_minute(now), tonumber(c[1]) or 0, tonumber(c[2]) or 0, tonumber(c[3]) or 0}
+return settings({redis.call('ZCARD', K_Q), redis.call('ZCARD', K_ADM), redis.call('ZCARD', K_ACT),
+  admitted_last_minute(now), tonumber(c[1]) or 0, tonumber(c[2]) or 0, tonumber(c[3]) or 0})

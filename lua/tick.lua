@@ -2,7 +2,7 @@
 -- KEYS: the room's keys (lib.lua)
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> batch: the most waiting visitors one call checks for a stale heartbeat
--- Returns {admitted, evicted, grants reclaimed, sessions ended}, or {'unknown'}.
+-- Returns {admitted, evicted, grants reclaimed, sessions ended}, or {'noroom'}.
 -- Reclaims expired grants and sessions always; in a paused or closed room and
 -- before opensAt it does nothing else. In passthrough it admits up to `batch`
 -- of those who were waiting when the room switched, without capacity or rate. Otherwise it sweeps the
@@ -14,7 +14,7 @@ local now = tonumber(ARGV[1])
 local batch = tonumber(ARGV[2])
 
 local cfg = load_cfg()
-if not cfg then return {'unknown'} end
+if not cfg then return {'noroom'} end
 local st = redis.call('HMGET', K_ST, 'head', 'tokens', 'refill', 'sweep', 'created', 'epoch', 'since', 'oldest',
   'hbgrace', 'hbgraceuntil')
 local top = tonumber(st[1]) or -1

@@ -217,7 +217,7 @@ func benchScripts(ctx context.Context, d time.Duration) ([]Row, error) {
 		if i >= n {
 			return errDone
 		}
-		_, err := e.Consume(ctx, grantRoom, tickets[i].Seq)
+		_, err := e.Consume(ctx, grantRoom, tickets[i].Seq, cfg.OriginURL)
 		return err
 	})
 	if err != nil {
@@ -231,7 +231,7 @@ func benchScripts(ctx context.Context, d time.Duration) ([]Row, error) {
 		if i >= consumed {
 			return errDone
 		}
-		return e.Complete(ctx, grantRoom, tickets[i].Seq)
+		return e.Complete(ctx, grantRoom, tickets[i].Seq, cfg.OriginURL)
 	})
 	if err != nil {
 		return rows, fmt.Errorf("complete: %w", err)

@@ -60,6 +60,8 @@ func toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusConflict, code: "already_consumed", message: "this entry was already used"}
 	case errors.Is(err, room.ErrGrantExpired):
 		return &apiError{status: http.StatusGone, code: "grant_expired", message: "the entry expired before it was used"}
+	case errors.Is(err, room.ErrWrongAudience):
+		return &apiError{status: http.StatusUnauthorized, code: "invalid_token", message: "entry token is for another origin"}
 	case errors.Is(err, room.ErrUnknownGrant):
 		return &apiError{status: http.StatusUnauthorized, code: "unknown_grant", message: "no such entry"}
 	case errors.Is(err, room.ErrRateLimited):

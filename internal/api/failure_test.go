@@ -36,10 +36,10 @@ func (f failing) Locate(context.Context, room.Ticket) (room.Place, error) {
 	return room.Place{}, f.fail()
 }
 func (f failing) Leave(context.Context, room.Ticket) error { return f.fail() }
-func (f failing) Consume(context.Context, string, int64) (room.Session, error) {
+func (f failing) Consume(context.Context, string, int64, string) (room.Session, error) {
 	return room.Session{}, f.fail()
 }
-func (f failing) Complete(context.Context, string, int64) error { return f.fail() }
+func (f failing) Complete(context.Context, string, int64, string) error { return f.fail() }
 func (f failing) Tick(context.Context, string) (room.TickResult, error) {
 	return room.TickResult{}, f.fail()
 }
@@ -49,8 +49,10 @@ func (f failing) PutConfig(context.Context, string, room.Config) (room.Config, e
 func (f failing) GetConfig(context.Context, string) (room.Config, error) {
 	return room.Config{}, f.fail()
 }
-func (f failing) Rooms(context.Context) ([]string, error)            { return nil, f.fail() }
-func (f failing) Stats(context.Context, string) (room.Stats, error)  { return room.Stats{}, f.fail() }
+func (f failing) Rooms(context.Context) ([]string, error) { return nil, f.fail() }
+func (f failing) Status(context.Context, string) (room.Config, room.Stats, error) {
+	return room.Config{}, room.Stats{}, f.fail()
+}
 func (f failing) AllowEnqueue(context.Context, string, string) error { return f.fail() }
 
 func handlerOver(t *testing.T, q room.Queue) *api.Handler {

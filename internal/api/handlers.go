@@ -182,11 +182,7 @@ type statusResponse struct {
 }
 
 func (h *Handler) status(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
-	cfg, err := h.o.Queue.GetConfig(ctx, r.room)
-	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
-	st, err := h.o.Queue.Stats(ctx, r.room)
+	cfg, st, err := h.o.Queue.Status(ctx, r.room)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
@@ -229,12 +225,13 @@ func (h *Handler) fromOrigin(r *request, roomID string) error {
 	return nil
 }
 
-// verifyEntry checks an entry token and that its audience is the room's
-// current origin. With allowExpired, a token past its claim window still
-// passes (complete comes after the window, during the session): its signature,
-// typ, issuer and key are still checked at the token's own start time, and the
-// engine decides whether the session still runs.
-func (h *Handler) verifyEntry(ctx context.Context, r *request, s string, allowExpired bool) (token.EntryClaims, error) {
+// verifyEntry checks an entry token's signature, typ, issuer, key and time.
+// With allowExpired, a token past its claim window still passes (complete
+// comes after the window, during the session): the rest is still checked at
+// the token's own start time, and the engine decides whether the session still
+// runs. The engine also checks, in the same script as the grant, that the
+// token's audience is the room's current origin (see redeemError).
+func (h *Handler) verifyEntry(r *request, s string, allowExpired bool) (token.EntryClaims, error) {
 	c, err := h.o.Entries.Verify(s, r.now)
 	if errors.Is(err, token.ErrExpired) {
 		if !allowExpired {
@@ -247,17 +244,16 @@ func (h *Handler) verifyEntry(ctx context.Context, r *request, s string, allowEx
 	if err != nil {
 		return c, errInvalidToken
 	}
-	cfg, err := h.o.Queue.GetConfig(ctx, c.Room)
-	if errors.Is(err, room.ErrUnknownRoom) {
-		return c, errInvalidToken
-	}
-	if err != nil {
-		return c, err
-	}
-	if c.Audience != cfg.OriginURL {
-		return c, &apiError{status: http.StatusUnauthorized, code: "invalid_token", message: "entry token is for another origin"}
-	}
 	return c, nil
+}
+
+// redeemError is consume's and complete's error from the engine: a token for
+// a room that no longer exists is an invalid token, not an unknown room.
+func redeemError(err error) error {
+	if errors.Is(err, room.ErrUnknownRoom) {
+		return errInvalidToken
+	}
+	return err
 }
 
 // unverifiedStart reads nbf (or iat) without checking the signature; it only
@@ -281,22 +277,18 @@ func (h *Handler) consume(ctx context.Context, r *request) (events.APIGatewayV2H
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	c, err := h.verifyEntry(ctx, r, s, false)
+	c, err := h.verifyEntry(r, s, false)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	if err := h.fromOrigin(r, c.Room); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	sess, err := h.o.Queue.Consume(ctx, c.Room, c.Seq)
+	sess, err := h.o.Queue.Consume(ctx, c.Room, c.Seq, c.Audience)
 	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
+		return events.APIGatewayV2HTTPResponse{}, redeemError(err)
 	}
-	visitor := sess.Visitor
-	if visitor == "" {
-		visitor = c.Visitor
-	}
-	return jsonResponse(http.StatusOK, consumeResponse{Room: c.Room, Visitor: visitor, SessionExpiresAt: sess.ExpiresAt.UTC()}), nil
+	return jsonResponse(http.StatusOK, consumeResponse{Room: c.Room, Visitor: c.Visitor, SessionExpiresAt: sess.ExpiresAt.UTC()}), nil
 }
 
 func (h *Handler) complete(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
@@ -304,15 +296,15 @@ func (h *Handler) complete(ctx context.Context, r *request) (events.APIGatewayV2
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	c, err := h.verifyEntry(ctx, r, s, true)
+	c, err := h.verifyEntry(r, s, true)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	if err := h.fromOrigin(r, c.Room); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	if err := h.o.Queue.Complete(ctx, c.Room, c.Seq); err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
+	if err := h.o.Queue.Complete(ctx, c.Room, c.Seq, c.Audience); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, redeemError(err)
 	}
 	return jsonResponse(http.StatusOK, map[string]any{"room": c.Room, "visitor": c.Visitor, "completed": true}), nil
 }
@@ -359,9 +351,7 @@ func (h *Handler) putRoom(ctx context.Context, r *request) (events.APIGatewayV2H
 	if err := decodeJSON(r.body, &base); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	if err := base.Validate(); err != nil {
-		return events.APIGatewayV2HTTPResponse{}, &apiError{status: http.StatusBadRequest, code: "invalid_config", message: err.Error()}
-	}
+	// The engine validates (an invalid config is 400 invalid_config, toAPIError).
 	cfg, err := h.o.Queue.PutConfig(ctx, r.room, base)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
@@ -370,11 +360,7 @@ func (h *Handler) putRoom(ctx context.Context, r *request) (events.APIGatewayV2H
 }
 
 func (h *Handler) info(ctx context.Context, id string) (roomInfo, error) {
-	cfg, err := h.o.Queue.GetConfig(ctx, id)
-	if err != nil {
-		return roomInfo{}, err
-	}
-	st, err := h.o.Queue.Stats(ctx, id)
+	cfg, st, err := h.o.Queue.Status(ctx, id)
 	if err != nil {
 		return roomInfo{}, err
 	}

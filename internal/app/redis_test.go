@@ -75,7 +75,7 @@ func engineJourney(t *testing.T, rdb redis.UniversalClient) {
 	if p, err = q.Poll(ctx, p.Ticket); err != nil || p.State != room.StateAdmitted {
 		t.Fatalf("poll after tick: %+v %v", p, err)
 	}
-	if _, err := q.Consume(ctx, id, p.Ticket.Seq); err != nil {
+	if _, err := q.Consume(ctx, id, p.Ticket.Seq, cfg.OriginURL); err != nil {
 		t.Fatal(err)
 	}
 }

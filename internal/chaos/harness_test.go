@@ -84,9 +84,12 @@ func startServer(t *testing.T, extra ...string) *redistest.Server {
 // chaosConfig is a room that turns visitors over quickly, so a short test sees
 // many admissions: grants and heartbeats outlive any fault the suite injects,
 // so a visitor who loses the place lost it to a fault, not to a timer.
+// chaosOrigin is chaosConfig's origin URL: the audience of its entry tokens.
+const chaosOrigin = "https://shop.example.com/checkout"
+
 func chaosConfig(maxActive, perMinute int64) room.Config {
 	c := room.DefaultConfig()
-	c.OriginURL = "https://shop.example.com/checkout"
+	c.OriginURL = chaosOrigin
 	c.MaxActive = maxActive
 	c.AdmitPerMinute = perMinute
 	c.ClaimTTLSeconds = 60
@@ -166,7 +169,7 @@ func (l *ledger) check(t *testing.T) {
 type sampler struct {
 	rdb       redis.UniversalClient
 	room      string
-	keys      room.RoomKeys
+	keys      room.Keys
 	maxActive int64
 	ordered   bool
 	stop      chan struct{}
@@ -484,7 +487,7 @@ func (c *crowd) redeem(ctx context.Context, t room.Ticket) bool {
 	for {
 		var s room.Session
 		err := c.call(ctx, func(ctx context.Context) (err error) {
-			s, err = c.engine().Consume(ctx, t.Room, t.Seq)
+			s, err = c.engine().Consume(ctx, t.Room, t.Seq, chaosOrigin)
 			return err
 		})
 		switch {
@@ -504,7 +507,7 @@ func (c *crowd) redeem(ctx context.Context, t room.Ticket) bool {
 			}
 			c.inflight.Add(-1)
 			for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
-				err := c.call(ctx, func(ctx context.Context) error { return c.engine().Complete(ctx, t.Room, t.Seq) })
+				err := c.call(ctx, func(ctx context.Context) error { return c.engine().Complete(ctx, t.Room, t.Seq, chaosOrigin) })
 				if err == nil || errors.Is(err, room.ErrUnknownGrant) {
 					break
 				}

@@ -113,7 +113,7 @@ func assertServed(t *testing.T, eng *room.Engine, tk room.Ticket) {
 	if err != nil || p.State != room.StateExpired {
 		t.Errorf("served ticket %d polled again: %v %v, want expired", tk.Seq, p.State, err)
 	}
-	if _, err := eng.Consume(ctx, tk.Room, tk.Seq); err == nil {
+	if _, err := eng.Consume(ctx, tk.Room, tk.Seq, chaosOrigin); err == nil {
 		t.Errorf("I2: served grant %d consumed again", tk.Seq)
 	}
 }
@@ -143,10 +143,10 @@ func servedAfterLoss(t *testing.T) {
 	if r, err := eng.Tick(ctx, id); err != nil || r.Admitted != 1 {
 		t.Fatalf("tick = %+v, %v; want one admitted", r, err)
 	}
-	if _, err := eng.Consume(ctx, id, a.Ticket.Seq); err != nil {
+	if _, err := eng.Consume(ctx, id, a.Ticket.Seq, chaosOrigin); err != nil {
 		t.Fatalf("consume: %v", err)
 	}
-	if err := eng.Complete(ctx, id, a.Ticket.Seq); err != nil {
+	if err := eng.Complete(ctx, id, a.Ticket.Seq, chaosOrigin); err != nil {
 		t.Fatalf("complete: %v", err)
 	}
 	assertServed(t, eng, a.Ticket)
@@ -163,7 +163,7 @@ func servedAfterLoss(t *testing.T) {
 	if _, err := eng.Tick(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	_, again := eng.Consume(ctx, id, a.Ticket.Seq)
+	_, again := eng.Consume(ctx, id, a.Ticket.Seq, chaosOrigin)
 	if p.State == room.StateExpired && again != nil {
 		return // the gap is closed
 	}
@@ -206,8 +206,8 @@ func TestChaosRedisUnreachable(t *testing.T) {
 		{"poll", func(ctx context.Context) error { _, err := eng.Poll(ctx, tickets[0]); return err }},
 		{"locate", func(ctx context.Context) error { _, err := eng.Locate(ctx, tickets[0]); return err }},
 		{"leave", func(ctx context.Context) error { return eng.Leave(ctx, nobody) }},
-		{"consume", func(ctx context.Context) error { _, err := eng.Consume(ctx, id, 1); return err }},
-		{"complete", func(ctx context.Context) error { return eng.Complete(ctx, id, 1) }},
+		{"consume", func(ctx context.Context) error { _, err := eng.Consume(ctx, id, 1, chaosOrigin); return err }},
+		{"complete", func(ctx context.Context) error { return eng.Complete(ctx, id, 1, chaosOrigin) }},
 		{"tick", func(ctx context.Context) error { _, err := eng.Tick(ctx, id); return err }},
 		{"stats", func(ctx context.Context) error { _, err := eng.Stats(ctx, id); return err }},
 		{"getconfig", func(ctx context.Context) error { _, err := eng.GetConfig(ctx, id); return err }},

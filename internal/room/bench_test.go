@@ -178,7 +178,7 @@ func BenchmarkConsume(b *testing.B) {
 	b.SetParallelism(benchParallelism)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := eng.Consume(ctx, id, seqs[next.Add(1)-1]); err != nil {
+			if _, err := eng.Consume(ctx, id, seqs[next.Add(1)-1], origin); err != nil {
 				b.Error(err)
 				return
 			}
@@ -197,7 +197,7 @@ func BenchmarkConsumeReplay(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := eng.Consume(ctx, id, p.Ticket.Seq); err != nil {
+	if _, err := eng.Consume(ctx, id, p.Ticket.Seq, origin); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
@@ -205,7 +205,7 @@ func BenchmarkConsumeReplay(b *testing.B) {
 	b.SetParallelism(benchParallelism)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			eng.Consume(ctx, id, p.Ticket.Seq)
+			eng.Consume(ctx, id, p.Ticket.Seq, origin)
 		}
 	})
 	cost()
@@ -245,14 +245,14 @@ func BenchmarkTickIdle(b *testing.B) {
 // fillQueue puts n waiting visitors straight into a room's queue and heartbeat
 // keys, exactly as enqueue writes them (member and score = a microsecond
 // sequence, heartbeat = now in ms), by pipelined ZADD and HSET of 1,000 members.
-func fillQueue(b *testing.B, rdb redis.UniversalClient, k room.RoomKeys, first int64, n int, nowMS int64) {
+func fillQueue(b *testing.B, rdb redis.UniversalClient, k room.Keys, first int64, n int, nowMS int64) {
 	ctx := context.Background()
 	const per, cmdsPerPipe = 1000, 50
 	pipe := rdb.Pipeline()
 	queued := 0
 	for i := 0; i < n; i += per {
 		q := make([]redis.Z, 0, per)
-		hb := make([]interface{}, 0, 2*per)
+		hb := make([]any, 0, 2*per)
 		for j := i; j < min(i+per, n); j++ {
 			seq := first + int64(j)
 			m := strconv.FormatInt(seq, 10)

@@ -41,7 +41,7 @@ func raceConsume(e *env, seq int64, n int) (ok, replays int64, other []error) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, err := e.eng.Consume(e.ctx, e.room, seq)
+			_, err := e.eng.Consume(e.ctx, e.room, seq, origin)
 			switch {
 			case err == nil:
 				atomic.AddInt64(&ok, 1)
@@ -162,7 +162,7 @@ func TestConcurrentTicksKeepCapacity(t *testing.T) {
 				} else {
 					e.consume(tk.Seq)
 				}
-				if err := e.eng.Complete(e.ctx, e.room, tk.Seq); err != nil {
+				if err := e.eng.Complete(e.ctx, e.room, tk.Seq, origin); err != nil {
 					t.Fatal(err)
 				}
 				served[i] = true

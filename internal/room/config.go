@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 )
 
 var roomID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -12,32 +16,150 @@ var roomID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // limit keeps ids safe inside keys ({ and } would break the hash tag), URLs and logs.
 func ValidRoomID(s string) bool { return roomID.MatchString(s) }
 
-// DefaultConfig is a room's settings when nothing else is said.
-func DefaultConfig() Config {
-	return Config{
-		MaxActive:           100,
-		AdmitPerMinute:      600,
-		SessionTTLSeconds:   600,
-		ClaimTTLSeconds:     120,
-		HeartbeatTTLSeconds: 120,
-		Mode:                ModeQueue,
-		// Generous: many visitors may share one address (mobile carriers, offices, venues).
-		ClientEnqueuePerMinute: 60,
+// Setting is one row of the settings table: one room setting, with its name
+// (the same everywhere it is spelled), its default and what values it takes.
+// The table drives DefaultConfig, Config.Validate and the settings' encoding in
+// Redis: a new setting is one field on Config and one row.
+type Setting struct {
+	// Name is the setting's JSON key in Config and its field in the room's
+	// Redis settings hash (vst:{room}:cfg), which the Lua scripts read.
+	Name string
+	// Doc says what the setting is, in one line.
+	Doc string
+	// Numeric reports a whole number, valid in the inclusive range Min..Max.
+	Numeric  bool
+	Min, Max int64
+	// Choices are the values a setting with a fixed set of them takes (mode); nil otherwise.
+	Choices []string
+	// Default is the setting's value in DefaultConfig, of its Config field's
+	// type: int64 for a number, Mode, string (originUrl: "", there is no default
+	// origin) or *time.Time (opensAt: nil, no opening time).
+	Default any
+
+	reset  func(*Config)         // sets the default
+	encode func(Config) string   // the value as the Redis hash stores it
+	decode func(*Config, string) // from the Redis hash's string
+	check  func(Config) string   // why the value is invalid; "" when it is valid
+}
+
+// setting makes a table row for the Config field that field points to: enc
+// and dec convert it to and from its Redis string, check says why a value is
+// invalid ("" when valid).
+func setting[T any](name, doc string, field func(*Config) *T, def T, enc func(T) string, dec func(string) T, check func(T) string) Setting {
+	return Setting{
+		Name: name, Doc: doc, Default: def,
+		reset:  func(c *Config) { *field(c) = def },
+		encode: func(c Config) string { return enc(*field(&c)) },
+		decode: func(c *Config, s string) { *field(c) = dec(s) },
+		check:  func(c Config) string { return check(*field(&c)) },
 	}
 }
 
-// Limits of the settings, inclusive.
-var limits = []struct {
-	name     string
-	get      func(Config) int64
-	min, max int64
-}{
-	{"maxActive", func(c Config) int64 { return c.MaxActive }, 1, 1_000_000},
-	{"admitPerMinute", func(c Config) int64 { return c.AdmitPerMinute }, 1, 1_000_000},
-	{"sessionTTLSeconds", func(c Config) int64 { return c.SessionTTLSeconds }, 10, 86_400},
-	{"claimTTLSeconds", func(c Config) int64 { return c.ClaimTTLSeconds }, 5, 3_600},
-	{"heartbeatTTLSeconds", func(c Config) int64 { return c.HeartbeatTTLSeconds }, 10, 3_600},
-	{"clientEnqueuePerMinute", func(c Config) int64 { return c.ClientEnqueuePerMinute }, 0, 100_000},
+// number makes the row of a whole-number setting valid in min..max.
+func number(name, doc string, field func(*Config) *int64, def, min, max int64) Setting {
+	s := setting(name, doc, field, def,
+		func(v int64) string { return strconv.FormatInt(v, 10) },
+		func(s string) int64 { return num(s) },
+		func(v int64) string {
+			if v < min || v > max {
+				return fmt.Sprintf("%d is outside %d..%d", v, min, max)
+			}
+			return ""
+		})
+	s.Numeric, s.Min, s.Max = true, min, max
+	return s
+}
+
+// modes are the valid values of mode, in the order error messages list them.
+var modes = []Mode{ModeQueue, ModeAuto, ModePassthrough, ModePaused, ModeClosed}
+
+// maxOriginLen is the longest originUrl accepted.
+const maxOriginLen = 2048
+
+// settings is the table: one row per room setting, in the order Validate
+// checks them (the first invalid one is the error).
+var settings = []Setting{
+	number("maxActive", "grants + sessions at once (I1)",
+		func(c *Config) *int64 { return &c.MaxActive }, 100, 1, 1_000_000),
+	number("admitPerMinute", "admission rate; quota per tick carries the fraction",
+		func(c *Config) *int64 { return &c.AdmitPerMinute }, 600, 1, 1_000_000),
+	number("sessionTTLSeconds", "a consumed grant's session ends after this unless completed",
+		func(c *Config) *int64 { return &c.SessionTTLSeconds }, 600, 10, 86_400),
+	number("claimTTLSeconds", "a grant not consumed in this time is reclaimed",
+		func(c *Config) *int64 { return &c.ClaimTTLSeconds }, 120, 5, 3_600),
+	number("heartbeatTTLSeconds", "a waiting visitor not seen for this long is evicted (and may come back before the head passes)",
+		func(c *Config) *int64 { return &c.HeartbeatTTLSeconds }, 120, 10, 3_600),
+	// Generous by default: many visitors may share one address (mobile carriers, offices, venues).
+	number("clientEnqueuePerMinute", "enqueues per client address (0: no limit)",
+		func(c *Config) *int64 { return &c.ClientEnqueuePerMinute }, 60, 0, 100_000),
+	func() Setting {
+		names := make([]string, len(modes))
+		for i, m := range modes {
+			names[i] = string(m)
+		}
+		s := setting("mode", "how the room admits visitors (see Mode)",
+			func(c *Config) *Mode { return &c.Mode }, ModeQueue,
+			func(m Mode) string { return string(m) },
+			func(s string) Mode { return Mode(s) },
+			func(m Mode) string {
+				if slices.Contains(modes, m) {
+					return ""
+				}
+				return fmt.Sprintf("%q is not one of %s", m, strings.Join(names, ", "))
+			})
+		s.Choices = names
+		return s
+	}(),
+	setting("originUrl", "where admitted visitors go; the entry token's audience",
+		func(c *Config) *string { return &c.OriginURL }, "",
+		func(s string) string { return s },
+		func(s string) string { return s },
+		func(s string) string {
+			if len(s) > maxOriginLen {
+				return fmt.Sprintf("longer than %d characters", maxOriginLen)
+			}
+			u, err := url.Parse(s)
+			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				return "must be an absolute http(s) URL"
+			}
+			return ""
+		}),
+	// Redis keeps it in milliseconds, 0 for none.
+	setting("opensAt", "before it, arrivals join the pre-queue; order drawn at opening",
+		func(c *Config) **time.Time { return &c.OpensAt }, nil,
+		func(t *time.Time) string {
+			if t == nil {
+				return "0"
+			}
+			return strconv.FormatInt(t.UnixMilli(), 10)
+		},
+		func(s string) *time.Time {
+			if ms := num(s); ms > 0 {
+				t := time.UnixMilli(ms).UTC()
+				return &t
+			}
+			return nil
+		},
+		func(t *time.Time) string {
+			if t != nil && (t.Year() < 2000 || t.Year() > 9999) {
+				return "must be an RFC 3339 time between the years 2000 and 9999"
+			}
+			return ""
+		}),
+}
+
+// Settings returns the settings table, one row per room setting: for tools
+// and infrastructure that need the names, defaults and ranges.
+func Settings() []Setting { return slices.Clone(settings) }
+
+// DefaultConfig is a room's settings when nothing else is said. It has no
+// origin URL, so it is not valid until one is set.
+func DefaultConfig() Config {
+	var c Config
+	for _, s := range settings {
+		s.reset(&c)
+	}
+	return c
 }
 
 // FieldError says which setting is wrong and why. It wraps ErrInvalidConfig.
@@ -51,27 +173,49 @@ func (e *FieldError) Error() string { return "room: invalid " + e.Field + ": " +
 // Unwrap makes errors.Is(err, ErrInvalidConfig) true.
 func (e *FieldError) Unwrap() error { return ErrInvalidConfig }
 
-// Validate checks every setting; a bad value is an error, never a stored config.
+// Validate checks every setting; a bad value is an error, never a stored
+// config. The error is a *FieldError naming the first bad setting.
 func (c Config) Validate() error {
-	for _, l := range limits {
-		if v := l.get(c); v < l.min || v > l.max {
-			return &FieldError{l.name, fmt.Sprintf("%d is outside %d..%d", v, l.min, l.max)}
+	for _, s := range settings {
+		if reason := s.check(c); reason != "" {
+			return &FieldError{Field: s.Name, Reason: reason}
 		}
 	}
-	switch c.Mode {
-	case ModeQueue, ModeAuto, ModePassthrough, ModePaused, ModeClosed:
-	default:
-		return &FieldError{"mode", fmt.Sprintf("%q is not one of queue, auto, passthrough, paused, closed", c.Mode)}
-	}
-	if len(c.OriginURL) > 2048 {
-		return &FieldError{"originUrl", "longer than 2048 characters"}
-	}
-	u, err := url.Parse(c.OriginURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return &FieldError{"originUrl", "must be an absolute http(s) URL"}
-	}
-	if c.OpensAt != nil && (c.OpensAt.Year() < 2000 || c.OpensAt.Year() > 9999) {
-		return &FieldError{"opensAt", "must be an RFC 3339 time between the years 2000 and 9999"}
-	}
 	return nil
+}
+
+// encodeConfig is the settings as the field, value pairs config.lua stores.
+func encodeConfig(c Config) []any {
+	out := make([]any, 0, 2*len(settings))
+	for _, s := range settings {
+		out = append(out, s.Name, s.encode(c))
+	}
+	return out
+}
+
+// decodeConfig reads the settings by name; a setting missing from the hash
+// (a room stored before the setting existed) is its type's zero value, as the
+// Lua scripts read it, and names that are not settings (the hash's internal
+// fields) are ignored.
+func decodeConfig(m map[string]string) Config {
+	var c Config
+	for _, s := range settings {
+		if v, ok := m[s.Name]; ok {
+			s.decode(&c, v)
+		}
+	}
+	return c
+}
+
+// decodePairs reads settings from a script reply's field, value pairs (an
+// HGETALL of the settings hash).
+func decodePairs(pairs []any) (Config, error) {
+	if len(pairs)%2 != 0 {
+		return Config{}, fmt.Errorf("odd number of settings fields (%d)", len(pairs))
+	}
+	m := make(map[string]string, len(pairs)/2)
+	for i := 0; i < len(pairs); i += 2 {
+		m[str(pairs[i])] = str(pairs[i+1])
+	}
+	return decodeConfig(m), nil
 }

@@ -85,7 +85,7 @@ func TestDataLossRestoresPlacesInOrder(t *testing.T) {
 			}
 			for _, s := range order[:k] {
 				e.consume(s)
-				if err := e.eng.Complete(e.ctx, e.room, s); err != nil {
+				if err := e.eng.Complete(e.ctx, e.room, s, origin); err != nil {
 					t.Fatal(err)
 				}
 			}

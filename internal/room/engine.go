@@ -16,24 +16,30 @@ import (
 	"github.com/vestibule-dev/vestibule/lua"
 )
 
+// script is one Lua script of lua/ and the name errors give it.
+type script struct {
+	name string
+	*redis.Script
+}
+
 // Each script runs by SHA (EVALSHA) and falls back to EVAL when Redis lost it.
 var (
-	enqueueCmd   = redis.NewScript(lua.Enqueue)
-	pollCmd      = redis.NewScript(lua.Poll)
-	tickCmd      = redis.NewScript(lua.Tick)
-	consumeCmd   = redis.NewScript(lua.Consume)
-	completeCmd  = redis.NewScript(lua.Complete)
-	leaveCmd     = redis.NewScript(lua.Leave)
-	configCmd    = redis.NewScript(lua.Config)
-	statsCmd     = redis.NewScript(lua.Stats)
-	ratelimitCmd = redis.NewScript(lua.RateLimit)
+	enqueueCmd   = script{"enqueue", redis.NewScript(lua.Enqueue)}
+	pollCmd      = script{"poll", redis.NewScript(lua.Poll)}
+	tickCmd      = script{"tick", redis.NewScript(lua.Tick)}
+	consumeCmd   = script{"consume", redis.NewScript(lua.Consume)}
+	completeCmd  = script{"complete", redis.NewScript(lua.Complete)}
+	leaveCmd     = script{"leave", redis.NewScript(lua.Leave)}
+	configCmd    = script{"config", redis.NewScript(lua.Config)}
+	statsCmd     = script{"stats", redis.NewScript(lua.Stats)}
+	ratelimitCmd = script{"ratelimit", redis.NewScript(lua.RateLimit)}
 )
 
 // Scripter is the narrowest Redis client the engine needs: a client, a
 // cluster client or a ring all fit.
 type Scripter interface {
 	redis.Scripter
-	SAdd(ctx context.Context, key string, members ...interface{}) *redis.IntCmd
+	SAdd(ctx context.Context, key string, members ...any) *redis.IntCmd
 	SMembers(ctx context.Context, key string) *redis.StringSliceCmd
 	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
 }
@@ -84,23 +90,30 @@ func New(rdb Scripter, opts ...Option) *Engine {
 
 func (e *Engine) nowMS() int64 { return e.clock().UnixMilli() }
 
-// run runs a room script and returns its reply as a slice.
-func (e *Engine) run(ctx context.Context, s *redis.Script, room string, args ...interface{}) ([]interface{}, error) {
+// run runs a room script and returns its reply as a slice. A Redis error is
+// ErrUnavailable wrapping the cause (a context error stays visible to errors.Is)
+// and naming the script.
+func (e *Engine) run(ctx context.Context, s script, room string, args ...any) ([]any, error) {
 	if !ValidRoomID(room) {
 		return nil, ErrInvalidRoom
 	}
 	v, err := s.Run(ctx, e.rdb, KeysFor(room).List(), args...).Result()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %s script: %w", ErrUnavailable, s.name, err)
 	}
-	reply, ok := v.([]interface{})
+	reply, ok := v.([]any)
 	if !ok || len(reply) == 0 {
-		return nil, fmt.Errorf("%w: unexpected script reply %T", ErrUnavailable, v)
+		return nil, fmt.Errorf("%w: %s script: unexpected reply %T", ErrUnavailable, s.name, v)
 	}
 	return reply, nil
 }
 
-func str(v interface{}) string {
+// unexpected is the error of a reply the engine cannot read.
+func unexpected(s script, reply []any) error {
+	return fmt.Errorf("%w: %s script: unexpected reply %.80v", ErrUnavailable, s.name, reply)
+}
+
+func str(v any) string {
 	switch x := v.(type) {
 	case string:
 		return x
@@ -110,7 +123,7 @@ func str(v interface{}) string {
 	return ""
 }
 
-func num(v interface{}) int64 {
+func num(v any) int64 {
 	switch x := v.(type) {
 	case int64:
 		return x
@@ -125,18 +138,12 @@ func num(v interface{}) int64 {
 	return 0
 }
 
-// status maps the one-word replies every script may give to errors.
-func status(reply []interface{}) error {
+// word is a one-word reply's word, or "" when the reply is not one.
+func word(reply []any) string {
 	if len(reply) != 1 {
-		return nil
+		return ""
 	}
-	switch str(reply[0]) {
-	case "unknown", "noroom":
-		return ErrUnknownRoom
-	case "closed":
-		return ErrClosed
-	}
-	return nil
+	return str(reply[0])
 }
 
 // cached returns the settings the engine holds for a room, and their version
@@ -153,17 +160,23 @@ func (e *Engine) cached(room string) versioned {
 const maxCachedRooms = 1024
 
 // place decodes lib.lua's reply shape; have is the cached settings sent with the call.
-func (e *Engine) place(t Ticket, have versioned, reply []interface{}) (Place, error) {
-	if err := status(reply); err != nil {
-		return Place{}, err
+func (e *Engine) place(s script, t Ticket, have versioned, reply []any) (Place, error) {
+	switch word(reply) {
+	case wordNoRoom:
+		return Place{}, ErrUnknownRoom
+	case wordClosed:
+		return Place{}, ErrClosed
 	}
-	if len(reply) < 8 {
-		return Place{}, fmt.Errorf("%w: short place reply (%d)", ErrUnavailable, len(reply))
+	if len(reply) < placeSettings {
+		return Place{}, unexpected(s, reply)
 	}
 	cfg := have.cfg
-	switch ver := str(reply[7]); {
-	case len(reply) >= 8+len(cfgFields):
-		cfg = decodeConfig(reply[8:])
+	switch ver := str(reply[placeVersion]); {
+	case len(reply) > placeSettings:
+		var err error
+		if cfg, err = decodePairs(reply[placeSettings:]); err != nil {
+			return Place{}, fmt.Errorf("%w: %s script: %w", ErrUnavailable, s.name, err)
+		}
 		if ver != "" {
 			e.mu.Lock()
 			if len(e.cfgs) >= maxCachedRooms {
@@ -173,27 +186,25 @@ func (e *Engine) place(t Ticket, have versioned, reply []interface{}) (Place, er
 			e.mu.Unlock()
 		}
 	case ver == "" || ver != have.ver:
-		return Place{}, fmt.Errorf("%w: place reply without settings", ErrUnavailable)
+		return Place{}, fmt.Errorf("%w: %s script: place reply without settings", ErrUnavailable, s.name)
 	}
-	p := Place{Ticket: t}
-	state := str(reply[0])
-	if m := str(reply[1]); m != "" {
+	p := Place{Ticket: t, Config: cfg}
+	if m := str(reply[placeSeq]); m != "" {
 		p.Ticket.Seq = num(m)
 	}
-	if d := str(reply[2]); d != "" {
+	if d := str(reply[placeDraw]); d != "" {
 		p.Ticket.Draw, _ = strconv.ParseFloat(d, 64)
 	}
-	p.Position, p.Waiting = num(reply[3]), num(reply[4])
-	deadline := num(reply[5])
-	p.Config = cfg
-	p.RatePerMinute = float64(num(reply[6]))
+	p.Position, p.Waiting = num(reply[placePosition]), num(reply[placeWaiting])
+	deadline := num(reply[placeDeadline])
+	p.RatePerMinute = float64(num(reply[placeRate]))
 	if p.RatePerMinute <= 0 {
 		p.RatePerMinute = float64(p.Config.AdmitPerMinute)
 	}
-	switch state {
-	case "active":
+	switch state := str(reply[placeState]); state {
+	case stateActive:
 		p.State, p.Active, p.GrantDeadline = StateAdmitted, true, time.UnixMilli(deadline)
-	case "admitted":
+	case string(StateAdmitted):
 		p.State, p.GrantDeadline = StateAdmitted, time.UnixMilli(deadline)
 	default:
 		p.State = State(state)
@@ -209,7 +220,7 @@ func (e *Engine) Enqueue(ctx context.Context, room, visitor string) (Place, erro
 	if err != nil {
 		return Place{}, err
 	}
-	return e.place(Ticket{Room: room, Visitor: visitor}, have, reply)
+	return e.place(enqueueCmd, Ticket{Room: room, Visitor: visitor}, have, reply)
 }
 
 // score is the queue score a ticket implies: its draw in the pre-queue, else its sequence.
@@ -239,10 +250,10 @@ func (e *Engine) poll(ctx context.Context, t Ticket, minInterval time.Duration) 
 	if err != nil {
 		return Place{}, err
 	}
-	if len(reply) == 2 && str(reply[0]) == "slow" {
-		return Place{}, &RetryError{After: time.Duration(num(reply[1])) * time.Millisecond}
+	if len(reply) == slowWait+1 && str(reply[0]) == wordSlow {
+		return Place{}, &RetryError{After: time.Duration(num(reply[slowWait])) * time.Millisecond}
 	}
-	return e.place(t, have, reply)
+	return e.place(pollCmd, t, have, reply)
 }
 
 // AllowEnqueue applies the room's per-client enqueue limit (clientEnqueuePerMinute,
@@ -256,17 +267,21 @@ func (e *Engine) AllowEnqueue(ctx context.Context, room, client string) error {
 	k := KeysFor(room)
 	v, err := ratelimitCmd.Run(ctx, e.rdb, []string{k.Config, k.Limiter(hex.EncodeToString(sum[:12]))}, e.nowMS()).Result()
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: %s script: %w", ErrUnavailable, ratelimitCmd.name, err)
 	}
-	reply, ok := v.([]interface{})
+	reply, ok := v.([]any)
 	if !ok || len(reply) != 1 {
-		return fmt.Errorf("%w: unexpected ratelimit reply %T", ErrUnavailable, v)
+		return fmt.Errorf("%w: %s script: unexpected reply %T", ErrUnavailable, ratelimitCmd.name, v)
 	}
-	switch wait := num(reply[0]); {
+	if word(reply) == wordNoRoom {
+		return ErrUnknownRoom
+	}
+	wait, ok := reply[0].(int64)
+	switch {
+	case !ok || wait < 0:
+		return unexpected(ratelimitCmd, reply)
 	case wait == 0:
 		return nil
-	case wait < 0:
-		return ErrUnknownRoom
 	default:
 		return &RetryError{After: time.Duration(wait) * time.Millisecond}
 	}
@@ -288,46 +303,65 @@ func (e *Engine) Leave(ctx context.Context, t Ticket) error {
 	if err != nil {
 		return err
 	}
-	return status(reply)
+	switch word(reply) {
+	case wordOK:
+		return nil
+	case wordNoRoom:
+		return ErrUnknownRoom
+	}
+	return unexpected(leaveCmd, reply)
 }
 
-// Consume turns the grant into an active session, exactly once.
-func (e *Engine) Consume(ctx context.Context, room string, seq int64) (Session, error) {
-	reply, err := e.run(ctx, consumeCmd, room, e.nowMS(), strconv.FormatInt(seq, 10))
+// Consume turns the grant seq into an active session, exactly once. audience
+// is the entry token's: the script refuses it (ErrWrongAudience) unless it is
+// the room's origin URL, before it looks at the grant. Errors: ErrUnknownRoom,
+// ErrWrongAudience, ErrUnknownGrant, ErrAlreadyConsumed, ErrGrantExpired,
+// ErrUnavailable.
+func (e *Engine) Consume(ctx context.Context, room string, seq int64, audience string) (Session, error) {
+	reply, err := e.run(ctx, consumeCmd, room, e.nowMS(), strconv.FormatInt(seq, 10), audience)
 	if err != nil {
 		return Session{}, err
 	}
 	switch str(reply[0]) {
-	case "ok":
-		if len(reply) < 2 {
-			return Session{}, fmt.Errorf("%w: short consume reply", ErrUnavailable)
+	case wordOK:
+		if len(reply) <= consumeEnds {
+			return Session{}, unexpected(consumeCmd, reply)
 		}
-		return Session{Room: room, ExpiresAt: time.UnixMilli(num(reply[1]))}, nil
-	case "consumed":
+		return Session{Room: room, ExpiresAt: time.UnixMilli(num(reply[consumeEnds]))}, nil
+	case wordConsumed:
 		return Session{}, ErrAlreadyConsumed
-	case "expired":
+	case wordExpired:
 		return Session{}, ErrGrantExpired
-	case "unknown":
+	case wordNoGrant:
 		return Session{}, ErrUnknownGrant
-	case "noroom":
+	case wordNoRoom:
 		return Session{}, ErrUnknownRoom
+	case wordAudience:
+		return Session{}, ErrWrongAudience
 	}
-	return Session{}, fmt.Errorf("%w: consume replied %v", ErrUnavailable, reply[0])
+	return Session{}, unexpected(consumeCmd, reply)
 }
 
-// Complete ends a session (or gives up an unused grant); the slot frees at once.
-func (e *Engine) Complete(ctx context.Context, room string, seq int64) error {
-	reply, err := e.run(ctx, completeCmd, room, e.nowMS(), strconv.FormatInt(seq, 10))
+// Complete ends the session of grant seq (or gives up the grant if it was
+// never consumed); the slot frees at once. audience is checked as by Consume.
+// Errors: ErrUnknownRoom, ErrWrongAudience, ErrUnknownGrant (already ended or
+// expired), ErrUnavailable.
+func (e *Engine) Complete(ctx context.Context, room string, seq int64, audience string) error {
+	reply, err := e.run(ctx, completeCmd, room, e.nowMS(), strconv.FormatInt(seq, 10), audience)
 	if err != nil {
 		return err
 	}
-	switch str(reply[0]) {
-	case "ok":
+	switch word(reply) {
+	case wordOK:
 		return nil
-	case "unknown":
+	case wordNoGrant:
 		return ErrUnknownGrant
+	case wordNoRoom:
+		return ErrUnknownRoom
+	case wordAudience:
+		return ErrWrongAudience
 	}
-	return ErrUnknownRoom
+	return unexpected(completeCmd, reply)
 }
 
 // Tick runs one admission tick of the room.
@@ -336,17 +370,19 @@ func (e *Engine) Tick(ctx context.Context, room string) (TickResult, error) {
 	if err != nil {
 		return TickResult{}, err
 	}
-	if err := status(reply); err != nil {
-		return TickResult{}, err
+	if word(reply) == wordNoRoom {
+		return TickResult{}, ErrUnknownRoom
 	}
-	if len(reply) < 4 {
-		return TickResult{}, fmt.Errorf("%w: short tick reply", ErrUnavailable)
+	if len(reply) != tickLen {
+		return TickResult{}, unexpected(tickCmd, reply)
 	}
-	return TickResult{Admitted: num(reply[0]), Evicted: num(reply[1]),
-		GrantsReclaimed: num(reply[2]), SessionsEnded: num(reply[3])}, nil
+	return TickResult{Admitted: num(reply[tickAdmitted]), Evicted: num(reply[tickEvicted]),
+		GrantsReclaimed: num(reply[tickReclaimed]), SessionsEnded: num(reply[tickEnded])}, nil
 }
 
-// PutConfig validates and stores a room's settings (creating the room), live.
+// PutConfig validates and stores a room's settings (creating the room), live,
+// and returns them as stored (opensAt to the millisecond, in UTC). An invalid
+// config is a *FieldError (ErrInvalidConfig) and stores nothing.
 func (e *Engine) PutConfig(ctx context.Context, room string, cfg Config) (Config, error) {
 	if !ValidRoomID(room) {
 		return Config{}, ErrInvalidRoom
@@ -354,32 +390,28 @@ func (e *Engine) PutConfig(ctx context.Context, room string, cfg Config) (Config
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
-	// Redis keeps opensAt in milliseconds: answer what is stored, so a PUT and
-	// a later GET show the same instant.
-	if cfg.OpensAt != nil {
-		t := time.UnixMilli(cfg.OpensAt.UnixMilli()).UTC()
-		cfg.OpensAt = &t
-	}
 	seed := make([]byte, 16)
-	if _, err := rand.Read(seed); err != nil {
-		return Config{}, err
-	}
+	rand.Read(seed) // never fails (crypto/rand, Go ≥ 1.24)
 	ver := make([]byte, 8)
-	if _, err := rand.Read(ver); err != nil {
+	rand.Read(ver)
+	pairs := encodeConfig(cfg)
+	args := append([]any{e.nowMS(), hex.EncodeToString(seed), hex.EncodeToString(ver)}, pairs...)
+	reply, err := e.run(ctx, configCmd, room, args...)
+	if err != nil {
 		return Config{}, err
 	}
-	args := []interface{}{e.nowMS(), hex.EncodeToString(seed), hex.EncodeToString(ver)}
-	args = append(args, encodeConfig(cfg)...)
-	if _, err := e.run(ctx, configCmd, room, args...); err != nil {
-		return Config{}, err
+	if w := word(reply); w != wordCreated && w != wordUpdated {
+		return Config{}, unexpected(configCmd, reply)
 	}
 	// The registry lives in its own slot: written after the room, so a room in
 	// the registry always has a config (a crash between the two leaves a room
 	// the admin can PUT again).
 	if err := e.rdb.SAdd(ctx, RegistryKey, room).Err(); err != nil {
-		return Config{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return Config{}, fmt.Errorf("%w: register room: %w", ErrUnavailable, err)
 	}
-	return cfg, nil
+	// Answer what is stored, so a PUT and a later GET show the same settings.
+	stored, _ := decodePairs(pairs)
+	return stored, nil
 }
 
 // GetConfig reads a room's settings.
@@ -389,88 +421,50 @@ func (e *Engine) GetConfig(ctx context.Context, room string) (Config, error) {
 	}
 	m, err := e.rdb.HGetAll(ctx, KeysFor(room).Config).Result()
 	if err != nil {
-		return Config{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return Config{}, fmt.Errorf("%w: read settings: %w", ErrUnavailable, err)
 	}
 	if len(m) == 0 {
 		return Config{}, ErrUnknownRoom
 	}
-	return configOf(m), nil
-}
-
-// configOf decodes the settings hash.
-func configOf(m map[string]string) Config {
-	vals := make([]interface{}, len(cfgFields))
-	for i, f := range cfgFields {
-		vals[i] = m[f]
-	}
-	return decodeConfig(vals)
+	return decodeConfig(m), nil
 }
 
 // Rooms lists the registered rooms.
 func (e *Engine) Rooms(ctx context.Context) ([]string, error) {
 	rooms, err := e.rdb.SMembers(ctx, RegistryKey).Result()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: list rooms: %w", ErrUnavailable, err)
 	}
 	return rooms, nil
 }
 
-// Stats returns a snapshot of the room.
-func (e *Engine) Stats(ctx context.Context, room string) (Stats, error) {
+// Status returns a room's settings and a snapshot of its counts, read together
+// in one script.
+func (e *Engine) Status(ctx context.Context, room string) (Config, Stats, error) {
 	reply, err := e.run(ctx, statsCmd, room, e.nowMS())
 	if err != nil {
-		return Stats{}, err
+		return Config{}, Stats{}, err
 	}
-	if err := status(reply); err != nil {
-		return Stats{}, err
+	if word(reply) == wordNoRoom {
+		return Config{}, Stats{}, ErrUnknownRoom
 	}
-	if len(reply) < 7 {
-		return Stats{}, fmt.Errorf("%w: short stats reply", ErrUnavailable)
+	if len(reply) < statsSettings {
+		return Config{}, Stats{}, unexpected(statsCmd, reply)
 	}
-	return Stats{Waiting: num(reply[0]), Admitted: num(reply[1]), Active: num(reply[2]),
-		AdmittedLastMinute: num(reply[3]), Evicted: num(reply[4]), Consumed: num(reply[5]),
-		ReplaysRefused: num(reply[6])}, nil
+	cfg, err := decodePairs(reply[statsSettings:])
+	if err != nil {
+		return Config{}, Stats{}, fmt.Errorf("%w: %s script: %w", ErrUnavailable, statsCmd.name, err)
+	}
+	return cfg, Stats{Waiting: num(reply[statsWaiting]), Admitted: num(reply[statsAdmitted]),
+		Active: num(reply[statsActive]), AdmittedLastMinute: num(reply[statsLastMinute]),
+		Evicted: num(reply[statsEvicted]), Consumed: num(reply[statsConsumed]),
+		ReplaysRefused: num(reply[statsReplays])}, nil
 }
 
-// cfgFields is the order decodeConfig reads the settings in.
-var cfgFields = []string{"mode", "maxActive", "admitPerMinute", "sessionTTLSeconds", "claimTTLSeconds",
-	"heartbeatTTLSeconds", "opensAt", "originUrl", "clientEnqueuePerMinute"}
-
-func encodeConfig(c Config) []interface{} {
-	opens := int64(0)
-	if c.OpensAt != nil {
-		opens = c.OpensAt.UnixMilli()
-	}
-	return []interface{}{
-		"mode", string(c.Mode), "maxActive", c.MaxActive, "admitPerMinute", c.AdmitPerMinute,
-		"sessionTTLSeconds", c.SessionTTLSeconds, "claimTTLSeconds", c.ClaimTTLSeconds,
-		"heartbeatTTLSeconds", c.HeartbeatTTLSeconds, "opensAt", opens, "originUrl", c.OriginURL,
-		"clientEnqueuePerMinute", c.ClientEnqueuePerMinute,
-	}
-}
-
-func decodeConfig(v []interface{}) Config {
-	get := func(i int) string {
-		if i < len(v) {
-			return str(v[i])
-		}
-		return ""
-	}
-	c := Config{
-		Mode:                   Mode(get(0)),
-		MaxActive:              num(get(1)),
-		AdmitPerMinute:         num(get(2)),
-		SessionTTLSeconds:      num(get(3)),
-		ClaimTTLSeconds:        num(get(4)),
-		HeartbeatTTLSeconds:    num(get(5)),
-		OriginURL:              get(7),
-		ClientEnqueuePerMinute: num(get(8)),
-	}
-	if ms := num(get(6)); ms > 0 {
-		t := time.UnixMilli(ms).UTC()
-		c.OpensAt = &t
-	}
-	return c
+// Stats returns a snapshot of the room's counts: Status without the settings.
+func (e *Engine) Stats(ctx context.Context, room string) (Stats, error) {
+	_, st, err := e.Status(ctx, room)
+	return st, err
 }
 
 // Unavailable reports whether err means Redis could not be reached or answered

@@ -8,8 +8,8 @@ import (
 // slot, and no room script touches it.
 const RegistryKey = "vst:rooms"
 
-// RoomKeys names a room's keys. All share the hash tag {room} (I6).
-type RoomKeys struct {
+// Keys names a room's keys. All share the hash tag {room} (I6).
+type Keys struct {
 	Config     string // HASH settings + pre-queue seed, settings version, measured rate
 	State      string // HASH seq, head, admission bucket, rate ring, sweep cursor, epoch, counters
 	Queue      string // ZSET waiting: member seq, score seq or draw
@@ -21,9 +21,9 @@ type RoomKeys struct {
 }
 
 // KeysFor returns the keys of a room.
-func KeysFor(room string) RoomKeys {
+func KeysFor(room string) Keys {
 	p := "vst:{" + room + "}:"
-	return RoomKeys{
+	return Keys{
 		Config: p + "cfg", State: p + "st", Queue: p + "q", Heartbeats: p + "hb",
 		Grants: p + "adm", Active: p + "act", Used: p + "used", Left: p + "left",
 	}
@@ -31,12 +31,12 @@ func KeysFor(room string) RoomKeys {
 
 // Limiter is the key of one client's enqueue limiter (STRING: the GCRA's
 // theoretical arrival time, ms, expiring once idle). client is a hash, never raw input.
-func (k RoomKeys) Limiter(client string) string {
+func (k Keys) Limiter(client string) string {
 	return k.Config[:len(k.Config)-len("cfg")] + "rl:" + client
 }
 
 // List is the KEYS every room script takes, in lib.lua's order.
-func (k RoomKeys) List() []string {
+func (k Keys) List() []string {
 	return []string{k.Config, k.State, k.Queue, k.Heartbeats, k.Grants, k.Active, k.Used, k.Left}
 }
 

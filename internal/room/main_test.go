@@ -68,13 +68,16 @@ type env struct {
 	clk  *fakeClock
 	eng  *room.Engine
 	room string
-	keys room.RoomKeys
+	keys room.Keys
 }
+
+// origin is baseConfig's origin URL: the audience of its entry tokens.
+const origin = "https://shop.example.com/checkout"
 
 // baseConfig is a valid queue-mode room; tests change what they exercise.
 func baseConfig() room.Config {
 	c := room.DefaultConfig()
-	c.OriginURL = "https://shop.example.com/checkout"
+	c.OriginURL = origin
 	// The tests reason in a 60 s heartbeat window (stale after 61 s).
 	c.HeartbeatTTLSeconds = 60
 	return c
@@ -142,7 +145,7 @@ func (e *env) tick() room.TickResult {
 
 func (e *env) consume(seq int64) room.Session {
 	e.t.Helper()
-	s, err := e.eng.Consume(e.ctx, e.room, seq)
+	s, err := e.eng.Consume(e.ctx, e.room, seq, origin)
 	if err != nil {
 		e.t.Fatalf("Consume(%d): %v", seq, err)
 	}
@@ -177,7 +180,7 @@ func (e *env) grants() []int64 {
 }
 
 // inUse is admitted + active, read in one MULTI so the two counts are of one instant.
-func inUse(ctx context.Context, rdb redis.UniversalClient, k room.RoomKeys) (int64, error) {
+func inUse(ctx context.Context, rdb redis.UniversalClient, k room.Keys) (int64, error) {
 	var a, b *redis.IntCmd
 	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		a = p.ZCard(ctx, k.Grants)

@@ -51,7 +51,7 @@ type model struct {
 	eng      *room.Engine
 	clk      *fakeClock
 	room     string
-	keys     room.RoomKeys
+	keys     room.Keys
 	cfg      room.Config
 	vs       []*mvisitor
 	head     int64 // highest sequence ever admitted
@@ -354,7 +354,7 @@ func (m *model) consume() {
 	} else if seq == 0 {
 		return
 	}
-	s, err := m.eng.Consume(m.ctx, m.room, seq)
+	s, err := m.eng.Consume(m.ctx, m.room, seq, m.cfg.OriginURL)
 	if err == nil {
 		if m.consumed[seq] {
 			m.rt.Fatalf("grant %d consumed twice (I2)", seq)
@@ -414,7 +414,7 @@ func (m *model) complete() {
 	if v == nil {
 		return
 	}
-	_ = m.eng.Complete(m.ctx, m.room, v.tk.Seq) // a repeat may say unknown; the slot count is what matters
+	_ = m.eng.Complete(m.ctx, m.room, v.tk.Seq, m.cfg.OriginURL) // a repeat may say unknown; the slot count is what matters
 	v.status = mEnded
 	m.events["completed"]++
 }

@@ -25,7 +25,10 @@ const (
 	ModeClosed      Mode = "closed"      // new arrivals refused; nobody is admitted
 )
 
-// Config is a room's settings, stored in Redis and changed live through the admin API.
+// Config is a room's settings, stored in Redis and changed live through the
+// admin API. Each field has one row in the settings table (config.go,
+// Settings): its JSON key, which is also its Redis hash field, its range and
+// its default; a new setting is a field here and a row there.
 type Config struct {
 	MaxActive           int64      `json:"maxActive"`
 	AdmitPerMinute      int64      `json:"admitPerMinute"`
@@ -99,7 +102,6 @@ type Stats struct {
 // Session is the result of a successful consume.
 type Session struct {
 	Room      string
-	Visitor   string
 	ExpiresAt time.Time
 }
 
@@ -112,8 +114,9 @@ var (
 	ErrAlreadyConsumed = errors.New("room: grant already consumed")
 	ErrGrantExpired    = errors.New("room: grant expired")
 	ErrUnknownGrant    = errors.New("room: unknown grant")
-	ErrUnavailable     = errors.New("room: redis unavailable") // wraps the Redis error; maps to 503
-	ErrRateLimited     = errors.New("room: too many requests") // a *RetryError carries the wait; maps to 429
+	ErrWrongAudience   = errors.New("room: entry token is for another origin") // its audience is not the room's origin URL
+	ErrUnavailable     = errors.New("room: redis unavailable")                 // wraps the Redis error; maps to 503
+	ErrRateLimited     = errors.New("room: too many requests")                 // a *RetryError carries the wait; maps to 429
 )
 
 // Clock gives the current time; tests replace it.
@@ -126,11 +129,11 @@ type Queue interface {
 	Locate(ctx context.Context, t Ticket) (Place, error)
 	AllowEnqueue(ctx context.Context, room, client string) error
 	Leave(ctx context.Context, t Ticket) error
-	Consume(ctx context.Context, room string, seq int64) (Session, error)
-	Complete(ctx context.Context, room string, seq int64) error
+	Consume(ctx context.Context, room string, seq int64, audience string) (Session, error)
+	Complete(ctx context.Context, room string, seq int64, audience string) error
 	Tick(ctx context.Context, room string) (TickResult, error)
 	PutConfig(ctx context.Context, room string, cfg Config) (Config, error)
 	GetConfig(ctx context.Context, room string) (Config, error)
 	Rooms(ctx context.Context) ([]string, error)
-	Stats(ctx context.Context, room string) (Stats, error)
+	Status(ctx context.Context, room string) (Config, Stats, error)
 }

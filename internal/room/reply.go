@@ -1,0 +1,66 @@
+package room
+
+// The scripts' replies, named once here; each script's header (lua/*.lua)
+// documents the same shapes.
+
+// Reply words: the one-word answers of the scripts, one vocabulary for all.
+const (
+	wordOK       = "ok"       // done (consume: followed by the session end)
+	wordNoRoom   = "noroom"   // the room is unknown: it has no settings
+	wordNoGrant  = "nogrant"  // consume, complete: no such grant or session
+	wordClosed   = "closed"   // enqueue: the room is closed
+	wordConsumed = "consumed" // consume: the grant was already used
+	wordExpired  = "expired"  // consume: the claim deadline passed
+	wordAudience = "audience" // consume, complete: the entry token's audience is not the room's origin
+	wordSlow     = "slow"     // poll: too soon after the last poll; followed by the wait (ms)
+	wordCreated  = "created"  // config: a new room
+	wordUpdated  = "updated"  // config: an existing room's settings changed
+)
+
+// replyWords is every reply word, for the test that the scripts use no other.
+var replyWords = []string{wordOK, wordNoRoom, wordNoGrant, wordClosed, wordConsumed, wordExpired,
+	wordAudience, wordSlow, wordCreated, wordUpdated}
+
+// stateActive is the place state of a consumed grant (a running session); the
+// API reports it as StateAdmitted with Place.Active.
+const stateActive = "active"
+
+// The place reply (lib.lua reply), by position.
+const (
+	placeState    = iota // state: prequeue, waiting, paused, closed, admitted, active, expired
+	placeSeq             // the sequence (decimal)
+	placeDraw            // the pre-queue draw, '' for none
+	placePosition        // 1-based position, 0 when not waiting
+	placeWaiting         // visitors waiting
+	placeDeadline        // claim deadline or session end (ms), 0 for none
+	placeRate            // admissions in the last minute (measured)
+	placeVersion         // the settings' version
+	placeSettings        // first of the settings' field, value pairs, when sent
+)
+
+// The tick reply (tick.lua), by position.
+const (
+	tickAdmitted  = iota // visitors admitted
+	tickEvicted          // stale visitors evicted
+	tickReclaimed        // expired grants reclaimed
+	tickEnded            // sessions ended
+	tickLen
+)
+
+// The stats reply (stats.lua), by position.
+const (
+	statsWaiting    = iota // visitors waiting (or in the pre-queue)
+	statsAdmitted          // grants not yet consumed
+	statsActive            // sessions running
+	statsLastMinute        // admissions in the last 60 s
+	statsEvicted           // visitors evicted, ever
+	statsConsumed          // grants consumed, ever
+	statsReplays           // replayed consumes refused, ever
+	statsSettings          // first of the settings' field, value pairs
+)
+
+// The consume reply (consume.lua) when it is wordOK, and poll's when it is wordSlow.
+const (
+	consumeEnds = 1 // the session's end (ms)
+	slowWait    = 1 // ms until the next poll is allowed
+)

@@ -1,0 +1,61 @@
+package room
+
+import (
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/vestibule-dev/vestibule/lua"
+)
+
+// The scripts answer in one vocabulary: every one-word reply a script returns
+// is a word the engine names (reply.go).
+func TestReplyWords(t *testing.T) {
+	word := regexp.MustCompile(`return \{'([a-z]+)'`)
+	scripts := map[string]string{"enqueue": lua.Enqueue, "poll": lua.Poll, "tick": lua.Tick, "consume": lua.Consume,
+		"complete": lua.Complete, "leave": lua.Leave, "config": lua.Config, "stats": lua.Stats, "ratelimit": lua.RateLimit}
+	seen := map[string]bool{}
+	for name, src := range scripts {
+		for _, m := range word.FindAllStringSubmatch(src, -1) {
+			seen[m[1]] = true
+			if !slices.Contains(replyWords, m[1]) {
+				t.Errorf("%s.lua answers %q, which is not a reply word", name, m[1])
+			}
+		}
+	}
+	for _, w := range replyWords {
+		if !seen[w] {
+			t.Errorf("the reply word %q is answered by no script", w)
+		}
+	}
+	if seen["unknown"] {
+		t.Error("a script still answers 'unknown'")
+	}
+}
+
+// Each setting's default survives the Redis encoding, and so does a value away from it.
+func TestSettingsEncoding(t *testing.T) {
+	c := DefaultConfig()
+	c.OriginURL = "https://shop.example.com/checkout"
+	got, err := decodePairs(encodeConfig(c))
+	if err != nil || got != c {
+		t.Errorf("defaults through the Redis encoding: %+v, %v; want %+v", got, err, c)
+	}
+	for _, s := range settings {
+		v := s.encode(c)
+		var d Config
+		s.decode(&d, v)
+		if s.encode(d) != v {
+			t.Errorf("%s: %q decodes to something that encodes as %q", s.Name, v, s.encode(d))
+		}
+	}
+	// A name that is not a setting (the hash's internal fields) is ignored;
+	// a missing setting is the zero value.
+	got = decodeConfig(map[string]string{"seed": "x", "ver": "y", "rate": "3", "maxActive": "5"})
+	if got != (Config{MaxActive: 5}) {
+		t.Errorf("decodeConfig = %+v", got)
+	}
+	if _, err := decodePairs([]any{"maxActive"}); err == nil {
+		t.Error("odd pairs decoded")
+	}
+}
