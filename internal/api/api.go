@@ -185,7 +185,6 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		return errorResponse(&apiError{status: http.StatusNotFound, code: "unknown_route", message: "no such route"}), nil
 	}
 	routeName = rt.Key()
-	roomID = params
 	r := &request{ev: &ev, room: params, now: h.o.Clock()}
 	body, aerr := decodeBody(&ev)
 	if aerr != nil {
@@ -200,6 +199,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	if rt.HasRoom() && !room.ValidRoomID(r.room) {
 		return errorResponse(&apiError{status: http.StatusBadRequest, code: "invalid_room", message: "invalid room id"}), nil
 	}
+	// Only a valid id reaches the log: the raw path segment is the client's,
+	// of any length.
+	roomID = r.room
 	resp, err := rt.fn(h, ctx, r)
 	if err != nil {
 		e := toAPIError(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -40,7 +41,9 @@ func TestJourney(t *testing.T) {
 		if b.num("position") != 2 || b.str("ticket") == a.str("ticket") {
 			t.Fatalf("second enqueue: %s", b.Body)
 		}
-		// Enqueue again with the ticket: the same place, the same ticket.
+		// Enqueue again with the ticket (a poll: not sooner than the minimum
+		// interval): the same place, the same ticket.
+		f.clock.Advance(pollpolicy.MinInterval)
 		again := f.do("POST", base+"/enqueue", "", bearer(a.str("ticket")))
 		if again.num("position") != 1 || again.str("ticket") != a.str("ticket") {
 			t.Fatalf("re-enqueue with ticket: %s", again.Body)
@@ -48,6 +51,7 @@ func TestJourney(t *testing.T) {
 
 		var admitted response
 		for i := 0; i < 5; i++ {
+			f.clock.Advance(pollpolicy.MinInterval)
 			admitted = f.do("GET", base+"/poll", "", bearer(a.str("ticket")))
 			wantStatus(t, admitted, 200, "")
 			if admitted.str("state") == "admitted" {
@@ -321,6 +325,7 @@ func TestStates(t *testing.T) {
 		t.Fatalf("pre-queue: %s", p.Body)
 	}
 	wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"opensAt":null,"mode":"paused"}`), 200, "")
+	f.clock.Advance(pollpolicy.MinInterval)
 	if p := f.do("GET", "/api/rooms/"+id+"/poll", "", bearer(p.str("ticket"))); p.str("state") != "paused" {
 		t.Fatalf("paused: %s", p.Body)
 	}
@@ -337,6 +342,7 @@ func TestRequestLog(t *testing.T) {
 	f := newFixture(t, redistest.Single(t))
 	id := f.room(`{"originUrl":"https://origin.example/"}`)
 	e := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+	f.clock.Advance(pollpolicy.MinInterval)
 	f.do("GET", "/api/rooms/"+id+"/poll", "", bearer(e.str("ticket")))
 	logs := f.logs.String()
 	if strings.Contains(logs, e.str("ticket")) || strings.Contains(strings.ToLower(logs), "bearer") || strings.Contains(logs, adminKey) {

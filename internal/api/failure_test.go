@@ -32,9 +32,6 @@ func (f failing) Enqueue(context.Context, string, string) (room.Place, error) {
 func (f failing) Poll(context.Context, room.Ticket) (room.Place, error) {
 	return room.Place{}, f.fail()
 }
-func (f failing) Locate(context.Context, room.Ticket) (room.Place, error) {
-	return room.Place{}, f.fail()
-}
 func (f failing) Leave(context.Context, room.Ticket) error { return f.fail() }
 func (f failing) Consume(context.Context, string, int64, string) (room.Session, error) {
 	return room.Session{}, f.fail()

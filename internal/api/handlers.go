@@ -44,35 +44,28 @@ func newVisitorID() string {
 }
 
 func (h *Handler) enqueue(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
-	visitor := ""
-	// A valid ticket of this room returns the same place: refresh and a second
-	// tab are safe. Any other ticket (another room's, expired, garbage) is
-	// ignored and the visitor joins afresh: this is the join route.
+	// A valid ticket of this room whose place still stands gets that place
+	// back: a refresh and a second tab are safe. It is a poll of that place,
+	// under the same minimum interval as any poll. Any other ticket (another
+	// room's, expired, garbage, or one whose place is gone: served, left,
+	// evicted) is ignored: the visitor joins afresh under a new id and pays the
+	// join limit like anyone else. A visitor id is made here and given to one
+	// Enqueue only, so it never holds a second place, nor a second draw.
 	if s, ok := r.bearer(); ok {
 		if t, err := h.o.Tickets.Verify(s, r.room, r.now); err == nil {
-			// Locate, not Poll: a refresh right after a poll must not be refused
-			// by the min poll interval.
-			p, err := h.o.Queue.Locate(ctx, t)
+			p, err := h.o.Queue.Poll(ctx, t)
 			if err != nil {
 				return events.APIGatewayV2HTTPResponse{}, err
 			}
 			if p.State != room.StateExpired {
 				return h.placeResponse(r, p, s)
 			}
-			// The place is gone (served, left, evicted): join again as the same
-			// visitor, which also keeps a pre-queue draw from being re-rolled.
-			visitor = t.Visitor
 		}
 	}
-	if visitor == "" {
-		// Only a fresh join costs the client's enqueue budget: a refresh with a
-		// valid ticket creates nothing.
-		if err := h.o.Queue.AllowEnqueue(ctx, r.room, r.ev.RequestContext.HTTP.SourceIP); err != nil {
-			return events.APIGatewayV2HTTPResponse{}, err
-		}
-		visitor = newVisitorID()
+	if err := h.o.Queue.AllowEnqueue(ctx, r.room, r.ev.RequestContext.HTTP.SourceIP); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	p, err := h.o.Queue.Enqueue(ctx, r.room, visitor)
+	p, err := h.o.Queue.Enqueue(ctx, r.room, newVisitorID())
 	if errors.Is(err, room.ErrClosed) {
 		return jsonResponse(http.StatusOK, placeResponse{
 			Room: r.room, State: room.StateClosed,

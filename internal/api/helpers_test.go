@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
@@ -63,7 +64,7 @@ func keys(t testing.TB) *token.Keys {
 func newFixture(t *testing.T, rdb redis.UniversalClient) *fixture {
 	t.Helper()
 	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
-	q := room.New(rdb, room.WithClock(clk.Now))
+	q := app.NewEngine(rdb, clk.Now) // as every program builds it: with the minimum poll interval
 	k := keys(t)
 	f := &fixture{t: t, q: q, clock: clk, logs: &syncBuffer{},
 		tickets: token.NewTickets(k.TicketSecret, "vestibule"),

@@ -64,7 +64,7 @@ func TestChaosAbuseLimits(t *testing.T) {
 		t.Errorf("%d of 20 back-to-back polls refused; want all but the first", refused)
 	}
 	// A refused poll is not a heartbeat lost: the place is still there.
-	if got, err := eng.Locate(ctx, p.Ticket); err != nil || got.State != room.StateWaiting {
+	if got, err := room.New(rdb).Poll(ctx, p.Ticket); err != nil || got.State != room.StateWaiting {
 		t.Errorf("after the poll flood: %v %v, want waiting", got.State, err)
 	}
 }

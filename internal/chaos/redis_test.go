@@ -204,7 +204,6 @@ func TestChaosRedisUnreachable(t *testing.T) {
 			return err
 		}},
 		{"poll", func(ctx context.Context) error { _, err := eng.Poll(ctx, tickets[0]); return err }},
-		{"locate", func(ctx context.Context) error { _, err := eng.Locate(ctx, tickets[0]); return err }},
 		{"leave", func(ctx context.Context) error { return eng.Leave(ctx, nobody) }},
 		{"consume", func(ctx context.Context) error { _, err := eng.Consume(ctx, id, 1, chaosOrigin); return err }},
 		{"complete", func(ctx context.Context) error { return eng.Complete(ctx, id, 1, chaosOrigin) }},

@@ -40,7 +40,7 @@ func stack(t *testing.T, redisURL string) *localstack.Stack {
 		OriginAddr:   "127.0.0.1:0",
 		StaticDir:    repoPath(t, "static"),
 		KeyDir:       t.TempDir(),
-		AdminKey:     "e2e-admin-key",
+		AdminKey:     "e2e-admin-key-0123456789",
 		TickInterval: tick,
 		Logger:       logger,
 	})

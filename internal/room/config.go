@@ -1,7 +1,9 @@
 package room
 
 import (
+	"encoding/json"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -89,9 +91,12 @@ var settings = []Setting{
 		func(c *Config) *int64 { return &c.ClaimTTLSeconds }, 120, 5, 3_600),
 	number("heartbeatTTLSeconds", "a waiting visitor not seen for this long is evicted (and may come back before the head passes)",
 		func(c *Config) *int64 { return &c.HeartbeatTTLSeconds }, 120, 10, 3_600),
-	// Generous by default: many visitors may share one address (mobile carriers, offices, venues).
-	number("clientEnqueuePerMinute", "enqueues per client address (0: no limit)",
-		func(c *Config) *int64 { return &c.ClientEnqueuePerMinute }, 60, 0, 100_000),
+	// Off by default: thousands of visitors may share one address (carrier-grade
+	// NAT, offices, venues), and a per-address limit would turn them away while
+	// visitors on their own addresses go ahead. Rooms defend against mass joins
+	// with the join challenge, or AWS WAF, instead (docs/SECURITY.md).
+	number("clientEnqueuePerMinute", "fresh joins per client address a minute (0: no limit)",
+		func(c *Config) *int64 { return &c.ClientEnqueuePerMinute }, 0, 0, 100_000),
 	func() Setting {
 		names := make([]string, len(modes))
 		for i, m := range modes {
@@ -122,6 +127,10 @@ var settings = []Setting{
 			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 				return "must be an absolute http(s) URL"
 			}
+			if u.Scheme == "http" && !Loopback(u.Hostname()) {
+				// An entry token in a URL over plain HTTP can be read on the way.
+				return "must be https:// (plain http:// only for a loopback host, in development)"
+			}
 			return ""
 		}),
 	// Redis keeps it in milliseconds, 0 for none.
@@ -141,11 +150,40 @@ var settings = []Setting{
 			return nil
 		},
 		func(t *time.Time) string {
-			if t != nil && (t.Year() < 2000 || t.Year() > 9999) {
+			// The year in UTC, as it is stored and served: 9999-12-31T23:59:59-14:00
+			// is in the year 10000 there, which no RFC 3339 time can say.
+			if t != nil && (t.UTC().Year() < 2000 || t.UTC().Year() > 9999) {
 				return "must be an RFC 3339 time between the years 2000 and 9999"
 			}
 			return ""
 		}),
+}
+
+// Loopback reports whether host (a URL's Hostname) is this machine: localhost
+// or a loopback address.
+func Loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// UnmarshalJSON decodes settings over c, refusing a key that is not exactly a
+// setting's name: encoding/json alone would take "MAXACTIVE" for maxActive and
+// ignore a typo. Settings the JSON leaves out keep their value in c.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return err
+	}
+	for k := range keys {
+		if !slices.ContainsFunc(settings, func(s Setting) bool { return s.Name == k }) {
+			return fmt.Errorf("json: unknown field %q", k)
+		}
+	}
+	type plain Config // without this method
+	return json.Unmarshal(b, (*plain)(c))
 }
 
 // Settings returns the settings table, one row per room setting: for tools

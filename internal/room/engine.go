@@ -239,10 +239,6 @@ func (e *Engine) Poll(ctx context.Context, t Ticket) (Place, error) {
 	return e.poll(ctx, t, e.minInterval)
 }
 
-// Locate is Poll without the min interval: for a visitor who comes back through
-// enqueue (a refresh, a second tab), which must always find the place.
-func (e *Engine) Locate(ctx context.Context, t Ticket) (Place, error) { return e.poll(ctx, t, 0) }
-
 func (e *Engine) poll(ctx context.Context, t Ticket, minInterval time.Duration) (Place, error) {
 	have := e.cached(t.Room)
 	reply, err := e.run(ctx, pollCmd, t.Room, e.nowMS(), strconv.FormatInt(t.Seq, 10), score(t),

@@ -88,7 +88,6 @@ func FuzzRoomID(f *testing.F) {
 			calls := map[string]func() error{
 				"Enqueue":      func() error { _, err := eng.Enqueue(ctx, id, "v"); return err },
 				"Poll":         func() error { _, err := eng.Poll(ctx, tk); return err },
-				"Locate":       func() error { _, err := eng.Locate(ctx, tk); return err },
 				"Leave":        func() error { return eng.Leave(ctx, tk) },
 				"Consume":      func() error { _, err := eng.Consume(ctx, id, 1, origin); return err },
 				"Complete":     func() error { return eng.Complete(ctx, id, 1, origin) },

@@ -7,7 +7,6 @@ import (
 	"os"
 	"sort"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // TestMain stops the redis-server processes redistest started for this binary.
@@ -30,42 +30,17 @@ func TestMain(m *testing.M) {
 	os.Exit(redistest.Main(m))
 }
 
-// fakeClock is the engine's clock in tests: time moves only when a test says so.
-// It starts on a whole millisecond so times that went through Redis as
+// newClock is the engine's clock in tests: time moves only when a test says
+// so. It starts on a whole second so times that went through Redis as
 // milliseconds compare equal to times computed here.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *fakeClock {
-	return &fakeClock{now: time.Now().UTC().Truncate(time.Second)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
+func newClock() *testkit.Clock { return testkit.FixedClock(time.Now().UTC().Truncate(time.Second)) }
 
 // env is one room on one Redis with an engine on a fake clock.
 type env struct {
 	t    testing.TB
 	ctx  context.Context
 	rdb  redis.UniversalClient
-	clk  *fakeClock
+	clk  *testkit.Clock
 	eng  *room.Engine
 	room string
 	keys room.Keys

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // What the model knows of a visitor.
@@ -49,7 +50,7 @@ type model struct {
 	ctx      context.Context
 	rdb      redis.UniversalClient
 	eng      *room.Engine
-	clk      *fakeClock
+	clk      *testkit.Clock
 	room     string
 	keys     room.Keys
 	cfg      room.Config

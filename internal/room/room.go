@@ -126,7 +126,6 @@ type Clock func() time.Time
 type Queue interface {
 	Enqueue(ctx context.Context, room, visitor string) (Place, error)
 	Poll(ctx context.Context, t Ticket) (Place, error)
-	Locate(ctx context.Context, t Ticket) (Place, error)
 	AllowEnqueue(ctx context.Context, room, client string) error
 	Leave(ctx context.Context, t Ticket) error
 	Consume(ctx context.Context, room string, seq int64, audience string) (Session, error)

@@ -90,7 +90,10 @@ func (e *Entries) Issue(c EntryClaims) (string, error) {
 	if c.NotBefore.IsZero() {
 		c.NotBefore = c.IssuedAt
 	}
-	iat, nbf, exp := numericDate(c.IssuedAt), numericDate(c.NotBefore), numericDate(c.Expiry)
+	// Times are whole seconds: iat and nbf round down, exp rounds up, so a
+	// grant in the last partial second of its claim window still gets a token
+	// whose exp is after its iat (the engine still refuses it past the deadline).
+	iat, nbf, exp := numericDate(c.IssuedAt), numericDate(c.NotBefore), numericDate(c.Expiry.Add(time.Second-time.Nanosecond))
 	c.IssuedAt, c.NotBefore, c.Expiry = iat.Time, nbf.Time, exp.Time
 	if err := checkEntry(c); err != nil {
 		return "", err

@@ -1,0 +1,169 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/token"
+)
+
+// A ticket whose place is gone mints no place: enqueueing with it is a fresh
+// join, under a new visitor id and the join limit (issue: ten enqueues with one
+// spent ticket gave ten places, each skipping the per-address limit).
+func TestSpentTicketMintsNoPlaces(t *testing.T) {
+	f := newFixture(t, redistest.Single(t))
+	id := f.room(`{"clientEnqueuePerMinute":1,"originUrl":"https://origin.example/"}`)
+	first := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+	wantStatus(t, first, 200, "")
+	spent := first.str("ticket")
+	wantStatus(t, f.do("POST", "/api/rooms/"+id+"/leave", "", bearer(spent)), 200, "")
+	for range 10 {
+		f.clock.Advance(pollpolicy.MinInterval)
+		wantStatus(t, f.do("POST", "/api/rooms/"+id+"/enqueue", "", bearer(spent)), 429, "rate_limited")
+	}
+	if s := f.do("GET", "/api/rooms/"+id+"/status", "", nil); s.num("waiting") != 0 {
+		t.Fatalf("a spent ticket made %d places", s.num("waiting"))
+	}
+	// Once the limit refills, the rejoin is a new visitor with a new ticket.
+	f.clock.Advance(time.Minute)
+	again := f.do("POST", "/api/rooms/"+id+"/enqueue", "", bearer(spent))
+	wantStatus(t, again, 200, "")
+	if f.visitorOf(id, again.str("ticket")) == f.visitorOf(id, spent) {
+		t.Fatal("the rejoin kept the spent ticket's visitor id")
+	}
+}
+
+// In a pre-queue a spent ticket's draw cannot be copied into more places.
+func TestPrequeueDrawIsNotCopied(t *testing.T) {
+	f := newFixture(t, redistest.Single(t))
+	opens := f.clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	id := f.room(`{"opensAt":"` + opens + `","originUrl":"https://origin.example/"}`)
+	first := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+	wantStatus(t, f.do("POST", "/api/rooms/"+id+"/leave", "", bearer(first.str("ticket"))), 200, "")
+	seen := map[string]bool{f.visitorOf(id, first.str("ticket")): true}
+	for range 5 {
+		f.clock.Advance(pollpolicy.MinInterval)
+		r := f.do("POST", "/api/rooms/"+id+"/enqueue", "", bearer(first.str("ticket")))
+		wantStatus(t, r, 200, "")
+		v := f.visitorOf(id, r.str("ticket"))
+		if seen[v] {
+			t.Fatalf("visitor %s holds a second place", v)
+		}
+		seen[v] = true
+	}
+}
+
+// Enqueue with a valid ticket is a poll: no sooner than the minimum poll
+// interval after the last one (issue: three back-to-back enqueues got 200
+// where back-to-back polls get 429).
+func TestEnqueueWithTicketIsAPoll(t *testing.T) {
+	f := newFixture(t, redistest.Single(t))
+	id := f.room(`{"originUrl":"https://origin.example/"}`)
+	e := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+	f.clock.Advance(pollpolicy.MinInterval)
+	wantStatus(t, f.do("GET", "/api/rooms/"+id+"/poll", "", bearer(e.str("ticket"))), 200, "")
+	wantStatus(t, f.do("POST", "/api/rooms/"+id+"/enqueue", "", bearer(e.str("ticket"))), 429, "rate_limited")
+	f.clock.Advance(pollpolicy.MinInterval)
+	if r := f.do("POST", "/api/rooms/"+id+"/enqueue", "", bearer(e.str("ticket"))); r.StatusCode != 200 || r.num("position") != 1 {
+		t.Fatalf("refresh after the interval: %d %s", r.StatusCode, r.Body)
+	}
+}
+
+// An opening time in the year 10000 UTC is refused, whatever offset it was
+// written in, and every room stays readable (issue: it was stored, then every
+// read of the room answered 500).
+func TestOpensAtValidatedInUTC(t *testing.T) {
+	f := newFixture(t, redistest.Single(t))
+	id := f.room(`{"originUrl":"https://origin.example/"}`)
+	wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"opensAt":"9999-12-31T23:59:59-14:00"}`), 400, "invalid_config")
+	wantStatus(t, f.admin("GET", "/api/admin/rooms", ""), 200, "")
+	wantStatus(t, f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil), 200, "")
+	wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"opensAt":"9999-12-31T23:59:59+14:00"}`), 200, "")
+}
+
+// A poll in the last partial second of a claim window gets its entry token
+// (issue: 500 "exp not after iat").
+func TestLastPartialSecondOfTheClaimWindow(t *testing.T) {
+	f := newFixture(t, redistest.Single(t))
+	id := f.room(`{"claimTTLSeconds":5,"originUrl":"https://origin.example/"}`)
+	e := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+	f.clock.Advance(300 * time.Millisecond) // the grant's deadline falls inside a second
+	var grant response
+	for range 3 {
+		f.tick(id)
+		if grant = f.do("GET", "/api/rooms/"+id+"/poll", "", bearer(e.str("ticket"))); grant.str("entryToken") != "" {
+			break
+		}
+	}
+	deadline, err := time.Parse(time.RFC3339Nano, grant.str("grantExpiresAt"))
+	if err != nil {
+		t.Fatalf("no grant: %s", grant.Body)
+	}
+	f.clock.Advance(deadline.Sub(f.clock.Now()) - 200*time.Millisecond)
+	r := f.do("GET", "/api/rooms/"+id+"/poll", "", bearer(e.str("ticket")))
+	if r.StatusCode != 200 || r.str("entryToken") == "" {
+		t.Fatalf("poll 200 ms before the deadline: %d %s", r.StatusCode, r.Body)
+	}
+}
+
+// Setting names match exactly: {"MAXACTIVE":3} is refused, not taken for maxActive.
+func TestSettingNamesAreExact(t *testing.T) {
+	f := newFixture(t, redistest.Single(t))
+	id := f.room(`{"originUrl":"https://origin.example/"}`)
+	wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"MAXACTIVE":3}`), 400, "bad_json")
+	wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"maxactive":3}`), 400, "bad_json")
+	if r := f.admin("GET", "/api/admin/rooms/"+id, ""); strings.Contains(r.Body, `"maxActive":3`) {
+		t.Fatalf("a misspelt setting changed the room: %s", r.Body)
+	}
+	wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"maxActive":3}`), 200, "")
+}
+
+// Plain http:// origins only on loopback: an entry token must not cross a
+// network in the clear.
+func TestPlainHTTPOriginOnlyOnLoopback(t *testing.T) {
+	f := newFixture(t, redistest.Single(t))
+	id := f.room(`{"originUrl":"https://origin.example/"}`)
+	for _, u := range []string{"http://origin.example/", "http://10.0.0.8/", "http://localhost.example.com/"} {
+		wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"originUrl":"`+u+`"}`), 400, "invalid_config")
+	}
+	for _, u := range []string{"http://localhost:8081/", "http://127.0.0.1:8081/", "http://[::1]:8081/", "https://origin.example/"} {
+		wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"originUrl":"`+u+`"}`), 200, "")
+	}
+}
+
+// The request log carries only a valid room id, never the raw path segment
+// (issue: a 100,000-character id made a 100 KB log line).
+func TestLogCarriesOnlyValidRoomIDs(t *testing.T) {
+	var buf bytes.Buffer
+	k := keys(t)
+	h := api.New(api.Options{Queue: failing{nil}, Tickets: token.NewTickets(k.TicketSecret, "vestibule"),
+		Entries: token.NewEntries(k.Entry, "vestibule"), AdminAuth: api.AdminKey, AdminKey: adminKey,
+		Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	long := strings.Repeat("x", 100_000)
+	r := send(t, h, event("GET", "/api/rooms/"+long+"/status", "", nil))
+	wantStatus(t, r, 400, "invalid_room")
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("log: %v", err)
+	}
+	if _, ok := line["room"]; ok || buf.Len() > 1000 {
+		t.Fatalf("the log line carries the raw room (%d bytes): %.200s", buf.Len(), buf.String())
+	}
+}
+
+// visitorOf is the visitor id a valid ticket of the room names.
+func (f *fixture) visitorOf(room, ticket string) string {
+	f.t.Helper()
+	tk, err := f.tickets.Verify(ticket, room, f.clock.Now())
+	if err != nil {
+		f.t.Fatalf("ticket %q: %v", ticket, err)
+	}
+	return tk.Visitor
+}
