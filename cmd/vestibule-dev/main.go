@@ -78,7 +78,7 @@ func run() error {
 	fmt.Fprintf(os.Stderr, `
 Vestibule is running (Redis: %s).
   waiting room   http://localhost:%d/?room=demo
-  admin page     http://localhost:%d/admin.html
+  console        http://localhost:%d/console
   API            http://localhost:%d/api/
   demo origin    http://localhost:%d/
   admin key      %s
