@@ -147,7 +147,7 @@ function newChart(card) {
       series('admitted', '#6b4b00', 'n', [6, 3]),
       series('admitted/min', '#1e6b43', 'n', [2, 3]),
     ],
-    scales: { x: { time: true }, w: { range: (u, lo, hi) => [0, Math.max(1, hi)] }, n: { range: (u, lo, hi) => [0, Math.max(1, hi)] } },
+    scales: { x: { time: true, range: (u, lo, hi) => (lo === hi ? [lo - 60, hi + 1] : [lo, hi]) }, w: { range: (u, lo, hi) => [0, Math.max(1, hi)] }, n: { range: (u, lo, hi) => [0, Math.max(1, hi)] } },
     axes: [
       { stroke: '#4f5a67' },
       { scale: 'w', stroke: '#1d5c8a' },
@@ -235,6 +235,7 @@ function show(card, info, t) {
   const d = card.data;
   d[0].push(t); d[1].push(s.waiting); d[2].push(s.active); d[3].push(s.admitted); d[4].push(s.admittedLastMinute);
   if (d[0].length > keep) for (const a of d) a.shift();
+  card.el.dataset.samples = String(d[0].length);
   if (!card.chart) card.chart = newChart(card);
   else card.chart.setData(d);
 }
