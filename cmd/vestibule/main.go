@@ -111,7 +111,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
+// valueFlags are the flags that take a value, for commandFirst.
+var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": true, "profile": true, "region": true,
+	"interval": true, "count": true, "port": true}
+
+// commandFirst moves the command words (e.g. "rooms", "list") before any
+// flags given ahead of them, so "vestibule --stack S rooms list" works too.
+func commandFirst(args []string) []string {
+	var words, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(append(words, rest...), args[i:]...)
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			rest = append(rest, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && valueFlags[name] && i+1 < len(args) {
+				i++
+				rest = append(rest, args[i])
+			}
+		case len(words) == 0 || (len(words) == 1 && words[0] == "rooms"):
+			words = append(words, a)
+		default:
+			return append(append(words, rest...), args[i:]...)
+		}
+	}
+	return append(words, rest...)
+}
+
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	args = commandFirst(args)
 	if len(args) == 0 {
 		return usageError("no command")
 	}

@@ -332,3 +332,18 @@ func TestWatch(t *testing.T) {
 		t.Fatalf("watch unknown: %d %q", code, errs)
 	}
 }
+
+func TestCommandFirst(t *testing.T) {
+	for in, want := range map[string]string{
+		"--stack S rooms list":                "rooms list --stack S",
+		"rooms list --stack S":                "rooms list --stack S",
+		"--json --endpoint=E rooms get demo":  "rooms get --json --endpoint=E demo",
+		"--endpoint E watch demo --count 2":   "watch --endpoint E demo --count 2",
+		"rooms set demo maxActive=5 --create": "rooms set demo maxActive=5 --create",
+		"--region eu-west-1 console --port 0": "console --region eu-west-1 --port 0",
+	} {
+		if got := strings.Join(commandFirst(strings.Fields(in)), " "); got != want {
+			t.Errorf("%q → %q, want %q", in, got, want)
+		}
+	}
+}
