@@ -73,10 +73,16 @@ func (c *command) list(ctx context.Context, pos []string) error {
 		fmt.Fprintln(c.stdout, "no rooms yet: `vestibule rooms set ROOM --create originUrl=https://…` creates one")
 		return nil
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ROOM\tMODE\tWAITING\tADMITTED\tACTIVE\tMAX ACTIVE\tADMITTED/MIN\tRATE/MIN\t")
+	// Numbers align right; the room and mode columns are padded to one
+	// width so that they read left-aligned.
+	wr, wm := len("ROOM"), len("MODE")
 	for _, r := range rooms {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Room, r.Config.Mode, num(r.Stats.Waiting), num(r.Stats.Admitted),
+		wr, wm = max(wr, len(r.Room)), max(wm, len(r.Config.Mode))
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%-*s\t%-*s\tWAITING\tADMITTED\tACTIVE\tMAX ACTIVE\tADMITTED/MIN\tRATE/MIN\t\n", wr, "ROOM", wm, "MODE")
+	for _, r := range rooms {
+		fmt.Fprintf(tw, "%-*s\t%-*s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", wr, r.Room, wm, r.Config.Mode, num(r.Stats.Waiting), num(r.Stats.Admitted),
 			num(r.Stats.Active), num(r.Config.MaxActive), num(r.Stats.AdmittedLastMinute), num(r.Config.AdmitPerMinute))
 	}
 	return tw.Flush()

@@ -222,7 +222,7 @@ func (c *Client) problem(status int, body []byte, roomID string) *Error {
 	case status == http.StatusForbidden:
 		e.Message = fmt.Sprintf("AWS refused the signed request (403: %s)", e.Message)
 		e.Hint = "your AWS identity needs the IAM permission execute-api:Invoke on the admin routes " +
-			"(arn:aws:execute-api:REGION:ACCOUNT:API-ID/*/*/api/admin/*); also check that --region is the API's region and your credentials have not expired"
+			"(arn:aws:execute-api:REGION:ACCOUNT:API-ID/*/*/api/admin/*); also check that --region is the API's region, that the endpoint is the API's own URL (the stack's ApiUrl output, not CloudFront's), and that your credentials have not expired"
 	case status == http.StatusBadRequest:
 		e.Message = "the deployment refused the request: " + strings.TrimPrefix(e.Message, "room: ")
 		e.Hint = "docs/ENGINE.md lists every setting with its range"
