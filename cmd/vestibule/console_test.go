@@ -255,6 +255,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	if got := eval[string](t, ctx, `document.getElementById('status').textContent`); got != "Room "+id+" paused." {
 		t.Errorf("status %q", got)
 	}
+	// Focus lands on what undoes it (Pause is disabled now).
+	waitJS(t, ctx, `document.activeElement?.dataset.action === "resume"`, 5*time.Second)
 	// Capacity through the form and its confirmation.
 	set := fmt.Sprintf(`(() => { const i = %s.querySelector('[data-setting="maxActive"]'); i.focus(); i.value = "4"; i.dispatchEvent(new Event('input', {bubbles: true})); })()`, card)
 	eval[any](t, ctx, set)

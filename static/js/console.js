@@ -182,7 +182,9 @@ function newCard(id) {
       if (await confirmStep(a.title(id), a.text(cfg))) {
         await change(card, { mode: a.mode }, a.done(id));
       }
-      b.focus();
+      // Back where the operator was, or (the button is now disabled, e.g.
+      // Pause once paused) on the action that undoes it.
+      (b.disabled ? el.querySelector('[data-action]:not(:disabled)') : b)?.focus();
     });
   }
   const form = el.querySelector('.settings');
