@@ -89,6 +89,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 // usageError is a mistake in the command line: exit status 2.
 type usageError string
 
+// Error is the mistake, as said to the user.
 func (e usageError) Error() string { return string(e) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -64,6 +64,7 @@ type Error struct {
 	Err     error  // the underlying error, if any
 }
 
+// Error gives the message and, on a second line, the hint.
 func (e *Error) Error() string {
 	s := e.Message
 	if e.Hint != "" {
