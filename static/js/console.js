@@ -244,6 +244,7 @@ function show(card, info, t) {
 
 let timer = 0;
 let needKey = false;
+let proxied = false; // served by `vestibule console`
 
 async function refresh() {
   clearTimeout(timer);
@@ -276,7 +277,13 @@ async function refresh() {
       $('key').focus();
       return;
     }
-    status(`Refresh failed: ${e.message}`, true);
+    if (e.status === 403 && !proxied) {
+      // Opened on a deployment's own site: the IAM-authorised admin routes
+      // refuse unsigned calls.
+      status('The admin routes refused this page (403). In AWS, run `vestibule console --stack NAME`: it serves this console on 127.0.0.1 and signs each call.', true);
+    } else {
+      status(`Refresh failed: ${e.message}`, true);
+    }
   }
   timer = setTimeout(refresh, every);
 }
@@ -300,6 +307,7 @@ async function target() {
     const r = await fetch('/console-target.json', { cache: 'no-store' });
     if (!r.ok) throw new Error(String(r.status));
     const t = await r.json();
+    proxied = true;
     $('target').textContent = `${t.endpoint} · ${t.auth === 'AWS SigV4' ? 'calls signed with your AWS credentials' : 'calls carry the admin key'}`;
   } catch {
     $('target').textContent = `${location.host} · the local stack`;
