@@ -80,7 +80,7 @@ func run() error {
 	fmt.Fprintf(os.Stderr, `
 Vestibule is running (Redis: %s).
   waiting room   %s/?room=demo
-  admin page     %s/admin.html
+  console        %s/console
   API            %s/api/
   demo origin    %s/
   admin key      %s

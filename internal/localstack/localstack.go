@@ -157,6 +157,10 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	app.HandleFunc("GET /r/{room}", page)
 	app.HandleFunc("GET /rooms/{room}", page)
+	// The operator's console (docs/OPERATING.md); it asks for the admin key.
+	app.HandleFunc("GET /console", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFile(w, r, filepath.Join(o.StaticDir, "console.html"))
+	})
 	s.serve(appLn, noReferrer(app))
 	originOf := func(ctx context.Context, id string) (string, error) {
 		cfg, err := engine.GetConfig(ctx, id)

@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+var (
+	browserOnce   sync.Once
+	browserCtx    context.Context
+	browserCancel context.CancelFunc
+	browserErr    error
+	browserDir    string
+)
+
+// browser starts one headless Chromium for the package, with the flags of
+// internal/e2e; without Chromium the test is skipped (it fails under CI).
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	found := false
+	for _, n := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
+		if _, err := exec.LookPath(n); err == nil {
+			found = true
+			break
+		}
+	}
+	if !found {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is not installed (make deps-chromium installs it)")
+		}
+		t.Skip("chromium is not installed; make deps-chromium installs it")
+	}
+	browserOnce.Do(func() {
+		browserDir, browserErr = os.MkdirTemp("", "vestibule-console-chromium-")
+		if browserErr != nil {
+			return
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("no-first-run", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("lang", "en-US"),
+			chromedp.UserDataDir(browserDir),
+			chromedp.WindowSize(1100, 900),
+		)
+		allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(allocCtx)
+		browserCtx = ctx
+		browserCancel = func() { cancel(); allocCancel() }
+		browserErr = chromedp.Do(ctx)
+	})
+	if browserErr != nil {
+		t.Fatalf("starting chromium: %v", browserErr)
+	}
+	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1100, 900)); err != nil {
+		t.Fatalf("open tab: %v", err)
+	}
+	return ctx
+}
+
+func closeBrowser() {
+	if browserCancel != nil {
+		browserCancel()
+	}
+	if browserDir != "" {
+		os.RemoveAll(browserDir)
+	}
+}
+
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+func waitJS(t *testing.T, ctx context.Context, js string, limit time.Duration) {
+	t.Helper()
+	_, err := chromedp.Run(ctx, chromedp.Poll[bool](js,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(limit)))
+	if err != nil {
+		text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText.replace(/\s+/g, " ").slice(0, 600)`))
+		t.Fatalf("waiting for %s: %v; page shows %s", js, err, text)
+	}
+}
+
+// axeScript finds axe-core's axe.min.js: AXE_CORE_JS, or a temporary npm
+// install of the pinned version. It skips the check, saying why, when npm
+// is not there.
+func axeScript(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("AXE_CORE_JS"); p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("npm is not installed: the accessibility check (axe-core) needs it, or AXE_CORE_JS=path/to/axe.min.js")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(npm, "install", "--no-save", "--no-audit", "--no-fund", "--prefix", dir, "axe-core@4.14.1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm install axe-core: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "node_modules", "axe-core", "axe.min.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// The console served by `vestibule console`: the figures of a room with
+// visitors appear, its chart is drawn, pausing it through the confirmation
+// changes the room's mode, and axe-core finds no serious or critical
+// accessibility problem.
+func TestConsoleInBrowser(t *testing.T) {
+	s := stack(t)
+	id := newRoom(t, s, map[string]any{"maxActive": 2, "admitPerMinute": 600, "claimTTLSeconds": 600})
+	enqueue(t, s, id, 5)
+	ctx := browser(t)
+	var exceptions []string
+	var emu sync.Mutex
+	go func() {
+		for ev, err := range chromedp.Events(ctx, runtime.ExceptionThrown) {
+			if err != nil {
+				return
+			}
+			emu.Lock()
+			d := ev.ExceptionDetails
+			desc := d.Text
+			if d.Exception != nil {
+				desc += " " + d.Exception.Description
+			}
+			exceptions = append(exceptions, fmt.Sprintf("%s at %s:%d", desc, d.URL, d.LineNumber))
+			emu.Unlock()
+		}
+	}()
+
+	cctx, stop := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(cctx, []string{"console", "--port", "0", "--endpoint", s.URL(), "--admin-key", adminKey}, &out, &errb)
+	}()
+	t.Cleanup(func() {
+		stop()
+		if code := <-done; code != 0 {
+			t.Errorf("console exited %d: %s", code, errb.String())
+		}
+	})
+	addr := regexp.MustCompile(`console: (http://127\.0\.0\.1:\d+/)`)
+	var url string
+	for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := addr.FindStringSubmatch(out.String()); m != nil {
+			url = m[1]
+		}
+	}
+	if url == "" {
+		t.Fatalf("the console did not start: %q %q", out.String(), errb.String())
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(url+"?every=0.3")); err != nil {
+		t.Fatal(err)
+	}
+	card := fmt.Sprintf(`document.querySelector('[data-room=%q]')`, id)
+	waitJS(t, ctx, card+` !== null`, 10*time.Second)
+	// Two admitted (maxActive 2), three waiting, as the engine says.
+	waitJS(t, ctx, card+`.querySelector('[data-figure="waiting"]').textContent === "3"`, 10*time.Second)
+	if got := eval[string](t, ctx, card+`.querySelector('[data-figure="active"]').textContent`); got != "0 / 2" {
+		t.Errorf("active figure %q", got)
+	}
+	if got := eval[string](t, ctx, card+`.querySelector('[data-figure="admitted"]').textContent`); got != "2" {
+		t.Errorf("admitted figure %q", got)
+	}
+	if eval[bool](t, ctx, `document.getElementById('keyform').checkVisibility()`) {
+		t.Error("the console through vestibule console asks for an admin key")
+	}
+	if got := eval[string](t, ctx, `document.getElementById('target').textContent`); !strings.Contains(got, s.URL()) {
+		t.Errorf("target %q", got)
+	}
+	// The chart: once a few samples are in, the canvas carries the series'
+	// lines; active (0 here) is drawn in its own red (#9b1c1c), which
+	// neither the grid nor the axes use.
+	waitJS(t, ctx, card+`.dataset.samples >= 3`, 10*time.Second)
+	waitJS(t, ctx, `(() => { const c = `+card+`.querySelector('canvas');
+		if (!c || c.width < 200) return false;
+		const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+		let red = 0;
+		for (let i = 0; i < d.length; i += 4) {
+			if (Math.abs(d[i] - 155) < 30 && d[i+1] < 70 && d[i+2] < 70 && d[i+3] > 200) red++;
+		}
+		return red > 100; })()`, 10*time.Second)
+	// E2E_OUT=dir keeps a screenshot of the console.
+	if dir := os.Getenv("E2E_OUT"); dir != "" {
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "console.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Pause: the dialog asks first; Cancel changes nothing.
+	pause := chromedp.CSS(fmt.Sprintf(`[data-room=%q] [data-action="pause"]`, id))
+	if err := chromedp.Do(ctx, chromedp.Click(pause)); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, `document.getElementById('confirm').open`, 5*time.Second)
+	if got := eval[string](t, ctx, `document.getElementById('confirm-title').textContent`); got != "Pause room "+id+"?" {
+		t.Errorf("dialog title %q", got)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm-cancel"))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, `!document.getElementById('confirm').open`, 5*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	if m := mode(t, s, id); m != "queue" {
+		t.Fatalf("cancelled pause changed the mode to %s", m)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(pause)); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, `document.getElementById('confirm').open`, 5*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm-ok"))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, card+`.dataset.mode === "paused"`, 5*time.Second)
+	if m := mode(t, s, id); m != "paused" {
+		t.Fatalf("mode after pausing from the console: %s", m)
+	}
+	if got := eval[string](t, ctx, `document.getElementById('status').textContent`); got != "Room "+id+" paused." {
+		t.Errorf("status %q", got)
+	}
+	// Focus lands on what undoes it (Pause is disabled now).
+	waitJS(t, ctx, `document.activeElement?.dataset.action === "resume"`, 5*time.Second)
+	// Capacity through the form and its confirmation.
+	set := fmt.Sprintf(`(() => { const i = %s.querySelector('[data-setting="maxActive"]'); i.focus(); i.value = "4"; i.dispatchEvent(new Event('input', {bubbles: true})); })()`, card)
+	eval[any](t, ctx, set)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-room=%q] .settings button`, id)))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, `document.getElementById('confirm').open`, 5*time.Second)
+	if got := eval[string](t, ctx, `document.getElementById('confirm-text').textContent`); !strings.Contains(got, "maxActive 2 → 4") {
+		t.Errorf("confirm text %q", got)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm-ok"))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, card+`.querySelector('[data-figure="active"]').textContent.endsWith("/ 4")`, 5*time.Second)
+
+	// Accessibility: axe-core, injected (the page's CSP does not apply to
+	// the DevTools protocol), with no serious or critical violation.
+	axe := axeScript(t)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](axe)); err != nil {
+		t.Fatalf("inject axe: %v", err)
+	}
+	res, err := chromedp.Run(ctx, chromedp.Evaluate[string](`axe.run(document).then(r => JSON.stringify(r.violations
+		.filter(v => v.impact === 'serious' || v.impact === 'critical')
+		.map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))))`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("axe: %v", err)
+	}
+	var violations []any
+	json.Unmarshal([]byte(res), &violations)
+	t.Logf("axe-core: serious or critical violations: %s", res)
+	if len(violations) > 0 {
+		t.Errorf("axe-core: %d serious or critical violations: %s", len(violations), res)
+	}
+	emu.Lock()
+	defer emu.Unlock()
+	if len(exceptions) > 0 {
+		t.Errorf("the page threw: %q", exceptions)
+	}
+}
+
+// The local stack serves the same console at /console; without the admin
+// key it asks for it, and with it shows the rooms.
+func TestConsoleOnLocalStack(t *testing.T) {
+	s := stack(t)
+	id := newRoom(t, s, nil)
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.URL()+"/console?every=0.3")); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, `document.getElementById('keyform').checkVisibility()`, 10*time.Second)
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.ID("key"), adminKey),
+		chromedp.Click(chromedp.CSS(`#keyform button`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, fmt.Sprintf(`document.querySelector('[data-room=%q] [data-figure="active"]')?.textContent === "0 / 5"`, id), 10*time.Second)
+	if eval[bool](t, ctx, `document.getElementById('keyform').checkVisibility()`) {
+		t.Error("the key form stays once the key works")
+	}
+}

@@ -1,0 +1,222 @@
+// Command vestibule is the operator's tool for a Vestibule deployment: it
+// lists, inspects and changes rooms, pauses, resumes, closes and opens them,
+// watches one live in the terminal, and serves the operator's console on
+// 127.0.0.1. Against a stack in AWS (--stack NAME, or --endpoint URL) every
+// admin call is signed with SigV4 from the standard AWS credential chain;
+// against a local stack (make dev) it sends the admin key. docs/OPERATING.md
+// is its manual.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/operator"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `vestibule — operate a Vestibule waiting room
+
+Usage:
+  vestibule rooms list                          every room: mode, figures, settings
+  vestibule rooms get ROOM [--credential]       one room's settings and figures
+  vestibule rooms set ROOM key=value… [--create] change settings (e.g. maxActive=500 admitPerMinute=3000)
+  vestibule rooms pause ROOM                    mode=paused: the queue holds, nobody is admitted
+  vestibule rooms resume ROOM                   mode=queue: admissions go on
+  vestibule rooms close ROOM                    mode=closed: new arrivals refused, nobody admitted
+  vestibule rooms open ROOM                     mode=queue: arrivals queue and are admitted again
+  vestibule rooms drain ROOM                    drain the room (needs a deployment with the drain route)
+  vestibule rooms settings                      the settings "rooms set" takes, with their types
+  vestibule watch ROOM [--interval 3s]          a live view of one room in the terminal
+  vestibule console [--port 8484]               the console in your browser on 127.0.0.1
+
+Which deployment (every command but "rooms settings"):
+  --stack NAME        a deployed stack: the endpoint is its ApiUrl output     (env VESTIBULE_STACK)
+  --endpoint URL      the API's URL, e.g. http://localhost:8080               (env VESTIBULE_ENDPOINT)
+  --admin-key KEY     a local stack's admin key; without it calls are signed  (env VESTIBULE_ADMIN_KEY)
+  --profile NAME      AWS profile (default: the standard chain, AWS_PROFILE)
+  --region REGION     AWS region (default: the profile's, AWS_REGION)
+  --json              print the API's JSON (list, get, set, pause…, drain)
+
+docs/OPERATING.md has the whole manual.
+`
+
+// globals are the flags every command takes.
+type globals struct {
+	target operator.Target
+	json   bool
+}
+
+func (g *globals) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.target.Stack, "stack", os.Getenv("VESTIBULE_STACK"), "CloudFormation stack name (its ApiUrl output is the endpoint)")
+	fs.StringVar(&g.target.Endpoint, "endpoint", os.Getenv("VESTIBULE_ENDPOINT"), "the API's base URL")
+	fs.StringVar(&g.target.AdminKey, "admin-key", os.Getenv("VESTIBULE_ADMIN_KEY"), "a local stack's admin key (without it, calls are SigV4-signed)")
+	fs.StringVar(&g.target.Profile, "profile", "", "AWS shared-config profile")
+	fs.StringVar(&g.target.Region, "region", "", "AWS region")
+	fs.BoolVar(&g.json, "json", false, "print JSON")
+}
+
+// parse parses flags anywhere among the arguments and returns the others.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// usageError is a mistake in the command line: exit status 2.
+type usageError string
+
+// Error is the mistake, as said to the user.
+func (e usageError) Error() string { return string(e) }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := dispatch(ctx, args, stdout, stderr)
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, usage)
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "vestibule: %s\n\nRun `vestibule help` for the commands.\n", ue)
+		return 2
+	case errors.Is(err, context.Canceled):
+		return 130
+	default:
+		fmt.Fprintf(stderr, "vestibule: %s\n", err)
+		return 1
+	}
+}
+
+// valueFlags are the flags that take a value, for commandFirst.
+var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": true, "profile": true, "region": true,
+	"interval": true, "count": true, "port": true}
+
+// commandFirst moves the command words (e.g. "rooms", "list") before any
+// flags given ahead of them, so "vestibule --stack S rooms list" works too.
+func commandFirst(args []string) []string {
+	var words, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(append(words, rest...), args[i:]...)
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			rest = append(rest, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && valueFlags[name] && i+1 < len(args) {
+				i++
+				rest = append(rest, args[i])
+			}
+		case len(words) == 0 || (len(words) == 1 && words[0] == "rooms"):
+			words = append(words, a)
+		default:
+			return append(append(words, rest...), args[i:]...)
+		}
+	}
+	return append(words, rest...)
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	args = commandFirst(args)
+	if len(args) == 0 {
+		return usageError("no command")
+	}
+	cmd, args := args[0], args[1:]
+	if cmd == "rooms" {
+		if len(args) == 0 {
+			return usageError("rooms needs a subcommand: list, get, set, pause, resume, close, open, drain, settings")
+		}
+		cmd, args = "rooms "+args[0], args[1:]
+	}
+	var g globals
+	fs := flag.NewFlagSet("vestibule "+cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	g.register(fs)
+	c := &command{g: &g, stdout: stdout, stderr: stderr}
+	var run func(ctx context.Context, pos []string) error
+	switch cmd {
+	case "help", "-h", "--help", "-help":
+		return flag.ErrHelp
+	case "rooms list":
+		run = c.list
+	case "rooms get":
+		fs.BoolVar(&c.credential, "credential", false, "also print the room's origin credential (a secret)")
+		run = c.get
+	case "rooms set":
+		fs.BoolVar(&c.create, "create", false, "create the room if it does not exist")
+		run = c.set
+	case "rooms pause", "rooms resume", "rooms close", "rooms open":
+		verb := strings.TrimPrefix(cmd, "rooms ")
+		run = func(ctx context.Context, pos []string) error { return c.mode(ctx, verb, pos) }
+	case "rooms drain":
+		run = c.drain
+	case "rooms settings":
+		run = c.settings
+	case "watch":
+		fs.DurationVar(&c.interval, "interval", defaultInterval, "time between refreshes")
+		fs.IntVar(&c.count, "count", 0, "stop after this many refreshes (0: until Ctrl-C)")
+		run = c.watch
+	case "console":
+		fs.IntVar(&c.port, "port", defaultConsolePort, "port on 127.0.0.1 (0: any free port)")
+		run = c.console
+	default:
+		return usageError(fmt.Sprintf("unknown command %q", cmd))
+	}
+	pos, err := parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	if err != nil {
+		return usageError(err.Error())
+	}
+	return run(ctx, pos)
+}
+
+// command is one run of a command, with its flags.
+type command struct {
+	g              *globals
+	stdout, stderr io.Writer
+	credential     bool          // get
+	create         bool          // set
+	interval       time.Duration // watch
+	count          int           // watch
+	port           int           // console
+}
+
+// client connects to the deployment the flags name.
+func (c *command) client(ctx context.Context) (*operator.Client, error) {
+	return operator.Connect(ctx, c.g.target)
+}
+
+// oneRoom checks that pos is exactly one room id.
+func oneRoom(pos []string, what string) (string, error) {
+	if len(pos) != 1 {
+		return "", usageError(what + " takes one room id")
+	}
+	return pos[0], nil
+}

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/localstack"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+)
+
+func TestMain(m *testing.M) {
+	code := redistest.Main(m)
+	closeBrowser()
+	os.Exit(code)
+}
+
+const adminKey = "cli-test-admin-key-0123"
+
+// stack starts a local stack on the test's real Redis, serving the
+// repository's static/ (the console among it).
+func stack(t *testing.T) *localstack.Stack {
+	t.Helper()
+	for _, k := range []string{"VESTIBULE_STACK", "VESTIBULE_ENDPOINT", "VESTIBULE_ADMIN_KEY"} {
+		t.Setenv(k, "")
+	}
+	s, err := localstack.Start(context.Background(), localstack.Options{
+		RedisURL:     "redis://" + redistest.Single(t).Options().Addr,
+		StaticDir:    filepath.Join("..", "..", "static"),
+		KeyDir:       t.TempDir(),
+		AdminKey:     adminKey,
+		TickInterval: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// syncBuffer is a buffer a running command writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// vestibule runs the command against the stack with its admin key.
+func vestibule(t *testing.T, s *localstack.Stack, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code = run(ctx, append(args, "--endpoint", s.URL(), "--admin-key", adminKey), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// newRoom creates a room of its own for a test (the Redis is shared).
+func newRoom(t *testing.T, s *localstack.Stack, settings map[string]any) string {
+	t.Helper()
+	b := make([]byte, 4)
+	rand.Read(b)
+	id := "cli-" + hex.EncodeToString(b)
+	body := map[string]any{"originUrl": s.OriginURL() + "/", "maxActive": 5, "admitPerMinute": 60}
+	for k, v := range settings {
+		body[k] = v
+	}
+	if code, m := admin(t, s, "PUT", id, body); code != 200 {
+		t.Fatalf("create %s: %d %v", id, code, m)
+	}
+	return id
+}
+
+// admin calls the admin API directly: what the tests check the command against.
+func admin(t *testing.T, s *localstack.Stack, method, id string, body any) (int, map[string]any) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, s.URL()+"/api/admin/rooms/"+id, r)
+	req.Header.Set("Authorization", "Bearer "+adminKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+func mode(t *testing.T, s *localstack.Stack, id string) string {
+	t.Helper()
+	code, m := admin(t, s, "GET", id, nil)
+	if code != 200 {
+		t.Fatalf("get %s: %d %v", id, code, m)
+	}
+	return m["config"].(map[string]any)["mode"].(string)
+}
+
+func enqueue(t *testing.T, s *localstack.Stack, id string, n int) {
+	t.Helper()
+	for range n {
+		resp, err := http.Post(s.URL()+"/api/rooms/"+id+"/enqueue", "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("enqueue: %d", resp.StatusCode)
+		}
+	}
+}
+
+func TestRooms(t *testing.T) {
+	s := stack(t)
+	id := newRoom(t, s, map[string]any{"mode": "paused"})
+	enqueue(t, s, id, 3)
+
+	t.Run("list", func(t *testing.T) {
+		out, errs, code := vestibule(t, s, "rooms", "list")
+		if code != 0 || !strings.Contains(out, "WAITING") || !strings.Contains(out, "demo") {
+			t.Fatalf("%d %q %q", code, out, errs)
+		}
+		var line string
+		for l := range strings.Lines(out) {
+			if strings.Contains(l, id) {
+				line = l
+			}
+		}
+		if f := strings.Fields(line); len(f) < 8 || f[1] != "paused" || f[2] != "3" || f[5] != "5" || f[7] != "60" {
+			t.Fatalf("row of %s: %q", id, line)
+		}
+		out, _, code = vestibule(t, s, "rooms", "list", "--json")
+		var j struct {
+			Rooms []struct {
+				Room  string         `json:"room"`
+				Stats map[string]any `json:"stats"`
+			} `json:"rooms"`
+		}
+		if err := json.Unmarshal([]byte(out), &j); code != 0 || err != nil || len(j.Rooms) == 0 {
+			t.Fatalf("--json: %d %v %q", code, err, out)
+		}
+		if strings.Contains(out, "originCredential") {
+			t.Fatal("list --json shows origin credentials")
+		}
+	})
+
+	t.Run("get", func(t *testing.T) {
+		out, errs, code := vestibule(t, s, "rooms", "get", id)
+		for _, want := range []string{"room  " + id, "maxActive               5", "mode                    paused", "waiting             3", "active              0 / 5"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("get lacks %q: %d %s %s", want, code, out, errs)
+			}
+		}
+		if strings.Contains(out, "originCredential") {
+			t.Error("get shows the origin credential without --credential")
+		}
+		out, _, _ = vestibule(t, s, "rooms", "get", id, "--credential")
+		if !strings.Contains(out, "originCredential") {
+			t.Errorf("get --credential: %s", out)
+		}
+		_, errs, code = vestibule(t, s, "rooms", "get", "no-such-room")
+		if code != 1 || !strings.Contains(errs, `there is no room "no-such-room"`) || !strings.Contains(errs, "rooms list") {
+			t.Errorf("unknown room: %d %q", code, errs)
+		}
+	})
+
+	t.Run("set", func(t *testing.T) {
+		out, errs, code := vestibule(t, s, "rooms", "set", id, "maxActive=500", "admitPerMinute=3000")
+		if code != 0 || !strings.Contains(out, id+": maxActive 5 → 500") || !strings.Contains(out, id+": admitPerMinute 60 → 3000") {
+			t.Fatalf("set: %d %q %q", code, out, errs)
+		}
+		_, m := admin(t, s, "GET", id, nil)
+		if c := m["config"].(map[string]any); c["maxActive"] != float64(500) || c["admitPerMinute"] != float64(3000) || c["mode"] != "paused" {
+			t.Fatalf("after set: %v", c)
+		}
+		// An unknown key is refused before anything is sent.
+		_, errs, code = vestibule(t, s, "rooms", "set", id, "maxActiv=7")
+		if code != 1 || !strings.Contains(errs, `unknown setting "maxActiv"`) || !strings.Contains(errs, "the settings are: maxActive, admitPerMinute") {
+			t.Fatalf("unknown key: %d %q", code, errs)
+		}
+		_, errs, code = vestibule(t, s, "rooms", "set", id, "maxActive=lots")
+		if code != 1 || !strings.Contains(errs, "must be a whole number") {
+			t.Fatalf("wrong type: %d %q", code, errs)
+		}
+		// Out of range: the deployment refuses it, and the room keeps its value.
+		_, errs, code = vestibule(t, s, "rooms", "set", id, "maxActive=0")
+		if code != 1 || !strings.Contains(errs, "invalid maxActive: 0 is outside 1..1000000") {
+			t.Fatalf("out of range: %d %q", code, errs)
+		}
+		if _, m := admin(t, s, "GET", id, nil); m["config"].(map[string]any)["maxActive"] != float64(500) {
+			t.Fatalf("a refused value changed the room: %v", m)
+		}
+		// A new room needs --create.
+		fresh := id + "-new"
+		_, errs, code = vestibule(t, s, "rooms", "set", fresh, "maxActive=3")
+		if code != 1 || !strings.Contains(errs, "--create") {
+			t.Fatalf("set on a missing room: %d %q", code, errs)
+		}
+		if code, _ := admin(t, s, "GET", fresh, nil); code != 404 {
+			t.Fatalf("set without --create made the room: %d", code)
+		}
+		out, errs, code = vestibule(t, s, "rooms", "set", fresh, "--create", "maxActive=3", "originUrl="+s.OriginURL()+"/")
+		if code != 0 || !strings.Contains(out, fresh+": created") {
+			t.Fatalf("--create: %d %q %q", code, out, errs)
+		}
+		// Usage mistakes exit 2.
+		if _, _, code := vestibule(t, s, "rooms", "set", id); code != 2 {
+			t.Fatalf("set without pairs: %d", code)
+		}
+	})
+
+	t.Run("modes", func(t *testing.T) {
+		for _, c := range []struct{ verb, want string }{
+			{"resume", "queue"}, {"pause", "paused"}, {"resume", "queue"}, {"close", "closed"}, {"open", "queue"},
+		} {
+			out, errs, code := vestibule(t, s, "rooms", c.verb, id)
+			if code != 0 || !strings.Contains(out, "mode ") || !strings.HasSuffix(strings.TrimSpace(out), c.want) {
+				t.Fatalf("%s: %d %q %q", c.verb, code, out, errs)
+			}
+			if got := mode(t, s, id); got != c.want {
+				t.Fatalf("%s: mode %s, want %s", c.verb, got, c.want)
+			}
+		}
+		// Pausing a typo does not create a room.
+		_, errs, code := vestibule(t, s, "rooms", "pause", id+"-typo")
+		if code != 1 || !strings.Contains(errs, "there is no room") {
+			t.Fatalf("pause unknown: %d %q", code, errs)
+		}
+		if code, _ := admin(t, s, "GET", id+"-typo", nil); code != 404 {
+			t.Fatalf("pause created a room: %d", code)
+		}
+	})
+
+	t.Run("drain", func(t *testing.T) {
+		_, errs, code := vestibule(t, s, "rooms", "drain", id)
+		if code != 1 || !strings.Contains(errs, "this deployment does not support drain yet") {
+			t.Fatalf("drain: %d %q", code, errs)
+		}
+	})
+
+	t.Run("wrong key", func(t *testing.T) {
+		var out, errb syncBuffer
+		code := run(context.Background(), []string{"rooms", "list", "--endpoint", s.URL(), "--admin-key", "not-the-key-at-all"}, &out, &errb)
+		if code != 1 || !strings.Contains(errb.String(), "admin key was refused") {
+			t.Fatalf("%d %q", code, errb.String())
+		}
+	})
+
+	t.Run("usage", func(t *testing.T) {
+		for _, args := range [][]string{{}, {"rooms"}, {"rooms", "frobnicate"}, {"launch"}, {"rooms", "get"}, {"rooms", "list", "--bogus"}} {
+			var out, errb syncBuffer
+			if code := run(context.Background(), args, &out, &errb); code != 2 || !strings.Contains(errb.String(), "vestibule help") {
+				t.Errorf("%q: %d %q", args, code, errb.String())
+			}
+		}
+		var out, errb syncBuffer
+		if code := run(context.Background(), []string{"help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "vestibule watch ROOM") {
+			t.Errorf("help: %d %q", code, out.String())
+		}
+	})
+}
+
+// watch refreshes on its interval and draws each figure with a sparkline
+// of the values it has seen.
+func TestWatch(t *testing.T) {
+	s := stack(t)
+	id := newRoom(t, s, map[string]any{"mode": "paused"})
+	enqueue(t, s, id, 2)
+	done := make(chan struct{})
+	go func() { // a visitor more while the watch runs
+		defer close(done)
+		time.Sleep(250 * time.Millisecond)
+		enqueue(t, s, id, 1)
+	}()
+	out, errs, code := vestibule(t, s, "watch", id, "--interval", "200ms", "--count", "4")
+	<-done
+	if code != 0 {
+		t.Fatalf("%d %q", code, errs)
+	}
+	frames := strings.Split(out, "vestibule watch "+id)
+	if len(frames) != 5 { // "" before the first
+		t.Fatalf("%d frames:\n%s", len(frames)-1, out)
+	}
+	first, last := frames[1], frames[4]
+	for _, want := range []string{"mode paused", "maxActive 5", "waiting", "active / maxActive", "admitted last min"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("frame lacks %q:\n%s", want, last)
+		}
+	}
+	row := func(frame string) []string {
+		for l := range strings.Lines(frame) {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == "waiting" {
+				return f
+			}
+		}
+		return nil
+	}
+	if r := row(first); len(r) != 3 || r[1] != "2" || r[2] != "█" {
+		t.Errorf("first frame's waiting row: %q", r)
+	}
+	if r := row(last); len(r) != 3 || r[1] != "3" || len([]rune(r[2])) != 4 || !strings.HasSuffix(r[2], "█") {
+		t.Errorf("last frame's waiting row: %q", r)
+	}
+	// A wrong room is an error at once, not a screen of failures.
+	_, errs, code = vestibule(t, s, "watch", "no-such-room", "--interval", "200ms")
+	if code != 1 || !strings.Contains(errs, "there is no room") {
+		t.Fatalf("watch unknown: %d %q", code, errs)
+	}
+}
+
+func TestCommandFirst(t *testing.T) {
+	for in, want := range map[string]string{
+		"--stack S rooms list":                "rooms list --stack S",
+		"rooms list --stack S":                "rooms list --stack S",
+		"--json --endpoint=E rooms get demo":  "rooms get --json --endpoint=E demo",
+		"--endpoint E watch demo --count 2":   "watch --endpoint E demo --count 2",
+		"rooms set demo maxActive=5 --create": "rooms set demo maxActive=5 --create",
+		"--region eu-west-1 console --port 0": "console --region eu-west-1 --port 0",
+	} {
+		if got := strings.Join(commandFirst(strings.Fields(in)), " "); got != want {
+			t.Errorf("%q → %q, want %q", in, got, want)
+		}
+	}
+}

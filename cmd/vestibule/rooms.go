@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/vestibule-dev/vestibule/internal/operator"
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// The modes the mode commands set. resume and open both go back to queue:
+// the mode a room was in before it was paused or closed is not kept, and
+// queue is the safe one (rooms set ROOM mode=auto for the other).
+var verbModes = map[string]room.Mode{
+	"pause":  room.ModePaused,
+	"resume": room.ModeQueue,
+	"close":  room.ModeClosed,
+	"open":   room.ModeQueue,
+}
+
+func (c *command) printJSON(v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(c.stdout, "%s\n", b)
+	return err
+}
+
+// num formats an integer with thousands separators.
+func num(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func (c *command) list(ctx context.Context, pos []string) error {
+	if len(pos) != 0 {
+		return usageError("rooms list takes no arguments")
+	}
+	cl, err := c.client(ctx)
+	if err != nil {
+		return err
+	}
+	rooms, err := cl.ListRooms(ctx)
+	if err != nil {
+		return err
+	}
+	if c.g.json {
+		for i := range rooms {
+			rooms[i].OriginCredential = ""
+		}
+		return c.printJSON(map[string]any{"rooms": rooms})
+	}
+	if len(rooms) == 0 {
+		fmt.Fprintln(c.stdout, "no rooms yet: `vestibule rooms set ROOM --create originUrl=https://…` creates one")
+		return nil
+	}
+	// Numbers align right; the room and mode columns are padded to one
+	// width so that they read left-aligned.
+	wr, wm := len("ROOM"), len("MODE")
+	for _, r := range rooms {
+		wr, wm = max(wr, len(r.Room)), max(wm, len(r.Config.Mode))
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%-*s\t%-*s\tWAITING\tADMITTED\tACTIVE\tMAX ACTIVE\tADMITTED/MIN\tRATE/MIN\t\n", wr, "ROOM", wm, "MODE")
+	for _, r := range rooms {
+		fmt.Fprintf(tw, "%-*s\t%-*s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", wr, r.Room, wm, r.Config.Mode, num(r.Stats.Waiting), num(r.Stats.Admitted),
+			num(r.Stats.Active), num(r.Config.MaxActive), num(r.Stats.AdmittedLastMinute), num(r.Config.AdmitPerMinute))
+	}
+	return tw.Flush()
+}
+
+// settingValues gives each setting's value as text, in Settings order.
+func settingValues(cfg room.Config) ([]string, map[string]string) {
+	b, _ := json.Marshal(cfg)
+	var m map[string]json.RawMessage
+	json.Unmarshal(b, &m)
+	var names []string
+	vals := map[string]string{}
+	for _, s := range operator.Settings() {
+		names = append(names, s.Name)
+		v, ok := m[s.Name]
+		switch {
+		case !ok || string(v) == "null":
+			vals[s.Name] = "none"
+		case strings.HasPrefix(string(v), `"`):
+			var str string
+			json.Unmarshal(v, &str)
+			vals[s.Name] = str
+		default:
+			vals[s.Name] = string(v)
+		}
+	}
+	return names, vals
+}
+
+func (c *command) get(ctx context.Context, pos []string) error {
+	id, err := oneRoom(pos, "rooms get")
+	if err != nil {
+		return err
+	}
+	cl, err := c.client(ctx)
+	if err != nil {
+		return err
+	}
+	r, err := cl.GetRoom(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !c.credential {
+		r.OriginCredential = ""
+	}
+	if c.g.json {
+		return c.printJSON(r)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "room\t%s\n\nsettings\n", r.Room)
+	names, vals := settingValues(r.Config)
+	for _, n := range names {
+		fmt.Fprintf(tw, "  %s\t%s\n", n, vals[n])
+	}
+	st := r.Stats
+	fmt.Fprintf(tw, "\nfigures\n")
+	fmt.Fprintf(tw, "  waiting\t%s\n", num(st.Waiting))
+	fmt.Fprintf(tw, "  admitted\t%s\t(granted, not yet at the origin)\n", num(st.Admitted))
+	fmt.Fprintf(tw, "  active\t%s / %s\t(sessions at the origin / maxActive)\n", num(st.Active), num(r.Config.MaxActive))
+	fmt.Fprintf(tw, "  admittedLastMinute\t%s / %s\t(admitPerMinute)\n", num(st.AdmittedLastMinute), num(r.Config.AdmitPerMinute))
+	fmt.Fprintf(tw, "  evicted\t%s\n", num(st.Evicted))
+	fmt.Fprintf(tw, "  consumed\t%s\n", num(st.Consumed))
+	fmt.Fprintf(tw, "  replaysRefused\t%s\n", num(st.ReplaysRefused))
+	if r.OriginCredential != "" {
+		fmt.Fprintf(tw, "\noriginCredential\t%s\n", r.OriginCredential)
+	}
+	return tw.Flush()
+}
+
+// changes prints what a PUT changed, setting by setting.
+func (c *command) changes(id string, before, after room.Config, created bool) {
+	if c.g.json {
+		c.printJSON(map[string]any{"room": id, "config": after})
+		return
+	}
+	if created {
+		fmt.Fprintf(c.stdout, "%s: created\n", id)
+	}
+	names, old := settingValues(before)
+	_, cur := settingValues(after)
+	same := true
+	for _, n := range names {
+		if old[n] != cur[n] {
+			fmt.Fprintf(c.stdout, "%s: %s %s → %s\n", id, n, old[n], cur[n])
+			same = false
+		}
+	}
+	if same && !created {
+		fmt.Fprintf(c.stdout, "%s: unchanged\n", id)
+	}
+}
+
+func (c *command) set(ctx context.Context, pos []string) error {
+	if len(pos) < 2 {
+		return usageError("rooms set takes a room id and at least one key=value, e.g. rooms set demo maxActive=500")
+	}
+	id := pos[0]
+	settings, err := operator.ParseSettings(pos[1:])
+	if err != nil {
+		return err
+	}
+	cl, err := c.client(ctx)
+	if err != nil {
+		return err
+	}
+	before, err := cl.GetRoom(ctx, id)
+	created := false
+	switch {
+	case errors.Is(err, operator.ErrUnknownRoom) && c.create:
+		created = true
+	case errors.Is(err, operator.ErrUnknownRoom):
+		return &operator.Error{Message: fmt.Sprintf("there is no room %q here", id),
+			Hint: "`vestibule rooms list` shows the rooms; add --create to create it (with originUrl=https://…)"}
+	case err != nil:
+		return err
+	}
+	after, err := cl.PutRoom(ctx, id, settings)
+	if err != nil {
+		return err
+	}
+	c.changes(id, before.Config, after, created)
+	return nil
+}
+
+func (c *command) mode(ctx context.Context, verb string, pos []string) error {
+	id, err := oneRoom(pos, "rooms "+verb)
+	if err != nil {
+		return err
+	}
+	cl, err := c.client(ctx)
+	if err != nil {
+		return err
+	}
+	before, err := cl.GetRoom(ctx, id) // never create a room by pausing a typo
+	if err != nil {
+		return err
+	}
+	after, err := cl.PutRoom(ctx, id, map[string]any{"mode": verbModes[verb]})
+	if err != nil {
+		return err
+	}
+	c.changes(id, before.Config, after, false)
+	return nil
+}
+
+func (c *command) drain(ctx context.Context, pos []string) error {
+	id, err := oneRoom(pos, "rooms drain")
+	if err != nil {
+		return err
+	}
+	cl, err := c.client(ctx)
+	if err != nil {
+		return err
+	}
+	out, err := cl.Drain(ctx, id)
+	if err != nil {
+		return err
+	}
+	if c.g.json {
+		_, err = fmt.Fprintf(c.stdout, "%s\n", out)
+		return err
+	}
+	fmt.Fprintf(c.stdout, "%s: draining\n", id)
+	return nil
+}
+
+func (c *command) settings(_ context.Context, pos []string) error {
+	if len(pos) != 0 {
+		return usageError("rooms settings takes no arguments")
+	}
+	return printSettings(c.stdout)
+}
+
+func printSettings(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SETTING\tTYPE")
+	for _, s := range operator.Settings() {
+		fmt.Fprintf(tw, "%s\t%s\n", s.Name, s.Type)
+	}
+	fmt.Fprintln(tw, "\ndocs/ENGINE.md gives each one's meaning, range and default.")
+	return tw.Flush()
+}

@@ -1,0 +1,168 @@
+package operator
+
+import (
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/routes"
+)
+
+// ConsoleHeader is the header the console's page sends with every admin
+// call. A browser cannot add it to a cross-site request without a CORS
+// preflight, which the console never grants, so other sites cannot drive the
+// console's proxy.
+const ConsoleHeader = "X-Vestibule-Console"
+
+// ConsoleCSP is the console's Content-Security-Policy: its own scripts,
+// styles and API only; no inline script.
+const ConsoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// Console serves the operator's console on the operator's machine: the page
+// and its files from files (console.html at "/"), and /api/admin/* proxied
+// to the client's deployment with the client's credentials added, so the
+// browser never holds them. /console-target.json tells the page where it
+// points. Only requests whose Host is a loopback name (no DNS rebinding),
+// whose Origin, if any, is the console's own, and which carry ConsoleHeader
+// reach the deployment; only the admin routes are forwarded.
+func Console(c *Client, files fs.FS) http.Handler {
+	mux := http.NewServeMux()
+	static := http.FileServerFS(files)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, files, "console.html")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			consoleError(w, http.StatusMethodNotAllowed, "method_not_allowed", "the console's files are read-only")
+			return
+		}
+		static.ServeHTTP(w, r)
+	})
+	mux.HandleFunc("GET /console-target.json", func(w http.ResponseWriter, r *http.Request) {
+		kind := ""
+		if c.Auth != nil {
+			kind = c.Auth.Kind()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]string{"endpoint": c.Endpoint, "auth": kind})
+	})
+	mux.HandleFunc("/api/admin/", func(w http.ResponseWriter, r *http.Request) { proxy(c, w, r) })
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		consoleError(w, http.StatusNotFound, "unknown_route", "the console forwards the admin routes only")
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", ConsoleCSP)
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Cache-Control", "no-store")
+		if !loopbackHost(r.Host) {
+			consoleError(w, http.StatusForbidden, "forbidden", "the console answers on 127.0.0.1 or localhost only")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host header names this machine.
+func loopbackHost(host string) bool {
+	h, _, err := net.SplitHostPort(host)
+	if err != nil {
+		h = host
+	}
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// adminRoute reports whether method and path are an admin route of the API
+// (routes.All), or the drain route the CLI knows.
+func adminRoute(method, path string) bool {
+	for _, rt := range routes.All {
+		if rt.Admin && rt.Method == method && matchPath(rt.Path, path) {
+			return true
+		}
+	}
+	return method == http.MethodPost && matchPath("/api/admin/rooms/{room}"+DrainPath, path)
+}
+
+func matchPath(pattern, path string) bool {
+	ps, xs := strings.Split(pattern, "/"), strings.Split(path, "/")
+	if len(ps) != len(xs) {
+		return false
+	}
+	for i := range ps {
+		if ps[i] == "{room}" {
+			if !room.ValidRoomID(xs[i]) {
+				return false
+			}
+		} else if ps[i] != xs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func proxy(c *Client, w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(ConsoleHeader) == "" {
+		consoleError(w, http.StatusForbidden, "forbidden", "admin calls through the console need the "+ConsoleHeader+" header")
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+		consoleError(w, http.StatusForbidden, "forbidden", "cross-origin admin calls are refused")
+		return
+	}
+	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
+		consoleError(w, http.StatusForbidden, "forbidden", "cross-site admin calls are refused")
+		return
+	}
+	if !adminRoute(r.Method, r.URL.Path) || r.URL.RawQuery != "" {
+		consoleError(w, http.StatusNotFound, "unknown_route", "not an admin route")
+		return
+	}
+	var body []byte
+	if r.Method != http.MethodGet {
+		b, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+		if err != nil {
+			consoleError(w, http.StatusBadRequest, "bad_request", "reading the body: "+err.Error())
+			return
+		}
+		if len(b) > MaxBody {
+			consoleError(w, http.StatusRequestEntityTooLarge, "too_large", "the body is larger than the API takes")
+			return
+		}
+		body = b
+	}
+	resp, b, err := c.Do(r.Context(), r.Method, r.URL.Path, body)
+	if err != nil {
+		consoleError(w, http.StatusBadGateway, "upstream", err.Error())
+		return
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		w.Header().Set("Content-Type", ct)
+	}
+	w.WriteHeader(resp.StatusCode)
+	w.Write(b)
+}
+
+func consoleError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	e.Error.Code, e.Error.Message = code, msg
+	json.NewEncoder(w).Encode(e)
+}

@@ -1,0 +1,318 @@
+// The operator's console: every room's figures, refreshed every few seconds,
+// charts of what this page has seen since it opened, and the actions (pause,
+// resume, close, open, capacity and rate), each confirmed in a dialog.
+//
+// It calls the admin routes on its own origin. Served by `vestibule console`
+// those are a proxy on 127.0.0.1 that signs each call (or adds the admin key),
+// so this page never holds AWS credentials; served by the local stack
+// (make dev, /console) it asks for the admin key and keeps it in this tab.
+/* global uPlot */
+
+const KEY = 'vestibule.console.adminKey';
+const params = new URLSearchParams(location.search);
+// ?every=SECONDS changes the refresh (tests use a short one).
+const every = Math.max(0.2, Number(params.get('every')) || 3) * 1000;
+const keep = 1200; // samples per chart: an hour at 3 s
+
+const $ = (id) => document.getElementById(id);
+const statusEl = $('status');
+const roomsEl = $('rooms');
+const cards = new Map(); // room id → card
+
+const fmt = new Intl.NumberFormat('en');
+const n = (v) => fmt.format(v ?? 0);
+
+function status(text, error = false) {
+  statusEl.textContent = text;
+  statusEl.classList.toggle('error', error);
+}
+
+class APIError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { 'X-Vestibule-Console': '1', Accept: 'application/json' };
+  const key = sessionStorage.getItem(KEY);
+  if (key) headers.Authorization = 'Bearer ' + key;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const r = await fetch(path, {
+    method, headers, cache: 'no-store', credentials: 'omit',
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  let j = null;
+  try { j = await r.json(); } catch { /* not JSON */ }
+  if (!r.ok) {
+    throw new APIError(r.status, j?.error?.code || '', j?.error?.message || j?.message || r.statusText);
+  }
+  return j;
+}
+
+// What each action does: the mode it sets, when it applies, and what the
+// confirmation says.
+const actions = {
+  pause: {
+    mode: 'paused', can: (m) => m !== 'paused' && m !== 'closed',
+    title: (id) => `Pause room ${id}?`,
+    text: () => 'Nobody is admitted until you resume. Waiting visitors keep their places and are told the queue is paused.',
+    done: (id) => `Room ${id} paused.`,
+  },
+  resume: {
+    mode: 'queue', can: (m) => m === 'paused',
+    title: (id) => `Resume room ${id}?`,
+    text: (c) => `The room goes back to queue mode and admits up to ${n(c.admitPerMinute)} a minute, at most ${n(c.maxActive)} at a time.`,
+    done: (id) => `Room ${id} resumed (queue mode).`,
+  },
+  close: {
+    mode: 'closed', can: (m) => m !== 'closed',
+    title: (id) => `Close room ${id}?`,
+    text: () => 'New arrivals are refused and nobody is admitted. Waiting visitors are told the room is closed.',
+    done: (id) => `Room ${id} closed.`,
+  },
+  open: {
+    mode: 'queue', can: (m) => m === 'closed',
+    title: (id) => `Open room ${id}?`,
+    text: (c) => `The room goes back to queue mode: arrivals queue and are admitted up to ${n(c.admitPerMinute)} a minute.`,
+    done: (id) => `Room ${id} open (queue mode).`,
+  },
+};
+
+// confirm shows the dialog and resolves true when the operator confirms.
+function confirmStep(title, text) {
+  const dlg = $('confirm');
+  $('confirm-title').textContent = title;
+  $('confirm-text').textContent = text;
+  return new Promise((resolve) => {
+    const ok = $('confirm-ok');
+    const cancel = $('confirm-cancel');
+    const finish = (v) => {
+      ok.removeEventListener('click', onOK);
+      cancel.removeEventListener('click', onCancel);
+      dlg.removeEventListener('close', onClose);
+      if (dlg.open) dlg.close();
+      resolve(v);
+    };
+    const onOK = () => finish(true);
+    const onCancel = () => finish(false);
+    const onClose = () => finish(false); // Escape
+    ok.addEventListener('click', onOK);
+    cancel.addEventListener('click', onCancel);
+    dlg.addEventListener('close', onClose);
+    dlg.showModal();
+    cancel.focus();
+  });
+}
+
+async function change(card, settings, done) {
+  card.busy = true;
+  updateButtons(card);
+  try {
+    await api('PUT', `/api/admin/rooms/${encodeURIComponent(card.id)}`, settings);
+    status(done);
+    card.dirty = false;
+    await refresh();
+  } catch (e) {
+    status(`Room ${card.id}: ${e.message}`, true);
+  } finally {
+    card.busy = false;
+    updateButtons(card);
+  }
+}
+
+function updateButtons(card) {
+  const mode = card.info?.config?.mode;
+  for (const b of card.el.querySelectorAll('[data-action]')) {
+    b.disabled = card.busy || !actions[b.dataset.action].can(mode);
+  }
+  card.el.querySelector('.settings button').disabled = card.busy;
+}
+
+function chartWidth(card) {
+  return Math.max(260, card.plot.clientWidth || 480);
+}
+
+function newChart(card) {
+  if (typeof uPlot === 'undefined') return null;
+  const series = (label, stroke, scale, dash) => ({ label, stroke, scale, width: 2, dash, points: { show: false } });
+  return new uPlot({
+    width: chartWidth(card), height: 200,
+    series: [
+      {},
+      series('waiting', '#1d5c8a', 'w'),
+      series('active', '#9b1c1c', 'n'),
+      series('admitted', '#6b4b00', 'n', [6, 3]),
+      series('admitted/min', '#1e6b43', 'n', [2, 3]),
+    ],
+    scales: { x: { time: true, range: (u, lo, hi) => (lo === hi ? [lo - 60, hi + 1] : [lo, hi]) }, w: { range: (u, lo, hi) => [0, Math.max(1, hi)] }, n: { range: (u, lo, hi) => [0, Math.max(1, hi)] } },
+    axes: [
+      { stroke: '#4f5a67' },
+      { scale: 'w', stroke: '#1d5c8a' },
+      { scale: 'n', side: 1, stroke: '#4f5a67', grid: { show: false } },
+    ],
+  }, card.data, card.plot);
+}
+
+function newCard(id) {
+  const el = $('room-template').content.firstElementChild.cloneNode(true);
+  const slug = id.replace(/[^A-Za-z0-9_-]/g, '');
+  el.dataset.room = id;
+  el.setAttribute('aria-labelledby', `room-${slug}`);
+  const h = el.querySelector('.room-name');
+  h.id = `room-${slug}`;
+  h.textContent = id;
+  el.querySelector('.actions').setAttribute('aria-label', `Actions on room ${id}`);
+  for (const label of el.querySelectorAll('label[data-for]')) {
+    const input = el.querySelector(`[data-setting="${label.dataset.for}"]`);
+    input.id = `${label.dataset.for}-${slug}`;
+    label.htmlFor = input.id;
+  }
+  const card = {
+    id, el, plot: el.querySelector('.chart-plot'), data: [[], [], [], [], []],
+    chart: null, info: null, busy: false, dirty: false,
+  };
+  el.querySelector('.chart').setAttribute('aria-label', `Chart of room ${id}`);
+  for (const b of el.querySelectorAll('[data-action]')) {
+    b.addEventListener('click', async () => {
+      const a = actions[b.dataset.action];
+      const cfg = card.info.config;
+      if (await confirmStep(a.title(id), a.text(cfg))) {
+        await change(card, { mode: a.mode }, a.done(id));
+      }
+      // Back where the operator was, or (the button is now disabled, e.g.
+      // Pause once paused) on the action that undoes it.
+      (b.disabled ? el.querySelector('[data-action]:not(:disabled)') : b)?.focus();
+    });
+  }
+  const form = el.querySelector('.settings');
+  form.addEventListener('input', () => { card.dirty = true; });
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    if (!form.reportValidity()) return;
+    const cfg = card.info.config;
+    const want = {};
+    const lines = [];
+    for (const input of form.querySelectorAll('[data-setting]')) {
+      const k = input.dataset.setting;
+      const v = Number(input.value);
+      if (v !== cfg[k]) {
+        want[k] = v;
+        lines.push(`${k} ${n(cfg[k])} → ${n(v)}`);
+      }
+    }
+    if (lines.length === 0) {
+      status(`Room ${id}: nothing to change.`);
+      return;
+    }
+    if (await confirmStep(`Change room ${id}?`, `${lines.join(', ')}. It applies from the next admission tick.`)) {
+      await change(card, want, `Room ${id}: ${lines.join(', ')}.`);
+    }
+    form.querySelector('button').focus();
+  });
+  roomsEl.append(el);
+  return card;
+}
+
+function show(card, info, t) {
+  card.info = info;
+  const { config: c, stats: s } = info;
+  const set = (k, v) => { card.el.querySelector(`[data-figure="${k}"]`).textContent = v; };
+  set('waiting', n(s.waiting));
+  set('admitted', n(s.admitted));
+  set('active', `${n(s.active)} / ${n(c.maxActive)}`);
+  set('admittedLastMinute', `${n(s.admittedLastMinute)} / ${n(c.admitPerMinute)}`);
+  const mode = card.el.querySelector('[data-field="mode"]');
+  mode.textContent = c.mode;
+  mode.dataset.mode = c.mode;
+  card.el.dataset.mode = c.mode;
+  const form = card.el.querySelector('.settings');
+  if (!card.dirty && !form.contains(document.activeElement)) {
+    for (const input of form.querySelectorAll('[data-setting]')) input.value = c[input.dataset.setting];
+  }
+  updateButtons(card);
+
+  const d = card.data;
+  d[0].push(t); d[1].push(s.waiting); d[2].push(s.active); d[3].push(s.admitted); d[4].push(s.admittedLastMinute);
+  if (d[0].length > keep) for (const a of d) a.shift();
+  card.el.dataset.samples = String(d[0].length);
+  if (!card.chart) card.chart = newChart(card);
+  else card.chart.setData(d);
+}
+
+let timer = 0;
+let needKey = false;
+let proxied = false; // served by `vestibule console`
+
+async function refresh() {
+  clearTimeout(timer);
+  if (needKey) return;
+  try {
+    const { rooms } = await api('GET', '/api/admin/rooms');
+    const t = Date.now() / 1000;
+    const seen = new Set();
+    for (const info of rooms) {
+      seen.add(info.room);
+      let card = cards.get(info.room);
+      if (!card) {
+        card = newCard(info.room);
+        cards.set(info.room, card);
+      }
+      show(card, info, t);
+    }
+    for (const [id, card] of cards) {
+      if (!seen.has(id)) { card.el.remove(); cards.delete(id); }
+    }
+    $('empty').hidden = rooms.length > 0;
+    document.body.dataset.updated = String(t);
+    if (statusEl.classList.contains('error')) status('');
+  } catch (e) {
+    if (e.status === 401) {
+      needKey = true;
+      sessionStorage.removeItem(KEY);
+      $('keyform').hidden = false;
+      status('This deployment wants the admin key.', true);
+      $('key').focus();
+      return;
+    }
+    if (e.status === 403 && !proxied) {
+      // Opened on a deployment's own site: the IAM-authorised admin routes
+      // refuse unsigned calls.
+      status('The admin routes refused this page (403). In AWS, run `vestibule console --stack NAME`: it serves this console on 127.0.0.1 and signs each call.', true);
+    } else {
+      status(`Refresh failed: ${e.message}`, true);
+    }
+  }
+  timer = setTimeout(refresh, every);
+}
+
+$('keyform').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  sessionStorage.setItem(KEY, $('key').value.trim());
+  $('key').value = '';
+  $('keyform').hidden = true;
+  needKey = false;
+  status('');
+  refresh();
+});
+
+addEventListener('resize', () => {
+  for (const card of cards.values()) card.chart?.setSize({ width: chartWidth(card), height: 200 });
+});
+
+async function target() {
+  try {
+    const r = await fetch('/console-target.json', { cache: 'no-store' });
+    if (!r.ok) throw new Error(String(r.status));
+    const t = await r.json();
+    proxied = true;
+    $('target').textContent = `${t.endpoint} · ${t.auth === 'AWS SigV4' ? 'calls signed with your AWS credentials' : 'calls carry the admin key'}`;
+  } catch {
+    $('target').textContent = `${location.host} · the local stack`;
+  }
+}
+
+target();
+refresh();
