@@ -1,11 +1,15 @@
 -- enqueue.lua: a new visitor joins the room.
--- KEYS: the room's keys (lib.lua)
+-- KEYS: the room's keys (lib.lua), then
+-- KEYS[9] -> vst:{room}:pow:<nonce>  STRING  a spent join-challenge nonce, expiring with the challenge
 -- ARGV[1] -> now (ms, the caller's clock)
 -- ARGV[2] -> visitor id (server-generated; salts the pre-queue draw)
 -- ARGV[3] -> the settings version the caller has cached ('' or absent for none)
+-- ARGV[4] -> join-challenge bits the caller verified (0: no proof)
+-- ARGV[5] -> the challenge's time left (ms); 0 when there is no proof
 -- Returns the place shape of lib.lua's reply, state one of:
 --   'prequeue' (draw set, position 0), 'waiting', 'admitted' (deadline set);
---   or {'noroom'} for an unknown room, {'closed'} for a closed one.
+--   or {'noroom'} for an unknown room, {'closed'} for a closed one,
+--   {'challenge', bits} when the room asks more work than proven, {'spent'} for a used proof.
 -- The sequence is max(last + 1, Redis server time in microseconds): the one use
 -- of server time, on purpose, so numbers issued after a data loss stay above
 -- every ticket issued before it.
@@ -16,6 +20,9 @@ local cfg = load_cfg()
 if not cfg then return {'noroom'} end
 if cfg.mode == 'closed' then return {'closed'} end
 cfg.known = ARGV[3]
+-- The join challenge: enough work, and each proof joins once.
+if cfg.challengeBits > (tonumber(ARGV[4]) or 0) then return {'challenge', cfg.challengeBits} end
+if cfg.challengeBits > 0 and not redis.call('SET', KEYS[9], '1', 'NX', 'PX', ARGV[5]) then return {'spent'} end
 
 local t = redis.call('TIME')
 local floor = tonumber(t[1]) * 1000000 + tonumber(t[2])

@@ -32,7 +32,7 @@ local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
 -- instead of the settings, which the Go side caches by version.
 local function load_cfg()
   local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
-    'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate')
+    'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits')
   if not v[1] then return nil end
   return {
     mode = v[1],
@@ -44,6 +44,7 @@ local function load_cfg()
     opensAt = tonumber(v[7]) or 0,
     ver = v[8] or '',
     measured = v[9] or '0',
+    challengeBits = tonumber(v[10]) or 0,
   }
 end
 

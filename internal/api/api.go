@@ -10,6 +10,7 @@ package api
 
 import (
 	"context"
+	crand "crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/metrics"
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -49,6 +51,10 @@ type Options struct {
 	Queue   room.Queue
 	Tickets *token.Tickets
 	Entries *token.Entries
+	// Challenges issues and verifies join challenges (rooms with
+	// joinChallengeBits); nil: a key of this process only, which serves tests
+	// but not a deployment of many processes (apiapp sets the deployment's).
+	Challenges *challenge.Challenges
 	// Origins checks the per-room origin credential that consume and complete
 	// require (Authorization: Bearer), so only the room's origin redeems tokens.
 	Origins *token.Origins
@@ -88,6 +94,11 @@ func New(o Options) *Handler {
 	}
 	if o.Jitter == nil {
 		o.Jitter = func() float64 { return 0.9 + 0.2*rand.Float64() }
+	}
+	if o.Challenges == nil {
+		secret := make([]byte, 32)
+		crand.Read(secret) // never fails (crypto/rand, Go ≥ 1.24)
+		o.Challenges = challenge.New(secret)
 	}
 	if o.TickInterval <= 0 {
 		o.TickInterval = time.Second

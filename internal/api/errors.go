@@ -30,14 +30,15 @@ type apiError struct {
 func (e *apiError) Error() string { return e.code + ": " + e.message }
 
 var (
-	errTooLarge      = &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body over 8 KiB"}
-	errBadJSON       = &apiError{status: http.StatusBadRequest, code: "bad_json", message: "request body is not the expected JSON"}
-	errMissingTicket = &apiError{status: http.StatusUnauthorized, code: "missing_ticket", message: "Authorization: Bearer <ticket> required"}
-	errInvalidTicket = &apiError{status: http.StatusUnauthorized, code: "invalid_ticket", message: "ticket invalid, expired or for another room"}
-	errMissingToken  = &apiError{status: http.StatusBadRequest, code: "missing_token", message: `body must be {"token": "<entry token>"}`}
-	errInvalidToken  = &apiError{status: http.StatusUnauthorized, code: "invalid_token", message: "entry token invalid"}
-	errTokenExpired  = &apiError{status: http.StatusGone, code: "token_expired", message: "entry token expired"}
-	errNotOrigin     = &apiError{status: http.StatusUnauthorized, code: "invalid_origin_credential", message: "Authorization: Bearer <the room's origin credential> required"}
+	errTooLarge         = &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body over 8 KiB"}
+	errBadJSON          = &apiError{status: http.StatusBadRequest, code: "bad_json", message: "request body is not the expected JSON"}
+	errMissingTicket    = &apiError{status: http.StatusUnauthorized, code: "missing_ticket", message: "Authorization: Bearer <ticket> required"}
+	errInvalidTicket    = &apiError{status: http.StatusUnauthorized, code: "invalid_ticket", message: "ticket invalid, expired or for another room"}
+	errMissingToken     = &apiError{status: http.StatusBadRequest, code: "missing_token", message: `body must be {"token": "<entry token>"}`}
+	errInvalidToken     = &apiError{status: http.StatusUnauthorized, code: "invalid_token", message: "entry token invalid"}
+	errTokenExpired     = &apiError{status: http.StatusGone, code: "token_expired", message: "entry token expired"}
+	errChallengeInvalid = &apiError{status: http.StatusForbidden, code: "challenge_invalid", message: "join challenge invalid, expired or unsolved"}
+	errNotOrigin        = &apiError{status: http.StatusUnauthorized, code: "invalid_origin_credential", message: "Authorization: Bearer <the room's origin credential> required"}
 )
 
 // toAPIError maps an error from a route handler to the response it deserves.
@@ -64,6 +65,8 @@ func toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusUnauthorized, code: "invalid_token", message: "entry token is for another origin"}
 	case errors.Is(err, room.ErrUnknownGrant):
 		return &apiError{status: http.StatusUnauthorized, code: "unknown_grant", message: "no such entry"}
+	case errors.Is(err, room.ErrChallengeSpent):
+		return &apiError{status: http.StatusForbidden, code: "challenge_used", message: "this join challenge was used already; solve a new one"}
 	case errors.Is(err, room.ErrRateLimited):
 		e := &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: "too many requests, retry later", retryAfter: RetryAfterSeconds}
 		var re *room.RetryError

@@ -26,7 +26,7 @@ func (f failing) fail() error {
 	}
 	return f.err
 }
-func (f failing) Enqueue(context.Context, string, string) (room.Place, error) {
+func (f failing) Join(context.Context, string, string, room.JoinProof) (room.Place, error) {
 	return room.Place{}, f.fail()
 }
 func (f failing) Poll(context.Context, room.Ticket) (room.Place, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -62,10 +63,28 @@ func (h *Handler) enqueue(ctx context.Context, r *request) (events.APIGatewayV2H
 			}
 		}
 	}
+	// A join challenge's proof, when the page sends one (the room says whether
+	// it asks for one: the enqueue script checks the work and spends the proof).
+	var proof room.JoinProof
+	if v := r.header("x-vestibule-challenge"); v != "" {
+		p, err := h.o.Challenges.Verify(v, r.header("x-vestibule-solution"), r.room, r.now)
+		if err != nil {
+			return events.APIGatewayV2HTTPResponse{}, errChallengeInvalid
+		}
+		proof = room.JoinProof{Bits: p.Bits, Nonce: p.Nonce, Until: p.ExpiresAt}
+	}
 	if err := h.o.Queue.AllowEnqueue(ctx, r.room, r.ev.RequestContext.HTTP.SourceIP); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	p, err := h.o.Queue.Enqueue(ctx, r.room, newVisitorID())
+	p, err := h.o.Queue.Join(ctx, r.room, newVisitorID(), proof)
+	var ce *room.ChallengeError
+	if errors.As(err, &ce) {
+		// The refusal carries the challenge to solve: no extra round trip.
+		var b challengeBody
+		b.Error.Code, b.Error.Message = "challenge_required", "solve the join challenge, then join with its solution"
+		b.Challenge = h.o.Challenges.Issue(r.room, ce.Bits, r.now)
+		return jsonResponse(http.StatusForbidden, b), nil
+	}
 	if errors.Is(err, room.ErrClosed) {
 		return jsonResponse(http.StatusOK, placeResponse{
 			Room: r.room, State: room.StateClosed,
@@ -80,6 +99,12 @@ func (h *Handler) enqueue(ctx context.Context, r *request) (events.APIGatewayV2H
 		return events.APIGatewayV2HTTPResponse{}, internalError(err)
 	}
 	return h.placeResponse(r, p, t)
+}
+
+// challengeBody is a 403 challenge_required: the error, and the challenge.
+type challengeBody struct {
+	errorBody
+	Challenge challenge.Challenge `json:"challenge"`
 }
 
 // ticket verifies the request's ticket for its room.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -166,4 +167,43 @@ func (f *fixture) visitorOf(room, ticket string) string {
 		f.t.Fatalf("ticket %q: %v", ticket, err)
 	}
 	return tk.Visitor
+}
+
+// The join challenge over HTTP: a join without a proof gets 403 with the
+// challenge to solve; the solution joins once; a reused, tampered, unsolved or
+// another room's challenge is refused; a refresh with a ticket needs none.
+func TestJoinChallengeOverHTTP(t *testing.T) {
+	f := newFixture(t, redistest.Single(t))
+	id := f.room(`{"joinChallengeBits":10,"originUrl":"https://origin.example/"}`)
+	other := f.room(`{"joinChallengeBits":10,"originUrl":"https://origin.example/"}`)
+	refused := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+	wantStatus(t, refused, 403, "challenge_required")
+	var body struct{ Challenge challenge.Challenge }
+	if err := json.Unmarshal([]byte(refused.Body), &body); err != nil || body.Challenge.Bits != 10 || body.Challenge.Value == "" {
+		t.Fatalf("403 without a challenge to solve: %s", refused.Body)
+	}
+	ch := body.Challenge
+	sol := challenge.Solve(ch)
+	with := func(room, value, solution string) response {
+		return f.do("POST", "/api/rooms/"+room+"/enqueue", "", map[string]string{
+			"X-Vestibule-Challenge": value, "X-Vestibule-Solution": solution})
+	}
+	joined := with(id, ch.Value, sol)
+	wantStatus(t, joined, 200, "")
+	wantStatus(t, with(id, ch.Value, sol), 403, "challenge_used")
+	wantStatus(t, with(other, ch.Value, sol), 403, "challenge_invalid")
+	wantStatus(t, with(id, strings.Replace(ch.Value, ".10.", ".1.", 1), sol), 403, "challenge_invalid")
+	unsolved := "0"
+	for challenge.ZeroBits(ch.Value, unsolved) >= 10 {
+		unsolved += "0"
+	}
+	wantStatus(t, with(id, ch.Value, unsolved), 403, "challenge_invalid")
+	f.clock.Advance(challenge.TTL)
+	wantStatus(t, with(id, ch.Value, sol), 403, "challenge_invalid")
+	if r := f.do("POST", "/api/rooms/"+id+"/enqueue", "", bearer(joined.str("ticket"))); r.StatusCode != 200 || r.num("position") != 1 {
+		t.Fatalf("a refresh with a ticket in a challenge room: %d %s", r.StatusCode, r.Body)
+	}
+	if s := f.do("GET", "/api/rooms/"+id+"/status", "", nil); s.num("waiting") != 1 {
+		t.Fatalf("waiting %d, want the one proven join", s.num("waiting"))
+	}
 }

@@ -97,6 +97,8 @@ var settings = []Setting{
 	// with the join challenge, or AWS WAF, instead (docs/SECURITY.md).
 	number("clientEnqueuePerMinute", "fresh joins per client address a minute (0: no limit)",
 		func(c *Config) *int64 { return &c.ClientEnqueuePerMinute }, 0, 0, 100_000),
+	number("joinChallengeBits", "proof-of-work bits every fresh join must show (0: none; 18 is about half a second of a laptop, a second or two of a phone)",
+		func(c *Config) *int64 { return &c.JoinChallengeBits }, 0, 0, 24),
 	func() Setting {
 		names := make([]string, len(modes))
 		for i, m := range modes {

@@ -94,10 +94,15 @@ func (e *Engine) nowMS() int64 { return e.clock().UnixMilli() }
 // ErrUnavailable wrapping the cause (a context error stays visible to errors.Is)
 // and naming the script.
 func (e *Engine) run(ctx context.Context, s script, room string, args ...any) ([]any, error) {
+	return e.runKeys(ctx, s, room, nil, args...)
+}
+
+// runKeys is run with keys of the room beyond lib.lua's, after them.
+func (e *Engine) runKeys(ctx context.Context, s script, room string, extra []string, args ...any) ([]any, error) {
 	if !ValidRoomID(room) {
 		return nil, ErrInvalidRoom
 	}
-	v, err := s.Run(ctx, e.rdb, KeysFor(room).List(), args...).Result()
+	v, err := s.Run(ctx, e.rdb, append(KeysFor(room).List(), extra...), args...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s script: %w", ErrUnavailable, s.name, err)
 	}
@@ -215,13 +220,54 @@ func (e *Engine) place(s script, t Ticket, have versioned, reply []any) (Place, 
 // Enqueue adds a new visitor (id chosen by the caller, never by the client)
 // and returns the place with the ticket to sign.
 func (e *Engine) Enqueue(ctx context.Context, room, visitor string) (Place, error) {
+	return e.Join(ctx, room, visitor, JoinProof{})
+}
+
+// JoinProof is a verified join challenge: the work it proves and the nonce
+// that may join once (package challenge makes and checks them). The zero
+// value proves nothing.
+type JoinProof struct {
+	Bits  int
+	Nonce string
+	Until time.Time // the challenge's expiry: the spent nonce is kept until then
+}
+
+// Join is Enqueue with a join challenge's proof. A room whose
+// joinChallengeBits is more than the proof's refuses with a *ChallengeError;
+// a proof already used refuses with ErrChallengeSpent; the check, the spend
+// and the join are one script.
+func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof) (Place, error) {
 	have := e.cached(room)
-	reply, err := e.run(ctx, enqueueCmd, room, e.nowMS(), visitor, have.ver)
+	key, ttl := KeysFor(room).Proof("none"), int64(0)
+	if proof.Nonce != "" {
+		key, ttl = KeysFor(room).Proof(proof.Nonce), max(1, proof.Until.Sub(e.clock()).Milliseconds())
+	}
+	reply, err := e.runKeys(ctx, enqueueCmd, room, []string{key}, e.nowMS(), visitor, have.ver, proof.Bits, ttl)
 	if err != nil {
 		return Place{}, err
 	}
+	switch str(reply[0]) {
+	case wordChallenge:
+		if len(reply) < 2 {
+			return Place{}, unexpected(enqueueCmd, reply)
+		}
+		return Place{}, &ChallengeError{Bits: int(num(reply[1]))}
+	case wordSpent:
+		return Place{}, ErrChallengeSpent
+	}
 	return e.place(enqueueCmd, Ticket{Room: room, Visitor: visitor}, have, reply)
 }
+
+// ChallengeError refuses a join without enough proven work: the room asks a
+// join challenge of Bits. It wraps ErrChallengeRequired.
+type ChallengeError struct{ Bits int }
+
+func (e *ChallengeError) Error() string {
+	return fmt.Sprintf("room: join challenge of %d bits required", e.Bits)
+}
+
+// Unwrap makes errors.Is(err, ErrChallengeRequired) true.
+func (e *ChallengeError) Unwrap() error { return ErrChallengeRequired }
 
 // score is the queue score a ticket implies: its draw in the pre-queue, else its sequence.
 func score(t Ticket) string {

@@ -35,6 +35,12 @@ func (k Keys) Limiter(client string) string {
 	return k.Config[:len(k.Config)-len("cfg")] + "rl:" + client
 }
 
+// Proof is the key that spends one join challenge's nonce (STRING, expiring
+// with the challenge). nonce is the server's own base64url, checked by its MAC.
+func (k Keys) Proof(nonce string) string {
+	return k.Config[:len(k.Config)-len("cfg")] + "pow:" + nonce
+}
+
 // List is the KEYS every room script takes, in lib.lua's order.
 func (k Keys) List() []string {
 	return []string{k.Config, k.State, k.Queue, k.Heartbeats, k.Grants, k.Active, k.Used, k.Left}

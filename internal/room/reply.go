@@ -5,21 +5,23 @@ package room
 
 // Reply words: the one-word answers of the scripts, one vocabulary for all.
 const (
-	wordOK       = "ok"       // done (consume: followed by the session end)
-	wordNoRoom   = "noroom"   // the room is unknown: it has no settings
-	wordNoGrant  = "nogrant"  // consume, complete: no such grant or session
-	wordClosed   = "closed"   // enqueue: the room is closed
-	wordConsumed = "consumed" // consume: the grant was already used
-	wordExpired  = "expired"  // consume: the claim deadline passed
-	wordAudience = "audience" // consume, complete: the entry token's audience is not the room's origin
-	wordSlow     = "slow"     // poll: too soon after the last poll; followed by the wait (ms)
-	wordCreated  = "created"  // config: a new room
-	wordUpdated  = "updated"  // config: an existing room's settings changed
+	wordOK        = "ok"        // done (consume: followed by the session end)
+	wordNoRoom    = "noroom"    // the room is unknown: it has no settings
+	wordNoGrant   = "nogrant"   // consume, complete: no such grant or session
+	wordClosed    = "closed"    // enqueue: the room is closed
+	wordConsumed  = "consumed"  // consume: the grant was already used
+	wordExpired   = "expired"   // consume: the claim deadline passed
+	wordAudience  = "audience"  // consume, complete: the entry token's audience is not the room's origin
+	wordSlow      = "slow"      // poll: too soon after the last poll; followed by the wait (ms)
+	wordChallenge = "challenge" // enqueue: the room asks a join challenge of more work than proven; followed by the bits
+	wordSpent     = "spent"     // enqueue: the join challenge's proof was used before
+	wordCreated   = "created"   // config: a new room
+	wordUpdated   = "updated"   // config: an existing room's settings changed
 )
 
 // replyWords is every reply word, for the test that the scripts use no other.
 var replyWords = []string{wordOK, wordNoRoom, wordNoGrant, wordClosed, wordConsumed, wordExpired,
-	wordAudience, wordSlow, wordCreated, wordUpdated}
+	wordAudience, wordSlow, wordChallenge, wordSpent, wordCreated, wordUpdated}
 
 // stateActive is the place state of a consumed grant (a running session); the
 // API reports it as StateAdmitted with Place.Active.

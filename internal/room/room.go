@@ -40,6 +40,8 @@ type Config struct {
 	OriginURL           string     `json:"originUrl"`
 	// ClientEnqueuePerMinute limits enqueues per client address (0: no limit).
 	ClientEnqueuePerMinute int64 `json:"clientEnqueuePerMinute"`
+	// JoinChallengeBits is the proof of work a fresh join must show (0: none).
+	JoinChallengeBits int64 `json:"joinChallengeBits"`
 }
 
 // State is where a visitor stands.
@@ -107,16 +109,18 @@ type Session struct {
 
 // Errors callers branch on with errors.Is.
 var (
-	ErrInvalidRoom     = errors.New("room: invalid room id")
-	ErrInvalidConfig   = errors.New("room: invalid config") // wrapped with the field and reason
-	ErrUnknownRoom     = errors.New("room: unknown room")
-	ErrClosed          = errors.New("room: room is closed")
-	ErrAlreadyConsumed = errors.New("room: grant already consumed")
-	ErrGrantExpired    = errors.New("room: grant expired")
-	ErrUnknownGrant    = errors.New("room: unknown grant")
-	ErrWrongAudience   = errors.New("room: entry token is for another origin") // its audience is not the room's origin URL
-	ErrUnavailable     = errors.New("room: redis unavailable")                 // wraps the Redis error; maps to 503
-	ErrRateLimited     = errors.New("room: too many requests")                 // a *RetryError carries the wait; maps to 429
+	ErrInvalidRoom       = errors.New("room: invalid room id")
+	ErrInvalidConfig     = errors.New("room: invalid config") // wrapped with the field and reason
+	ErrUnknownRoom       = errors.New("room: unknown room")
+	ErrClosed            = errors.New("room: room is closed")
+	ErrAlreadyConsumed   = errors.New("room: grant already consumed")
+	ErrGrantExpired      = errors.New("room: grant expired")
+	ErrUnknownGrant      = errors.New("room: unknown grant")
+	ErrWrongAudience     = errors.New("room: entry token is for another origin") // its audience is not the room's origin URL
+	ErrUnavailable       = errors.New("room: redis unavailable")                 // wraps the Redis error; maps to 503
+	ErrChallengeRequired = errors.New("room: join challenge required")           // a *ChallengeError carries the difficulty
+	ErrChallengeSpent    = errors.New("room: join challenge already used")
+	ErrRateLimited       = errors.New("room: too many requests") // a *RetryError carries the wait; maps to 429
 )
 
 // Clock gives the current time; tests replace it.
@@ -124,7 +128,7 @@ type Clock func() time.Time
 
 // Queue is the engine's surface, so the API layer can take an interface.
 type Queue interface {
-	Enqueue(ctx context.Context, room, visitor string) (Place, error)
+	Join(ctx context.Context, room, visitor string, proof JoinProof) (Place, error)
 	Poll(ctx context.Context, t Ticket) (Place, error)
 	AllowEnqueue(ctx context.Context, room, client string) error
 	Leave(ctx context.Context, t Ticket) error

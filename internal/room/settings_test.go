@@ -125,7 +125,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 	// Every setting away from its default.
 	want := room.Config{MaxActive: 7, AdmitPerMinute: 77, SessionTTLSeconds: 700, ClaimTTLSeconds: 70,
 		HeartbeatTTLSeconds: 17, Mode: room.ModeAuto, OpensAt: &opens, OriginURL: "http://localhost:3000/buy?x=1",
-		ClientEnqueuePerMinute: 7}
+		ClientEnqueuePerMinute: 7, JoinChallengeBits: 5}
 	def := room.DefaultConfig()
 	for _, s := range room.Settings() {
 		a, _ := json.Marshal(want)
@@ -159,9 +159,10 @@ func TestSettingsRoundTrip(t *testing.T) {
 				t.Errorf("Status = %v (-want +got):\n%s", err, cmp.Diff(c, st))
 			}
 			// A fresh engine has no cached settings: the place reply carries them.
-			p, err := room.New(rdb, room.WithClock(e.clk.Now)).Enqueue(e.ctx, e.room, "v")
+			p, err := room.New(rdb, room.WithClock(e.clk.Now)).Join(e.ctx, e.room, "v",
+				room.JoinProof{Bits: int(c.JoinChallengeBits), Nonce: "roundtrip", Until: e.clk.Now().Add(time.Minute)})
 			if err != nil || !cmp.Equal(c, p.Config) {
-				t.Errorf("Enqueue's Config = %v (-want +got):\n%s", err, cmp.Diff(c, p.Config))
+				t.Errorf("Join's Config = %v (-want +got):\n%s", err, cmp.Diff(c, p.Config))
 			}
 			fields, err := rdb.HKeys(e.ctx, e.keys.Config).Result()
 			if err != nil {

@@ -3,11 +3,12 @@
 // (0 = network, 429/5xx = retry later, other 4xx = the request itself is wrong).
 
 export class ApiError extends Error {
-  constructor(status, code, message, retryAfterMs) {
+  constructor(status, code, message, retryAfterMs, body) {
     super(message || code);
     this.status = status;
     this.code = code;
     this.retryAfterMs = retryAfterMs;
+    this.body = body || null; // the whole error answer (challenge_required carries the challenge)
   }
   get retryable() { return this.status === 0 || this.status === 429 || this.status >= 500; }
 }
@@ -22,13 +23,13 @@ function retryAfter(h) {
   return Number.isFinite(d) ? Math.max(0, d - Date.now()) : 0;
 }
 
-async function call(method, path, ticket) {
-  const headers = { Accept: 'application/json' };
+async function call(method, path, ticket, extra, credentials) {
+  const headers = { Accept: 'application/json', ...extra };
   if (ticket) headers.Authorization = 'Bearer ' + ticket;
   let res;
   try {
     res = await fetch(path, {
-      method, headers, cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer',
+      method, headers, cache: 'no-store', credentials: credentials || 'omit', referrerPolicy: 'no-referrer',
       signal: AbortSignal.timeout ? AbortSignal.timeout(TIMEOUT_MS) : undefined,
     });
   } catch (e) {
@@ -38,7 +39,7 @@ async function call(method, path, ticket) {
   try { body = await res.json(); } catch { /* empty or not JSON */ }
   if (!res.ok) {
     const err = body && body.error || {};
-    throw new ApiError(res.status, err.code || 'http_' + res.status, err.message || '', retryAfter(res.headers.get('Retry-After')));
+    throw new ApiError(res.status, err.code || 'http_' + res.status, err.message || '', retryAfter(res.headers.get('Retry-After')), body);
   }
   if (!body || typeof body !== 'object') throw new ApiError(502, 'bad_body', 'response is not JSON', 0);
   // The server's clock, so a countdown is right on a device whose clock is off.
@@ -49,7 +50,10 @@ async function call(method, path, ticket) {
 
 const base = room => '/api/rooms/' + encodeURIComponent(room);
 
-export const enqueue = (room, ticket) => call('POST', base(room) + '/enqueue', ticket);
+// Enqueue sends this site's cookies (only a WAF challenge token, where the
+// deployment puts one on joins) and, when it has one, a join challenge's proof.
+export const enqueue = (room, ticket, proof) => call('POST', base(room) + '/enqueue', ticket,
+  proof ? { 'X-Vestibule-Challenge': proof.challenge, 'X-Vestibule-Solution': proof.solution } : {}, 'same-origin');
 export const poll = (room, ticket) => call('GET', base(room) + '/poll', ticket);
 export const leave = (room, ticket) => call('POST', base(room) + '/leave', ticket);
 export const status = room => call('GET', base(room) + '/status');

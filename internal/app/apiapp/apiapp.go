@@ -18,6 +18,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/app"
+	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -57,6 +58,7 @@ func NewHandler(q room.Queue, keys *token.Keys, c config.Config, o Options) *api
 		Tickets:      token.NewTickets(keys.TicketSecret, c.Issuer),
 		Entries:      token.NewEntries(keys.Entry, c.Issuer),
 		Origins:      token.NewOrigins(keys.TicketSecret),
+		Challenges:   challenge.New(keys.TicketSecret),
 		AdminAuth:    c.AdminAuth,
 		AdminKey:     c.AdminKey,
 		DefaultRoom:  c.DefaultRoom,
