@@ -533,14 +533,14 @@ type Pending struct {
 
 // Outbox returns at most max order events that Confirm and Cancel wrote to
 // the event's outbox (in the same script as the change, so none is lost to a
-// crash between the change and its publication) and that nobody acknowledged
-// yet, oldest first. A confirmed event whose order was cancelled since is
-// still the confirmed event.
-func (e *Engine) Outbox(ctx context.Context, event string, max int) ([]Pending, error) {
+// crash between the change and its publication), no later than before, and
+// that nobody acknowledged yet, oldest first. A confirmed event whose order
+// was cancelled since is still the confirmed event.
+func (e *Engine) Outbox(ctx context.Context, event string, max int, before time.Time) ([]Pending, error) {
 	if max < 1 {
 		max = 1
 	}
-	reply, err := e.run(ctx, outboxCmd, event, max)
+	reply, err := e.run(ctx, outboxCmd, event, max, before.UnixMilli())
 	if err != nil {
 		return nil, err
 	}
