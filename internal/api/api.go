@@ -22,6 +22,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/metrics"
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -52,6 +53,14 @@ type Options struct {
 	// Origins checks the per-room origin credential that consume and complete
 	// require (Authorization: Bearer), so only the room's origin redeems tokens.
 	Origins *token.Origins
+
+	// Booking is the engine of the booking routes (/api/events/…); nil: they
+	// answer 404. Sessions issues the bookingSession consume hands the origin
+	// and checks it on holds. Orders publishes order events; nil: they wait in
+	// the outbox for the sweep (docs/BOOKING.md).
+	Booking  *booking.Engine
+	Sessions *token.BookingSessions
+	Orders   booking.Publisher
 
 	AdminAuth AdminAuth
 	AdminKey  string // required when AdminAuth is AdminKey
@@ -101,7 +110,8 @@ func New(o Options) *Handler {
 // request is what a route handler sees of an API Gateway event.
 type request struct {
 	ev   *events.APIGatewayV2HTTPRequest
-	room string // the {room} path parameter, when the route has one
+	room string     // the {room} path parameter, when the route has one
+	path pathParams // every path parameter
 	body []byte
 	now  time.Time
 }
@@ -185,9 +195,12 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		return errorResponse(&apiError{status: http.StatusNotFound, code: "unknown_route", message: "no such route"}), nil
 	}
 	routeName = rt.Key()
-	roomID = params
-	r := &request{ev: &ev, room: params, now: h.o.Clock()}
-	body, aerr := decodeBody(&ev)
+	roomID = params.room
+	if params.event != "" {
+		roomID = params.event // an event is named after its room, or names it
+	}
+	r := &request{ev: &ev, room: params.room, path: params, now: h.o.Clock()}
+	body, aerr := decodeBody(&ev, bodyLimit(rt.Key()))
 	if aerr != nil {
 		return errorResponse(aerr), nil
 	}
@@ -209,9 +222,14 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	return resp, nil
 }
 
-func decodeBody(ev *events.APIGatewayV2HTTPRequest) ([]byte, *apiError) {
+// decodeBody returns the request's body, refusing one over limit bytes (MaxBody for most routes).
+func decodeBody(ev *events.APIGatewayV2HTTPRequest, limit int) ([]byte, *apiError) {
+	errTooLarge := errTooLarge
+	if limit != MaxBody {
+		errTooLarge = &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: fmt.Sprintf("request body over %d KiB", limit>>10)}
+	}
 	// Reject on the encoded length first, so a huge body is never decoded.
-	if len(ev.Body) > MaxBody*4/3+4 {
+	if len(ev.Body) > limit*4/3+4 {
 		return nil, errTooLarge
 	}
 	b := []byte(ev.Body)
@@ -222,7 +240,7 @@ func decodeBody(ev *events.APIGatewayV2HTTPRequest) ([]byte, *apiError) {
 		}
 		b = d
 	}
-	if len(b) > MaxBody {
+	if len(b) > limit {
 		return nil, errTooLarge
 	}
 	return b, nil

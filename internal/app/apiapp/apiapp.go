@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -18,7 +19,9 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/app"
+	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/orders"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -30,6 +33,10 @@ type Options struct {
 	TickInterval time.Duration    // how often admission ticks (pollAfterMs uses it); 0: 1 s
 	Logger       *slog.Logger     // nil: discard
 	Jitter       func() float64   // nil: random in [0.9, 1.1]
+	// Booking serves the booking routes (nil: they answer 404); Orders
+	// publishes their order events (nil: they wait in the outbox for the sweep).
+	Booking *booking.Engine
+	Orders  booking.Publisher
 }
 
 // LoadKeys loads the token keys: from Secrets Manager when the config names
@@ -57,6 +64,9 @@ func NewHandler(q room.Queue, keys *token.Keys, c config.Config, o Options) *api
 		Tickets:      token.NewTickets(keys.TicketSecret, c.Issuer),
 		Entries:      token.NewEntries(keys.Entry, c.Issuer),
 		Origins:      token.NewOrigins(keys.TicketSecret),
+		Sessions:     token.NewBookingSessions(keys.TicketSecret, c.Issuer),
+		Booking:      o.Booking,
+		Orders:       o.Orders,
 		AdminAuth:    c.AdminAuth,
 		AdminKey:     c.AdminKey,
 		DefaultRoom:  c.DefaultRoom,
@@ -76,7 +86,11 @@ func Main(name string) *api.Handler {
 	if err != nil {
 		app.Fail(name, err)
 	}
-	return NewHandler(core.Engine, keys, core.Config, Options{Logger: core.Logger})
+	pub, err := orders.New(context.Background(), core.Config, os.Stdout)
+	if err != nil {
+		app.Fail(name, err)
+	}
+	return NewHandler(core.Engine, keys, core.Config, Options{Logger: core.Logger, Booking: core.Booking, Orders: pub})
 }
 
 // Ephemeral is a configuration with a random admin key (admin auth by key)
