@@ -150,7 +150,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	if path == "" {
 		path = ev.RequestContext.HTTP.Path
 	}
-	routeName, roomID := "unknown", ""
+	routeName, roomID, eventID := "unknown", "", ""
 	var cause error
 	defer func() {
 		if p := recover(); p != nil {
@@ -165,6 +165,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		}
 		if roomID != "" {
 			attrs = append(attrs, slog.String("room", roomID))
+		}
+		if eventID != "" {
+			attrs = append(attrs, slog.String("event", eventID))
 		}
 		if id := ev.RequestContext.RequestID; id != "" {
 			attrs = append(attrs, slog.String("request_id", id))
@@ -195,10 +198,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		return errorResponse(&apiError{status: http.StatusNotFound, code: "unknown_route", message: "no such route"}), nil
 	}
 	routeName = rt.Key()
-	roomID = params.room
-	if params.event != "" {
-		roomID = params.event // an event is named after its room, or names it
-	}
+	roomID, eventID = params.room, params.event
 	r := &request{ev: &ev, room: params.room, path: params, now: h.o.Clock()}
 	body, aerr := decodeBody(&ev, bodyLimit(rt.Key()))
 	if aerr != nil {

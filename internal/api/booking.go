@@ -23,6 +23,10 @@ import (
 // seat list is larger than MaxBody (about 80,000 seats of 10-character names).
 const MaxEventBody = 1 << 20
 
+// PublishTimeout bounds how long a confirm or cancel waits for its order
+// event to be published before it answers (the event then waits in the outbox).
+const PublishTimeout = 2 * time.Second
+
 // bodyLimit is the largest body a route accepts.
 func bodyLimit(key string) int {
 	if key == "PUT /api/admin/events/{event}" {
@@ -92,7 +96,9 @@ func (h *Handler) publish(ctx context.Context, eng *booking.Engine, o booking.Or
 	if o.Replayed || h.o.Orders == nil {
 		return
 	}
-	ctx = context.WithoutCancel(ctx)
+	// The order is made whatever happens here; a slow bus must not hold the answer long.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), PublishTimeout)
+	defer cancel()
 	err := h.o.Orders.Publish(ctx, []booking.OrderEvent{o})
 	if err == nil {
 		err = eng.Ack(ctx, o.Event, booking.OutboxID(o))
