@@ -1,6 +1,6 @@
 // Package app is Vestibule's composition root: from a config.Config it builds
 // the Redis client, the room engine and the logger, the same way for every
-// program (the six Lambdas, the local stack, the simulator, the bench). The
+// program (the seven Lambdas, the local stack, the simulator, the bench). The
 // HTTP API on top of them (tokens, keys, handler) is built by app/apiapp, so
 // a program that only ticks (admit) links neither the token library nor the
 // Secrets Manager client.

@@ -1,7 +1,7 @@
 // Package apiapp builds the HTTP API on the core of package app: the token
 // keys (Secrets Manager when deployed, a local folder otherwise), the ticket,
 // entry-token and origin-credential services, and the api.Handler over them.
-// It is the one place api.Options is filled in; the five API Lambdas, the
+// It is the one place api.Options is filled in; the six API Lambdas, the
 // local stack, the simulator and the bench all build their handler here.
 package apiapp
 
