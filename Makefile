@@ -4,7 +4,7 @@ export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/.tools/node_modules/.bin:$(shell g
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 # Every Lambda function; each has functions/<name>/main.go and becomes dist/<name>/bootstrap.
-FUNCTIONS := enqueue poll admit consume status admin
+FUNCTIONS := enqueue poll admit consume status admin booking
 # Pinned tool versions.
 CDK_CLI_VERSION := 2.1148.1
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d

@@ -25,7 +25,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
 // functions are the Lambda functions, as the Makefile's FUNCTIONS lists them.
-var functions = []string{"enqueue", "poll", "status", "consume", "admin", "admit"}
+var functions = []string{"enqueue", "poll", "status", "consume", "admin", "admit", "booking"}
 
 func findRIE(t *testing.T) string {
 	p, err := rie.Find()
@@ -100,7 +100,7 @@ func want(t *testing.T, file string, resp events.APIGatewayV2HTTPResponse, body 
 func TestLambdasUnderEmulator(t *testing.T) {
 	emulator := findRIE(t)
 	if testing.Short() {
-		t.Skip("builds six binaries")
+		t.Skip("builds seven binaries")
 	}
 	bin := t.TempDir()
 	args := []string{"build", "-tags", "lambda.norpc", "-trimpath", "-o", bin + string(os.PathSeparator)}
@@ -114,7 +114,7 @@ func TestLambdasUnderEmulator(t *testing.T) {
 	}
 
 	keyDir := t.TempDir()
-	if _, err := token.LoadLocal(keyDir); err != nil { // create the keys once, before six processes read them
+	if _, err := token.LoadLocal(keyDir); err != nil { // create the keys once, before seven processes read them
 		t.Fatal(err)
 	}
 	var env []string
@@ -213,8 +213,42 @@ func TestLambdasUnderEmulator(t *testing.T) {
 	if body["room"] != id || body["visitor"] == "" || body["sessionExpiresAt"] == nil {
 		t.Fatalf("consume: %v", body)
 	}
+	bookingSession, _ := body["bookingSession"].(string)
+	if bookingSession == "" {
+		t.Fatalf("consume: no bookingSession: %v", body)
+	}
 	resp, body = fn["consume"].http(t, "consume.json", "ENTRY_TOKEN", entry, "ORIGIN_CREDENTIAL", origin)
 	want(t, "consume.json replay", resp, body, 409)
+
+	// The booking kit: the admin defines an event named after the room, the
+	// visitor holds a seat with the booking session, the origin confirms, and
+	// the order event goes out as a JSON line on the function's stdout (no
+	// BOOKING_EVENT_BUS: what a CloudWatch Logs subscription forwards).
+	resp, body = fn["booking"].http(t, "booking-put-event.json", room...)
+	want(t, "booking-put-event.json", resp, body, 200)
+	resp, body = fn["booking"].http(t, "booking-hold.json", with("BOOKING_SESSION", bookingSession)...)
+	want(t, "booking-hold.json", resp, body, 201)
+	hold, _ := body["token"].(string)
+	session, _ := body["session"].(string)
+	resp, body = fn["booking"].http(t, "booking-hold.json", with("BOOKING_SESSION", entry)...)
+	want(t, "booking-hold.json with an entry token", resp, body, 401)
+	confirm := with("HOLD_TOKEN", hold, "SESSION_ID", session)
+	resp, body = fn["booking"].http(t, "booking-confirm.json", confirm...)
+	want(t, "booking-confirm.json without the origin credential", resp, body, 401)
+	resp, body = fn["booking"].http(t, "booking-confirm.json", append(confirm, "ORIGIN_CREDENTIAL", origin)...)
+	want(t, "booking-confirm.json", resp, body, 201)
+	if body["order"] != hold || body["type"] != "booking.order.confirmed" {
+		t.Fatalf("confirm: %v", body)
+	}
+	resp, body = fn["booking"].http(t, "booking-confirm.json", append(confirm, "ORIGIN_CREDENTIAL", origin)...)
+	want(t, "booking-confirm.json retried", resp, body, 200)
+	if resp.Headers["Idempotent-Replayed"] != "true" || body["order"] != hold {
+		t.Fatalf("confirm retried: %v %v", resp.Headers, body)
+	}
+	line := `{"source":"vestibule.booking","detail-type":"booking.order.confirmed","detail":{"type":"booking.order.confirmed","event":"` + id + `","order":"` + hold + `"`
+	if out := fn["booking"].Output(); strings.Count(out, line) != 1 {
+		t.Fatalf("booking output has %d order lines, want 1:\n%s", strings.Count(out, line), out)
+	}
 	resp, body = fn["consume"].http(t, "complete.json", "ENTRY_TOKEN", entry, "ORIGIN_CREDENTIAL", origin)
 	want(t, "complete.json", resp, body, 200)
 

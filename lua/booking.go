@@ -32,6 +32,22 @@ var bookingSweep string
 //go:embed booking_view.lua
 var bookingView string
 
+//go:embed booking_room.lua
+var bookingRoom string
+
+//go:embed booking_outbox.lua
+var bookingOutbox string
+
+//go:embed booking_ack.lua
+var bookingAck string
+
+// BookingActive checks that a room's entry session is still active, for a
+// hold on an event in another slot. It stands alone (no booking_lib.lua):
+// its one key is the room's.
+//
+//go:embed booking_active.lua
+var BookingActive string
+
 // The booking scripts, ready to load: booking_lib.lua followed by the operation.
 var (
 	BookingDefine  = bookingLib + bookingDefine  // define or replace an event's inventory
@@ -41,4 +57,7 @@ var (
 	BookingCancel  = bookingLib + bookingCancel  // compensation: cancel a confirmed order
 	BookingSweep   = bookingLib + bookingSweep   // expire overdue holds
 	BookingView    = bookingLib + bookingView    // seats, stock and counters
+	BookingRoom    = bookingLib + bookingRoom    // the room an event belongs to
+	BookingOutbox  = bookingLib + bookingOutbox  // order events not yet published
+	BookingAck     = bookingLib + bookingAck     // order events published: out of the outbox
 )

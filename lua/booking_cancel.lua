@@ -29,4 +29,5 @@ local rec = 'x|' .. o.session .. '|' .. t .. '|' .. o.at .. '|' .. o.idem .. '|'
 redis.call('HSET', K_ORDER, t, rec)
 redis.call('HINCRBY', K_INV, 'cancelled', 1)
 redis.call('HINCRBY', K_INV, 'live', -1)
+redis.call('ZADD', K_OUT, member(now), 'x' .. t)
 return {'ok', rec}

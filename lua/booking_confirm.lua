@@ -47,4 +47,7 @@ redis.call('HSET', K_ORDER, t, rec)
 redis.call('HSET', K_IDEM, key, t)
 redis.call('HINCRBY', K_INV, 'confirmed', 1)
 redis.call('HINCRBY', K_INV, 'live', 1)
+-- The order event goes out through the outbox, written here so it cannot be lost between this
+-- script and the publisher; whoever publishes it removes it (booking_ack.lua).
+redis.call('ZADD', K_OUT, member(now), 'c' .. t)
 return {'ok', rec}

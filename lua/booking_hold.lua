@@ -3,9 +3,16 @@
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> session (the room's entry session, e.g. 'room:seq')
 -- ARGV[3] -> n, the number of seats
--- ARGV[4 .. 3+n] -> seat names (distinct)
--- ARGV[4+n ..] -> pairs: sku name, units (> 0, distinct skus)
--- Returns {'ok', token, expires (ms)}; {'noevent'}; {'unknownseat', seat};
+-- ARGV[4] -> the session's room, or '' (the caller vouches for the session)
+-- ARGV[5] -> the session's sequence (member of the room's active set), with a room
+-- ARGV[6] -> the session's end (ms, its score in the active set), with a room
+-- ARGV[7 .. 6+n] -> seat names (distinct)
+-- ARGV[7+n ..] -> pairs: sku name, units (> 0, distinct skus)
+-- KEYS[10], optional -> the room's active set vst:{room}:act, when the room is
+-- the event's own id (the same hash tag, so the same slot): the session must
+-- be in it with the end ARGV[6], not yet passed. Without it the caller checked.
+-- Returns {'ok', token, expires (ms)}; {'noevent'}; {'room'} (the event is not
+-- the room's); {'ended'} (the session is no longer active); {'unknownseat', seat};
 -- {'unknownsku', sku}; {'limit', items the session has, limit};
 -- {'taken', seat, ...} (every requested seat held or sold by someone);
 -- {'soldout', sku, units available}.
@@ -19,8 +26,15 @@ local now = tonumber(ARGV[1])
 local session = ARGV[2]
 local n = tonumber(ARGV[3])
 
-local cfg = redis.call('HMGET', K_INV, 'ttl', 'limit', 'fence', 'holds')
+local cfg = redis.call('HMGET', K_INV, 'ttl', 'limit', 'fence', 'holds', 'room')
 if not cfg[1] then return {'noevent'} end
+if ARGV[4] ~= '' then
+  if cfg[5] ~= ARGV[4] then return {'room'} end
+  if KEYS[10] then
+    local ends = redis.call('ZSCORE', KEYS[10], ARGV[5])
+    if not ends or tonumber(ends) ~= tonumber(ARGV[6]) or tonumber(ends) < now then return {'ended'} end
+  end
+end
 local ttl, limit, fence, holds = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(cfg[3]) or 0, tonumber(cfg[4]) or 0
 
 -- Lazy expiry: a bounded batch of overdue holds, then any overdue hold on a
@@ -29,7 +43,7 @@ sweep(now, 64)
 
 local seats, free = {}, {}
 local want = 0
-for i = 4, 3 + n do
+for i = 7, 6 + n do
   local s = ARGV[i]
   local v = redis.call('HGET', K_SEAT, s)
   if not v then return {'unknownseat', s} end
@@ -40,7 +54,7 @@ for i = 4, 3 + n do
   want = want + 1
 end
 local units = {}
-for i = 4 + n, #ARGV, 2 do
+for i = 7 + n, #ARGV, 2 do
   local sku, q = ARGV[i], tonumber(ARGV[i + 1])
   local avail = redis.call('HGET', K_STOCK, sku)
   if not avail then return {'unknownsku', sku} end

@@ -3,7 +3,7 @@
 --
 -- Every booking script takes the same KEYS, all under the event's hash tag
 -- {event} (one cluster slot; an event named like a room shares the room's slot):
--- KEYS[1] -> vst:{event}:bk:inv    HASH  definition and state: ttl (ms), limit, fence, created, counters
+-- KEYS[1] -> vst:{event}:bk:inv    HASH  definition and state: ttl (ms), limit, room, fence, defined, counters
 -- KEYS[2] -> vst:{event}:bk:seat   HASH  seat -> 'a' (available), 'h<token>' (held), 'o<token>' (sold)
 -- KEYS[3] -> vst:{event}:bk:stock  HASH  sku -> units available (never below zero)
 -- KEYS[4] -> vst:{event}:bk:hold   HASH  token -> hold record 'session|expires|seats|units'
@@ -11,13 +11,15 @@
 -- KEYS[6] -> vst:{event}:bk:sess   HASH  session -> items it holds or bought (released, expired and cancelled items leave)
 -- KEYS[7] -> vst:{event}:bk:order  HASH  token -> order record 'state|session|token|at|idem|seats|units|cancelledAt|reason'
 -- KEYS[8] -> vst:{event}:bk:idem   HASH  idempotency key -> token of the order it confirmed
+-- KEYS[9] -> vst:{event}:bk:out    ZSET  outbox of order events not yet published: member 'c<token>'
+--                                        (confirmed) or 'x<token>' (cancelled), score when (ms)
 --
 -- Records are '|'-separated text: seat and sku names are [A-Za-z0-9_.-],
 -- sessions and idempotency keys [A-Za-z0-9_.:@-] (booking.go checks), so no
 -- field holds '|', ',' or '='; only the cancel reason (the last field) may.
 -- seats is 'A1,A2' ('' for none), units 'sku=qty,sku=qty' ('' for none).
-local K_INV, K_SEAT, K_STOCK, K_HOLD, K_EXP, K_SESS, K_ORDER, K_IDEM =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local K_INV, K_SEAT, K_STOCK, K_HOLD, K_EXP, K_SESS, K_ORDER, K_IDEM, K_OUT =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 
 -- Numbers go to Redis as strings made here (see lib.lua): tokens have 16 digits.
 local function member(n) return string.format('%.0f', n) end

@@ -2,19 +2,29 @@
 // and it ticks every room every second until a few seconds before its deadline
 // (admission.Handler). Its reserved concurrency is 1, and the engine's token
 // bucket makes an overlapping or retried invocation admit nothing extra. It
-// needs Redis and nothing else: no tokens, no secrets.
+// needs Redis and nothing else: no tokens, no secrets. Every 5 s of its loop
+// it also sweeps the booking kit's events (orders.Task): expires overdue
+// holds and publishes order events left in the outbox.
 package main
 
 import (
+	"context"
+	"os"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/vestibule-dev/vestibule/internal/admission"
 	"github.com/vestibule-dev/vestibule/internal/app"
+	"github.com/vestibule-dev/vestibule/internal/orders"
 )
 
 func main() {
 	core := app.Main("admit")
-	lambda.Start(admission.Handler(core.Engine, time.Second, core.Logger))
+	pub, err := orders.New(context.Background(), core.Config, os.Stdout)
+	if err != nil {
+		app.Fail("admit", err)
+	}
+	sweep := orders.Task(core.Booking, pub, 5*time.Second, nil, core.Logger)
+	lambda.Start(admission.Handler(core.Engine, time.Second, core.Logger, sweep))
 }

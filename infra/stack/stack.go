@@ -61,6 +61,7 @@ var Functions = []Function{
 	{Name: routes.Status, Timeout: 10, Memory: 256},
 	{Name: routes.Consume, Timeout: 10, Memory: 256},
 	{Name: routes.Admin, Timeout: 10, Memory: 256},
+	{Name: routes.Booking, Timeout: 10, Memory: 256},
 	{Name: Admit, Timeout: 60, Memory: 256, Reserved: 1},
 }
 

@@ -41,7 +41,10 @@ type TickSummary struct {
 // minute and the local stack runs it for as long as it lives. Failures are
 // logged and counted, never fatal: the next tick tries again, and the engine's
 // token bucket keeps duplicate or late ticks from admitting extra visitors.
-func Run(ctx context.Context, q Ticker, interval time.Duration, log *slog.Logger) TickSummary {
+// Each of also runs after the rooms on every tick (the booking sweep,
+// orders.Task): work that needs a schedule rides on this one, at no cost of
+// its own.
+func Run(ctx context.Context, q Ticker, interval time.Duration, log *slog.Logger, also ...func(context.Context)) TickSummary {
 	if interval <= 0 {
 		interval = time.Second
 	}
@@ -57,6 +60,11 @@ func Run(ctx context.Context, q Ticker, interval time.Duration, log *slog.Logger
 		}
 		sum.Ticks++
 		tickAll(ctx, q, log, &sum)
+		for _, f := range also {
+			if ctx.Err() == nil {
+				f(ctx)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return sum
@@ -102,7 +110,8 @@ func tickAll(ctx context.Context, q Ticker, log *slog.Logger, sum *TickSummary) 
 // Handler is the admit Lambda's handler: on each scheduled event it ticks
 // every interval until AdmitMargin before the invocation's deadline (or for
 // one minute when there is none), then returns the summary.
-func Handler(q Ticker, interval time.Duration, log *slog.Logger) func(context.Context, events.EventBridgeEvent) (TickSummary, error) {
+// also runs on every tick as in Run.
+func Handler(q Ticker, interval time.Duration, log *slog.Logger, also ...func(context.Context)) func(context.Context, events.EventBridgeEvent) (TickSummary, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -115,7 +124,7 @@ func Handler(q Ticker, interval time.Duration, log *slog.Logger) func(context.Co
 		margin := min(AdmitMargin, time.Until(deadline)/2)
 		ctx, cancel := context.WithDeadline(ctx, deadline.Add(-margin))
 		defer cancel()
-		sum := Run(ctx, q, interval, log)
+		sum := Run(ctx, q, interval, log, also...)
 		log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "admit",
 			slog.String("event_id", ev.ID), slog.Int("ticks", sum.Ticks), slog.Int("room_ticks", sum.RoomTicks),
 			slog.Int("errors", sum.Errors), slog.Int64("admitted", sum.Admitted), slog.Int64("evicted", sum.Evicted))

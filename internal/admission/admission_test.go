@@ -76,3 +76,15 @@ func TestAdmitHandler(t *testing.T) {
 		t.Fatalf("summary %+v: want at least one tick", sum)
 	}
 }
+
+// The also tasks (the booking sweep) run once per tick, after the rooms.
+func TestRunAlso(t *testing.T) {
+	q := room.New(redistest.Single(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+	defer cancel()
+	n := 0
+	sum := admission.Run(ctx, q, 50*time.Millisecond, nil, func(context.Context) { n++ })
+	if n == 0 || n > sum.Ticks || n < sum.Ticks-1 { // the last tick may end with the context
+		t.Fatalf("also ran %d times in %d ticks", n, sum.Ticks)
+	}
+}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/metrics"
@@ -58,6 +59,14 @@ type Options struct {
 	// Origins checks the per-room origin credential that consume and complete
 	// require (Authorization: Bearer), so only the room's origin redeems tokens.
 	Origins *token.Origins
+
+	// Booking is the engine of the booking routes (/api/events/…); nil: they
+	// answer 404. Sessions issues the bookingSession consume hands the origin
+	// and checks it on holds. Orders publishes order events; nil: they wait in
+	// the outbox for the sweep (docs/BOOKING.md).
+	Booking  *booking.Engine
+	Sessions *token.BookingSessions
+	Orders   booking.Publisher
 
 	AdminAuth AdminAuth
 	AdminKey  string // required when AdminAuth is AdminKey
@@ -112,7 +121,8 @@ func New(o Options) *Handler {
 // request is what a route handler sees of an API Gateway event.
 type request struct {
 	ev   *events.APIGatewayV2HTTPRequest
-	room string // the {room} path parameter, when the route has one
+	room string     // the {room} path parameter, when the route has one
+	path pathParams // every path parameter
 	body []byte
 	now  time.Time
 }
@@ -151,7 +161,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	if path == "" {
 		path = ev.RequestContext.HTTP.Path
 	}
-	routeName, roomID := "unknown", ""
+	routeName, roomID, eventID := "unknown", "", ""
 	var cause error
 	defer func() {
 		if p := recover(); p != nil {
@@ -166,6 +176,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		}
 		if roomID != "" {
 			attrs = append(attrs, slog.String("room", roomID))
+		}
+		if eventID != "" {
+			attrs = append(attrs, slog.String("event", eventID))
 		}
 		if id := ev.RequestContext.RequestID; id != "" {
 			attrs = append(attrs, slog.String("request_id", id))
@@ -196,8 +209,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		return errorResponse(&apiError{status: http.StatusNotFound, code: "unknown_route", message: "no such route"}), nil
 	}
 	routeName = rt.Key()
-	r := &request{ev: &ev, room: params, now: h.o.Clock()}
-	body, aerr := decodeBody(&ev)
+	r := &request{ev: &ev, room: params.room, path: params, now: h.o.Clock()}
+	body, aerr := decodeBody(&ev, bodyLimit(rt.Key()))
 	if aerr != nil {
 		return errorResponse(aerr), nil
 	}
@@ -210,9 +223,12 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	if rt.HasRoom() && !room.ValidRoomID(r.room) {
 		return errorResponse(&apiError{status: http.StatusBadRequest, code: "invalid_room", message: "invalid room id"}), nil
 	}
-	// Only a valid id reaches the log: the raw path segment is the client's,
+	// Only valid ids reach the log: the raw path segments are the client's,
 	// of any length.
 	roomID = r.room
+	if booking.ValidEventID(r.path.event) {
+		eventID = r.path.event
+	}
 	resp, err := rt.fn(h, ctx, r)
 	if err != nil {
 		e := toAPIError(err)
@@ -222,9 +238,14 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	return resp, nil
 }
 
-func decodeBody(ev *events.APIGatewayV2HTTPRequest) ([]byte, *apiError) {
+// decodeBody returns the request's body, refusing one over limit bytes (MaxBody for most routes).
+func decodeBody(ev *events.APIGatewayV2HTTPRequest, limit int) ([]byte, *apiError) {
+	errTooLarge := errTooLarge
+	if limit != MaxBody {
+		errTooLarge = &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: fmt.Sprintf("request body over %d KiB", limit>>10)}
+	}
 	// Reject on the encoded length first, so a huge body is never decoded.
-	if len(ev.Body) > MaxBody*4/3+4 {
+	if len(ev.Body) > limit*4/3+4 {
 		return nil, errTooLarge
 	}
 	b := []byte(ev.Body)
@@ -235,7 +256,7 @@ func decodeBody(ev *events.APIGatewayV2HTTPRequest) ([]byte, *apiError) {
 		}
 		b = d
 	}
-	if len(b) > MaxBody {
+	if len(b) > limit {
 		return nil, errTooLarge
 	}
 	return b, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -25,6 +26,10 @@ type apiError struct {
 	cause   error
 	// retryAfter is the Retry-After of a 429 in seconds (0: RetryAfterSeconds).
 	retryAfter int
+	// What a booking conflict names: the seats taken, the sku short and what is left of it.
+	seats     []string
+	sku       string
+	available *int64
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
@@ -74,8 +79,57 @@ func toAPIError(err error) *apiError {
 			e.retryAfter = max(1, int(math.Ceil(re.After.Seconds())))
 		}
 		return e
+	case errors.Is(err, booking.ErrInvalidEvent):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_event", message: "invalid event id"}
+	case errors.Is(err, booking.ErrInvalidInventory):
+		// The engine's message names the field and the reason.
+		return &apiError{status: http.StatusBadRequest, code: "invalid_inventory", message: err.Error()}
+	case errors.Is(err, booking.ErrInvalidRequest):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: err.Error()}
+	case errors.Is(err, booking.ErrUnknownEvent):
+		return &apiError{status: http.StatusNotFound, code: "unknown_event", message: "no such event"}
+	case errors.Is(err, booking.ErrUnknownSeat):
+		return &apiError{status: http.StatusNotFound, code: "unknown_seat", message: err.Error()}
+	case errors.Is(err, booking.ErrUnknownSKU):
+		return &apiError{status: http.StatusNotFound, code: "unknown_sku", message: err.Error()}
+	case errors.Is(err, booking.ErrUnknownOrder):
+		return &apiError{status: http.StatusNotFound, code: "unknown_order", message: "no such order"}
+	case errors.Is(err, booking.ErrWrongRoom):
+		return &apiError{status: http.StatusUnauthorized, code: "invalid_session", message: "booking session of another room"}
+	case errors.Is(err, booking.ErrSessionEnded):
+		return &apiError{status: http.StatusUnauthorized, code: "session_ended", message: "the entry session ended"}
+	case errors.Is(err, booking.ErrWrongSession):
+		return &apiError{status: http.StatusForbidden, code: "wrong_session", message: "the hold belongs to another session"}
+	case errors.Is(err, booking.ErrSeatTaken):
+		e := &apiError{status: http.StatusConflict, code: "seat_taken", message: "seats held or sold by someone else"}
+		var te *booking.TakenError
+		if errors.As(err, &te) {
+			e.seats = te.Seats
+		}
+		return e
+	case errors.Is(err, booking.ErrSoldOut):
+		e := &apiError{status: http.StatusConflict, code: "sold_out", message: "not enough units left"}
+		var se *booking.SoldOutError
+		if errors.As(err, &se) {
+			e.sku, e.available = se.SKU, &se.Available
+		}
+		return e
+	case errors.Is(err, booking.ErrLimit):
+		return &apiError{status: http.StatusConflict, code: "session_limit", message: err.Error()}
+	case errors.Is(err, booking.ErrStaleToken):
+		return &apiError{status: http.StatusConflict, code: "stale_token", message: "no live hold with this token: released, expired, or never issued"}
+	case errors.Is(err, booking.ErrAlreadyConfirmed):
+		return &apiError{status: http.StatusConflict, code: "already_confirmed", message: "the hold is already an order (under another idempotency key)"}
+	case errors.Is(err, booking.ErrOrderCancelled):
+		return &apiError{status: http.StatusConflict, code: "order_cancelled", message: "the order of this idempotency key was cancelled"}
+	case errors.Is(err, booking.ErrInUse):
+		return &apiError{status: http.StatusConflict, code: "event_in_use", message: err.Error()}
+	case errors.Is(err, booking.ErrHoldExpired):
+		return &apiError{status: http.StatusGone, code: "hold_expired", message: "the hold expired; its items were returned"}
+	case errors.Is(err, booking.ErrIdempotencyKey):
+		return &apiError{status: http.StatusUnprocessableEntity, code: "idempotency_key_reused", message: "the idempotency key confirmed another hold"}
 	default:
-		// room.ErrUnavailable, context deadlines, and anything unforeseen from
+		// room.ErrUnavailable, booking.ErrUnavailable, context deadlines, and anything unforeseen from
 		// Redis: the visitor retries shortly; the cause goes to the log only.
 		return &apiError{status: http.StatusServiceUnavailable, code: "unavailable", message: "temporarily unavailable, retry shortly", cause: err}
 	}
@@ -83,14 +137,18 @@ func toAPIError(err error) *apiError {
 
 type errorBody struct {
 	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
+		Code      string   `json:"code"`
+		Message   string   `json:"message"`
+		Seats     []string `json:"seats,omitempty"`
+		SKU       string   `json:"sku,omitempty"`
+		Available *int64   `json:"available,omitempty"`
 	} `json:"error"`
 }
 
 func errorResponse(e *apiError) events.APIGatewayV2HTTPResponse {
 	var b errorBody
 	b.Error.Code, b.Error.Message = e.code, e.message
+	b.Error.Seats, b.Error.SKU, b.Error.Available = e.seats, e.sku, e.available
 	resp := jsonResponse(e.status, b)
 	if e.status == http.StatusServiceUnavailable || e.status == http.StatusTooManyRequests {
 		after := e.retryAfter

@@ -288,6 +288,9 @@ type consumeResponse struct {
 	Room             string    `json:"room"`
 	Visitor          string    `json:"visitor"`
 	SessionExpiresAt time.Time `json:"sessionExpiresAt"`
+	// BookingSession authorises the visitor's holds on the room's events
+	// (POST /api/events/{event}/holds): the origin hands it to its page.
+	BookingSession string `json:"bookingSession,omitempty"`
 }
 
 func (h *Handler) consume(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
@@ -306,7 +309,8 @@ func (h *Handler) consume(ctx context.Context, r *request) (events.APIGatewayV2H
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, redeemError(err)
 	}
-	return jsonResponse(http.StatusOK, consumeResponse{Room: c.Room, Visitor: c.Visitor, SessionExpiresAt: sess.ExpiresAt.UTC()}), nil
+	return jsonResponse(http.StatusOK, consumeResponse{Room: c.Room, Visitor: c.Visitor, SessionExpiresAt: sess.ExpiresAt.UTC(),
+		BookingSession: h.bookingSession(ctx, c, sess)}), nil
 }
 
 func (h *Handler) complete(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {

@@ -30,6 +30,15 @@ var handlers = map[string]handlerFunc{
 	"PUT /api/admin/rooms/{room}":    (*Handler).putRoom,
 	"GET /api/admin/rooms/{room}":    (*Handler).getRoom,
 	"GET /api/admin/rooms":           (*Handler).listRooms,
+
+	// The booking kit (booking.go).
+	"GET /api/events/{event}":                        (*Handler).eventView,
+	"POST /api/events/{event}/holds":                 (*Handler).holdSeats,
+	"POST /api/events/{event}/holds/{token}/confirm": (*Handler).confirmHold,
+	"POST /api/events/{event}/holds/{token}/release": (*Handler).releaseHold,
+	"POST /api/events/{event}/orders/{order}/cancel": (*Handler).cancelOrder,
+	"PUT /api/admin/events/{event}":                  (*Handler).putEvent,
+	"GET /api/admin/events/{event}":                  (*Handler).getEvent,
 }
 
 // table is the router's view of routes.All. A route without a handler, or a
@@ -50,9 +59,15 @@ var table = func() []route {
 	return t
 }()
 
+// pathParams are the path's captured segments; each is "" when the route has
+// no such parameter.
+type pathParams struct {
+	room, event, token, order string
+}
+
 // match finds the route of method and path. When the path matches but the
 // method does not, it returns nil and the allowed methods.
-func match(method, path string) (*route, string, string) {
+func match(method, path string) (*route, pathParams, string) {
 	segs := strings.Split(path, "/")
 	var allowed []string
 	for i := range table {
@@ -66,26 +81,38 @@ func match(method, path string) (*route, string, string) {
 		}
 		allowed = append(allowed, rt.Method)
 	}
-	return nil, "", strings.Join(allowed, ", ")
+	return nil, pathParams{}, strings.Join(allowed, ", ")
 }
 
-func matchPath(pattern string, segs []string) (string, bool) {
+// matchPath matches segs against a pattern whose "{name}" segments capture
+// any non-empty segment.
+func matchPath(pattern string, segs []string) (pathParams, bool) {
 	ps := strings.Split(pattern, "/")
+	var out pathParams
 	if len(ps) != len(segs) {
-		return "", false
+		return out, false
 	}
-	param := ""
 	for i, p := range ps {
-		if p == "{room}" {
-			if segs[i] == "" {
-				return "", false
+		var dst *string
+		switch p {
+		case "{room}":
+			dst = &out.room
+		case "{event}":
+			dst = &out.event
+		case "{token}":
+			dst = &out.token
+		case "{order}":
+			dst = &out.order
+		default:
+			if p != segs[i] {
+				return out, false
 			}
-			param = segs[i]
 			continue
 		}
-		if p != segs[i] {
-			return "", false
+		if segs[i] == "" {
+			return out, false
 		}
+		*dst = segs[i]
 	}
-	return param, true
+	return out, true
 }

@@ -1,6 +1,6 @@
 // Package app is Vestibule's composition root: from a config.Config it builds
 // the Redis client, the room engine and the logger, the same way for every
-// program (the six Lambdas, the local stack, the simulator, the bench). The
+// program (the seven Lambdas, the local stack, the simulator, the bench). The
 // HTTP API on top of them (tokens, keys, handler) is built by app/apiapp, so
 // a program that only ticks (admit) links neither the token library nor the
 // Secrets Manager client.
@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -35,10 +36,11 @@ const (
 
 // Core is what every program builds first.
 type Core struct {
-	Config config.Config
-	Redis  redis.UniversalClient
-	Engine *room.Engine
-	Logger *slog.Logger
+	Config  config.Config
+	Redis   redis.UniversalClient
+	Engine  *room.Engine
+	Booking *booking.Engine // the booking kit's engine, over the same Redis
+	Logger  *slog.Logger
 }
 
 // Options change what New builds; the zero value is production's.
@@ -61,7 +63,11 @@ func New(c config.Config, o Options) (*Core, error) {
 	if log == nil {
 		log = NewLogger(c, os.Stdout)
 	}
-	return &Core{Config: c, Redis: rdb, Engine: NewEngine(rdb, o.Clock), Logger: log}, nil
+	var bopts []booking.Option
+	if o.Clock != nil {
+		bopts = append(bopts, booking.WithClock(o.Clock))
+	}
+	return &Core{Config: c, Redis: rdb, Engine: NewEngine(rdb, o.Clock), Booking: booking.New(rdb, bopts...), Logger: log}, nil
 }
 
 // Close closes the Redis client.

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -42,7 +43,9 @@ var (
 	ErrIdempotencyKey   = errors.New("booking: idempotency key already used for another hold")
 	ErrOrderCancelled   = errors.New("booking: order was cancelled")
 	ErrUnknownOrder     = errors.New("booking: unknown order")
-	ErrUnavailable      = errors.New("booking: redis unavailable") // wraps the Redis error and names the script; maps to 503
+	ErrWrongRoom        = errors.New("booking: session of another room") // the event belongs to another room
+	ErrSessionEnded     = errors.New("booking: session ended")           // not (or no longer) in the room's active set
+	ErrUnavailable      = errors.New("booking: redis unavailable")       // wraps the Redis error and names the script; maps to 503
 )
 
 // TakenError is ErrSeatTaken with the seats of the request that someone else
@@ -102,6 +105,11 @@ func ValidSession(s string) bool { return sessionRe.MatchString(s) }
 
 // Inventory is what an event sells: named seats and/or skus with a quantity.
 type Inventory struct {
+	// Room is the room whose entry sessions may hold (HoldSession) and whose
+	// origin credential confirms, releases and cancels; "" means the event's
+	// own id. An event named after its room lives in the room's cluster slot,
+	// so the hold checks the session in the same script.
+	Room  string           `json:"room,omitempty"`
 	Seats []string         `json:"seats,omitempty"`
 	Stock map[string]int64 `json:"stock,omitempty"`
 	// HoldTTL is how long a hold lasts (default DefaultHoldTTL).
@@ -115,6 +123,9 @@ type Inventory struct {
 func (inv Inventory) Validate() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidInventory, fmt.Sprintf(format, a...))
+	}
+	if inv.Room != "" && !ValidEventID(inv.Room) {
+		return bad("room %q: 1 to 64 of [A-Za-z0-9_-]", inv.Room)
 	}
 	if len(inv.Seats) == 0 && len(inv.Stock) == 0 {
 		return bad("no seats and no stock")
@@ -242,8 +253,22 @@ const (
 	SeatSold      SeatState = "sold"
 )
 
+// RoomSession is a room's consumed entry session, as the room's active set
+// holds it: member Seq, score Ends (whole milliseconds). Its booking session
+// id is "room:seq".
+type RoomSession struct {
+	Room string
+	Seq  int64
+	Ends time.Time
+}
+
+// ID is the session's name in the engine: "room:seq".
+func (s RoomSession) ID() string { return s.Room + ":" + strconv.FormatInt(s.Seq, 10) }
+
 // View is what an event has left, and its counters.
 type View struct {
+	// Room is the room the event belongs to.
+	Room  string
 	Seats map[string]SeatState
 	Stock map[string]int64 // units available per sku
 	// Fence is the last fencing token issued.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/lua"
 )
 
@@ -29,14 +30,28 @@ var (
 	cancelCmd  = script{"booking_cancel.lua", redis.NewScript(lua.BookingCancel)}
 	sweepCmd   = script{"booking_sweep.lua", redis.NewScript(lua.BookingSweep)}
 	viewCmd    = script{"booking_view.lua", redis.NewScript(lua.BookingView)}
+	roomCmd    = script{"booking_room.lua", redis.NewScript(lua.BookingRoom)}
+	outboxCmd  = script{"booking_outbox.lua", redis.NewScript(lua.BookingOutbox)}
+	ackCmd     = script{"booking_ack.lua", redis.NewScript(lua.BookingAck)}
+	activeCmd  = script{"booking_active.lua", redis.NewScript(lua.BookingActive)}
 )
+
+// Scripter is the narrowest Redis client the engine needs: a client, a
+// cluster client or a ring all fit.
+type Scripter interface {
+	redis.Scripter
+	SAdd(ctx context.Context, key string, members ...any) *redis.IntCmd
+	SMembers(ctx context.Context, key string) *redis.StringSliceCmd
+}
+
+var _ Scripter = (redis.UniversalClient)(nil)
 
 // viewSweep is the most overdue holds a View expires before it reads.
 const viewSweep = 1000
 
 // Engine is the booking state machine over Redis.
 type Engine struct {
-	rdb   redis.Scripter
+	rdb   Scripter
 	clock func() time.Time
 }
 
@@ -48,7 +63,7 @@ func WithClock(c func() time.Time) Option { return func(e *Engine) { e.clock = c
 
 // New returns an engine over the given Redis client (a client, a cluster
 // client or a ring).
-func New(rdb redis.Scripter, opts ...Option) *Engine {
+func New(rdb Scripter, opts ...Option) *Engine {
 	e := &Engine{rdb: rdb, clock: time.Now}
 	for _, o := range opts {
 		o(e)
@@ -63,7 +78,12 @@ func (e *Engine) run(ctx context.Context, s script, event string, args ...any) (
 	if !ValidEventID(event) {
 		return nil, ErrInvalidEvent
 	}
-	v, err := s.s.Run(ctx, e.rdb, KeysFor(event).List(), args...).Result()
+	return e.runKeys(ctx, s, KeysFor(event).List(), args...)
+}
+
+// runKeys runs a script with the given KEYS and returns its reply as a slice.
+func (e *Engine) runKeys(ctx context.Context, s script, keys []string, args ...any) ([]any, error) {
+	v, err := s.s.Run(ctx, e.rdb, keys, args...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, s.name, err)
 	}
@@ -122,8 +142,12 @@ func (e *Engine) Define(ctx context.Context, event string, inv Inventory) error 
 	if ttl == 0 {
 		ttl = DefaultHoldTTL
 	}
-	args := make([]any, 0, 4+len(inv.Seats)+2*len(inv.Stock))
-	args = append(args, e.nowMS(), ttl.Milliseconds(), inv.SessionLimit, len(inv.Seats))
+	roomID := inv.Room
+	if roomID == "" {
+		roomID = event
+	}
+	args := make([]any, 0, 5+len(inv.Seats)+2*len(inv.Stock))
+	args = append(args, e.nowMS(), ttl.Milliseconds(), inv.SessionLimit, roomID, len(inv.Seats))
 	for _, s := range inv.Seats {
 		args = append(args, s)
 	}
@@ -134,6 +158,9 @@ func (e *Engine) Define(ctx context.Context, event string, inv Inventory) error 
 	}
 	switch str(reply[0]) {
 	case "ok":
+		if err := e.rdb.SAdd(ctx, RegistryKey, event).Err(); err != nil {
+			return fmt.Errorf("%w: registry: %w", ErrUnavailable, err)
+		}
 		return nil
 	case "inuse":
 		if len(reply) >= 3 {
@@ -149,6 +176,37 @@ func (e *Engine) Define(ctx context.Context, event string, inv Inventory) error 
 // Errors: ErrUnknownEvent, ErrUnknownSeat, ErrUnknownSKU, ErrLimit, a
 // *TakenError (ErrSeatTaken), a *SoldOutError (ErrSoldOut), ErrInvalidRequest.
 func (e *Engine) Hold(ctx context.Context, event, session string, req Request) (Hold, error) {
+	return e.hold(ctx, event, session, nil, req)
+}
+
+// HoldSession is Hold for a room's consumed entry session (session id
+// s.ID()): the event must belong to s.Room (ErrWrongRoom) and the session must
+// still be in the room's active set with the end s.Ends (ErrSessionEnded:
+// completed, reclaimed by a tick, or past its end). When the event is named
+// after its room, its keys and the room's share a cluster slot and the hold
+// script checks the session itself, atomically with the hold; otherwise one
+// read of the room's active set comes first (a session that ends between the
+// two was active when the visitor asked, and the hold lasts its TTL either way).
+func (e *Engine) HoldSession(ctx context.Context, event string, s RoomSession, req Request) (Hold, error) {
+	if !ValidEventID(s.Room) || s.Seq < 1 {
+		return Hold{}, ErrSessionEnded
+	}
+	if s.Room != event {
+		k := room.KeysFor(s.Room).Active
+		v, err := activeCmd.s.Run(ctx, e.rdb, []string{k}, e.nowMS(), strconv.FormatInt(s.Seq, 10), s.Ends.UnixMilli()).Result()
+		if err != nil {
+			return Hold{}, fmt.Errorf("%w: %s: %w", ErrUnavailable, activeCmd.name, err)
+		}
+		if r, _ := v.([]any); len(r) == 0 || str(r[0]) != "ok" {
+			return Hold{}, ErrSessionEnded
+		}
+	}
+	return e.hold(ctx, event, s.ID(), &s, req)
+}
+
+// hold runs booking_hold.lua; with s, the event must be s.Room's, and when
+// the event is named after the room the script checks the session too.
+func (e *Engine) hold(ctx context.Context, event, session string, s *RoomSession, req Request) (Hold, error) {
 	if !ValidEventID(event) {
 		return Hold{}, ErrInvalidEvent
 	}
@@ -158,13 +216,22 @@ func (e *Engine) Hold(ctx context.Context, event, session string, req Request) (
 	if err := req.validate(); err != nil {
 		return Hold{}, err
 	}
-	args := make([]any, 0, 3+len(req.Seats)+2*len(req.Units))
+	args := make([]any, 0, 6+len(req.Seats)+2*len(req.Units))
 	args = append(args, e.nowMS(), session, len(req.Seats))
-	for _, s := range req.Seats {
-		args = append(args, s)
+	keys := KeysFor(event).List()
+	if s != nil {
+		args = append(args, s.Room, strconv.FormatInt(s.Seq, 10), s.Ends.UnixMilli())
+		if s.Room == event {
+			keys = append(keys, room.KeysFor(s.Room).Active)
+		}
+	} else {
+		args = append(args, "", "", "")
+	}
+	for _, seat := range req.Seats {
+		args = append(args, seat)
 	}
 	args = unitsArgs(args, req.Units)
-	reply, err := e.run(ctx, holdCmd, event, args...)
+	reply, err := e.runKeys(ctx, holdCmd, keys, args...)
 	if err != nil {
 		return Hold{}, err
 	}
@@ -178,6 +245,10 @@ func (e *Engine) Hold(ctx context.Context, event, session string, req Request) (
 			ExpiresAt: time.UnixMilli(num(reply[2]))}, nil
 	case "noevent":
 		return Hold{}, ErrUnknownEvent
+	case "room":
+		return Hold{}, ErrWrongRoom
+	case "ended":
+		return Hold{}, ErrSessionEnded
 	case "unknownseat":
 		return Hold{}, fmt.Errorf("%w: %s", ErrUnknownSeat, str(reply[len(reply)-1]))
 	case "unknownsku":
@@ -378,6 +449,8 @@ func (e *Engine) View(ctx context.Context, event string) (View, error) {
 	for i := 0; i+1 < len(inv); i += 2 {
 		n := num(inv[i+1])
 		switch str(inv[i]) {
+		case "room":
+			v.Room = str(inv[i+1])
 		case "fence":
 			v.Fence = n
 		case "holds":
@@ -422,4 +495,96 @@ func parseOrder(event, rec string) (OrderEvent, error) {
 		}
 	}
 	return o, nil
+}
+
+// Room returns the room an event belongs to: whose origin credential may
+// confirm, release and cancel. Errors: ErrUnknownEvent, ErrInvalidEvent.
+func (e *Engine) Room(ctx context.Context, event string) (string, error) {
+	reply, err := e.run(ctx, roomCmd, event)
+	if err != nil {
+		return "", err
+	}
+	switch str(reply[0]) {
+	case "ok":
+		if len(reply) >= 2 && str(reply[1]) != "" {
+			return str(reply[1]), nil
+		}
+		return event, nil // defined before events named their room
+	case "noevent":
+		return "", ErrUnknownEvent
+	}
+	return "", unexpected(roomCmd, reply)
+}
+
+// Events lists every event ever defined (the registry RegistryKey), in no order.
+func (e *Engine) Events(ctx context.Context) ([]string, error) {
+	ids, err := e.rdb.SMembers(ctx, RegistryKey).Result()
+	if err != nil {
+		return nil, fmt.Errorf("%w: registry: %w", ErrUnavailable, err)
+	}
+	return ids, nil
+}
+
+// Pending is an order event waiting in the outbox: ID is what Ack takes.
+type Pending struct {
+	ID    string
+	Event OrderEvent
+}
+
+// Outbox returns at most max order events that Confirm and Cancel wrote to
+// the event's outbox (in the same script as the change, so none is lost to a
+// crash between the change and its publication), no later than before, and
+// that nobody acknowledged yet, oldest first. A confirmed event whose order
+// was cancelled since is still the confirmed event.
+func (e *Engine) Outbox(ctx context.Context, event string, max int, before time.Time) ([]Pending, error) {
+	if max < 1 {
+		max = 1
+	}
+	reply, err := e.run(ctx, outboxCmd, event, max, before.UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	if str(reply[0]) != "ok" {
+		return nil, unexpected(outboxCmd, reply)
+	}
+	out := make([]Pending, 0, (len(reply)-1)/2)
+	for i := 1; i+1 < len(reply); i += 2 {
+		id := str(reply[i])
+		o, err := parseOrder(event, str(reply[i+1]))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, outboxCmd.name, err)
+		}
+		if strings.HasPrefix(id, "c") {
+			o.Type, o.CancelledAt, o.Reason = OrderConfirmed, nil, ""
+		}
+		out = append(out, Pending{ID: id, Event: o})
+	}
+	return out, nil
+}
+
+// OutboxID is the outbox id of an order event Confirm or Cancel returned.
+func OutboxID(o OrderEvent) string {
+	if o.Type == OrderCancelled {
+		return "x" + o.Order
+	}
+	return "c" + o.Order
+}
+
+// Ack removes published order events from the event's outbox.
+func (e *Engine) Ack(ctx context.Context, event string, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	reply, err := e.run(ctx, ackCmd, event, args...)
+	if err != nil {
+		return err
+	}
+	if str(reply[0]) != "ok" {
+		return unexpected(ackCmd, reply)
+	}
+	return nil
 }

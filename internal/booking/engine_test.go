@@ -29,6 +29,7 @@ func TestDefineValidates(t *testing.T) {
 		{"negative stock", booking.Inventory{Stock: map[string]int64{"ga": -1}, SessionLimit: 1}},
 		{"ttl too short", booking.Inventory{Seats: []string{"A1"}, SessionLimit: 1, HoldTTL: time.Millisecond}},
 		{"ttl too long", booking.Inventory{Seats: []string{"A1"}, SessionLimit: 1, HoldTTL: 2 * time.Hour}},
+		{"bad room", booking.Inventory{Room: "a b", Seats: []string{"A1"}, SessionLimit: 1}},
 	}
 	eng := booking.New(nil) // never reached: validation comes first
 	for _, tc := range cases {
@@ -477,7 +478,7 @@ func TestKeysShareSlot(t *testing.T) {
 			t.Errorf("key %q outside the event's hash tag", key)
 		}
 	}
-	if len(slices.Compact(slices.Sorted(slices.Values(k.List())))) != 8 {
+	if len(slices.Compact(slices.Sorted(slices.Values(k.List())))) != 9 {
 		t.Errorf("keys not distinct: %v", k.List())
 	}
 }

@@ -1,5 +1,9 @@
 package booking
 
+// RegistryKey lists every event id ever defined (SET), for the sweep. Like the
+// room registry it is the only key outside an event's slot, and no script touches it.
+const RegistryKey = "vst:events"
+
 // EventKeys names an event's keys. All share the hash tag {event}, so an event
 // lives in one cluster slot; the 'bk:' infix keeps them apart from the keys of
 // a room of the same name (which then shares the slot).
@@ -12,6 +16,7 @@ type EventKeys struct {
 	Sessions  string // HASH session -> items held or bought
 	Orders    string // HASH token -> 'state|session|token|at|idem|seats|units|cancelledAt|reason'
 	Idem      string // HASH idempotency key -> token
+	Outbox    string // ZSET order events to publish: 'c<token>' | 'x<token>', score when (ms)
 }
 
 // KeysFor returns the keys of an event.
@@ -19,11 +24,11 @@ func KeysFor(event string) EventKeys {
 	p := "vst:{" + event + "}:bk:"
 	return EventKeys{
 		Inventory: p + "inv", Seats: p + "seat", Stock: p + "stock", Holds: p + "hold",
-		Expiry: p + "exp", Sessions: p + "sess", Orders: p + "order", Idem: p + "idem",
+		Expiry: p + "exp", Sessions: p + "sess", Orders: p + "order", Idem: p + "idem", Outbox: p + "out",
 	}
 }
 
 // List is the KEYS every booking script takes, in booking_lib.lua's order.
 func (k EventKeys) List() []string {
-	return []string{k.Inventory, k.Seats, k.Stock, k.Holds, k.Expiry, k.Sessions, k.Orders, k.Idem}
+	return []string{k.Inventory, k.Seats, k.Stock, k.Holds, k.Expiry, k.Sessions, k.Orders, k.Idem, k.Outbox}
 }

@@ -32,12 +32,13 @@ const (
 	EnvAdminKey          = "VESTIBULE_ADMIN_KEY"  // the admin bearer key with ADMIN_AUTH=key
 	EnvDefaultRoomConfig = "DEFAULT_ROOM_CONFIG"  // JSON room settings over room.DefaultConfig()
 	EnvLogLevel          = "LOG_LEVEL"            // debug, info, warn, error
+	EnvBookingEventBus   = "BOOKING_EVENT_BUS"    // EventBridge bus of order events; empty: JSON lines on stdout
 )
 
 // Names is every variable Load reads, in the order above.
 func Names() []string {
 	return []string{EnvRedisURL, EnvRedisCluster, EnvRedisCAFile, EnvTicketSecretARN, EnvEntryKeySecretARN,
-		EnvKeyDir, EnvIssuer, EnvAdminAuth, EnvAdminKey, EnvDefaultRoomConfig, EnvLogLevel}
+		EnvKeyDir, EnvIssuer, EnvAdminAuth, EnvAdminKey, EnvDefaultRoomConfig, EnvLogLevel, EnvBookingEventBus}
 }
 
 // AdminAuth is how admin routes are authenticated.
@@ -68,6 +69,11 @@ type Config struct {
 
 	DefaultRoom room.Config // the base of a new room's settings
 	LogLevel    slog.Level
+
+	// BookingEventBus is the EventBridge bus the booking kit puts order events
+	// on with PutEvents; empty: they are written to stdout as JSON lines (a
+	// CloudWatch Logs subscription forwards them; docs/BOOKING.md).
+	BookingEventBus string
 }
 
 // Defaults.
@@ -90,6 +96,7 @@ func Load(getenv func(string) string) (Config, error) {
 		AdminAuth:       AdminAuth(or(strings.ToLower(getenv(EnvAdminAuth)), string(AdminIAM))),
 		AdminKey:        getenv(EnvAdminKey),
 		DefaultRoom:     room.DefaultConfig(),
+		BookingEventBus: strings.TrimSpace(getenv(EnvBookingEventBus)),
 	}
 	var errs []error
 	bad := func(format string, a ...any) {

@@ -16,9 +16,12 @@ const (
 	Status  = "status"
 	Consume = "consume"
 	Admin   = "admin"
+	Booking = "booking" // the booking kit: events, holds, orders (docs/BOOKING.md)
 )
 
-// Route is one method + path. A "{room}" segment captures the room id.
+// Route is one method + path. A "{room}" segment captures the room id;
+// "{event}", "{token}" (a hold's fencing token) and "{order}" capture the
+// booking routes' ids.
 type Route struct {
 	Method   string // GET, POST, PUT
 	Path     string // e.g. /api/rooms/{room}/enqueue
@@ -44,4 +47,11 @@ var All = []Route{
 	{"PUT", "/api/admin/rooms/{room}", Admin, true},
 	{"GET", "/api/admin/rooms/{room}", Admin, true},
 	{"GET", "/api/admin/rooms", Admin, true},
+	{"GET", "/api/events/{event}", Booking, false},
+	{"POST", "/api/events/{event}/holds", Booking, false},
+	{"POST", "/api/events/{event}/holds/{token}/confirm", Booking, false},
+	{"POST", "/api/events/{event}/holds/{token}/release", Booking, false},
+	{"POST", "/api/events/{event}/orders/{order}/cancel", Booking, false},
+	{"PUT", "/api/admin/events/{event}", Booking, true},
+	{"GET", "/api/admin/events/{event}", Booking, true},
 }

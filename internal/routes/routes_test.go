@@ -78,12 +78,17 @@ func TestRoutesNameRealFunctions(t *testing.T) {
 		if !strings.HasPrefix(r.Path, "/api/") || r.HasRoom() != strings.Contains(r.Path, "/{room}") {
 			t.Errorf("%s: path outside /api/ or a malformed {room} segment", r.Key())
 		}
+		for _, seg := range strings.Split(r.Path, "/") {
+			if strings.HasPrefix(seg, "{") && !slices.Contains([]string{"{room}", "{event}", "{token}", "{order}"}, seg) {
+				t.Errorf("%s: parameter %s, which the router does not capture", r.Key(), seg)
+			}
+		}
 		if r.Admin != strings.HasPrefix(r.Path, "/api/admin/") {
 			t.Errorf("%s: admin routes are exactly those under /api/admin/", r.Key())
 		}
 	}
 	sort.Strings(fns)
-	if want := []string{routes.Admin, routes.Consume, routes.Enqueue, routes.Poll, routes.Status}; !slices.Equal(fns, want) {
+	if want := []string{routes.Admin, routes.Booking, routes.Consume, routes.Enqueue, routes.Poll, routes.Status}; !slices.Equal(fns, want) {
 		t.Errorf("functions with routes %v, want %v", fns, want)
 	}
 }

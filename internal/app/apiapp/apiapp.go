@@ -1,7 +1,7 @@
 // Package apiapp builds the HTTP API on the core of package app: the token
 // keys (Secrets Manager when deployed, a local folder otherwise), the ticket,
 // entry-token and origin-credential services, and the api.Handler over them.
-// It is the one place api.Options is filled in; the five API Lambdas, the
+// It is the one place api.Options is filled in; the six API Lambdas, the
 // local stack, the simulator and the bench all build their handler here.
 package apiapp
 
@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -18,8 +19,10 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/app"
+	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/orders"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -31,6 +34,10 @@ type Options struct {
 	TickInterval time.Duration    // how often admission ticks (pollAfterMs uses it); 0: 1 s
 	Logger       *slog.Logger     // nil: discard
 	Jitter       func() float64   // nil: random in [0.9, 1.1]
+	// Booking serves the booking routes (nil: they answer 404); Orders
+	// publishes their order events (nil: they wait in the outbox for the sweep).
+	Booking *booking.Engine
+	Orders  booking.Publisher
 }
 
 // LoadKeys loads the token keys: from Secrets Manager when the config names
@@ -59,6 +66,9 @@ func NewHandler(q room.Queue, keys *token.Keys, c config.Config, o Options) *api
 		Entries:      token.NewEntries(keys.Entry, c.Issuer),
 		Origins:      token.NewOrigins(keys.TicketSecret),
 		Challenges:   challenge.New(keys.TicketSecret),
+		Sessions:     token.NewBookingSessions(keys.TicketSecret, c.Issuer),
+		Booking:      o.Booking,
+		Orders:       o.Orders,
 		AdminAuth:    c.AdminAuth,
 		AdminKey:     c.AdminKey,
 		DefaultRoom:  c.DefaultRoom,
@@ -78,7 +88,11 @@ func Main(name string) *api.Handler {
 	if err != nil {
 		app.Fail(name, err)
 	}
-	return NewHandler(core.Engine, keys, core.Config, Options{Logger: core.Logger})
+	pub, err := orders.New(context.Background(), core.Config, os.Stdout)
+	if err != nil {
+		app.Fail(name, err)
+	}
+	return NewHandler(core.Engine, keys, core.Config, Options{Logger: core.Logger, Booking: core.Booking, Orders: pub})
 }
 
 // Ephemeral is a configuration with a random admin key (admin auth by key)

@@ -1,0 +1,344 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/token"
+)
+
+// The booking routes (docs/BOOKING.md, docs/API.md): a visitor with a
+// consumed entry session holds seats and units; the room's origin confirms,
+// releases and cancels server to server; the admin defines the inventory.
+
+// MaxEventBody is the body limit of PUT /api/admin/events/{event}: a venue's
+// seat list is larger than MaxBody (about 80,000 seats of 10-character names).
+const MaxEventBody = 1 << 20
+
+// PublishTimeout bounds how long a confirm or cancel waits for its order
+// event to be published before it answers (the event then waits in the outbox).
+const PublishTimeout = 2 * time.Second
+
+// bodyLimit is the largest body a route accepts.
+func bodyLimit(key string) int {
+	if key == "PUT /api/admin/events/{event}" {
+		return MaxEventBody
+	}
+	return MaxBody
+}
+
+var (
+	errNoBooking      = &apiError{status: http.StatusNotFound, code: "unknown_route", message: "no such route"}
+	errMissingSession = &apiError{status: http.StatusUnauthorized, code: "missing_session", message: "Authorization: Bearer <booking session> required"}
+	errInvalidSession = &apiError{status: http.StatusUnauthorized, code: "invalid_session", message: "booking session invalid or for another room"}
+	errSessionEnded   = &apiError{status: http.StatusUnauthorized, code: "session_ended", message: "the entry session ended"}
+	errMissingIdemKey = &apiError{status: http.StatusBadRequest, code: "missing_idempotency_key", message: "Idempotency-Key header required"}
+	errBadHoldToken   = &apiError{status: http.StatusBadRequest, code: "invalid_request", message: "the hold token is a positive decimal integer"}
+)
+
+// bookingSession is the booking session token of a session consume just
+// opened. The consume happened whatever this returns, so a failure (which
+// only a key misconfiguration can cause) leaves the field out and is logged.
+func (h *Handler) bookingSession(ctx context.Context, c token.EntryClaims, sess room.Session) string {
+	if h.o.Sessions == nil {
+		return ""
+	}
+	s, err := h.o.Sessions.Issue(token.BookingSession{Room: c.Room, Seq: c.Seq, Ends: sess.ExpiresAt}, h.o.Clock())
+	if err != nil {
+		h.o.Logger.LogAttrs(ctx, slog.LevelError, "booking session not issued", slog.String("room", c.Room), slog.String("error", err.Error()))
+		return ""
+	}
+	return s
+}
+
+// event returns the booking engine and checks the {event} parameter.
+func (h *Handler) event(r *request) (*booking.Engine, error) {
+	if h.o.Booking == nil {
+		return nil, errNoBooking
+	}
+	if !booking.ValidEventID(r.path.event) {
+		return nil, booking.ErrInvalidEvent
+	}
+	return h.o.Booking, nil
+}
+
+// eventOrigin checks that the caller is the origin of the event's room.
+func (h *Handler) eventOrigin(ctx context.Context, eng *booking.Engine, r *request) error {
+	roomID, err := eng.Room(ctx, r.path.event)
+	if err != nil {
+		return err
+	}
+	return h.fromOrigin(r, roomID)
+}
+
+// holdToken parses the {token} parameter: a hold's fencing token, in its one
+// decimal spelling.
+func holdToken(s string) (int64, error) {
+	t, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || t <= 0 || strconv.FormatInt(t, 10) != s {
+		return 0, errBadHoldToken
+	}
+	return t, nil
+}
+
+// publish sends a new order event at once and takes it out of the outbox.
+// A failure is only logged: the event stays in the outbox, and the sweep
+// (orders.Sweep, in the admission loop) publishes it later.
+func (h *Handler) publish(ctx context.Context, eng *booking.Engine, o booking.OrderEvent) {
+	if o.Replayed || h.o.Orders == nil {
+		return
+	}
+	// The order is made whatever happens here; a slow bus must not hold the answer long.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), PublishTimeout)
+	defer cancel()
+	err := h.o.Orders.Publish(ctx, []booking.OrderEvent{o})
+	if err == nil {
+		err = eng.Ack(ctx, o.Event, booking.OutboxID(o))
+	}
+	if err != nil {
+		h.o.Logger.LogAttrs(ctx, slog.LevelWarn, "order event left in the outbox",
+			slog.String("event", o.Event), slog.String("order", o.Order), slog.String("type", o.Type), slog.String("error", err.Error()))
+	}
+}
+
+// orderResponse is an order event as a route answers it: 201 when the call
+// made it, 200 with Idempotent-Replayed when it was already so.
+func orderResponse(o booking.OrderEvent, created int) events.APIGatewayV2HTTPResponse {
+	if o.Replayed {
+		resp := jsonResponse(http.StatusOK, o)
+		resp.Headers["Idempotent-Replayed"] = "true"
+		return resp
+	}
+	return jsonResponse(created, o)
+}
+
+type eventViewResponse struct {
+	Event string                       `json:"event"`
+	Seats map[string]booking.SeatState `json:"seats"`
+	Stock map[string]int64             `json:"stock"`
+}
+
+// eventView is GET /api/events/{event}: what is left, for everyone.
+func (h *Handler) eventView(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	eng, err := h.event(r)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	v, err := eng.View(ctx, r.path.event)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	resp := jsonResponse(http.StatusOK, eventViewResponse{Event: r.path.event, Seats: v.Seats, Stock: v.Stock})
+	// Public and the same for everyone: CloudFront can absorb the crowd.
+	resp.Headers["Cache-Control"] = "public, max-age=1"
+	return resp, nil
+}
+
+type holdResponse struct {
+	Event     string           `json:"event"`
+	Session   string           `json:"session"`
+	Token     string           `json:"token"` // a string: JavaScript reads it exactly whatever its size
+	Seats     []string         `json:"seats,omitempty"`
+	Units     map[string]int64 `json:"units,omitempty"`
+	ExpiresAt time.Time        `json:"expiresAt"`
+}
+
+// holdSeats is POST /api/events/{event}/holds: a visitor with a consumed
+// entry session of the event's room holds seats and units.
+func (h *Handler) holdSeats(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	eng, err := h.event(r)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	s, ok := r.bearer()
+	if !ok {
+		return events.APIGatewayV2HTTPResponse{}, errMissingSession
+	}
+	if h.o.Sessions == nil {
+		return events.APIGatewayV2HTTPResponse{}, errInvalidSession
+	}
+	bs, err := h.o.Sessions.Verify(s, r.now)
+	if errors.Is(err, token.ErrExpired) {
+		return events.APIGatewayV2HTTPResponse{}, errSessionEnded
+	}
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, errInvalidSession
+	}
+	var req booking.Request
+	if err := decodeJSON(r.body, &req); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	hold, err := eng.HoldSession(ctx, r.path.event, booking.RoomSession{Room: bs.Room, Seq: bs.Seq, Ends: bs.Ends}, req)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return jsonResponse(http.StatusCreated, holdResponse{
+		Event: hold.Event, Session: hold.Session, Token: strconv.FormatInt(hold.Token, 10),
+		Seats: hold.Seats, Units: hold.Units, ExpiresAt: hold.ExpiresAt.UTC(),
+	}), nil
+}
+
+// sessionBody names the session a hold is for, in the origin's calls.
+type sessionBody struct {
+	Session string `json:"session"`
+}
+
+// confirmHold is POST /api/events/{event}/holds/{token}/confirm: the origin
+// turns a hold into an order once payment succeeded, once per Idempotency-Key.
+func (h *Handler) confirmHold(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	eng, err := h.event(r)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	tok, err := holdToken(r.path.token)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	key := r.header("idempotency-key")
+	if key == "" {
+		return events.APIGatewayV2HTTPResponse{}, errMissingIdemKey
+	}
+	if err := h.eventOrigin(ctx, eng, r); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	var b sessionBody
+	if err := decodeJSON(r.body, &b); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	o, err := eng.Confirm(ctx, r.path.event, b.Session, tok, key)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	h.publish(ctx, eng, o)
+	return orderResponse(o, http.StatusCreated), nil
+}
+
+// releaseHold is POST /api/events/{event}/holds/{token}/release: the origin
+// gives a hold up (the visitor left, the payment was declined before confirm).
+func (h *Handler) releaseHold(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	eng, err := h.event(r)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	tok, err := holdToken(r.path.token)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if err := h.eventOrigin(ctx, eng, r); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	var b sessionBody
+	if err := decodeJSON(r.body, &b); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if err := eng.Release(ctx, r.path.event, b.Session, tok); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return jsonResponse(http.StatusOK, map[string]any{"event": r.path.event, "token": r.path.token, "released": true}), nil
+}
+
+// cancelBody is the optional body of a cancel.
+type cancelBody struct {
+	Reason string `json:"reason"`
+}
+
+// cancelOrder is POST /api/events/{event}/orders/{order}/cancel: compensation
+// for a payment that failed after confirm; the order's seats and units return, once.
+func (h *Handler) cancelOrder(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	eng, err := h.event(r)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if err := h.eventOrigin(ctx, eng, r); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	var b cancelBody
+	if len(r.body) > 0 {
+		if err := decodeJSON(r.body, &b); err != nil {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+	}
+	o, err := eng.Cancel(ctx, r.path.event, r.path.order, b.Reason)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	h.publish(ctx, eng, o)
+	return orderResponse(o, http.StatusOK), nil
+}
+
+// eventDefinition is the body of PUT /api/admin/events/{event}.
+type eventDefinition struct {
+	Room           string           `json:"room,omitempty"`
+	Seats          []string         `json:"seats,omitempty"`
+	Stock          map[string]int64 `json:"stock,omitempty"`
+	HoldTTLSeconds int64            `json:"holdTTLSeconds,omitempty"`
+	SessionLimit   int64            `json:"sessionLimit"`
+}
+
+// putEvent is PUT /api/admin/events/{event}: define or replace an event's inventory.
+func (h *Handler) putEvent(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	eng, err := h.event(r)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	var d eventDefinition
+	if err := decodeJSON(r.body, &d); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if d.HoldTTLSeconds < 0 || d.HoldTTLSeconds > int64(booking.MaxHoldTTL/time.Second) {
+		return events.APIGatewayV2HTTPResponse{}, &apiError{status: http.StatusBadRequest, code: "invalid_inventory",
+			message: "holdTTLSeconds: want 1 to 3600"}
+	}
+	inv := booking.Inventory{Room: d.Room, Seats: d.Seats, Stock: d.Stock,
+		HoldTTL: time.Duration(d.HoldTTLSeconds) * time.Second, SessionLimit: d.SessionLimit}
+	if err := eng.Define(ctx, r.path.event, inv); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if d.Room == "" {
+		d.Room = r.path.event
+	}
+	if d.HoldTTLSeconds == 0 {
+		d.HoldTTLSeconds = int64(booking.DefaultHoldTTL / time.Second)
+	}
+	return jsonResponse(http.StatusOK, map[string]any{
+		"event": r.path.event, "room": d.Room, "seats": len(d.Seats), "stock": d.Stock,
+		"holdTTLSeconds": d.HoldTTLSeconds, "sessionLimit": d.SessionLimit,
+	}), nil
+}
+
+type eventInfo struct {
+	Event    string                       `json:"event"`
+	Room     string                       `json:"room"`
+	Seats    map[string]booking.SeatState `json:"seats"`
+	Stock    map[string]int64             `json:"stock"`
+	Fence    string                       `json:"fence"` // the last fencing token issued
+	Counters map[string]int64             `json:"counters"`
+}
+
+// getEvent is GET /api/admin/events/{event}: the view and the counters.
+func (h *Handler) getEvent(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	eng, err := h.event(r)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	v, err := eng.View(ctx, r.path.event)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if v.Room == "" {
+		v.Room = r.path.event
+	}
+	return jsonResponse(http.StatusOK, eventInfo{
+		Event: r.path.event, Room: v.Room, Seats: v.Seats, Stock: v.Stock, Fence: strconv.FormatInt(v.Fence, 10),
+		Counters: map[string]int64{"holds": v.Holds, "confirmed": v.Confirmed, "cancelled": v.Cancelled,
+			"released": v.Released, "expired": v.Expired, "live": v.Live},
+	}), nil
+}

@@ -1,0 +1,427 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/orders"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
+	"github.com/vestibule-dev/vestibule/internal/token"
+)
+
+// recorder is a booking.Publisher that keeps what it was given, or fails.
+type recorder struct {
+	mu   sync.Mutex
+	evs  []booking.OrderEvent
+	fail bool
+}
+
+func (r *recorder) Publish(_ context.Context, evs []booking.OrderEvent) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail {
+		return errors.New("bus down")
+	}
+	r.evs = append(r.evs, evs...)
+	return nil
+}
+
+func (r *recorder) events() []booking.OrderEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]booking.OrderEvent(nil), r.evs...)
+}
+
+func (r *recorder) setFail(b bool) { r.mu.Lock(); r.fail = b; r.mu.Unlock() }
+
+// bookingFixture is the API fixture with the booking kit wired in.
+type bookingFixture struct {
+	*fixture
+	eng *booking.Engine
+	pub *recorder
+}
+
+func newBookingFixture(t *testing.T, rdb redis.UniversalClient) *bookingFixture {
+	t.Helper()
+	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
+	q := room.New(rdb, room.WithClock(clk.Now))
+	k := keys(t)
+	f := &fixture{t: t, q: q, clock: clk, logs: &syncBuffer{},
+		tickets: token.NewTickets(k.TicketSecret, "vestibule"),
+		entries: token.NewEntries(k.Entry, "vestibule"),
+		origins: token.NewOrigins(k.TicketSecret),
+	}
+	b := &bookingFixture{fixture: f, eng: booking.New(rdb, booking.WithClock(clk.Now)), pub: &recorder{}}
+	def := room.DefaultConfig()
+	def.OriginURL = "https://origin.example/"
+	f.h = api.New(api.Options{
+		Queue: q, Tickets: f.tickets, Entries: f.entries, Origins: f.origins,
+		AdminAuth: api.AdminKey, AdminKey: adminKey, DefaultRoom: def,
+		Clock: clk.Now, Jitter: func() float64 { return 1 },
+		Logger:  slog.New(slog.NewJSONHandler(f.logs, nil)),
+		Booking: b.eng, Sessions: token.NewBookingSessions(k.TicketSecret, "vestibule"), Orders: b.pub,
+	})
+	return b
+}
+
+func forEachBooking(t *testing.T, fn func(t *testing.T, f *bookingFixture)) {
+	for name, c := range redistest.Clients(t) {
+		t.Run(name, func(t *testing.T) { fn(t, newBookingFixture(t, c)) })
+	}
+}
+
+// passthrough creates a room that admits at once.
+func (f *bookingFixture) passthrough() string {
+	f.t.Helper()
+	return f.room(`{"mode":"passthrough","maxActive":100,"sessionTTLSeconds":600}`)
+}
+
+// visitor joins the room, is admitted, and the origin consumes the entry:
+// it returns the entry token and the booking session consume answered.
+func (f *bookingFixture) visitor(roomID string) (entry, session string) {
+	f.t.Helper()
+	e := f.do("POST", "/api/rooms/"+roomID+"/enqueue", "", nil)
+	entry = e.str("entryToken")
+	if entry == "" {
+		f.t.Fatalf("not admitted: %s", e.Body)
+	}
+	c := f.redeem("/api/consume", entry)
+	wantStatus(f.t, c, 200, "")
+	if session = c.str("bookingSession"); session == "" {
+		f.t.Fatalf("consume without bookingSession: %s", c.Body)
+	}
+	return entry, session
+}
+
+// define defines an event as the admin.
+func (f *bookingFixture) define(event, body string) response {
+	f.t.Helper()
+	return f.admin("PUT", "/api/admin/events/"+event, body)
+}
+
+func (f *bookingFixture) hold(event, session, body string) response {
+	f.t.Helper()
+	return f.do("POST", "/api/events/"+event+"/holds", body, bearer(session))
+}
+
+// origin calls an origin route with the credential of roomID.
+func (f *bookingFixture) origin(roomID, path, body string, headers ...string) response {
+	f.t.Helper()
+	h := bearer(f.origins.Credential(roomID))
+	for i := 0; i+1 < len(headers); i += 2 {
+		h[headers[i]] = headers[i+1]
+	}
+	return f.do("POST", path, body, h)
+}
+
+func (f *bookingFixture) confirm(roomID, event, tok, session, key string) response {
+	f.t.Helper()
+	return f.origin(roomID, "/api/events/"+event+"/holds/"+tok+"/confirm", `{"session":"`+session+`"}`, "Idempotency-Key", key)
+}
+
+func errField(r response, k string) any {
+	e, _ := r.json["error"].(map[string]any)
+	return e[k]
+}
+
+// The whole path: define, view, hold with the booking session consume gave,
+// confirm (one event), retry (same order, no event), cancel (seats back, one
+// event), and every refusal on the way.
+func TestBookingJourney(t *testing.T) {
+	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
+		id := f.passthrough()
+		ev := id // the event is named after its room: the hold checks the session in one script
+
+		wantStatus(t, f.do("PUT", "/api/admin/events/"+ev, `{"seats":["A1"],"sessionLimit":1}`, nil), 401, "unauthorized")
+		d := f.define(ev, `{"seats":["A1","A2","A3"],"stock":{"parking":2},"sessionLimit":4,"holdTTLSeconds":60}`)
+		wantStatus(t, d, 200, "")
+		if d.str("room") != id || d.num("seats") != 3 || d.num("holdTTLSeconds") != 60 {
+			t.Fatalf("define: %s", d.Body)
+		}
+		g := f.admin("GET", "/api/admin/events/"+ev, "")
+		wantStatus(t, g, 200, "")
+		if g.str("room") != id || g.json["seats"].(map[string]any)["A2"] != "available" {
+			t.Fatalf("admin get: %s", g.Body)
+		}
+		wantStatus(t, f.do("GET", "/api/admin/events/"+ev, "", nil), 401, "unauthorized")
+		v := f.do("GET", "/api/events/"+ev, "", nil)
+		wantStatus(t, v, 200, "")
+		if v.Headers["Cache-Control"] != "public, max-age=1" || v.json["stock"].(map[string]any)["parking"] != float64(2) {
+			t.Fatalf("view: %v %s", v.Headers, v.Body)
+		}
+
+		entry, s1 := f.visitor(id)
+		_, s2 := f.visitor(id)
+
+		// Who may hold: a booking session, nothing else.
+		body := `{"seats":["A1"],"units":{"parking":1}}`
+		wantStatus(t, f.do("POST", "/api/events/"+ev+"/holds", body, nil), 401, "missing_session")
+		wantStatus(t, f.hold(ev, "garbage", body), 401, "invalid_session")
+		wantStatus(t, f.hold(ev, entry, body), 401, "invalid_session")
+		wantStatus(t, f.hold(ev, f.origins.Credential(id), body), 401, "invalid_session")
+
+		h := f.hold(ev, s1, body)
+		wantStatus(t, h, 201, "")
+		tok := h.str("token")
+		if tok == "" || !strings.HasPrefix(h.str("session"), id+":") || h.str("expiresAt") == "" {
+			t.Fatalf("hold: %s", h.Body)
+		}
+		taken := f.hold(ev, s2, `{"seats":["A1","A2"]}`)
+		wantStatus(t, taken, 409, "seat_taken")
+		if s, _ := errField(taken, "seats").([]any); len(s) != 1 || s[0] != "A1" {
+			t.Fatalf("seat_taken names %v", errField(taken, "seats"))
+		}
+		short := f.hold(ev, s2, `{"units":{"parking":2}}`)
+		wantStatus(t, short, 409, "sold_out")
+		if errField(short, "sku") != "parking" || errField(short, "available") != float64(1) {
+			t.Fatalf("sold_out: %s", short.Body)
+		}
+		wantStatus(t, f.hold(ev, s2, `{"seats":["A2","A3"],"units":{"parking":1},"x":1}`), 400, "bad_json")
+		wantStatus(t, f.hold(ev, s1, `{"seats":["A2","A3","B9"]}`), 404, "unknown_seat")
+		wantStatus(t, f.hold(ev, s1, `{"seats":["A2","A3"],"units":{"parking":1}}`), 409, "session_limit")
+		h2 := f.hold(ev, s2, `{"seats":["A2"]}`)
+		wantStatus(t, h2, 201, "")
+
+		// Confirm: the origin, with the room's credential and an idempotency key.
+		sess1 := h.str("session")
+		path := "/api/events/" + ev + "/holds/" + tok + "/confirm"
+		wantStatus(t, f.origin(id, path, `{"session":"`+sess1+`"}`), 400, "missing_idempotency_key")
+		wantStatus(t, f.do("POST", path, `{"session":"`+sess1+`"}`, map[string]string{"Idempotency-Key": "pi_1"}), 401, "invalid_origin_credential")
+		wantStatus(t, f.confirm(id+"x", ev, tok, sess1, "pi_1"), 401, "invalid_origin_credential")
+		wantStatus(t, f.confirm(id, ev, tok, h2.str("session"), "pi_1"), 403, "wrong_session")
+		c := f.confirm(id, ev, tok, sess1, "pi_1")
+		wantStatus(t, c, 201, "")
+		if c.str("type") != booking.OrderConfirmed || c.str("order") != tok || c.str("idempotencyKey") != "pi_1" || c.Headers["Idempotent-Replayed"] != "" {
+			t.Fatalf("confirm: %v %s", c.Headers, c.Body)
+		}
+		if evs := f.pub.events(); len(evs) != 1 || evs[0].Type != booking.OrderConfirmed || evs[0].Order != tok {
+			t.Fatalf("published %+v, want the one confirmed order", evs)
+		}
+		if p, err := f.eng.Outbox(context.Background(), ev, 10, f.clock.Now().Add(time.Hour)); err != nil || len(p) != 0 {
+			t.Fatalf("outbox after a published confirm: %+v, %v", p, err)
+		}
+		// A retry with the same key: the same order, no second event.
+		r := f.confirm(id, ev, tok, sess1, "pi_1")
+		wantStatus(t, r, 200, "")
+		if r.Headers["Idempotent-Replayed"] != "true" || r.str("order") != tok || r.str("confirmedAt") != c.str("confirmedAt") {
+			t.Fatalf("replay: %v %s", r.Headers, r.Body)
+		}
+		if n := len(f.pub.events()); n != 1 {
+			t.Fatalf("%d events after a replay, want 1", n)
+		}
+		wantStatus(t, f.confirm(id, ev, h2.str("token"), h2.str("session"), "pi_1"), 422, "idempotency_key_reused")
+		wantStatus(t, f.confirm(id, ev, tok, sess1, "pi_2"), 409, "already_confirmed")
+		wantStatus(t, f.origin(id, "/api/events/"+ev+"/holds/"+tok+"/release", `{"session":"`+sess1+`"}`), 409, "already_confirmed")
+
+		// Compensation: the payment failed after confirm; cancel gives everything back, once.
+		cancel := "/api/events/" + ev + "/orders/" + tok + "/cancel"
+		wantStatus(t, f.do("POST", cancel, `{"reason":"payment_failed"}`, nil), 401, "invalid_origin_credential")
+		x := f.origin(id, cancel, `{"reason":"payment_failed"}`)
+		wantStatus(t, x, 200, "")
+		if x.str("type") != booking.OrderCancelled || x.str("reason") != "payment_failed" || x.str("cancelledAt") == "" {
+			t.Fatalf("cancel: %s", x.Body)
+		}
+		evs := f.pub.events()
+		if len(evs) != 2 || evs[1].Type != booking.OrderCancelled || evs[1].Order != tok {
+			t.Fatalf("published %+v, want confirmed then cancelled", evs)
+		}
+		v = f.do("GET", "/api/events/"+ev, "", nil)
+		if v.json["seats"].(map[string]any)["A1"] != "available" || v.json["stock"].(map[string]any)["parking"] != float64(2) {
+			t.Fatalf("after cancel: %s", v.Body)
+		}
+		again := f.origin(id, cancel, `{"reason":"webhook twice"}`)
+		wantStatus(t, again, 200, "")
+		if again.Headers["Idempotent-Replayed"] != "true" || again.str("reason") != "payment_failed" || len(f.pub.events()) != 2 {
+			t.Fatalf("second cancel: %v %s, %d events", again.Headers, again.Body, len(f.pub.events()))
+		}
+		wantStatus(t, f.confirm(id, ev, tok, sess1, "pi_1"), 409, "order_cancelled")
+		wantStatus(t, f.origin(id, "/api/events/"+ev+"/orders/123/cancel", ``), 404, "unknown_order")
+
+		// Release: the hold's seat returns; a second release is no error.
+		rel := "/api/events/" + ev + "/holds/" + h2.str("token") + "/release"
+		wantStatus(t, f.origin(id, rel, `{"session":"`+sess1+`"}`), 403, "wrong_session")
+		wantStatus(t, f.origin(id, rel, `{"session":"`+h2.str("session")+`"}`), 200, "")
+		wantStatus(t, f.origin(id, rel, `{"session":"`+h2.str("session")+`"}`), 200, "")
+
+		g = f.admin("GET", "/api/admin/events/"+ev, "")
+		cnt := g.json["counters"].(map[string]any)
+		if cnt["holds"] != float64(2) || cnt["confirmed"] != float64(1) || cnt["cancelled"] != float64(1) || cnt["released"] != float64(1) || cnt["live"] != float64(0) || g.str("fence") != h2.str("token") {
+			t.Fatalf("counters: %s", g.Body)
+		}
+	})
+}
+
+// A hold's token that is no longer a live hold is refused: 410 when the
+// confirm finds it overdue, 409 stale_token once it is gone and its seat
+// held by someone else.
+func TestBookingStaleAndExpired(t *testing.T) {
+	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
+		id := f.passthrough()
+		wantStatus(t, f.define(id, `{"seats":["A1","A2"],"sessionLimit":2,"holdTTLSeconds":60}`), 200, "")
+		_, s1 := f.visitor(id)
+		_, s2 := f.visitor(id)
+		a := f.hold(id, s1, `{"seats":["A1"]}`)
+		b := f.hold(id, s1, `{"seats":["A2"]}`)
+		f.clock.Advance(61 * time.Second)
+		wantStatus(t, f.confirm(id, id, a.str("token"), a.str("session"), "k1"), 410, "hold_expired")
+		// b expired too; s2 holds its seat now, with a larger token.
+		c := f.hold(id, s2, `{"seats":["A2"]}`)
+		wantStatus(t, c, 201, "")
+		if nc, nb := atoi(t, c.str("token")), atoi(t, b.str("token")); nc <= nb {
+			t.Fatalf("new token %s not above %s", c.str("token"), b.str("token"))
+		}
+		wantStatus(t, f.confirm(id, id, b.str("token"), b.str("session"), "k2"), 409, "stale_token")
+		wantStatus(t, f.confirm(id, id, "999", b.str("session"), "k3"), 409, "stale_token")
+		if n := len(f.pub.events()); n != 0 {
+			t.Fatalf("%d events published, want none", n)
+		}
+	})
+}
+
+// Only an active session holds: completed, past its end, or of another room is refused.
+func TestBookingSessionChecks(t *testing.T) {
+	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
+		id := f.passthrough()
+		other := f.passthrough()
+		wantStatus(t, f.define(id, `{"seats":["A1","A2","A3"],"sessionLimit":3}`), 200, "")
+		entry, s := f.visitor(id)
+		_, stranger := f.visitor(other)
+		wantStatus(t, f.hold(id, stranger, `{"seats":["A1"]}`), 401, "invalid_session")
+		wantStatus(t, f.hold(id, s, `{"seats":["A1"]}`), 201, "")
+		// The origin completes the session: no more holds.
+		wantStatus(t, f.redeem("/api/complete", entry), 200, "")
+		wantStatus(t, f.hold(id, s, `{"seats":["A2"]}`), 401, "session_ended")
+		// A session past its end (600 s): the token itself says so.
+		_, s3 := f.visitor(id)
+		f.clock.Advance(601*time.Second + token.Leeway)
+		wantStatus(t, f.hold(id, s3, `{"seats":["A3"]}`), 401, "session_ended")
+	})
+}
+
+// An event that names another room: its sessions hold (the session is read
+// before the hold, the keys being in another slot), its origin confirms.
+func TestBookingEventOfAnotherRoom(t *testing.T) {
+	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
+		id := f.passthrough()
+		ev := redistest.Room(t)
+		wantStatus(t, f.define(ev, `{"room":"`+id+`","stock":{"ga":10},"sessionLimit":2}`), 200, "")
+		entry, s := f.visitor(id)
+		h := f.hold(ev, s, `{"units":{"ga":2}}`)
+		wantStatus(t, h, 201, "")
+		wantStatus(t, f.confirm(ev, ev, h.str("token"), h.str("session"), "k"), 401, "invalid_origin_credential")
+		wantStatus(t, f.confirm(id, ev, h.str("token"), h.str("session"), "k"), 201, "")
+		wantStatus(t, f.redeem("/api/complete", entry), 200, "")
+		wantStatus(t, f.hold(ev, s, `{"units":{"ga":1}}`), 401, "session_ended")
+	})
+}
+
+// A confirm whose publication fails still confirms; the event waits in the
+// outbox and the sweep publishes it, once.
+func TestBookingOutboxWhenPublishFails(t *testing.T) {
+	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
+		id := f.passthrough()
+		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1}`), 200, "")
+		_, s := f.visitor(id)
+		h := f.hold(id, s, `{"seats":["A1"]}`)
+		f.pub.setFail(true)
+		wantStatus(t, f.confirm(id, id, h.str("token"), h.str("session"), "k"), 201, "")
+		if !strings.Contains(f.logs.String(), "order event left in the outbox") {
+			t.Fatalf("no log of the failed publication: %s", f.logs.String())
+		}
+		ctx := context.Background()
+		// Within the grace the sweep leaves it to the route.
+		if sum := orders.Sweep(ctx, f.eng, f.pub, f.clock.Now(), nil); sum.Published != 0 {
+			t.Fatalf("sweep within the grace: %+v", sum)
+		}
+		f.pub.setFail(false)
+		wantStatus(t, f.confirm(id, id, h.str("token"), h.str("session"), "k"), 200, "") // a replay publishes nothing
+		if n := len(f.pub.events()); n != 0 {
+			t.Fatalf("a replay published %d events", n)
+		}
+		f.clock.Advance(orders.Grace)
+		if sum := orders.Sweep(ctx, f.eng, f.pub, f.clock.Now(), nil); sum.Published != 1 || sum.Errors != 0 {
+			t.Fatalf("sweep: %+v", sum)
+		}
+		if sum := orders.Sweep(ctx, f.eng, f.pub, f.clock.Now(), nil); sum.Published != 0 {
+			t.Fatalf("second sweep: %+v", sum)
+		}
+		if evs := f.pub.events(); len(evs) != 1 || evs[0].Order != h.str("token") || evs[0].Type != booking.OrderConfirmed {
+			t.Fatalf("published %+v", evs)
+		}
+	})
+}
+
+// Bad input is a 400 (or 404, 413) with a JSON error, never a 5xx.
+func TestBookingBadInput(t *testing.T) {
+	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
+		id := f.passthrough()
+		_, s := f.visitor(id)
+		wantStatus(t, f.do("GET", "/api/events/bad.id", "", nil), 400, "invalid_event")
+		wantStatus(t, f.do("GET", "/api/events/"+id, "", nil), 404, "unknown_event")
+		wantStatus(t, f.hold(id, s, `{"seats":["A1"]}`), 404, "unknown_event")
+		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":0}`), 400, "invalid_inventory")
+		wantStatus(t, f.define(id, `{"seats":["A1","A1"],"sessionLimit":1}`), 400, "invalid_inventory")
+		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1,"holdTTLSeconds":7200}`), 400, "invalid_inventory")
+		wantStatus(t, f.define(id, `{"room":"no room!","seats":["A1"],"sessionLimit":1}`), 400, "invalid_inventory")
+		wantStatus(t, f.define(id, `{"seats":"A1"}`), 400, "bad_json")
+		wantStatus(t, f.define("bad.id", `{"seats":["A1"],"sessionLimit":1}`), 400, "invalid_event")
+		// A venue's seat list is larger than 8 KiB: this route takes up to 1 MiB.
+		many := make([]string, 3000)
+		for i := range many {
+			many[i] = `"S` + strconv.Itoa(i) + `"`
+		}
+		big := `{"seats":[` + strings.Join(many, ",") + `],"sessionLimit":4}`
+		if len(big) <= api.MaxBody {
+			t.Fatalf("seat list of %d bytes is not over MaxBody", len(big))
+		}
+		wantStatus(t, f.define(id, big), 200, "")
+		wantStatus(t, f.define(id, `{"seats":["`+strings.Repeat("A", api.MaxEventBody)+`"],"sessionLimit":1}`), 413, "body_too_large")
+		wantStatus(t, f.hold(id, s, `{"seats":["`+strings.Repeat("A", api.MaxBody)+`"]}`), 413, "body_too_large")
+
+		wantStatus(t, f.hold(id, s, ``), 400, "bad_json")
+		wantStatus(t, f.hold(id, s, `{"seats":["S1","S1"]}`), 400, "invalid_request")
+		wantStatus(t, f.hold(id, s, `{}`), 400, "invalid_request")
+		wantStatus(t, f.hold(id, s, `{"units":{"ga":1}}`), 404, "unknown_sku")
+		h := f.hold(id, s, `{"seats":["S1"]}`)
+		wantStatus(t, h, 201, "")
+		// A new definition while a hold is live is refused.
+		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1}`), 409, "event_in_use")
+		for _, tok := range []string{"abc", "0", "-1", "0012", "99999999999999999999"} {
+			wantStatus(t, f.confirm(id, id, tok, h.str("session"), "k"), 400, "invalid_request")
+		}
+		wantStatus(t, f.confirm(id, id, h.str("token"), h.str("session"), "bad key!"), 400, "invalid_request")
+		wantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+h.str("token")+"/confirm", `not json`, "Idempotency-Key", "k"), 400, "bad_json")
+		wantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+h.str("token")+"/release", `{"session":""}`), 400, "invalid_request")
+		wantStatus(t, f.origin(id, "/api/events/"+id+"/orders/"+h.str("token")+"/cancel", `{"reason":"`+strings.Repeat("x", 201)+`"}`), 400, "invalid_request")
+		wantStatus(t, f.do("DELETE", "/api/events/"+id, "", nil), 405, "method_not_allowed")
+		wantStatus(t, f.do("POST", "/api/events/"+id+"/holds//confirm", "", nil), 404, "unknown_route")
+	})
+}
+
+// Without a booking engine the booking routes do not exist.
+func TestBookingDisabled(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, f *fixture) {
+		wantStatus(t, f.do("GET", "/api/events/ev", "", nil), 404, "unknown_route")
+	})
+}
+
+func atoi(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("token %q: %v", s, err)
+	}
+	return n
+}

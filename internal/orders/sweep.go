@@ -1,0 +1,123 @@
+package orders
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/metrics"
+)
+
+// Grace is how old an outbox entry must be before the sweep publishes it:
+// younger ones belong to the route that wrote them, which publishes them at
+// once (and would otherwise race the sweep into sending them twice).
+const Grace = 10 * time.Second
+
+// Batches: holds expired per event and sweep, events read from the outbox per call.
+const (
+	sweepMax  = 1000
+	outboxMax = 100
+)
+
+// SweepSummary is what one sweep did, over every event.
+type SweepSummary struct {
+	Events    int   // events swept
+	Expired   int64 // holds expired
+	Published int   // order events published from the outbox
+	Errors    int
+}
+
+// Sweep runs over every defined event: expires overdue holds (the scripts do
+// it lazily too; this keeps counters and session limits exact on a quiet
+// event), then publishes what the outbox holds from before now − Grace and
+// acknowledges it. pub nil only expires. Errors are logged and counted.
+func Sweep(ctx context.Context, eng *booking.Engine, pub booking.Publisher, now time.Time, log *slog.Logger) SweepSummary {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var sum SweepSummary
+	fail := func(msg, event string, err error) {
+		if ctx.Err() != nil {
+			return
+		}
+		sum.Errors++
+		log.LogAttrs(ctx, slog.LevelError, msg, append(metrics.RedisErrorAttrs(time.Now()),
+			slog.String("event", event), slog.String("error", err.Error()))...)
+	}
+	ids, err := eng.Events(ctx)
+	if err != nil {
+		fail("booking sweep: list events", "", err)
+		return sum
+	}
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return sum
+		}
+		n, _, err := eng.Sweep(ctx, id, sweepMax)
+		if err != nil {
+			fail("booking sweep", id, err)
+			continue
+		}
+		sum.Events++
+		sum.Expired += n
+		if pub == nil {
+			continue
+		}
+		for {
+			p, err := eng.Outbox(ctx, id, outboxMax, now.Add(-Grace))
+			if err != nil {
+				fail("booking outbox", id, err)
+				break
+			}
+			if len(p) == 0 {
+				break
+			}
+			evs, acks := make([]booking.OrderEvent, len(p)), make([]string, len(p))
+			for i, x := range p {
+				evs[i], acks[i] = x.Event, x.ID
+			}
+			if err := pub.Publish(ctx, evs); err != nil {
+				fail("booking outbox: publish", id, err)
+				break
+			}
+			if err := eng.Ack(ctx, id, acks...); err != nil {
+				fail("booking outbox: ack", id, err)
+				break
+			}
+			sum.Published += len(p)
+			if len(p) < outboxMax {
+				break
+			}
+		}
+	}
+	return sum
+}
+
+// Task is the booking tick for the admission loop (admission.Run's also):
+// a Sweep at most every interval (5 s when interval ≤ 0), so a loop ticking
+// rooms every second sweeps events less often. clock nil is time.Now.
+func Task(eng *booking.Engine, pub booking.Publisher, interval time.Duration, clock func() time.Time, log *slog.Logger) func(context.Context) {
+	if interval <= 0 {
+		interval = 5 * time.Second
+	}
+	if clock == nil {
+		clock = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var last time.Time
+	return func(ctx context.Context) {
+		now := clock()
+		if !last.IsZero() && now.Sub(last) < interval {
+			return
+		}
+		last = now
+		sum := Sweep(ctx, eng, pub, now, log)
+		if sum.Expired > 0 || sum.Published > 0 {
+			log.LogAttrs(ctx, slog.LevelDebug, "booking sweep", slog.Int("events", sum.Events),
+				slog.Int64("expired", sum.Expired), slog.Int("published", sum.Published), slog.Int("errors", sum.Errors))
+		}
+	}
+}
