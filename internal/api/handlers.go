@@ -67,7 +67,7 @@ func (h *Handler) enqueue(ctx context.Context, r *request) (events.APIGatewayV2H
 	if visitor == "" {
 		// Only a fresh join costs the client's enqueue budget: a refresh with a
 		// valid ticket creates nothing.
-		if err := h.o.Queue.AllowEnqueue(ctx, r.room, r.ev.RequestContext.HTTP.SourceIP); err != nil {
+		if err := h.o.Queue.AllowEnqueue(ctx, r.room, r.clientAddress()); err != nil {
 			return events.APIGatewayV2HTTPResponse{}, err
 		}
 		visitor = newVisitorID()
