@@ -395,6 +395,11 @@ func TestFeatureFlagsAreTheRecommendedOnes(t *testing.T) {
 	// and what they change holds: the VPC's default security group loses its allow-all rules
 	f := defaultStack()
 	f.count(t, "Custom::VpcRestrictDefaultSG", 1)
+	var vpc string
+	for id := range f.ofType("AWS::EC2::VPC") {
+		vpc = id
+	}
+	f.has(t, "Custom::VpcRestrictDefaultSG", map[string]any{"DefaultSecurityGroupId": getAtt(vpc, "DefaultSecurityGroup")})
 }
 
 // cfnLintIgnored names every cfn-lint rule the variants may break, with the reason.
