@@ -409,10 +409,11 @@ var cfnLintIgnored = map[string]string{
 	"W3005": "redundant DependsOn written by the CDK",
 }
 
+// TestCfnLint runs cfn-lint on the template of every variant (default, node cache, WAF, a
+// second stage) and fails on any error. It is a Go test rather than a Makefile step so it
+// lints the very templates the assertion tests check, without a CLI synthesis per variant,
+// and runs wherever `go test ./...` does. Skipped without cfn-lint, except in CI.
 func TestCfnLint(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: cfn-lint takes a while")
-	}
 	lint, err := exec.LookPath("cfn-lint")
 	if err != nil {
 		if os.Getenv("CI") != "" {
