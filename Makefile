@@ -1,22 +1,24 @@
 # Vestibule — the two commands a newcomer needs are `make dev` and `make test`.
 SHELL := /bin/bash
-export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/.tools/node_modules/.bin:$(shell go env GOPATH)/bin:$(PATH)
+export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/.tools/node_modules/.bin:$(CURDIR)/.tools/cfn-lint/bin:$(shell go env GOPATH)/bin:$(PATH)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 # Every Lambda function; each has functions/<name>/main.go and becomes dist/<name>/bootstrap.
 FUNCTIONS := enqueue poll admit consume status admin booking
 # Pinned tool versions.
 CDK_CLI_VERSION := 2.1148.1
+CFN_LINT_VERSION := 1.51.0
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: dev test build build-host synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-rie clean
+.PHONY: dev test build build-host synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-rie deps-cfn-lint clean
 
 ## dev: run the whole product locally on http://localhost:8080 (embedded Redis unless REDIS_URL is set)
 dev:
 	go run ./cmd/vestibule-dev
 
-## test: install what the tests need, then run every test
+## test: install what the tests need, then run every test (infra/stack's TestCfnLint runs
+## cfn-lint on every synthesized variant and fails on any error)
 test: deps build
 	go vet ./...
 	go test $(GO_TEST_FLAGS) ./...
@@ -61,7 +63,7 @@ fuzz:
 	  done; \
 	done
 
-deps: deps-redis deps-chromium deps-cdk deps-rie
+deps: deps-redis deps-chromium deps-cdk deps-rie deps-cfn-lint
 
 APT_UPDATED := .tools/.apt-updated
 $(APT_UPDATED):
@@ -81,6 +83,12 @@ deps-cdk:
 	@[ -x .tools/node_modules/.bin/cdk ] && [ "$$(cdk --version 2>/dev/null | cut -d' ' -f1)" = "$(CDK_CLI_VERSION)" ] || \
 	  npm install --prefix .tools --no-save --no-audit --no-fund --loglevel=error aws-cdk@$(CDK_CLI_VERSION)
 	@cdk --version
+
+# cfn-lint in its own virtualenv under .tools/, unless one is already on PATH.
+deps-cfn-lint:
+	@command -v cfn-lint >/dev/null || { python3 -m venv .tools/cfn-lint && \
+	  .tools/cfn-lint/bin/pip install --quiet --disable-pip-version-check cfn-lint==$(CFN_LINT_VERSION); }
+	@cfn-lint --version
 
 deps-rie:
 	@command -v aws-lambda-rie >/dev/null || GOBIN=$(CURDIR)/.tools/bin go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)

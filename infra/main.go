@@ -30,6 +30,8 @@ func main() {
 			props.Env = nil
 		}
 	}
-	stack.New(app, "Vestibule", props)
+	// The stage names the stack ("Vestibule", "Vestibule-staging"), so two copies can live
+	// in one account and region.
+	stack.New(app, settings.StackName(), props)
 	app.Synth(nil)
 }

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
 
@@ -62,6 +64,60 @@ type Settings struct {
 	APIBurstLimit float64
 	// AlarmEmail, when set, is subscribed to the alarm topic.
 	AlarmEmail string
+
+	// Stage names a copy of the stack: "" is the stack "Vestibule", "staging" the stack
+	// "Vestibule-staging". Every name that must be unique in the account carries the stack
+	// name and the region, so stages and regions do not collide (StackName).
+	Stage string
+	// PriceClass is the CloudFront price class: "100" (North America, Europe, Israel; the
+	// default), "200" (adds most of Asia, the Middle East and Africa) or "All".
+	PriceClass string
+	// OriginSecretVersion pins CloudFront's origin header to one version id of the origin
+	// secret; "" uses the version that is AWSCURRENT when CloudFormation updates the
+	// distribution. Deploying a new id is the second step of a rotation (docs/DEPLOY.md).
+	OriginSecretVersion string
+	// CacheECPUAlarm is the ElastiCache Serverless load, in ECPUs per second over five
+	// minutes, above which the CacheECPU alarm fires (serverless cache only).
+	CacheECPUAlarm int
+}
+
+// StackBaseName is the name of the default stack; a stage is appended to it.
+const StackBaseName = "Vestibule"
+
+// StackName is the stack name of a stage: "Vestibule" without one, "Vestibule-<stage>" with.
+func StackName(stage string) string {
+	if stage == "" {
+		return StackBaseName
+	}
+	return StackBaseName + "-" + stage
+}
+
+// StackName is the name of the stack these settings describe.
+func (s Settings) StackName() string { return StackName(s.Stage) }
+
+// validStage keeps stage names short and plain: they go into every account-wide name,
+// whose limits (CloudFront origin access control and function names: 64 characters of
+// letters, digits, - and _) they must fit with the region.
+var validStage = regexp.MustCompile(`^[a-z][a-z0-9-]{0,19}$`)
+
+// priceClasses maps the priceClass setting to CloudFront's price classes.
+var priceClasses = map[string]awscloudfront.PriceClass{
+	"100": awscloudfront.PriceClass_PRICE_CLASS_100,
+	"200": awscloudfront.PriceClass_PRICE_CLASS_200,
+	"All": awscloudfront.PriceClass_PRICE_CLASS_ALL,
+}
+
+// PriceClassFor returns CloudFront's price class for the priceClass setting.
+func PriceClassFor(s string) (awscloudfront.PriceClass, error) {
+	s = strings.TrimPrefix(s, "PriceClass_")
+	if strings.EqualFold(s, "all") {
+		s = "All"
+	}
+	pc, ok := priceClasses[s]
+	if !ok {
+		return "", fmt.Errorf("%w: priceClass=%q, want 100, 200 or All", ErrBadSetting, s)
+	}
+	return pc, nil
 }
 
 // DefaultSettings is the default stack: serverless Valkey, no WAF, a month of logs.
@@ -80,6 +136,8 @@ func DefaultSettings() Settings {
 		RoomDefaults:     DefaultRoomDefaults(),
 		APIRateLimit:     5000,
 		APIBurstLimit:    5000,
+		PriceClass:       "100",
+		CacheECPUAlarm:   100_000,
 	}
 }
 
@@ -99,6 +157,10 @@ const (
 	CtxAPIRateLimit  = "apiRateLimit"
 	CtxAPIBurstLimit = "apiBurstLimit"
 	CtxAlarmEmail    = "alarmEmail"
+	CtxStage         = "stage"
+	CtxPriceClass    = "priceClass"
+	CtxOriginVersion = "originSecretVersion"
+	CtxCacheECPU     = "cacheEcpuAlarm"
 )
 
 // FromContext reads the settings from the CDK context of node, starting from DefaultSettings.
@@ -165,6 +227,19 @@ func FromContext(node constructs.Node) (Settings, error) {
 	num(CtxAPIRateLimit, &s.APIRateLimit)
 	num(CtxAPIBurstLimit, &s.APIBurstLimit)
 	str(CtxAlarmEmail, &s.AlarmEmail)
+	str(CtxStage, &s.Stage)
+	if s.Stage != "" && !validStage.MatchString(s.Stage) {
+		errs = append(errs, fmt.Errorf("%w: stage=%q: lowercase letters, digits and -, starting with a letter, at most 20", ErrBadSetting, s.Stage))
+	}
+	str(CtxPriceClass, &s.PriceClass)
+	if _, err := PriceClassFor(s.PriceClass); err != nil {
+		errs = append(errs, err)
+	}
+	str(CtxOriginVersion, &s.OriginSecretVersion)
+	if strings.ContainsAny(s.OriginSecretVersion, ":{} ") {
+		errs = append(errs, fmt.Errorf("%w: originSecretVersion=%q is not a Secrets Manager version id", ErrBadSetting, s.OriginSecretVersion))
+	}
+	integer(CtxCacheECPU, &s.CacheECPUAlarm)
 
 	if v, ok := get(CtxRoomDefaults); ok {
 		// A string is JSON from the command line; anything else came from cdk.json already decoded.

@@ -71,6 +71,12 @@ type Options struct {
 	AdminAuth AdminAuth
 	AdminKey  string // required when AdminAuth is AdminKey
 
+	// Edge, when set, makes every public route require CloudFront's origin
+	// header (403 forbidden without it) and lets the enqueue limit key on the
+	// viewer address CloudFront reports. nil (make dev, tests): no header is
+	// required and the limit keys on the source address.
+	Edge *EdgeGuard
+
 	// DefaultRoom is the base for the fields an admin PUT of a new room leaves out.
 	DefaultRoom room.Config
 	// TickInterval is how often the admit loop ticks; pollAfterMs uses it to know
@@ -125,6 +131,8 @@ type request struct {
 	path pathParams // every path parameter
 	body []byte
 	now  time.Time
+	// viaEdge is true when the request carried CloudFront's origin header.
+	viaEdge bool
 }
 
 // header returns a request header. API Gateway lower-cases header names in
@@ -210,6 +218,13 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	}
 	routeName = rt.Key()
 	r := &request{ev: &ev, room: params.room, path: params, now: h.o.Clock()}
+	if !rt.Admin {
+		// Public routes answer only what came through CloudFront (when deployed so).
+		// Admin routes are IAM-signed to the API's own host, never through CloudFront.
+		if e := h.checkEdge(ctx, r); e != nil {
+			return errorResponse(e), nil
+		}
+	}
 	body, aerr := decodeBody(&ev, bodyLimit(rt.Key()))
 	if aerr != nil {
 		return errorResponse(aerr), nil

@@ -73,7 +73,7 @@ func (h *Handler) enqueue(ctx context.Context, r *request) (events.APIGatewayV2H
 		}
 		proof = room.JoinProof{Bits: p.Bits, Nonce: p.Nonce, Until: p.ExpiresAt}
 	}
-	if err := h.o.Queue.AllowEnqueue(ctx, r.room, r.ev.RequestContext.HTTP.SourceIP); err != nil {
+	if err := h.o.Queue.AllowEnqueue(ctx, r.room, r.clientAddress()); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	p, err := h.o.Queue.Join(ctx, r.room, newVisitorID(), proof)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/metrics"
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
@@ -50,8 +51,10 @@ type Options struct {
 	Logger *slog.Logger          // nil: JSON on stdout at the config's level
 }
 
-// New builds the core from a configuration.
+// New builds the core from a configuration. It also sets the Stack
+// dimension of the custom metrics (metrics.SetStack) from the configuration.
 func New(c config.Config, o Options) (*Core, error) {
+	metrics.SetStack(c.Stack)
 	rdb := o.Redis
 	if rdb == nil {
 		var err error

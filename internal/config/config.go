@@ -33,13 +33,32 @@ const (
 	EnvDefaultRoomConfig = "DEFAULT_ROOM_CONFIG"  // JSON room settings over room.DefaultConfig()
 	EnvLogLevel          = "LOG_LEVEL"            // debug, info, warn, error
 	EnvBookingEventBus   = "BOOKING_EVENT_BUS"    // EventBridge bus of order events; empty: JSON lines on stdout
+	EnvOriginSecretARN   = "ORIGIN_SECRET_ARN"    // Secrets Manager: the value CloudFront sends in OriginHeader
+	EnvStack             = "VESTIBULE_STACK"      // the CloudFormation stack: a dimension of the custom metrics
 )
 
-// Names is every variable Load reads, in the order above.
+// EnvLambdaFunctionName is set by the Lambda runtime itself (never by the
+// template: it is a reserved name). Load reads it only to know it runs in
+// Lambda, where the only writable folder is /tmp.
+const EnvLambdaFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
+
+// OriginHeader is the header CloudFront adds to every request it sends to the
+// API (an origin custom header); its value is the origin secret. The public
+// routes refuse a request without it when ORIGIN_SECRET_ARN is set.
+const OriginHeader = "X-Vestibule-Origin"
+
+// Names is every variable Load reads that a deployment sets, in the order
+// above. The stack declares every one of them on every function (empty where
+// unused), because `sam local` only overrides variables a template declares.
 func Names() []string {
 	return []string{EnvRedisURL, EnvRedisCluster, EnvRedisCAFile, EnvTicketSecretARN, EnvEntryKeySecretARN,
-		EnvKeyDir, EnvIssuer, EnvAdminAuth, EnvAdminKey, EnvDefaultRoomConfig, EnvLogLevel, EnvBookingEventBus}
+		EnvKeyDir, EnvIssuer, EnvAdminAuth, EnvAdminKey, EnvDefaultRoomConfig, EnvLogLevel, EnvBookingEventBus,
+		EnvOriginSecretARN, EnvStack}
 }
+
+// RuntimeNames are the variables Load reads that the Lambda runtime sets;
+// a template must not declare them.
+func RuntimeNames() []string { return []string{EnvLambdaFunctionName} }
 
 // AdminAuth is how admin routes are authenticated.
 type AdminAuth string
@@ -74,11 +93,21 @@ type Config struct {
 	// on with PutEvents; empty: they are written to stdout as JSON lines (a
 	// CloudWatch Logs subscription forwards them; docs/BOOKING.md).
 	BookingEventBus string
+	// OriginSecretARN names the secret whose current and previous values the
+	// public routes accept in OriginHeader; empty: no header is required
+	// (make dev, tests, sam local).
+	OriginSecretARN string
+	// Stack is the CloudFormation stack name, the Stack dimension of the
+	// custom metrics; empty: no dimension (local programs).
+	Stack string
 }
 
 // Defaults.
 const (
 	DefaultKeyDir = ".vestibule/keys"
+	// LambdaKeyDir is the default key folder inside Lambda, where everything
+	// but /tmp is read-only (sam local without secrets, for instance).
+	LambdaKeyDir  = "/tmp/vestibule/keys"
 	DefaultIssuer = "vestibule"
 	// MinAdminKeyLen keeps guessable admin keys out.
 	MinAdminKeyLen = 16
@@ -86,17 +115,23 @@ const (
 
 // Load reads and checks the configuration. getenv is os.Getenv in a main.
 func Load(getenv func(string) string) (Config, error) {
+	keyDir := DefaultKeyDir
+	if getenv(EnvLambdaFunctionName) != "" {
+		keyDir = LambdaKeyDir
+	}
 	c := Config{
 		RedisURL:        strings.TrimSpace(getenv(EnvRedisURL)),
 		RedisCAFile:     getenv(EnvRedisCAFile),
 		TicketSecretARN: getenv(EnvTicketSecretARN),
 		EntryKeyARN:     getenv(EnvEntryKeySecretARN),
-		KeyDir:          or(getenv(EnvKeyDir), DefaultKeyDir),
+		KeyDir:          or(getenv(EnvKeyDir), keyDir),
 		Issuer:          or(getenv(EnvIssuer), DefaultIssuer),
 		AdminAuth:       AdminAuth(or(strings.ToLower(getenv(EnvAdminAuth)), string(AdminIAM))),
 		AdminKey:        getenv(EnvAdminKey),
 		DefaultRoom:     room.DefaultConfig(),
 		BookingEventBus: strings.TrimSpace(getenv(EnvBookingEventBus)),
+		OriginSecretARN: strings.TrimSpace(getenv(EnvOriginSecretARN)),
+		Stack:           strings.TrimSpace(getenv(EnvStack)),
 	}
 	var errs []error
 	bad := func(format string, a ...any) {

@@ -69,6 +69,12 @@ func TestNamesAreWhatLoadReads(t *testing.T) {
 	read := map[string]bool{}
 	config.Load(func(k string) string { read[k] = true; return "" })
 	names := map[string]bool{}
+	for _, n := range config.RuntimeNames() {
+		if !read[n] {
+			t.Errorf("RuntimeNames lists %s, which Load never reads", n)
+		}
+		delete(read, n)
+	}
 	for _, n := range config.Names() {
 		if names[n] {
 			t.Errorf("%s listed twice", n)
@@ -82,6 +88,48 @@ func TestNamesAreWhatLoadReads(t *testing.T) {
 		if !names[k] {
 			t.Errorf("Load reads %s, which Names does not list", k)
 		}
+	}
+}
+
+// In Lambda (AWS_LAMBDA_FUNCTION_NAME set by the runtime) the local key folder
+// defaults to one under /tmp, the only writable place; elsewhere to the
+// repository's; an explicit VESTIBULE_KEY_DIR wins in both.
+func TestKeyDirDefaultsToTmpInLambda(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{}, config.DefaultKeyDir},
+		{map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "Vestibule-EnqueueFunction"}, config.LambdaKeyDir},
+		{map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "f", "VESTIBULE_KEY_DIR": "/tmp/k"}, "/tmp/k"},
+	} {
+		tc.env["REDIS_URL"] = "redis://x:1"
+		c, err := config.Load(getenv(tc.env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.KeyDir != tc.want {
+			t.Errorf("%v: key dir %q, want %q", tc.env, c.KeyDir, tc.want)
+		}
+	}
+	if !strings.HasPrefix(config.LambdaKeyDir, "/tmp/") {
+		t.Errorf("LambdaKeyDir %q is not under /tmp", config.LambdaKeyDir)
+	}
+}
+
+// The origin secret and the stack name are read as given; both are optional.
+func TestOriginSecretAndStack(t *testing.T) {
+	c, err := config.Load(getenv(map[string]string{"REDIS_URL": "redis://x:1",
+		"ORIGIN_SECRET_ARN": " arn:aws:secretsmanager:us-east-1:1:secret:o ", "VESTIBULE_STACK": "Vestibule-staging"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.OriginSecretARN != "arn:aws:secretsmanager:us-east-1:1:secret:o" || c.Stack != "Vestibule-staging" {
+		t.Errorf("loaded %+v", c)
+	}
+	c, _ = config.Load(getenv(map[string]string{"REDIS_URL": "redis://x:1"}))
+	if c.OriginSecretARN != "" || c.Stack != "" {
+		t.Errorf("defaults %+v", c)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/app"
@@ -38,6 +40,8 @@ type Options struct {
 	// publishes their order events (nil: they wait in the outbox for the sweep).
 	Booking *booking.Engine
 	Orders  booking.Publisher
+	// Edge requires CloudFront's origin header on the public routes; nil: not required.
+	Edge *api.EdgeGuard
 }
 
 // LoadKeys loads the token keys: from Secrets Manager when the config names
@@ -51,11 +55,71 @@ func LoadKeys(ctx context.Context, c config.Config) (*token.Keys, error) {
 		}
 		return k, nil
 	}
+	sm, err := secretsClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return token.LoadSecretsManager(ctx, sm, c.TicketSecretARN, c.EntryKeyARN)
+}
+
+func secretsClient(ctx context.Context) (*secretsmanager.Client, error) {
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	return token.LoadSecretsManager(ctx, secretsmanager.NewFromConfig(awsCfg), c.TicketSecretARN, c.EntryKeyARN)
+	return secretsmanager.NewFromConfig(awsCfg), nil
+}
+
+// MinOriginSecretLen refuses an origin secret short enough to guess.
+const MinOriginSecretLen = 32
+
+// OriginSecretValues reads the values of the origin secret the public routes
+// accept: its AWSCURRENT version and, once it has been rotated, its
+// AWSPREVIOUS one (CloudFront keeps sending the old value until the stack is
+// deployed with the new one; see docs/DEPLOY.md, "Secrets and rotation").
+func OriginSecretValues(ctx context.Context, sm token.SecretsGetter, arn string) ([]string, error) {
+	get := func(stage string) (string, error) {
+		out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &arn, VersionStage: &stage})
+		if err != nil {
+			return "", err
+		}
+		if out == nil || out.SecretString == nil || len(*out.SecretString) < MinOriginSecretLen {
+			return "", fmt.Errorf("origin secret %s: no SecretString of at least %d characters", stage, MinOriginSecretLen)
+		}
+		return *out.SecretString, nil
+	}
+	current, err := get("AWSCURRENT")
+	if err != nil {
+		return nil, fmt.Errorf("origin secret: %w", err)
+	}
+	previous, err := get("AWSPREVIOUS")
+	var notFound *smtypes.ResourceNotFoundException
+	switch {
+	case errors.As(err, &notFound):
+		return []string{current}, nil // never rotated
+	case err != nil:
+		return nil, fmt.Errorf("origin secret: %w", err)
+	}
+	return []string{current, previous}, nil
+}
+
+// NewEdgeGuard loads the origin secret and returns the guard of the public
+// routes, which reloads it when CloudFront starts sending a value it does not
+// know (after a rotation). It returns nil when the config names no secret.
+func NewEdgeGuard(ctx context.Context, sm token.SecretsGetter, c config.Config) (*api.EdgeGuard, error) {
+	if c.OriginSecretARN == "" {
+		return nil, nil
+	}
+	values, err := OriginSecretValues(ctx, sm, c.OriginSecretARN)
+	if err != nil {
+		return nil, err
+	}
+	reload := func(ctx context.Context) ([]string, error) {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		return OriginSecretValues(ctx, sm, c.OriginSecretARN)
+	}
+	return api.NewEdgeGuard(values, reload, nil), nil
 }
 
 // NewHandler builds the API handler over a queue and keys, as the config says.
@@ -71,6 +135,7 @@ func NewHandler(q room.Queue, keys *token.Keys, c config.Config, o Options) *api
 		Orders:       o.Orders,
 		AdminAuth:    c.AdminAuth,
 		AdminKey:     c.AdminKey,
+		Edge:         o.Edge,
 		DefaultRoom:  c.DefaultRoom,
 		TickInterval: o.TickInterval,
 		Clock:        o.Clock,
@@ -84,15 +149,26 @@ func NewHandler(q room.Queue, keys *token.Keys, c config.Config, o Options) *api
 // exit 1. Only mains call it.
 func Main(name string) *api.Handler {
 	core := app.Main(name)
-	keys, err := LoadKeys(context.Background(), core.Config)
+	ctx := context.Background()
+	keys, err := LoadKeys(ctx, core.Config)
 	if err != nil {
 		app.Fail(name, err)
 	}
-	pub, err := orders.New(context.Background(), core.Config, os.Stdout)
+	var edge *api.EdgeGuard
+	if core.Config.OriginSecretARN != "" {
+		sm, err := secretsClient(ctx)
+		if err != nil {
+			app.Fail(name, err)
+		}
+		if edge, err = NewEdgeGuard(ctx, sm, core.Config); err != nil {
+			app.Fail(name, err)
+		}
+	}
+	pub, err := orders.New(ctx, core.Config, os.Stdout)
 	if err != nil {
 		app.Fail(name, err)
 	}
-	return NewHandler(core.Engine, keys, core.Config, Options{Logger: core.Logger, Booking: core.Booking, Orders: pub})
+	return NewHandler(core.Engine, keys, core.Config, Options{Logger: core.Logger, Booking: core.Booking, Orders: pub, Edge: edge})
 }
 
 // Ephemeral is a configuration with a random admin key (admin auth by key)
