@@ -36,6 +36,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/metrics"
 	"github.com/vestibule-dev/vestibule/internal/routes"
@@ -583,7 +585,8 @@ func newFront(st awscdk.Stack, v *Vestibule, set Settings, originSecret awssecre
 	// The rest of the API is per visitor and never cached. The ticket (Authorization) must be
 	// in a cache policy to reach the origin, so this policy keys on it but caches nothing
 	// (default TTL 0, and every per-visitor answer says no-store). The origin request policy
-	// adds the viewer's address, which the enqueue limit keys on, and Content-Type; it does
+	// adds the viewer's address, which the enqueue limit keys on, Content-Type, a join
+	// challenge's proof and a confirm's idempotency key; it does
 	// not forward Host, which must stay the API's own.
 	apiCache := awscloudfront.NewCachePolicy(st, jsii.String("ApiPerVisitor"), &awscloudfront.CachePolicyProps{
 		CachePolicyName:     AccountWideName(st, "api-per-visitor"),
@@ -598,9 +601,10 @@ func newFront(st awscdk.Stack, v *Vestibule, set Settings, originSecret awssecre
 	apiRequests := awscloudfront.NewOriginRequestPolicy(st, jsii.String("ApiRequests"), &awscloudfront.OriginRequestPolicyProps{
 		OriginRequestPolicyName: AccountWideName(st, "api-requests"),
 		Comment:                 jsii.String("Vestibule: the viewer's address and the body's type to the API"),
-		HeaderBehavior:          awscloudfront.OriginRequestHeaderBehavior_AllowList(jsii.String(ViewerAddressHeader), jsii.String("Content-Type")),
-		CookieBehavior:          awscloudfront.OriginRequestCookieBehavior_None(),
-		QueryStringBehavior:     awscloudfront.OriginRequestQueryStringBehavior_All(),
+		HeaderBehavior: awscloudfront.OriginRequestHeaderBehavior_AllowList(jsii.String(ViewerAddressHeader), jsii.String("Content-Type"),
+			jsii.String(challenge.HeaderChallenge), jsii.String(challenge.HeaderSolution), jsii.String(api.IdempotencyHeader)),
+		CookieBehavior:      awscloudfront.OriginRequestCookieBehavior_None(),
+		QueryStringBehavior: awscloudfront.OriginRequestQueryStringBehavior_All(),
 	})
 	// Behaviours are matched in the order added: the cached paths first, then the rest of /api/*.
 	for _, p := range CachedAPIPaths {

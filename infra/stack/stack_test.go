@@ -791,7 +791,7 @@ func TestCloudFrontCachesOnlyStatusAndJWKS(t *testing.T) {
 	// never forwards Host, which API Gateway needs to be its own
 	f.has(t, "AWS::CloudFront::OriginRequestPolicy", map[string]any{
 		"OriginRequestPolicyConfig": assertions.Match_ObjectLike(&map[string]any{
-			"HeadersConfig": map[string]any{"HeaderBehavior": "whitelist", "Headers": []any{"CloudFront-Viewer-Address", "Content-Type"}},
+			"HeadersConfig": map[string]any{"HeaderBehavior": "whitelist", "Headers": []any{"CloudFront-Viewer-Address", "Content-Type", "X-Vestibule-Challenge", "X-Vestibule-Solution", "Idempotency-Key"}},
 		}),
 	})
 	// and the short cache lives a second or two, keyed on the path only (no headers, cookies or query)

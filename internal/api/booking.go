@@ -35,6 +35,9 @@ func bodyLimit(key string) int {
 	return MaxBody
 }
 
+// IdempotencyHeader carries a confirm's idempotency key (CloudFront forwards it).
+const IdempotencyHeader = "Idempotency-Key"
+
 var (
 	errNoBooking      = &apiError{status: http.StatusNotFound, code: "unknown_route", message: "no such route"}
 	errMissingSession = &apiError{status: http.StatusUnauthorized, code: "missing_session", message: "Authorization: Bearer <booking session> required"}
@@ -202,7 +205,7 @@ func (h *Handler) confirmHold(ctx context.Context, r *request) (events.APIGatewa
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	key := r.header("idempotency-key")
+	key := r.header(IdempotencyHeader)
 	if key == "" {
 		return events.APIGatewayV2HTTPResponse{}, errMissingIdemKey
 	}

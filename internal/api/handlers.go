@@ -66,8 +66,8 @@ func (h *Handler) enqueue(ctx context.Context, r *request) (events.APIGatewayV2H
 	// A join challenge's proof, when the page sends one (the room says whether
 	// it asks for one: the enqueue script checks the work and spends the proof).
 	var proof room.JoinProof
-	if v := r.header("x-vestibule-challenge"); v != "" {
-		p, err := h.o.Challenges.Verify(v, r.header("x-vestibule-solution"), r.room, r.now)
+	if v := r.header(challenge.HeaderChallenge); v != "" {
+		p, err := h.o.Challenges.Verify(v, r.header(challenge.HeaderSolution), r.room, r.now)
 		if err != nil {
 			return events.APIGatewayV2HTTPResponse{}, errChallengeInvalid
 		}

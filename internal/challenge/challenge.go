@@ -23,6 +23,12 @@ import (
 	"time"
 )
 
+// The request headers a join carries its proof in (CloudFront forwards them).
+const (
+	HeaderChallenge = "X-Vestibule-Challenge"
+	HeaderSolution  = "X-Vestibule-Solution"
+)
+
 // TTL is how long a challenge may be solved and used.
 const TTL = 2 * time.Minute
 
