@@ -40,6 +40,9 @@ type Config struct {
 	OriginURL           string     `json:"originUrl"`
 	// ClientEnqueuePerMinute limits enqueues per client address (0: no limit).
 	ClientEnqueuePerMinute int64 `json:"clientEnqueuePerMinute"`
+	// Page is how the waiting page presents the room (page.go); nil: the
+	// page's own texts and colours.
+	Page *Page `json:"page,omitempty"`
 }
 
 // State is where a visitor stands.
