@@ -15,6 +15,7 @@ const BACKOFF_BASE_MS = 1000;
 const BACKOFF_CAP_MS = 30000;
 const CLOSED_RETRY_MS = 30000;
 const ENDED_KEEP_MS = 10 * 60000;  // a finished visit is shown, not restarted, for this long
+const PAGE_WAIT_MS = 2000;         // a new state waits at most this long for the room's new page
 const ENDED = ['admitted', 'left', 'expired'];
 
 const $ = id => document.getElementById(id);
@@ -265,17 +266,17 @@ async function step() {
 }
 
 async function accepted(r, saved) {
-  // Place replies name the page's version; a closed room's answer to a
-  // visitor without a ticket does not, so then the status is read each time.
-  // The new state waits for the new page, so a changed message (a closed
-  // room's "sold out") shows, and is announced, with it.
-  if (typeof r.pageVersion !== 'string' || r.pageVersion !== brand.version) {
-    const my = epoch;
-    await readPage();
-    if (my !== epoch) return;
-  }
   const start = Math.max(saved && saved.start || 0, r.position || 0);
   if (r.ticket) storage.set(TICKET, { ticket: r.ticket, start });
+  // Place replies name the page's version; a closed room's answer to a
+  // visitor without a ticket does not, so then the status is read each time.
+  // The new state waits (briefly) for the new page, so a changed message (a
+  // closed room's "sold out") shows, and is announced, with it.
+  if (typeof r.pageVersion !== 'string' || r.pageVersion !== brand.version) {
+    const my = epoch;
+    await Promise.race([readPage(), new Promise(done => setTimeout(done, PAGE_WAIT_MS))]);
+    if (my !== epoch) return;
+  }
   let opensAt = Date.parse(r.opensAt || '') || 0;
   if (r.state === 'prequeue' && !opensAt) {
     // Older APIs give opensAt only on the status route.
