@@ -38,11 +38,11 @@ type Config struct {
 	Mode                Mode       `json:"mode"`
 	OpensAt             *time.Time `json:"opensAt,omitempty"`
 	OriginURL           string     `json:"originUrl"`
-	// ClientEnqueuePerMinute limits enqueues per client address (0: no limit).
-	ClientEnqueuePerMinute int64 `json:"clientEnqueuePerMinute"`
 	// Page is how the waiting page presents the room (page.go); nil: the
 	// page's own texts and colours.
 	Page *Page `json:"page,omitempty"`
+	// ClientEnqueuePerMinute limits enqueues per client address (0: no limit).
+	ClientEnqueuePerMinute int64 `json:"clientEnqueuePerMinute"`
 }
 
 // State is where a visitor stands.
