@@ -75,8 +75,9 @@ const Admit = "admit"
 // part of a CloudFront cache key) keys them per room.
 var CachedAPIPaths = []string{"/api/rooms/*/status", "/api/jwks.json"}
 
-// ContentSecurityPolicy allows the page to load and call only its own origin.
-const ContentSecurityPolicy = "default-src 'self'; base-uri 'none'; object-src 'none'; " +
+// ContentSecurityPolicy allows the page to load and call only its own origin,
+// and to show images over https (a room's page.logoUrl).
+const ContentSecurityPolicy = "default-src 'self'; base-uri 'none'; object-src 'none'; img-src 'self' https:; " +
 	"frame-ancestors 'none'; form-action 'self'; upgrade-insecure-requests"
 
 // RoomPathsFunction is the CloudFront Function (viewer request, default behaviour) that serves

@@ -423,7 +423,7 @@ func FuzzConfigJSON(f *testing.F) {
 	opens := time.Date(2031, 5, 1, 10, 0, 0, 0, time.UTC)
 	prev := room.Config{MaxActive: 7, AdmitPerMinute: 70, SessionTTLSeconds: 700, ClaimTTLSeconds: 70,
 		HeartbeatTTLSeconds: 77, Mode: room.ModePaused, OpensAt: &opens, OriginURL: "https://prev.example/x?y=1",
-		ClientEnqueuePerMinute: 7}
+		ClientEnqueuePerMinute: 7, Page: &room.Page{Title: room.Text{ByLang: map[string]string{"en": "Prev", "ko": "이전"}}}}
 	ctx := context.Background()
 
 	f.Fuzz(func(t *testing.T, body []byte, exists bool) {
@@ -442,11 +442,15 @@ func FuzzConfigJSON(f *testing.F) {
 		// config, unknown fields and trailing data are refused, and Validate decides.
 		want := base
 		want.OpensAt = clonePtr(base.OpensAt)
+		want.Page = clonePtr(base.Page) // a page in the body replaces it through the pointer
 		dec := json.NewDecoder(strings.NewReader(string(body)))
 		dec.DisallowUnknownFields()
 		err := dec.Decode(&want)
 		if err == nil && dec.More() {
 			err = errors.New("trailing data")
+		}
+		if want.Page.IsZero() { // an empty page is stored, and so answered, as none
+			want.Page = nil
 		}
 		if err == nil {
 			err = want.Validate()

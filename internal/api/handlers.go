@@ -34,6 +34,10 @@ type placeResponse struct {
 	OriginURL      string     `json:"originUrl,omitempty"`
 	GrantExpiresAt *time.Time `json:"grantExpiresAt,omitempty"`
 	Active         bool       `json:"active,omitempty"` // the entry was already used; a session runs
+	// PageVersion names the room's page setting (room.PageVersion): the page
+	// re-reads the status, which carries the page, when it changes. Absent
+	// from a closed room's answer to a visitor without a ticket.
+	PageVersion string `json:"pageVersion,omitempty"`
 }
 
 // newVisitorID is the visitor's identity: random, made here, never taken from
@@ -141,6 +145,7 @@ func (h *Handler) placeResponse(r *request, p room.Place, ticket string) (events
 	out := placeResponse{
 		Room: r.room, Ticket: ticket, State: p.State,
 		Position: p.Position, Waiting: p.Waiting, OpensAt: p.Config.OpensAt,
+		PageVersion: room.PageVersion(p.Config.Page),
 	}
 	in := pollpolicy.Input{
 		State: p.State, Position: p.Position, RatePerMinute: rate,
@@ -197,6 +202,10 @@ type statusResponse struct {
 	MaxActive      int64     `json:"maxActive"`
 	AdmitPerMinute int64     `json:"admitPerMinute"`
 	EtaSeconds     *int64    `json:"etaSeconds"` // for someone joining now; null when unknown
+	// Page is how the waiting page presents the room; absent: its own texts.
+	Page *room.Page `json:"page,omitempty"`
+	// PageVersion is room.PageVersion of Page, as poll replies carry it.
+	PageVersion string `json:"pageVersion"`
 }
 
 func (h *Handler) status(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
@@ -211,6 +220,7 @@ func (h *Handler) status(ctx context.Context, r *request) (events.APIGatewayV2HT
 	resp := jsonResponse(http.StatusOK, statusResponse{
 		Room: r.room, Mode: cfg.Mode, Waiting: st.Waiting, Active: st.Active, Admitted: st.Admitted,
 		MaxActive: cfg.MaxActive, AdmitPerMinute: cfg.AdmitPerMinute, EtaSeconds: pollpolicy.ETASeconds(st.Waiting+1, rate),
+		Page: cfg.Page, PageVersion: room.PageVersion(cfg.Page),
 	})
 	// Public and the same for everyone: CloudFront absorbs the crowd.
 	resp.Headers["Cache-Control"] = "public, max-age=1"
@@ -370,6 +380,12 @@ func (h *Handler) putRoom(ctx context.Context, r *request) (events.APIGatewayV2H
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
+	// A page in the body replaces the whole page; decoding writes through
+	// the pointer, so give it a copy rather than the default's or the cache's.
+	if base.Page != nil {
+		page := *base.Page
+		base.Page = &page
+	}
 	if err := decodeJSON(r.body, &base); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
@@ -419,11 +435,17 @@ func (h *Handler) listRooms(ctx context.Context, r *request) (events.APIGatewayV
 }
 
 // decodeJSON decodes exactly one JSON object, refusing unknown fields so that
-// a typo in a setting is an error rather than silently ignored.
+// a typo in a setting is an error rather than silently ignored. A setting
+// that decodes itself strictly (room.Page) reports its own *room.FieldError,
+// which stays an invalid_config naming the field.
 func decodeJSON(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		var fe *room.FieldError
+		if errors.As(err, &fe) {
+			return fe
+		}
 		return &apiError{status: http.StatusBadRequest, code: "bad_json", message: "request body is not the expected JSON: " + jsonProblem(err)}
 	}
 	if dec.More() {

@@ -35,13 +35,17 @@ type Setting struct {
 	Choices []string
 	// Default is the setting's value in DefaultConfig, of its Config field's
 	// type: int64 for a number, Mode, string (originUrl: "", there is no default
-	// origin) or *time.Time (opensAt: nil, no opening time).
+	// origin), *time.Time (opensAt: nil, no opening time) or *Page (page: nil,
+	// the waiting page's own texts).
 	Default any
 
 	reset  func(*Config)         // sets the default
 	encode func(Config) string   // the value as the Redis hash stores it
 	decode func(*Config, string) // from the Redis hash's string
 	check  func(Config) string   // why the value is invalid; "" when it is valid
+	// field names the part of a structured setting that check refuses
+	// ("page.title"); nil: the setting's Name.
+	field func(Config) string
 }
 
 // setting makes a table row for the Config field that field points to: enc
@@ -159,6 +163,14 @@ var settings = []Setting{
 			}
 			return ""
 		}),
+	// Redis keeps it as JSON text, "" for none (page.go).
+	func() Setting {
+		s := setting("page", "how the waiting page presents the room: title, message, logo, accent colour",
+			func(c *Config) **Page { return &c.Page }, nil, encodePage, decodePage,
+			func(p *Page) string { _, reason := p.check(); return reason })
+		s.field = func(c Config) string { f, _ := c.Page.check(); return f }
+		return s
+	}(),
 }
 
 // Loopback reports whether host (a URL's Hostname) is this machine: localhost
@@ -218,7 +230,11 @@ func (e *FieldError) Unwrap() error { return ErrInvalidConfig }
 func (c Config) Validate() error {
 	for _, s := range settings {
 		if reason := s.check(c); reason != "" {
-			return &FieldError{Field: s.Name, Reason: reason}
+			field := s.Name
+			if s.field != nil {
+				field = s.field(c)
+			}
+			return &FieldError{Field: field, Reason: reason}
 		}
 	}
 	return nil

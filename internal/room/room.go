@@ -38,6 +38,9 @@ type Config struct {
 	Mode                Mode       `json:"mode"`
 	OpensAt             *time.Time `json:"opensAt,omitempty"`
 	OriginURL           string     `json:"originUrl"`
+	// Page is how the waiting page presents the room (page.go); nil: the
+	// page's own texts and colours.
+	Page *Page `json:"page,omitempty"`
 	// ClientEnqueuePerMinute limits enqueues per client address (0: no limit).
 	ClientEnqueuePerMinute int64 `json:"clientEnqueuePerMinute"`
 	// JoinChallengeBits is the proof of work a fresh join must show (0: none).

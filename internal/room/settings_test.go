@@ -29,6 +29,7 @@ func TestSettingsTable(t *testing.T) {
 	// Every JSON key of Config has a row, and every row a JSON key.
 	c := baseConfig()
 	c.OpensAt = ptr(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)) // omitempty
+	c.Page = &room.Page{AccentColor: "#123456"}                  // omitempty
 	b, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
@@ -127,6 +128,11 @@ func TestSettingsRoundTrip(t *testing.T) {
 		HeartbeatTTLSeconds: 17, Mode: room.ModeAuto, OpensAt: &opens, OriginURL: "http://localhost:3000/buy?x=1",
 		ClientEnqueuePerMinute: 7, JoinChallengeBits: 5}
 	def := room.DefaultConfig()
+	want.Page = &room.Page{
+		Title:   room.Text{All: "Spring Concert <2031> & \"friends\""},
+		Message: room.Text{ByLang: map[string]string{"en": "Sold out.\nThank you!", "ko": "매진되었습니다.", "pt-BR": "Esgotado."}},
+		LogoURL: "https://cdn.example/logo.png?v=2", AccentColor: "#C0ffee",
+	}
 	for _, s := range room.Settings() {
 		a, _ := json.Marshal(want)
 		b, _ := json.Marshal(def)

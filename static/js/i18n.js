@@ -45,6 +45,7 @@ const texts = {
     etaLong: 'Over {hi} hours',
     sayPosition: 'You are number {n} in line. Estimated wait: {eta}.',
     sayPrequeue: 'The line opens in {eta}.',
+    logo: 'Event logo',
     other: '한국어',
     otherLang: 'ko',
   },
@@ -92,6 +93,7 @@ const texts = {
     etaLong: '{hi}시간 이상',
     sayPosition: '현재 {n}번째입니다. 예상 대기 시간은 {eta}입니다.',
     sayPrequeue: '대기열이 {eta} 후에 열립니다.',
+    logo: '행사 로고',
     other: 'English',
     otherLang: 'en',
   },
@@ -99,6 +101,7 @@ const texts = {
 
 const KEY = 'vestibule:lang';
 let lang = pick();
+let picked = '';   // the language picked with the switch on this page
 
 function pick() {
   let saved = null;
@@ -114,9 +117,19 @@ function pick() {
 
 export function current() { return lang; }
 
+// preferred lists the visitor's languages, best first, for texts that come in
+// more languages than the page's own (the room's page setting): the language
+// picked with the switch, then the browser's, then the page's current one.
+export function preferred() {
+  let saved = null;
+  try { saved = localStorage.getItem(KEY); } catch { /* storage off */ }
+  const langs = navigator.languages && navigator.languages.length ? navigator.languages : [navigator.language || 'en'];
+  return [...new Set([picked, saved, ...langs, lang].filter(Boolean).map(l => String(l).toLowerCase()))];
+}
+
 export function set(l) {
   if (!texts[l]) return;
-  lang = l;
+  lang = picked = l;
   try { localStorage.setItem(KEY, l); } catch { /* the choice lasts this page only */ }
 }
 

@@ -7,6 +7,7 @@ import { coordinate } from './tabs.js';
 import * as i18n from './i18n.js';
 import { t } from './i18n.js';
 import { etaRange, count, countdown, clock, dateTime, bucket, progress } from './format.js';
+import { pickText, accent, safeLogo } from './brand.js';
 
 const ROOM_RE = /^[A-Za-z0-9_-]{1,64}$/;
 const MOVE_DELAY_MS = 1500;        // long enough to read "It's your turn"
@@ -15,6 +16,7 @@ const BACKOFF_BASE_MS = 1000;
 const BACKOFF_CAP_MS = 30000;
 const CLOSED_RETRY_MS = 30000;
 const ENDED_KEEP_MS = 10 * 60000;  // a finished visit is shown, not restarted, for this long
+const PAGE_WAIT_MS = 2000;         // a new state waits at most this long for the room's new page
 const ENDED = ['admitted', 'left', 'expired'];
 
 const $ = id => document.getElementById(id);
@@ -38,14 +40,75 @@ const storage = {
 };
 const TICKET = 'vestibule:ticket:' + room; // {ticket, start}
 const VIEW = 'vestibule:view:' + room;     // the last view, for followers and refreshes
+const PAGE = 'vestibule:page:' + room;     // {page, version}: the room's page setting, as last read
+
+// The room's page setting (title, message, logo, accent) and its version, as
+// the status route gave them; a refresh or a new tab shows the stored one at once.
+let brand = storage.get(PAGE) || { page: null, version: '' };
 
 // ---- rendering (every tab) ----
 
 let view = { state: 'loading' };
-let said = { state: null, bucket: 0, at: 0 };
+let said = { state: null, bucket: 0, at: 0, message: '' };
 let tickTimer = 0;
 
 function show(el, on) { el.hidden = !on; }
+
+// setText shows a picked page text ({text, lang}) as text, never as markup,
+// marked with its language when it has one.
+function setText(el, picked) {
+  el.textContent = picked.text;
+  if (picked.lang) el.lang = picked.lang;
+  else el.removeAttribute('lang');
+}
+
+// renderBrand applies the room's page setting: the title heads the page in
+// place of the room id, the message follows the lead (a closed room's replaces
+// it), the logo loads, and the accent colours the primary button, the bar and
+// the card's edge with black or white text on it. It returns the title shown.
+function renderBrand(s) {
+  const p = (!['noroom', 'unknown'].includes(s) && brand.page) || {};
+  const prefs = i18n.preferred();
+  const title = pickText(p.title, prefs);
+  const message = pickText(p.message, prefs);
+  const top = document.querySelector('.top');
+  top.classList.toggle('branded', !!title);
+  if (title) setText($('room-name'), title);
+  else {
+    $('room-name').textContent = room && s !== 'noroom' ? t('room', { room }) : '';
+    $('room-name').removeAttribute('lang');
+  }
+  const closedMessage = s === 'closed' && !!message;
+  if (closedMessage) setText($('lead'), message);
+  else $('lead').removeAttribute('lang');
+  show($('message'), !!message && !closedMessage && s !== 'loading');
+  if (message && !closedMessage) setText($('message'), message);
+  else $('message').textContent = '';
+
+  const img = $('logo');
+  const logo = safeLogo(p.logoUrl);
+  if (logo) {
+    if (img.getAttribute('src') !== logo) { img.hidden = true; img.src = logo; } // shown once it loads
+    img.alt = title ? '' : t('logo'); // beside the title the logo adds nothing to read out
+  } else {
+    img.hidden = true;
+    img.removeAttribute('src');
+  }
+
+  const root = document.documentElement;
+  const a = accent(p.accentColor);
+  if (a) {
+    root.style.setProperty('--brand', a.color);
+    root.style.setProperty('--brand-text', a.text);
+    root.dataset.accent = a.color;
+  } else {
+    root.style.removeProperty('--brand');
+    root.style.removeProperty('--brand-text');
+    delete root.dataset.accent;
+  }
+  body.dataset.pageVersion = brand.version || '';
+  return { title, closedMessage };
+}
 
 function render(v) {
   view = v;
@@ -64,7 +127,7 @@ function render(v) {
   };
   $('title').textContent = t(titles[s] || 'loading');
   $('lead').textContent = leads[s] ? t(leads[s]) : '';
-  $('room-name').textContent = room && s !== 'noroom' ? t('room', { room }) : '';
+  const branded = renderBrand(s);
 
   const inLine = s === 'waiting' || s === 'paused';
   show($('place'), inLine);
@@ -98,14 +161,15 @@ function render(v) {
   if (target && s === 'admitted') $('go').href = target;
   $('updated').textContent = v.at && !ENDED.includes(s) ? t('updated', { time: clock(v.at) }) : '';
 
-  document.title = (s === 'waiting' ? '(' + count(v.position) + ') ' : '') + $('title').textContent;
-  announce(v);
+  document.title = (s === 'waiting' ? '(' + count(v.position) + ') ' : '') + $('title').textContent +
+    (branded.title ? ' · ' + branded.title.text : '');
+  announce(v, branded.closedMessage ? $('lead').textContent : '');
 }
 
 // announce tells screen readers about state changes at once, and about
 // progress when the position enters a new round-number band, at most every
 // ANNOUNCE_EVERY_MS, so a fast poll does not become a stream of speech.
-function announce(v) {
+function announce(v, closedMessage) {
   const now = Date.now();
   let msg = '';
   if (v.state === 'loading') return;
@@ -114,13 +178,16 @@ function announce(v) {
     : v.state === 'prequeue' && v.opensAt > 0 ? t('sayPrequeue', { eta: countdown(v.opensAt - now) }) : '';
   if (v.state !== said.state) {
     msg = [t(({ waiting: 'waitingTitle', prequeue: 'prequeueTitle', paused: 'pausedTitle', closed: 'closedTitle',
-      expired: 'expiredTitle', left: 'leftTitle', admitted: 'admittedTitle' })[v.state] || 'errorTitle'), sentence()].join('. ');
+      expired: 'expiredTitle', left: 'leftTitle', admitted: 'admittedTitle' })[v.state] || 'errorTitle'), sentence() || closedMessage]
+      .filter(Boolean).join('. ');
   } else if (v.state === 'waiting' && bucket(v.position) !== said.bucket && now - said.at >= ANNOUNCE_EVERY_MS) {
     msg = sentence();
+  } else if (v.state === 'closed' && closedMessage && closedMessage !== said.message) {
+    msg = closedMessage; // the room's message changed while the visitor waits
   }
   if (!msg) return;
   $('announce').textContent = msg;
-  said = { state: v.state, bucket: bucket(v.position), at: now };
+  said = { state: v.state, bucket: bucket(v.position), at: now, message: closedMessage };
 }
 
 function applyLanguage() {
@@ -148,6 +215,26 @@ function publish(v) {
   storage.set(VIEW, shared);
   if (coord) coord.post({ type: 'view', view: shared });
   render(v);
+}
+
+// readPage reads the room's page setting from the status route (public, cached
+// a second at the edge). The leader calls it when a reply names a page
+// version other than the one shown; an answer older than that version (the
+// edge's cache) is shown, and the next reply asks again.
+let reading = null;
+function readPage() {
+  reading = reading || api.status(room).then(s => {
+    const version = typeof s.pageVersion === 'string' ? s.pageVersion : '';
+    if (version !== brand.version) setBrand({ page: s.page && typeof s.page === 'object' ? s.page : null, version });
+  }).catch(() => { /* keep what is shown; the next reply asks again */ }).finally(() => { reading = null; });
+  return reading;
+}
+
+function setBrand(b) {
+  brand = b;
+  storage.set(PAGE, b);
+  if (coord) coord.post({ type: 'page', brand: b });
+  render(view);
 }
 
 function schedule(ms) {
@@ -198,6 +285,15 @@ async function enqueue(ticket) {
 async function accepted(r, saved) {
   const start = Math.max(saved && saved.start || 0, r.position || 0);
   if (r.ticket) storage.set(TICKET, { ticket: r.ticket, start });
+  // Place replies name the page's version; a closed room's answer to a
+  // visitor without a ticket does not, so then the status is read each time.
+  // The new state waits (briefly) for the new page, so a changed message (a
+  // closed room's "sold out") shows, and is announced, with it.
+  if (typeof r.pageVersion !== 'string' || r.pageVersion !== brand.version) {
+    const my = epoch;
+    await Promise.race([readPage(), new Promise(done => setTimeout(done, PAGE_WAIT_MS))]);
+    if (my !== epoch) return;
+  }
   let opensAt = Date.parse(r.opensAt || '') || 0;
   if (r.state === 'prequeue' && !opensAt) {
     // Older APIs give opensAt only on the status route.
@@ -303,7 +399,11 @@ function message(m) {
       if (coord.isLeader()) rejoin();
       break;
     case 'hello':
+      if (coord.isLeader()) coord.post({ type: 'page', brand });
       if (coord.isLeader() && view.state !== 'loading') coord.post({ type: 'view', view: storage.get(VIEW) || view });
+      break;
+    case 'page':
+      if (!coord.isLeader() && m.brand) { brand = m.brand; render(view); }
       break;
     case 'demoted':
       stop();
@@ -314,6 +414,8 @@ function message(m) {
 
 function boot() {
   $('lang').addEventListener('click', () => { i18n.set(t('otherLang')); applyLanguage(); });
+  $('logo').addEventListener('load', e => { e.target.hidden = !e.target.getAttribute('src'); });
+  $('logo').addEventListener('error', e => { e.target.hidden = true; });
   applyLanguage();
   if (!ROOM_RE.test(room)) { render({ state: 'noroom' }); return; }
   body.dataset.leader = '0';
