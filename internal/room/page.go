@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -215,20 +214,11 @@ func checkLogo(s string) string {
 	case "https":
 		return ""
 	case "http":
-		if loopback(u.Hostname()) {
+		if Loopback(u.Hostname()) {
 			return ""
 		}
 	}
 	return "must be an https:// URL (or http:// on a loopback host, for make dev)"
-}
-
-// loopback reports localhost or a loopback address.
-func loopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // encodePage is the page as the settings hash stores it: its JSON, "" for none.
