@@ -2,6 +2,7 @@ package room
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -33,7 +34,7 @@ type Setting struct {
 	Choices []string
 	// Default is the setting's value in DefaultConfig, of its Config field's
 	// type: int64 for a number, Mode, string (originUrl: "", there is no default
-	// origin) or *time.Time (opensAt: nil, no opening time).
+	// origin), *time.Time (opensAt: nil, no opening time) or bool (gate: false).
 	Default any
 
 	reset  func(*Config)         // sets the default
@@ -146,6 +147,43 @@ var settings = []Setting{
 			}
 			return ""
 		}),
+	// Redis keeps it as "1" or "0"; a room stored before the setting existed has
+	// none, which reads as off.
+	func() Setting {
+		s := setting("gate", "the room guards a site behind the edge gate: the entry token goes to its /.vestibule/enter",
+			func(c *Config) *bool { return &c.Gate }, false,
+			func(b bool) string {
+				if b {
+					return "1"
+				}
+				return "0"
+			},
+			func(s string) bool { return s == "1" },
+			func(bool) string { return "" })
+		// The gate's cookie is Secure: a gated site must be https, or http
+		// only on this machine (local development).
+		s.check = func(c Config) string {
+			if !c.Gate {
+				return ""
+			}
+			u, err := url.Parse(c.OriginURL)
+			if err != nil || !(u.Scheme == "https" || u.Scheme == "http" && loopbackHost(u.Hostname())) {
+				return "needs an https originUrl (http only for localhost or 127.0.0.1)"
+			}
+			return ""
+		}
+		return s
+	}(),
+}
+
+// loopbackHost reports whether host (without a port) names this machine.
+func loopbackHost(host string) bool {
+	host = strings.ToLower(host)
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Settings returns the settings table, one row per room setting: for tools

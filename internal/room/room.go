@@ -40,6 +40,11 @@ type Config struct {
 	OriginURL           string     `json:"originUrl"`
 	// ClientEnqueuePerMinute limits enqueues per client address (0: no limit).
 	ClientEnqueuePerMinute int64 `json:"clientEnqueuePerMinute"`
+	// Gate says the room guards a site behind the edge gate (docs/GATE.md):
+	// the waiting page posts the entry token to the site's /.vestibule/enter,
+	// which redeems it for a session cookie. Off, the token goes to originUrl in
+	// the URL fragment and the origin redeems it with its credential.
+	Gate bool `json:"gate"`
 }
 
 // State is where a visitor stands.

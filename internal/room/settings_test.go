@@ -125,7 +125,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 	// Every setting away from its default.
 	want := room.Config{MaxActive: 7, AdmitPerMinute: 77, SessionTTLSeconds: 700, ClaimTTLSeconds: 70,
 		HeartbeatTTLSeconds: 17, Mode: room.ModeAuto, OpensAt: &opens, OriginURL: "http://localhost:3000/buy?x=1",
-		ClientEnqueuePerMinute: 0}
+		ClientEnqueuePerMinute: 0, Gate: true}
 	def := room.DefaultConfig()
 	for _, s := range room.Settings() {
 		a, _ := json.Marshal(want)
