@@ -25,6 +25,9 @@ type apiError struct {
 	cause   error
 	// retryAfter is the Retry-After of a 429 in seconds (0: RetryAfterSeconds).
 	retryAfter int
+	// page, when set, makes the response a small HTML page for a person (the
+	// edge gate's routes, gate.go) instead of the JSON error body.
+	page *gatePage
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
@@ -86,9 +89,14 @@ type errorBody struct {
 }
 
 func errorResponse(e *apiError) events.APIGatewayV2HTTPResponse {
-	var b errorBody
-	b.Error.Code, b.Error.Message = e.code, e.message
-	resp := jsonResponse(e.status, b)
+	var resp events.APIGatewayV2HTTPResponse
+	if e.page != nil {
+		resp = e.page.response(e)
+	} else {
+		var b errorBody
+		b.Error.Code, b.Error.Message = e.code, e.message
+		resp = jsonResponse(e.status, b)
+	}
 	if e.status == http.StatusServiceUnavailable || e.status == http.StatusTooManyRequests {
 		after := e.retryAfter
 		if after <= 0 {

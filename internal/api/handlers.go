@@ -33,6 +33,9 @@ type placeResponse struct {
 	OriginURL      string     `json:"originUrl,omitempty"`
 	GrantExpiresAt *time.Time `json:"grantExpiresAt,omitempty"`
 	Active         bool       `json:"active,omitempty"` // the entry was already used; a session runs
+	// EnterURL is set when admitted in a gated room: the page posts the entry
+	// token there (a form with token and return) instead of going to OriginURL.
+	EnterURL string `json:"enterUrl,omitempty"`
 }
 
 // newVisitorID is the visitor's identity: random, made here, never taken from
@@ -154,6 +157,9 @@ func (h *Handler) placeResponse(r *request, p room.Place, ticket string) (events
 			return events.APIGatewayV2HTTPResponse{}, internalError(err)
 		}
 		out.EntryToken = tok
+		if p.Config.Gate {
+			out.EnterURL = enterURL(p.Config.OriginURL)
+		}
 	}
 	out.PollAfterMs = pollpolicy.After(in).Milliseconds()
 	return jsonResponse(http.StatusOK, out), nil

@@ -30,6 +30,9 @@ var handlers = map[string]handlerFunc{
 	"PUT /api/admin/rooms/{room}":    (*Handler).putRoom,
 	"GET /api/admin/rooms/{room}":    (*Handler).getRoom,
 	"GET /api/admin/rooms":           (*Handler).listRooms,
+	"POST /.vestibule/enter":         (*Handler).gateEnter,
+	"POST /.vestibule/leave":         (*Handler).gateLeave,
+	"GET /.vestibule/leave":          (*Handler).gateLeavePage,
 }
 
 // table is the router's view of routes.All. A route without a handler, or a
