@@ -284,7 +284,10 @@ type pageData struct {
 
 // pageHeaders are the headers of every answer of the gate's routes: never
 // cached (they carry or clear a session), no referrer, no framing, and a
-// policy that lets the page do nothing but show itself and post to its site.
+// policy that lets the page do nothing but show itself. It sets no
+// form-action: the leave form's answer goes on, through the gate, to the
+// waiting room on another origin, and browsers check form-action along a
+// form's redirects (the pages hold no script and only escaped text).
 func pageHeaders(status int) events.APIGatewayV2HTTPResponse {
 	return events.APIGatewayV2HTTPResponse{
 		StatusCode: status,
@@ -294,7 +297,7 @@ func pageHeaders(status int) events.APIGatewayV2HTTPResponse {
 			"X-Content-Type-Options":  "nosniff",
 			"Referrer-Policy":         "no-referrer",
 			"X-Frame-Options":         "DENY",
-			"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+			"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
 		},
 	}
 }

@@ -30,18 +30,24 @@ func newGatedSite(cfg gate.Config, api *url.URL) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("User-agent: *\nDisallow: /\n"))
 	})
-	mux.HandleFunc("/", site)
+	waiting, _ := url.Parse(cfg.WaitingRoomURL)
+	mux.Handle("/", site(waiting.Scheme+"://"+waiting.Host))
 	return gate.Middleware(cfg, mux)
 }
 
 // site is the booking site itself: every path is a page that says where it
 // is. It knows nothing of Vestibule; leaving is a plain form to the gate's
-// route.
-func site(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
-	sitePage.Execute(w, map[string]string{"Path": r.URL.RequestURI()})
+// route. Its CSP's form-action names the waiting room's origin (waiting): the
+// leave form's answer redirects to "/", which the gate redirects to the waiting
+// room, and browsers check form-action along a form's redirects too.
+func site(waiting string) http.HandlerFunc {
+	csp := "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' " + waiting
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Content-Security-Policy", csp)
+		sitePage.Execute(w, map[string]string{"Path": r.URL.RequestURI()})
+	}
 }
 
 var sitePage = template.Must(template.New("site").Parse(`<!doctype html>
