@@ -62,6 +62,12 @@ type Settings struct {
 	APIBurstLimit float64
 	// AlarmEmail, when set, is subscribed to the alarm topic.
 	AlarmEmail string
+	// ProtectOrigin, when set, is the domain of a booking site's origin to put behind the edge gate:
+	// the stack adds a distribution in front of it with the gate's function (gate.go). ProtectRoom
+	// is the room that guards it; ProtectOpenPaths pass without a session.
+	ProtectOrigin    string
+	ProtectRoom      string
+	ProtectOpenPaths []string
 }
 
 // DefaultSettings is the default stack: serverless Valkey, no WAF, a month of logs.
@@ -99,6 +105,7 @@ const (
 	CtxAPIRateLimit  = "apiRateLimit"
 	CtxAPIBurstLimit = "apiBurstLimit"
 	CtxAlarmEmail    = "alarmEmail"
+	// The gate's keys (CtxProtectOrigin, CtxProtectRoom, CtxProtectOpenPaths) are in gate.go.
 )
 
 // FromContext reads the settings from the CDK context of node, starting from DefaultSettings.
@@ -179,6 +186,7 @@ func FromContext(node constructs.Node) (Settings, error) {
 		}
 		s.RoomDefaults = rd
 	}
+	errs = append(errs, gateFromContext(node, &s)...)
 	return s, errors.Join(errs...)
 }
 

@@ -72,9 +72,11 @@ const Admit = "admit"
 // part of a CloudFront cache key) keys them per room.
 var CachedAPIPaths = []string{"/api/rooms/*/status", "/api/jwks.json"}
 
-// ContentSecurityPolicy allows the page to load and call only its own origin.
+// ContentSecurityPolicy allows the page to load and call only its own origin. Forms may also go to
+// any https site: a gated room's waiting page posts the entry token to the protected site's
+// /.vestibule/enter (docs/GATE.md), whose address is a room setting, not known here.
 const ContentSecurityPolicy = "default-src 'self'; base-uri 'none'; object-src 'none'; " +
-	"frame-ancestors 'none'; form-action 'self'; upgrade-insecure-requests"
+	"frame-ancestors 'none'; form-action 'self' https:; upgrade-insecure-requests"
 
 // RoomPathsFunction is the CloudFront Function (viewer request, default behaviour) that serves
 // index.html for the room paths of the page; room ids are those room.ValidRoomID accepts.
@@ -99,6 +101,7 @@ type Vestibule struct {
 	API          awsapigatewayv2.HttpApi
 	Distribution awscloudfront.Distribution
 	Bucket       awss3.Bucket
+	Gate         *Gate // the protected site's distribution, when Settings.ProtectOrigin is set
 }
 
 // New defines the whole waiting room in one stack.
@@ -228,6 +231,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	})
 
 	v.API, v.Distribution = newFront(st, v, set)
+	v.Gate = newGate(st, v, set, entrySecret)
 	newAlarms(st, v, set)
 	return v
 }

@@ -816,10 +816,11 @@ func TestSecurityHeaders(t *testing.T) {
 			},
 		}),
 	})
-	// and the CSP allows no source other than 'self'
+	// and the CSP allows no source other than 'self', but for forms to https sites (a gated room's
+	// entry token goes to the protected site's /.vestibule/enter)
 	for _, directive := range strings.Split(stack.ContentSecurityPolicy, ";") {
 		for _, src := range strings.Fields(directive)[1:] {
-			if !slices.Contains([]string{"'self'", "'none'"}, src) {
+			if !slices.Contains([]string{"'self'", "'none'"}, src) && (strings.Fields(directive)[0] != "form-action" || src != "https:") {
 				t.Errorf("CSP directive %q allows %s", strings.TrimSpace(directive), src)
 			}
 		}
