@@ -1,7 +1,8 @@
 // Command gatekeys is the Lambda that writes the edge gate's keys to its
 // CloudFront KeyValueStore (internal/gatekeys). CloudFormation runs it as a
-// custom resource at every deploy; after a rotation of the entry-key secret an
-// operator invokes it by hand (docs/GATE.md):
+// custom resource when a deploy creates the gate (or changes its store or
+// secret); after every change of the entry-key secret an operator invokes it
+// by hand (docs/GATE.md):
 //
 //	aws lambda invoke --function-name <GateKeysFunction> /dev/stdout
 //

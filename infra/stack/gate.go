@@ -26,8 +26,8 @@ import (
 // stack adds a second CloudFront distribution in front of that origin. Its default behaviour runs
 // the gate's CloudFront Function (viewer request) with a KeyValueStore of the cookie keys; its
 // /.vestibule/* behaviour goes to the HTTP API, where /.vestibule/enter and leave live. The
-// gatekeys Lambda writes the keys to the store at each deploy (a custom resource) and when invoked
-// after a rotation of the entry-key secret.
+// gatekeys Lambda writes the keys to the store when a deploy creates the gate (a custom resource)
+// and when invoked by hand after a change of the entry-key secret.
 
 // Context keys of the gate.
 const (

@@ -1,8 +1,9 @@
 // Package gatekeys keeps the edge gate's CloudFront KeyValueStore in step with
 // the entry-key secret (docs/GATE.md, "Keys and rotation"): it derives the
 // gate's keys from the secret's versions and writes exactly those to the
-// store, deleting every other "key:" entry. The gatekeys Lambda runs it at
-// each deploy (a custom resource) and when invoked by hand after a rotation.
+// store, deleting every other "key:" entry. The gatekeys Lambda runs it when a
+// deploy creates the gate (a custom resource) and when invoked by hand after a
+// change of the entry-key secret.
 package gatekeys
 
 import (

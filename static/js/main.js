@@ -192,6 +192,7 @@ async function accepted(r, saved) {
   };
   if (r.state === 'admitted') {
     storage.del(TICKET); // spent: coming back later starts a new visit
+    nextAt = 0;          // nothing more to poll: a tab coming back to view must not ask again
     // A gated room: post the token to the site's /.vestibule/enter, which sets
     // the gate's cookie (docs/GATE.md). Otherwise the fragment, which never
     // reaches server logs or Referer headers.
