@@ -1,6 +1,6 @@
 // Command vestibule-dev runs the whole product locally (make dev): the waiting
-// page and the API on PORT (default 8080), the demo booking origin on PORT+1,
-// the admit ticks, and an embedded Redis unless REDIS_URL names a real one.
+// page and the API on PORT (default 8080), the demo site behind the edge gate
+// on PORT+1, the hand-integration example origin on PORT+2, the admit ticks, and an embedded Redis unless REDIS_URL names a real one.
 // It prints the URLs and the admin key, and stops cleanly on Ctrl-C.
 package main
 
@@ -36,7 +36,7 @@ func envOr(k, def string) string {
 
 func run() error {
 	host := flag.String("host", envOr("HOST", "127.0.0.1"), "address to listen on (env HOST); 0.0.0.0 exposes the stack and its admin key to the network")
-	port := flag.Int("port", 0, "waiting room and API port (env PORT, default 8080); the demo origin uses port+1")
+	port := flag.Int("port", 0, "waiting room and API port (env PORT, default 8080); the demo site uses port+1, the hand-integration example port+2")
 	redisURL := flag.String("redis", os.Getenv(config.EnvRedisURL), "Redis URL, redis:// or rediss:// (env "+config.EnvRedisURL+"; empty: embedded Redis)")
 	clusterEnv, err := config.ParseBool(envOr(config.EnvRedisCluster, "false"))
 	if err != nil {
@@ -68,7 +68,8 @@ func run() error {
 	s, err := localstack.Start(ctx, localstack.Options{
 		RedisURL: *redisURL, RedisCluster: *cluster, RedisCAFile: *caFile,
 		Addr: net.JoinHostPort(*host, strconv.Itoa(*port)), OriginAddr: net.JoinHostPort(*host, strconv.Itoa(*port+1)),
-		StaticDir: *static, KeyDir: *keys, AdminKey: *adminKey, TickInterval: *tick, Logger: log,
+		ManualOriginAddr: net.JoinHostPort(*host, strconv.Itoa(*port+2)),
+		StaticDir:        *static, KeyDir: *keys, AdminKey: *adminKey, TickInterval: *tick, Logger: log,
 	})
 	if err != nil {
 		return err
@@ -79,14 +80,15 @@ func run() error {
 	}
 	fmt.Fprintf(os.Stderr, `
 Vestibule is running (Redis: %s).
+  demo site      %s/  (behind the edge gate: sends you to the waiting room of room demo)
   waiting room   %s/?room=demo
+  by hand        %s/?room=demo-api  (its origin %s/ redeems the token with POST /api/consume)
   console        %s/console
   API            %s/api/
-  demo origin    %s/
   admin key      %s
 Press Ctrl-C to stop.
 
-`, redis, s.URL(), s.URL(), s.URL(), s.OriginURL(), s.AdminKey())
+`, redis, s.OriginURL(), s.URL(), s.URL(), s.ManualOriginURL(), s.URL(), s.URL(), s.AdminKey())
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "stopping…")
 	return s.Close()

@@ -114,7 +114,7 @@ func run() int {
 				return 1
 			}
 			defer st.Close()
-			base, *adminKey, rc.OriginURL = st.URL(), st.AdminKey(), st.OriginURL()+"/"
+			base, *adminKey, rc.OriginURL = st.URL(), st.AdminKey(), st.ManualOriginURL()+"/"
 		}
 		h, err := sim.NewHTTP(base, c.Workers)
 		if err != nil {

@@ -79,6 +79,12 @@ type Settings struct {
 	// CacheECPUAlarm is the ElastiCache Serverless load, in ECPUs per second over five
 	// minutes, above which the CacheECPU alarm fires (serverless cache only).
 	CacheECPUAlarm int
+	// ProtectOrigin, when set, is the domain of a booking site's origin to put behind the edge gate:
+	// the stack adds a distribution in front of it with the gate's function (gate.go). ProtectRoom
+	// is the room that guards it; ProtectOpenPaths pass without a session.
+	ProtectOrigin    string
+	ProtectRoom      string
+	ProtectOpenPaths []string
 }
 
 // StackBaseName is the name of the default stack; a stage is appended to it.
@@ -161,6 +167,7 @@ const (
 	CtxPriceClass    = "priceClass"
 	CtxOriginVersion = "originSecretVersion"
 	CtxCacheECPU     = "cacheEcpuAlarm"
+	// The gate's keys (CtxProtectOrigin, CtxProtectRoom, CtxProtectOpenPaths) are in gate.go.
 )
 
 // FromContext reads the settings from the CDK context of node, starting from DefaultSettings.
@@ -254,6 +261,7 @@ func FromContext(node constructs.Node) (Settings, error) {
 		}
 		s.RoomDefaults = rd
 	}
+	errs = append(errs, gateFromContext(node, &s)...)
 	return s, errors.Join(errs...)
 }
 

@@ -75,10 +75,12 @@ const Admit = "admit"
 // part of a CloudFront cache key) keys them per room.
 var CachedAPIPaths = []string{"/api/rooms/*/status", "/api/jwks.json"}
 
-// ContentSecurityPolicy allows the page to load and call only its own origin,
-// and to show images over https (a room's page.logoUrl).
+// ContentSecurityPolicy allows the page to load and call only its own origin, to show images
+// over https (a room's page.logoUrl), and to post forms to any https site: a gated room's
+// waiting page posts the entry token to the protected site's /.vestibule/enter (docs/GATE.md),
+// whose address is a room setting, not known here.
 const ContentSecurityPolicy = "default-src 'self'; base-uri 'none'; object-src 'none'; img-src 'self' https:; " +
-	"frame-ancestors 'none'; form-action 'self'; upgrade-insecure-requests"
+	"frame-ancestors 'none'; form-action 'self' https:; upgrade-insecure-requests"
 
 // RoomPathsFunction is the CloudFront Function (viewer request, default behaviour) that serves
 // index.html for the room paths of the page; room ids are those room.ValidRoomID accepts.
@@ -153,6 +155,7 @@ type Vestibule struct {
 	ServerlessCacheName string
 	// AccessLogs receives the HTTP API's access log (JSON, one line per request).
 	AccessLogs awslogs.LogGroup
+	Gate       *Gate // the protected site's distribution, when Settings.ProtectOrigin is set
 }
 
 // New defines the whole waiting room in one stack.
@@ -310,6 +313,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	})
 
 	v.API, v.Distribution = newFront(st, v, set, originSecret)
+	v.Gate = newGate(st, v, set, entrySecret, originSecret)
 	newAlarms(st, v, set)
 	helperLogs(st, v, retention)
 	return v
@@ -339,6 +343,19 @@ func helperLogs(st awscdk.Stack, v *Vestibule, retention awslogs.RetentionDays) 
 		}
 		r.AddPropertyOverride(jsii.String("LoggingConfig.LogGroup"), logs.LogGroupName())
 	}
+}
+
+// originHeaderValue is the value CloudFront sends to the API in config.OriginHeader: a
+// CloudFormation dynamic reference to the origin secret, resolved by CloudFormation when it
+// updates a distribution, so the value is never in the template (it is visible, as any origin
+// header, to whoever may read the distribution's configuration). A pinned version makes a
+// rotation a template change (docs/DEPLOY.md). Every distribution that reaches the API sends it.
+func originHeaderValue(set Settings, originSecret awssecretsmanager.Secret) *string {
+	var version *awscdk.SecretsManagerSecretOptions
+	if set.OriginSecretVersion != "" {
+		version = &awscdk.SecretsManagerSecretOptions{VersionId: jsii.String(set.OriginSecretVersion)}
+	}
+	return awscdk.SecretValue_SecretsManager(originSecret.SecretArn(), version).UnsafeUnwrap()
 }
 
 // newCache creates the Valkey cache in the isolated subnets behind a security group that only the
@@ -569,15 +586,7 @@ func newFront(st awscdk.Stack, v *Vestibule, set Settings, originSecret awssecre
 		},
 	})
 	apiDomain := awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), api.ApiEndpoint(), nil))
-	// The origin header's value is a CloudFormation dynamic reference to the origin secret,
-	// resolved by CloudFormation when it updates the distribution: the value is never in the
-	// template (it is visible, as any origin header, to whoever may read the distribution's
-	// configuration). A pinned version makes a rotation a template change (docs/DEPLOY.md).
-	var version *awscdk.SecretsManagerSecretOptions
-	if set.OriginSecretVersion != "" {
-		version = &awscdk.SecretsManagerSecretOptions{VersionId: jsii.String(set.OriginSecretVersion)}
-	}
-	originHeader := awscdk.SecretValue_SecretsManager(originSecret.SecretArn(), version).UnsafeUnwrap()
+	originHeader := originHeaderValue(set, originSecret)
 	apiOrigin := awscloudfrontorigins.NewHttpOrigin(apiDomain, &awscloudfrontorigins.HttpOriginProps{
 		ProtocolPolicy:     awscloudfront.OriginProtocolPolicy_HTTPS_ONLY,
 		OriginSslProtocols: &[]awscloudfront.OriginSslPolicy{awscloudfront.OriginSslPolicy_TLS_V1_2},

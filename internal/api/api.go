@@ -59,6 +59,9 @@ type Options struct {
 	// Origins checks the per-room origin credential that consume and complete
 	// require (Authorization: Bearer), so only the room's origin redeems tokens.
 	Origins *token.Origins
+	// Gate signs and reads the edge gate's session cookies (/.vestibule/enter
+	// and leave, gate.go); nil: those routes answer 404.
+	Gate *GateOptions
 
 	// Booking is the engine of the booking routes (/api/events/…); nil: they
 	// answer 404. Sessions issues the bookingSession consume hands the origin

@@ -30,6 +30,9 @@ type apiError struct {
 	seats     []string
 	sku       string
 	available *int64
+	// page, when set, makes the response a small HTML page for a person (the
+	// edge gate's routes, gate.go) instead of the JSON error body.
+	page *gatePage
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
@@ -146,10 +149,15 @@ type errorBody struct {
 }
 
 func errorResponse(e *apiError) events.APIGatewayV2HTTPResponse {
-	var b errorBody
-	b.Error.Code, b.Error.Message = e.code, e.message
-	b.Error.Seats, b.Error.SKU, b.Error.Available = e.seats, e.sku, e.available
-	resp := jsonResponse(e.status, b)
+	var resp events.APIGatewayV2HTTPResponse
+	if e.page != nil {
+		resp = e.page.response(e)
+	} else {
+		var b errorBody
+		b.Error.Code, b.Error.Message = e.code, e.message
+		b.Error.Seats, b.Error.SKU, b.Error.Available = e.seats, e.sku, e.available
+		resp = jsonResponse(e.status, b)
+	}
 	if e.status == http.StatusServiceUnavailable || e.status == http.StatusTooManyRequests {
 		after := e.retryAfter
 		if after <= 0 {

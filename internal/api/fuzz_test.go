@@ -48,7 +48,8 @@ import (
 // an input's outcome can depend on those before it; the properties hold for any state.
 
 // documented is every status the API may answer (docs/API.md); 500 is a bug.
-var documented = map[int]bool{200: true, 400: true, 401: true, 404: true, 405: true, 409: true, 410: true, 413: true, 429: true, 503: true}
+// 303 is the edge gate's (/.vestibule/enter and leave).
+var documented = map[int]bool{200: true, 303: true, 400: true, 401: true, 404: true, 405: true, 409: true, 410: true, 413: true, 429: true, 503: true}
 
 var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 
@@ -70,7 +71,14 @@ var apiRoutes = []struct {
 	{"PUT", regexp.MustCompile(`^/api/admin/rooms/[^/]+$`)},
 	{"GET", regexp.MustCompile(`^/api/admin/rooms/[^/]+$`)},
 	{"GET", regexp.MustCompile(`^/api/admin/rooms$`)},
+	{"POST", regexp.MustCompile(`^/\.vestibule/enter$`)},
+	{"POST", regexp.MustCompile(`^/\.vestibule/leave$`)},
+	{"GET", regexp.MustCompile(`^/\.vestibule/leave$`)},
 }
+
+// pageCode is what checkError answers for an HTML page: the edge gate's
+// routes answer a person, not a program (gate.go).
+const pageCode = "page"
 
 // routeOf says whether the path is the API's and whether the method is its.
 func routeOf(method, path string) (pathKnown, routeKnown bool) {
@@ -121,8 +129,13 @@ func newFuzzEnv(f *testing.F) *fuzzEnv {
 	def := room.DefaultConfig()
 	def.OriginURL = "https://origin.example/"
 	origins := token.NewOrigins(k.TicketSecret)
+	ring, err := k.GateKeys()
+	if err != nil {
+		f.Fatal(err)
+	}
 	opts := api.Options{Queue: e.q, Tickets: e.tickets, Entries: entries, Origins: origins,
-		AdminAuth: api.AdminKey, AdminKey: e.adminKey, DefaultRoom: def, Clock: e.clock.Now}
+		AdminAuth: api.AdminKey, AdminKey: e.adminKey, DefaultRoom: def, Clock: e.clock.Now,
+		Gate: &api.GateOptions{Keys: ring}}
 	e.live = api.New(opts)
 	opts.Queue = failing{fmt.Errorf("%w: dial tcp 10.0.0.7:6379: connection refused", room.ErrUnavailable)}
 	e.down = api.New(opts)
@@ -261,6 +274,12 @@ func decodedLen(ev events.APIGatewayV2HTTPRequest) (int, bool) {
 // exactly {"error":{"code":"snake_case","message":"..."}}.
 func checkError(t *testing.T, resp events.APIGatewayV2HTTPResponse) string {
 	t.Helper()
+	if strings.HasPrefix(resp.Headers["Content-Type"], "text/html") {
+		if resp.Headers["Cache-Control"] != "no-store" {
+			t.Fatalf("%d: a page without Cache-Control: no-store: %v", resp.StatusCode, resp.Headers)
+		}
+		return pageCode
+	}
 	if !strings.HasPrefix(resp.Headers["Content-Type"], "application/json") {
 		t.Fatalf("%d with Content-Type %q: %q", resp.StatusCode, resp.Headers["Content-Type"], resp.Body)
 	}
@@ -290,7 +309,8 @@ func checkResponse(t *testing.T, resp events.APIGatewayV2HTTPResponse, err error
 	if !documented[resp.StatusCode] {
 		t.Fatalf("undocumented status %d: %q", resp.StatusCode, resp.Body)
 	}
-	if !json.Valid([]byte(resp.Body)) || !utf8.ValidString(resp.Body) {
+	html := strings.HasPrefix(resp.Headers["Content-Type"], "text/html")
+	if !(html || json.Valid([]byte(resp.Body))) || !utf8.ValidString(resp.Body) {
 		t.Fatalf("%d: body is not JSON: %q", resp.StatusCode, resp.Body)
 	}
 	for k, v := range resp.Headers {
@@ -348,7 +368,12 @@ func FuzzHandler(f *testing.F) {
 				t.Log(where)
 			}
 
+			gatePath := strings.HasPrefix(ev.RawPath, "/.vestibule/")
 			switch {
+			case code == pageCode && !(gatePath && routeKnown):
+				t.Fatalf("%s: an HTML page outside the gate's routes", where)
+			case resp.StatusCode == 303 && !gatePath:
+				t.Fatalf("%s: a 303 outside the gate's routes", where)
 			case !pathKnown && (resp.StatusCode != 404 || code != "unknown_route"):
 				t.Fatalf("%s: a path outside the API was not answered 404 unknown_route", where)
 			case pathKnown && !routeKnown && resp.StatusCode != 405:
@@ -384,8 +409,8 @@ func FuzzHandler(f *testing.F) {
 					t.Fatalf("%s: 503 with Redis up: %q", where, resp.Body)
 				}
 				e.forget(ev, resp)
-			} else if resp.StatusCode == 200 && !(ev.RequestContext.HTTP.Method == "GET" && ev.RawPath == "/api/jwks.json") {
-				// Redis is down: only the key set is served without it.
+			} else if resp.StatusCode == 200 && !(ev.RequestContext.HTTP.Method == "GET" && (ev.RawPath == "/api/jwks.json" || ev.RawPath == "/.vestibule/leave")) {
+				// Redis is down: only the key set and the leave page are served without it.
 				t.Fatalf("%s: 200 without Redis: %q", where, resp.Body)
 			}
 		}

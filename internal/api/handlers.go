@@ -38,6 +38,9 @@ type placeResponse struct {
 	// re-reads the status, which carries the page, when it changes. Absent
 	// from a closed room's answer to a visitor without a ticket.
 	PageVersion string `json:"pageVersion,omitempty"`
+	// EnterURL is set when admitted in a gated room: the page posts the entry
+	// token there (a form with token and return) instead of going to OriginURL.
+	EnterURL string `json:"enterUrl,omitempty"`
 }
 
 // newVisitorID is the visitor's identity: random, made here, never taken from
@@ -177,6 +180,9 @@ func (h *Handler) placeResponse(r *request, p room.Place, ticket string) (events
 			return events.APIGatewayV2HTTPResponse{}, internalError(err)
 		}
 		out.EntryToken = tok
+		if p.Config.Gate {
+			out.EnterURL = enterURL(p.Config.OriginURL)
+		}
 	}
 	out.PollAfterMs = pollpolicy.After(in).Milliseconds()
 	return jsonResponse(http.StatusOK, out), nil

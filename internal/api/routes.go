@@ -39,6 +39,9 @@ var handlers = map[string]handlerFunc{
 	"POST /api/events/{event}/orders/{order}/cancel": (*Handler).cancelOrder,
 	"PUT /api/admin/events/{event}":                  (*Handler).putEvent,
 	"GET /api/admin/events/{event}":                  (*Handler).getEvent,
+	"POST /.vestibule/enter":                         (*Handler).gateEnter,
+	"POST /.vestibule/leave":                         (*Handler).gateLeave,
+	"GET /.vestibule/leave":                          (*Handler).gateLeavePage,
 }
 
 // table is the router's view of routes.All. A route without a handler, or a

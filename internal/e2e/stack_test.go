@@ -75,11 +75,13 @@ func repoPath(t *testing.T, rel string) string {
 type settings map[string]any
 
 // baseSettings: small TTLs so the stack reacts quickly, and a long claim TTL
-// so a grant held by a test's "blocker" visitor keeps the room full.
+// so a grant held by a test's "blocker" visitor keeps the room full. The
+// origin is the hand-integration example (the token in the fragment); the
+// gated demo site's journey is gate_test.go's.
 func baseSettings(s *localstack.Stack) settings {
 	return settings{
 		"maxActive": 1, "admitPerMinute": 600, "sessionTTLSeconds": 120, "claimTTLSeconds": 120,
-		"heartbeatTTLSeconds": 30, "mode": "queue", "originUrl": s.OriginURL() + "/",
+		"heartbeatTTLSeconds": 30, "mode": "queue", "originUrl": s.ManualOriginURL() + "/",
 	}
 }
 

@@ -31,7 +31,8 @@ func text(t *testing.T, ctx context.Context, id string) string {
 }
 
 // TestJourney: join → position shown → a refresh keeps the place → admitted →
-// lands on the demo origin with the token in the fragment → the origin consumes it.
+// lands on the hand-integration origin with the token in the fragment → the
+// origin consumes it.
 func TestJourney(t *testing.T) {
 	s := stack(t, "")
 	id := redistest.Room(t)
@@ -90,7 +91,7 @@ func TestJourney(t *testing.T) {
 	// The page moves to the origin with the entry token in the fragment. The
 	// origin page wipes the fragment at once, so the URL is read from the
 	// navigation event rather than from the address bar afterwards.
-	origin := s.OriginURL() + "/"
+	origin := s.ManualOriginURL() + "/"
 	var landed string
 	for ev, err := range navigations {
 		if err != nil {

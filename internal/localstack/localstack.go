@@ -2,8 +2,11 @@
 // (static/) and every API route on one port, translated from plain HTTP into
 // the API Gateway v2 events Lambda receives and served by the very same
 // api.Handler; the admit ticks on a ticker (the same admission.Run as the admit
-// Lambda); a "demo" room; and a small demo booking origin on a second port
-// that consumes the entry token server to server, as a real origin would.
+// Lambda); and two example booking sites. The demo site (the gated "demo"
+// room's origin) is a plain site behind the edge gate (gate.Middleware, as the
+// CloudFront function in AWS), with /.vestibule/* passed to the API. The
+// hand-integration example (the "demo-api" room's origin) consumes the entry
+// token server to server, as an origin that integrates by hand does.
 // Redis is embedded (miniredis) unless a URL names a real one.
 package localstack
 
@@ -16,6 +19,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"sync"
 	"time"
@@ -23,6 +27,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vestibule-dev/vestibule/gate"
 	"github.com/vestibule-dev/vestibule/internal/admission"
 	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/app/apiapp"
@@ -31,8 +36,13 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
-// DemoRoomID is the room the stack creates.
+// DemoRoomID is the gated room the stack creates: its origin is the demo
+// site behind the edge gate.
 const DemoRoomID = "demo"
+
+// DemoAPIRoomID is the room of the hand-integration example origin, which
+// redeems tokens with POST /api/consume itself.
+const DemoAPIRoomID = "demo-api"
 
 // Options configure the stack. The zero value of every field has a default.
 type Options struct {
@@ -40,19 +50,22 @@ type Options struct {
 	RedisCluster bool
 	RedisCAFile  string
 	Addr         string           // waiting room + API listen address, e.g. ":8080" or "127.0.0.1:0"
-	OriginAddr   string           // demo booking origin listen address, e.g. ":8081" or "127.0.0.1:0"
+	OriginAddr   string           // demo site (behind the gate) listen address, e.g. ":8081" or "127.0.0.1:0"
 	StaticDir    string           // default "static"
 	KeyDir       string           // default ".vestibule/keys"
 	AdminKey     string           // "" → random, printed
 	TickInterval time.Duration    // default 1 s; the same tick function as the admit Lambda
 	Clock        func() time.Time // nil → time.Now
-	DemoRoom     *room.Config     // nil → a default demo room "demo" (maxActive 5, admitPerMinute 60, originUrl = the demo origin's URL + "/")
+	DemoRoom     *room.Config     // nil → a default demo room "demo" (maxActive 5, admitPerMinute 60, gated, originUrl = the demo site's URL + "/")
 	Logger       *slog.Logger
+	// ManualOriginAddr is the hand-integration example origin's listen
+	// address, e.g. ":8082"; default "127.0.0.1:0".
+	ManualOriginAddr string
 }
 
 // Stack is a running local stack.
 type Stack struct {
-	url, originURL, adminKey string
+	url, originURL, manualURL, adminKey string
 
 	rdb     redis.UniversalClient
 	mini    *miniredis.Miniredis
@@ -70,6 +83,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	if o.OriginAddr == "" {
 		o.OriginAddr = "127.0.0.1:0"
+	}
+	if o.ManualOriginAddr == "" {
+		o.ManualOriginAddr = "127.0.0.1:0"
 	}
 	if o.StaticDir == "" {
 		o.StaticDir = "static"
@@ -136,20 +152,49 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		appLn.Close()
 		return nil, fmt.Errorf("listen %s: %w", o.OriginAddr, err)
 	}
-	s.url = "http://" + loopback(appLn.Addr())
-	s.originURL = "http://" + loopback(originLn.Addr())
-
-	cfg.DefaultRoom.OriginURL = s.originURL + "/"
-	origins := token.NewOrigins(keys.TicketSecret)
-	h := apiapp.NewHandler(engine, keys, cfg, apiapp.Options{TickInterval: o.TickInterval, Clock: o.Clock, Logger: o.Logger})
-	if err := s.demoRoom(ctx, engine, o.DemoRoom); err != nil {
+	manualLn, err := net.Listen("tcp", o.ManualOriginAddr)
+	if err != nil {
 		appLn.Close()
 		originLn.Close()
+		return nil, fmt.Errorf("listen %s: %w", o.ManualOriginAddr, err)
+	}
+	s.url = "http://" + loopback(appLn.Addr())
+	s.originURL = "http://" + loopback(originLn.Addr())
+	s.manualURL = "http://" + loopback(manualLn.Addr())
+
+	cfg.DefaultRoom.OriginURL = s.manualURL + "/"
+	origins := token.NewOrigins(keys.TicketSecret)
+	// Plain HTTP on this machine: the gate's cookie goes without Secure on a
+	// loopback host (and only there).
+	h := apiapp.NewHandler(engine, keys, cfg, apiapp.Options{TickInterval: o.TickInterval, Clock: o.Clock, Logger: o.Logger, InsecureLoopback: true})
+	ring, err := keys.GateKeys()
+	if err != nil {
+		appLn.Close()
+		originLn.Close()
+		manualLn.Close()
+		return nil, err
+	}
+	gateCfg := gate.Config{Room: DemoRoomID, WaitingRoomURL: s.url + "/", OpenPaths: SiteOpenPaths, Keys: ring}
+	// A browser keeps the gate's cookie over plain HTTP only on a loopback
+	// host: listening elsewhere (-host 192.0.2.7), the demo room goes to the
+	// hand-integration example instead.
+	gated := gateCfg.Validate() == nil
+	if !gated {
+		o.Logger.Warn("the demo site's gate needs a loopback host over plain HTTP; the demo room uses the hand-integration origin", "url", s.url)
+	}
+	err = s.demoRooms(ctx, engine, o.DemoRoom, gated)
+	if err != nil {
+		appLn.Close()
+		originLn.Close()
+		manualLn.Close()
 		return nil, err
 	}
 
 	app := http.NewServeMux()
 	app.Handle("/api/", Gateway(h.Handle))
+	// The gate's routes, which the demo site passes here (in AWS, CloudFront's
+	// /.vestibule/* behaviour of the protected site's distribution).
+	app.Handle(gate.VestibulePrefix, Gateway(h.Handle))
 	app.Handle("/", http.FileServer(http.Dir(o.StaticDir)))
 	// The path form of a room's page (docs/PAGE.md), as CloudFront's function maps it.
 	page := func(w http.ResponseWriter, r *http.Request) {
@@ -166,7 +211,15 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		cfg, err := engine.GetConfig(ctx, id)
 		return cfg.OriginURL, err
 	}
-	s.serve(originLn, noReferrer(newOrigin(s.url, s.originURL, origins.Credential, originOf, o.Logger)))
+	s.serve(manualLn, noReferrer(newOrigin(s.url, s.manualURL, origins.Credential, originOf, o.Logger)))
+	if gated {
+		apiURL, _ := url.Parse(s.url)
+		s.serve(originLn, noReferrer(newGatedSite(gateCfg, apiURL)))
+	} else {
+		s.serve(originLn, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "the demo site's gate needs a loopback host (or https)", http.StatusServiceUnavailable)
+		}))
+	}
 
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
@@ -179,31 +232,50 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	return s, nil
 }
 
-// demoRoom creates the demo room, or points an existing one (a real Redis
-// keeps it between runs) at this run's origin.
-func (s *Stack) demoRoom(ctx context.Context, q room.Queue, cfg *room.Config) error {
+// demoRooms creates the demo rooms: "demo", gated, whose origin is the demo
+// site (or, when the site cannot be gated, the hand-integration example), and
+// "demo-api", whose origin is the hand-integration example. cfg, when set,
+// is the demo room's settings.
+func (s *Stack) demoRooms(ctx context.Context, q room.Queue, cfg *room.Config, gated bool) error {
 	want := room.DefaultConfig()
 	want.MaxActive, want.AdmitPerMinute = 5, 60
 	if cfg != nil {
 		want = *cfg
+	} else {
+		want.Gate = gated
 	}
 	if want.OriginURL == "" {
 		want.OriginURL = s.originURL + "/"
+		if !gated {
+			want.OriginURL = s.manualURL + "/"
+		}
 	}
-	cur, err := q.GetConfig(ctx, DemoRoomID)
+	if err := s.demoRoom(ctx, q, DemoRoomID, want, cfg != nil); err != nil {
+		return err
+	}
+	manual := room.DefaultConfig()
+	manual.MaxActive, manual.AdmitPerMinute, manual.OriginURL = 5, 60, s.manualURL+"/"
+	return s.demoRoom(ctx, q, DemoAPIRoomID, manual, false)
+}
+
+// demoRoom creates a demo room, or points an existing one (a real Redis keeps
+// it between runs) at this run's origin and gate setting; force puts want as
+// it is.
+func (s *Stack) demoRoom(ctx context.Context, q room.Queue, id string, want room.Config, force bool) error {
+	cur, err := q.GetConfig(ctx, id)
 	switch {
-	case errors.Is(err, room.ErrUnknownRoom) || cfg != nil:
+	case errors.Is(err, room.ErrUnknownRoom) || force:
 	case err != nil:
-		return fmt.Errorf("demo room: %w", err)
+		return fmt.Errorf("room %s: %w", id, err)
 	default:
-		if cur.OriginURL == want.OriginURL {
+		if cur.OriginURL == want.OriginURL && cur.Gate == want.Gate {
 			return nil
 		}
-		cur.OriginURL = want.OriginURL
+		cur.OriginURL, cur.Gate = want.OriginURL, want.Gate
 		want = cur
 	}
-	if _, err := q.PutConfig(ctx, DemoRoomID, want); err != nil {
-		return fmt.Errorf("demo room: %w", err)
+	if _, err := q.PutConfig(ctx, id, want); err != nil {
+		return fmt.Errorf("room %s: %w", id, err)
 	}
 	return nil
 }
@@ -240,8 +312,13 @@ func noReferrer(h http.Handler) http.Handler {
 // URL is the waiting room's base URL (static files and /api).
 func (s *Stack) URL() string { return s.url }
 
-// OriginURL is the demo booking origin's base URL.
+// OriginURL is the demo site's base URL: the gated demo room's origin, a
+// plain site behind the edge gate.
 func (s *Stack) OriginURL() string { return s.originURL }
+
+// ManualOriginURL is the hand-integration example origin's base URL: the
+// demo-api room's origin, which redeems entry tokens with POST /api/consume.
+func (s *Stack) ManualOriginURL() string { return s.manualURL }
 
 // AdminKey is the bearer key of the admin routes.
 func (s *Stack) AdminKey() string { return s.adminKey }

@@ -43,8 +43,9 @@ func call(t *testing.T, method, url, auth, body string) (int, http.Header, map[s
 }
 
 // The whole journey through plain HTTP: the page's API calls, the ticks the
-// stack runs by itself, and the demo origin redeeming the token server to
-// server — on the embedded Redis and on a real one.
+// stack runs by itself, and the hand-integration example origin redeeming the
+// token server to server — on the embedded Redis and on a real one. (The
+// gated demo site's journey is gate_test.go's.)
 func TestStack(t *testing.T) {
 	for name, url := range map[string]string{
 		"embedded": "",
@@ -76,14 +77,19 @@ func TestStack(t *testing.T) {
 
 			code, _, cfg := call(t, "GET", s.URL()+"/api/admin/rooms/demo", s.AdminKey(), "")
 			c, _ := cfg["config"].(map[string]any)
-			if code != 200 || c["originUrl"] != s.OriginURL()+"/" || c["maxActive"] != float64(5) {
+			if code != 200 || c["originUrl"] != s.OriginURL()+"/" || c["maxActive"] != float64(5) || c["gate"] != true {
 				t.Fatalf("demo room: %d %v", code, cfg)
+			}
+			code, _, cfg = call(t, "GET", s.URL()+"/api/admin/rooms/demo-api", s.AdminKey(), "")
+			c, _ = cfg["config"].(map[string]any)
+			if code != 200 || c["originUrl"] != s.ManualOriginURL()+"/" || c["gate"] != false {
+				t.Fatalf("demo-api room: %d %v", code, cfg)
 			}
 			if code, _, _ := call(t, "GET", s.URL()+"/api/admin/rooms", "wrong-key-wrong-key", ""); code != 401 {
 				t.Fatalf("admin with a wrong key: %d", code)
 			}
 
-			code, _, e := call(t, "POST", s.URL()+"/api/rooms/demo/enqueue", "", "")
+			code, _, e := call(t, "POST", s.URL()+"/api/rooms/demo-api/enqueue", "", "")
 			ticket, _ := e["ticket"].(string)
 			if code != 200 || ticket == "" {
 				t.Fatalf("enqueue: %d %v", code, e)
@@ -92,7 +98,7 @@ func TestStack(t *testing.T) {
 			deadline := time.Now().Add(5 * time.Second)
 			for tok == "" && time.Now().Before(deadline) {
 				time.Sleep(pollpolicy.MinInterval) // as the page does: no faster than the engine allows
-				code, _, p := call(t, "GET", s.URL()+"/api/rooms/demo/poll", ticket, "")
+				code, _, p := call(t, "GET", s.URL()+"/api/rooms/demo-api/poll", ticket, "")
 				if code != 200 {
 					t.Fatalf("poll: %d %v", code, p)
 				}
@@ -103,8 +109,8 @@ func TestStack(t *testing.T) {
 				t.Fatal("not admitted by the stack's own ticks")
 			}
 
-			// The demo origin: its page, then its backend redeeming the token.
-			resp, err = http.Get(s.OriginURL() + "/")
+			// The hand-integration origin: its page, then its backend redeeming the token.
+			resp, err = http.Get(s.ManualOriginURL() + "/")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,18 +120,18 @@ func TestStack(t *testing.T) {
 				t.Fatalf("origin page: %v", resp.Header)
 			}
 			body := `{"token":"` + tok + `"}`
-			code, _, sess := call(t, "POST", s.OriginURL()+"/session", "", body)
-			if code != 200 || sess["room"] != "demo" || sess["visitor"] == "" || sess["sessionExpiresAt"] == nil {
+			code, _, sess := call(t, "POST", s.ManualOriginURL()+"/session", "", body)
+			if code != 200 || sess["room"] != "demo-api" || sess["visitor"] == "" || sess["sessionExpiresAt"] == nil {
 				t.Fatalf("origin session: %d %v", code, sess)
 			}
-			if code, _, r := call(t, "POST", s.OriginURL()+"/session", "", body); code != 409 {
+			if code, _, r := call(t, "POST", s.ManualOriginURL()+"/session", "", body); code != 409 {
 				t.Fatalf("replay through the origin: %d %v", code, r)
 			}
-			if code, _, r := call(t, "POST", s.OriginURL()+"/complete", "", body); code != 200 {
+			if code, _, r := call(t, "POST", s.ManualOriginURL()+"/complete", "", body); code != 200 {
 				t.Fatalf("complete through the origin: %d %v", code, r)
 			}
 
-			// A room that sends its visitors to another site: the demo origin
+			// A room that sends its visitors to another site: the example origin
 			// redeems none of its tokens (it is not that room's origin).
 			other := redistest.Room(t)
 			if code, _, r := call(t, "PUT", s.URL()+"/api/admin/rooms/"+other, s.AdminKey(),
@@ -137,7 +143,7 @@ func TestStack(t *testing.T) {
 			if otherTok == "" {
 				t.Fatalf("passthrough enqueue gave no entry token: %v", oe)
 			}
-			if code, _, r := call(t, "POST", s.OriginURL()+"/session", "", `{"token":"`+otherTok+`"}`); code != 403 {
+			if code, _, r := call(t, "POST", s.ManualOriginURL()+"/session", "", `{"token":"`+otherTok+`"}`); code != 403 {
 				t.Fatalf("another room's token at the demo origin: %d %v, want 403", code, r)
 			}
 			if code, _, _ := call(t, "GET", s.URL()+"/api/nope", "", ""); code != 404 {

@@ -14,7 +14,9 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
-// newOrigin is the demo booking site. Its page reads the entry token from the
+// newOrigin is the hand-integration example origin (the demo-api room's):
+// a booking site that redeems entry tokens itself, without the edge gate. Its
+// page reads the entry token from the
 // URL fragment (#token=…: a fragment never reaches a server, a log or a
 // Referer header), removes it from the address bar, and posts it to the
 // site's own backend, which redeems it at the waiting room's POST /api/consume
@@ -77,7 +79,7 @@ func newOrigin(waitingRoom, self string, credential func(room string) string, or
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'")
-		originPage.Execute(w, map[string]string{"WaitingRoom": waitingRoom + "/?room=" + DemoRoomID})
+		originPage.Execute(w, map[string]string{"WaitingRoom": waitingRoom + "/?room=" + DemoAPIRoomID})
 	})
 	return mux
 }

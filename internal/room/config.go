@@ -35,8 +35,8 @@ type Setting struct {
 	Choices []string
 	// Default is the setting's value in DefaultConfig, of its Config field's
 	// type: int64 for a number, Mode, string (originUrl: "", there is no default
-	// origin), *time.Time (opensAt: nil, no opening time) or *Page (page: nil,
-	// the waiting page's own texts).
+	// origin), *time.Time (opensAt: nil, no opening time), *Page (page: nil,
+	// the waiting page's own texts) or bool (gate: false).
 	Default any
 
 	reset  func(*Config)         // sets the default
@@ -169,6 +169,33 @@ var settings = []Setting{
 			func(c *Config) **Page { return &c.Page }, nil, encodePage, decodePage,
 			func(p *Page) string { _, reason := p.check(); return reason })
 		s.field = func(c Config) string { f, _ := c.Page.check(); return f }
+		return s
+	}(),
+	// Redis keeps it as "1" or "0"; a room stored before the setting existed has
+	// none, which reads as off.
+	func() Setting {
+		s := setting("gate", "the room guards a site behind the edge gate: the entry token goes to its /.vestibule/enter",
+			func(c *Config) *bool { return &c.Gate }, false,
+			func(b bool) string {
+				if b {
+					return "1"
+				}
+				return "0"
+			},
+			func(s string) bool { return s == "1" },
+			func(bool) string { return "" })
+		// The gate's cookie is Secure: a gated site must be https, or http
+		// only on this machine (local development).
+		s.check = func(c Config) string {
+			if !c.Gate {
+				return ""
+			}
+			u, err := url.Parse(c.OriginURL)
+			if err != nil || !(u.Scheme == "https" || u.Scheme == "http" && Loopback(u.Hostname())) {
+				return "needs an https originUrl (http only for localhost or 127.0.0.1)"
+			}
+			return ""
+		}
 		return s
 	}(),
 }

@@ -45,6 +45,11 @@ type Config struct {
 	ClientEnqueuePerMinute int64 `json:"clientEnqueuePerMinute"`
 	// JoinChallengeBits is the proof of work a fresh join must show (0: none).
 	JoinChallengeBits int64 `json:"joinChallengeBits"`
+	// Gate says the room guards a site behind the edge gate (docs/GATE.md):
+	// the waiting page posts the entry token to the site's /.vestibule/enter,
+	// which redeems it for a session cookie. Off, the token goes to originUrl in
+	// the URL fragment and the origin redeems it with its credential.
+	Gate bool `json:"gate"`
 }
 
 // State is where a visitor stands.

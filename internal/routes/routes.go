@@ -24,7 +24,7 @@ const (
 // booking routes' ids.
 type Route struct {
 	Method   string // GET, POST, PUT
-	Path     string // e.g. /api/rooms/{room}/enqueue
+	Path     string // e.g. /api/rooms/{room}/enqueue; under /api/ or, for the edge gate, /.vestibule/
 	Function string // the function API Gateway sends it to
 	Admin    bool   // IAM-authorised in AWS, the admin key locally
 }
@@ -54,4 +54,13 @@ var All = []Route{
 	{"POST", "/api/events/{event}/orders/{order}/cancel", Booking, false},
 	{"PUT", "/api/admin/events/{event}", Booking, true},
 	{"GET", "/api/admin/events/{event}", Booking, true},
+	// The edge gate's routes (docs/GATE.md): on a protected site's distribution
+	// CloudFront sends /.vestibule/* to the API. HTML for a person, not JSON.
+	{"POST", "/.vestibule/enter", Consume, false},
+	{"POST", "/.vestibule/leave", Consume, false},
+	{"GET", "/.vestibule/leave", Consume, false},
 }
+
+// GatePrefix is where the edge gate's routes live on a protected site; every
+// other route is under /api/.
+const GatePrefix = "/.vestibule/"

@@ -73,6 +73,10 @@ func EntryKeyFromSeed(seed []byte) (*EntryKey, error) {
 type Keys struct {
 	TicketSecret []byte      // HS256 key of tickets
 	Entry        []*EntryKey // Entry[0] signs; the rest (rotated out) still verify and appear in the JWKS
+	// EntrySeeds are the seeds Entry was derived from, in the same order
+	// (current first). The edge gate derives its cookie keys from them
+	// (GateKeys); nothing else reads them.
+	EntrySeeds [][]byte
 }
 
 // NewKeys returns fresh random keys that live only in memory (the simulator,
@@ -85,7 +89,7 @@ func NewKeys() (*Keys, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Keys{TicketSecret: secret, Entry: []*EntryKey{ek}}, nil
+	return &Keys{TicketSecret: secret, Entry: []*EntryKey{ek}, EntrySeeds: [][]byte{seed}}, nil
 }
 
 // Local key files, inside the folder given to LoadLocal.
@@ -120,7 +124,7 @@ func LoadLocal(dir string) (*Keys, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", localEntryFile, err)
 	}
-	keys := &Keys{TicketSecret: ticket, Entry: []*EntryKey{current}}
+	keys := &Keys{TicketSecret: ticket, Entry: []*EntryKey{current}, EntrySeeds: [][]byte{seed}}
 
 	prevSeed, err := os.ReadFile(filepath.Join(dir, localEntryPreviousFile))
 	switch {
@@ -129,12 +133,14 @@ func LoadLocal(dir string) (*Keys, error) {
 	case err != nil:
 		return nil, fmt.Errorf("token: %w", err)
 	}
-	previous, err := EntryKeyFromSeed(bytes.TrimSpace(prevSeed))
+	prevSeed = bytes.TrimSpace(prevSeed)
+	previous, err := EntryKeyFromSeed(prevSeed)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", localEntryPreviousFile, err)
 	}
 	if previous.ID != current.ID {
 		keys.Entry = append(keys.Entry, previous)
+		keys.EntrySeeds = append(keys.EntrySeeds, prevSeed)
 	}
 	return keys, nil
 }
@@ -214,7 +220,7 @@ func LoadSecretsManager(ctx context.Context, sm SecretsGetter, ticketSecretARN, 
 	if err != nil {
 		return nil, fmt.Errorf("token: entry secret %s: %w", stageCurrent, err)
 	}
-	keys := &Keys{TicketSecret: ticket, Entry: []*EntryKey{current}}
+	keys := &Keys{TicketSecret: ticket, Entry: []*EntryKey{current}, EntrySeeds: [][]byte{seed}}
 
 	prevSeed, err := secretString(ctx, sm, entrySecretARN, stagePrevious)
 	var notFound *types.ResourceNotFoundException
@@ -230,6 +236,7 @@ func LoadSecretsManager(ctx context.Context, sm SecretsGetter, ticketSecretARN, 
 	}
 	if previous.ID != current.ID {
 		keys.Entry = append(keys.Entry, previous)
+		keys.EntrySeeds = append(keys.EntrySeeds, prevSeed)
 	}
 	return keys, nil
 }

@@ -305,10 +305,17 @@ async function accepted(r, saved) {
   };
   if (r.state === 'admitted') {
     storage.del(TICKET); // spent: coming back later starts a new visit
-    target = safeTarget(r.originUrl, r.entryToken);
+    nextAt = 0;          // nothing more to poll: a tab coming back to view must not ask again
+    // A gated room: post the token to the site's /.vestibule/enter, which sets
+    // the gate's cookie (docs/GATE.md). Otherwise the fragment, which never
+    // reaches server logs or Referer headers.
+    const form = enterForm(r.enterUrl, r.entryToken);
+    target = form ? form.action : safeTarget(r.originUrl, r.entryToken);
     publish({ ...v, moving: !!target });
-    // The fragment never reaches server logs or Referer headers.
-    if (target) setTimeout(() => location.replace(target), MOVE_DELAY_MS);
+    if (form) {
+      $('go').onclick = e => { e.preventDefault(); submitOnce(form); };
+      setTimeout(() => submitOnce(form), MOVE_DELAY_MS);
+    } else if (target) setTimeout(() => location.replace(target), MOVE_DELAY_MS);
     return;
   }
   if (r.state === 'expired') {
@@ -328,6 +335,44 @@ function safeTarget(originUrl, token) {
     u.hash = 'token=' + encodeURIComponent(token);
     return u.href;
   } catch { return ''; }
+}
+
+// The gate's 302 gives the waiting page ?return=<path on the site>; the same
+// rule as gate.SafeReturn (which the server applies again): one leading "/",
+// RFC 3986 path and query characters only, at most 1024 bytes; else "/".
+function safeReturn() {
+  const p = new URLSearchParams(location.search).get('return') || '';
+  return p.length <= 1024 && /^\/(?!\/)[A-Za-z0-9\-._~!$&'()*+,;=:@\/?%]*$/.test(p) ? p : '/';
+}
+
+// enterForm builds the hidden form that posts the entry token to a gated
+// site's /.vestibule/enter (a top-level POST, so the answer can set the
+// site's cookie), or returns null when the room is not gated.
+function enterForm(enterUrl, token) {
+  if (!enterUrl || !token) return null;
+  let u;
+  try { u = new URL(enterUrl, location.href); } catch { return null; }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') return null;
+  const form = document.createElement('form');
+  form.method = 'post';
+  form.action = u.href;
+  form.hidden = true;
+  for (const [name, value] of [['token', token], ['return', safeReturn()]]) {
+    const input = document.createElement('input');
+    input.type = 'hidden';
+    input.name = name;
+    input.value = value;
+    form.append(input);
+  }
+  document.body.append(form);
+  return form;
+}
+
+// An entry token redeems once: a second post would meet "already used".
+function submitOnce(form) {
+  if (form.dataset.sent) return;
+  form.dataset.sent = '1';
+  form.submit();
 }
 
 function failed(e) {

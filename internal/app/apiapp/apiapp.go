@@ -42,6 +42,9 @@ type Options struct {
 	Orders  booking.Publisher
 	// Edge requires CloudFront's origin header on the public routes; nil: not required.
 	Edge *api.EdgeGuard
+	// InsecureLoopback lets the edge gate's cookie go without Secure on a
+	// loopback host (the local stack's plain HTTP); never set in AWS.
+	InsecureLoopback bool
 }
 
 // LoadKeys loads the token keys: from Secrets Manager when the config names
@@ -123,8 +126,15 @@ func NewEdgeGuard(ctx context.Context, sm token.SecretsGetter, c config.Config) 
 }
 
 // NewHandler builds the API handler over a queue and keys, as the config says.
+// The edge gate's cookie keys are derived once, here, from the entry seeds
+// (token.Keys.GateKeys); keys without seeds leave the gate's routes off.
 func NewHandler(q room.Queue, keys *token.Keys, c config.Config, o Options) *api.Handler {
+	var gateOpts *api.GateOptions
+	if ring, err := keys.GateKeys(); err == nil {
+		gateOpts = &api.GateOptions{Keys: ring, InsecureLoopback: o.InsecureLoopback}
+	}
 	return api.New(api.Options{
+		Gate:         gateOpts,
 		Queue:        q,
 		Tickets:      token.NewTickets(keys.TicketSecret, c.Issuer),
 		Entries:      token.NewEntries(keys.Entry, c.Issuer),

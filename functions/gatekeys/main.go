@@ -1,0 +1,81 @@
+// Command gatekeys is the Lambda that writes the edge gate's keys to its
+// CloudFront KeyValueStore (internal/gatekeys). CloudFormation runs it as a
+// custom resource when a deploy creates the gate (or changes its store or
+// secret); after every change of the entry-key secret an operator invokes it
+// by hand (docs/GATE.md):
+//
+//	aws lambda invoke --function-name <GateKeysFunction> /dev/stdout
+//
+// Environment: ENTRY_KEY_SECRET_ARN (the entry-key secret) and GATE_KVS_ARN
+// (the store). It lives outside the VPC: the KeyValueStore API has no VPC
+// endpoint.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/cfn"
+	"github.com/aws/aws-lambda-go/lambda"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudfrontkeyvaluestore"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/gatekeys"
+)
+
+// EnvKVSARN names the KeyValueStore to write.
+const EnvKVSARN = "GATE_KVS_ARN"
+
+func sync(ctx context.Context) (gatekeys.Result, error) {
+	secret, store := os.Getenv(config.EnvEntryKeySecretARN), os.Getenv(EnvKVSARN)
+	if secret == "" || store == "" {
+		return gatekeys.Result{}, fmt.Errorf("gatekeys: %s and %s are required", config.EnvEntryKeySecretARN, EnvKVSARN)
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return gatekeys.Result{}, err
+	}
+	keys, err := gatekeys.Load(ctx, secretsmanager.NewFromConfig(cfg), secret)
+	if err != nil {
+		return gatekeys.Result{}, err
+	}
+	return gatekeys.Sync(ctx, cloudfrontkeyvaluestore.NewFromConfig(cfg), store, keys.Entries())
+}
+
+// custom is the custom resource: Create and Update sync; Delete does nothing
+// (the store goes with the stack).
+func custom(ctx context.Context, ev cfn.Event) (string, map[string]any, error) {
+	id := "vestibule-gate-keys"
+	if ev.RequestType == cfn.RequestDelete {
+		return ev.PhysicalResourceID, nil, nil
+	}
+	r, err := sync(ctx)
+	if err != nil {
+		return id, nil, err
+	}
+	return id, map[string]any{"Current": r.Current}, nil
+}
+
+// handle answers a CloudFormation custom resource event, or any other invocation
+// with a sync and its result.
+func handle(ctx context.Context, raw json.RawMessage) (any, error) {
+	var probe struct {
+		RequestType string `json:"RequestType"`
+	}
+	json.Unmarshal(raw, &probe)
+	if probe.RequestType != "" {
+		var ev cfn.Event
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, err
+		}
+		_, err := cfn.LambdaWrap(custom)(ctx, ev)
+		return nil, err
+	}
+	return sync(ctx)
+}
+
+func main() { lambda.Start(handle) }

@@ -1,0 +1,262 @@
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfrontorigins"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/vestibule-dev/vestibule/gate"
+	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// The edge gate in front of a booking site (docs/GATE.md): with Settings.ProtectOrigin set, the
+// stack adds a second CloudFront distribution in front of that origin. Its default behaviour runs
+// the gate's CloudFront Function (viewer request) with a KeyValueStore of the cookie keys; its
+// /.vestibule/* behaviour goes to the HTTP API, where /.vestibule/enter and leave live. The
+// gatekeys Lambda writes the keys to the store when a deploy creates the gate (a custom resource)
+// and when invoked by hand after a change of the entry-key secret.
+
+// Context keys of the gate.
+const (
+	CtxProtectOrigin    = "protectOrigin"    // the booking site's origin domain, e.g. booking-origin.example.com
+	CtxProtectRoom      = "protectRoom"      // the room that guards it
+	CtxProtectOpenPaths = "protectOpenPaths" // comma-separated (or a JSON list in cdk.json): /robots.txt,/assets/*
+)
+
+// GateKeysFunction is the Lambda (functions/gatekeys) that writes the gate's keys to its store.
+const GateKeysFunction = "gatekeys"
+
+// GateHostFunction is the CloudFront Function (viewer request) of the protected distribution's
+// /.vestibule/* behaviour: CloudFront does not forward the viewer's Host to the API (which needs its
+// own), so it copies it to X-Forwarded-Host, where /.vestibule/enter reads the site it was posted to.
+// It overwrites whatever a viewer sent in that header.
+const GateHostFunction = `function handler(event) {
+  var request = event.request;
+  request.headers['x-forwarded-host'] = { value: request.headers.host.value };
+  return request;
+}`
+
+// waitingRoomPlaceholder stands for the waiting room's URL while gate.CloudFrontFunction checks
+// and renders the function: the real URL is the other distribution's domain, a token at synth
+// time, put in its place afterwards.
+const waitingRoomPlaceholder = "https://waiting-room.vestibule.invalid/"
+
+// originDomain is a DNS name: what CloudFront accepts as a custom origin's domain.
+var originDomain = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$`)
+
+// gateFromContext reads the gate's context keys into s.
+func gateFromContext(node constructs.Node, s *Settings) []error {
+	get := func(key string) (any, bool) {
+		v := node.TryGetContext(&key)
+		return v, v != nil
+	}
+	if v, ok := get(CtxProtectOrigin); ok {
+		s.ProtectOrigin = fmt.Sprint(v)
+	}
+	if v, ok := get(CtxProtectRoom); ok {
+		s.ProtectRoom = fmt.Sprint(v)
+	}
+	if v, ok := get(CtxProtectOpenPaths); ok {
+		s.ProtectOpenPaths = nil
+		switch list := v.(type) {
+		case []any:
+			for _, p := range list {
+				s.ProtectOpenPaths = append(s.ProtectOpenPaths, fmt.Sprint(p))
+			}
+		default:
+			for p := range strings.SplitSeq(fmt.Sprint(v), ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					s.ProtectOpenPaths = append(s.ProtectOpenPaths, p)
+				}
+			}
+		}
+	}
+	if err := ValidateGate(*s); err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
+// ValidateGate checks the gate's settings: none, or an origin domain, a room id and open paths the
+// gate accepts.
+func ValidateGate(s Settings) error {
+	if s.ProtectOrigin == "" {
+		if s.ProtectRoom != "" || len(s.ProtectOpenPaths) > 0 {
+			return fmt.Errorf("%w: %s and %s need %s", ErrBadSetting, CtxProtectRoom, CtxProtectOpenPaths, CtxProtectOrigin)
+		}
+		return nil
+	}
+	var errs []error
+	if !originDomain.MatchString(s.ProtectOrigin) {
+		errs = append(errs, fmt.Errorf("%w: %s=%q is not a domain name (no scheme, port or path)", ErrBadSetting, CtxProtectOrigin, s.ProtectOrigin))
+	}
+	if !room.ValidRoomID(s.ProtectRoom) {
+		errs = append(errs, fmt.Errorf("%w: %s=%q is not a room id (1-64 of [A-Za-z0-9_-]); it is required with %s", ErrBadSetting, CtxProtectRoom, s.ProtectRoom, CtxProtectOrigin))
+	} else if _, err := gateFunctionSource(s); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %s: %v", ErrBadSetting, CtxProtectOpenPaths, err))
+	}
+	return errors.Join(errs...)
+}
+
+// gateFunctionSource is the gate's function for the settings, with the placeholder waiting room.
+func gateFunctionSource(s Settings) (string, error) {
+	return gate.CloudFrontFunction(gate.Config{Room: s.ProtectRoom, WaitingRoomURL: waitingRoomPlaceholder, OpenPaths: s.ProtectOpenPaths})
+}
+
+// Gate is what newGate made, for tests and outputs.
+type Gate struct {
+	Distribution awscloudfront.Distribution
+	Function     awscloudfront.Function
+	Store        awscloudfront.KeyValueStore
+	Keys         awslambda.Function
+}
+
+// newGate adds the protected site's distribution when the settings name an origin; the waiting
+// room's distribution gives the URL the gate sends visitors to, the entry-key secret the keys.
+func newGate(st awscdk.Stack, v *Vestibule, set Settings, entrySecret, originSecret awssecretsmanager.Secret) *Gate {
+	if set.ProtectOrigin == "" {
+		return nil
+	}
+	if err := ValidateGate(set); err != nil {
+		awscdk.Annotations_Of(st).AddError(jsii.String(err.Error()))
+		return nil
+	}
+	src, _ := gateFunctionSource(set) // validated above
+	if strings.Count(src, waitingRoomPlaceholder) != 1 {
+		awscdk.Annotations_Of(st).AddError(jsii.String("the gate's function does not hold the waiting room URL once"))
+		return nil
+	}
+	waitingRoom := "https://" + *v.Distribution.DistributionDomainName() + "/"
+	src = strings.Replace(src, waitingRoomPlaceholder, waitingRoom, 1)
+	g := &Gate{}
+
+	g.Store = awscloudfront.NewKeyValueStore(st, jsii.String("GateKeyValueStore"), &awscloudfront.KeyValueStoreProps{
+		Comment: jsii.String("Vestibule gate: the session cookies' keys (key:<kid>, current)"),
+	})
+
+	// The key sync: outside the VPC (the KeyValueStore API has no VPC endpoint), reading only the
+	// entry-key secret and writing only this store.
+	logs := awslogs.NewLogGroup(st, jsii.String("GateKeysLogs"), &awslogs.LogGroupProps{
+		Retention:     retentionOr(set.LogRetentionDays),
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	g.Keys = awslambda.NewFunction(st, jsii.String("GateKeysFunction"), &awslambda.FunctionProps{
+		Description:  jsii.String("Vestibule gate: writes the cookie keys, derived from the entry-key secret, to the KeyValueStore"),
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: awslambda.Architecture_ARM_64(),
+		Handler:      jsii.String("bootstrap"),
+		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(set.AssetDir, GateKeysFunction)), nil),
+		MemorySize:   jsii.Number(128),
+		Timeout:      awscdk.Duration_Seconds(jsii.Number(30)),
+		Environment: &map[string]*string{
+			config.EnvEntryKeySecretARN: entrySecret.SecretArn(),
+			"GATE_KVS_ARN":              g.Store.KeyValueStoreArn(),
+		},
+		LogGroup: logs,
+	})
+	entrySecret.GrantRead(g.Keys, nil)
+	g.Keys.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings("cloudfront-keyvaluestore:DescribeKeyValueStore",
+			"cloudfront-keyvaluestore:ListKeys", "cloudfront-keyvaluestore:UpdateKeys"),
+		Resources: &[]*string{g.Store.KeyValueStoreArn()},
+	}))
+	sync := awscdk.NewCustomResource(st, jsii.String("GateKeys"), &awscdk.CustomResourceProps{
+		ServiceToken: g.Keys.FunctionArn(),
+		ResourceType: jsii.String("Custom::VestibuleGateKeys"),
+		Properties: &map[string]any{
+			"KvsArn":         g.Store.KeyValueStoreArn(),
+			"EntrySecretArn": entrySecret.SecretArn(),
+		},
+	})
+
+	g.Function = awscloudfront.NewFunction(st, jsii.String("GateFunction"), &awscloudfront.FunctionProps{
+		Comment:       jsii.String("Vestibule gate for room " + set.ProtectRoom),
+		Runtime:       awscloudfront.FunctionRuntime_JS_2_0(),
+		Code:          awscloudfront.FunctionCode_FromInline(jsii.String(src)),
+		KeyValueStore: g.Store,
+	})
+	hostFn := awscloudfront.NewFunction(st, jsii.String("GateHostFunction"), &awscloudfront.FunctionProps{
+		Comment: jsii.String("Vestibule gate: the site's host to the API in X-Forwarded-Host"),
+		Runtime: awscloudfront.FunctionRuntime_JS_2_0(),
+		Code:    awscloudfront.FunctionCode_FromInline(jsii.String(GateHostFunction)),
+	})
+
+	// The booking site as it is: nothing cached, every viewer header but Host forwarded (the origin
+	// keeps its own name and certificate); a team that caches pages can change the cache policy,
+	// since a viewer-request function runs before the cache.
+	g.Distribution = awscloudfront.NewDistribution(st, jsii.String("GateDistribution"), &awscloudfront.DistributionProps{
+		Comment:     jsii.String("Vestibule gate: " + set.ProtectOrigin + " behind room " + set.ProtectRoom),
+		HttpVersion: awscloudfront.HttpVersion_HTTP2_AND_3,
+		DefaultBehavior: &awscloudfront.BehaviorOptions{
+			Origin: awscloudfrontorigins.NewHttpOrigin(jsii.String(set.ProtectOrigin), &awscloudfrontorigins.HttpOriginProps{
+				ProtocolPolicy:     awscloudfront.OriginProtocolPolicy_HTTPS_ONLY,
+				OriginSslProtocols: &[]awscloudfront.OriginSslPolicy{awscloudfront.OriginSslPolicy_TLS_V1_2},
+			}),
+			ViewerProtocolPolicy: awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
+			AllowedMethods:       awscloudfront.AllowedMethods_ALLOW_ALL(),
+			CachePolicy:          awscloudfront.CachePolicy_CACHING_DISABLED(),
+			OriginRequestPolicy:  awscloudfront.OriginRequestPolicy_ALL_VIEWER_EXCEPT_HOST_HEADER(),
+			FunctionAssociations: &[]*awscloudfront.FunctionAssociation{{
+				Function: g.Function, EventType: awscloudfront.FunctionEventType_VIEWER_REQUEST,
+			}},
+		},
+	})
+	apiDomain := awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), v.API.ApiEndpoint(), nil))
+	g.Distribution.AddBehavior(jsii.String(gate.VestibulePrefix+"*"), awscloudfrontorigins.NewHttpOrigin(apiDomain, &awscloudfrontorigins.HttpOriginProps{
+		ProtocolPolicy:     awscloudfront.OriginProtocolPolicy_HTTPS_ONLY,
+		OriginSslProtocols: &[]awscloudfront.OriginSslPolicy{awscloudfront.OriginSslPolicy_TLS_V1_2},
+		// The API's public routes answer only requests that carry CloudFront's origin secret.
+		CustomHeaders: &map[string]*string{config.OriginHeader: originHeaderValue(set, originSecret)},
+	}), &awscloudfront.AddBehaviorOptions{
+		ViewerProtocolPolicy: awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
+		AllowedMethods:       awscloudfront.AllowedMethods_ALLOW_ALL(),
+		CachePolicy:          awscloudfront.CachePolicy_CACHING_DISABLED(),
+		OriginRequestPolicy:  awscloudfront.OriginRequestPolicy_ALL_VIEWER_EXCEPT_HOST_HEADER(),
+		FunctionAssociations: &[]*awscloudfront.FunctionAssociation{{
+			Function: hostFn, EventType: awscloudfront.FunctionEventType_VIEWER_REQUEST,
+		}},
+	})
+	// The store holds the keys before the first visitor reaches the gate.
+	g.Distribution.Node().AddDependency(sync)
+
+	awscdk.NewCfnOutput(st, jsii.String("ProtectedSiteUrl"), &awscdk.CfnOutputProps{
+		Description: jsii.String("The booking site behind the gate; set room " + set.ProtectRoom + "'s originUrl to it and gate to true"),
+		Value:       jsii.String("https://" + *g.Distribution.DistributionDomainName() + "/"),
+	})
+	awscdk.NewCfnOutput(st, jsii.String("GateKeysFunctionName"), &awscdk.CfnOutputProps{
+		Description: jsii.String("After rotating the entry-key secret: aws lambda invoke --function-name <this> /dev/stdout"),
+		Value:       g.Keys.FunctionName(),
+	})
+	awscdk.NewCfnOutput(st, jsii.String("GateFunctionArn"), &awscdk.CfnOutputProps{
+		Description: jsii.String("The gate's CloudFront Function, to associate with a distribution you already have"),
+		Value:       g.Function.FunctionArn(),
+	})
+	awscdk.NewCfnOutput(st, jsii.String("GateKeyValueStoreArn"), &awscdk.CfnOutputProps{
+		Description: jsii.String("The gate's KeyValueStore (the cookie keys)"),
+		Value:       g.Store.KeyValueStoreArn(),
+	})
+	return g
+}
+
+// retentionOr is the log retention of the settings, a month if they name none CloudWatch takes
+// (New reports that error already).
+func retentionOr(days int) awslogs.RetentionDays {
+	r, err := RetentionFor(days)
+	if err != nil {
+		return awslogs.RetentionDays_ONE_MONTH
+	}
+	return r
+}

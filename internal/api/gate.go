@@ -1,0 +1,337 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"html/template"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/vestibule-dev/vestibule/gate"
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// The edge gate's routes (docs/GATE.md). On a protected site CloudFront sends
+// /.vestibule/* to this API, so these routes answer the visitor's browser on
+// the site's own host: POST /.vestibule/enter turns an entry token into the
+// session cookie the gate checks, POST /.vestibule/leave ends the session.
+// A person sees the answers, so they are HTML pages, not JSON; the statuses
+// are toAPIError's, as everywhere.
+
+// GateOptions are what the gate's routes need: the cookie keys and how to
+// write the cookie.
+type GateOptions struct {
+	// Keys sign (Current) and verify (Current and Previous) session cookies;
+	// the CloudFront function's KeyValueStore holds the same keys.
+	Keys gate.KeyRing
+	// InsecureLoopback leaves Secure off the cookie when the site is a
+	// loopback host (make dev, plain HTTP); see gate.CookieOptions.
+	InsecureLoopback bool
+}
+
+// siteHeader is the header that names the protected site's host when the
+// request comes through a proxy: CloudFront does not forward the viewer's
+// Host to the API (the API needs its own), so the distribution's
+// /.vestibule/* behaviour copies it here (infra/stack/gate.go); the local
+// stack's proxy sets it too. Without it, Host is the site.
+const siteHeader = "x-forwarded-host"
+
+// Errors of the gate's routes that the rest of the API does not have.
+var (
+	errNoGate      = &apiError{status: http.StatusNotFound, code: "unknown_route", message: "this deployment has no edge gate"}
+	errBadForm     = &apiError{status: http.StatusBadRequest, code: "bad_body", message: "the form could not be read"}
+	errNotGated    = &apiError{status: http.StatusUnauthorized, code: "invalid_token", message: "this entry is for a site that redeems it itself, not for the edge gate"}
+	errOtherSite   = &apiError{status: http.StatusUnauthorized, code: "invalid_token", message: "this entry is for another site"}
+	errMissingForm = &apiError{status: http.StatusBadRequest, code: "missing_token", message: "the form carries no entry token"}
+)
+
+// enterURL is where the waiting page posts a gated room's entry token: the
+// path /.vestibule/enter at the root of the origin's host (the gate guards the
+// whole host, whatever path originUrl names).
+func enterURL(originURL string) string {
+	u, err := url.Parse(originURL)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host + gate.VestibulePrefix + "enter"
+}
+
+// site returns the host the visitor's browser asked for.
+func (r *request) site() string {
+	if h := r.header(siteHeader); h != "" {
+		first, _, _ := strings.Cut(h, ",")
+		return strings.TrimSpace(first)
+	}
+	return r.header("host")
+}
+
+// sameHost reports whether the host (with or without a port) is originURL's,
+// ignoring case and the scheme's default port.
+func sameHost(host, originURL string) bool {
+	u, err := url.Parse(originURL)
+	if err != nil || u.Host == "" || host == "" {
+		return false
+	}
+	norm := func(h string) string {
+		h = strings.ToLower(h)
+		if name, port, err := net.SplitHostPort(h); err == nil &&
+			(u.Scheme == "https" && port == "443" || u.Scheme == "http" && port == "80") {
+			h = name
+			if strings.Contains(h, ":") {
+				h = "[" + h + "]"
+			}
+		}
+		return h
+	}
+	return norm(host) == norm(u.Host)
+}
+
+// cookieOptions are the cookie's attributes for this request's site.
+func (h *Handler) cookieOptions(r *request) gate.CookieOptions {
+	return gate.CookieOptions{InsecureLoopback: h.o.Gate.InsecureLoopback, Host: r.site()}
+}
+
+// sessionCookies returns the values of the request's "vestibule" cookies, at
+// most gate.MaxCookieCandidates of them: from the event's cookies (payload
+// 2.0) or, in a hand-made event, a Cookie header.
+func (r *request) sessionCookies() []string {
+	list := r.ev.Cookies
+	if len(list) == 0 {
+		if h := r.header("cookie"); h != "" {
+			list = strings.Split(h, ";")
+		}
+	}
+	var out []string
+	for _, c := range list {
+		name, value, ok := strings.Cut(c, "=")
+		if ok && strings.TrimSpace(name) == gate.CookieName {
+			out = append(out, strings.TrimSpace(value))
+			if len(out) == gate.MaxCookieCandidates {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// session returns the first of the request's cookies that verifies, for
+// whichever room it names.
+func (h *Handler) session(r *request) (gate.Session, bool) {
+	for _, v := range r.sessionCookies() {
+		parts := strings.Split(v, ".")
+		if len(parts) != 6 {
+			continue
+		}
+		if s, err := gate.Verify(h.o.Gate.Keys, v, parts[2], r.now); err == nil {
+			return s, true
+		}
+	}
+	return gate.Session{}, false
+}
+
+// seeOther is a 303 to path on the site, with Set-Cookie when cookie is set.
+func seeOther(path, cookie string) events.APIGatewayV2HTTPResponse {
+	resp := pageHeaders(http.StatusSeeOther)
+	resp.Headers["Location"] = path
+	if cookie != "" {
+		resp.Cookies = []string{cookie}
+	}
+	return resp
+}
+
+// gateEnter is POST /.vestibule/enter, the form the waiting page posts when a
+// visitor of a gated room is admitted: token (the entry token) and return (the
+// path to come back to). It checks the token as consume does (signature,
+// issuer, key, times), that the room is gated and that the token's audience
+// (which the engine checks is the room's originUrl) is the site the request
+// came to; redeems it once (the engine's consume script); and answers 303 to
+// gate.SafeReturn(return) with the session cookie, signed by the current key,
+// expiring with the session. Errors are pages: 401 for an invalid token or
+// another site's, 409 for a replay, 410 for an expired entry, 503 when Redis
+// is down. A replay by a browser that already holds this very session's
+// cookie (a form posted twice) is sent on to the return path instead.
+func (h *Handler) gateEnter(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	none := events.APIGatewayV2HTTPResponse{}
+	if h.o.Gate == nil {
+		return none, pageError(errNoGate, "/")
+	}
+	form, err := url.ParseQuery(string(r.body))
+	if err != nil {
+		return none, pageError(errBadForm, "/")
+	}
+	back := gate.SafeReturn(form.Get("return"))
+	tok := form.Get("token")
+	if tok == "" {
+		return none, pageError(errMissingForm, back)
+	}
+	c, err := h.verifyEntry(r, tok, false)
+	if err != nil {
+		return none, pageError(err, back)
+	}
+	if !sameHost(r.site(), c.Audience) {
+		return none, pageError(errOtherSite, back)
+	}
+	cfg, err := h.o.Queue.GetConfig(ctx, c.Room)
+	if err != nil {
+		return none, pageError(redeemError(err), back)
+	}
+	if !cfg.Gate {
+		return none, pageError(errNotGated, back)
+	}
+	sess, err := h.o.Queue.Consume(ctx, c.Room, c.Seq, c.Audience)
+	if errors.Is(err, room.ErrAlreadyConsumed) {
+		if s, ok := h.session(r); ok && s.Room == c.Room && s.Seq == c.Seq {
+			return seeOther(back, ""), nil
+		}
+	}
+	if err != nil {
+		return none, pageError(redeemError(err), back)
+	}
+	s := gate.Session{Room: c.Room, Seq: c.Seq, Expires: sess.ExpiresAt.Truncate(time.Second).UTC()}
+	if err := s.Validate(); err != nil {
+		return none, pageError(internalError(err), back)
+	}
+	value := gate.Sign(h.o.Gate.Keys.Current, s)
+	return seeOther(back, gate.SetCookie(value, s, r.now, h.cookieOptions(r))), nil
+}
+
+// gateLeave is POST /.vestibule/leave: it ends the session the cookie names
+// (the engine's complete: the slot goes to the next visitor at once), clears
+// the cookie and answers 303 to "/", which the gate sends to the waiting
+// room. Without a valid cookie, or when the session already ended, it only
+// clears the cookie. SameSite=Lax keeps the cookie off cross-site posts, so
+// no other site can make a visitor leave; that is also why leaving is never
+// a GET.
+func (h *Handler) gateLeave(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	none := events.APIGatewayV2HTTPResponse{}
+	if h.o.Gate == nil {
+		return none, pageError(errNoGate, "/")
+	}
+	if s, ok := h.session(r); ok {
+		cfg, err := h.o.Queue.GetConfig(ctx, s.Room)
+		if err == nil {
+			err = h.o.Queue.Complete(ctx, s.Room, s.Seq, cfg.OriginURL)
+		}
+		switch {
+		case err == nil, errors.Is(err, room.ErrUnknownRoom), errors.Is(err, room.ErrUnknownGrant), errors.Is(err, room.ErrWrongAudience):
+			// Ended now, or already over: either way the cookie goes.
+		default:
+			return none, pageError(err, "/")
+		}
+	}
+	return seeOther("/", gate.ClearCookie(h.cookieOptions(r))), nil
+}
+
+// gateLeavePage is GET /.vestibule/leave: a page with the button that posts
+// the leave form, so a site can link to leaving without a GET that changes
+// anything.
+func (h *Handler) gateLeavePage(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	if h.o.Gate == nil {
+		return events.APIGatewayV2HTTPResponse{}, pageError(errNoGate, "/")
+	}
+	return renderPage(http.StatusOK, pageData{
+		Title: "Leave this site?",
+		Text:  "Leaving ends your session at once and lets the next visitor in. To come back you will have to wait in line again.",
+		Leave: true, Back: "/",
+	}), nil
+}
+
+// gatePage makes an error of the gate's routes an HTML page; back is the path
+// on the site its link goes to.
+type gatePage struct {
+	back string
+}
+
+// pageError is toAPIError's answer for err, shown as a page whose link goes
+// to back (a path on the site: without a session the gate sends it on to the
+// waiting room).
+func pageError(err error, back string) error {
+	e := *toAPIError(err) // a copy: the package's errors are shared values
+	e.page = &gatePage{back: back}
+	return &e
+}
+
+// pageTexts are the titles and sentences of the error pages, by status.
+var pageTexts = map[int][2]string{
+	http.StatusBadRequest:         {"Something went wrong", "Your browser did not send your entry. Go back to the waiting room and try again."},
+	http.StatusUnauthorized:       {"This entry is not valid here", "The link you followed does not let you into this site. Go back to the waiting room to get a place."},
+	http.StatusNotFound:           {"Not found", "There is nothing here."},
+	http.StatusConflict:           {"This entry was already used", "Each entry lets one visitor in, once. If that was you in another tab or window, carry on there; otherwise go back to the waiting room."},
+	http.StatusGone:               {"Your entry expired", "It was not used in time. Go back to the waiting room to get a new place."},
+	http.StatusServiceUnavailable: {"Please try again in a moment", "We are briefly unable to let you in. Go back and try again in a few seconds."},
+}
+
+// response renders e as a page.
+func (p *gatePage) response(e *apiError) events.APIGatewayV2HTTPResponse {
+	txt, ok := pageTexts[e.status]
+	if !ok {
+		txt = [2]string{"Something went wrong", "Go back and try again."}
+	}
+	return renderPage(e.status, pageData{Title: txt[0], Text: txt[1], Code: e.code, Back: p.back})
+}
+
+// pageData fills pageTemplate.
+type pageData struct {
+	Title, Text, Code, Back string
+	Leave                   bool // show the leave form's button
+}
+
+// pageHeaders are the headers of every answer of the gate's routes: never
+// cached (they carry or clear a session), no referrer, no framing, and a
+// policy that lets the page do nothing but show itself. It sets no
+// form-action: the leave form's answer goes on, through the gate, to the
+// waiting room on another origin, and browsers check form-action along a
+// form's redirects (the pages hold no script and only escaped text).
+func pageHeaders(status int) events.APIGatewayV2HTTPResponse {
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: status,
+		Headers: map[string]string{
+			"Content-Type":            "text/html; charset=utf-8",
+			"Cache-Control":           "no-store",
+			"X-Content-Type-Options":  "nosniff",
+			"Referrer-Policy":         "no-referrer",
+			"X-Frame-Options":         "DENY",
+			"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
+		},
+	}
+}
+
+func renderPage(status int, d pageData) events.APIGatewayV2HTTPResponse {
+	resp := pageHeaders(status)
+	var b bytes.Buffer
+	if err := pageTemplate.Execute(&b, d); err != nil {
+		b.Reset()
+		b.WriteString("<!doctype html><title>Error</title><p>Something went wrong.</p>")
+	}
+	resp.Body = b.String()
+	return resp
+}
+
+var pageTemplate = template.Must(template.New("gate").Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>{{.Title}}</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1a1a1a}
+a,button{font:inherit}button{padding:.5rem 1rem}.code{color:#555;font-size:.875rem}</style>
+</head>
+<body>
+<main>
+<h1>{{.Title}}</h1>
+<p>{{.Text}}</p>
+{{if .Leave}}<form method="post" action="/.vestibule/leave"><button type="submit" id="leave">Leave now</button></form>
+<p><a id="back" href="{{.Back}}">Stay on the site</a></p>
+{{else}}<p><a id="back" href="{{.Back}}">Back to the waiting room</a></p>
+{{end}}{{if .Code}}<p class="code" id="code">{{.Code}}</p>{{end}}
+</main>
+</body>
+</html>
+`))

@@ -1,0 +1,254 @@
+package api_test
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/vestibule-dev/vestibule/gate"
+	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/token"
+)
+
+// site is the protected site of the gate tests; CloudFront sends its
+// /.vestibule/* to the API with the viewer's host in X-Forwarded-Host.
+const site = "https://site.example/"
+
+// gateFixture is newFixture with the edge gate's routes on.
+func gateFixture(t *testing.T, f *fixture, loopback bool) (*fixture, gate.KeyRing) {
+	t.Helper()
+	k := keys(t)
+	ring, err := k.GateKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.entries = token.NewEntries(k.Entry, "vestibule")
+	f.tickets = token.NewTickets(k.TicketSecret, "vestibule")
+	f.origins = token.NewOrigins(k.TicketSecret)
+	def := room.DefaultConfig()
+	def.OriginURL = site
+	f.h = api.New(api.Options{
+		Queue: f.q, Tickets: f.tickets, Entries: f.entries, Origins: f.origins,
+		AdminAuth: api.AdminKey, AdminKey: adminKey, DefaultRoom: def,
+		Clock: f.clock.Now, Jitter: func() float64 { return 1 },
+		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
+		Gate:   &api.GateOptions{Keys: ring, InsecureLoopback: loopback},
+	})
+	return f, ring
+}
+
+// admit creates a passthrough room with settings and returns an entry token
+// of it and the enqueue answer.
+func (f *fixture) admit(settings string) (string, response) {
+	f.t.Helper()
+	id := f.room(settings)
+	r := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+	if r.StatusCode != 200 || r.str("entryToken") == "" {
+		f.t.Fatalf("enqueue in a passthrough room: %d %s", r.StatusCode, r.Body)
+	}
+	return r.str("entryToken"), r
+}
+
+// enter posts the waiting page's form to /.vestibule/enter on host.
+func (f *fixture) enter(host, tok, ret string, cookies ...string) response {
+	f.t.Helper()
+	form := url.Values{"token": {tok}, "return": {ret}}.Encode()
+	ev := event("POST", "/.vestibule/enter", "", map[string]string{
+		"content-type": "application/x-www-form-urlencoded", "x-forwarded-host": host,
+	})
+	ev.Body, ev.Cookies = form, cookies
+	return f.send(ev)
+}
+
+// setCookie parses the response's one Set-Cookie.
+func setCookie(t *testing.T, r response) *http.Cookie {
+	t.Helper()
+	if len(r.Cookies) != 1 {
+		t.Fatalf("%d cookies set, want 1: %v", len(r.Cookies), r.Cookies)
+	}
+	c, err := http.ParseSetCookie(r.Cookies[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// wantPage checks an HTML answer of the gate: status, no cookie, never cached,
+// a link back.
+func wantPage(t *testing.T, r response, status int, back string) {
+	t.Helper()
+	if r.StatusCode != status || !strings.HasPrefix(r.Headers["Content-Type"], "text/html") ||
+		r.Headers["Cache-Control"] != "no-store" || len(r.Cookies) != 0 {
+		t.Fatalf("got %d %v cookies %v, want a %d page without a cookie: %s", r.StatusCode, r.Headers, r.Cookies, status, r.Body)
+	}
+	if !strings.Contains(r.Body, `id="back" href="`+back+`"`) {
+		t.Fatalf("%d page without the link back to %s: %s", status, back, r.Body)
+	}
+}
+
+// The contract of /.vestibule/enter: a good token once gives a 303 to the
+// return path with the session cookie; everything else a page and no cookie.
+func TestGateEnter(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, f *fixture) {
+		f, ring := gateFixture(t, f, false)
+		settings := `{"mode":"passthrough","gate":true,"sessionTTLSeconds":300,"originUrl":"` + site + `shop"}`
+		tok, adm := f.admit(settings)
+		if got := adm.str("enterUrl"); got != "https://site.example/.vestibule/enter" {
+			t.Fatalf("enterUrl = %q", got)
+		}
+
+		r := f.enter("site.example", tok, "/tickets?show=42")
+		if r.StatusCode != 303 || r.Headers["Location"] != "/tickets?show=42" || r.Headers["Cache-Control"] != "no-store" {
+			t.Fatalf("enter: %d %v %s", r.StatusCode, r.Headers, r.Body)
+		}
+		c := setCookie(t, r)
+		if c.Name != gate.CookieName || !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.Domain != "" || c.MaxAge != 300 {
+			t.Fatalf("cookie attributes: %q", r.Cookies[0])
+		}
+		claims, err := f.entries.Verify(tok, f.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := gate.Verify(ring, c.Value, claims.Room, f.clock.Now())
+		if err != nil || s.Seq != claims.Seq || !s.Expires.Equal(f.clock.Now().Add(300*time.Second)) {
+			t.Fatalf("cookie %q: %+v %v", c.Value, s, err)
+		}
+		if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 1 {
+			t.Fatalf("after enter: %+v, want one session", st)
+		}
+
+		// A replay: 409, no cookie. The browser that holds this session's
+		// cookie (the form posted twice) is sent on instead.
+		wantPage(t, f.enter("site.example", tok, "/tickets?show=42"), 409, "/tickets?show=42")
+		again := f.enter("site.example", tok, "/tickets", gate.CookieName+"="+c.Value)
+		if again.StatusCode != 303 || again.Headers["Location"] != "/tickets" || len(again.Cookies) != 0 {
+			t.Fatalf("replay with the session's cookie: %d %v %v", again.StatusCode, again.Headers, again.Cookies)
+		}
+
+		// Hostile return paths become "/".
+		for _, ret := range []string{"//evil.example/", "https://evil.example/", `/\evil.example`, "javascript:alert(1)", ""} {
+			tok, _ := f.admit(settings)
+			r := f.enter("site.example", tok, ret)
+			if r.StatusCode != 303 || r.Headers["Location"] != "/" {
+				t.Errorf("return %q: %d Location %q, want 303 to /", ret, r.StatusCode, r.Headers["Location"])
+			}
+		}
+
+		// Another site's request, a tampered or missing token, a room that is
+		// not gated: 401 or 400, and the grant is still there.
+		tok2, _ := f.admit(settings)
+		wantPage(t, f.enter("evil.example", tok2, "/"), 401, "/")
+		wantPage(t, f.enter("site.example:8443", tok2, "/"), 401, "/")
+		wantPage(t, f.enter("site.example", tok2[:len(tok2)-2]+"AA", "/x"), 401, "/x")
+		wantPage(t, f.enter("site.example", "", "/"), 400, "/")
+		if r := f.enter("SITE.example:443", tok2, "/"); r.StatusCode != 303 {
+			t.Errorf("the site's host in another case, with its default port: %d %s", r.StatusCode, r.Body)
+		}
+		plain, _ := f.admit(`{"mode":"passthrough","originUrl":"` + site + `"}`)
+		wantPage(t, f.enter("site.example", plain, "/"), 401, "/")
+		if r := f.redeem("/api/consume", plain); r.StatusCode != 200 {
+			t.Errorf("the plain room's token after the gate refused it: %d %s", r.StatusCode, r.Body)
+		}
+
+		// An entry past its claim window: 410.
+		late, _ := f.admit(`{"mode":"passthrough","gate":true,"claimTTLSeconds":5,"originUrl":"` + site + `"}`)
+		f.clock.Advance(10 * time.Second)
+		wantPage(t, f.enter("site.example", late, "/"), 410, "/")
+	})
+}
+
+// /.vestibule/leave ends the session the cookie names and clears the cookie;
+// without a cookie it only clears; GET shows the button and changes nothing.
+func TestGateLeave(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, f *fixture) {
+		f, _ = gateFixture(t, f, false)
+		tok, _ := f.admit(`{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`)
+		c := setCookie(t, f.enter("site.example", tok, "/"))
+		claims, _ := f.entries.Verify(tok, f.clock.Now())
+
+		page := f.do("GET", "/.vestibule/leave", "", map[string]string{"x-forwarded-host": "site.example"})
+		if page.StatusCode != 200 || !strings.Contains(page.Body, `<form method="post" action="/.vestibule/leave">`) {
+			t.Fatalf("leave page: %d %s", page.StatusCode, page.Body)
+		}
+		if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 1 {
+			t.Fatalf("GET leave changed the room: %+v", st)
+		}
+
+		leave := func(cookies ...string) response {
+			ev := event("POST", "/.vestibule/leave", "", map[string]string{"x-forwarded-host": "site.example"})
+			ev.Cookies = cookies
+			return f.send(ev)
+		}
+		for i, cookies := range [][]string{{"other=1", gate.CookieName + "=" + c.Value}, {gate.CookieName + "=" + c.Value}, nil, {gate.CookieName + "=v1.junk"}} {
+			r := leave(cookies...)
+			cleared := setCookie(t, r)
+			if r.StatusCode != 303 || r.Headers["Location"] != "/" || cleared.Name != gate.CookieName || cleared.Value != "" || cleared.MaxAge >= 0 || !cleared.Secure {
+				t.Fatalf("leave %d: %d %v %v", i, r.StatusCode, r.Headers, r.Cookies)
+			}
+			if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 0 {
+				t.Fatalf("leave %d: the session still runs: %+v", i, st)
+			}
+		}
+	})
+}
+
+// On a loopback site (make dev) the cookie may go without Secure; on any
+// other host it is Secure whatever the option says.
+func TestGateLoopbackCookie(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, f *fixture) {
+		f, _ = gateFixture(t, f, true)
+		tok, _ := f.admit(`{"mode":"passthrough","gate":true,"originUrl":"http://127.0.0.1:8081/"}`)
+		if c := setCookie(t, f.enter("127.0.0.1:8081", tok, "/")); c.Secure {
+			t.Errorf("loopback: Secure cookie %v", c)
+		}
+		tok, _ = f.admit(`{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`)
+		if c := setCookie(t, f.enter("site.example", tok, "/")); !c.Secure {
+			t.Errorf("a real host with InsecureLoopback: cookie without Secure %v", c)
+		}
+	})
+}
+
+// Redis down: a page with 503 and Retry-After, never a 500 or a cookie; a
+// deployment without gate keys answers the gate's routes 404.
+func TestGateFailures(t *testing.T) {
+	k := keys(t)
+	ring, err := k.GateKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := token.NewEntries(k.Entry, "vestibule")
+	down := api.New(api.Options{Queue: failing{fmt.Errorf("%w: refused", room.ErrUnavailable)},
+		Tickets: token.NewTickets(k.TicketSecret, "vestibule"), Entries: entries, Gate: &api.GateOptions{Keys: ring}})
+	now := time.Now()
+	tok, err := entries.Issue(token.EntryClaims{Room: "r1", Visitor: "v", Seq: 7, Audience: site,
+		IssuedAt: now, NotBefore: now, Expiry: now.Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := event("POST", "/.vestibule/enter", "", map[string]string{"x-forwarded-host": "site.example"})
+	ev.Body = url.Values{"token": {tok}, "return": {"/a"}}.Encode()
+	r := send(t, down, ev)
+	if r.StatusCode != 503 || r.Headers["Retry-After"] == "" || len(r.Cookies) != 0 || strings.Contains(r.Body, "refused") {
+		t.Fatalf("enter with Redis down: %d %v %s", r.StatusCode, r.Headers, r.Body)
+	}
+	cookie := gate.Sign(ring.Current, gate.Session{Room: "r1", Seq: 7, Expires: now.Add(time.Minute)})
+	ev = event("POST", "/.vestibule/leave", "", nil)
+	ev.Cookies = []string{gate.CookieName + "=" + cookie}
+	if r := send(t, down, ev); r.StatusCode != 503 || len(r.Cookies) != 0 {
+		t.Fatalf("leave with Redis down: %d %v", r.StatusCode, r.Cookies)
+	}
+
+	none := handlerOver(t, failing{room.ErrUnavailable})
+	for _, e := range []events.APIGatewayV2HTTPRequest{event("POST", "/.vestibule/enter", "token=x", nil), event("GET", "/.vestibule/leave", "", nil)} {
+		if r := send(t, none, e); r.StatusCode != 404 || !strings.HasPrefix(r.Headers["Content-Type"], "text/html") {
+			t.Errorf("no gate keys: %s %d %s", e.RawPath, r.StatusCode, r.Body)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package localstack
+
+import (
+	"html/template"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+
+	"github.com/vestibule-dev/vestibule/gate"
+)
+
+// SiteOpenPaths are the demo site's open paths: they load without a session.
+var SiteOpenPaths = []string{"/robots.txt", "/favicon.ico"}
+
+// newGatedSite is the demo booking site of make dev as the edge gate protects
+// a real one: a plain site with no Vestibule code in it (site), behind
+// gate.Middleware, which is what the CloudFront function does in AWS, and
+// /.vestibule/* passed to the waiting room's API (api, its base URL) as
+// CloudFront's /.vestibule/* behaviour does, with the site's host in
+// X-Forwarded-Host. cfg is the gate's configuration (room, waiting room, open
+// paths, keys).
+func newGatedSite(cfg gate.Config, api *url.URL) http.Handler {
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(api)
+		r.SetXForwarded() // X-Forwarded-Host: the site's host, which enter checks
+	}}
+	mux := http.NewServeMux()
+	mux.Handle(gate.VestibulePrefix, proxy)
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("User-agent: *\nDisallow: /\n"))
+	})
+	waiting, _ := url.Parse(cfg.WaitingRoomURL)
+	mux.Handle("/", site(waiting.Scheme+"://"+waiting.Host))
+	return gate.Middleware(cfg, mux)
+}
+
+// site is the booking site itself: every path is a page that says where it
+// is. It knows nothing of Vestibule; leaving is a plain form to the gate's
+// route. Its CSP's form-action names the waiting room's origin (waiting): the
+// leave form's answer redirects to "/", which the gate redirects to the waiting
+// room, and browsers check form-action along a form's redirects too.
+func site(waiting string) http.HandlerFunc {
+	csp := "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' " + waiting
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Content-Security-Policy", csp)
+		sitePage.Execute(w, map[string]string{"Path": r.URL.RequestURI()})
+	}
+}
+
+var sitePage = template.Must(template.New("site").Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Demo booking site</title>
+<style>
+  body { font: 16px/1.5 system-ui, sans-serif; max-width: 36rem; margin: 3rem auto; padding: 0 1rem; color: #1a1a1a; }
+  .card { border: 1px solid #ccc; border-radius: 8px; padding: 1rem 1.25rem; }
+  button { font: inherit; padding: .5rem 1rem; }
+</style>
+</head>
+<body id="site">
+<h1>Demo booking site</h1>
+<p>This stands for your booking site. It has no Vestibule code: the edge gate in front of it let you
+in because your browser holds a session cookie for the <code>demo</code> room.</p>
+<div class="card">
+<p>You are on <code id="path">{{.Path}}</code>.</p>
+<p><a href="/tickets?show=42">Tickets for show 42</a> · <a href="/">Home</a></p>
+<form method="post" action="/.vestibule/leave"><button type="submit" id="leave">Finish and leave</button></form>
+</div>
+</body>
+</html>
+`))

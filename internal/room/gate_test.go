@@ -1,0 +1,39 @@
+package room_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// A gated room needs a site its Secure cookie can live on: https, or http on a
+// loopback host for local development.
+func TestGateNeedsASecureOrigin(t *testing.T) {
+	for _, c := range []struct {
+		origin string
+		ok     bool
+	}{
+		{"https://booking.example.com/", true},
+		{"http://127.0.0.1:8081/", true},
+		{"http://localhost:3000/shop", true},
+		{"http://[::1]:8081/", true},
+		{"http://booking.example.com/", false},
+		{"http://127.0.0.1.example.com/", false},
+	} {
+		cfg := room.DefaultConfig()
+		cfg.OriginURL, cfg.Gate = c.origin, true
+		err := cfg.Validate()
+		var fe *room.FieldError
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("gate on %s: %v, want valid", c.origin, err)
+		case !c.ok && (!errors.As(err, &fe) || fe.Field != "gate"):
+			t.Errorf("gate on %s: %v, want a FieldError for gate", c.origin, err)
+		}
+		cfg.Gate = false
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("no gate on %s: %v", c.origin, err)
+		}
+	}
+}
