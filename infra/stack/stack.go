@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3assets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3deployment"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
@@ -69,6 +70,10 @@ var Functions = []Function{
 
 // Admit is the admission function: EventBridge invokes it, no route does.
 const Admit = "admit"
+
+// NotPublic are the files of static/ the page bucket never gets (glob patterns): the
+// operator's console and its chart library, and Go source.
+var NotPublic = []string{"*.go", "console.html", "console.css", "js/console.js", "vendor/uplot/**"}
 
 // CachedAPIPaths are the CloudFront path patterns served from the edge cache for a second or two:
 // public, identical for every visitor of a room, and the paths carry the room, so the path (always
@@ -638,9 +643,13 @@ func newFront(st awscdk.Stack, v *Vestibule, set Settings, originSecret awssecre
 	if info, err := os.Stat(set.StaticDir); err == nil && info.IsDir() {
 		awss3deployment.NewBucketDeployment(st, jsii.String("Page"), &awss3deployment.BucketDeploymentProps{
 			DestinationBucket: bucket,
-			Sources:           &[]awss3deployment.ISource{awss3deployment.Source_Asset(jsii.String(set.StaticDir), nil)},
-			Prune:             jsii.Bool(true),
-			RetainOnDelete:    jsii.Bool(false),
+			// The operator's console is served by `vestibule console` on the operator's own
+			// machine (it signs the admin calls), never from the public bucket.
+			Sources: &[]awss3deployment.ISource{awss3deployment.Source_Asset(jsii.String(set.StaticDir), &awss3assets.AssetOptions{
+				Exclude: jsii.Strings(NotPublic...),
+			})},
+			Prune:          jsii.Bool(true),
+			RetainOnDelete: jsii.Bool(false),
 			// A minute of caching instead of an invalidation after each deployment: the
 			// invalidation grant of BucketDeployment is on every distribution ("Resource": "*"),
 			// and a page that is new a minute later is soon enough.

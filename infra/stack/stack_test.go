@@ -1097,3 +1097,29 @@ func TestOnlyKeyUsersReadTheSecrets(t *testing.T) {
 		}
 	}
 }
+
+// The page bucket gets the waiting page and not the operator's console, which
+// `vestibule console` serves locally (it signs the admin calls).
+func TestConsoleIsNotUploaded(t *testing.T) {
+	notPublic := func(rel string) bool {
+		for _, p := range stack.NotPublic {
+			if ok, _ := filepath.Match(strings.TrimSuffix(p, "/**"), rel); ok || strings.HasPrefix(rel, strings.TrimSuffix(p, "**")) && strings.HasSuffix(p, "/**") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, f := range []string{"console.html", "console.css", "js/console.js", "vendor/uplot/uPlot.iife.min.js", "static.go"} {
+		if _, err := os.Stat(filepath.Join("..", "..", "static", f)); err != nil {
+			t.Errorf("static/%s: %v (update the test or NotPublic)", f, err)
+		}
+		if !notPublic(f) {
+			t.Errorf("static/%s would be uploaded to the public bucket", f)
+		}
+	}
+	for _, f := range []string{"index.html", "waiting.css", "js/main.js", "js/challenge-worker.js"} {
+		if notPublic(f) {
+			t.Errorf("static/%s, part of the waiting page, would not be uploaded", f)
+		}
+	}
+}
