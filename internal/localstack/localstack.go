@@ -16,6 +16,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -31,7 +32,9 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/admission"
 	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/app/apiapp"
+	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/orders"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -61,6 +64,9 @@ type Options struct {
 	// ManualOriginAddr is the hand-integration example origin's listen
 	// address, e.g. ":8082"; default "127.0.0.1:0".
 	ManualOriginAddr string
+	// Orders receives the booking kit's order events as JSON lines (the local
+	// stand-in for EventBridge); nil → discarded.
+	Orders io.Writer
 }
 
 // Stack is a running local stack.
@@ -98,6 +104,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
+	}
+	if o.Orders == nil {
+		o.Orders = io.Discard
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -166,7 +175,11 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	origins := token.NewOrigins(keys.TicketSecret)
 	// Plain HTTP on this machine: the gate's cookie goes without Secure on a
 	// loopback host (and only there).
-	h := apiapp.NewHandler(engine, keys, cfg, apiapp.Options{TickInterval: o.TickInterval, Clock: o.Clock, Logger: o.Logger, InsecureLoopback: true})
+	// The booking kit over the same Redis; its order events go out as JSON lines.
+	bopts := []booking.Option{booking.WithClock(o.Clock)}
+	bk, pub := booking.New(s.rdb, bopts...), orders.NewLog(o.Orders)
+	h := apiapp.NewHandler(engine, keys, cfg, apiapp.Options{TickInterval: o.TickInterval, Clock: o.Clock, Logger: o.Logger,
+		InsecureLoopback: true, Booking: bk, Orders: pub})
 	ring, err := keys.GateKeys()
 	if err != nil {
 		appLn.Close()
@@ -226,7 +239,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		admission.Run(tctx, engine, o.TickInterval, o.Logger)
+		admission.Run(tctx, engine, o.TickInterval, o.Logger, orders.Task(bk, pub, 5*time.Second, o.Clock, o.Logger))
 	}()
 	ok = true
 	return s, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -194,5 +195,25 @@ func TestRoomPathServesThePage(t *testing.T) {
 	}
 	if code, _ := get("/nothing-here"); code != 404 {
 		t.Errorf("GET /nothing-here = %d, want 404", code)
+	}
+}
+
+// make dev serves the booking kit too: an event defined through the admin API
+// shows its seats on the public availability route.
+func TestBookingKitLocally(t *testing.T) {
+	s, err := localstack.Start(context.Background(), localstack.Options{
+		RedisURL: "redis://" + redistest.Single(t).Options().Addr, StaticDir: t.TempDir(), KeyDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ev := redistest.Room(t)
+	if code, _, r := call(t, "PUT", s.URL()+"/api/admin/events/"+ev, s.AdminKey(), `{"room":"demo","seats":["A1","A2"],"stock":{"parking":3},"sessionLimit":4}`); code != 200 {
+		t.Fatalf("define event: %d %v", code, r)
+	}
+	code, _, view := call(t, "GET", s.URL()+"/api/events/"+ev, "", "")
+	if code != 200 || !strings.Contains(fmt.Sprint(view), "A1") {
+		t.Fatalf("availability: %d %v", code, view)
 	}
 }
