@@ -183,19 +183,10 @@ var settings = []Setting{
 				return "0"
 			},
 			func(s string) bool { return s == "1" },
+			// The gate's cookie is Secure: a gated site must be https, or http
+			// only on this machine, which originUrl's own rule already asks of
+			// every room.
 			func(bool) string { return "" })
-		// The gate's cookie is Secure: a gated site must be https, or http
-		// only on this machine (local development).
-		s.check = func(c Config) string {
-			if !c.Gate {
-				return ""
-			}
-			u, err := url.Parse(c.OriginURL)
-			if err != nil || !(u.Scheme == "https" || u.Scheme == "http" && Loopback(u.Hostname())) {
-				return "needs an https originUrl (http only for localhost or 127.0.0.1)"
-			}
-			return ""
-		}
 		return s
 	}(),
 }
