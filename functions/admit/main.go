@@ -16,5 +16,5 @@ import (
 
 func main() {
 	core := app.Main("admit")
-	lambda.Start(admission.Handler(core.Engine, time.Second, core.Logger))
+	lambda.Start(admission.Handler(core.Queue, time.Second, core.Logger))
 }

@@ -32,12 +32,13 @@ const (
 	EnvAdminKey          = "VESTIBULE_ADMIN_KEY"  // the admin bearer key with ADMIN_AUTH=key
 	EnvDefaultRoomConfig = "DEFAULT_ROOM_CONFIG"  // JSON room settings over room.DefaultConfig()
 	EnvLogLevel          = "LOG_LEVEL"            // debug, info, warn, error
+	EnvSettingsBucket    = "SETTINGS_BUCKET"      // S3 bucket[/prefix] of the durable room settings (package durable)
 )
 
 // Names is every variable Load reads, in the order above.
 func Names() []string {
 	return []string{EnvRedisURL, EnvRedisCluster, EnvRedisCAFile, EnvTicketSecretARN, EnvEntryKeySecretARN,
-		EnvKeyDir, EnvIssuer, EnvAdminAuth, EnvAdminKey, EnvDefaultRoomConfig, EnvLogLevel}
+		EnvKeyDir, EnvIssuer, EnvAdminAuth, EnvAdminKey, EnvDefaultRoomConfig, EnvLogLevel, EnvSettingsBucket}
 }
 
 // AdminAuth is how admin routes are authenticated.
@@ -68,6 +69,10 @@ type Config struct {
 
 	DefaultRoom room.Config // the base of a new room's settings
 	LogLevel    slog.Level
+
+	// SettingsBucket is "bucket" or "bucket/prefix": where each room's settings
+	// and admission head are kept durably; "" keeps them in Redis only.
+	SettingsBucket string
 }
 
 // Defaults.
@@ -90,6 +95,7 @@ func Load(getenv func(string) string) (Config, error) {
 		AdminAuth:       AdminAuth(or(strings.ToLower(getenv(EnvAdminAuth)), string(AdminIAM))),
 		AdminKey:        getenv(EnvAdminKey),
 		DefaultRoom:     room.DefaultConfig(),
+		SettingsBucket:  strings.TrimSpace(getenv(EnvSettingsBucket)),
 	}
 	var errs []error
 	bad := func(format string, a ...any) {
@@ -134,6 +140,9 @@ func Load(getenv func(string) string) (Config, error) {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			bad("%s=%q is not debug, info, warn or error", EnvLogLevel, v)
 		}
+	}
+	if strings.HasPrefix(c.SettingsBucket, "/") || strings.Contains(c.SettingsBucket, "//") {
+		bad("%s=%q is not a bucket name with an optional /prefix", EnvSettingsBucket, c.SettingsBucket)
 	}
 	return c, errors.Join(errs...)
 }

@@ -78,7 +78,7 @@ func Main(name string) *api.Handler {
 	if err != nil {
 		app.Fail(name, err)
 	}
-	return NewHandler(core.Engine, keys, core.Config, Options{Logger: core.Logger})
+	return NewHandler(core.Queue, keys, core.Config, Options{Logger: core.Logger})
 }
 
 // Ephemeral is a configuration with a random admin key (admin auth by key)
