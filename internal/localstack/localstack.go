@@ -4,7 +4,9 @@
 // api.Handler; the admit ticks on a ticker (the same admission.Run as the admit
 // Lambda); a "demo" room; and a small demo booking origin on a second port
 // that consumes the entry token server to server, as a real origin would.
-// Redis is embedded (miniredis) unless a URL names a real one.
+// Redis is embedded (miniredis) unless a URL names a real one. Room settings
+// are kept on disk beside the keys (.vestibule/rooms, package durable), so the
+// rooms of a previous run come back in a fresh embedded Redis.
 package localstack
 
 import (
@@ -27,6 +29,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/app/apiapp"
 	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/durable"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -125,7 +128,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	engine := app.NewEngine(s.rdb, o.Clock)
+	// The rooms' durable settings: .vestibule/rooms beside .vestibule/keys.
+	store := durable.Disk{Dir: filepath.Join(filepath.Dir(o.KeyDir), "rooms")}
+	engine := durable.New(app.NewEngine(s.rdb, o.Clock), durable.Options{Store: store, Logger: o.Logger, Clock: o.Clock})
 
 	appLn, err := net.Listen("tcp", o.Addr)
 	if err != nil {
