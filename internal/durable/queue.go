@@ -36,6 +36,11 @@ const (
 	// NudgeBudget bounds the request-driven tick a request runs before it is
 	// answered (in Lambda nothing runs after the response).
 	NudgeBudget = 250 * time.Millisecond
+	// ListEvery is how long Rooms reuses its listing of the store: the admit
+	// loop asks every second, and an S3 LIST costs $0.005 per 1,000. A room
+	// PUT through this process is listed at once; one PUT through another
+	// process is in Redis's registry anyway.
+	ListEvery = time.Minute
 )
 
 // Options configure a Queue; the zero value of each field has a default.
@@ -56,6 +61,8 @@ type Queue struct {
 	mu       sync.Mutex
 	nudged   map[string]time.Time // this process's last request-driven tick per room
 	recorded map[string]record    // the head this process last stored per room
+	listed   []string             // the store's rooms, as last listed
+	listedAt time.Time
 }
 
 type record struct {
@@ -269,6 +276,11 @@ func (q *Queue) PutConfig(ctx context.Context, id string, cfg room.Config) (room
 		q.o.Logger.LogAttrs(ctx, slog.LevelError, "store room settings", slog.String("room", id), slog.String("error", err.Error()))
 		return room.Config{}, fmt.Errorf("%w: %w: %w", room.ErrUnavailable, ErrNotDurable, err)
 	}
+	q.mu.Lock()
+	if !q.listedAt.IsZero() && !slices.Contains(q.listed, id) {
+		q.listed = append(slices.Clip(q.listed), id)
+	}
+	q.mu.Unlock()
 	return stored, nil
 }
 
@@ -278,19 +290,30 @@ func (q *Queue) GetConfig(ctx context.Context, id string) (room.Config, error) {
 }
 
 // Rooms is Redis's registry and the store's rooms together, so the admit loop
-// ticks (and thereby restores) every room after a loss. A store that cannot be
-// listed is logged, and Redis's rooms are still returned.
+// ticks (and thereby restores) every room after a loss. The store's list is
+// reused for ListEvery. A store that cannot be listed is logged, and the rooms
+// known so far are still returned.
 func (q *Queue) Rooms(ctx context.Context) ([]string, error) {
 	ids, err := q.eng.Rooms(ctx)
 	if err != nil || q.o.Store == nil {
 		return ids, err
 	}
-	more, serr := q.o.Store.Rooms(ctx)
-	if serr != nil {
-		q.o.Logger.LogAttrs(ctx, slog.LevelError, "list stored rooms", slog.String("error", serr.Error()))
-		return ids, nil
+	now := q.o.Clock()
+	q.mu.Lock()
+	more, at := q.listed, q.listedAt
+	q.mu.Unlock()
+	if at.IsZero() || now.Sub(at) >= ListEvery || now.Before(at) {
+		fresh, serr := q.o.Store.Rooms(ctx)
+		if serr != nil {
+			q.o.Logger.LogAttrs(ctx, slog.LevelError, "list stored rooms", slog.String("error", serr.Error()))
+		} else {
+			more = fresh
+			q.mu.Lock()
+			q.listed, q.listedAt = fresh, now
+			q.mu.Unlock()
+		}
 	}
-	ids = append(ids, more...)
+	ids = append(slices.Clip(ids), more...)
 	slices.Sort(ids)
 	return slices.Compact(ids), nil
 }
