@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -36,6 +38,10 @@ const (
 	// NudgeBudget bounds the request-driven tick a request runs before it is
 	// answered (in Lambda nothing runs after the response).
 	NudgeBudget = 250 * time.Millisecond
+	// MissingFor is how long a room the store does not have is not asked for
+	// again by this process: requests for made-up room ids cost no S3 GET
+	// each. A room PUT meanwhile is in Redis, so it needs no restore.
+	MissingFor = 10 * time.Second
 	// ListEvery is how long Rooms reuses its listing of the store: the admit
 	// loop asks every second, and an S3 LIST costs $0.005 per 1,000. A room
 	// PUT through this process is listed at once; one PUT through another
@@ -63,6 +69,8 @@ type Queue struct {
 	recorded map[string]record    // the head this process last stored per room
 	listed   []string             // the store's rooms, as last listed
 	listedAt time.Time
+	missing  map[string]time.Time // rooms the store did not have, when it said so
+	restores singleflight.Group   // one restore of a room at a time in this process
 }
 
 type record struct {
@@ -83,7 +91,7 @@ func New(eng Engine, o Options) *Queue {
 	if o.HeadEvery <= 0 {
 		o.HeadEvery = DefaultHeadEvery
 	}
-	return &Queue{eng: eng, o: o, nudged: map[string]time.Time{}, recorded: map[string]record{}}
+	return &Queue{eng: eng, o: o, nudged: map[string]time.Time{}, recorded: map[string]record{}, missing: map[string]time.Time{}}
 }
 
 // retry runs f, and once more after restoring the room when f found it
@@ -109,10 +117,31 @@ func retry[T any](q *Queue, ctx context.Context, id string, f func() (T, error))
 // starts the recovery window). It returns room.ErrUnknownRoom when the store
 // has no such room, and an error wrapping room.ErrUnavailable when the store
 // cannot be read: a room is never restored without its floor.
+// Concurrent restores of one room in a process share one.
 func (q *Queue) Restore(ctx context.Context, id string) error {
 	if q.o.Store == nil || !room.ValidRoomID(id) {
 		return room.ErrUnknownRoom
 	}
+	now := q.o.Clock()
+	q.mu.Lock()
+	at, ok := q.missing[id]
+	q.mu.Unlock()
+	if ok && now.Sub(at) < MissingFor && !now.Before(at) {
+		return room.ErrUnknownRoom
+	}
+	_, err, _ := q.restores.Do(id, func() (any, error) { return nil, q.restore(ctx, id) })
+	if errors.Is(err, room.ErrUnknownRoom) {
+		q.mu.Lock()
+		if len(q.missing) >= 1024 {
+			clear(q.missing)
+		}
+		q.missing[id] = now
+		q.mu.Unlock()
+	}
+	return err
+}
+
+func (q *Queue) restore(ctx context.Context, id string) error {
 	b, err := q.o.Store.Settings(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return room.ErrUnknownRoom
@@ -277,6 +306,7 @@ func (q *Queue) PutConfig(ctx context.Context, id string, cfg room.Config) (room
 		return room.Config{}, fmt.Errorf("%w: %w: %w", room.ErrUnavailable, ErrNotDurable, err)
 	}
 	q.mu.Lock()
+	delete(q.missing, id)
 	if !q.listedAt.IsZero() && !slices.Contains(q.listed, id) {
 		q.listed = append(slices.Clip(q.listed), id)
 	}

@@ -207,3 +207,52 @@ func TestUnknownRoomStaysUnknown(t *testing.T) {
 		t.Errorf("GetConfig of a room nobody put: %v, want ErrUnknownRoom", err)
 	}
 }
+
+// countingStore counts the settings reads.
+type countingStore struct {
+	durable.Store
+	mu    sync.Mutex
+	reads int
+}
+
+func (c *countingStore) Settings(ctx context.Context, id string) ([]byte, error) {
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+	return c.Store.Settings(ctx, id)
+}
+
+// After a loss, a crowd's concurrent calls restore a room once per process
+// (one store read), and calls for rooms nobody created cost one store read
+// per room per MissingFor, not one each.
+func TestRestoreOncePerProcess(t *testing.T) {
+	cs := &countingStore{Store: durable.Disk{Dir: t.TempDir()}}
+	f := newFixture(t, cs)
+	if _, err := f.q.PutConfig(f.ctx, f.room, testConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if err := redistest.FlushAll(f.ctx, f.rdb); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if _, err := f.q.GetConfig(f.ctx, f.room); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if cs.reads > 3 { // one restore, and a call or two that found the room missing just before it ended
+		t.Errorf("20 concurrent calls after the loss read the store %d times", cs.reads)
+	}
+	cs.reads = 0
+	for range 50 {
+		if _, err := f.q.GetConfig(f.ctx, "made-up-room"); !errors.Is(err, room.ErrUnknownRoom) {
+			t.Fatalf("made-up room: %v", err)
+		}
+	}
+	if cs.reads != 1 {
+		t.Errorf("50 calls for a made-up room read the store %d times, want 1", cs.reads)
+	}
+}
