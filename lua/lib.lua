@@ -4,7 +4,7 @@
 --
 -- Every room script takes the same KEYS, all under the room's hash tag {room}:
 -- KEYS[1] -> vst:{room}:cfg   HASH  room settings (+ seed, ver, rate)
--- KEYS[2] -> vst:{room}:st    HASH  engine state: seq, head, tokens, refill, ring r0..r59, sweep, epoch, created, counters
+-- KEYS[2] -> vst:{room}:st    HASH  engine state: seq, head, tokens, refill, ring r0..r59, sweep, epoch, created, floor, tickat, counters
 -- KEYS[3] -> vst:{room}:q     ZSET  waiting (and pre-queue): member seq, score seq or draw
 -- KEYS[4] -> vst:{room}:hb    HASH  heartbeats: field = seq as 7-byte integer, value = last seen (ms) as 6-byte integer
 -- KEYS[5] -> vst:{room}:adm   ZSET  grants: member seq, score claim deadline (ms)
@@ -16,7 +16,7 @@
 -- * one word for an outcome: 'ok', 'noroom' (unknown room: no settings),
 --   'nogrant' (no such grant or session), 'closed', 'consumed', 'expired',
 --   'audience' (an entry token for another origin), 'slow' (+ wait in ms),
---   'created', 'updated';
+--   'created', 'updated', 'busy' (tick: another tick ran less than the guard ago);
 -- * the place shape of reply() below, by position:
 --   1 state ('prequeue', 'waiting', 'paused', 'closed', 'admitted', 'active', 'expired')
 --   2 seq (decimal)   3 draw ('' for none)   4 position (1-based, 0 when not waiting)
@@ -96,9 +96,13 @@ local function recovery(cfg, now, st_created, st_epoch)
   return ends, epoch
 end
 
--- passed reports whether the head passed a ticket's place for good.
+-- passed reports whether the head passed a ticket's place for good. A room
+-- restored from the durable store after a total loss has a floor (head.lua):
+-- the admission head it had recorded; a ticket at or below it was admitted (or
+-- passed over) before the loss and never comes back, in the recovery window or not.
 local function passed(cfg, now, seq, score)
-  local st = redis.call('HMGET', K_ST, 'head', 'created', 'epoch')
+  local st = redis.call('HMGET', K_ST, 'head', 'created', 'epoch', 'floor')
+  if score <= (tonumber(st[4]) or -1) then return true end
   if score > (tonumber(st[1]) or -1) then return false end
   local ends, epoch = recovery(cfg, now, st[2], st[3])
   return not (ends and seq < epoch)

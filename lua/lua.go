@@ -37,6 +37,9 @@ var stats string
 //go:embed ratelimit.lua
 var ratelimit string
 
+//go:embed head.lua
+var head string
+
 // The scripts, ready to load: lib.lua followed by the operation.
 var (
 	Enqueue  = lib + enqueue
@@ -47,6 +50,7 @@ var (
 	Leave    = lib + leave
 	Config   = lib + config
 	Stats    = lib + stats
+	Head     = lib + head
 	// RateLimit takes its own KEYS (the room's config and one client's limiter), so no lib.
 	RateLimit = ratelimit
 )

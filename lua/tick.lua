@@ -2,7 +2,11 @@
 -- KEYS: the room's keys (lib.lua)
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> batch: the most waiting visitors one call checks for a stale heartbeat
--- Returns {admitted, evicted, grants reclaimed, sessions ended}, or {'noroom'}.
+-- ARGV[3] -> guard (ms; 0 or absent: none): a tick asked with a guard does nothing and returns
+--            {'busy'} when any tick ran less than that long before now (the state's tickat);
+--            visitors' requests drive a quiet room's ticks this way, one per room per guard
+-- Returns {admitted, evicted, grants reclaimed, sessions ended}, or {'noroom'}, or {'busy'}.
+-- Every tick that runs records now as tickat.
 -- Reclaims expired grants and sessions always; in a paused or closed room and
 -- before opensAt it does nothing else. In passthrough it admits up to `batch`
 -- of those who were waiting when the room switched, without capacity or rate. Otherwise it sweeps the
@@ -16,7 +20,11 @@ local batch = tonumber(ARGV[2])
 local cfg = load_cfg()
 if not cfg then return {'noroom'} end
 local st = redis.call('HMGET', K_ST, 'head', 'tokens', 'refill', 'sweep', 'created', 'epoch', 'since', 'oldest',
-  'hbgrace', 'hbgraceuntil')
+  'hbgrace', 'hbgraceuntil', 'tickat')
+local guard = tonumber(ARGV[3]) or 0
+local last = tonumber(st[11])
+if guard > 0 and last and now >= last and now - last < guard then return {'busy'} end
+redis.call('HSET', K_ST, 'tickat', tostring(now))
 local top = tonumber(st[1]) or -1
 local rec_end, epoch = recovery(cfg, now, st[5], st[6])
 

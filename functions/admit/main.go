@@ -1,6 +1,8 @@
 // Command admit is the admission cron: EventBridge invokes it once a minute
 // and it ticks every room every second until a few seconds before its deadline
-// (admission.Handler). Its reserved concurrency is 1, and the engine's token
+// (admission.Handler), or returns at once when nobody waits anywhere. It ticks
+// through durable.Queue: rooms lost with Redis come back from the settings
+// bucket, and their heads are recorded there. Its reserved concurrency is 1, and the engine's token
 // bucket makes an overlapping or retried invocation admit nothing extra. It
 // needs Redis and nothing else: no tokens, no secrets. Every 5 s of its loop
 // it also sweeps the booking kit's events (orders.Task): expires overdue
@@ -26,5 +28,5 @@ func main() {
 		app.Fail("admit", err)
 	}
 	sweep := orders.Task(core.Booking, pub, 5*time.Second, nil, core.Logger)
-	lambda.Start(admission.Handler(core.Engine, time.Second, core.Logger, sweep))
+	lambda.Start(admission.Handler(core.Queue, time.Second, core.Logger, sweep))
 }

@@ -34,6 +34,32 @@ type TickSummary struct {
 	Evicted         int64 `json:"evicted"`
 	GrantsReclaimed int64 `json:"grantsReclaimed"`
 	SessionsEnded   int64 `json:"sessionsEnded"`
+	// Idle is set when the handler returned at once: no room had anyone
+	// waiting, admitted or active.
+	Idle bool `json:"idle,omitempty"`
+}
+
+// Statuser reads a room's counts; a Ticker that is one lets the handler skip
+// an idle deployment's minute (room.Queue and durable.Queue are).
+type Statuser interface {
+	Status(ctx context.Context, room string) (room.Config, room.Stats, error)
+}
+
+// Idle reports whether no room has anyone waiting (or in the pre-queue),
+// admitted or active: one stats script per room. A room it cannot read is
+// not idle (the loop ticks it and logs the error).
+func Idle(ctx context.Context, q Ticker, s Statuser) bool {
+	ids, err := q.Rooms(ctx)
+	if err != nil {
+		return false
+	}
+	for _, id := range ids {
+		_, st, err := s.Status(ctx, id)
+		if err != nil || st.Waiting+st.Admitted+st.Active > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Run ticks every room once per interval, starting at once, until ctx is
@@ -109,8 +135,12 @@ func tickAll(ctx context.Context, q Ticker, log *slog.Logger, sum *TickSummary) 
 
 // Handler is the admit Lambda's handler: on each scheduled event it ticks
 // every interval until AdmitMargin before the invocation's deadline (or for
-// one minute when there is none), then returns the summary.
-// also runs on every tick as in Run.
+// one minute when there is none), then returns the summary. When q is a
+// Statuser and no room has anyone waiting, admitted or active (Idle), it
+// returns at once: an idle deployment costs one short invocation a minute,
+// and visitors' own requests tick a quiet room (durable.Queue) until the
+// next invocation finds someone and ticks for its minute. also runs on every
+// tick as in Run.
 func Handler(q Ticker, interval time.Duration, log *slog.Logger, also ...func(context.Context)) func(context.Context, events.EventBridgeEvent) (TickSummary, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -124,6 +154,10 @@ func Handler(q Ticker, interval time.Duration, log *slog.Logger, also ...func(co
 		margin := min(AdmitMargin, time.Until(deadline)/2)
 		ctx, cancel := context.WithDeadline(ctx, deadline.Add(-margin))
 		defer cancel()
+		if s, ok := q.(Statuser); ok && Idle(ctx, q, s) {
+			log.LogAttrs(ctx, slog.LevelInfo, "admit", slog.String("event_id", ev.ID), slog.Bool("idle", true))
+			return TickSummary{Idle: true}, nil
+		}
 		sum := Run(ctx, q, interval, log, also...)
 		log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "admit",
 			slog.String("event_id", ev.ID), slog.Int("ticks", sum.Ticks), slog.Int("room_ticks", sum.RoomTicks),

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/admission"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
@@ -63,6 +64,15 @@ func TestRunTicks(t *testing.T) {
 // The admit handler stops before its invocation deadline and reports a summary.
 func TestAdmitHandler(t *testing.T) {
 	q := room.New(redistest.Single(t))
+	cfg := room.DefaultConfig()
+	cfg.OriginURL = "https://origin.example/"
+	id := redistest.Room(t)
+	if _, err := q.PutConfig(context.Background(), id, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Enqueue(context.Background(), id, "waiting"); err != nil { // not idle
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 	defer cancel()
 	sum, err := admission.Handler(q, 100*time.Millisecond, nil)(ctx, events.EventBridgeEvent{ID: "e1", DetailType: "Scheduled Event"})
@@ -86,5 +96,51 @@ func TestRunAlso(t *testing.T) {
 	sum := admission.Run(ctx, q, 50*time.Millisecond, nil, func(context.Context) { n++ })
 	if n == 0 || n > sum.Ticks || n < sum.Ticks-1 { // the last tick may end with the context
 		t.Fatalf("also ran %d times in %d ticks", n, sum.Ticks)
+	}
+}
+
+// An idle deployment (no room with anyone waiting, admitted or active) costs
+// the admit function one short invocation: the handler returns at once
+// instead of ticking for its minute. One visitor anywhere and it ticks.
+func TestAdmitHandlerIdle(t *testing.T) {
+	srv, err := redistest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	q := room.New(rdb)
+	cfg := room.DefaultConfig()
+	cfg.OriginURL = "https://origin.example/"
+	var ids []string
+	for range 3 {
+		id := redistest.Room(t)
+		if _, err := q.PutConfig(context.Background(), id, cfg); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	handler := admission.Handler(q, 100*time.Millisecond, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	sum, err := handler(ctx, events.EventBridgeEvent{ID: "idle"})
+	took := time.Since(start)
+	if err != nil || !sum.Idle || sum.Ticks != 0 {
+		t.Fatalf("idle deployment: %+v %v, want idle and no ticks", sum, err)
+	}
+	if took > 100*time.Millisecond {
+		t.Errorf("the idle handler took %s", took)
+	}
+	t.Logf("idle admit invocation over 3 rooms: %s", took)
+
+	if _, err := q.Enqueue(context.Background(), ids[1], "someone"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if sum, err := handler(ctx, events.EventBridgeEvent{ID: "busy"}); err != nil || sum.Idle || sum.Ticks < 1 || sum.Admitted != 1 {
+		t.Errorf("one visitor waiting: %+v %v, want ticks that admit them", sum, err)
 	}
 }

@@ -7,6 +7,7 @@
 package app
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -16,10 +17,13 @@ import (
 	"strings"
 	"time"
 
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/durable"
 	"github.com/vestibule-dev/vestibule/internal/metrics"
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -41,7 +45,11 @@ type Core struct {
 	Redis   redis.UniversalClient
 	Engine  *room.Engine
 	Booking *booking.Engine // the booking kit's engine, over the same Redis
-	Logger  *slog.Logger
+	// Queue is the engine behind durable.Queue: what the API and the admit loop
+	// use (room settings kept in SETTINGS_BUCKET when it is set, restored after
+	// a total loss; request-driven ticks of quiet rooms).
+	Queue  *durable.Queue
+	Logger *slog.Logger
 }
 
 // Options change what New builds; the zero value is production's.
@@ -49,6 +57,7 @@ type Options struct {
 	Clock  room.Clock            // nil: time.Now
 	Redis  redis.UniversalClient // nil: a client of the config's REDIS_URL
 	Logger *slog.Logger          // nil: JSON on stdout at the config's level
+	Store  durable.Store         // nil: S3 of the config's SETTINGS_BUCKET, or none when it is unset
 }
 
 // New builds the core from a configuration. It also sets the Stack
@@ -66,11 +75,21 @@ func New(c config.Config, o Options) (*Core, error) {
 	if log == nil {
 		log = NewLogger(c, os.Stdout)
 	}
+	store := o.Store
+	if store == nil && c.SettingsBucket != "" {
+		awsCfg, err := awsconfig.LoadDefaultConfig(context.Background())
+		if err != nil {
+			return nil, fmt.Errorf("aws config for %s: %w", config.EnvSettingsBucket, err)
+		}
+		store = durable.NewS3(s3.NewFromConfig(awsCfg), c.SettingsBucket)
+	}
 	var bopts []booking.Option
 	if o.Clock != nil {
 		bopts = append(bopts, booking.WithClock(o.Clock))
 	}
-	return &Core{Config: c, Redis: rdb, Engine: NewEngine(rdb, o.Clock), Booking: booking.New(rdb, bopts...), Logger: log}, nil
+	eng := NewEngine(rdb, o.Clock)
+	q := durable.New(eng, durable.Options{Store: store, Logger: log, Clock: o.Clock})
+	return &Core{Config: c, Redis: rdb, Engine: eng, Booking: booking.New(rdb, bopts...), Queue: q, Logger: log}, nil
 }
 
 // Close closes the Redis client.

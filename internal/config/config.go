@@ -35,6 +35,7 @@ const (
 	EnvBookingEventBus   = "BOOKING_EVENT_BUS"    // EventBridge bus of order events; empty: JSON lines on stdout
 	EnvOriginSecretARN   = "ORIGIN_SECRET_ARN"    // Secrets Manager: the value CloudFront sends in OriginHeader
 	EnvStack             = "VESTIBULE_STACK"      // the CloudFormation stack: a dimension of the custom metrics
+	EnvSettingsBucket    = "SETTINGS_BUCKET"      // S3 bucket[/prefix] of the durable room settings (package durable)
 )
 
 // EnvLambdaFunctionName is set by the Lambda runtime itself (never by the
@@ -53,7 +54,7 @@ const OriginHeader = "X-Vestibule-Origin"
 func Names() []string {
 	return []string{EnvRedisURL, EnvRedisCluster, EnvRedisCAFile, EnvTicketSecretARN, EnvEntryKeySecretARN,
 		EnvKeyDir, EnvIssuer, EnvAdminAuth, EnvAdminKey, EnvDefaultRoomConfig, EnvLogLevel, EnvBookingEventBus,
-		EnvOriginSecretARN, EnvStack}
+		EnvOriginSecretARN, EnvStack, EnvSettingsBucket}
 }
 
 // RuntimeNames are the variables Load reads that the Lambda runtime sets;
@@ -100,6 +101,9 @@ type Config struct {
 	// Stack is the CloudFormation stack name, the Stack dimension of the
 	// custom metrics; empty: no dimension (local programs).
 	Stack string
+	// SettingsBucket is "bucket" or "bucket/prefix": where each room's settings
+	// and admission head are kept durably; "" keeps them in Redis only.
+	SettingsBucket string
 }
 
 // Defaults.
@@ -132,6 +136,7 @@ func Load(getenv func(string) string) (Config, error) {
 		BookingEventBus: strings.TrimSpace(getenv(EnvBookingEventBus)),
 		OriginSecretARN: strings.TrimSpace(getenv(EnvOriginSecretARN)),
 		Stack:           strings.TrimSpace(getenv(EnvStack)),
+		SettingsBucket:  strings.TrimSpace(getenv(EnvSettingsBucket)),
 	}
 	var errs []error
 	bad := func(format string, a ...any) {
@@ -176,6 +181,9 @@ func Load(getenv func(string) string) (Config, error) {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			bad("%s=%q is not debug, info, warn or error", EnvLogLevel, v)
 		}
+	}
+	if strings.HasPrefix(c.SettingsBucket, "/") || strings.Contains(c.SettingsBucket, "//") {
+		bad("%s=%q is not a bucket name with an optional /prefix", EnvSettingsBucket, c.SettingsBucket)
 	}
 	return c, errors.Join(errs...)
 }

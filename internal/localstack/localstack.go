@@ -8,6 +8,8 @@
 // hand-integration example (the "demo-api" room's origin) consumes the entry
 // token server to server, as an origin that integrates by hand does.
 // Redis is embedded (miniredis) unless a URL names a real one.
+// Room settings are kept on disk beside the keys (.vestibule/rooms, package
+// durable), so the rooms of a previous run come back in a fresh embedded Redis.
 package localstack
 
 import (
@@ -34,6 +36,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/app/apiapp"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/durable"
 	"github.com/vestibule-dev/vestibule/internal/orders"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -150,7 +153,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	engine := app.NewEngine(s.rdb, o.Clock)
+	// The rooms' durable settings: .vestibule/rooms beside .vestibule/keys.
+	store := durable.Disk{Dir: filepath.Join(filepath.Dir(o.KeyDir), "rooms")}
+	engine := durable.New(app.NewEngine(s.rdb, o.Clock), durable.Options{Store: store, Logger: o.Logger, Clock: o.Clock})
 
 	appLn, err := net.Listen("tcp", o.Addr)
 	if err != nil {

@@ -33,6 +33,7 @@ var (
 	configCmd    = script{"config", redis.NewScript(lua.Config)}
 	statsCmd     = script{"stats", redis.NewScript(lua.Stats)}
 	ratelimitCmd = script{"ratelimit", redis.NewScript(lua.RateLimit)}
+	headCmd      = script{"head", redis.NewScript(lua.Head)}
 )
 
 // Scripter is the narrowest Redis client the engine needs: a client, a
@@ -408,12 +409,31 @@ func (e *Engine) Complete(ctx context.Context, room string, seq int64, audience 
 
 // Tick runs one admission tick of the room.
 func (e *Engine) Tick(ctx context.Context, room string) (TickResult, error) {
-	reply, err := e.run(ctx, tickCmd, room, e.nowMS(), e.batch)
+	return e.tick(ctx, room, 0)
+}
+
+// ErrTickBusy is TickGuarded's answer when a tick of the room ran less than
+// the guard ago: this one did nothing.
+var ErrTickBusy = errors.New("room: ticked less than the guard ago")
+
+// TickGuarded runs one admission tick of the room unless any tick of it ran
+// less than guard ago (ErrTickBusy); the check and the tick are one script, so
+// concurrent callers run at most one tick per guard. Visitors' requests drive
+// a quiet room's ticks with it while the scheduled admit function is idle.
+func (e *Engine) TickGuarded(ctx context.Context, room string, guard time.Duration) (TickResult, error) {
+	return e.tick(ctx, room, max(1, guard.Milliseconds()))
+}
+
+func (e *Engine) tick(ctx context.Context, room string, guardMS int64) (TickResult, error) {
+	reply, err := e.run(ctx, tickCmd, room, e.nowMS(), e.batch, guardMS)
 	if err != nil {
 		return TickResult{}, err
 	}
-	if word(reply) == wordNoRoom {
+	switch word(reply) {
+	case wordNoRoom:
 		return TickResult{}, ErrUnknownRoom
+	case wordBusy:
+		return TickResult{}, ErrTickBusy
 	}
 	if len(reply) != tickLen {
 		return TickResult{}, unexpected(tickCmd, reply)
@@ -454,6 +474,38 @@ func (e *Engine) PutConfig(ctx context.Context, room string, cfg Config) (Config
 	// Answer what is stored, so a PUT and a later GET show the same settings.
 	stored, _ := decodePairs(pairs)
 	return stored, nil
+}
+
+// Head reads the room's admission head (the highest score admitted) and
+// raises its floor to floor when floor is higher (pass a negative floor to
+// only read). A ticket at or below the floor is never restored (lib.lua
+// passed): the durable store records the head and a restore after a total loss
+// gives it back as the floor, before it re-creates the room. It returns the
+// higher of the head and the floor (-1 for neither), which is what the store
+// should keep. It works on a room with no settings (ErrUnknownRoom never).
+func (e *Engine) Head(ctx context.Context, room string, floor float64) (float64, error) {
+	arg := ""
+	if floor >= 0 {
+		arg = strconv.FormatFloat(floor, 'g', -1, 64)
+	}
+	reply, err := e.run(ctx, headCmd, room, arg)
+	if err != nil {
+		return 0, err
+	}
+	if len(reply) != 2 {
+		return 0, unexpected(headCmd, reply)
+	}
+	top := -1.0
+	for _, v := range reply {
+		if s := str(v); s != "" {
+			f, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return 0, unexpected(headCmd, reply)
+			}
+			top = max(top, f)
+		}
+	}
+	return top, nil
 }
 
 // GetConfig reads a room's settings.

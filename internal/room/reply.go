@@ -17,11 +17,12 @@ const (
 	wordSpent     = "spent"     // enqueue: the join challenge's proof was used before
 	wordCreated   = "created"   // config: a new room
 	wordUpdated   = "updated"   // config: an existing room's settings changed
+	wordBusy      = "busy"      // tick with a guard: another tick ran less than the guard ago
 )
 
 // replyWords is every reply word, for the test that the scripts use no other.
 var replyWords = []string{wordOK, wordNoRoom, wordNoGrant, wordClosed, wordConsumed, wordExpired,
-	wordAudience, wordSlow, wordChallenge, wordSpent, wordCreated, wordUpdated}
+	wordAudience, wordSlow, wordChallenge, wordSpent, wordCreated, wordUpdated, wordBusy}
 
 // stateActive is the place state of a consumed grant (a running session); the
 // API reports it as StateAdmitted with Place.Active.

@@ -178,7 +178,7 @@ func Main(name string) *api.Handler {
 	if err != nil {
 		app.Fail(name, err)
 	}
-	return NewHandler(core.Engine, keys, core.Config, Options{Logger: core.Logger, Booking: core.Booking, Orders: pub, Edge: edge})
+	return NewHandler(core.Queue, keys, core.Config, Options{Logger: core.Logger, Booking: core.Booking, Orders: pub, Edge: edge})
 }
 
 // Ephemeral is a configuration with a random admin key (admin auth by key)

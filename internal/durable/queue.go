@@ -1,0 +1,362 @@
+package durable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// Engine is what Queue needs of the room engine (*room.Engine fits).
+type Engine interface {
+	room.Queue
+	TickGuarded(ctx context.Context, room string, guard time.Duration) (room.TickResult, error)
+	Head(ctx context.Context, room string, floor float64) (float64, error)
+}
+
+var _ Engine = (*room.Engine)(nil)
+
+// Defaults of Options.
+const (
+	// DefaultHeadEvery is how often the admit loop's ticks record a room's
+	// head (when it moved): the longest stretch of admissions a total loss
+	// can grant again. One S3 PUT per room per 10 s of admitting is about
+	// 8,640 a day, $0.04 at $0.005 per 1,000.
+	DefaultHeadEvery = 10 * time.Second
+	// TickGuard is the least time between two ticks of a room that visitors'
+	// requests drive (room.Engine.TickGuarded); the scheduled admit loop
+	// ticks every second, so while it runs they drive none.
+	TickGuard = time.Second
+	// NudgeBudget bounds the request-driven tick a request runs before it is
+	// answered (in Lambda nothing runs after the response).
+	NudgeBudget = 250 * time.Millisecond
+	// MissingFor is how long a room the store does not have is not asked for
+	// again by this process: requests for made-up room ids cost no S3 GET
+	// each. A room PUT meanwhile is in Redis, so it needs no restore.
+	MissingFor = 10 * time.Second
+	// ListEvery is how long Rooms reuses its listing of the store: the admit
+	// loop asks every second, and an S3 LIST costs $0.005 per 1,000. A room
+	// PUT through this process is listed at once; one PUT through another
+	// process is in Redis's registry anyway.
+	ListEvery = time.Minute
+)
+
+// Options configure a Queue; the zero value of each field has a default.
+type Options struct {
+	Store     Store            // nil: settings live only in Redis (no restore, no head)
+	Logger    *slog.Logger     // nil: discard
+	Clock     func() time.Time // nil: time.Now; paces the head records and this process's nudges
+	HeadEvery time.Duration    // 0: DefaultHeadEvery
+	NoNudge   bool             // true: requests drive no ticks (the scheduled loop does it all)
+}
+
+// Queue is a room.Queue over the engine that makes the rooms' settings
+// durable and lets requests tick quiet rooms. See the package doc.
+type Queue struct {
+	eng Engine
+	o   Options
+
+	mu       sync.Mutex
+	nudged   map[string]time.Time // this process's last request-driven tick per room
+	recorded map[string]record    // the head this process last stored per room
+	listed   []string             // the store's rooms, as last listed
+	listedAt time.Time
+	missing  map[string]time.Time // rooms the store did not have, when it said so
+	restores singleflight.Group   // one restore of a room at a time in this process
+}
+
+type record struct {
+	head float64
+	at   time.Time
+}
+
+var _ room.Queue = (*Queue)(nil)
+
+// New wraps an engine.
+func New(eng Engine, o Options) *Queue {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.HeadEvery <= 0 {
+		o.HeadEvery = DefaultHeadEvery
+	}
+	return &Queue{eng: eng, o: o, nudged: map[string]time.Time{}, recorded: map[string]record{}, missing: map[string]time.Time{}}
+}
+
+// retry runs f, and once more after restoring the room when f found it
+// missing (room.ErrUnknownRoom) and the store has it.
+func retry[T any](q *Queue, ctx context.Context, id string, f func() (T, error)) (T, error) {
+	v, err := f()
+	if !errors.Is(err, room.ErrUnknownRoom) || q.o.Store == nil {
+		return v, err
+	}
+	if rerr := q.Restore(ctx, id); rerr != nil {
+		if errors.Is(rerr, room.ErrUnknownRoom) {
+			return v, err
+		}
+		var zero T
+		return zero, rerr
+	}
+	return f()
+}
+
+// Restore re-creates a room missing in Redis from the store: first the floor
+// (the recorded head: no ticket at or below it comes back, so no consumed
+// grant is granted again), then the settings (room.Engine.PutConfig, which
+// starts the recovery window). It returns room.ErrUnknownRoom when the store
+// has no such room, and an error wrapping room.ErrUnavailable when the store
+// cannot be read: a room is never restored without its floor.
+// Concurrent restores of one room in a process share one.
+func (q *Queue) Restore(ctx context.Context, id string) error {
+	if q.o.Store == nil || !room.ValidRoomID(id) {
+		return room.ErrUnknownRoom
+	}
+	now := q.o.Clock()
+	q.mu.Lock()
+	at, ok := q.missing[id]
+	q.mu.Unlock()
+	if ok && now.Sub(at) < MissingFor && !now.Before(at) {
+		return room.ErrUnknownRoom
+	}
+	_, err, _ := q.restores.Do(id, func() (any, error) { return nil, q.restore(ctx, id) })
+	if errors.Is(err, room.ErrUnknownRoom) {
+		q.mu.Lock()
+		if len(q.missing) >= 1024 {
+			clear(q.missing)
+		}
+		q.missing[id] = now
+		q.mu.Unlock()
+	}
+	return err
+}
+
+func (q *Queue) restore(ctx context.Context, id string) error {
+	b, err := q.o.Store.Settings(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return room.ErrUnknownRoom
+	}
+	if err != nil {
+		return fmt.Errorf("%w: restore %s: %w", room.ErrUnavailable, id, err)
+	}
+	var cfg room.Config
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return fmt.Errorf("%w: restore %s: stored settings: %w", room.ErrUnavailable, id, err)
+	}
+	head, err := q.o.Store.Head(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		head = -1
+	case err != nil:
+		return fmt.Errorf("%w: restore %s: %w", room.ErrUnavailable, id, err)
+	}
+	if _, err := q.eng.Head(ctx, id, head); err != nil {
+		return err
+	}
+	if _, err := q.eng.PutConfig(ctx, id, cfg); err != nil {
+		return err
+	}
+	q.o.Logger.LogAttrs(ctx, slog.LevelWarn, "room restored from the durable store",
+		slog.String("room", id), slog.Float64("floor", head))
+	return nil
+}
+
+// nudge runs a guarded tick of the room before a visitor's request is
+// answered, at most once per TickGuard per room in this process (and in Redis,
+// across processes), bounded by NudgeBudget. Its errors only go to the log.
+func (q *Queue) nudge(ctx context.Context, id string) {
+	if q.o.NoNudge {
+		return
+	}
+	now := q.o.Clock()
+	q.mu.Lock()
+	last, ok := q.nudged[id]
+	due := !ok || now.Sub(last) >= TickGuard || now.Before(last)
+	if due {
+		if len(q.nudged) >= 1024 {
+			clear(q.nudged)
+		}
+		q.nudged[id] = now
+	}
+	q.mu.Unlock()
+	if !due {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, NudgeBudget)
+	defer cancel()
+	_, err := q.eng.TickGuarded(ctx, id, TickGuard)
+	if err != nil && !errors.Is(err, room.ErrTickBusy) && !errors.Is(err, room.ErrUnknownRoom) {
+		q.o.Logger.LogAttrs(ctx, slog.LevelDebug, "request-driven tick", slog.String("room", id), slog.String("error", err.Error()))
+	}
+}
+
+// Join ticks the room (nudge), then joins.
+func (q *Queue) Join(ctx context.Context, id, visitor string, proof room.JoinProof) (room.Place, error) {
+	q.nudge(ctx, id)
+	return retry(q, ctx, id, func() (room.Place, error) { return q.eng.Join(ctx, id, visitor, proof) })
+}
+
+// Poll ticks the room (nudge), then polls: the first visitors of a quiet room
+// are admitted without waiting for the scheduled admit function.
+func (q *Queue) Poll(ctx context.Context, t room.Ticket) (room.Place, error) {
+	q.nudge(ctx, t.Room)
+	return retry(q, ctx, t.Room, func() (room.Place, error) { return q.eng.Poll(ctx, t) })
+}
+
+// AllowEnqueue is the engine's, restoring a lost room.
+func (q *Queue) AllowEnqueue(ctx context.Context, id, client string) error {
+	_, err := retry(q, ctx, id, func() (struct{}, error) { return struct{}{}, q.eng.AllowEnqueue(ctx, id, client) })
+	return err
+}
+
+// Leave is the engine's, restoring a lost room.
+func (q *Queue) Leave(ctx context.Context, t room.Ticket) error {
+	_, err := retry(q, ctx, t.Room, func() (struct{}, error) { return struct{}{}, q.eng.Leave(ctx, t) })
+	return err
+}
+
+// Consume is the engine's, restoring a lost room (whose grants are gone: the
+// answer is then room.ErrUnknownGrant).
+func (q *Queue) Consume(ctx context.Context, id string, seq int64, audience string) (room.Session, error) {
+	return retry(q, ctx, id, func() (room.Session, error) { return q.eng.Consume(ctx, id, seq, audience) })
+}
+
+// Complete is the engine's, restoring a lost room.
+func (q *Queue) Complete(ctx context.Context, id string, seq int64, audience string) error {
+	_, err := retry(q, ctx, id, func() (struct{}, error) { return struct{}{}, q.eng.Complete(ctx, id, seq, audience) })
+	return err
+}
+
+// Tick is the engine's (the scheduled admit loop's), restoring a lost room;
+// then, at most every HeadEvery, it records the room's head in the store.
+func (q *Queue) Tick(ctx context.Context, id string) (room.TickResult, error) {
+	r, err := retry(q, ctx, id, func() (room.TickResult, error) { return q.eng.Tick(ctx, id) })
+	if err == nil {
+		q.recordHead(ctx, id)
+	}
+	return r, err
+}
+
+// recordHead stores the room's head (the higher of its head and floor) when
+// HeadEvery passed since this process last did and it is above what the
+// store holds. Failures are logged: the next tick tries again.
+func (q *Queue) recordHead(ctx context.Context, id string) {
+	if q.o.Store == nil {
+		return
+	}
+	now := q.o.Clock()
+	q.mu.Lock()
+	last, ok := q.recorded[id]
+	q.mu.Unlock()
+	if ok && now.Sub(last.at) < q.o.HeadEvery && !now.Before(last.at) {
+		return
+	}
+	h, err := q.eng.Head(ctx, id, -1)
+	if err == nil && !ok {
+		// The first record of this process: never lower what the store holds.
+		last.head, err = q.o.Store.Head(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			last.head, err = -1, nil
+		}
+	}
+	if err == nil && h > last.head {
+		err = q.o.Store.PutHead(ctx, id, h)
+		last.head = h
+	}
+	if err != nil {
+		q.o.Logger.LogAttrs(ctx, slog.LevelError, "record head", slog.String("room", id), slog.String("error", err.Error()))
+		return
+	}
+	q.mu.Lock()
+	q.recorded[id] = record{head: last.head, at: now}
+	q.mu.Unlock()
+}
+
+// ErrNotDurable wraps the error of a PutConfig whose settings Redis took but
+// the store did not: it also wraps room.ErrUnavailable, so the admin gets a
+// 503 and PUTs again (the admin route is idempotent).
+var ErrNotDurable = errors.New("durable: settings applied but not stored durably")
+
+// PutConfig stores the settings in Redis (live at once), then in the store.
+// When the store write fails the settings stay applied in Redis, and the
+// error (ErrNotDurable, room.ErrUnavailable: a 503) tells the admin to PUT
+// again: a room whose settings are not in the store would not come back after
+// a total loss.
+func (q *Queue) PutConfig(ctx context.Context, id string, cfg room.Config) (room.Config, error) {
+	stored, err := q.eng.PutConfig(ctx, id, cfg)
+	if err != nil || q.o.Store == nil {
+		return stored, err
+	}
+	b, err := json.Marshal(stored)
+	if err == nil {
+		err = q.o.Store.PutSettings(ctx, id, b)
+	}
+	if err != nil {
+		q.o.Logger.LogAttrs(ctx, slog.LevelError, "store room settings", slog.String("room", id), slog.String("error", err.Error()))
+		return room.Config{}, fmt.Errorf("%w: %w: %w", room.ErrUnavailable, ErrNotDurable, err)
+	}
+	q.mu.Lock()
+	delete(q.missing, id)
+	if !q.listedAt.IsZero() && !slices.Contains(q.listed, id) {
+		q.listed = append(slices.Clip(q.listed), id)
+	}
+	q.mu.Unlock()
+	return stored, nil
+}
+
+// GetConfig is the engine's, restoring a lost room.
+func (q *Queue) GetConfig(ctx context.Context, id string) (room.Config, error) {
+	return retry(q, ctx, id, func() (room.Config, error) { return q.eng.GetConfig(ctx, id) })
+}
+
+// Rooms is Redis's registry and the store's rooms together, so the admit loop
+// ticks (and thereby restores) every room after a loss. The store's list is
+// reused for ListEvery. A store that cannot be listed is logged, and the rooms
+// known so far are still returned.
+func (q *Queue) Rooms(ctx context.Context) ([]string, error) {
+	ids, err := q.eng.Rooms(ctx)
+	if err != nil || q.o.Store == nil {
+		return ids, err
+	}
+	now := q.o.Clock()
+	q.mu.Lock()
+	more, at := q.listed, q.listedAt
+	q.mu.Unlock()
+	if at.IsZero() || now.Sub(at) >= ListEvery || now.Before(at) {
+		fresh, serr := q.o.Store.Rooms(ctx)
+		if serr != nil {
+			q.o.Logger.LogAttrs(ctx, slog.LevelError, "list stored rooms", slog.String("error", serr.Error()))
+		} else {
+			more = fresh
+			q.mu.Lock()
+			q.listed, q.listedAt = fresh, now
+			q.mu.Unlock()
+		}
+	}
+	ids = append(slices.Clip(ids), more...)
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
+
+// Status is the engine's, restoring a lost room.
+func (q *Queue) Status(ctx context.Context, id string) (room.Config, room.Stats, error) {
+	type cs struct {
+		c room.Config
+		s room.Stats
+	}
+	v, err := retry(q, ctx, id, func() (cs, error) {
+		c, s, err := q.eng.Status(ctx, id)
+		return cs{c, s}, err
+	})
+	return v.c, v.s, err
+}

@@ -1,0 +1,258 @@
+package durable_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/internal/durable"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
+)
+
+const origin = "https://shop.example.com/checkout"
+
+func testConfig() room.Config {
+	c := room.DefaultConfig()
+	c.OriginURL = origin
+	c.MaxActive, c.AdmitPerMinute, c.HeartbeatTTLSeconds = 3, 6000, 60
+	return c
+}
+
+type fixture struct {
+	ctx   context.Context
+	rdb   *redis.Client
+	clk   *testkit.Clock
+	eng   *room.Engine
+	store durable.Store
+	q     *durable.Queue
+	room  string
+}
+
+func newFixture(t *testing.T, store durable.Store) *fixture {
+	t.Helper()
+	f := &fixture{ctx: context.Background(), rdb: redistest.Single(t), store: store, room: redistest.Room(t),
+		clk: testkit.FixedClock(time.Now().UTC().Truncate(time.Second))}
+	f.eng = room.New(f.rdb, room.WithClock(f.clk.Now))
+	f.q = durable.New(f.eng, durable.Options{Store: store, Clock: f.clk.Now})
+	return f
+}
+
+// A total loss (FLUSHALL) without any admin call: the room answers with its
+// settings, the waiting visitors have their places back in order, and the
+// consumed grant (and the admitted ones, below the recorded head) is not
+// granted again; the admit loop's room list still has the room.
+func TestRestoreAfterTotalLoss(t *testing.T) {
+	f := newFixture(t, durable.Disk{Dir: t.TempDir()})
+	cfg := testConfig()
+	if _, err := f.q.PutConfig(f.ctx, f.room, cfg); err != nil {
+		t.Fatal(err)
+	}
+	var ts []room.Ticket
+	for range 8 {
+		p, err := f.q.Join(f.ctx, f.room, "v", room.JoinProof{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, p.Ticket)
+	}
+	f.clk.Advance(time.Second)
+	if r, err := f.q.Tick(f.ctx, f.room); err != nil || r.Admitted != 3 {
+		t.Fatalf("tick: %+v %v, want 3 admitted", r, err)
+	}
+	if _, err := f.q.Consume(f.ctx, f.room, ts[0].Seq, origin); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := f.store.Head(f.ctx, f.room); err != nil || h != float64(ts[2].Seq) {
+		t.Fatalf("recorded head %v %v, want %d", h, err, ts[2].Seq)
+	}
+
+	if err := redistest.FlushAll(f.ctx, f.rdb); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := f.q.Rooms(f.ctx)
+	if err != nil || len(ids) != 1 || ids[0] != f.room {
+		t.Errorf("Rooms after the loss = %v %v, want the stored room", ids, err)
+	}
+	got, err := f.q.GetConfig(f.ctx, f.room)
+	if err != nil || got.MaxActive != cfg.MaxActive || got.OriginURL != cfg.OriginURL {
+		t.Fatalf("GetConfig after the loss: %+v %v", got, err)
+	}
+	for i, tk := range ts {
+		p, err := f.q.Poll(f.ctx, tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < 3 && p.State != room.StateExpired {
+			t.Errorf("admitted ticket %d after the loss: %s, want expired", i, p.State)
+		}
+		if i >= 3 && p.State == room.StateExpired {
+			t.Errorf("waiting ticket %d lost its place", i)
+		}
+	}
+	for range 5 {
+		f.clk.Advance(time.Second)
+		if _, err := f.q.Tick(f.ctx, f.room); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.q.Consume(f.ctx, f.room, ts[0].Seq, origin); err == nil {
+		t.Errorf("the consumed grant was granted and consumed again")
+	}
+	for _, tk := range ts[3:6] { // the next three in order
+		if _, err := f.q.Consume(f.ctx, f.room, tk.Seq, origin); err != nil {
+			t.Errorf("visitor %d, next in order after the loss: %v", tk.Seq, err)
+		}
+	}
+}
+
+// A visitor of a quiet room is admitted by the visitors' own requests, with
+// no scheduled tick: the poll runs a guarded tick first.
+func TestQuietRoomAdmittedByRequests(t *testing.T) {
+	f := newFixture(t, nil)
+	if _, err := f.q.PutConfig(f.ctx, f.room, testConfig()); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(time.Second) // the new room's bucket fills
+	p, err := f.q.Join(f.ctx, f.room, "first", room.JoinProof{})
+	if err != nil || p.State != room.StateWaiting {
+		t.Fatalf("join: %v %v", p.State, err)
+	}
+	f.clk.Advance(time.Second) // the page's first poll
+	p, err = f.q.Poll(f.ctx, p.Ticket)
+	if err != nil || p.State != room.StateAdmitted {
+		t.Fatalf("first poll in a quiet room: %v %v, want admitted", p.State, err)
+	}
+
+	// The cost a request pays: a guarded tick that finds the guard (busy),
+	// and one that ticks a quiet room.
+	busy := measure(200, func() { f.eng.TickGuarded(f.ctx, f.room, time.Second) })
+	ticked := measure(200, func() { f.clk.Advance(time.Second); f.eng.TickGuarded(f.ctx, f.room, time.Second) })
+	t.Logf("request-driven tick on loopback Redis: %s when busy, %s when it ticks a quiet room", busy, ticked)
+}
+
+func measure(n int, f func()) time.Duration {
+	start := time.Now()
+	for range n {
+		f()
+	}
+	return time.Since(start) / time.Duration(n)
+}
+
+// Concurrent requests in one second (separate processes: separate Queues) run
+// the tick script once and admit no more than the bucket holds.
+func TestConcurrentRequestTicks(t *testing.T) {
+	f := newFixture(t, nil)
+	cfg := testConfig()
+	cfg.AdmitPerMinute, cfg.MaxActive = 60, 100 // one a second, two in the bucket
+	if _, err := f.q.PutConfig(f.ctx, f.room, cfg); err != nil {
+		t.Fatal(err)
+	}
+	var ts []room.Ticket
+	for range 10 {
+		p, err := f.eng.Join(f.ctx, f.room, "v", room.JoinProof{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, p.Ticket)
+	}
+	f.clk.Advance(10 * time.Second)
+	var wg sync.WaitGroup
+	for i := range 10 {
+		q := durable.New(f.eng, durable.Options{Clock: f.clk.Now})
+		wg.Go(func() {
+			if _, err := q.Poll(f.ctx, ts[i]); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	st, err := f.eng.Stats(f.ctx, f.room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Admitted != 2 {
+		t.Errorf("10 concurrent polls in one second admitted %d, want 2 (the bucket's cap)", st.Admitted)
+	}
+}
+
+type failingStore struct{ durable.Store }
+
+func (failingStore) PutSettings(context.Context, string, []byte) error {
+	return errors.New("s3 down")
+}
+
+// When the store cannot take the settings, Redis keeps them (they are live)
+// and the admin learns it: the error is ErrNotDurable and ErrUnavailable (503).
+func TestPutConfigStoreFailure(t *testing.T) {
+	f := newFixture(t, failingStore{durable.Disk{Dir: t.TempDir()}})
+	_, err := f.q.PutConfig(f.ctx, f.room, testConfig())
+	if !errors.Is(err, durable.ErrNotDurable) || !errors.Is(err, room.ErrUnavailable) {
+		t.Fatalf("PutConfig with the store down: %v, want ErrNotDurable and ErrUnavailable", err)
+	}
+	if _, err := f.eng.GetConfig(f.ctx, f.room); err != nil {
+		t.Errorf("Redis did not keep the settings: %v", err)
+	}
+}
+
+// A room the store does not have stays unknown.
+func TestUnknownRoomStaysUnknown(t *testing.T) {
+	f := newFixture(t, durable.Disk{Dir: t.TempDir()})
+	if _, err := f.q.GetConfig(f.ctx, f.room); !errors.Is(err, room.ErrUnknownRoom) {
+		t.Errorf("GetConfig of a room nobody put: %v, want ErrUnknownRoom", err)
+	}
+}
+
+// countingStore counts the settings reads.
+type countingStore struct {
+	durable.Store
+	mu    sync.Mutex
+	reads int
+}
+
+func (c *countingStore) Settings(ctx context.Context, id string) ([]byte, error) {
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+	return c.Store.Settings(ctx, id)
+}
+
+// After a loss, a crowd's concurrent calls restore a room once per process
+// (one store read), and calls for rooms nobody created cost one store read
+// per room per MissingFor, not one each.
+func TestRestoreOncePerProcess(t *testing.T) {
+	cs := &countingStore{Store: durable.Disk{Dir: t.TempDir()}}
+	f := newFixture(t, cs)
+	if _, err := f.q.PutConfig(f.ctx, f.room, testConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if err := redistest.FlushAll(f.ctx, f.rdb); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if _, err := f.q.GetConfig(f.ctx, f.room); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if cs.reads > 3 { // one restore, and a call or two that found the room missing just before it ended
+		t.Errorf("20 concurrent calls after the loss read the store %d times", cs.reads)
+	}
+	cs.reads = 0
+	for range 50 {
+		if _, err := f.q.GetConfig(f.ctx, "made-up-room"); !errors.Is(err, room.ErrUnknownRoom) {
+			t.Fatalf("made-up room: %v", err)
+		}
+	}
+	if cs.reads != 1 {
+		t.Errorf("50 calls for a made-up room read the store %d times, want 1", cs.reads)
+	}
+}

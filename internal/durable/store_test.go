@@ -1,0 +1,95 @@
+package durable_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/vestibule-dev/vestibule/internal/durable"
+)
+
+// fakeS3 starts an S3-protocol server (gofakes3) on loopback with one bucket
+// and returns a real SDK client of it: path-style, static credentials.
+func fakeS3(t testing.TB, bucket string) *s3.Client {
+	t.Helper()
+	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
+	t.Cleanup(srv.Close)
+	c := s3.New(s3.Options{
+		Region:       "eu-west-1",
+		BaseEndpoint: aws.String(srv.URL),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+	})
+	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatalf("create bucket: %v", err)
+	}
+	return c
+}
+
+// exercise checks a Store's contract: settings and heads per room, not found
+// before the first put, the rooms listed (every page), overwrites.
+func exercise(t *testing.T, s durable.Store, rooms int) {
+	ctx := context.Background()
+	if _, err := s.Settings(ctx, "nope"); !errors.Is(err, durable.ErrNotFound) {
+		t.Errorf("Settings of a room never put: %v, want ErrNotFound", err)
+	}
+	if _, err := s.Head(ctx, "nope"); !errors.Is(err, durable.ErrNotFound) {
+		t.Errorf("Head of a room never recorded: %v, want ErrNotFound", err)
+	}
+	if ids, err := s.Rooms(ctx); err != nil || len(ids) != 0 {
+		t.Errorf("Rooms of an empty store: %v %v", ids, err)
+	}
+	var want []string
+	for i := range rooms {
+		id := "room-" + strconv.Itoa(1000+i)
+		want = append(want, id)
+		if err := s.PutSettings(ctx, id, []byte(`{"maxActive":`+strconv.Itoa(i+1)+`}`)); err != nil {
+			t.Fatalf("PutSettings: %v", err)
+		}
+	}
+	if err := s.PutSettings(ctx, want[0], []byte(`{"maxActive":99}`)); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := s.Settings(ctx, want[0]); err != nil || string(b) != `{"maxActive":99}` {
+		t.Errorf("Settings after an overwrite: %s %v", b, err)
+	}
+	for _, h := range []float64{1764123456789012, 0.4217, 1764123456789999} {
+		if err := s.PutHead(ctx, want[1], h); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Head(ctx, want[1]); err != nil || got != h {
+			t.Errorf("Head = %v %v, want %v (exactly)", got, err, h)
+		}
+	}
+	ids, err := s.Rooms(ctx)
+	if err != nil || !slices.Equal(ids, want) {
+		t.Errorf("Rooms = %d rooms %v, want %d", len(ids), err, len(want))
+	}
+	if err := s.PutSettings(ctx, "../escape", nil); err == nil {
+		t.Errorf("an invalid room id was stored")
+	}
+}
+
+func TestDiskStore(t *testing.T) {
+	exercise(t, durable.Disk{Dir: t.TempDir() + "/rooms"}, 5)
+}
+
+// The S3 store against an S3-protocol server, through the real SDK client:
+// more rooms than one list page holds.
+func TestS3Store(t *testing.T) {
+	c := fakeS3(t, "vestibule-settings")
+	exercise(t, durable.NewS3(c, "vestibule-settings/stack-a"), 1005)
+	// Another prefix in the same bucket sees none of them.
+	if ids, err := durable.NewS3(c, "vestibule-settings/stack-b/").Rooms(context.Background()); err != nil || len(ids) != 0 {
+		t.Errorf("another prefix lists %d rooms, %v", len(ids), err)
+	}
+}
