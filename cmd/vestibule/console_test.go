@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,72 +18,16 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-var (
-	browserOnce   sync.Once
-	browserCtx    context.Context
-	browserCancel context.CancelFunc
-	browserErr    error
-	browserDir    string
-)
-
-// browser starts one headless Chromium for the package, with the flags of
-// internal/e2e; without Chromium the test is skipped (it fails under CI).
+// browser opens a browser context of its own in the one headless Chromium the
+// tests share (browsertest).
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	found := false
-	for _, n := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
-		if _, err := exec.LookPath(n); err == nil {
-			found = true
-			break
-		}
-	}
-	if !found {
-		if os.Getenv("CI") != "" {
-			t.Fatal("chromium is not installed (make deps-chromium installs it)")
-		}
-		t.Skip("chromium is not installed; make deps-chromium installs it")
-	}
-	browserOnce.Do(func() {
-		browserDir, browserErr = os.MkdirTemp("", "vestibule-console-chromium-")
-		if browserErr != nil {
-			return
-		}
-		opts := append(chromedp.DefaultExecAllocatorOptions[:],
-			chromedp.NoSandbox,
-			chromedp.DisableGPU,
-			chromedp.Flag("disable-quic", true),
-			chromedp.Flag("no-first-run", true),
-			chromedp.Flag("disable-background-networking", true),
-			chromedp.Flag("disable-component-update", true),
-			chromedp.Flag("disable-sync", true),
-			chromedp.Flag("lang", "en-US"),
-			chromedp.UserDataDir(browserDir),
-			chromedp.WindowSize(1100, 900),
-		)
-		allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), opts...)
-		ctx, cancel := chromedp.NewContext(allocCtx)
-		browserCtx = ctx
-		browserCancel = func() { cancel(); allocCancel() }
-		browserErr = chromedp.Do(ctx)
-	})
-	if browserErr != nil {
-		t.Fatalf("starting chromium: %v", browserErr)
-	}
-	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
+	ctx, cancel := chromedp.NewContext(browsertest.Browser(t), chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1100, 900)); err != nil {
 		t.Fatalf("open tab: %v", err)
 	}
 	return ctx
-}
-
-func closeBrowser() {
-	if browserCancel != nil {
-		browserCancel()
-	}
-	if browserDir != "" {
-		os.RemoveAll(browserDir)
-	}
 }
 
 func eval[T any](t *testing.T, ctx context.Context, js string) T {

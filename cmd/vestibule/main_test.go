@@ -15,13 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 )
 
 func TestMain(m *testing.M) {
 	code := redistest.Main(m)
-	closeBrowser()
+	browsertest.Close()
 	os.Exit(code)
 }
 

@@ -5,13 +5,9 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
@@ -21,58 +17,16 @@ import (
 // and one parallelism, so their ops/s compare directly:
 //
 //	go test -run '^$' -bench . ./internal/booking/
-var (
-	benchOnce sync.Once
-	benchRDB  *redis.Client
-)
-
-// benchParallelism goroutines per GOMAXPROCS: enough requests in flight to
-// keep Redis busy rather than measure one round trip at a time.
-const benchParallelism = 16
-
-func benchClient(b *testing.B) *redis.Client {
-	benchOnce.Do(func() {
-		benchRDB = redis.NewClient(&redis.Options{Addr: redistest.Single(b).Options().Addr, PoolSize: 128})
-	})
-	return benchRDB
-}
-
-// serverCost resets Redis's command statistics and returns a function that
-// reports the server-side microseconds per call of cmd since then.
-func serverCost(b *testing.B, cmd string) func() {
-	rdb := benchClient(b)
-	ctx := context.Background()
-	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
-		b.Fatal(err)
-	}
-	return func() {
-		info, err := rdb.Info(ctx, "commandstats").Result()
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, line := range strings.Split(info, "\n") {
-			rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":")
-			if !ok {
-				continue
-			}
-			for _, kv := range strings.Split(rest, ",") {
-				if v, ok := strings.CutPrefix(kv, "usec_per_call="); ok {
-					f, _ := strconv.ParseFloat(v, 64)
-					b.ReportMetric(f, "redis-µs/op")
-				}
-			}
-		}
-	}
-}
+// (redistest.BenchClient, redistest.ServerCost).
 
 // The floor: a GET of one key.
 func BenchmarkRawGET(b *testing.B) {
-	rdb := benchClient(b)
+	rdb := redistest.BenchClient(b)
 	ctx := context.Background()
 	key := "{" + redistest.Room(b) + "}:k"
 	rdb.Set(ctx, key, "v", time.Minute)
-	cost := serverCost(b, "get")
-	b.SetParallelism(benchParallelism)
+	cost := redistest.ServerCost(b, "get")
+	b.SetParallelism(redistest.BenchParallelism)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if err := rdb.Get(ctx, key).Err(); err != nil {
@@ -90,7 +44,7 @@ func BenchmarkRawGET(b *testing.B) {
 // the overdue ones lazily, as in a sale. It reports held/op, the share of calls
 // that got their seat (the rest are refused: taken).
 func benchHold(b *testing.B, n int, pick func(r *rand.Rand) string) {
-	rdb := benchClient(b)
+	rdb := redistest.BenchClient(b)
 	ctx := context.Background()
 	var tick atomic.Int64
 	base := time.Now().Truncate(time.Second)
@@ -102,8 +56,8 @@ func benchHold(b *testing.B, n int, pick func(r *rand.Rand) string) {
 	}
 	b.Cleanup(func() { rdb.Del(context.Background(), booking.KeysFor(event).List()...) })
 	var sessions, held atomic.Int64
-	cost := serverCost(b, "evalsha")
-	b.SetParallelism(benchParallelism)
+	cost := redistest.ServerCost(b, "evalsha")
+	b.SetParallelism(redistest.BenchParallelism)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		r := rand.New(rand.NewPCG(uint64(sessions.Add(1)), 1))

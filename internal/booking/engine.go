@@ -16,24 +16,21 @@ import (
 )
 
 // script is one booking script with the name errors give it.
-type script struct {
-	name string
-	s    *redis.Script
-}
+type script = lua.Script
 
 // Each script runs by SHA (EVALSHA) and falls back to EVAL when Redis lost it.
 var (
-	defineCmd  = script{"booking_define.lua", redis.NewScript(lua.BookingDefine)}
-	holdCmd    = script{"booking_hold.lua", redis.NewScript(lua.BookingHold)}
-	confirmCmd = script{"booking_confirm.lua", redis.NewScript(lua.BookingConfirm)}
-	releaseCmd = script{"booking_release.lua", redis.NewScript(lua.BookingRelease)}
-	cancelCmd  = script{"booking_cancel.lua", redis.NewScript(lua.BookingCancel)}
-	sweepCmd   = script{"booking_sweep.lua", redis.NewScript(lua.BookingSweep)}
-	viewCmd    = script{"booking_view.lua", redis.NewScript(lua.BookingView)}
-	roomCmd    = script{"booking_room.lua", redis.NewScript(lua.BookingRoom)}
-	outboxCmd  = script{"booking_outbox.lua", redis.NewScript(lua.BookingOutbox)}
-	ackCmd     = script{"booking_ack.lua", redis.NewScript(lua.BookingAck)}
-	activeCmd  = script{"booking_active.lua", redis.NewScript(lua.BookingActive)}
+	defineCmd  = lua.NewScript("booking_define.lua", lua.BookingDefine)
+	holdCmd    = lua.NewScript("booking_hold.lua", lua.BookingHold)
+	confirmCmd = lua.NewScript("booking_confirm.lua", lua.BookingConfirm)
+	releaseCmd = lua.NewScript("booking_release.lua", lua.BookingRelease)
+	cancelCmd  = lua.NewScript("booking_cancel.lua", lua.BookingCancel)
+	sweepCmd   = lua.NewScript("booking_sweep.lua", lua.BookingSweep)
+	viewCmd    = lua.NewScript("booking_view.lua", lua.BookingView)
+	roomCmd    = lua.NewScript("booking_room.lua", lua.BookingRoom)
+	outboxCmd  = lua.NewScript("booking_outbox.lua", lua.BookingOutbox)
+	ackCmd     = lua.NewScript("booking_ack.lua", lua.BookingAck)
+	activeCmd  = lua.NewScript("booking_active.lua", lua.BookingActive)
 )
 
 // Scripter is the narrowest Redis client the engine needs: a client, a
@@ -83,41 +80,19 @@ func (e *Engine) run(ctx context.Context, s script, event string, args ...any) (
 
 // runKeys runs a script with the given KEYS and returns its reply as a slice.
 func (e *Engine) runKeys(ctx context.Context, s script, keys []string, args ...any) ([]any, error) {
-	v, err := s.s.Run(ctx, e.rdb, keys, args...).Result()
+	reply, err := s.Reply(ctx, e.rdb, keys, args...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, s.name, err)
-	}
-	reply, ok := v.([]any)
-	if !ok || len(reply) == 0 {
-		return nil, fmt.Errorf("%w: %s: unexpected reply %T", ErrUnavailable, s.name, v)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return reply, nil
 }
 
-func str(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case int64:
-		return strconv.FormatInt(x, 10)
-	}
-	return ""
-}
-
-func num(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case string:
-		n, _ := strconv.ParseInt(x, 10, 64)
-		return n
-	}
-	return 0
-}
+// str and num read reply values (lua.Str, lua.Num).
+var str, num = lua.Str, lua.Num
 
 // unexpected is the error for a reply no contract allows.
 func unexpected(s script, reply []any) error {
-	return fmt.Errorf("%w: %s replied %v", ErrUnavailable, s.name, reply)
+	return fmt.Errorf("%w: %s replied %v", ErrUnavailable, s.Name, reply)
 }
 
 // unitsArgs appends sku, units pairs in sku order (deterministic ARGV).
@@ -193,9 +168,9 @@ func (e *Engine) HoldSession(ctx context.Context, event string, s RoomSession, r
 	}
 	if s.Room != event {
 		k := room.KeysFor(s.Room).Active
-		v, err := activeCmd.s.Run(ctx, e.rdb, []string{k}, e.nowMS(), strconv.FormatInt(s.Seq, 10), s.Ends.UnixMilli()).Result()
+		v, err := activeCmd.Run(ctx, e.rdb, []string{k}, e.nowMS(), strconv.FormatInt(s.Seq, 10), s.Ends.UnixMilli()).Result()
 		if err != nil {
-			return Hold{}, fmt.Errorf("%w: %s: %w", ErrUnavailable, activeCmd.name, err)
+			return Hold{}, fmt.Errorf("%w: %s: %w", ErrUnavailable, activeCmd.Name, err)
 		}
 		if r, _ := v.([]any); len(r) == 0 || str(r[0]) != "ok" {
 			return Hold{}, ErrSessionEnded
@@ -306,7 +281,7 @@ func (e *Engine) Confirm(ctx context.Context, event, session string, token int64
 		}
 		o, err := parseOrder(event, str(reply[1]))
 		if err != nil {
-			return OrderEvent{}, fmt.Errorf("%w: %s: %w", ErrUnavailable, confirmCmd.name, err)
+			return OrderEvent{}, fmt.Errorf("%w: %s: %w", ErrUnavailable, confirmCmd.Name, err)
 		}
 		o.Replayed = str(reply[0]) == "replay"
 		if o.Type == OrderCancelled {
@@ -385,7 +360,7 @@ func (e *Engine) Cancel(ctx context.Context, event, order, reason string) (Order
 		}
 		o, err := parseOrder(event, str(reply[1]))
 		if err != nil {
-			return OrderEvent{}, fmt.Errorf("%w: %s: %w", ErrUnavailable, cancelCmd.name, err)
+			return OrderEvent{}, fmt.Errorf("%w: %s: %w", ErrUnavailable, cancelCmd.Name, err)
 		}
 		o.Replayed = str(reply[0]) == "replay"
 		return o, nil
@@ -552,7 +527,7 @@ func (e *Engine) Outbox(ctx context.Context, event string, max int, before time.
 		id := str(reply[i])
 		o, err := parseOrder(event, str(reply[i+1]))
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, outboxCmd.name, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, outboxCmd.Name, err)
 		}
 		if strings.HasPrefix(id, "c") {
 			o.Type, o.CancelledAt, o.Reason = OrderConfirmed, nil, ""

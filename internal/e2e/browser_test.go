@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 )
 
@@ -27,78 +27,13 @@ func (quiet) Printf(context.Context, string, ...any) {}
 func TestMain(m *testing.M) {
 	redis.SetLogger(quiet{})
 	code := redistest.Main(m)
-	closeBrowser()
+	browsertest.Close()
 	os.Exit(code)
 }
 
-var (
-	browserOnce   sync.Once
-	browserCtx    context.Context
-	browserCancel context.CancelFunc
-	browserErr    error
-	browserDir    string
-)
-
-// chromiumNames are the executables chromedp looks for on Linux.
-var chromiumNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"}
-
-// browser returns the context of one headless Chromium shared by the tests;
-// each test opens its own browser context (its own storage) inside it. When
-// no Chromium is installed the test is skipped, or fails under CI.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	found := false
-	for _, n := range chromiumNames {
-		if _, err := exec.LookPath(n); err == nil {
-			found = true
-			break
-		}
-	}
-	if !found {
-		if os.Getenv("CI") != "" {
-			t.Fatal("chromium is not installed (make deps-chromium installs it)")
-		}
-		t.Skip("chromium is not installed; make deps-chromium installs it")
-	}
-	browserOnce.Do(func() {
-		browserDir, browserErr = os.MkdirTemp("", "vestibule-e2e-chromium-")
-		if browserErr != nil {
-			return
-		}
-		// Root runs without a sandbox; the network is closed, so everything
-		// that would phone home is off.
-		opts := append(chromedp.DefaultExecAllocatorOptions[:],
-			chromedp.NoSandbox,
-			chromedp.DisableGPU,
-			chromedp.Flag("disable-quic", true),
-			chromedp.Flag("no-first-run", true),
-			chromedp.Flag("disable-background-networking", true),
-			chromedp.Flag("disable-component-update", true),
-			chromedp.Flag("disable-sync", true),
-			chromedp.Flag("lang", "en-US"),
-			chromedp.UserDataDir(browserDir),
-			chromedp.WindowSize(1000, 900),
-		)
-		allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), opts...)
-		ctx, cancel := chromedp.NewContext(allocCtx)
-		browserCtx = ctx
-		browserCancel = func() { cancel(); allocCancel() }
-		browserErr = chromedp.Do(ctx) // starts the browser, with no deadline
-	})
-	if browserErr != nil {
-		t.Fatalf("starting chromium: %v", browserErr)
-	}
-	return browserCtx
-}
-
-func closeBrowser() {
-	if browserCancel != nil {
-		browserCancel()
-	}
-	if browserDir != "" {
-		os.RemoveAll(browserDir)
-	}
-}
+// browser returns the context of the one headless Chromium the tests share
+// (browsertest); each test opens its own browser context inside it.
+func browser(t *testing.T) context.Context { return browsertest.Browser(t) }
 
 // visitor opens a fresh browser context: a visitor with empty storage. Tabs
 // made from it with tab() share its storage, like tabs of one browser.

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,53 +20,10 @@ import (
 // and one parallelism, so their ops/s compare directly:
 //
 //	go test -run '^$' -bench . ./internal/room/
-var (
-	benchOnce sync.Once
-	benchRDB  *redis.Client
-)
-
-// benchParallelism goroutines per GOMAXPROCS: enough requests in flight to
-// keep Redis busy rather than measure one round trip at a time.
-const benchParallelism = 16
-
-func benchClient(b *testing.B) *redis.Client {
-	benchOnce.Do(func() {
-		benchRDB = redis.NewClient(&redis.Options{Addr: redistest.Single(b).Options().Addr, PoolSize: 128})
-	})
-	return benchRDB
-}
-
-// serverCost resets Redis's command statistics and returns a function that
-// reports the server-side microseconds per call of cmd since then: the cost on
-// the Redis CPU, which a loaded client machine does not blur.
-func serverCost(b *testing.B, cmd string) func() {
-	rdb := benchClient(b)
-	ctx := context.Background()
-	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
-		b.Fatal(err)
-	}
-	return func() {
-		info, err := rdb.Info(ctx, "commandstats").Result()
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, line := range strings.Split(info, "\n") {
-			rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":")
-			if !ok {
-				continue
-			}
-			for _, kv := range strings.Split(rest, ",") {
-				if v, ok := strings.CutPrefix(kv, "usec_per_call="); ok {
-					f, _ := strconv.ParseFloat(v, 64)
-					b.ReportMetric(f, "redis-µs/op")
-				}
-			}
-		}
-	}
-}
+// (redistest.BenchClient, redistest.ServerCost).
 
 func benchRoom(b *testing.B, cfg room.Config, opts ...room.Option) (*room.Engine, string) {
-	rdb := benchClient(b)
+	rdb := redistest.BenchClient(b)
 	id := redistest.Room(b)
 	eng := room.New(rdb, opts...)
 	if _, err := eng.PutConfig(context.Background(), id, cfg); err != nil {
@@ -78,12 +34,12 @@ func benchRoom(b *testing.B, cfg room.Config, opts ...room.Option) (*room.Engine
 }
 
 func BenchmarkRawGET(b *testing.B) {
-	rdb := benchClient(b)
+	rdb := redistest.BenchClient(b)
 	ctx := context.Background()
 	key := "{" + redistest.Room(b) + "}:k"
 	rdb.Set(ctx, key, "v", time.Minute)
-	cost := serverCost(b, "get")
-	b.SetParallelism(benchParallelism)
+	cost := redistest.ServerCost(b, "get")
+	b.SetParallelism(redistest.BenchParallelism)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if err := rdb.Get(ctx, key).Err(); err != nil {
@@ -97,13 +53,13 @@ func BenchmarkRawGET(b *testing.B) {
 
 // The floor of any script: EVALSHA of a script that reads one key.
 func BenchmarkRawEVALSHA(b *testing.B) {
-	rdb := benchClient(b)
+	rdb := redistest.BenchClient(b)
 	ctx := context.Background()
 	key := "{" + redistest.Room(b) + "}:k"
 	rdb.Set(ctx, key, "v", time.Minute)
 	get := redis.NewScript("return redis.call('GET', KEYS[1])")
-	cost := serverCost(b, "evalsha")
-	b.SetParallelism(benchParallelism)
+	cost := redistest.ServerCost(b, "evalsha")
+	b.SetParallelism(redistest.BenchParallelism)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if err := get.Run(ctx, rdb, []string{key}).Err(); err != nil {
@@ -128,8 +84,8 @@ func BenchmarkPoll(b *testing.B) {
 		ts[i] = p.Ticket
 	}
 	b.ResetTimer()
-	cost := serverCost(b, "evalsha")
-	b.SetParallelism(benchParallelism)
+	cost := redistest.ServerCost(b, "evalsha")
+	b.SetParallelism(redistest.BenchParallelism)
 	b.RunParallel(func(pb *testing.PB) {
 		r := rand.New(rand.NewPCG(rand.Uint64(), 1))
 		for pb.Next() {
@@ -145,8 +101,8 @@ func BenchmarkPoll(b *testing.B) {
 func BenchmarkEnqueue(b *testing.B) {
 	eng, id := benchRoom(b, baseConfig())
 	ctx := context.Background()
-	cost := serverCost(b, "evalsha")
-	b.SetParallelism(benchParallelism)
+	cost := redistest.ServerCost(b, "evalsha")
+	b.SetParallelism(redistest.BenchParallelism)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if _, err := eng.Enqueue(ctx, id, "visitor"); err != nil {
@@ -174,8 +130,8 @@ func BenchmarkConsume(b *testing.B) {
 	}
 	var next atomic.Int64
 	b.ResetTimer()
-	cost := serverCost(b, "evalsha")
-	b.SetParallelism(benchParallelism)
+	cost := redistest.ServerCost(b, "evalsha")
+	b.SetParallelism(redistest.BenchParallelism)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if _, err := eng.Consume(ctx, id, seqs[next.Add(1)-1], origin); err != nil {
@@ -201,8 +157,8 @@ func BenchmarkConsumeReplay(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	cost := serverCost(b, "evalsha")
-	b.SetParallelism(benchParallelism)
+	cost := redistest.ServerCost(b, "evalsha")
+	b.SetParallelism(redistest.BenchParallelism)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			eng.Consume(ctx, id, p.Ticket.Seq, origin)
@@ -214,8 +170,8 @@ func BenchmarkConsumeReplay(b *testing.B) {
 func BenchmarkStats(b *testing.B) {
 	eng, id := benchRoom(b, baseConfig())
 	ctx := context.Background()
-	cost := serverCost(b, "evalsha")
-	b.SetParallelism(benchParallelism)
+	cost := redistest.ServerCost(b, "evalsha")
+	b.SetParallelism(redistest.BenchParallelism)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if _, err := eng.Stats(ctx, id); err != nil {
@@ -232,7 +188,7 @@ func BenchmarkTickIdle(b *testing.B) {
 	clk := newClock()
 	eng, id := benchRoom(b, baseConfig(), room.WithClock(clk.Now))
 	ctx := context.Background()
-	cost := serverCost(b, "evalsha")
+	cost := redistest.ServerCost(b, "evalsha")
 	for b.Loop() {
 		clk.Advance(time.Second)
 		if _, err := eng.Tick(ctx, id); err != nil {
@@ -288,13 +244,13 @@ func BenchmarkTick10kFrom1M(b *testing.B) {
 	cfg.MaxActive, cfg.AdmitPerMinute = 1_000_000, perTick*60 // 10,000 a second
 	cfg.ClaimTTLSeconds, cfg.HeartbeatTTLSeconds = 3600, 3600
 	eng, id := benchRoom(b, cfg, room.WithClock(clk.Now))
-	rdb, k, ctx := benchClient(b), room.KeysFor(id), context.Background()
+	rdb, k, ctx := redistest.BenchClient(b), room.KeysFor(id), context.Background()
 	next := time.Now().UnixMicro()
 	fillQueue(b, rdb, k, next, waiting, clk.Now().UnixMilli())
 	next += waiting
 	b.Logf("queue filled: %d waiting", rdb.ZCard(ctx, k.Queue).Val())
 	ticks := 0
-	cost := serverCost(b, "evalsha")
+	cost := redistest.ServerCost(b, "evalsha")
 	for b.Loop() {
 		if rdb.ZCard(ctx, k.Queue).Val() < perTick {
 			b.StopTimer()
@@ -325,7 +281,7 @@ func BenchmarkMemoryPerWaitingVisitor1M(b *testing.B) {
 	const waiting = 1_000_000
 	clk := newClock()
 	_, id := benchRoom(b, baseConfig(), room.WithClock(clk.Now))
-	rdb, k, ctx := benchClient(b), room.KeysFor(id), context.Background()
+	rdb, k, ctx := redistest.BenchClient(b), room.KeysFor(id), context.Background()
 	var perVisitor, perVisitorKeys float64
 	for b.Loop() {
 		b.StopTimer()

@@ -17,23 +17,20 @@ import (
 )
 
 // script is one Lua script of lua/ and the name errors give it.
-type script struct {
-	name string
-	*redis.Script
-}
+type script = lua.Script
 
 // Each script runs by SHA (EVALSHA) and falls back to EVAL when Redis lost it.
 var (
-	enqueueCmd   = script{"enqueue", redis.NewScript(lua.Enqueue)}
-	pollCmd      = script{"poll", redis.NewScript(lua.Poll)}
-	tickCmd      = script{"tick", redis.NewScript(lua.Tick)}
-	consumeCmd   = script{"consume", redis.NewScript(lua.Consume)}
-	completeCmd  = script{"complete", redis.NewScript(lua.Complete)}
-	leaveCmd     = script{"leave", redis.NewScript(lua.Leave)}
-	configCmd    = script{"config", redis.NewScript(lua.Config)}
-	statsCmd     = script{"stats", redis.NewScript(lua.Stats)}
-	ratelimitCmd = script{"ratelimit", redis.NewScript(lua.RateLimit)}
-	headCmd      = script{"head", redis.NewScript(lua.Head)}
+	enqueueCmd   = lua.NewScript("enqueue", lua.Enqueue)
+	pollCmd      = lua.NewScript("poll", lua.Poll)
+	tickCmd      = lua.NewScript("tick", lua.Tick)
+	consumeCmd   = lua.NewScript("consume", lua.Consume)
+	completeCmd  = lua.NewScript("complete", lua.Complete)
+	leaveCmd     = lua.NewScript("leave", lua.Leave)
+	configCmd    = lua.NewScript("config", lua.Config)
+	statsCmd     = lua.NewScript("stats", lua.Stats)
+	ratelimitCmd = lua.NewScript("ratelimit", lua.RateLimit)
+	headCmd      = lua.NewScript("head", lua.Head)
 )
 
 // Scripter is the narrowest Redis client the engine needs: a client, a
@@ -103,46 +100,20 @@ func (e *Engine) runKeys(ctx context.Context, s script, room string, extra []str
 	if !ValidRoomID(room) {
 		return nil, ErrInvalidRoom
 	}
-	v, err := s.Run(ctx, e.rdb, append(KeysFor(room).List(), extra...), args...).Result()
+	reply, err := s.Reply(ctx, e.rdb, append(KeysFor(room).List(), extra...), args...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s script: %w", ErrUnavailable, s.name, err)
-	}
-	reply, ok := v.([]any)
-	if !ok || len(reply) == 0 {
-		return nil, fmt.Errorf("%w: %s script: unexpected reply %T", ErrUnavailable, s.name, v)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return reply, nil
 }
 
 // unexpected is the error of a reply the engine cannot read.
 func unexpected(s script, reply []any) error {
-	return fmt.Errorf("%w: %s script: unexpected reply %.80v", ErrUnavailable, s.name, reply)
+	return fmt.Errorf("%w: %s script: unexpected reply %.80v", ErrUnavailable, s.Name, reply)
 }
 
-func str(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case int64:
-		return strconv.FormatInt(x, 10)
-	}
-	return ""
-}
-
-func num(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case string:
-		n, err := strconv.ParseInt(x, 10, 64)
-		if err == nil {
-			return n
-		}
-		f, _ := strconv.ParseFloat(x, 64)
-		return int64(f)
-	}
-	return 0
-}
+// str and num read reply values (lua.Str, lua.Num).
+var str, num = lua.Str, lua.Num
 
 // word is a one-word reply's word, or "" when the reply is not one.
 func word(reply []any) string {
@@ -181,7 +152,7 @@ func (e *Engine) place(s script, t Ticket, have versioned, reply []any) (Place, 
 	case len(reply) > placeSettings:
 		var err error
 		if cfg, err = decodePairs(reply[placeSettings:]); err != nil {
-			return Place{}, fmt.Errorf("%w: %s script: %w", ErrUnavailable, s.name, err)
+			return Place{}, fmt.Errorf("%w: %s script: %w", ErrUnavailable, s.Name, err)
 		}
 		if ver != "" {
 			e.mu.Lock()
@@ -192,7 +163,7 @@ func (e *Engine) place(s script, t Ticket, have versioned, reply []any) (Place, 
 			e.mu.Unlock()
 		}
 	case ver == "" || ver != have.ver:
-		return Place{}, fmt.Errorf("%w: %s script: place reply without settings", ErrUnavailable, s.name)
+		return Place{}, fmt.Errorf("%w: %s script: place reply without settings", ErrUnavailable, s.Name)
 	}
 	p := Place{Ticket: t, Config: cfg}
 	if m := str(reply[placeSeq]); m != "" {
@@ -310,11 +281,11 @@ func (e *Engine) AllowEnqueue(ctx context.Context, room, client string) error {
 	k := KeysFor(room)
 	v, err := ratelimitCmd.Run(ctx, e.rdb, []string{k.Config, k.Limiter(hex.EncodeToString(sum[:12]))}, e.nowMS()).Result()
 	if err != nil {
-		return fmt.Errorf("%w: %s script: %w", ErrUnavailable, ratelimitCmd.name, err)
+		return fmt.Errorf("%w: %s script: %w", ErrUnavailable, ratelimitCmd.Name, err)
 	}
 	reply, ok := v.([]any)
 	if !ok || len(reply) != 1 {
-		return fmt.Errorf("%w: %s script: unexpected reply %T", ErrUnavailable, ratelimitCmd.name, v)
+		return fmt.Errorf("%w: %s script: unexpected reply %T", ErrUnavailable, ratelimitCmd.Name, v)
 	}
 	if word(reply) == wordNoRoom {
 		return ErrUnknownRoom
@@ -547,7 +518,7 @@ func (e *Engine) Status(ctx context.Context, room string) (Config, Stats, error)
 	}
 	cfg, err := decodePairs(reply[statsSettings:])
 	if err != nil {
-		return Config{}, Stats{}, fmt.Errorf("%w: %s script: %w", ErrUnavailable, statsCmd.name, err)
+		return Config{}, Stats{}, fmt.Errorf("%w: %s script: %w", ErrUnavailable, statsCmd.Name, err)
 	}
 	return cfg, Stats{Waiting: num(reply[statsWaiting]), Admitted: num(reply[statsAdmitted]),
 		Active: num(reply[statsActive]), AdmittedLastMinute: num(reply[statsLastMinute]),

@@ -3,7 +3,6 @@ package room_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"os"
 	"sort"
 	"strconv"
@@ -17,18 +16,9 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
-// TestMain stops the redis-server processes redistest started for this binary.
-// A failing rapid check prints the seed that reproduces it; it writes no fail
-// file into the work tree unless -rapid.nofailfile=false is given.
-func TestMain(m *testing.M) {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.nofailfile" })
-	if !set {
-		flag.Set("rapid.nofailfile", "true")
-	}
-	os.Exit(redistest.Main(m))
-}
+// TestMain stops the redis-server processes redistest started for this binary
+// (and keeps rapid from writing fail files into the work tree).
+func TestMain(m *testing.M) { os.Exit(redistest.MainNoFailFile(m)) }
 
 // newClock is the engine's clock in tests: time moves only when a test says
 // so. It starts on a whole second so times that went through Redis as
