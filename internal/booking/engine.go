@@ -95,6 +95,21 @@ func unexpected(s script, reply []any) error {
 	return fmt.Errorf("%w: %s replied %v", ErrUnavailable, s.Name, reply)
 }
 
+// orderReply reads the order an "ok" or "replay" reply carries; ok is false
+// for any other reply, which the caller maps.
+func orderReply(s script, event string, reply []any) (o OrderEvent, ok bool, err error) {
+	w := str(reply[0])
+	if (w != "ok" && w != "replay") || len(reply) < 2 {
+		return OrderEvent{}, false, nil
+	}
+	o, err = parseOrder(event, str(reply[1]))
+	if err != nil {
+		return OrderEvent{}, true, fmt.Errorf("%w: %s: %w", ErrUnavailable, s.Name, err)
+	}
+	o.Replayed = w == "replay"
+	return o, true, nil
+}
+
 // unitsArgs appends sku, units pairs in sku order (deterministic ARGV).
 func unitsArgs(args []any, units map[string]int64) []any {
 	for _, k := range slices.Sorted(maps.Keys(units)) {
@@ -274,20 +289,16 @@ func (e *Engine) Confirm(ctx context.Context, event, session string, token int64
 	if err != nil {
 		return OrderEvent{}, err
 	}
-	switch str(reply[0]) {
-	case "ok", "replay":
-		if len(reply) < 2 {
-			break
-		}
-		o, err := parseOrder(event, str(reply[1]))
+	if o, ok, err := orderReply(confirmCmd, event, reply); ok {
 		if err != nil {
-			return OrderEvent{}, fmt.Errorf("%w: %s: %w", ErrUnavailable, confirmCmd.Name, err)
+			return o, err
 		}
-		o.Replayed = str(reply[0]) == "replay"
 		if o.Type == OrderCancelled {
 			return o, fmt.Errorf("%w: order %s", ErrOrderCancelled, o.Order)
 		}
 		return o, nil
+	}
+	switch str(reply[0]) {
 	case "noevent":
 		return OrderEvent{}, ErrUnknownEvent
 	case "conflict":
@@ -353,17 +364,10 @@ func (e *Engine) Cancel(ctx context.Context, event, order, reason string) (Order
 	if err != nil {
 		return OrderEvent{}, err
 	}
+	if o, ok, err := orderReply(cancelCmd, event, reply); ok {
+		return o, err
+	}
 	switch str(reply[0]) {
-	case "ok", "replay":
-		if len(reply) < 2 {
-			break
-		}
-		o, err := parseOrder(event, str(reply[1]))
-		if err != nil {
-			return OrderEvent{}, fmt.Errorf("%w: %s: %w", ErrUnavailable, cancelCmd.Name, err)
-		}
-		o.Replayed = str(reply[0]) == "replay"
-		return o, nil
 	case "unknown":
 		return OrderEvent{}, ErrUnknownOrder
 	case "noevent":
