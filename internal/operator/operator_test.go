@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -229,12 +230,21 @@ func TestParseSettings(t *testing.T) {
 	if got, err := ParseSettings([]string{"opensAt=none"}); err != nil || got["opensAt"] != nil {
 		t.Fatalf("clear opensAt: %v %v", got, err)
 	}
+	// The page is an object setting, given as JSON (or none to clear it).
+	page := `{"title":{"en":"Spring concert","ko":"봄 콘서트"},"accentColor":"#b3261e"}`
+	if got, err := ParseSettings([]string{"page=" + page}); err != nil || string(got["page"].(json.RawMessage)) != page {
+		t.Fatalf("page: %v %v", got, err)
+	}
+	if got, err := ParseSettings([]string{"page=none"}); err != nil || got["page"] != nil {
+		t.Fatalf("clear page: %v %v", got, err)
+	}
 	for in, want := range map[string]string{
 		"maxActiv=5":       `unknown setting "maxActiv"`,
 		"MaxActive=5":      "did you mean maxActive?",
 		"maxActive=5.5":    "must be a whole number",
 		"maxActive":        "is not key=value",
 		"opensAt=tomorrow": "RFC 3339",
+		"page=title":       "a JSON object",
 	} {
 		_, err := ParseSettings([]string{in})
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -14,7 +15,7 @@ import (
 // Setting is one room setting as the admin API names and types it.
 type Setting struct {
 	Name string // the JSON name, e.g. maxActive
-	Type string // "integer", "number", "boolean", "string" or "time"
+	Type string // "integer", "number", "boolean", "string", "time" or "object" (JSON, e.g. page)
 }
 
 var timeType = reflect.TypeFor[time.Time]()
@@ -49,6 +50,8 @@ func Settings() []Setting {
 			typ = "boolean"
 		case ft.Kind() == reflect.String:
 			typ = "string"
+		case ft.Kind() == reflect.Struct:
+			typ = "object"
 		default:
 			continue // not settable from the command line
 		}
@@ -59,7 +62,8 @@ func Settings() []Setting {
 
 // ParseSettings turns key=value pairs into the JSON object of a room PUT,
 // each value typed by its setting: integers, numbers, booleans, strings, and
-// times in RFC 3339 ("none" clears a time). An unknown key, a repeated key or
+// times in RFC 3339 ("none" clears a time), objects as JSON ("none" clears
+// one: page='{"title":"Spring concert","accentColor":"#b3261e"}'). An unknown key, a repeated key or
 // a value of the wrong type is an error naming it.
 func ParseSettings(pairs []string) (map[string]any, error) {
 	known := Settings()
@@ -109,6 +113,16 @@ func ParseSettings(pairs []string) (map[string]any, error) {
 				return nil, bad("an RFC 3339 time such as 2026-12-01T10:00:00Z, or none")
 			}
 			out[k] = t
+		case "object":
+			if v == "" || v == "none" || v == "null" {
+				out[k] = nil
+				continue
+			}
+			var obj map[string]any
+			if err := json.Unmarshal([]byte(v), &obj); err != nil {
+				return nil, bad(`a JSON object such as '{"title":"Spring concert"}', or none`)
+			}
+			out[k] = json.RawMessage(v)
 		default:
 			out[k] = v
 		}
