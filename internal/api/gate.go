@@ -1,10 +1,9 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"html/template"
+	"html"
 	"net"
 	"net/http"
 	"net/url"
@@ -302,36 +301,45 @@ func pageHeaders(status int) events.APIGatewayV2HTTPResponse {
 	}
 }
 
+// renderPage writes the page by hand with every value escaped, not with
+// html/template: a template's method calls make the linker keep every exported
+// method of every type, which doubled each function's binary (the AWS SDKs).
 func renderPage(status int, d pageData) events.APIGatewayV2HTTPResponse {
 	resp := pageHeaders(status)
-	var b bytes.Buffer
-	if err := pageTemplate.Execute(&b, d); err != nil {
-		b.Reset()
-		b.WriteString("<!doctype html><title>Error</title><p>Something went wrong.</p>")
+	back := d.Back
+	if !strings.HasPrefix(back, "https://") && !strings.HasPrefix(back, "http://") && !strings.HasPrefix(back, "/") {
+		back = "/" // only a page of ours, never a script URL
 	}
-	resp.Body = b.String()
-	return resp
-}
-
-var pageTemplate = template.Must(template.New("gate").Parse(`<!doctype html>
+	e := html.EscapeString
+	var b strings.Builder
+	b.WriteString(`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
-<title>{{.Title}}</title>
+<title>` + e(d.Title) + `</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1a1a1a}
 a,button{font:inherit}button{padding:.5rem 1rem}.code{color:#555;font-size:.875rem}</style>
 </head>
 <body>
 <main>
-<h1>{{.Title}}</h1>
-<p>{{.Text}}</p>
-{{if .Leave}}<form method="post" action="/.vestibule/leave"><button type="submit" id="leave">Leave now</button></form>
-<p><a id="back" href="{{.Back}}">Stay on the site</a></p>
-{{else}}<p><a id="back" href="{{.Back}}">Back to the waiting room</a></p>
-{{end}}{{if .Code}}<p class="code" id="code">{{.Code}}</p>{{end}}
-</main>
-</body>
-</html>
-`))
+<h1>` + e(d.Title) + `</h1>
+<p>` + e(d.Text) + `</p>
+`)
+	if d.Leave {
+		b.WriteString(`<form method="post" action="/.vestibule/leave"><button type="submit" id="leave">Leave now</button></form>
+<p><a id="back" href="` + e(back) + `">Stay on the site</a></p>
+`)
+	} else {
+		b.WriteString(`<p><a id="back" href="` + e(back) + `">Back to the waiting room</a></p>
+`)
+	}
+	if d.Code != "" {
+		b.WriteString(`<p class="code" id="code">` + e(d.Code) + `</p>
+`)
+	}
+	b.WriteString("</main>\n</body>\n</html>\n")
+	resp.Body = b.String()
+	return resp
+}
