@@ -16,6 +16,8 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // browser opens a browser context of its own in the one headless Chromium the
@@ -105,7 +107,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}()
 
 	cctx, stop := context.WithCancel(context.Background())
-	var out, errb syncBuffer
+	var out, errb testkit.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(cctx, []string{"console", "--port", "0", "--endpoint", s.URL(), "--admin-key", adminKey}, &out, &errb)

@@ -58,7 +58,7 @@ func newBookingFixture(t *testing.T, rdb redis.UniversalClient) *bookingFixture 
 	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
 	q := room.New(rdb, room.WithClock(clk.Now))
 	k := keys(t)
-	f := &fixture{t: t, q: q, clock: clk, logs: &syncBuffer{},
+	f := &fixture{t: t, q: q, clock: clk, logs: &testkit.Buffer{},
 		tickets: token.NewTickets(k.TicketSecret, "vestibule"),
 		entries: token.NewEntries(k.Entry, "vestibule"),
 		origins: token.NewOrigins(k.TicketSecret),

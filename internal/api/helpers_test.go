@@ -1,13 +1,11 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,20 +24,6 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
 const adminKey = "test-admin-key-0123456789"
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // fixture is a handler over a real engine on a real Redis, with a test clock.
 type fixture struct {
 	t       *testing.T
@@ -49,7 +33,7 @@ type fixture struct {
 	entries *token.Entries
 	tickets *token.Tickets
 	origins *token.Origins
-	logs    *syncBuffer
+	logs    *testkit.Buffer
 }
 
 func keys(t testing.TB) *token.Keys {
@@ -66,7 +50,7 @@ func newFixture(t *testing.T, rdb redis.UniversalClient) *fixture {
 	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
 	q := app.NewEngine(rdb, clk.Now) // as every program builds it: with the minimum poll interval
 	k := keys(t)
-	f := &fixture{t: t, q: q, clock: clk, logs: &syncBuffer{},
+	f := &fixture{t: t, q: q, clock: clk, logs: &testkit.Buffer{},
 		tickets: token.NewTickets(k.TicketSecret, "vestibule"),
 		entries: token.NewEntries(k.Entry, "vestibule"),
 		origins: token.NewOrigins(k.TicketSecret),
