@@ -49,6 +49,13 @@ func newFixture(t *testing.T, rdb redis.UniversalClient) *fixture {
 	t.Helper()
 	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
 	q := app.NewEngine(rdb, clk.Now) // as every program builds it: with the minimum poll interval
+	return newFixtureOn(t, q, clk, nil)
+}
+
+// newFixtureOn is the fixture over the queue engine q with the clock clk; more,
+// unless nil, adds to the handler's options (with the fixture's keys).
+func newFixtureOn(t *testing.T, q *room.Engine, clk *testkit.Clock, more func(k *token.Keys, o *api.Options)) *fixture {
+	t.Helper()
 	k := keys(t)
 	f := &fixture{t: t, q: q, clock: clk, logs: &testkit.Buffer{},
 		tickets: token.NewTickets(k.TicketSecret, "vestibule"),
@@ -57,12 +64,16 @@ func newFixture(t *testing.T, rdb redis.UniversalClient) *fixture {
 	}
 	def := room.DefaultConfig()
 	def.OriginURL = "https://origin.example/"
-	f.h = api.New(api.Options{
+	o := api.Options{
 		Queue: q, Tickets: f.tickets, Entries: f.entries, Origins: f.origins,
 		AdminAuth: api.AdminKey, AdminKey: adminKey, DefaultRoom: def,
 		Clock: clk.Now, Jitter: func() float64 { return 1 },
 		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
-	})
+	}
+	if more != nil {
+		more(k, &o)
+	}
+	f.h = api.New(o)
 	return f
 }
 
