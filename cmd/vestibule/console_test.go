@@ -32,15 +32,6 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
-func eval[T any](t *testing.T, ctx context.Context, js string) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
-	if err != nil {
-		t.Fatalf("evaluate %s: %v", js, err)
-	}
-	return v
-}
-
 func waitJS(t *testing.T, ctx context.Context, js string, limit time.Duration) {
 	t.Helper()
 	_, err := chromedp.Run(ctx, chromedp.Poll[bool](js,
@@ -136,16 +127,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	waitJS(t, ctx, card+` !== null`, 10*time.Second)
 	// Two admitted (maxActive 2), three waiting, as the engine says.
 	waitJS(t, ctx, card+`.querySelector('[data-figure="waiting"]').textContent === "3"`, 10*time.Second)
-	if got := eval[string](t, ctx, card+`.querySelector('[data-figure="active"]').textContent`); got != "0 / 2" {
+	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-figure="active"]').textContent`); got != "0 / 2" {
 		t.Errorf("active figure %q", got)
 	}
-	if got := eval[string](t, ctx, card+`.querySelector('[data-figure="admitted"]').textContent`); got != "2" {
+	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-figure="admitted"]').textContent`); got != "2" {
 		t.Errorf("admitted figure %q", got)
 	}
-	if eval[bool](t, ctx, `document.getElementById('keyform').checkVisibility()`) {
+	if browsertest.Eval[bool](t, ctx, `document.getElementById('keyform').checkVisibility()`) {
 		t.Error("the console through vestibule console asks for an admin key")
 	}
-	if got := eval[string](t, ctx, `document.getElementById('target').textContent`); !strings.Contains(got, s.URL()) {
+	if got := browsertest.Eval[string](t, ctx, `document.getElementById('target').textContent`); !strings.Contains(got, s.URL()) {
 		t.Errorf("target %q", got)
 	}
 	// The chart: once a few samples are in, the canvas carries the series'
@@ -177,7 +168,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, `document.getElementById('confirm').open`, 5*time.Second)
-	if got := eval[string](t, ctx, `document.getElementById('confirm-title').textContent`); got != "Pause room "+id+"?" {
+	if got := browsertest.Eval[string](t, ctx, `document.getElementById('confirm-title').textContent`); got != "Pause room "+id+"?" {
 		t.Errorf("dialog title %q", got)
 	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm-cancel"))); err != nil {
@@ -199,19 +190,19 @@ func TestConsoleInBrowser(t *testing.T) {
 	if m := mode(t, s, id); m != "paused" {
 		t.Fatalf("mode after pausing from the console: %s", m)
 	}
-	if got := eval[string](t, ctx, `document.getElementById('status').textContent`); got != "Room "+id+" paused." {
+	if got := browsertest.Eval[string](t, ctx, `document.getElementById('status').textContent`); got != "Room "+id+" paused." {
 		t.Errorf("status %q", got)
 	}
 	// Focus lands on what undoes it (Pause is disabled now).
 	waitJS(t, ctx, `document.activeElement?.dataset.action === "resume"`, 5*time.Second)
 	// Capacity through the form and its confirmation.
 	set := fmt.Sprintf(`(() => { const i = %s.querySelector('[data-setting="maxActive"]'); i.focus(); i.value = "4"; i.dispatchEvent(new Event('input', {bubbles: true})); })()`, card)
-	eval[any](t, ctx, set)
+	browsertest.Eval[any](t, ctx, set)
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-room=%q] .settings button`, id)))); err != nil {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, `document.getElementById('confirm').open`, 5*time.Second)
-	if got := eval[string](t, ctx, `document.getElementById('confirm-text').textContent`); !strings.Contains(got, "maxActive 2 → 4") {
+	if got := browsertest.Eval[string](t, ctx, `document.getElementById('confirm-text').textContent`); !strings.Contains(got, "maxActive 2 → 4") {
 		t.Errorf("confirm text %q", got)
 	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm-ok"))); err != nil {
@@ -261,7 +252,7 @@ func TestConsoleOnLocalStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, fmt.Sprintf(`document.querySelector('[data-room=%q] [data-figure="active"]')?.textContent === "0 / 5"`, id), 10*time.Second)
-	if eval[bool](t, ctx, `document.getElementById('keyform').checkVisibility()`) {
+	if browsertest.Eval[bool](t, ctx, `document.getElementById('keyform').checkVisibility()`) {
 		t.Error("the key form stays once the key works")
 	}
 }
