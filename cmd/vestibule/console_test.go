@@ -16,6 +16,8 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // browser opens a browser context of its own in the one headless Chromium the
@@ -28,15 +30,6 @@ func browser(t *testing.T) context.Context {
 		t.Fatalf("open tab: %v", err)
 	}
 	return ctx
-}
-
-func eval[T any](t *testing.T, ctx context.Context, js string) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
-	if err != nil {
-		t.Fatalf("evaluate %s: %v", js, err)
-	}
-	return v
 }
 
 func waitJS(t *testing.T, ctx context.Context, js string, limit time.Duration) {
@@ -105,7 +98,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}()
 
 	cctx, stop := context.WithCancel(context.Background())
-	var out, errb syncBuffer
+	var out, errb testkit.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(cctx, []string{"console", "--port", "0", "--endpoint", s.URL(), "--admin-key", adminKey}, &out, &errb)
@@ -134,16 +127,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	waitJS(t, ctx, card+` !== null`, 10*time.Second)
 	// Two admitted (maxActive 2), three waiting, as the engine says.
 	waitJS(t, ctx, card+`.querySelector('[data-figure="waiting"]').textContent === "3"`, 10*time.Second)
-	if got := eval[string](t, ctx, card+`.querySelector('[data-figure="active"]').textContent`); got != "0 / 2" {
+	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-figure="active"]').textContent`); got != "0 / 2" {
 		t.Errorf("active figure %q", got)
 	}
-	if got := eval[string](t, ctx, card+`.querySelector('[data-figure="admitted"]').textContent`); got != "2" {
+	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-figure="admitted"]').textContent`); got != "2" {
 		t.Errorf("admitted figure %q", got)
 	}
-	if eval[bool](t, ctx, `document.getElementById('keyform').checkVisibility()`) {
+	if browsertest.Eval[bool](t, ctx, `document.getElementById('keyform').checkVisibility()`) {
 		t.Error("the console through vestibule console asks for an admin key")
 	}
-	if got := eval[string](t, ctx, `document.getElementById('target').textContent`); !strings.Contains(got, s.URL()) {
+	if got := browsertest.Eval[string](t, ctx, `document.getElementById('target').textContent`); !strings.Contains(got, s.URL()) {
 		t.Errorf("target %q", got)
 	}
 	// The chart: once a few samples are in, the canvas carries the series'
@@ -175,7 +168,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, `document.getElementById('confirm').open`, 5*time.Second)
-	if got := eval[string](t, ctx, `document.getElementById('confirm-title').textContent`); got != "Pause room "+id+"?" {
+	if got := browsertest.Eval[string](t, ctx, `document.getElementById('confirm-title').textContent`); got != "Pause room "+id+"?" {
 		t.Errorf("dialog title %q", got)
 	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm-cancel"))); err != nil {
@@ -197,19 +190,19 @@ func TestConsoleInBrowser(t *testing.T) {
 	if m := mode(t, s, id); m != "paused" {
 		t.Fatalf("mode after pausing from the console: %s", m)
 	}
-	if got := eval[string](t, ctx, `document.getElementById('status').textContent`); got != "Room "+id+" paused." {
+	if got := browsertest.Eval[string](t, ctx, `document.getElementById('status').textContent`); got != "Room "+id+" paused." {
 		t.Errorf("status %q", got)
 	}
 	// Focus lands on what undoes it (Pause is disabled now).
 	waitJS(t, ctx, `document.activeElement?.dataset.action === "resume"`, 5*time.Second)
 	// Capacity through the form and its confirmation.
 	set := fmt.Sprintf(`(() => { const i = %s.querySelector('[data-setting="maxActive"]'); i.focus(); i.value = "4"; i.dispatchEvent(new Event('input', {bubbles: true})); })()`, card)
-	eval[any](t, ctx, set)
+	browsertest.Eval[any](t, ctx, set)
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-room=%q] .settings button`, id)))); err != nil {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, `document.getElementById('confirm').open`, 5*time.Second)
-	if got := eval[string](t, ctx, `document.getElementById('confirm-text').textContent`); !strings.Contains(got, "maxActive 2 → 4") {
+	if got := browsertest.Eval[string](t, ctx, `document.getElementById('confirm-text').textContent`); !strings.Contains(got, "maxActive 2 → 4") {
 		t.Errorf("confirm text %q", got)
 	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm-ok"))); err != nil {
@@ -259,7 +252,7 @@ func TestConsoleOnLocalStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, fmt.Sprintf(`document.querySelector('[data-room=%q] [data-figure="active"]')?.textContent === "0 / 5"`, id), 10*time.Second)
-	if eval[bool](t, ctx, `document.getElementById('keyform').checkVisibility()`) {
+	if browsertest.Eval[bool](t, ctx, `document.getElementById('keyform').checkVisibility()`) {
 		t.Error("the key form stays once the key works")
 	}
 }

@@ -220,3 +220,13 @@ func oneRoom(pos []string, what string) (string, error) {
 	}
 	return pos[0], nil
 }
+
+// roomClient is the one room id of pos (oneRoom) and a client of the deployment.
+func (c *command) roomClient(ctx context.Context, pos []string, what string) (string, *operator.Client, error) {
+	id, err := oneRoom(pos, what)
+	if err != nil {
+		return "", nil, err
+	}
+	cl, err := c.client(ctx)
+	return id, cl, err
+}

@@ -11,13 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -49,28 +49,10 @@ func stack(t *testing.T) *localstack.Stack {
 	return s
 }
 
-// syncBuffer is a buffer a running command writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // vestibule runs the command against the stack with its admin key.
 func vestibule(t *testing.T, s *localstack.Stack, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	var out, errb syncBuffer
+	var out, errb testkit.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	code = run(ctx, append(args, "--endpoint", s.URL(), "--admin-key", adminKey), &out, &errb)
@@ -265,7 +247,7 @@ func TestRooms(t *testing.T) {
 	})
 
 	t.Run("wrong key", func(t *testing.T) {
-		var out, errb syncBuffer
+		var out, errb testkit.Buffer
 		code := run(context.Background(), []string{"rooms", "list", "--endpoint", s.URL(), "--admin-key", "not-the-key-at-all"}, &out, &errb)
 		if code != 1 || !strings.Contains(errb.String(), "admin key was refused") {
 			t.Fatalf("%d %q", code, errb.String())
@@ -274,12 +256,12 @@ func TestRooms(t *testing.T) {
 
 	t.Run("usage", func(t *testing.T) {
 		for _, args := range [][]string{{}, {"rooms"}, {"rooms", "frobnicate"}, {"launch"}, {"rooms", "get"}, {"rooms", "list", "--bogus"}} {
-			var out, errb syncBuffer
+			var out, errb testkit.Buffer
 			if code := run(context.Background(), args, &out, &errb); code != 2 || !strings.Contains(errb.String(), "vestibule help") {
 				t.Errorf("%q: %d %q", args, code, errb.String())
 			}
 		}
-		var out, errb syncBuffer
+		var out, errb testkit.Buffer
 		if code := run(context.Background(), []string{"help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "vestibule watch ROOM") {
 			t.Errorf("help: %d %q", code, out.String())
 		}

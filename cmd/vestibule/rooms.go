@@ -113,11 +113,7 @@ func settingValues(cfg room.Config) ([]string, map[string]string) {
 }
 
 func (c *command) get(ctx context.Context, pos []string) error {
-	id, err := oneRoom(pos, "rooms get")
-	if err != nil {
-		return err
-	}
-	cl, err := c.client(ctx)
+	id, cl, err := c.roomClient(ctx, pos, "rooms get")
 	if err != nil {
 		return err
 	}
@@ -208,11 +204,7 @@ func (c *command) set(ctx context.Context, pos []string) error {
 }
 
 func (c *command) mode(ctx context.Context, verb string, pos []string) error {
-	id, err := oneRoom(pos, "rooms "+verb)
-	if err != nil {
-		return err
-	}
-	cl, err := c.client(ctx)
+	id, cl, err := c.roomClient(ctx, pos, "rooms "+verb)
 	if err != nil {
 		return err
 	}
@@ -229,11 +221,7 @@ func (c *command) mode(ctx context.Context, verb string, pos []string) error {
 }
 
 func (c *command) drain(ctx context.Context, pos []string) error {
-	id, err := oneRoom(pos, "rooms drain")
-	if err != nil {
-		return err
-	}
-	cl, err := c.client(ctx)
+	id, cl, err := c.roomClient(ctx, pos, "rooms drain")
 	if err != nil {
 		return err
 	}

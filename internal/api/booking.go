@@ -73,6 +73,15 @@ func (h *Handler) event(r *request) (*booking.Engine, error) {
 	return h.o.Booking, nil
 }
 
+// view is the event's view, for the public and the admin reads of it.
+func (h *Handler) view(ctx context.Context, r *request) (booking.View, error) {
+	eng, err := h.event(r)
+	if err != nil {
+		return booking.View{}, err
+	}
+	return eng.View(ctx, r.path.event)
+}
+
 // eventOrigin checks that the caller is the origin of the event's room.
 func (h *Handler) eventOrigin(ctx context.Context, eng *booking.Engine, r *request) error {
 	roomID, err := eng.Room(ctx, r.path.event)
@@ -131,11 +140,7 @@ type eventViewResponse struct {
 
 // eventView is GET /api/events/{event}: what is left, for everyone.
 func (h *Handler) eventView(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
-	eng, err := h.event(r)
-	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
-	v, err := eng.View(ctx, r.path.event)
+	v, err := h.view(ctx, r)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
@@ -328,11 +333,7 @@ type eventInfo struct {
 
 // getEvent is GET /api/admin/events/{event}: the view and the counters.
 func (h *Handler) getEvent(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
-	eng, err := h.event(r)
-	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
-	v, err := eng.View(ctx, r.path.event)
+	v, err := h.view(ctx, r)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}

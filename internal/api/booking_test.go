@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,22 +55,9 @@ type bookingFixture struct {
 func newBookingFixture(t *testing.T, rdb redis.UniversalClient) *bookingFixture {
 	t.Helper()
 	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
-	q := room.New(rdb, room.WithClock(clk.Now))
-	k := keys(t)
-	f := &fixture{t: t, q: q, clock: clk, logs: &syncBuffer{},
-		tickets: token.NewTickets(k.TicketSecret, "vestibule"),
-		entries: token.NewEntries(k.Entry, "vestibule"),
-		origins: token.NewOrigins(k.TicketSecret),
-	}
-	b := &bookingFixture{fixture: f, eng: booking.New(rdb, booking.WithClock(clk.Now)), pub: &recorder{}}
-	def := room.DefaultConfig()
-	def.OriginURL = "https://origin.example/"
-	f.h = api.New(api.Options{
-		Queue: q, Tickets: f.tickets, Entries: f.entries, Origins: f.origins,
-		AdminAuth: api.AdminKey, AdminKey: adminKey, DefaultRoom: def,
-		Clock: clk.Now, Jitter: func() float64 { return 1 },
-		Logger:  slog.New(slog.NewJSONHandler(f.logs, nil)),
-		Booking: b.eng, Sessions: token.NewBookingSessions(k.TicketSecret, "vestibule"), Orders: b.pub,
+	b := &bookingFixture{eng: booking.New(rdb, booking.WithClock(clk.Now)), pub: &recorder{}}
+	b.fixture = newFixtureOn(t, room.New(rdb, room.WithClock(clk.Now)), clk, func(k *token.Keys, o *api.Options) {
+		o.Booking, o.Sessions, o.Orders = b.eng, token.NewBookingSessions(k.TicketSecret, "vestibule"), b.pub
 	})
 	return b
 }

@@ -281,6 +281,24 @@ func (h *Handler) verifyEntry(r *request, s string, allowExpired bool) (token.En
 	return c, nil
 }
 
+// redeemClaims are the claims of the entry token in the body of consume
+// (allowExpired false) or complete (true), verified (verifyEntry), once the
+// caller has shown itself to be the origin of the token's room (fromOrigin).
+func (h *Handler) redeemClaims(r *request, allowExpired bool) (token.EntryClaims, error) {
+	s, err := h.entryToken(r)
+	if err != nil {
+		return token.EntryClaims{}, err
+	}
+	c, err := h.verifyEntry(r, s, allowExpired)
+	if err != nil {
+		return token.EntryClaims{}, err
+	}
+	if err := h.fromOrigin(r, c.Room); err != nil {
+		return token.EntryClaims{}, err
+	}
+	return c, nil
+}
+
 // redeemError is consume's and complete's error from the engine: a token for
 // a room that no longer exists is an invalid token, not an unknown room.
 func redeemError(err error) error {
@@ -310,15 +328,8 @@ type consumeResponse struct {
 }
 
 func (h *Handler) consume(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
-	s, err := h.entryToken(r)
+	c, err := h.redeemClaims(r, false)
 	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
-	c, err := h.verifyEntry(r, s, false)
-	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
-	if err := h.fromOrigin(r, c.Room); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	sess, err := h.o.Queue.Consume(ctx, c.Room, c.Seq, c.Audience)
@@ -330,15 +341,8 @@ func (h *Handler) consume(ctx context.Context, r *request) (events.APIGatewayV2H
 }
 
 func (h *Handler) complete(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
-	s, err := h.entryToken(r)
+	c, err := h.redeemClaims(r, true)
 	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
-	c, err := h.verifyEntry(r, s, true)
-	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
-	if err := h.fromOrigin(r, c.Room); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	if err := h.o.Queue.Complete(ctx, c.Room, c.Seq, c.Audience); err != nil {

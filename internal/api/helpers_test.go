@@ -1,13 +1,11 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,20 +24,6 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
 const adminKey = "test-admin-key-0123456789"
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // fixture is a handler over a real engine on a real Redis, with a test clock.
 type fixture struct {
 	t       *testing.T
@@ -49,7 +33,7 @@ type fixture struct {
 	entries *token.Entries
 	tickets *token.Tickets
 	origins *token.Origins
-	logs    *syncBuffer
+	logs    *testkit.Buffer
 }
 
 func keys(t testing.TB) *token.Keys {
@@ -65,20 +49,31 @@ func newFixture(t *testing.T, rdb redis.UniversalClient) *fixture {
 	t.Helper()
 	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
 	q := app.NewEngine(rdb, clk.Now) // as every program builds it: with the minimum poll interval
+	return newFixtureOn(t, q, clk, nil)
+}
+
+// newFixtureOn is the fixture over the queue engine q with the clock clk; more,
+// unless nil, adds to the handler's options (with the fixture's keys).
+func newFixtureOn(t *testing.T, q *room.Engine, clk *testkit.Clock, more func(k *token.Keys, o *api.Options)) *fixture {
+	t.Helper()
 	k := keys(t)
-	f := &fixture{t: t, q: q, clock: clk, logs: &syncBuffer{},
+	f := &fixture{t: t, q: q, clock: clk, logs: &testkit.Buffer{},
 		tickets: token.NewTickets(k.TicketSecret, "vestibule"),
 		entries: token.NewEntries(k.Entry, "vestibule"),
 		origins: token.NewOrigins(k.TicketSecret),
 	}
 	def := room.DefaultConfig()
 	def.OriginURL = "https://origin.example/"
-	f.h = api.New(api.Options{
+	o := api.Options{
 		Queue: q, Tickets: f.tickets, Entries: f.entries, Origins: f.origins,
 		AdminAuth: api.AdminKey, AdminKey: adminKey, DefaultRoom: def,
 		Clock: clk.Now, Jitter: func() float64 { return 1 },
 		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
-	})
+	}
+	if more != nil {
+		more(k, &o)
+	}
+	f.h = api.New(o)
 	return f
 }
 

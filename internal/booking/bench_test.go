@@ -20,23 +20,7 @@ import (
 // (redistest.BenchClient, redistest.ServerCost).
 
 // The floor: a GET of one key.
-func BenchmarkRawGET(b *testing.B) {
-	rdb := redistest.BenchClient(b)
-	ctx := context.Background()
-	key := "{" + redistest.Room(b) + "}:k"
-	rdb.Set(ctx, key, "v", time.Minute)
-	cost := redistest.ServerCost(b, "get")
-	b.SetParallelism(redistest.BenchParallelism)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := rdb.Get(ctx, key).Err(); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	cost()
-}
+func BenchmarkRawGET(b *testing.B) { redistest.BenchRawGET(b) }
 
 // benchHold runs Hold calls by distinct sessions, each for one seat that
 // pick chooses, in a steady state: the engine's clock moves 1 ms per call and

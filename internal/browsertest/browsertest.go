@@ -79,3 +79,14 @@ func Close() {
 		os.RemoveAll(dir)
 	}
 }
+
+// Eval evaluates the expression js in the page of ctx and fails the test when
+// it throws or its value does not decode as a T.
+func Eval[T any](t testing.TB, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 )
@@ -65,13 +66,13 @@ func TestBrand(t *testing.T) {
 	waitState(t, en, "waiting", wait)
 	waitBrand(t, en, "en")
 	// The accent: amber, with black text on it (white would be 2.0:1).
-	if got := eval[string](t, en, `getComputedStyle(document.documentElement).getPropertyValue("--brand-text").trim()`); got != "#000000" {
+	if got := browsertest.Eval[string](t, en, `getComputedStyle(document.documentElement).getPropertyValue("--brand-text").trim()`); got != "#000000" {
 		t.Errorf("text on %s = %q, want #000000", brandAccent, got)
 	}
-	if got := eval[string](t, en, `getComputedStyle(document.getElementById("bar-fill")).backgroundColor`); got != "rgb(242, 169, 0)" {
+	if got := browsertest.Eval[string](t, en, `getComputedStyle(document.getElementById("bar-fill")).backgroundColor`); got != "rgb(242, 169, 0)" {
 		t.Errorf("progress bar colour = %q, want the accent", got)
 	}
-	if got := eval[string](t, en, `document.title`); got != "(1) You're in line · "+brandTitle["en"] {
+	if got := browsertest.Eval[string](t, en, `document.title`); got != "(1) You're in line · "+brandTitle["en"] {
 		t.Errorf("document title = %q", got)
 	}
 	// Whatever the accent, the text put on it reaches 4.5:1 (WCAG AA).
@@ -174,7 +175,7 @@ func TestBrandTextIsText(t *testing.T) {
 	if got := text(t, v, "message"); got != message {
 		t.Errorf("message = %q, want the markup as text", got)
 	}
-	if n := eval[int](t, v, `document.querySelectorAll('img[src="x"], b, main script, header script').length`); n != 0 {
+	if n := browsertest.Eval[int](t, v, `document.querySelectorAll('img[src="x"], b, main script, header script').length`); n != 0 {
 		t.Errorf("%d elements were made from the settings' markup", n)
 	}
 	time.Sleep(500 * time.Millisecond) // an onerror would have fired by now
@@ -266,7 +267,7 @@ func waitBrand(t *testing.T, ctx context.Context, lang string) {
 	// The logo loaded (the CSP let it through) and shows.
 	waitJS(t, ctx, `(() => { const l = document.getElementById("logo");
 		return !l.hidden && l.complete && l.naturalWidth === 192 && l.getBoundingClientRect().height > 0; })()`, wait)
-	if got := eval[string](t, ctx, `document.documentElement.lang`); got != lang {
+	if got := browsertest.Eval[string](t, ctx, `document.documentElement.lang`); got != lang {
 		t.Errorf("page language = %q, want %q", got, lang)
 	}
 }
@@ -360,7 +361,7 @@ func checkAxe(t *testing.T, ctx context.Context) {
 	if err := json.Unmarshal([]byte(res), &out); err != nil || out.Passes == 0 {
 		t.Fatalf("axe-core answered %q: %v", res, err)
 	}
-	state := eval[string](t, ctx, `document.body.dataset.state`)
+	state := browsertest.Eval[string](t, ctx, `document.body.dataset.state`)
 	if len(out.Violations) > 0 {
 		t.Errorf("axe-core: %d serious or critical violations on the %s page: %s", len(out.Violations), state, res)
 	} else {

@@ -66,15 +66,6 @@ func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Voi
 	}
 }
 
-func eval[T any](t *testing.T, ctx context.Context, js string) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
-	if err != nil {
-		t.Fatalf("evaluate %s: %v", js, err)
-	}
-	return v
-}
-
 // waitJS waits until the expression is true in the page, and fails the test
 // with what the page shows when it does not become true within limit.
 func waitJS(t *testing.T, ctx context.Context, js string, limit time.Duration) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 )
 
@@ -28,9 +29,9 @@ func TestJoinChallenge(t *testing.T) {
 	v := visitor(t)
 	do(t, v, chromedp.Navigate(pageURL(s.URL(), room)))
 	waitState(t, v, "waiting", wait)
-	ms, err := strconv.Atoi(eval[string](t, v, `document.body.dataset.challenge || ""`))
+	ms, err := strconv.Atoi(browsertest.Eval[string](t, v, `document.body.dataset.challenge || ""`))
 	if err != nil {
-		t.Fatalf("the page joined without solving the challenge (dataset %q)", eval[string](t, v, `document.body.dataset.challenge || ""`))
+		t.Fatalf("the page joined without solving the challenge (dataset %q)", browsertest.Eval[string](t, v, `document.body.dataset.challenge || ""`))
 	}
 	t.Logf("the page solved a 16-bit challenge in %d ms (each bit more doubles it)", ms)
 	ticket := ticketOf(t, v, room)
@@ -42,7 +43,7 @@ func TestJoinChallenge(t *testing.T) {
 	if got := ticketOf(t, v, room); got != ticket {
 		t.Error("the refresh lost the place")
 	}
-	if got := eval[string](t, v, `document.body.dataset.challenge || ""`); got != "" {
+	if got := browsertest.Eval[string](t, v, `document.body.dataset.challenge || ""`); got != "" {
 		t.Errorf("the refresh solved a challenge again (%s ms)", got)
 	}
 }

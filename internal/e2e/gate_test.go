@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/vestibule-dev/vestibule/gate"
+	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 )
 
@@ -110,7 +111,7 @@ func TestGate(t *testing.T) {
 	if c == nil || !c.HTTPOnly || c.SameSite != network.CookieSameSiteLax || c.Path != "/" {
 		t.Fatalf("session cookie %+v, want HttpOnly, SameSite=Lax, Path=/", c)
 	}
-	if eval[bool](t, v, `document.cookie.includes("vestibule")`) {
+	if browsertest.Eval[bool](t, v, `document.cookie.includes("vestibule")`) {
 		t.Error("the page's script can read the session cookie")
 	}
 	screenshot(t, v, "screenshot-gate-site.png")
@@ -121,7 +122,7 @@ func TestGate(t *testing.T) {
 	// Another browser, without the cookie, is sent to wait.
 	other := visitor(t)
 	do(t, other, chromedp.Navigate(site+"/"))
-	if got := eval[string](t, other, "location.href"); !strings.HasPrefix(got, waiting+"&return=%2F") {
+	if got := browsertest.Eval[string](t, other, "location.href"); !strings.HasPrefix(got, waiting+"&return=%2F") {
 		t.Errorf("a browser without the cookie is at %s, want the waiting room", got)
 	}
 

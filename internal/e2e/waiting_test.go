@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 )
@@ -22,12 +23,12 @@ func pageURL(base, room string) string { return base + "/?room=" + url.QueryEsca
 
 func ticketOf(t *testing.T, ctx context.Context, room string) string {
 	t.Helper()
-	return eval[string](t, ctx, `(JSON.parse(localStorage.getItem("vestibule:ticket:`+room+`")) || {}).ticket || ""`)
+	return browsertest.Eval[string](t, ctx, `(JSON.parse(localStorage.getItem("vestibule:ticket:`+room+`")) || {}).ticket || ""`)
 }
 
 func text(t *testing.T, ctx context.Context, id string) string {
 	t.Helper()
-	return eval[string](t, ctx, `document.getElementById("`+id+`").textContent`)
+	return browsertest.Eval[string](t, ctx, `document.getElementById("`+id+`").textContent`)
 }
 
 // TestJourney: join → position shown → a refresh keeps the place → admitted →
@@ -164,7 +165,7 @@ func TestTwoTabs(t *testing.T) {
 	if n := secondReqs.get("poll") + secondReqs.get("enqueue"); n != 0 {
 		t.Errorf("the following tab sent %d API requests, want 0", n)
 	}
-	if got := eval[string](t, second, `document.body.dataset.leader`); got != "0" {
+	if got := browsertest.Eval[string](t, second, `document.body.dataset.leader`); got != "0" {
 		t.Errorf("second tab leader = %q, want 0", got)
 	}
 	// Close the leader: the second tab takes over with the same ticket.

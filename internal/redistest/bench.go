@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -70,4 +71,32 @@ func ServerCost(b *testing.B, cmd string) func() {
 			}
 		}
 	}
+}
+
+// BenchParallel runs op in parallel, BenchParallelism goroutines per
+// GOMAXPROCS, until the benchmark has its b.N calls, and reports the
+// server-side cost per call of cmd (ServerCost). A failing op is reported and
+// ends its goroutine.
+func BenchParallel(b *testing.B, cmd string, op func(ctx context.Context) error) {
+	ctx := context.Background()
+	cost := ServerCost(b, cmd)
+	b.SetParallelism(BenchParallelism)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := op(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	cost()
+}
+
+// BenchRawGET is the floor every benchmark compares with: a GET of one key,
+// on BenchClient.
+func BenchRawGET(b *testing.B) {
+	rdb := BenchClient(b)
+	key := "{" + Room(b) + "}:k"
+	rdb.Set(context.Background(), key, "v", time.Minute)
+	BenchParallel(b, "get", func(ctx context.Context) error { return rdb.Get(ctx, key).Err() })
 }

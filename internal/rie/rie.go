@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/testkit"
@@ -54,21 +53,12 @@ func Find() (string, error) {
 type Emulator struct {
 	url  string
 	cmd  *exec.Cmd
-	out  output
+	out  testkit.Buffer // what the emulator and the function print, from their own goroutines
 	Name string
 }
 
-// output collects what the emulator and the function print (from their own
-// goroutines, so behind a lock).
-type output struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) { o.mu.Lock(); defer o.mu.Unlock(); return o.b.Write(p) }
-
 // Output is what the emulator and the function have printed so far.
-func (e *Emulator) Output() string { e.out.mu.Lock(); defer e.out.mu.Unlock(); return e.out.b.String() }
+func (e *Emulator) Output() string { return e.out.String() }
 
 // Start runs bootstrap under the emulator at rie with the environment env,
 // keeping what they print (Output), and waits until it listens. Both of the emulator's ports are free loopback

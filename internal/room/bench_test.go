@@ -33,23 +33,7 @@ func benchRoom(b *testing.B, cfg room.Config, opts ...room.Option) (*room.Engine
 	return eng, id
 }
 
-func BenchmarkRawGET(b *testing.B) {
-	rdb := redistest.BenchClient(b)
-	ctx := context.Background()
-	key := "{" + redistest.Room(b) + "}:k"
-	rdb.Set(ctx, key, "v", time.Minute)
-	cost := redistest.ServerCost(b, "get")
-	b.SetParallelism(redistest.BenchParallelism)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := rdb.Get(ctx, key).Err(); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	cost()
-}
+func BenchmarkRawGET(b *testing.B) { redistest.BenchRawGET(b) }
 
 // The floor of any script: EVALSHA of a script that reads one key.
 func BenchmarkRawEVALSHA(b *testing.B) {
@@ -58,17 +42,9 @@ func BenchmarkRawEVALSHA(b *testing.B) {
 	key := "{" + redistest.Room(b) + "}:k"
 	rdb.Set(ctx, key, "v", time.Minute)
 	get := redis.NewScript("return redis.call('GET', KEYS[1])")
-	cost := redistest.ServerCost(b, "evalsha")
-	b.SetParallelism(redistest.BenchParallelism)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := get.Run(ctx, rdb, []string{key}).Err(); err != nil {
-				b.Error(err)
-				return
-			}
-		}
+	redistest.BenchParallel(b, "evalsha", func(ctx context.Context) error {
+		return get.Run(ctx, rdb, []string{key}).Err()
 	})
-	cost()
 }
 
 func BenchmarkPoll(b *testing.B) {
@@ -100,18 +76,10 @@ func BenchmarkPoll(b *testing.B) {
 
 func BenchmarkEnqueue(b *testing.B) {
 	eng, id := benchRoom(b, baseConfig())
-	ctx := context.Background()
-	cost := redistest.ServerCost(b, "evalsha")
-	b.SetParallelism(redistest.BenchParallelism)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := eng.Enqueue(ctx, id, "visitor"); err != nil {
-				b.Error(err)
-				return
-			}
-		}
+	redistest.BenchParallel(b, "evalsha", func(ctx context.Context) error {
+		_, err := eng.Enqueue(ctx, id, "visitor")
+		return err
 	})
-	cost()
 }
 
 // Consume of distinct grants; the grants are made beforehand in a passthrough room.
@@ -130,17 +98,10 @@ func BenchmarkConsume(b *testing.B) {
 	}
 	var next atomic.Int64
 	b.ResetTimer()
-	cost := redistest.ServerCost(b, "evalsha")
-	b.SetParallelism(redistest.BenchParallelism)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := eng.Consume(ctx, id, seqs[next.Add(1)-1], origin); err != nil {
-				b.Error(err)
-				return
-			}
-		}
+	redistest.BenchParallel(b, "evalsha", func(ctx context.Context) error {
+		_, err := eng.Consume(ctx, id, seqs[next.Add(1)-1], origin)
+		return err
 	})
-	cost()
 }
 
 // A replay: the already-consumed answer, the path a token thief takes.
@@ -169,18 +130,10 @@ func BenchmarkConsumeReplay(b *testing.B) {
 
 func BenchmarkStats(b *testing.B) {
 	eng, id := benchRoom(b, baseConfig())
-	ctx := context.Background()
-	cost := redistest.ServerCost(b, "evalsha")
-	b.SetParallelism(redistest.BenchParallelism)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := eng.Stats(ctx, id); err != nil {
-				b.Error(err)
-				return
-			}
-		}
+	redistest.BenchParallel(b, "evalsha", func(ctx context.Context) error {
+		_, err := eng.Stats(ctx, id)
+		return err
 	})
-	cost()
 }
 
 // A tick with nothing to do: what every room costs every second.

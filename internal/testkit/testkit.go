@@ -1,9 +1,10 @@
 // Package testkit holds what the tests, the simulator and the bench would
-// otherwise each write again: one settable clock, a free loopback port, and a
-// wait for a condition.
+// otherwise each write again: one settable clock, a free loopback port, a
+// wait for a condition, and a buffer safe for concurrent writes.
 package testkit
 
 import (
+	"bytes"
 	"net"
 	"sync"
 	"time"
@@ -69,4 +70,23 @@ func WaitFor(limit time.Duration, ok func() bool) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return ok()
+}
+
+// Buffer is a bytes.Buffer safe for concurrent use: a log sink or a running
+// command's output that a test reads while it is written.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

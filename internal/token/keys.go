@@ -92,6 +92,15 @@ func NewKeys() (*Keys, error) {
 	return &Keys{TicketSecret: secret, Entry: []*EntryKey{ek}, EntrySeeds: [][]byte{seed}}, nil
 }
 
+// addPreviousEntry adds the previous entry key, which only verifies, unless it
+// is the current key (its seed not rotated since).
+func (k *Keys) addPreviousEntry(previous *EntryKey, seed []byte) {
+	if previous.ID != k.Entry[0].ID {
+		k.Entry = append(k.Entry, previous)
+		k.EntrySeeds = append(k.EntrySeeds, seed)
+	}
+}
+
 // Local key files, inside the folder given to LoadLocal.
 const (
 	localTicketFile        = "ticket.key"
@@ -138,10 +147,7 @@ func LoadLocal(dir string) (*Keys, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", localEntryPreviousFile, err)
 	}
-	if previous.ID != current.ID {
-		keys.Entry = append(keys.Entry, previous)
-		keys.EntrySeeds = append(keys.EntrySeeds, prevSeed)
-	}
+	keys.addPreviousEntry(previous, prevSeed)
 	return keys, nil
 }
 
@@ -234,10 +240,7 @@ func LoadSecretsManager(ctx context.Context, sm SecretsGetter, ticketSecretARN, 
 	if err != nil {
 		return nil, fmt.Errorf("token: entry secret %s: %w", stagePrevious, err)
 	}
-	if previous.ID != current.ID {
-		keys.Entry = append(keys.Entry, previous)
-		keys.EntrySeeds = append(keys.EntrySeeds, prevSeed)
-	}
+	keys.addPreviousEntry(previous, prevSeed)
 	return keys, nil
 }
 
