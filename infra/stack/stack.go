@@ -156,6 +156,8 @@ type Vestibule struct {
 	API          awsapigatewayv2.HttpApi
 	Distribution awscloudfront.Distribution
 	Bucket       awss3.Bucket
+	// SettingsBucket keeps each room's settings and admission head (SETTINGS_BUCKET).
+	SettingsBucket awss3.Bucket
 	// Cache names the serverless cache (its CloudWatch clusterId); "" with cache=nodes.
 	ServerlessCacheName string
 	// AccessLogs receives the HTTP API's access log (JSON, one line per request).
@@ -169,8 +171,9 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	set := props.Settings
 	v := &Vestibule{Stack: st, Functions: map[string]awslambda.Function{}}
 
-	// Network: isolated subnets only. The functions talk to Valkey and Secrets Manager, both
-	// reachable inside the VPC, so there is no NAT gateway to pay for or to fail.
+	// Network: isolated subnets only. The functions talk to Valkey, Secrets Manager and the
+	// settings bucket, all reachable from inside the VPC (an interface endpoint, a gateway
+	// endpoint), so there is no NAT gateway to pay for or to fail.
 	vpc := awsec2.NewVpc(st, jsii.String("Vpc"), &awsec2.VpcProps{
 		MaxAzs:      jsii.Number(2),
 		NatGateways: jsii.Number(0),
@@ -195,6 +198,8 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	secretsEndpoint.Connections().AllowDefaultPortFrom(fnSG, jsii.String("functions read the signing secrets"))
 
 	redisURL, redisCluster := newCache(st, vpc, isolated, fnSG, set)
+	settingsBucket := newSettingsBucket(st, vpc, isolated, fnSG)
+	v.SettingsBucket = settingsBucket
 	if set.Cache != CacheNodes {
 		v.ServerlessCacheName = cacheName(*st.StackName())
 	}
@@ -252,6 +257,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 		config.EnvDefaultRoomConfig: jsii.String(string(roomDefaults)),
 		config.EnvLogLevel:          jsii.String(set.LogLevel),
 		config.EnvStack:             st.StackName(),
+		config.EnvSettingsBucket:    settingsBucket.BucketName(),
 	} {
 		env[name] = value
 	}
@@ -302,6 +308,8 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 			entrySecret.GrantRead(fn, nil)
 			originSecret.GrantRead(fn, nil)
 		}
+		// Any function may find a room missing from Redis and restore it from the bucket.
+		grantSettings(fn, settingsBucket)
 		v.Functions[name] = fn
 	}
 

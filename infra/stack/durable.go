@@ -1,0 +1,90 @@
+package stack
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// SettingsPrefixes are the key prefixes package durable writes in the settings bucket (the
+// stack sets SETTINGS_BUCKET to the bare bucket name, so no further prefix): each room's
+// settings under rooms/, its admission head under heads/. The functions may read and write
+// those objects and nothing else of the bucket.
+var SettingsPrefixes = []string{"rooms/", "heads/"}
+
+// SettingsListPrefix is the one prefix the functions list (durable.S3 lists the rooms).
+const SettingsListPrefix = "rooms/"
+
+// settingsActions are the object actions package durable uses.
+var settingsActions = []*string{jsii.String("s3:GetObject"), jsii.String("s3:PutObject")}
+
+// newSettingsBucket creates the bucket of the durable room settings (docs/DEPLOY.md, "Durable
+// room settings (S3)") and the way to it from the isolated subnets: the S3 gateway endpoint,
+// which is free and the only route out of those subnets to S3.
+//
+// The bucket has no fixed name and is retained when the stack is deleted: the settings outlive a
+// `cdk destroy`, and a redeploy creates a new bucket rather than failing on the old name.
+//
+// The functions' security group gets egress to 0.0.0.0/0 on 443. A rule naming the S3 prefix list
+// would be narrower on paper, but its id differs per region and CloudFormation exposes it on
+// neither the gateway endpoint nor any other resource, so it would need a lookup (synthesis no
+// longer offline) or a custom resource calling ec2:DescribePrefixLists on "Resource": "*". The
+// wide rule reaches no more: the isolated subnets route only the VPC's own range and, through the
+// gateway endpoint, S3; and the endpoint's policy lets the functions reach only this bucket's
+// objects, so 443 to "anywhere" means this bucket and the Secrets Manager endpoint (already allowed).
+func newSettingsBucket(st awscdk.Stack, vpc awsec2.Vpc, isolated *awsec2.SubnetSelection, fnSG awsec2.SecurityGroup) awss3.Bucket {
+	bucket := awss3.NewBucket(st, jsii.String("SettingsBucket"), &awss3.BucketProps{
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+	})
+	gateway := vpc.AddGatewayEndpoint(jsii.String("S3"), &awsec2.GatewayVpcEndpointOptions{
+		Service: awsec2.GatewayVpcEndpointAwsService_S3(),
+		Subnets: &[]*awsec2.SubnetSelection{isolated},
+	})
+	// The endpoint carries requests to this bucket only, so the open egress rule below cannot
+	// carry data to any other bucket.
+	for _, s := range settingsStatements(bucket) {
+		s.AddAnyPrincipal()
+		gateway.AddToPolicy(s)
+	}
+	fnSG.AddEgressRule(awsec2.Peer_AnyIpv4(), awsec2.Port_Tcp(jsii.Number(443)),
+		jsii.String("functions to S3 through the gateway endpoint (the only route out of the isolated subnets)"), jsii.Bool(false))
+	// (The group's description still says "the cache and the Secrets Manager endpoint only":
+	// changing a security group's description replaces the group.)
+	return bucket
+}
+
+// settingsStatements are the permissions package durable needs on the settings bucket:
+// s3:GetObject and s3:PutObject on the objects under SettingsPrefixes, and s3:ListBucket on
+// the bucket for SettingsListPrefix only (without it a missing object answers 403, not 404).
+func settingsStatements(bucket awss3.IBucket) []awsiam.PolicyStatement {
+	objects := make([]*string, len(SettingsPrefixes))
+	for i, p := range SettingsPrefixes {
+		objects[i] = bucket.ArnForObjects(jsii.String(p + "*"))
+	}
+	return []awsiam.PolicyStatement{
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   &settingsActions,
+			Resources: &objects,
+		}),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("s3:ListBucket"),
+			Resources: &[]*string{bucket.BucketArn()},
+			Conditions: &map[string]any{
+				"StringEquals": map[string]any{"s3:prefix": SettingsListPrefix},
+			},
+		}),
+	}
+}
+
+// grantSettings lets fn read and write the room settings and heads (settingsStatements).
+func grantSettings(fn awsiam.IGrantable, bucket awss3.IBucket) {
+	for _, s := range settingsStatements(bucket) {
+		fn.GrantPrincipal().AddToPrincipalPolicy(s)
+	}
+}

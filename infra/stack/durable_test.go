@@ -1,0 +1,219 @@
+package stack_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vestibule-dev/vestibule/infra/stack"
+	"github.com/vestibule-dev/vestibule/internal/config"
+)
+
+// settingsBucket returns the logical id of the settings bucket, failing unless there is one.
+func settingsBucket(t *testing.T, f fixture) string {
+	t.Helper()
+	var ids []string
+	for id := range f.ofType("AWS::S3::Bucket") {
+		if strings.HasPrefix(id, "SettingsBucket") {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) != 1 {
+		t.Fatalf("settings buckets %v, want one", ids)
+	}
+	return ids[0]
+}
+
+func TestSettingsBucketIsPrivateEncryptedTLSOnlyAndRetained(t *testing.T) {
+	// GIVEN the default stack WHEN its settings bucket is read
+	f := defaultStack()
+	id := settingsBucket(t, f)
+	b := f.resources[id]
+	// THEN a stack deletion or replacement keeps it
+	if b["DeletionPolicy"] != "Retain" || b["UpdateReplacePolicy"] != "Retain" {
+		t.Errorf("settings bucket DeletionPolicy %v, UpdateReplacePolicy %v, want Retain", b["DeletionPolicy"], b["UpdateReplacePolicy"])
+	}
+	// and it blocks public access and encrypts with S3-managed keys
+	p := props(b)
+	if !reflect.DeepEqual(p["PublicAccessBlockConfiguration"], map[string]any{
+		"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true,
+	}) {
+		t.Errorf("settings bucket public access block %v", p["PublicAccessBlockConfiguration"])
+	}
+	enc, _ := json.Marshal(p["BucketEncryption"])
+	if !strings.Contains(string(enc), `"SSEAlgorithm":"AES256"`) {
+		t.Errorf("settings bucket encryption %s, want SSE-S3 (AES256)", enc)
+	}
+	// and its policy denies every request without TLS and allows nothing
+	var denyTLS bool
+	for pid, pol := range f.ofType("AWS::S3::BucketPolicy") {
+		if !reflect.DeepEqual(props(pol)["Bucket"], map[string]any{"Ref": id}) {
+			continue
+		}
+		for _, s := range statements(f)[pid] {
+			if s["Effect"] == "Allow" {
+				t.Errorf("settings bucket policy allows %v", s)
+			}
+			cond, _ := json.Marshal(s["Condition"])
+			if s["Effect"] == "Deny" && strings.Contains(string(cond), `{"Bool":{"aws:SecureTransport":"false"}}`) {
+				denyTLS = true
+			}
+		}
+	}
+	if !denyTLS {
+		t.Error("settings bucket does not deny requests without TLS")
+	}
+}
+
+func TestEveryFunctionGetsTheSettingsBucket(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	id := settingsBucket(t, f)
+	// THEN every function's SETTINGS_BUCKET is the bucket's name (no prefix)
+	for name, r := range f.ours(t) {
+		vars := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if !reflect.DeepEqual(vars[config.EnvSettingsBucket], map[string]any{"Ref": id}) {
+			t.Errorf("%s: %s = %v, want a Ref to %s", name, config.EnvSettingsBucket, vars[config.EnvSettingsBucket], id)
+		}
+	}
+}
+
+// s3Statements returns the statements with an s3: action of the policies attached to role.
+func s3Statements(f fixture, role string) []map[string]any {
+	var out []map[string]any
+	for id, sts := range statements(f) {
+		attached := false
+		for _, ref := range asSlice(props(f.resources[id])["Roles"]) {
+			if m, ok := ref.(map[string]any); ok && m["Ref"] == role {
+				attached = true
+			}
+		}
+		if !attached {
+			continue
+		}
+		for _, st := range sts {
+			b, _ := json.Marshal(st["Action"])
+			if strings.Contains(string(b), `"s3:`) {
+				out = append(out, st)
+			}
+		}
+	}
+	return out
+}
+
+func TestFunctionsMayReadAndWriteOnlyTheRoomSettings(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	id := settingsBucket(t, f)
+	arn := `{"Fn::GetAtt":["` + id + `","Arn"]}`
+	for name, r := range f.ours(t) {
+		role := props(r)["Role"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)
+		// WHEN the S3 permissions of its role are read
+		var objects, list bool
+		for _, st := range s3Statements(f, role) {
+			actions := asSlice(st["Action"])
+			if a, ok := st["Action"].(string); ok {
+				actions = []any{a}
+			}
+			res, _ := json.Marshal(st["Resource"])
+			cond, _ := json.Marshal(st["Condition"])
+			switch {
+			// THEN it may get and put the objects under rooms/ and heads/ only
+			case reflect.DeepEqual(actions, []any{"s3:GetObject", "s3:PutObject"}):
+				objects = true
+				for _, p := range stack.SettingsPrefixes {
+					if !strings.Contains(string(res), arn+`,"/`+p+`*"]`) {
+						t.Errorf("%s: object statement on %s lacks %s*", name, res, p)
+					}
+				}
+				if n := strings.Count(string(res), arn); n != len(stack.SettingsPrefixes) {
+					t.Errorf("%s: object statement on %d resources %s, want %d", name, n, res, len(stack.SettingsPrefixes))
+				}
+			// and list the bucket under rooms/ only
+			case reflect.DeepEqual(actions, []any{"s3:ListBucket"}):
+				list = true
+				if string(res) != arn {
+					t.Errorf("%s: ListBucket on %s, want the settings bucket", name, res)
+				}
+				if string(cond) != `{"StringEquals":{"s3:prefix":"`+stack.SettingsListPrefix+`"}}` {
+					t.Errorf("%s: ListBucket condition %s", name, cond)
+				}
+			// and nothing else of S3
+			default:
+				t.Errorf("%s: unexpected S3 statement %v on %s", name, actions, res)
+			}
+		}
+		if !objects || !list {
+			t.Errorf("%s: object access %v, list %v; want both", name, objects, list)
+		}
+	}
+}
+
+func TestSettingsBucketGatewayEndpoint(t *testing.T) {
+	for name, f := range map[string]func() fixture{"serverless": defaultStack, "nodes": nodesStack} {
+		t.Run(name, func(t *testing.T) {
+			// GIVEN a stack
+			f := f()
+			id := settingsBucket(t, f)
+			// WHEN its gateway endpoints are read
+			var gateways []map[string]any
+			for _, ep := range f.ofType("AWS::EC2::VPCEndpoint") {
+				if props(ep)["VpcEndpointType"] == "Gateway" {
+					gateways = append(gateways, props(ep))
+				}
+			}
+			// THEN there is one, for S3, on the route table of every isolated subnet
+			if len(gateways) != 1 {
+				t.Fatalf("%d gateway endpoints, want 1", len(gateways))
+			}
+			gw := gateways[0]
+			svc, _ := json.Marshal(gw["ServiceName"])
+			if !strings.Contains(string(svc), ".s3") {
+				t.Errorf("gateway endpoint for %s, want S3", svc)
+			}
+			tables := len(f.ofType("AWS::EC2::RouteTable"))
+			if n := len(asSlice(gw["RouteTableIds"])); n != tables || n == 0 {
+				t.Errorf("gateway endpoint on %d route tables, want all %d", n, tables)
+			}
+			// and it carries requests to the settings bucket only
+			for _, s := range asSlice(gw["PolicyDocument"].(map[string]any)["Statement"]) {
+				res, _ := json.Marshal(s.(map[string]any)["Resource"])
+				if strings.Count(string(res), `"Fn::GetAtt":["`+id+`","Arn"]`) == 0 || strings.Contains(string(res), `"*"`) {
+					t.Errorf("gateway endpoint policy on %s, want the settings bucket only", res)
+				}
+				if s.(map[string]any)["Effect"] != "Allow" {
+					t.Errorf("gateway endpoint policy statement %v", s)
+				}
+			}
+			// and the functions may send to it on 443, and to nowhere else outside the VPC
+			var fnSG string
+			for _, r := range f.ours(t) {
+				fnSG = props(r)["VpcConfig"].(map[string]any)["SecurityGroupIds"].([]any)[0].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)
+			}
+			var https bool
+			for _, e := range asSlice(props(f.resources[fnSG])["SecurityGroupEgress"]) {
+				m := e.(map[string]any)
+				if m["CidrIp"] == "0.0.0.0/0" {
+					if m["IpProtocol"] == "tcp" && m["FromPort"] == 443.0 && m["ToPort"] == 443.0 {
+						https = true
+					} else {
+						t.Errorf("functions' egress to the world beyond 443: %v", m)
+					}
+				}
+				if m["CidrIpv6"] != nil {
+					t.Errorf("functions' IPv6 egress %v", m)
+				}
+			}
+			for _, r := range f.ofType("AWS::EC2::SecurityGroupEgress") {
+				if p := props(r); p["CidrIp"] != nil && !slices.Contains([]any{"255.255.255.255/32"}, p["CidrIp"]) {
+					t.Errorf("egress rule to %v", p["CidrIp"])
+				}
+			}
+			if !https {
+				t.Error("the functions' security group has no egress on 443 to S3")
+			}
+		})
+	}
+}
