@@ -26,8 +26,8 @@ require (
 	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/sync v0.24.0
 	gonum.org/v1/plot v0.17.0
-	pgregory.net/rapid v1.3.0
 	modernc.org/sqlite v1.62.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (
