@@ -64,6 +64,7 @@ type seatPicker struct {
 // it may confirm it.
 type pickerHold struct {
 	bookingSession, session string
+	expires                 time.Time
 }
 
 func newSeatPicker(waitingRoom string, credential func(room string) string, db *orderDB, log *slog.Logger) *seatPicker {
@@ -158,10 +159,19 @@ func (p *seatPicker) hold(w http.ResponseWriter, r *http.Request) {
 	status, raw, err := p.call(r.Context(), http.MethodPost, "/api/events/"+DemoEventID+"/holds", in.BookingSession, nil,
 		booking.Request{Seats: []string{in.Seat}})
 	if err == nil && status == http.StatusCreated {
-		var h struct{ Token, Session string }
+		var h struct {
+			Token, Session string
+			ExpiresAt      time.Time
+		}
 		if json.Unmarshal(raw, &h) == nil && h.Token != "" {
 			p.mu.Lock()
-			p.holds[h.Token] = pickerHold{bookingSession: in.BookingSession, session: h.Session}
+			// Forget the holds that ran out, so the map stays as small as the live holds.
+			for tok, old := range p.holds {
+				if time.Now().After(old.expires) {
+					delete(p.holds, tok)
+				}
+			}
+			p.holds[h.Token] = pickerHold{bookingSession: in.BookingSession, session: h.Session, expires: h.ExpiresAt}
 			p.mu.Unlock()
 		}
 	}
