@@ -81,6 +81,7 @@ type Stack struct {
 	servers []*http.Server
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+	closers []func() error // closed last (the origin's order store)
 	once    sync.Once
 	err     error
 }
@@ -229,7 +230,22 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		cfg, err := engine.GetConfig(ctx, id)
 		return cfg.OriginURL, err
 	}
-	s.serve(manualLn, noReferrer(newOrigin(s.url, s.manualURL, origins.Credential, originOf, o.Logger)))
+	// The hand-integration origin sells the demo event's seats and keeps its
+	// orders in its own SQLite file beside the keys (.vestibule/orders.db).
+	if err := defineDemoEvent(ctx, bk); err != nil {
+		manualLn.Close()
+		originLn.Close()
+		return nil, err
+	}
+	db, err := openOrderDB(ctx, filepath.Join(filepath.Dir(o.KeyDir), "orders.db"))
+	if err != nil {
+		manualLn.Close()
+		originLn.Close()
+		return nil, err
+	}
+	s.closers = append(s.closers, db.Close)
+	picker := newSeatPicker(s.url, origins.Credential, db, o.Logger)
+	s.serve(manualLn, noReferrer(newOrigin(s.url, s.manualURL, origins.Credential, originOf, picker, o.Logger)))
 	if gated {
 		apiURL, _ := url.Parse(s.url)
 		s.serve(originLn, noReferrer(newGatedSite(gateCfg, apiURL)))
@@ -361,6 +377,9 @@ func (s *Stack) Close() error {
 		}
 		if s.mini != nil {
 			s.mini.Close()
+		}
+		for _, c := range s.closers {
+			c()
 		}
 		s.err = errors.Join(errs...)
 	})

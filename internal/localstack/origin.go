@@ -25,7 +25,11 @@ import (
 // demo stands for the origin of every local room whose originUrl is the demo
 // origin (self), so it asks for the credential of the room the token names,
 // and redeems nothing for a room that sends its visitors elsewhere.
-func newOrigin(waitingRoom, self string, credential func(room string) string, originOf func(ctx context.Context, room string) (string, error), log *slog.Logger) http.Handler {
+//
+// Once in, the page is a seat picker of the demo event (picker, seats.go):
+// consume's answer carries the visitor's bookingSession, which the page keeps
+// in memory and sends to the backend's /seats, /hold and /confirm.
+func newOrigin(waitingRoom, self string, credential func(room string) string, originOf func(ctx context.Context, room string) (string, error), picker *seatPicker, log *slog.Logger) http.Handler {
 	client := &http.Client{Timeout: 5 * time.Second}
 	forward := func(route string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
@@ -71,6 +75,7 @@ func newOrigin(waitingRoom, self string, credential func(room string) string, or
 	mux := http.NewServeMux()
 	mux.HandleFunc("/session", forward("/api/consume"))
 	mux.HandleFunc("/complete", forward("/api/complete"))
+	picker.routes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
@@ -79,7 +84,7 @@ func newOrigin(waitingRoom, self string, credential func(room string) string, or
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'")
-		originPage.Execute(w, map[string]string{"WaitingRoom": waitingRoom + "/?room=" + DemoAPIRoomID})
+		originPage.Execute(w, map[string]string{"WaitingRoom": waitingRoom + "/?room=" + DemoAPIRoomID, "Event": DemoEventID})
 	})
 	return mux
 }
@@ -103,6 +108,12 @@ var originPage = template.Must(template.New("origin").Parse(`<!doctype html>
   button { font: inherit; padding: .5rem 1rem; }
   .err { color: #a00000; }
   dt { font-weight: 600; }
+  #map { display: grid; grid-template-columns: repeat(4, 1fr); gap: .5rem; margin: 1rem 0; }
+  #map button { padding: .75rem 0; border-radius: 6px; border: 2px solid #2b6cb0; background: #fff; color: #1a1a1a; }
+  #map button[data-state="held"] { border-color: #b7791f; background: #fefcbf; }
+  #map button[data-state="sold"] { border-color: #777; background: #e2e2e2; text-decoration: line-through; }
+  #map button[data-state="mine"] { border-color: #276749; background: #c6f6d5; font-weight: 600; }
+  #map button:disabled { cursor: not-allowed; }
 </style>
 </head>
 <body>
@@ -110,6 +121,16 @@ var originPage = template.Must(template.New("origin").Parse(`<!doctype html>
 <p>This stands for your booking origin. It received the visitor's entry token in the URL fragment and
 redeemed it at the waiting room, server to server.</p>
 <div class="card" id="out" role="status" aria-live="polite">Checking your entry…</div>
+<section id="picker" hidden aria-labelledby="picker-title">
+  <h2 id="picker-title">Pick a seat</h2>
+  <p>Demo event <code>{{.Event}}</code>: a held seat is yours for a few minutes; confirm it to book it.</p>
+  <div id="map" role="group" aria-label="Seats"></div>
+  <div id="hold" hidden><p>Seat <strong id="hold-seat"></strong> is held for you for
+    <strong id="countdown" aria-live="off"></strong>.</p>
+    <button id="confirm" type="button">Confirm booking</button></div>
+  <div id="msg" role="alert"></div>
+  <div id="order" class="card" hidden></div>
+</section>
 <p><a id="back" href="{{.WaitingRoom}}">Back to the waiting room</a></p>
 <script>
   const out = document.getElementById('out');
@@ -119,12 +140,94 @@ redeemed it at the waiting room, server to server.</p>
 
   function show(html, cls) { out.className = 'card ' + (cls || ''); out.innerHTML = html; }
   function esc(s) { return String(s).replace(/[&<>"']/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c])); }
-  async function post(path) {
-    const r = await fetch(path, {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({token})});
-    let body = {};
-    try { body = await r.json(); } catch (e) {}
-    return {status: r.status, body};
+  async function post(path, body) {
+    const r = await fetch(path, {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body || {token})});
+    let b = {};
+    try { b = await r.json(); } catch (e) {}
+    return {status: r.status, body: b};
   }
+
+  // The seat picker. The booking session stays in this page's memory only;
+  // the site's backend makes every call to the waiting room.
+  const picker = document.getElementById('picker'), map = document.getElementById('map');
+  const msg = document.getElementById('msg'), holdBox = document.getElementById('hold');
+  const orderBox = document.getElementById('order');
+  let bookingSession = '', hold = null, timer = 0;
+  const mine = new Set();
+  function say(text, code) { msg.textContent = text; msg.className = code ? 'err' : ''; msg.dataset.code = code || ''; }
+
+  async function loadSeats() {
+    const r = await fetch('/seats', {cache: 'no-store'});
+    if (!r.ok) { say('The seat map is not available (' + r.status + ').', 'unavailable'); return; }
+    const view = await r.json();
+    map.replaceChildren();
+    for (const id of Object.keys(view.seats || {}).sort()) {
+      const b = document.createElement('button');
+      b.type = 'button'; b.id = 'seat-' + id; b.textContent = id;
+      const st = mine.has(id) ? 'mine' : view.seats[id];
+      b.dataset.state = st;
+      b.disabled = st !== 'available' || hold !== null;
+      b.setAttribute('aria-label', 'Seat ' + id + ': ' + st);
+      b.addEventListener('click', () => holdSeat(id));
+      map.appendChild(b);
+    }
+    picker.dataset.state = picker.dataset.state || 'map';
+  }
+
+  async function holdSeat(id) {
+    say('Holding ' + id + '…');
+    const {status, body} = await post('/hold', {bookingSession, seat: id});
+    if (status !== 201) {
+      const e = body.error || {};
+      const text = {seat_taken: 'Seat ' + id + ' was just taken by someone else. Pick another one.',
+        session_limit: 'You already hold or bought as many seats as one visitor may.',
+        session_ended: 'Your booking session has ended.'}[e.code] || ('Could not hold the seat (' + status + '): ' + (e.message || ''));
+      say(text, e.code || 'error');
+      await loadSeats();
+      return;
+    }
+    hold = body; mine.add(id);
+    say('');
+    document.getElementById('hold-seat').textContent = id;
+    holdBox.hidden = false;
+    picker.dataset.state = 'held';
+    tick(); timer = setInterval(tick, 1000);
+    await loadSeats();
+  }
+
+  function tick() {
+    const left = Math.max(0, Math.round((new Date(hold.expiresAt) - Date.now()) / 1000));
+    document.getElementById('countdown').textContent = Math.floor(left / 60) + ':' + String(left % 60).padStart(2, '0');
+    if (left === 0) {
+      clearInterval(timer); holdBox.hidden = true;
+      for (const s of hold.seats || []) mine.delete(s);
+      hold = null; picker.dataset.state = 'map';
+      say('Your hold ran out; the seat is free again.', 'hold_expired');
+      loadSeats();
+    }
+  }
+
+  document.getElementById('confirm').addEventListener('click', async () => {
+    if (!hold) return;
+    say('Confirming…');
+    const {status, body} = await post('/confirm', {bookingSession, hold: hold.token});
+    clearInterval(timer); holdBox.hidden = true;
+    if (status !== 201) {
+      const e = body.error || {};
+      say('Could not confirm (' + status + ' ' + (e.code || '') + '): ' + (e.message || ''), e.code || 'error');
+      for (const s of hold.seats || []) mine.delete(s);
+      hold = null; picker.dataset.state = 'map';
+      await loadSeats();
+      return;
+    }
+    hold = null;
+    say('');
+    orderBox.hidden = false;
+    orderBox.innerHTML = '<p><strong>Booked.</strong></p><dl><dt>Order</dt><dd id="order-id">' + esc(body.order) +
+      '</dd><dt>Seats</dt><dd id="order-seats">' + esc((body.seats || []).join(', ')) + '</dd></dl>';
+    picker.dataset.state = 'ordered';
+    await loadSeats();
+  });
 
   async function start() {
     if (!token) { show('No entry token. Join the queue in the waiting room first.', 'err'); return; }
@@ -143,9 +246,18 @@ redeemed it at the waiting room, server to server.</p>
     out.dataset.state = 'session';
     document.getElementById('finish').addEventListener('click', async () => {
       const {status, body} = await post('/complete');
-      if (status === 200) { show('Booking finished. Your place is released for the next visitor.'); out.dataset.state = 'completed'; }
+      if (status === 200) {
+        show('Booking finished. Your place is released for the next visitor.'); out.dataset.state = 'completed';
+        picker.hidden = true; clearInterval(timer);
+      }
       else { show('Could not finish: ' + esc((body.error || {}).message || status), 'err'); }
     });
+    // The seat picker sells the demo event, named after its room.
+    if (body.room === {{.Event}} && body.bookingSession) {
+      bookingSession = body.bookingSession;
+      picker.hidden = false;
+      await loadSeats();
+    }
   }
   start();
 </script>

@@ -1,0 +1,233 @@
+package localstack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/booking"
+)
+
+// DemoEventID is the demo event the hand-integration origin sells seats of:
+// named after its room (demo-api), so a hold checks the visitor's entry
+// session in the same script.
+const DemoEventID = DemoAPIRoomID
+
+// DemoSeats are the demo event's seats.
+var DemoSeats = []string{"A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8"}
+
+// Demo event settings: a hold lasts two minutes; a session holds or buys at
+// most two seats.
+const (
+	DemoHoldTTL      = 120 * time.Second
+	DemoSessionLimit = 2
+)
+
+// defineDemoEvent defines the demo event. An event with live holds or orders
+// (a real Redis kept from a previous run) is left as it is.
+func defineDemoEvent(ctx context.Context, bk *booking.Engine) error {
+	err := bk.Define(ctx, DemoEventID, booking.Inventory{Seats: DemoSeats, HoldTTL: DemoHoldTTL, SessionLimit: DemoSessionLimit})
+	if err != nil && !errors.Is(err, booking.ErrInUse) {
+		return fmt.Errorf("demo event %s: %w", DemoEventID, err)
+	}
+	return nil
+}
+
+// seatPicker is the demo origin's backend for the seat map. The page holds
+// the visitor's booking session (consume's bookingSession) in memory and
+// sends it with each call; the backend calls the waiting room server to
+// server: the public view, the hold with the booking session as bearer (a
+// page of another origin would need CORS on the API and a CSP connect-src
+// naming it; a backend needs neither), and the confirm with the room's origin
+// credential and an Idempotency-Key. Confirmed seats are written to the
+// origin's own SQLite store (orderDB), which refuses a stale fencing token.
+type seatPicker struct {
+	waitingRoom string
+	credential  func(room string) string
+	db          *orderDB
+	client      *http.Client
+	log         *slog.Logger
+
+	mu    sync.Mutex
+	holds map[string]pickerHold // hold token → who made it
+}
+
+// pickerHold is a hold the backend made: only the booking session that made
+// it may confirm it.
+type pickerHold struct {
+	bookingSession, session string
+	expires                 time.Time
+}
+
+func newSeatPicker(waitingRoom string, credential func(room string) string, db *orderDB, log *slog.Logger) *seatPicker {
+	return &seatPicker{waitingRoom: waitingRoom, credential: credential, db: db, log: log,
+		client: &http.Client{Timeout: 5 * time.Second}, holds: map[string]pickerHold{}}
+}
+
+// routes adds GET /seats, POST /hold and POST /confirm to mux.
+func (p *seatPicker) routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /seats", p.seats)
+	mux.HandleFunc("POST /hold", p.hold)
+	mux.HandleFunc("POST /confirm", p.confirm)
+}
+
+// call sends one request to the waiting room's API and decodes the answer.
+func (p *seatPicker) call(ctx context.Context, method, path, bearer string, header map[string]string, in any) (int, json.RawMessage, error) {
+	var body io.Reader
+	if in != nil {
+		b, _ := json.Marshal(in)
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, p.waitingRoom+path, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		p.log.Error("demo origin: waiting room unreachable", "path", path, "error", err.Error())
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return resp.StatusCode, raw, err
+}
+
+// relay writes the waiting room's answer to the page as it is.
+func relay(w http.ResponseWriter, status int, raw json.RawMessage, err error) {
+	if err != nil {
+		writeJSON(w, http.StatusBadGateway, apiErr("unavailable", "waiting room unreachable"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(raw)
+}
+
+func apiErr(code, message string) map[string]any {
+	return map[string]any{"error": map[string]string{"code": code, "message": message}}
+}
+
+// seats is GET /seats: the event's public view (seat states).
+func (p *seatPicker) seats(w http.ResponseWriter, r *http.Request) {
+	status, raw, err := p.call(r.Context(), http.MethodGet, "/api/events/"+DemoEventID, "", nil, nil)
+	relay(w, status, raw, err)
+}
+
+// pickerRequest is what the page sends: its booking session, and the seat
+// to hold or the hold to confirm.
+type pickerRequest struct {
+	BookingSession string `json:"bookingSession"`
+	Seat           string `json:"seat"`
+	Hold           string `json:"hold"`
+}
+
+func decodePicker(w http.ResponseWriter, r *http.Request) (pickerRequest, bool) {
+	var in pickerRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 8<<10)).Decode(&in); err != nil || in.BookingSession == "" {
+		writeJSON(w, http.StatusBadRequest, apiErr("bad_json", `send {"bookingSession": "...", ...}`))
+		return in, false
+	}
+	return in, true
+}
+
+// hold is POST /hold {bookingSession, seat}: holds one seat for the visitor.
+// The waiting room's answer (201 with the hold's token and expiry, or 409
+// seat_taken, 409 session_limit, 401 session_ended …) goes back as it is.
+func (p *seatPicker) hold(w http.ResponseWriter, r *http.Request) {
+	in, ok := decodePicker(w, r)
+	if !ok {
+		return
+	}
+	status, raw, err := p.call(r.Context(), http.MethodPost, "/api/events/"+DemoEventID+"/holds", in.BookingSession, nil,
+		booking.Request{Seats: []string{in.Seat}})
+	if err == nil && status == http.StatusCreated {
+		var h struct {
+			Token, Session string
+			ExpiresAt      time.Time
+		}
+		if json.Unmarshal(raw, &h) == nil && h.Token != "" {
+			p.mu.Lock()
+			// Forget the holds that ran out, so the map stays as small as the live holds.
+			for tok, old := range p.holds {
+				if time.Now().After(old.expires) {
+					delete(p.holds, tok)
+				}
+			}
+			p.holds[h.Token] = pickerHold{bookingSession: in.BookingSession, session: h.Session, expires: h.ExpiresAt}
+			p.mu.Unlock()
+		}
+	}
+	relay(w, status, raw, err)
+}
+
+// confirm is POST /confirm {bookingSession, hold}: (the demo takes no
+// payment) confirms the hold with the room's origin credential, the
+// Idempotency-Key derived from the hold (so a retry returns the same order),
+// then writes the order's seats to the origin's store under the order's
+// fencing token. A write the store refuses (a newer order has the seat) is
+// compensated: the order is cancelled and the page told 409 stale_order.
+func (p *seatPicker) confirm(w http.ResponseWriter, r *http.Request) {
+	in, ok := decodePicker(w, r)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	h, ok := p.holds[in.Hold]
+	p.mu.Unlock()
+	if !ok || h.bookingSession != in.BookingSession {
+		writeJSON(w, http.StatusNotFound, apiErr("unknown_hold", "no such hold of yours"))
+		return
+	}
+	status, raw, err := p.call(r.Context(), http.MethodPost, "/api/events/"+DemoEventID+"/holds/"+in.Hold+"/confirm",
+		p.credential(DemoAPIRoomID), map[string]string{"Idempotency-Key": "demo-" + in.Hold}, map[string]string{"session": h.session})
+	if err != nil || (status != http.StatusCreated && status != http.StatusOK) {
+		relay(w, status, raw, err)
+		return
+	}
+	var o booking.OrderEvent
+	if err := json.Unmarshal(raw, &o); err != nil {
+		writeJSON(w, http.StatusBadGateway, apiErr("bad_order", "the waiting room's order did not decode"))
+		return
+	}
+	for _, seat := range o.Seats {
+		err := p.db.Record(r.Context(), o.Event, seat, o.FencingToken, o.Order)
+		if errors.Is(err, ErrStaleWrite) {
+			if cur, _, _ := p.db.Seat(r.Context(), o.Event, seat); cur == o.Order {
+				continue // this very order, written by a retry before
+			}
+			p.log.Warn("demo origin: stale order refused by the store; cancelling it", "order", o.Order, "seat", seat)
+			p.call(r.Context(), http.MethodPost, "/api/events/"+DemoEventID+"/orders/"+o.Order+"/cancel",
+				p.credential(DemoAPIRoomID), nil, map[string]string{"reason": "stale_fencing_token"})
+			writeJSON(w, http.StatusConflict, apiErr("stale_order", "seat "+seat+" has a newer order"))
+			return
+		}
+		if err != nil {
+			p.log.Error("demo origin: order store", "error", err.Error())
+			writeJSON(w, http.StatusInternalServerError, apiErr("store", "could not record the order"))
+			return
+		}
+	}
+	p.mu.Lock()
+	delete(p.holds, in.Hold)
+	p.mu.Unlock()
+	writeJSON(w, http.StatusCreated, map[string]any{"order": o.Order, "seats": o.Seats,
+		"fencingToken": strconv.FormatInt(o.FencingToken, 10), "confirmedAt": o.ConfirmedAt, "stored": true})
+}
