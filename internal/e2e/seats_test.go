@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 )
@@ -45,7 +46,7 @@ func seatPickerOf(t *testing.T, s *localstack.Stack) context.Context {
 
 func seatState(t *testing.T, v context.Context, seat string) string {
 	t.Helper()
-	return eval[string](t, v, `(document.getElementById("seat-`+seat+`") || {dataset: {}}).dataset.state || ""`)
+	return browsertest.Eval[string](t, v, `(document.getElementById("seat-`+seat+`") || {dataset: {}}).dataset.state || ""`)
 }
 
 // TestSeatPicker: admitted at the hand-integration origin, the visitor sees
@@ -54,20 +55,20 @@ func seatState(t *testing.T, v context.Context, seat string) string {
 func TestSeatPicker(t *testing.T) {
 	s := seatsStack(t)
 	v := seatPickerOf(t, s)
-	if got := eval[int](t, v, `document.querySelectorAll("#map button").length`); got != len(localstack.DemoSeats) {
+	if got := browsertest.Eval[int](t, v, `document.querySelectorAll("#map button").length`); got != len(localstack.DemoSeats) {
 		t.Errorf("seat map shows %d seats, want %d", got, len(localstack.DemoSeats))
 	}
 	if got := seatState(t, v, "A3"); got != "available" {
 		t.Errorf("A3 = %q, want available", got)
 	}
 	// The bookingSession never reaches the address bar or storage.
-	if got := eval[string](t, v, `location.href + JSON.stringify(localStorage) + JSON.stringify(sessionStorage)`); strings.Contains(got, "eyJ") {
+	if got := browsertest.Eval[string](t, v, `location.href + JSON.stringify(localStorage) + JSON.stringify(sessionStorage)`); strings.Contains(got, "eyJ") {
 		t.Errorf("a token is visible in the URL or storage: %s", got)
 	}
 
-	eval[any](t, v, `document.getElementById("seat-A3").click()`+";0")
+	browsertest.Eval[any](t, v, `document.getElementById("seat-A3").click()`+";0")
 	waitJS(t, v, `document.getElementById("picker").dataset.state === "held"`, 5*time.Second)
-	if got := eval[string](t, v, `document.getElementById("countdown").textContent`); !regexp.MustCompile(`^[12]:\d\d$`).MatchString(got) {
+	if got := browsertest.Eval[string](t, v, `document.getElementById("countdown").textContent`); !regexp.MustCompile(`^[12]:\d\d$`).MatchString(got) {
 		t.Errorf("countdown = %q, want about 2:00", got)
 	}
 	waitJS(t, v, `document.getElementById("seat-A3").dataset.state === "mine"`, 5*time.Second)
@@ -76,7 +77,7 @@ func TestSeatPicker(t *testing.T) {
 		t.Errorf("public view: %v", view["seats"])
 	}
 
-	eval[any](t, v, `document.getElementById("confirm").click()`+";0")
+	browsertest.Eval[any](t, v, `document.getElementById("confirm").click()`+";0")
 	waitJS(t, v, `document.getElementById("picker").dataset.state === "ordered"`, 5*time.Second)
 	if got := text(t, v, "order-seats"); got != "A3" {
 		t.Errorf("order seats = %q, want A3", got)
@@ -111,7 +112,7 @@ func TestSeatRace(t *testing.T) {
 	for _, v := range []context.Context{a, b} {
 		waitJS(t, v, outcome+` !== ""`, 5*time.Second)
 	}
-	got := []string{eval[string](t, a, outcome), eval[string](t, b, outcome)}
+	got := []string{browsertest.Eval[string](t, a, outcome), browsertest.Eval[string](t, b, outcome)}
 	if elapsed := time.Since(start); elapsed > 3*time.Second {
 		t.Errorf("the loser learned after %v", elapsed)
 	}
@@ -123,15 +124,15 @@ func TestSeatRace(t *testing.T) {
 	if got[0] != "held" || got[1] != "seat_taken" {
 		t.Fatalf("outcomes = %q, want one held and one seat_taken", got)
 	}
-	if msg := eval[string](t, loser, `document.getElementById("msg").textContent`); !strings.Contains(msg, "taken") {
+	if msg := browsertest.Eval[string](t, loser, `document.getElementById("msg").textContent`); !strings.Contains(msg, "taken") {
 		t.Errorf("loser is told %q", msg)
 	}
 	waitJS(t, loser, `document.getElementById("seat-A5").dataset.state === "held" && document.getElementById("seat-A5").disabled`, 5*time.Second)
 	// The loser picks another seat and both book.
-	eval[any](t, loser, `document.getElementById("seat-A6").click()`+";0")
+	browsertest.Eval[any](t, loser, `document.getElementById("seat-A6").click()`+";0")
 	waitJS(t, loser, `document.getElementById("picker").dataset.state === "held"`, 5*time.Second)
 	for _, v := range []context.Context{winner, loser} {
-		eval[any](t, v, `document.getElementById("confirm").click()`+";0")
+		browsertest.Eval[any](t, v, `document.getElementById("confirm").click()`+";0")
 		waitJS(t, v, `document.getElementById("picker").dataset.state === "ordered"`, 5*time.Second)
 	}
 	if w, l := text(t, winner, "order-seats"), text(t, loser, "order-seats"); w != "A5" || l != "A6" {
