@@ -440,6 +440,19 @@ func (h *Handler) listRooms(ctx context.Context, r *request) (events.APIGatewayV
 	return jsonResponse(http.StatusOK, out), nil
 }
 
+// drainRoom empties a closed room's queue (room.Queue.Drain): the waiting
+// visitors' places are gone (they poll "expired"); grants and sessions stay.
+func (h *Handler) drainRoom(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	n, err := h.o.Queue.Drain(ctx, r.room)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return jsonResponse(http.StatusOK, struct {
+		Room    string `json:"room"`
+		Removed int64  `json:"removed"`
+	}{r.room, n}), nil
+}
+
 // decodeJSON decodes exactly one JSON object, refusing unknown fields so that
 // a typo in a setting is an error rather than silently ignored. A setting
 // that decodes itself strictly (room.Page) reports its own *room.FieldError,

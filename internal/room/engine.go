@@ -31,6 +31,7 @@ var (
 	statsCmd     = lua.NewScript("stats", lua.Stats)
 	ratelimitCmd = lua.NewScript("ratelimit", lua.RateLimit)
 	headCmd      = lua.NewScript("head", lua.Head)
+	drainCmd     = lua.NewScript("drain", lua.Drain)
 )
 
 // Scripter is the narrowest Redis client the engine needs: a client, a
@@ -530,6 +531,39 @@ func (e *Engine) Status(ctx context.Context, room string) (Config, Stats, error)
 func (e *Engine) Stats(ctx context.Context, room string) (Stats, error) {
 	_, st, err := e.Status(ctx, room)
 	return st, err
+}
+
+// drainBatch is the most waiting visitors one drain script removes: the
+// engine calls it again until the queue is empty, so Redis serves other
+// commands between batches.
+const drainBatch = 10000
+
+// Drain empties a closed room's queue: waiting and pre-queue visitors lose
+// their places for good (they poll "expired"), grants and sessions stay. It
+// returns how many were removed. Errors: ErrNotClosed (nothing removed),
+// ErrUnknownRoom, ErrUnavailable. A room reopened between two batches stops
+// the drain with ErrNotClosed after what was already removed.
+func (e *Engine) Drain(ctx context.Context, room string) (int64, error) {
+	var total int64
+	for {
+		reply, err := e.run(ctx, drainCmd, room, e.nowMS(), drainBatch)
+		if err != nil {
+			return total, err
+		}
+		switch word(reply) {
+		case wordNoRoom:
+			return total, ErrUnknownRoom
+		case wordOpen:
+			return total, ErrNotClosed
+		}
+		if len(reply) != drainLen || str(reply[0]) != wordOK {
+			return total, unexpected(drainCmd, reply)
+		}
+		total += num(reply[drainRemoved])
+		if num(reply[drainWaiting]) == 0 || num(reply[drainRemoved]) == 0 {
+			return total, nil
+		}
+	}
 }
 
 // Unavailable reports whether err means Redis could not be reached or answered

@@ -128,7 +128,8 @@ var (
 	ErrUnavailable       = errors.New("room: redis unavailable")                 // wraps the Redis error; maps to 503
 	ErrChallengeRequired = errors.New("room: join challenge required")           // a *ChallengeError carries the difficulty
 	ErrChallengeSpent    = errors.New("room: join challenge already used")
-	ErrRateLimited       = errors.New("room: too many requests") // a *RetryError carries the wait; maps to 429
+	ErrRateLimited       = errors.New("room: too many requests")  // a *RetryError carries the wait; maps to 429
+	ErrNotClosed         = errors.New("room: room is not closed") // drain: only a closed room's queue is emptied
 )
 
 // Clock gives the current time; tests replace it.
@@ -147,4 +148,5 @@ type Queue interface {
 	GetConfig(ctx context.Context, room string) (Config, error)
 	Rooms(ctx context.Context) ([]string, error)
 	Status(ctx context.Context, room string) (Config, Stats, error)
+	Drain(ctx context.Context, room string) (int64, error)
 }
