@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
@@ -63,4 +64,33 @@ func TestDrain(t *testing.T) {
 	if st, _ := f.q.Stats(t.Context(), id); st.Waiting != 0 {
 		t.Fatalf("a drained place came back: %+v", st)
 	}
+}
+
+// The history route answers the points the ticks recorded, a minute apart.
+func TestHistoryRoute(t *testing.T) {
+	f := newFixture(t, redistest.Single(t))
+	id := f.room(`{"originUrl":"https://origin.example/"}`)
+	path := "/api/admin/rooms/" + id + "/history"
+	if r := f.admin("GET", path, ""); r.StatusCode != 200 || len(r.json["points"].([]any)) != 0 {
+		t.Fatalf("before ticks: %s", r.Body)
+	}
+	f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+	for range 3 {
+		f.tick(id)
+		f.clock.Advance(time.Minute)
+	}
+	r := f.admin("GET", path, "")
+	wantStatus(t, r, 200, "")
+	pts, _ := r.json["points"].([]any)
+	if r.str("room") != id || len(pts) != 3 {
+		t.Fatalf("history: %s", r.Body)
+	}
+	p, _ := pts[0].(map[string]any)
+	for _, k := range []string{"minute", "waiting", "admitted", "active", "admittedLastMinute", "evicted"} {
+		if _, ok := p[k]; !ok {
+			t.Fatalf("point lacks %q: %s", k, r.Body)
+		}
+	}
+	wantStatus(t, f.do("GET", path, "", nil), 401, "unauthorized")
+	wantStatus(t, f.admin("GET", "/api/admin/rooms/nosuchroom-hist/history", ""), 404, "unknown_room")
 }

@@ -453,6 +453,22 @@ func (h *Handler) drainRoom(ctx context.Context, r *request) (events.APIGatewayV
 	}{r.room, n}), nil
 }
 
+// roomHistory answers the room's last hour, a point a minute, as the
+// admission ticks recorded it (room.Queue.History), for the console's charts.
+func (h *Handler) roomHistory(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	if _, err := h.o.Queue.GetConfig(ctx, r.room); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	pts, err := h.o.Queue.History(ctx, r.room)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return jsonResponse(http.StatusOK, struct {
+		Room   string              `json:"room"`
+		Points []room.HistoryPoint `json:"points"`
+	}{r.room, pts}), nil
+}
+
 // decodeJSON decodes exactly one JSON object, refusing unknown fields so that
 // a typo in a setting is an error rather than silently ignored. A setting
 // that decodes itself strictly (room.Page) reports its own *room.FieldError,

@@ -149,4 +149,5 @@ type Queue interface {
 	Rooms(ctx context.Context) ([]string, error)
 	Status(ctx context.Context, room string) (Config, Stats, error)
 	Drain(ctx context.Context, room string) (int64, error)
+	History(ctx context.Context, room string) ([]HistoryPoint, error)
 }
