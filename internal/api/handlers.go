@@ -212,6 +212,11 @@ type statusResponse struct {
 	Page *room.Page `json:"page,omitempty"`
 	// PageVersion is room.PageVersion of Page, as poll replies carry it.
 	PageVersion string `json:"pageVersion"`
+	// DrawCommitment is room.DrawCommitment of the pre-queue lottery's seed,
+	// for a room with an opening time; DrawSeed is the seed, once it opened
+	// (docs/ENGINE.md, "Auditable lottery").
+	DrawCommitment string `json:"drawCommitment,omitempty"`
+	DrawSeed       string `json:"drawSeed,omitempty"`
 }
 
 func (h *Handler) status(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
@@ -223,11 +228,18 @@ func (h *Handler) status(ctx context.Context, r *request) (events.APIGatewayV2HT
 	if rate <= 0 {
 		rate = float64(cfg.AdmitPerMinute)
 	}
-	resp := jsonResponse(http.StatusOK, statusResponse{
+	out := statusResponse{
 		Room: r.room, Mode: cfg.Mode, Waiting: st.Waiting, Active: st.Active, Admitted: st.Admitted,
 		MaxActive: cfg.MaxActive, AdmitPerMinute: cfg.AdmitPerMinute, EtaSeconds: pollpolicy.ETASeconds(st.Waiting+1, rate),
 		Page: cfg.Page, PageVersion: room.PageVersion(cfg.Page),
-	})
+	}
+	if cfg.OpensAt != nil && st.DrawSeed != "" {
+		out.DrawCommitment = room.DrawCommitment(st.DrawSeed)
+		if !r.now.Before(*cfg.OpensAt) {
+			out.DrawSeed = st.DrawSeed
+		}
+	}
+	resp := jsonResponse(http.StatusOK, out)
 	// Public and the same for everyone: CloudFront absorbs the crowd.
 	resp.Headers["Cache-Control"] = "public, max-age=1"
 	return resp, nil

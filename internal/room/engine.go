@@ -529,7 +529,7 @@ func (e *Engine) Status(ctx context.Context, room string) (Config, Stats, error)
 	return cfg, Stats{Waiting: num(reply[statsWaiting]), Admitted: num(reply[statsAdmitted]),
 		Active: num(reply[statsActive]), AdmittedLastMinute: num(reply[statsLastMinute]),
 		Evicted: num(reply[statsEvicted]), Consumed: num(reply[statsConsumed]),
-		ReplaysRefused: num(reply[statsReplays])}, nil
+		ReplaysRefused: num(reply[statsReplays]), DrawSeed: str(reply[statsSeed])}, nil
 }
 
 // Stats returns a snapshot of the room's counts: Status without the settings.

@@ -60,6 +60,7 @@ const (
 	statsEvicted           // visitors evicted, ever
 	statsConsumed          // grants consumed, ever
 	statsReplays           // replayed consumes refused, ever
+	statsSeed              // the pre-queue lottery's seed ('' for none)
 	statsSettings          // first of the settings' field, value pairs
 )
 

@@ -9,7 +9,11 @@ package room
 
 import (
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"strconv"
 	"time"
 )
 
@@ -107,6 +111,25 @@ type Stats struct {
 	Evicted            int64 `json:"evicted"`
 	Consumed           int64 `json:"consumed"`
 	ReplaysRefused     int64 `json:"replaysRefused"`
+	// DrawSeed is the seed of the pre-queue lottery (a visitor's draw is
+	// DrawOf(seed, visitor)). Secret until the room opens: the status route
+	// publishes its commitment (DrawCommitment) before and the seed after.
+	DrawSeed string `json:"-"`
+}
+
+// DrawCommitment is the public commitment to a lottery seed: the hex SHA-256
+// of the seed's text.
+func DrawCommitment(seed string) string {
+	sum := sha256.Sum256([]byte(seed))
+	return hex.EncodeToString(sum[:])
+}
+
+// DrawOf is a pre-queue visitor's draw in [0,1), as enqueue.lua computes it:
+// the first 13 hex digits of SHA-1(seed + visitor) over 2^52.
+func DrawOf(seed, visitor string) float64 {
+	sum := sha1.Sum([]byte(seed + visitor))
+	n, _ := strconv.ParseUint(hex.EncodeToString(sum[:])[:13], 16, 64)
+	return float64(n) / (1 << 52)
 }
 
 // Session is the result of a successful consume.
