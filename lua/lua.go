@@ -40,6 +40,9 @@ var ratelimit string
 //go:embed head.lua
 var head string
 
+//go:embed drain.lua
+var drain string
+
 // The scripts, ready to load: lib.lua followed by the operation.
 var (
 	Enqueue  = lib + enqueue
@@ -51,6 +54,7 @@ var (
 	Config   = lib + config
 	Stats    = lib + stats
 	Head     = lib + head
+	Drain    = lib + drain
 	// RateLimit takes its own KEYS (the room's config and one client's limiter), so no lib.
 	RateLimit = ratelimit
 )

@@ -30,8 +30,10 @@ if not rank then
   end
   local e = redis.call('ZSCORE', K_ACT, m)
   if e then return reply(cfg, 'active', m, '', 0, 0, tonumber(e)) end
+  -- A visitor who left (or was drained, drain.lua) has no place, even in a closed room.
+  if redis.call('ZSCORE', K_LEFT, m) then return reply(cfg, 'expired', m, '', 0, 0, 0) end
   if cfg.mode == 'closed' then return reply(cfg, 'closed', m, '', 0, redis.call('ZCARD', K_Q), 0) end
-  if passed(cfg, now, tonumber(m), score) or redis.call('ZSCORE', K_LEFT, m) or redis.call('ZSCORE', K_USED, m) then
+  if passed(cfg, now, tonumber(m), score) or redis.call('ZSCORE', K_USED, m) then
     return reply(cfg, 'expired', m, '', 0, 0, 0)
   end
   redis.call('ZADD', K_Q, ARGV[3], m)

@@ -5,7 +5,12 @@
 -- ARGV[3] -> guard (ms; 0 or absent: none): a tick asked with a guard does nothing and returns
 --            {'busy'} when any tick ran less than that long before now (the state's tickat);
 --            visitors' requests drive a quiet room's ticks this way, one per room per guard
+-- KEYS[9] -> vst:{room}:hist HASH  the room's last hour, one point a minute (below)
 -- Returns {admitted, evicted, grants reclaimed, sessions ended}, or {'noroom'}, or {'busy'}.
+-- The first tick of each minute (ms / 60000) writes that minute's point, the counts at the end
+-- of the tick, to the history ring: field = minute % 60, value =
+-- 'minute:waiting:admitted:active:admitted in the last 60 s:evicted ever' (the state's histmin
+-- is the last minute written), so the hash never holds more than 60 fields.
 -- Every tick that runs records now as tickat.
 -- Reclaims expired grants and sessions always; in a paused or closed room and
 -- before opensAt it does nothing else. In passthrough it admits up to `batch`
@@ -20,7 +25,7 @@ local batch = tonumber(ARGV[2])
 local cfg = load_cfg()
 if not cfg then return {'noroom'} end
 local st = redis.call('HMGET', K_ST, 'head', 'tokens', 'refill', 'sweep', 'created', 'epoch', 'since', 'oldest',
-  'hbgrace', 'hbgraceuntil', 'tickat')
+  'hbgrace', 'hbgraceuntil', 'tickat', 'histmin', 'evicted')
 local guard = tonumber(ARGV[3]) or 0
 local last = tonumber(st[11])
 if guard > 0 and last and now >= last and now - last < guard then return {'busy'} end
@@ -56,6 +61,12 @@ local function finish()
   local window = math.min(60000, math.max(1000, now - since))
   local rate = tostring(math.floor(sum * 60000 / window))
   if rate ~= cfg.measured then redis.call('HSET', K_CFG, 'rate', rate) end
+  local minute = math.floor(now / 60000)
+  if KEYS[9] and minute ~= tonumber(st[12]) then
+    redis.call('HSET', KEYS[9], tostring(minute % 60), table.concat({member(minute), redis.call('ZCARD', K_Q),
+      redis.call('ZCARD', K_ADM), redis.call('ZCARD', K_ACT), sum, (tonumber(st[13]) or 0) + evicted}, ':'))
+    redis.call('HSET', K_ST, 'histmin', member(minute))
+  end
   return {admitted, evicted, reclaimed, ended}
 end
 

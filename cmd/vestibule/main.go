@@ -43,6 +43,7 @@ Usage:
   vestibule rooms settings                      the settings "rooms set" takes, with their types
   vestibule watch ROOM [--interval 3s]          a live view of one room in the terminal
   vestibule console [--port 8484]               the console in your browser on 127.0.0.1
+  vestibule verify-draw --room ROOM --ticket T  check a pre-queue ticket's draw against the room's published seed
 
 Which deployment (every command but "rooms settings"):
   --stack NAME        a deployed stack: the endpoint is its ApiUrl output     (env VESTIBULE_STACK)
@@ -181,6 +182,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.DurationVar(&c.interval, "interval", defaultInterval, "time between refreshes")
 		fs.IntVar(&c.count, "count", 0, "stop after this many refreshes (0: until Ctrl-C)")
 		run = c.watch
+	case "verify-draw":
+		fs.StringVar(&c.room, "room", "", "the room")
+		fs.StringVar(&c.ticket, "ticket", "", "the ticket (a JWT)")
+		run = c.verifyDraw
 	case "console":
 		fs.IntVar(&c.port, "port", defaultConsolePort, "port on 127.0.0.1 (0: any free port)")
 		run = c.console
@@ -206,6 +211,7 @@ type command struct {
 	interval       time.Duration // watch
 	count          int           // watch
 	port           int           // console
+	room, ticket   string        // verify-draw
 }
 
 // client connects to the deployment the flags name.

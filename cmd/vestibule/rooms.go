@@ -233,7 +233,13 @@ func (c *command) drain(ctx context.Context, pos []string) error {
 		_, err = fmt.Fprintf(c.stdout, "%s\n", out)
 		return err
 	}
-	fmt.Fprintf(c.stdout, "%s: draining\n", id)
+	var res struct {
+		Removed int64 `json:"removed"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return fmt.Errorf("drain: unexpected answer: %w", err)
+	}
+	fmt.Fprintf(c.stdout, "%s: drained, %d removed from the queue\n", id, res.Removed)
 	return nil
 }
 

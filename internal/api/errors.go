@@ -63,6 +63,8 @@ func toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusBadRequest, code: "invalid_config", message: err.Error()}
 	case errors.Is(err, room.ErrUnknownRoom):
 		return &apiError{status: http.StatusNotFound, code: "unknown_room", message: "no such room"}
+	case errors.Is(err, room.ErrNotClosed):
+		return &apiError{status: http.StatusConflict, code: "room_not_closed", message: "only a closed room can be drained"}
 	case errors.Is(err, room.ErrClosed):
 		return &apiError{status: http.StatusConflict, code: "room_closed", message: "the room is closed"}
 	case errors.Is(err, room.ErrAlreadyConsumed):

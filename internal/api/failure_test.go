@@ -51,6 +51,10 @@ func (f failing) Status(context.Context, string) (room.Config, room.Stats, error
 	return room.Config{}, room.Stats{}, f.fail()
 }
 func (f failing) AllowEnqueue(context.Context, string, string) error { return f.fail() }
+func (f failing) History(context.Context, string) ([]room.HistoryPoint, error) {
+	return nil, f.fail()
+}
+func (f failing) Drain(context.Context, string) (int64, error) { return 0, f.fail() }
 
 func handlerOver(t *testing.T, q room.Queue) *api.Handler {
 	k := keys(t)

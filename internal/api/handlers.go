@@ -212,6 +212,11 @@ type statusResponse struct {
 	Page *room.Page `json:"page,omitempty"`
 	// PageVersion is room.PageVersion of Page, as poll replies carry it.
 	PageVersion string `json:"pageVersion"`
+	// DrawCommitment is room.DrawCommitment of the pre-queue lottery's seed,
+	// for a room with an opening time; DrawSeed is the seed, once it opened
+	// (docs/ENGINE.md, "Auditable lottery").
+	DrawCommitment string `json:"drawCommitment,omitempty"`
+	DrawSeed       string `json:"drawSeed,omitempty"`
 }
 
 func (h *Handler) status(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
@@ -223,11 +228,18 @@ func (h *Handler) status(ctx context.Context, r *request) (events.APIGatewayV2HT
 	if rate <= 0 {
 		rate = float64(cfg.AdmitPerMinute)
 	}
-	resp := jsonResponse(http.StatusOK, statusResponse{
+	out := statusResponse{
 		Room: r.room, Mode: cfg.Mode, Waiting: st.Waiting, Active: st.Active, Admitted: st.Admitted,
 		MaxActive: cfg.MaxActive, AdmitPerMinute: cfg.AdmitPerMinute, EtaSeconds: pollpolicy.ETASeconds(st.Waiting+1, rate),
 		Page: cfg.Page, PageVersion: room.PageVersion(cfg.Page),
-	})
+	}
+	if cfg.OpensAt != nil && st.DrawSeed != "" {
+		out.DrawCommitment = room.DrawCommitment(st.DrawSeed)
+		if !r.now.Before(*cfg.OpensAt) {
+			out.DrawSeed = st.DrawSeed
+		}
+	}
+	resp := jsonResponse(http.StatusOK, out)
 	// Public and the same for everyone: CloudFront absorbs the crowd.
 	resp.Headers["Cache-Control"] = "public, max-age=1"
 	return resp, nil
@@ -442,6 +454,35 @@ func (h *Handler) listRooms(ctx context.Context, r *request) (events.APIGatewayV
 		out.Rooms = append(out.Rooms, info)
 	}
 	return jsonResponse(http.StatusOK, out), nil
+}
+
+// drainRoom empties a closed room's queue (room.Queue.Drain): the waiting
+// visitors' places are gone (they poll "expired"); grants and sessions stay.
+func (h *Handler) drainRoom(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	n, err := h.o.Queue.Drain(ctx, r.room)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return jsonResponse(http.StatusOK, struct {
+		Room    string `json:"room"`
+		Removed int64  `json:"removed"`
+	}{r.room, n}), nil
+}
+
+// roomHistory answers the room's last hour, a point a minute, as the
+// admission ticks recorded it (room.Queue.History), for the console's charts.
+func (h *Handler) roomHistory(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	if _, err := h.o.Queue.GetConfig(ctx, r.room); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	pts, err := h.o.Queue.History(ctx, r.room)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return jsonResponse(http.StatusOK, struct {
+		Room   string              `json:"room"`
+		Points []room.HistoryPoint `json:"points"`
+	}{r.room, pts}), nil
 }
 
 // decodeJSON decodes exactly one JSON object, refusing unknown fields so that

@@ -20,16 +20,18 @@ type route struct {
 
 // handlers binds each route of routes.All, by key, to its handler.
 var handlers = map[string]handlerFunc{
-	"POST /api/rooms/{room}/enqueue": (*Handler).enqueue,
-	"GET /api/rooms/{room}/poll":     (*Handler).poll,
-	"POST /api/rooms/{room}/leave":   (*Handler).leave,
-	"GET /api/rooms/{room}/status":   (*Handler).status,
-	"POST /api/consume":              (*Handler).consume,
-	"POST /api/complete":             (*Handler).complete,
-	"GET /api/jwks.json":             (*Handler).jwks,
-	"PUT /api/admin/rooms/{room}":    (*Handler).putRoom,
-	"GET /api/admin/rooms/{room}":    (*Handler).getRoom,
-	"GET /api/admin/rooms":           (*Handler).listRooms,
+	"POST /api/rooms/{room}/enqueue":      (*Handler).enqueue,
+	"GET /api/rooms/{room}/poll":          (*Handler).poll,
+	"POST /api/rooms/{room}/leave":        (*Handler).leave,
+	"GET /api/rooms/{room}/status":        (*Handler).status,
+	"POST /api/consume":                   (*Handler).consume,
+	"POST /api/complete":                  (*Handler).complete,
+	"GET /api/jwks.json":                  (*Handler).jwks,
+	"PUT /api/admin/rooms/{room}":         (*Handler).putRoom,
+	"GET /api/admin/rooms/{room}":         (*Handler).getRoom,
+	"GET /api/admin/rooms":                (*Handler).listRooms,
+	"POST /api/admin/rooms/{room}/drain":  (*Handler).drainRoom,
+	"GET /api/admin/rooms/{room}/history": (*Handler).roomHistory,
 
 	// The booking kit (booking.go).
 	"GET /api/events/{event}":                        (*Handler).eventView,

@@ -360,3 +360,15 @@ func (q *Queue) Status(ctx context.Context, id string) (room.Config, room.Stats,
 	})
 	return v.c, v.s, err
 }
+
+// Drain empties a closed room's queue (room.Engine.Drain). A room missing from
+// Redis has nobody waiting, so it is not restored for this.
+func (q *Queue) Drain(ctx context.Context, id string) (int64, error) {
+	return q.eng.Drain(ctx, id)
+}
+
+// History returns the room's last hour (room.Engine.History); a room missing
+// from Redis has none, so it is not restored for this.
+func (q *Queue) History(ctx context.Context, id string) ([]room.HistoryPoint, error) {
+	return q.eng.History(ctx, id)
+}

@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +33,7 @@ var (
 	statsCmd     = lua.NewScript("stats", lua.Stats)
 	ratelimitCmd = lua.NewScript("ratelimit", lua.RateLimit)
 	headCmd      = lua.NewScript("head", lua.Head)
+	drainCmd     = lua.NewScript("drain", lua.Drain)
 )
 
 // Scripter is the narrowest Redis client the engine needs: a client, a
@@ -396,7 +399,10 @@ func (e *Engine) TickGuarded(ctx context.Context, room string, guard time.Durati
 }
 
 func (e *Engine) tick(ctx context.Context, room string, guardMS int64) (TickResult, error) {
-	reply, err := e.run(ctx, tickCmd, room, e.nowMS(), e.batch, guardMS)
+	if !ValidRoomID(room) {
+		return TickResult{}, ErrInvalidRoom
+	}
+	reply, err := e.runKeys(ctx, tickCmd, room, []string{KeysFor(room).History()}, e.nowMS(), e.batch, guardMS)
 	if err != nil {
 		return TickResult{}, err
 	}
@@ -523,13 +529,89 @@ func (e *Engine) Status(ctx context.Context, room string) (Config, Stats, error)
 	return cfg, Stats{Waiting: num(reply[statsWaiting]), Admitted: num(reply[statsAdmitted]),
 		Active: num(reply[statsActive]), AdmittedLastMinute: num(reply[statsLastMinute]),
 		Evicted: num(reply[statsEvicted]), Consumed: num(reply[statsConsumed]),
-		ReplaysRefused: num(reply[statsReplays])}, nil
+		ReplaysRefused: num(reply[statsReplays]), DrawSeed: str(reply[statsSeed])}, nil
 }
 
 // Stats returns a snapshot of the room's counts: Status without the settings.
 func (e *Engine) Stats(ctx context.Context, room string) (Stats, error) {
 	_, st, err := e.Status(ctx, room)
 	return st, err
+}
+
+// HistoryPoint is one minute of a room's history: the counts at the first
+// tick of that minute.
+type HistoryPoint struct {
+	Minute             time.Time `json:"minute"`
+	Waiting            int64     `json:"waiting"`
+	Admitted           int64     `json:"admitted"`
+	Active             int64     `json:"active"`
+	AdmittedLastMinute int64     `json:"admittedLastMinute"`
+	Evicted            int64     `json:"evicted"` // evicted ever (a counter)
+}
+
+// History returns the room's points of the last hour (at most 60, oldest
+// first), as the admission ticks recorded them once a minute (tick.lua); a
+// minute without a tick has no point. An unknown room has none.
+func (e *Engine) History(ctx context.Context, room string) ([]HistoryPoint, error) {
+	if !ValidRoomID(room) {
+		return nil, ErrInvalidRoom
+	}
+	m, err := e.rdb.HGetAll(ctx, KeysFor(room).History()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("%w: read history: %w", ErrUnavailable, err)
+	}
+	now := e.nowMS() / 60000
+	out := make([]HistoryPoint, 0, len(m))
+	for _, v := range m {
+		var f [6]int64
+		parts := strings.Split(v, ":")
+		if len(parts) != len(f) {
+			continue
+		}
+		for i, p := range parts {
+			f[i], _ = strconv.ParseInt(p, 10, 64)
+		}
+		if f[0] <= now-60 || f[0] > now {
+			continue // a point of an earlier hour that no tick overwrote
+		}
+		out = append(out, HistoryPoint{Minute: time.UnixMilli(f[0] * 60000).UTC(), Waiting: f[1],
+			Admitted: f[2], Active: f[3], AdmittedLastMinute: f[4], Evicted: f[5]})
+	}
+	slices.SortFunc(out, func(a, b HistoryPoint) int { return a.Minute.Compare(b.Minute) })
+	return out, nil
+}
+
+// drainBatch is the most waiting visitors one drain script removes: the
+// engine calls it again until the queue is empty, so Redis serves other
+// commands between batches.
+const drainBatch = 10000
+
+// Drain empties a closed room's queue: waiting and pre-queue visitors lose
+// their places for good (they poll "expired"), grants and sessions stay. It
+// returns how many were removed. Errors: ErrNotClosed (nothing removed),
+// ErrUnknownRoom, ErrUnavailable. A room reopened between two batches stops
+// the drain with ErrNotClosed after what was already removed.
+func (e *Engine) Drain(ctx context.Context, room string) (int64, error) {
+	var total int64
+	for {
+		reply, err := e.run(ctx, drainCmd, room, e.nowMS(), drainBatch)
+		if err != nil {
+			return total, err
+		}
+		switch word(reply) {
+		case wordNoRoom:
+			return total, ErrUnknownRoom
+		case wordOpen:
+			return total, ErrNotClosed
+		}
+		if len(reply) != drainLen || str(reply[0]) != wordOK {
+			return total, unexpected(drainCmd, reply)
+		}
+		total += num(reply[drainRemoved])
+		if num(reply[drainWaiting]) == 0 || num(reply[drainRemoved]) == 0 {
+			return total, nil
+		}
+	}
 }
 
 // Unavailable reports whether err means Redis could not be reached or answered

@@ -41,6 +41,13 @@ func (k Keys) Proof(nonce string) string {
 	return k.Config[:len(k.Config)-len("cfg")] + "pow:" + nonce
 }
 
+// History is the key of the room's last hour for the console's charts (HASH:
+// field = minute % 60, value = "minute:waiting:admitted:active:admitted in the
+// last 60 s:evicted ever"), written by the first tick of each minute (tick.lua).
+func (k Keys) History() string {
+	return k.Config[:len(k.Config)-len("cfg")] + "hist"
+}
+
 // List is the KEYS every room script takes, in lib.lua's order.
 func (k Keys) List() []string {
 	return []string{k.Config, k.State, k.Queue, k.Heartbeats, k.Grants, k.Active, k.Used, k.Left}

@@ -18,11 +18,12 @@ const (
 	wordCreated   = "created"   // config: a new room
 	wordUpdated   = "updated"   // config: an existing room's settings changed
 	wordBusy      = "busy"      // tick with a guard: another tick ran less than the guard ago
+	wordOpen      = "open"      // drain: the room is not closed
 )
 
 // replyWords is every reply word, for the test that the scripts use no other.
 var replyWords = []string{wordOK, wordNoRoom, wordNoGrant, wordClosed, wordConsumed, wordExpired,
-	wordAudience, wordSlow, wordChallenge, wordSpent, wordCreated, wordUpdated, wordBusy}
+	wordAudience, wordSlow, wordChallenge, wordSpent, wordCreated, wordUpdated, wordBusy, wordOpen}
 
 // stateActive is the place state of a consumed grant (a running session); the
 // API reports it as StateAdmitted with Place.Active.
@@ -59,7 +60,15 @@ const (
 	statsEvicted           // visitors evicted, ever
 	statsConsumed          // grants consumed, ever
 	statsReplays           // replayed consumes refused, ever
+	statsSeed              // the pre-queue lottery's seed ('' for none)
 	statsSettings          // first of the settings' field, value pairs
+)
+
+// The drain reply (drain.lua) when it is wordOK, by position.
+const (
+	drainRemoved = 1 // visitors removed by this call
+	drainWaiting = 2 // visitors still waiting
+	drainLen     = 3
 )
 
 // The consume reply (consume.lua) when it is wordOK, and poll's when it is wordSlow.

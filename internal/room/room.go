@@ -9,7 +9,11 @@ package room
 
 import (
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"strconv"
 	"time"
 )
 
@@ -107,6 +111,25 @@ type Stats struct {
 	Evicted            int64 `json:"evicted"`
 	Consumed           int64 `json:"consumed"`
 	ReplaysRefused     int64 `json:"replaysRefused"`
+	// DrawSeed is the seed of the pre-queue lottery (a visitor's draw is
+	// DrawOf(seed, visitor)). Secret until the room opens: the status route
+	// publishes its commitment (DrawCommitment) before and the seed after.
+	DrawSeed string `json:"-"`
+}
+
+// DrawCommitment is the public commitment to a lottery seed: the hex SHA-256
+// of the seed's text.
+func DrawCommitment(seed string) string {
+	sum := sha256.Sum256([]byte(seed))
+	return hex.EncodeToString(sum[:])
+}
+
+// DrawOf is a pre-queue visitor's draw in [0,1), as enqueue.lua computes it:
+// the first 13 hex digits of SHA-1(seed + visitor) over 2^52.
+func DrawOf(seed, visitor string) float64 {
+	sum := sha1.Sum([]byte(seed + visitor))
+	n, _ := strconv.ParseUint(hex.EncodeToString(sum[:])[:13], 16, 64)
+	return float64(n) / (1 << 52)
 }
 
 // Session is the result of a successful consume.
@@ -128,7 +151,8 @@ var (
 	ErrUnavailable       = errors.New("room: redis unavailable")                 // wraps the Redis error; maps to 503
 	ErrChallengeRequired = errors.New("room: join challenge required")           // a *ChallengeError carries the difficulty
 	ErrChallengeSpent    = errors.New("room: join challenge already used")
-	ErrRateLimited       = errors.New("room: too many requests") // a *RetryError carries the wait; maps to 429
+	ErrRateLimited       = errors.New("room: too many requests")  // a *RetryError carries the wait; maps to 429
+	ErrNotClosed         = errors.New("room: room is not closed") // drain: only a closed room's queue is emptied
 )
 
 // Clock gives the current time; tests replace it.
@@ -147,4 +171,6 @@ type Queue interface {
 	GetConfig(ctx context.Context, room string) (Config, error)
 	Rooms(ctx context.Context) ([]string, error)
 	Status(ctx context.Context, room string) (Config, Stats, error)
+	Drain(ctx context.Context, room string) (int64, error)
+	History(ctx context.Context, room string) ([]HistoryPoint, error)
 }

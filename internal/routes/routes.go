@@ -47,6 +47,8 @@ var All = []Route{
 	{"PUT", "/api/admin/rooms/{room}", Admin, true},
 	{"GET", "/api/admin/rooms/{room}", Admin, true},
 	{"GET", "/api/admin/rooms", Admin, true},
+	{"POST", "/api/admin/rooms/{room}/drain", Admin, true},
+	{"GET", "/api/admin/rooms/{room}/history", Admin, true},
 	{"GET", "/api/events/{event}", Booking, false},
 	{"POST", "/api/events/{event}/holds", Booking, false},
 	{"POST", "/api/events/{event}/holds/{token}/confirm", Booking, false},

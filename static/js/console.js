@@ -1,5 +1,6 @@
 // The operator's console: every room's figures, refreshed every few seconds,
-// charts of what this page has seen since it opened, and the actions (pause,
+// charts of what this page has seen since it opened (started from the room's
+// last hour as the ticks recorded it), and the actions (pause,
 // resume, close, open, capacity and rate), each confirmed in a dialog.
 //
 // It calls the admin routes on its own origin. Served by `vestibule console`
@@ -242,6 +243,28 @@ function show(card, info, t) {
   else card.chart.setData(d);
 }
 
+// seedHistory starts a new card's chart from the room's last hour as the
+// admission ticks recorded it (GET …/history, a point a minute), ahead of the
+// samples this page takes; a deployment without the route leaves the chart to
+// those samples.
+async function seedHistory(card) {
+  let points;
+  try {
+    ({ points } = await api('GET', `/api/admin/rooms/${encodeURIComponent(card.id)}/history`));
+  } catch { return; }
+  const d = card.data;
+  const first = d[0].length ? d[0][0] : Infinity;
+  const old = (points || []).filter((p) => Date.parse(p.minute) / 1000 < first);
+  if (old.length === 0) return;
+  d[0].unshift(...old.map((p) => Date.parse(p.minute) / 1000));
+  d[1].unshift(...old.map((p) => p.waiting));
+  d[2].unshift(...old.map((p) => p.active));
+  d[3].unshift(...old.map((p) => p.admitted));
+  d[4].unshift(...old.map((p) => p.admittedLastMinute));
+  card.el.dataset.history = String(old.length);
+  card.chart?.setData(d);
+}
+
 let timer = 0;
 let needKey = false;
 let proxied = false; // served by `vestibule console`
@@ -259,6 +282,7 @@ async function refresh() {
       if (!card) {
         card = newCard(info.room);
         cards.set(info.room, card);
+        seedHistory(card);
       }
       show(card, info, t);
     }
