@@ -423,7 +423,7 @@ func TestCfnLint(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var files []string
-	for name, f := range map[string]func() fixture{"default": defaultStack, "nodes": nodesStack, "waf": wafStack, "staging": stagingStack} {
+	for name, f := range map[string]func() fixture{"default": defaultStack, "nodes": nodesStack, "waf": wafStack, "staging": stagingStack, "gate": gateStack} {
 		b, err := json.MarshalIndent(f().raw, "", " ")
 		must(t, err)
 		p := filepath.Join(dir, name+".template.json")
