@@ -210,6 +210,24 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	waitJS(t, ctx, card+`.querySelector('[data-figure="active"]').textContent.endsWith("/ 4")`, 5*time.Second)
 
+	// The waiting page's message, set live from the console (issue 17).
+	setMsg := fmt.Sprintf(`(() => { const i = %s.querySelector('[data-page="message"]'); i.focus(); i.value = "Doors open at 10:00"; i.dispatchEvent(new Event('input', {bubbles: true})); })()`, card)
+	browsertest.Eval[any](t, ctx, setMsg)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-room=%q] .page-form button`, id)))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, `document.getElementById('confirm').open`, 5*time.Second)
+	if got := browsertest.Eval[string](t, ctx, `document.getElementById('confirm-text').textContent`); !strings.Contains(got, "Doors open at 10:00") {
+		t.Errorf("confirm text %q", got)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm-ok"))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, `document.getElementById('status').textContent === "Room `+id+`: message changed."`, 5*time.Second)
+	if code, m := admin(t, s, "GET", id, nil); code != 200 || fmt.Sprint(m["config"].(map[string]any)["page"]) != "map[message:Doors open at 10:00]" {
+		t.Errorf("the room's page after the console's change: %d %v", code, m["config"])
+	}
+
 	// Accessibility: axe-core, injected (the page's CSP does not apply to
 	// the DevTools protocol), with no serious or critical violation.
 	axe := axeScript(t)

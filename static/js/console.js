@@ -167,7 +167,7 @@ function newCard(id) {
   h.textContent = id;
   el.querySelector('.actions').setAttribute('aria-label', `Actions on room ${id}`);
   for (const label of el.querySelectorAll('label[data-for]')) {
-    const input = el.querySelector(`[data-setting="${label.dataset.for}"]`);
+    const input = el.querySelector(`[data-setting="${label.dataset.for}"]`) || el.querySelector('[data-page="message"]');
     input.id = `${label.dataset.for}-${slug}`;
     label.htmlFor = input.id;
   }
@@ -213,6 +213,21 @@ function newCard(id) {
     }
     form.querySelector('button').focus();
   });
+  // The waiting page's message (the room's page setting, docs/PAGE.md): one
+  // text for every language here; per-language texts go through the CLI or API.
+  const pageForm = el.querySelector('.page-form');
+  pageForm.addEventListener('input', () => { card.dirty = true; });
+  pageForm.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const text = pageForm.querySelector('[data-page="message"]').value.trim();
+    const page = { ...(card.info.config.page || {}) };
+    if (text) page.message = text; else delete page.message;
+    const summary = text ? `The waiting page will say: "${text}".` : 'The waiting page will show no message.';
+    if (await confirmStep(`Change the message of room ${id}?`, `${summary} Open pages show it at their next poll.`)) {
+      await change(card, { page: Object.keys(page).length ? page : null }, `Room ${id}: message changed.`);
+    }
+    pageForm.querySelector('button').focus();
+  });
   roomsEl.append(el);
   return card;
 }
@@ -232,6 +247,11 @@ function show(card, info, t) {
   const form = card.el.querySelector('.settings');
   if (!card.dirty && !form.contains(document.activeElement)) {
     for (const input of form.querySelectorAll('[data-setting]')) input.value = c[input.dataset.setting];
+  }
+  const pageForm = card.el.querySelector('.page-form');
+  if (!card.dirty && !pageForm.contains(document.activeElement)) {
+    const m = c.page?.message;
+    pageForm.querySelector('[data-page="message"]').value = typeof m === 'string' ? m : (m?.en ?? '');
   }
   updateButtons(card);
 
