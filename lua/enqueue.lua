@@ -44,13 +44,15 @@ if cfg.opensAt > now then
   if head() < 1 and #redis.call('ZRANGEBYSCORE', K_Q, 1, '+inf', 'LIMIT', 0, 1) == 0 then
     local seed = redis.call('HGET', K_CFG, 'seed') or ''
     local draw = tonumber(string.sub(redis.sha1hex(seed .. visitor), 1, 13), 16) / 4503599627370496
+    local class, within = told(cfg)
     redis.call('ZADD', K_Q, num(draw), m)
-    redis.call('HSET', K_HB, hbf(m), hbv(now))
-    return reply(cfg, 'prequeue', m, num(draw), 0, redis.call('ZCARD', K_Q), 0)
+    redis.call('HSET', K_HB, hbf(m), hbv(now, class))
+    return reply(cfg, 'prequeue', m, num(draw), 0, redis.call('ZCARD', K_Q), 0, within)
   end
+  local class, within = told(cfg)
   redis.call('ZADD', K_Q, m, m)
-  redis.call('HSET', K_HB, hbf(m), hbv(now))
-  return reply(cfg, 'prequeue', m, '', 0, redis.call('ZCARD', K_Q), 0)
+  redis.call('HSET', K_HB, hbf(m), hbv(now, class))
+  return reply(cfg, 'prequeue', m, '', 0, redis.call('ZCARD', K_Q), 0, within)
 end
 
 if cfg.mode == 'auto' and redis.call('ZCARD', K_Q) == 0 and free_slots(cfg) > 0 then
@@ -66,9 +68,12 @@ end
 
 -- The newest sequence is the highest score in the queue (restored places and
 -- pre-queue draws are all below it), so the position is the count: no ZRANK.
+-- The heartbeat is written after the count, so its class knows the position.
 redis.call('ZADD', K_Q, m, m)
-redis.call('HSET', K_HB, hbf(m), hbv(now))
 local waiting = redis.call('ZCARD', K_Q)
+local class, within
+if cfg.mode == 'paused' then class, within = told(cfg) else class, within = told(cfg, waiting) end
+redis.call('HSET', K_HB, hbf(m), hbv(now, class))
 local state = 'waiting'
 if cfg.mode == 'paused' then state = 'paused' end
-return reply(cfg, state, m, '', waiting, waiting, 0)
+return reply(cfg, state, m, '', waiting, waiting, 0, within)

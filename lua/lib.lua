@@ -6,7 +6,7 @@
 -- KEYS[1] -> vst:{room}:cfg   HASH  room settings (+ seed, ver, rate)
 -- KEYS[2] -> vst:{room}:st    HASH  engine state: seq, head, tokens, refill, ring r0..r59, sweep, epoch, created, floor, tickat, counters
 -- KEYS[3] -> vst:{room}:q     ZSET  waiting (and pre-queue): member seq, score seq or draw
--- KEYS[4] -> vst:{room}:hb    HASH  heartbeats: field = seq as 7-byte integer, value = last seen (ms) as 6-byte integer
+-- KEYS[4] -> vst:{room}:hb    HASH  heartbeats: field = seq as 7-byte integer, value = told class x 2^42 + last seen (ms), 6 bytes
 -- KEYS[5] -> vst:{room}:adm   ZSET  grants: member seq, score claim deadline (ms)
 -- KEYS[6] -> vst:{room}:act   ZSET  sessions: member seq, score session end (ms)
 -- KEYS[7] -> vst:{room}:used  ZSET  consumed grants: member seq, score consume time (ms), or the end of the recovery window
@@ -22,7 +22,9 @@
 --   2 seq (decimal)   3 draw ('' for none)   4 position (1-based, 0 when not waiting)
 --   5 waiting         6 deadline (ms: claim deadline, or session end when active; 0 for none)
 --   7 rate (admissions in the last minute, measured)   8 settings version
---   9.. the settings as field, value pairs (settings() below), when sent;
+--   9 poll within (ms): the longest the engine holds a waiting place without a poll,
+--     beyond the heartbeat grace (heartbeatTTLSeconds); 0 when not in the queue
+--   10.. the settings as field, value pairs (settings() below), when sent;
 -- * the counts of tick.lua and stats.lua, by position (their headers).
 local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -55,8 +57,13 @@ local function num(x) return string.format('%.17g', x) end
 
 -- Heartbeats are a HASH of fixed-width binary strings, the smallest allocations
 -- jemalloc has for them (16 and 8 bytes): the field is the sequence as a 7-byte
--- big-endian integer (sequences stay below 2^53), the value the last-seen ms in
--- 6 bytes. Redis's struct library packs them (C, fast on the tick's path); the
+-- big-endian integer (sequences stay below 2^53), the value a 6-byte one,
+-- class x 2^42 + last seen (ms; below 2^42 until 2109). The class says when the
+-- visitor was told to poll again at the latest: within told_ms(class) of last
+-- seen (quarter octaves from 1 s to 12.9 h, rounded up from the engine's
+-- budget); class 0 (a value written before classes, or by a tool) is none. A
+-- visitor is stale once silent for told_ms(class) + the grace (heartbeatTTLSeconds).
+-- Redis's struct library packs them (C, fast on the tick's path); the
 -- embedded Redis of `make dev` (miniredis) has none, so there the same bytes
 -- are made by arithmetic. rawget: reading a missing global raises in Redis.
 local S = rawget(_G, 'struct')
@@ -70,28 +77,66 @@ local function be(n, width)
   end
   return string.char(unpack(b))
 end
+local SEEN = 4398046511104 -- 2^42
 local function hbf(m) return be(tonumber(m), 7) end
-local function hbv(t) return be(t, 6) end
-local function hbt(v)
+local function hbv(t, class) return be((class or 0) * SEEN + t, 6) end
+local function hbraw(v)
   if not v then return nil end
   if S then return (S.unpack('>I6', v)) end
   local n = 0
   for i = 1, #v do n = n * 256 + string.byte(v, i) end
   return n
 end
+-- told_ms is the silence class c allows before the grace (room.ToldMS).
+local function told_ms(c)
+  if c < 1 then return 0 end
+  return math.floor(1000 * 2 ^ ((c - 1) / 4) + 0.5)
+end
+-- hbt returns a heartbeat's last seen (ms) and the time (ms) it is due by
+-- (last seen + its told silence), or nil for none.
+local function hbt(v)
+  local n = hbraw(v)
+  if not n then return nil end
+  local c = math.floor(n / SEEN)
+  local seen = n - c * SEEN
+  return seen, seen + told_ms(c)
+end
 
+-- MAX_TOLD is the longest a waiting visitor is told to stay away (ms,
+-- room.MaxPollAfter); SLACK is what the poll policy may add to the ETA to land
+-- just after the visitor's admission tick (room.PollSlack).
+local MAX_TOLD, SLACK = 300000, 5000
+
+-- told is the heartbeat class of a place: how long the engine holds it without
+-- a poll, beyond the grace. A waiting visitor at position pos is told to poll
+-- by its ETA at the latest (position over the rate, plus SLACK), never later
+-- than MAX_TOLD; anywhere nobody is admitted from (pre-queue, paused, closed),
+-- MAX_TOLD. Returns the class and its budget (ms), which the reply carries:
+-- the poll policy (internal/pollpolicy) tells no more than that.
+local function told(cfg, pos)
+  local budget = MAX_TOLD
+  if pos then
+    local rate = tonumber(cfg.measured) or 0
+    if rate <= 0 then rate = cfg.rate end
+    budget = math.min(MAX_TOLD, math.floor(pos * 60000 / rate) + SLACK)
+  end
+  local c = 1
+  if budget > 1000 then c = 1 + math.ceil(4 * math.log(budget / 1000) / math.log(2) - 1e-9) end
+  if told_ms(c) < budget then c = c + 1 end
+  return c, budget
+end
 local function head() return tonumber(redis.call('HGET', K_ST, 'head')) or -1 end
 
 -- recovery returns the end (ms) of the room's recovery window and its epoch
 -- (the sequence floor when the room was created), or nil outside the window. A
 -- room re-created after a data loss cannot know which tickets are still out
--- there: for two heartbeat windows, a ticket issued before the room's epoch
+-- there: for the longest told poll and two heartbeat graces, a ticket issued before the room's epoch
 -- comes back even if the head passed it (I4), unless it was served (recorded in
 -- used until the window ends) or left.
 local function recovery(cfg, now, st_created, st_epoch)
   local created, epoch = tonumber(st_created), tonumber(st_epoch)
   if not created or not epoch then return nil end
-  local ends = created + 2 * cfg.hbTTL
+  local ends = created + MAX_TOLD + 2 * cfg.hbTTL
   if now >= ends then return nil end
   return ends, epoch
 end
@@ -194,8 +239,9 @@ end
 -- reply is the place shape (see the header) every place-returning script
 -- answers with; the settings follow when the caller's cached version
 -- (cfg.known, from ARGV) is not the room's: no second round trip.
-local function reply(cfg, state, m, draw, pos, waiting, deadline)
-  local out = {state, m or '', draw or '', pos or 0, waiting or 0, member(deadline or 0), cfg.measured, cfg.ver}
+local function reply(cfg, state, m, draw, pos, waiting, deadline, within)
+  local out = {state, m or '', draw or '', pos or 0, waiting or 0, member(deadline or 0), cfg.measured, cfg.ver,
+    within or 0}
   if cfg.ver == '' or cfg.ver ~= cfg.known then settings(out) end
   return out
 end

@@ -8,7 +8,9 @@
 -- Returns the place shape of lib.lua's reply, state one of 'prequeue', 'waiting',
 -- 'paused', 'closed', 'admitted' (deadline = claim deadline), 'active' (deadline =
 -- session end), 'expired'; or {'noroom'} for an unknown room, or {'slow', wait ms}
--- when a waiting visitor polls again sooner than the min interval.
+-- when a waiting visitor polls again sooner than the min interval. A place in the
+-- queue gets a new heartbeat with its told class (lib.lua told): the reply's
+-- 'poll within' is the budget the caller's poll policy must stay within.
 -- A member found nowhere whose score the head has not passed (lib.lua passed),
 -- and who did not leave, is restored at that score (I4): eviction and data loss
 -- are one case.
@@ -47,10 +49,18 @@ else
   end
 end
 
-redis.call('HSET', K_HB, f, hbv(now))
+-- Nobody is admitted from a closed or paused room, nor before the opening: no ETA.
+local state, pos = 'waiting', rank + 1
+if cfg.mode == 'closed' then
+  state = 'closed'
+elseif cfg.opensAt > now then
+  state = 'prequeue'
+elseif cfg.mode == 'paused' then
+  state = 'paused'
+end
+local class, within
+if state == 'waiting' then class, within = told(cfg, pos) else class, within = told(cfg) end
+redis.call('HSET', K_HB, f, hbv(now, class))
 local waiting = redis.call('ZCARD', K_Q)
-if cfg.mode == 'closed' then return reply(cfg, 'closed', m, '', 0, waiting, 0) end
-if cfg.opensAt > now then return reply(cfg, 'prequeue', m, '', 0, waiting, 0) end
-local state = 'waiting'
-if cfg.mode == 'paused' then state = 'paused' end
-return reply(cfg, state, m, '', rank + 1, waiting, 0)
+if state == 'closed' or state == 'prequeue' then pos = 0 end
+return reply(cfg, state, m, '', pos, waiting, 0, within)

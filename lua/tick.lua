@@ -74,12 +74,13 @@ if cfg.mode == 'paused' or cfg.mode == 'closed' or cfg.opensAt > now then
   return finish()
 end
 
--- Stale means silent for longer than the heartbeat window, or than the window
--- before it was shortened, while that one still applies (config.lua).
+-- Stale means silent for longer than the told poll (the heartbeat's class,
+-- lib.lua) plus the grace (heartbeatTTLSeconds), or the grace before it was
+-- shortened, while that one still applies (config.lua): a heartbeat is stale
+-- when it was due before the cutoff.
 local hbwindow = cfg.hbTTL
 if st[10] and now < tonumber(st[10]) then hbwindow = math.max(hbwindow, tonumber(st[9])) end
 local cutoff = now - hbwindow
-
 -- evict removes stale visitors from the queue and their heartbeats.
 local function evict(members, fields)
   for i = 1, #members, 1000 do
@@ -93,8 +94,9 @@ end
 -- The sweep: the heartbeat HASH has no order, so eviction walks the queue from
 -- a cursor (the last score checked), at most `batch` a tick, wrapping around.
 -- A queue no longer than the batch is checked whole, and then `oldest` keeps
--- its oldest heartbeat: heartbeats only move forward and new ones start at
--- now, so until that one goes stale nobody can be, and the sweep is skipped.
+-- the earliest time a heartbeat is due, but no later than now: every heartbeat
+-- written later is seen after now, so until that time passes the cutoff nobody
+-- can be stale, and the sweep is skipped.
 if not (st[8] and cutoff <= tonumber(st[8])) then
   local cur = st[4]
   local got
@@ -109,17 +111,19 @@ if not (st[8] and cutoff <= tonumber(st[8])) then
   end
   local n = #got / 2
   local oldest = now
+  local maxclass = told(cfg)
   local stale, stalef, fresh = {}, {}, {}
   for i = 1, n, 1000 do
     local fields = {}
     for j = i, math.min(i + 999, n) do fields[#fields + 1] = hbf(got[2 * j - 1]) end
     local seen = redis.call('HMGET', K_HB, unpack(fields))
     for k = 1, #fields do
-      local t = hbt(seen[k])
+      local _, t = hbt(seen[k])
       if not t then
-        -- No heartbeat (lost with a partial data loss): it starts now.
+        -- No heartbeat (lost with a partial data loss): it starts now, with
+        -- the longest told poll the visitor may have been given.
         fresh[#fresh + 1] = fields[k]
-        fresh[#fresh + 1] = hbv(now)
+        fresh[#fresh + 1] = hbv(now, maxclass)
       elseif t < cutoff then
         stale[#stale + 1] = got[2 * (i + k - 1) - 1]
         stalef[#stalef + 1] = fields[k]
@@ -162,7 +166,8 @@ while admitted < n and pops < n + batch do
   redis.call('HDEL', K_HB, unpack(fields))
   local grants, served = {}, {}
   for i = 1, k do
-    local m, t = got[2 * i - 1], hbt(seen[i])
+    local m = got[2 * i - 1]
+    local _, t = hbt(seen[i])
     pops = pops + 1
     if t and t < cutoff then
       evicted = evicted + 1

@@ -152,7 +152,7 @@ func (h *Handler) placeResponse(r *request, p room.Place, ticket string) (events
 	}
 	in := pollpolicy.Input{
 		State: p.State, Position: p.Position, RatePerMinute: rate,
-		HeartbeatTTL: time.Duration(p.Config.HeartbeatTTLSeconds) * time.Second,
+		PollWithin:   p.PollWithin,
 		TickInterval: h.o.TickInterval, Jitter: h.o.Jitter(),
 	}
 	switch p.State {

@@ -9,8 +9,8 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// MinPollAfter is the shortest interval the server ever asks for: near the
-// front, a visitor learns of the grant within about a second.
+// MinPollAfter is the shortest interval the server ever asks for: within the
+// next tick's admissions, a visitor learns of the grant within about a second.
 const MinPollAfter = time.Second
 
 // MinInterval is the engine's floor between two polls of one visitor
@@ -18,62 +18,112 @@ const MinPollAfter = time.Second
 // jitter and timers; a page that polls faster gets 429 with Retry-After.
 const MinInterval = MinPollAfter / 2
 
+// HoldPollAfter is the interval while nobody is admitted (a paused or closed
+// room, or no admission rate known): long enough to cost little, short enough
+// that a visitor at the front sees the grant well within its claim window
+// once admission resumes.
+const HoldPollAfter = 30 * time.Second
+
+// FinalWindow is how close to the expected admission tick a visitor may be
+// before the policy aims the next poll just after that tick: the rate estimate
+// is good to a second or two over this span. A far poll aims to land 5–10 s
+// (spread by the jitter) before the admission, inside it.
+const FinalWindow = 12 * time.Second
+
+// AfterTick is how long after the expected admission tick the final poll
+// lands, so the grant is there when it arrives.
+const AfterTick = 250 * time.Millisecond
+
+// Margin is the share of the ETA a far poll leaves in hand: the queue can move
+// faster than the measured rate (visitors ahead who left are skipped without
+// using a token), so a poll aimed at ETA·(1−Margin) still lands before the
+// admission.
+const Margin = 0.15
+
 // Input is what the poll interval depends on.
 type Input struct {
 	State         room.State
 	Position      int64         // 1-based place in the queue
 	RatePerMinute float64       // admissions per minute used for the ETA
-	HeartbeatTTL  time.Duration // a waiting visitor silent this long is evicted
+	PollWithin    time.Duration // the engine's budget (room.Place.PollWithin); ≤ 0: room.MaxPollAfter
 	TickInterval  time.Duration // how often admission runs
 	UntilOpen     time.Duration // pre-queue: time left before the room opens
 	Jitter        float64       // factor in [0.9, 1.1]; spreads a crowd's polls apart
 }
 
-// After decides how long the page waits before its next poll: three
-// quarters of the estimated wait, so each poll lands before the visitor's turn
-// and the next one a quarter of the way from it, but not under two seconds;
-// every second once within one tick's admissions of the front; and never longer
-// than half of heartbeatTTL, so one late poll does not evict.
-// A visitor then polls about once per half heartbeat far back and a handful of
-// times near the front: requests per visitor-minute fall as the wait grows
-// (measured in docs/BENCHMARKS.md). Zero means "do not poll again".
+// After decides how long the page waits before its next poll, planning the
+// descent to the front from the ETA (docs/ENGINE.md, "Polling"):
+//
+//   - within the next tick's admissions: every second (MinPollAfter);
+//   - admission expected within FinalWindow: just after the tick expected to
+//     admit the visitor (ETA in whole ticks + AfterTick), so one poll usually sees
+//     the grant;
+//   - farther: 5–10 s before the ETA (spread by the jitter), so the next poll
+//     lands in the final window, but no later than ETA·(1−Margin·(1–1.2)): far
+//     back the descent is geometric, a sixth or so of the way left each time;
+//   - never later than the engine's budget (PollWithin, at most
+//     room.MaxPollAfter): the engine holds the place that long plus the grace.
+//
+// A one-minute wait then costs about three requests (enqueue, one poll into
+// the final window, one that sees the grant) and a 20-minute wait about eight.
+// Pre-queue: just after the opening (spread over 2 s), or the budget when the
+// opening is farther. Paused, closed, or no rate: HoldPollAfter. Zero means
+// "do not poll again".
 func After(in Input) time.Duration {
-	hb := in.HeartbeatTTL
-	if hb <= 0 {
-		hb = time.Minute
+	budget := in.PollWithin
+	if budget <= 0 {
+		budget = room.MaxPollAfter
 	}
-	maxWait := max(hb/2, MinPollAfter)
 	jitter := in.Jitter
 	if jitter < 0.9 || jitter > 1.1 || math.IsNaN(jitter) {
 		jitter = 1
 	}
+	x := (jitter - 0.9) / 0.2 // in [0, 1]
 	var d time.Duration
 	switch in.State {
 	case room.StateAdmitted, room.StateExpired:
 		return 0
 	case room.StatePaused, room.StateClosed:
-		d = maxWait
+		d = scale(HoldPollAfter, jitter)
 	case room.StatePrequeue:
-		d = min(max(in.UntilOpen, MinPollAfter), maxWait)
-	default: // waiting
-		tick := in.TickInterval
-		if tick <= 0 {
-			tick = time.Second
-		}
-		perTick := in.RatePerMinute * tick.Seconds() / 60
-		if in.RatePerMinute <= 0 {
-			d = maxWait // no admissions measured or configured: nothing to hurry for
-		} else if float64(in.Position) <= max(perTick, 1) {
-			d = MinPollAfter
+		if in.UntilOpen >= budget {
+			d = scale(budget, 0.9+x/10)
 		} else {
-			eta := time.Duration(float64(in.Position) / in.RatePerMinute * float64(time.Minute))
-			d = min(max(eta*3/4, 2*MinPollAfter), maxWait)
+			// Everyone comes just after the opening, spread over 2 s.
+			d = max(in.UntilOpen, 0) + scale(2*time.Second, x)
 		}
+	default: // waiting
+		d = waiting(in, x)
 	}
-	d = time.Duration(float64(d) * jitter)
-	// Jitter never pushes past the heartbeat cap.
-	return min(d, maxWait).Round(time.Millisecond)
+	return max(min(d, budget), MinPollAfter).Truncate(time.Millisecond)
 }
+
+// waiting is After for a waiting visitor; x in [0, 1] spreads a crowd's polls.
+func waiting(in Input, x float64) time.Duration {
+	if in.RatePerMinute <= 0 {
+		return HoldPollAfter // no admissions measured or configured: nothing to hurry for
+	}
+	tick := in.TickInterval
+	if tick <= 0 {
+		tick = time.Second
+	}
+	perTick := in.RatePerMinute * tick.Seconds() / 60
+	ticks := math.Ceil(float64(max(in.Position, 1)) / perTick)
+	if ticks <= 1 {
+		return MinPollAfter
+	}
+	// The tick expected to admit the visitor is at most this far away.
+	eta := time.Duration(ticks * float64(tick))
+	if eta <= FinalWindow {
+		return eta + AfterTick
+	}
+	// Land 5–10 s before the admission, or Margin (up to 1.2 times) of the ETA
+	// before it when that is more.
+	land := max(scale(5*time.Second, 1+x), scale(eta, Margin*(1+x/5)))
+	return eta - land
+}
+
+func scale(d time.Duration, f float64) time.Duration { return time.Duration(float64(d) * f) }
 
 // ETASeconds is position / rate, rounded up; nil when no rate is known.
 func ETASeconds(position int64, ratePerMinute float64) *int64 {

@@ -1,6 +1,9 @@
 package pollpolicy
 
 import (
+	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -8,37 +11,149 @@ import (
 )
 
 func TestAfter(t *testing.T) {
-	hb := 60 * time.Second // cap: 30 s
+	w := func(pos int64, rate float64) Input {
+		return Input{State: room.StateWaiting, Position: pos, RatePerMinute: rate}
+	}
+	with := func(in Input, f func(*Input)) Input { f(&in); return in }
 	cases := []struct {
 		name string
 		in   Input
 		want time.Duration
 	}{
-		{"first in line", Input{State: room.StateWaiting, Position: 1, RatePerMinute: 60, HeartbeatTTL: hb}, time.Second},
-		{"within one tick's admissions", Input{State: room.StateWaiting, Position: 10, RatePerMinute: 600, HeartbeatTTL: hb}, time.Second},
-		{"just past one tick: two seconds", Input{State: room.StateWaiting, Position: 11, RatePerMinute: 600, HeartbeatTTL: hb}, 2 * time.Second},
-		{"three quarters of the ETA", Input{State: room.StateWaiting, Position: 20, RatePerMinute: 60, HeartbeatTTL: hb}, 15 * time.Second},
-		{"capped at half the heartbeat", Input{State: room.StateWaiting, Position: 10000, RatePerMinute: 60, HeartbeatTTL: hb}, 30 * time.Second},
-		{"short heartbeat, shorter cap", Input{State: room.StateWaiting, Position: 10000, RatePerMinute: 60, HeartbeatTTL: 12 * time.Second}, 6 * time.Second},
-		{"jitter up", Input{State: room.StateWaiting, Position: 20, RatePerMinute: 60, HeartbeatTTL: hb, Jitter: 1.1}, 16500 * time.Millisecond},
-		{"jitter down", Input{State: room.StateWaiting, Position: 20, RatePerMinute: 60, HeartbeatTTL: hb, Jitter: 0.9}, 13500 * time.Millisecond},
-		{"jitter never passes the cap", Input{State: room.StateWaiting, Position: 10000, RatePerMinute: 60, HeartbeatTTL: hb, Jitter: 1.1}, 30 * time.Second},
-		{"out-of-range jitter ignored", Input{State: room.StateWaiting, Position: 20, RatePerMinute: 60, HeartbeatTTL: hb, Jitter: 5}, 15 * time.Second},
-		{"no rate known", Input{State: room.StateWaiting, Position: 5, HeartbeatTTL: hb}, 30 * time.Second},
-		{"longer tick admits more per tick", Input{State: room.StateWaiting, Position: 20, RatePerMinute: 600, HeartbeatTTL: hb, TickInterval: 2 * time.Second}, time.Second},
-		{"pre-queue, opening soon", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, HeartbeatTTL: hb}, 5 * time.Second},
-		{"pre-queue, opening later", Input{State: room.StatePrequeue, UntilOpen: time.Hour, HeartbeatTTL: hb}, 30 * time.Second},
-		{"pre-queue, opening now", Input{State: room.StatePrequeue, HeartbeatTTL: hb}, time.Second},
-		{"paused", Input{State: room.StatePaused, HeartbeatTTL: hb}, 30 * time.Second},
-		{"closed", Input{State: room.StateClosed, HeartbeatTTL: hb}, 30 * time.Second},
-		{"admitted: stop", Input{State: room.StateAdmitted, HeartbeatTTL: hb}, 0},
-		{"expired: stop", Input{State: room.StateExpired, HeartbeatTTL: hb}, 0},
-		{"no heartbeat configured", Input{State: room.StatePaused}, 30 * time.Second},
+		{"first in line", w(1, 60), time.Second},
+		{"within one tick's admissions", w(10, 600), time.Second},
+		{"two ticks away: just after the second", w(11, 600), 2*time.Second + AfterTick},
+		{"final window: just after the admission tick", w(50, 600), 5*time.Second + AfterTick},
+		{"at the final window's edge", w(100, 600), 10*time.Second + AfterTick},
+		{"at the final window's end", w(120, 600), 12*time.Second + AfterTick},
+		{"just past it: into the final window", w(130, 600), 5500 * time.Millisecond},
+		{"a minute away: ETA less the margin", w(600, 600), 50100 * time.Millisecond},
+		{"far: ETA less the margin", w(3000, 600), 250500 * time.Millisecond},
+		{"farther: the engine's budget", w(100_000, 600), room.MaxPollAfter},
+		{"a smaller budget wins", with(w(3000, 600), func(in *Input) { in.PollWithin = time.Minute }), time.Minute},
+		{"jitter up: a far poll earlier", with(w(600, 600), func(in *Input) { in.Jitter = 1.1 }), 49200 * time.Millisecond},
+		{"jitter down: a far poll later", with(w(600, 600), func(in *Input) { in.Jitter = 0.9 }), 51 * time.Second},
+		{"jitter spreads the landing in the final window", with(w(130, 600), func(in *Input) { in.Jitter = 0.9 }), 8 * time.Second},
+		{"jitter leaves the final poll alone", with(w(50, 600), func(in *Input) { in.Jitter = 0.9 }), 5*time.Second + AfterTick},
+		{"out-of-range jitter ignored", with(w(600, 600), func(in *Input) { in.Jitter = 5 }), 50100 * time.Millisecond},
+		{"no rate known", w(5, 0), HoldPollAfter},
+		{"longer tick admits more per tick", with(w(20, 600), func(in *Input) { in.TickInterval = 2 * time.Second }), time.Second},
+		{"longer tick: aim at its ticks", with(w(30, 600), func(in *Input) { in.TickInterval = 2 * time.Second }), 4*time.Second + AfterTick},
+		{"a fraction of a visitor per tick", w(1, 30), 2*time.Second + AfterTick},
+		{"pre-queue, opening soon: just after it", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Jitter: 1}, 5999 * time.Millisecond},
+		{"pre-queue, spread over 2 s", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Jitter: 1.1}, 7 * time.Second},
+		{"pre-queue, opening later", Input{State: room.StatePrequeue, UntilOpen: time.Hour, Jitter: 1}, scale(room.MaxPollAfter, 0.95)},
+		{"pre-queue, opening later, jitter down", Input{State: room.StatePrequeue, UntilOpen: time.Hour, Jitter: 0.9}, scale(room.MaxPollAfter, 0.9)},
+		{"pre-queue, opening now", Input{State: room.StatePrequeue, Jitter: 0.9}, time.Second},
+		{"paused", Input{State: room.StatePaused}, HoldPollAfter},
+		{"closed", Input{State: room.StateClosed}, HoldPollAfter},
+		{"admitted: stop", Input{State: room.StateAdmitted}, 0},
+		{"expired: stop", Input{State: room.StateExpired}, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if got := After(c.in); got != c.want {
 				t.Errorf("After(%+v) = %v, want %v", c.in, got, c.want)
+			}
+		})
+	}
+}
+
+// The policy never tells more than the engine's budget, never less than
+// MinPollAfter, and a far poll lands before the admission even when the queue
+// moves Margin faster than the rate says.
+func TestAfterBounds(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 100_000 {
+		in := Input{
+			State:         []room.State{room.StateWaiting, room.StatePrequeue, room.StatePaused, room.StateClosed}[r.IntN(4)],
+			Position:      1 + r.Int64N(2_000_000),
+			RatePerMinute: float64(r.IntN(100_000)),
+			PollWithin:    time.Duration(r.Int64N(int64(room.MaxPollAfter))) + time.Second,
+			TickInterval:  time.Duration(1+r.IntN(4)) * time.Second,
+			UntilOpen:     time.Duration(r.Int64N(int64(time.Hour))),
+			Jitter:        0.9 + r.Float64()*0.2,
+		}
+		d := After(in)
+		if d > max(in.PollWithin, MinPollAfter) || d < MinPollAfter {
+			t.Fatalf("After(%+v) = %v: outside [%v, %v]", in, d, MinPollAfter, in.PollWithin)
+		}
+		if in.State == room.StateWaiting && in.RatePerMinute > 0 {
+			etaSec := float64(in.Position) * 60 / in.RatePerMinute
+			if etaSec > FinalWindow.Seconds()+in.TickInterval.Seconds() && d.Seconds() > (etaSec+in.TickInterval.Seconds())*(1-Margin)+1e-3 {
+				t.Fatalf("After(%+v) = %v: later than the ETA %.1fs less the margin", in, d, etaSec)
+			}
+		}
+	}
+}
+
+// descent plays one visitor against an exact queue: admissions of rate a
+// minute, the bucket carrying the fraction (after k ticks ⌊k·rate/60⌋ were
+// admitted), ticks every second from phase on, the visitor at position pos when
+// it joins at time 0, the queue moving speedup times faster than the rate says
+// (visitors ahead who left and are skipped). It returns the requests (the
+// enqueue and every poll) and the delay from the grant to the poll that sees it.
+func descent(pos int64, rate float64, phase time.Duration, speedup, jitter float64) (requests int, seen time.Duration) {
+	const tick = time.Second
+	perTick := rate / 60 * speedup
+	passed := func(k float64) int64 { return int64(math.Floor(k*perTick + 1e-9)) }
+	grantTick := math.Ceil(float64(pos)/perTick - 1e-9) // the first tick k with passed(k) ≥ pos
+	for passed(grantTick) < pos {
+		grantTick++
+	}
+	grant := phase + time.Duration(grantTick-1)*tick
+	now := time.Duration(0)
+	requests = 1
+	for now < grant {
+		done := 0.0
+		if now >= phase {
+			done = math.Floor(float64(now-phase)/float64(tick)) + 1
+		}
+		d := After(Input{State: room.StateWaiting, Position: pos - passed(done), RatePerMinute: rate,
+			TickInterval: tick, Jitter: jitter, PollWithin: room.MaxPollAfter})
+		now += d
+		requests++
+	}
+	return requests, now - grant
+}
+
+// The descent's cost and the grant→seen delay, over tick phases and jitters: a
+// one-minute wait costs three requests, a 20-minute one at most nine; the
+// grant is seen within a second at the median and 2.3 s at worst (the bucket's
+// fraction can bring the admission a tick earlier than the position says);
+// when the queue moves 10 % faster, 1.5 s at the median and 3 s at worst.
+func TestDescent(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		pos     int64
+		rate    float64
+		maxReqs int
+		speedup float64
+		maxSeen time.Duration
+		medSeen time.Duration
+	}{
+		{"one minute", 1000, 1000, 3, 1, 2300 * time.Millisecond, time.Second},
+		{"one minute, 10 % faster", 1000, 1000, 3, 1.1, 3 * time.Second, 1500 * time.Millisecond},
+		{"twenty minutes at 5,000 a minute", 100_000, 5000, 9, 1, 2300 * time.Millisecond, time.Second},
+		{"twenty minutes, 10 % faster", 100_000, 5000, 9, 1.1, 3 * time.Second, 1500 * time.Millisecond},
+		{"half a minute", 250, 500, 3, 1, 2300 * time.Millisecond, time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var seens []time.Duration
+			for ph := 10 * time.Millisecond; ph <= time.Second; ph += 70 * time.Millisecond {
+				for i, j := range []float64{0.9, 0.95, 1, 1.05, 1.1} {
+					// Positions over one tick's admissions, and the phases and jitters.
+					pos := c.pos + int64(float64(i)*c.rate/300) + int64(ph/(70*time.Millisecond))%3
+					reqs, seen := descent(pos, c.rate, ph, c.speedup, j)
+					if reqs > c.maxReqs || seen > c.maxSeen {
+						t.Errorf("position %d, phase %v, jitter %v: %d requests, seen after %v; want ≤ %d, ≤ %v", pos, ph, j, reqs, seen, c.maxReqs, c.maxSeen)
+					}
+					seens = append(seens, seen)
+				}
+			}
+			slices.Sort(seens)
+			if med := seens[len(seens)/2]; med > c.medSeen {
+				t.Errorf("median grant→seen %v, want ≤ %v", med, c.medSeen)
 			}
 		})
 	}

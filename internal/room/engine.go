@@ -176,6 +176,7 @@ func (e *Engine) place(s script, t Ticket, have versioned, reply []any) (Place, 
 		p.Ticket.Draw, _ = strconv.ParseFloat(d, 64)
 	}
 	p.Position, p.Waiting = num(reply[placePosition]), num(reply[placeWaiting])
+	p.PollWithin = time.Duration(num(reply[placeWithin])) * time.Millisecond
 	deadline := num(reply[placeDeadline])
 	p.RatePerMinute = float64(num(reply[placeRate]))
 	if p.RatePerMinute <= 0 {

@@ -418,7 +418,7 @@ func TestPoll(t *testing.T) {
 			ts := e.enqueueN(3)
 			e.tick() // ts[0] admitted; room full
 			e.consume(ts[0].Seq)
-			e.clk.Advance(61 * time.Second) // heartbeats of ts[1], ts[2] go stale
+			e.clk.Advance(pastNearTold) // heartbeats of ts[1], ts[2] go stale
 			e.poll(ts[2])
 			if r := e.tick(); r.Evicted != 1 {
 				e.t.Fatalf("tick evicted %d, want 1", r.Evicted)
@@ -434,7 +434,7 @@ func TestPoll(t *testing.T) {
 			ts := e.enqueueN(3)
 			e.tick()
 			e.consume(ts[0].Seq)
-			e.clk.Advance(61 * time.Second)
+			e.clk.Advance(pastNearTold)
 			e.poll(ts[2])
 			e.tick() // evicts ts[1]
 			if err := e.eng.Complete(e.ctx, e.room, ts[0].Seq, origin); err != nil {
@@ -624,7 +624,7 @@ func TestTick(t *testing.T) {
 			ts := e.enqueueN(13)
 			e.tick()
 			e.consume(ts[0].Seq) // the room stays full: only eviction moves the queue
-			e.clk.Advance(61 * time.Second)
+			e.clk.Advance(pastNearTold)
 			var got []int64
 			for i := 0; i < 4; i++ {
 				got = append(got, e.tick().Evicted)
@@ -644,7 +644,7 @@ func TestTick(t *testing.T) {
 		cfg:  func(c *room.Config) { c.Mode = room.ModePaused },
 		run: func(t *testing.T, e *env) {
 			ts := e.enqueueN(9)
-			e.clk.Advance(61 * time.Second)
+			e.clk.Advance(pastAnyTold)
 			e.poll(ts[7])
 			e.poll(ts[8])
 			// Batch 5 evicts ts[0..4] first; ts[5], ts[6] are stale at the front of the admission pass.
@@ -666,7 +666,7 @@ func TestTick(t *testing.T) {
 		cfg:  func(c *room.Config) { c.Mode = room.ModePaused },
 		run: func(t *testing.T, e *env) {
 			ts := e.enqueueN(8)
-			e.clk.Advance(61 * time.Second)
+			e.clk.Advance(pastAnyTold)
 			e.poll(ts[0]) // ts[1..7] go stale; batch 5 evicts ts[1..5], the admission pass meets ts[6], ts[7]
 			e.put(*cfgWith(func(c *room.Config) { c.AdmitPerMinute = 6000 }))
 			for e.rdb.ZCard(e.ctx, e.keys.Grants).Val() == 0 {
@@ -1128,10 +1128,10 @@ func TestStats(t *testing.T) {
 				t.Fatalf("replay %d: %v", i, err)
 			}
 		}
-		e.clk.Advance(61 * time.Second) // everyone still waiting goes stale but ts[7]
+		e.clk.Advance(pastNearTold) // everyone still waiting goes stale but ts[7]
 		e.poll(ts[7])
 		e.tick() // evicts ts[3..6]; the room is full, nobody admitted
-		// The third grant (claimTTL 120 s) is still held at +61 s.
+		// The third grant (claimTTL 120 s) is still held at +69 s.
 		want := room.Stats{Waiting: 1, Admitted: 1, Active: 2, AdmittedLastMinute: 0, Evicted: 4,
 			Consumed: 2, ReplaysRefused: 3}
 		if diff := cmp.Diff(want, e.stats()); diff != "" {

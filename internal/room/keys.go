@@ -2,6 +2,7 @@ package room
 
 import (
 	"encoding/binary"
+	"math"
 )
 
 // RegistryKey lists every room id. SET. It is the only key outside a room's
@@ -62,10 +63,51 @@ func HeartbeatField(seq int64) string {
 	return string(b[1:])
 }
 
-// HeartbeatValue is a heartbeat's value: the last-seen time in ms as a 6-byte
-// big-endian integer (lib.lua's hbv).
-func HeartbeatValue(ms int64) string {
+// HeartbeatValue is a heartbeat's value with no told poll (class 0): the
+// last-seen time in ms as a 6-byte big-endian integer; such a visitor is stale
+// after the grace (heartbeatTTLSeconds) of silence. Tools that fill a queue
+// directly write it.
+func HeartbeatValue(ms int64) string { return HeartbeatValueTold(ms, 0) }
+
+// seenBits is how many low bits of a heartbeat value hold the last-seen ms
+// (lib.lua's SEEN = 2^42: enough until 2109); the 6 bits above hold the class.
+const seenBits = 42
+
+// HeartbeatValueTold is a heartbeat's value as the engine writes it (lib.lua's
+// hbv): class × 2^42 + last seen (ms), as a 6-byte big-endian integer. class
+// (0–63) is ToldClass of the poll budget the visitor was given.
+func HeartbeatValueTold(ms int64, class int) string {
 	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(ms))
+	binary.BigEndian.PutUint64(b[:], uint64(class)<<seenBits|uint64(ms))
 	return string(b[2:])
+}
+
+// ParseHeartbeat reads a heartbeat value: last seen (ms) and class.
+func ParseHeartbeat(v string) (seenMS int64, class int, ok bool) {
+	if len(v) != 6 {
+		return 0, 0, false
+	}
+	var b [8]byte
+	copy(b[2:], v)
+	n := binary.BigEndian.Uint64(b[:])
+	return int64(n & (1<<seenBits - 1)), int(n >> seenBits), true
+}
+
+// ToldMS is the silence (ms) a heartbeat class allows before the grace
+// (lib.lua's told_ms): 0 for class 0, else 1 s × 2^((class−1)/4), rounded.
+func ToldMS(class int) int64 {
+	if class < 1 {
+		return 0
+	}
+	return int64(math.Floor(1000*math.Pow(2, float64(class-1)/4) + 0.5))
+}
+
+// ToldClass is the smallest class whose ToldMS is at least budget (ms): what
+// the engine stores for a poll budget (lib.lua's told).
+func ToldClass(budgetMS int64) int {
+	c := 1
+	for c < 63 && ToldMS(c) < budgetMS {
+		c++
+	}
+	return c
 }

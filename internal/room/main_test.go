@@ -213,3 +213,13 @@ func isAny(err error, targets ...error) bool {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// pastNearTold is past the grace of baseConfig (60 s) plus the told poll of a
+// visitor near the front (position ≤ 20 at the default 600 a minute: ETA ≤ 2 s,
+// budget ≤ 7 s, told ≤ 8 s once rounded up to its class): such a visitor silent
+// this long is stale.
+const pastNearTold = 69 * time.Second
+
+// pastAnyTold is past the grace plus the longest told poll (room.MaxPollAfter,
+// rounded up to its class: 304.4 s): any waiting visitor silent this long is stale.
+const pastAnyTold = 60*time.Second + 305*time.Second + time.Second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -38,8 +39,9 @@ func (s mstatus) String() string { return mstatusNames[s] }
 type mvisitor struct {
 	tk     room.Ticket
 	status mstatus
-	seen   time.Time // last heartbeat
-	until  time.Time // grant deadline, or session end
+	seen   time.Time     // last heartbeat
+	told   time.Duration // the silence its class allows before the grace (room.ToldMS)
+	until  time.Time     // grant deadline, or session end
 }
 
 // model is a plain in-memory waiting room, run beside the engine. Clock jumps
@@ -217,6 +219,23 @@ func (m *model) enqueue() {
 	}
 	v.status = mWaiting
 	m.expectPlace("enqueue", v, p, m.waitingState(), m.position(v))
+	m.heartbeat(v, p)
+}
+
+// heartbeat records a waiting visitor's heartbeat, after checking the budget
+// the engine gave: the ETA at the reply's rate plus room.PollSlack, at most
+// room.MaxPollAfter (always that in a paused room).
+func (m *model) heartbeat(v *mvisitor, p room.Place) {
+	want := room.MaxPollAfter
+	if p.State == room.StateWaiting {
+		eta := time.Duration(math.Floor(float64(p.Position)*60000/p.RatePerMinute)) * time.Millisecond
+		want = min(room.MaxPollAfter, eta+room.PollSlack)
+	}
+	if p.PollWithin != want {
+		m.rt.Fatalf("%d at %d (rate %v, %s): PollWithin %v, want %v", v.tk.Seq, p.Position, p.RatePerMinute, p.State, p.PollWithin, want)
+	}
+	v.seen = m.now()
+	v.told = time.Duration(room.ToldMS(room.ToldClass(want.Milliseconds()))) * time.Millisecond
 }
 
 func (m *model) expectPlace(op string, v *mvisitor, p room.Place, st room.State, pos int64) {
@@ -243,15 +262,16 @@ func (m *model) poll() {
 	switch v.status {
 	case mEvicted:
 		if v.tk.Seq > m.head {
-			v.status, v.seen = mWaiting, now // restored (I4)
+			v.status = mWaiting // restored (I4)
 			m.events["restored"]++
 			m.expectPlace("poll (restore)", v, p, m.waitingState(), m.position(v))
+			m.heartbeat(v, p)
 			return
 		}
 		m.expectState(v, p, room.StateExpired, false)
 	case mWaiting:
-		v.seen = now
 		m.expectPlace("poll", v, p, m.waitingState(), m.position(v))
+		m.heartbeat(v, p)
 	case mAdmitted:
 		if now.After(v.until) {
 			m.expectState(v, p, room.StateExpired, false)
@@ -297,7 +317,7 @@ func (m *model) tick() {
 		case v.status == mActive && v.until.Before(now):
 			v.status = mEnded
 			want.SessionsEnded++
-		case v.status == mWaiting && m.cfg.Mode != room.ModePaused && now.Sub(v.seen) > hbTTL:
+		case v.status == mWaiting && m.cfg.Mode != room.ModePaused && now.Sub(v.seen) > v.told+hbTTL:
 			v.status = mEvicted
 			want.Evicted++
 		}

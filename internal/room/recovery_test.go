@@ -70,8 +70,9 @@ func TestRecoveryLetsLatePollersBackPastTheHead(t *testing.T) {
 			t.Errorf("grants after the late visitors came back (-want +got):\n%s", diff)
 		}
 
-		// ts[4] stays away past the window (2 x 60 s after the re-creation): passed for good.
-		e.clk.Advance(2 * time.Minute)
+		// ts[4] stays away past the window (the longest told poll and 2 x 60 s
+		// after the re-creation): passed for good.
+		e.clk.Advance(room.MaxPollAfter + 2*time.Minute)
 		if p := e.poll(ts[4]); p.State != room.StateExpired {
 			t.Errorf("visitor back after the recovery window: %s, want expired", p.State)
 		}
@@ -92,16 +93,16 @@ func TestNewRoomAdmitsAtOnce(t *testing.T) {
 }
 
 // The heartbeat layout the engine writes is the one HeartbeatField and
-// HeartbeatValue describe (tools that fill a queue directly rely on it).
+// HeartbeatValueTold describe (tools that fill a queue directly rely on it).
 func TestHeartbeatLayout(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, cfgWith(nil))
-		tk := e.enqueue("v").Ticket
-		got, err := e.rdb.HGet(e.ctx, e.keys.Heartbeats, room.HeartbeatField(tk.Seq)).Result()
+		p := e.enqueue("v")
+		got, err := e.rdb.HGet(e.ctx, e.keys.Heartbeats, room.HeartbeatField(p.Ticket.Seq)).Result()
 		if err != nil {
 			t.Fatalf("HGET heartbeat: %v", err)
 		}
-		if want := room.HeartbeatValue(e.clk.Now().UnixMilli()); got != want {
+		if want := room.HeartbeatValueTold(e.clk.Now().UnixMilli(), room.ToldClass(p.PollWithin.Milliseconds())); got != want {
 			t.Errorf("heartbeat value %x, want %x", got, want)
 		}
 	})

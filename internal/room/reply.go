@@ -39,6 +39,7 @@ const (
 	placeDeadline        // claim deadline or session end (ms), 0 for none
 	placeRate            // admissions in the last minute (measured)
 	placeVersion         // the settings' version
+	placeWithin          // poll within (ms): the budget of the next poll, 0 when not in the queue
 	placeSettings        // first of the settings' field, value pairs, when sent
 )
 

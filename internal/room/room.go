@@ -91,8 +91,23 @@ type Place struct {
 	// RatePerMinute is the admission rate observed over the last minute, or the
 	// configured rate when nothing was observed; callers derive ETAs from it.
 	RatePerMinute float64
-	Config        Config
+	// PollWithin is how long the engine holds the place without a poll, beyond
+	// the grace (heartbeatTTLSeconds): the told poll may not be later (the
+	// poll policy stays within it). Waiting: the ETA plus PollSlack, at most
+	// MaxPollAfter; in the pre-queue or a paused or closed room, MaxPollAfter;
+	// 0 when the visitor is not in the queue.
+	PollWithin time.Duration
+	Config     Config
 }
+
+// MaxPollAfter is the longest a waiting visitor is ever told to stay away
+// (lib.lua's MAX_TOLD): a visitor who left is evicted at most this long plus
+// the grace after the last poll, long before reaching the front of a long wait.
+const MaxPollAfter = 5 * time.Minute
+
+// PollSlack is what the engine allows beyond a waiting visitor's ETA (lib.lua's
+// SLACK): room for a policy that aims a poll just after the admission tick.
+const PollSlack = 5 * time.Second
 
 // TickResult reports one admission tick of one room.
 type TickResult struct {
