@@ -1,6 +1,8 @@
 -- enqueue.lua: a new visitor joins the room.
 -- KEYS: the room's keys (lib.lua), then
 -- KEYS[9] -> vst:{room}:pow:<nonce>  STRING  a spent join-challenge nonce, expiring with the challenge
+-- KEYS[10] -> vst:{room}:rl:<client> STRING  the client's join limiter (lib.lua limit_client);
+--             absent: no per-client limit (the route always passes it)
 -- ARGV[1] -> now (ms, the caller's clock)
 -- ARGV[2] -> visitor id (server-generated; salts the pre-queue draw)
 -- ARGV[3] -> the settings version the caller has cached ('' or absent for none)
@@ -9,7 +11,11 @@
 -- Returns the place shape of lib.lua's reply, state one of:
 --   'prequeue' (draw set, position 0), 'waiting', 'admitted' (deadline set);
 --   or {'noroom'} for an unknown room, {'closed'} for a closed one,
---   {'challenge', bits} when the room asks more work than proven, {'spent'} for a used proof.
+--   {'challenge', bits} when the room asks more work than proven, {'spent'} for a used proof,
+--   {'limited', wait ms} when the client joined more often than clientEnqueuePerMinute.
+-- Checked in this order, each refusal spending nothing after it: closed, the
+-- challenge's work, the client's limit (a join refused for the work is not
+-- counted), the proof's nonce (a limited join does not spend it), then the join.
 -- The sequence is max(last + 1, Redis server time in microseconds): the one use
 -- of server time, on purpose, so numbers issued after a data loss stay above
 -- every ticket issued before it.
@@ -22,6 +28,8 @@ if cfg.mode == 'closed' then return {'closed'} end
 cfg.known = ARGV[3]
 -- The join challenge: enough work, and each proof joins once.
 if cfg.challengeBits > (tonumber(ARGV[4]) or 0) then return {'challenge', cfg.challengeBits} end
+local wait = limit_client(cfg.clientLimit, KEYS[10], now)
+if wait > 0 then return {'limited', wait} end
 if cfg.challengeBits > 0 and not redis.call('SET', KEYS[9], '1', 'NX', 'PX', ARGV[5]) then return {'spent'} end
 
 local t = redis.call('TIME')

@@ -34,7 +34,7 @@ local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
 -- instead of the settings, which the Go side caches by version.
 local function load_cfg()
   local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
-    'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits')
+    'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits', 'clientEnqueuePerMinute')
   if not v[1] then return nil end
   return {
     mode = v[1],
@@ -47,7 +47,26 @@ local function load_cfg()
     ver = v[8] or '',
     measured = v[9] or '0',
     challengeBits = tonumber(v[10]) or 0,
+    clientLimit = tonumber(v[11]) or 0,
   }
+end
+
+-- limit_client is the per-client join limit, a GCRA (generic cell rate
+-- algorithm: one timestamp per client, no counters to reset): per_minute joins a
+-- minute with a burst of a tenth of it (at least 1); 0 turns it off. key is the
+-- client's STRING (theoretical arrival time, ms, expiring when idle). Returns 0
+-- when the join may go ahead (and counts it), else the wait (ms).
+local function limit_client(per_minute, key, now)
+  if per_minute <= 0 or not key then return 0 end
+  local interval = 60000 / per_minute
+  local burst = math.max(1, math.floor(per_minute / 10))
+  local tat = tonumber(redis.call('GET', key)) or now
+  if tat < now then tat = now end
+  local allow_at = tat - interval * (burst - 1)
+  if now < allow_at then return math.ceil(allow_at - now) end
+  local new_tat = tat + interval
+  redis.call('SET', key, string.format('%.0f', new_tat), 'PX', math.ceil(new_tat - now) + 1000)
+  return 0
 end
 
 -- Numbers go to Redis as strings made here: Redis turns a Lua number argument

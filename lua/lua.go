@@ -55,6 +55,7 @@ var (
 	Stats    = lib + stats
 	Head     = lib + head
 	Drain    = lib + drain
-	// RateLimit takes its own KEYS (the room's config and one client's limiter), so no lib.
-	RateLimit = ratelimit
+	// RateLimit takes its own KEYS (the room's config and one client's
+	// limiter); lib.lua only lends it limit_client.
+	RateLimit = lib + ratelimit
 )

@@ -80,9 +80,8 @@ func (h *Handler) enqueue(ctx context.Context, r *request) (events.APIGatewayV2H
 		}
 		proof = room.JoinProof{Bits: p.Bits, Nonce: p.Nonce, Until: p.ExpiresAt}
 	}
-	if err := h.o.Queue.AllowEnqueue(ctx, r.room, r.clientAddress()); err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
+	// The per-address join limit is checked in the join's own script (one round trip).
+	proof.Client = r.clientAddress()
 	p, err := h.o.Queue.Join(ctx, r.room, newVisitorID(), proof)
 	var ce *room.ChallengeError
 	if errors.As(err, &ce) {

@@ -46,3 +46,72 @@ func TestJoinChallenge(t *testing.T) {
 		}
 	})
 }
+
+// The per-client join limit runs in the join's script (one round trip): a
+// client past clientEnqueuePerMinute (burst a tenth) gets a *RetryError and no
+// place; other clients and joins without a client are not limited; a join
+// refused for its challenge is not counted, and a limited join spends no proof.
+func TestJoinLimit(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, cfgWith(func(c *room.Config) { c.ClientEnqueuePerMinute = 60 }))
+		const client = "203.0.113.7"
+		joined := 0
+		var retry *room.RetryError
+		for i := range 20 {
+			_, err := e.eng.Join(e.ctx, e.room, "v"+string(rune('a'+i)), room.JoinProof{Client: client})
+			if err == nil {
+				joined++
+				continue
+			}
+			if !errors.As(err, &retry) || !errors.Is(err, room.ErrRateLimited) {
+				t.Fatalf("refusal %v, want a *RetryError wrapping ErrRateLimited", err)
+			}
+			break
+		}
+		if joined != 6 {
+			t.Errorf("at 60/min (burst 6) a client joined %d times at one instant", joined)
+		}
+		if retry == nil || retry.After <= 0 || retry.After > time.Second {
+			t.Fatalf("retry after %v, want within one interval (1 s)", retry)
+		}
+		if n := rdb.ZCard(e.ctx, e.keys.Queue).Val(); n != 6 {
+			t.Errorf("queue holds %d, want the 6 allowed joins only", n)
+		}
+		// The same limiter as AllowEnqueue: one count per client.
+		if err := e.eng.AllowEnqueue(e.ctx, e.room, client); !errors.Is(err, room.ErrRateLimited) {
+			t.Errorf("AllowEnqueue after the joins: %v, want limited", err)
+		}
+		if _, err := e.eng.Join(e.ctx, e.room, "other", room.JoinProof{Client: "198.51.100.9"}); err != nil {
+			t.Errorf("another client is limited too: %v", err)
+		}
+		if _, err := e.eng.Join(e.ctx, e.room, "server", room.JoinProof{}); err != nil {
+			t.Errorf("a join without a client is limited: %v", err)
+		}
+		e.clk.Advance(retry.After)
+		if _, err := e.eng.Join(e.ctx, e.room, "later", room.JoinProof{Client: client}); err != nil {
+			t.Errorf("after the wait: %v", err)
+		}
+
+		// With a challenge: asking for the work does not count, a limited join spends no proof.
+		e.put(*cfgWith(func(c *room.Config) { c.ClientEnqueuePerMinute, c.JoinChallengeBits = 60, 8 }))
+		e.clk.Advance(time.Minute) // the limiter is idle again: a full burst
+		until := e.clk.Now().Add(time.Minute)
+		var ce *room.ChallengeError
+		for range 10 {
+			if _, err := e.eng.Join(e.ctx, e.room, "x", room.JoinProof{Client: client}); !errors.As(err, &ce) {
+				t.Fatalf("join without work: %v, want a challenge", err)
+			}
+		}
+		for i := range 6 {
+			if _, err := e.eng.Join(e.ctx, e.room, "w", room.JoinProof{Client: client, Bits: 8, Nonce: "n" + string(rune('a'+i)), Until: until}); err != nil {
+				t.Fatalf("join %d with work after 10 challenges: %v (challenges must not count)", i, err)
+			}
+		}
+		if _, err := e.eng.Join(e.ctx, e.room, "w", room.JoinProof{Client: client, Bits: 8, Nonce: "last", Until: until}); !errors.Is(err, room.ErrRateLimited) {
+			t.Fatalf("seventh join: %v, want limited", err)
+		}
+		if rdb.Exists(e.ctx, e.keys.Proof("last")).Val() != 0 {
+			t.Errorf("a limited join spent its proof")
+		}
+	})
+}

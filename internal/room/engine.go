@@ -199,26 +199,38 @@ func (e *Engine) Enqueue(ctx context.Context, room, visitor string) (Place, erro
 	return e.Join(ctx, room, visitor, JoinProof{})
 }
 
-// JoinProof is a verified join challenge: the work it proves and the nonce
-// that may join once (package challenge makes and checks them). The zero
-// value proves nothing.
+// JoinProof is what a fresh join shows the room: a verified join challenge
+// (the work it proves and the nonce that may join once; package challenge
+// makes and checks them) and the client's address, which the per-client join
+// limit (clientEnqueuePerMinute) counts. The zero value proves nothing and
+// skips the limit.
 type JoinProof struct {
 	Bits  int
 	Nonce string
 	Until time.Time // the challenge's expiry: the spent nonce is kept until then
+	// Client is the client's address ("" skips the per-client limit: for
+	// callers that are not a client's request).
+	Client string
 }
 
-// Join is Enqueue with a join challenge's proof. A room whose
-// joinChallengeBits is more than the proof's refuses with a *ChallengeError;
-// a proof already used refuses with ErrChallengeSpent; the check, the spend
-// and the join are one script.
+// Join is Enqueue with a join challenge's proof and the per-client limit. A
+// room whose joinChallengeBits is more than the proof's refuses with a
+// *ChallengeError; a client over the room's clientEnqueuePerMinute gets a
+// *RetryError (ErrRateLimited); a proof already used refuses with
+// ErrChallengeSpent. The checks, the spend and the join are one script, one
+// round trip (AllowEnqueue is the limit alone).
 func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof) (Place, error) {
 	have := e.cached(room)
-	key, ttl := KeysFor(room).Proof("none"), int64(0)
+	k := KeysFor(room)
+	keys := []string{k.Proof("none")}
+	ttl := int64(0)
 	if proof.Nonce != "" {
-		key, ttl = KeysFor(room).Proof(proof.Nonce), max(1, proof.Until.Sub(e.clock()).Milliseconds())
+		keys[0], ttl = k.Proof(proof.Nonce), max(1, proof.Until.Sub(e.clock()).Milliseconds())
 	}
-	reply, err := e.runKeys(ctx, enqueueCmd, room, []string{key}, e.nowMS(), visitor, have.ver, proof.Bits, ttl)
+	if proof.Client != "" {
+		keys = append(keys, k.Limiter(clientHash(proof.Client)))
+	}
+	reply, err := e.runKeys(ctx, enqueueCmd, room, keys, e.nowMS(), visitor, have.ver, proof.Bits, ttl)
 	if err != nil {
 		return Place{}, err
 	}
@@ -230,6 +242,11 @@ func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof
 		return Place{}, &ChallengeError{Bits: int(num(reply[1]))}
 	case wordSpent:
 		return Place{}, ErrChallengeSpent
+	case wordLimited:
+		if len(reply) != 2 || num(reply[1]) <= 0 {
+			return Place{}, unexpected(enqueueCmd, reply)
+		}
+		return Place{}, &RetryError{After: time.Duration(num(reply[1])) * time.Millisecond}
 	}
 	return e.place(enqueueCmd, Ticket{Room: room, Visitor: visitor}, have, reply)
 }
@@ -275,15 +292,15 @@ func (e *Engine) poll(ctx context.Context, t Ticket, minInterval time.Duration) 
 }
 
 // AllowEnqueue applies the room's per-client enqueue limit (clientEnqueuePerMinute,
-// a GCRA in Redis) to a client (its address). It returns nil, a *RetryError
+// a GCRA in Redis) to a client (its address), alone: the enqueue route joins
+// with JoinProof.Client instead, which checks the same limit in the join's script. It returns nil, a *RetryError
 // (ErrRateLimited), ErrUnknownRoom or ErrUnavailable.
 func (e *Engine) AllowEnqueue(ctx context.Context, room, client string) error {
 	if !ValidRoomID(room) {
 		return ErrInvalidRoom
 	}
-	sum := sha256.Sum256([]byte(client))
 	k := KeysFor(room)
-	v, err := ratelimitCmd.Run(ctx, e.rdb, []string{k.Config, k.Limiter(hex.EncodeToString(sum[:12]))}, e.nowMS()).Result()
+	v, err := ratelimitCmd.Run(ctx, e.rdb, []string{k.Config, k.Limiter(clientHash(client))}, e.nowMS()).Result()
 	if err != nil {
 		return fmt.Errorf("%w: %s script: %w", ErrUnavailable, ratelimitCmd.Name, err)
 	}
@@ -303,6 +320,12 @@ func (e *Engine) AllowEnqueue(ctx context.Context, room, client string) error {
 	default:
 		return &RetryError{After: time.Duration(wait) * time.Millisecond}
 	}
+}
+
+// clientHash names a client's limiter: a hash of its address, never the raw input.
+func clientHash(client string) string {
+	sum := sha256.Sum256([]byte(client))
+	return hex.EncodeToString(sum[:12])
 }
 
 // RetryError is a refusal for now: try again after After. It wraps ErrRateLimited.

@@ -15,6 +15,7 @@ const (
 	wordSlow      = "slow"      // poll: too soon after the last poll; followed by the wait (ms)
 	wordChallenge = "challenge" // enqueue: the room asks a join challenge of more work than proven; followed by the bits
 	wordSpent     = "spent"     // enqueue: the join challenge's proof was used before
+	wordLimited   = "limited"   // enqueue: the client's join limit; followed by the wait (ms)
 	wordCreated   = "created"   // config: a new room
 	wordUpdated   = "updated"   // config: an existing room's settings changed
 	wordBusy      = "busy"      // tick with a guard: another tick ran less than the guard ago
@@ -23,7 +24,7 @@ const (
 
 // replyWords is every reply word, for the test that the scripts use no other.
 var replyWords = []string{wordOK, wordNoRoom, wordNoGrant, wordClosed, wordConsumed, wordExpired,
-	wordAudience, wordSlow, wordChallenge, wordSpent, wordCreated, wordUpdated, wordBusy, wordOpen}
+	wordAudience, wordSlow, wordChallenge, wordSpent, wordLimited, wordCreated, wordUpdated, wordBusy, wordOpen}
 
 // stateActive is the place state of a consumed grant (a running session); the
 // API reports it as StateAdmitted with Place.Active.
