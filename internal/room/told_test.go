@@ -1,9 +1,11 @@
 package room_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -188,4 +190,40 @@ func contains(xs []int64, x int64) bool {
 		}
 	}
 	return false
+}
+
+// The embedded Redis of make dev (miniredis, no struct library) runs the same
+// scripts: heartbeats with their class in the same bytes, eviction after the
+// told poll and the grace, admission, and the join limit in the join.
+func TestToldPollOnMiniredis(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	e, front, me := toldEnv(t, rdb, 60, 2)
+	p := e.poll(me)
+	now := e.clk.Now().UnixMilli()
+	class := room.ToldClass(p.PollWithin.Milliseconds())
+	if got, want := rdb.HGet(e.ctx, e.keys.Heartbeats, room.HeartbeatField(me.Seq)).Val(), room.HeartbeatValueTold(now, class); got != want {
+		t.Fatalf("heartbeat %x, want %x", got, want)
+	}
+	told := time.Duration(room.ToldMS(class)) * time.Millisecond
+	grace := time.Duration(baseConfig().HeartbeatTTLSeconds) * time.Second
+	if ev := e.silence(told+grace, front); ev != 0 {
+		t.Fatalf("evicted %d within the told poll and the grace", ev)
+	}
+	e.clk.Advance(time.Millisecond)
+	if ev := e.silence(time.Second, front); ev != 1 {
+		t.Fatalf("evicted %d after them, want 1", ev)
+	}
+	cfg := cfgWith(func(c *room.Config) { c.MaxActive, c.AdmitPerMinute, c.ClientEnqueuePerMinute = 10, 600, 10 })
+	e.put(*cfg)
+	e.clk.Advance(time.Second)
+	if r := e.tick(); r.Admitted != 2 {
+		t.Fatalf("tick %+v, want the 2 in front admitted", r)
+	}
+	if _, err := e.eng.Join(e.ctx, e.room, "x", room.JoinProof{Client: "192.0.2.1"}); err != nil {
+		t.Fatalf("first join: %v", err)
+	}
+	if _, err := e.eng.Join(e.ctx, e.room, "y", room.JoinProof{Client: "192.0.2.1"}); !errors.Is(err, room.ErrRateLimited) {
+		t.Fatalf("second join at 10 a minute (burst 1): %v, want limited", err)
+	}
 }
