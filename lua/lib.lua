@@ -106,10 +106,16 @@ local function hbraw(v)
   for i = 1, #v do n = n * 256 + string.byte(v, i) end
   return n
 end
--- told_ms is the silence class c allows before the grace (room.ToldMS).
+-- told_ms is the silence class c allows before the grace (room.ToldMS),
+-- remembered per call: a tick reads thousands of heartbeats of a few classes.
+local TOLD = {[0] = 0}
 local function told_ms(c)
-  if c < 1 then return 0 end
-  return math.floor(1000 * 2 ^ ((c - 1) / 4) + 0.5)
+  local t = TOLD[c]
+  if not t then
+    t = math.floor(1000 * 2 ^ ((c - 1) / 4) + 0.5)
+    TOLD[c] = t
+  end
+  return t
 end
 -- hbt returns a heartbeat's last seen (ms) and the time (ms) it is due by
 -- (last seen + its told silence), or nil for none.

@@ -157,7 +157,7 @@ local pops = 0
 while admitted < n and pops < n + batch do
   -- The front of the queue by rank, without scores, then removed by rank:
   -- cheaper than ZPOPMIN, which deletes one by one and formats every score.
-  local got = redis.call('ZRANGE', K_Q, 0, math.min(n - admitted, 1000) - 1)
+  local got = redis.call('ZRANGE', K_Q, 0, math.min(n - admitted, 2000) - 1)
   local k = #got
   if k == 0 then break end
   -- One command per batch, not per visitor: the batch's heartbeats, then one
