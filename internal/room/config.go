@@ -93,7 +93,7 @@ var settings = []Setting{
 		func(c *Config) *int64 { return &c.SessionTTLSeconds }, 600, 10, 86_400),
 	number("claimTTLSeconds", "a grant not consumed in this time is reclaimed",
 		func(c *Config) *int64 { return &c.ClaimTTLSeconds }, 120, 5, 3_600),
-	number("heartbeatTTLSeconds", "a waiting visitor not seen for this long is evicted (and may come back before the head passes)",
+	number("heartbeatTTLSeconds", "the grace beyond the told poll: a waiting visitor who misses the poll the server asked for by more than this is evicted (and may come back before the head passes)",
 		func(c *Config) *int64 { return &c.HeartbeatTTLSeconds }, 120, 10, 3_600),
 	// Off by default: thousands of visitors may share one address (carrier-grade
 	// NAT, offices, venues), and a per-address limit would turn them away while
