@@ -25,6 +25,8 @@ for i = 4, #ARGV - 1, 2 do
   end
 end
 redis.call('HSET', K_CFG, unpack(fields))
+-- The queue's count (lib.lua), exact after every PUT (a room re-created after a loss, an upgrade).
+redis.call('HSET', K_CFG, 'waiting', redis.call('ZCARD', K_Q))
 redis.call('HSETNX', K_CFG, 'seed', ARGV[2])
 -- A new room's bucket starts empty, refilled from now.
 redis.call('HSETNX', K_ST, 'refill', tostring(now))

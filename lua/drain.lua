@@ -30,4 +30,6 @@ while removed < limit do
   removed = removed + k
 end
 if removed > 0 then redis.call('HDEL', K_ST, 'sweep', 'oldest') end
-return {'ok', removed, redis.call('ZCARD', K_Q)}
+local waiting = redis.call('ZCARD', K_Q)
+redis.call('HSET', K_CFG, 'waiting', waiting)
+return {'ok', removed, waiting}

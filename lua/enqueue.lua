@@ -55,12 +55,12 @@ if cfg.opensAt > now then
     local class, within = told(cfg)
     redis.call('ZADD', K_Q, num(draw), m)
     redis.call('HSET', K_HB, hbf(m), hbv(now, class))
-    return reply(cfg, 'prequeue', m, num(draw), 0, redis.call('ZCARD', K_Q), 0, within)
+    return reply(cfg, 'prequeue', m, num(draw), 0, redis.call('HINCRBY', K_CFG, 'waiting', 1), 0, within)
   end
   local class, within = told(cfg)
   redis.call('ZADD', K_Q, m, m)
   redis.call('HSET', K_HB, hbf(m), hbv(now, class))
-  return reply(cfg, 'prequeue', m, '', 0, redis.call('ZCARD', K_Q), 0, within)
+  return reply(cfg, 'prequeue', m, '', 0, redis.call('HINCRBY', K_CFG, 'waiting', 1), 0, within)
 end
 
 if cfg.mode == 'auto' and redis.call('ZCARD', K_Q) == 0 and free_slots(cfg) > 0 then
@@ -76,9 +76,11 @@ end
 
 -- The newest sequence is the highest score in the queue (restored places and
 -- pre-queue draws are all below it), so the position is the count: no ZRANK.
--- The heartbeat is written after the count, so its class knows the position.
+-- The count is the settings hash's waiting, kept by every script that changes
+-- the queue (and set exact by every tick). The heartbeat is written after the
+-- count, so its class knows the position.
 redis.call('ZADD', K_Q, m, m)
-local waiting = redis.call('ZCARD', K_Q)
+local waiting = redis.call('HINCRBY', K_CFG, 'waiting', 1)
 local class, within
 if cfg.mode == 'paused' then class, within = told(cfg) else class, within = told(cfg, waiting) end
 redis.call('HSET', K_HB, hbf(m), hbv(now, class))

@@ -9,7 +9,7 @@ local m = ARGV[2]
 local score = tonumber(ARGV[3])
 local cfg = load_cfg()
 if not cfg then return {'noroom'} end
-redis.call('ZREM', K_Q, m)
+if redis.call('ZREM', K_Q, m) == 1 then redis.call('HINCRBY', K_CFG, 'waiting', -1) end
 redis.call('HDEL', K_HB, hbf(m))
 -- GT: a record kept to the end of a recovery window (tick.lua) stays that long.
 if redis.call('ZREM', K_ADM, m) == 1 then redis.call('ZADD', K_USED, 'GT', now, m) end

@@ -3,7 +3,8 @@
 -- (the cost of a script is mostly its redis.call count, see docs/ENGINE.md).
 --
 -- Every room script takes the same KEYS, all under the room's hash tag {room}:
--- KEYS[1] -> vst:{room}:cfg   HASH  room settings (+ seed, ver, rate)
+-- KEYS[1] -> vst:{room}:cfg   HASH  room settings (+ seed, ver, rate, waiting: the count of q,
+--                                   kept by every script that changes q, so poll needs no ZCARD)
 -- KEYS[2] -> vst:{room}:st    HASH  engine state: seq, head, tokens, refill, ring r0..r59, sweep, epoch, created, floor, tickat, counters
 -- KEYS[3] -> vst:{room}:q     ZSET  waiting (and pre-queue): member seq, score seq or draw
 -- KEYS[4] -> vst:{room}:hb    HASH  heartbeats: field = seq as 7-byte integer, value = told class x 2^42 + last seen (ms), 6 bytes
@@ -34,7 +35,8 @@ local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
 -- instead of the settings, which the Go side caches by version.
 local function load_cfg()
   local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
-    'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits', 'clientEnqueuePerMinute')
+    'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits', 'clientEnqueuePerMinute',
+    'waiting')
   if not v[1] then return nil end
   return {
     mode = v[1],
@@ -48,6 +50,7 @@ local function load_cfg()
     measured = v[9] or '0',
     challengeBits = tonumber(v[10]) or 0,
     clientLimit = tonumber(v[11]) or 0,
+    waiting = tonumber(v[12]) or 0,
   }
 end
 
@@ -246,7 +249,7 @@ local function free_slots(cfg)
 end
 
 -- The fields of the settings hash that are the engine's own, not settings.
-local INTERNAL = {seed = true, ver = true, rate = true}
+local INTERNAL = {seed = true, ver = true, rate = true, waiting = true}
 
 -- settings appends the room's settings to out as field, value pairs (the
 -- settings hash without its internal fields; the Go side reads them by name).

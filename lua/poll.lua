@@ -41,6 +41,9 @@ if not rank then
   redis.call('ZADD', K_Q, ARGV[3], m)
   redis.call('HINCRBY', K_ST, 'restored', 1)
   rank = redis.call('ZRANK', K_Q, m)
+  -- A restore follows a loss that may have taken the queue but not the count: set it exact.
+  cfg.waiting = redis.call('ZCARD', K_Q)
+  redis.call('HSET', K_CFG, 'waiting', cfg.waiting)
 else
   local minInterval = tonumber(ARGV[4]) or 0
   if minInterval > 0 then
@@ -61,6 +64,7 @@ end
 local class, within
 if state == 'waiting' then class, within = told(cfg, pos) else class, within = told(cfg) end
 redis.call('HSET', K_HB, f, hbv(now, class))
-local waiting = redis.call('ZCARD', K_Q)
+-- The count kept with the settings (lib.lua: no ZCARD); never below the position.
+local waiting = math.max(cfg.waiting, pos)
 if state == 'closed' or state == 'prequeue' then pos = 0 end
 return reply(cfg, state, m, '', pos, waiting, 0, within)

@@ -60,10 +60,14 @@ local function finish()
   end
   local window = math.min(60000, math.max(1000, now - since))
   local rate = tostring(math.floor(sum * 60000 / window))
-  if rate ~= cfg.measured then redis.call('HSET', K_CFG, 'rate', rate) end
+  -- The queue's count, exact once a tick whatever changed the queue (lib.lua).
+  local waiting = redis.call('ZCARD', K_Q)
+  if rate ~= cfg.measured or waiting ~= cfg.waiting then
+    redis.call('HSET', K_CFG, 'rate', rate, 'waiting', waiting)
+  end
   local minute = math.floor(now / 60000)
   if KEYS[9] and minute ~= tonumber(st[12]) then
-    redis.call('HSET', KEYS[9], tostring(minute % 60), table.concat({member(minute), redis.call('ZCARD', K_Q),
+    redis.call('HSET', KEYS[9], tostring(minute % 60), table.concat({member(minute), waiting,
       redis.call('ZCARD', K_ADM), redis.call('ZCARD', K_ACT), sum, (tonumber(st[13]) or 0) + evicted}, ':'))
     redis.call('HSET', K_ST, 'histmin', member(minute))
   end

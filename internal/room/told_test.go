@@ -2,12 +2,16 @@ package room_test
 
 import (
 	"errors"
+	"maps"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -225,5 +229,57 @@ func TestToldPollOnMiniredis(t *testing.T) {
 	}
 	if _, err := e.eng.Join(e.ctx, e.room, "y", room.JoinProof{Client: "192.0.2.1"}); !errors.Is(err, room.ErrRateLimited) {
 		t.Fatalf("second join at 10 a minute (burst 1): %v, want limited", err)
+	}
+}
+
+// commandCalls reads INFO commandstats: calls per command.
+func commandCalls(t *testing.T, rdb *redis.Client) map[string]int64 {
+	t.Helper()
+	info, err := rdb.Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, l := range strings.Split(info, "\r\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(l, "cmdstat_"), ":calls=")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+		out[name] = n
+	}
+	return out
+}
+
+// A waiting visitor's poll makes four commands in its script (HMGET of the
+// settings, ZRANK, HGET and HSET of the heartbeat: no ZCARD, the count is kept
+// with the settings), on a server of its own so nothing else counts.
+func TestPollCommonPathCalls(t *testing.T) {
+	srv, err := redistest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	e := newEnv(t, rdb, cfgWith(nil), room.WithMinPollInterval(500*time.Millisecond))
+	ts := e.enqueueN(3)
+	e.clk.Advance(time.Second)
+	e.poll(ts[1]) // the script is loaded and the settings cached
+	e.clk.Advance(time.Second)
+	before := commandCalls(t, rdb)
+	if p := e.poll(ts[1]); p.State != room.StateWaiting || p.Position != 2 || p.Waiting != 3 {
+		t.Fatalf("poll: %+v", viewOf(p))
+	}
+	after := commandCalls(t, rdb)
+	calls := map[string]int64{}
+	for name, n := range after {
+		if d := n - before[name]; d > 0 && name != "info" && name != "evalsha" {
+			calls[name] = d
+		}
+	}
+	want := map[string]int64{"hmget": 1, "zrank": 1, "hget": 1, "hset": 1}
+	if !maps.Equal(calls, want) {
+		t.Errorf("a waiting visitor's poll ran %v, want %v", calls, want)
 	}
 }
