@@ -1,0 +1,332 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/vestibule-dev/vestibule/internal/browsertest"
+)
+
+// fakeTicket is what the scripted server hands out: not a JWT, with
+// characters a JWT never has, so the page must keep and send it as it is.
+const fakeTicket = "v9.opaque~ticket/with+odd=chars"
+
+// scripted is a waiting room whose answers the test writes: the page (the
+// real static/) against an API that says what the test needs, when the test
+// wants (a far-back place, a long pollAfterMs, an admission on cue).
+type scripted struct {
+	t     *testing.T
+	srv   *httptest.Server
+	mu    sync.Mutex
+	reply func(n int) map[string]any // the n-th place request's answer (0: the enqueue)
+	times []time.Time                // when each place request arrived
+	after []int                      // the pollAfterMs each answer carried
+}
+
+func scriptedRoom(t *testing.T, reply func(n int) map[string]any) *scripted {
+	t.Helper()
+	s := &scripted{t: t, reply: reply}
+	mux := http.NewServeMux()
+	mux.Handle("/", http.FileServer(http.Dir(repoPath(t, "static"))))
+	mux.HandleFunc("/origin/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!doctype html><title>origin</title><p id="origin">the booking site</p>`)
+	})
+	mux.HandleFunc("GET /api/rooms/{room}/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]any{"room": r.PathValue("room"), "mode": "queue", "pageVersion": "scripted"})
+	})
+	place := func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/poll") && r.Header.Get("Authorization") != "Bearer "+fakeTicket {
+			t.Errorf("a poll carried %q, not the ticket as it was given", r.Header.Get("Authorization"))
+			writeJSON(w, 401, map[string]any{"error": map[string]any{"code": "invalid_ticket"}})
+			return
+		}
+		s.mu.Lock()
+		n := len(s.times)
+		s.times = append(s.times, time.Now())
+		body := map[string]any{"room": r.PathValue("room"), "ticket": fakeTicket, "waiting": 8000, "pageVersion": "scripted"}
+		for k, v := range s.reply(n) {
+			body[k] = v
+		}
+		ms, _ := body["pollAfterMs"].(int)
+		s.after = append(s.after, ms)
+		s.mu.Unlock()
+		writeJSON(w, 200, body)
+	}
+	mux.HandleFunc("POST /api/rooms/{room}/enqueue", place)
+	mux.HandleFunc("GET /api/rooms/{room}/poll", place)
+	s.srv = httptest.NewServer(mux)
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+// requests is how many place requests (enqueue, poll) the server answered.
+func (s *scripted) requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.times)
+}
+
+// checkPace fails the test when the page asked sooner than an answer told it to.
+func (s *scripted) checkPace() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := 1; i < len(s.times); i++ {
+		if gap := s.times[i].Sub(s.times[i-1]); gap < time.Duration(s.after[i-1])*time.Millisecond {
+			s.t.Errorf("request %d came %v after the answer that said pollAfterMs %d", i, gap, s.after[i-1])
+		}
+	}
+}
+
+// watchPlace records, in the page, every value the place shows and every
+// announcement of the live region, with the state and the "about" beside each.
+const watchPlace = `(() => {
+	window.__seen = []; window.__said = [];
+	const pos = document.getElementById("position"), approx = document.getElementById("approx");
+	const note = () => __seen.push({pos: pos.textContent, about: !approx.hidden, state: document.body.dataset.state});
+	new MutationObserver(note).observe(pos, {childList: true, characterData: true, subtree: true});
+	new MutationObserver(() => __said.push(document.getElementById("announce").textContent))
+		.observe(document.getElementById("announce"), {childList: true, characterData: true, subtree: true});
+	note();
+	return true;
+})()`
+
+type seen struct {
+	Pos   string `json:"pos"`
+	About bool   `json:"about"`
+	State string `json:"state"`
+}
+
+func shownPosition(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(strings.ReplaceAll(s, ",", ""))
+	if err != nil {
+		t.Fatalf("position shows %q, not a number", s)
+	}
+	return n
+}
+
+// TestCountdownBetweenPolls: a visitor far back is told to come back after a
+// while; in between, the place and the estimate count down on screen (said to
+// be "about"), without a request and without a word in the live region; the
+// next answer corrects them, upwards too; a paused room does not count; the
+// count stops at 1, never 0, until the server says otherwise.
+func TestCountdownBetweenPolls(t *testing.T) {
+	replies := []map[string]any{
+		// Far back: 20 let in a second; come back in 6 s. The wait, 3–7 min,
+		// shows 3–6 min once under 277 s.
+		{"state": "waiting", "position": 5560, "etaSeconds": 278, "pollAfterMs": 6000},
+		// Fewer got in than the rate promised (5,440 by now): the place goes up
+		// to 5,450, and the rate falls to one every 10 s.
+		{"state": "waiting", "position": 5450, "etaSeconds": 54500, "pollAfterMs": 3000},
+		// Paused: nothing counts, whatever the ETA.
+		{"state": "paused", "position": 5440, "etaSeconds": 272, "pollAfterMs": 3000},
+		// Near the front at 3 a second: 1 within a second, and not below.
+		{"state": "waiting", "position": 3, "etaSeconds": 1, "pollAfterMs": 5000},
+		{"state": "waiting", "position": 1, "etaSeconds": 1, "pollAfterMs": 600000},
+	}
+	s := scriptedRoom(t, func(n int) map[string]any { return replies[min(n, len(replies)-1)] })
+	v := visitor(t)
+	do(t, v, chromedp.Navigate(pageURL(s.srv.URL, "far")))
+	waitState(t, v, "waiting", wait)
+	waitJS(t, v, watchPlace, wait)
+	if got := browsertest.Eval[string](t, v, `document.getElementById("approx").hidden ? "" : document.getElementById("approx").textContent`); got != "about" {
+		t.Errorf(`beside a counted place the page says %q, want "about"`, got)
+	}
+	eta := text(t, v, "eta")
+
+	// Between the polls the place goes down by itself.
+	waitJS(t, v, `+document.getElementById("position").textContent.replace(/,/g, "") <= 5540`, wait)
+	if n := s.requests(); n != 1 {
+		t.Fatalf("the place went down with %d requests answered; want it to count between polls (1)", n)
+	}
+	if !strings.Contains(text(t, v, "updated"), "about 1,200 a minute") {
+		t.Errorf("updated line = %q, want the pace it counts at (1,200 a minute)", text(t, v, "updated"))
+	}
+	// And so does the estimate: 3–7 min becomes 3–6 min after two seconds.
+	waitJS(t, v, `document.getElementById("eta").textContent !== `+strconv.Quote(eta)+` || +document.body.dataset.polls > 1`, wait)
+	if n := s.requests(); n != 1 {
+		t.Errorf("the estimate moved only with a poll (%d requests); it should count down between polls", n)
+	}
+
+	// The next answer corrects it: 5,450, up from what was counted.
+	waitJS(t, v, `document.getElementById("position").textContent === "5,450"`, wait)
+	if n := s.requests(); n != 2 {
+		t.Errorf("5,450 shown after %d requests, want it from the second answer", n)
+	}
+	// Paused: the place stands still, without "about".
+	waitState(t, v, "paused", wait)
+	waitJS(t, v, `document.body.dataset.counting === "0"`, wait)
+	if got := text(t, v, "position"); got != "5,440" {
+		t.Errorf("paused place = %q, want 5,440", got)
+	}
+	// Near the front: down to 1 before the poll, and not below.
+	waitJS(t, v, `document.body.dataset.state === "waiting" && document.getElementById("position").textContent === "1"`, wait)
+	if n := s.requests(); n != 4 {
+		t.Errorf("1 shown after %d requests, want it counted down from 3 before the fifth", n)
+	}
+	waitJS(t, v, `+document.body.dataset.polls >= 5`, wait)
+	if got := text(t, v, "position"); got != "1" {
+		t.Errorf("place at the front = %q, want 1", got)
+	}
+
+	got := browsertest.Eval[[]seen](t, v, `__seen`)
+	said := browsertest.Eval[[]string](t, v, `__said`)
+	t.Logf("shown: %v; said: %q", got, said)
+	// Every value shown: never under 1; never up but to what an answer said
+	// (5,450 and 3); counted ("about") only while waiting.
+	answered := map[int]bool{5560: true, 5450: true, 5440: true, 3: true, 1: true}
+	prev, counted := 0, false
+	for i, g := range got {
+		n := shownPosition(t, g.Pos)
+		if n < 1 {
+			t.Errorf("shown[%d] = %d: below 1 before the server said admitted", i, n)
+		}
+		if i > 0 && n > prev && !answered[n] {
+			t.Errorf("shown[%d]: the place rose from %d to %d, which no answer said", i, prev, n)
+		}
+		if g.About && g.State != "waiting" {
+			t.Errorf("shown[%d] = %+v: counted while not waiting", i, g)
+		}
+		if g.State == "paused" && n != 5440 {
+			t.Errorf("shown[%d] = %+v: a paused place moved", i, g)
+		}
+		if g.State == "waiting" && !answered[n] {
+			counted = true
+		}
+		prev = n
+	}
+	if !counted {
+		t.Errorf("no counted value was ever shown: %v", got)
+	}
+	// The live region spoke of the places the server gave, not of each second's.
+	for _, m := range said {
+		if strings.Contains(m, "number") && !strings.Contains(m, "5,560") && !strings.Contains(m, "5,450") &&
+			!strings.Contains(m, "number 3 ") && !strings.Contains(m, "number 1 ") {
+			t.Errorf("announced %q: a counted place, not one the server gave", m)
+		}
+	}
+	s.checkPace()
+}
+
+// backgroundHooks runs in the page before its scripts: it records the
+// notifications made and the tones started, and lets the test hide the page
+// (headless Chromium has no window to put behind another).
+const backgroundHooks = `(() => {
+	window.__notes = []; window.__tones = 0; window.__audio = 0;
+	const N = window.Notification;
+	if (N) window.Notification = class extends N {
+		constructor(title, options) { window.__notes.push({title, body: options && options.body}); super(title, options); }
+	};
+	const start = OscillatorNode.prototype.start;
+	OscillatorNode.prototype.start = function (...a) { window.__tones++; return start.apply(this, a); };
+	const AC = window.AudioContext;
+	window.AudioContext = class extends AC { constructor(...a) { super(...a); window.__audio++; } };
+	window.__hide = hidden => {
+		Object.defineProperty(document, "visibilityState", {configurable: true, get: () => hidden ? "hidden" : "visible"});
+		Object.defineProperty(document, "hidden", {configurable: true, get: () => hidden});
+		document.hasFocus = () => !hidden;
+		document.dispatchEvent(new Event("visibilitychange"));
+		return true;
+	};
+})()`
+
+// TestBackgroundTurn: a visitor who allowed notifications and clicked on the
+// page once waits in a tab in the background. When the poll says admitted,
+// the tab's title changes, a tone plays and a notification says it is their
+// turn; the tab holds the turn until the visitor is back, then goes to the
+// site with the token; it never polled sooner than it was told.
+func TestBackgroundTurn(t *testing.T) {
+	var admit sync.Mutex
+	admitted := false
+	var s *scripted
+	s = scriptedRoom(t, func(n int) map[string]any {
+		admit.Lock()
+		defer admit.Unlock()
+		if !admitted {
+			return map[string]any{"state": "waiting", "position": 2, "etaSeconds": 2, "pollAfterMs": 1500}
+		}
+		return map[string]any{"state": "admitted", "position": 0, "waiting": 0, "etaSeconds": 0, "pollAfterMs": 0,
+			"entryToken": "entry.token.sig", "originUrl": s.srv.URL + "/origin/",
+			"grantExpiresAt": time.Now().Add(2 * time.Minute).UTC().Format(time.RFC3339)}
+	})
+	v := visitor(t)
+	if _, err := chromedp.Call(v, page.AddScriptToEvaluateOnNewDocument,
+		page.AddScriptToEvaluateOnNewDocumentParams{Source: backgroundHooks}); err != nil {
+		t.Fatal(err)
+	}
+	// The visitor allowed notifications for the room's site (as the "notify
+	// me" button would have asked).
+	if _, err := chromedp.CallBrowser(v, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+		Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}, Setting: "granted",
+		Origin: s.srv.URL, BrowserContextID: chromedp.FromContext(v).BrowserContextID,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	navigations := chromedp.Events(v, page.FrameNavigated)
+	do(t, v, chromedp.Navigate(pageURL(s.srv.URL, "background")))
+	waitState(t, v, "waiting", wait)
+	// Allowed already: no button, a line saying a notification will come.
+	waitJS(t, v, `document.getElementById("notify").hidden && !document.getElementById("notify-note").hidden`, wait)
+	if n := browsertest.Eval[int](t, v, `__audio`); n != 0 {
+		t.Errorf("%d audio contexts made before the visitor did anything", n)
+	}
+	do(t, v, chromedp.Click(chromedp.ID("title")))
+	waitJS(t, v, `__audio === 1`, wait)
+
+	waitJS(t, v, `__hide(true)`, wait)
+	before := s.requests()
+	waitJS(t, v, fmt.Sprintf(`+document.body.dataset.polls >= %d`, before+1), wait) // it goes on polling, hidden
+	admit.Lock()
+	admitted = true
+	admit.Unlock()
+
+	waitJS(t, v, `document.title.startsWith("★ It's your turn")`, wait)
+	waitJS(t, v, `__notes.length === 1 && __tones > 0`, wait)
+	note := browsertest.Eval[map[string]string](t, v, `__notes[0]`)
+	if title := browsertest.Eval[string](t, v, `document.title`); note["title"] != title || note["body"] == "" {
+		t.Errorf("notification %v; want the title %q and a line to come back", note, title)
+	}
+	// Hidden, it holds the turn: still here well after the 1.5 s a visible tab waits.
+	waitJS(t, v, `document.body.dataset.holding === "1"`, wait)
+	time.Sleep(3 * time.Second)
+	if got := browsertest.Eval[string](t, v, `location.pathname + " " + document.body.dataset.state`); got != "/ admitted" {
+		t.Errorf("a hidden tab moved on before its visitor came back: %s", got)
+	}
+
+	// Back: it goes to the site, with the token in the fragment.
+	waitJS(t, v, `__hide(false)`, wait)
+	var landed string
+	for ev, err := range navigations {
+		if err != nil {
+			t.Fatalf("never reached the origin: %v; page shows %s", err, pageSummary(v))
+		}
+		if ev.Frame.ParentID == "" && strings.HasPrefix(ev.Frame.URL, s.srv.URL+"/origin/") {
+			landed = ev.Frame.URL + ev.Frame.URLFragment
+			break
+		}
+	}
+	if !strings.HasSuffix(landed, "#token=entry.token.sig") {
+		t.Errorf("landed on %s, want the token in the fragment", landed)
+	}
+	s.checkPace()
+}
