@@ -153,6 +153,14 @@ func TestCountdownBetweenPolls(t *testing.T) {
 		t.Errorf(`beside a counted place the page says %q, want "about"`, got)
 	}
 	eta := text(t, v, "eta")
+	// The "notify me" button is offered while the browser has not been asked.
+	if p := browsertest.Eval[string](t, v, `Notification.permission`); p == "default" {
+		if browsertest.Eval[bool](t, v, `document.getElementById("notify").hidden`) {
+			t.Errorf("no \"notify me\" button while notifications were never asked for")
+		}
+	} else {
+		t.Logf("notifications are %q in this browser: no button to check", p)
+	}
 
 	// Between the polls the place goes down by itself.
 	waitJS(t, v, `+document.getElementById("position").textContent.replace(/,/g, "") <= 5540`, wait)
@@ -167,6 +175,7 @@ func TestCountdownBetweenPolls(t *testing.T) {
 	if n := s.requests(); n != 1 {
 		t.Errorf("the estimate moved only with a poll (%d requests); it should count down between polls", n)
 	}
+	checkAxe(t, v) // "about", the counting line and the "notify me" button
 
 	// The next answer corrects it: 5,450, up from what was counted.
 	waitJS(t, v, `document.getElementById("position").textContent === "5,450"`, wait)
@@ -290,6 +299,7 @@ func TestBackgroundTurn(t *testing.T) {
 	if n := browsertest.Eval[int](t, v, `__audio`); n != 0 {
 		t.Errorf("%d audio contexts made before the visitor did anything", n)
 	}
+	checkAxe(t, v) // the line that says a notification will come
 	do(t, v, chromedp.Click(chromedp.ID("title")))
 	waitJS(t, v, `__audio === 1`, wait)
 
