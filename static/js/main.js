@@ -559,7 +559,9 @@ function boot() {
   if (!ROOM_RE.test(room)) { render({ state: 'noroom' }); return; }
   body.dataset.leader = '0';
   const last = storage.get(VIEW);
-  if (last && storage.get(TICKET)) render({ ...last, reconnecting: false });
+  // The last view at once, as it was: not counted on from a reply that may
+  // be long past (the place may have gone meanwhile); the join's reply follows.
+  if (last && storage.get(TICKET)) render({ ...last, reconnecting: false, heldAt: last.at || 0 });
   $('leave').addEventListener('click', leave);
   $('notify').addEventListener('click', askNotify);
   turn.armSound();
