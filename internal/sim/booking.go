@@ -81,21 +81,23 @@ type BookVisit struct {
 	wantUnits int64 // > 0: units of "ga"; 0: one seat
 	pay, drop bool  // confirms; (if not) the origin releases
 
-	Tries      int // hold calls
-	Refused    int // 409 seat_taken or sold_out
-	RefusedBy  map[string]int
-	NegStock   int // negative stock figures seen (in views and refusals)
-	Errors     int // failed booking requests (5xx, 429, transport), retried
-	SessionID  string
-	Token      string
-	ExpiresAt  time.Time
-	Seats      []string
-	Units      map[string]int64
-	Order      string // the order confirm answered
-	ReplayBad  bool   // the retried confirm was not the same order, or not 200
-	LastError  string
-	Outcome    BookOutcome
-	completeAt time.Time
+	Tries     int // hold calls
+	Refused   int // 409 seat_taken or sold_out
+	RefusedBy map[string]int
+	NegStock  int // negative stock figures seen (in views and refusals)
+	Errors    int // failed booking requests (5xx, 429, transport), retried
+	SessionID string
+	Token     string
+	ExpiresAt time.Time
+	Seats     []string
+	Units     map[string]int64
+	Order     string // the order confirm answered
+	ReplayBad bool   // the retried confirm was not the same order, or not 200
+	LastError string // the last unexpected answer
+	Outcome   BookOutcome
+	// lastFailure is the last failed request (5xx, 429, transport).
+	lastFailure string
+	completeAt  time.Time
 }
 
 // The steps of a booking.
@@ -199,7 +201,7 @@ func (v *Visitor) book(ctx context.Context, e *env, now time.Time) (time.Time, b
 		status, resp, pause, err := v.do(c, e, method, path, bearer, body, false)
 		if err != nil {
 			bv.Errors += v.Errors - before
-			bv.LastError = v.LastError
+			bv.LastError, bv.lastFailure = v.LastError, v.LastError
 			return 0, nil, pause, false
 		}
 		return status, resp, 0, true
@@ -428,7 +430,8 @@ type BookingSummary struct {
 
 	HoldsTried, HoldsGranted, HoldsRefused int
 	RefusedBy                              map[string]int
-	Errors                                 int // booking requests failed (5xx, 429, transport) and retried
+	Errors                                 int    // booking requests failed (5xx, 429, transport) and retried
+	LastError                              string // one of those failures, for the report
 
 	OrdersConfirmed int
 	SeatsSold       int   // seats the event says sold
@@ -474,6 +477,9 @@ func (r *Result) summarizeBooking() *BookingSummary {
 			s.RefusedBy[k] += n
 		}
 		s.Errors += bv.Errors
+		if bv.lastFailure != "" {
+			s.LastError = bv.lastFailure
+		}
 		s.NegativeStock += bv.NegStock
 		if bv.Token != "" {
 			s.HoldsGranted++
@@ -536,6 +542,9 @@ func (s *BookingSummary) writeTable(w io.Writer) {
 	fmt.Fprintf(tw, "booking: left at the end\t%d seats, %d units\t\n", s.SeatsLeft, s.StockLeft)
 	fmt.Fprintf(tw, "booking: engine counters\t%v\t\n", s.Counters)
 	fmt.Fprintf(tw, "booking: request errors (5xx, 429, transport)\t%d\t\n", s.Errors)
+	if s.LastError != "" {
+		fmt.Fprintf(tw, "  one of them\t%.200s\t\n", s.LastError)
+	}
 	fmt.Fprintf(tw, "booking: seats sold more than once\t%d\t%s\n", s.DoubleSold, check(s.DoubleSold == 0))
 	fmt.Fprintf(tw, "booking: sold seats ≠ the visitors' orders\t%d\t%s\n", s.SoldMismatch, check(s.SoldMismatch == 0))
 	fmt.Fprintf(tw, "booking: negative stock seen\t%d\t%s\n", s.NegativeStock, check(s.NegativeStock == 0))
