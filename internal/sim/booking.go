@@ -394,9 +394,17 @@ func finishBooking(ctx context.Context, d Driver, adminKey string, b *bookEnv, v
 	}
 	var last time.Time
 	for _, v := range vs {
-		if v.Book != nil && v.Book.Token != "" && v.Book.Outcome != BookConfirmed && v.Book.Outcome != BookReleased &&
-			v.Book.ExpiresAt.After(last) {
-			last = v.Book.ExpiresAt
+		bv := v.Book
+		if bv == nil {
+			continue
+		}
+		if bv.Token != "" && bv.Outcome != BookConfirmed && bv.Outcome != BookReleased && bv.ExpiresAt.After(last) {
+			last = bv.ExpiresAt
+		}
+		if bv.Errors > 0 {
+			// A failed request may have made a hold the visitor never heard of:
+			// it runs out within a TTL from now.
+			last = maxTime(last, d.Now().Add(b.cfg.HoldTTL))
 		}
 	}
 	if err := d.AdvanceTo(ctx, last.Add(time.Millisecond)); err != nil {
@@ -421,6 +429,13 @@ func finishBooking(ctx context.Context, d Driver, adminKey string, b *bookEnv, v
 		}
 	}
 	return r, nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // BookingSummary is the booking part of the report.
