@@ -110,7 +110,7 @@ func main() {
 }
 
 func run() int {
-	only := flag.String("only", "scripts,http,scale,lambda,crowd", "comma-separated parts to run")
+	only := flag.String("only", "scripts,booking,http,scale,lambda,crowd", "comma-separated parts to run")
 	dur := flag.Duration("d", 2*time.Second, "duration of each throughput measurement")
 	visitors := flag.Int("visitors", 100_000, "crowd size of the simulator figure")
 	chart := flag.String("chart", "", "write the crowd's chart here (e.g. docs/crowd.png)")
@@ -125,6 +125,7 @@ func run() int {
 		"scale":   benchScale,
 		"lambda":  benchLambda,
 		"crowd":   func(ctx context.Context) ([]Row, error) { return benchCrowd(ctx, *visitors, *chart) },
+		"booking": func(ctx context.Context) ([]Row, error) { return benchBooking(ctx, *dur) },
 	}
 	var rows []Row
 	failed := false

@@ -45,12 +45,14 @@ type Summary struct {
 	Inversions     int   // FIFO: visitors admitted after someone who enqueued later (must be 0)
 	NotAdmitted    int   // non-abandoning visitors who never saw a grant (must be 0)
 	Stopped        bool  // MaxDuration ended the run
+
+	Booking *BookingSummary // nil unless the crowd booked (booking.go)
 }
 
 // OK reports whether every invariant held.
 func (s Summary) OK() bool {
 	return s.MaxInUse <= s.MaxActive && s.DoubleConsumes == 0 && s.ReplaysAllowed == 0 &&
-		s.Inversions == 0 && s.NotAdmitted == 0 && !s.Stopped
+		s.Inversions == 0 && s.NotAdmitted == 0 && !s.Stopped && s.Booking.OK()
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
@@ -101,6 +103,7 @@ func (r *Result) Summarize() Summary {
 		s.Drain = last.Sub(r.Start)
 	}
 	s.Inversions = Inversions(r.Visitors)
+	s.Booking = r.summarizeBooking()
 	return s
 }
 
@@ -202,6 +205,7 @@ func (s Summary) WriteTable(w io.Writer) {
 		fmt.Fprintf(tw, "run stopped by its time limit\t\tFAIL\n")
 	}
 	tw.Flush()
+	s.Booking.writeTable(w)
 }
 
 // Chart draws waiting, admitted, active and arrivals (per second) over time

@@ -102,6 +102,8 @@ type Visitor struct {
 	Errors       int       // 5xx, 429 and transport failures
 	LastError    string    // the last unexpected answer, for the report
 	Outcome      Outcome
+
+	Book *BookVisit // the visitor's booking, nil unless the crowd books (Config.Booking; booking.go)
 }
 
 // place is the JSON of enqueue and poll answers.
@@ -123,6 +125,7 @@ type env struct {
 	claimTTL  time.Duration
 	fixedPoll time.Duration // > 0: ignore pollAfterMs (the fixed-interval baseline page)
 	origin    string        // the room's origin credential: consume and complete present it
+	book      *bookEnv      // nil unless the crowd books (booking.go)
 }
 
 // errRetry marks a failed request the visitor retries after a pause.
@@ -193,6 +196,9 @@ func (v *Visitor) step(ctx context.Context, e *env, now time.Time) (next time.Ti
 		}
 		return v.onPlace(ctx, e, now, p)
 	case active:
+		if v.Book != nil && v.Book.busy() {
+			return v.book(ctx, e, now)
+		}
 		_, _, pause, err := v.do(ctx, e, "POST", "/api/complete", e.origin, map[string]string{"token": v.entryToken}, false)
 		if err != nil {
 			return now.Add(pause), true
@@ -218,7 +224,7 @@ func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (
 		// submit would) presents it once more: the replay must be refused.
 		tok := map[string]string{"token": p.EntryToken}
 		for {
-			status, _, _, err := v.do(ctx, e, "POST", "/api/consume", e.origin, tok, false)
+			status, body, _, err := v.do(ctx, e, "POST", "/api/consume", e.origin, tok, false)
 			if err != nil {
 				if v.Errors >= maxErrors {
 					return v.finish(now, Failed)
@@ -229,6 +235,7 @@ func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (
 				return v.finish(now, Failed)
 			}
 			v.Consumes++
+			v.Book = e.book.start(v, body)
 			break
 		}
 		status, _, _, err := v.do(ctx, e, "POST", "/api/consume", e.origin, tok, false)
@@ -239,6 +246,9 @@ func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (
 			}
 		}
 		v.phase = active
+		if v.Book != nil {
+			return now.Add(v.Think / 4), true // the hold (booking.go)
+		}
 		return now.Add(v.Think), true
 	case "expired", "closed":
 		v.EndWaitAt = now
