@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"text/tabwriter"
 )
 
 // Prices: us-east-1 on-demand list prices in US dollars, without the free tier,
@@ -91,15 +90,15 @@ func costPerMillion(in costInput) []costItem {
 	gbs := calls * lambdaBilledSeconds * lambdaMemoryGB
 	logGB := calls * (logLine + lambdaPlatformLogBytes + accessLogBytes) / 1e9
 	return []costItem{
-		{"API Gateway (HTTP API)", fmt.Sprintf("%s calls (%.2f × %.0f min + %d a visitor) × $1.00/M", m(calls), in.PerMinute, costWaitMinutes, originCalls), calls * priceAPIGatewayHTTPRequest},
-		{"CloudFront requests", fmt.Sprintf("(%s + %s page) × $0.0100/10k", m(calls), m(v*pageObjects)), (calls + v*pageObjects) * priceCloudFrontHTTPSRequest},
-		{"CloudFront data out", fmt.Sprintf("%.1f GB (50 KB page + %.0f B a call) × $0.085", outGB, body+responseHeaderBytes), outGB * priceCloudFrontGB},
-		{"CloudFront Function (page)", fmt.Sprintf("%s × $0.10/M", m(v*pageObjects)), v * pageObjects * priceCloudFrontFunction},
-		{"Lambda requests", fmt.Sprintf("%s × $0.20/M", m(calls)), calls * priceLambdaRequest},
-		{"Lambda compute (arm64)", fmt.Sprintf("%s × %.0f ms × 0.256 GB = %.0f GB-s × $0.0000133334", m(calls), lambdaBilledSeconds*1000, gbs), gbs * priceLambdaARMGBSecond},
-		{"Valkey ECPUs", fmt.Sprintf("%s × %d × $0.0023/M", m(calls), ecpuPerCall), calls * ecpuPerCall * priceValkeyECPU},
-		{"Valkey storage", fmt.Sprintf("%.1f GB-h × $0.084", valkeyGBHoursPerSale), valkeyGBHoursPerSale * priceValkeyGBHour},
-		{"CloudWatch Logs", fmt.Sprintf("%s × (%.0f + %d + %d) B = %.2f GB × $0.50", m(calls), logLine, lambdaPlatformLogBytes, accessLogBytes, logGB), logGB * priceLogsGB},
+		{"API Gateway (HTTP API)", fmt.Sprintf("%s calls (%.2f × %.0f min + %d a visitor) × $%.2f/M", m(calls), in.PerMinute, costWaitMinutes, originCalls, priceAPIGatewayHTTPRequest*1e6), calls * priceAPIGatewayHTTPRequest},
+		{"CloudFront requests", fmt.Sprintf("(%s + %s page) × $%.4f/10k", m(calls), m(v*pageObjects), priceCloudFrontHTTPSRequest*1e4), (calls + v*pageObjects) * priceCloudFrontHTTPSRequest},
+		{"CloudFront data out", fmt.Sprintf("%.1f GB (%.0f KB page + %.0f B a call) × $%.3f", outGB, pageBytes/1e3, body+responseHeaderBytes, priceCloudFrontGB), outGB * priceCloudFrontGB},
+		{"CloudFront Function (page)", fmt.Sprintf("%s × $%.2f/M", m(v*pageObjects), priceCloudFrontFunction*1e6), v * pageObjects * priceCloudFrontFunction},
+		{"Lambda requests", fmt.Sprintf("%s × $%.2f/M", m(calls), priceLambdaRequest*1e6), calls * priceLambdaRequest},
+		{"Lambda compute (arm64)", fmt.Sprintf("%s × %.0f ms × %.3f GB = %.0f GB-s × $%.10f", m(calls), lambdaBilledSeconds*1000, lambdaMemoryGB, gbs, priceLambdaARMGBSecond), gbs * priceLambdaARMGBSecond},
+		{"Valkey ECPUs", fmt.Sprintf("%s × %d ECPU × $%.4f/M", m(calls), ecpuPerCall, priceValkeyECPU*1e6), calls * ecpuPerCall * priceValkeyECPU},
+		{"Valkey storage", fmt.Sprintf("%.1f GB-h × $%.3f", valkeyGBHoursPerSale, priceValkeyGBHour), valkeyGBHoursPerSale * priceValkeyGBHour},
+		{"CloudWatch Logs", fmt.Sprintf("%s × (%.0f + %d + %d) B = %.2f GB × $%.2f", m(calls), logLine, lambdaPlatformLogBytes, accessLogBytes, logGB, priceLogsGB), logGB * priceLogsGB},
 	}
 }
 
@@ -111,14 +110,14 @@ func total(items []costItem) float64 {
 	return t
 }
 
+// writeCost prints the bill as the Markdown table of docs/BENCHMARKS.md.
 func writeCost(w io.Writer, items []costItem) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "item\tarithmetic (per %d visitors, %.0f min mean wait)\t$\t\n", costVisitors, costWaitMinutes)
+	fmt.Fprintf(w, "| item | arithmetic (per %s visitors waiting %.0f min on average) | $ |\n|---|---|---|\n",
+		"1,000,000", costWaitMinutes)
 	for _, it := range items {
-		fmt.Fprintf(tw, "%s\t%s\t%.2f\t\n", it.what, it.arithmetic, it.dollars)
+		fmt.Fprintf(w, "| %s | %s | %.2f |\n", it.what, it.arithmetic, it.dollars)
 	}
-	fmt.Fprintf(tw, "total\t\t%.2f\t\n", total(items))
-	tw.Flush()
+	fmt.Fprintf(w, "| **total** | | **%.2f** |\n", total(items))
 }
 
 // benchCost prices a million visitors from this invocation's measurements

@@ -86,3 +86,21 @@ func TestQuotasAt(t *testing.T) {
 		t.Errorf("at 0.7: %+v", q)
 	}
 }
+
+// docCost is the measurement docs/BENCHMARKS.md's cost table is computed from
+// (its "Cost model" names the run).
+var docCost = costInput{PerMinute: 1.48, BodyBytes: 479, LogLineByte: 186}
+
+// docs/BENCHMARKS.md's cost table is what costPerMillion computes from the
+// run it names, at the prices of cost.go.
+func TestBenchmarksDocStatesTheCost(t *testing.T) {
+	b, err := os.ReadFile("../../docs/BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	writeCost(&want, costPerMillion(docCost))
+	if !strings.Contains(string(b), want.String()) {
+		t.Errorf("docs/BENCHMARKS.md lacks the cost table:\n%s", want.String())
+	}
+}
