@@ -177,13 +177,20 @@ func jsonResponse(status int, v any) events.APIGatewayV2HTTPResponse {
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"internal error"}}`)
 	}
+	resp := newResponse(status, "application/json; charset=utf-8")
+	resp.Body = string(b)
+	return resp
+}
+
+// newResponse is an answer with the headers every answer carries: its content
+// type, no caching (unless the route changes Cache-Control) and no sniffing.
+func newResponse(status int, contentType string) events.APIGatewayV2HTTPResponse {
 	return events.APIGatewayV2HTTPResponse{
 		StatusCode: status,
 		Headers: map[string]string{
-			"Content-Type":           "application/json; charset=utf-8",
+			"Content-Type":           contentType,
 			"Cache-Control":          "no-store",
 			"X-Content-Type-Options": "nosniff",
 		},
-		Body: string(b),
 	}
 }
