@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,33 +11,17 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // TestMain stops the redis-server processes redistest started for this binary
 // (and keeps rapid from writing fail files into the work tree).
 func TestMain(m *testing.M) { os.Exit(redistest.MainNoFailFile(m)) }
 
-// fakeClock is the engine's clock in tests: time moves only when a test says so.
+// newClock is the engine's clock in tests: time moves only when a test says so.
 // It starts on a whole second so times that went through Redis as milliseconds
 // compare equal to times computed here.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{now: time.Now().UTC().Truncate(time.Second)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func newClock() *testkit.Clock { return testkit.FixedClock(time.Now().UTC().Truncate(time.Second)) }
 
 // forEachRedis runs f against the single node and the 3-node cluster.
 func forEachRedis(t *testing.T, f func(t *testing.T, rdb redis.UniversalClient)) {
@@ -52,7 +35,7 @@ type env struct {
 	t     testing.TB
 	ctx   context.Context
 	rdb   redis.UniversalClient
-	clk   *fakeClock
+	clk   *testkit.Clock
 	eng   *booking.Engine
 	event string
 	keys  booking.EventKeys

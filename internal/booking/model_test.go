@@ -16,6 +16,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // What the model knows of a hold and of an order.
@@ -49,7 +50,7 @@ type bmodel struct {
 	ctx    context.Context
 	rdb    redis.UniversalClient
 	eng    *booking.Engine
-	clk    *fakeClock
+	clk    *testkit.Clock
 	event  string
 	keys   booking.EventKeys
 	limit  int64
