@@ -207,18 +207,12 @@ func TestConfirmIdempotent(t *testing.T) {
 			t.Fatalf("after confirm: %+v", v)
 		}
 		// Another session cannot read the order through its key.
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:2", h.Token, "pay-123"); !errors.Is(err, booking.ErrWrongSession) {
-			t.Errorf("replay by another session = %v, want ErrWrongSession", err)
-		}
+		e.confirmFails("room:2", h.Token, "pay-123", booking.ErrWrongSession, "replay by another session")
 		// The same hold under another key is already an order.
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", h.Token, "pay-456"); !errors.Is(err, booking.ErrAlreadyConfirmed) {
-			t.Errorf("confirm under another key = %v, want ErrAlreadyConfirmed", err)
-		}
+		e.confirmFails("room:1", h.Token, "pay-456", booking.ErrAlreadyConfirmed, "confirm under another key")
 		// The key cannot confirm another hold.
 		h2 := e.hold("room:1", booking.Request{Seats: []string{"S2"}})
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", h2.Token, "pay-123"); !errors.Is(err, booking.ErrIdempotencyKey) {
-			t.Errorf("key reused for another hold = %v, want ErrIdempotencyKey", err)
-		}
+		e.confirmFails("room:1", h2.Token, "pay-123", booking.ErrIdempotencyKey, "key reused for another hold")
 		// Releasing a confirmed hold is refused: cancel it instead.
 		if err := e.eng.Release(e.ctx, e.event, "room:1", h.Token); !errors.Is(err, booking.ErrAlreadyConfirmed) {
 			t.Errorf("release of an order = %v, want ErrAlreadyConfirmed", err)
@@ -237,17 +231,13 @@ func TestStaleTokenRefused(t *testing.T) {
 		if b.Token <= a.Token {
 			t.Fatalf("new holder's token %d not above the stale %d", b.Token, a.Token)
 		}
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", a.Token, "k1"); !errors.Is(err, booking.ErrStaleToken) {
-			t.Fatalf("confirm with the stale token = %v, want ErrStaleToken", err)
-		}
+		e.confirmFails("room:1", a.Token, "k1", booking.ErrStaleToken, "confirm with the stale token")
 		o := e.confirm(b, "k2")
 		if o.Session != "room:2" || !slices.Equal(o.Seats, []string{"S0"}) {
 			t.Fatalf("new holder's order %+v", o)
 		}
 		// The stale holder's retry still fails, and the key it used stays free.
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", a.Token, "k1"); !errors.Is(err, booking.ErrStaleToken) {
-			t.Fatalf("second stale confirm = %v", err)
-		}
+		e.confirmFails("room:1", a.Token, "k1", booking.ErrStaleToken, "second stale confirm")
 		if v := e.view(); v.Seats["S0"] != booking.SeatSold || v.Confirmed != 1 {
 			t.Fatalf("after: %+v", v)
 		}
@@ -268,15 +258,11 @@ func TestConfirmAfterExpiry(t *testing.T) {
 			t.Fatal("stock not held")
 		}
 		e.clk.Advance(time.Millisecond)
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", h.Token, "k"); !errors.Is(err, booking.ErrHoldExpired) {
-			t.Fatalf("confirm at the TTL = %v, want ErrHoldExpired", err)
-		}
+		e.confirmFails("room:1", h.Token, "k", booking.ErrHoldExpired, "confirm at the TTL")
 		if e.stock("ga") != 3 {
 			t.Fatalf("stock after the expired confirm: %d, want 3", e.stock("ga"))
 		}
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", h.Token, "k"); !errors.Is(err, booking.ErrStaleToken) {
-			t.Fatalf("confirm again = %v, want ErrStaleToken", err)
-		}
+		e.confirmFails("room:1", h.Token, "k", booking.ErrStaleToken, "confirm again")
 		if v := e.view(); v.Seats["S0"] != booking.SeatAvailable || v.Expired != 1 {
 			t.Fatalf("after: %+v", v)
 		}
@@ -287,15 +273,11 @@ func TestConfirmWrongSession(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(1), SessionLimit: 1})
 		h := e.hold("room:1", booking.Request{Seats: []string{"S0"}})
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:2", h.Token, "k"); !errors.Is(err, booking.ErrWrongSession) {
-			t.Fatalf("confirm by another session = %v", err)
-		}
+		e.confirmFails("room:2", h.Token, "k", booking.ErrWrongSession, "confirm by another session")
 		if err := e.eng.Release(e.ctx, e.event, "room:2", h.Token); !errors.Is(err, booking.ErrWrongSession) {
 			t.Fatalf("release by another session = %v", err)
 		}
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", h.Token+1000, "k"); !errors.Is(err, booking.ErrStaleToken) {
-			t.Fatalf("confirm of a token never issued = %v", err)
-		}
+		e.confirmFails("room:1", h.Token+1000, "k", booking.ErrStaleToken, "confirm of a token never issued")
 		e.confirm(h, "k")
 	})
 }
@@ -316,9 +298,7 @@ func TestReleaseAndExpiryReturnItems(t *testing.T) {
 		if v.Seats["S0"] != booking.SeatAvailable || v.Seats["S1"] != booking.SeatAvailable || v.Stock["ga"] != 4 || v.Released != 1 {
 			t.Fatalf("after release: %+v", v)
 		}
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", h.Token, "k"); !errors.Is(err, booking.ErrStaleToken) {
-			t.Fatalf("confirm of a released hold = %v, want ErrStaleToken", err)
-		}
+		e.confirmFails("room:1", h.Token, "k", booking.ErrStaleToken, "confirm of a released hold")
 
 		// The sweep.
 		for i := 0; i < 3; i++ {
@@ -431,9 +411,7 @@ func TestCancelCompensation(t *testing.T) {
 			t.Fatalf("after cancel: %+v", v)
 		}
 		// The confirm's retry does not resurrect the order.
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", h.Token, "pay-1"); !errors.Is(err, booking.ErrOrderCancelled) {
-			t.Fatalf("confirm retry after cancel = %v, want ErrOrderCancelled", err)
-		}
+		e.confirmFails("room:1", h.Token, "pay-1", booking.ErrOrderCancelled, "confirm retry after cancel")
 		// The seat can be sold again, with a larger token.
 		h2 := e.hold("room:2", booking.Request{Seats: []string{"S0"}})
 		if h2.Token <= h.Token {

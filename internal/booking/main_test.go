@@ -2,6 +2,7 @@ package booking_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"testing"
@@ -79,6 +80,15 @@ func (e *env) confirm(h booking.Hold, key string) booking.OrderEvent {
 		e.t.Fatalf("Confirm(%s, %d, %s): %v", h.Session, h.Token, key, err)
 	}
 	return o
+}
+
+// confirmFails confirms and fails the test unless the confirm fails with
+// want; what says which confirm it was.
+func (e *env) confirmFails(session string, token int64, key string, want error, what string) {
+	e.t.Helper()
+	if _, err := e.eng.Confirm(e.ctx, e.event, session, token, key); !errors.Is(err, want) {
+		e.t.Fatalf("%s: Confirm(%s, %d, %s) = %v, want %v", what, session, token, key, err, want)
+	}
 }
 
 func (e *env) view() booking.View {
