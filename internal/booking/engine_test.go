@@ -167,36 +167,19 @@ func TestConfirmIdempotent(t *testing.T) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(4), Stock: map[string]int64{"ga": 10}, SessionLimit: 10})
 		h := e.hold("room:1", booking.Request{Seats: []string{"S0", "S1"}, Units: map[string]int64{"ga": 2}})
 
-		const n = 50
-		type answer struct {
-			o   booking.OrderEvent
-			err error
-		}
-		answers := make(chan answer, n)
-		start := make(chan struct{})
-		for i := 0; i < n; i++ {
-			go func() {
-				<-start
-				o, err := e.eng.Confirm(e.ctx, e.event, "room:1", h.Token, "pay-123")
-				answers <- answer{o, err}
-			}()
-		}
-		close(start)
 		fresh := 0
 		var orders []string
-		for i := 0; i < n; i++ {
-			a := <-answers
-			if a.err != nil {
-				t.Fatalf("confirm retry: %v", a.err)
-			}
-			if !a.o.Replayed {
+		for _, o := range race(t, 50, "confirm retry", func() (booking.OrderEvent, error) {
+			return e.eng.Confirm(e.ctx, e.event, "room:1", h.Token, "pay-123")
+		}) {
+			if !o.Replayed {
 				fresh++
 			}
-			orders = append(orders, a.o.Order)
-			if a.o.Type != booking.OrderConfirmed || a.o.Session != "room:1" || a.o.FencingToken != h.Token ||
-				a.o.IdempotencyKey != "pay-123" || !slices.Equal(a.o.Seats, []string{"S0", "S1"}) ||
-				!maps.Equal(a.o.Units, map[string]int64{"ga": 2}) || !a.o.ConfirmedAt.Equal(e.clk.Now()) {
-				t.Fatalf("order event %+v", a.o)
+			orders = append(orders, o.Order)
+			if o.Type != booking.OrderConfirmed || o.Session != "room:1" || o.FencingToken != h.Token ||
+				o.IdempotencyKey != "pay-123" || !slices.Equal(o.Seats, []string{"S0", "S1"}) ||
+				!maps.Equal(o.Units, map[string]int64{"ga": 2}) || !o.ConfirmedAt.Equal(e.clk.Now()) {
+				t.Fatalf("order event %+v", o)
 			}
 		}
 		if fresh != 1 || len(slices.Compact(orders)) != 1 {
@@ -374,33 +357,16 @@ func TestCancelCompensation(t *testing.T) {
 		o := e.confirm(h, "pay-1")
 		e.clk.Advance(time.Second)
 
-		const n = 30
-		type answer struct {
-			o   booking.OrderEvent
-			err error
-		}
-		answers := make(chan answer, n)
-		start := make(chan struct{})
-		for i := 0; i < n; i++ {
-			go func() {
-				<-start
-				c, err := e.eng.Cancel(e.ctx, e.event, o.Order, "payment failed")
-				answers <- answer{c, err}
-			}()
-		}
-		close(start)
 		fresh := 0
-		for i := 0; i < n; i++ {
-			a := <-answers
-			if a.err != nil {
-				t.Fatalf("Cancel: %v", a.err)
-			}
-			if !a.o.Replayed {
+		for _, c := range race(t, 30, "Cancel", func() (booking.OrderEvent, error) {
+			return e.eng.Cancel(e.ctx, e.event, o.Order, "payment failed")
+		}) {
+			if !c.Replayed {
 				fresh++
 			}
-			if a.o.Type != booking.OrderCancelled || a.o.Order != o.Order || a.o.Reason != "payment failed" ||
-				a.o.CancelledAt == nil || !a.o.CancelledAt.Equal(e.clk.Now()) || !a.o.ConfirmedAt.Equal(o.ConfirmedAt) {
-				t.Fatalf("cancel event %+v", a.o)
+			if c.Type != booking.OrderCancelled || c.Order != o.Order || c.Reason != "payment failed" ||
+				c.CancelledAt == nil || !c.CancelledAt.Equal(e.clk.Now()) || !c.ConfirmedAt.Equal(o.ConfirmedAt) {
+				t.Fatalf("cancel event %+v", c)
 			}
 		}
 		if fresh != 1 {

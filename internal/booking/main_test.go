@@ -55,6 +55,35 @@ func newEnv(t testing.TB, rdb redis.UniversalClient, inv booking.Inventory) *env
 	return e
 }
 
+// race makes n calls of f at once and returns the order events they
+// answered, failing the test (what names the call) on any error.
+func race(t *testing.T, n int, what string, f func() (booking.OrderEvent, error)) []booking.OrderEvent {
+	t.Helper()
+	type answer struct {
+		o   booking.OrderEvent
+		err error
+	}
+	answers := make(chan answer, n)
+	start := make(chan struct{})
+	for range n {
+		go func() {
+			<-start
+			o, err := f()
+			answers <- answer{o, err}
+		}()
+	}
+	close(start)
+	out := make([]booking.OrderEvent, 0, n)
+	for range n {
+		a := <-answers
+		if a.err != nil {
+			t.Fatalf("%s: %v", what, a.err)
+		}
+		out = append(out, a.o)
+	}
+	return out
+}
+
 // seats names n seats S0..S(n-1).
 func seats(n int) []string {
 	s := make([]string, n)
