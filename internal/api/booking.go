@@ -349,7 +349,6 @@ func (h *Handler) getEvent(ctx context.Context, r *request) (events.APIGatewayV2
 	}
 	return jsonResponse(http.StatusOK, eventInfo{
 		Event: r.path.event, Room: v.Room, Seats: v.Seats, Stock: v.Stock, Fence: strconv.FormatInt(v.Fence, 10),
-		Counters: map[string]int64{"holds": v.Holds, "confirmed": v.Confirmed, "cancelled": v.Cancelled,
-			"released": v.Released, "expired": v.Expired, "live": v.Live},
+		Counters: v.Counters(),
 	}), nil
 }

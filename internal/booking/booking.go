@@ -272,3 +272,20 @@ type View struct {
 	// Counters: holds, confirmed, cancelled, released, expired (all time), live (confirmed, not cancelled).
 	Holds, Confirmed, Cancelled, Released, Expired, Live int64
 }
+
+// counters are the view's counters by the names the event's state and the
+// admin API give them.
+func (v *View) counters() map[string]*int64 {
+	return map[string]*int64{"holds": &v.Holds, "confirmed": &v.Confirmed, "cancelled": &v.Cancelled,
+		"released": &v.Released, "expired": &v.Expired, "live": &v.Live}
+}
+
+// Counters returns the counters by name: holds, confirmed, cancelled,
+// released, expired and live.
+func (v View) Counters() map[string]int64 {
+	out := make(map[string]int64, 6)
+	for name, p := range v.counters() {
+		out[name] = *p
+	}
+	return out
+}

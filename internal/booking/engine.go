@@ -425,25 +425,13 @@ func (e *Engine) View(ctx context.Context, event string) (View, error) {
 	for i := 0; i+1 < len(stock); i += 2 {
 		v.Stock[str(stock[i])] = num(stock[i+1])
 	}
+	fields := v.counters()
+	fields["fence"] = &v.Fence
 	for i := 0; i+1 < len(inv); i += 2 {
-		n := num(inv[i+1])
-		switch str(inv[i]) {
-		case "room":
+		if name := str(inv[i]); name == "room" {
 			v.Room = str(inv[i+1])
-		case "fence":
-			v.Fence = n
-		case "holds":
-			v.Holds = n
-		case "confirmed":
-			v.Confirmed = n
-		case "cancelled":
-			v.Cancelled = n
-		case "released":
-			v.Released = n
-		case "expired":
-			v.Expired = n
-		case "live":
-			v.Live = n
+		} else if p := fields[name]; p != nil {
+			*p = num(inv[i+1])
 		}
 	}
 	return v, nil
