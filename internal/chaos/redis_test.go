@@ -33,8 +33,7 @@ func TestChaosRedisRestart(t *testing.T) {
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			s := startServer(t, mode.extra...)
-			rdb := prodClient(s.Addr)
-			t.Cleanup(func() { rdb.Close() })
+			rdb := prodClient(t, s.Addr)
 			eng := room.New(rdb)
 			cfg := chaosConfig(20, 6000)
 			id := newRoom(t)
@@ -126,8 +125,7 @@ func assertServed(t *testing.T, eng *room.Engine, tk room.Ticket) {
 // again (I2), though the recovery window would otherwise restore it (I4).
 func servedAfterLoss(t *testing.T) {
 	s := startServer(t)
-	rdb := prodClient(s.Addr)
-	t.Cleanup(func() { rdb.Close() })
+	rdb := prodClient(t, s.Addr)
 	ctx := context.Background()
 	clk := time.Now()
 	var mu sync.Mutex
@@ -186,8 +184,7 @@ func servedAfterLoss(t *testing.T) {
 // call budget, and everything works again on the same client when Redis is back.
 func TestChaosRedisUnreachable(t *testing.T) {
 	s := startServer(t, "appendonly", "yes", "appendfsync", "always")
-	rdb := prodClient(s.Addr)
-	t.Cleanup(func() { rdb.Close() })
+	rdb := prodClient(t, s.Addr)
 	eng := room.New(rdb)
 	cfg := chaosConfig(5, 600)
 	cfg.ClientEnqueuePerMinute = 6000
@@ -310,8 +307,7 @@ func TestChaosRedisSlow(t *testing.T) {
 	s := startServer(t, "enable-debug-command", "yes")
 	admin := redis.NewClient(&redis.Options{Addr: s.Addr, ReadTimeout: 10 * time.Second})
 	t.Cleanup(func() { admin.Close() })
-	rdb := prodClient(s.Addr)
-	t.Cleanup(func() { rdb.Close() })
+	rdb := prodClient(t, s.Addr)
 	eng := room.New(rdb)
 	cfg := chaosConfig(10, 6000)
 	id := newRoom(t)
