@@ -127,12 +127,9 @@ func servedAfterLoss(t *testing.T) {
 	s := startServer(t)
 	rdb := prodClient(t, s.Addr)
 	ctx := context.Background()
-	clk := time.Now()
-	var mu sync.Mutex
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clk }
-	eng := room.New(rdb, room.WithClock(now))
-	q := durable.New(eng, durable.Options{Store: durable.Disk{Dir: t.TempDir()}, Clock: now})
-	advance := func(d time.Duration) { mu.Lock(); clk = clk.Add(d); mu.Unlock() }
+	clk := testkit.FixedClock(time.Now())
+	eng := room.New(rdb, room.WithClock(clk.Now))
+	q := durable.New(eng, durable.Options{Store: durable.Disk{Dir: t.TempDir()}, Clock: clk.Now})
 	cfg := chaosConfig(5, 600)
 	id := newRoom(t)
 	if _, err := q.PutConfig(ctx, id, cfg); err != nil {
@@ -142,7 +139,7 @@ func servedAfterLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	advance(time.Second)
+	clk.Advance(time.Second)
 	if r, err := q.Tick(ctx, id); err != nil || r.Admitted != 1 {
 		t.Fatalf("tick = %+v, %v; want one admitted", r, err)
 	}
@@ -168,7 +165,7 @@ func servedAfterLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	advance(time.Second)
+	clk.Advance(time.Second)
 	if _, err := q.Tick(ctx, id); err != nil {
 		t.Fatal(err)
 	}
