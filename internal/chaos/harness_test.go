@@ -111,17 +111,28 @@ func newRoom(t *testing.T) string {
 // put stores a room's config, retrying while Redis comes up.
 func put(t *testing.T, eng *room.Engine, id string, cfg room.Config) {
 	t.Helper()
+	err := whileRedisStarts(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), callBudget)
+		defer cancel()
+		_, err := eng.PutConfig(ctx, id, cfg)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("PutConfig %s: %v", id, err)
+	}
+}
+
+// whileRedisStarts calls f until it succeeds, at most 50 times 100 ms apart
+// (Redis coming up), and returns its last error.
+func whileRedisStarts(f func() error) error {
 	var err error
 	for range 50 {
-		ctx, cancel := context.WithTimeout(context.Background(), callBudget)
-		_, err = eng.PutConfig(ctx, id, cfg)
-		cancel()
-		if err == nil {
-			return
+		if err = f(); err == nil {
+			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("PutConfig %s: %v", id, err)
+	return err
 }
 
 func jitter(mean time.Duration) time.Duration {

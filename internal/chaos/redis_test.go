@@ -156,12 +156,10 @@ func servedAfterLoss(t *testing.T) {
 	}
 	// No admin call: the poll finds the room missing and restores it.
 	var p room.Place
-	for range 50 {
-		if p, err = q.Poll(ctx, a.Ticket); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	err = whileRedisStarts(func() (err error) {
+		p, err = q.Poll(ctx, a.Ticket)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
