@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,31 +56,34 @@ func newEnv(t testing.TB, rdb redis.UniversalClient, inv booking.Inventory) *env
 	return e
 }
 
+// together runs f(0) … f(n-1) in n goroutines released at the same moment
+// and returns when every one has returned.
+func together(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			f(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
 // race makes n calls of f at once and returns the order events they
 // answered, failing the test (what names the call) on any error.
 func race(t *testing.T, n int, what string, f func() (booking.OrderEvent, error)) []booking.OrderEvent {
 	t.Helper()
-	type answer struct {
-		o   booking.OrderEvent
-		err error
-	}
-	answers := make(chan answer, n)
-	start := make(chan struct{})
-	for range n {
-		go func() {
-			<-start
-			o, err := f()
-			answers <- answer{o, err}
-		}()
-	}
-	close(start)
-	out := make([]booking.OrderEvent, 0, n)
-	for range n {
-		a := <-answers
-		if a.err != nil {
-			t.Fatalf("%s: %v", what, a.err)
+	out := make([]booking.OrderEvent, n)
+	errs := make([]error, n)
+	together(n, func(i int) { out[i], errs[i] = f() })
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
 		}
-		out = append(out, a.o)
 	}
 	return out
 }
