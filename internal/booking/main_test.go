@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -19,11 +18,6 @@ import (
 // TestMain stops the redis-server processes redistest started for this binary
 // (and keeps rapid from writing fail files into the work tree).
 func TestMain(m *testing.M) { os.Exit(redistest.MainNoFailFile(m)) }
-
-// newClock is the engine's clock in tests: time moves only when a test says so.
-// It starts on a whole second so times that went through Redis as milliseconds
-// compare equal to times computed here.
-func newClock() *testkit.Clock { return testkit.FixedClock(time.Now().UTC().Truncate(time.Second)) }
 
 // forEachRedis runs f against the single node and the 3-node cluster.
 func forEachRedis(t *testing.T, f func(t *testing.T, rdb redis.UniversalClient)) {
@@ -46,7 +40,7 @@ type env struct {
 // newEnv defines a fresh event with inv.
 func newEnv(t testing.TB, rdb redis.UniversalClient, inv booking.Inventory) *env {
 	t.Helper()
-	clk := newClock()
+	clk := testkit.EngineClock()
 	e := &env{t: t, ctx: context.Background(), rdb: rdb, clk: clk,
 		eng: booking.New(rdb, booking.WithClock(clk.Now)), event: redistest.Room(t)}
 	e.keys = booking.KeysFor(e.event)

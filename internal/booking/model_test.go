@@ -76,7 +76,7 @@ var (
 )
 
 func newBModel(rt *rapid.T, rdb redis.UniversalClient, event string, events map[string]int) *bmodel {
-	clk := newClock()
+	clk := testkit.EngineClock()
 	m := &bmodel{rt: rt, ctx: context.Background(), rdb: rdb, clk: clk,
 		eng: booking.New(rdb, booking.WithClock(clk.Now)), event: event, keys: booking.KeysFor(event),
 		limit: 4, ttl: 10 * time.Second, total: map[string]int64{"ga": 4, "vip": 2},

@@ -10,6 +10,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // activate puts seq in the room's active set until ends, as consume does.
@@ -33,7 +34,7 @@ func TestHoldSession(t *testing.T) {
 				inv := booking.Inventory{Seats: seats(4), SessionLimit: 4, HoldTTL: time.Minute}
 				var e *env
 				if sameSlot {
-					clk := newClock()
+					clk := testkit.EngineClock()
 					e = &env{t: t, ctx: t.Context(), rdb: rdb, clk: clk, eng: booking.New(rdb, booking.WithClock(clk.Now)), event: roomID}
 					e.keys = booking.KeysFor(roomID)
 					if err := e.eng.Define(e.ctx, roomID, inv); err != nil {

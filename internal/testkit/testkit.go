@@ -22,6 +22,11 @@ type Clock struct {
 // FixedClock returns a clock standing at t.
 func FixedClock(t time.Time) *Clock { return &Clock{at: t} }
 
+// EngineClock returns a fixed clock at the current time rounded down to a
+// whole second: an engine's clock in tests, whose times survive the trip
+// through Redis as milliseconds and compare equal to times a test computes.
+func EngineClock() *Clock { return FixedClock(time.Now().UTC().Truncate(time.Second)) }
+
 // SkewedClock returns a clock that follows real time; Advance moves it ahead.
 func SkewedClock() *Clock { return &Clock{real: true} }
 

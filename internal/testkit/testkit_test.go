@@ -29,6 +29,10 @@ func TestClock(t *testing.T) {
 	if d := s.Now().Sub(time.Now()); d < 59*time.Minute || d > 61*time.Minute {
 		t.Fatalf("skewed clock %v ahead, want an hour", d)
 	}
+	e := testkit.EngineClock()
+	if now := e.Now(); now.Nanosecond() != 0 || now.Location() != time.UTC || time.Since(now) > 2*time.Second {
+		t.Fatalf("engine clock at %v, want now in UTC on a whole second", now)
+	}
 }
 
 func TestFreePortAndWaitFor(t *testing.T) {
