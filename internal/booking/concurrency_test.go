@@ -11,13 +11,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
 )
 
 // 100 sessions race for one seat: exactly one holds it, every other is told
 // it is taken, and the seat is marked with the winner's token.
 func TestConcurrentHoldOfOneSeat(t *testing.T) {
 	const sessions = 100
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(10), SessionLimit: 1})
 		var mu sync.Mutex
 		var won []booking.Hold
@@ -59,7 +60,7 @@ func TestConcurrentHoldOfOneSeat(t *testing.T) {
 // below zero.
 func TestConcurrentBuyersForStock(t *testing.T) {
 	const buyers, units = 1000, 100
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Stock: map[string]int64{"ga": units}, SessionLimit: 2})
 
 		ctx, cancel := context.WithCancel(e.ctx)

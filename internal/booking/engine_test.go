@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
 )
 
 func TestDefineValidates(t *testing.T) {
@@ -65,7 +66,7 @@ func TestHoldValidates(t *testing.T) {
 }
 
 func TestUnknownEvent(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		eng := booking.New(rdb)
 		ctx := context.Background()
 		if _, err := eng.Hold(ctx, "nosuchevent", "s", booking.Request{Seats: []string{"A1"}}); !errors.Is(err, booking.ErrUnknownEvent) {
@@ -90,7 +91,7 @@ func TestUnknownEvent(t *testing.T) {
 }
 
 func TestHoldUnknownItems(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(3), Stock: map[string]int64{"ga": 5}, SessionLimit: 10})
 		if _, err := e.eng.Hold(e.ctx, e.event, "s", booking.Request{Seats: []string{"S0", "Z9"}}); !errors.Is(err, booking.ErrUnknownSeat) {
 			t.Errorf("unknown seat: %v", err)
@@ -108,7 +109,7 @@ func TestHoldUnknownItems(t *testing.T) {
 
 // A hold is all or nothing: one taken seat refuses the whole request and names it.
 func TestHoldAllOrNothing(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(4), Stock: map[string]int64{"ga": 2}, SessionLimit: 10})
 		e.hold("a", booking.Request{Seats: []string{"S1"}})
 		_, err := e.eng.Hold(e.ctx, e.event, "b", booking.Request{Seats: []string{"S0", "S1", "S2"}, Units: map[string]int64{"ga": 1}})
@@ -130,7 +131,7 @@ func TestHoldAllOrNothing(t *testing.T) {
 
 // Fencing tokens only grow: across seats, across releases, when the clock goes back.
 func TestFencingTokensGrow(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(2), Stock: map[string]int64{"ga": 10}, SessionLimit: 10})
 		var last int64
 		for i := 0; i < 20; i++ {
@@ -163,7 +164,7 @@ func TestFencingTokensGrow(t *testing.T) {
 // A confirm retried with its idempotency key gives one order, also when the
 // retries race; the key cannot confirm another hold.
 func TestConfirmIdempotent(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(4), Stock: map[string]int64{"ga": 10}, SessionLimit: 10})
 		h := e.hold("room:1", booking.Request{Seats: []string{"S0", "S1"}, Units: map[string]int64{"ga": 2}})
 
@@ -206,7 +207,7 @@ func TestConfirmIdempotent(t *testing.T) {
 // A hold that expired and whose seat went to someone else cannot be confirmed:
 // its fencing token is stale. The new holder's token is larger.
 func TestStaleTokenRefused(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(2), HoldTTL: time.Minute, SessionLimit: 2})
 		a := e.hold("room:1", booking.Request{Seats: []string{"S0"}})
 		e.clk.Advance(time.Minute) // the hold's TTL passes (a GC pause, a slow payment)
@@ -230,7 +231,7 @@ func TestStaleTokenRefused(t *testing.T) {
 // A confirm that finds its own hold overdue drops it (the seat returns) and
 // says so; the exact TTL boundary is expired.
 func TestConfirmAfterExpiry(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(1), Stock: map[string]int64{"ga": 3}, HoldTTL: time.Minute, SessionLimit: 5})
 		h := e.hold("room:1", booking.Request{Seats: []string{"S0"}, Units: map[string]int64{"ga": 2}})
 		if !h.ExpiresAt.Equal(e.clk.Now().Add(time.Minute)) {
@@ -253,7 +254,7 @@ func TestConfirmAfterExpiry(t *testing.T) {
 }
 
 func TestConfirmWrongSession(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(1), SessionLimit: 1})
 		h := e.hold("room:1", booking.Request{Seats: []string{"S0"}})
 		e.confirmFails("room:2", h.Token, "k", booking.ErrWrongSession, "confirm by another session")
@@ -268,7 +269,7 @@ func TestConfirmWrongSession(t *testing.T) {
 // Released and expired holds return their seats and stock: explicitly, by the
 // sweep, and lazily when a later hold needs them.
 func TestReleaseAndExpiryReturnItems(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(3), Stock: map[string]int64{"ga": 4}, HoldTTL: time.Minute, SessionLimit: 10})
 		h := e.hold("room:1", booking.Request{Seats: []string{"S0", "S1"}, Units: map[string]int64{"ga": 3}})
 		if err := e.eng.Release(e.ctx, e.event, "room:1", h.Token); err != nil {
@@ -319,7 +320,7 @@ func TestReleaseAndExpiryReturnItems(t *testing.T) {
 // A session holds (or has bought) at most SessionLimit items; what it
 // releases, what expires and what is cancelled no longer counts.
 func TestSessionLimit(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(10), Stock: map[string]int64{"ga": 100}, HoldTTL: time.Minute, SessionLimit: 4})
 		a := e.hold("room:1", booking.Request{Seats: []string{"S0", "S1"}, Units: map[string]int64{"ga": 1}})
 		if _, err := e.eng.Hold(e.ctx, e.event, "room:1", booking.Request{Units: map[string]int64{"ga": 2}}); !errors.Is(err, booking.ErrLimit) {
@@ -351,7 +352,7 @@ func TestSessionLimit(t *testing.T) {
 // The compensation path: a confirmed order whose payment failed is cancelled;
 // its seats and units return once, however often the cancel is retried.
 func TestCancelCompensation(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(2), Stock: map[string]int64{"ga": 5}, SessionLimit: 10})
 		h := e.hold("room:1", booking.Request{Seats: []string{"S0"}, Units: map[string]int64{"ga": 2}})
 		o := e.confirm(h, "pay-1")
@@ -430,7 +431,7 @@ func TestKeysShareSlot(t *testing.T) {
 // More holds overdue than a hold expires in one batch (64): the seat asked
 // for is still expired on the spot, the rest wait for the next script.
 func TestHoldExpiresTheSeatItAsksFor(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(100), HoldTTL: time.Minute, SessionLimit: 1})
 		for i := 0; i < 70; i++ {
 			e.hold("room:"+strconv.Itoa(i), booking.Request{Seats: []string{"S" + strconv.Itoa(i)}})

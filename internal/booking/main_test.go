@@ -19,13 +19,6 @@ import (
 // (and keeps rapid from writing fail files into the work tree).
 func TestMain(m *testing.M) { os.Exit(redistest.MainNoFailFile(m)) }
 
-// forEachRedis runs f against the single node and the 3-node cluster.
-func forEachRedis(t *testing.T, f func(t *testing.T, rdb redis.UniversalClient)) {
-	for name, rdb := range redistest.Clients(t) {
-		t.Run(name, func(t *testing.T) { f(t, rdb) })
-	}
-}
-
 // env is one event on one Redis with an engine on a fake clock.
 type env struct {
 	t     testing.TB

@@ -488,7 +488,7 @@ func (m *bmodel) check(after string) {
 // foreign and stale tokens and keys), releases, cancels, sweeps and clock
 // jumps, and after each step compares Redis with the in-memory model.
 func TestModel(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		base := redistest.Room(t)
 		if len(base) > 50 {
 			base = base[len(base)-50:]
