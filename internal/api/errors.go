@@ -177,6 +177,11 @@ func jsonResponse(status int, v any) events.APIGatewayV2HTTPResponse {
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"internal error"}}`)
 	}
+	return jsonBytesResponse(status, b)
+}
+
+// jsonBytesResponse is jsonResponse of a body already encoded.
+func jsonBytesResponse(status int, b []byte) events.APIGatewayV2HTTPResponse {
 	return events.APIGatewayV2HTTPResponse{
 		StatusCode: status,
 		Headers: map[string]string{

@@ -169,7 +169,7 @@ func (h *Handler) placeResponse(r *request, p room.Place, ticket string) (events
 		}
 	}
 	out.PollAfterMs = pollpolicy.After(in).Milliseconds()
-	return jsonResponse(http.StatusOK, out), nil
+	return placeJSONResponse(&out), nil
 }
 
 func (h *Handler) leave(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {

@@ -16,8 +16,9 @@ type handlerFunc func(h *Handler, ctx context.Context, r *request) (events.APIGa
 type route struct {
 	routes.Route
 	fn handlerFunc
-	// segs is Path split at "/", once, not on every request.
+	// segs is Path split at "/" and key is Key(), made once, not on every request.
 	segs []string
+	key  string
 }
 
 // handlers binds each route of routes.All, by key, to its handler.
@@ -61,7 +62,7 @@ var table = func() []route {
 		if !ok {
 			panic("api: no handler for " + r.Key())
 		}
-		t[i] = route{r, fn, strings.Split(r.Path, "/")}
+		t[i] = route{r, fn, strings.Split(r.Path, "/"), r.Key()}
 	}
 	return t
 }()
