@@ -92,4 +92,3 @@ func plainJSONString(s string) bool {
 	}
 	return true
 }
-
