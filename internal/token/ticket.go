@@ -204,8 +204,11 @@ func (t *Tickets) Verify(s string, roomID string, now time.Time) (room.Ticket, e
 // Check is Verify that also returns the ticket's times and whether it is
 // Stale (format 1, or a previous secret's).
 func (t *Tickets) Check(s string, roomID string, now time.Time) (Verified, error) {
-	if len(t.keys) == 0 || t.issuer == "" {
+	switch {
+	case len(t.keys) == 0:
 		return Verified{}, fmt.Errorf("%w: ticket secret shorter than %d bytes", ErrInvalid, MinSecretLen)
+	case t.issuer == "":
+		return Verified{}, fmt.Errorf("%w: empty issuer", ErrInvalid)
 	}
 	if len(s) > MaxTokenLen {
 		return Verified{}, fmt.Errorf("%w: longer than %d bytes", ErrInvalid, MaxTokenLen)
@@ -279,7 +282,7 @@ func (t *Tickets) Check(s string, roomID string, now time.Time) (Verified, error
 	}
 	return Verified{
 		Ticket:   room.Ticket{Room: roomID, Visitor: string(visitor), Seq: seq, Draw: draw},
-		IssuedAt: iat, Expiry: exp, Stale: signer > 0,
+		IssuedAt: iat, Expiry: exp, Stale: signer > 0 || !t.current,
 	}, nil
 }
 

@@ -263,6 +263,18 @@ func TestTicketRotation(t *testing.T) {
 	}
 	_, err = rotated.Verify(s3, "r1", testNow)
 	checkErr(t, err, ErrInvalid)
+	// Without a usable current secret, a previous one still verifies (stale),
+	// and nothing is issued.
+	noCurrent := NewTickets([]byte("short"), testIssuer, prevSecret)
+	if v, err := noCurrent.Check(s, "r1", testNow); err != nil || !v.Stale {
+		t.Fatalf("previous secret without a current one: %+v, %v", v, err)
+	}
+	if _, err := noCurrent.Reissue(v); !errors.Is(err, ErrKeyMaterial) {
+		t.Fatalf("Reissue without a current secret: %v", err)
+	}
+	// An empty issuer refuses everything.
+	_, err = NewTickets(testSecret, "").Verify(again, "r1", testNow)
+	checkErr(t, err, ErrInvalid)
 	// The current secret given as previous too is one key, not two.
 	if n := len(NewTickets(testSecret, testIssuer, testSecret).keys); n != 1 {
 		t.Errorf("%d keys for one secret", n)
