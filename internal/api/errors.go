@@ -174,6 +174,11 @@ func jsonResponse(status int, v any) events.APIGatewayV2HTTPResponse {
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"internal error"}}`)
 	}
+	return jsonBytesResponse(status, b)
+}
+
+// jsonBytesResponse is jsonResponse of a body already encoded.
+func jsonBytesResponse(status int, b []byte) events.APIGatewayV2HTTPResponse {
 	resp := newResponse(status, "application/json; charset=utf-8")
 	resp.Body = string(b)
 	return resp

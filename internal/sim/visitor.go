@@ -12,14 +12,13 @@ package sim
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
 // Transport sends one API request: path is absolute ("/api/..."), bearer may be
@@ -278,23 +277,9 @@ func (v *Visitor) finish(now time.Time, o Outcome) (time.Time, bool) {
 	return now, false
 }
 
-// ticketSeq reads the seq claim of a ticket without verifying it: the
+// ticketSeq reads the sequence of a ticket without verifying it: the
 // simulator is a client and only wants its own place in the FIFO order.
 func ticketSeq(tok string) int64 {
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 {
-		return 0
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return 0
-	}
-	var c struct {
-		Seq json.Number `json:"seq"`
-	}
-	if json.Unmarshal(b, &c) != nil {
-		return 0
-	}
-	n, _ := strconv.ParseInt(c.Seq.String(), 10, 64)
-	return n
+	tk, _ := token.PeekTicket(tok)
+	return tk.Seq
 }
