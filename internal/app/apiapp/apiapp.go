@@ -54,16 +54,29 @@ type Options struct {
 // Secrets Manager when the config names them, otherwise from its key folder
 // (created with fresh keys on the first run).
 func LoadKeys(ctx context.Context, c config.Config) (*token.Keys, error) {
-	keys, _, err := LoadSecrets(ctx, c)
-	return keys, err
+	switch {
+	case c.KeysObject != "":
+		keys, _, err := LoadSecrets(ctx, c)
+		return keys, err
+	case c.TicketSecretARN == "":
+		k, err := token.LoadLocal(c.KeyDir)
+		if err != nil {
+			return nil, fmt.Errorf("local keys in %s: %w", c.KeyDir, err)
+		}
+		return k, nil
+	}
+	sm, err := secretsClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return token.LoadSecretsManager(ctx, sm, c.TicketSecretARN, c.EntryKeyARN)
 }
 
 // LoadSecrets loads what a function needs at start-up: the token keys and the
 // guard of the public routes (nil: no origin header required). With
 // KEYS_OBJECT both come from that one S3 object (FromObject), which is how
 // the stack runs them: no Secrets Manager call, so no interface endpoint.
-// Otherwise the keys come from the secret ARNs or the key folder, and the
-// guard from ORIGIN_SECRET_ARN.
+// Otherwise the keys come from LoadKeys and the guard from ORIGIN_SECRET_ARN.
 func LoadSecrets(ctx context.Context, c config.Config) (*token.Keys, *api.EdgeGuard, error) {
 	if c.KeysObject != "" {
 		obj, err := keysync.ParseObject(c.KeysObject)
@@ -76,18 +89,14 @@ func LoadSecrets(ctx context.Context, c config.Config) (*token.Keys, *api.EdgeGu
 		}
 		return FromObject(ctx, s3.NewFromConfig(awsCfg), obj)
 	}
-	if c.TicketSecretARN == "" {
-		k, err := token.LoadLocal(c.KeyDir)
-		if err != nil {
-			return nil, nil, fmt.Errorf("local keys in %s: %w", c.KeyDir, err)
-		}
-		return k, nil, nil
-	}
-	sm, err := secretsClient(ctx)
+	keys, err := LoadKeys(ctx, c)
 	if err != nil {
 		return nil, nil, err
 	}
-	keys, err := token.LoadSecretsManager(ctx, sm, c.TicketSecretARN, c.EntryKeyARN)
+	if c.OriginSecretARN == "" {
+		return keys, nil, nil
+	}
+	sm, err := secretsClient(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
