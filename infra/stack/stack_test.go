@@ -452,7 +452,7 @@ func TestBucketIsPrivateAndReadableOnlyByTheDistribution(t *testing.T) {
 	}
 	page := ""
 	for id := range f.ofType("AWS::S3::Bucket") {
-		if !strings.HasPrefix(id, "SettingsBucket") {
+		if strings.HasPrefix(id, "PageBucket") {
 			page = id
 		}
 	}
