@@ -28,13 +28,13 @@ type TickEvent struct {
 	// admitted has a sequence in the range, though not every sequence in it
 	// was admitted (some left or went silent); after a pre-queue's draw the
 	// order is the draw's, so the range is as wide as the pre-queue.
-	Admitted        int64 `json:"admitted"`
-	FirstSeq        int64 `json:"firstSeq,omitempty"`
-	LastSeq         int64 `json:"lastSeq,omitempty"`
-	Evicted         int64 `json:"evicted"`         // waiting visitors who went silent, removed
-	GrantsReclaimed int64 `json:"grantsReclaimed"` // grants not redeemed within claimTTLSeconds
-	SessionsEnded   int64 `json:"sessionsEnded"`   // sessions past sessionTTLSeconds
-	After           Counts `json:"after"`          // the room's counts at the end of the tick
+	Admitted        int64  `json:"admitted"`
+	FirstSeq        int64  `json:"firstSeq,omitempty"`
+	LastSeq         int64  `json:"lastSeq,omitempty"`
+	Evicted         int64  `json:"evicted"`         // waiting visitors who went silent, removed
+	GrantsReclaimed int64  `json:"grantsReclaimed"` // grants not redeemed within claimTTLSeconds
+	SessionsEnded   int64  `json:"sessionsEnded"`   // sessions past sessionTTLSeconds
+	After           Counts `json:"after"`           // the room's counts at the end of the tick
 }
 
 // Counts are a room's counts at one instant.

@@ -161,4 +161,3 @@ func TestAdmissionEvents(t *testing.T) {
 		t.Errorf("tick event %+v", tick)
 	}
 }
-
