@@ -44,6 +44,10 @@ const (
 	SourceBooking   = "vestibule.booking"   // booking.order.confirmed, booking.order.cancelled
 )
 
+// EnvBus is the forwarder function's one variable: the bus it puts events
+// on (a name or an ARN). The functions in the VPC do not read it.
+const EnvBus = "VESTIBULE_EVENT_BUS"
+
 // Sources are every source the forwarder forwards.
 func Sources() []string { return []string{SourceAdmission, SourceBooking} }
 
