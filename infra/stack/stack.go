@@ -162,7 +162,8 @@ type Vestibule struct {
 	ServerlessCacheName string
 	// AccessLogs receives the HTTP API's access log (JSON, one line per request).
 	AccessLogs awslogs.LogGroup
-	Gate       *Gate // the protected site's distribution, when Settings.ProtectOrigin is set
+	Gate       *Gate   // the protected site's distribution, when Settings.ProtectOrigin is set
+	Events     *Events // the events' bus, forwarder and log subscriptions (events.go)
 }
 
 // New defines the whole waiting room in one stack.
@@ -327,6 +328,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 
 	v.API, v.Distribution = newFront(st, v, set, originSecret)
 	v.Gate = newGate(st, v, set, entrySecret, originSecret)
+	v.Events = newEvents(st, v, set, retention)
 	newAlarms(st, v, set)
 	helperLogs(st, v, retention)
 	return v
