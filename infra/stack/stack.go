@@ -165,7 +165,8 @@ type Vestibule struct {
 	AccessLogs awslogs.LogGroup
 	Gate       *Gate // the protected site's distribution, when Settings.ProtectOrigin is set
 	// Keys is the keys object the API functions read their keys from, and its sync.
-	Keys *Keys
+	Keys   *Keys
+	Events *Events // the events' bus, forwarder and log subscriptions (events.go)
 }
 
 // New defines the whole waiting room in one stack.
@@ -338,6 +339,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	if v.Gate != nil {
 		v.Gate.Distribution.Node().AddDependency(keys.Resource)
 	}
+	v.Events = newEvents(st, v, set, retention)
 	newAlarms(st, v, set)
 	helperLogs(st, v, retention)
 	return v

@@ -38,7 +38,7 @@ type fixture struct {
 func placeholderAssets(t testing.TB, page bool) (dist, static string) {
 	root := t.TempDir()
 	dist = filepath.Join(root, "dist")
-	for _, name := range append(functionNames(stack.Functions), stack.KeySyncFunction) {
+	for _, name := range append(functionNames(stack.Functions), stack.KeySyncFunction, stack.Forwarder) {
 		must(t, os.MkdirAll(filepath.Join(dist, name), 0o755))
 		must(t, os.WriteFile(filepath.Join(dist, name, "bootstrap"), nil, 0o755))
 	}
@@ -252,7 +252,8 @@ func TestFunctionsAreArm64OnAL2023(t *testing.T) {
 			continue
 		}
 		if !strings.HasPrefix(id, "CustomCDKBucketDeployment") && !strings.HasPrefix(id, "CustomVpcRestrictDefaultSG") &&
-			!strings.HasPrefix(id, "KeySyncFunction") { // outside the VPC: TestKeySyncRunsOutsideTheVPCAtDeploy
+			!strings.HasPrefix(id, "KeySyncFunction") && // outside the VPC: TestKeySyncRunsOutsideTheVPCAtDeploy
+			!strings.HasPrefix(id, "ForwarderFunction") { // the events' forwarder (events.go, events_test.go)
 			t.Errorf("unexpected function %s (%v)", id, props(r)["Runtime"])
 		}
 	}
