@@ -4,8 +4,10 @@ export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/.tools/node_modules/.bin:$(CURDIR)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 # Every Lambda function; each has functions/<name>/main.go and becomes dist/<name>/bootstrap
-# (gatekeys: the edge gate's key sync, deployed only when the stack protects an origin).
-FUNCTIONS := enqueue poll admit consume status admin booking gatekeys
+# (gatekeys: the edge gate's key sync, deployed only when the stack protects an origin;
+# keysync: copies the secrets into the keys object the functions read at cold start;
+# forwarder: puts the events the others log on the EventBridge bus, outside the VPC).
+FUNCTIONS := enqueue poll admit consume status admin booking gatekeys keysync forwarder
 # Pinned tool versions.
 CDK_CLI_VERSION := 2.1148.1
 CFN_LINT_VERSION := 1.51.0

@@ -198,6 +198,11 @@ func TestLambdasUnderEmulator(t *testing.T) {
 	if sum.Ticks < 2 || sum.Errors != 0 || sum.Admitted < 1 {
 		t.Fatalf("admit summary %+v", sum)
 	}
+	// Its tick that admitted the visitor went out as an admission event line.
+	tickLine := `{"source":"vestibule.admission","detail-type":"admission.tick","detail":{"room":"` + id + `",`
+	if out := fn["admit"].Output(); !strings.Contains(out, tickLine) || !strings.Contains(out, `"admitted":1,`) {
+		t.Fatalf("admit output has no admission.tick line for the room:\n%s", out)
+	}
 
 	resp, body = fn["poll"].http(t, "poll.json", with("TICKET", ticket)...)
 	entry, _ := body["entryToken"].(string)
@@ -251,6 +256,13 @@ func TestLambdasUnderEmulator(t *testing.T) {
 	}
 	resp, body = fn["consume"].http(t, "complete.json", "ENTRY_TOKEN", entry, "ORIGIN_CREDENTIAL", origin)
 	want(t, "complete.json", resp, body, 200)
+	// One consumed and one completed event (the replay emitted nothing).
+	for _, typ := range []string{"admission.entry.consumed", "admission.session.completed"} {
+		line := `{"source":"vestibule.admission","detail-type":"` + typ + `","detail":{"room":"` + id + `",`
+		if out := fn["consume"].Output(); strings.Count(out, line) != 1 {
+			t.Fatalf("consume output has %d %s lines, want 1:\n%s", strings.Count(out, line), typ, out)
+		}
+	}
 
 	// Public reads.
 	resp, body = fn["status"].http(t, "status.json", room...)

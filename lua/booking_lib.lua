@@ -55,13 +55,27 @@ local function units_of(s)
   return out
 end
 
+-- record reads the record under token in the HASH key, cut at '|' into at
+-- most n fields: its text and its fields, nil when there is none.
+local function record(key, token, n)
+  local r = redis.call('HGET', key, token)
+  if not r then return nil end
+  return r, split(r, '|', n)
+end
+
+-- with_items sets t's seats and units from a record's two fields, as text
+-- (seats_s, units_s) and as lists, and returns t.
+local function with_items(t, seats_s, units_s)
+  t.seats_s, t.units_s = seats_s or '', units_s or ''
+  t.seats, t.units = split(t.seats_s, ','), units_of(t.units_s)
+  return t
+end
+
 -- hold_of reads a hold record: nil when there is none.
 local function hold_of(token)
-  local r = redis.call('HGET', K_HOLD, token)
+  local r, f = record(K_HOLD, token, 4)
   if not r then return nil end
-  local f = split(r, '|', 4)
-  return {session = f[1], expires = tonumber(f[2]), seats = split(f[3] or '', ','),
-    units = units_of(f[4] or ''), seats_s = f[3] or '', units_s = f[4] or ''}
+  return with_items({session = f[1], expires = tonumber(f[2])}, f[3], f[4])
 end
 
 -- items counts what a hold covers: its seats and its units.
@@ -91,18 +105,18 @@ local function drop_hold(token, h, field)
   redis.call('HINCRBY', K_INV, field, 1)
 end
 
+-- expire drops a hold whose time passed, or only its expiry entry when the
+-- hold is gone.
+local function expire(token)
+  local h = hold_of(token)
+  if h then drop_hold(token, h, 'expired') else redis.call('ZREM', K_EXP, token) end
+end
+
 -- sweep expires at most max holds whose expiry is at or before now, oldest
 -- first, and returns how many it expired.
 local function sweep(now, max)
   local due = redis.call('ZRANGE', K_EXP, '-inf', member(now), 'BYSCORE', 'LIMIT', 0, max)
-  for _, t in ipairs(due) do
-    local h = hold_of(t)
-    if h then
-      drop_hold(t, h, 'expired')
-    else
-      redis.call('ZREM', K_EXP, t)
-    end
-  end
+  for _, t in ipairs(due) do expire(t) end
   return #due
 end
 
@@ -110,16 +124,13 @@ end
 local function expire_if_due(token, now)
   local e = redis.call('ZSCORE', K_EXP, token)
   if not e or tonumber(e) > now then return false end
-  local h = hold_of(token)
-  if h then drop_hold(token, h, 'expired') else redis.call('ZREM', K_EXP, token) end
+  expire(token)
   return true
 end
 
 -- order_of reads an order record as its raw text and its fields.
 local function order_of(token)
-  local r = redis.call('HGET', K_ORDER, token)
+  local r, f = record(K_ORDER, token, 9)
   if not r then return nil end
-  local f = split(r, '|', 9)
-  return {raw = r, state = f[1], session = f[2], token = f[3], at = f[4], idem = f[5],
-    seats = split(f[6] or '', ','), units = units_of(f[7] or ''), seats_s = f[6] or '', units_s = f[7] or ''}
+  return with_items({raw = r, state = f[1], session = f[2], token = f[3], at = f[4], idem = f[5]}, f[6], f[7])
 end

@@ -6,7 +6,9 @@
 --            {'busy'} when any tick ran less than that long before now (the state's tickat);
 --            visitors' requests drive a quiet room's ticks this way, one per room per guard
 -- KEYS[9] -> vst:{room}:hist HASH  the room's last hour, one point a minute (below)
--- Returns {admitted, evicted, grants reclaimed, sessions ended}, or {'noroom'}, or {'busy'}.
+-- Returns {admitted, evicted, grants reclaimed, sessions ended}, or {'noroom'}, or {'busy'}; a tick that
+-- changed something adds, for its admission event (internal/admission), {…, lowest sequence admitted,
+-- highest sequence admitted (both 0 when none), waiting, admitted, active} (the counts after the tick).
 -- The first tick of each minute (ms / 60000) writes that minute's point, the counts at the end
 -- of the tick, to the history ring: field = minute % 60, value =
 -- 'minute:waiting:admitted:active:admitted in the last 60 s:evicted ever' (the state's histmin
@@ -46,6 +48,7 @@ else
 end
 
 local admitted, evicted = 0, 0
+local lo, hi -- the lowest and highest sequence admitted (for the admission event)
 local function finish()
   if evicted > 0 then redis.call('HINCRBY', K_ST, 'evicted', evicted) end
   count_admissions(now, admitted)
@@ -71,7 +74,9 @@ local function finish()
       redis.call('ZCARD', K_ADM), redis.call('ZCARD', K_ACT), sum, (tonumber(st[13]) or 0) + evicted}, ':'))
     redis.call('HSET', K_ST, 'histmin', member(minute))
   end
-  return {admitted, evicted, reclaimed, ended}
+  if admitted + evicted + reclaimed + ended == 0 then return {admitted, evicted, reclaimed, ended} end
+  return {admitted, evicted, reclaimed, ended, member(lo or 0), member(hi or 0),
+    redis.call('ZCARD', K_Q), redis.call('ZCARD', K_ADM), redis.call('ZCARD', K_ACT)}
 end
 
 if cfg.mode == 'paused' or cfg.mode == 'closed' or cfg.opensAt > now then
@@ -182,6 +187,9 @@ while admitted < n and pops < n + batch do
       grants[#grants + 1] = m
       admitted = admitted + 1
       last = m
+      local s = tonumber(m)
+      if not lo or s < lo then lo = s end
+      if not hi or s > hi then hi = s end
       -- In a recovery window, a ticket from before the epoch may come back past
       -- the head: record that it was served, until the window ends.
       if keep and tonumber(m) < epoch then

@@ -110,11 +110,14 @@ func main() {
 }
 
 func run() int {
-	only := flag.String("only", "scripts,http,scale,lambda,crowd", "comma-separated parts to run")
+	only := flag.String("only", "scripts,booking,http,scale,lambda,crowd,capacity,cost", "comma-separated parts to run (also million; BENCH_MILLION=1: only million)")
 	dur := flag.Duration("d", 2*time.Second, "duration of each throughput measurement")
 	visitors := flag.Int("visitors", 100_000, "crowd size of the simulator figure")
 	chart := flag.String("chart", "", "write the crowd's chart here (e.g. docs/crowd.png)")
 	flag.Parse()
+	if os.Getenv("BENCH_MILLION") == "1" {
+		*only = "million"
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	defer redistest.StopAll()
@@ -125,6 +128,10 @@ func run() int {
 		"scale":   benchScale,
 		"lambda":  benchLambda,
 		"crowd":   func(ctx context.Context) ([]Row, error) { return benchCrowd(ctx, *visitors, *chart) },
+		"booking": func(ctx context.Context) ([]Row, error) { return benchBooking(ctx, *dur) },
+	}
+	for name, f := range moreParts(*dur, *chart) {
+		parts[name] = f
 	}
 	var rows []Row
 	failed := false

@@ -22,6 +22,11 @@ var enqueueScript = redis.NewScript(lua.Enqueue)
 
 // fill enqueues n visitors at now (ms) with pipelines of 1,000 from 4 workers.
 func fill(ctx context.Context, rdb *redis.Client, roomID string, n int, nowMS int64) error {
+	return fillRange(ctx, rdb, roomID, 0, n, nowMS)
+}
+
+// fillRange enqueues n visitors named f<from>… f<from+n-1> as fill does.
+func fillRange(ctx context.Context, rdb *redis.Client, roomID string, from, n int, nowMS int64) error {
 	if err := enqueueScript.Load(ctx, rdb).Err(); err != nil {
 		return err
 	}
@@ -36,7 +41,7 @@ func fill(ctx context.Context, rdb *redis.Client, roomID string, n int, nowMS in
 			for lo := w * batch; lo < n; lo += par * batch {
 				pipe := rdb.Pipeline()
 				for i := lo; i < min(lo+batch, n); i++ {
-					enqueueScript.EvalSha(ctx, pipe, keys, nowMS, "f"+strconv.Itoa(i))
+					enqueueScript.EvalSha(ctx, pipe, keys, nowMS, "f"+strconv.Itoa(from+i))
 				}
 				if _, err := pipe.Exec(ctx); err != nil {
 					errs <- err

@@ -132,7 +132,7 @@ func benchScripts(ctx context.Context, d time.Duration) ([]Row, error) {
 	if err != nil {
 		return rows, fmt.Errorf("enqueue: %w", err)
 	}
-	add("enqueue", ops, ratioAtLeast(0.50))
+	add("enqueue", ops, nil) // figures without goals (issue 14 retired them)
 	logf("queue holds %d", len(seqs))
 
 	// poll: random waiting visitors of that queue.
@@ -143,7 +143,7 @@ func benchScripts(ctx context.Context, d time.Duration) ([]Row, error) {
 	if err != nil {
 		return rows, fmt.Errorf("poll: %w", err)
 	}
-	add("poll", ops, ratioAtLeast(0.70))
+	add("poll", ops, nil)
 
 	// stats: the admin and status routes' read.
 	ops, err = throughput(ctx, d, func(ctx context.Context) error {

@@ -69,7 +69,7 @@ func run() error {
 		RedisURL: *redisURL, RedisCluster: *cluster, RedisCAFile: *caFile,
 		Addr: net.JoinHostPort(*host, strconv.Itoa(*port)), OriginAddr: net.JoinHostPort(*host, strconv.Itoa(*port+1)),
 		ManualOriginAddr: net.JoinHostPort(*host, strconv.Itoa(*port+2)),
-		Orders:           os.Stdout, StaticDir: *static, KeyDir: *keys, AdminKey: *adminKey, TickInterval: *tick, Logger: log,
+		Orders:           os.Stdout, Events: os.Stdout, StaticDir: *static, KeyDir: *keys, AdminKey: *adminKey, TickInterval: *tick, Logger: log,
 	})
 	if err != nil {
 		return err

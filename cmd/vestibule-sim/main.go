@@ -5,6 +5,7 @@
 //
 //	go run ./cmd/vestibule-sim -visitors 2000                 # real local stack over HTTP
 //	go run ./cmd/vestibule-sim -driver virtual -visitors 100000 # in-process, virtual time
+//	go run ./cmd/vestibule-sim -book-seats 500 -book-stock 300  # admitted visitors also book (docs/BOOKING.md)
 //
 // With -url it targets a stack that is already running (loopback only);
 // otherwise it starts a redis-server and the local stack itself.
@@ -63,7 +64,16 @@ func run() int {
 	flag.Int64Var(&rc.HeartbeatTTLSeconds, "heartbeat-ttl", 120, "room heartbeatTTLSeconds")
 	flag.Int64Var(&rc.ClaimTTLSeconds, "claim-ttl", 60, "room claimTTLSeconds")
 	flag.Int64Var(&rc.SessionTTLSeconds, "session-ttl", 600, "room sessionTTLSeconds")
+	var bk sim.Booking
+	flag.IntVar(&bk.Seats, "book-seats", 0, "booking: seats of the demo event named after the room (with -book-stock: 0 for none; both 0: no booking)")
+	flag.Int64Var(&bk.Stock, "book-stock", 0, "booking: units of its general-admission sku")
+	flag.Float64Var(&bk.Confirm, "book-confirm", 0.6, "booking: share of holders who pay (the hold is confirmed)")
+	flag.Float64Var(&bk.Release, "book-release", 0.5, "booking: share of the other holders whose hold the origin releases (the rest let it expire)")
+	flag.DurationVar(&bk.HoldTTL, "book-hold-ttl", time.Minute, "booking: the event's hold TTL (whole seconds)")
 	flag.Parse()
+	if bk.Seats > 0 || bk.Stock > 0 {
+		c.Booking = &bk
+	}
 	// The whole simulated crowd comes from one address: a per-address enqueue
 	// limit would refuse it.
 	rc.ClientEnqueuePerMinute = 0

@@ -195,34 +195,30 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	// Focus lands on what undoes it (Pause is disabled now).
 	waitJS(t, ctx, `document.activeElement?.dataset.action === "resume"`, 5*time.Second)
+	// submit types value into the card's input (a selector), submits the
+	// card's form (a selector) and accepts the confirmation, whose text must
+	// contain want.
+	submit := func(input, value, form, want string) {
+		t.Helper()
+		js, _ := json.Marshal([]string{input, value})
+		browsertest.Eval[any](t, ctx, fmt.Sprintf(`(([sel, value]) => { const i = %s.querySelector(sel); i.focus(); i.value = value; i.dispatchEvent(new Event('input', {bubbles: true})); })(%s)`, card, js))
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-room=%q] %s button`, id, form)))); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, ctx, `document.getElementById('confirm').open`, 5*time.Second)
+		if got := browsertest.Eval[string](t, ctx, `document.getElementById('confirm-text').textContent`); !strings.Contains(got, want) {
+			t.Errorf("confirm text %q, want it to contain %q", got, want)
+		}
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm-ok"))); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Capacity through the form and its confirmation.
-	set := fmt.Sprintf(`(() => { const i = %s.querySelector('[data-setting="maxActive"]'); i.focus(); i.value = "4"; i.dispatchEvent(new Event('input', {bubbles: true})); })()`, card)
-	browsertest.Eval[any](t, ctx, set)
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-room=%q] .settings button`, id)))); err != nil {
-		t.Fatal(err)
-	}
-	waitJS(t, ctx, `document.getElementById('confirm').open`, 5*time.Second)
-	if got := browsertest.Eval[string](t, ctx, `document.getElementById('confirm-text').textContent`); !strings.Contains(got, "maxActive 2 → 4") {
-		t.Errorf("confirm text %q", got)
-	}
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm-ok"))); err != nil {
-		t.Fatal(err)
-	}
+	submit(`[data-setting="maxActive"]`, "4", ".settings", "maxActive 2 → 4")
 	waitJS(t, ctx, card+`.querySelector('[data-figure="active"]').textContent.endsWith("/ 4")`, 5*time.Second)
 
 	// The waiting page's message, set live from the console (issue 17).
-	setMsg := fmt.Sprintf(`(() => { const i = %s.querySelector('[data-page="message"]'); i.focus(); i.value = "Doors open at 10:00"; i.dispatchEvent(new Event('input', {bubbles: true})); })()`, card)
-	browsertest.Eval[any](t, ctx, setMsg)
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-room=%q] .page-form button`, id)))); err != nil {
-		t.Fatal(err)
-	}
-	waitJS(t, ctx, `document.getElementById('confirm').open`, 5*time.Second)
-	if got := browsertest.Eval[string](t, ctx, `document.getElementById('confirm-text').textContent`); !strings.Contains(got, "Doors open at 10:00") {
-		t.Errorf("confirm text %q", got)
-	}
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm-ok"))); err != nil {
-		t.Fatal(err)
-	}
+	submit(`[data-page="message"]`, "Doors open at 10:00", ".page-form", "Doors open at 10:00")
 	waitJS(t, ctx, `document.getElementById('status').textContent === "Room `+id+`: message changed."`, 5*time.Second)
 	if code, m := admin(t, s, "GET", id, nil); code != 200 || fmt.Sprint(m["config"].(map[string]any)["page"]) != "map[message:Doors open at 10:00]" {
 		t.Errorf("the room's page after the console's change: %d %v", code, m["config"])

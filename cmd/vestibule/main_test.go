@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -78,21 +76,8 @@ func newRoom(t *testing.T, s *localstack.Stack, settings map[string]any) string 
 // admin calls the admin API directly: what the tests check the command against.
 func admin(t *testing.T, s *localstack.Stack, method, id string, body any) (int, map[string]any) {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, s.URL()+"/api/admin/rooms/"+id, r)
-	req.Header.Set("Authorization", "Bearer "+adminKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var m map[string]any
-	json.NewDecoder(resp.Body).Decode(&m)
-	return resp.StatusCode, m
+	code, _, m := testkit.CallJSON(t, method, s.URL()+"/api/admin/rooms/"+id, adminKey, body)
+	return code, m
 }
 
 func mode(t *testing.T, s *localstack.Stack, id string) string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
 // verifyDraw checks a pre-queue ticket's draw against the room's published
@@ -64,25 +64,20 @@ func (c *command) verifyDraw(ctx context.Context, pos []string) error {
 	return nil
 }
 
-// ticketClaims reads a ticket's (JWT) claims without checking its signature.
+// ticketClaims reads a ticket's visitor and draw without checking its
+// signature (format 2, or a format 1 JWT from before).
 func ticketClaims(tok string) (struct {
-	Sub  string  `json:"sub"`
-	Draw float64 `json:"draw"`
+	Sub  string
+	Draw float64
 }, error) {
 	var cl struct {
-		Sub  string  `json:"sub"`
-		Draw float64 `json:"draw"`
+		Sub  string
+		Draw float64
 	}
-	parts := strings.Split(strings.TrimSpace(tok), ".")
-	if len(parts) != 3 {
-		return cl, usageError("--ticket is not a JWT")
+	tk, ok := token.PeekTicket(strings.TrimSpace(tok))
+	if !ok || tk.Visitor == "" {
+		return cl, usageError("--ticket is not a ticket")
 	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err == nil {
-		err = json.Unmarshal(b, &cl)
-	}
-	if err != nil || cl.Sub == "" {
-		return cl, usageError("--ticket: unreadable claims")
-	}
+	cl.Sub, cl.Draw = tk.Visitor, tk.Draw
 	return cl, nil
 }

@@ -2,11 +2,15 @@ package main
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
 // verify-draw checks a pre-queue ticket against the room's published seed
@@ -34,16 +38,29 @@ func TestVerifyDraw(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "ok: seed") || !strings.Contains(out, "ok: visitor") {
 		t.Fatalf("after opening: %d %q %q", code, out, errs)
 	}
-	// A ticket whose draw claim was changed does not verify.
-	parts := strings.Split(joined.Ticket, ".")
-	b, _ := base64.RawURLEncoding.DecodeString(parts[1])
-	var claims map[string]any
-	json.Unmarshal(b, &claims)
-	claims["draw"] = 0.000001
-	b, _ = json.Marshal(claims)
-	forged := parts[0] + "." + base64.RawURLEncoding.EncodeToString(b) + "." + parts[2]
+	// A ticket whose draw was changed (format 2: bytes 9–16) does not verify.
+	b, err := base64.RawURLEncoding.DecodeString(joined.Ticket)
+	if err != nil || len(b) < 17 {
+		t.Fatalf("ticket %q is not format 2: %v", joined.Ticket, err)
+	}
+	binary.BigEndian.PutUint64(b[9:17], math.Float64bits(0.000001))
+	forged := base64.RawURLEncoding.EncodeToString(b)
 	_, errs, code = vestibule(t, s, "verify-draw", "--room", id, "--ticket", forged)
 	if code != 1 || !strings.Contains(errs, "MISMATCH") {
 		t.Fatalf("forged ticket: %d %q", code, errs)
+	}
+	// A format 1 (JWT) ticket from before the upgrade is read too.
+	tk, _ := token.PeekTicket(joined.Ticket)
+	payload, _ := json.Marshal(map[string]any{"typ": "vestibule-ticket", "iss": "vestibule", "sub": tk.Visitor,
+		"room": id, "seq": tk.Seq, "draw": tk.Draw, "iat": 1, "exp": 2})
+	format1 := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"vst-ticket+jwt"}`)) + "." +
+		base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(make([]byte, 32))
+	out, errs, code = vestibule(t, s, "verify-draw", "--room", id, "--ticket", format1)
+	if code != 0 || !strings.Contains(out, "ok: visitor "+tk.Visitor) {
+		t.Fatalf("format 1 ticket: %d %q %q", code, out, errs)
+	}
+	_, errs, code = vestibule(t, s, "verify-draw", "--room", id, "--ticket", "nonsense")
+	if code == 0 || !strings.Contains(errs, "not a ticket") {
+		t.Fatalf("nonsense ticket: %d %q", code, errs)
 	}
 }

@@ -13,13 +13,15 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/config"
 )
 
-// Prices of the always-on items, us-east-1, in US dollars. Checked 2026-11-26 from the AWS
-// pricing pages as of mid-2025; re-check them (and docs/DEPLOY.md, "Prices used") when they change.
+// Prices of the always-on items, us-east-1, in US dollars: the AWS pricing pages as of mid-2025,
+// and KMS's (aws.amazon.com/kms/pricing) as read on 2026-11-26; re-check them (and docs/DEPLOY.md,
+// "Cost") when they change.
 const (
 	hoursPerMonth = 730.0
 
 	priceInterfaceEndpointHour = 0.01         // PrivateLink, per endpoint per AZ per hour
 	priceSecretMonth           = 0.40         // Secrets Manager, per secret per month
+	priceKMSKeyMonth           = 1.00         // KMS, per customer managed key per month (no automatic rotation)
 	priceAlarmMonth            = 0.10         // CloudWatch, per standard alarm per month
 	priceDashboardMonth        = 3.00         // CloudWatch, per dashboard per month (beyond the first 3)
 	priceValkeyGBHour          = 0.084        // ElastiCache Serverless for Valkey, data stored per GB-hour
@@ -60,6 +62,12 @@ func idleCost(t *testing.T, f fixture) []idleItem {
 		add(fmt.Sprintf("interface endpoint %s, %v AZs", id, azs), azs*hoursPerMonth*priceInterfaceEndpointHour)
 	}
 	add("secrets", float64(len(f.ofType("AWS::SecretsManager::Secret")))*priceSecretMonth)
+	for id, k := range f.ofType("AWS::KMS::Key") {
+		if props(k)["EnableKeyRotation"] == true {
+			t.Fatalf("%s rotates its key material: each of the first two rotations adds $1 a month, not priced here", id)
+		}
+		add("KMS key "+id, priceKMSKeyMonth)
+	}
 	add("alarms", float64(len(f.ofType("AWS::CloudWatch::Alarm")))*priceAlarmMonth)
 	add("dashboards", float64(len(f.ofType("AWS::CloudWatch::Dashboard")))*priceDashboardMonth)
 	for range f.ofType("AWS::ElastiCache::ServerlessCache") {
@@ -159,8 +167,18 @@ func TestIdleCostMatchesTheDocs(t *testing.T) {
 	if want := docFigure(t, doc, `\| Secrets, (\d+) \|`); want != float64(len(f.ofType("AWS::SecretsManager::Secret"))) {
 		t.Errorf("docs count %v secrets, the template has %d", want, len(f.ofType("AWS::SecretsManager::Secret")))
 	}
+	if want := docFigure(t, doc, `\| KMS keys, (\d+) \|`); want != float64(len(f.ofType("AWS::KMS::Key"))) {
+		t.Errorf("docs count %v KMS keys, the template has %d", want, len(f.ofType("AWS::KMS::Key")))
+	}
+	// and no interface endpoint is left to bill by the hour (issue 15)
+	for _, it := range idleCost(t, f) {
+		if strings.HasPrefix(it.what, "interface endpoint") {
+			t.Errorf("%s: $%.2f a month", it.what, it.dollars)
+		}
+	}
+	// and it meets issue 15's target
 	if got > idleTarget {
-		t.Logf("idle month $%.2f is above the $%.0f target of issue 15 (docs/DEPLOY.md, \"Path to under $15\")", got, idleTarget)
+		t.Errorf("idle month $%.2f is above the $%.0f target of issue 15", got, idleTarget)
 	}
 	// and with cache=nodes, the total the paragraph below the table states, to a tenth
 	nodes := total(t, idleCost(t, nodesStack()))

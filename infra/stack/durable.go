@@ -33,8 +33,8 @@ var settingsActions = []*string{jsii.String("s3:GetObject"), jsii.String("s3:Put
 // longer offline) or a custom resource calling ec2:DescribePrefixLists on "Resource": "*". The
 // wide rule reaches no more: the isolated subnets route only the VPC's own range and, through the
 // gateway endpoint, S3; and the endpoint's policy lets the functions reach only this bucket's
-// objects, so 443 to "anywhere" means this bucket and the Secrets Manager endpoint (already allowed).
-func newSettingsBucket(st awscdk.Stack, vpc awsec2.Vpc, isolated *awsec2.SubnetSelection, fnSG awsec2.SecurityGroup) awss3.Bucket {
+// objects and the keys object, so 443 to "anywhere" means those.
+func newSettingsBucket(st awscdk.Stack, vpc awsec2.Vpc, isolated *awsec2.SubnetSelection, fnSG awsec2.SecurityGroup) (awss3.Bucket, awsec2.GatewayVpcEndpoint) {
 	bucket := awss3.NewBucket(st, jsii.String("SettingsBucket"), &awss3.BucketProps{
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
 		Encryption:        awss3.BucketEncryption_S3_MANAGED,
@@ -46,17 +46,18 @@ func newSettingsBucket(st awscdk.Stack, vpc awsec2.Vpc, isolated *awsec2.SubnetS
 		Service: awsec2.GatewayVpcEndpointAwsService_S3(),
 		Subnets: &[]*awsec2.SubnetSelection{isolated},
 	})
-	// The endpoint carries requests to this bucket only, so the open egress rule below cannot
-	// carry data to any other bucket.
+	// The endpoint carries requests to this bucket only (and reads of the keys object, which
+	// Keys.allowThroughGateway adds), so the open egress rule below cannot carry data to any
+	// other bucket.
 	for _, s := range settingsStatements(bucket) {
 		s.AddAnyPrincipal()
 		gateway.AddToPolicy(s)
 	}
 	fnSG.AddEgressRule(awsec2.Peer_AnyIpv4(), awsec2.Port_Tcp(jsii.Number(443)),
 		jsii.String("functions to S3 through the gateway endpoint (the only route out of the isolated subnets)"), jsii.Bool(false))
-	// (The group's description still says "the cache and the Secrets Manager endpoint only":
-	// changing a security group's description replaces the group.)
-	return bucket
+	// (The group's description still says "the cache and the Secrets Manager endpoint only",
+	// though the endpoint is gone: changing a security group's description replaces the group.)
+	return bucket, gateway
 }
 
 // settingsStatements are the permissions package durable needs on the settings bucket:

@@ -140,6 +140,8 @@ func TestFunctionsMayReadAndWriteOnlyTheRoomSettings(t *testing.T) {
 				if string(cond) != `{"StringEquals":{"s3:prefix":"`+stack.SettingsListPrefix+`"}}` {
 					t.Errorf("%s: ListBucket condition %s", name, cond)
 				}
+			// and, for the API functions, get the keys object (TestKeysObjectIsReadOnlyByTheAPIFunctions)
+			case name != stack.Admit && reflect.DeepEqual(actions, []any{"s3:GetObject"}) && strings.Contains(string(res), `"/`+stack.KeysObjectKey+`"`):
 			// and nothing else of S3
 			default:
 				t.Errorf("%s: unexpected S3 statement %v on %s", name, actions, res)
@@ -177,11 +179,14 @@ func TestSettingsBucketGatewayEndpoint(t *testing.T) {
 			if n := len(asSlice(gw["RouteTableIds"])); n != tables || n == 0 {
 				t.Errorf("gateway endpoint on %d route tables, want all %d", n, tables)
 			}
-			// and it carries requests to the settings bucket only
+			// and it carries requests to the settings bucket and reads of the keys object only
+			keys := keysBucket(t, f)
 			for _, s := range asSlice(gw["PolicyDocument"].(map[string]any)["Statement"]) {
 				res, _ := json.Marshal(s.(map[string]any)["Resource"])
-				if strings.Count(string(res), `"Fn::GetAtt":["`+id+`","Arn"]`) == 0 || strings.Contains(string(res), `"*"`) {
-					t.Errorf("gateway endpoint policy on %s, want the settings bucket only", res)
+				act, _ := json.Marshal(s.(map[string]any)["Action"])
+				keysRead := string(res) == `{"Fn::Join":["",[{"Fn::GetAtt":["`+keys+`","Arn"]},"/`+stack.KeysObjectKey+`"]]}` && string(act) == `"s3:GetObject"`
+				if !keysRead && (strings.Count(string(res), `"Fn::GetAtt":["`+id+`","Arn"]`) == 0 || strings.Contains(string(res), `"*"`)) {
+					t.Errorf("gateway endpoint policy on %s, want the settings bucket or the keys object only", res)
 				}
 				if s.(map[string]any)["Effect"] != "Allow" {
 					t.Errorf("gateway endpoint policy statement %v", s)

@@ -204,11 +204,15 @@ func TestPublicAPIOnlyThroughCloudFront(t *testing.T) {
 			t.Errorf("%s goes to %v, not the API origin with the header", b["PathPattern"], b["TargetOriginId"])
 		}
 	}
-	// and the functions know the secret by ARN; the API functions may read it, admit not
-	for name, r := range f.ours(t) {
-		v := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)[config.EnvOriginSecretARN]
-		if !reflect.DeepEqual(v, map[string]any{"Ref": originSecret}) {
-			t.Errorf("%s: %s = %v", name, config.EnvOriginSecretARN, v)
+	// and the key sync copies that secret into the keys object the functions read
+	// (TestKeySyncRunsOutsideTheVPCAtDeploy), and the distribution changes only after it has
+	ks := keySyncResource(t, f)
+	if p := props(ks); !reflect.DeepEqual(p["OriginSecretArn"], map[string]any{"Ref": originSecret}) {
+		t.Errorf("the key sync copies %v, want the origin secret", p["OriginSecretArn"])
+	}
+	for id, d := range f.ofType("AWS::CloudFront::Distribution") {
+		if !slices.Contains(asSlice(d["DependsOn"]), any(logicalID(f, ks))) {
+			t.Errorf("%s does not depend on the key sync: it could send an origin value the functions do not know yet", id)
 		}
 	}
 	// and the admin routes stay IAM-signed (TestRoutesAndIAMOnAdmin), to the API's own URL
@@ -219,6 +223,10 @@ func TestPublicAPIOnlyThroughCloudFront(t *testing.T) {
 	// THEN the reference names that version, so deploying it updates the distribution
 	if !strings.Contains(string(b), `":SecretString:::0f1e2d3c-aaaa-bbbb-cccc-1234567890ab}}"`) {
 		t.Error("the pinned version is not in the origin header's reference")
+	}
+	// and in the key sync's properties, so that deploy copies the new value before CloudFront sends it
+	if v := props(keySyncResource(t, g))["OriginSecretVersion"]; v != "0f1e2d3c-aaaa-bbbb-cccc-1234567890ab" {
+		t.Errorf("the key sync's OriginSecretVersion = %v", v)
 	}
 }
 

@@ -38,9 +38,9 @@ type fixture struct {
 func placeholderAssets(t testing.TB, page bool) (dist, static string) {
 	root := t.TempDir()
 	dist = filepath.Join(root, "dist")
-	for _, f := range stack.Functions {
-		must(t, os.MkdirAll(filepath.Join(dist, f.Name), 0o755))
-		must(t, os.WriteFile(filepath.Join(dist, f.Name, "bootstrap"), nil, 0o755))
+	for _, name := range append(functionNames(stack.Functions), stack.KeySyncFunction, stack.Forwarder) {
+		must(t, os.MkdirAll(filepath.Join(dist, name), 0o755))
+		must(t, os.WriteFile(filepath.Join(dist, name, "bootstrap"), nil, 0o755))
 	}
 	static = filepath.Join(root, "static")
 	if page {
@@ -48,6 +48,14 @@ func placeholderAssets(t testing.TB, page bool) (dist, static string) {
 		must(t, os.WriteFile(filepath.Join(static, "index.html"), []byte("<!doctype html>"), 0o644))
 	}
 	return dist, static
+}
+
+func functionNames(fs []stack.Function) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Name)
+	}
+	return out
 }
 
 func must(t testing.TB, err error) {
@@ -243,7 +251,9 @@ func TestFunctionsAreArm64OnAL2023(t *testing.T) {
 		if slices.ContainsFunc(stack.Functions, func(fn stack.Function) bool { return props(r)["Description"] == "Vestibule "+fn.Name }) {
 			continue
 		}
-		if !strings.HasPrefix(id, "CustomCDKBucketDeployment") && !strings.HasPrefix(id, "CustomVpcRestrictDefaultSG") {
+		if !strings.HasPrefix(id, "CustomCDKBucketDeployment") && !strings.HasPrefix(id, "CustomVpcRestrictDefaultSG") &&
+			!strings.HasPrefix(id, "KeySyncFunction") && // outside the VPC: TestKeySyncRunsOutsideTheVPCAtDeploy
+			!strings.HasPrefix(id, "ForwarderFunction") { // the events' forwarder (events.go, events_test.go)
 			t.Errorf("unexpected function %s (%v)", id, props(r)["Runtime"])
 		}
 	}
@@ -408,26 +418,23 @@ func TestNodeCacheIsMultiAZClusterWithTLSRequired(t *testing.T) {
 	cacheSecurity(t, f, "AWS::ElastiCache::ReplicationGroup", [2]float64{6379, 6379})
 }
 
-func TestVPCHasNoNATAndASecretsManagerEndpoint(t *testing.T) {
-	// GIVEN the default stack
-	f := defaultStack()
-	// THEN there is no way out to the internet and Secrets Manager is reached privately
-	f.count(t, "AWS::EC2::NatGateway", 0)
-	f.count(t, "AWS::EC2::InternetGateway", 0)
-	f.has(t, "AWS::EC2::VPCEndpoint", map[string]any{
-		"VpcEndpointType":   "Interface",
-		"PrivateDnsEnabled": true,
-	})
-	for id, ep := range f.ofType("AWS::EC2::VPCEndpoint") {
-		if props(ep)["VpcEndpointType"] == "Gateway" {
-			continue // S3, TestSettingsBucketGatewayEndpoint
-		}
-		b, _ := json.Marshal(props(ep)["ServiceName"])
-		if !strings.Contains(string(b), ".secretsmanager") {
-			t.Errorf("%s: endpoint for %s, want Secrets Manager", id, b)
-		}
+func TestVPCHasNoNATAndNoInterfaceEndpoint(t *testing.T) {
+	for name, f := range map[string]func() fixture{"serverless": defaultStack, "nodes": nodesStack} {
+		t.Run(name, func(t *testing.T) {
+			f := f()
+			// GIVEN a stack THEN there is no way out to the internet
+			f.count(t, "AWS::EC2::NatGateway", 0)
+			f.count(t, "AWS::EC2::InternetGateway", 0)
+			f.all(t, "AWS::EC2::Subnet", map[string]any{"MapPublicIpOnLaunch": false})
+			// and no interface endpoint, which bills by the hour in every zone whether used or not
+			// (issue 15): the only endpoint is S3's gateway, which is free
+			for id, ep := range f.ofType("AWS::EC2::VPCEndpoint") {
+				if typ := props(ep)["VpcEndpointType"]; typ != "Gateway" {
+					t.Errorf("%s: a VPC endpoint of type %v, want only Gateway", id, typ)
+				}
+			}
+		})
 	}
-	f.all(t, "AWS::EC2::Subnet", map[string]any{"MapPublicIpOnLaunch": false})
 }
 
 func TestBucketIsPrivateAndReadableOnlyByTheDistribution(t *testing.T) {
@@ -446,7 +453,7 @@ func TestBucketIsPrivateAndReadableOnlyByTheDistribution(t *testing.T) {
 	}
 	page := ""
 	for id := range f.ofType("AWS::S3::Bucket") {
-		if !strings.HasPrefix(id, "SettingsBucket") {
+		if strings.HasPrefix(id, "PageBucket") {
 			page = id
 		}
 	}
@@ -673,15 +680,19 @@ func TestNoSecretValueInTheTemplate(t *testing.T) {
 	if strings.Contains(string(b), `"SecretString"`) {
 		t.Error("the template sets a SecretString")
 	}
-	// and the functions get only the secrets' ARNs, by reference (that they declare exactly the
-	// variables Load reads is TestSAMLocalCanOverrideEveryVariable's)
+	// and the functions get no secret's ARN, only the keys object's name (that they declare
+	// exactly the variables Load reads is TestSAMLocalCanOverrideEveryVariable's)
+	keys := keysBucket(t, f)
 	for name, r := range f.ours(t) {
 		vars := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
 		for _, k := range []string{config.EnvTicketSecretARN, config.EnvEntryKeySecretARN, config.EnvOriginSecretARN} {
-			ref, ok := vars[k].(map[string]any)["Ref"].(string)
-			if !ok || props(f.resources[ref]) == nil || f.resources[ref]["Type"] != "AWS::SecretsManager::Secret" {
-				t.Errorf("%s: %s = %v, want a Ref to a secret", name, k, vars[k])
+			if vars[k] != "" {
+				t.Errorf("%s: %s = %v, want empty (the keys come from the keys object)", name, k, vars[k])
 			}
+		}
+		b, _ := json.Marshal(vars[config.EnvKeysObject])
+		if string(b) != `{"Fn::Join":["",[{"Ref":"`+keys+`"},"/`+stack.KeysObjectKey+`"]]}` {
+			t.Errorf("%s: %s = %s, want the keys bucket/%s", name, config.EnvKeysObject, b, stack.KeysObjectKey)
 		}
 	}
 	// and the functions may read exactly those secrets (one statement may name several: the
@@ -1088,18 +1099,19 @@ func secretActions(f fixture, description string) []string {
 	return out
 }
 
-func TestOnlyKeyUsersReadTheSecrets(t *testing.T) {
+func TestNoFunctionInTheVPCCallsSecretsManager(t *testing.T) {
 	// GIVEN the default stack
 	f := defaultStack()
 	// WHEN the Secrets Manager permissions of each function's role are read
-	// THEN admit, which only ticks, has none, and the API functions can read the keys
-	if got := secretActions(f, "Vestibule admit"); len(got) != 0 {
-		t.Errorf("admit may %v; it never reads a key", got)
-	}
-	for _, fn := range []string{"enqueue", "poll", "status", "consume", "admin"} {
-		if got := secretActions(f, "Vestibule "+fn); !slices.Contains(got, "secretsmanager:GetSecretValue") {
-			t.Errorf("%s cannot read the keys: %v", fn, got)
+	// THEN no function in the VPC has any (there is no endpoint to reach it by), and the key sync,
+	// outside the VPC, may read the secrets
+	for _, fn := range stack.Functions {
+		if got := secretActions(f, "Vestibule "+fn.Name); len(got) != 0 {
+			t.Errorf("%s may %v; the functions read the keys object", fn.Name, got)
 		}
+	}
+	if got := secretActions(f, *keySyncDescription); !slices.Contains(got, "secretsmanager:GetSecretValue") {
+		t.Errorf("the key sync cannot read the secrets: %v", got)
 	}
 }
 

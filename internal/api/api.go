@@ -219,7 +219,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		}
 		return errorResponse(&apiError{status: http.StatusNotFound, code: "unknown_route", message: "no such route"}), nil
 	}
-	routeName = rt.Key()
+	routeName = rt.key
 	r := &request{ev: &ev, room: params.room, path: params, now: h.o.Clock()}
 	if !rt.Admin {
 		// Public routes answer only what came through CloudFront (when deployed so).
@@ -228,7 +228,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 			return errorResponse(e), nil
 		}
 	}
-	body, aerr := decodeBody(&ev, bodyLimit(rt.Key()))
+	body, aerr := decodeBody(&ev, bodyLimit(rt.key))
 	if aerr != nil {
 		return errorResponse(aerr), nil
 	}

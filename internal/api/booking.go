@@ -194,60 +194,67 @@ func (h *Handler) holdSeats(ctx context.Context, r *request) (events.APIGatewayV
 	}), nil
 }
 
-// sessionBody names the session a hold is for, in the origin's calls.
-type sessionBody struct {
-	Session string `json:"session"`
+// holdCall is what the origin's confirm and release of a hold carry.
+type holdCall struct {
+	eng     *booking.Engine
+	token   int64  // the {token} parameter
+	key     string // the Idempotency-Key (confirm only)
+	session string // the session the body names
+}
+
+// readHoldCall reads and checks a confirm's (withKey) or a release's call, in
+// this order: the {event}, the {token}, the Idempotency-Key when withKey,
+// that the caller is the origin of the event's room, the body.
+func (h *Handler) readHoldCall(ctx context.Context, r *request, withKey bool) (holdCall, error) {
+	var c holdCall
+	var err error
+	if c.eng, err = h.event(r); err != nil {
+		return holdCall{}, err
+	}
+	if c.token, err = holdToken(r.path.token); err != nil {
+		return holdCall{}, err
+	}
+	if withKey {
+		if c.key = r.header(IdempotencyHeader); c.key == "" {
+			return holdCall{}, errMissingIdemKey
+		}
+	}
+	if err := h.eventOrigin(ctx, c.eng, r); err != nil {
+		return holdCall{}, err
+	}
+	var b struct {
+		Session string `json:"session"`
+	}
+	if err := decodeJSON(r.body, &b); err != nil {
+		return holdCall{}, err
+	}
+	c.session = b.Session
+	return c, nil
 }
 
 // confirmHold is POST /api/events/{event}/holds/{token}/confirm: the origin
 // turns a hold into an order once payment succeeded, once per Idempotency-Key.
 func (h *Handler) confirmHold(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
-	eng, err := h.event(r)
+	c, err := h.readHoldCall(ctx, r, true)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	tok, err := holdToken(r.path.token)
+	o, err := c.eng.Confirm(ctx, r.path.event, c.session, c.token, c.key)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	key := r.header(IdempotencyHeader)
-	if key == "" {
-		return events.APIGatewayV2HTTPResponse{}, errMissingIdemKey
-	}
-	if err := h.eventOrigin(ctx, eng, r); err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
-	var b sessionBody
-	if err := decodeJSON(r.body, &b); err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
-	o, err := eng.Confirm(ctx, r.path.event, b.Session, tok, key)
-	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
-	h.publish(ctx, eng, o)
+	h.publish(ctx, c.eng, o)
 	return orderResponse(o, http.StatusCreated), nil
 }
 
 // releaseHold is POST /api/events/{event}/holds/{token}/release: the origin
 // gives a hold up (the visitor left, the payment was declined before confirm).
 func (h *Handler) releaseHold(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
-	eng, err := h.event(r)
+	c, err := h.readHoldCall(ctx, r, false)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	tok, err := holdToken(r.path.token)
-	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
-	if err := h.eventOrigin(ctx, eng, r); err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
-	var b sessionBody
-	if err := decodeJSON(r.body, &b); err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
-	if err := eng.Release(ctx, r.path.event, b.Session, tok); err != nil {
+	if err := c.eng.Release(ctx, r.path.event, c.session, c.token); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	return jsonResponse(http.StatusOK, map[string]any{"event": r.path.event, "token": r.path.token, "released": true}), nil
@@ -342,7 +349,6 @@ func (h *Handler) getEvent(ctx context.Context, r *request) (events.APIGatewayV2
 	}
 	return jsonResponse(http.StatusOK, eventInfo{
 		Event: r.path.event, Room: v.Room, Seats: v.Seats, Stock: v.Stock, Fence: strconv.FormatInt(v.Fence, 10),
-		Counters: map[string]int64{"holds": v.Holds, "confirmed": v.Confirmed, "cancelled": v.Cancelled,
-			"released": v.Released, "expired": v.Expired, "live": v.Live},
+		Counters: v.Counters(),
 	}), nil
 }

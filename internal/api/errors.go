@@ -50,94 +50,91 @@ var (
 )
 
 // toAPIError maps an error from a route handler to the response it deserves.
-// This is the one place where errors become statuses.
+// This is the one place where errors become statuses: an *apiError is its
+// own answer, the engines' errors are answered by errorAnswers, and anything
+// else is a 503.
 func toAPIError(err error) *apiError {
 	var ae *apiError
-	switch {
-	case errors.As(err, &ae):
+	if errors.As(err, &ae) {
 		return ae
-	case errors.Is(err, room.ErrInvalidRoom):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_room", message: "invalid room id"}
-	case errors.Is(err, room.ErrInvalidConfig):
-		// The engine's message names the field and the reason, and carries no secret.
-		return &apiError{status: http.StatusBadRequest, code: "invalid_config", message: err.Error()}
-	case errors.Is(err, room.ErrUnknownRoom):
-		return &apiError{status: http.StatusNotFound, code: "unknown_room", message: "no such room"}
-	case errors.Is(err, room.ErrNotClosed):
-		return &apiError{status: http.StatusConflict, code: "room_not_closed", message: "only a closed room can be drained"}
-	case errors.Is(err, room.ErrClosed):
-		return &apiError{status: http.StatusConflict, code: "room_closed", message: "the room is closed"}
-	case errors.Is(err, room.ErrAlreadyConsumed):
-		return &apiError{status: http.StatusConflict, code: "already_consumed", message: "this entry was already used"}
-	case errors.Is(err, room.ErrGrantExpired):
-		return &apiError{status: http.StatusGone, code: "grant_expired", message: "the entry expired before it was used"}
-	case errors.Is(err, room.ErrWrongAudience):
-		return &apiError{status: http.StatusUnauthorized, code: "invalid_token", message: "entry token is for another origin"}
-	case errors.Is(err, room.ErrUnknownGrant):
-		return &apiError{status: http.StatusUnauthorized, code: "unknown_grant", message: "no such entry"}
-	case errors.Is(err, room.ErrChallengeSpent):
-		return &apiError{status: http.StatusForbidden, code: "challenge_used", message: "this join challenge was used already; solve a new one"}
-	case errors.Is(err, room.ErrRateLimited):
-		e := &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: "too many requests, retry later", retryAfter: RetryAfterSeconds}
-		var re *room.RetryError
-		if errors.As(err, &re) {
-			e.retryAfter = max(1, int(math.Ceil(re.After.Seconds())))
-		}
-		return e
-	case errors.Is(err, booking.ErrInvalidEvent):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_event", message: "invalid event id"}
-	case errors.Is(err, booking.ErrInvalidInventory):
-		// The engine's message names the field and the reason.
-		return &apiError{status: http.StatusBadRequest, code: "invalid_inventory", message: err.Error()}
-	case errors.Is(err, booking.ErrInvalidRequest):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: err.Error()}
-	case errors.Is(err, booking.ErrUnknownEvent):
-		return &apiError{status: http.StatusNotFound, code: "unknown_event", message: "no such event"}
-	case errors.Is(err, booking.ErrUnknownSeat):
-		return &apiError{status: http.StatusNotFound, code: "unknown_seat", message: err.Error()}
-	case errors.Is(err, booking.ErrUnknownSKU):
-		return &apiError{status: http.StatusNotFound, code: "unknown_sku", message: err.Error()}
-	case errors.Is(err, booking.ErrUnknownOrder):
-		return &apiError{status: http.StatusNotFound, code: "unknown_order", message: "no such order"}
-	case errors.Is(err, booking.ErrWrongRoom):
-		return &apiError{status: http.StatusUnauthorized, code: "invalid_session", message: "booking session of another room"}
-	case errors.Is(err, booking.ErrSessionEnded):
-		return &apiError{status: http.StatusUnauthorized, code: "session_ended", message: "the entry session ended"}
-	case errors.Is(err, booking.ErrWrongSession):
-		return &apiError{status: http.StatusForbidden, code: "wrong_session", message: "the hold belongs to another session"}
-	case errors.Is(err, booking.ErrSeatTaken):
-		e := &apiError{status: http.StatusConflict, code: "seat_taken", message: "seats held or sold by someone else"}
-		var te *booking.TakenError
-		if errors.As(err, &te) {
-			e.seats = te.Seats
-		}
-		return e
-	case errors.Is(err, booking.ErrSoldOut):
-		e := &apiError{status: http.StatusConflict, code: "sold_out", message: "not enough units left"}
-		var se *booking.SoldOutError
-		if errors.As(err, &se) {
-			e.sku, e.available = se.SKU, &se.Available
-		}
-		return e
-	case errors.Is(err, booking.ErrLimit):
-		return &apiError{status: http.StatusConflict, code: "session_limit", message: err.Error()}
-	case errors.Is(err, booking.ErrStaleToken):
-		return &apiError{status: http.StatusConflict, code: "stale_token", message: "no live hold with this token: released, expired, or never issued"}
-	case errors.Is(err, booking.ErrAlreadyConfirmed):
-		return &apiError{status: http.StatusConflict, code: "already_confirmed", message: "the hold is already an order (under another idempotency key)"}
-	case errors.Is(err, booking.ErrOrderCancelled):
-		return &apiError{status: http.StatusConflict, code: "order_cancelled", message: "the order of this idempotency key was cancelled"}
-	case errors.Is(err, booking.ErrInUse):
-		return &apiError{status: http.StatusConflict, code: "event_in_use", message: err.Error()}
-	case errors.Is(err, booking.ErrHoldExpired):
-		return &apiError{status: http.StatusGone, code: "hold_expired", message: "the hold expired; its items were returned"}
-	case errors.Is(err, booking.ErrIdempotencyKey):
-		return &apiError{status: http.StatusUnprocessableEntity, code: "idempotency_key_reused", message: "the idempotency key confirmed another hold"}
-	default:
-		// room.ErrUnavailable, booking.ErrUnavailable, context deadlines, and anything unforeseen from
-		// Redis: the visitor retries shortly; the cause goes to the log only.
-		return &apiError{status: http.StatusServiceUnavailable, code: "unavailable", message: "temporarily unavailable, retry shortly", cause: err}
 	}
+	for _, a := range errorAnswers {
+		if !errors.Is(err, a.err) {
+			continue
+		}
+		e := &apiError{status: a.status, code: a.code, message: a.message}
+		if e.message == "" {
+			// The engine's message names the field and the reason, and carries no secret.
+			e.message = err.Error()
+		}
+		if a.detail != nil {
+			a.detail(e, err)
+		}
+		return e
+	}
+	// room.ErrUnavailable, booking.ErrUnavailable, context deadlines, and anything unforeseen from
+	// Redis: the visitor retries shortly; the cause goes to the log only.
+	return &apiError{status: http.StatusServiceUnavailable, code: "unavailable", message: "temporarily unavailable, retry shortly", cause: err}
+}
+
+// errorAnswers are the answers to the engines' errors, tried in order: the
+// status, the code and the message ("": the error's own text); detail adds
+// what the error carries.
+var errorAnswers = []struct {
+	err           error
+	status        int
+	code, message string
+	detail        func(e *apiError, err error)
+}{
+	{err: room.ErrInvalidRoom, status: http.StatusBadRequest, code: "invalid_room", message: "invalid room id"},
+	{err: room.ErrInvalidConfig, status: http.StatusBadRequest, code: "invalid_config"},
+	{err: room.ErrUnknownRoom, status: http.StatusNotFound, code: "unknown_room", message: "no such room"},
+	{err: room.ErrNotClosed, status: http.StatusConflict, code: "room_not_closed", message: "only a closed room can be drained"},
+	{err: room.ErrClosed, status: http.StatusConflict, code: "room_closed", message: "the room is closed"},
+	{err: room.ErrAlreadyConsumed, status: http.StatusConflict, code: "already_consumed", message: "this entry was already used"},
+	{err: room.ErrGrantExpired, status: http.StatusGone, code: "grant_expired", message: "the entry expired before it was used"},
+	{err: room.ErrWrongAudience, status: http.StatusUnauthorized, code: "invalid_token", message: "entry token is for another origin"},
+	{err: room.ErrUnknownGrant, status: http.StatusUnauthorized, code: "unknown_grant", message: "no such entry"},
+	{err: room.ErrChallengeSpent, status: http.StatusForbidden, code: "challenge_used", message: "this join challenge was used already; solve a new one"},
+	{err: room.ErrRateLimited, status: http.StatusTooManyRequests, code: "rate_limited", message: "too many requests, retry later",
+		detail: func(e *apiError, err error) {
+			e.retryAfter = RetryAfterSeconds
+			var re *room.RetryError
+			if errors.As(err, &re) {
+				e.retryAfter = max(1, int(math.Ceil(re.After.Seconds())))
+			}
+		}},
+	{err: booking.ErrInvalidEvent, status: http.StatusBadRequest, code: "invalid_event", message: "invalid event id"},
+	{err: booking.ErrInvalidInventory, status: http.StatusBadRequest, code: "invalid_inventory"},
+	{err: booking.ErrInvalidRequest, status: http.StatusBadRequest, code: "invalid_request"},
+	{err: booking.ErrUnknownEvent, status: http.StatusNotFound, code: "unknown_event", message: "no such event"},
+	{err: booking.ErrUnknownSeat, status: http.StatusNotFound, code: "unknown_seat"},
+	{err: booking.ErrUnknownSKU, status: http.StatusNotFound, code: "unknown_sku"},
+	{err: booking.ErrUnknownOrder, status: http.StatusNotFound, code: "unknown_order", message: "no such order"},
+	{err: booking.ErrWrongRoom, status: http.StatusUnauthorized, code: "invalid_session", message: "booking session of another room"},
+	{err: booking.ErrSessionEnded, status: http.StatusUnauthorized, code: "session_ended", message: "the entry session ended"},
+	{err: booking.ErrWrongSession, status: http.StatusForbidden, code: "wrong_session", message: "the hold belongs to another session"},
+	{err: booking.ErrSeatTaken, status: http.StatusConflict, code: "seat_taken", message: "seats held or sold by someone else",
+		detail: func(e *apiError, err error) {
+			var te *booking.TakenError
+			if errors.As(err, &te) {
+				e.seats = te.Seats
+			}
+		}},
+	{err: booking.ErrSoldOut, status: http.StatusConflict, code: "sold_out", message: "not enough units left",
+		detail: func(e *apiError, err error) {
+			var se *booking.SoldOutError
+			if errors.As(err, &se) {
+				e.sku, e.available = se.SKU, &se.Available
+			}
+		}},
+	{err: booking.ErrLimit, status: http.StatusConflict, code: "session_limit"},
+	{err: booking.ErrStaleToken, status: http.StatusConflict, code: "stale_token", message: "no live hold with this token: released, expired, or never issued"},
+	{err: booking.ErrAlreadyConfirmed, status: http.StatusConflict, code: "already_confirmed", message: "the hold is already an order (under another idempotency key)"},
+	{err: booking.ErrOrderCancelled, status: http.StatusConflict, code: "order_cancelled", message: "the order of this idempotency key was cancelled"},
+	{err: booking.ErrInUse, status: http.StatusConflict, code: "event_in_use"},
+	{err: booking.ErrHoldExpired, status: http.StatusGone, code: "hold_expired", message: "the hold expired; its items were returned"},
+	{err: booking.ErrIdempotencyKey, status: http.StatusUnprocessableEntity, code: "idempotency_key_reused", message: "the idempotency key confirmed another hold"},
 }
 
 type errorBody struct {
@@ -177,13 +174,25 @@ func jsonResponse(status int, v any) events.APIGatewayV2HTTPResponse {
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"internal error"}}`)
 	}
+	return jsonBytesResponse(status, b)
+}
+
+// jsonBytesResponse is jsonResponse of a body already encoded.
+func jsonBytesResponse(status int, b []byte) events.APIGatewayV2HTTPResponse {
+	resp := newResponse(status, "application/json; charset=utf-8")
+	resp.Body = string(b)
+	return resp
+}
+
+// newResponse is an answer with the headers every answer carries: its content
+// type, no caching (unless the route changes Cache-Control) and no sniffing.
+func newResponse(status int, contentType string) events.APIGatewayV2HTTPResponse {
 	return events.APIGatewayV2HTTPResponse{
 		StatusCode: status,
 		Headers: map[string]string{
-			"Content-Type":           "application/json; charset=utf-8",
+			"Content-Type":           contentType,
 			"Cache-Control":          "no-store",
 			"X-Content-Type-Options": "nosniff",
 		},
-		Body: string(b),
 	}
 }

@@ -288,17 +288,11 @@ type pageData struct {
 // waiting room on another origin, and browsers check form-action along a
 // form's redirects (the pages hold no script and only escaped text).
 func pageHeaders(status int) events.APIGatewayV2HTTPResponse {
-	return events.APIGatewayV2HTTPResponse{
-		StatusCode: status,
-		Headers: map[string]string{
-			"Content-Type":            "text/html; charset=utf-8",
-			"Cache-Control":           "no-store",
-			"X-Content-Type-Options":  "nosniff",
-			"Referrer-Policy":         "no-referrer",
-			"X-Frame-Options":         "DENY",
-			"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
-		},
-	}
+	resp := newResponse(status, "text/html; charset=utf-8")
+	resp.Headers["Referrer-Policy"] = "no-referrer"
+	resp.Headers["X-Frame-Options"] = "DENY"
+	resp.Headers["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'"
+	return resp
 }
 
 // renderPage writes the page by hand with every value escaped, not with

@@ -59,15 +59,13 @@ func (h *Handler) enqueue(ctx context.Context, r *request) (events.APIGatewayV2H
 	// evicted) is ignored: the visitor joins afresh under a new id and pays the
 	// join limit like anyone else. A visitor id is made here and given to one
 	// Enqueue only, so it never holds a second place, nor a second draw.
-	if s, ok := r.bearer(); ok {
-		if t, err := h.o.Tickets.Verify(s, r.room, r.now); err == nil {
-			p, err := h.o.Queue.Poll(ctx, t)
-			if err != nil {
-				return events.APIGatewayV2HTTPResponse{}, err
-			}
-			if p.State != room.StateExpired {
-				return h.placeResponse(r, p, s)
-			}
+	if t, s, err := h.requestTicket(r); err == nil {
+		p, err := h.o.Queue.Poll(ctx, t)
+		if err != nil {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+		if p.State != room.StateExpired {
+			return h.placeResponse(r, p, s)
 		}
 	}
 	// A join challenge's proof, when the page sends one (the room says whether
@@ -113,21 +111,8 @@ type challengeBody struct {
 	Challenge challenge.Challenge `json:"challenge"`
 }
 
-// ticket verifies the request's ticket for its room.
-func (h *Handler) ticket(r *request) (room.Ticket, error) {
-	s, ok := r.bearer()
-	if !ok {
-		return room.Ticket{}, errMissingTicket
-	}
-	t, err := h.o.Tickets.Verify(s, r.room, r.now)
-	if err != nil {
-		return room.Ticket{}, errInvalidTicket
-	}
-	return t, nil
-}
-
 func (h *Handler) poll(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
-	t, err := h.ticket(r)
+	t, s, err := h.requestTicket(r)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
@@ -135,7 +120,6 @@ func (h *Handler) poll(ctx context.Context, r *request) (events.APIGatewayV2HTTP
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	s, _ := r.bearer()
 	return h.placeResponse(r, p, s)
 }
 
@@ -184,11 +168,11 @@ func (h *Handler) placeResponse(r *request, p room.Place, ticket string) (events
 		}
 	}
 	out.PollAfterMs = pollpolicy.After(in).Milliseconds()
-	return jsonResponse(http.StatusOK, out), nil
+	return placeJSONResponse(&out), nil
 }
 
 func (h *Handler) leave(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
-	t, err := h.ticket(r)
+	t, _, err := h.requestTicket(r)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}

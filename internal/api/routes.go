@@ -16,6 +16,9 @@ type handlerFunc func(h *Handler, ctx context.Context, r *request) (events.APIGa
 type route struct {
 	routes.Route
 	fn handlerFunc
+	// segs is Path split at "/" and key is Key(), made once, not on every request.
+	segs []string
+	key  string
 }
 
 // handlers binds each route of routes.All, by key, to its handler.
@@ -59,7 +62,7 @@ var table = func() []route {
 		if !ok {
 			panic("api: no handler for " + r.Key())
 		}
-		t[i] = route{r, fn}
+		t[i] = route{r, fn, strings.Split(r.Path, "/"), r.Key()}
 	}
 	return t
 }()
@@ -77,7 +80,7 @@ func match(method, path string) (*route, pathParams, string) {
 	var allowed []string
 	for i := range table {
 		rt := &table[i]
-		param, ok := matchPath(rt.Path, segs)
+		param, ok := matchPath(rt.segs, segs)
 		if !ok {
 			continue
 		}
@@ -89,10 +92,9 @@ func match(method, path string) (*route, pathParams, string) {
 	return nil, pathParams{}, strings.Join(allowed, ", ")
 }
 
-// matchPath matches segs against a pattern whose "{name}" segments capture
-// any non-empty segment.
-func matchPath(pattern string, segs []string) (pathParams, bool) {
-	ps := strings.Split(pattern, "/")
+// matchPath matches segs against a pattern's segments (ps), whose "{name}"
+// segments capture any non-empty segment.
+func matchPath(ps []string, segs []string) (pathParams, bool) {
 	var out pathParams
 	if len(ps) != len(segs) {
 		return out, false

@@ -21,9 +21,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vestibule-dev/vestibule/internal/admission"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/durable"
+	"github.com/vestibule-dev/vestibule/internal/eventbus"
 	"github.com/vestibule-dev/vestibule/internal/metrics"
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -58,6 +60,10 @@ type Options struct {
 	Redis  redis.UniversalClient // nil: a client of the config's REDIS_URL
 	Logger *slog.Logger          // nil: JSON on stdout at the config's level
 	Store  durable.Store         // nil: S3 of the config's SETTINGS_BUCKET, or none when it is unset
+	// Events receives the admission events (admission.Emit): ticks that
+	// changed something, consumes, completes. nil: none. The functions
+	// (Main) write them to stdout, where the stack's log subscription finds them.
+	Events eventbus.Publisher
 }
 
 // New builds the core from a configuration. It also sets the Stack
@@ -88,7 +94,11 @@ func New(c config.Config, o Options) (*Core, error) {
 		bopts = append(bopts, booking.WithClock(o.Clock))
 	}
 	eng := NewEngine(rdb, o.Clock)
-	q := durable.New(eng, durable.Options{Store: store, Logger: log, Clock: o.Clock})
+	var under durable.Engine = eng
+	if o.Events != nil {
+		under = admission.Emit(eng, o.Events, o.Clock, log)
+	}
+	q := durable.New(under, durable.Options{Store: store, Logger: log, Clock: o.Clock})
 	return &Core{Config: c, Redis: rdb, Engine: eng, Booking: booking.New(rdb, bopts...), Queue: q, Logger: log}, nil
 }
 
@@ -174,7 +184,7 @@ func Main(name string) *Core {
 	if err != nil {
 		Fail(name, err)
 	}
-	core, err := New(c, Options{})
+	core, err := New(c, Options{Events: eventbus.NewLog(os.Stdout)})
 	if err != nil {
 		Fail(name, err)
 	}

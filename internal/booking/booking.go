@@ -121,44 +121,72 @@ type Inventory struct {
 
 // Validate checks an inventory against the engine's limits.
 func (inv Inventory) Validate() error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidInventory, fmt.Sprintf(format, a...))
-	}
 	if inv.Room != "" && !ValidEventID(inv.Room) {
-		return bad("room %q: 1 to 64 of [A-Za-z0-9_-]", inv.Room)
+		return invalid(ErrInvalidInventory, "room %q: 1 to 64 of [A-Za-z0-9_-]", inv.Room)
 	}
-	if len(inv.Seats) == 0 && len(inv.Stock) == 0 {
-		return bad("no seats and no stock")
+	if err := inventoryItems.check(inv.Seats, inv.Stock); err != nil {
+		return err
 	}
-	if len(inv.Seats) > MaxSeats {
-		return bad("%d seats, at most %d", len(inv.Seats), MaxSeats)
+	if inv.HoldTTL != 0 && (inv.HoldTTL < MinHoldTTL || inv.HoldTTL > MaxHoldTTL || inv.HoldTTL%time.Millisecond != 0) {
+		return invalid(ErrInvalidInventory, "hold TTL %s, want whole milliseconds from %s to %s", inv.HoldTTL, MinHoldTTL, MaxHoldTTL)
 	}
-	if len(inv.Stock) > MaxSKUs {
-		return bad("%d skus, at most %d", len(inv.Stock), MaxSKUs)
+	if inv.SessionLimit < 1 || inv.SessionLimit > MaxHoldItems {
+		return invalid(ErrInvalidInventory, "session limit %d, want 1 to %d", inv.SessionLimit, MaxHoldItems)
 	}
-	seen := make(map[string]bool, len(inv.Seats))
-	for _, s := range inv.Seats {
+	return nil
+}
+
+// invalid is err (ErrInvalidInventory or ErrInvalidRequest) with the reason.
+func invalid(err error, format string, a ...any) error {
+	return fmt.Errorf("%w: %s", err, fmt.Sprintf(format, a...))
+}
+
+// itemRules are what an inventory's or a request's seats and skus must be.
+type itemRules struct {
+	err                error  // what the error wraps
+	empty              string // the reason when there are neither seats nor skus
+	idHint             string // follows a bad seat or sku name in the reason
+	maxSeats           int
+	minUnits, maxUnits int64 // units of one sku
+}
+
+var (
+	inventoryItems = itemRules{err: ErrInvalidInventory, empty: "no seats and no stock", idHint: ": 1 to 64 of [A-Za-z0-9_.-]",
+		maxSeats: MaxSeats, minUnits: 0, maxUnits: MaxUnits}
+	requestItems = itemRules{err: ErrInvalidRequest, empty: "nothing to hold",
+		maxSeats: MaxRequestSeats, minUnits: 1, maxUnits: MaxHoldItems}
+)
+
+// check checks seats and skus against the rules: something named, at most
+// maxSeats seats and MaxSKUs skus, every seat a valid name once, every sku a
+// valid name with minUnits to maxUnits units.
+func (r itemRules) check(seats []string, units map[string]int64) error {
+	if len(seats) == 0 && len(units) == 0 {
+		return invalid(r.err, "%s", r.empty)
+	}
+	if len(seats) > r.maxSeats {
+		return invalid(r.err, "%d seats, at most %d", len(seats), r.maxSeats)
+	}
+	if len(units) > MaxSKUs {
+		return invalid(r.err, "%d skus, at most %d", len(units), MaxSKUs)
+	}
+	seen := make(map[string]bool, len(seats))
+	for _, s := range seats {
 		if !ValidItemID(s) {
-			return bad("seat %q: 1 to 64 of [A-Za-z0-9_.-]", s)
+			return invalid(r.err, "seat %q%s", s, r.idHint)
 		}
 		if seen[s] {
-			return bad("seat %q twice", s)
+			return invalid(r.err, "seat %q twice", s)
 		}
 		seen[s] = true
 	}
-	for k, q := range inv.Stock {
+	for k, q := range units {
 		if !ValidItemID(k) {
-			return bad("sku %q: 1 to 64 of [A-Za-z0-9_.-]", k)
+			return invalid(r.err, "sku %q%s", k, r.idHint)
 		}
-		if q < 0 || q > MaxUnits {
-			return bad("sku %q: %d units, want 0 to %d", k, q, MaxUnits)
+		if q < r.minUnits || q > r.maxUnits {
+			return invalid(r.err, "sku %q: %d units, want %d to %d", k, q, r.minUnits, r.maxUnits)
 		}
-	}
-	if inv.HoldTTL != 0 && (inv.HoldTTL < MinHoldTTL || inv.HoldTTL > MaxHoldTTL || inv.HoldTTL%time.Millisecond != 0) {
-		return bad("hold TTL %s, want whole milliseconds from %s to %s", inv.HoldTTL, MinHoldTTL, MaxHoldTTL)
-	}
-	if inv.SessionLimit < 1 || inv.SessionLimit > MaxHoldItems {
-		return bad("session limit %d, want 1 to %d", inv.SessionLimit, MaxHoldItems)
 	}
 	return nil
 }
@@ -171,39 +199,7 @@ type Request struct {
 }
 
 // validate checks a request's shape; the script checks it against the inventory.
-func (r Request) validate() error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidRequest, fmt.Sprintf(format, a...))
-	}
-	if len(r.Seats) == 0 && len(r.Units) == 0 {
-		return bad("nothing to hold")
-	}
-	if len(r.Seats) > MaxRequestSeats {
-		return bad("%d seats, at most %d", len(r.Seats), MaxRequestSeats)
-	}
-	if len(r.Units) > MaxSKUs {
-		return bad("%d skus, at most %d", len(r.Units), MaxSKUs)
-	}
-	seen := make(map[string]bool, len(r.Seats))
-	for _, s := range r.Seats {
-		if !ValidItemID(s) {
-			return bad("seat %q", s)
-		}
-		if seen[s] {
-			return bad("seat %q twice", s)
-		}
-		seen[s] = true
-	}
-	for k, q := range r.Units {
-		if !ValidItemID(k) {
-			return bad("sku %q", k)
-		}
-		if q < 1 || q > MaxHoldItems {
-			return bad("sku %q: %d units, want 1 to %d", k, q, MaxHoldItems)
-		}
-	}
-	return nil
-}
+func (r Request) validate() error { return requestItems.check(r.Seats, r.Units) }
 
 // Hold is a session's claim on seats and units until ExpiresAt.
 type Hold struct {
@@ -275,4 +271,21 @@ type View struct {
 	Fence int64
 	// Counters: holds, confirmed, cancelled, released, expired (all time), live (confirmed, not cancelled).
 	Holds, Confirmed, Cancelled, Released, Expired, Live int64
+}
+
+// counters are the view's counters by the names the event's state and the
+// admin API give them.
+func (v *View) counters() map[string]*int64 {
+	return map[string]*int64{"holds": &v.Holds, "confirmed": &v.Confirmed, "cancelled": &v.Cancelled,
+		"released": &v.Released, "expired": &v.Expired, "live": &v.Live}
+}
+
+// Counters returns the counters by name: holds, confirmed, cancelled,
+// released, expired and live.
+func (v View) Counters() map[string]int64 {
+	out := make(map[string]int64, 6)
+	for name, p := range v.counters() {
+		out[name] = *p
+	}
+	return out
 }

@@ -11,40 +11,32 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
 )
 
 // 100 sessions race for one seat: exactly one holds it, every other is told
 // it is taken, and the seat is marked with the winner's token.
 func TestConcurrentHoldOfOneSeat(t *testing.T) {
 	const sessions = 100
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(10), SessionLimit: 1})
-		var wg sync.WaitGroup
 		var mu sync.Mutex
 		var won []booking.Hold
 		var taken int
 		var other []error
-		start := make(chan struct{})
-		for i := 0; i < sessions; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				h, err := e.eng.Hold(e.ctx, e.event, "room:"+strconv.Itoa(i), booking.Request{Seats: []string{"S7"}})
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					won = append(won, h)
-				case errors.Is(err, booking.ErrSeatTaken):
-					taken++
-				default:
-					other = append(other, err)
-				}
-			}()
-		}
-		close(start)
-		wg.Wait()
+		together(sessions, func(i int) {
+			h, err := e.eng.Hold(e.ctx, e.event, "room:"+strconv.Itoa(i), booking.Request{Seats: []string{"S7"}})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				won = append(won, h)
+			case errors.Is(err, booking.ErrSeatTaken):
+				taken++
+			default:
+				other = append(other, err)
+			}
+		})
 		if len(won) != 1 || taken != sessions-1 || len(other) != 0 {
 			t.Fatalf("%d holds, %d taken, other errors %v; want 1, %d, none", len(won), taken, other, sessions-1)
 		}
@@ -68,7 +60,7 @@ func TestConcurrentHoldOfOneSeat(t *testing.T) {
 // below zero.
 func TestConcurrentBuyersForStock(t *testing.T) {
 	const buyers, units = 1000, 100
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Stock: map[string]int64{"ga": units}, SessionLimit: 2})
 
 		ctx, cancel := context.WithCancel(e.ctx)
@@ -93,44 +85,35 @@ func TestConcurrentBuyersForStock(t *testing.T) {
 			}
 		}()
 
-		var wg sync.WaitGroup
 		var confirmed, soldOut atomic.Int64
 		var mu sync.Mutex
 		var other []error
 		orders := map[string]bool{}
-		start := make(chan struct{})
 		sem := make(chan struct{}, 200) // at most 200 in flight: the client's pool, not the race, is the limit
-		for i := 0; i < buyers; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				session := "room:" + strconv.Itoa(i)
-				h, err := e.eng.Hold(e.ctx, e.event, session, booking.Request{Units: map[string]int64{"ga": 1}})
-				if errors.Is(err, booking.ErrSoldOut) {
-					soldOut.Add(1)
+		together(buyers, func(i int) {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			session := "room:" + strconv.Itoa(i)
+			h, err := e.eng.Hold(e.ctx, e.event, session, booking.Request{Units: map[string]int64{"ga": 1}})
+			if errors.Is(err, booking.ErrSoldOut) {
+				soldOut.Add(1)
+				return
+			}
+			if err == nil {
+				var o booking.OrderEvent
+				o, err = e.eng.Confirm(e.ctx, e.event, session, h.Token, "pay-"+session)
+				if err == nil {
+					confirmed.Add(1)
+					mu.Lock()
+					orders[o.Order] = true
+					mu.Unlock()
 					return
 				}
-				if err == nil {
-					var o booking.OrderEvent
-					o, err = e.eng.Confirm(e.ctx, e.event, session, h.Token, "pay-"+session)
-					if err == nil {
-						confirmed.Add(1)
-						mu.Lock()
-						orders[o.Order] = true
-						mu.Unlock()
-						return
-					}
-				}
-				mu.Lock()
-				other = append(other, err)
-				mu.Unlock()
-			}()
-		}
-		close(start)
-		wg.Wait()
+			}
+			mu.Lock()
+			other = append(other, err)
+			mu.Unlock()
+		})
 		cancel()
 		<-sampled
 		if confirmed.Load() != units || soldOut.Load() != buyers-units || len(other) != 0 || len(orders) != units {

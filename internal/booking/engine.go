@@ -95,6 +95,29 @@ func unexpected(s script, reply []any) error {
 	return fmt.Errorf("%w: %s replied %v", ErrUnavailable, s.Name, reply)
 }
 
+// refusals are the errors of the booking scripts' refusal words: one
+// vocabulary, in which a word means the same in every script.
+var refusals = map[string]error{
+	"noevent":   ErrUnknownEvent,     // every script but define: no such event
+	"room":      ErrWrongRoom,        // hold: the event belongs to another room
+	"ended":     ErrSessionEnded,     // hold: the room's entry session is not active
+	"session":   ErrWrongSession,     // confirm, release: the hold is another session's
+	"confirmed": ErrAlreadyConfirmed, // confirm, release: the hold is an order already
+	"conflict":  ErrIdempotencyKey,   // confirm: the key confirmed another hold
+	"expired":   ErrHoldExpired,      // confirm: the hold's time passed; its items returned
+	"stale":     ErrStaleToken,       // confirm: no live hold with this token
+	"unknown":   ErrUnknownOrder,     // cancel: no such order
+}
+
+// refusal is the error of s's reply when its word is one of words (the
+// refusals s's contract gives), and unexpected otherwise.
+func refusal(s script, reply []any, words ...string) error {
+	if w := str(reply[0]); slices.Contains(words, w) {
+		return refusals[w]
+	}
+	return unexpected(s, reply)
+}
+
 // orderReply reads the order an "ok" or "replay" reply carries; ok is false
 // for any other reply, which the caller maps.
 func orderReply(s script, event string, reply []any) (o OrderEvent, ok bool, err error) {
@@ -233,12 +256,6 @@ func (e *Engine) hold(ctx context.Context, event, session string, s *RoomSession
 		return Hold{Event: event, Session: session, Token: num(reply[1]),
 			Seats: slices.Clone(req.Seats), Units: maps.Clone(req.Units),
 			ExpiresAt: time.UnixMilli(num(reply[2]))}, nil
-	case "noevent":
-		return Hold{}, ErrUnknownEvent
-	case "room":
-		return Hold{}, ErrWrongRoom
-	case "ended":
-		return Hold{}, ErrSessionEnded
 	case "unknownseat":
 		return Hold{}, fmt.Errorf("%w: %s", ErrUnknownSeat, str(reply[len(reply)-1]))
 	case "unknownsku":
@@ -259,7 +276,7 @@ func (e *Engine) hold(ctx context.Context, event, session string, s *RoomSession
 			return Hold{}, &SoldOutError{SKU: str(reply[1]), Available: num(reply[2])}
 		}
 	}
-	return Hold{}, unexpected(holdCmd, reply)
+	return Hold{}, refusal(holdCmd, reply, "noevent", "room", "ended")
 }
 
 // Confirm turns the session's hold into an order, once per idempotency key:
@@ -298,21 +315,7 @@ func (e *Engine) Confirm(ctx context.Context, event, session string, token int64
 		}
 		return o, nil
 	}
-	switch str(reply[0]) {
-	case "noevent":
-		return OrderEvent{}, ErrUnknownEvent
-	case "conflict":
-		return OrderEvent{}, ErrIdempotencyKey
-	case "confirmed":
-		return OrderEvent{}, ErrAlreadyConfirmed
-	case "session":
-		return OrderEvent{}, ErrWrongSession
-	case "expired":
-		return OrderEvent{}, ErrHoldExpired
-	case "stale":
-		return OrderEvent{}, ErrStaleToken
-	}
-	return OrderEvent{}, unexpected(confirmCmd, reply)
+	return OrderEvent{}, refusal(confirmCmd, reply, "noevent", "conflict", "confirmed", "session", "expired", "stale")
 }
 
 // Release gives the session's hold up before its TTL: its seats and units
@@ -333,17 +336,10 @@ func (e *Engine) Release(ctx context.Context, event, session string, token int64
 	if err != nil {
 		return err
 	}
-	switch str(reply[0]) {
-	case "ok", "gone":
+	if w := str(reply[0]); w == "ok" || w == "gone" {
 		return nil
-	case "confirmed":
-		return ErrAlreadyConfirmed
-	case "session":
-		return ErrWrongSession
-	case "noevent":
-		return ErrUnknownEvent
 	}
-	return unexpected(releaseCmd, reply)
+	return refusal(releaseCmd, reply, "confirmed", "session", "noevent")
 }
 
 // Cancel is the compensation path: a confirmed order (payment failed after
@@ -367,13 +363,7 @@ func (e *Engine) Cancel(ctx context.Context, event, order, reason string) (Order
 	if o, ok, err := orderReply(cancelCmd, event, reply); ok {
 		return o, err
 	}
-	switch str(reply[0]) {
-	case "unknown":
-		return OrderEvent{}, ErrUnknownOrder
-	case "noevent":
-		return OrderEvent{}, ErrUnknownEvent
-	}
-	return OrderEvent{}, unexpected(cancelCmd, reply)
+	return OrderEvent{}, refusal(cancelCmd, reply, "unknown", "noevent")
 }
 
 // Sweep expires at most max overdue holds (the scripts also expire them
@@ -386,15 +376,10 @@ func (e *Engine) Sweep(ctx context.Context, event string, max int) (expired, ove
 	if err != nil {
 		return 0, 0, err
 	}
-	switch str(reply[0]) {
-	case "ok":
-		if len(reply) >= 3 {
-			return num(reply[1]), num(reply[2]), nil
-		}
-	case "noevent":
-		return 0, 0, ErrUnknownEvent
+	if str(reply[0]) == "ok" && len(reply) >= 3 {
+		return num(reply[1]), num(reply[2]), nil
 	}
-	return 0, 0, unexpected(sweepCmd, reply)
+	return 0, 0, refusal(sweepCmd, reply, "noevent")
 }
 
 // View returns what the event has left (after expiring overdue holds) and its counters.
@@ -403,11 +388,8 @@ func (e *Engine) View(ctx context.Context, event string) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
-	if str(reply[0]) == "noevent" {
-		return View{}, ErrUnknownEvent
-	}
 	if str(reply[0]) != "ok" || len(reply) < 4 {
-		return View{}, unexpected(viewCmd, reply)
+		return View{}, refusal(viewCmd, reply, "noevent")
 	}
 	pairs := func(v any) []any { p, _ := v.([]any); return p }
 	seats, stock, inv := pairs(reply[1]), pairs(reply[2]), pairs(reply[3])
@@ -425,25 +407,13 @@ func (e *Engine) View(ctx context.Context, event string) (View, error) {
 	for i := 0; i+1 < len(stock); i += 2 {
 		v.Stock[str(stock[i])] = num(stock[i+1])
 	}
+	fields := v.counters()
+	fields["fence"] = &v.Fence
 	for i := 0; i+1 < len(inv); i += 2 {
-		n := num(inv[i+1])
-		switch str(inv[i]) {
-		case "room":
+		if name := str(inv[i]); name == "room" {
 			v.Room = str(inv[i+1])
-		case "fence":
-			v.Fence = n
-		case "holds":
-			v.Holds = n
-		case "confirmed":
-			v.Confirmed = n
-		case "cancelled":
-			v.Cancelled = n
-		case "released":
-			v.Released = n
-		case "expired":
-			v.Expired = n
-		case "live":
-			v.Live = n
+		} else if p := fields[name]; p != nil {
+			*p = num(inv[i+1])
 		}
 	}
 	return v, nil
@@ -483,16 +453,13 @@ func (e *Engine) Room(ctx context.Context, event string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	switch str(reply[0]) {
-	case "ok":
-		if len(reply) >= 2 && str(reply[1]) != "" {
-			return str(reply[1]), nil
-		}
-		return event, nil // defined before events named their room
-	case "noevent":
-		return "", ErrUnknownEvent
+	if str(reply[0]) != "ok" {
+		return "", refusal(roomCmd, reply, "noevent")
 	}
-	return "", unexpected(roomCmd, reply)
+	if len(reply) >= 2 && str(reply[1]) != "" {
+		return str(reply[1]), nil
+	}
+	return event, nil // defined before events named their room
 }
 
 // Events lists every event ever defined (the registry RegistryKey), in no order.

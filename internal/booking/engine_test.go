@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
 )
 
 func TestDefineValidates(t *testing.T) {
@@ -65,7 +66,7 @@ func TestHoldValidates(t *testing.T) {
 }
 
 func TestUnknownEvent(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		eng := booking.New(rdb)
 		ctx := context.Background()
 		if _, err := eng.Hold(ctx, "nosuchevent", "s", booking.Request{Seats: []string{"A1"}}); !errors.Is(err, booking.ErrUnknownEvent) {
@@ -90,7 +91,7 @@ func TestUnknownEvent(t *testing.T) {
 }
 
 func TestHoldUnknownItems(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(3), Stock: map[string]int64{"ga": 5}, SessionLimit: 10})
 		if _, err := e.eng.Hold(e.ctx, e.event, "s", booking.Request{Seats: []string{"S0", "Z9"}}); !errors.Is(err, booking.ErrUnknownSeat) {
 			t.Errorf("unknown seat: %v", err)
@@ -108,7 +109,7 @@ func TestHoldUnknownItems(t *testing.T) {
 
 // A hold is all or nothing: one taken seat refuses the whole request and names it.
 func TestHoldAllOrNothing(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(4), Stock: map[string]int64{"ga": 2}, SessionLimit: 10})
 		e.hold("a", booking.Request{Seats: []string{"S1"}})
 		_, err := e.eng.Hold(e.ctx, e.event, "b", booking.Request{Seats: []string{"S0", "S1", "S2"}, Units: map[string]int64{"ga": 1}})
@@ -130,7 +131,7 @@ func TestHoldAllOrNothing(t *testing.T) {
 
 // Fencing tokens only grow: across seats, across releases, when the clock goes back.
 func TestFencingTokensGrow(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(2), Stock: map[string]int64{"ga": 10}, SessionLimit: 10})
 		var last int64
 		for i := 0; i < 20; i++ {
@@ -163,40 +164,23 @@ func TestFencingTokensGrow(t *testing.T) {
 // A confirm retried with its idempotency key gives one order, also when the
 // retries race; the key cannot confirm another hold.
 func TestConfirmIdempotent(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(4), Stock: map[string]int64{"ga": 10}, SessionLimit: 10})
 		h := e.hold("room:1", booking.Request{Seats: []string{"S0", "S1"}, Units: map[string]int64{"ga": 2}})
 
-		const n = 50
-		type answer struct {
-			o   booking.OrderEvent
-			err error
-		}
-		answers := make(chan answer, n)
-		start := make(chan struct{})
-		for i := 0; i < n; i++ {
-			go func() {
-				<-start
-				o, err := e.eng.Confirm(e.ctx, e.event, "room:1", h.Token, "pay-123")
-				answers <- answer{o, err}
-			}()
-		}
-		close(start)
 		fresh := 0
 		var orders []string
-		for i := 0; i < n; i++ {
-			a := <-answers
-			if a.err != nil {
-				t.Fatalf("confirm retry: %v", a.err)
-			}
-			if !a.o.Replayed {
+		for _, o := range race(t, 50, "confirm retry", func() (booking.OrderEvent, error) {
+			return e.eng.Confirm(e.ctx, e.event, "room:1", h.Token, "pay-123")
+		}) {
+			if !o.Replayed {
 				fresh++
 			}
-			orders = append(orders, a.o.Order)
-			if a.o.Type != booking.OrderConfirmed || a.o.Session != "room:1" || a.o.FencingToken != h.Token ||
-				a.o.IdempotencyKey != "pay-123" || !slices.Equal(a.o.Seats, []string{"S0", "S1"}) ||
-				!maps.Equal(a.o.Units, map[string]int64{"ga": 2}) || !a.o.ConfirmedAt.Equal(e.clk.Now()) {
-				t.Fatalf("order event %+v", a.o)
+			orders = append(orders, o.Order)
+			if o.Type != booking.OrderConfirmed || o.Session != "room:1" || o.FencingToken != h.Token ||
+				o.IdempotencyKey != "pay-123" || !slices.Equal(o.Seats, []string{"S0", "S1"}) ||
+				!maps.Equal(o.Units, map[string]int64{"ga": 2}) || !o.ConfirmedAt.Equal(e.clk.Now()) {
+				t.Fatalf("order event %+v", o)
 			}
 		}
 		if fresh != 1 || len(slices.Compact(orders)) != 1 {
@@ -207,18 +191,12 @@ func TestConfirmIdempotent(t *testing.T) {
 			t.Fatalf("after confirm: %+v", v)
 		}
 		// Another session cannot read the order through its key.
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:2", h.Token, "pay-123"); !errors.Is(err, booking.ErrWrongSession) {
-			t.Errorf("replay by another session = %v, want ErrWrongSession", err)
-		}
+		e.confirmFails("room:2", h.Token, "pay-123", booking.ErrWrongSession, "replay by another session")
 		// The same hold under another key is already an order.
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", h.Token, "pay-456"); !errors.Is(err, booking.ErrAlreadyConfirmed) {
-			t.Errorf("confirm under another key = %v, want ErrAlreadyConfirmed", err)
-		}
+		e.confirmFails("room:1", h.Token, "pay-456", booking.ErrAlreadyConfirmed, "confirm under another key")
 		// The key cannot confirm another hold.
 		h2 := e.hold("room:1", booking.Request{Seats: []string{"S2"}})
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", h2.Token, "pay-123"); !errors.Is(err, booking.ErrIdempotencyKey) {
-			t.Errorf("key reused for another hold = %v, want ErrIdempotencyKey", err)
-		}
+		e.confirmFails("room:1", h2.Token, "pay-123", booking.ErrIdempotencyKey, "key reused for another hold")
 		// Releasing a confirmed hold is refused: cancel it instead.
 		if err := e.eng.Release(e.ctx, e.event, "room:1", h.Token); !errors.Is(err, booking.ErrAlreadyConfirmed) {
 			t.Errorf("release of an order = %v, want ErrAlreadyConfirmed", err)
@@ -229,7 +207,7 @@ func TestConfirmIdempotent(t *testing.T) {
 // A hold that expired and whose seat went to someone else cannot be confirmed:
 // its fencing token is stale. The new holder's token is larger.
 func TestStaleTokenRefused(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(2), HoldTTL: time.Minute, SessionLimit: 2})
 		a := e.hold("room:1", booking.Request{Seats: []string{"S0"}})
 		e.clk.Advance(time.Minute) // the hold's TTL passes (a GC pause, a slow payment)
@@ -237,17 +215,13 @@ func TestStaleTokenRefused(t *testing.T) {
 		if b.Token <= a.Token {
 			t.Fatalf("new holder's token %d not above the stale %d", b.Token, a.Token)
 		}
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", a.Token, "k1"); !errors.Is(err, booking.ErrStaleToken) {
-			t.Fatalf("confirm with the stale token = %v, want ErrStaleToken", err)
-		}
+		e.confirmFails("room:1", a.Token, "k1", booking.ErrStaleToken, "confirm with the stale token")
 		o := e.confirm(b, "k2")
 		if o.Session != "room:2" || !slices.Equal(o.Seats, []string{"S0"}) {
 			t.Fatalf("new holder's order %+v", o)
 		}
 		// The stale holder's retry still fails, and the key it used stays free.
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", a.Token, "k1"); !errors.Is(err, booking.ErrStaleToken) {
-			t.Fatalf("second stale confirm = %v", err)
-		}
+		e.confirmFails("room:1", a.Token, "k1", booking.ErrStaleToken, "second stale confirm")
 		if v := e.view(); v.Seats["S0"] != booking.SeatSold || v.Confirmed != 1 {
 			t.Fatalf("after: %+v", v)
 		}
@@ -257,7 +231,7 @@ func TestStaleTokenRefused(t *testing.T) {
 // A confirm that finds its own hold overdue drops it (the seat returns) and
 // says so; the exact TTL boundary is expired.
 func TestConfirmAfterExpiry(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(1), Stock: map[string]int64{"ga": 3}, HoldTTL: time.Minute, SessionLimit: 5})
 		h := e.hold("room:1", booking.Request{Seats: []string{"S0"}, Units: map[string]int64{"ga": 2}})
 		if !h.ExpiresAt.Equal(e.clk.Now().Add(time.Minute)) {
@@ -268,15 +242,11 @@ func TestConfirmAfterExpiry(t *testing.T) {
 			t.Fatal("stock not held")
 		}
 		e.clk.Advance(time.Millisecond)
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", h.Token, "k"); !errors.Is(err, booking.ErrHoldExpired) {
-			t.Fatalf("confirm at the TTL = %v, want ErrHoldExpired", err)
-		}
+		e.confirmFails("room:1", h.Token, "k", booking.ErrHoldExpired, "confirm at the TTL")
 		if e.stock("ga") != 3 {
 			t.Fatalf("stock after the expired confirm: %d, want 3", e.stock("ga"))
 		}
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", h.Token, "k"); !errors.Is(err, booking.ErrStaleToken) {
-			t.Fatalf("confirm again = %v, want ErrStaleToken", err)
-		}
+		e.confirmFails("room:1", h.Token, "k", booking.ErrStaleToken, "confirm again")
 		if v := e.view(); v.Seats["S0"] != booking.SeatAvailable || v.Expired != 1 {
 			t.Fatalf("after: %+v", v)
 		}
@@ -284,18 +254,14 @@ func TestConfirmAfterExpiry(t *testing.T) {
 }
 
 func TestConfirmWrongSession(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(1), SessionLimit: 1})
 		h := e.hold("room:1", booking.Request{Seats: []string{"S0"}})
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:2", h.Token, "k"); !errors.Is(err, booking.ErrWrongSession) {
-			t.Fatalf("confirm by another session = %v", err)
-		}
+		e.confirmFails("room:2", h.Token, "k", booking.ErrWrongSession, "confirm by another session")
 		if err := e.eng.Release(e.ctx, e.event, "room:2", h.Token); !errors.Is(err, booking.ErrWrongSession) {
 			t.Fatalf("release by another session = %v", err)
 		}
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", h.Token+1000, "k"); !errors.Is(err, booking.ErrStaleToken) {
-			t.Fatalf("confirm of a token never issued = %v", err)
-		}
+		e.confirmFails("room:1", h.Token+1000, "k", booking.ErrStaleToken, "confirm of a token never issued")
 		e.confirm(h, "k")
 	})
 }
@@ -303,7 +269,7 @@ func TestConfirmWrongSession(t *testing.T) {
 // Released and expired holds return their seats and stock: explicitly, by the
 // sweep, and lazily when a later hold needs them.
 func TestReleaseAndExpiryReturnItems(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(3), Stock: map[string]int64{"ga": 4}, HoldTTL: time.Minute, SessionLimit: 10})
 		h := e.hold("room:1", booking.Request{Seats: []string{"S0", "S1"}, Units: map[string]int64{"ga": 3}})
 		if err := e.eng.Release(e.ctx, e.event, "room:1", h.Token); err != nil {
@@ -316,9 +282,7 @@ func TestReleaseAndExpiryReturnItems(t *testing.T) {
 		if v.Seats["S0"] != booking.SeatAvailable || v.Seats["S1"] != booking.SeatAvailable || v.Stock["ga"] != 4 || v.Released != 1 {
 			t.Fatalf("after release: %+v", v)
 		}
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", h.Token, "k"); !errors.Is(err, booking.ErrStaleToken) {
-			t.Fatalf("confirm of a released hold = %v, want ErrStaleToken", err)
-		}
+		e.confirmFails("room:1", h.Token, "k", booking.ErrStaleToken, "confirm of a released hold")
 
 		// The sweep.
 		for i := 0; i < 3; i++ {
@@ -356,7 +320,7 @@ func TestReleaseAndExpiryReturnItems(t *testing.T) {
 // A session holds (or has bought) at most SessionLimit items; what it
 // releases, what expires and what is cancelled no longer counts.
 func TestSessionLimit(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(10), Stock: map[string]int64{"ga": 100}, HoldTTL: time.Minute, SessionLimit: 4})
 		a := e.hold("room:1", booking.Request{Seats: []string{"S0", "S1"}, Units: map[string]int64{"ga": 1}})
 		if _, err := e.eng.Hold(e.ctx, e.event, "room:1", booking.Request{Units: map[string]int64{"ga": 2}}); !errors.Is(err, booking.ErrLimit) {
@@ -388,39 +352,22 @@ func TestSessionLimit(t *testing.T) {
 // The compensation path: a confirmed order whose payment failed is cancelled;
 // its seats and units return once, however often the cancel is retried.
 func TestCancelCompensation(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(2), Stock: map[string]int64{"ga": 5}, SessionLimit: 10})
 		h := e.hold("room:1", booking.Request{Seats: []string{"S0"}, Units: map[string]int64{"ga": 2}})
 		o := e.confirm(h, "pay-1")
 		e.clk.Advance(time.Second)
 
-		const n = 30
-		type answer struct {
-			o   booking.OrderEvent
-			err error
-		}
-		answers := make(chan answer, n)
-		start := make(chan struct{})
-		for i := 0; i < n; i++ {
-			go func() {
-				<-start
-				c, err := e.eng.Cancel(e.ctx, e.event, o.Order, "payment failed")
-				answers <- answer{c, err}
-			}()
-		}
-		close(start)
 		fresh := 0
-		for i := 0; i < n; i++ {
-			a := <-answers
-			if a.err != nil {
-				t.Fatalf("Cancel: %v", a.err)
-			}
-			if !a.o.Replayed {
+		for _, c := range race(t, 30, "Cancel", func() (booking.OrderEvent, error) {
+			return e.eng.Cancel(e.ctx, e.event, o.Order, "payment failed")
+		}) {
+			if !c.Replayed {
 				fresh++
 			}
-			if a.o.Type != booking.OrderCancelled || a.o.Order != o.Order || a.o.Reason != "payment failed" ||
-				a.o.CancelledAt == nil || !a.o.CancelledAt.Equal(e.clk.Now()) || !a.o.ConfirmedAt.Equal(o.ConfirmedAt) {
-				t.Fatalf("cancel event %+v", a.o)
+			if c.Type != booking.OrderCancelled || c.Order != o.Order || c.Reason != "payment failed" ||
+				c.CancelledAt == nil || !c.CancelledAt.Equal(e.clk.Now()) || !c.ConfirmedAt.Equal(o.ConfirmedAt) {
+				t.Fatalf("cancel event %+v", c)
 			}
 		}
 		if fresh != 1 {
@@ -431,9 +378,7 @@ func TestCancelCompensation(t *testing.T) {
 			t.Fatalf("after cancel: %+v", v)
 		}
 		// The confirm's retry does not resurrect the order.
-		if _, err := e.eng.Confirm(e.ctx, e.event, "room:1", h.Token, "pay-1"); !errors.Is(err, booking.ErrOrderCancelled) {
-			t.Fatalf("confirm retry after cancel = %v, want ErrOrderCancelled", err)
-		}
+		e.confirmFails("room:1", h.Token, "pay-1", booking.ErrOrderCancelled, "confirm retry after cancel")
 		// The seat can be sold again, with a larger token.
 		h2 := e.hold("room:2", booking.Request{Seats: []string{"S0"}})
 		if h2.Token <= h.Token {
@@ -486,7 +431,7 @@ func TestKeysShareSlot(t *testing.T) {
 // More holds overdue than a hold expires in one batch (64): the seat asked
 // for is still expired on the spot, the rest wait for the next script.
 func TestHoldExpiresTheSeatItAsksFor(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(100), HoldTTL: time.Minute, SessionLimit: 1})
 		for i := 0; i < 70; i++ {
 			e.hold("room:"+strconv.Itoa(i), booking.Request{Seats: []string{"S" + strconv.Itoa(i)}})

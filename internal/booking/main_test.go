@@ -2,57 +2,29 @@ package booking_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // TestMain stops the redis-server processes redistest started for this binary
 // (and keeps rapid from writing fail files into the work tree).
 func TestMain(m *testing.M) { os.Exit(redistest.MainNoFailFile(m)) }
 
-// fakeClock is the engine's clock in tests: time moves only when a test says so.
-// It starts on a whole second so times that went through Redis as milliseconds
-// compare equal to times computed here.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{now: time.Now().UTC().Truncate(time.Second)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-// forEachRedis runs f against the single node and the 3-node cluster.
-func forEachRedis(t *testing.T, f func(t *testing.T, rdb redis.UniversalClient)) {
-	for name, rdb := range redistest.Clients(t) {
-		t.Run(name, func(t *testing.T) { f(t, rdb) })
-	}
-}
-
 // env is one event on one Redis with an engine on a fake clock.
 type env struct {
 	t     testing.TB
 	ctx   context.Context
 	rdb   redis.UniversalClient
-	clk   *fakeClock
+	clk   *testkit.Clock
 	eng   *booking.Engine
 	event string
 	keys  booking.EventKeys
@@ -61,7 +33,7 @@ type env struct {
 // newEnv defines a fresh event with inv.
 func newEnv(t testing.TB, rdb redis.UniversalClient, inv booking.Inventory) *env {
 	t.Helper()
-	clk := newClock()
+	clk := testkit.EngineClock()
 	e := &env{t: t, ctx: context.Background(), rdb: rdb, clk: clk,
 		eng: booking.New(rdb, booking.WithClock(clk.Now)), event: redistest.Room(t)}
 	e.keys = booking.KeysFor(e.event)
@@ -69,6 +41,38 @@ func newEnv(t testing.TB, rdb redis.UniversalClient, inv booking.Inventory) *env
 		t.Fatalf("Define: %v", err)
 	}
 	return e
+}
+
+// together runs f(0) … f(n-1) in n goroutines released at the same moment
+// and returns when every one has returned.
+func together(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			f(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
+// race makes n calls of f at once and returns the order events they
+// answered, failing the test (what names the call) on any error.
+func race(t *testing.T, n int, what string, f func() (booking.OrderEvent, error)) []booking.OrderEvent {
+	t.Helper()
+	out := make([]booking.OrderEvent, n)
+	errs := make([]error, n)
+	together(n, func(i int) { out[i], errs[i] = f() })
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	return out
 }
 
 // seats names n seats S0..S(n-1).
@@ -96,6 +100,15 @@ func (e *env) confirm(h booking.Hold, key string) booking.OrderEvent {
 		e.t.Fatalf("Confirm(%s, %d, %s): %v", h.Session, h.Token, key, err)
 	}
 	return o
+}
+
+// confirmFails confirms and fails the test unless the confirm fails with
+// want; what says which confirm it was.
+func (e *env) confirmFails(session string, token int64, key string, want error, what string) {
+	e.t.Helper()
+	if _, err := e.eng.Confirm(e.ctx, e.event, session, token, key); !errors.Is(err, want) {
+		e.t.Fatalf("%s: Confirm(%s, %d, %s) = %v, want %v", what, session, token, key, err, want)
+	}
 }
 
 func (e *env) view() booking.View {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // What the model knows of a hold and of an order.
@@ -49,7 +50,7 @@ type bmodel struct {
 	ctx    context.Context
 	rdb    redis.UniversalClient
 	eng    *booking.Engine
-	clk    *fakeClock
+	clk    *testkit.Clock
 	event  string
 	keys   booking.EventKeys
 	limit  int64
@@ -75,7 +76,7 @@ var (
 )
 
 func newBModel(rt *rapid.T, rdb redis.UniversalClient, event string, events map[string]int) *bmodel {
-	clk := newClock()
+	clk := testkit.EngineClock()
 	m := &bmodel{rt: rt, ctx: context.Background(), rdb: rdb, clk: clk,
 		eng: booking.New(rdb, booking.WithClock(clk.Now)), event: event, keys: booking.KeysFor(event),
 		limit: 4, ttl: 10 * time.Second, total: map[string]int64{"ga": 4, "vip": 2},
@@ -487,16 +488,12 @@ func (m *bmodel) check(after string) {
 // foreign and stale tokens and keys), releases, cancels, sweeps and clock
 // jumps, and after each step compares Redis with the in-memory model.
 func TestModel(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
-		base := redistest.Room(t)
-		if len(base) > 50 {
-			base = base[len(base)-50:]
-		}
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		run := 0
 		seen := map[string]int{}
 		rapid.Check(t, func(rt *rapid.T) {
 			run++
-			m := newBModel(rt, rdb, fmt.Sprintf("%s-%d", base, run), seen)
+			m := newBModel(rt, rdb, redistest.Room(t), seen) // a fresh event every run
 			actions := []string{"hold", "hold", "hold", "confirm", "confirm", "release", "cancel", "sweep", "view", "advance", "advance"}
 			for i := 0; i < 40; i++ {
 				a := rapid.SampledFrom(actions).Draw(rt, "action")

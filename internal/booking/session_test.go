@@ -10,6 +10,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // activate puts seq in the room's active set until ends, as consume does.
@@ -25,7 +26,7 @@ func (e *env) activate(roomID string, seq int64, ends time.Time) booking.RoomSes
 // active with the end its token says; in the same script when the event is
 // named after the room, after one read otherwise.
 func TestHoldSession(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		for _, sameSlot := range []bool{true, false} {
 			name := map[bool]string{true: "event is the room", false: "event of another room"}[sameSlot]
 			t.Run(name, func(t *testing.T) {
@@ -33,7 +34,7 @@ func TestHoldSession(t *testing.T) {
 				inv := booking.Inventory{Seats: seats(4), SessionLimit: 4, HoldTTL: time.Minute}
 				var e *env
 				if sameSlot {
-					clk := newClock()
+					clk := testkit.EngineClock()
 					e = &env{t: t, ctx: t.Context(), rdb: rdb, clk: clk, eng: booking.New(rdb, booking.WithClock(clk.Now)), event: roomID}
 					e.keys = booking.KeysFor(roomID)
 					if err := e.eng.Define(e.ctx, roomID, inv); err != nil {
@@ -84,7 +85,7 @@ func TestHoldSession(t *testing.T) {
 // Confirm and Cancel write their order events to the outbox in the same
 // script; Ack removes them; a replay writes nothing.
 func TestOutbox(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, booking.Inventory{Seats: seats(2), SessionLimit: 2})
 		h := e.hold("r:1", booking.Request{Seats: []string{"S0"}})
 		o := e.confirm(h, "pay-1")

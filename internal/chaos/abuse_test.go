@@ -16,8 +16,7 @@ import (
 // Both refusals are *RetryError (429 with Retry-After), never a place.
 func TestChaosAbuseLimits(t *testing.T) {
 	s := startServer(t)
-	rdb := prodClient(s.Addr)
-	t.Cleanup(func() { rdb.Close() })
+	rdb := prodClient(t, s.Addr)
 	ctx := context.Background()
 	cfg := chaosConfig(10, 600)
 	cfg.ClientEnqueuePerMinute = 60 // burst 6

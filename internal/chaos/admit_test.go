@@ -44,8 +44,7 @@ func admittedSoFar(t *testing.T, rdb redis.UniversalClient, id string) int64 {
 // and I1 and I2 must hold in a room whose capacity is what binds.
 func TestChaosDuplicateAdmit(t *testing.T) {
 	s := startServer(t)
-	rdb := prodClient(s.Addr)
-	t.Cleanup(func() { rdb.Close() })
+	rdb := prodClient(t, s.Addr)
 	direct := room.New(rdb)
 	bg := context.Background()
 
@@ -159,8 +158,7 @@ func TestChaosDuplicateAdmit(t *testing.T) {
 // more than the skew), and the rate holds within the skew.
 func TestChaosClockSkew(t *testing.T) {
 	s := startServer(t)
-	rdb := prodClient(s.Addr)
-	t.Cleanup(func() { rdb.Close() })
+	rdb := prodClient(t, s.Addr)
 	offsets := []time.Duration{-5 * time.Second, -2 * time.Second, 0, 3 * time.Second, 5 * time.Second}
 	var engines []*room.Engine
 	for _, off := range offsets {

@@ -31,8 +31,7 @@ func TestChaosClusterFailover(t *testing.T) {
 	for _, n := range nodes {
 		addrs = append(addrs, n.Addr)
 	}
-	cc := prodCluster(addrs)
-	t.Cleanup(func() { cc.Close() })
+	cc := prodCluster(t, addrs)
 	bg := context.Background()
 	eng := room.New(cc)
 	cfg := chaosConfig(10, 3000)

@@ -42,8 +42,7 @@ func s3Store(t *testing.T) durable.Store {
 // store, admits the rest in order.
 func TestChaosTotalLoss(t *testing.T) {
 	s := startServer(t)
-	rdb := prodClient(s.Addr)
-	t.Cleanup(func() { rdb.Close() })
+	rdb := prodClient(t, s.Addr)
 	ctx := context.Background()
 	store := s3Store(t)
 	eng := room.New(rdb)

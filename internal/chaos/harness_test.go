@@ -50,24 +50,27 @@ const callBudget = 3 * time.Second
 
 // prodClient is the client production builds (app.NewRedis): short timeouts
 // and no retries, so an outage turns into a prompt ErrUnavailable (a 503)
-// instead of a Lambda waiting out its own timeout.
-func prodClient(addr string) *redis.Client {
-	c, err := app.NewRedis("redis://"+addr, false, "")
-	if err != nil {
-		panic(err)
-	}
-	return c.(*redis.Client)
+// instead of a Lambda waiting out its own timeout. It closes when the test ends.
+func prodClient(t *testing.T, addr string) *redis.Client {
+	return prodRedis(t, addr, false).(*redis.Client)
 }
 
 // prodCluster is production's cluster client, seeded with the first node: its
 // short ClusterStateReloadInterval is what lets the rooms of a dead primary
 // come back within about a second of the failover (TestChaosClusterFailover).
-func prodCluster(addrs []string) *redis.ClusterClient {
-	c, err := app.NewRedis("redis://"+addrs[0], true, "")
+func prodCluster(t *testing.T, addrs []string) *redis.ClusterClient {
+	return prodRedis(t, addrs[0], true).(*redis.ClusterClient)
+}
+
+// prodRedis is app.NewRedis's client of addr, closed when the test ends.
+func prodRedis(t *testing.T, addr string, cluster bool) redis.UniversalClient {
+	t.Helper()
+	c, err := app.NewRedis("redis://"+addr, cluster, "")
 	if err != nil {
-		panic(err)
+		t.Fatal(err)
 	}
-	return c.(*redis.ClusterClient)
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // startServer starts a redis-server for one test and stops it when the test ends.
@@ -108,17 +111,28 @@ func newRoom(t *testing.T) string {
 // put stores a room's config, retrying while Redis comes up.
 func put(t *testing.T, eng *room.Engine, id string, cfg room.Config) {
 	t.Helper()
+	err := whileRedisStarts(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), callBudget)
+		defer cancel()
+		_, err := eng.PutConfig(ctx, id, cfg)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("PutConfig %s: %v", id, err)
+	}
+}
+
+// whileRedisStarts calls f until it succeeds, at most 50 times 100 ms apart
+// (Redis coming up), and returns its last error.
+func whileRedisStarts(f func() error) error {
 	var err error
 	for range 50 {
-		ctx, cancel := context.WithTimeout(context.Background(), callBudget)
-		_, err = eng.PutConfig(ctx, id, cfg)
-		cancel()
-		if err == nil {
-			return
+		if err = f(); err == nil {
+			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("PutConfig %s: %v", id, err)
+	return err
 }
 
 func jitter(mean time.Duration) time.Duration {

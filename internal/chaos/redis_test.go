@@ -33,8 +33,7 @@ func TestChaosRedisRestart(t *testing.T) {
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			s := startServer(t, mode.extra...)
-			rdb := prodClient(s.Addr)
-			t.Cleanup(func() { rdb.Close() })
+			rdb := prodClient(t, s.Addr)
 			eng := room.New(rdb)
 			cfg := chaosConfig(20, 6000)
 			id := newRoom(t)
@@ -126,15 +125,11 @@ func assertServed(t *testing.T, eng *room.Engine, tk room.Ticket) {
 // again (I2), though the recovery window would otherwise restore it (I4).
 func servedAfterLoss(t *testing.T) {
 	s := startServer(t)
-	rdb := prodClient(s.Addr)
-	t.Cleanup(func() { rdb.Close() })
+	rdb := prodClient(t, s.Addr)
 	ctx := context.Background()
-	clk := time.Now()
-	var mu sync.Mutex
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clk }
-	eng := room.New(rdb, room.WithClock(now))
-	q := durable.New(eng, durable.Options{Store: durable.Disk{Dir: t.TempDir()}, Clock: now})
-	advance := func(d time.Duration) { mu.Lock(); clk = clk.Add(d); mu.Unlock() }
+	clk := testkit.FixedClock(time.Now())
+	eng := room.New(rdb, room.WithClock(clk.Now))
+	q := durable.New(eng, durable.Options{Store: durable.Disk{Dir: t.TempDir()}, Clock: clk.Now})
 	cfg := chaosConfig(5, 600)
 	id := newRoom(t)
 	if _, err := q.PutConfig(ctx, id, cfg); err != nil {
@@ -144,7 +139,7 @@ func servedAfterLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	advance(time.Second)
+	clk.Advance(time.Second)
 	if r, err := q.Tick(ctx, id); err != nil || r.Admitted != 1 {
 		t.Fatalf("tick = %+v, %v; want one admitted", r, err)
 	}
@@ -161,16 +156,14 @@ func servedAfterLoss(t *testing.T) {
 	}
 	// No admin call: the poll finds the room missing and restores it.
 	var p room.Place
-	for range 50 {
-		if p, err = q.Poll(ctx, a.Ticket); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	err = whileRedisStarts(func() (err error) {
+		p, err = q.Poll(ctx, a.Ticket)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	advance(time.Second)
+	clk.Advance(time.Second)
 	if _, err := q.Tick(ctx, id); err != nil {
 		t.Fatal(err)
 	}
@@ -186,8 +179,7 @@ func servedAfterLoss(t *testing.T) {
 // call budget, and everything works again on the same client when Redis is back.
 func TestChaosRedisUnreachable(t *testing.T) {
 	s := startServer(t, "appendonly", "yes", "appendfsync", "always")
-	rdb := prodClient(s.Addr)
-	t.Cleanup(func() { rdb.Close() })
+	rdb := prodClient(t, s.Addr)
 	eng := room.New(rdb)
 	cfg := chaosConfig(5, 600)
 	cfg.ClientEnqueuePerMinute = 6000
@@ -310,8 +302,7 @@ func TestChaosRedisSlow(t *testing.T) {
 	s := startServer(t, "enable-debug-command", "yes")
 	admin := redis.NewClient(&redis.Options{Addr: s.Addr, ReadTimeout: 10 * time.Second})
 	t.Cleanup(func() { admin.Close() })
-	rdb := prodClient(s.Addr)
-	t.Cleanup(func() { rdb.Close() })
+	rdb := prodClient(t, s.Addr)
 	eng := room.New(rdb)
 	cfg := chaosConfig(10, 6000)
 	id := newRoom(t)

@@ -36,6 +36,7 @@ const (
 	EnvOriginSecretARN   = "ORIGIN_SECRET_ARN"    // Secrets Manager: the value CloudFront sends in OriginHeader
 	EnvStack             = "VESTIBULE_STACK"      // the CloudFormation stack: a dimension of the custom metrics
 	EnvSettingsBucket    = "SETTINGS_BUCKET"      // S3 bucket[/prefix] of the durable room settings (package durable)
+	EnvKeysObject        = "KEYS_OBJECT"          // S3 bucket/key of the key material (package keysync); wins over the ARNs
 )
 
 // EnvLambdaFunctionName is set by the Lambda runtime itself (never by the
@@ -54,7 +55,7 @@ const OriginHeader = "X-Vestibule-Origin"
 func Names() []string {
 	return []string{EnvRedisURL, EnvRedisCluster, EnvRedisCAFile, EnvTicketSecretARN, EnvEntryKeySecretARN,
 		EnvKeyDir, EnvIssuer, EnvAdminAuth, EnvAdminKey, EnvDefaultRoomConfig, EnvLogLevel, EnvBookingEventBus,
-		EnvOriginSecretARN, EnvStack, EnvSettingsBucket}
+		EnvOriginSecretARN, EnvStack, EnvSettingsBucket, EnvKeysObject}
 }
 
 // RuntimeNames are the variables Load reads that the Lambda runtime sets;
@@ -104,6 +105,11 @@ type Config struct {
 	// SettingsBucket is "bucket" or "bucket/prefix": where each room's settings
 	// and admission head are kept durably; "" keeps them in Redis only.
 	SettingsBucket string
+	// KeysObject is "bucket/key": the key material the keysync function copies
+	// from the secrets (tokens, entry keys, origin values). Set, the functions
+	// read their keys there and never call Secrets Manager; the secret ARNs
+	// must then be empty.
+	KeysObject string
 }
 
 // Defaults.
@@ -137,6 +143,7 @@ func Load(getenv func(string) string) (Config, error) {
 		OriginSecretARN: strings.TrimSpace(getenv(EnvOriginSecretARN)),
 		Stack:           strings.TrimSpace(getenv(EnvStack)),
 		SettingsBucket:  strings.TrimSpace(getenv(EnvSettingsBucket)),
+		KeysObject:      strings.TrimSpace(getenv(EnvKeysObject)),
 	}
 	var errs []error
 	bad := func(format string, a ...any) {
@@ -160,6 +167,14 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if (c.TicketSecretARN == "") != (c.EntryKeyARN == "") {
 		bad("set both %s and %s, or neither (local keys)", EnvTicketSecretARN, EnvEntryKeySecretARN)
+	}
+	if c.KeysObject != "" {
+		if b, k, ok := strings.Cut(c.KeysObject, "/"); !ok || b == "" || k == "" || strings.HasPrefix(k, "/") {
+			bad("%s=%q is not bucket/key", EnvKeysObject, c.KeysObject)
+		}
+		if c.TicketSecretARN != "" || c.OriginSecretARN != "" {
+			bad("set %s or the secret ARNs (%s, %s, %s), not both", EnvKeysObject, EnvTicketSecretARN, EnvEntryKeySecretARN, EnvOriginSecretARN)
+		}
 	}
 	switch c.AdminAuth {
 	case AdminIAM:

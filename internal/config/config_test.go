@@ -47,6 +47,11 @@ func TestLoad(t *testing.T) {
 		{"unknown auth", map[string]string{"REDIS_URL": "redis://x:1", "ADMIN_AUTH": "none"}, "ADMIN_AUTH"},
 		{"bad default room", map[string]string{"REDIS_URL": "redis://x:1", "DEFAULT_ROOM_CONFIG": `{"maxActiv":1}`}, "DEFAULT_ROOM_CONFIG"},
 		{"bad log level", map[string]string{"REDIS_URL": "redis://x:1", "LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+		{"keys object without a key", map[string]string{"REDIS_URL": "redis://x:1", "KEYS_OBJECT": "bucket"}, "KEYS_OBJECT"},
+		{"keys object and arns", map[string]string{"REDIS_URL": "redis://x:1", "KEYS_OBJECT": "bucket/keys.json",
+			"TICKET_SECRET_ARN": "arn:t", "ENTRY_KEY_SECRET_ARN": "arn:e"}, "not both"},
+		{"keys object and origin arn", map[string]string{"REDIS_URL": "redis://x:1", "KEYS_OBJECT": "bucket/keys.json",
+			"ORIGIN_SECRET_ARN": "arn:o"}, "not both"},
 	}
 	for _, b := range bad {
 		t.Run(b.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // TestJoinChallenge: in a room that asks a proof of work of every fresh join,
@@ -22,7 +23,7 @@ func TestJoinChallenge(t *testing.T) {
 	putRoom(t, s, room, settings{"joinChallengeBits": 16})
 
 	// The API refuses a join without the work.
-	if code, body := call(t, "POST", s.URL()+"/api/rooms/"+room+"/enqueue", "", nil); code != 403 || body["challenge"] == nil {
+	if code, _, body := testkit.CallJSON(t, "POST", s.URL()+"/api/rooms/"+room+"/enqueue", "", nil); code != 403 || body["challenge"] == nil {
 		t.Fatalf("enqueue without a solution: %d %v", code, body)
 	}
 

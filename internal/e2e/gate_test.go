@@ -15,6 +15,7 @@ import (
 	"github.com/vestibule-dev/vestibule/gate"
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // gatedDemo makes the stack's demo room (the one the demo site's gate
@@ -128,13 +129,13 @@ func TestGate(t *testing.T) {
 
 	// Leave: the session ends, the cookie goes, and the site sends the
 	// visitor to wait again.
-	_, before := call(t, http.MethodGet, s.URL()+"/api/admin/rooms/"+localstack.DemoRoomID, s.AdminKey(), nil)
+	_, _, before := testkit.CallJSON(t, http.MethodGet, s.URL()+"/api/admin/rooms/"+localstack.DemoRoomID, s.AdminKey(), nil)
 	do(t, v, chromedp.Click(chromedp.ID("leave")))
 	waitURL(t, v, waiting+"&return=%2F")
 	if c := sessionCookie(t, v, site); c != nil {
 		t.Errorf("the cookie outlived leave: %+v", c)
 	}
-	_, after := call(t, http.MethodGet, s.URL()+"/api/admin/rooms/"+localstack.DemoRoomID, s.AdminKey(), nil)
+	_, _, after := testkit.CallJSON(t, http.MethodGet, s.URL()+"/api/admin/rooms/"+localstack.DemoRoomID, s.AdminKey(), nil)
 	if a, b := active(before), active(after); b >= a && a > 0 {
 		t.Errorf("active sessions %v before leave and %v after, want one fewer", a, b)
 	}
@@ -145,7 +146,7 @@ func TestGate(t *testing.T) {
 	deadline := time.Now().Add(wait)
 	for body["entryToken"] == nil && time.Now().Before(deadline) {
 		time.Sleep(tick)
-		_, body = call(t, http.MethodGet, s.URL()+"/api/rooms/"+localstack.DemoRoomID+"/poll", ticket, nil)
+		_, _, body = testkit.CallJSON(t, http.MethodGet, s.URL()+"/api/rooms/"+localstack.DemoRoomID+"/poll", ticket, nil)
 	}
 	tok, _ := body["entryToken"].(string)
 	enter, _ := body["enterUrl"].(string)

@@ -13,6 +13,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // seatsStack starts a stack on a Redis of its own, so the demo event's seats
@@ -73,7 +74,7 @@ func TestSeatPicker(t *testing.T) {
 	}
 	waitJS(t, v, `document.getElementById("seat-A3").dataset.state === "mine"`, 5*time.Second)
 	// The seat is held for everyone else: the public view says so.
-	if _, view := call(t, "GET", s.URL()+"/api/events/"+localstack.DemoEventID, "", nil); view["seats"].(map[string]any)["A3"] != "held" {
+	if _, _, view := testkit.CallJSON(t, "GET", s.URL()+"/api/events/"+localstack.DemoEventID, "", nil); view["seats"].(map[string]any)["A3"] != "held" {
 		t.Errorf("public view: %v", view["seats"])
 	}
 
@@ -85,7 +86,7 @@ func TestSeatPicker(t *testing.T) {
 	if got := text(t, v, "order-id"); !regexp.MustCompile(`^\d{10,}$`).MatchString(got) {
 		t.Errorf("order id = %q, want a fencing token", got)
 	}
-	if _, view := call(t, "GET", s.URL()+"/api/events/"+localstack.DemoEventID, "", nil); view["seats"].(map[string]any)["A3"] != "sold" {
+	if _, _, view := testkit.CallJSON(t, "GET", s.URL()+"/api/events/"+localstack.DemoEventID, "", nil); view["seats"].(map[string]any)["A3"] != "sold" {
 		t.Errorf("public view after confirm: %v", view["seats"])
 	}
 	screenshot(t, v, "screenshot-seats-ordered.png")

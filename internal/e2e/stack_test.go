@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // tick is the admission tick of the stacks under test: fast, so a test waits
@@ -87,46 +86,16 @@ func baseSettings(s *localstack.Stack) settings {
 
 func putRoom(t *testing.T, s *localstack.Stack, room string, cfg settings) {
 	t.Helper()
-	code, body := call(t, http.MethodPut, s.URL()+"/api/admin/rooms/"+room, s.AdminKey(), cfg)
+	code, _, body := testkit.CallJSON(t, http.MethodPut, s.URL()+"/api/admin/rooms/"+room, s.AdminKey(), cfg)
 	if code != http.StatusOK {
 		t.Fatalf("PUT room %s: %d %v", room, code, body)
 	}
 }
 
-func call(t *testing.T, method, url, bearer string, in any) (int, map[string]any) {
-	t.Helper()
-	var rd io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	out := map[string]any{}
-	json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out
-}
-
 // enqueueAPI joins the room as a visitor without a browser and returns the ticket.
 func enqueueAPI(t *testing.T, s *localstack.Stack, room string) (string, map[string]any) {
 	t.Helper()
-	code, body := call(t, http.MethodPost, s.URL()+"/api/rooms/"+room+"/enqueue", "", nil)
+	code, _, body := testkit.CallJSON(t, http.MethodPost, s.URL()+"/api/rooms/"+room+"/enqueue", "", nil)
 	if code != http.StatusOK {
 		t.Fatalf("enqueue: %d %v", code, body)
 	}
@@ -145,6 +114,6 @@ func fillRoom(t *testing.T, s *localstack.Stack, room string) {
 			t.Fatalf("blocker visitor not admitted: %v", body)
 		}
 		time.Sleep(tick)
-		_, body = call(t, http.MethodGet, s.URL()+"/api/rooms/"+room+"/poll", ticket, nil)
+		_, _, body = testkit.CallJSON(t, http.MethodGet, s.URL()+"/api/rooms/"+room+"/poll", ticket, nil)
 	}
 }

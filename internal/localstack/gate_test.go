@@ -14,6 +14,7 @@ import (
 	"github.com/vestibule-dev/vestibule/gate"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // noFollow is a plain client that shows redirects instead of following them
@@ -80,7 +81,7 @@ func TestGatedDemoSite(t *testing.T) {
 	}
 
 	// Wait in the demo room until admitted, as the page does.
-	code, _, e := call(t, "POST", s.URL()+"/api/rooms/demo/enqueue", "", "")
+	code, _, e := testkit.CallJSON(t, "POST", s.URL()+"/api/rooms/demo/enqueue", "", "")
 	ticket, _ := e["ticket"].(string)
 	if code != 200 || ticket == "" {
 		t.Fatalf("enqueue: %d %v", code, e)
@@ -88,7 +89,7 @@ func TestGatedDemoSite(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for e["entryToken"] == nil && time.Now().Before(deadline) {
 		time.Sleep(pollpolicy.MinInterval)
-		_, _, e = call(t, "GET", s.URL()+"/api/rooms/demo/poll", ticket, "")
+		_, _, e = testkit.CallJSON(t, "GET", s.URL()+"/api/rooms/demo/poll", ticket, "")
 	}
 	tok, _ := e["entryToken"].(string)
 	enter, _ := e["enterUrl"].(string)
@@ -139,7 +140,7 @@ func TestGatedDemoSite(t *testing.T) {
 	if cleared := sessionCookie(t, resp); resp.StatusCode != 303 || resp.Header.Get("Location") != "/" || cleared.Value != "" || cleared.MaxAge >= 0 {
 		t.Fatalf("leave: %d %v", resp.StatusCode, resp.Header)
 	}
-	_, _, info := call(t, "GET", s.URL()+"/api/admin/rooms/demo", s.AdminKey(), "")
+	_, _, info := testkit.CallJSON(t, "GET", s.URL()+"/api/admin/rooms/demo", s.AdminKey(), "")
 	if st, _ := info["stats"].(map[string]any); st["active"] != float64(0) {
 		t.Fatalf("after leave: %v, want no session", info["stats"])
 	}

@@ -70,6 +70,10 @@ type Options struct {
 	// Orders receives the booking kit's order events as JSON lines (the local
 	// stand-in for EventBridge); nil → discarded.
 	Orders io.Writer
+	// Events receives the admission events (ticks that changed something,
+	// consumes, completes) as JSON lines, as the functions write them to
+	// CloudWatch Logs; nil → discarded.
+	Events io.Writer
 }
 
 // Stack is a running local stack.
@@ -156,7 +160,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	// The rooms' durable settings: .vestibule/rooms beside .vestibule/keys.
 	store := durable.Disk{Dir: filepath.Join(filepath.Dir(o.KeyDir), "rooms")}
-	engine := durable.New(app.NewEngine(s.rdb, o.Clock), durable.Options{Store: store, Logger: o.Logger, Clock: o.Clock})
+	engine := durable.New(emitting(app.NewEngine(s.rdb, o.Clock), o), durable.Options{Store: store, Logger: o.Logger, Clock: o.Clock})
 
 	appLn, err := net.Listen("tcp", o.Addr)
 	if err != nil {

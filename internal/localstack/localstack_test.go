@@ -3,7 +3,6 @@ package localstack_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,32 +15,10 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
-
-func call(t *testing.T, method, url, auth, body string) (int, http.Header, map[string]any) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if auth != "" {
-		req.Header.Set("Authorization", "Bearer "+auth)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	json.Unmarshal(b, &m)
-	return resp.StatusCode, resp.Header, m
-}
 
 // The whole journey through plain HTTP: the page's API calls, the ticks the
 // stack runs by itself, and the hand-integration example origin redeeming the
@@ -76,21 +53,21 @@ func TestStack(t *testing.T) {
 				t.Fatalf("static page: %d %q %v", resp.StatusCode, page, resp.Header)
 			}
 
-			code, _, cfg := call(t, "GET", s.URL()+"/api/admin/rooms/demo", s.AdminKey(), "")
+			code, _, cfg := testkit.CallJSON(t, "GET", s.URL()+"/api/admin/rooms/demo", s.AdminKey(), "")
 			c, _ := cfg["config"].(map[string]any)
 			if code != 200 || c["originUrl"] != s.OriginURL()+"/" || c["maxActive"] != float64(5) || c["gate"] != true {
 				t.Fatalf("demo room: %d %v", code, cfg)
 			}
-			code, _, cfg = call(t, "GET", s.URL()+"/api/admin/rooms/demo-api", s.AdminKey(), "")
+			code, _, cfg = testkit.CallJSON(t, "GET", s.URL()+"/api/admin/rooms/demo-api", s.AdminKey(), "")
 			c, _ = cfg["config"].(map[string]any)
 			if code != 200 || c["originUrl"] != s.ManualOriginURL()+"/" || c["gate"] != false {
 				t.Fatalf("demo-api room: %d %v", code, cfg)
 			}
-			if code, _, _ := call(t, "GET", s.URL()+"/api/admin/rooms", "wrong-key-wrong-key", ""); code != 401 {
+			if code, _, _ := testkit.CallJSON(t, "GET", s.URL()+"/api/admin/rooms", "wrong-key-wrong-key", ""); code != 401 {
 				t.Fatalf("admin with a wrong key: %d", code)
 			}
 
-			code, _, e := call(t, "POST", s.URL()+"/api/rooms/demo-api/enqueue", "", "")
+			code, _, e := testkit.CallJSON(t, "POST", s.URL()+"/api/rooms/demo-api/enqueue", "", "")
 			ticket, _ := e["ticket"].(string)
 			if code != 200 || ticket == "" {
 				t.Fatalf("enqueue: %d %v", code, e)
@@ -99,7 +76,7 @@ func TestStack(t *testing.T) {
 			deadline := time.Now().Add(5 * time.Second)
 			for tok == "" && time.Now().Before(deadline) {
 				time.Sleep(pollpolicy.MinInterval) // as the page does: no faster than the engine allows
-				code, _, p := call(t, "GET", s.URL()+"/api/rooms/demo-api/poll", ticket, "")
+				code, _, p := testkit.CallJSON(t, "GET", s.URL()+"/api/rooms/demo-api/poll", ticket, "")
 				if code != 200 {
 					t.Fatalf("poll: %d %v", code, p)
 				}
@@ -121,33 +98,33 @@ func TestStack(t *testing.T) {
 				t.Fatalf("origin page: %v", resp.Header)
 			}
 			body := `{"token":"` + tok + `"}`
-			code, _, sess := call(t, "POST", s.ManualOriginURL()+"/session", "", body)
+			code, _, sess := testkit.CallJSON(t, "POST", s.ManualOriginURL()+"/session", "", body)
 			if code != 200 || sess["room"] != "demo-api" || sess["visitor"] == "" || sess["sessionExpiresAt"] == nil {
 				t.Fatalf("origin session: %d %v", code, sess)
 			}
-			if code, _, r := call(t, "POST", s.ManualOriginURL()+"/session", "", body); code != 409 {
+			if code, _, r := testkit.CallJSON(t, "POST", s.ManualOriginURL()+"/session", "", body); code != 409 {
 				t.Fatalf("replay through the origin: %d %v", code, r)
 			}
-			if code, _, r := call(t, "POST", s.ManualOriginURL()+"/complete", "", body); code != 200 {
+			if code, _, r := testkit.CallJSON(t, "POST", s.ManualOriginURL()+"/complete", "", body); code != 200 {
 				t.Fatalf("complete through the origin: %d %v", code, r)
 			}
 
 			// A room that sends its visitors to another site: the example origin
 			// redeems none of its tokens (it is not that room's origin).
 			other := redistest.Room(t)
-			if code, _, r := call(t, "PUT", s.URL()+"/api/admin/rooms/"+other, s.AdminKey(),
+			if code, _, r := testkit.CallJSON(t, "PUT", s.URL()+"/api/admin/rooms/"+other, s.AdminKey(),
 				`{"originUrl":"https://elsewhere.example/","mode":"passthrough"}`); code != 200 {
 				t.Fatalf("PUT other room: %d %v", code, r)
 			}
-			_, _, oe := call(t, "POST", s.URL()+"/api/rooms/"+other+"/enqueue", "", "")
+			_, _, oe := testkit.CallJSON(t, "POST", s.URL()+"/api/rooms/"+other+"/enqueue", "", "")
 			otherTok, _ := oe["entryToken"].(string)
 			if otherTok == "" {
 				t.Fatalf("passthrough enqueue gave no entry token: %v", oe)
 			}
-			if code, _, r := call(t, "POST", s.ManualOriginURL()+"/session", "", `{"token":"`+otherTok+`"}`); code != 403 {
+			if code, _, r := testkit.CallJSON(t, "POST", s.ManualOriginURL()+"/session", "", `{"token":"`+otherTok+`"}`); code != 403 {
 				t.Fatalf("another room's token at the demo origin: %d %v, want 403", code, r)
 			}
-			if code, _, _ := call(t, "GET", s.URL()+"/api/nope", "", ""); code != 404 {
+			if code, _, _ := testkit.CallJSON(t, "GET", s.URL()+"/api/nope", "", ""); code != 404 {
 				t.Fatalf("unknown API route: %d", code)
 			}
 			if err := s.Close(); err != nil {
@@ -209,10 +186,10 @@ func TestBookingKitLocally(t *testing.T) {
 	}
 	defer s.Close()
 	ev := redistest.Room(t)
-	if code, _, r := call(t, "PUT", s.URL()+"/api/admin/events/"+ev, s.AdminKey(), `{"room":"demo","seats":["A1","A2"],"stock":{"parking":3},"sessionLimit":4}`); code != 200 {
+	if code, _, r := testkit.CallJSON(t, "PUT", s.URL()+"/api/admin/events/"+ev, s.AdminKey(), `{"room":"demo","seats":["A1","A2"],"stock":{"parking":3},"sessionLimit":4}`); code != 200 {
 		t.Fatalf("define event: %d %v", code, r)
 	}
-	code, _, view := call(t, "GET", s.URL()+"/api/events/"+ev, "", "")
+	code, _, view := testkit.CallJSON(t, "GET", s.URL()+"/api/events/"+ev, "", "")
 	if code != 200 || !strings.Contains(fmt.Sprint(view), "A1") {
 		t.Fatalf("availability: %d %v", code, view)
 	}

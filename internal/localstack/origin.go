@@ -101,12 +101,7 @@ var originPage = template.Must(template.New("origin").Parse(`<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
-<title>Demo booking site</title>
-<style>
-  body { font: 16px/1.5 system-ui, sans-serif; max-width: 36rem; margin: 3rem auto; padding: 0 1rem; color: #1a1a1a; }
-  .card { border: 1px solid #ccc; border-radius: 8px; padding: 1rem 1.25rem; }
-  button { font: inherit; padding: .5rem 1rem; }
-  .err { color: #a00000; }
+` + demoStyle + `  .err { color: #a00000; }
   dt { font-weight: 600; }
   #map { display: grid; grid-template-columns: repeat(4, 1fr); gap: .5rem; margin: 1rem 0; }
   #map button { padding: .75rem 0; border-radius: 6px; border: 2px solid #2b6cb0; background: #fff; color: #1a1a1a; }

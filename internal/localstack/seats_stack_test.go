@@ -10,6 +10,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // TestStackSeats: make dev's default, the embedded Redis, runs the seat
@@ -30,14 +31,14 @@ func TestStackSeats(t *testing.T) {
 
 	admitted := func() map[string]any {
 		t.Helper()
-		_, _, e := call(t, "POST", s.URL()+"/api/rooms/demo-api/enqueue", "", "")
+		_, _, e := testkit.CallJSON(t, "POST", s.URL()+"/api/rooms/demo-api/enqueue", "", "")
 		ticket, _ := e["ticket"].(string)
 		deadline := time.Now().Add(5 * time.Second)
 		for time.Now().Before(deadline) {
 			time.Sleep(pollpolicy.MinInterval)
-			_, _, p := call(t, "GET", s.URL()+"/api/rooms/demo-api/poll", ticket, "")
+			_, _, p := testkit.CallJSON(t, "GET", s.URL()+"/api/rooms/demo-api/poll", ticket, "")
 			if tok, _ := p["entryToken"].(string); tok != "" {
-				code, _, sess := call(t, "POST", s.ManualOriginURL()+"/session", "", `{"token":"`+tok+`"}`)
+				code, _, sess := testkit.CallJSON(t, "POST", s.ManualOriginURL()+"/session", "", `{"token":"`+tok+`"}`)
 				if code != 200 || sess["bookingSession"] == nil {
 					t.Fatalf("origin session: %d %v", code, sess)
 				}
@@ -50,27 +51,27 @@ func TestStackSeats(t *testing.T) {
 	body := func(v any) string { b, _ := json.Marshal(v); return string(b) }
 	a, b := admitted(), admitted()
 
-	code, _, view := call(t, "GET", s.ManualOriginURL()+"/seats", "", "")
+	code, _, view := testkit.CallJSON(t, "GET", s.ManualOriginURL()+"/seats", "", "")
 	seats, _ := view["seats"].(map[string]any)
 	if code != 200 || len(seats) != len(localstack.DemoSeats) || seats["A2"] != "available" {
 		t.Fatalf("seats: %d %v", code, view)
 	}
-	code, _, hold := call(t, "POST", s.ManualOriginURL()+"/hold", "", body(map[string]any{"bookingSession": a["bookingSession"], "seat": "A2"}))
+	code, _, hold := testkit.CallJSON(t, "POST", s.ManualOriginURL()+"/hold", "", body(map[string]any{"bookingSession": a["bookingSession"], "seat": "A2"}))
 	if code != 201 || hold["token"] == nil || hold["expiresAt"] == nil {
 		t.Fatalf("hold: %d %v", code, hold)
 	}
 	if exp, _ := time.Parse(time.RFC3339, hold["expiresAt"].(string)); time.Until(exp) < 100*time.Second || time.Until(exp) > 121*time.Second {
 		t.Errorf("hold expires in %v, want about 120 s", time.Until(exp))
 	}
-	code, _, taken := call(t, "POST", s.ManualOriginURL()+"/hold", "", body(map[string]any{"bookingSession": b["bookingSession"], "seat": "A2"}))
+	code, _, taken := testkit.CallJSON(t, "POST", s.ManualOriginURL()+"/hold", "", body(map[string]any{"bookingSession": b["bookingSession"], "seat": "A2"}))
 	if e, _ := taken["error"].(map[string]any); code != 409 || e["code"] != "seat_taken" {
 		t.Fatalf("second hold of A2: %d %v", code, taken)
 	}
-	code, _, order := call(t, "POST", s.ManualOriginURL()+"/confirm", "", body(map[string]any{"bookingSession": a["bookingSession"], "hold": hold["token"]}))
+	code, _, order := testkit.CallJSON(t, "POST", s.ManualOriginURL()+"/confirm", "", body(map[string]any{"bookingSession": a["bookingSession"], "hold": hold["token"]}))
 	if code != 201 || order["order"] != hold["token"] || order["stored"] != true {
 		t.Fatalf("confirm: %d %v", code, order)
 	}
-	_, _, view = call(t, "GET", s.URL()+"/api/events/demo-api", "", "")
+	_, _, view = testkit.CallJSON(t, "GET", s.URL()+"/api/events/demo-api", "", "")
 	if seats, _ := view["seats"].(map[string]any); seats["A2"] != "sold" {
 		t.Errorf("after confirm: %v", view)
 	}

@@ -50,17 +50,21 @@ func site(waiting string) http.HandlerFunc {
 	}
 }
 
+// demoStyle is the title and the start of the style of the demo site's page
+// and the demo origin's (origin.go): one look, as they stand for one booking site.
+const demoStyle = `<title>Demo booking site</title>
+<style>
+  body { font: 16px/1.5 system-ui, sans-serif; max-width: 36rem; margin: 3rem auto; padding: 0 1rem; color: #1a1a1a; }
+  .card { border: 1px solid #ccc; border-radius: 8px; padding: 1rem 1.25rem; }
+  button { font: inherit; padding: .5rem 1rem; }
+`
+
 var sitePage = template.Must(template.New("site").Parse(`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Demo booking site</title>
-<style>
-  body { font: 16px/1.5 system-ui, sans-serif; max-width: 36rem; margin: 3rem auto; padding: 0 1rem; color: #1a1a1a; }
-  .card { border: 1px solid #ccc; border-radius: 8px; padding: 1rem 1.25rem; }
-  button { font: inherit; padding: .5rem 1rem; }
-</style>
+` + demoStyle + `</style>
 </head>
 <body id="site">
 <h1>Demo booking site</h1>

@@ -84,6 +84,10 @@ func ParseSettings(pairs []string) (map[string]any, error) {
 		bad := func(want string) error {
 			return &Error{Message: fmt.Sprintf("%s=%s: %s must be %s", k, v, k, want)}
 		}
+		if (s.Type == "time" || s.Type == "object") && (v == "" || v == "none" || v == "null") {
+			out[k] = nil // clears the setting
+			continue
+		}
 		switch s.Type {
 		case "integer":
 			n, err := strconv.ParseInt(strings.ReplaceAll(v, "_", ""), 10, 64)
@@ -104,20 +108,12 @@ func ParseSettings(pairs []string) (map[string]any, error) {
 			}
 			out[k] = b
 		case "time":
-			if v == "" || v == "none" || v == "null" {
-				out[k] = nil
-				continue
-			}
 			t, err := time.Parse(time.RFC3339, v)
 			if err != nil {
 				return nil, bad("an RFC 3339 time such as 2026-12-01T10:00:00Z, or none")
 			}
 			out[k] = t
 		case "object":
-			if v == "" || v == "none" || v == "null" {
-				out[k] = nil
-				continue
-			}
 			var obj map[string]any
 			if err := json.Unmarshal([]byte(v), &obj); err != nil {
 				return nil, bad(`a JSON object such as '{"title":"Spring concert"}', or none`)

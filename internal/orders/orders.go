@@ -1,78 +1,71 @@
-// Package orders takes the booking kit's order events downstream: a
-// booking.Publisher that writes them as JSON lines (make dev shows them; in
-// AWS they land in CloudWatch Logs, whose subscription forwards them to
-// EventBridge: Forward), one that calls EventBridge's PutEvents directly (for
-// a function that can reach it), and Sweep, the booking tick that expires
-// overdue holds and publishes what the outbox still holds.
-//
-// Why the log path: the functions run in isolated subnets without a NAT, so
-// PutEvents from them needs an EventBridge interface endpoint (about $15 a
-// month for two zones, always on). A Lambda's stdout reaches CloudWatch Logs
-// without any network of the function's, and a subscription filter hands the
-// lines to a small function outside the VPC that calls PutEvents: no
-// always-on cost, a few cents per million events. See docs/BOOKING.md.
+// Package orders takes the booking kit's order events downstream through
+// package eventbus: a booking.Publisher that writes them as JSON lines (make
+// dev shows them; in AWS they land in CloudWatch Logs, whose subscription
+// hands them to the forwarder, eventbus.Bus.Forward), one that calls
+// EventBridge's PutEvents directly (for a function that can reach it), and
+// Sweep, the booking tick that expires overdue holds and publishes what the
+// outbox still holds. docs/BOOKING.md says why the log path is the default.
 package orders
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"sync"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/eventbus"
 )
 
 // Source is the EventBridge source of order events; the detail-type is the
 // event's Type (booking.OrderConfirmed, booking.OrderCancelled).
-const Source = "vestibule.booking"
+const Source = eventbus.SourceBooking
 
-// Entry is one order event as it is written and put on EventBridge: the
-// fields of a PutEvents entry. The log publisher writes it as one JSON line,
-// and a CloudWatch Logs subscription filter { $.source = "vestibule.booking" }
-// finds the lines.
-type Entry struct {
-	Source     string             `json:"source"`
-	DetailType string             `json:"detail-type"`
-	Detail     booking.OrderEvent `json:"detail"`
+// EntryOf is the entry of an order event: source Source, detail-type its
+// Type, detail its JSON.
+func EntryOf(o booking.OrderEvent) (eventbus.Entry, error) {
+	return eventbus.NewEntry(Source, o.Type, o)
 }
 
-// EntryOf is the entry of an order event.
-func EntryOf(o booking.OrderEvent) Entry {
-	return Entry{Source: Source, DetailType: o.Type, Detail: o}
-}
-
-// Log writes each order event as one JSON line (an Entry) to w. It is safe
-// for concurrent use; a line is written by one Write call.
-type Log struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-// NewLog returns the log publisher over w (os.Stdout in a function).
-func NewLog(w io.Writer) *Log { return &Log{w: w} }
-
-// Publish writes the events, one line each.
-func (l *Log) Publish(_ context.Context, events []booking.OrderEvent) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, o := range events {
-		b, err := json.Marshal(EntryOf(o))
+func entriesOf(evs []booking.OrderEvent) ([]eventbus.Entry, error) {
+	out := make([]eventbus.Entry, len(evs))
+	for i, o := range evs {
+		e, err := EntryOf(o)
 		if err != nil {
-			return fmt.Errorf("orders: encoding %s %s: %w", o.Type, o.Order, err)
+			return nil, fmt.Errorf("orders: %s %s: %w", o.Type, o.Order, err)
 		}
-		if _, err := l.w.Write(append(b, '\n')); err != nil {
-			return fmt.Errorf("orders: writing %s %s: %w", o.Type, o.Order, err)
-		}
+		out[i] = e
 	}
-	return nil
+	return out, nil
 }
 
-var _ booking.Publisher = (*Log)(nil)
+// Publisher is a booking.Publisher over an eventbus.Publisher.
+type Publisher struct{ p eventbus.Publisher }
+
+// Publish hands the order events to the underlying publisher.
+func (p Publisher) Publish(ctx context.Context, evs []booking.OrderEvent) error {
+	entries, err := entriesOf(evs)
+	if err != nil {
+		return err
+	}
+	return p.p.Publish(ctx, entries)
+}
+
+var _ booking.Publisher = Publisher{}
+
+// NewLog writes each order event as one JSON line (an eventbus.Entry) to w.
+func NewLog(w io.Writer) Publisher { return Publisher{eventbus.NewLog(w)} }
+
+// NewEventBridge puts order events on bus (a name or an ARN) with PutEvents,
+// in batches; it fails if any entry was not put (the caller keeps them all
+// for another try: the entries that did go may go twice, and consumers dedupe
+// on event, order and type).
+func NewEventBridge(api eventbus.PutEventsAPI, bus string, opts ...eventbus.BusOption) Publisher {
+	return Publisher{eventbus.NewBus(api, bus, opts...)}
+}
 
 // New is the publisher the configuration asks for: EventBridge PutEvents to
 // config.BookingEventBus, or JSON lines on w when it is empty.

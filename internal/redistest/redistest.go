@@ -348,6 +348,14 @@ func Clients(tb testing.TB) map[string]redis.UniversalClient {
 	}
 }
 
+// ForEach runs f as a subtest against the single node ("single") and against
+// the cluster ("cluster").
+func ForEach(t *testing.T, f func(t *testing.T, c redis.UniversalClient)) {
+	for name, c := range Clients(t) {
+		t.Run(name, func(t *testing.T) { f(t, c) })
+	}
+}
+
 // Room returns a fresh room id, unique in this process, so tests need no flush.
 func Room(tb testing.TB) string {
 	b := make([]byte, 6)

@@ -436,11 +436,16 @@ func (e *Engine) tick(ctx context.Context, room string, guardMS int64) (TickResu
 	case wordBusy:
 		return TickResult{}, ErrTickBusy
 	}
-	if len(reply) != tickLen {
+	if len(reply) != tickLen && len(reply) != tickLenEvent {
 		return TickResult{}, unexpected(tickCmd, reply)
 	}
-	return TickResult{Admitted: num(reply[tickAdmitted]), Evicted: num(reply[tickEvicted]),
-		GrantsReclaimed: num(reply[tickReclaimed]), SessionsEnded: num(reply[tickEnded])}, nil
+	r := TickResult{Admitted: num(reply[tickAdmitted]), Evicted: num(reply[tickEvicted]),
+		GrantsReclaimed: num(reply[tickReclaimed]), SessionsEnded: num(reply[tickEnded])}
+	if len(reply) == tickLenEvent {
+		r.FirstSeq, r.LastSeq = num(reply[tickFirst]), num(reply[tickLast])
+		r.After = TickCounts{Waiting: num(reply[tickWaiting]), Admitted: num(reply[tickGranted]), Active: num(reply[tickActive])}
+	}
+	return r, nil
 }
 
 // PutConfig validates and stores a room's settings (creating the room), live,

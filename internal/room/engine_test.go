@@ -588,7 +588,8 @@ func TestTick(t *testing.T) {
 				t.Fatalf("before the deadline: %+v", r)
 			}
 			e.clk.Advance(2 * time.Second)
-			want := room.TickResult{Admitted: 2, GrantsReclaimed: 2}
+			want := room.TickResult{Admitted: 2, GrantsReclaimed: 2, FirstSeq: ts[2].Seq, LastSeq: ts[3].Seq,
+				After: room.TickCounts{Admitted: 2}}
 			if diff := cmp.Diff(want, e.tick()); diff != "" {
 				t.Errorf("tick after claimTTL (-want +got):\n%s", diff)
 			}
@@ -611,7 +612,8 @@ func TestTick(t *testing.T) {
 				t.Fatalf("before sessionTTL: %+v", r)
 			}
 			e.clk.Advance(2 * time.Second)
-			want := room.TickResult{Admitted: 1, SessionsEnded: 1}
+			want := room.TickResult{Admitted: 1, SessionsEnded: 1, FirstSeq: ts[1].Seq, LastSeq: ts[1].Seq,
+				After: room.TickCounts{Admitted: 1}}
 			if diff := cmp.Diff(want, e.tick()); diff != "" {
 				t.Errorf("tick after sessionTTL (-want +got):\n%s", diff)
 			}
@@ -706,7 +708,7 @@ func TestTick(t *testing.T) {
 			e.tick() // 2 grants
 			e.put(*cfgWith(func(c *room.Config) { c.Mode, c.MaxActive, c.ClaimTTLSeconds = room.ModePaused, 2, 10 }))
 			e.clk.Advance(61 * time.Second)
-			want := room.TickResult{GrantsReclaimed: 2}
+			want := room.TickResult{GrantsReclaimed: 2, After: room.TickCounts{Waiting: 3}}
 			if diff := cmp.Diff(want, e.tick()); diff != "" {
 				t.Errorf("paused tick (-want +got):\n%s", diff)
 			}
@@ -723,7 +725,7 @@ func TestTick(t *testing.T) {
 			e.tick()
 			e.put(*cfgWith(func(c *room.Config) { c.Mode, c.MaxActive, c.ClaimTTLSeconds = room.ModeClosed, 2, 10 }))
 			e.clk.Advance(11 * time.Second)
-			want := room.TickResult{GrantsReclaimed: 2}
+			want := room.TickResult{GrantsReclaimed: 2, After: room.TickCounts{Waiting: 3}}
 			if diff := cmp.Diff(want, e.tick()); diff != "" {
 				t.Errorf("closed tick (-want +got):\n%s", diff)
 			}

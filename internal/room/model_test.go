@@ -337,6 +337,8 @@ func (m *model) tick() {
 	if m.cfg.Mode == room.ModePaused {
 		m.events["paused tick"]++
 	}
+	event := r // the admission event's fields, checked below
+	r.FirstSeq, r.LastSeq, r.After = 0, 0, room.TickCounts{}
 	if r != want {
 		m.rt.Fatalf("Tick = %+v, want %+v", r, want)
 	}
@@ -356,6 +358,22 @@ func (m *model) tick() {
 	for _, v := range fresh[:r.Admitted] {
 		v.status, v.until = mAdmitted, now.Add(time.Duration(m.cfg.ClaimTTLSeconds)*time.Second)
 		m.head = max(m.head, v.tk.Seq)
+	}
+	// The admission event: the range admitted and the counts after the tick,
+	// only when the tick changed something.
+	if r == (room.TickResult{}) {
+		if event != r {
+			m.rt.Fatalf("a tick that changed nothing reported %+v", event)
+		}
+		return
+	}
+	var lo, hi int64
+	if r.Admitted > 0 {
+		lo, hi = fresh[0].tk.Seq, fresh[r.Admitted-1].tk.Seq
+	}
+	after := room.TickCounts{Waiting: int64(len(m.waiting())), Admitted: m.count(mAdmitted), Active: m.count(mActive)}
+	if event.FirstSeq != lo || event.LastSeq != hi || event.After != after {
+		m.rt.Fatalf("tick event %+v, want range %d..%d and counts %+v", event, lo, hi, after)
 	}
 }
 

@@ -51,6 +51,13 @@ const (
 	tickReclaimed        // expired grants reclaimed
 	tickEnded            // sessions ended
 	tickLen
+	// A tick that changed something adds these (TickResult's event fields).
+	tickFirst   = iota - 1 // lowest sequence admitted, 0 for none
+	tickLast               // highest sequence admitted, 0 for none
+	tickWaiting            // counts after the tick: waiting,
+	tickGranted            // admitted (grants),
+	tickActive             // active (sessions)
+	tickLenEvent
 )
 
 // The stats reply (stats.lua), by position.

@@ -115,6 +115,18 @@ type TickResult struct {
 	Evicted         int64
 	GrantsReclaimed int64
 	SessionsEnded   int64
+	// Set only by a tick that changed something (any count above not 0),
+	// for its admission event: the lowest and highest sequence it admitted
+	// (0 when it admitted nobody), and the room's counts after it.
+	FirstSeq, LastSeq int64
+	After             TickCounts
+}
+
+// TickCounts are a room's counts at the end of a tick.
+type TickCounts struct {
+	Waiting  int64 // waiting or in the pre-queue
+	Admitted int64 // grants not yet consumed
+	Active   int64 // sessions running
 }
 
 // Stats is a snapshot of a room.

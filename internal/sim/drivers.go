@@ -20,6 +20,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/app/apiapp"
+	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -55,7 +56,8 @@ func NewVirtual(rdb redis.UniversalClient, start time.Time, tickInterval time.Du
 	}
 	v.AdminKey = cfg.AdminKey
 	v.Engine = app.NewEngine(rdb, clock)
-	v.Handler = apiapp.NewHandler(v.Engine, keys, cfg, apiapp.Options{TickInterval: tickInterval, Clock: clock})
+	v.Handler = apiapp.NewHandler(v.Engine, keys, cfg, apiapp.Options{TickInterval: tickInterval, Clock: clock,
+		Booking: booking.New(rdb, booking.WithClock(clock))})
 	return v, nil
 }
 
@@ -98,6 +100,9 @@ func (v *Virtual) Do(ctx context.Context, method, path, bearer string, body []by
 	}
 	if bearer != "" {
 		ev.Headers["authorization"] = "Bearer " + bearer
+	}
+	for k, val := range headersFrom(ctx) {
+		ev.Headers[strings.ToLower(k)] = val
 	}
 	ev.RequestContext.HTTP.Method = method
 	ev.RequestContext.HTTP.Path = path
@@ -185,6 +190,9 @@ func (h *HTTP) Do(ctx context.Context, method, path, bearer string, body []byte)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, val := range headersFrom(ctx) {
+		req.Header.Set(k, val)
 	}
 	resp, err := h.Client.Do(req)
 	if err != nil {

@@ -25,6 +25,9 @@ type Summary struct {
 
 	WaitRequests int     // enqueue + polls + leave while waiting
 	WaitMinutes  float64 // visitor-minutes spent waiting
+	// MeanWait is WaitMinutes over the visitors who waited (enqueued and
+	// then saw a grant, walked away or expired).
+	MeanWait time.Duration
 	// RequestsPerWaitMinute is WaitRequests / WaitMinutes.
 	RequestsPerWaitMinute float64
 	SeenP50, SeenP99      time.Duration // grant → visitor sees it
@@ -45,12 +48,14 @@ type Summary struct {
 	Inversions     int   // FIFO: visitors admitted after someone who enqueued later (must be 0)
 	NotAdmitted    int   // non-abandoning visitors who never saw a grant (must be 0)
 	Stopped        bool  // MaxDuration ended the run
+
+	Booking *BookingSummary // nil unless the crowd booked (booking.go)
 }
 
 // OK reports whether every invariant held.
 func (s Summary) OK() bool {
 	return s.MaxInUse <= s.MaxActive && s.DoubleConsumes == 0 && s.ReplaysAllowed == 0 &&
-		s.Inversions == 0 && s.NotAdmitted == 0 && !s.Stopped
+		s.Inversions == 0 && s.NotAdmitted == 0 && !s.Stopped && s.Booking.OK()
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
@@ -67,6 +72,7 @@ func (r *Result) Summarize() Summary {
 	s := Summary{Driver: r.Driver, Visitors: len(r.Visitors), Outcomes: map[string]int{}, Wall: r.Wall,
 		Span: r.End.Sub(r.Start), MaxActive: r.Config.RoomConfig.MaxActive, MaxInUse: r.MaxInUse, Stopped: r.Stopped}
 	var waitNanos float64
+	var waited int
 	var seen []time.Duration
 	var last time.Time
 	for _, v := range r.Visitors {
@@ -75,6 +81,7 @@ func (r *Result) Summarize() Summary {
 		s.Errors += v.Errors
 		if !v.EnqueuedAt.IsZero() && !v.EndWaitAt.IsZero() {
 			waitNanos += float64(v.EndWaitAt.Sub(v.EnqueuedAt))
+			waited++
 		}
 		if !v.GrantAt.IsZero() && !v.SeenAt.IsZero() {
 			seen = append(seen, v.SeenAt.Sub(v.GrantAt))
@@ -96,11 +103,15 @@ func (r *Result) Summarize() Summary {
 	if s.WaitMinutes > 0 {
 		s.RequestsPerWaitMinute = float64(s.WaitRequests) / s.WaitMinutes
 	}
+	if waited > 0 {
+		s.MeanWait = time.Duration(waitNanos / float64(waited))
+	}
 	s.SeenP50, s.SeenP99 = percentile(seen, 0.50), percentile(seen, 0.99)
 	if !last.IsZero() {
 		s.Drain = last.Sub(r.Start)
 	}
 	s.Inversions = Inversions(r.Visitors)
+	s.Booking = r.summarizeBooking()
 	return s
 }
 
@@ -190,6 +201,7 @@ func (s Summary) WriteTable(w io.Writer) {
 		fmt.Fprintf(tw, "  same crowd, page polling every %s\t%.2f (grant→seen p50 %s, p99 %s)\t\n", s.FixedEvery,
 			s.FixedRequestsPerWaitMinute, s.FixedSeenP50.Round(time.Millisecond), s.FixedSeenP99.Round(time.Millisecond))
 	}
+	fmt.Fprintf(tw, "mean wait (enqueue → grant seen, left or expired)\t%s\t\n", s.MeanWait.Round(time.Second))
 	fmt.Fprintf(tw, "grant→seen delay p50 / p99\t%s / %s\t\n", s.SeenP50.Round(time.Millisecond), s.SeenP99.Round(time.Millisecond))
 	fmt.Fprintf(tw, "time to drain (start → last grant seen)\t%s\t\n", s.Drain.Round(time.Second))
 	fmt.Fprintf(tw, "request errors (5xx, 429, transport)\t%d\t\n", s.Errors)
@@ -202,6 +214,7 @@ func (s Summary) WriteTable(w io.Writer) {
 		fmt.Fprintf(tw, "run stopped by its time limit\t\tFAIL\n")
 	}
 	tw.Flush()
+	s.Booking.writeTable(w)
 }
 
 // Chart draws waiting, admitted, active and arrivals (per second) over time

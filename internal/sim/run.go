@@ -51,6 +51,9 @@ type Config struct {
 
 	// OnDone is called (from the run's goroutine) each time a visitor finishes.
 	OnDone func()
+
+	// Booking, when set, drives every visitor who consumes through a booking (booking.go).
+	Booking *Booking
 }
 
 func (c *Config) defaults() {
@@ -122,6 +125,8 @@ type Result struct {
 	StatsErrors int
 	// Stopped is true when MaxDuration ended the run before every visitor was done.
 	Stopped bool
+	// Booking is the event at the end, when Config.Booking is set.
+	Booking *BookingResult
 }
 
 // Crowd builds the visitors of a config: arrival times, behaviours, think times.
@@ -198,6 +203,9 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 	start := d.Now()
 	res := &Result{Config: c, Driver: d.Name(), Start: start, Visitors: Crowd(c, start)}
 	e := &env{tr: d, room: c.Room, claimTTL: time.Duration(c.RoomConfig.ClaimTTLSeconds) * time.Second, fixedPoll: c.FixedPoll, origin: put.OriginCredential}
+	if e.book, err = setupBooking(ctx, d, adminKey, c); err != nil {
+		return nil, err
+	}
 
 	q := make(eventHeap, 0, len(res.Visitors))
 	for _, v := range res.Visitors {
@@ -266,7 +274,8 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 	res.End = d.Now()
 	res.Wall = time.Since(wallStart)
 	res.sample(ctx, d, adminKey, res.End, arrived-lastArrived)
-	return res, nil
+	res.Booking, err = finishBooking(ctx, d, adminKey, e.book, res.Visitors)
+	return res, err
 }
 
 // runBatch steps every event of the batch at now with at most workers in

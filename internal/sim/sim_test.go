@@ -53,6 +53,19 @@ func TestVirtualCrowd(t *testing.T) {
 		t.Errorf("invariants: notAdmitted=%d doubleConsumes=%d replaysAllowed=%d inversions=%d",
 			s.NotAdmitted, s.DoubleConsumes, s.ReplaysAllowed, s.Inversions)
 	}
+	// A page that follows pollAfterMs is never refused (429) nor failed (5xx).
+	if s.Errors != 0 {
+		for _, v := range res.Visitors {
+			if v.Errors > 0 {
+				t.Logf("visitor %d (%s): %s", v.ID, v.Behavior, v.LastError)
+				break
+			}
+		}
+		t.Errorf("%d request errors, want 0", s.Errors)
+	}
+	if s.MeanWait <= 0 {
+		t.Errorf("mean wait %s, want > 0", s.MeanWait)
+	}
 	if s.MaxInUse > cfg.MaxActive || s.MaxInUse == 0 {
 		t.Errorf("highest admitted+active %d, want 1..%d", s.MaxInUse, cfg.MaxActive)
 	}

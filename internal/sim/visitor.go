@@ -12,14 +12,13 @@ package sim
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
 // Transport sends one API request: path is absolute ("/api/..."), bearer may be
@@ -87,6 +86,7 @@ type Visitor struct {
 	Think    time.Duration // Completer: time on the origin between consume and complete
 
 	phase      phase
+	givingUp   bool // the next step walks away (scheduled at GiveUpAt)
 	ticket     string
 	entryToken string
 
@@ -102,6 +102,8 @@ type Visitor struct {
 	Errors       int       // 5xx, 429 and transport failures
 	LastError    string    // the last unexpected answer, for the report
 	Outcome      Outcome
+
+	Book *BookVisit // the visitor's booking, nil unless the crowd books (Config.Booking; booking.go)
 }
 
 // place is the JSON of enqueue and poll answers.
@@ -123,6 +125,7 @@ type env struct {
 	claimTTL  time.Duration
 	fixedPoll time.Duration // > 0: ignore pollAfterMs (the fixed-interval baseline page)
 	origin    string        // the room's origin credential: consume and complete present it
+	book      *bookEnv      // nil unless the crowd books (booking.go)
 }
 
 // errRetry marks a failed request the visitor retries after a pause.
@@ -174,7 +177,10 @@ func (v *Visitor) step(ctx context.Context, e *env, now time.Time) (next time.Ti
 		v.ticket, v.Seq, v.EnqueuedAt, v.phase = p.Ticket, ticketSeq(p.Ticket), now, waiting
 		return v.onPlace(ctx, e, now, p)
 	case waiting:
-		if v.Behavior.Abandons() && !now.Before(v.GiveUpAt) {
+		// A batch runs events due within the driver's granularity, so the
+		// step scheduled for GiveUpAt may run a little before it: it walks
+		// away all the same (polling instead would poll too soon: 429).
+		if v.Behavior.Abandons() && (v.givingUp || !now.Before(v.GiveUpAt)) {
 			if v.Behavior == Leave {
 				if _, _, pause, err := v.do(ctx, e, "POST", roomPath+"/leave", v.ticket, nil, true); err != nil {
 					return now.Add(pause), true
@@ -193,6 +199,9 @@ func (v *Visitor) step(ctx context.Context, e *env, now time.Time) (next time.Ti
 		}
 		return v.onPlace(ctx, e, now, p)
 	case active:
+		if v.Book != nil && v.Book.busy() {
+			return v.book(ctx, e, now)
+		}
 		_, _, pause, err := v.do(ctx, e, "POST", "/api/complete", e.origin, map[string]string{"token": v.entryToken}, false)
 		if err != nil {
 			return now.Add(pause), true
@@ -218,7 +227,7 @@ func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (
 		// submit would) presents it once more: the replay must be refused.
 		tok := map[string]string{"token": p.EntryToken}
 		for {
-			status, _, _, err := v.do(ctx, e, "POST", "/api/consume", e.origin, tok, false)
+			status, body, _, err := v.do(ctx, e, "POST", "/api/consume", e.origin, tok, false)
 			if err != nil {
 				if v.Errors >= maxErrors {
 					return v.finish(now, Failed)
@@ -229,6 +238,7 @@ func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (
 				return v.finish(now, Failed)
 			}
 			v.Consumes++
+			v.Book = e.book.start(v, body)
 			break
 		}
 		status, _, _, err := v.do(ctx, e, "POST", "/api/consume", e.origin, tok, false)
@@ -239,6 +249,9 @@ func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (
 			}
 		}
 		v.phase = active
+		if v.Book != nil {
+			return now.Add(v.Think / 4), true // the hold (booking.go)
+		}
 		return now.Add(v.Think), true
 	case "expired", "closed":
 		v.EndWaitAt = now
@@ -250,6 +263,7 @@ func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (
 	}
 	d = max(d, 100*time.Millisecond)
 	if v.Behavior.Abandons() && now.Add(d).After(v.GiveUpAt) {
+		v.givingUp = true
 		return v.GiveUpAt, true
 	}
 	return now.Add(d), true
@@ -263,23 +277,9 @@ func (v *Visitor) finish(now time.Time, o Outcome) (time.Time, bool) {
 	return now, false
 }
 
-// ticketSeq reads the seq claim of a ticket without verifying it: the
+// ticketSeq reads the sequence of a ticket without verifying it: the
 // simulator is a client and only wants its own place in the FIFO order.
 func ticketSeq(tok string) int64 {
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 {
-		return 0
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return 0
-	}
-	var c struct {
-		Seq json.Number `json:"seq"`
-	}
-	if json.Unmarshal(b, &c) != nil {
-		return 0
-	}
-	n, _ := strconv.ParseInt(c.Seq.String(), 10, 64)
-	return n
+	tk, _ := token.PeekTicket(tok)
+	return tk.Seq
 }

@@ -1,11 +1,15 @@
 // Package testkit holds what the tests, the simulator and the bench would
 // otherwise each write again: one settable clock, a free loopback port, a
-// wait for a condition, and a buffer safe for concurrent writes.
+// wait for a condition, a buffer safe for concurrent writes, and a JSON call.
 package testkit
 
 import (
 	"bytes"
+	"encoding/json"
+	"io"
 	"net"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -21,6 +25,11 @@ type Clock struct {
 
 // FixedClock returns a clock standing at t.
 func FixedClock(t time.Time) *Clock { return &Clock{at: t} }
+
+// EngineClock returns a fixed clock at the current time rounded down to a
+// whole second: an engine's clock in tests, whose times survive the trip
+// through Redis as milliseconds and compare equal to times a test computes.
+func EngineClock() *Clock { return FixedClock(time.Now().UTC().Truncate(time.Second)) }
 
 // SkewedClock returns a clock that follows real time; Advance moves it ahead.
 func SkewedClock() *Clock { return &Clock{real: true} }
@@ -89,4 +98,51 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// T is the part of testing.TB that CallJSON uses (testkit is linked into
+// programs too, so it does not import testing).
+type T interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// CallJSON makes an HTTP request with an optional bearer token and body (a
+// string is sent as it is, anything else as JSON) and returns the status, the
+// headers and the answer decoded as a JSON object (empty when it is not one).
+// A request that cannot be made fails the test.
+func CallJSON(t T, method, url, bearer string, body any) (int, http.Header, map[string]any) {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		if b != "" {
+			rd = strings.NewReader(b)
+		}
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, url, err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	out := map[string]any{}
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, resp.Header, out
 }

@@ -1,7 +1,11 @@
 package testkit_test
 
 import (
+	"encoding/json"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -29,6 +33,10 @@ func TestClock(t *testing.T) {
 	if d := s.Now().Sub(time.Now()); d < 59*time.Minute || d > 61*time.Minute {
 		t.Fatalf("skewed clock %v ahead, want an hour", d)
 	}
+	e := testkit.EngineClock()
+	if now := e.Now(); now.Nanosecond() != 0 || now.Location() != time.UTC || time.Since(now) > 2*time.Second {
+		t.Fatalf("engine clock at %v, want now in UTC on a whole second", now)
+	}
 }
 
 func TestFreePortAndWaitFor(t *testing.T) {
@@ -47,5 +55,30 @@ func TestFreePortAndWaitFor(t *testing.T) {
 	}
 	if testkit.WaitFor(60*time.Millisecond, func() bool { return false }) {
 		t.Fatal("WaitFor reported a condition that never held")
+	}
+}
+
+func TestCallJSON(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Seen", r.Method+" "+r.Header.Get("Authorization")+" "+r.Header.Get("Content-Type"))
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(map[string]string{"body": string(b)})
+	}))
+	defer srv.Close()
+	for _, c := range []struct {
+		bearer   string
+		body     any
+		seen     string
+		received string
+	}{
+		{"", nil, "GET", ""}, // header values lose their trailing spaces
+		{"k", `{"a":1}`, "GET Bearer k application/json", `{"a":1}`},
+		{"", map[string]int{"a": 1}, "GET  application/json", `{"a":1}`},
+	} {
+		code, h, out := testkit.CallJSON(t, "GET", srv.URL, c.bearer, c.body)
+		if code != http.StatusCreated || h.Get("X-Seen") != c.seen || out["body"] != c.received {
+			t.Errorf("%v: %d %q %v; want 201 %q %q", c.body, code, h.Get("X-Seen"), out, c.seen, c.received)
+		}
 	}
 }

@@ -36,3 +36,19 @@ func BenchmarkEntryVerify(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTicketVerifyFormat1 is the JWT ticket issued before format 2, for
+// comparison (and the cost of a first poll after the upgrade).
+func BenchmarkTicketVerifyFormat1(b *testing.B) {
+	tickets := NewTickets(testSecret, testIssuer)
+	tk := room.Ticket{Room: "demo", Visitor: "0f9a1c2d-visitor", Seq: 1<<52 + 1}
+	m := ticketClaimsFor(tk)
+	m["exp"] = testNow.Add(time.Hour).Unix()
+	s := forge(ticketHeader, claimsJSON(m, nil), hs256(testSecret))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tickets.Verify(s, "demo", testNow); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -255,3 +255,122 @@ func secretString(ctx context.Context, sm SecretsGetter, arn, stage string) ([]b
 	}
 	return []byte(*out.SecretString), nil
 }
+
+// Material is the key material of a deployment as one document: what the
+// keysync function copies from the three Secrets Manager secrets into the
+// stack's keys object (S3, SSE-KMS), and what the functions read at cold start
+// instead of calling Secrets Manager (docs/SECURITY.md, "Where the keys live").
+// Every value is a SecretString exactly as Secrets Manager holds it.
+type Material struct {
+	// Version is MaterialVersion; a reader refuses any other.
+	Version int `json:"v"`
+	// Ticket is the ticket secret's AWSCURRENT value (tickets have one key).
+	Ticket string `json:"ticket"`
+	// Entry are the entry-key seeds: AWSCURRENT, then AWSPREVIOUS when the
+	// secret has been rotated.
+	Entry []string `json:"entry"`
+	// Origin are the origin secret's values the public routes accept:
+	// AWSCURRENT, then AWSPREVIOUS; empty when the deployment has none.
+	Origin []string `json:"origin,omitempty"`
+}
+
+// MaterialVersion is the format of Material this code writes and reads.
+const MaterialVersion = 1
+
+// MinOriginSecretLen refuses an origin secret short enough to guess.
+const MinOriginSecretLen = 32
+
+// Check refuses material the functions could not use or should not trust:
+// another format, a short ticket secret, no entry seed or a short one, a short
+// origin value, more than a current and a previous value of anything.
+func (m Material) Check() error {
+	switch {
+	case m.Version != MaterialVersion:
+		return fmt.Errorf("%w: key material format %d, want %d", ErrKeyMaterial, m.Version, MaterialVersion)
+	case len(m.Ticket) < MinSecretLen:
+		return fmt.Errorf("%w: ticket secret shorter than %d bytes", ErrKeyMaterial, MinSecretLen)
+	case len(m.Entry) == 0 || len(m.Entry) > 2:
+		return fmt.Errorf("%w: %d entry seeds, want a current and at most one previous", ErrKeyMaterial, len(m.Entry))
+	case len(m.Origin) > 2:
+		return fmt.Errorf("%w: %d origin values, want a current and at most one previous", ErrKeyMaterial, len(m.Origin))
+	}
+	for i, e := range m.Entry {
+		if len(e) < MinSecretLen {
+			return fmt.Errorf("%w: entry seed %d shorter than %d bytes", ErrKeyMaterial, i, MinSecretLen)
+		}
+	}
+	for i, o := range m.Origin {
+		if len(o) < MinOriginSecretLen {
+			return fmt.Errorf("%w: origin value %d shorter than %d characters", ErrKeyMaterial, i, MinOriginSecretLen)
+		}
+	}
+	return nil
+}
+
+// Keys derives the token keys: the ticket secret, and an entry key per seed
+// (the first signs, a different previous one only verifies).
+func (m Material) Keys() (*Keys, error) {
+	if err := m.Check(); err != nil {
+		return nil, err
+	}
+	current, err := EntryKeyFromSeed([]byte(m.Entry[0]))
+	if err != nil {
+		return nil, fmt.Errorf("token: entry seed %s: %w", stageCurrent, err)
+	}
+	keys := &Keys{TicketSecret: []byte(m.Ticket), Entry: []*EntryKey{current}, EntrySeeds: [][]byte{[]byte(m.Entry[0])}}
+	if len(m.Entry) == 2 {
+		previous, err := EntryKeyFromSeed([]byte(m.Entry[1]))
+		if err != nil {
+			return nil, fmt.Errorf("token: entry seed %s: %w", stagePrevious, err)
+		}
+		keys.addPreviousEntry(previous, []byte(m.Entry[1]))
+	}
+	return keys, nil
+}
+
+// SecretARNs name the three secrets of a deployment; Origin may be "".
+type SecretARNs struct {
+	Ticket, Entry, Origin string
+}
+
+// MaterialFromSecretsManager reads the secrets' versions into a Material:
+// the ticket secret's AWSCURRENT, the entry and origin secrets' AWSCURRENT and
+// (once rotated) AWSPREVIOUS. A missing AWSPREVIOUS is normal before the first
+// rotation; any other error is returned. The result has passed Check.
+func MaterialFromSecretsManager(ctx context.Context, sm SecretsGetter, arns SecretARNs) (Material, error) {
+	m := Material{Version: MaterialVersion}
+	ticket, err := secretString(ctx, sm, arns.Ticket, stageCurrent)
+	if err != nil {
+		return m, fmt.Errorf("token: ticket secret: %w", err)
+	}
+	m.Ticket = string(ticket)
+	if m.Entry, err = currentAndPrevious(ctx, sm, arns.Entry); err != nil {
+		return m, fmt.Errorf("token: entry secret: %w", err)
+	}
+	if arns.Origin != "" {
+		if m.Origin, err = currentAndPrevious(ctx, sm, arns.Origin); err != nil {
+			return m, fmt.Errorf("token: origin secret: %w", err)
+		}
+	}
+	return m, m.Check()
+}
+
+// currentAndPrevious reads a secret's AWSCURRENT and, when there is one, its
+// AWSPREVIOUS value; a previous value equal to the current one is left out.
+func currentAndPrevious(ctx context.Context, sm SecretsGetter, arn string) ([]string, error) {
+	cur, err := secretString(ctx, sm, arn, stageCurrent)
+	if err != nil {
+		return nil, err
+	}
+	prev, err := secretString(ctx, sm, arn, stagePrevious)
+	var notFound *types.ResourceNotFoundException
+	switch {
+	case errors.As(err, &notFound):
+		return []string{string(cur)}, nil
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", stagePrevious, err)
+	case string(prev) == string(cur):
+		return []string{string(cur)}, nil
+	}
+	return []string{string(cur), string(prev)}, nil
+}

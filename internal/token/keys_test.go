@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -296,3 +297,40 @@ func TestLoadSecretsManager(t *testing.T) {
 var errAccessDenied = errors.New("AccessDeniedException: not allowed")
 
 func ptr(s string) *string { return &s }
+
+func TestMaterialFromSecretsManager(t *testing.T) {
+	const ticketARN, entryARN, originARN = "arn:t", "arn:e", "arn:o"
+	ticket, origin, newOrigin := strings.Repeat("t", 64), strings.Repeat("o", 64), strings.Repeat("p", 64)
+	cur, prev := string(testSeed), string(testPrevSeed)
+	ctx := context.Background()
+	// GIVEN secrets never rotated THEN the material has one value of each
+	sm := &memorySecrets{versions: map[string]map[string]string{
+		ticketARN: {"AWSCURRENT": ticket}, entryARN: {"AWSCURRENT": cur}, originARN: {"AWSCURRENT": origin},
+	}}
+	m, err := MaterialFromSecretsManager(ctx, sm, SecretARNs{Ticket: ticketARN, Entry: entryARN, Origin: originARN})
+	if err != nil || m.Version != MaterialVersion || m.Ticket != ticket || !slices.Equal(m.Entry, []string{cur}) || !slices.Equal(m.Origin, []string{origin}) {
+		t.Fatalf("never rotated: %+v %v", m, err)
+	}
+	// GIVEN rotated entry and origin secrets THEN current first, previous second
+	sm.versions[entryARN]["AWSPREVIOUS"], sm.versions[originARN] = prev, map[string]string{"AWSCURRENT": newOrigin, "AWSPREVIOUS": origin}
+	m, err = MaterialFromSecretsManager(ctx, sm, SecretARNs{Ticket: ticketARN, Entry: entryARN, Origin: originARN})
+	if err != nil || !slices.Equal(m.Entry, []string{cur, prev}) || !slices.Equal(m.Origin, []string{newOrigin, origin}) {
+		t.Fatalf("rotated: %+v %v", m, err)
+	}
+	// and the keys derived from it sign with the current seed and verify with both
+	keys, err := m.Keys()
+	if err != nil || len(keys.Entry) != 2 || keys.Entry[0].ID != mustEntryKey(t, testSeed).ID || keys.Entry[1].ID != mustEntryKey(t, testPrevSeed).ID {
+		t.Fatalf("keys: %v", err)
+	}
+	// GIVEN no origin secret THEN no origin value is read
+	sm.calls = nil
+	m, err = MaterialFromSecretsManager(ctx, sm, SecretARNs{Ticket: ticketARN, Entry: entryARN})
+	if err != nil || m.Origin != nil || slices.ContainsFunc(sm.calls, func(c string) bool { return strings.HasPrefix(c, originARN) }) {
+		t.Fatalf("without origin: %+v %v %v", m, err, sm.calls)
+	}
+	// GIVEN a previous value that cannot be read for another reason THEN it is an error
+	sm.fail = map[string]error{originARN + "/AWSPREVIOUS": errAccessDenied}
+	if _, err := MaterialFromSecretsManager(ctx, sm, SecretARNs{Ticket: ticketARN, Entry: entryARN, Origin: originARN}); !errors.Is(err, errAccessDenied) {
+		t.Fatalf("err %v, want %v", err, errAccessDenied)
+	}
+}

@@ -198,6 +198,30 @@ func stringField(m map[string]json.RawMessage, name string) string {
 	return s
 }
 
+// holder is what both kinds of JWT say about their holder: the kind (typ,
+// signed with the rest), the issuer, and the visitor's place.
+type holder struct {
+	claimsBase
+	Type    string `json:"typ"`
+	Issuer  string `json:"iss"`
+	Visitor string `json:"sub"`
+	Room    string `json:"room"`
+	Seq     int64  `json:"seq"`
+}
+
+// checkHolder refuses a holder the engine never makes.
+func checkHolder(room, visitor string, seq int64) error {
+	switch {
+	case room == "":
+		return fmt.Errorf("%w: empty room", ErrInvalid)
+	case visitor == "":
+		return fmt.Errorf("%w: empty visitor", ErrInvalid)
+	case seq < 1:
+		return fmt.Errorf("%w: seq below 1", ErrInvalid)
+	}
+	return nil
+}
+
 // Time claims outside [minTime, maxTime] are refused: they can only come from
 // a bug or a forgery, and bounding them keeps every conversion exact.
 var (

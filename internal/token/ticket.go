@@ -1,88 +1,160 @@
 package token
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
+	"hash"
 	"math"
+	"strings"
+	"sync"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// Ticket token markers: the header typ tells kinds apart before any claim is
-// read, and the typ claim is signed with everything else.
+// A ticket (format 2) is a fixed binary layout and its HMAC-SHA256, in
+// base64url without padding (strict: one spelling per ticket):
+//
+//	offset   size  field
+//	0        1     format: 2
+//	1        8     seq: int64, big-endian, ≥ 1
+//	9        8     draw: IEEE 754 bits, big-endian; 0 (no draw) or in (0, 1)
+//	17       8     iat: Unix seconds, int64, big-endian
+//	25       8     exp: Unix seconds, int64, big-endian, after iat
+//	33       1     n: length of room, 1–64
+//	34       n     room
+//	34+n     1     m: length of visitor, 1–128
+//	35+n     m     visitor
+//	35+n+m   32    tag: HMAC-SHA256(K, bytes 0 to 35+n+m−1)
+//
+// K = HMAC-SHA256(ticket secret, "vestibule-ticket-v2\x00" || issuer): a key
+// of tickets alone (origin credentials, booking sessions and format 1
+// tickets use the secret under other labels or none, so nothing they sign is
+// ever a ticket's tag), bound to the issuer as format 1's iss claim was.
+//
+// Verification decodes into a pooled buffer, checks the tag over every byte
+// before it reads any field (in constant time, under the current secret and
+// then the previous ones), then the fields: no JSON, no reflection, one
+// allocation (the visitor id's string). A ticket with a '.' is format 1, a
+// JWT (ticket_jwt.go), still verified during the transition.
 const (
-	ticketHeaderType = "vst-ticket+jwt"
-	ticketClaimType  = "vestibule-ticket"
+	ticketFormat     = 2
+	ticketKeyLabel   = "vestibule-ticket-v2\x00"
+	ticketFixedLen   = 34 // format, seq, draw, iat, exp, room length
+	ticketTagLen     = sha256.Size
+	maxTicketRoom    = 64  // room.ValidRoomID's limit
+	maxTicketVisitor = 128 // the engine's ids are 22 characters
+	minTicketRaw     = ticketFixedLen + 1 + 1 + 1 + ticketTagLen
+	maxTicketRaw     = ticketFixedLen + maxTicketRoom + 1 + maxTicketVisitor + ticketTagLen
+	// maxTicketLen is the longest format 2 ticket, in characters.
+	maxTicketLen = (maxTicketRaw*8 + 5) / 6
 )
 
-var ticketShape = newShape(jwt.SigningMethodHS256.Alg(), ticketHeaderType, ticketClaimType, false,
-	ticketClaimsRequired, ticketClaimsAllowed)
-
-// holder is what both kinds of token say about their holder: the kind (typ,
-// signed with the rest), the issuer, and the visitor's place.
-type holder struct {
-	claimsBase
-	Type    string `json:"typ"`
-	Issuer  string `json:"iss"`
-	Visitor string `json:"sub"`
-	Room    string `json:"room"`
-	Seq     int64  `json:"seq"`
-}
-
-// checkHolder refuses a holder the engine never makes.
-func checkHolder(room, visitor string, seq int64) error {
-	switch {
-	case room == "":
-		return fmt.Errorf("%w: empty room", ErrInvalid)
-	case visitor == "":
-		return fmt.Errorf("%w: empty visitor", ErrInvalid)
-	case seq < 1:
-		return fmt.Errorf("%w: seq below 1", ErrInvalid)
-	}
-	return nil
-}
-
-// ticketClaims is a ticket's payload. Seq is an int64 field so that decoding
-// never passes through float64 (sequences reach 2^52): "1.0", "1e3" and
-// strings are refused by encoding/json.
-type ticketClaims struct {
-	holder
-	Draw     float64          `json:"draw,omitempty"`
-	IssuedAt *jwt.NumericDate `json:"iat"`
-	Expiry   *jwt.NumericDate `json:"exp"`
-}
-
-// Tickets issues and verifies tickets: HS256 under a secret only our functions
-// hold. A Tickets is safe for concurrent use.
+// Tickets issues and verifies tickets under a secret only our functions hold.
+// A Tickets is safe for concurrent use.
 type Tickets struct {
-	secret []byte
 	issuer string
+	// keys[0] signs and verifies; the rest (previous secrets) only verify.
+	// Keys of secrets shorter than MinSecretLen are left out; without a
+	// current one, Issue fails and Verify refuses everything.
+	keys    []ticketKey
+	current bool
+	scratch sync.Pool // *ticketScratch
+}
+
+// ticketKey is one secret: raw for format 1, derived (K) for format 2.
+type ticketKey struct {
+	secret  []byte
+	derived []byte
+}
+
+// ticketScratch is what one verification needs, pooled so that a poll
+// allocates nothing for it: the decoded bytes and an HMAC per key.
+type ticketScratch struct {
+	raw  [maxTicketRaw + 3]byte // a base64 quantum more than the longest ticket
+	macs []hash.Hash
+	sum  [ticketTagLen]byte
 }
 
 // NewTickets returns Tickets signing with secret (at least MinSecretLen bytes,
-// or Issue fails and Verify refuses everything) and naming issuer as iss.
-func NewTickets(secret []byte, issuer string) *Tickets {
-	return &Tickets{secret: append([]byte(nil), secret...), issuer: issuer}
+// or Issue fails and Verify refuses everything) and bound to issuer. Tickets
+// signed under any of previous (at least MinSecretLen bytes each; shorter ones
+// are ignored) still verify, as Stale, so the ticket secret can rotate without
+// ending the places of a room mid-on-sale.
+func NewTickets(secret []byte, issuer string, previous ...[]byte) *Tickets {
+	t := &Tickets{issuer: issuer}
+	add := func(s []byte) {
+		s = append([]byte(nil), s...)
+		m := hmac.New(sha256.New, s)
+		m.Write([]byte(ticketKeyLabel))
+		m.Write([]byte(issuer))
+		t.keys = append(t.keys, ticketKey{secret: s, derived: m.Sum(nil)})
+	}
+	if len(secret) >= MinSecretLen {
+		t.current = true
+		add(secret)
+	}
+	for _, p := range previous {
+		if len(p) >= MinSecretLen && (len(t.keys) == 0 || !hmac.Equal(p, t.keys[0].secret)) {
+			add(p)
+		}
+	}
+	t.scratch.New = func() any {
+		sc := &ticketScratch{macs: make([]hash.Hash, len(t.keys))}
+		for i, k := range t.keys {
+			sc.macs[i] = hmac.New(sha256.New, k.derived)
+		}
+		return sc
+	}
+	return t
 }
 
-// checkTicket refuses tickets the engine never makes; Issue and Verify share it.
+// Verified is a verified ticket and what else its signature covers.
+type Verified struct {
+	room.Ticket
+	IssuedAt, Expiry time.Time
+	// Stale is true for a ticket not in the form Issue writes now: format 1
+	// (a JWT) or signed under a previous secret. Reissue gives the same place
+	// and lifetime in the current form.
+	Stale bool
+}
+
+// checkTicket refuses tickets the engine never makes; Issue shares it with
+// both formats' verification (Verify adds the format's own limits).
 func checkTicket(tk room.Ticket) error {
 	if err := checkHolder(tk.Room, tk.Visitor, tk.Seq); err != nil {
 		return err
 	}
-	switch {
-	case math.IsNaN(tk.Draw) || tk.Draw < 0 || tk.Draw >= 1:
+	return checkDraw(tk.Draw)
+}
+
+func checkDraw(d float64) error {
+	if math.IsNaN(d) || d < 0 || d >= 1 {
 		return fmt.Errorf("%w: draw outside [0,1)", ErrInvalid)
 	}
 	return nil
 }
 
 // Issue signs tk, valid from now for ttl (times are whole seconds, so ttl must
-// be at least one). Invalid tickets are refused with ErrInvalid.
+// be at least one). Invalid tickets are refused with ErrInvalid: a room that
+// is not a room id, a visitor id over 128 bytes or outside [A-Za-z0-9_-].
 func (t *Tickets) Issue(tk room.Ticket, now time.Time, ttl time.Duration) (string, error) {
-	if len(t.secret) < MinSecretLen {
+	iat := now.UTC().Truncate(time.Second)
+	return t.issue(tk, iat, now.Add(ttl).UTC().Truncate(time.Second))
+}
+
+// Reissue signs v's place with its own iat and exp, in the current format
+// under the current secret: what the API hands back for a Stale ticket.
+func (t *Tickets) Reissue(v Verified) (string, error) {
+	return t.issue(v.Ticket, v.IssuedAt, v.Expiry)
+}
+
+func (t *Tickets) issue(tk room.Ticket, iat, exp time.Time) (string, error) {
+	if !t.current {
 		return "", fmt.Errorf("%w: ticket secret shorter than %d bytes", ErrKeyMaterial, MinSecretLen)
 	}
 	if t.issuer == "" {
@@ -91,60 +163,230 @@ func (t *Tickets) Issue(tk room.Ticket, now time.Time, ttl time.Duration) (strin
 	if err := checkTicket(tk); err != nil {
 		return "", err
 	}
-	iat, exp := numericDate(now), numericDate(now.Add(ttl))
-	if !exp.After(iat.Time) {
+	switch {
+	case !room.ValidRoomID(tk.Room):
+		return "", fmt.Errorf("%w: room is not a room id", ErrInvalid)
+	case len(tk.Visitor) > maxTicketVisitor || !idChars(tk.Visitor):
+		return "", fmt.Errorf("%w: visitor id over %d bytes or not [A-Za-z0-9_-]", ErrInvalid, maxTicketVisitor)
+	case iat.Before(minTime) || exp.After(maxTime):
+		return "", fmt.Errorf("%w: times out of range", ErrInvalid)
+	case !exp.After(iat):
 		return "", fmt.Errorf("%w: ttl under a second", ErrInvalid)
 	}
-	c := ticketClaims{
-		holder: holder{Type: ticketClaimType, Issuer: t.issuer, Visitor: tk.Visitor, Room: tk.Room, Seq: tk.Seq},
-		Draw:   tk.Draw, IssuedAt: iat, Expiry: exp,
+	b := make([]byte, 0, ticketFixedLen+len(tk.Room)+1+len(tk.Visitor)+ticketTagLen)
+	b = append(b, ticketFormat)
+	b = binary.BigEndian.AppendUint64(b, uint64(tk.Seq))
+	draw := uint64(0)
+	if tk.Draw != 0 {
+		draw = math.Float64bits(tk.Draw) // -0 is 0: one spelling of no draw
 	}
-	header := map[string]any{"alg": jwt.SigningMethodHS256.Alg(), "typ": ticketHeaderType}
-	return sign(jwt.SigningMethodHS256, header, c, t.secret)
+	b = binary.BigEndian.AppendUint64(b, draw)
+	b = binary.BigEndian.AppendUint64(b, uint64(iat.Unix()))
+	b = binary.BigEndian.AppendUint64(b, uint64(exp.Unix()))
+	b = append(b, byte(len(tk.Room)))
+	b = append(b, tk.Room...)
+	b = append(b, byte(len(tk.Visitor)))
+	b = append(b, tk.Visitor...)
+	m := hmac.New(sha256.New, t.keys[0].derived)
+	m.Write(b)
+	b = m.Sum(b)
+	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
 // Verify checks s as a ticket for roomID at now and returns what it says.
-// Checks, in order: shape (size, header, claim names), HS256 signature,
-// claims (ErrInvalid), room (ErrWrongRoom), time (ErrExpired, ErrNotYetValid).
+// Checks, in order: size and encoding, the tag under each secret, the fields
+// (ErrInvalid), room (ErrWrongRoom), time (ErrExpired, ErrNotYetValid).
 func (t *Tickets) Verify(s string, roomID string, now time.Time) (room.Ticket, error) {
-	if len(t.secret) < MinSecretLen {
-		return room.Ticket{}, fmt.Errorf("%w: ticket secret shorter than %d bytes", ErrInvalid, MinSecretLen)
+	v, err := t.Check(s, roomID, now)
+	return v.Ticket, err
+}
+
+// Check is Verify that also returns the ticket's times and whether it is
+// Stale (format 1, or a previous secret's).
+func (t *Tickets) Check(s string, roomID string, now time.Time) (Verified, error) {
+	switch {
+	case len(t.keys) == 0:
+		return Verified{}, fmt.Errorf("%w: ticket secret shorter than %d bytes", ErrInvalid, MinSecretLen)
+	case t.issuer == "":
+		return Verified{}, fmt.Errorf("%w: empty issuer", ErrInvalid)
 	}
-	if _, err := ticketShape.inspect(s); err != nil {
-		return room.Ticket{}, err
+	if len(s) > MaxTokenLen {
+		return Verified{}, fmt.Errorf("%w: longer than %d bytes", ErrInvalid, MaxTokenLen)
 	}
-	var c ticketClaims
-	if _, err := ticketShape.parser.ParseWithClaims(s, &c, func(*jwt.Token) (any, error) {
-		return t.secret, nil
-	}); err != nil {
-		return room.Ticket{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	if strings.IndexByte(s, '.') >= 0 {
+		return t.verifyJWT(s, roomID, now)
 	}
-	if c.Issuer != t.issuer || c.Issuer == "" {
-		return room.Ticket{}, fmt.Errorf("%w: issuer", ErrInvalid)
+	if len(s) > maxTicketLen {
+		return Verified{}, fmt.Errorf("%w: longer than a ticket", ErrInvalid)
 	}
-	tk := room.Ticket{Room: c.Room, Visitor: c.Visitor, Seq: c.Seq, Draw: c.Draw}
-	if tk.Draw == 0 {
-		tk.Draw = 0 // "draw": -0 reads as -0; a ticket has one spelling of no draw
+	sc := t.scratch.Get().(*ticketScratch)
+	defer t.scratch.Put(sc)
+	n, ok := decodeB64URL(sc.raw[:], s)
+	if !ok {
+		return Verified{}, fmt.Errorf("%w: encoding", ErrInvalid)
 	}
-	if err := checkTicket(tk); err != nil {
-		return room.Ticket{}, err
+	if n < minTicketRaw || n > maxTicketRaw {
+		return Verified{}, fmt.Errorf("%w: length", ErrInvalid)
 	}
-	iat, err := claimTime(c.IssuedAt, "iat")
-	if err != nil {
-		return room.Ticket{}, err
+	body, tag := sc.raw[:n-ticketTagLen], sc.raw[n-ticketTagLen:n]
+	signer := -1
+	for i, m := range sc.macs {
+		m.Reset()
+		m.Write(body)
+		if subtle.ConstantTimeCompare(m.Sum(sc.sum[:0]), tag) == 1 {
+			signer = i
+			break
+		}
 	}
-	exp, err := claimTime(c.Expiry, "exp")
-	if err != nil {
-		return room.Ticket{}, err
+	if signer < 0 {
+		return Verified{}, fmt.Errorf("%w: signature", ErrInvalid)
 	}
-	if !exp.After(iat) {
-		return room.Ticket{}, fmt.Errorf("%w: exp not after iat", ErrInvalid)
+
+	// Authentic: only our Issue wrote these bytes, but they are still read
+	// strictly, so that one ticket has one meaning.
+	if body[0] != ticketFormat {
+		return Verified{}, fmt.Errorf("%w: format %d", ErrInvalid, body[0])
 	}
-	if tk.Room != roomID {
-		return room.Ticket{}, ErrWrongRoom
+	seq := int64(binary.BigEndian.Uint64(body[1:9]))
+	drawBits := binary.BigEndian.Uint64(body[9:17])
+	iatS := int64(binary.BigEndian.Uint64(body[17:25]))
+	expS := int64(binary.BigEndian.Uint64(body[25:33]))
+	rl := int(body[33])
+	if rl < 1 || rl > maxTicketRoom || ticketFixedLen+rl >= len(body) {
+		return Verified{}, fmt.Errorf("%w: room length", ErrInvalid)
 	}
+	roomB := body[ticketFixedLen : ticketFixedLen+rl]
+	vl := int(body[ticketFixedLen+rl])
+	if vl < 1 || vl > maxTicketVisitor || ticketFixedLen+rl+1+vl != len(body) {
+		return Verified{}, fmt.Errorf("%w: visitor length", ErrInvalid)
+	}
+	visitor := body[ticketFixedLen+rl+1:]
+	draw := math.Float64frombits(drawBits)
+	switch {
+	case seq < 1:
+		return Verified{}, fmt.Errorf("%w: seq below 1", ErrInvalid)
+	case drawBits != 0 && !(draw > 0 && draw < 1):
+		return Verified{}, fmt.Errorf("%w: draw outside [0,1)", ErrInvalid)
+	case iatS < minTime.Unix() || expS > maxTime.Unix():
+		return Verified{}, fmt.Errorf("%w: times out of range", ErrInvalid)
+	case expS <= iatS:
+		return Verified{}, fmt.Errorf("%w: exp not after iat", ErrInvalid)
+	case !idBytes(roomB) || !idBytes(visitor):
+		return Verified{}, fmt.Errorf("%w: room or visitor characters", ErrInvalid)
+	case string(roomB) != roomID:
+		return Verified{}, ErrWrongRoom
+	}
+	iat, exp := time.Unix(iatS, 0).UTC(), time.Unix(expS, 0).UTC()
 	if err := checkTimes(now, iat, iat, exp); err != nil {
-		return room.Ticket{}, err
+		return Verified{}, err
 	}
-	return tk, nil
+	return Verified{
+		Ticket:   room.Ticket{Room: roomID, Visitor: string(visitor), Seq: seq, Draw: draw},
+		IssuedAt: iat, Expiry: exp, Stale: signer > 0 || !t.current,
+	}, nil
+}
+
+// PeekTicket reads a ticket of either format without verifying anything: a
+// client's own view of its place (the simulator's order, verify-draw's
+// visitor and draw). Never trust it.
+func PeekTicket(s string) (room.Ticket, bool) {
+	if len(s) > MaxTokenLen {
+		return room.Ticket{}, false
+	}
+	if strings.IndexByte(s, '.') >= 0 {
+		return peekJWTTicket(s)
+	}
+	var raw [maxTicketRaw + 3]byte
+	if len(s) > maxTicketLen {
+		return room.Ticket{}, false
+	}
+	n, ok := decodeB64URL(raw[:], s)
+	if !ok || n < minTicketRaw || n > maxTicketRaw || raw[0] != ticketFormat {
+		return room.Ticket{}, false
+	}
+	body := raw[:n-ticketTagLen]
+	rl := int(body[33])
+	if rl < 1 || ticketFixedLen+rl >= len(body) {
+		return room.Ticket{}, false
+	}
+	vl := int(body[ticketFixedLen+rl])
+	if vl < 1 || ticketFixedLen+rl+1+vl != len(body) {
+		return room.Ticket{}, false
+	}
+	return room.Ticket{
+		Room:    string(body[ticketFixedLen : ticketFixedLen+rl]),
+		Visitor: string(body[ticketFixedLen+rl+1:]),
+		Seq:     int64(binary.BigEndian.Uint64(body[1:9])),
+		Draw:    math.Float64frombits(binary.BigEndian.Uint64(body[9:17])),
+	}, true
+}
+
+// idChars reports whether s is made of [A-Za-z0-9_-] only (room and visitor ids).
+func idChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b64URLValue[s[i]] == 0xff {
+			return false
+		}
+	}
+	return true
+}
+
+func idBytes(b []byte) bool {
+	for _, c := range b {
+		if b64URLValue[c] == 0xff {
+			return false
+		}
+	}
+	return true
+}
+
+// b64URLValue maps a base64url character to its value, anything else to 0xff.
+var b64URLValue = func() (t [256]byte) {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	for i := range t {
+		t[i] = 0xff
+	}
+	for i := 0; i < len(alphabet); i++ {
+		t[alphabet[i]] = byte(i)
+	}
+	return t
+}()
+
+// decodeB64URL decodes s, base64url without padding, into dst, as
+// base64.RawURLEncoding.Strict() does (FuzzDecodeB64URL compares them), but
+// from a string and without allocating. It refuses any other character (line
+// breaks too, which encoding/base64 skips), a dangling character and unused
+// low bits that are not zero. dst must hold
+// len(s)*3/4 bytes.
+func decodeB64URL(dst []byte, s string) (int, bool) {
+	n, i := 0, 0
+	for ; i+4 <= len(s); i += 4 {
+		a, b, c, d := b64URLValue[s[i]], b64URLValue[s[i+1]], b64URLValue[s[i+2]], b64URLValue[s[i+3]]
+		if (a|b|c|d)&0xc0 != 0 {
+			return 0, false
+		}
+		v := uint32(a)<<18 | uint32(b)<<12 | uint32(c)<<6 | uint32(d)
+		dst[n], dst[n+1], dst[n+2] = byte(v>>16), byte(v>>8), byte(v)
+		n += 3
+	}
+	switch len(s) - i {
+	case 1:
+		return 0, false
+	case 2:
+		a, b := b64URLValue[s[i]], b64URLValue[s[i+1]]
+		if (a|b)&0xc0 != 0 || b&0x0f != 0 {
+			return 0, false
+		}
+		dst[n] = a<<2 | b>>4
+		n++
+	case 3:
+		a, b, c := b64URLValue[s[i]], b64URLValue[s[i+1]], b64URLValue[s[i+2]]
+		if (a|b|c)&0xc0 != 0 || c&0x03 != 0 {
+			return 0, false
+		}
+		v := uint32(a)<<12 | uint32(b)<<6 | uint32(c)
+		dst[n], dst[n+1] = byte(v>>10), byte(v>>2)
+		n += 2
+	}
+	return n, true
 }

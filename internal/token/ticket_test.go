@@ -2,6 +2,7 @@ package token
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,12 @@ func TestTicketIssueRefuses(t *testing.T) {
 		{"negative draw", tickets, room.Ticket{Room: "r", Visitor: "v", Seq: 1, Draw: -0.5}, time.Minute, ErrInvalid},
 		{"ttl under a second", tickets, good, 500 * time.Millisecond, ErrInvalid},
 		{"too long", tickets, room.Ticket{Room: "r", Visitor: strings.Repeat("v", MaxTokenLen), Seq: 1}, time.Minute, ErrInvalid},
+		{"visitor over 128 bytes", tickets, room.Ticket{Room: "r", Visitor: strings.Repeat("v", 129), Seq: 1}, time.Minute, ErrInvalid},
+		{"visitor with a space", tickets, room.Ticket{Room: "r", Visitor: "v 1", Seq: 1}, time.Minute, ErrInvalid},
+		{"visitor with a dot", tickets, room.Ticket{Room: "r", Visitor: "v.1", Seq: 1}, time.Minute, ErrInvalid},
+		{"room not a room id", tickets, room.Ticket{Room: "r/1", Visitor: "v", Seq: 1}, time.Minute, ErrInvalid},
+		{"room over 64 bytes", tickets, room.Ticket{Room: strings.Repeat("r", 65), Visitor: "v", Seq: 1}, time.Minute, ErrInvalid},
+		{"NaN draw", tickets, room.Ticket{Room: "r", Visitor: "v", Seq: 1, Draw: math.NaN()}, time.Minute, ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := tc.tickets.Issue(tc.tk, testNow, tc.ttl)
@@ -76,17 +83,16 @@ func TestTicketIssueRefuses(t *testing.T) {
 	}
 }
 
-func TestTicketVerify(t *testing.T) {
+// TestTicketVerifyFormat1 keeps every check of the JWT tickets issued before
+// format 2, which are still accepted (as Stale) during the transition.
+func TestTicketVerifyFormat1(t *testing.T) {
 	tickets := NewTickets(testSecret, testIssuer)
 	good := room.Ticket{Room: "r1", Visitor: "v1", Seq: 42}
-	valid, err := tickets.Issue(good, testNow, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
 	claims := ticketClaimsFor(good)
 	signed := func(edit map[string]any) string {
 		return forge(ticketHeader, claimsJSON(claims, edit), hs256(testSecret))
 	}
+	valid := signed(nil)
 	entryKey := mustEntryKey(t, testSeed)
 	entryTok, err := NewEntries([]*EntryKey{entryKey}, testIssuer).Issue(EntryClaims{
 		Room: "r1", Visitor: "v1", Seq: 42, Audience: "https://shop.example",
@@ -120,7 +126,6 @@ func TestTicketVerify(t *testing.T) {
 		want  error
 	}{
 		{name: "valid", token: valid},
-		{name: "forged with the real secret is the same ticket", token: signed(nil)},
 		{name: "other room", token: valid, room: "r2", want: ErrWrongRoom},
 
 		// Algorithms.
@@ -210,23 +215,34 @@ func TestTicketVerify(t *testing.T) {
 			if at.IsZero() {
 				at = testNow
 			}
-			got, err := tickets.Verify(tc.token, roomID, at)
+			got, err := tickets.Check(tc.token, roomID, at)
 			checkErr(t, err, tc.want)
-			if tc.want == nil && got.Room != roomID {
+			if tc.want != nil {
+				return
+			}
+			if got.Room != roomID {
 				t.Fatalf("accepted a ticket of room %q for %q", got.Room, roomID)
 			}
-			if tc.want == nil && got.Seq != good.Seq {
-				t.Fatalf("seq = %d, want %d", got.Seq, good.Seq)
+			if got.Seq != good.Seq || !got.Stale {
+				t.Fatalf("seq = %d, stale %v; want %d, stale", got.Seq, got.Stale, good.Seq)
 			}
 		})
 	}
 }
 
 func TestTicketVerifyShortSecret(t *testing.T) {
-	// A misconfigured empty secret must not make every HMAC-of-nothing valid.
+	// A misconfigured empty secret must not make every HMAC-of-nothing valid,
+	// in either format.
 	empty := NewTickets(nil, testIssuer)
-	tok := forge(ticketHeader, claimsJSON(ticketClaimsFor(room.Ticket{Room: "r1", Visitor: "v", Seq: 1}), nil), hs256(nil))
+	tk := room.Ticket{Room: "r1", Visitor: "v", Seq: 1}
+	tok := forge(ticketHeader, claimsJSON(ticketClaimsFor(tk), nil), hs256(nil))
 	_, err := empty.Verify(tok, "r1", testNow)
+	checkErr(t, err, ErrInvalid)
+	_, err = empty.Verify(signBody(nil, testIssuer, ticketBody(tk, testNow, testNow.Add(time.Minute))), "r1", testNow)
+	checkErr(t, err, ErrInvalid)
+	// A short previous secret is ignored, not trusted.
+	withShort := NewTickets(testSecret, testIssuer, []byte("short"))
+	_, err = withShort.Verify(signBody([]byte("short"), testIssuer, ticketBody(tk, testNow, testNow.Add(time.Minute))), "r1", testNow)
 	checkErr(t, err, ErrInvalid)
 }
 

@@ -1,12 +1,15 @@
 // Package token issues and verifies Vestibule's two kinds of token: tickets
-// (visitor ↔ us, HS256, verified on every poll) and entry tokens (us → the
-// booking origin, ES256 with a kid, public keys served as a JWKS). Verification
-// pins the algorithm and checks typ, iss, room and time with a small leeway; an
-// entry token's aud is returned for the API layer to compare with the room's
-// origin URL, which only it knows.
+// (visitor ↔ us, verified on every poll: a fixed binary layout and its
+// HMAC-SHA256, ticket.go) and entry tokens (us → the booking origin, ES256
+// JWTs with a kid, public keys served as a JWKS). Verification checks the
+// kind, the issuer, the room and time with a small leeway; an entry token's aud
+// is returned for the API layer to compare with the room's origin URL, which
+// only it knows. Tickets issued as HS256 JWTs before the binary format (format
+// 1, ticket_jwt.go) still verify during the transition.
 //
-// golang-jwt checks the signature with the algorithm pinned (WithValidMethods);
-// before it runs, this package inspects the raw token itself, because a
+// For JWTs (entry tokens, booking sessions, format 1 tickets) golang-jwt checks
+// the signature with the algorithm pinned (WithValidMethods); before it runs,
+// this package inspects the raw token itself, because a
 // signature says nothing about how the JSON inside it is read:
 //   - tokens longer than MaxTokenLen are refused before any decoding;
 //   - the header must hold exactly the fields we write (alg, typ and, for entry

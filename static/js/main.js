@@ -8,9 +8,13 @@ import * as i18n from './i18n.js';
 import { t } from './i18n.js';
 import { etaRange, count, countdown, clock, dateTime, bucket, progress } from './format.js';
 import { pickText, accent, safeLogo } from './brand.js';
+import { estimate } from './estimate.js';
+import * as turn from './turn.js';
 
 const ROOM_RE = /^[A-Za-z0-9_-]{1,64}$/;
 const MOVE_DELAY_MS = 1500;        // long enough to read "It's your turn"
+const COUNT_EVERY_MS = 1000;       // the position counts down between polls this often
+const HOLD_MARGIN_MS = 15000;      // a hidden tab holds its turn until this long before the grant expires
 const ANNOUNCE_EVERY_MS = 30000;   // progress is read out at most this often
 const BACKOFF_BASE_MS = 1000;
 const BACKOFF_CAP_MS = 30000;
@@ -51,6 +55,8 @@ let brand = storage.get(PAGE) || { page: null, version: '' };
 let view = { state: 'loading' };
 let said = { state: null, bucket: 0, at: 0, message: '' };
 let tickTimer = 0;
+let shown = null;      // the last estimate shown (estimate.js): between polls it only goes down
+let docTitle = { title: '', brand: '' };
 
 function show(el, on) { el.hidden = !on; }
 
@@ -131,17 +137,8 @@ function render(v) {
 
   const inLine = s === 'waiting' || s === 'paused';
   show($('place'), inLine);
-  if (inLine) {
-    const pos = v.position;
-    $('position').textContent = count(pos);
-    $('ahead').textContent = count(Math.max(0, pos - 1));
-    $('waiting').textContent = count(v.waiting);
-    $('eta').textContent = s === 'waiting' ? etaRange(v.etaSeconds) : '–';
-    const p = progress(v.start, pos);
-    $('bar-fill').style.width = (p * 100).toFixed(1) + '%';
-    $('bar').setAttribute('aria-valuenow', String(Math.round(p * 100)));
-    $('bar').setAttribute('aria-label', t('position'));
-  }
+  docTitle = { title: $('title').textContent, brand: branded.title ? branded.title.text : '' };
+  const counting = renderPlace(v);
 
   show($('countdown-box'), s === 'prequeue' && v.opensAt > 0);
   clearInterval(tickTimer);
@@ -150,6 +147,10 @@ function render(v) {
     tick();
     tickTimer = setInterval(tick, 1000);
     $('opens-at').textContent = t('opensAt', { time: dateTime(v.opensAt) });
+  } else if (counting && !v.heldAt) {
+    // Between polls the place counts down by itself; nothing is sent, and the
+    // live region is not touched (announce() speaks at polls only).
+    tickTimer = setInterval(() => renderPlace(view), COUNT_EVERY_MS);
   }
 
   show($('notice'), !!v.reconnecting);
@@ -159,11 +160,63 @@ function render(v) {
   show($('rejoin'), ['expired', 'left'].includes(s) || (s === 'admitted' && !v.moving));
   show($('go'), s === 'admitted' && !!v.moving && !!target);
   if (target && s === 'admitted') $('go').href = target;
-  $('updated').textContent = v.at && !ENDED.includes(s) ? t('updated', { time: clock(v.at) }) : '';
-
-  document.title = (s === 'waiting' ? '(' + count(v.position) + ') ' : '') + $('title').textContent +
-    (branded.title ? ' · ' + branded.title.text : '');
+  renderNotify(s);
   announce(v, branded.closedMessage ? $('lead').textContent : '');
+}
+
+// renderPlace shows the place in line, the people ahead, the wait and the
+// bar, counted down from the last reply between polls (estimate.js), with the
+// tab's title; it says whether the numbers are being counted down.
+function renderPlace(v) {
+  const s = v.state;
+  const e = estimate(v, Date.now(), shown);
+  shown = e.counting ? e : null;
+  if (s === 'waiting' || s === 'paused') {
+    const pos = e.position;
+    show($('approx'), e.counting);
+    $('position').textContent = count(pos);
+    $('ahead').textContent = count(Math.max(0, pos - 1));
+    $('waiting').textContent = count(v.waiting);
+    $('eta').textContent = s === 'waiting' ? etaRange(e.etaSeconds) : '–';
+    const p = progress(v.start, pos);
+    $('bar-fill').style.width = (p * 100).toFixed(1) + '%';
+    $('bar').setAttribute('aria-valuenow', String(Math.round(p * 100)));
+    $('bar').setAttribute('aria-label', t('position'));
+  }
+  body.dataset.counting = e.counting ? '1' : '0';
+  const perMinute = e.ratePerSecond * 60;
+  $('updated').textContent = !v.at || ENDED.includes(s) ? ''
+    : e.counting ? t(perMinute >= 1 ? 'updatedCounting' : 'updatedCountingSlow',
+      { time: clock(v.at), rate: count(perMinute >= 10 ? Math.round(perMinute) : Math.round(perMinute * 10) / 10) })
+    : t('updated', { time: clock(v.at) });
+  // The tab's title: the place while waiting; a star when the turn is this
+  // tab's, so a visitor sees it on a tab in the background.
+  const title = s === 'admitted' && v.moving
+    ? '★ ' + docTitle.title + (docTitle.brand ? ' — ' + docTitle.brand : '')
+    : (s === 'waiting' ? '(' + count(e.position) + ') ' : '') + docTitle.title + (docTitle.brand ? ' · ' + docTitle.brand : '');
+  if (document.title !== title) document.title = title;
+  return e.counting;
+}
+
+// renderNotify offers the "notify me" button while the visitor waits and the
+// browser has not been asked yet; once allowed, it says a notification will come.
+let notifyAsked = false;
+function renderNotify(s) {
+  const waits = ['waiting', 'paused', 'prequeue'].includes(s);
+  const p = turn.permission();
+  show($('notify'), waits && p === 'default');
+  const note = waits && p === 'granted' ? t('notifyOn') : waits && p === 'denied' && notifyAsked ? t('notifyBlocked') : '';
+  $('notify-note').textContent = note;
+  show($('notify-note'), !!note);
+}
+
+async function askNotify() {
+  const hadFocus = document.activeElement === $('notify');
+  notifyAsked = true;
+  await turn.askPermission();
+  render(view);
+  // The button is gone; keep the keyboard's place on what replaced it.
+  if (hadFocus && !$('notify-note').hidden) $('notify-note').focus();
 }
 
 // announce tells screen readers about state changes at once, and about
@@ -312,10 +365,11 @@ async function accepted(r, saved) {
     const form = enterForm(r.enterUrl, r.entryToken);
     target = form ? form.action : safeTarget(r.originUrl, r.entryToken);
     publish({ ...v, moving: !!target });
-    if (form) {
-      $('go').onclick = e => { e.preventDefault(); submitOnce(form); };
-      setTimeout(() => submitOnce(form), MOVE_DELAY_MS);
-    } else if (target) setTimeout(() => location.replace(target), MOVE_DELAY_MS);
+    if (form) $('go').onclick = e => { e.preventDefault(); submitOnce(form); };
+    if (target) {
+      yourTurn();
+      moveWhenBack(form ? () => submitOnce(form) : () => location.replace(target), r);
+    }
     return;
   }
   if (r.state === 'expired') {
@@ -325,6 +379,45 @@ async function accepted(r, saved) {
   }
   publish(v);
   schedule(jitter(r.pollAfterMs > 0 ? r.pollAfterMs : 5000));
+}
+
+// yourTurn tells a visitor who is not looking at the tab: a tone (when an
+// interaction of theirs unlocked sound) and a notification (when they allowed
+// them); the title has changed already (renderPlace).
+function yourTurn() {
+  if (document.visibilityState === 'visible' && document.hasFocus()) return;
+  const sound = turn.chime();
+  const note = turn.notify(document.title, t('notifyBody'), i18n.current(), 'vestibule:' + room);
+  body.dataset.alerted = [sound && 'sound', note && 'notification'].filter(Boolean).join(' ') || 'title';
+}
+
+// moveWhenBack takes the visitor to the site: after MOVE_DELAY_MS when the tab
+// is visible, so "It's your turn" can be read; a hidden tab waits for the
+// visitor to come back (so the site's session starts when they are there),
+// but moves anyway HOLD_MARGIN_MS (or a quarter of the claim window) before the
+// grant expires, because an entry not used in time is lost.
+function moveWhenBack(go, r) {
+  let done = false;
+  let deadline = 0;
+  const move = () => {
+    if (done) return;
+    done = true;
+    clearTimeout(deadline);
+    document.removeEventListener('visibilitychange', back);
+    turn.closeNotification();
+    go();
+  };
+  const back = () => { if (document.visibilityState === 'visible') setTimeout(move, MOVE_DELAY_MS); };
+  const expires = (Date.parse(r.grantExpiresAt || '') || 0) - (r.clockSkewMs || 0);
+  const left = expires - Date.now();
+  const hold = left - Math.max(HOLD_MARGIN_MS, left / 4);
+  if (document.visibilityState === 'visible' || !expires || hold <= MOVE_DELAY_MS) {
+    setTimeout(move, MOVE_DELAY_MS);
+    return;
+  }
+  body.dataset.holding = '1';
+  document.addEventListener('visibilitychange', back);
+  deadline = setTimeout(move, hold);
 }
 
 function safeTarget(originUrl, token) {
@@ -381,7 +474,8 @@ function failed(e) {
     const backoff = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (failures - 1));
     // Full jitter over the upper half, never sooner than the server asked.
     const wait = Math.max(e.retryAfterMs || 0, backoff * (0.5 + Math.random() * 0.5));
-    publish({ ...view, state: view.state === 'loading' ? 'loading' : view.state, reconnecting: true });
+    // The count down stops where it is: admissions may have stopped too.
+    publish({ ...view, state: view.state === 'loading' ? 'loading' : view.state, reconnecting: true, heldAt: view.heldAt || Date.now() });
     schedule(wait);
     return;
   }
@@ -465,8 +559,12 @@ function boot() {
   if (!ROOM_RE.test(room)) { render({ state: 'noroom' }); return; }
   body.dataset.leader = '0';
   const last = storage.get(VIEW);
-  if (last && storage.get(TICKET)) render({ ...last, reconnecting: false });
+  // The last view at once, as it was: not counted on from a reply that may
+  // be long past (the place may have gone meanwhile); the join's reply follows.
+  if (last && storage.get(TICKET)) render({ ...last, reconnecting: false, heldAt: last.at || 0 });
   $('leave').addEventListener('click', leave);
+  $('notify').addEventListener('click', askNotify);
+  turn.armSound();
   $('rejoin').addEventListener('click', () => (coord.isLeader() ? rejoin() : coord.post({ type: 'rejoin' })));
   coord = coordinate(room, { onLead: lead, onMessage: message });
   coord.post({ type: 'hello' });

@@ -1,5 +1,6 @@
 // Package apiapp builds the HTTP API on the core of package app: the token
-// keys (Secrets Manager when deployed, a local folder otherwise), the ticket,
+// keys (the stack's keys object in S3 when deployed, Secrets Manager when the
+// secret ARNs are given, a local folder otherwise), the ticket,
 // entry-token and origin-credential services, and the api.Handler over them.
 // It is the one place api.Options is filled in; the six API Lambdas, the
 // local stack, the simulator and the bench all build their handler here.
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
@@ -24,6 +26,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/keysync"
 	"github.com/vestibule-dev/vestibule/internal/orders"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -47,11 +50,15 @@ type Options struct {
 	InsecureLoopback bool
 }
 
-// LoadKeys loads the token keys: from Secrets Manager when the config names
-// the secrets, otherwise from its key folder (created with fresh keys on the
-// first run).
+// LoadKeys loads the token keys: from the keys object (KEYS_OBJECT) or from
+// Secrets Manager when the config names them, otherwise from its key folder
+// (created with fresh keys on the first run).
 func LoadKeys(ctx context.Context, c config.Config) (*token.Keys, error) {
-	if c.TicketSecretARN == "" {
+	switch {
+	case c.KeysObject != "":
+		keys, _, err := LoadSecrets(ctx, c)
+		return keys, err
+	case c.TicketSecretARN == "":
 		k, err := token.LoadLocal(c.KeyDir)
 		if err != nil {
 			return nil, fmt.Errorf("local keys in %s: %w", c.KeyDir, err)
@@ -65,6 +72,74 @@ func LoadKeys(ctx context.Context, c config.Config) (*token.Keys, error) {
 	return token.LoadSecretsManager(ctx, sm, c.TicketSecretARN, c.EntryKeyARN)
 }
 
+// LoadSecrets loads what a function needs at start-up: the token keys and the
+// guard of the public routes (nil: no origin header required). With
+// KEYS_OBJECT both come from that one S3 object (FromObject), which is how
+// the stack runs them: no Secrets Manager call, so no interface endpoint.
+// Otherwise the keys come from LoadKeys and the guard from ORIGIN_SECRET_ARN.
+func LoadSecrets(ctx context.Context, c config.Config) (*token.Keys, *api.EdgeGuard, error) {
+	if c.KeysObject != "" {
+		obj, err := keysync.ParseObject(c.KeysObject)
+		if err != nil {
+			return nil, nil, err
+		}
+		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("aws config: %w", err)
+		}
+		return FromObject(ctx, s3.NewFromConfig(awsCfg), obj)
+	}
+	keys, err := LoadKeys(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.OriginSecretARN == "" {
+		return keys, nil, nil
+	}
+	sm, err := secretsClient(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	edge, err := NewEdgeGuard(ctx, sm, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return keys, edge, nil
+}
+
+// FromObject reads the key material object once and returns the keys and,
+// when the material holds origin values, the guard of the public routes. The
+// guard re-reads the object when CloudFront sends a value it does not know (at
+// most once a minute, api.EdgeReloadInterval), so a running function follows a
+// rotation of the origin secret once keysync has copied it.
+func FromObject(ctx context.Context, g keysync.Getter, obj keysync.Object) (*token.Keys, *api.EdgeGuard, error) {
+	m, err := keysync.Get(ctx, g, obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, err := m.Keys()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(m.Origin) == 0 {
+		return keys, nil, nil
+	}
+	reload := func(ctx context.Context) ([]string, error) {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		m, err := keysync.Get(ctx, g, obj)
+		if err != nil {
+			return nil, err
+		}
+		if len(m.Origin) == 0 {
+			// Never drop the guard of a running function: keep what it has.
+			return nil, fmt.Errorf("%w: %s holds no origin value", token.ErrKeyMaterial, obj)
+		}
+		return m.Origin, nil
+	}
+	return keys, api.NewEdgeGuard(m.Origin, reload, nil), nil
+}
+
 func secretsClient(ctx context.Context) (*secretsmanager.Client, error) {
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
@@ -74,7 +149,7 @@ func secretsClient(ctx context.Context) (*secretsmanager.Client, error) {
 }
 
 // MinOriginSecretLen refuses an origin secret short enough to guess.
-const MinOriginSecretLen = 32
+const MinOriginSecretLen = token.MinOriginSecretLen
 
 // OriginSecretValues reads the values of the origin secret the public routes
 // accept: its AWSCURRENT version and, once it has been rotated, its
@@ -160,19 +235,9 @@ func NewHandler(q room.Queue, keys *token.Keys, c config.Config, o Options) *api
 func Main(name string) *api.Handler {
 	core := app.Main(name)
 	ctx := context.Background()
-	keys, err := LoadKeys(ctx, core.Config)
+	keys, edge, err := LoadSecrets(ctx, core.Config)
 	if err != nil {
 		app.Fail(name, err)
-	}
-	var edge *api.EdgeGuard
-	if core.Config.OriginSecretARN != "" {
-		sm, err := secretsClient(ctx)
-		if err != nil {
-			app.Fail(name, err)
-		}
-		if edge, err = NewEdgeGuard(ctx, sm, core.Config); err != nil {
-			app.Fail(name, err)
-		}
 	}
 	pub, err := orders.New(ctx, core.Config, os.Stdout)
 	if err != nil {

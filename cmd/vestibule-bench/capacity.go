@@ -1,0 +1,333 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/app"
+	"github.com/vestibule-dev/vestibule/internal/app/apiapp"
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// The capacity figures of issue 14: how many polls a second the one Redis of a
+// room with 1,000,000 waiting serves, against the polls 1,000,000 visitors make
+// under the poll policy; and how many joins a second (the per-client limit
+// check and the enqueue, as the enqueue route makes them) against a burst of
+// 1,000,000 in a minute.
+const (
+	// roomWaiting is the room the capacity figures are about.
+	roomWaiting = 1_000_000
+	// burstJoinsPerSecond is 1,000,000 joins in 60 s.
+	burstJoinsPerSecond = 1_000_000.0 / 60
+	// capacityGoal: each capacity is at least this many times the demand.
+	capacityGoal = 2.0
+	// capacityTickets are the visitors polled in turn, each once per virtual
+	// second (the clock moves one second per round), so no visitor polls faster
+	// than the engine's minimum interval whatever rate this machine reaches.
+	capacityTickets = 30_000
+)
+
+// timesBaseline is the goal "value ≥ k × baseline".
+func timesBaseline(k float64) func(r *Row) {
+	return func(r *Row) {
+		r.Goal = fmt.Sprintf("≥ %s× baseline", num(k))
+		ok := r.Ratio >= k
+		r.Met = &ok
+	}
+}
+
+// route is the API's Lambda handler called in-process with the API Gateway v2
+// events a Lambda receives (no HTTP, no copies of the route code), on a clock
+// the bench owns.
+type route struct {
+	h        *api.Handler
+	admin    string
+	nowNanos atomic.Int64
+	// What the requests cost besides Redis: the function's log (the JSON
+	// request line at the default level) and the response bodies.
+	requests, logBytes, bodyBytes atomic.Int64
+}
+
+// Write counts the handler's log output.
+func (r *route) Write(p []byte) (int, error) {
+	r.logBytes.Add(int64(len(p)))
+	return len(p), nil
+}
+
+// perRequest returns the log and body bytes per request since the last call,
+// and resets the counters.
+func (r *route) perRequest() (logB, bodyB float64) {
+	n := float64(max(r.requests.Swap(0), 1))
+	return float64(r.logBytes.Swap(0)) / n, float64(r.bodyBytes.Swap(0)) / n
+}
+
+func newRoute(rdb redis.UniversalClient, start time.Time) (*route, error) {
+	cfg, keys, err := apiapp.Ephemeral("vestibule-bench")
+	if err != nil {
+		return nil, err
+	}
+	r := &route{admin: cfg.AdminKey}
+	r.nowNanos.Store(start.UnixNano())
+	clock := func() time.Time { return time.Unix(0, r.nowNanos.Load()) }
+	r.h = apiapp.NewHandler(app.NewEngine(rdb, clock), keys, cfg, apiapp.Options{Clock: clock, Logger: app.NewLogger(cfg, r)})
+	return r, nil
+}
+
+func (r *route) do(ctx context.Context, method, path, bearer, sourceIP string, body []byte) (int, string, error) {
+	ev := events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: "$default", RawPath: path,
+		Headers: map[string]string{"content-type": "application/json"}, Body: string(body),
+	}
+	if bearer != "" {
+		ev.Headers["authorization"] = "Bearer " + bearer
+	}
+	ev.RequestContext.HTTP.Method, ev.RequestContext.HTTP.Path, ev.RequestContext.HTTP.SourceIP = method, path, sourceIP
+	resp, err := r.h.Handle(ctx, ev)
+	if err != nil {
+		return 0, "", err
+	}
+	r.requests.Add(1)
+	r.bodyBytes.Add(int64(len(resp.Body)))
+	return resp.StatusCode, resp.Body, nil
+}
+
+// advance moves the clock forward to t, never back.
+func (r *route) advance(t time.Time) {
+	for {
+		cur := r.nowNanos.Load()
+		if t.UnixNano() <= cur || r.nowNanos.CompareAndSwap(cur, t.UnixNano()) {
+			return
+		}
+	}
+}
+
+// put creates the room through the admin route.
+func (r *route) put(ctx context.Context, roomID string, c room.Config) error {
+	b, _ := json.Marshal(c)
+	status, body, err := r.do(ctx, "PUT", "/api/admin/rooms/"+roomID, r.admin, "127.0.0.1", b)
+	if err == nil && status != http.StatusOK {
+		err = fmt.Errorf("PUT room: %d %s", status, body)
+	}
+	return err
+}
+
+// join enqueues one visitor through the enqueue route from address ip and
+// returns the ticket.
+func (r *route) join(ctx context.Context, roomID, ip string) (string, error) {
+	status, body, err := r.do(ctx, "POST", "/api/rooms/"+roomID+"/enqueue", "", ip, nil)
+	if err != nil {
+		return "", err
+	}
+	var p struct{ Ticket string }
+	if status != http.StatusOK || json.Unmarshal([]byte(body), &p) != nil || p.Ticket == "" {
+		return "", fmt.Errorf("enqueue: %d %s", status, body)
+	}
+	return p.Ticket, nil
+}
+
+// clientIP is the i-th of distinct addresses (10.0.0.0/8 and on), one per
+// joining visitor as in a real burst, so the per-client limit lets each in.
+func clientIP(i int64) string {
+	return fmt.Sprintf("%d.%d.%d.%d", 10+(i>>24)%200, (i>>16)&255, (i>>8)&255, i&255)
+}
+
+// redisCPU is the CPU time the Redis server's main thread has used, in
+// seconds (INFO cpu; the process's total when the server does not split it).
+func redisCPU(ctx context.Context, rdb *redis.Client) (float64, error) {
+	info, err := rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, err
+	}
+	f := map[string]float64{}
+	for _, l := range strings.Split(info, "\r\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			f[k], _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	if _, ok := f["used_cpu_user_main_thread"]; ok {
+		return f["used_cpu_user_main_thread"] + f["used_cpu_sys_main_thread"], nil
+	}
+	if _, ok := f["used_cpu_user"]; !ok {
+		return 0, fmt.Errorf("no used_cpu_user in INFO cpu")
+	}
+	return f["used_cpu_user"] + f["used_cpu_sys"], nil
+}
+
+// capacity runs op from the bench's workers for d and returns the measured
+// rate (ops per second of wall time, handler and Redis sharing this machine)
+// and the Redis-bound capacity: ops per second of the Redis main thread's CPU.
+// Redis executes commands on one thread, so a room's shard serves at most
+// that many a second however many Lambdas call it; the functions scale out.
+func capacity(ctx context.Context, rdb *redis.Client, d time.Duration, op func(ctx context.Context, i int64) error) (wall, bound float64, err error) {
+	cpu0, err := redisCPU(ctx, rdb)
+	if err != nil {
+		return 0, 0, err
+	}
+	var next, done atomic.Int64
+	wall, err = throughput(ctx, d, func(ctx context.Context) error {
+		if err := op(ctx, next.Add(1)-1); err != nil {
+			return err
+		}
+		done.Add(1)
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	cpu1, err := redisCPU(ctx, rdb)
+	if err != nil {
+		return 0, 0, err
+	}
+	if cpu1 <= cpu0 {
+		return wall, 0, fmt.Errorf("Redis used no CPU over %d operations", done.Load())
+	}
+	return wall, float64(done.Load()) / (cpu1 - cpu0), nil
+}
+
+// pollDemand is the poll rate 1,000,000 waiting visitors make under the
+// policy: the long crowd's measured requests per visitor-minute (enqueue and
+// leave included, which only overstates it), or the target 0.7 when the
+// crowd did not run in this invocation.
+func pollDemand() (perSecond float64, source string) {
+	perMinute, source := measured.LongPerMinute, "measured"
+	if perMinute <= 0 {
+		perMinute, source = 0.7, "target 0.7, crowd not run"
+	}
+	return roomWaiting * perMinute / 60, source
+}
+
+// benchCapacity measures the poll and join capacities through the real routes.
+func benchCapacity(ctx context.Context, d time.Duration) ([]Row, error) {
+	polls, err := pollCapacity(ctx, d)
+	if err != nil {
+		return polls, fmt.Errorf("poll capacity: %w", err)
+	}
+	joins, err := joinCapacity(ctx, d)
+	return append(polls, joins...), err
+}
+
+// pollCapacity fills a room with 1,000,000 waiting (the engine's enqueue
+// script, pipelined, as the scale figure does) and 30,000 more through the
+// enqueue route, interleaved, so the polled visitors stand all along the
+// queue; then polls them in turn through the poll route.
+func pollCapacity(ctx context.Context, d time.Duration) ([]Row, error) {
+	rdb, stop, err := benchRedis(workers)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	t0 := time.Now().Truncate(time.Second)
+	rt, err := newRoute(rdb, t0)
+	if err != nil {
+		return nil, err
+	}
+	const roomID = "bench-poll-million"
+	cfg := benchRoomConfig()
+	cfg.AdmitPerMinute = 50_000 // 20 minutes for the last of a million
+	if err := rt.put(ctx, roomID, cfg); err != nil {
+		return nil, err
+	}
+	const chunks = 10
+	start := time.Now()
+	tickets := make([]string, 0, capacityTickets)
+	for c := range chunks {
+		if err := fillRange(ctx, rdb, roomID, c*roomWaiting/chunks, roomWaiting/chunks, t0.UnixMilli()); err != nil {
+			return nil, err
+		}
+		for i := range capacityTickets / chunks {
+			t, err := rt.join(ctx, roomID, clientIP(int64(c*capacityTickets/chunks+i)))
+			if err != nil {
+				return nil, err
+			}
+			tickets = append(tickets, t)
+		}
+	}
+	// At least that many wait (a pipeline go-redis retried after a timeout
+	// on a loaded machine enqueues its visitors twice: harmless here).
+	st, err := rt.h.Handle(ctx, adminGet(roomID, rt.admin))
+	var ar struct{ Stats room.Stats }
+	if err != nil || json.Unmarshal([]byte(st.Body), &ar) != nil || ar.Stats.Waiting < roomWaiting+capacityTickets {
+		return nil, fmt.Errorf("room not filled: %v %.300s", err, st.Body)
+	}
+	logf("room holds %d waiting (filled in %s)", ar.Stats.Waiting, time.Since(start).Round(time.Second))
+
+	n := int64(len(tickets))
+	path := "/api/rooms/" + roomID + "/poll"
+	rt.perRequest()
+	wall, bound, err := capacity(ctx, rdb, d, func(ctx context.Context, i int64) error {
+		// One virtual second per round of the tickets.
+		rt.advance(t0.Add(time.Duration(i) * time.Second / time.Duration(n)).Add(time.Second))
+		status, body, err := rt.do(ctx, "GET", path, tickets[i%n], clientIP(i%n), nil)
+		if err == nil && (status != http.StatusOK || !strings.Contains(body, `"state":"waiting"`)) {
+			err = fmt.Errorf("poll: %d %.200s", status, body)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	measured.PollLogBytes, measured.PollBodyBytes = rt.perRequest()
+	demand, source := pollDemand()
+	logf("poll route, %d waiting: %.0f/s in-process (handler and Redis on this machine), %.0f/s of Redis CPU; demand %.0f/s (%s)",
+		roomWaiting, wall, bound, demand, source)
+	return []Row{
+		row("poll capacity, 1,000,000 waiting (Redis CPU) ÷ their poll rate", bound, "polls/s", demand, timesBaseline(capacityGoal)),
+		row("poll route in-process, 1,000,000 waiting (this machine)", wall, "polls/s", demand, nil),
+	}, nil
+}
+
+// joinCapacity measures the enqueue route, per-client limit on, each join from
+// its own address, into a room already holding half the burst.
+func joinCapacity(ctx context.Context, d time.Duration) ([]Row, error) {
+	rdb, stop, err := benchRedis(workers)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	t0 := time.Now().Truncate(time.Second)
+	rt, err := newRoute(rdb, t0)
+	if err != nil {
+		return nil, err
+	}
+	const roomID = "bench-join"
+	cfg := benchRoomConfig()
+	cfg.ClientEnqueuePerMinute = 10 // the limit is checked (and counted) on every join
+	if err := rt.put(ctx, roomID, cfg); err != nil {
+		return nil, err
+	}
+	if err := fillRange(ctx, rdb, roomID, 0, roomWaiting/2, t0.UnixMilli()); err != nil {
+		return nil, err
+	}
+	rt.perRequest()
+	wall, bound, err := capacity(ctx, rdb, d, func(ctx context.Context, i int64) error {
+		_, err := rt.join(ctx, roomID, clientIP(i))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	measured.JoinLogBytes, measured.JoinBodyBytes = rt.perRequest()
+	logf("enqueue route (limit + enqueue): %.0f/s in-process, %.0f/s of Redis CPU; burst %.0f/s", wall, bound, burstJoinsPerSecond)
+	return []Row{
+		row("join capacity (limit + enqueue, Redis CPU) ÷ 1,000,000 in 60 s", bound, "joins/s", burstJoinsPerSecond, timesBaseline(capacityGoal)),
+		row("enqueue route in-process (this machine)", wall, "joins/s", burstJoinsPerSecond, nil),
+	}, nil
+}
+
+// adminGet is GET /api/admin/rooms/{room}.
+func adminGet(roomID, key string) events.APIGatewayV2HTTPRequest {
+	ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "$default", RawPath: "/api/admin/rooms/" + roomID,
+		Headers: map[string]string{"authorization": "Bearer " + key}}
+	ev.RequestContext.HTTP.Method, ev.RequestContext.HTTP.Path, ev.RequestContext.HTTP.SourceIP = "GET", ev.RawPath, "127.0.0.1"
+	return ev
+}

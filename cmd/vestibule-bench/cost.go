@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Prices: us-east-1 on-demand list prices in US dollars, without the free tier,
+// Savings Plans or CloudFront's flat-rate plans. Checked on 2026-11-26 against
+// stored copies of the AWS pricing and quota pages (CloudFront, API Gateway,
+// Lambda) and published summaries of the ElastiCache page; not against the
+// live pages. docs/BENCHMARKS.md ("Cost model") and docs/DEPLOY.md ("Cost")
+// state the same; re-check them together.
+const (
+	priceAPIGatewayHTTPRequest  = 1.00 / 1e6   // HTTP API, per request (first 300 million a month)
+	priceCloudFrontHTTPSRequest = 0.0100 / 1e4 // per HTTPS request, United States/Europe
+	priceCloudFrontGB           = 0.085        // data out per GB, first 10 TB a month, United States/Europe
+	priceCloudFrontFunction     = 0.10 / 1e6   // per CloudFront Function invocation
+	priceLambdaRequest          = 0.20 / 1e6   // per request
+	priceLambdaARMGBSecond      = 0.0000133334 // arm64, per GB-second
+	priceValkeyECPU             = 0.0023 / 1e6 // ElastiCache Serverless for Valkey, per ECPU
+	priceValkeyGBHour           = 0.084        // ElastiCache Serverless for Valkey, per GB-hour stored
+	priceLogsGB                 = 0.50         // CloudWatch Logs, standard ingestion per GB
+)
+
+// What the cost model assumes beside the measured figures.
+const (
+	costVisitors    = 1_000_000
+	costWaitMinutes = 20.0 // mean wait of the priced crowd
+	costGoalDollars = 30.0
+	// The page: 4 files, 50 KB, from CloudFront once per visitor; the
+	// CloudFront Function runs on each (the default behaviour's viewer request).
+	pageObjects = 4
+	pageBytes   = 50_000
+	// originCalls: consume and complete, counted for every visitor (an
+	// overstatement: abandoners make neither).
+	originCalls = 2
+	// responseHeaderBytes: the headers of one API answer as CloudFront sends
+	// it (an estimate); the body is measured.
+	responseHeaderBytes = 400
+	// Lambda: the functions' memory (infra/stack Functions: 256 MB) and a
+	// billed duration per call that is not measured in AWS here: the handlers
+	// answer in a few ms in-process; 10 ms leaves room for the VPC round trip
+	// to Valkey and a slower CPU share.
+	lambdaMemoryGB      = 0.256
+	lambdaBilledSeconds = 0.010
+	// ecpuPerCall: Valkey ECPUs of one call (one script of a few commands and
+	// under 1 KB of data), an estimate; ElastiCache bills scripts by the vCPU
+	// time and bytes they use.
+	ecpuPerCall = 4
+	// Log bytes per call besides the function's own request line (measured):
+	// Lambda's START/END/REPORT lines and the API's JSON access log line.
+	lambdaPlatformLogBytes = 300
+	accessLogBytes         = 400
+	// Valkey storage during a sale: about 190 B a waiting visitor (the scale
+	// part measures it); 0.5 GB held for 2 hours is generous.
+	valkeyGBHoursPerSale = 0.5 * 2
+)
+
+// costItem is one line of the bill.
+type costItem struct {
+	what, arithmetic string
+	dollars          float64
+}
+
+// costInput is what the bill is computed from.
+type costInput struct {
+	PerMinute   float64 // requests per visitor-minute of waiting (measured)
+	BodyBytes   float64 // mean response body of a waiting call (measured; 0: 1,100 B)
+	LogLineByte float64 // the function's log line per call (measured; 0: 300 B)
+}
+
+// costPerMillion prices costVisitors visitors waiting costWaitMinutes on
+// average, item by item.
+func costPerMillion(in costInput) []costItem {
+	body, logLine := in.BodyBytes, in.LogLineByte
+	if body <= 0 {
+		body = 1100
+	}
+	if logLine <= 0 {
+		logLine = 300
+	}
+	v := float64(costVisitors)
+	perVisitor := in.PerMinute*costWaitMinutes + originCalls
+	calls := v * perVisitor
+	m := func(x float64) string { return fmt.Sprintf("%.2f M", x/1e6) }
+	outGB := v * (pageBytes + perVisitor*(body+responseHeaderBytes)) / 1e9
+	gbs := calls * lambdaBilledSeconds * lambdaMemoryGB
+	logGB := calls * (logLine + lambdaPlatformLogBytes + accessLogBytes) / 1e9
+	return []costItem{
+		{"API Gateway (HTTP API)", fmt.Sprintf("%s calls (%.2f × %.0f min + %d a visitor) × $%.2f/M", m(calls), in.PerMinute, costWaitMinutes, originCalls, priceAPIGatewayHTTPRequest*1e6), calls * priceAPIGatewayHTTPRequest},
+		{"CloudFront requests", fmt.Sprintf("(%s + %s page) × $%.4f/10k", m(calls), m(v*pageObjects), priceCloudFrontHTTPSRequest*1e4), (calls + v*pageObjects) * priceCloudFrontHTTPSRequest},
+		{"CloudFront data out", fmt.Sprintf("%.1f GB (%.0f KB page + %.0f B a call) × $%.3f", outGB, pageBytes/1e3, body+responseHeaderBytes, priceCloudFrontGB), outGB * priceCloudFrontGB},
+		{"CloudFront Function (page)", fmt.Sprintf("%s × $%.2f/M", m(v*pageObjects), priceCloudFrontFunction*1e6), v * pageObjects * priceCloudFrontFunction},
+		{"Lambda requests", fmt.Sprintf("%s × $%.2f/M", m(calls), priceLambdaRequest*1e6), calls * priceLambdaRequest},
+		{"Lambda compute (arm64)", fmt.Sprintf("%s × %.0f ms × %.3f GB = %.0f GB-s × $%.10f", m(calls), lambdaBilledSeconds*1000, lambdaMemoryGB, gbs, priceLambdaARMGBSecond), gbs * priceLambdaARMGBSecond},
+		{"Valkey ECPUs", fmt.Sprintf("%s × %d ECPU × $%.4f/M", m(calls), ecpuPerCall, priceValkeyECPU*1e6), calls * ecpuPerCall * priceValkeyECPU},
+		{"Valkey storage", fmt.Sprintf("%.1f GB-h × $%.3f", valkeyGBHoursPerSale, priceValkeyGBHour), valkeyGBHoursPerSale * priceValkeyGBHour},
+		{"CloudWatch Logs", fmt.Sprintf("%s × (%.0f + %d + %d) B = %.2f GB × $%.2f", m(calls), logLine, lambdaPlatformLogBytes, accessLogBytes, logGB, priceLogsGB), logGB * priceLogsGB},
+	}
+}
+
+func total(items []costItem) float64 {
+	t := 0.0
+	for _, it := range items {
+		t += it.dollars
+	}
+	return t
+}
+
+// writeCost prints the bill as the Markdown table of docs/BENCHMARKS.md.
+func writeCost(w io.Writer, items []costItem) {
+	fmt.Fprintf(w, "| item | arithmetic (per %s visitors waiting %.0f min on average) | $ |\n|---|---|---|\n",
+		"1,000,000", costWaitMinutes)
+	for _, it := range items {
+		fmt.Fprintf(w, "| %s | %s | %.2f |\n", it.what, it.arithmetic, it.dollars)
+	}
+	fmt.Fprintf(w, "| **total** | | **%.2f** |\n", total(items))
+}
+
+// benchCost prices a million visitors from this invocation's measurements
+// (the crowd part's requests per visitor-minute; the capacity part's bytes),
+// against the same crowd behind a page polling every 3 s; and states the
+// waiting visitors the default stack serves within its quotas.
+func benchCost(_ context.Context) ([]Row, error) {
+	perMinute, source := measured.LongPerMinute, "measured"
+	if perMinute <= 0 {
+		return nil, fmt.Errorf("the cost needs the crowd part in the same invocation (-only crowd,cost)")
+	}
+	in := costInput{PerMinute: perMinute, BodyBytes: measured.PollBodyBytes, LogLineByte: measured.PollLogBytes}
+	items := costPerMillion(in)
+	fixed := in
+	fixed.PerMinute = measured.FixedPerMinute
+	fmt.Fprintf(os.Stderr, "cost of %d visitors at %.2f requests per visitor-minute (%s):\n", costVisitors, perMinute, source)
+	writeCost(os.Stderr, items)
+	q := quotasAt(perMinute)
+	fmt.Fprintf(os.Stderr, "default stack at %.2f requests per visitor-minute: %s\n", perMinute, q)
+	base := 0.0
+	if fixed.PerMinute > 0 {
+		base = total(costPerMillion(fixed))
+	}
+	return []Row{
+		row("cost per 1,000,000 visitors waiting 20 min", total(items), "$", base, atMost(costGoalDollars)),
+		row("waiting visitors within the default stack's API throttle", q.WaitingAtStageLimit, "visitors", 0, nil),
+	}, nil
+}

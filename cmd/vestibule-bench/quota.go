@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"math"
+)
+
+// AWS's default account quotas the stack runs within (per account, per Region),
+// and the stack's own limits. docs/DEPLOY.md ("Quotas: how many can wait")
+// states the figures quotasAt computes; quota_test.go keeps them equal, and
+// the stack's limits equal to infra/stack's defaults.
+const (
+	// accountAPIGatewayRPS: API Gateway's throttle quota across all APIs of the
+	// account (Service Quotas L-8A5B8E43), with a burst of 5,000; 2,500 in some
+	// newer Regions.
+	accountAPIGatewayRPS = 10_000
+	// accountLambdaConcurrency: Lambda's concurrent executions across all
+	// functions of the account; each function also scales by at most 1,000
+	// execution environments every 10 seconds.
+	accountLambdaConcurrency = 1_000
+	// stackAPIRateLimit: the stack's API stage throttle (apiRateLimit; the
+	// burst, apiBurstLimit, is as large).
+	stackAPIRateLimit = 5_000
+	// stackReservedConcurrency: admit's reserved concurrency, taken from the
+	// account's pool; the API functions share the rest.
+	stackReservedConcurrency = 1
+)
+
+// quotas are the waiting visitors the default stack serves within each limit
+// at a given request rate per waiting visitor.
+type quotas struct {
+	PerMinute float64 // requests per visitor-minute of waiting
+	// WaitingAtStageLimit: the stage throttle's requests a second, spent on
+	// waiting visitors' polls.
+	WaitingAtStageLimit float64
+	// WaitingAtAccountLimit: the same at API Gateway's account quota (after
+	// raising apiRateLimit to it).
+	WaitingAtAccountLimit float64
+	// ConcurrencyAtStageLimit: Lambda executions in flight at the stage
+	// throttle, each call lambdaBilledSeconds long.
+	ConcurrencyAtStageLimit float64
+	// WaitingAtLambdaLimit: the waiting visitors the account's unreserved
+	// concurrency serves at that duration.
+	WaitingAtLambdaLimit float64
+	// JoinsPerMinuteAtStageLimit: the largest join burst the stage throttle
+	// lets through in a minute, nobody else calling.
+	JoinsPerMinuteAtStageLimit float64
+}
+
+func quotasAt(perMinute float64) quotas {
+	waiting := func(rps float64) float64 { return math.Floor(rps * 60 / perMinute) }
+	lambdaRPS := float64(accountLambdaConcurrency-stackReservedConcurrency) / lambdaBilledSeconds
+	return quotas{
+		PerMinute:                  perMinute,
+		WaitingAtStageLimit:        waiting(stackAPIRateLimit),
+		WaitingAtAccountLimit:      waiting(accountAPIGatewayRPS),
+		ConcurrencyAtStageLimit:    stackAPIRateLimit * lambdaBilledSeconds,
+		WaitingAtLambdaLimit:       waiting(lambdaRPS),
+		JoinsPerMinuteAtStageLimit: stackAPIRateLimit * 60,
+	}
+}
+
+func (q quotas) String() string {
+	return fmt.Sprintf("%.0f waiting within the stage throttle (%d req/s), %.0f within API Gateway's account quota (%d req/s); "+
+		"%.0f Lambda executions in flight at the stage throttle (%.0f ms a call), the unreserved %d serve %.0f waiting; "+
+		"joins: at most %.0f a minute through the stage throttle",
+		q.WaitingAtStageLimit, stackAPIRateLimit, q.WaitingAtAccountLimit, accountAPIGatewayRPS,
+		q.ConcurrencyAtStageLimit, lambdaBilledSeconds*1000, accountLambdaConcurrency-stackReservedConcurrency,
+		q.WaitingAtLambdaLimit, q.JoinsPerMinuteAtStageLimit)
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/vestibule-dev/vestibule/infra/stack"
+)
+
+// The bench's copies of the stack's limits are the stack's defaults.
+func TestQuotaConstantsAreTheStacks(t *testing.T) {
+	s := stack.DefaultSettings()
+	if float64(s.APIRateLimit) != stackAPIRateLimit {
+		t.Errorf("stackAPIRateLimit %v, the stack's apiRateLimit default %v", stackAPIRateLimit, s.APIRateLimit)
+	}
+	for _, f := range stack.Functions {
+		if f.Memory/1000 != lambdaMemoryGB {
+			t.Errorf("function %s has %v MB, the cost model %v GB", f.Name, f.Memory, lambdaMemoryGB)
+		}
+		want := 0.0
+		if f.Name == stack.Admit {
+			want = stackReservedConcurrency
+		}
+		if f.Reserved != want {
+			t.Errorf("function %s reserves %v, the quota figures assume %v", f.Name, f.Reserved, want)
+		}
+	}
+}
+
+// deployRates are the request rates docs/DEPLOY.md's quota table is given
+// for: issue 14's target for long waits, its target for short waits, and the
+// page polling every 3 s.
+var deployRates = []float64{0.7, 3, 20}
+
+// thousands writes n with thousands separators.
+func thousands(n float64) string {
+	s := fmt.Sprintf("%.0f", n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// quotaRow is docs/DEPLOY.md's table row for one rate.
+func quotaRow(perMinute float64) string {
+	q := quotasAt(perMinute)
+	return fmt.Sprintf("| %s | %s | %s | %s |", strconv.FormatFloat(perMinute, 'f', -1, 64), thousands(q.WaitingAtStageLimit),
+		thousands(q.WaitingAtAccountLimit), thousands(q.WaitingAtLambdaLimit))
+}
+
+// docs/DEPLOY.md states the figures quotasAt computes from the constants.
+func TestDeployDocStatesTheQuotaFigures(t *testing.T) {
+	b, err := os.ReadFile("../../docs/DEPLOY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, r := range deployRates {
+		if row := quotaRow(r); !strings.Contains(doc, row) {
+			t.Errorf("docs/DEPLOY.md lacks the row %q", row)
+		}
+	}
+	q := quotasAt(1)
+	for _, want := range []string{
+		thousands(stackAPIRateLimit) + " requests a second",
+		thousands(accountAPIGatewayRPS) + " requests a second",
+		thousands(accountLambdaConcurrency) + " concurrent executions",
+		thousands(q.JoinsPerMinuteAtStageLimit) + " joins a minute",
+		fmt.Sprintf("%.0f executions in flight", q.ConcurrencyAtStageLimit),
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/DEPLOY.md does not say %q", want)
+		}
+	}
+}
+
+func TestQuotasAt(t *testing.T) {
+	q := quotasAt(0.7)
+	if q.WaitingAtStageLimit != 428_571 || q.WaitingAtAccountLimit != 857_142 {
+		t.Errorf("at 0.7: %+v", q)
+	}
+	if q.ConcurrencyAtStageLimit != 50 || q.JoinsPerMinuteAtStageLimit != 300_000 {
+		t.Errorf("at 0.7: %+v", q)
+	}
+}
+
+// docCost is the measurement docs/BENCHMARKS.md's cost table is computed from
+// (its "Cost model" names the run).
+var docCost = costInput{PerMinute: 1.48, BodyBytes: 479, LogLineByte: 186}
+
+// docs/BENCHMARKS.md's cost table is what costPerMillion computes from the
+// run it names, at the prices of cost.go.
+func TestBenchmarksDocStatesTheCost(t *testing.T) {
+	b, err := os.ReadFile("../../docs/BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	writeCost(&want, costPerMillion(docCost))
+	if !strings.Contains(string(b), want.String()) {
+		t.Errorf("docs/BENCHMARKS.md lacks the cost table:\n%s", want.String())
+	}
+}

@@ -1,0 +1,82 @@
+package stack
+
+import (
+	"path/filepath"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogsdestinations"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/vestibule-dev/vestibule/internal/eventbus"
+	"github.com/vestibule-dev/vestibule/internal/routes"
+)
+
+// Forwarder is the function that puts the events the others log on the bus (functions/forwarder).
+const Forwarder = "forwarder"
+
+// EventFunctions are the functions whose stdout carries event lines (package eventbus): admit's
+// ticks and booking sweep, enqueue's and poll's request-driven ticks, consume's consumes and
+// completes (and the edge gate's enter and leave), booking's orders. status and admin emit none.
+var EventFunctions = []string{Admit, routes.Enqueue, routes.Poll, routes.Consume, routes.Booking}
+
+// Events is the delivery of Vestibule's events to EventBridge: the functions in the VPC write
+// them as JSON lines to CloudWatch Logs, a subscription filter on each of their log groups hands
+// the matching lines to the forwarder outside the VPC, and it puts them on the bus. Nothing here
+// costs anything while no event flows: a custom bus, subscription filters and an idle function
+// are free (docs/DEPLOY.md, "Events").
+type Events struct {
+	Bus       awsevents.EventBus
+	Forwarder awslambda.Function
+	Filters   map[string]awslogs.SubscriptionFilter // by function name
+}
+
+// newEvents defines the bus, the forwarder and the subscription filters on the log groups of
+// EventFunctions.
+func newEvents(st awscdk.Stack, v *Vestibule, set Settings, retention awslogs.RetentionDays) *Events {
+	ev := &Events{Filters: map[string]awslogs.SubscriptionFilter{}}
+	// A custom bus: its name is the stack's (unique in the region), so two stages get two buses.
+	ev.Bus = awsevents.NewEventBus(st, jsii.String("EventBus"), &awsevents.EventBusProps{
+		EventBusName: jsii.String(*st.StackName() + "-events"),
+		Description:  jsii.String("Vestibule: admission and order events (docs/API.md, Events)"),
+	})
+	// The forwarder's own log group has no subscription, so nothing it writes is forwarded again.
+	logs := awslogs.NewLogGroup(st, jsii.String("ForwarderLogs"), &awslogs.LogGroupProps{
+		Retention:     retention,
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	ev.Forwarder = awslambda.NewFunction(st, jsii.String("ForwarderFunction"), &awslambda.FunctionProps{
+		Description:  jsii.String("Vestibule " + Forwarder + ": events from the functions' logs to the bus"),
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: awslambda.Architecture_ARM_64(),
+		Handler:      jsii.String("bootstrap"),
+		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(set.AssetDir, Forwarder)), nil),
+		MemorySize:   jsii.Number(128),
+		// PutEvents calls, with up to three retries of refused entries (0.7 s of back-off) each.
+		Timeout: awscdk.Duration_Seconds(jsii.Number(30)),
+		// Outside the VPC: it reaches EventBridge's public endpoint without a NAT or an interface
+		// endpoint, and it needs neither Redis nor a secret.
+		Environment: &map[string]*string{eventbus.EnvBus: ev.Bus.EventBusArn()},
+		LogGroup:    logs,
+		// CloudWatch Logs invokes it asynchronously: a failed batch is retried twice.
+		RetryAttempts: jsii.Number(2),
+	})
+	// events:PutEvents on this bus, and nothing else.
+	ev.Bus.GrantPutEventsTo(ev.Forwarder, nil)
+
+	dest := awslogsdestinations.NewLambdaDestination(ev.Forwarder, &awslogsdestinations.LambdaDestinationOptions{AddPermissions: jsii.Bool(true)})
+	for _, name := range EventFunctions {
+		ev.Filters[name] = awslogs.NewSubscriptionFilter(st, jsii.String(title(name)+"Events"), &awslogs.SubscriptionFilterProps{
+			LogGroup:      v.Functions[name].LogGroup(),
+			Destination:   dest,
+			FilterPattern: awslogs.FilterPattern_Literal(jsii.String(eventbus.FilterPattern())),
+		})
+	}
+	awscdk.NewCfnOutput(st, jsii.String("EventBusArn"), &awscdk.CfnOutputProps{
+		Description: jsii.String("The bus of admission and order events: add rules to it (docs/API.md, Events)"),
+		Value:       ev.Bus.EventBusArn(),
+	})
+	return ev
+}

@@ -1,0 +1,577 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Booking drives every visitor who consumes its entry through the booking
+// kit (docs/BOOKING.md) over the same API and Redis: after consume, the
+// visitor reads the event's seat map, holds one seat (or one or two units of
+// stock) with the booking session consume answered, then pays — the origin
+// confirms the hold with the room's origin credential and an idempotency key,
+// and retries the confirm once, which must return the same order — or
+// abandons: the origin releases the hold, or the visitor walks away and the
+// hold runs out. The visitor then completes its room session as before.
+//
+// The event is named after the room (the recommended layout: the hold checks
+// the session in the same script) and defined through the admin API before
+// the crowd arrives. Timing follows the visitor's think time T: the seat map
+// at consume + T/4, the hold T/8 later (what the visitor clicks may have gone
+// meanwhile: a refusal sends it back to the map a second later), the confirm
+// or release T/2 after the hold, the complete T/8 after that.
+type Booking struct {
+	Seats int   // seats S1 … Seats of the demo event (0: none)
+	Stock int64 // units of the sku "ga", general admission (0: none)
+	// Confirm is the share of holders who pay (the hold is confirmed); of the
+	// others, Release have the origin release the hold, the rest walk away and
+	// let it expire.
+	Confirm, Release float64
+	HoldTTL          time.Duration // default 60 s
+	SessionLimit     int64         // items per session (default 4)
+	Tries            int           // hold attempts, the first and those after a refusal (default 3)
+}
+
+func (b *Booking) defaults() {
+	if b.HoldTTL <= 0 {
+		b.HoldTTL = time.Minute
+	}
+	if b.SessionLimit <= 0 {
+		b.SessionLimit = 4
+	}
+	if b.Tries <= 0 {
+		b.Tries = 3
+	}
+}
+
+// BookOutcome is how a visitor's booking ended.
+type BookOutcome int
+
+// The booking outcomes.
+const (
+	BookPending   BookOutcome = iota // still under way when the run ended
+	BookConfirmed                    // held and bought
+	BookReleased                     // held, abandoned, released by the origin
+	BookWalked                       // held, abandoned, left to expire
+	BookLate                         // held, but the confirm came after the hold ran out (410/409)
+	BookNothing                      // the seat map showed nothing left of what it wanted
+	BookGaveUp                       // refused Tries times (someone else was faster)
+	BookFailed                       // an answer no booking visitor should get
+)
+
+func (o BookOutcome) String() string {
+	return [...]string{"pending", "confirmed", "released", "walked-away", "late", "nothing-left", "gave-up", "failed"}[o]
+}
+
+// BookVisit is one visitor's booking and what the simulator saw of it.
+type BookVisit struct {
+	step    int            // bookMap, bookHold, bookPay, bookDone
+	session string         // consume's bookingSession (bearer of the hold)
+	want    map[string]any // the hold request the visitor picked on the map
+
+	wantUnits int64 // > 0: units of "ga"; 0: one seat
+	pay, drop bool  // confirms; (if not) the origin releases
+
+	Tries     int // hold calls
+	Refused   int // 409 seat_taken or sold_out
+	RefusedBy map[string]int
+	NegStock  int // negative stock figures seen (in views and refusals)
+	Errors    int // failed booking requests (5xx, 429, transport), retried
+	SessionID string
+	Token     string
+	ExpiresAt time.Time
+	Seats     []string
+	Units     map[string]int64
+	Order     string // the order confirm answered
+	ReplayBad bool   // the retried confirm was not the same order, or not 200
+	LastError string // the last unexpected answer
+	Outcome   BookOutcome
+	// lastFailure is the last failed request (5xx, 429, transport).
+	lastFailure string
+	completeAt  time.Time
+}
+
+// The steps of a booking.
+const (
+	bookMap  = iota // read the seat map, pick
+	bookHold        // hold what was picked
+	bookPay         // confirm, release or walk away
+	bookDone        // complete the room session
+)
+
+// busy reports whether the booking has steps left before the complete.
+func (bv *BookVisit) busy() bool { return bv.step < bookDone }
+
+// bookEnv is the event every visitor books on.
+type bookEnv struct {
+	cfg   Booking
+	event string
+	seed  uint64
+}
+
+// setupBooking defines the demo event through the admin API; nil without
+// c.Booking.
+func setupBooking(ctx context.Context, d Driver, adminKey string, c Config) (*bookEnv, error) {
+	if c.Booking == nil {
+		return nil, nil
+	}
+	b := *c.Booking
+	b.defaults()
+	if b.Seats <= 0 && b.Stock <= 0 {
+		return nil, fmt.Errorf("%w: booking without seats or stock", ErrSetup)
+	}
+	def := map[string]any{"seats": seatList(b.Seats), "holdTTLSeconds": int64(b.HoldTTL / time.Second),
+		"sessionLimit": b.SessionLimit}
+	if b.Stock > 0 {
+		def["stock"] = map[string]int64{"ga": b.Stock}
+	}
+	body, _ := json.Marshal(def)
+	status, resp, _, err := d.Do(ctx, "PUT", "/api/admin/events/"+c.Room, adminKey, body)
+	if err != nil || status != http.StatusOK {
+		return nil, fmt.Errorf("%w: PUT event: status %d: %s %v", ErrSetup, status, resp, err)
+	}
+	return &bookEnv{cfg: b, event: c.Room, seed: c.Seed}, nil
+}
+
+func seatList(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "S" + strconv.Itoa(i+1)
+	}
+	return out
+}
+
+// start opens a visitor's booking from consume's answer; nil without booking.
+func (b *bookEnv) start(v *Visitor, consumed []byte) *BookVisit {
+	if b == nil {
+		return nil
+	}
+	var c struct {
+		BookingSession string `json:"bookingSession"`
+	}
+	json.Unmarshal(consumed, &c)
+	bv := &BookVisit{session: c.BookingSession, RefusedBy: map[string]int{}}
+	rng := rand.New(rand.NewPCG(b.seed^0xb00c, uint64(v.ID)))
+	units := b.cfg.Stock > 0 && (b.cfg.Seats == 0 || rng.IntN(2) == 0)
+	if units {
+		bv.wantUnits = 1 + rng.Int64N(2)
+	}
+	bv.pay = rng.Float64() < b.cfg.Confirm
+	bv.drop = rng.Float64() < b.cfg.Release
+	return bv
+}
+
+// eventView is GET /api/events/{event}.
+type eventView struct {
+	Seats map[string]string `json:"seats"`
+	Stock map[string]int64  `json:"stock"`
+}
+
+// apiErr is the error body of a refusal.
+type apiErr struct {
+	Error struct {
+		Code      string `json:"code"`
+		Available *int64 `json:"available"`
+	} `json:"error"`
+}
+
+// frontSeats: a visitor picks among the first this many available seats (by
+// number), as a crowd goes for the best seats, so holds race each other.
+const frontSeats = 8
+
+// book runs the visitor's next booking step; once the booking is over it
+// returns when the visitor completes its session.
+func (v *Visitor) book(ctx context.Context, e *env, now time.Time) (time.Time, bool) {
+	bv, b := v.Book, e.book
+	do := func(method, path, bearer string, headers map[string]string, body any) (int, []byte, time.Duration, bool) {
+		before := v.Errors
+		c := ctx
+		if headers != nil {
+			c = WithHeaders(ctx, headers)
+		}
+		status, resp, pause, err := v.do(c, e, method, path, bearer, body, false)
+		if err != nil {
+			bv.Errors += v.Errors - before
+			bv.LastError, bv.lastFailure = v.LastError, v.LastError
+			return 0, nil, pause, false
+		}
+		return status, resp, 0, true
+	}
+	end := func(o BookOutcome, after time.Duration) (time.Time, bool) {
+		bv.Outcome, bv.step = o, bookDone
+		bv.completeAt = now.Add(after)
+		return bv.completeAt, true
+	}
+	think := v.Think
+	rest := think * 5 / 8 // what is left of T when a booking ends before its hold
+	evPath := "/api/events/" + b.event
+	switch bv.step {
+	case bookMap: // read the seat map and pick
+		if bv.session == "" {
+			bv.LastError = "consume answered no bookingSession"
+			return end(BookFailed, rest)
+		}
+		status, body, pause, ok := do("GET", evPath, "", nil, nil)
+		if !ok {
+			return now.Add(pause), true
+		}
+		var view eventView
+		if status != http.StatusOK || json.Unmarshal(body, &view) != nil {
+			bv.LastError = fmt.Sprintf("GET %s: %d %s", evPath, status, body)
+			return end(BookFailed, rest)
+		}
+		for _, n := range view.Stock {
+			if n < 0 {
+				bv.NegStock++
+			}
+		}
+		if bv.wantUnits > 0 {
+			if view.Stock["ga"] <= 0 {
+				return end(BookNothing, rest)
+			}
+			bv.want = map[string]any{"units": map[string]int64{"ga": bv.wantUnits}}
+		} else {
+			free := availableSeats(view.Seats)
+			if len(free) == 0 {
+				return end(BookNothing, rest)
+			}
+			rng := rand.New(rand.NewPCG(b.seed^0x5ea7, uint64(v.ID)<<8|uint64(bv.Tries)))
+			bv.want = map[string]any{"seats": []string{free[rng.IntN(min(len(free), frontSeats))]}}
+		}
+		bv.step = bookHold
+		return now.Add(think / 8), true
+	case bookHold:
+		bv.Tries++
+		status, body, pause, ok := do("POST", evPath+"/holds", bv.session, nil, bv.want)
+		if !ok {
+			bv.Tries--
+			return now.Add(pause), true
+		}
+		switch status {
+		case http.StatusCreated:
+			var h struct {
+				Session   string           `json:"session"`
+				Token     string           `json:"token"`
+				Seats     []string         `json:"seats"`
+				Units     map[string]int64 `json:"units"`
+				ExpiresAt time.Time        `json:"expiresAt"`
+			}
+			if json.Unmarshal(body, &h) != nil || h.Token == "" {
+				bv.LastError = fmt.Sprintf("hold: %s", body)
+				return end(BookFailed, rest)
+			}
+			bv.SessionID, bv.Token, bv.Seats, bv.Units, bv.ExpiresAt = h.Session, h.Token, h.Seats, h.Units, h.ExpiresAt
+			bv.step = bookPay
+			return now.Add(think / 2), true
+		case http.StatusConflict:
+			var ae apiErr
+			json.Unmarshal(body, &ae)
+			if ae.Error.Available != nil && *ae.Error.Available < 0 {
+				bv.NegStock++
+			}
+			if code := ae.Error.Code; code == "seat_taken" || code == "sold_out" {
+				bv.Refused++
+				bv.RefusedBy[code]++
+				if bv.Tries >= b.cfg.Tries {
+					return end(BookGaveUp, rest)
+				}
+				bv.step = bookMap
+				return now.Add(time.Second), true // the page redraws the map; the visitor picks again
+			}
+		}
+		bv.LastError = fmt.Sprintf("hold: %d %s", status, body)
+		return end(BookFailed, rest)
+	case bookPay: // pay, or abandon
+		holdPath := evPath + "/holds/" + bv.Token
+		sess := map[string]string{"session": bv.SessionID}
+		if !bv.pay {
+			if !bv.drop {
+				return end(BookWalked, think/8)
+			}
+			status, body, pause, ok := do("POST", holdPath+"/release", e.origin, nil, sess)
+			if !ok {
+				return now.Add(pause), true
+			}
+			if status != http.StatusOK {
+				bv.LastError = fmt.Sprintf("release: %d %s", status, body)
+				return end(BookFailed, think/8)
+			}
+			return end(BookReleased, think/8)
+		}
+		key := map[string]string{"Idempotency-Key": "pay-" + bv.Token}
+		status, body, pause, ok := do("POST", holdPath+"/confirm", e.origin, key, sess)
+		if !ok {
+			return now.Add(pause), true // a retry with the same key is safe: that is what the key is for
+		}
+		var o struct {
+			Order string `json:"order"`
+		}
+		switch {
+		case status == http.StatusCreated && json.Unmarshal(body, &o) == nil && o.Order != "":
+		case status == http.StatusOK && json.Unmarshal(body, &o) == nil && o.Order != "":
+			// A retry after a failed request found the order made: the same.
+		case status == http.StatusGone || status == http.StatusConflict:
+			bv.LastError = fmt.Sprintf("confirm: %d %s", status, body)
+			return end(BookLate, think/8)
+		default:
+			bv.LastError = fmt.Sprintf("confirm: %d %s", status, body)
+			return end(BookFailed, think/8)
+		}
+		bv.Order = o.Order
+		// A double submit: the same confirm again must answer the same order, 200.
+		for range maxErrors {
+			status, body, _, ok = do("POST", holdPath+"/confirm", e.origin, key, sess)
+			if ok {
+				var again struct {
+					Order string `json:"order"`
+				}
+				json.Unmarshal(body, &again)
+				bv.ReplayBad = status != http.StatusOK || again.Order != o.Order
+				break
+			}
+		}
+		return end(BookConfirmed, think/8)
+	}
+	return now, true
+}
+
+// availableSeats lists the available seats by number (S1, S2, …).
+func availableSeats(seats map[string]string) []string {
+	var free []string
+	for s, st := range seats {
+		if st == "available" {
+			free = append(free, s)
+		}
+	}
+	slices.SortFunc(free, func(a, b string) int {
+		x, _ := strconv.Atoi(strings.TrimPrefix(a, "S"))
+		y, _ := strconv.Atoi(strings.TrimPrefix(b, "S"))
+		return x - y
+	})
+	return free
+}
+
+// headersKey carries extra request headers in a context.
+type headersKey struct{}
+
+// WithHeaders returns a context whose requests (Transport.Do of the drivers)
+// also carry these headers, such as a confirm's Idempotency-Key.
+func WithHeaders(ctx context.Context, h map[string]string) context.Context {
+	return context.WithValue(ctx, headersKey{}, h)
+}
+
+// headersFrom returns the headers WithHeaders put in ctx.
+func headersFrom(ctx context.Context) map[string]string {
+	h, _ := ctx.Value(headersKey{}).(map[string]string)
+	return h
+}
+
+// BookingResult is the event as the admin API shows it once every hold the
+// crowd left has run out.
+type BookingResult struct {
+	Event    string
+	Seats    map[string]string
+	Stock    map[string]int64
+	Counters map[string]int64
+	Reads    int // admin reads it took (each expires up to 1,000 overdue holds)
+}
+
+// finishBooking waits (real time) or moves the clock (virtual) past the
+// expiry of every hold the crowd did not settle, then reads the event until
+// every hold is confirmed, released or expired.
+func finishBooking(ctx context.Context, d Driver, adminKey string, b *bookEnv, vs []*Visitor) (*BookingResult, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var last time.Time
+	for _, v := range vs {
+		bv := v.Book
+		if bv == nil {
+			continue
+		}
+		if bv.Token != "" && bv.Outcome != BookConfirmed && bv.Outcome != BookReleased && bv.ExpiresAt.After(last) {
+			last = bv.ExpiresAt
+		}
+		if bv.Errors > 0 {
+			// A failed request may have made a hold the visitor never heard of:
+			// it runs out within a TTL from now.
+			last = maxTime(last, d.Now().Add(b.cfg.HoldTTL))
+		}
+	}
+	if err := d.AdvanceTo(ctx, last.Add(time.Millisecond)); err != nil {
+		return nil, err
+	}
+	r := &BookingResult{Event: b.event}
+	for r.Reads < 100 {
+		r.Reads++
+		status, body, _, err := d.Do(ctx, "GET", "/api/admin/events/"+b.event, adminKey, nil)
+		var info struct {
+			Seats    map[string]string `json:"seats"`
+			Stock    map[string]int64  `json:"stock"`
+			Counters map[string]int64  `json:"counters"`
+		}
+		if err != nil || status != http.StatusOK || json.Unmarshal(body, &info) != nil {
+			return nil, fmt.Errorf("sim: GET event: status %d: %.200s %v", status, body, err)
+		}
+		r.Seats, r.Stock, r.Counters = info.Seats, info.Stock, info.Counters
+		c := r.Counters
+		if c["holds"] == c["confirmed"]+c["released"]+c["expired"] {
+			break
+		}
+	}
+	return r, nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// BookingSummary is the booking part of the report.
+type BookingSummary struct {
+	Seats, Stock int64 // the inventory
+	Outcomes     map[string]int
+
+	HoldsTried, HoldsGranted, HoldsRefused int
+	RefusedBy                              map[string]int
+	Errors                                 int    // booking requests failed (5xx, 429, transport) and retried
+	LastError                              string // one of those failures, for the report
+
+	OrdersConfirmed int
+	SeatsSold       int   // seats the event says sold
+	SeatsLeft       int   // seats the event says available
+	UnitsSold       int64 // units in the visitors' orders
+	StockLeft       int64
+	Counters        map[string]int64 // the engine's counters at the end
+
+	// Invariants (all must be 0).
+	DoubleSold      int   // seats in more than one of the visitors' orders
+	SoldMismatch    int   // seats sold without one of the visitors' orders, or ordered but not sold
+	NegativeStock   int   // negative stock figures seen during the run or at the end
+	StockMismatch   int64 // initial stock − units ordered − stock left
+	Unsettled       int64 // holds neither confirmed, released nor expired at the end (and seats still held)
+	ReplaysBad      int   // retried confirms not answered 200 with the same order
+	CounterMismatch int   // the engine's holds and confirmed counters vs what the visitors were answered (checked when no request failed)
+}
+
+// OK reports whether every booking invariant held.
+func (s *BookingSummary) OK() bool {
+	return s == nil || (s.DoubleSold == 0 && s.SoldMismatch == 0 && s.NegativeStock == 0 && s.StockMismatch == 0 &&
+		s.Unsettled == 0 && s.ReplaysBad == 0 && s.CounterMismatch == 0)
+}
+
+// summarizeBooking checks the visitors' bookings against the event at the end.
+func (r *Result) summarizeBooking() *BookingSummary {
+	if r.Booking == nil || r.Config.Booking == nil {
+		return nil
+	}
+	b := *r.Config.Booking
+	s := &BookingSummary{Seats: int64(b.Seats), Stock: b.Stock, Outcomes: map[string]int{}, RefusedBy: map[string]int{},
+		Counters: r.Booking.Counters}
+	ordered := map[string]int{}
+	for _, v := range r.Visitors {
+		bv := v.Book
+		if bv == nil {
+			continue
+		}
+		s.Outcomes[bv.Outcome.String()]++
+		s.HoldsTried += bv.Tries
+		s.HoldsRefused += bv.Refused
+		for k, n := range bv.RefusedBy {
+			s.RefusedBy[k] += n
+		}
+		s.Errors += bv.Errors
+		if bv.lastFailure != "" {
+			s.LastError = bv.lastFailure
+		}
+		s.NegativeStock += bv.NegStock
+		if bv.Token != "" {
+			s.HoldsGranted++
+		}
+		if bv.ReplayBad {
+			s.ReplaysBad++
+		}
+		if bv.Order != "" {
+			s.OrdersConfirmed++
+			for _, seat := range bv.Seats {
+				ordered[seat]++
+			}
+			s.UnitsSold += bv.Units["ga"]
+		}
+	}
+	for seat, n := range ordered {
+		if n > 1 {
+			s.DoubleSold++
+		}
+		if r.Booking.Seats[seat] != "sold" {
+			s.SoldMismatch++
+		}
+	}
+	for seat, st := range r.Booking.Seats {
+		switch st {
+		case "sold":
+			s.SeatsSold++
+			if ordered[seat] == 0 {
+				s.SoldMismatch++
+			}
+		case "available":
+			s.SeatsLeft++
+		default:
+			s.Unsettled++
+		}
+	}
+	s.StockLeft = r.Booking.Stock["ga"]
+	if s.StockLeft < 0 {
+		s.NegativeStock++
+	}
+	s.StockMismatch = b.Stock - s.UnitsSold - s.StockLeft
+	c := r.Booking.Counters
+	s.Unsettled += c["holds"] - c["confirmed"] - c["released"] - c["expired"]
+	if s.Errors == 0 && (c["holds"] != int64(s.HoldsGranted) || c["confirmed"] != int64(s.OrdersConfirmed)) {
+		s.CounterMismatch++
+	}
+	return s
+}
+
+// writeTable prints the booking part of the report.
+func (s *BookingSummary) writeTable(w io.Writer) {
+	if s == nil {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "booking: inventory\t%d seats, %d units of stock\t\n", s.Seats, s.Stock)
+	fmt.Fprintf(tw, "booking: outcomes\t%v\t\n", s.Outcomes)
+	fmt.Fprintf(tw, "booking: holds tried / granted / refused\t%d / %d / %d %v\t\n", s.HoldsTried, s.HoldsGranted, s.HoldsRefused, s.RefusedBy)
+	fmt.Fprintf(tw, "booking: orders confirmed\t%d (seats sold %d, units sold %d)\t\n", s.OrdersConfirmed, s.SeatsSold, s.UnitsSold)
+	fmt.Fprintf(tw, "booking: left at the end\t%d seats, %d units\t\n", s.SeatsLeft, s.StockLeft)
+	fmt.Fprintf(tw, "booking: engine counters\t%v\t\n", s.Counters)
+	fmt.Fprintf(tw, "booking: request errors (5xx, 429, transport)\t%d\t\n", s.Errors)
+	if s.LastError != "" {
+		fmt.Fprintf(tw, "  one of them\t%.200s\t\n", s.LastError)
+	}
+	fmt.Fprintf(tw, "booking: seats sold more than once\t%d\t%s\n", s.DoubleSold, check(s.DoubleSold == 0))
+	fmt.Fprintf(tw, "booking: sold seats ≠ the visitors' orders\t%d\t%s\n", s.SoldMismatch, check(s.SoldMismatch == 0))
+	fmt.Fprintf(tw, "booking: negative stock seen\t%d\t%s\n", s.NegativeStock, check(s.NegativeStock == 0))
+	fmt.Fprintf(tw, "booking: stock − units sold − stock left\t%d\t%s\n", s.StockMismatch, check(s.StockMismatch == 0))
+	fmt.Fprintf(tw, "booking: holds unsettled after every expiry\t%d\t%s\n", s.Unsettled, check(s.Unsettled == 0))
+	fmt.Fprintf(tw, "booking: retried confirms not the same order\t%d\t%s\n", s.ReplaysBad, check(s.ReplaysBad == 0))
+	counters := "ok"
+	if s.Errors > 0 {
+		counters = "not checked (requests failed)"
+	} else if s.CounterMismatch > 0 {
+		counters = "FAIL"
+	}
+	fmt.Fprintf(tw, "booking: engine's holds, confirmed = visitors'\t%d, %d\t%s\n", s.HoldsGranted, s.OrdersConfirmed, counters)
+	tw.Flush()
+}

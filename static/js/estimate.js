@@ -1,0 +1,40 @@
+// The place and the wait between two polls. The server may ask a visitor far
+// back to come back only after minutes; in between, the page counts the
+// position and the estimate down at the admission rate the last reply implied
+// (position ÷ etaSeconds: the server's ETA is the position over the rate it
+// measured, rounded up, so this rate is never above the server's), and the next
+// reply sets them right. People ahead who leave make the real position fall
+// faster than admissions alone, so the count errs on the slow side.
+
+// rateOf is the admission rate, in visitors a second, that a view's reply
+// implies, or 0 when there is nothing to count: not waiting, no rate known
+// (etaSeconds null), or already at the front.
+export function rateOf(v) {
+  if (!v || v.state !== 'waiting') return 0;
+  if (!(v.position > 1) || !(v.etaSeconds > 0) || !(v.at > 0)) return 0;
+  return v.position / v.etaSeconds;
+}
+
+// estimate is what to show at time now (ms since the epoch) for the view v,
+// the last reply as the page keeps it ({state, position, etaSeconds, at}, and
+// heldAt while the page cannot reach the server: the count stops there, since
+// admissions may have stopped too, and goes on from the next reply).
+// prev is the last estimate shown (or null): between two replies the shown
+// position never rises, even when the device's clock steps back. It returns
+// {position, etaSeconds, counting, ratePerSecond, key}:
+//   - position: whole places, from the reply's down to 1, never below 1 (only
+//     the server says "admitted") and never above the reply's;
+//   - etaSeconds: the shown position over the rate, never above the reply's;
+//   - counting: whether the numbers are counted down (an estimate), so the
+//     page says "about".
+export function estimate(v, now, prev) {
+  const r = rateOf(v);
+  const key = v ? v.at + ':' + v.position + ':' + v.etaSeconds : '';
+  if (!r) return { position: v ? v.position : 0, etaSeconds: v ? v.etaSeconds : null, counting: false, ratePerSecond: 0, key };
+  const until = v.heldAt > 0 ? Math.min(now, v.heldAt) : now;
+  const elapsed = Math.max(0, (until - v.at) / 1000);
+  let position = Math.min(v.position, Math.max(1, Math.ceil(v.position - r * elapsed)));
+  if (prev && prev.key === key && prev.position > 0) position = Math.min(position, prev.position);
+  const etaSeconds = Math.min(v.etaSeconds, position / r);
+  return { position, etaSeconds, counting: true, ratePerSecond: r, key };
+}
