@@ -19,6 +19,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/rie"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
@@ -200,7 +201,7 @@ func TestLambdasUnderEmulator(t *testing.T) {
 	}
 	// Its tick that admitted the visitor went out as an admission event line.
 	tickLine := `{"source":"vestibule.admission","detail-type":"admission.tick","detail":{"room":"` + id + `",`
-	if out := fn["admit"].Output(); !strings.Contains(out, tickLine) || !strings.Contains(out, `"admitted":1,`) {
+	if out := settled(fn["admit"], tickLine); !strings.Contains(out, tickLine) || !strings.Contains(out, `"admitted":1,`) {
 		t.Fatalf("admit output has no admission.tick line for the room:\n%s", out)
 	}
 
@@ -251,7 +252,7 @@ func TestLambdasUnderEmulator(t *testing.T) {
 		t.Fatalf("confirm retried: %v %v", resp.Headers, body)
 	}
 	line := `{"source":"vestibule.booking","detail-type":"booking.order.confirmed","detail":{"type":"booking.order.confirmed","event":"` + id + `","order":"` + hold + `"`
-	if out := fn["booking"].Output(); strings.Count(out, line) != 1 {
+	if out := settled(fn["booking"], line); strings.Count(out, line) != 1 {
 		t.Fatalf("booking output has %d order lines, want 1:\n%s", strings.Count(out, line), out)
 	}
 	resp, body = fn["consume"].http(t, "complete.json", "ENTRY_TOKEN", entry, "ORIGIN_CREDENTIAL", origin)
@@ -259,7 +260,7 @@ func TestLambdasUnderEmulator(t *testing.T) {
 	// One consumed and one completed event (the replay emitted nothing).
 	for _, typ := range []string{"admission.entry.consumed", "admission.session.completed"} {
 		line := `{"source":"vestibule.admission","detail-type":"` + typ + `","detail":{"room":"` + id + `",`
-		if out := fn["consume"].Output(); strings.Count(out, line) != 1 {
+		if out := settled(fn["consume"], line); strings.Count(out, line) != 1 {
 			t.Fatalf("consume output has %d %s lines, want 1:\n%s", strings.Count(out, line), typ, out)
 		}
 	}
@@ -284,4 +285,12 @@ func TestLambdasUnderEmulator(t *testing.T) {
 	if _, body = fn["poll"].http(t, "poll.json", with("TICKET", second)...); body["state"] != "expired" {
 		t.Fatalf("poll after leave: %v", body)
 	}
+}
+
+// settled is what fn printed once line appears in it (or after 5 s): the
+// emulator copies the function's stdout asynchronously, so a line printed
+// before a response may be read a moment after it.
+func settled(fn interface{ Output() string }, line string) string {
+	testkit.WaitFor(5*time.Second, func() bool { return strings.Contains(fn.Output(), line) })
+	return fn.Output()
 }
