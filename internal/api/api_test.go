@@ -37,6 +37,9 @@ func TestJourney(t *testing.T) {
 		if a.json["etaSeconds"] == nil || a.num("pollAfterMs") != 1000 {
 			t.Fatalf("first in line: want an ETA and a 1 s poll, got %s", a.Body)
 		}
+		if r, ok := a.json["ratePerMinute"].(float64); !ok || r != 0 {
+			t.Fatalf("nobody admitted yet: want ratePerMinute 0, got %s", a.Body)
+		}
 		b := f.do("POST", base+"/enqueue", "", nil)
 		if b.num("position") != 2 || b.str("ticket") == a.str("ticket") {
 			t.Fatalf("second enqueue: %s", b.Body)
@@ -64,6 +67,15 @@ func TestJourney(t *testing.T) {
 		}
 		if admitted.num("pollAfterMs") != 0 {
 			t.Fatalf("admitted: pollAfterMs = %d, want 0", admitted.num("pollAfterMs"))
+		}
+		if _, ok := admitted.json["ratePerMinute"]; ok {
+			t.Fatalf("admitted: a rate is for those waiting, got %s", admitted.Body)
+		}
+		// The second visitor, waiting in the full room, is told the rate measured
+		// since the first was admitted.
+		f.clock.Advance(pollpolicy.MinInterval)
+		if w := f.do("GET", base+"/poll", "", bearer(b.str("ticket"))); w.str("state") != "waiting" || w.num("ratePerMinute") <= 0 {
+			t.Fatalf("second visitor after one admission: want a measured ratePerMinute, got %s", w.Body)
 		}
 		tok := admitted.str("entryToken")
 		c, err := f.entries.Verify(tok, f.clock.Now())

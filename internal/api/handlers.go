@@ -28,7 +28,11 @@ type placeResponse struct {
 	Waiting     int64      `json:"waiting"`
 	EtaSeconds  *int64     `json:"etaSeconds"` // null when no admission rate is known
 	PollAfterMs int64      `json:"pollAfterMs"`
-	OpensAt     *time.Time `json:"opensAt,omitempty"`
+	// RatePerMinute is, while waiting, the admissions of the last minute as
+	// measured (0 when nobody was admitted: the ETA then uses the configured
+	// rate): the page counts the place down at it between polls.
+	RatePerMinute *int64     `json:"ratePerMinute,omitempty"`
+	OpensAt       *time.Time `json:"opensAt,omitempty"`
 	// Set when admitted.
 	EntryToken     string     `json:"entryToken,omitempty"`
 	OriginURL      string     `json:"originUrl,omitempty"`
@@ -136,11 +140,14 @@ func (h *Handler) placeResponse(r *request, p room.Place, ticket string) (events
 	in := pollpolicy.Input{
 		State: p.State, Position: p.Position, RatePerMinute: rate,
 		PollWithin:   p.PollWithin,
+		Grace:        time.Duration(p.Config.HeartbeatTTLSeconds) * time.Second,
 		TickInterval: h.o.TickInterval, Jitter: h.o.Jitter(),
 	}
 	switch p.State {
 	case room.StateWaiting:
 		out.EtaSeconds = pollpolicy.ETASeconds(p.Position, rate)
+		measured := int64(max(p.MeasuredPerMinute, 0))
+		out.RatePerMinute = &measured
 	case room.StatePrequeue:
 		if p.Config.OpensAt != nil {
 			in.UntilOpen = p.Config.OpensAt.Sub(r.now)

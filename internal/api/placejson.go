@@ -68,6 +68,10 @@ func appendPlaceJSON(b []byte, out *placeResponse) ([]byte, bool) {
 	}
 	b = append(b, `,"pollAfterMs":`...)
 	b = strconv.AppendInt(b, out.PollAfterMs, 10)
+	if out.RatePerMinute != nil {
+		b = append(b, `,"ratePerMinute":`...)
+		b = strconv.AppendInt(b, *out.RatePerMinute, 10)
+	}
 	tm(`,"opensAt":`, out.OpensAt)
 	str(`,"entryToken":`, out.EntryToken, true)
 	str(`,"originUrl":`, out.OriginURL, true)

@@ -16,8 +16,9 @@ func TestPlaceJSONIsEncodingJSONs(t *testing.T) {
 	far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, out := range []placeResponse{
 		{},
-		{Room: "demo", Ticket: "AgAQ-_x", State: room.StateWaiting, Position: 42, Waiting: 1000, EtaSeconds: &eta, PollAfterMs: 2250, PageVersion: "a1b2c3d4e5f6"},
+		{Room: "demo", Ticket: "AgAQ-_x", State: room.StateWaiting, Position: 42, Waiting: 1000, EtaSeconds: &eta, PollAfterMs: 2250, RatePerMinute: &eta, PageVersion: "a1b2c3d4e5f6"},
 		{Room: "demo", State: room.StateClosed, PollAfterMs: 30000},
+		{Room: "demo", State: room.StateWaiting, Position: 7, EtaSeconds: &eta, RatePerMinute: &zero},
 		{Room: "demo", Ticket: "t", State: room.StatePrequeue, OpensAt: &opens, Position: 0, Waiting: math.MaxInt64, EtaSeconds: &neg},
 		{Room: "demo", Ticket: "t", State: room.StateAdmitted, EtaSeconds: &zero, EntryToken: "eyJ.a.b", OriginURL: "https://shop.example/?a=1&b=<2>",
 			GrantExpiresAt: &grant, EnterURL: "https://shop.example/.vestibule/enter", PageVersion: "x"},

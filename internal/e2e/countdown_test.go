@@ -151,12 +151,16 @@ func TestCountdownBetweenPolls(t *testing.T) {
 		{"state": "waiting", "position": 5470, "etaSeconds": 54700, "pollAfterMs": 4000},
 		// Paused: nothing counts, whatever the ETA.
 		{"state": "paused", "position": 5440, "etaSeconds": 272, "pollAfterMs": 3000},
-		// Near the front at 3 a second: 1 within a second, and not below.
-		{"state": "waiting", "position": 3, "etaSeconds": 1, "pollAfterMs": 4000},
+		// A full room: nobody admitted in the last minute (ratePerMinute 0), the
+		// ETA from the configured rate. Nothing counts.
+		{"state": "waiting", "position": 5430, "etaSeconds": 272, "ratePerMinute": 0, "pollAfterMs": 3000},
+		// Near the front at 3 a second (the measured rate, 180 a minute): 1
+		// within a second, and not below.
+		{"state": "waiting", "position": 3, "etaSeconds": 1, "ratePerMinute": 180, "pollAfterMs": 4000},
 		// Then a long wait that counts slowly, for the accessibility check.
 		{"state": "waiting", "position": 40, "etaSeconds": 400, "pollAfterMs": 600000},
 	}
-	answered := map[int]bool{5560: true, 5470: true, 5440: true, 3: true, 40: true}
+	answered := map[int]bool{5560: true, 5470: true, 5440: true, 5430: true, 3: true, 40: true}
 	s := scriptedRoom(t, func(n int) map[string]any { return replies[min(n, len(replies)-1)] })
 	v := visitor(t)
 	if _, err := chromedp.Call(v, page.AddScriptToEvaluateOnNewDocument,
@@ -175,7 +179,7 @@ func TestCountdownBetweenPolls(t *testing.T) {
 	}
 	// The last answer: a slow count from 40, which stays put long enough to
 	// check the page's accessibility while it counts.
-	waitJS(t, v, `+document.body.dataset.polls >= 5 && +document.getElementById("position").textContent <= 40`, 3*wait)
+	waitJS(t, v, `+document.body.dataset.polls >= 6 && +document.getElementById("position").textContent <= 40`, 3*wait)
 	checkAxe(t, v) // "about", the counting line and the "notify me" button
 	got := browsertest.Eval[[]seen](t, v, `__seen`)
 	said := browsertest.Eval[[]string](t, v, `__said`)
@@ -183,9 +187,9 @@ func TestCountdownBetweenPolls(t *testing.T) {
 	t.Logf("said: %q", said)
 
 	var (
-		prev                                  = 0
-		fell, etaMoved, pace, rose, front, pz bool
-		firstETA                              = ""
+		prev                                        = 0
+		fell, etaMoved, pace, rose, front, pz, full bool
+		firstETA                                    = ""
 	)
 	for i, g := range got {
 		n := shownPosition(t, g.Pos)
@@ -218,12 +222,19 @@ func TestCountdownBetweenPolls(t *testing.T) {
 			}
 			etaMoved = etaMoved || g.ETA != firstETA
 		}
+		// A full room's place stands still, whatever its ETA says.
+		if g.State == "waiting" && g.Polls == 4 {
+			full = true
+			if n != 5430 || g.About {
+				t.Errorf("shown[%d] = %+v: counted in a room that admitted nobody in the last minute", i, g)
+			}
+		}
 		// The second answer replaced the count, up from what was counted.
 		if n == 5470 && prev < 5470 {
 			rose = true
 		}
-		// Near the front: 1, counted down from 3 before the fifth request.
-		if n == 1 && g.Polls == 4 && g.About {
+		// Near the front: 1, counted down from 3 before the sixth request.
+		if n == 1 && g.Polls == 5 && g.About {
 			front = true
 		}
 		prev = n
@@ -243,6 +254,9 @@ func TestCountdownBetweenPolls(t *testing.T) {
 	if !pz {
 		t.Errorf("the paused answer was never shown")
 	}
+	if !full {
+		t.Errorf("the full room's answer (ratePerMinute 0) was never shown")
+	}
 	if !front {
 		t.Errorf("the count from 3 at 3 a second never showed 1 before the next poll")
 	}
@@ -252,7 +266,7 @@ func TestCountdownBetweenPolls(t *testing.T) {
 		t.Errorf("first announcement %q, want the first answer's place (5,560)", said)
 	}
 	for _, m := range said {
-		if strings.Contains(m, "number") && !strings.Contains(m, "5,560") && !strings.Contains(m, "5,470") &&
+		if strings.Contains(m, "number") && !strings.Contains(m, "5,560") && !strings.Contains(m, "5,470") && !strings.Contains(m, "5,430") &&
 			!strings.Contains(m, "number 3 ") && !strings.Contains(m, "number 40 ") {
 			t.Errorf("announced %q: a counted place, not one the server gave", m)
 		}

@@ -18,10 +18,12 @@ const MinPollAfter = time.Second
 // jitter and timers; a page that polls faster gets 429 with Retry-After.
 const MinInterval = MinPollAfter / 2
 
-// HoldPollAfter is the interval while nobody is admitted (a paused or closed
-// room, or no admission rate known): long enough to cost little, short enough
-// that a visitor at the front sees the grant well within its claim window
-// once admission resumes.
+// HoldPollAfter is the longest interval while nobody is admitted (a paused or
+// closed room, or no admission rate known): long enough to cost little, short
+// enough that a visitor at the front sees the grant well within its claim
+// window once admission resumes. A room with a grace (heartbeatTTLSeconds)
+// under two minutes holds for a quarter of it (not under 2 s): the operator
+// who keeps a short grace wants its visitors to hear sooner.
 const HoldPollAfter = 30 * time.Second
 
 // FinalWindow is how close to the expected admission tick a visitor may be
@@ -46,6 +48,7 @@ type Input struct {
 	Position      int64         // 1-based place in the queue
 	RatePerMinute float64       // admissions per minute used for the ETA
 	PollWithin    time.Duration // the engine's budget (room.Place.PollWithin); ≤ 0: room.MaxPollAfter
+	Grace         time.Duration // the room's heartbeatTTLSeconds; ≤ 0: the default (HoldPollAfter holds)
 	TickInterval  time.Duration // how often admission runs
 	UntilOpen     time.Duration // pre-queue: time left before the room opens
 	Jitter        float64       // factor in [0.9, 1.1]; spreads a crowd's polls apart
@@ -66,9 +69,11 @@ type Input struct {
 //
 // A one-minute wait then costs about three requests (enqueue, one poll into
 // the final window, one that sees the grant) and a 20-minute wait about eight.
-// Pre-queue: just after the opening (spread over 2 s), or the budget when the
-// opening is farther. Paused, closed, or no rate: HoldPollAfter. Zero means
-// "do not poll again".
+// Pre-queue: just after the opening (spread over 2 s), or twice the hold
+// interval when the opening is farther (an opening moved earlier is heard
+// within a minute). Paused, closed, or no rate: the hold interval
+// (HoldPollAfter, or a quarter of a shorter grace). Zero means "do not poll
+// again".
 func After(in Input) time.Duration {
 	budget := in.PollWithin
 	if budget <= 0 {
@@ -84,10 +89,10 @@ func After(in Input) time.Duration {
 	case room.StateAdmitted, room.StateExpired:
 		return 0
 	case room.StatePaused, room.StateClosed:
-		d = scale(HoldPollAfter, jitter)
+		d = scale(hold(in), jitter)
 	case room.StatePrequeue:
-		if in.UntilOpen >= budget {
-			d = scale(budget, 0.9+x/10)
+		if far := min(budget, 2*hold(in)); in.UntilOpen >= far {
+			d = scale(far, 0.9+x/10)
 		} else {
 			// Everyone comes just after the opening, spread over 2 s.
 			d = max(in.UntilOpen, 0) + scale(2*time.Second, x)
@@ -101,7 +106,7 @@ func After(in Input) time.Duration {
 // waiting is After for a waiting visitor; x in [0, 1] spreads a crowd's polls.
 func waiting(in Input, x float64) time.Duration {
 	if in.RatePerMinute <= 0 {
-		return HoldPollAfter // no admissions measured or configured: nothing to hurry for
+		return hold(in) // no admissions measured or configured: nothing to hurry for
 	}
 	tick := in.TickInterval
 	if tick <= 0 {
@@ -121,6 +126,15 @@ func waiting(in Input, x float64) time.Duration {
 	// before it when that is more.
 	land := max(scale(5*time.Second, 1+x), scale(eta, Margin*(1+x/5)))
 	return eta - land
+}
+
+// hold is the interval while nobody is admitted: HoldPollAfter, or a quarter
+// of a shorter grace, not under 2 s.
+func hold(in Input) time.Duration {
+	if in.Grace <= 0 {
+		return HoldPollAfter
+	}
+	return min(HoldPollAfter, max(in.Grace/4, 2*MinPollAfter))
 }
 
 func scale(d time.Duration, f float64) time.Duration { return time.Duration(float64(d) * f) }

@@ -178,7 +178,8 @@ func (e *Engine) place(s script, t Ticket, have versioned, reply []any) (Place, 
 	p.Position, p.Waiting = num(reply[placePosition]), num(reply[placeWaiting])
 	p.PollWithin = time.Duration(num(reply[placeWithin])) * time.Millisecond
 	deadline := num(reply[placeDeadline])
-	p.RatePerMinute = float64(num(reply[placeRate]))
+	p.MeasuredPerMinute = float64(num(reply[placeRate]))
+	p.RatePerMinute = p.MeasuredPerMinute
 	if p.RatePerMinute <= 0 {
 		p.RatePerMinute = float64(p.Config.AdmitPerMinute)
 	}

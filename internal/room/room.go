@@ -91,6 +91,9 @@ type Place struct {
 	// RatePerMinute is the admission rate observed over the last minute, or the
 	// configured rate when nothing was observed; callers derive ETAs from it.
 	RatePerMinute float64
+	// MeasuredPerMinute is the admission rate measured over the last minute
+	// alone: 0 when nobody was admitted (RatePerMinute then falls back).
+	MeasuredPerMinute float64
 	// PollWithin is how long the engine holds the place without a poll, beyond
 	// the grace (heartbeatTTLSeconds): the told poll may not be later (the
 	// poll policy stays within it). Waiting: the ETA plus PollSlack, at most

@@ -1,17 +1,21 @@
 // The place and the wait between two polls. The server may ask a visitor far
 // back to come back only after minutes; in between, the page counts the
 // position and the estimate down at the admission rate the last reply implied
-// (position ÷ etaSeconds: the server's ETA is the position over the rate it
-// measured, rounded up, so this rate is never above the server's), and the next
+// (ratePerMinute, the admissions the server measured in the last minute; from
+// an older server without it, position ÷ etaSeconds, never above the rate the
+// ETA was made from), and the next
 // reply sets them right. People ahead who leave make the real position fall
 // faster than admissions alone, so the count errs on the slow side.
 
 // rateOf is the admission rate, in visitors a second, that a view's reply
 // implies, or 0 when there is nothing to count: not waiting, no rate known
-// (etaSeconds null), or already at the front.
+// (etaSeconds null), nobody admitted in the last minute (ratePerMinute 0: a
+// full room; its ETA is made from the room's configured rate, which is not
+// happening now), or already at the front.
 export function rateOf(v) {
   if (!v || v.state !== 'waiting') return 0;
   if (!(v.position > 1) || !(v.etaSeconds > 0) || !(v.at > 0)) return 0;
+  if (typeof v.ratePerMinute === 'number') return Math.max(0, v.ratePerMinute) / 60;
   return v.position / v.etaSeconds;
 }
 

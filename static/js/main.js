@@ -354,6 +354,7 @@ async function accepted(r, saved) {
   }
   const v = {
     state: r.state, position: r.position || 0, waiting: r.waiting || 0, etaSeconds: r.etaSeconds ?? null,
+    ratePerMinute: typeof r.ratePerMinute === 'number' ? r.ratePerMinute : null,
     opensAt, skew: r.clockSkewMs || 0, start, at: Date.now(),
   };
   if (r.state === 'admitted') {
