@@ -333,8 +333,9 @@ func TestStates(t *testing.T) {
 	opens := f.clock.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)
 	id := f.room(`{"opensAt":"` + opens + `","heartbeatTTLSeconds":60,"originUrl":"https://origin.example/"}`)
 	p := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
-	// Opening in 10 min: the engine's longest budget (5 min), spread down by the jitter.
-	if p.str("state") != "prequeue" || p.num("pollAfterMs") != 285000 || p.str("opensAt") == "" {
+	// Opening in 10 min: twice the hold interval (a quarter of the 60 s grace),
+	// 30 s, spread down by the jitter.
+	if p.str("state") != "prequeue" || p.num("pollAfterMs") != 28500 || p.str("opensAt") == "" {
 		t.Fatalf("pre-queue: %s", p.Body)
 	}
 	wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"opensAt":null,"mode":"paused"}`), 200, "")
