@@ -27,10 +27,14 @@ const MinInterval = MinPollAfter / 2
 const HoldPollAfter = 30 * time.Second
 
 // FinalWindow is how close to the expected admission tick a visitor may be
-// before the policy aims the next poll just after that tick: the rate estimate
-// is good to a second or two over this span. A far poll aims to land 5–10 s
-// (spread by the jitter) before the admission, inside it.
-const FinalWindow = 12 * time.Second
+// before the policy aims the next poll just after that tick. Over 45 s the
+// rate estimate of a steady crowd is good to a second or two, and a wait of
+// under a minute then costs two requests (the join and the poll that sees the
+// grant), three at most: measured, the one-minute crowd spends 2.9 requests a
+// visitor-minute at 45 s against 3.4 at 12 s, the grant seen within 2.2 s at
+// p99 (docs/BENCHMARKS.md). A far poll aims to land 5–10 s (spread by the
+// jitter) before the admission, inside it.
+const FinalWindow = 45 * time.Second
 
 // AfterTick is how long after the expected admission tick the final poll
 // lands, so the grant is there when it arrives.

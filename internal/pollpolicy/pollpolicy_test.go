@@ -24,16 +24,18 @@ func TestAfter(t *testing.T) {
 		{"within one tick's admissions", w(10, 600), time.Second},
 		{"two ticks away: just after the second", w(11, 600), 2*time.Second + AfterTick},
 		{"final window: just after the admission tick", w(50, 600), 5*time.Second + AfterTick},
-		{"at the final window's edge", w(100, 600), 10*time.Second + AfterTick},
-		{"at the final window's end", w(120, 600), 12*time.Second + AfterTick},
-		{"just past it: into the final window", w(130, 600), 5500 * time.Millisecond},
+		{"10 s away: just after the admission tick", w(100, 600), 10*time.Second + AfterTick},
+		{"12 s away: just after the admission tick", w(120, 600), 12*time.Second + AfterTick},
+		{"13 ticks away: just after the admission tick", w(130, 600), 13*time.Second + AfterTick},
+		{"at the final window's end", w(450, 600), 45*time.Second + AfterTick},
+		{"just past it: 5–10 s (or 15–18 %) before the ETA, into the window", w(460, 600), 38410 * time.Millisecond},
 		{"a minute away: ETA less the margin", w(600, 600), 50100 * time.Millisecond},
 		{"far: ETA less the margin", w(3000, 600), 250500 * time.Millisecond},
 		{"farther: the engine's budget", w(100_000, 600), room.MaxPollAfter},
 		{"a smaller budget wins", with(w(3000, 600), func(in *Input) { in.PollWithin = time.Minute }), time.Minute},
 		{"jitter up: a far poll earlier", with(w(600, 600), func(in *Input) { in.Jitter = 1.1 }), 49200 * time.Millisecond},
 		{"jitter down: a far poll later", with(w(600, 600), func(in *Input) { in.Jitter = 0.9 }), 51 * time.Second},
-		{"jitter spreads the landing in the final window", with(w(130, 600), func(in *Input) { in.Jitter = 0.9 }), 8 * time.Second},
+		{"jitter spreads the landing in the final window", with(w(460, 600), func(in *Input) { in.Jitter = 0.9 }), 39100 * time.Millisecond},
 		{"jitter leaves the final poll alone", with(w(50, 600), func(in *Input) { in.Jitter = 0.9 }), 5*time.Second + AfterTick},
 		{"out-of-range jitter ignored", with(w(600, 600), func(in *Input) { in.Jitter = 5 }), 50100 * time.Millisecond},
 		{"no rate known", w(5, 0), HoldPollAfter},
@@ -126,8 +128,13 @@ func descent(pos int64, rate float64, phase time.Duration, speedup, jitter float
 // The descent's cost and the grant→seen delay, over tick phases and jitters: a
 // one-minute wait costs three requests, a 20-minute one at most nine; the
 // grant is seen within a second at the median and 2.3 s at worst (the bucket's
-// fraction can bring the admission a tick earlier than the position says);
-// when the queue moves 10 % faster, 1.5 s at the median and 3 s at worst.
+// fraction can bring the admission a tick earlier than the position says).
+// When the queue moves 10 % faster than the measured rate (leavers ahead not
+// yet swept), a one-minute wait still sees it within 3 s; a long wait's last
+// poll, aimed from up to FinalWindow (45 s) out, can land 10 % of that late:
+// within 5 s, 3 s at the median. That is the price of one poll fewer on every
+// short wait (docs/BENCHMARKS.md: the crowds, whose leavers are mostly swept
+// before the front, see the grant within 3 s at p99).
 func TestDescent(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -141,7 +148,7 @@ func TestDescent(t *testing.T) {
 		{"one minute", 1000, 1000, 3, 1, 2300 * time.Millisecond, time.Second},
 		{"one minute, 10 % faster", 1000, 1000, 3, 1.1, 3 * time.Second, 1500 * time.Millisecond},
 		{"twenty minutes at 5,000 a minute", 100_000, 5000, 9, 1, 2300 * time.Millisecond, time.Second},
-		{"twenty minutes, 10 % faster", 100_000, 5000, 9, 1.1, 3 * time.Second, 1500 * time.Millisecond},
+		{"twenty minutes, 10 % faster", 100_000, 5000, 9, 1.1, 5 * time.Second, 3 * time.Second},
 		{"half a minute", 250, 500, 3, 1, 2300 * time.Millisecond, time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {
