@@ -27,7 +27,7 @@ local batch = tonumber(ARGV[2])
 local cfg = load_cfg()
 if not cfg then return {'noroom'} end
 local st = redis.call('HMGET', K_ST, 'head', 'tokens', 'refill', 'sweep', 'created', 'epoch', 'since', 'oldest',
-  'hbgrace', 'hbgraceuntil', 'tickat', 'histmin', 'evicted')
+  'hbgrace', 'hbgraceuntil', 'tickat', 'histmin', 'evicted', 'fa', 'fs')
 local guard = tonumber(ARGV[3]) or 0
 local last = tonumber(st[11])
 if guard > 0 and last and now >= last and now - last < guard then return {'busy'} end
@@ -47,7 +47,7 @@ else
   redis.call('ZREMRANGEBYSCORE', K_LEFT, '-inf', num(top))
 end
 
-local admitted, evicted = 0, 0
+local admitted, evicted, skipped = 0, 0, 0 -- skipped: stale visitors evicted at the front
 local lo, hi -- the lowest and highest sequence admitted (for the admission event)
 local function finish()
   if evicted > 0 then redis.call('HINCRBY', K_ST, 'evicted', evicted) end
@@ -62,7 +62,19 @@ local function finish()
     redis.call('HSET', K_ST, 'since', tostring(now))
   end
   local window = math.min(60000, math.max(1000, now - since))
-  local rate = tostring(math.floor(sum * 60000 / window))
+  -- The front moves faster than admissions when visitors ahead who left are
+  -- skipped there, so the rate visitors are told (their ETA, their next poll,
+  -- the page's count) is the front's speed: admissions over the share of the
+  -- front that was admitted (fa, fs: admitted and skipped, decayed by 0.95 a
+  -- tick that moved the front), counted at most double.
+  local fa, fs = tonumber(st[14]) or 0, tonumber(st[15]) or 0
+  if admitted + skipped > 0 then
+    fa, fs = fa * 0.95 + admitted, fs * 0.95 + skipped
+    redis.call('HSET', K_ST, 'fa', num(fa), 'fs', num(fs))
+  end
+  local share = 1
+  if fa > 0 then share = math.max(0.5, fa / (fa + fs)) end
+  local rate = tostring(math.floor(sum * 60000 / window / share))
   -- The queue's count, exact once a tick whatever changed the queue (lib.lua).
   local waiting = redis.call('ZCARD', K_Q)
   if rate ~= cfg.measured or waiting ~= cfg.waiting then
@@ -182,6 +194,7 @@ while admitted < n and pops < n + batch do
     pops = pops + 1
     if t and t < cutoff then
       evicted = evicted + 1
+      skipped = skipped + 1
     else
       grants[#grants + 1] = deadline
       grants[#grants + 1] = m

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -1347,6 +1348,39 @@ func TestPollMinInterval(t *testing.T) {
 		e.tick()
 		if p := e.poll(tk); p.State != room.StateAdmitted {
 			t.Errorf("an admitted visitor polling at once: %s, want admitted (the limit is for waiting visitors)", p.State)
+		}
+	})
+}
+
+// The rate a poll reports is the front's speed: visitors ahead who left and
+// are skipped at the front move a place toward it as an admission does, so the
+// rate is the admissions over the share of the front that was admitted (at
+// most double), and a visitor's ETA, next poll and the page's count follow the
+// queue rather than lag it.
+func TestRateCountsTheFrontsSkips(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		// The same room twice: a sweep of one a tick leaves the stale visitors
+		// for the front to skip; a sweep of a thousand evicts them all first.
+		run := func(batch int) (room.TickResult, room.Place) {
+			e := newEnv(t, rdb, cfgWith(func(c *room.Config) { c.AdmitPerMinute, c.MaxActive = 600, 1000 }), room.WithEvictBatch(batch))
+			ts := e.enqueueN(20)
+			e.clk.Advance(pastNearTold) // everyone's heartbeat is stale…
+			for _, tk := range ts[10:] {
+				e.poll(tk) // …but the back half's
+			}
+			r := e.tick()
+			return r, e.enqueue("late")
+		}
+		skips, ps := run(1)
+		swept, pw := run(1000)
+		if skips.Admitted != 10 || swept.Admitted != 10 || skips.Evicted != 10 || swept.Evicted != 10 {
+			t.Fatalf("ticks %+v and %+v; the test needs ten admitted and ten evicted in each", skips, swept)
+		}
+		// Nine of the ten skipped at the front (the sweep took one): the share
+		// admitted is 10/19.
+		if want := math.Floor(pw.RatePerMinute * 19 / 10); ps.RatePerMinute != want {
+			t.Errorf("RatePerMinute = %v with nine skipped at the front, %v when the sweep evicted them; want %v",
+				ps.RatePerMinute, pw.RatePerMinute, want)
 		}
 	})
 }
