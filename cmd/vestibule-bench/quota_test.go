@@ -89,7 +89,7 @@ func TestQuotasAt(t *testing.T) {
 
 // docCost is the measurement docs/BENCHMARKS.md's cost table is computed from
 // (its "Cost model" names the run).
-var docCost = costInput{PerMinute: 1.48, BodyBytes: 479, LogLineByte: 186}
+var docCost = costInput{PerMinute: 0.489, BodyBytes: 323, LogLineByte: 185}
 
 // docs/BENCHMARKS.md's cost table is what costPerMillion computes from the
 // run it names, at the prices of cost.go.
