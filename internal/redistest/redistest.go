@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -328,7 +329,43 @@ func startClusterLocked(masters, replicas int, extra ...string) ([]*Server, erro
 	}); err != nil {
 		return nil, fmt.Errorf("cluster not healthy: %w", err)
 	}
+	// Every node reporting ok is not every node agreeing on who serves which
+	// slot: a client that loads a node's view before the others' gossip lands
+	// can be sent MOVED in a loop. Wait until every view is the same.
+	if err := waitFor(20*time.Second, func() bool {
+		var first string
+		for i, c := range clients {
+			v, err := slotView(ctx, c)
+			if err != nil || v == "" || (i > 0 && v != first) {
+				return false
+			}
+			if i == 0 {
+				first = v
+			}
+		}
+		return true
+	}); err != nil {
+		return nil, fmt.Errorf("cluster nodes disagree on the slots: %w", err)
+	}
 	return nodes, nil
+}
+
+// slotView is a node's CLUSTER SLOTS as text: each range and the id of the
+// primary serving it, in slot order.
+func slotView(ctx context.Context, c *redis.Client) (string, error) {
+	slots, err := c.ClusterSlots(ctx).Result()
+	if err != nil {
+		return "", err
+	}
+	sort.Slice(slots, func(i, j int) bool { return slots[i].Start < slots[j].Start })
+	var b strings.Builder
+	for _, r := range slots {
+		if len(r.Nodes) == 0 {
+			return "", nil
+		}
+		fmt.Fprintf(&b, "%d-%d:%s;", r.Start, r.End, r.Nodes[0].ID)
+	}
+	return b.String(), nil
 }
 
 func waitFor(limit time.Duration, ok func() bool) error {
