@@ -2,21 +2,15 @@ package functions_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
 	"github.com/vestibule-dev/vestibule/internal/keysync"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/s3test"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
@@ -37,14 +31,8 @@ func TestAPIFunctionReadsTheKeysObject(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 
-	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
-	t.Cleanup(srv.Close)
-	s3c := s3.New(s3.Options{Region: "eu-west-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	endpoint, s3c := s3test.Start(t, "keys")
 	ctx := context.Background()
-	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("keys")}); err != nil {
-		t.Fatal(err)
-	}
 	current, previous := strings.Repeat("c", 64), strings.Repeat("p", 64)
 	obj := keysync.Object{Bucket: "keys", Key: "vestibule/keys.json"}
 	if err := keysync.Put(ctx, s3c, obj, token.Material{Version: token.MaterialVersion, Ticket: strings.Repeat("t", 64),
@@ -67,7 +55,7 @@ func TestAPIFunctionReadsTheKeysObject(t *testing.T) {
 		"KEYS_OBJECT="+obj.Bucket+"/"+obj.Key,
 		"VESTIBULE_KEY_DIR="+unused, // must stay unused
 		"AWS_REGION=eu-west-1",
-		"AWS_ENDPOINT_URL_S3="+srv.URL,
+		"AWS_ENDPOINT_URL_S3="+endpoint,
 		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test",
 	)
 	status := startLambda(t, emulator, filepath.Join(bin, "status"), env)

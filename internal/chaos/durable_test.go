@@ -3,32 +3,21 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/go-cmp/cmp"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/vestibule-dev/vestibule/internal/durable"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/s3test"
 )
 
 // s3Store is the durable store production uses (S3 through the SDK), against
 // an S3-protocol server (gofakes3) on loopback.
 func s3Store(t *testing.T) durable.Store {
 	t.Helper()
-	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
-	t.Cleanup(srv.Close)
-	c := s3.New(s3.Options{Region: "eu-west-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider("chaos", "chaos", "")})
-	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("settings")}); err != nil {
-		t.Fatal(err)
-	}
+	_, c := s3test.Start(t, "settings")
 	return durable.NewS3(c, "settings/chaos")
 }
 

@@ -3,35 +3,19 @@ package durable_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/vestibule-dev/vestibule/internal/durable"
+	"github.com/vestibule-dev/vestibule/internal/s3test"
 )
 
-// fakeS3 starts an S3-protocol server (gofakes3) on loopback with one bucket
-// and returns a real SDK client of it: path-style, static credentials.
+// fakeS3 is a real SDK client of an S3-protocol server on loopback with one bucket.
 func fakeS3(t testing.TB, bucket string) *s3.Client {
-	t.Helper()
-	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
-	t.Cleanup(srv.Close)
-	c := s3.New(s3.Options{
-		Region:       "eu-west-1",
-		BaseEndpoint: aws.String(srv.URL),
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
-	})
-	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatalf("create bucket: %v", err)
-	}
+	_, c := s3test.Start(t, bucket)
 	return c
 }
 
