@@ -216,27 +216,37 @@ func benchCapacity(ctx context.Context, d time.Duration) ([]Row, error) {
 	return append(polls, joins...), err
 }
 
+// capacityRoom starts a Redis of its own, the routes over it at the clock t0
+// (now, whole seconds) and the room id with cfg; stop ends the Redis.
+func capacityRoom(ctx context.Context, id string, cfg room.Config) (rdb *redis.Client, rt *route, t0 time.Time, stop func(), err error) {
+	rdb, stop, err = benchRedis(workers)
+	if err != nil {
+		return nil, nil, t0, nil, err
+	}
+	t0 = time.Now().Truncate(time.Second)
+	if rt, err = newRoute(rdb, t0); err == nil {
+		err = rt.put(ctx, id, cfg)
+	}
+	if err != nil {
+		stop()
+		return nil, nil, t0, nil, err
+	}
+	return rdb, rt, t0, stop, nil
+}
+
 // pollCapacity fills a room with 1,000,000 waiting (the engine's enqueue
 // script, pipelined, as the scale figure does) and 30,000 more through the
 // enqueue route, interleaved, so the polled visitors stand all along the
 // queue; then polls them in turn through the poll route.
 func pollCapacity(ctx context.Context, d time.Duration) ([]Row, error) {
-	rdb, stop, err := benchRedis(workers)
+	const roomID = "bench-poll-million"
+	cfg := benchRoomConfig()
+	cfg.AdmitPerMinute = 50_000 // 20 minutes for the last of a million
+	rdb, rt, t0, stop, err := capacityRoom(ctx, roomID, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer stop()
-	t0 := time.Now().Truncate(time.Second)
-	rt, err := newRoute(rdb, t0)
-	if err != nil {
-		return nil, err
-	}
-	const roomID = "bench-poll-million"
-	cfg := benchRoomConfig()
-	cfg.AdmitPerMinute = 50_000 // 20 minutes for the last of a million
-	if err := rt.put(ctx, roomID, cfg); err != nil {
-		return nil, err
-	}
 	const chunks = 10
 	start := time.Now()
 	tickets := make([]string, 0, capacityTickets)
@@ -289,22 +299,14 @@ func pollCapacity(ctx context.Context, d time.Duration) ([]Row, error) {
 // joinCapacity measures the enqueue route, per-client limit on, each join from
 // its own address, into a room already holding half the burst.
 func joinCapacity(ctx context.Context, d time.Duration) ([]Row, error) {
-	rdb, stop, err := benchRedis(workers)
+	const roomID = "bench-join"
+	cfg := benchRoomConfig()
+	cfg.ClientEnqueuePerMinute = 10 // the limit is checked (and counted) on every join
+	rdb, rt, t0, stop, err := capacityRoom(ctx, roomID, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer stop()
-	t0 := time.Now().Truncate(time.Second)
-	rt, err := newRoute(rdb, t0)
-	if err != nil {
-		return nil, err
-	}
-	const roomID = "bench-join"
-	cfg := benchRoomConfig()
-	cfg.ClientEnqueuePerMinute = 10 // the limit is checked (and counted) on every join
-	if err := rt.put(ctx, roomID, cfg); err != nil {
-		return nil, err
-	}
 	if err := fillRange(ctx, rdb, roomID, 0, roomWaiting/2, t0.UnixMilli()); err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudfrontkeyvaluestore"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/vestibule-dev/vestibule/internal/cfnwrap"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/gatekeys"
 )
@@ -60,22 +60,6 @@ func custom(ctx context.Context, ev cfn.Event) (string, map[string]any, error) {
 	return id, map[string]any{"Current": r.Current}, nil
 }
 
-// handle answers a CloudFormation custom resource event, or any other invocation
-// with a sync and its result.
-func handle(ctx context.Context, raw json.RawMessage) (any, error) {
-	var probe struct {
-		RequestType string `json:"RequestType"`
-	}
-	json.Unmarshal(raw, &probe)
-	if probe.RequestType != "" {
-		var ev cfn.Event
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			return nil, err
-		}
-		_, err := cfn.LambdaWrap(custom)(ctx, ev)
-		return nil, err
-	}
-	return sync(ctx)
+func main() {
+	lambda.Start(cfnwrap.Handler(custom, func(ctx context.Context) (any, error) { return sync(ctx) }))
 }
-
-func main() { lambda.Start(handle) }

@@ -16,7 +16,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 
@@ -26,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/vestibule-dev/vestibule/internal/cfnwrap"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/keysync"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -106,21 +106,8 @@ func custom(ctx context.Context, ev cfn.Event) (string, map[string]any, error) {
 	return id, map[string]any{"EntryKid": r.Entry[0]}, nil
 }
 
-// handle answers a CloudFormation custom resource event, or any other
-// invocation with a sync of the environment's secrets and its result.
-func handle(ctx context.Context, raw json.RawMessage) (any, error) {
-	var probe struct {
-		RequestType string `json:"RequestType"`
-	}
-	json.Unmarshal(raw, &probe)
-	if probe.RequestType != "" {
-		var ev cfn.Event
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			return nil, err
-		}
-		_, err := cfn.LambdaWrap(custom)(ctx, ev)
-		return nil, err
-	}
+// syncEnv syncs the environment's secrets and returns the result.
+func syncEnv(ctx context.Context) (any, error) {
 	t, err := fromEnv()
 	if err != nil {
 		return nil, err
@@ -128,4 +115,4 @@ func handle(ctx context.Context, raw json.RawMessage) (any, error) {
 	return sync(ctx, t)
 }
 
-func main() { lambda.Start(handle) }
+func main() { lambda.Start(cfnwrap.Handler(custom, syncEnv)) }
