@@ -5,6 +5,8 @@ package lua
 
 import (
 	_ "embed"
+	"regexp"
+	"strings"
 )
 
 //go:embed lib.lua
@@ -43,19 +45,116 @@ var head string
 //go:embed drain.lua
 var drain string
 
-// The scripts, ready to load: lib.lua followed by the operation.
+// The scripts, ready to load: what each uses of lib.lua, then the operation.
 var (
-	Enqueue  = lib + enqueue
-	Poll     = lib + poll
-	Tick     = lib + tick
-	Consume  = lib + consume
-	Complete = lib + complete
-	Leave    = lib + leave
-	Config   = lib + config
-	Stats    = lib + stats
-	Head     = lib + head
-	Drain    = lib + drain
+	Enqueue  = withLib(enqueue)
+	Poll     = withLib(poll)
+	Tick     = withLib(tick)
+	Consume  = withLib(consume)
+	Complete = withLib(complete)
+	Leave    = withLib(leave)
+	Config   = withLib(config)
+	Stats    = withLib(stats)
+	Head     = withLib(head)
+	Drain    = withLib(drain)
 	// RateLimit takes its own KEYS (the room's config and one client's
 	// limiter); lib.lua only lends it limit_client.
-	RateLimit = lib + ratelimit
+	RateLimit = withLib(ratelimit)
 )
+
+// libDef is one top-level definition of lib.lua: the lines from the comment
+// above it to the next definition, and the names it defines.
+type libDef struct {
+	text  string
+	names []string
+}
+
+var (
+	defFunc  = regexp.MustCompile(`^local function ([A-Za-z_][A-Za-z0-9_]*)`)
+	defNames = regexp.MustCompile(`^local ([A-Za-z_][A-Za-z0-9_, ]*?)\s*=`)
+	ident    = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+)
+
+// libDefs splits lib.lua at its top-level `local` lines; the header comment
+// goes with the first definition.
+func libDefs(src string) []libDef {
+	var defs []libDef
+	var cur, pending []string
+	var names []string
+	flush := func() {
+		if len(cur) > 0 {
+			defs = append(defs, libDef{text: strings.Join(cur, "\n") + "\n", names: names})
+		}
+	}
+	for _, l := range strings.Split(strings.TrimRight(src, "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(l, "local "):
+			flush()
+			cur, pending = append(pending, l), nil
+			if m := defFunc.FindStringSubmatch(l); m != nil {
+				names = []string{m[1]}
+			} else if m := defNames.FindStringSubmatch(l); m != nil {
+				names = strings.Split(strings.ReplaceAll(m[1], " ", ""), ",")
+			} else {
+				panic("lua: lib.lua line not understood: " + l)
+			}
+		case strings.HasPrefix(l, "--") || strings.TrimSpace(l) == "":
+			// A comment or blank line belongs to the definition below it.
+			pending = append(pending, l)
+		default:
+			cur, pending = append(append(cur, pending...), l), nil
+		}
+	}
+	cur = append(cur, pending...)
+	flush()
+	return defs
+}
+
+// uses is the set of identifiers in code, whole-line comments left out (a
+// comment after code counts: at worst a definition is kept for nothing).
+func uses(code string) map[string]bool {
+	u := map[string]bool{}
+	for _, l := range strings.Split(code, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "--") {
+			continue
+		}
+		for _, id := range ident.FindAllString(l, -1) {
+			u[id] = true
+		}
+	}
+	return u
+}
+
+// withLib puts in front of op the definitions of lib.lua it uses, directly or
+// through another definition, in lib.lua's order. Every definition is a
+// closure or table Redis builds again on each call of a script (scripts keep
+// no state between calls), so a script pays only for what it uses.
+func withLib(op string) string {
+	defs := libDefs(lib)
+	keep := make([]bool, len(defs))
+	u := uses(op)
+	for changed := true; changed; {
+		changed = false
+		for i, d := range defs {
+			if keep[i] {
+				continue
+			}
+			for _, n := range d.names {
+				if u[n] {
+					keep[i], changed = true, true
+					for id := range uses(d.text) {
+						u[id] = true
+					}
+					break
+				}
+			}
+		}
+	}
+	var b strings.Builder
+	for i, d := range defs {
+		if keep[i] {
+			b.WriteString(d.text)
+		}
+	}
+	return b.String() + op
+}
