@@ -195,11 +195,11 @@ func capacity(ctx context.Context, rdb *redis.Client, d time.Duration, op func(c
 }
 
 // pollDemand is the poll rate 1,000,000 waiting visitors make under the
-// policy: the long crowd's measured requests per visitor-minute (enqueue and
-// leave included, which only overstates it), or the target 0.7 when the
-// crowd did not run in this invocation.
+// policy: the long crowd's measured polls per visitor-minute (its joins are
+// the join capacity's; a leave is rarer than either), or the target 0.7
+// requests when the crowd did not run in this invocation.
 func pollDemand() (perSecond float64, source string) {
-	perMinute, source := measured.LongPerMinute, "measured"
+	perMinute, source := measured.LongPollsPerMinute, "measured"
 	if perMinute <= 0 {
 		perMinute, source = 0.7, "target 0.7, crowd not run"
 	}

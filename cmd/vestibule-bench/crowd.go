@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -63,9 +64,13 @@ func scaled(n, visitors, base int, rate int64) (int, int64) {
 // crowdFigures is what the crowd parts measured, for the parts after them
 // (capacity, cost, quotas). Zero until a crowd ran.
 type crowdFigures struct {
-	// LongPerMinute is the long-wait crowd's requests per visitor-minute.
-	LongPerMinute float64
-	LongMeanWait  time.Duration
+	// LongPerMinute is the long-wait crowd's requests per visitor-minute;
+	// LongPollsPerMinute its polls alone.
+	LongPerMinute, LongPollsPerMinute float64
+	LongMeanWait                      time.Duration
+	// LongWaitRequests: a visitor's waiting requests in a wait of
+	// costWaitMinutes, from the long crowd's line (sim.Summary.RequestsAt).
+	LongWaitRequests float64
 	// FixedPerMinute is the same crowd replayed with a page polling every 3 s.
 	FixedPerMinute float64
 	// Bytes per request of the function's log line and of the response body,
@@ -78,6 +83,18 @@ var measured crowdFigures
 
 // playCrowd runs one crowd on a redis-server of its own and prints its report.
 func playCrowd(ctx context.Context, c sim.Config, chart string) (sim.Summary, error) {
+	// BENCH_CROWD_CPUPROFILE=file profiles the crowds (the last one run overwrites it) (go tool pprof).
+	if path := os.Getenv("BENCH_CROWD_CPUPROFILE"); path != "" {
+		f, err := os.Create(path + "." + c.Room)
+		if err != nil {
+			return sim.Summary{}, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return sim.Summary{}, err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	rdb, stop, err := benchRedis(2 * workers)
 	if err != nil {
 		return sim.Summary{}, err
@@ -144,8 +161,12 @@ func benchCrowd(ctx context.Context, visitors int, chart string) ([]Row, error) 
 		return nil, fmt.Errorf("long crowd: %w", err)
 	}
 	measured.LongPerMinute, measured.LongMeanWait = long.RequestsPerWaitMinute, long.MeanWait
+	measured.LongWaitRequests = long.RequestsAt(costWaitMinutes)
+	measured.LongPollsPerMinute = long.PollsPerWaitMinute
 	measured.FixedPerMinute = long.FixedRequestsPerWaitMinute
 	rows := crowdRows(fmt.Sprintf("crowd %d at %d/min", n, rate), long, 0.7, nil)
+	rows = append(rows, row(fmt.Sprintf("crowd %d at %d/min: requests of a visitor waiting %.0f min (line)", n, rate, costWaitMinutes),
+		measured.LongWaitRequests, "req", long.FixedRequestsPerWaitMinute*costWaitMinutes, nil))
 
 	n, rate = scaled(shortVisitors, visitors, longVisitors, shortRate)
 	short, err := playCrowd(ctx, crowdConfig("short", n, rate), "")

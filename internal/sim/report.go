@@ -30,9 +30,18 @@ type Summary struct {
 	MeanWait time.Duration
 	// RequestsPerWaitMinute is WaitRequests / WaitMinutes.
 	RequestsPerWaitMinute float64
-	SeenP50, SeenP99      time.Duration // grant → visitor sees it
-	Drain                 time.Duration // start → last grant seen
-	Errors                int           // 5xx, 429 and transport failures
+	// PollsPerWaitMinute counts the polls alone (no enqueue, no leave): what a
+	// room's waiting crowd asks of its Redis once everyone has joined.
+	PollsPerWaitMinute float64
+	// RequestsFixed + RequestsPerMinute × minutes is the least-squares line of
+	// a visitor's waiting requests against their wait, over the visitors who
+	// waited: the descent to the front costs the same whatever the wait, the
+	// far polls grow with it. It passes through the crowd's means, so the
+	// requests of a crowd whose mean wait is W are RequestsAt(W) per visitor.
+	RequestsFixed, RequestsPerMinute float64
+	SeenP50, SeenP99                 time.Duration // grant → visitor sees it
+	Drain                            time.Duration // start → last grant seen
+	Errors                           int           // 5xx, 429 and transport failures
 
 	// Fixed is the same crowd replayed with a page polling every FixedEvery
 	// (see Replay); zero when not computed.
@@ -67,21 +76,55 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return ds[max(0, min(i, len(ds)-1))]
 }
 
+// RequestsAt is the waiting requests a visitor makes in a wait of minutes,
+// from the crowd's line (RequestsFixed, RequestsPerMinute).
+func (s Summary) RequestsAt(minutes float64) float64 {
+	return s.RequestsFixed + s.RequestsPerMinute*minutes
+}
+
+// lineFit is an ordinary least-squares line y = a + b·x, by running sums.
+type lineFit struct{ n, sx, sy, sxx, sxy float64 }
+
+func (f *lineFit) add(x, y float64) {
+	f.n++
+	f.sx += x
+	f.sy += y
+	f.sxx += x * x
+	f.sxy += x * y
+}
+
+// line returns a and b; with fewer than two distinct x, b is 0 and a the mean.
+func (f *lineFit) line() (a, b float64) {
+	if f.n == 0 {
+		return 0, 0
+	}
+	d := f.n*f.sxx - f.sx*f.sx
+	if d <= 1e-9*f.n*f.sxx {
+		return f.sy / f.n, 0
+	}
+	b = (f.n*f.sxy - f.sx*f.sy) / d
+	return (f.sy - b*f.sx) / f.n, b
+}
+
 // Summarize computes the report of a run.
 func (r *Result) Summarize() Summary {
 	s := Summary{Driver: r.Driver, Visitors: len(r.Visitors), Outcomes: map[string]int{}, Wall: r.Wall,
 		Span: r.End.Sub(r.Start), MaxActive: r.Config.RoomConfig.MaxActive, MaxInUse: r.MaxInUse, Stopped: r.Stopped}
 	var waitNanos float64
 	var waited int
+	var fit lineFit
+	var polls int
 	var seen []time.Duration
 	var last time.Time
 	for _, v := range r.Visitors {
 		s.Outcomes[v.Outcome.String()]++
 		s.WaitRequests += v.WaitRequests
+		polls += v.WaitPolls
 		s.Errors += v.Errors
 		if !v.EnqueuedAt.IsZero() && !v.EndWaitAt.IsZero() {
 			waitNanos += float64(v.EndWaitAt.Sub(v.EnqueuedAt))
 			waited++
+			fit.add(v.EndWaitAt.Sub(v.EnqueuedAt).Minutes(), float64(v.WaitRequests))
 		}
 		if !v.GrantAt.IsZero() && !v.SeenAt.IsZero() {
 			seen = append(seen, v.SeenAt.Sub(v.GrantAt))
@@ -102,10 +145,12 @@ func (r *Result) Summarize() Summary {
 	s.WaitMinutes = waitNanos / float64(time.Minute)
 	if s.WaitMinutes > 0 {
 		s.RequestsPerWaitMinute = float64(s.WaitRequests) / s.WaitMinutes
+		s.PollsPerWaitMinute = float64(polls) / s.WaitMinutes
 	}
 	if waited > 0 {
 		s.MeanWait = time.Duration(waitNanos / float64(waited))
 	}
+	s.RequestsFixed, s.RequestsPerMinute = fit.line()
 	s.SeenP50, s.SeenP99 = percentile(seen, 0.50), percentile(seen, 0.99)
 	if !last.IsZero() {
 		s.Drain = last.Sub(r.Start)
@@ -195,12 +240,14 @@ func (s Summary) WriteTable(w io.Writer) {
 	fmt.Fprintf(tw, "visitors\t%d (%s driver; simulated %s in %s)\t\n", s.Visitors, s.Driver,
 		s.Span.Round(time.Second), s.Wall.Round(100*time.Millisecond))
 	fmt.Fprintf(tw, "outcomes\t%v\t\n", s.Outcomes)
-	fmt.Fprintf(tw, "requests per visitor-minute of waiting\t%.2f (%d requests / %.0f visitor-minutes)\t\n",
-		s.RequestsPerWaitMinute, s.WaitRequests, s.WaitMinutes)
+	fmt.Fprintf(tw, "requests per visitor-minute of waiting\t%.2f (%d requests / %.0f visitor-minutes; polls alone %.2f)\t\n",
+		s.RequestsPerWaitMinute, s.WaitRequests, s.WaitMinutes, s.PollsPerWaitMinute)
 	if s.FixedEvery > 0 {
 		fmt.Fprintf(tw, "  same crowd, page polling every %s\t%.2f (grant→seen p50 %s, p99 %s)\t\n", s.FixedEvery,
 			s.FixedRequestsPerWaitMinute, s.FixedSeenP50.Round(time.Millisecond), s.FixedSeenP99.Round(time.Millisecond))
 	}
+	fmt.Fprintf(tw, "waiting requests of a visitor (least squares)\t%.2f + %.3f per minute waited (%.1f at 20 min)\t\n",
+		s.RequestsFixed, s.RequestsPerMinute, s.RequestsAt(20))
 	fmt.Fprintf(tw, "mean wait (enqueue → grant seen, left or expired)\t%s\t\n", s.MeanWait.Round(time.Second))
 	fmt.Fprintf(tw, "grant→seen delay p50 / p99\t%s / %s\t\n", s.SeenP50.Round(time.Millisecond), s.SeenP99.Round(time.Millisecond))
 	fmt.Fprintf(tw, "time to drain (start → last grant seen)\t%s\t\n", s.Drain.Round(time.Second))

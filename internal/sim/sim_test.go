@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"math"
 	"os"
 	"testing"
 	"time"
@@ -76,8 +77,45 @@ func TestVirtualCrowd(t *testing.T) {
 	if s.RequestsPerWaitMinute >= s.FixedRequestsPerWaitMinute {
 		t.Errorf("adaptive %.2f requests per visitor-minute, fixed 3 s %.2f", s.RequestsPerWaitMinute, s.FixedRequestsPerWaitMinute)
 	}
+	// The line of requests against the wait passes through the crowd's means:
+	// at the mean wait it gives the mean requests per visitor who waited.
+	var waited int
+	for _, v := range res.Visitors {
+		if !v.EnqueuedAt.IsZero() && !v.EndWaitAt.IsZero() {
+			waited++
+		}
+	}
+	if got, want := s.RequestsAt(s.MeanWait.Minutes())*float64(waited), float64(s.WaitRequests); math.Abs(got-want) > 0.01*want {
+		t.Errorf("line at the mean wait × visitors = %.1f requests, the crowd made %.0f", got, want)
+	}
+	// Polls are most of the waiting requests, and fewer than all of them
+	// (each visitor enqueued once).
+	if s.PollsPerWaitMinute <= 0 || s.PollsPerWaitMinute >= s.RequestsPerWaitMinute {
+		t.Errorf("polls %.2f per visitor-minute, all waiting requests %.2f", s.PollsPerWaitMinute, s.RequestsPerWaitMinute)
+	}
 	if err := res.Chart(t.TempDir()+"/crowd.png", "test"); err != nil {
 		t.Errorf("chart: %v", err)
+	}
+}
+
+// The least-squares line recovers an exact line, and a constant without a slope.
+func TestLineFit(t *testing.T) {
+	var f lineFit
+	for _, x := range []float64{0.5, 3, 7, 20} {
+		f.add(x, 2.5+0.2*x)
+	}
+	if a, b := f.line(); math.Abs(a-2.5) > 1e-9 || math.Abs(b-0.2) > 1e-9 {
+		t.Errorf("line %.6f + %.6f x, want 2.5 + 0.2 x", a, b)
+	}
+	var g lineFit
+	g.add(4, 3)
+	g.add(4, 5)
+	if a, b := g.line(); a != 4 || b != 0 {
+		t.Errorf("one x: %v + %v x, want 4 + 0 x", a, b)
+	}
+	var z lineFit
+	if a, b := z.line(); a != 0 || b != 0 {
+		t.Errorf("no points: %v + %v x", a, b)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -96,6 +97,7 @@ type Visitor struct {
 	SeenAt       time.Time // when the visitor first saw state "admitted"
 	EndWaitAt    time.Time // end of waiting: seen, abandoned or expired
 	WaitRequests int       // enqueue + polls + leave while waiting
+	WaitPolls    int       // the polls among them
 	Requests     int       // every request, origin calls included
 	Consumes     int       // consume calls that succeeded (must be ≤ 1)
 	ReplayStatus int       // status of a deliberate second consume (want 409)
@@ -140,6 +142,9 @@ func (v *Visitor) do(ctx context.Context, e *env, method, path, bearer string, b
 	v.Requests++
 	if waitingReq {
 		v.WaitRequests++
+		if strings.HasSuffix(path, "/poll") {
+			v.WaitPolls++
+		}
 	}
 	status, resp, ra, err := e.tr.Do(ctx, method, path, bearer, b)
 	if err != nil || status >= 500 || status == http.StatusTooManyRequests {
