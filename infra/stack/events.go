@@ -47,7 +47,7 @@ func newEvents(st awscdk.Stack, v *Vestibule, set Settings, retention awslogs.Re
 		Retention:     retention,
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	})
-	ev.Forwarder = awslambda.NewFunction(st, jsii.String("ForwarderFunction"), &awslambda.FunctionProps{
+	ev.Forwarder = awslambda.NewFunction(st, jsii.String("ForwarderFunction"), quietPlatformLogs(&awslambda.FunctionProps{
 		Description:  jsii.String("Vestibule " + Forwarder + ": events from the functions' logs to the bus"),
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
 		Architecture: awslambda.Architecture_ARM_64(),
@@ -62,7 +62,7 @@ func newEvents(st awscdk.Stack, v *Vestibule, set Settings, retention awslogs.Re
 		LogGroup:    logs,
 		// CloudWatch Logs invokes it asynchronously: a failed batch is retried twice.
 		RetryAttempts: jsii.Number(2),
-	})
+	}))
 	// events:PutEvents on this bus, and nothing else.
 	ev.Bus.GrantPutEventsTo(ev.Forwarder, nil)
 

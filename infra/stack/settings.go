@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
 
+	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -57,8 +58,11 @@ type Settings struct {
 	WAFRateLimit     int
 	LogRetentionDays int
 	LogLevel         string
-	Issuer           string
-	RoomDefaults     room.Config // the functions' DEFAULT_ROOM_CONFIG, checked by room.Config.Validate
+	// LogSample is the functions' LOG_SAMPLE: the fraction of successful polls and status
+	// reads that log their request line (config.ParseLogSample).
+	LogSample    float64
+	Issuer       string
+	RoomDefaults room.Config // the functions' DEFAULT_ROOM_CONFIG, checked by room.Config.Validate
 	// APIRateLimit and APIBurstLimit throttle the HTTP API stage (requests per second).
 	APIRateLimit  float64
 	APIBurstLimit float64
@@ -138,6 +142,7 @@ func DefaultSettings() Settings {
 		WAFRateLimit:     3000,
 		LogRetentionDays: 30,
 		LogLevel:         "info",
+		LogSample:        config.DefaultLogSample,
 		Issuer:           "vestibule",
 		RoomDefaults:     DefaultRoomDefaults(),
 		APIRateLimit:     5000,
@@ -158,6 +163,7 @@ const (
 	CtxWAFRateLimit  = "wafRateLimit"
 	CtxLogRetention  = "logRetentionDays"
 	CtxLogLevel      = "logLevel"
+	CtxLogSample     = "logSample"
 	CtxIssuer        = "issuer"
 	CtxRoomDefaults  = "roomDefaults"
 	CtxAPIRateLimit  = "apiRateLimit"
@@ -230,6 +236,13 @@ func FromContext(node constructs.Node) (Settings, error) {
 		errs = append(errs, err)
 	}
 	str(CtxLogLevel, &s.LogLevel)
+	if v, ok := get(CtxLogSample); ok {
+		f, err := config.ParseLogSample(fmt.Sprint(v))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s=%v %v", ErrBadSetting, CtxLogSample, v, err))
+		}
+		s.LogSample = f
+	}
 	str(CtxIssuer, &s.Issuer)
 	num(CtxAPIRateLimit, &s.APIRateLimit)
 	num(CtxAPIBurstLimit, &s.APIBurstLimit)

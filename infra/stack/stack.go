@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -109,33 +110,51 @@ func AccountWideName(st awscdk.Stack, what string) *string {
 	return jsii.String(*st.StackName() + "-" + *st.Region() + "-" + what)
 }
 
-// AccessLogFormat is the HTTP API's access log line: JSON with the request, the answer, the
-// caller's IAM identity (the audit trail of the admin routes, which are IAM-signed) and the
-// stack, which the ApiThrottled metric filter takes as its dimension. No header and no body
-// is logged, so no ticket or token is.
+// AccessLogFormat is the HTTP API's access log line: JSON with what an operator needs of a
+// request, under short keys (every poll writes one, so every byte is paid ten million times
+// for a million visitors): id the request id, t its time (epoch ms), ip the caller's address
+// (for traffic through CloudFront an edge server), m the method, p the path, s the status,
+// ms the latency, is the integration's status ("-" when no function was called), ie the
+// integration's error, u the signer of an IAM-signed call (the audit trail of the admin
+// routes; "-" otherwise) and st the stack, which the ApiThrottled metric filter takes as its
+// dimension. No header and no body is logged, so no ticket or token is.
 func AccessLogFormat(stackName string) string {
 	fields := [][2]string{
-		{"requestId", "$context.requestId"},
-		{"requestTime", "$context.requestTime"},
+		{"id", "$context.requestId"},
+		{"t", "$context.requestTimeEpoch"},
 		{"ip", "$context.identity.sourceIp"},
-		{"method", "$context.httpMethod"},
-		{"routeKey", "$context.routeKey"},
-		{"path", "$context.path"},
-		{"status", "$context.status"},
-		{"responseLength", "$context.responseLength"},
-		{"latencyMs", "$context.responseLatency"},
-		{"integrationStatus", "$context.integrationStatus"},
-		{"integrationError", "$context.integrationErrorMessage"},
-		{"callerAccount", "$context.identity.accountId"},
-		{"caller", "$context.identity.caller"},
-		{"userArn", "$context.identity.userArn"},
-		{"stack", stackName},
+		{"m", "$context.httpMethod"},
+		{"p", "$context.path"},
+		{"s", "$context.status"},
+		{"ms", "$context.responseLatency"},
+		{"is", "$context.integrationStatus"},
+		{"ie", "$context.integrationErrorMessage"},
+		{"u", "$context.identity.userArn"},
+		{"st", stackName},
 	}
 	parts := make([]string, len(fields))
 	for i, f := range fields {
 		parts[i] = fmt.Sprintf("%q:%q", f[0], f[1])
 	}
 	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// quietPlatformLogs sets Lambda's advanced logging controls on the props of a function that
+// every call or event invokes (the API's and admit's, the events' forwarder), and returns them.
+// SystemLogLevel WARN keeps Lambda's own START, END and REPORT lines (platform.start and
+// platform.report are INFO) out of the log group: about 300 B a call, which Lambda's metrics
+// (Invocations, Duration, Errors, Throttles) already count without them. What goes with them
+// is each call's billed duration and memory used, and a cold start's init duration; set
+// SystemLogLevel to INFO on a function to see them again (docs/DEPLOY.md, "Logs").
+// Log-level filtering needs the JSON log format. With it Lambda also filters the function's own
+// lines by their "level" field (a line without one is INFO): ApplicationLogLevel TRACE, the most
+// detailed, lets every line through, so LOG_LEVEL stays the one setting of what the functions
+// log and the event lines (no level) always reach the subscription filters.
+func quietPlatformLogs(p *awslambda.FunctionProps) *awslambda.FunctionProps {
+	p.LoggingFormat = awslambda.LoggingFormat_JSON
+	p.SystemLogLevelV2 = awslambda.SystemLogLevel_WARN
+	p.ApplicationLogLevelV2 = awslambda.ApplicationLogLevel_TRACE
+	return p
 }
 
 // APIThrottled is the custom metric (namespace metrics.Namespace, dimension Stack) that a
@@ -264,6 +283,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 		config.EnvAdminAuth:         jsii.String(string(config.AdminIAM)),
 		config.EnvDefaultRoomConfig: jsii.String(string(roomDefaults)),
 		config.EnvLogLevel:          jsii.String(set.LogLevel),
+		config.EnvLogSample:         jsii.String(strconv.FormatFloat(set.LogSample, 'g', -1, 64)),
 		config.EnvStack:             st.StackName(),
 		config.EnvSettingsBucket:    settingsBucket.BucketName(),
 	} {
@@ -287,7 +307,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 			// superseded by the next one; a failed minute is not retried, the next one is the retry.
 			maxEventAge, retries = awscdk.Duration_Seconds(jsii.Number(60)), jsii.Number(0)
 		}
-		fn := awslambda.NewFunction(st, jsii.String(title(name)+"Function"), &awslambda.FunctionProps{
+		fn := awslambda.NewFunction(st, jsii.String(title(name)+"Function"), quietPlatformLogs(&awslambda.FunctionProps{
 			ReservedConcurrentExecutions: reserved,
 			MaxEventAge:                  maxEventAge,
 			RetryAttempts:                retries,
@@ -305,7 +325,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 				fnSG,
 			},
 			LogGroup: logs,
-		})
+		}))
 		// admit only ticks: it never reads a key (it links no token code), so it gets none.
 		// The others read the keys object, and start only once the deploy has written it.
 		if name != Admit {
@@ -842,11 +862,11 @@ func newAlarms(st awscdk.Stack, v *Vestibule, set Settings) {
 	// that reached no integration.
 	awslogs.NewMetricFilter(st, jsii.String("ApiThrottledFilter"), &awslogs.MetricFilterProps{
 		LogGroup:        v.AccessLogs,
-		FilterPattern:   awslogs.FilterPattern_Literal(jsii.String(`{ ($.status = "429") && ($.integrationStatus = "-") }`)),
+		FilterPattern:   awslogs.FilterPattern_Literal(jsii.String(`{ ($.s = "429") && ($.is = "-") }`)),
 		MetricNamespace: jsii.String(metrics.Namespace),
 		MetricName:      jsii.String(APIThrottled),
 		MetricValue:     jsii.String("1"),
-		Dimensions:      &map[string]*string{metrics.StackDimension: jsii.String("$.stack")},
+		Dimensions:      &map[string]*string{metrics.StackDimension: jsii.String("$.st")},
 		Unit:            awscloudwatch.Unit_COUNT,
 	})
 	apiThrottled := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{

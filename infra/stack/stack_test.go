@@ -260,6 +260,45 @@ func TestFunctionsAreArm64OnAL2023(t *testing.T) {
 	f.all(t, "AWS::Logs::LogGroup", map[string]any{"RetentionInDays": 30})
 }
 
+func TestFunctionsSendNoPlatformLines(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	fns := f.ours(t)
+	for id, r := range f.ofType("AWS::Lambda::Function") {
+		if strings.HasPrefix(id, "ForwarderFunction") {
+			fns[stack.Forwarder] = r
+		}
+	}
+	if _, ok := fns[stack.Forwarder]; !ok {
+		t.Fatal("no forwarder")
+	}
+	// THEN every function a call or an event invokes logs JSON, without Lambda's START, END and
+	// REPORT lines (system logs at WARN), and Lambda drops none of its own lines (TRACE)
+	for name, r := range fns {
+		lc, _ := props(r)["LoggingConfig"].(map[string]any)
+		if lc["LogFormat"] != "JSON" || lc["SystemLogLevel"] != "WARN" || lc["ApplicationLogLevel"] != "TRACE" {
+			t.Errorf("%s: logging config %v, want JSON, system WARN, application TRACE", name, lc)
+		}
+		if _, ok := lc["LogGroup"]; !ok {
+			t.Errorf("%s: logging config %v without its log group", name, lc)
+		}
+	}
+	// and the API's functions log a sample of the successful polls (LOG_SAMPLE)
+	for name, r := range f.ours(t) {
+		vars := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if vars[config.EnvLogSample] != "0.01" {
+			t.Errorf("%s: %s=%v, want 0.01", name, config.EnvLogSample, vars[config.EnvLogSample])
+		}
+	}
+	// GIVEN logSample=1 THEN every function logs every request
+	all := synth(t, "", true, func(s *stack.Settings) { s.LogSample = 1 })
+	for name, r := range all.ours(t) {
+		if v := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)[config.EnvLogSample]; v != "1" {
+			t.Errorf("logSample=1: %s: %s=%v", name, config.EnvLogSample, v)
+		}
+	}
+}
+
 func TestAdmitRunsEveryMinuteOneAtATime(t *testing.T) {
 	// GIVEN the default stack
 	f := defaultStack()
@@ -1019,6 +1058,10 @@ func TestSettingsFromContext(t *testing.T) {
 		{"room defaults as a cdk.json object", map[string]any{"roomDefaults": map[string]any{"mode": "auto"}},
 			func(s stack.Settings) bool { return s.RoomDefaults.Mode == "auto" }, false},
 		{"log retention", map[string]any{"logRetentionDays": 90}, func(s stack.Settings) bool { return s.LogRetentionDays == 90 }, false},
+		{"log sample", map[string]any{"logSample": "0.1"}, func(s stack.Settings) bool { return s.LogSample == 0.1 }, false},
+		{"log sample none, from cdk.json", map[string]any{"logSample": 0}, func(s stack.Settings) bool { return s.LogSample == 0 }, false},
+		{"log sample above 1", map[string]any{"logSample": "5"}, nil, true},
+		{"log sample a percentage", map[string]any{"logSample": "1%"}, nil, true},
 		{"unknown cache", map[string]any{"cache": "memcached"}, nil, true},
 		{"waf not a bool", map[string]any{"waf": "maybe"}, nil, true},
 		{"retention CloudWatch refuses", map[string]any{"logRetentionDays": "31"}, nil, true},

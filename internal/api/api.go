@@ -88,8 +88,26 @@ type Options struct {
 
 	Clock  func() time.Time // nil: time.Now
 	Logger *slog.Logger     // nil: discard
+	// LogSample decides, per request, whether a successful (status below 400)
+	// poll or status read writes its request line; nil: every one does.
+	// SampleLog(f) logs the fraction f. Answers of 400 or more, and the other
+	// routes, are always logged.
+	LogSample func() bool
 	// Jitter returns a factor in [0.9, 1.1] for pollAfterMs; nil: random.
 	Jitter func() float64
+}
+
+// SampleLog returns an Options.LogSample that logs the fraction f (from 0 to 1)
+// of the requests it is asked about, each decided by a random draw of its own:
+// no lock, no counter shared between requests.
+func SampleLog(f float64) func() bool {
+	switch {
+	case f >= 1:
+		return func() bool { return true }
+	case f > 0:
+		return func() bool { return rand.Float64() < f }
+	}
+	return func() bool { return false }
 }
 
 // Handler serves every route of the API.
@@ -173,11 +191,15 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		path = ev.RequestContext.HTTP.Path
 	}
 	routeName, roomID, eventID := "unknown", "", ""
+	sampled := false // the route's successful requests are logged as a sample
 	var cause error
 	defer func() {
 		if p := recover(); p != nil {
 			cause = fmt.Errorf("panic: %v", p)
 			resp = errorResponse(&apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"})
+		}
+		if sampled && resp.StatusCode < 400 && h.o.LogSample != nil && !h.o.LogSample() {
+			return
 		}
 		attrs := []slog.Attr{
 			slog.String("route", routeName),
@@ -219,7 +241,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		}
 		return errorResponse(&apiError{status: http.StatusNotFound, code: "unknown_route", message: "no such route"}), nil
 	}
-	routeName = rt.key
+	routeName, sampled = rt.key, rt.sampled
 	r := &request{ev: &ev, room: params.room, path: params, now: h.o.Clock()}
 	if !rt.Admin {
 		// Public routes answer only what came through CloudFront (when deployed so).

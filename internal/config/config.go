@@ -32,6 +32,7 @@ const (
 	EnvAdminKey          = "VESTIBULE_ADMIN_KEY"  // the admin bearer key with ADMIN_AUTH=key
 	EnvDefaultRoomConfig = "DEFAULT_ROOM_CONFIG"  // JSON room settings over room.DefaultConfig()
 	EnvLogLevel          = "LOG_LEVEL"            // debug, info, warn, error
+	EnvLogSample         = "LOG_SAMPLE"           // the fraction of successful polls (and status reads) logged; default 0.01
 	EnvBookingEventBus   = "BOOKING_EVENT_BUS"    // EventBridge bus of order events; empty: JSON lines on stdout
 	EnvOriginSecretARN   = "ORIGIN_SECRET_ARN"    // Secrets Manager: the value CloudFront sends in OriginHeader
 	EnvStack             = "VESTIBULE_STACK"      // the CloudFormation stack: a dimension of the custom metrics
@@ -54,8 +55,8 @@ const OriginHeader = "X-Vestibule-Origin"
 // unused), because `sam local` only overrides variables a template declares.
 func Names() []string {
 	return []string{EnvRedisURL, EnvRedisCluster, EnvRedisCAFile, EnvTicketSecretARN, EnvEntryKeySecretARN,
-		EnvKeyDir, EnvIssuer, EnvAdminAuth, EnvAdminKey, EnvDefaultRoomConfig, EnvLogLevel, EnvBookingEventBus,
-		EnvOriginSecretARN, EnvStack, EnvSettingsBucket, EnvKeysObject}
+		EnvKeyDir, EnvIssuer, EnvAdminAuth, EnvAdminKey, EnvDefaultRoomConfig, EnvLogLevel, EnvLogSample,
+		EnvBookingEventBus, EnvOriginSecretARN, EnvStack, EnvSettingsBucket, EnvKeysObject}
 }
 
 // RuntimeNames are the variables Load reads that the Lambda runtime sets;
@@ -90,6 +91,11 @@ type Config struct {
 
 	DefaultRoom room.Config // the base of a new room's settings
 	LogLevel    slog.Level
+	// LogSample is the fraction, from 0 to 1, of the successful requests of the
+	// hot routes (a poll, a status read) whose request line is logged; every
+	// other request, and every answer of 400 or more, is always logged. Load
+	// sets DefaultLogSample; the zero value logs none of them.
+	LogSample float64
 
 	// BookingEventBus is the EventBridge bus the booking kit puts order events
 	// on with PutEvents; empty: they are written to stdout as JSON lines (a
@@ -121,6 +127,10 @@ const (
 	DefaultIssuer = "vestibule"
 	// MinAdminKeyLen keeps guessable admin keys out.
 	MinAdminKeyLen = 16
+	// DefaultLogSample logs one successful poll in a hundred: a waiting
+	// visitor polls every few seconds, and logging every poll in full was
+	// most of the log bill (docs/BENCHMARKS.md, "Log bytes per call").
+	DefaultLogSample = 0.01
 )
 
 // Load reads and checks the configuration. getenv is os.Getenv in a main.
@@ -139,6 +149,7 @@ func Load(getenv func(string) string) (Config, error) {
 		AdminAuth:       AdminAuth(or(strings.ToLower(getenv(EnvAdminAuth)), string(AdminIAM))),
 		AdminKey:        getenv(EnvAdminKey),
 		DefaultRoom:     room.DefaultConfig(),
+		LogSample:       DefaultLogSample,
 		BookingEventBus: strings.TrimSpace(getenv(EnvBookingEventBus)),
 		OriginSecretARN: strings.TrimSpace(getenv(EnvOriginSecretARN)),
 		Stack:           strings.TrimSpace(getenv(EnvStack)),
@@ -197,10 +208,27 @@ func Load(getenv func(string) string) (Config, error) {
 			bad("%s=%q is not debug, info, warn or error", EnvLogLevel, v)
 		}
 	}
+	if v := getenv(EnvLogSample); v != "" {
+		f, err := ParseLogSample(v)
+		if err != nil {
+			bad("%s=%q %v", EnvLogSample, v, err)
+		}
+		c.LogSample = f
+	}
 	if strings.HasPrefix(c.SettingsBucket, "/") || strings.Contains(c.SettingsBucket, "//") {
 		bad("%s=%q is not a bucket name with an optional /prefix", EnvSettingsBucket, c.SettingsBucket)
 	}
 	return c, errors.Join(errs...)
+}
+
+// ParseLogSample is the one reading of LOG_SAMPLE (and of the stack's logSample
+// setting): a fraction from 0 to 1. On error it returns DefaultLogSample.
+func ParseLogSample(s string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || !(f >= 0 && f <= 1) { // also refuses NaN
+		return DefaultLogSample, errors.New("is not a fraction from 0 to 1 (0.01 logs one successful poll in a hundred, 1 every one, 0 none)")
+	}
+	return f, nil
 }
 
 // ParseBool is the one reading of a boolean setting, from the environment or

@@ -22,13 +22,14 @@ func TestLoad(t *testing.T) {
 		"TICKET_SECRET_ARN": "arn:t", "ENTRY_KEY_SECRET_ARN": "arn:e",
 		"DEFAULT_ROOM_CONFIG": `{"maxActive":7,"originUrl":"https://shop.example/"}`,
 		"LOG_LEVEL":           "debug",
+		"LOG_SAMPLE":          "0.25",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !c.RedisCluster || c.AdminAuth != config.AdminIAM || c.Issuer != "vestibule" || c.KeyDir != ".vestibule/keys" ||
 		c.DefaultRoom.MaxActive != 7 || c.DefaultRoom.OriginURL != "https://shop.example/" ||
-		c.DefaultRoom.AdmitPerMinute != room.DefaultConfig().AdmitPerMinute || c.LogLevel.String() != "DEBUG" {
+		c.DefaultRoom.AdmitPerMinute != room.DefaultConfig().AdmitPerMinute || c.LogLevel.String() != "DEBUG" || c.LogSample != 0.25 {
 		t.Fatalf("loaded %+v", c)
 	}
 
@@ -47,6 +48,10 @@ func TestLoad(t *testing.T) {
 		{"unknown auth", map[string]string{"REDIS_URL": "redis://x:1", "ADMIN_AUTH": "none"}, "ADMIN_AUTH"},
 		{"bad default room", map[string]string{"REDIS_URL": "redis://x:1", "DEFAULT_ROOM_CONFIG": `{"maxActiv":1}`}, "DEFAULT_ROOM_CONFIG"},
 		{"bad log level", map[string]string{"REDIS_URL": "redis://x:1", "LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+		{"log sample not a number", map[string]string{"REDIS_URL": "redis://x:1", "LOG_SAMPLE": "1%"}, `LOG_SAMPLE="1%" is not a fraction from 0 to 1`},
+		{"log sample above 1", map[string]string{"REDIS_URL": "redis://x:1", "LOG_SAMPLE": "2"}, "LOG_SAMPLE"},
+		{"log sample below 0", map[string]string{"REDIS_URL": "redis://x:1", "LOG_SAMPLE": "-0.1"}, "LOG_SAMPLE"},
+		{"log sample NaN", map[string]string{"REDIS_URL": "redis://x:1", "LOG_SAMPLE": "NaN"}, "LOG_SAMPLE"},
 		{"keys object without a key", map[string]string{"REDIS_URL": "redis://x:1", "KEYS_OBJECT": "bucket"}, "KEYS_OBJECT"},
 		{"keys object and arns", map[string]string{"REDIS_URL": "redis://x:1", "KEYS_OBJECT": "bucket/keys.json",
 			"TICKET_SECRET_ARN": "arn:t", "ENTRY_KEY_SECRET_ARN": "arn:e"}, "not both"},
@@ -167,5 +172,15 @@ func TestDocsListEveryVariable(t *testing.T) {
 	}
 	for n := range documented {
 		t.Errorf("docs/API.md documents %s, which the functions do not read", n)
+	}
+}
+
+// LOG_SAMPLE defaults to DefaultLogSample; 0 and 1 are allowed ends.
+func TestLogSample(t *testing.T) {
+	for v, want := range map[string]float64{"": config.DefaultLogSample, "0": 0, "1": 1, " 0.5 ": 0.5, "1e-3": 0.001} {
+		c, err := config.Load(getenv(map[string]string{"REDIS_URL": "redis://x:1", "LOG_SAMPLE": v}))
+		if err != nil || c.LogSample != want {
+			t.Errorf("LOG_SAMPLE=%q: %v, %v; want %v", v, c.LogSample, err, want)
+		}
 	}
 }

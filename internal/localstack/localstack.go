@@ -153,6 +153,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	cfg := config.Config{
 		KeyDir: o.KeyDir, Issuer: config.DefaultIssuer,
 		AdminAuth: config.AdminKey, AdminKey: o.AdminKey, DefaultRoom: room.DefaultConfig(),
+		LogSample: 1, // on this machine every request is logged, every poll too
 	}
 	keys, err := apiapp.LoadKeys(ctx, cfg)
 	if err != nil {

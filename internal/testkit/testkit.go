@@ -100,6 +100,13 @@ func (b *Buffer) String() string {
 	return b.b.String()
 }
 
+// Reset empties the buffer.
+func (b *Buffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.b.Reset()
+}
+
 // T is the part of testing.TB that CallJSON uses (testkit is linked into
 // programs too, so it does not import testing).
 type T interface {
