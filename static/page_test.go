@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -68,5 +69,36 @@ func TestPageBundle(t *testing.T) {
 			t.Errorf("static/%s differs from a fresh build of static/js (%d bytes, fresh %d): run make page",
 				name, len(committed), len(fresh))
 		}
+	}
+}
+
+// TestPageLoadsBundle: the page loads the bundle and no module of js/ (those
+// are not deployed), and the worker the bundle starts is beside it, whole
+// (it imports nothing).
+func TestPageLoadsBundle(t *testing.T) {
+	html, err := os.ReadFile("index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(html, []byte(`<script type="module" src="/waiting.js"></script>`)) {
+		t.Error("index.html does not load /waiting.js")
+	}
+	if bytes.Contains(html, []byte(`/js/`)) {
+		t.Error("index.html loads from /js/, which is not deployed: load /waiting.js")
+	}
+	js, err := os.ReadFile("waiting.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`new Worker\(new URL\("\./([^"]+)",import\.meta\.url\)`).FindAllSubmatch(js, -1)
+	if len(m) != 1 {
+		t.Fatalf("the bundle starts %d workers by new URL(…, import.meta.url), want the challenge's", len(m))
+	}
+	worker, err := os.ReadFile(string(m[0][1]))
+	if err != nil {
+		t.Fatalf("the bundle's worker: %v", err)
+	}
+	if regexp.MustCompile(`\bimport\s*["'{*\w]|\bimport\(`).Match(worker) {
+		t.Errorf("the worker %s imports a module; it must be bundled whole", m[0][1])
 	}
 }
