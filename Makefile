@@ -18,7 +18,10 @@ GO_TEST_FLAGS ?= -count=1 -timeout 30m
 .PHONY: dev test build build-host page page-build synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint clean
 
 ## dev: run the whole product locally on http://localhost:8080 (embedded Redis unless REDIS_URL is set)
+## (it rebuilds the page's bundles first where `make deps-esbuild` installed esbuild, so an edited module shows)
 dev:
+	@if [ -x .tools/esbuild/node_modules/.bin/esbuild ]; then \
+	  $(MAKE) --no-print-directory page-build || echo "make dev: serving the committed page bundles" >&2; fi
 	go run ./cmd/vestibule-dev
 
 ## test: install what the tests need, then run every test (infra/stack's TestCfnLint runs
@@ -44,7 +47,8 @@ build-host:
 ## page: bundle the waiting page's modules (static/js/main.js and what it imports) into
 ## static/waiting.js, and the join challenge's worker into static/challenge-worker.js, both
 ## minified; the bundles are committed (static's TestPageBundle fails when they are stale)
-page: deps-esbuild page-build
+page: deps-esbuild
+	@$(MAKE) --no-print-directory page-build
 
 # page-build: the bundles into PAGE_OUT (static's test builds them into a temporary folder).
 PAGE_OUT ?= static
