@@ -1,6 +1,6 @@
 # Vestibule — the two commands a newcomer needs are `make dev` and `make test`.
 SHELL := /bin/bash
-export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/.tools/node_modules/.bin:$(CURDIR)/.tools/cfn-lint/bin:$(shell go env GOPATH)/bin:$(PATH)
+export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/.tools/node_modules/.bin:$(CURDIR)/.tools/esbuild/node_modules/.bin:$(CURDIR)/.tools/cfn-lint/bin:$(shell go env GOPATH)/bin:$(PATH)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 # Every Lambda function; each has functions/<name>/main.go and becomes dist/<name>/bootstrap
@@ -10,14 +10,18 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 FUNCTIONS := enqueue poll admit consume status admin booking gatekeys keysync forwarder
 # Pinned tool versions.
 CDK_CLI_VERSION := 2.1148.1
+ESBUILD_VERSION := 0.28.2
 CFN_LINT_VERSION := 1.51.0
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: dev test build build-host synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-rie deps-cfn-lint clean
+.PHONY: dev test build build-host page page-build synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint clean
 
 ## dev: run the whole product locally on http://localhost:8080 (embedded Redis unless REDIS_URL is set)
+## (it rebuilds the page's bundles first where `make deps-esbuild` installed esbuild, so an edited module shows)
 dev:
+	@if [ -x .tools/esbuild/node_modules/.bin/esbuild ]; then \
+	  $(MAKE) --no-print-directory page-build || echo "make dev: serving the committed page bundles" >&2; fi
 	go run ./cmd/vestibule-dev
 
 ## test: install what the tests need, then run every test (infra/stack's TestCfnLint runs
@@ -39,6 +43,20 @@ build-host:
 	  CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' \
 	    -o dist-host/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
+
+## page: bundle the waiting page's modules (static/js/main.js and what it imports) into
+## static/waiting.js, and the join challenge's worker into static/challenge-worker.js, both
+## minified; the bundles are committed (static's TestPageBundle fails when they are stale)
+page: deps-esbuild
+	@$(MAKE) --no-print-directory page-build
+
+# page-build: the bundles into PAGE_OUT (static's test builds them into a temporary folder).
+PAGE_OUT ?= static
+PAGE_ESBUILD_FLAGS := --bundle --minify --format=esm --charset=utf8 --legal-comments=none --log-level=warning
+page-build:
+	@[ "$$(esbuild --version 2>/dev/null)" = "$(ESBUILD_VERSION)" ] || { echo "esbuild $(ESBUILD_VERSION) is needed: make deps-esbuild" >&2; exit 1; }
+	esbuild static/js/main.js $(PAGE_ESBUILD_FLAGS) --outfile=$(PAGE_OUT)/waiting.js
+	esbuild static/js/challenge-worker.js $(PAGE_ESBUILD_FLAGS) --outfile=$(PAGE_OUT)/challenge-worker.js
 
 ## synth: build, then synthesize the CloudFormation template offline (CDK_ARGS='-c cache=nodes' etc.)
 CDK_ARGS ?=
@@ -66,7 +84,7 @@ fuzz:
 	  done; \
 	done
 
-deps: deps-redis deps-chromium deps-cdk deps-rie deps-cfn-lint
+deps: deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint
 
 APT_UPDATED := .tools/.apt-updated
 $(APT_UPDATED):
@@ -86,6 +104,13 @@ deps-cdk:
 	@[ -x .tools/node_modules/.bin/cdk ] && [ "$$(cdk --version 2>/dev/null | cut -d' ' -f1)" = "$(CDK_CLI_VERSION)" ] || \
 	  npm install --prefix .tools --no-save --no-audit --no-fund --loglevel=error aws-cdk@$(CDK_CLI_VERSION)
 	@cdk --version
+
+# esbuild (make page) under its own prefix: an `npm install --no-save` into .tools would
+# remove the CDK CLI that an earlier one put there, and the other way round.
+deps-esbuild:
+	@[ -x .tools/esbuild/node_modules/.bin/esbuild ] && [ "$$(esbuild --version 2>/dev/null)" = "$(ESBUILD_VERSION)" ] || \
+	  npm install --prefix .tools/esbuild --no-save --no-audit --no-fund --loglevel=error esbuild@$(ESBUILD_VERSION)
+	@echo "esbuild $$(esbuild --version)"
 
 # cfn-lint in its own virtualenv under .tools/, unless one is already on PATH.
 deps-cfn-lint:

@@ -74,8 +74,9 @@ var Functions = []Function{
 const Admit = "admit"
 
 // NotPublic are the files of static/ the page bucket never gets (glob patterns): the
-// operator's console and its chart library, and Go source.
-var NotPublic = []string{"*.go", "console.html", "console.css", "js/console.js", "vendor/uplot/**"}
+// operator's console and its chart library, Go source, and the modules under js/, which
+// `make page` bundles into waiting.js and challenge-worker.js (the page loads those).
+var NotPublic = []string{"*.go", "console.html", "console.css", "js/**", "vendor/uplot/**"}
 
 // CachedAPIPaths are the CloudFront path patterns served from the edge cache for a second or two:
 // public, identical for every visitor of a room, and the paths carry the room, so the path (always

@@ -884,7 +884,7 @@ func TestRoomPathsServeThePage(t *testing.T) {
 		t.Skip("node not on PATH")
 	}
 	script := code + `
-for (const uri of ["/r/demo", "/rooms/spring-tour/", "/", "/waiting.css", "/js/main.js", "/r/a/b", "/r/{x}", "/api/rooms/demo/status"]) {
+for (const uri of ["/r/demo", "/rooms/spring-tour/", "/", "/waiting.css", "/waiting.js", "/r/a/b", "/r/{x}", "/api/rooms/demo/status"]) {
   console.log(uri + " " + handler({request: {uri: uri}}).uri);
 }`
 	out, err := exec.Command(node, "-e", script).CombinedOutput()
@@ -893,7 +893,7 @@ for (const uri of ["/r/demo", "/rooms/spring-tour/", "/", "/waiting.css", "/js/m
 	}
 	// THEN room paths become index.html and nothing else changes
 	want := "/r/demo /index.html\n/rooms/spring-tour/ /index.html\n/ /\n/waiting.css /waiting.css\n" +
-		"/js/main.js /js/main.js\n/r/a/b /r/a/b\n/r/{x} /r/{x}\n/api/rooms/demo/status /api/rooms/demo/status\n"
+		"/waiting.js /waiting.js\n/r/a/b /r/a/b\n/r/{x} /r/{x}\n/api/rooms/demo/status /api/rooms/demo/status\n"
 	if string(out) != want {
 		t.Errorf("rewrites\n%s\nwant\n%s", out, want)
 	}
@@ -1177,9 +1177,18 @@ func TestConsoleIsNotUploaded(t *testing.T) {
 			t.Errorf("static/%s would be uploaded to the public bucket", f)
 		}
 	}
-	for _, f := range []string{"index.html", "waiting.css", "js/main.js", "js/challenge-worker.js"} {
+	for _, f := range []string{"index.html", "waiting.css", "waiting.js", "challenge-worker.js"} {
+		if _, err := os.Stat(filepath.Join("..", "..", "static", f)); err != nil {
+			t.Errorf("static/%s: %v (update the test or NotPublic)", f, err)
+		}
 		if notPublic(f) {
 			t.Errorf("static/%s, part of the waiting page, would not be uploaded", f)
+		}
+	}
+	// The modules the bundles are made of are not uploaded: the page loads none of them.
+	for _, f := range []string{"js/main.js", "js/challenge.js", "js/challenge-worker.js"} {
+		if !notPublic(f) {
+			t.Errorf("static/%s, bundled into waiting.js, would be uploaded", f)
 		}
 	}
 }

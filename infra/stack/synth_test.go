@@ -1,9 +1,11 @@
 package stack_test
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,5 +54,24 @@ func TestCDKSynth(t *testing.T) {
 	}
 	if !strings.Contains(string(tmpl), `"AWS::ElastiCache::ServerlessCache"`) {
 		t.Error("the synthesized template has no serverless cache")
+	}
+	// AND the page's asset, as CDK staged it with NotPublic excluded, is what the page loads
+	// and the challenge's worker: no console, no Go source, none of the modules under js/
+	pages, _ := filepath.Glob(filepath.Join(out, "asset.*", "index.html"))
+	if len(pages) != 1 {
+		t.Fatalf("%d staged assets with an index.html, want the page's", len(pages))
+	}
+	var staged []string
+	err = filepath.WalkDir(filepath.Dir(pages[0]), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(filepath.Dir(pages[0]), p)
+			staged = append(staged, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	must(t, err)
+	slices.Sort(staged)
+	if want := []string{"challenge-worker.js", "index.html", "waiting.css", "waiting.js"}; !slices.Equal(staged, want) {
+		t.Errorf("the page bucket gets %v, want %v", staged, want)
 	}
 }

@@ -35,6 +35,11 @@ func TestJoinChallenge(t *testing.T) {
 		t.Fatalf("the page joined without solving the challenge (dataset %q)", browsertest.Eval[string](t, v, `document.body.dataset.challenge || ""`))
 	}
 	t.Logf("the page solved a 16-bit challenge in %d ms (each bit more doubles it)", ms)
+	// In the worker beside the bundle, not on the page's thread after the worker failed to load.
+	if got := browsertest.Eval[bool](t, v, `performance.getEntriesByType("resource")
+		.some(e => new URL(e.name).pathname === "/challenge-worker.js" && e.responseStatus === 200)`); !got {
+		t.Error("the page did not load /challenge-worker.js")
+	}
 	ticket := ticketOf(t, v, room)
 
 	// A refresh is a poll with the ticket: no new challenge.

@@ -76,6 +76,13 @@ func TestJourney(t *testing.T) {
 	if ticket == "" {
 		t.Fatal("no ticket in localStorage")
 	}
+	// The page is three objects, each a CloudFront request: index.html, its CSS and the
+	// bundle (`make page`); the API calls are not objects of the page.
+	if got := browsertest.Eval[string](t, v, `performance.getEntriesByType("resource")
+		.map(e => new URL(e.name)).filter(u => u.origin === location.origin && !u.pathname.startsWith("/api/"))
+		.map(u => u.pathname).sort().join(" ")`); got != "/waiting.css /waiting.js" {
+		t.Errorf("the page loaded %q besides itself, want /waiting.css /waiting.js", got)
+	}
 	screenshot(t, v, "screenshot-waiting.png")
 
 	// A refresh keeps the place: the same ticket, the same position.

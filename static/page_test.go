@@ -1,0 +1,104 @@
+package static
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The waiting page's bundles, made by `make page` from js/ and committed (so
+// that `make dev` needs no node).
+var bundles = []string{"waiting.js", "challenge-worker.js"}
+
+// TestPageBundle: the committed bundles are what `make page` makes of the
+// sources now. Skipped without esbuild, except in CI, where `make test`
+// installs it (deps-esbuild).
+func TestPageBundle(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, onPath := exec.LookPath("esbuild")
+	if _, err := os.Stat(filepath.Join(root, ".tools", "esbuild", "node_modules", ".bin", "esbuild")); err != nil && onPath != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("esbuild is not installed in CI: run `make deps-esbuild` (make test does)")
+		}
+		t.Skip("esbuild is not installed; `make deps-esbuild` installs it into .tools/")
+	}
+	mk, err := exec.LookPath("make")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip("make is not installed")
+	}
+	// WHEN the bundles are built afresh into a temporary folder, as `make page` builds them
+	out := t.TempDir()
+	cmd := exec.Command(mk, "-s", "--no-print-directory", "page-build", "PAGE_OUT="+out)
+	cmd.Dir = root
+	for _, kv := range os.Environ() { // not the flags of a `make test` this runs under
+		if k, _, _ := strings.Cut(kv, "="); k != "MAKEFLAGS" && k != "MFLAGS" && k != "MAKELEVEL" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make page-build: %v\n%s", err, b)
+	}
+	// THEN they are the committed ones, and nothing else was built
+	built, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(built) != len(bundles) {
+		t.Errorf("make page built %d files, the test knows %v", len(built), bundles)
+	}
+	for _, name := range bundles {
+		fresh, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		committed, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatalf("%v: run make page", err)
+		}
+		if !bytes.Equal(fresh, committed) {
+			t.Errorf("static/%s differs from a fresh build of static/js (%d bytes, fresh %d): run make page",
+				name, len(committed), len(fresh))
+		}
+	}
+}
+
+// TestPageLoadsBundle: the page loads the bundle and no module of js/ (those
+// are not deployed), and the worker the bundle starts is beside it, whole
+// (it imports nothing).
+func TestPageLoadsBundle(t *testing.T) {
+	html, err := os.ReadFile("index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(html, []byte(`<script type="module" src="/waiting.js"></script>`)) {
+		t.Error("index.html does not load /waiting.js")
+	}
+	if bytes.Contains(html, []byte(`/js/`)) {
+		t.Error("index.html loads from /js/, which is not deployed: load /waiting.js")
+	}
+	js, err := os.ReadFile("waiting.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`new Worker\(new URL\("\./([^"]+)",import\.meta\.url\)`).FindAllSubmatch(js, -1)
+	if len(m) != 1 {
+		t.Fatalf("the bundle starts %d workers by new URL(…, import.meta.url), want the challenge's", len(m))
+	}
+	worker, err := os.ReadFile(string(m[0][1]))
+	if err != nil {
+		t.Fatalf("the bundle's worker: %v", err)
+	}
+	if regexp.MustCompile(`\bimport\s*["'{*\w]|\bimport\(`).Match(worker) {
+		t.Errorf("the worker %s imports a module; it must be bundled whole", m[0][1])
+	}
+}
