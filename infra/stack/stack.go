@@ -140,6 +140,24 @@ func AccessLogFormat(stackName string) string {
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
+// AccessLogOfAPoll is the access log line AccessLogFormat writes for a typical poll through
+// CloudFront (API Gateway's request id, an edge address, a room's poll path; no error, no
+// signer): its size is what the cost model (cmd/vestibule-bench) prices per call.
+func AccessLogOfAPoll(stackName string) string {
+	return strings.NewReplacer(
+		"$context.requestId", "JWQ5XiWBIAMEMQw=",
+		"$context.requestTimeEpoch", "1795680204123",
+		"$context.identity.sourceIp", "130.176.137.72",
+		"$context.httpMethod", "GET",
+		"$context.path", "/api/rooms/spring-sale-2026/poll",
+		"$context.status", "200",
+		"$context.responseLatency", "12",
+		"$context.integrationStatus", "200",
+		"$context.integrationErrorMessage", "-",
+		"$context.identity.userArn", "-",
+	).Replace(AccessLogFormat(stackName))
+}
+
 // quietPlatformLogs sets Lambda's advanced logging controls on the props of a function that
 // every call or event invokes (the API's and admit's, the events' forwarder), and returns them.
 // SystemLogLevel WARN keeps Lambda's own START, END and REPORT lines (platform.start and
