@@ -16,9 +16,9 @@
 -- Every tick that runs records now as tickat.
 -- Reclaims expired grants and sessions always; in a paused or closed room and
 -- before opensAt it does nothing else. In passthrough it admits up to `batch`
--- of those who were waiting when the room switched, without capacity or rate. Otherwise it sweeps the
--- next `batch` waiting visitors from the sweep cursor (wrapping around) and
--- evicts the stale ones, refills the admission bucket by elapsed time and admits
+-- of those who were waiting when the room switched, without capacity or rate. Otherwise it refills
+-- the admission bucket by elapsed time, sweeps the next `batch` waiting visitors less those it
+-- will admit from the sweep cursor (wrapping around) and evicts the stale ones, and admits
 -- min(floor(tokens), maxActive - admitted - active) in score order, skipping
 -- (evicting) stale visitors, carrying the fraction of a token.
 local now = tonumber(ARGV[1])
@@ -113,30 +113,39 @@ local function evict(members, fields)
 end
 
 -- The sweep: the heartbeat HASH has no order, so eviction walks the queue from
--- a cursor (the last score checked), at most `batch` a tick, wrapping around.
--- A queue no longer than the batch is checked whole, and then `oldest` keeps
+-- a cursor (the last score checked), at most `batch` a tick less what the tick
+-- admits (below), wrapping around. A queue shorter than that is checked whole, and then `oldest` keeps
 -- the earliest time a heartbeat is due, but no later than now: every heartbeat
 -- written later is seen after now, so until that time passes the cutoff nobody
 -- can be stale, and the sweep is skipped.
-if not (st[8] and cutoff <= tonumber(st[8])) then
+local tokens, refilled = refill(cfg, now, st[2], st[3])
+local n = math.min(math.floor(tokens), free_slots(cfg))
+-- passthrough admits everyone: drain those who waited before the switch.
+if cfg.mode == 'passthrough' then n = batch end
+-- A tick reads at most `batch` of the queue beside what it admits: the sweep
+-- checks what the admissions leave of it (the admissions check the front's
+-- heartbeats themselves, and a tick admitting thousands stays short).
+local budget = batch - math.min(n, batch)
+
+if budget > 0 and not (st[8] and cutoff <= tonumber(st[8])) then
   local cur = st[4]
   local got
   if cur then
-    got = redis.call('ZRANGEBYSCORE', K_Q, '(' .. cur, '+inf', 'WITHSCORES', 'LIMIT', 0, batch)
-    if #got < 2 * batch then
-      local more = redis.call('ZRANGEBYSCORE', K_Q, '-inf', cur, 'WITHSCORES', 'LIMIT', 0, batch - #got / 2)
+    got = redis.call('ZRANGEBYSCORE', K_Q, '(' .. cur, '+inf', 'WITHSCORES', 'LIMIT', 0, budget)
+    if #got < 2 * budget then
+      local more = redis.call('ZRANGEBYSCORE', K_Q, '-inf', cur, 'WITHSCORES', 'LIMIT', 0, budget - #got / 2)
       for i = 1, #more do got[#got + 1] = more[i] end
     end
   else
-    got = redis.call('ZRANGEBYSCORE', K_Q, '-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, batch)
+    got = redis.call('ZRANGEBYSCORE', K_Q, '-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, budget)
   end
-  local n = #got / 2
+  local count = #got / 2
   local oldest = now
   local maxclass = told(cfg)
   local stale, stalef, fresh = {}, {}, {}
-  for i = 1, n, 1000 do
+  for i = 1, count, 1000 do
     local fields = {}
-    for j = i, math.min(i + 999, n) do fields[#fields + 1] = hbf(got[2 * j - 1]) end
+    for j = i, math.min(i + 999, count) do fields[#fields + 1] = hbf(got[2 * j - 1]) end
     local seen = redis.call('HMGET', K_HB, unpack(fields))
     for k = 1, #fields do
       local _, t = hbt(seen[k])
@@ -157,7 +166,7 @@ if not (st[8] and cutoff <= tonumber(st[8])) then
   for i = 1, #fresh, 2000 do
     redis.call('HSET', K_HB, unpack(fresh, i, math.min(i + 1999, #fresh)))
   end
-  if n < batch then
+  if count < budget then
     -- The whole queue was checked.
     if cur then redis.call('HDEL', K_ST, 'sweep') end
     redis.call('HSET', K_ST, 'oldest', tostring(oldest))
@@ -167,10 +176,6 @@ if not (st[8] and cutoff <= tonumber(st[8])) then
   end
 end
 
-local tokens, refilled = refill(cfg, now, st[2], st[3])
-local n = math.min(math.floor(tokens), free_slots(cfg))
--- passthrough admits everyone: drain those who waited before the switch.
-if cfg.mode == 'passthrough' then n = batch end
 local deadline = num(now + cfg.claimTTL)
 local keep = rec_end and num(rec_end)
 local newtop = top

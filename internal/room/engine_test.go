@@ -1359,8 +1359,10 @@ func TestPollMinInterval(t *testing.T) {
 // queue rather than lag it.
 func TestRateCountsTheFrontsSkips(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
-		// The same room twice: a sweep of one a tick leaves the stale visitors
-		// for the front to skip; a sweep of a thousand evicts them all first.
+		// The same room twice: with a batch of one the tick, which admits, leaves
+		// the sweep nothing (it reads at most the batch beside its admissions),
+		// so the front skips the stale visitors; a batch of a thousand sweeps
+		// them all first.
 		run := func(batch int) (room.TickResult, room.Place) {
 			e := newEnv(t, rdb, cfgWith(func(c *room.Config) { c.AdmitPerMinute, c.MaxActive = 600, 1000 }), room.WithEvictBatch(batch))
 			ts := e.enqueueN(20)
@@ -1376,11 +1378,30 @@ func TestRateCountsTheFrontsSkips(t *testing.T) {
 		if skips.Admitted != 10 || swept.Admitted != 10 || skips.Evicted != 10 || swept.Evicted != 10 {
 			t.Fatalf("ticks %+v and %+v; the test needs ten admitted and ten evicted in each", skips, swept)
 		}
-		// Nine of the ten skipped at the front (the sweep took one): the share
-		// admitted is 10/19.
-		if want := math.Floor(pw.RatePerMinute * 19 / 10); ps.RatePerMinute != want {
-			t.Errorf("RatePerMinute = %v with nine skipped at the front, %v when the sweep evicted them; want %v",
+		// The ten skipped at the front: the share admitted is 10/20.
+		if want := math.Floor(pw.RatePerMinute * 20 / 10); ps.RatePerMinute != want {
+			t.Errorf("RatePerMinute = %v with ten skipped at the front, %v when the sweep evicted them; want %v",
 				ps.RatePerMinute, pw.RatePerMinute, want)
+		}
+	})
+}
+
+// A tick reads at most its batch of the queue beside what it admits: the
+// sweep checks what the admissions leave (batch 10, four admitted: six).
+func TestSweepSharesTheTicksBatch(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		// 120 a minute: the bucket holds 4 tokens.
+		e := newEnv(t, rdb, cfgWith(func(c *room.Config) { c.AdmitPerMinute, c.MaxActive = 120, 1000 }), room.WithEvictBatch(10))
+		ts := e.enqueueN(30)
+		e.clk.Advance(pastAnyTold) // everyone's heartbeat is stale…
+		for _, tk := range ts[:4] {
+			e.poll(tk) // …but the front four's
+		}
+		r := e.tick()
+		// The sweep checks the first six (two stale evicted); the admissions
+		// take the four fresh ones at the front.
+		if r.Admitted != 4 || r.Evicted != 2 {
+			t.Errorf("tick admitted %d and evicted %d, want 4 and 2 (a sweep of 10 - 4)", r.Admitted, r.Evicted)
 		}
 	})
 }
