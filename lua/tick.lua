@@ -188,31 +188,41 @@ while admitted < n and pops < n + batch do
   if k == 0 then break end
   -- One command per batch, not per visitor: the batch's heartbeats, then one
   -- HDEL and one ZADD (every grant of a tick shares its deadline).
-  local fields = {}
-  for i = 1, k do fields[i] = hbf(got[i]) end
+  -- Each member is turned into a number once (hbf and lo/hi use it); the
+  -- grants and served lists grow by counters, not the length operator.
+  local fields, nums = {}, {}
+  for i = 1, k do
+    local s = tonumber(got[i])
+    nums[i] = s
+    fields[i] = hbf(s)
+  end
   local seen = redis.call('HMGET', K_HB, unpack(fields))
-  local grants, served = {}, {}
+  local grants, served, g, sv = {}, {}, 0, 0
   local last
   for i = 1, k do
-    local m = got[i]
-    local _, t = hbt(seen[i])
+    local v = seen[i]
+    local _, t
+    if v then _, t = hbt(v) end
     pops = pops + 1
     if t and t < cutoff then
       evicted = evicted + 1
       skipped = skipped + 1
     else
-      grants[#grants + 1] = deadline
-      grants[#grants + 1] = m
+      local m = got[i]
+      grants[g + 1] = deadline
+      grants[g + 2] = m
+      g = g + 2
       admitted = admitted + 1
       last = m
-      local s = tonumber(m)
+      local s = nums[i]
       if not lo or s < lo then lo = s end
       if not hi or s > hi then hi = s end
       -- In a recovery window, a ticket from before the epoch may come back past
       -- the head: record that it was served, until the window ends.
-      if keep and tonumber(m) < epoch then
-        served[#served + 1] = keep
-        served[#served + 1] = m
+      if keep and s < epoch then
+        served[sv + 1] = keep
+        served[sv + 2] = m
+        sv = sv + 2
       end
     end
   end
@@ -225,8 +235,8 @@ while admitted < n and pops < n + batch do
   end
   redis.call('ZREMRANGEBYRANK', K_Q, 0, k - 1)
   redis.call('HDEL', K_HB, unpack(fields))
-  if #grants > 0 then redis.call('ZADD', K_ADM, unpack(grants)) end
-  if #served > 0 then redis.call('ZADD', K_USED, 'GT', unpack(served)) end
+  if g > 0 then redis.call('ZADD', K_ADM, unpack(grants)) end
+  if sv > 0 then redis.call('ZADD', K_USED, 'GT', unpack(served)) end
 end
 if newtop > top then redis.call('HSET', K_ST, 'head', num(newtop)) end
 if cfg.mode ~= 'passthrough' then store_bucket(tokens - admitted, refilled) end
