@@ -30,10 +30,6 @@ const (
 	costVisitors    = 1_000_000
 	costWaitMinutes = 20.0 // mean wait of the priced crowd
 	costGoalDollars = 30.0
-	// The page: 4 files, 50 KB, from CloudFront once per visitor; the
-	// CloudFront Function runs on each (the default behaviour's viewer request).
-	pageObjects = 4
-	pageBytes   = 50_000
 	// originCalls: consume and complete, counted for every visitor (an
 	// overstatement: abandoners make neither).
 	originCalls = 2
@@ -50,10 +46,14 @@ const (
 	// under 1 KB of data), an estimate; ElastiCache bills scripts by the vCPU
 	// time and bytes they use.
 	ecpuPerCall = 4
-	// Log bytes per call besides the function's own request line (measured):
-	// Lambda's START/END/REPORT lines and the API's JSON access log line.
-	lambdaPlatformLogBytes = 300
-	accessLogBytes         = 400
+	// Log bytes per call besides the function's own request line (measured,
+	// LOG_SAMPLE included): Lambda's START/END/REPORT lines are none (the
+	// stack sets the call-path functions' system log level to WARN,
+	// infra/stack quietPlatformLogs); the API's access log line is about
+	// accessLogBytes (stack.AccessLogFormat with a poll's typical values;
+	// quota_test.go renders it).
+	lambdaPlatformLogBytes = 0
+	accessLogBytes         = 181
 	// Valkey storage during a sale: about 190 B a waiting visitor (the scale
 	// part measures it); 0.5 GB held for 2 hours is generous.
 	valkeyGBHoursPerSale = 0.5 * 2
@@ -67,38 +67,41 @@ type costItem struct {
 
 // costInput is what the bill is computed from.
 type costInput struct {
-	PerMinute   float64 // requests per visitor-minute of waiting (measured)
-	BodyBytes   float64 // mean response body of a waiting call (measured; 0: 1,100 B)
-	LogLineByte float64 // the function's log line per call (measured; 0: 300 B)
+	// WaitRequests: the requests a visitor makes while waiting costWaitMinutes
+	// (enqueue, polls, leave), from the long crowd's line of requests against
+	// the wait (sim.Summary.RequestsAt; measured).
+	WaitRequests float64
+	BodyBytes    float64 // mean response body of a waiting call (measured)
+	LogLineByte  float64 // the function's log line per call, sampling included (measured)
+	// The page's first load, once per visitor: objects and their bytes as
+	// CloudFront sends them (measured by pageWeight); the CloudFront Function
+	// runs on each (the default behaviour's viewer request).
+	PageObjects int
+	PageBytes   float64
 }
 
 // costPerMillion prices costVisitors visitors waiting costWaitMinutes on
 // average, item by item.
 func costPerMillion(in costInput) []costItem {
 	body, logLine := in.BodyBytes, in.LogLineByte
-	if body <= 0 {
-		body = 1100
-	}
-	if logLine <= 0 {
-		logLine = 300
-	}
+	objects, page := float64(in.PageObjects), in.PageBytes
 	v := float64(costVisitors)
-	perVisitor := in.PerMinute*costWaitMinutes + originCalls
+	perVisitor := in.WaitRequests + originCalls
 	calls := v * perVisitor
 	m := func(x float64) string { return fmt.Sprintf("%.2f M", x/1e6) }
-	outGB := v * (pageBytes + perVisitor*(body+responseHeaderBytes)) / 1e9
+	outGB := v * (page + perVisitor*(body+responseHeaderBytes)) / 1e9
 	gbs := calls * lambdaBilledSeconds * lambdaMemoryGB
 	logGB := calls * (logLine + lambdaPlatformLogBytes + accessLogBytes) / 1e9
 	return []costItem{
-		{"API Gateway (HTTP API)", fmt.Sprintf("%s calls (%.2f × %.0f min + %d a visitor) × $%.2f/M", m(calls), in.PerMinute, costWaitMinutes, originCalls, priceAPIGatewayHTTPRequest*1e6), calls * priceAPIGatewayHTTPRequest},
-		{"CloudFront requests", fmt.Sprintf("(%s + %s page) × $%.4f/10k", m(calls), m(v*pageObjects), priceCloudFrontHTTPSRequest*1e4), (calls + v*pageObjects) * priceCloudFrontHTTPSRequest},
-		{"CloudFront data out", fmt.Sprintf("%.1f GB (%.0f KB page + %.0f B a call) × $%.3f", outGB, pageBytes/1e3, body+responseHeaderBytes, priceCloudFrontGB), outGB * priceCloudFrontGB},
-		{"CloudFront Function (page)", fmt.Sprintf("%s × $%.2f/M", m(v*pageObjects), priceCloudFrontFunction*1e6), v * pageObjects * priceCloudFrontFunction},
+		{"API Gateway (HTTP API)", fmt.Sprintf("%s calls (%.2f while waiting %.0f min + %d a visitor) × $%.2f/M", m(calls), in.WaitRequests, costWaitMinutes, originCalls, priceAPIGatewayHTTPRequest*1e6), calls * priceAPIGatewayHTTPRequest},
+		{"CloudFront requests", fmt.Sprintf("(%s + %s page) × $%.4f/10k", m(calls), m(v*objects), priceCloudFrontHTTPSRequest*1e4), (calls + v*objects) * priceCloudFrontHTTPSRequest},
+		{"CloudFront data out", fmt.Sprintf("%.1f GB (%.1f KB page + %.0f B a call) × $%.3f", outGB, page/1e3, body+responseHeaderBytes, priceCloudFrontGB), outGB * priceCloudFrontGB},
+		{"CloudFront Function (page)", fmt.Sprintf("%s × $%.2f/M", m(v*objects), priceCloudFrontFunction*1e6), v * objects * priceCloudFrontFunction},
 		{"Lambda requests", fmt.Sprintf("%s × $%.2f/M", m(calls), priceLambdaRequest*1e6), calls * priceLambdaRequest},
 		{"Lambda compute (arm64)", fmt.Sprintf("%s × %.0f ms × %.3f GB = %.0f GB-s × $%.10f", m(calls), lambdaBilledSeconds*1000, lambdaMemoryGB, gbs, priceLambdaARMGBSecond), gbs * priceLambdaARMGBSecond},
 		{"Valkey ECPUs", fmt.Sprintf("%s × %d ECPU × $%.4f/M", m(calls), ecpuPerCall, priceValkeyECPU*1e6), calls * ecpuPerCall * priceValkeyECPU},
 		{"Valkey storage", fmt.Sprintf("%.1f GB-h × $%.3f", valkeyGBHoursPerSale, priceValkeyGBHour), valkeyGBHoursPerSale * priceValkeyGBHour},
-		{"CloudWatch Logs", fmt.Sprintf("%s × (%.0f + %d + %d) B = %.2f GB × $%.2f", m(calls), logLine, lambdaPlatformLogBytes, accessLogBytes, logGB, priceLogsGB), logGB * priceLogsGB},
+		{"CloudWatch Logs", fmt.Sprintf("%s × (%.1f + %d + %d) B = %.2f GB × $%.2f", m(calls), logLine, lambdaPlatformLogBytes, accessLogBytes, logGB, priceLogsGB), logGB * priceLogsGB},
 	}
 }
 
@@ -125,20 +128,31 @@ func writeCost(w io.Writer, items []costItem) {
 // against the same crowd behind a page polling every 3 s; and states the
 // waiting visitors the default stack serves within its quotas.
 func benchCost(_ context.Context) ([]Row, error) {
-	perMinute, source := measured.LongPerMinute, "measured"
-	if perMinute <= 0 {
+	perMinute := measured.LongPerMinute
+	if perMinute <= 0 || measured.LongWaitRequests <= 0 {
 		return nil, fmt.Errorf("the cost needs the crowd part in the same invocation (-only crowd,cost)")
 	}
-	in := costInput{PerMinute: perMinute, BodyBytes: measured.PollBodyBytes, LogLineByte: measured.PollLogBytes}
+	in := costInput{WaitRequests: measured.LongWaitRequests, BodyBytes: measured.PollBodyBytes, LogLineByte: measured.PollLogBytes}
+	if in.BodyBytes == 0 {
+		// The capacity part did not run: a poll's body and an unsampled line.
+		in.BodyBytes, in.LogLineByte = 330, 190
+		logf("cost: capacity part not run; a poll's body taken as %.0f B and its log line as %.0f B", in.BodyBytes, in.LogLineByte)
+	}
+	objects, gz, err := pageWeight()
+	if err != nil {
+		return nil, fmt.Errorf("the page's weight: %w", err)
+	}
+	in.PageObjects, in.PageBytes = objects, float64(gz)
 	items := costPerMillion(in)
+	// The baseline: the same crowd behind a page polling every 3 s.
 	fixed := in
-	fixed.PerMinute = measured.FixedPerMinute
-	fmt.Fprintf(os.Stderr, "cost of %d visitors at %.2f requests per visitor-minute (%s):\n", costVisitors, perMinute, source)
+	fixed.WaitRequests = measured.FixedPerMinute * costWaitMinutes
+	fmt.Fprintf(os.Stderr, "cost of %d visitors making %.2f requests in a %.0f-minute wait (measured):\n", costVisitors, in.WaitRequests, costWaitMinutes)
 	writeCost(os.Stderr, items)
 	q := quotasAt(perMinute)
 	fmt.Fprintf(os.Stderr, "default stack at %.2f requests per visitor-minute: %s\n", perMinute, q)
 	base := 0.0
-	if fixed.PerMinute > 0 {
+	if fixed.WaitRequests > 0 {
 		base = total(costPerMillion(fixed))
 	}
 	return []Row{

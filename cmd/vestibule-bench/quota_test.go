@@ -89,7 +89,18 @@ func TestQuotasAt(t *testing.T) {
 
 // docCost is the measurement docs/BENCHMARKS.md's cost table is computed from
 // (its "Cost model" names the run).
-var docCost = costInput{PerMinute: 0.489, BodyBytes: 323, LogLineByte: 185}
+var docCost = costInput{WaitRequests: 6.95, BodyBytes: 323, LogLineByte: 1.9, PageObjects: 3, PageBytes: 14_515}
+
+// The cost model's access log bytes are the stack's line for a typical poll.
+func TestAccessLogBytesAreTheStacks(t *testing.T) {
+	line := stack.AccessLogOfAPoll("Vestibule")
+	if strings.Contains(line, "$context") {
+		t.Fatalf("a variable left unrendered: %s", line)
+	}
+	if n := len(line) + 1; n < accessLogBytes*9/10 || n > accessLogBytes*11/10 {
+		t.Errorf("a poll's access log line is %d B, the cost model says %d: %s", n, accessLogBytes, line)
+	}
+}
 
 // docs/BENCHMARKS.md's cost table is what costPerMillion computes from the
 // run it names, at the prices of cost.go.
