@@ -9,7 +9,7 @@
 -- ARGV[4] -> join-challenge bits the caller verified (0: no proof)
 -- ARGV[5] -> the challenge's time left (ms); 0 when there is no proof
 -- Returns the place shape of lib.lua's reply, state one of:
---   'prequeue' (draw set, position 0), 'waiting', 'admitted' (deadline set);
+--   'prequeue' (draw set; position: the place at the opening, not shown), 'waiting', 'admitted' (deadline set);
 --   or {'noroom'} for an unknown room, {'closed'} for a closed one,
 --   {'challenge', bits} when the room asks more work than proven, {'spent'} for a used proof,
 --   {'limited', wait ms} when the client joined more often than clientEnqueuePerMinute.
@@ -55,12 +55,15 @@ if cfg.opensAt > now then
     local class, within = told(cfg)
     redis.call('ZADD', K_Q, num(draw), m)
     redis.call('HSET', K_HB, hbf(m), hbv(now, class))
-    return reply(cfg, 'prequeue', m, num(draw), 0, redis.call('HINCRBY', K_CFG, 'waiting', 1), 0, within)
+    local waiting = redis.call('HINCRBY', K_CFG, 'waiting', 1)
+    return reply(cfg, 'prequeue', m, num(draw), redis.call('ZRANK', K_Q, m) + 1, waiting, 0, within)
   end
   local class, within = told(cfg)
   redis.call('ZADD', K_Q, m, m)
   redis.call('HSET', K_HB, hbf(m), hbv(now, class))
-  return reply(cfg, 'prequeue', m, '', 0, redis.call('HINCRBY', K_CFG, 'waiting', 1), 0, within)
+  -- In ticket order the newcomer is last: the count is their place.
+  local waiting = redis.call('HINCRBY', K_CFG, 'waiting', 1)
+  return reply(cfg, 'prequeue', m, '', waiting, waiting, 0, within)
 end
 
 if cfg.mode == 'auto' and redis.call('ZCARD', K_Q) == 0 and free_slots(cfg) > 0 then

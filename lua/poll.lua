@@ -5,7 +5,8 @@
 -- ARGV[3] -> score (the ticket's draw if it has one, else its sequence)
 -- ARGV[4] -> min interval (ms) between polls of one visitor; 0 for none
 -- ARGV[5] -> the settings version the caller has cached ('' for none)
--- Returns the place shape of lib.lua's reply, state one of 'prequeue', 'waiting',
+-- Returns the place shape of lib.lua's reply (in the pre-queue, position is the
+-- place at the opening, not shown to the visitor), state one of 'prequeue', 'waiting',
 -- 'paused', 'closed', 'admitted' (deadline = claim deadline), 'active' (deadline =
 -- session end), 'expired'; or {'noroom'} for an unknown room, or {'slow', wait ms}
 -- when a waiting visitor polls again sooner than the min interval. A place in the
@@ -66,5 +67,9 @@ if state == 'waiting' then class, within = told(cfg, pos) else class, within = t
 redis.call('HSET', K_HB, f, hbv(now, class))
 -- The count kept with the settings (lib.lua: no ZCARD); never below the position.
 local waiting = math.max(cfg.waiting, pos)
-if state == 'closed' or state == 'prequeue' then pos = 0 end
+-- A pre-queued visitor's position is not shown (a lottery's draw stays hidden
+-- until the opening) but goes back in the reply's position field: the place
+-- they will have at the opening, by which the poll policy spreads the opening's
+-- polls (internal/pollpolicy; the engine moves it to Place.OpeningRank).
+if state == 'closed' then pos = 0 end
 return reply(cfg, state, m, '', pos, waiting, 0, within)

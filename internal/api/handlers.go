@@ -152,6 +152,8 @@ func (h *Handler) placeResponse(r *request, p room.Place, ticket string) (events
 		if p.Config.OpensAt != nil {
 			in.UntilOpen = p.Config.OpensAt.Sub(r.now)
 		}
+		// The place at the opening spreads the opening's polls; it is not shown.
+		in.Position = p.OpeningRank
 	case room.StateAdmitted:
 		zero := int64(0)
 		out.EtaSeconds = &zero

@@ -54,7 +54,7 @@ type Input struct {
 	PollWithin    time.Duration // the engine's budget (room.Place.PollWithin); ≤ 0: room.MaxPollAfter
 	Grace         time.Duration // the room's heartbeatTTLSeconds; ≤ 0: the default (HoldPollAfter holds)
 	TickInterval  time.Duration // how often admission runs
-	UntilOpen     time.Duration // pre-queue: time left before the room opens
+	UntilOpen     time.Duration // pre-queue: time left before the room opens (Position: the place at the opening, 0 if unknown)
 	Jitter        float64       // factor in [0.9, 1.1]; spreads a crowd's polls apart
 }
 
@@ -73,9 +73,11 @@ type Input struct {
 //
 // A one-minute wait then costs about three requests (enqueue, one poll into
 // the final window, one that sees the grant) and a 20-minute wait about eight.
-// Pre-queue: just after the opening (spread over 2 s), or twice the hold
-// interval when the opening is farther (an opening moved earlier is heard
-// within a minute). Paused, closed, or no rate: the hold interval
+// Pre-queue: when the opening is near, the descent planned from it as for a
+// visitor waiting at their place at the opening (the front just after the
+// first tick, the rest along their ETAs, within the budget), or just after it
+// (spread over 2 s) when the place is not known; twice the hold interval when
+// the opening is farther (an opening moved earlier is heard within a minute). Paused, closed, or no rate: the hold interval
 // (HoldPollAfter, or a quarter of a shorter grace). Zero means "do not poll
 // again".
 func After(in Input) time.Duration {
@@ -97,8 +99,18 @@ func After(in Input) time.Duration {
 	case room.StatePrequeue:
 		if far := min(budget, 2*hold(in)); in.UntilOpen >= far {
 			d = scale(far, 0.9+x/10)
+		} else if in.Position > 0 {
+			// The descent from the opening, planned as for a visitor waiting at
+			// that place: the front just after the first tick, the rest spread
+			// along their ETAs (a million pre-queued do not all come at once).
+			d = max(in.UntilOpen, 0) + waiting(in, x)
+			if d > budget {
+				// Those whose turn is farther than the budget: anywhere in its
+				// second half, so they do not all come back at once either.
+				d = scale(budget, 0.5+x/2)
+			}
 		} else {
-			// Everyone comes just after the opening, spread over 2 s.
+			// The place is not known: just after the opening, spread over 2 s.
 			d = max(in.UntilOpen, 0) + scale(2*time.Second, x)
 		}
 	default: // waiting

@@ -49,6 +49,10 @@ func TestAfter(t *testing.T) {
 		{"pre-queue, opening later, small budget", Input{State: room.StatePrequeue, UntilOpen: time.Hour, Jitter: 1, PollWithin: 20 * time.Second}, scale(20*time.Second, 0.95)},
 		{"pre-queue, opening later, jitter down", Input{State: room.StatePrequeue, UntilOpen: time.Hour, Jitter: 0.9}, scale(2*HoldPollAfter, 0.9)},
 		{"pre-queue, opening now", Input{State: room.StatePrequeue, Jitter: 0.9}, time.Second},
+		{"pre-queue, opening soon, first at the opening: the first tick", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Position: 1, RatePerMinute: 600, Jitter: 1}, 6 * time.Second},
+		{"pre-queue, opening soon, 50th: just after its tick", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Position: 50, RatePerMinute: 600, Jitter: 1}, 10*time.Second + AfterTick},
+		{"pre-queue, opening soon, far back: the ETA less the margin", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Position: 3000, RatePerMinute: 600, Jitter: 1}, 255500 * time.Millisecond},
+		{"pre-queue, opening soon, farther: the budget, spread", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Position: 100_000, RatePerMinute: 600, Jitter: 1}, scale(room.MaxPollAfter, 0.75)},
 		{"paused", Input{State: room.StatePaused}, HoldPollAfter},
 		{"closed", Input{State: room.StateClosed}, HoldPollAfter},
 		{"paused, default grace", Input{State: room.StatePaused, Grace: 120 * time.Second}, HoldPollAfter},
@@ -64,6 +68,25 @@ func TestAfter(t *testing.T) {
 				t.Errorf("After(%+v) = %v, want %v", c.in, got, c.want)
 			}
 		})
+	}
+}
+
+// A pre-queue of 1,000,000 at 50,000 a minute, all told 10 s before the
+// opening: no second after the opening gets more than 1 % of the crowd's
+// polls, where a place-blind policy sends everyone within 2 s.
+func TestPrequeueOpeningIsSpread(t *testing.T) {
+	const n, rate = 1_000_000, 50_000
+	r := rand.New(rand.NewPCG(3, 4))
+	perSecond := map[int64]int{}
+	for pos := int64(1); pos <= n; pos++ {
+		d := After(Input{State: room.StatePrequeue, UntilOpen: 10 * time.Second, Position: pos, RatePerMinute: rate,
+			TickInterval: time.Second, Jitter: 0.9 + 0.2*r.Float64()})
+		perSecond[int64((d-10*time.Second)/time.Second)]++
+	}
+	for s, k := range perSecond {
+		if k > n/100 {
+			t.Errorf("second %d after the opening: %d polls (%.1f %% of the crowd)", s, k, 100*float64(k)/n)
+		}
 	}
 }
 

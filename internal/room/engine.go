@@ -191,6 +191,10 @@ func (e *Engine) place(s script, t Ticket, have versioned, reply []any) (Place, 
 	default:
 		p.State = State(state)
 	}
+	if p.State == StatePrequeue {
+		// The scripts send the place at the opening; it is not shown.
+		p.OpeningRank, p.Position = p.Position, 0
+	}
 	return p, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -228,6 +229,15 @@ func TestPrequeueOrderAtOpening(t *testing.T) {
 				t.Errorf("poll before opening: %+v, want prequeue, position 0, waiting 12", viewOf(p))
 			}
 		}
+		// The place each will have at the opening comes with the pre-queue
+		// reply (not as the shown position): the draw's rank.
+		byDraw := slices.Clone(pre)
+		sort.Slice(byDraw, func(i, j int) bool { return byDraw[i].Draw < byDraw[j].Draw })
+		for i, tk := range byDraw {
+			if p := e.poll(tk); p.OpeningRank != int64(i+1) || p.Position != 0 {
+				t.Errorf("pre-queue poll of draw rank %d: opening rank %d, position %d; want %d, 0", i, p.OpeningRank, p.Position, i+1)
+			}
+		}
 		if r := e.tick(); r.Admitted != 0 {
 			t.Fatalf("a tick before opening admitted %d", r.Admitted)
 		}
@@ -238,7 +248,7 @@ func TestPrequeueOrderAtOpening(t *testing.T) {
 				t.Errorf("arrival %d after opening has a draw %v", i, tk.Draw)
 			}
 		}
-		byDraw := slices.Clone(pre)
+		byDraw = slices.Clone(pre)
 		sort.Slice(byDraw, func(i, j int) bool { return byDraw[i].Draw < byDraw[j].Draw })
 		want := append(seqs(byDraw), seqs(post)...)
 		for i, tk := range byDraw {
@@ -263,6 +273,30 @@ func TestPrequeueOrderAtOpening(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("admission order (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// A pre-queue join answers with the place the newcomer's draw gives them among
+// those in the pre-queue (not shown: the position stays 0).
+func TestPrequeueJoinKnowsItsOpeningRank(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, nil)
+		opens := e.clk.Now().Add(5 * time.Minute)
+		e.put(*cfgWith(func(c *room.Config) { c.OpensAt = &opens }))
+		var draws []float64
+		for i := range 20 {
+			p := e.enqueue("v" + strconv.Itoa(i))
+			draws = append(draws, p.Ticket.Draw)
+			below := int64(0)
+			for _, d := range draws {
+				if d < p.Ticket.Draw {
+					below++
+				}
+			}
+			if p.State != room.StatePrequeue || p.Position != 0 || p.OpeningRank != below+1 {
+				t.Errorf("join %d: %+v, opening rank %d; want prequeue, position 0, rank %d", i, viewOf(p), p.OpeningRank, below+1)
+			}
 		}
 	})
 }

@@ -85,6 +85,11 @@ type Place struct {
 	State    State
 	Position int64 // 1-based; 0 when not waiting or in the pre-queue
 	Waiting  int64 // visitors waiting (or in the pre-queue) in the room
+	// OpeningRank (pre-queue only): the place the visitor will have at the
+	// opening as the queue stands (1-based). It is not shown to the visitor (a
+	// lottery's draw stays hidden until the opening); the poll policy spreads
+	// the opening's polls by it (internal/pollpolicy).
+	OpeningRank int64
 	// Set when State is StateAdmitted.
 	GrantDeadline time.Time // the grant must be consumed before this
 	Active        bool      // the grant was already consumed; a session is running
