@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -82,28 +83,16 @@ func (s Summary) RequestsAt(minutes float64) float64 {
 	return s.RequestsFixed + s.RequestsPerMinute*minutes
 }
 
-// lineFit is an ordinary least-squares line y = a + b·x, by running sums.
-type lineFit struct{ n, sx, sy, sxx, sxy float64 }
-
-func (f *lineFit) add(x, y float64) {
-	f.n++
-	f.sx += x
-	f.sy += y
-	f.sxx += x * x
-	f.sxy += x * y
-}
-
-// line returns a and b; with fewer than two distinct x, b is 0 and a the mean.
-func (f *lineFit) line() (a, b float64) {
-	if f.n == 0 {
+// fitLine is the ordinary least-squares line y = a + b·x (gonum's stat);
+// with no points it is 0, with fewer than two distinct x the mean and no slope.
+func fitLine(xs, ys []float64) (a, b float64) {
+	if len(xs) == 0 {
 		return 0, 0
 	}
-	d := f.n*f.sxx - f.sx*f.sx
-	if d <= 1e-9*f.n*f.sxx {
-		return f.sy / f.n, 0
+	if stat.Variance(xs, nil) == 0 {
+		return stat.Mean(ys, nil), 0
 	}
-	b = (f.n*f.sxy - f.sx*f.sy) / d
-	return (f.sy - b*f.sx) / f.n, b
+	return stat.LinearRegression(xs, ys, nil, false)
 }
 
 // Summarize computes the report of a run.
@@ -112,7 +101,7 @@ func (r *Result) Summarize() Summary {
 		Span: r.End.Sub(r.Start), MaxActive: r.Config.RoomConfig.MaxActive, MaxInUse: r.MaxInUse, Stopped: r.Stopped}
 	var waitNanos float64
 	var waited int
-	var fit lineFit
+	var waits, reqs []float64 // the line's points: minutes waited, waiting requests
 	var polls int
 	var seen []time.Duration
 	var last time.Time
@@ -124,7 +113,8 @@ func (r *Result) Summarize() Summary {
 		if !v.EnqueuedAt.IsZero() && !v.EndWaitAt.IsZero() {
 			waitNanos += float64(v.EndWaitAt.Sub(v.EnqueuedAt))
 			waited++
-			fit.add(v.EndWaitAt.Sub(v.EnqueuedAt).Minutes(), float64(v.WaitRequests))
+			waits = append(waits, v.EndWaitAt.Sub(v.EnqueuedAt).Minutes())
+			reqs = append(reqs, float64(v.WaitRequests))
 		}
 		if !v.GrantAt.IsZero() && !v.SeenAt.IsZero() {
 			seen = append(seen, v.SeenAt.Sub(v.GrantAt))
@@ -150,7 +140,7 @@ func (r *Result) Summarize() Summary {
 	if waited > 0 {
 		s.MeanWait = time.Duration(waitNanos / float64(waited))
 	}
-	s.RequestsFixed, s.RequestsPerMinute = fit.line()
+	s.RequestsFixed, s.RequestsPerMinute = fitLine(waits, reqs)
 	s.SeenP50, s.SeenP99 = percentile(seen, 0.50), percentile(seen, 0.99)
 	if !last.IsZero() {
 		s.Drain = last.Sub(r.Start)
