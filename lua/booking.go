@@ -48,16 +48,16 @@ var bookingAck string
 //go:embed booking_active.lua
 var BookingActive string
 
-// The booking scripts, ready to load: booking_lib.lua followed by the operation.
+// The booking scripts, ready to load: what each uses of booking_lib.lua, then the operation.
 var (
-	BookingDefine  = bookingLib + bookingDefine  // define or replace an event's inventory
-	BookingHold    = bookingLib + bookingHold    // hold seats and units for a session, with a fencing token
-	BookingConfirm = bookingLib + bookingConfirm // turn a hold into an order, once per idempotency key
-	BookingRelease = bookingLib + bookingRelease // give a hold up before its TTL
-	BookingCancel  = bookingLib + bookingCancel  // compensation: cancel a confirmed order
-	BookingSweep   = bookingLib + bookingSweep   // expire overdue holds
-	BookingView    = bookingLib + bookingView    // seats, stock and counters
-	BookingRoom    = bookingLib + bookingRoom    // the room an event belongs to
-	BookingOutbox  = bookingLib + bookingOutbox  // order events not yet published
-	BookingAck     = bookingLib + bookingAck     // order events published: out of the outbox
+	BookingDefine  = withLib(bookingLib, bookingDefine)  // define or replace an event's inventory
+	BookingHold    = withLib(bookingLib, bookingHold)    // hold seats and units for a session, with a fencing token
+	BookingConfirm = withLib(bookingLib, bookingConfirm) // turn a hold into an order, once per idempotency key
+	BookingRelease = withLib(bookingLib, bookingRelease) // give a hold up before its TTL
+	BookingCancel  = withLib(bookingLib, bookingCancel)  // compensation: cancel a confirmed order
+	BookingSweep   = withLib(bookingLib, bookingSweep)   // expire overdue holds
+	BookingView    = withLib(bookingLib, bookingView)    // seats, stock and counters
+	BookingRoom    = withLib(bookingLib, bookingRoom)    // the room an event belongs to
+	BookingOutbox  = withLib(bookingLib, bookingOutbox)  // order events not yet published
+	BookingAck     = withLib(bookingLib, bookingAck)     // order events published: out of the outbox
 )

@@ -47,19 +47,19 @@ var drain string
 
 // The scripts, ready to load: what each uses of lib.lua, then the operation.
 var (
-	Enqueue  = withLib(enqueue)
-	Poll     = withLib(poll)
-	Tick     = withLib(tick)
-	Consume  = withLib(consume)
-	Complete = withLib(complete)
-	Leave    = withLib(leave)
-	Config   = withLib(config)
-	Stats    = withLib(stats)
-	Head     = withLib(head)
-	Drain    = withLib(drain)
+	Enqueue  = withLib(lib, enqueue)
+	Poll     = withLib(lib, poll)
+	Tick     = withLib(lib, tick)
+	Consume  = withLib(lib, consume)
+	Complete = withLib(lib, complete)
+	Leave    = withLib(lib, leave)
+	Config   = withLib(lib, config)
+	Stats    = withLib(lib, stats)
+	Head     = withLib(lib, head)
+	Drain    = withLib(lib, drain)
 	// RateLimit takes its own KEYS (the room's config and one client's
 	// limiter); lib.lua only lends it limit_client.
-	RateLimit = withLib(ratelimit)
+	RateLimit = withLib(lib, ratelimit)
 )
 
 // libDef is one top-level definition of lib.lua: the lines from the comment
@@ -75,7 +75,7 @@ var (
 	ident    = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 )
 
-// libDefs splits lib.lua at its top-level `local` lines; the header comment
+// libDefs splits a lib at its top-level `local` lines; the header comment
 // goes with the first definition.
 func libDefs(src string) []libDef {
 	var defs []libDef
@@ -96,7 +96,7 @@ func libDefs(src string) []libDef {
 			} else if m := defNames.FindStringSubmatch(l); m != nil {
 				names = strings.Split(strings.ReplaceAll(m[1], " ", ""), ",")
 			} else {
-				panic("lua: lib.lua line not understood: " + l)
+				panic("lua: a lib line not understood: " + l)
 			}
 		case strings.HasPrefix(l, "--") || strings.TrimSpace(l) == "":
 			// A comment or blank line belongs to the definition below it.
@@ -129,7 +129,7 @@ func uses(code string) map[string]bool {
 // through another definition, in lib.lua's order. Every definition is a
 // closure or table Redis builds again on each call of a script (scripts keep
 // no state between calls), so a script pays only for what it uses.
-func withLib(op string) string {
+func withLib(lib, op string) string {
 	defs := libDefs(lib)
 	keep := make([]bool, len(defs))
 	u := uses(op)

@@ -5,9 +5,36 @@ import (
 	"testing"
 )
 
-// Each script carries every lib.lua definition it uses, directly or through
-// another, in lib.lua's order, and no others.
+// Each script carries every definition of its lib (lib.lua, booking_lib.lua)
+// it uses, directly or through another, in the lib's order, and no others.
 func TestWithLibKeepsWhatIsUsed(t *testing.T) {
+	for _, set := range []struct {
+		lib     string
+		scripts map[string]string
+	}{
+		{lib, map[string]string{"enqueue": enqueue, "poll": poll, "tick": tick, "consume": consume, "complete": complete,
+			"leave": leave, "config": config, "stats": stats, "head": head, "drain": drain, "ratelimit": ratelimit}},
+		{bookingLib, map[string]string{"define": bookingDefine, "hold": bookingHold, "confirm": bookingConfirm,
+			"release": bookingRelease, "cancel": bookingCancel, "sweep": bookingSweep, "view": bookingView,
+			"room": bookingRoom, "outbox": bookingOutbox, "ack": bookingAck}},
+	} {
+		checkWithLib(t, set.lib, set.scripts)
+	}
+	// What the poll, the hottest script, leaves out.
+	for _, n := range []string{"limit_client", "admitted_last_minute", "count_admissions", "free_slots"} {
+		if strings.Contains(Poll, "local function "+n+"(") {
+			t.Errorf("poll carries %s", n)
+		}
+	}
+	if !strings.Contains(RateLimit, "local function limit_client(") || strings.Contains(RateLimit, "local function reply(") {
+		t.Errorf("ratelimit: wrong definitions kept")
+	}
+}
+
+// checkWithLib: each script of scripts carries every definition of lib it
+// uses, in lib's order, and no others.
+func checkWithLib(t *testing.T, lib string, scripts map[string]string) {
+	t.Helper()
 	defs := libDefs(lib)
 	if got := strings.Join(func() []string {
 		var s []string
@@ -16,17 +43,15 @@ func TestWithLibKeepsWhatIsUsed(t *testing.T) {
 		}
 		return s
 	}(), ""); got != strings.TrimRight(lib, "\n")+"\n" {
-		t.Fatalf("lib.lua's definitions do not add up to lib.lua")
+		t.Fatalf("the lib's definitions do not add up to the lib")
 	}
-	scripts := map[string]string{"enqueue": enqueue, "poll": poll, "tick": tick, "consume": consume, "complete": complete,
-		"leave": leave, "config": config, "stats": stats, "head": head, "drain": drain, "ratelimit": ratelimit}
 	for name, op := range scripts {
-		full := withLib(op)
+		full := withLib(lib, op)
 		if !strings.HasSuffix(full, op) {
 			t.Fatalf("%s: the operation is not at the end", name)
 		}
 		part := strings.TrimSuffix(full, op)
-		// Kept definitions appear in lib.lua's order.
+		// Kept definitions appear in the lib's order.
 		rest := part
 		kept := map[string]bool{}
 		for _, d := range defs {
@@ -38,7 +63,7 @@ func TestWithLibKeepsWhatIsUsed(t *testing.T) {
 			}
 		}
 		if rest != "" {
-			t.Fatalf("%s: the lib part is not lib.lua's definitions in order: %.80q left", name, rest)
+			t.Fatalf("%s: the lib part is not the lib's definitions in order: %.80q left", name, rest)
 		}
 		// Whatever the kept code and the operation name is defined.
 		u := uses(part + op)
@@ -52,14 +77,5 @@ func TestWithLibKeepsWhatIsUsed(t *testing.T) {
 				}
 			}
 		}
-	}
-	// What the poll, the hottest script, leaves out.
-	for _, n := range []string{"limit_client", "admitted_last_minute", "count_admissions", "free_slots"} {
-		if strings.Contains(Poll, "local function "+n+"(") {
-			t.Errorf("poll carries %s", n)
-		}
-	}
-	if !strings.Contains(RateLimit, "local function limit_client(") || strings.Contains(RateLimit, "local function reply(") {
-		t.Errorf("ratelimit: wrong definitions kept")
 	}
 }

@@ -200,9 +200,7 @@ while admitted < n and pops < n + batch do
   local grants, served, g, sv = {}, {}, 0, 0
   local last
   for i = 1, k do
-    local v = seen[i]
-    local _, t
-    if v then _, t = hbt(v) end
+    local _, t = hbt(seen[i])
     pops = pops + 1
     if t and t < cutoff then
       evicted = evicted + 1
