@@ -327,6 +327,12 @@ func TestAccessLogLineOfAPoll(t *testing.T) {
 		t.Fatalf("%s: %v", line, err)
 	}
 	t.Logf("%d B: %s", len(line), line)
+	// The ApiThrottled metric filter reads these keys ({ ($.s = "429") && ($.is = "-") }, $.st).
+	for _, k := range []string{"s", "is", "st"} {
+		if _, ok := fields[k]; !ok {
+			t.Errorf("the access log has no key %q, which the ApiThrottled metric filter reads: %s", k, line)
+		}
+	}
 	if len(line) > 200 {
 		t.Errorf("a poll's access log line is %d B, want at most 200", len(line))
 	}
