@@ -11,13 +11,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
+	"github.com/vestibule-dev/vestibule/internal/awsenv"
 	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
@@ -28,12 +27,14 @@ func main() {
 	if bus == "" {
 		fail(fmt.Errorf("%s is not set: the bus to put events on", eventbus.EnvBus))
 	}
-	cfg, err := awsconfig.LoadDefaultConfig(context.Background())
+	cfg, err := awsenv.Config()
 	if err != nil {
 		fail(fmt.Errorf("aws config: %w", err))
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	lambda.Start(eventbus.NewBus(eventbridge.NewFromConfig(cfg), bus, eventbus.WithLogger(log)).Forward)
+	lambda.Start(eventbus.NewBus(eventbridge.NewFromConfig(cfg, func(o *eventbridge.Options) {
+		o.BaseEndpoint = awsenv.Endpoint("EventBridge", o.BaseEndpoint)
+	}), bus, eventbus.WithLogger(log)).Forward)
 }
 
 func fail(err error) {

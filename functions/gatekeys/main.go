@@ -14,11 +14,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/vestibule-dev/vestibule/internal/awsenv"
 	"os"
 
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-lambda-go/lambda"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudfrontkeyvaluestore"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
@@ -35,15 +35,19 @@ func sync(ctx context.Context) (gatekeys.Result, error) {
 	if secret == "" || store == "" {
 		return gatekeys.Result{}, fmt.Errorf("gatekeys: %s and %s are required", config.EnvEntryKeySecretARN, EnvKVSARN)
 	}
-	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	cfg, err := awsenv.Config()
 	if err != nil {
 		return gatekeys.Result{}, err
 	}
-	keys, err := gatekeys.Load(ctx, secretsmanager.NewFromConfig(cfg), secret)
+	keys, err := gatekeys.Load(ctx, secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
+		o.BaseEndpoint = awsenv.Endpoint("Secrets Manager", o.BaseEndpoint)
+	}), secret)
 	if err != nil {
 		return gatekeys.Result{}, err
 	}
-	return gatekeys.Sync(ctx, cloudfrontkeyvaluestore.NewFromConfig(cfg), store, keys.Entries())
+	return gatekeys.Sync(ctx, cloudfrontkeyvaluestore.NewFromConfig(cfg, func(o *cloudfrontkeyvaluestore.Options) {
+		o.BaseEndpoint = awsenv.Endpoint("CloudFront KeyValueStore", o.BaseEndpoint)
+	}), store, keys.Entries())
 }
 
 // custom is the custom resource: Create and Update sync; Delete does nothing

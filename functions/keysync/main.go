@@ -17,11 +17,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/vestibule-dev/vestibule/internal/awsenv"
 	"os"
 
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-lambda-go/lambda"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
@@ -68,11 +68,15 @@ type clients struct {
 }
 
 func newClients(ctx context.Context) (clients, error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	cfg, err := awsenv.Config()
 	if err != nil {
 		return clients{}, err
 	}
-	return clients{sm: secretsmanager.NewFromConfig(cfg), s3: s3.NewFromConfig(cfg)}, nil
+	return clients{sm: secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
+		o.BaseEndpoint = awsenv.Endpoint("Secrets Manager", o.BaseEndpoint)
+	}), s3: s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.BaseEndpoint = awsenv.Endpoint("S3", o.BaseEndpoint)
+	})}, nil
 }
 
 func sync(ctx context.Context, t target) (keysync.Result, error) {

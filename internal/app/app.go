@@ -7,17 +7,17 @@
 package app
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/vestibule-dev/vestibule/internal/awsenv"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
 	"time"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/redis/go-redis/v9"
 
@@ -83,11 +83,11 @@ func New(c config.Config, o Options) (*Core, error) {
 	}
 	store := o.Store
 	if store == nil && c.SettingsBucket != "" {
-		awsCfg, err := awsconfig.LoadDefaultConfig(context.Background())
+		awsCfg, err := awsenv.Config()
 		if err != nil {
 			return nil, fmt.Errorf("aws config for %s: %w", config.EnvSettingsBucket, err)
 		}
-		store = durable.NewS3(s3.NewFromConfig(awsCfg), c.SettingsBucket)
+		store = durable.NewS3(NewS3(awsCfg), c.SettingsBucket)
 	}
 	var bopts []booking.Option
 	if o.Clock != nil {
@@ -195,4 +195,10 @@ func Main(name string) *Core {
 func Fail(name string, err error) {
 	fmt.Fprintf(os.Stderr, "%s: start-up failed: %s\n", name, strings.ReplaceAll(err.Error(), "\n", "; "))
 	os.Exit(1)
+}
+
+// NewS3 is the S3 client of a function, from awsenv.Config, honouring
+// AWS_ENDPOINT_URL_S3.
+func NewS3(cfg aws.Config) *s3.Client {
+	return s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint = awsenv.Endpoint("S3", o.BaseEndpoint) })
 }

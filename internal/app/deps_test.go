@@ -22,3 +22,25 @@ func TestAdmitLinksNoTokensNorSecrets(t *testing.T) {
 		}
 	}
 }
+
+// No function links the SDK's config package (profiles, SSO, STS, instance
+// metadata: about 1.8 MB of each bootstrap): a function's credentials are in
+// its environment, which awsenv reads. The operator CLI does link it.
+func TestFunctionsLinkNoSharedConfig(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/vestibule-dev/vestibule/functions/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if !strings.Contains(string(out), "github.com/vestibule-dev/vestibule/internal/awsenv") {
+		t.Fatalf("go list -deps gave no awsenv package:\n%s", out)
+	}
+	for _, bad := range []string{"github.com/aws/aws-sdk-go-v2/config\n", "service/sso\n", "service/sts\n", "feature/ec2/imds\n"} {
+		if strings.Contains(string(out), bad) {
+			t.Errorf("a function links %s", strings.TrimSpace(bad))
+		}
+	}
+	out, err = exec.Command("go", "list", "-deps", "github.com/vestibule-dev/vestibule/cmd/vestibule").Output()
+	if err != nil || !strings.Contains(string(out), "github.com/aws/aws-sdk-go-v2/config\n") {
+		t.Errorf("the operator CLI should keep the SDK's config (profiles, SSO): %v", err)
+	}
+}

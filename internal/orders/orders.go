@@ -10,9 +10,9 @@ package orders
 import (
 	"context"
 	"fmt"
+	"github.com/vestibule-dev/vestibule/internal/awsenv"
 	"io"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
@@ -73,9 +73,11 @@ func New(ctx context.Context, c config.Config, w io.Writer) (booking.Publisher, 
 	if c.BookingEventBus == "" {
 		return NewLog(w), nil
 	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	awsCfg, err := awsenv.Config()
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	return NewEventBridge(eventbridge.NewFromConfig(awsCfg), c.BookingEventBus), nil
+	return NewEventBridge(eventbridge.NewFromConfig(awsCfg, func(o *eventbridge.Options) {
+		o.BaseEndpoint = awsenv.Endpoint("EventBridge", o.BaseEndpoint)
+	}), c.BookingEventBus), nil
 }

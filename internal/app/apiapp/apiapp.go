@@ -12,12 +12,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/vestibule-dev/vestibule/internal/awsenv"
 	"log/slog"
 	"os"
 	"time"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
@@ -83,11 +83,11 @@ func LoadSecrets(ctx context.Context, c config.Config) (*token.Keys, *api.EdgeGu
 		if err != nil {
 			return nil, nil, err
 		}
-		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+		awsCfg, err := awsenv.Config()
 		if err != nil {
 			return nil, nil, fmt.Errorf("aws config: %w", err)
 		}
-		return FromObject(ctx, s3.NewFromConfig(awsCfg), obj)
+		return FromObject(ctx, app.NewS3(awsCfg), obj)
 	}
 	keys, err := LoadKeys(ctx, c)
 	if err != nil {
@@ -140,12 +140,20 @@ func FromObject(ctx context.Context, g keysync.Getter, obj keysync.Object) (*tok
 	return keys, api.NewEdgeGuard(m.Origin, reload, nil), nil
 }
 
+// NewSecretsManager is the Secrets Manager client of a function, from
+// awsenv.Config, honouring AWS_ENDPOINT_URL_SECRETS_MANAGER.
+func NewSecretsManager(cfg aws.Config) *secretsmanager.Client {
+	return secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
+		o.BaseEndpoint = awsenv.Endpoint("Secrets Manager", o.BaseEndpoint)
+	})
+}
+
 func secretsClient(ctx context.Context) (*secretsmanager.Client, error) {
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	awsCfg, err := awsenv.Config()
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	return secretsmanager.NewFromConfig(awsCfg), nil
+	return NewSecretsManager(awsCfg), nil
 }
 
 // MinOriginSecretLen refuses an origin secret short enough to guess.
