@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogsdestinations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
@@ -30,7 +31,10 @@ var EventFunctions = []string{Admit, routes.Enqueue, routes.Poll, routes.Consume
 type Events struct {
 	Bus       awsevents.EventBus
 	Forwarder awslambda.Function
-	Filters   map[string]awslogs.SubscriptionFilter // by function name
+	// DeadLetters keeps the batches the forwarder failed on after Lambda's retries (14 days):
+	// events that did not reach the bus, with the ForwarderDeadLetters alarm on them.
+	DeadLetters awssqs.Queue
+	Filters     map[string]awslogs.SubscriptionFilter // by function name
 }
 
 // newEvents defines the bus, the forwarder and the subscription filters on the log groups of
@@ -47,6 +51,15 @@ func newEvents(st awscdk.Stack, v *Vestibule, set Settings, retention awslogs.Re
 		Retention:     retention,
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	})
+	// A batch still failing after the retries lands here instead of being dropped, so no event is
+	// lost unseen: the alarm fires, and the message (the CloudWatch Logs event, as the forwarder
+	// got it) can be sent to the forwarder again (docs/DEPLOY.md, "Events"). An empty queue costs
+	// nothing.
+	ev.DeadLetters = awssqs.NewQueue(st, jsii.String("ForwarderDeadLetterQueue"), &awssqs.QueueProps{
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+	})
 	ev.Forwarder = awslambda.NewFunction(st, jsii.String("ForwarderFunction"), quietPlatformLogs(&awslambda.FunctionProps{
 		Description:  jsii.String("Vestibule " + Forwarder + ": events from the functions' logs to the bus"),
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
@@ -60,8 +73,10 @@ func newEvents(st awscdk.Stack, v *Vestibule, set Settings, retention awslogs.Re
 		// endpoint, and it needs neither Redis nor a secret.
 		Environment: &map[string]*string{eventbus.EnvBus: ev.Bus.EventBusArn()},
 		LogGroup:    logs,
-		// CloudWatch Logs invokes it asynchronously: a failed batch is retried twice.
-		RetryAttempts: jsii.Number(2),
+		// CloudWatch Logs invokes it asynchronously: a failed batch is retried twice, then kept in
+		// the dead-letter queue.
+		RetryAttempts:   jsii.Number(2),
+		DeadLetterQueue: ev.DeadLetters,
 	}))
 	// events:PutEvents on this bus, and nothing else.
 	ev.Bus.GrantPutEventsTo(ev.Forwarder, nil)

@@ -71,6 +71,19 @@ func TestEventsReachTheBusThroughTheLogs(t *testing.T) {
 	}
 	// and a failed batch is retried twice by Lambda's asynchronous invocation
 	f.has(t, "AWS::Lambda::EventInvokeConfig", map[string]any{"FunctionName": map[string]any{"Ref": fwd}, "MaximumRetryAttempts": 2})
+	// and a batch still failing then is kept in an encrypted dead-letter queue for 14 days, with an
+	// alarm on it
+	dlq := deadLetters(t, f)
+	if dc, _ := p["DeadLetterConfig"].(map[string]any); dc == nil || !equalJSON(dc["TargetArn"], getAtt(dlq, "Arn")) {
+		t.Errorf("forwarder dead-letter config %v, want the queue %s", p["DeadLetterConfig"], dlq)
+	}
+	if q := props(f.ofType("AWS::SQS::Queue")[dlq]); q["MessageRetentionPeriod"] != float64(14*24*3600) || q["SqsManagedSseEnabled"] != true {
+		t.Errorf("dead-letter queue %v, want 14 days and SQS-managed encryption", q)
+	}
+	f.has(t, "AWS::CloudWatch::Alarm", map[string]any{
+		"MetricName": "ApproximateNumberOfMessagesVisible", "Namespace": "AWS/SQS", "Threshold": 1,
+		"Dimensions": []any{map[string]any{"Name": "QueueName", "Value": getAtt(dlq, "QueueName")}},
+	})
 
 	// and each function that writes events has one subscription filter on its log group, with
 	// the events' pattern, to the forwarder; no other log group has one (the forwarder's own
@@ -116,10 +129,25 @@ func TestEventsReachTheBusThroughTheLogs(t *testing.T) {
 	})
 }
 
-// The forwarder may put events on this bus and do nothing else; no other function may put events.
+// deadLetters returns the logical id of the forwarder's dead-letter queue, the stack's only queue.
+func deadLetters(t *testing.T, f fixture) string {
+	t.Helper()
+	qs := f.ofType("AWS::SQS::Queue")
+	if len(qs) != 1 {
+		t.Fatalf("%d SQS queues, want the forwarder's dead letters only", len(qs))
+	}
+	for id := range qs {
+		return id
+	}
+	return ""
+}
+
+// The forwarder may put events on this bus and send a failed batch to its dead-letter queue, and
+// do nothing else; no other function may put events.
 func TestForwarderMayOnlyPutEventsOnTheBus(t *testing.T) {
 	f := defaultStack()
 	fwd, fn := forwarder(t, f)
+	dlq := deadLetters(t, f)
 	var bus string
 	for id := range f.ofType("AWS::Events::EventBus") {
 		bus = id
@@ -141,9 +169,15 @@ func TestForwarderMayOnlyPutEventsOnTheBus(t *testing.T) {
 				acts = []any{a}
 			}
 			puts := slices.Contains(acts, any("events:PutEvents"))
+			if forFwd && len(acts) == 1 && acts[0] == "sqs:SendMessage" {
+				if !equalJSON(st["Resource"], getAtt(dlq, "Arn")) {
+					t.Errorf("forwarder policy %s allows sqs:SendMessage on %v; want its dead-letter queue only", id, st["Resource"])
+				}
+				continue
+			}
 			switch {
 			case forFwd && (!puts || len(acts) != 1 || !equalJSON(st["Resource"], getAtt(bus, "Arn"))):
-				t.Errorf("forwarder policy %s allows %v on %v; want events:PutEvents on the bus only", id, acts, st["Resource"])
+				t.Errorf("forwarder policy %s allows %v on %v; want events:PutEvents on the bus (and sqs:SendMessage on its dead letters) only", id, acts, st["Resource"])
 			case forFwd:
 				found = true
 			case puts:

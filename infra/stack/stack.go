@@ -849,6 +849,19 @@ func newAlarms(st awscdk.Stack, v *Vestibule, set Settings) {
 		TreatMissingData:   awscloudwatch.TreatMissingData_BREACHING,
 	})
 
+	// Events the forwarder could not put on the bus, after Lambda's retries: downstream consumers
+	// miss them until someone sends the batch again (docs/DEPLOY.md, "Events").
+	deadLetters := v.Events.DeadLetters.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Maximum"),
+	})
+	alarm("ForwarderDeadLetters", deadLetters, awscloudwatch.AlarmProps{
+		AlarmDescription:   jsii.String("Vestibule forwarder: event batches not put on the bus are waiting in the dead-letter queue"),
+		Threshold:          jsii.Number(1),
+		EvaluationPeriods:  jsii.Number(1),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+
 	// The functions put their stack name in the metric's Stack dimension (VESTIBULE_STACK),
 	// so each stack in an account and region watches its own Redis errors.
 	redisErrors := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
