@@ -13,6 +13,8 @@ CDK_CLI_VERSION := 2.1148.1
 ESBUILD_VERSION := 0.28.2
 CFN_LINT_VERSION := 1.51.0
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+# staticcheck, the Go checker make test runs after go vet (from the module proxy, pinned)
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
 .PHONY: dev test build build-host page page-build synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint clean
@@ -24,10 +26,12 @@ dev:
 	  $(MAKE) --no-print-directory page-build || echo "make dev: serving the committed page bundles" >&2; fi
 	go run ./cmd/vestibule-dev
 
-## test: install what the tests need, then run every test (infra/stack's TestCfnLint runs
-## cfn-lint on every synthesized variant and fails on any error)
+## test: install what the tests need, check the Go code with go vet and staticcheck (pinned),
+## then run every test (infra/stack's TestCfnLint runs cfn-lint on every synthesized variant and
+## fails on any error)
 test: deps build
 	go vet ./...
+	go run $(STATICCHECK) ./...
 	go test $(GO_TEST_FLAGS) ./...
 
 ## build: dist/<function>/bootstrap for linux/arm64, as deployed

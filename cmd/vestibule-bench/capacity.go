@@ -189,7 +189,7 @@ func capacity(ctx context.Context, rdb *redis.Client, d time.Duration, op func(c
 		return 0, 0, err
 	}
 	if cpu1 <= cpu0 {
-		return wall, 0, fmt.Errorf("Redis used no CPU over %d operations", done.Load())
+		return wall, 0, fmt.Errorf("no Redis CPU used over %d operations", done.Load())
 	}
 	return wall, float64(done.Load()) / (cpu1 - cpu0), nil
 }

@@ -159,12 +159,6 @@ func (l *ledger) consumed(roomID string, seq int64) {
 	}
 }
 
-func (l *ledger) count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.seen)
-}
-
 // check fails the test if any grant was consumed twice (I2).
 func (l *ledger) check(t *testing.T) {
 	t.Helper()

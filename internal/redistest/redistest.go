@@ -350,20 +350,36 @@ func startClusterLocked(masters, replicas int, extra ...string) ([]*Server, erro
 	return nodes, nil
 }
 
-// slotView is a node's CLUSTER SLOTS as text: each range and the id of the
-// primary serving it, in slot order.
+// slotView is a node's CLUSTER SHARDS as text: each slot range and the id of
+// the online primary serving it, in slot order ("" while a range has none).
 func slotView(ctx context.Context, c *redis.Client) (string, error) {
-	slots, err := c.ClusterSlots(ctx).Result()
+	shards, err := c.ClusterShards(ctx).Result()
 	if err != nil {
 		return "", err
 	}
-	sort.Slice(slots, func(i, j int) bool { return slots[i].Start < slots[j].Start })
-	var b strings.Builder
-	for _, r := range slots {
-		if len(r.Nodes) == 0 {
-			return "", nil
+	type owned struct {
+		start, end int64
+		id         string
+	}
+	var ranges []owned
+	for _, sh := range shards {
+		primary := ""
+		for _, n := range sh.Nodes {
+			if n.Role == "master" && n.Health == "online" {
+				primary = n.ID
+			}
 		}
-		fmt.Fprintf(&b, "%d-%d:%s;", r.Start, r.End, r.Nodes[0].ID)
+		for _, r := range sh.Slots {
+			if primary == "" {
+				return "", nil
+			}
+			ranges = append(ranges, owned{r.Start, r.End, primary})
+		}
+	}
+	sort.Slice(ranges, func(i, j int) bool { return ranges[i].start < ranges[j].start })
+	var b strings.Builder
+	for _, r := range ranges {
+		fmt.Fprintf(&b, "%d-%d:%s;", r.start, r.end, r.id)
 	}
 	return b.String(), nil
 }

@@ -2,7 +2,6 @@ package room_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"sort"
 	"strconv"
@@ -200,16 +199,6 @@ func seqs(ts []room.Ticket) []int64 {
 		out[i] = t.Seq
 	}
 	return out
-}
-
-// isAny reports whether err is one of the targets.
-func isAny(err error, targets ...error) bool {
-	for _, t := range targets {
-		if errors.Is(err, t) {
-			return true
-		}
-	}
-	return false
 }
 
 func ptr[T any](v T) *T { return &v }
