@@ -163,15 +163,54 @@ func redisCPU(ctx context.Context, rdb *redis.Client) (float64, error) {
 	return f["used_cpu_user"] + f["used_cpu_sys"], nil
 }
 
-// capacity runs op from the bench's workers for d and returns the measured
-// rate (ops per second of wall time, handler and Redis sharing this machine)
-// and the Redis-bound capacity: ops per second of the Redis main thread's CPU.
-// Redis executes commands on one thread, so a room's shard serves at most
-// that many a second however many Lambdas call it; the functions scale out.
-func capacity(ctx context.Context, rdb *redis.Client, d time.Duration, op func(ctx context.Context, i int64) error) (wall, bound float64, err error) {
-	cpu0, err := redisCPU(ctx, rdb)
+// evalshaMicros is the time Redis has spent running EVALSHA calls, the
+// scripts themselves (INFO commandstats, µs), and how many there were.
+func evalshaMicros(ctx context.Context, rdb *redis.Client) (usec float64, calls int64, err error) {
+	info, err := rdb.Info(ctx, "commandstats").Result()
 	if err != nil {
 		return 0, 0, err
+	}
+	for _, l := range strings.Split(info, "\r\n") {
+		rest, ok := strings.CutPrefix(l, "cmdstat_evalsha:")
+		if !ok {
+			continue
+		}
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "usec":
+				usec, _ = strconv.ParseFloat(v, 64)
+			case "calls":
+				calls, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+	}
+	return usec, calls, nil
+}
+
+// split is where a capacity's Redis CPU goes, per operation (µs): the
+// scripts (EVALSHA's own time) and the rest, reading the requests from the
+// connections and writing the answers.
+type split struct{ total, script float64 }
+
+func (s split) String() string {
+	return fmt.Sprintf("%.1f µs of Redis CPU each: %.1f µs in the script, %.1f µs reading and answering the connection", s.total, s.script, s.total-s.script)
+}
+
+// capacity runs op from the bench's workers for d and returns the measured
+// rate (ops per second of wall time, handler and Redis sharing this machine)
+// and the Redis-bound capacity: ops per second of the Redis main thread's CPU,
+// with the split of that CPU per operation. Redis executes commands on one
+// thread, so a room's shard serves at most that many a second however many
+// Lambdas call it; the functions scale out.
+func capacity(ctx context.Context, rdb *redis.Client, d time.Duration, op func(ctx context.Context, i int64) error) (wall, bound float64, where split, err error) {
+	cpu0, err := redisCPU(ctx, rdb)
+	if err != nil {
+		return 0, 0, where, err
+	}
+	script0, _, err := evalshaMicros(ctx, rdb)
+	if err != nil {
+		return 0, 0, where, err
 	}
 	var next, done atomic.Int64
 	wall, err = throughput(ctx, d, func(ctx context.Context) error {
@@ -182,16 +221,22 @@ func capacity(ctx context.Context, rdb *redis.Client, d time.Duration, op func(c
 		return nil
 	})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, where, err
 	}
 	cpu1, err := redisCPU(ctx, rdb)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, where, err
 	}
-	if cpu1 <= cpu0 {
-		return wall, 0, fmt.Errorf("no Redis CPU used over %d operations", done.Load())
+	script1, _, err := evalshaMicros(ctx, rdb)
+	if err != nil {
+		return 0, 0, where, err
 	}
-	return wall, float64(done.Load()) / (cpu1 - cpu0), nil
+	n := float64(done.Load())
+	if cpu1 <= cpu0 || n == 0 {
+		return wall, 0, where, fmt.Errorf("no Redis CPU used over %d operations", done.Load())
+	}
+	where = split{total: (cpu1 - cpu0) * 1e6 / n, script: (script1 - script0) / n}
+	return wall, n / (cpu1 - cpu0), where, nil
 }
 
 // pollDemand is the poll rate 1,000,000 waiting visitors make under the
@@ -274,7 +319,7 @@ func pollCapacity(ctx context.Context, d time.Duration) ([]Row, error) {
 	n := int64(len(tickets))
 	path := "/api/rooms/" + roomID + "/poll"
 	rt.perRequest()
-	wall, bound, err := capacity(ctx, rdb, d, func(ctx context.Context, i int64) error {
+	wall, bound, where, err := capacity(ctx, rdb, d, func(ctx context.Context, i int64) error {
 		// One virtual second per round of the tickets.
 		rt.advance(t0.Add(time.Duration(i) * time.Second / time.Duration(n)).Add(time.Second))
 		status, body, err := rt.do(ctx, "GET", path, tickets[i%n], clientIP(i%n), nil)
@@ -288,8 +333,8 @@ func pollCapacity(ctx context.Context, d time.Duration) ([]Row, error) {
 	}
 	measured.PollLogBytes, measured.PollBodyBytes = rt.perRequest()
 	demand, source := pollDemand()
-	logf("poll route, %d waiting: %.0f/s in-process (handler and Redis on this machine), %.0f/s of Redis CPU; demand %.0f/s (%s)",
-		roomWaiting, wall, bound, demand, source)
+	logf("poll route, %d waiting: %.0f/s in-process (handler and Redis on this machine), %.0f/s of Redis CPU; demand %.0f/s (%s); %s",
+		roomWaiting, wall, bound, demand, source, where)
 	return []Row{
 		row("poll capacity, 1,000,000 waiting (Redis CPU) ÷ their poll rate", bound, "polls/s", demand, timesBaseline(capacityGoal)),
 		row("poll route in-process, 1,000,000 waiting (this machine)", wall, "polls/s", demand, nil),
@@ -311,7 +356,7 @@ func joinCapacity(ctx context.Context, d time.Duration) ([]Row, error) {
 		return nil, err
 	}
 	rt.perRequest()
-	wall, bound, err := capacity(ctx, rdb, d, func(ctx context.Context, i int64) error {
+	wall, bound, where, err := capacity(ctx, rdb, d, func(ctx context.Context, i int64) error {
 		_, err := rt.join(ctx, roomID, clientIP(i))
 		return err
 	})
@@ -319,7 +364,7 @@ func joinCapacity(ctx context.Context, d time.Duration) ([]Row, error) {
 		return nil, err
 	}
 	measured.JoinLogBytes, measured.JoinBodyBytes = rt.perRequest()
-	logf("enqueue route (limit + enqueue): %.0f/s in-process, %.0f/s of Redis CPU; burst %.0f/s", wall, bound, burstJoinsPerSecond)
+	logf("enqueue route (limit + enqueue): %.0f/s in-process, %.0f/s of Redis CPU; burst %.0f/s; %s", wall, bound, burstJoinsPerSecond, where)
 	return []Row{
 		row("join capacity (limit + enqueue, Redis CPU) ÷ 1,000,000 in 60 s", bound, "joins/s", burstJoinsPerSecond, timesBaseline(capacityGoal)),
 		row("enqueue route in-process (this machine)", wall, "joins/s", burstJoinsPerSecond, nil),
