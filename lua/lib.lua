@@ -277,7 +277,10 @@ end
 -- answers with; the settings follow when the caller's cached version
 -- (cfg.known, from ARGV) is not the room's: no second round trip.
 local function reply(cfg, state, m, draw, pos, waiting, deadline, within)
-  local out = {state, m or '', draw or '', pos or 0, waiting or 0, member(deadline or 0), cfg.measured, cfg.ver,
+  -- A waiting place has no deadline: '0' without string.format (about 1 µs a call here).
+  local d = '0'
+  if deadline and deadline ~= 0 then d = member(deadline) end
+  local out = {state, m or '', draw or '', pos or 0, waiting or 0, d, cfg.measured, cfg.ver,
     within or 0}
   if cfg.ver == '' or cfg.ver ~= cfg.known then settings(out) end
   return out
