@@ -25,6 +25,14 @@ for i = 4, #ARGV - 1, 2 do
   end
 end
 redis.call('HSET', K_CFG, unpack(fields))
+-- arrk: the most arrival shards the room's joins have spread over (never
+-- lowered, so the tick keeps merging what a shard took before a change).
+for i = 4, #ARGV - 1, 2 do
+  if ARGV[i] == 'joinShards' and tonumber(ARGV[i + 1]) > 0 then
+    local k = tonumber(redis.call('HGET', K_CFG, 'arrk')) or 0
+    if tonumber(ARGV[i + 1]) > k then redis.call('HSET', K_CFG, 'arrk', ARGV[i + 1]) end
+  end
+end
 -- The queue's count (lib.lua), exact after every PUT (a room re-created after a loss, an upgrade).
 redis.call('HSET', K_CFG, 'waiting', redis.call('ZCARD', K_Q))
 redis.call('HSETNX', K_CFG, 'seed', ARGV[2])

@@ -8,6 +8,7 @@
 -- ARGV[3] -> the settings version the caller has cached ('' or absent for none)
 -- ARGV[4] -> join-challenge bits the caller verified (0: no proof)
 -- ARGV[5] -> the challenge's time left (ms); 0 when there is no proof
+-- ARGV[6] -> 1 when KEYS[10] is a client's limiter, 0 for none (absent: 1 if KEYS[10] is given)
 -- Returns the place shape of lib.lua's reply, state one of:
 --   'prequeue' (draw set; position: the place at the opening, not shown), 'waiting', 'admitted' (deadline set);
 --   or {'noroom'} for an unknown room, {'closed'} for a closed one,
@@ -16,9 +17,13 @@
 -- Checked in this order, each refusal spending nothing after it: closed, the
 -- challenge's work, the client's limit (a join refused for the work is not
 -- counted), the proof's nonce (a limited join does not spend it), then the join.
--- The sequence is max(last + 1, Redis server time in microseconds): the one use
--- of server time, on purpose, so numbers issued after a data loss stay above
--- every ticket issued before it.
+-- The sequence is lib.lua's next_seq: above the last, at least Redis server time
+-- in microseconds (on purpose, so numbers issued after a data loss stay above
+-- every ticket issued before it), ≡ 0 modulo 16 (arrival shards issue the others).
+-- KEYS[11] -> vst:{room}:arr LIST the room's own arrivals: in a room whose joins
+--             are spread (lib.lua open_for_arrivals) a join is appended there, not
+--             queued, and the tick merges it (merge.lua); its position is an estimate
+--             until then (the count, plus the arrivals before it).
 local now = tonumber(ARGV[1])
 local visitor = ARGV[2]
 
@@ -28,14 +33,13 @@ if cfg.mode == 'closed' then return {'closed'} end
 cfg.known = ARGV[3]
 -- The join challenge: enough work, and each proof joins once.
 if cfg.challengeBits > (tonumber(ARGV[4]) or 0) then return {'challenge', cfg.challengeBits} end
-local wait = limit_client(cfg.clientLimit, KEYS[10], now)
+local limiter = KEYS[10]
+if ARGV[6] and ARGV[6] ~= '1' then limiter = nil end
+local wait = limit_client(cfg.clientLimit, limiter, now)
 if wait > 0 then return {'limited', wait} end
 if cfg.challengeBits > 0 and not redis.call('SET', KEYS[9], '1', 'NX', 'PX', ARGV[5]) then return {'spent'} end
 
-local t = redis.call('TIME')
-local floor = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local last = tonumber(redis.call('HGET', K_ST, 'seq')) or 0
-local seq = math.max(last + 1, floor)
+local seq = next_seq(tonumber(redis.call('HGET', K_ST, 'seq')), 0)
 local m = member(seq)
 redis.call('HSET', K_ST, 'seq', m)
 
@@ -64,6 +68,13 @@ if cfg.opensAt > now then
   -- In ticket order the newcomer is last: the count is their place.
   local waiting = redis.call('HINCRBY', K_CFG, 'waiting', 1)
   return reply(cfg, 'prequeue', m, '', waiting, waiting, 0, within)
+end
+
+if open_for_arrivals(cfg, now) then
+  -- Never admitted at once (auto): an earlier join may still wait on a shard.
+  local pos = cfg.waiting + redis.call('RPUSH', KEYS[11], m .. ':' .. ARGV[1])
+  local _, within = told(cfg, pos)
+  return reply(cfg, 'waiting', m, '', pos, pos, 0, within)
 end
 
 if cfg.mode == 'auto' and redis.call('ZCARD', K_Q) == 0 and free_slots(cfg) > 0 then

@@ -36,7 +36,7 @@ local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
 local function load_cfg()
   local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
     'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits', 'clientEnqueuePerMinute',
-    'waiting')
+    'waiting', 'arrk')
   if not v[1] then return nil end
   return {
     mode = v[1],
@@ -51,7 +51,18 @@ local function load_cfg()
     challengeBits = tonumber(v[10]) or 0,
     clientLimit = tonumber(v[11]) or 0,
     waiting = tonumber(v[12]) or 0,
+    -- arrk: the most arrival shards the room's joins ever spread over (config.lua).
+    shards = tonumber(v[13]) or 0,
   }
+end
+
+-- open_for_arrivals reports whether a room's joins go to arrival lists rather
+-- than straight into the queue: its joins are or were spread (arrk > 0: once
+-- spread, always merged, so a join after joinShards went back to 0 cannot
+-- overtake one still on a shard) and it queues them now (queue or auto,
+-- opened). Pre-queue draws and passthrough grants are never buffered.
+local function open_for_arrivals(cfg, now)
+  return cfg.shards > 0 and (cfg.mode == 'queue' or cfg.mode == 'auto') and cfg.opensAt <= now
 end
 
 -- limit_client is the per-client join limit, a GCRA (generic cell rate
@@ -75,6 +86,17 @@ end
 -- Numbers go to Redis as strings made here: Redis turns a Lua number argument
 -- into text with %.14g, which loses the digits of a 16-digit sequence.
 local function member(n) return string.format('%.0f', n) end
+
+-- next_seq is the next sequence a source issues: above its last one, at least
+-- the server's time in microseconds (so numbers issued after a data loss stay
+-- above every ticket issued before it), and of the source's residue r modulo
+-- 16 (the room's own shard 0, arrival shard i i + 1: room.SeqResidues), so two
+-- sources never issue the same number.
+local function next_seq(last, r)
+  local t = redis.call('TIME')
+  local s = math.max((last or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  return s + (r - s) % 16
+end
 local function num(x) return string.format('%.17g', x) end
 
 -- Heartbeats are a HASH of fixed-width binary strings, the smallest allocations
@@ -258,7 +280,7 @@ local function free_slots(cfg)
 end
 
 -- The fields of the settings hash that are the engine's own, not settings.
-local INTERNAL = {seed = true, ver = true, rate = true, waiting = true}
+local INTERNAL = {seed = true, ver = true, rate = true, waiting = true, arrk = true}
 
 -- settings appends the room's settings to out as field, value pairs (the
 -- settings hash without its internal fields; the Go side reads them by name).

@@ -45,6 +45,21 @@ var head string
 //go:embed drain.lua
 var drain string
 
+//go:embed arrive.lua
+var arrive string
+
+//go:embed arrivals.lua
+var arrivals string
+
+//go:embed arrtrim.lua
+var arrtrim string
+
+//go:embed merge.lua
+var merge string
+
+//go:embed arrdrop.lua
+var arrdrop string
+
 // The scripts, ready to load: what each uses of lib.lua, then the operation.
 var (
 	Enqueue  = withLib(lib, enqueue)
@@ -60,6 +75,13 @@ var (
 	// RateLimit takes its own KEYS (the room's config and one client's
 	// limiter); lib.lua only lends it limit_client.
 	RateLimit = withLib(lib, ratelimit)
+	// The arrival shards' scripts take their own KEYS (docs/ENGINE.md, "Arrival
+	// shards"); merge runs on the room's shard with the room's KEYS.
+	Arrive   = withLib(lib, arrive)
+	Arrivals = withLib(lib, arrivals)
+	ArrTrim  = withLib(lib, arrtrim)
+	Merge    = withLib(lib, merge)
+	ArrDrop  = withLib(lib, arrdrop)
 )
 
 // libDef is one top-level definition of lib.lua: the lines from the comment

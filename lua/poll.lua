@@ -15,6 +15,8 @@
 -- A member found nowhere whose score the head has not passed (lib.lua passed),
 -- and who did not leave, is restored at that score (I4): eviction and data loss
 -- are one case.
+-- ARRIVING is the budget (ms) a poll before the merge gets: the next tick's.
+local ARRIVING = 2000
 local now = tonumber(ARGV[1])
 local m = ARGV[2]
 local score = tonumber(ARGV[3])
@@ -36,6 +38,13 @@ if not rank then
   -- A visitor who left (or was drained, drain.lua) has no place, even in a closed room.
   if redis.call('ZSCORE', K_LEFT, m) then return reply(cfg, 'expired', m, '', 0, 0, 0) end
   if cfg.mode == 'closed' then return reply(cfg, 'closed', m, '', 0, redis.call('ZCARD', K_Q), 0) end
+  -- A join to a room whose joins are spread waits in an arrival list until
+  -- the tick merges it (merge.lua): above the merged mark it is not lost but
+  -- arriving. It is not restored (it would overtake earlier arrivals still
+  -- buffered); its place is an estimate, and it should come back after the tick.
+  if cfg.shards > 0 and tonumber(m) > (tonumber(redis.call('HGET', K_ST, 'arrw')) or 0) then
+    return reply(cfg, 'waiting', m, '', cfg.waiting + 1, cfg.waiting + 1, 0, ARRIVING)
+  end
   if passed(cfg, now, tonumber(m), score) or redis.call('ZSCORE', K_USED, m) then
     return reply(cfg, 'expired', m, '', 0, 0, 0)
   end

@@ -120,6 +120,11 @@ func tickAll(ctx context.Context, q Ticker, log *slog.Logger, sum *TickSummary) 
 			}
 			continue
 		}
+		if r.MergeErr != nil && ctx.Err() == nil {
+			// The admissions happened; the arrivals wait for a later tick.
+			sum.Errors++
+			log.LogAttrs(ctx, slog.LevelError, "tick: merge arrivals", append(metrics.RedisErrorAttrs(time.Now()), slog.String("room", id), slog.String("error", r.MergeErr.Error()))...)
+		}
 		sum.RoomTicks++
 		sum.Admitted += r.Admitted
 		sum.Evicted += r.Evicted

@@ -101,6 +101,8 @@ var settings = []Setting{
 	// with the join challenge, or AWS WAF, instead (docs/SECURITY.md).
 	number("clientEnqueuePerMinute", "fresh joins per client address a minute (0: no limit)",
 		func(c *Config) *int64 { return &c.ClientEnqueuePerMinute }, 0, 0, 100_000),
+	number("joinShards", "arrival shards an open room's joins spread over (0: every join on the room's own shard); for bursts beyond one shard (docs/ENGINE.md, \"Arrival shards\")",
+		func(c *Config) *int64 { return &c.JoinShards }, 0, 0, MaxJoinShards),
 	number("joinChallengeBits", "proof-of-work bits every fresh join must show (0: none; 18 is about half a second of a laptop, a second or two of a phone)",
 		func(c *Config) *int64 { return &c.JoinChallengeBits }, 0, 0, 24),
 	func() Setting {

@@ -34,6 +34,11 @@ var (
 	ratelimitCmd = lua.NewScript("ratelimit", lua.RateLimit)
 	headCmd      = lua.NewScript("head", lua.Head)
 	drainCmd     = lua.NewScript("drain", lua.Drain)
+	arriveCmd    = lua.NewScript("arrive", lua.Arrive)
+	arrivalsCmd  = lua.NewScript("arrivals", lua.Arrivals)
+	arrtrimCmd   = lua.NewScript("arrtrim", lua.ArrTrim)
+	mergeCmd     = lua.NewScript("merge", lua.Merge)
+	arrdropCmd   = lua.NewScript("arrdrop", lua.ArrDrop)
 )
 
 // Scripter is the narrowest Redis client the engine needs: a client, a
@@ -43,6 +48,8 @@ type Scripter interface {
 	SAdd(ctx context.Context, key string, members ...any) *redis.IntCmd
 	SMembers(ctx context.Context, key string) *redis.StringSliceCmd
 	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
+	HGet(ctx context.Context, key, field string) *redis.StringCmd
+	ZAdd(ctx context.Context, key string, members ...redis.Z) *redis.IntCmd
 }
 
 var _ Scripter = (redis.UniversalClient)(nil)
@@ -63,6 +70,7 @@ type Engine struct {
 type versioned struct {
 	ver string
 	cfg Config
+	at  time.Time // when the room's shard last confirmed ver (engine clock)
 }
 
 var _ Queue = (*Engine)(nil)
@@ -162,11 +170,13 @@ func (e *Engine) place(s script, t Ticket, have versioned, reply []any) (Place, 
 			if len(e.cfgs) >= maxCachedRooms {
 				clear(e.cfgs) // a miss costs only the settings in one reply
 			}
-			e.cfgs[t.Room] = versioned{ver, cfg}
+			e.cfgs[t.Room] = versioned{ver, cfg, e.clock()}
 			e.mu.Unlock()
 		}
 	case ver == "" || ver != have.ver:
 		return Place{}, fmt.Errorf("%w: %s script: place reply without settings", ErrUnavailable, s.Name)
+	default:
+		e.confirm(t.Room, ver)
 	}
 	p := Place{Ticket: t, Config: cfg}
 	if m := str(reply[placeSeq]); m != "" {
@@ -226,16 +236,19 @@ type JoinProof struct {
 // round trip (AllowEnqueue is the limit alone).
 func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof) (Place, error) {
 	have := e.cached(room)
+	if e.spreads(have) {
+		return e.arrive(ctx, room, visitor, proof, have)
+	}
 	k := KeysFor(room)
-	keys := []string{k.Proof("none")}
-	ttl := int64(0)
+	keys := []string{k.Proof("none"), k.Limiter("none"), k.Arrivals()}
+	ttl, limited := int64(0), 0
 	if proof.Nonce != "" {
 		keys[0], ttl = k.Proof(proof.Nonce), max(1, proof.Until.Sub(e.clock()).Milliseconds())
 	}
 	if proof.Client != "" {
-		keys = append(keys, k.Limiter(clientHash(proof.Client)))
+		keys[1], limited = k.Limiter(clientHash(proof.Client)), 1
 	}
-	reply, err := e.runKeys(ctx, enqueueCmd, room, keys, e.nowMS(), visitor, have.ver, proof.Bits, ttl)
+	reply, err := e.runKeys(ctx, enqueueCmd, room, keys, e.nowMS(), visitor, have.ver, proof.Bits, ttl, limited)
 	if err != nil {
 		return Place{}, err
 	}
@@ -450,6 +463,9 @@ func (e *Engine) tick(ctx context.Context, room string, guardMS int64) (TickResu
 		r.FirstSeq, r.LastSeq = num(reply[tickFirst]), num(reply[tickLast])
 		r.After = TickCounts{Waiting: num(reply[tickWaiting]), Admitted: num(reply[tickGranted]), Active: num(reply[tickActive])}
 	}
+	// After the admissions, so a guarded tick that was busy merges nothing
+	// either: what it merges is admitted from the next tick on.
+	r.Merged, r.MergeErr = e.merge(ctx, room)
 	return r, nil
 }
 
@@ -643,7 +659,8 @@ func (e *Engine) Drain(ctx context.Context, room string) (int64, error) {
 		}
 		total += num(reply[drainRemoved])
 		if num(reply[drainWaiting]) == 0 || num(reply[drainRemoved]) == 0 {
-			return total, nil
+			n, err := e.dropArrivals(ctx, room)
+			return total + n, err
 		}
 	}
 }

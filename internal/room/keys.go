@@ -111,3 +111,41 @@ func ToldClass(budgetMS int64) int {
 	}
 	return c
 }
+
+// MaxJoinShards is the most arrival shards a room's joins spread over. With
+// the room's own shard they make 16 sources, and each source's sequences keep
+// to their own residue modulo SeqResidues, so no two can be equal.
+const MaxJoinShards = 15
+
+// SeqResidues is the modulus of the sequences' residues: the room's own shard
+// issues sequences ≡ 0, arrival shard i sequences ≡ i + 1 (lib.lua next_seq).
+const SeqResidues = 16
+
+// Arrivals is the room's own arrival list (LIST of sequences, in order): the
+// joins its shard takes while the room's joins are spread (joinShards > 0),
+// waiting for the tick to merge them with the arrival shards' (merge.lua).
+func (k Keys) Arrivals() string {
+	return k.Config[:len(k.Config)-len("cfg")] + "arr"
+}
+
+// ArrivalKeys names the keys of one arrival shard of a room: its own hash
+// tag, {room~i} ("~" is never in a room id, so no room's tag is another's
+// shard's), so a cluster may put it on another node than the room.
+type ArrivalKeys struct {
+	State    string // HASH seq (the last sequence issued here), w (the room's waiting count at the last merge)
+	Arrivals string // LIST sequences of the joins not merged yet, in order
+	prefix   string
+}
+
+// ArrivalKeysFor returns the keys of a room's arrival shard i (0 ≤ i < MaxJoinShards).
+func ArrivalKeysFor(room string, i int) ArrivalKeys {
+	p := "vst:{" + room + "~" + string(rune('a'+i)) + "}:"
+	return ArrivalKeys{State: p + "st", Arrivals: p + "arr", prefix: p}
+}
+
+// Limiter is the key of one client's join limiter on this shard: a client
+// always joins through the same shard, so its limit is whole.
+func (k ArrivalKeys) Limiter(client string) string { return k.prefix + "rl:" + client }
+
+// Proof is the key that spends one join challenge's nonce on this shard.
+func (k ArrivalKeys) Proof(nonce string) string { return k.prefix + "pow:" + nonce }

@@ -20,11 +20,12 @@ const (
 	wordUpdated   = "updated"   // config: an existing room's settings changed
 	wordBusy      = "busy"      // tick with a guard: another tick ran less than the guard ago
 	wordOpen      = "open"      // drain: the room is not closed
+	wordArrived   = "arrived"   // arrive: the join is on an arrival shard; followed by the sequence and a position estimate
 )
 
 // replyWords is every reply word, for the test that the scripts use no other.
 var replyWords = []string{wordOK, wordNoRoom, wordNoGrant, wordClosed, wordConsumed, wordExpired,
-	wordAudience, wordSlow, wordChallenge, wordSpent, wordLimited, wordCreated, wordUpdated, wordBusy, wordOpen}
+	wordAudience, wordSlow, wordChallenge, wordSpent, wordLimited, wordCreated, wordUpdated, wordBusy, wordOpen, wordArrived}
 
 // stateActive is the place state of a consumed grant (a running session); the
 // API reports it as StateAdmitted with Place.Active.
@@ -78,6 +79,17 @@ const (
 	drainRemoved = 1 // visitors removed by this call
 	drainWaiting = 2 // visitors still waiting
 	drainLen     = 3
+)
+
+// The arrive reply (arrive.lua) when it is wordArrived, and merge's (merge.lua).
+const (
+	arrivedSeq      = 1 // the join's sequence
+	arrivedPosition = 2 // its position, estimated until the merge
+	arrivedLen      = 3
+	mergedAdded     = 0 // arrivals put in the queue by this merge
+	mergedMark      = 1 // every sequence at or below it is merged
+	mergedWaiting   = 2 // the queue's count after the merge
+	mergedLen       = 3
 )
 
 // The consume reply (consume.lua) when it is wordOK, and poll's when it is wordSlow.

@@ -14,7 +14,7 @@ func TestReplyWords(t *testing.T) {
 	word := regexp.MustCompile(`return \{'([a-z]+)'`)
 	scripts := map[string]string{"enqueue": lua.Enqueue, "poll": lua.Poll, "tick": lua.Tick, "consume": lua.Consume,
 		"complete": lua.Complete, "leave": lua.Leave, "config": lua.Config, "stats": lua.Stats, "ratelimit": lua.RateLimit,
-		"drain": lua.Drain}
+		"drain": lua.Drain, "arrive": lua.Arrive, "arrivals": lua.Arrivals, "arrtrim": lua.ArrTrim, "merge": lua.Merge}
 	seen := map[string]bool{}
 	for name, src := range scripts {
 		for _, m := range word.FindAllStringSubmatch(src, -1) {

@@ -49,6 +49,9 @@ type Config struct {
 	ClientEnqueuePerMinute int64 `json:"clientEnqueuePerMinute"`
 	// JoinChallengeBits is the proof of work a fresh join must show (0: none).
 	JoinChallengeBits int64 `json:"joinChallengeBits"`
+	// JoinShards is how many arrival shards the joins of an open room spread
+	// over (0: every join goes to the room's own shard). See ArrivalKeys.
+	JoinShards int64 `json:"joinShards"`
 	// Gate says the room guards a site behind the edge gate (docs/GATE.md):
 	// the waiting page posts the entry token to the site's /.vestibule/enter,
 	// which redeems it for a session cookie. Off, the token goes to originUrl in
@@ -128,6 +131,12 @@ type TickResult struct {
 	// (0 when it admitted nobody), and the room's counts after it.
 	FirstSeq, LastSeq int64
 	After             TickCounts
+	// In a room whose joins are or were spread (joinShards): how many
+	// arrivals the tick merged into the queue after admitting, and why it
+	// could not (an arrival shard unreachable: they wait for a later tick;
+	// the tick itself still counts).
+	Merged   int64
+	MergeErr error
 }
 
 // TickCounts are a room's counts at the end of a tick.

@@ -1,0 +1,209 @@
+package room
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Arrival shards (docs/ENGINE.md, "Arrival shards"): a room with joinShards =
+// k > 0 takes the joins of its open queue on k more hash slots, {room~a} and
+// on, which a cluster spreads over its nodes, so a burst of joins is not
+// bound by the one shard that holds the room. Each shard keeps its joins in
+// order in a list, with sequences of its own residue (lib.lua next_seq); every
+// tick merges them into the queue up to a watermark below which every shard
+// has handed over all it took (merge.lua), so visitors are queued, and
+// admitted, in ticket order (I3).
+
+// confirmFor is how long a join trusts the settings the room's shard last
+// confirmed before it goes there again: arrival shards do not know the
+// room's settings, so a change (a pause, a closing, the challenge) reaches
+// them through the engines that route to them within that time.
+const confirmFor = time.Second
+
+// arrivalBatch is the most arrivals a tick reads from one shard.
+const arrivalBatch = 20000
+
+// confirm records that the room's shard answered with settings version ver,
+// the one the engine holds.
+func (e *Engine) confirm(room, ver string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if v, ok := e.cfgs[room]; ok && v.ver == ver {
+		v.at = e.clock()
+		e.cfgs[room] = v
+	}
+}
+
+// spreads reports whether a join goes to an arrival shard: the room spreads
+// its joins, queues them now, and its settings were confirmed within
+// confirmFor (otherwise the join goes to the room's shard, which confirms them).
+func (e *Engine) spreads(have versioned) bool {
+	c := have.cfg
+	if have.ver == "" || c.JoinShards <= 0 || (c.Mode != ModeQueue && c.Mode != ModeAuto) {
+		return false
+	}
+	now := e.clock()
+	if c.OpensAt != nil && c.OpensAt.After(now) {
+		return false
+	}
+	age := now.Sub(have.at)
+	return age >= 0 && age < confirmFor
+}
+
+// shardOf picks the arrival shard of a join: by the proof's nonce when there
+// is one (so a nonce is spent on one shard), else by the client's address (so
+// a client's limit is counted on one shard), else by the visitor id.
+func shardOf(proof JoinProof, visitor string, shards int64) int {
+	key := visitor
+	switch {
+	case proof.Nonce != "":
+		key = proof.Nonce
+	case proof.Client != "":
+		key = proof.Client
+	}
+	var h uint32 = 2166136261 // FNV-1a
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * 16777619
+	}
+	return int(h % uint32(shards))
+}
+
+// arrive is Join through an arrival shard.
+func (e *Engine) arrive(ctx context.Context, room, visitor string, proof JoinProof, have versioned) (Place, error) {
+	c := have.cfg
+	i := shardOf(proof, visitor, c.JoinShards)
+	k := ArrivalKeysFor(room, i)
+	keys := []string{k.State, k.Arrivals, k.Proof("none"), k.Limiter("none")}
+	ttl, limit := int64(0), int64(0)
+	if proof.Nonce != "" {
+		keys[2], ttl = k.Proof(proof.Nonce), max(1, proof.Until.Sub(e.clock()).Milliseconds())
+	}
+	if proof.Client != "" {
+		keys[3], limit = k.Limiter(clientHash(proof.Client)), c.ClientEnqueuePerMinute
+	}
+	reply, err := arriveCmd.Reply(ctx, e.rdb, keys, e.nowMS(), i+1, c.JoinChallengeBits, proof.Bits, ttl, limit, c.JoinShards)
+	if err != nil {
+		return Place{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	switch str(reply[0]) {
+	case wordChallenge:
+		if len(reply) < 2 {
+			return Place{}, unexpected(arriveCmd, reply)
+		}
+		return Place{}, &ChallengeError{Bits: int(num(reply[1]))}
+	case wordSpent:
+		return Place{}, ErrChallengeSpent
+	case wordLimited:
+		if len(reply) != 2 || num(reply[1]) <= 0 {
+			return Place{}, unexpected(arriveCmd, reply)
+		}
+		return Place{}, &RetryError{After: time.Duration(num(reply[1])) * time.Millisecond}
+	case wordArrived:
+	default:
+		return Place{}, unexpected(arriveCmd, reply)
+	}
+	if len(reply) != arrivedLen {
+		return Place{}, unexpected(arriveCmd, reply)
+	}
+	pos := max(1, num(reply[arrivedPosition]))
+	p := Place{Ticket: Ticket{Room: room, Visitor: visitor, Seq: num(reply[arrivedSeq])}, Config: c,
+		State: StateWaiting, Position: pos, Waiting: pos, RatePerMinute: float64(c.AdmitPerMinute),
+		// The next tick merges it: come back after it, to the exact place.
+		PollWithin: 2 * time.Second}
+	return p, nil
+}
+
+// merge is a tick's first step in a room whose joins are or were spread: it
+// reads every arrival shard the room ever used, merges what they handed over
+// into the queue, and drops it from them. A shard that cannot be read holds
+// the merge back (nothing below its mark may be skipped), not the tick.
+func (e *Engine) merge(ctx context.Context, room string) (int64, error) {
+	kr := KeysFor(room)
+	v, err := e.rdb.HGet(ctx, kr.Config, "arrk").Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return 0, nil // never spread
+	case err != nil:
+		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	shards, _ := strconv.Atoi(v)
+	args := []any{e.nowMS(), ""}
+	var mark int64 = -1
+	for i := range min(shards, MaxJoinShards) {
+		k := ArrivalKeysFor(room, i)
+		reply, err := arrivalsCmd.Reply(ctx, e.rdb, []string{k.State, k.Arrivals}, arrivalBatch)
+		if err != nil || len(reply) < 1 {
+			return 0, fmt.Errorf("%w: arrival shard %d: %v", ErrUnavailable, i, err)
+		}
+		if m := num(reply[0]); mark < 0 || m < mark {
+			mark = m
+		}
+		args = append(args, reply[1:]...)
+	}
+	if mark >= 0 {
+		args[1] = strconv.FormatInt(mark, 10)
+	}
+	reply, err := e.runKeys(ctx, mergeCmd, room, []string{kr.Arrivals()}, args...)
+	if err != nil {
+		return 0, err
+	}
+	if word(reply) == wordNoRoom {
+		return 0, ErrUnknownRoom
+	}
+	if len(reply) != mergedLen {
+		return 0, unexpected(mergeCmd, reply)
+	}
+	merged, waiting := str(reply[mergedMark]), num(reply[mergedWaiting])
+	var errs []error
+	for i := range min(shards, MaxJoinShards) {
+		k := ArrivalKeysFor(room, i)
+		if err := arrtrimCmd.Run(ctx, e.rdb, []string{k.Arrivals, k.State}, merged, waiting).Err(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: arrival shard %d: %w", ErrUnavailable, i, err))
+		}
+	}
+	return num(reply[mergedAdded]), errors.Join(errs...)
+}
+
+// dropArrivals empties a room's arrival lists, its own and its shards' (a
+// drain: the joins not merged yet lose their places too, recorded in the
+// room's left set as drained visitors are, so they poll expired and are never
+// restored), and returns how many it dropped.
+func (e *Engine) dropArrivals(ctx context.Context, room string) (int64, error) {
+	kr := KeysFor(room)
+	v, err := e.rdb.HGet(ctx, kr.Config, "arrk").Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	shards, _ := strconv.Atoi(v)
+	lists := []string{kr.Arrivals()}
+	for i := range min(shards, MaxJoinShards) {
+		lists = append(lists, ArrivalKeysFor(room, i).Arrivals)
+	}
+	var dropped int64
+	for _, l := range lists {
+		got, err := arrdropCmd.Run(ctx, e.rdb, []string{l}).StringSlice()
+		if err != nil {
+			return dropped, fmt.Errorf("%w: %s: %w", ErrUnavailable, l, err)
+		}
+		for lo := 0; lo < len(got); lo += 1000 {
+			zs := make([]redis.Z, 0, 1000)
+			for _, m := range got[lo:min(lo+1000, len(got))] {
+				s, _ := strconv.ParseFloat(m, 64)
+				zs = append(zs, redis.Z{Score: s, Member: m})
+			}
+			if err := e.rdb.ZAdd(ctx, kr.Left, zs...).Err(); err != nil {
+				return dropped, fmt.Errorf("%w: %w", ErrUnavailable, err)
+			}
+		}
+		dropped += int64(len(got))
+	}
+	return dropped, nil
+}

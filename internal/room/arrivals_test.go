@@ -1,0 +1,316 @@
+package room_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// spreadRoom is a queue room whose joins spread over three arrival shards,
+// with a bucket that admits nobody until the clock moves.
+func spreadRoom(f func(*room.Config)) *room.Config {
+	return cfgWith(func(c *room.Config) {
+		c.JoinShards = 3
+		c.MaxActive = 100_000
+		c.AdmitPerMinute = 600 // 10 a second
+		if f != nil {
+			f(c)
+		}
+	})
+}
+
+// join joins through eng with the proof, failing the test on an error.
+func (e *env) join(eng *room.Engine, visitor string, proof room.JoinProof) room.Place {
+	e.t.Helper()
+	p, err := eng.Join(e.ctx, e.room, visitor, proof)
+	if err != nil {
+		e.t.Fatalf("Join(%s): %v", visitor, err)
+	}
+	return p
+}
+
+// queued is the queue's members in score order.
+func (e *env) queued() []int64 { return e.members(e.keys.Queue) }
+
+// residue is the source a sequence came from: 0 the room's own shard, i+1 arrival shard i.
+func residue(seq int64) int64 { return seq % room.SeqResidues }
+
+// Joins spread over the arrival shards (and the room's own shard, for an
+// engine that has not confirmed the settings yet) are queued in ticket order
+// once merged, whatever the interleaving of joins and ticks, every one exactly
+// once; positions are then exact, and admissions follow ticket order (I3).
+func TestArrivalShardsKeepTicketOrder(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, spreadRoom(nil))
+		rng := rand.New(rand.NewPCG(7, 11))
+		engines := []*room.Engine{e.eng, room.New(rdb, room.WithClock(e.clk.Now))}
+		var tickets []room.Ticket
+		sources := map[int64]int{}
+		for i := range 300 {
+			eng := engines[rng.IntN(len(engines))]
+			if rng.IntN(25) == 0 {
+				// A fresh engine (a new Lambda) goes to the room's shard first.
+				eng = room.New(rdb, room.WithClock(e.clk.Now))
+			}
+			p := e.join(eng, fmt.Sprintf("v%d", i), room.JoinProof{Client: fmt.Sprintf("10.0.%d.%d", i/250, i%250)})
+			if p.State != room.StateWaiting || p.Position < 1 || p.Ticket.Seq == 0 {
+				t.Fatalf("join %d: %+v", i, p)
+			}
+			tickets = append(tickets, p.Ticket)
+			sources[residue(p.Ticket.Seq)]++
+			if rng.IntN(40) == 0 {
+				e.tick() // the clock stands still: nobody is admitted, arrivals are merged
+			}
+		}
+		if len(sources) < 3 {
+			t.Errorf("joins came from %d sources (%v), want the shards and the room's own", len(sources), sources)
+		}
+		all := seqs(tickets)
+		slices.Sort(all)
+		if len(slices.Compact(slices.Clone(all))) != len(all) {
+			t.Fatal("two joins got the same sequence")
+		}
+		// WHEN the next tick merges what is left
+		r := e.tick()
+		if r.MergeErr != nil || r.Admitted != 0 {
+			t.Fatalf("tick: %+v", r)
+		}
+		// THEN the queue holds every join once, in ticket order
+		if got := e.queued(); !slices.Equal(got, all) {
+			t.Fatalf("queue after the merge: %d members, want the %d joins in sequence order", len(got), len(all))
+		}
+		if s := e.stats(); s.Waiting != int64(len(all)) {
+			t.Errorf("waiting %d, want %d", s.Waiting, len(all))
+		}
+		// and each visitor's position is exact
+		for _, tk := range tickets[:20] {
+			if p := e.poll(tk); p.State != room.StateWaiting || p.Position != int64(slices.Index(all, tk.Seq)+1) {
+				t.Errorf("poll %d: %s at %d, want waiting at %d", tk.Seq, p.State, p.Position, slices.Index(all, tk.Seq)+1)
+			}
+		}
+		// and admissions follow ticket order
+		var admitted []int64
+		for range 40 {
+			e.clk.Advance(time.Second)
+			e.tick()
+			admitted = e.grants()
+			if len(admitted) == len(all) {
+				break
+			}
+		}
+		if !slices.Equal(admitted, all[:len(admitted)]) || len(admitted) < 300 {
+			t.Errorf("admitted %d, not the first in ticket order", len(admitted))
+		}
+	})
+}
+
+// A poll before the merge finds an arriving visitor waiting and restores
+// nothing (a restored place would overtake arrivals still on a shard); after
+// the tick the place is exact. A visitor who leaves before the merge is never
+// queued.
+func TestArrivalBeforeTheMerge(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, spreadRoom(nil))
+		first := e.enqueue("first") // the room's own shard: confirms the settings
+		if residue(first.Ticket.Seq) != 0 {
+			t.Fatalf("first join's sequence %d is not the room's own", first.Ticket.Seq)
+		}
+		a := e.join(e.eng, "a", room.JoinProof{Client: "10.1.0.1"})
+		b := e.join(e.eng, "b", room.JoinProof{Client: "10.1.0.2"})
+		if residue(a.Ticket.Seq) == 0 || residue(b.Ticket.Seq) == 0 {
+			t.Fatalf("joins after the confirmation did not go to a shard: %d %d", a.Ticket.Seq, b.Ticket.Seq)
+		}
+		// The place is an estimate until the merge: come back after the next tick.
+		if a.PollWithin != 2*time.Second || a.State != room.StateWaiting {
+			t.Errorf("a shard's join: %s, poll within %s; want waiting, 2s", a.State, a.PollWithin)
+		}
+		// WHEN a polls before any tick
+		p := e.poll(a.Ticket)
+		// THEN it is waiting, and nothing was put in the queue
+		if p.State != room.StateWaiting || p.Position < 1 {
+			t.Errorf("poll before the merge: %+v", p)
+		}
+		if q := e.queued(); len(q) != 0 {
+			t.Errorf("a poll before the merge queued %v", q)
+		}
+		// and b leaves before the merge
+		if err := e.eng.Leave(e.ctx, b.Ticket); err != nil {
+			t.Fatal(err)
+		}
+		if r := e.tick(); r.Merged != 2 || r.MergeErr != nil {
+			t.Errorf("tick merged %d (%v), want first and a", r.Merged, r.MergeErr)
+		}
+		want := []int64{first.Ticket.Seq, a.Ticket.Seq}
+		slices.Sort(want)
+		if q := e.queued(); !slices.Equal(q, want) {
+			t.Errorf("queue %v, want %v (b left)", q, want)
+		}
+		if p := e.poll(a.Ticket); p.State != room.StateWaiting || p.Position != int64(slices.Index(want, a.Ticket.Seq)+1) {
+			t.Errorf("poll after the merge: %s at %d", p.State, p.Position)
+		}
+		if p := e.poll(b.Ticket); p.State != room.StateExpired {
+			t.Errorf("b after leaving: %s, want expired", p.State)
+		}
+		// and a second tick merges nothing again
+		if r := e.tick(); r.Merged != 0 {
+			t.Errorf("second tick merged %d again", r.Merged)
+		}
+	})
+}
+
+// On a shard a client's join limit and a challenge's nonce are checked as on
+// the room's shard; settings not confirmed for a second send the join to the
+// room's shard again.
+func TestArrivalShardChecks(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, spreadRoom(func(c *room.Config) { c.ClientEnqueuePerMinute = 1 }))
+		e.enqueue("confirm")
+		p := e.join(e.eng, "a", room.JoinProof{Client: "10.2.0.1"})
+		if residue(p.Ticket.Seq) == 0 {
+			t.Fatalf("join went to the room's shard: %d", p.Ticket.Seq)
+		}
+		var re *room.RetryError
+		if _, err := e.eng.Join(e.ctx, e.room, "a2", room.JoinProof{Client: "10.2.0.1"}); !errors.As(err, &re) {
+			t.Errorf("second join of one client within a minute: %v, want a RetryError", err)
+		}
+		// Settings older than a second: the join goes to the room's shard, which confirms them.
+		e.clk.Advance(1500 * time.Millisecond)
+		if p := e.join(e.eng, "c", room.JoinProof{Client: "10.2.0.3"}); residue(p.Ticket.Seq) != 0 {
+			t.Errorf("join with stale settings went to shard %d", residue(p.Ticket.Seq)-1)
+		}
+		if p := e.join(e.eng, "d", room.JoinProof{Client: "10.2.0.4"}); residue(p.Ticket.Seq) == 0 {
+			t.Errorf("join after the confirmation went to the room's shard")
+		}
+
+		// A room asking a challenge: not enough work is refused on the shard, a nonce joins once.
+		c := *spreadRoom(func(c *room.Config) { c.JoinChallengeBits = 4 })
+		e.put(c)
+		e.clk.Advance(1500 * time.Millisecond)
+		until := e.clk.Now().Add(time.Minute)
+		e.join(e.eng, "e", room.JoinProof{Bits: 4, Nonce: "n-confirm", Until: until})
+		var ce *room.ChallengeError
+		if _, err := e.eng.Join(e.ctx, e.room, "f", room.JoinProof{Bits: 2, Nonce: "n1", Until: until}); !errors.As(err, &ce) || ce.Bits != 4 {
+			t.Errorf("join with 2 bits of 4: %v", err)
+		}
+		if p := e.join(e.eng, "g", room.JoinProof{Bits: 4, Nonce: "n2", Until: until}); residue(p.Ticket.Seq) == 0 {
+			t.Errorf("challenge join went to the room's shard")
+		}
+		if _, err := e.eng.Join(e.ctx, e.room, "h", room.JoinProof{Bits: 4, Nonce: "n2", Until: until}); !errors.Is(err, room.ErrChallengeSpent) {
+			t.Errorf("a nonce's second join: %v, want ErrChallengeSpent", err)
+		}
+	})
+}
+
+// Ticks running at once with joins still arriving merge each arrival once, and
+// a room whose joinShards went back to 0 still merges what its shards hold.
+func TestArrivalMergesUnderConcurrentTicks(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, spreadRoom(nil))
+		conf := e.enqueue("confirm")
+		var mu sync.Mutex
+		var all []int64
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				eng := room.New(rdb, room.WithClock(e.clk.Now))
+				for i := range 60 {
+					p, err := eng.Join(e.ctx, e.room, fmt.Sprintf("w%d-%d", w, i), room.JoinProof{Client: fmt.Sprintf("10.3.%d.%d", w, i)})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					all = append(all, p.Ticket.Seq)
+					mu.Unlock()
+				}
+			}()
+		}
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				eng := room.New(rdb, room.WithClock(e.clk.Now))
+				for range 30 {
+					if r, err := eng.Tick(e.ctx, e.room); err != nil || r.MergeErr != nil {
+						t.Error(err, r.MergeErr)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		// joinShards back to 0: the shards' leftovers are still merged.
+		e.put(*cfgWith(func(c *room.Config) { c.MaxActive, c.AdmitPerMinute = 100_000, 600 }))
+		e.tick()
+		got := e.queued()
+		want := append([]int64{}, all...)
+		want = append(want, conf.Ticket.Seq)
+		slices.Sort(want)
+		want = slices.Compact(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("queue has %d, want the %d joins once each, in order", len(got), len(want))
+		}
+		if s := e.stats(); s.Waiting != int64(len(got)) {
+			t.Errorf("waiting %d, queue %d", s.Waiting, len(got))
+		}
+	})
+}
+
+// Draining a closed room drops the joins not merged yet too: they are gone
+// for good, like the queue's.
+func TestArrivalDrain(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, spreadRoom(nil))
+		e.enqueue("confirm")
+		var ts []room.Ticket
+		for i := range 5 {
+			ts = append(ts, e.join(e.eng, fmt.Sprintf("d%d", i), room.JoinProof{Client: fmt.Sprintf("10.4.0.%d", i)}).Ticket)
+		}
+		c := *spreadRoom(func(c *room.Config) { c.Mode = room.ModeClosed })
+		e.put(c)
+		n, err := e.eng.Drain(e.ctx, e.room)
+		if err != nil || n != 6 {
+			t.Fatalf("Drain: %d, %v; want the 6 joins", n, err)
+		}
+		e.put(*spreadRoom(nil))
+		if r := e.tick(); r.Merged != 0 {
+			t.Errorf("a tick after the drain merged %d", r.Merged)
+		}
+		// and a drained arrival polls expired, and is not restored
+		for _, tk := range ts {
+			if p := e.poll(tk); p.State != room.StateExpired {
+				t.Errorf("drained arrival %d polls %s", tk.Seq, p.State)
+			}
+		}
+		if q := e.queued(); len(q) != 0 {
+			t.Errorf("queue after the drain: %v", q)
+		}
+	})
+}
+
+// A shard's keys carry their own hash tag, never a room's: "~" is not in a room id.
+func TestArrivalKeysHaveTheirOwnTag(t *testing.T) {
+	k := room.ArrivalKeysFor("r1", 2)
+	for _, key := range []string{k.State, k.Arrivals, k.Limiter("h"), k.Proof("n")} {
+		if !strings.HasPrefix(key, "vst:{r1~c}:") {
+			t.Errorf("%s: not under {r1~c}", key)
+		}
+	}
+	if room.ValidRoomID("r1~c") {
+		t.Error("a room id may contain ~: its tag could be another room's shard's")
+	}
+	if got := room.KeysFor("r1").Arrivals(); got != "vst:{r1}:arr" {
+		t.Errorf("the room's own arrival list is %s", got)
+	}
+}

@@ -1,0 +1,26 @@
+-- arrive.lua: a join through one of a room's arrival shards (joinShards > 0 and
+-- the room open: docs/ENGINE.md, "Arrival shards"). Nothing here knows the
+-- room's settings: the caller passes the ones it holds (confirmed within the
+-- second by the room's own shard) and the tick merges what arrived (merge.lua).
+-- KEYS[1] -> vst:{room~i}:st   HASH  seq (the last sequence issued here), w (the room's count at the last merge)
+-- KEYS[2] -> vst:{room~i}:arr  LIST  'sequence:join time (ms)' of the joins not merged yet, in order
+-- KEYS[3] -> vst:{room~i}:pow:<nonce> STRING a spent join-challenge nonce
+-- KEYS[4] -> vst:{room~i}:rl:<client> STRING the client's join limiter (lib.lua limit_client)
+-- ARGV[1] -> now (ms)
+-- ARGV[2] -> this shard's residue (i + 1)
+-- ARGV[3] -> the room's joinChallengeBits   ARGV[4] -> bits proven   ARGV[5] -> the challenge's time left (ms)
+-- ARGV[6] -> the room's clientEnqueuePerMinute   ARGV[7] -> the room's joinShards
+-- Returns {'arrived', seq, position estimate}, or {'challenge', bits}, {'spent'},
+-- {'limited', wait ms}, checked in enqueue.lua's order.
+local now = tonumber(ARGV[1])
+local bits = tonumber(ARGV[3])
+if bits > (tonumber(ARGV[4]) or 0) then return {'challenge', bits} end
+local wait = limit_client(tonumber(ARGV[6]), KEYS[4], now)
+if wait > 0 then return {'limited', wait} end
+if bits > 0 and not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[5]) then return {'spent'} end
+local st = redis.call('HMGET', KEYS[1], 'seq', 'w')
+local m = member(next_seq(tonumber(st[1]), tonumber(ARGV[2])))
+redis.call('HSET', KEYS[1], 'seq', m)
+local n = redis.call('RPUSH', KEYS[2], m .. ':' .. ARGV[1])
+-- The shards fill about evenly: the count at the last merge, then this shard's share.
+return {'arrived', m, (tonumber(st[2]) or 0) + n * tonumber(ARGV[7])}

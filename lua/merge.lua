@@ -1,0 +1,89 @@
+-- merge.lua: the first step of a tick in a room whose joins are spread
+-- (joinShards > 0; docs/ENGINE.md, "Arrival shards"): the arrivals at or below
+-- the watermark go into the queue, in sequence order, behind everyone there.
+-- KEYS: the room's keys (lib.lua), then
+-- KEYS[9] -> vst:{room}:arr  LIST  the room's own arrivals (enqueue.lua), in order
+-- An arrival is 'sequence:join time (ms)': the join is the visitor's first
+-- heartbeat, so the first poll after the merge is not refused as too soon.
+-- ARGV[1] -> now (ms)
+-- ARGV[2] -> the lowest of the arrival shards' marks (arrivals.lua): every arrival
+--            not read from them is above it; '' when no shard was read
+-- ARGV[3..] -> the arrivals read from the shards, in any order, as 'sequence:join time (ms)'
+-- Returns {merged, mark, waiting}: how many went into the queue, the merged mark
+-- (every sequence at or below it is merged, or left before it could be; kept as
+-- the state's arrw, which poll reads) and the queue's count; or {'noroom'}.
+-- Merging again what a failed tick merged (or a concurrent tick) does nothing:
+-- only sequences above arrw are taken.
+local now = tonumber(ARGV[1])
+local cfg = load_cfg()
+if not cfg then return {'noroom'} end
+local st = redis.call('HMGET', K_ST, 'arrw', 'seq')
+local done = tonumber(st[1]) or 0
+-- The room's own shard takes part as a source too: its last sequence rises to
+-- the server's time, so the joins it takes after this call are above the mark.
+local t = redis.call('TIME')
+local mark = math.max(tonumber(st[2]) or 0, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+redis.call('HSET', K_ST, 'seq', member(mark))
+if ARGV[2] ~= '' then mark = math.min(mark, tonumber(ARGV[2])) end
+-- An arrival's member is its sequence as arrive.lua or enqueue.lua wrote it
+-- (lib.lua member), so it is taken as it is.
+local take, nums, at = {}, {}, {}
+local function consider(x)
+  local a, b = string.match(x, '^(%d+):(%d+)$')
+  local s = tonumber(a)
+  if s > mark then return false end
+  if s > done then
+    take[#take + 1] = a
+    nums[#nums + 1] = s
+    at[#at + 1] = math.min(math.max(tonumber(b), now - 1000), now)
+  end
+  return true
+end
+for i = 3, #ARGV do consider(ARGV[i]) end
+local mine = redis.call('LRANGE', KEYS[9], 0, -1)
+local own = 0 -- the room's own arrivals at or below the mark: a prefix, the list is in order
+for i = 1, #mine do
+  if not consider(mine[i]) then break end
+  own = i
+end
+if own > 0 then redis.call('LTRIM', KEYS[9], own, -1) end
+-- No sort: the queue orders them by score. Their heartbeats hold the join as
+-- the last contact (no older than a second before the merge, for a merge held
+-- back) and one told class for all, the one of the last place: no visitor is
+-- expected back sooner than their own place allows.
+local waiting = redis.call('ZCARD', K_Q)
+local class
+if cfg.mode ~= 'queue' and cfg.mode ~= 'auto' or cfg.opensAt > now then
+  class = told(cfg)
+else
+  class = told(cfg, waiting + #take)
+end
+local anyleft = redis.call('ZCARD', K_LEFT) > 0
+local added = 0
+for i = 1, #take, 1000 do
+  local j = math.min(i + 999, #take)
+  -- Those who left before the merge (leave.lua records them) stay out.
+  local gone = {}
+  if anyleft then gone = redis.call('ZMSCORE', K_LEFT, unpack(take, i, j)) end
+  local zs, hb = {}, {}
+  for k = i, j do
+    if not gone[k - i + 1] then
+      zs[#zs + 1] = take[k]
+      zs[#zs + 1] = take[k]
+      hb[#hb + 1] = hbf(nums[k])
+      hb[#hb + 1] = hbv(at[k], class)
+    end
+  end
+  if #zs > 0 then
+    added = added + redis.call('ZADD', K_Q, 'NX', unpack(zs))
+    redis.call('HSET', K_HB, unpack(hb))
+  end
+end
+if mark > done then
+  redis.call('HSET', K_ST, 'arrw', member(mark))
+else
+  mark = done
+end
+waiting = redis.call('ZCARD', K_Q)
+redis.call('HSET', K_CFG, 'waiting', waiting)
+return {added, member(mark), waiting}
