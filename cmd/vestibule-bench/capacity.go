@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/app/apiapp"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -51,6 +53,7 @@ func timesBaseline(k float64) func(r *Row) {
 // the bench owns.
 type route struct {
 	h        *api.Handler
+	eng      *room.Engine // the handler's engine (the spread join figure ticks it)
 	admin    string
 	nowNanos atomic.Int64
 	// What the requests cost besides Redis: the function's log (the JSON
@@ -79,7 +82,8 @@ func newRoute(rdb redis.UniversalClient, start time.Time) (*route, error) {
 	r := &route{admin: cfg.AdminKey}
 	r.nowNanos.Store(start.UnixNano())
 	clock := func() time.Time { return time.Unix(0, r.nowNanos.Load()) }
-	r.h = apiapp.NewHandler(app.NewEngine(rdb, clock), keys, cfg, apiapp.Options{Clock: clock, Logger: app.NewLogger(cfg, r)})
+	r.eng = app.NewEngine(rdb, clock)
+	r.h = apiapp.NewHandler(r.eng, keys, cfg, apiapp.Options{Clock: clock, Logger: app.NewLogger(cfg, r)})
 	return r, nil
 }
 
@@ -258,7 +262,11 @@ func benchCapacity(ctx context.Context, d time.Duration) ([]Row, error) {
 		return polls, fmt.Errorf("poll capacity: %w", err)
 	}
 	joins, err := joinCapacity(ctx, d)
-	return append(polls, joins...), err
+	if err != nil {
+		return append(polls, joins...), err
+	}
+	spread, err := joinCapacitySpread(ctx, d)
+	return append(append(polls, joins...), spread...), err
 }
 
 // capacityRoom starts a Redis of its own, the routes over it at the clock t0
@@ -338,6 +346,175 @@ func pollCapacity(ctx context.Context, d time.Duration) ([]Row, error) {
 	return []Row{
 		row("poll capacity, 1,000,000 waiting (Redis CPU) ÷ their poll rate", bound, "polls/s", demand, timesBaseline(capacityGoal)),
 		row("poll route in-process, 1,000,000 waiting (this machine)", wall, "polls/s", demand, nil),
+	}, nil
+}
+
+// spreadShards is the joinShards of the spread join capacity: the most, so
+// the shards' hash slots fall about evenly on the three nodes.
+const spreadShards = room.MaxJoinShards
+
+// spreadNodes are the clusters the spread join figure is measured on: the
+// tests' three primaries, and five.
+var spreadNodes = []int{3, 5}
+
+// joinCapacitySpread measures the enqueue route as joinCapacity does, in a
+// room whose joins spread over arrival shards (joinShards, docs/ENGINE.md
+// "Arrival shards") on a cluster of 3, then 5, primaries, ticks merging them
+// four times a second. A room's joins are bound by its busiest node: the capacity is the
+// joins over the most CPU any one node's main thread used, the merges on the
+// room's own node included.
+func joinCapacitySpread(ctx context.Context, d time.Duration) ([]Row, error) {
+	var rows []Row
+	for _, n := range spreadNodes {
+		r, err := joinCapacitySpreadOn(ctx, d, n)
+		rows = append(rows, r...)
+		if err != nil {
+			return rows, err
+		}
+	}
+	return rows, nil
+}
+
+// joinCapacitySpreadOn is joinCapacitySpread on a cluster of that many primaries.
+func joinCapacitySpreadOn(ctx context.Context, d time.Duration, spreadNodes int) ([]Row, error) {
+	const roomID = "bench-join-spread"
+	nodes, err := redistest.StartCluster(spreadNodes, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.Stop()
+		}
+	}()
+	addrs := make([]string, len(nodes))
+	per := make([]*redis.Client, len(nodes))
+	for i, n := range nodes {
+		addrs[i] = n.Addr
+		per[i] = redis.NewClient(&redis.Options{Addr: n.Addr})
+		defer per[i].Close()
+	}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: workers})
+	defer rdb.Close()
+	t0 := time.Now().Truncate(time.Second)
+	rt, err := newRoute(rdb, t0)
+	if err != nil {
+		return nil, err
+	}
+	cfg := benchRoomConfig()
+	cfg.ClientEnqueuePerMinute = 10
+	if err := rt.put(ctx, roomID, cfg); err != nil {
+		return nil, err
+	}
+	// Half the burst waiting first (filled on the room's shard), then the joins spread.
+	if err := fillRange(ctx, rdb, roomID, 0, roomWaiting/2, t0.UnixMilli()); err != nil {
+		return nil, err
+	}
+	cfg.JoinShards = spreadShards
+	if err := rt.put(ctx, roomID, cfg); err != nil {
+		return nil, err
+	}
+	cpu := func() ([]float64, error) {
+		out := make([]float64, len(per))
+		for i, c := range per {
+			v, err := redisCPU(ctx, c)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
+	ticks, stop := make(chan error, 1), make(chan struct{})
+	go func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				ticks <- nil
+				return
+			case <-t.C:
+				r, err := rt.eng.Tick(ctx, roomID)
+				if err == nil {
+					err = r.MergeErr
+				}
+				if err != nil {
+					<-stop
+					ticks <- err
+					return
+				}
+			}
+		}
+	}()
+	cpu0, err := cpu()
+	if err != nil {
+		close(stop)
+		return nil, err
+	}
+	var next, done atomic.Int64
+	next.Store(1 << 20) // addresses other than the fill's
+	wall, err := throughput(ctx, d, func(ctx context.Context) error {
+		if _, err := rt.join(ctx, roomID, clientIP(next.Add(1))); err != nil {
+			return err
+		}
+		done.Add(1)
+		return nil
+	})
+	close(stop)
+	if terr := <-ticks; err == nil {
+		err = terr
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The last merge: what the joins left on the shards goes into the queue too.
+	if r, err := rt.eng.Tick(ctx, roomID); err != nil || r.MergeErr != nil {
+		return nil, fmt.Errorf("last merge: %v %v", err, r.MergeErr)
+	}
+	cpu1, err := cpu()
+	if err != nil {
+		return nil, err
+	}
+	// Which node holds the room and how many shards each holds.
+	holds := make([]string, len(per))
+	owner := func(key string) int {
+		c, err := rdb.MasterForKey(ctx, key)
+		if err != nil {
+			return -1
+		}
+		return slices.Index(addrs, c.Options().Addr)
+	}
+	shardsOn := make([]int, len(per))
+	for i := range spreadShards {
+		if o := owner(room.ArrivalKeysFor(roomID, i).Arrivals); o >= 0 {
+			shardsOn[o]++
+		}
+	}
+	roomOn := owner(room.KeysFor(roomID).Queue)
+	busiest, used := 0.0, make([]string, len(per))
+	for i := range per {
+		busiest = max(busiest, cpu1[i]-cpu0[i])
+		holds[i] = fmt.Sprintf("%d shards", shardsOn[i])
+		if i == roomOn {
+			holds[i] += " and the room"
+		}
+		used[i] = fmt.Sprintf("%.2f s (%s)", cpu1[i]-cpu0[i], holds[i])
+	}
+	n := float64(done.Load())
+	if busiest <= 0 || n == 0 {
+		return nil, fmt.Errorf("spread joins: %v joins, busiest node %v s", n, busiest)
+	}
+	st, err := rt.h.Handle(ctx, adminGet(roomID, rt.admin))
+	var ar struct{ Stats room.Stats }
+	if err != nil || json.Unmarshal([]byte(st.Body), &ar) != nil || ar.Stats.Waiting < roomWaiting/2+int64(n) {
+		return nil, fmt.Errorf("spread joins not all queued: %v %.300s", err, st.Body)
+	}
+	bound := n / busiest
+	logf("enqueue route, joins spread over %d arrival shards on %d nodes: %.0f joins, %.0f/s in-process; CPU of each node %s; %.0f joins per CPU-second of the busiest",
+		spreadShards, spreadNodes, n, wall, strings.Join(used, ", "), bound)
+	return []Row{
+		row(fmt.Sprintf("join capacity, joins spread over %d arrival shards (busiest of %d nodes) ÷ 1,000,000 in 60 s", spreadShards, spreadNodes), bound, "joins/s", burstJoinsPerSecond, timesBaseline(capacityGoal)),
 	}, nil
 }
 

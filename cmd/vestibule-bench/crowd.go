@@ -184,6 +184,8 @@ var millionRateFlag = flag.Int64("million-rate", millionRate, "admissions a minu
 func moreParts(d time.Duration, chart string) map[string]func(context.Context) ([]Row, error) {
 	return map[string]func(context.Context) ([]Row, error){
 		"capacity": func(ctx context.Context) ([]Row, error) { return benchCapacity(ctx, d) },
+		// spread alone: the spread join figure (also part of capacity).
+		"spread": func(ctx context.Context) ([]Row, error) { return joinCapacitySpread(ctx, d) },
 		"cost":     benchCost,
 		"million":  func(ctx context.Context) ([]Row, error) { return benchMillion(ctx, *millionRateFlag, chart) },
 	}

@@ -26,7 +26,7 @@ func fill(ctx context.Context, rdb *redis.Client, roomID string, n int, nowMS in
 }
 
 // fillRange enqueues n visitors named f<from>… f<from+n-1> as fill does.
-func fillRange(ctx context.Context, rdb *redis.Client, roomID string, from, n int, nowMS int64) error {
+func fillRange(ctx context.Context, rdb redis.UniversalClient, roomID string, from, n int, nowMS int64) error {
 	if err := enqueueScript.Load(ctx, rdb).Err(); err != nil {
 		return err
 	}
