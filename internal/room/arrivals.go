@@ -93,24 +93,10 @@ func (e *Engine) arrive(ctx context.Context, room, visitor string, proof JoinPro
 	if err != nil {
 		return Place{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	switch str(reply[0]) {
-	case wordChallenge:
-		if len(reply) < 2 {
-			return Place{}, unexpected(arriveCmd, reply)
-		}
-		return Place{}, &ChallengeError{Bits: int(num(reply[1]))}
-	case wordSpent:
-		return Place{}, ErrChallengeSpent
-	case wordLimited:
-		if len(reply) != 2 || num(reply[1]) <= 0 {
-			return Place{}, unexpected(arriveCmd, reply)
-		}
-		return Place{}, &RetryError{After: time.Duration(num(reply[1])) * time.Millisecond}
-	case wordArrived:
-	default:
-		return Place{}, unexpected(arriveCmd, reply)
+	if refused, err := joinRefusal(arriveCmd, reply); refused {
+		return Place{}, err
 	}
-	if len(reply) != arrivedLen {
+	if str(reply[0]) != wordArrived || len(reply) != arrivedLen {
 		return Place{}, unexpected(arriveCmd, reply)
 	}
 	pos := max(1, num(reply[arrivedPosition]))

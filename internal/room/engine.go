@@ -252,21 +252,31 @@ func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof
 	if err != nil {
 		return Place{}, err
 	}
+	if refused, err := joinRefusal(enqueueCmd, reply); refused {
+		return Place{}, err
+	}
+	return e.place(enqueueCmd, Ticket{Room: room, Visitor: visitor}, have, reply)
+}
+
+// joinRefusal reads a join script's refusals (enqueue.lua, arrive.lua): a
+// challenge of more work, a spent proof, the client's limit. refused is false
+// for any other reply.
+func joinRefusal(s script, reply []any) (refused bool, err error) {
 	switch str(reply[0]) {
 	case wordChallenge:
 		if len(reply) < 2 {
-			return Place{}, unexpected(enqueueCmd, reply)
+			return true, unexpected(s, reply)
 		}
-		return Place{}, &ChallengeError{Bits: int(num(reply[1]))}
+		return true, &ChallengeError{Bits: int(num(reply[1]))}
 	case wordSpent:
-		return Place{}, ErrChallengeSpent
+		return true, ErrChallengeSpent
 	case wordLimited:
 		if len(reply) != 2 || num(reply[1]) <= 0 {
-			return Place{}, unexpected(enqueueCmd, reply)
+			return true, unexpected(s, reply)
 		}
-		return Place{}, &RetryError{After: time.Duration(num(reply[1])) * time.Millisecond}
+		return true, &RetryError{After: time.Duration(num(reply[1])) * time.Millisecond}
 	}
-	return e.place(enqueueCmd, Ticket{Room: room, Visitor: visitor}, have, reply)
+	return false, nil
 }
 
 // ChallengeError refuses a join without enough proven work: the room asks a
