@@ -185,9 +185,9 @@ func moreParts(d time.Duration, chart string) map[string]func(context.Context) (
 	return map[string]func(context.Context) ([]Row, error){
 		"capacity": func(ctx context.Context) ([]Row, error) { return benchCapacity(ctx, d) },
 		// spread alone: the spread join figure (also part of capacity).
-		"spread": func(ctx context.Context) ([]Row, error) { return joinCapacitySpread(ctx, d) },
-		"cost":     benchCost,
-		"million":  func(ctx context.Context) ([]Row, error) { return benchMillion(ctx, *millionRateFlag, chart) },
+		"spread":  func(ctx context.Context) ([]Row, error) { return joinCapacitySpread(ctx, d) },
+		"cost":    benchCost,
+		"million": func(ctx context.Context) ([]Row, error) { return benchMillion(ctx, *millionRateFlag, chart) },
 	}
 }
 
