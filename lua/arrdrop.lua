@@ -4,5 +4,5 @@
 local got = redis.call('LRANGE', KEYS[1], 0, -1)
 redis.call('DEL', KEYS[1])
 local out = {}
-for i = 1, #got do out[i] = string.match(got[i], '^(%d+)') end
+for i = 1, #got do out[i] = arrival_seq(got[i]) end
 return out

@@ -6,12 +6,11 @@
 -- time, so the joins it takes after this read are above the mark even when it
 -- is idle: the merge can take every arrival at or below the lowest mark of all.
 local most = tonumber(ARGV[1])
-local t = redis.call('TIME')
-local mark = math.max(tonumber(redis.call('HGET', KEYS[1], 'seq')) or 0, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+local mark = math.max(tonumber(redis.call('HGET', KEYS[1], 'seq')) or 0, server_us())
 redis.call('HSET', KEYS[1], 'seq', member(mark))
 local got = redis.call('LRANGE', KEYS[2], 0, most - 1)
 -- A full read leaves some behind: they are above its last one.
-if #got == most then mark = tonumber(string.match(got[#got], '^(%d+)')) end
+if #got == most then mark = tonumber(arrival_seq(got[#got])) end
 local out = {member(mark)}
 for i = 1, #got do out[i + 1] = got[i] end
 return out

@@ -12,7 +12,7 @@ while true do
   local got = redis.call('LRANGE', KEYS[1], 0, 999)
   local k = 0
   for i = 1, #got do
-    if tonumber(string.match(got[i], '^(%d+)')) > upto then break end
+    if tonumber(arrival_seq(got[i])) > upto then break end
     k = i
   end
   if k > 0 then redis.call('LTRIM', KEYS[1], k, -1) end

@@ -40,8 +40,7 @@ redis.call('HSETNX', K_CFG, 'seed', ARGV[2])
 redis.call('HSETNX', K_ST, 'refill', tostring(now))
 redis.call('HSETNX', K_ST, 'since', tostring(now))
 if created then
-  local t = redis.call('TIME')
-  if redis.call('HSETNX', K_ST, 'epoch', member(tonumber(t[1]) * 1000000 + tonumber(t[2]))) == 1 then
+  if redis.call('HSETNX', K_ST, 'epoch', member(server_us())) == 1 then
     redis.call('HSET', K_ST, 'created', tostring(now))
   end
   return {'created'}

@@ -87,16 +87,25 @@ end
 -- into text with %.14g, which loses the digits of a 16-digit sequence.
 local function member(n) return string.format('%.0f', n) end
 
--- next_seq is the next sequence a source issues: above its last one, at least
--- the server's time in microseconds (so numbers issued after a data loss stay
--- above every ticket issued before it), and of the source's residue r modulo
--- 16 (the room's own shard 0, arrival shard i i + 1: room.SeqResidues), so two
--- sources never issue the same number.
-local function next_seq(last, r)
+-- server_us is the Redis server's time in microseconds: the floor of every
+-- sequence (the one use of server time, on purpose: numbers issued after a
+-- data loss stay above every ticket issued before it).
+local function server_us()
   local t = redis.call('TIME')
-  local s = math.max((last or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- next_seq is the next sequence a source issues: above its last one, at least
+-- server_us, and of the source's residue r modulo 16 (the room's own shard 0,
+-- arrival shard i i + 1: room.SeqResidues), so two sources never issue the same number.
+local function next_seq(last, r)
+  local s = math.max((last or 0) + 1, server_us())
   return s + (r - s) % 16
 end
+
+-- arrival_seq is the sequence of an arrival list's entry, 'sequence:join ms'
+-- (arrive.lua, enqueue.lua), as the decimal string it was written as.
+local function arrival_seq(x) return string.match(x, '^(%d+)') end
 local function num(x) return string.format('%.17g', x) end
 
 -- Heartbeats are a HASH of fixed-width binary strings, the smallest allocations

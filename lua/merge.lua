@@ -21,8 +21,7 @@ local st = redis.call('HMGET', K_ST, 'arrw', 'seq')
 local done = tonumber(st[1]) or 0
 -- The room's own shard takes part as a source too: its last sequence rises to
 -- the server's time, so the joins it takes after this call are above the mark.
-local t = redis.call('TIME')
-local mark = math.max(tonumber(st[2]) or 0, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+local mark = math.max(tonumber(st[2]) or 0, server_us())
 redis.call('HSET', K_ST, 'seq', member(mark))
 if ARGV[2] ~= '' then mark = math.min(mark, tonumber(ARGV[2])) end
 -- An arrival's member is its sequence as arrive.lua or enqueue.lua wrote it
