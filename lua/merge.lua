@@ -1,4 +1,4 @@
--- merge.lua: the first step of a tick in a room whose joins are spread
+-- merge.lua: the last step of a tick (after its admissions) in a room whose joins are spread
 -- (joinShards > 0; docs/ENGINE.md, "Arrival shards"): the arrivals at or below
 -- the watermark go into the queue, in sequence order, behind everyone there.
 -- KEYS: the room's keys (lib.lua), then

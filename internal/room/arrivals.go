@@ -107,23 +107,34 @@ func (e *Engine) arrive(ctx context.Context, room, visitor string, proof JoinPro
 	return p, nil
 }
 
-// merge is a tick's first step in a room whose joins are or were spread: it
+// spreadOver is how many arrival shards a room's joins ever spread over (the
+// settings hash's arrk, written by a PUT and never lowered); 0 for a room that
+// never spread.
+func (e *Engine) spreadOver(ctx context.Context, room string) (int, error) {
+	v, err := e.rdb.HGet(ctx, KeysFor(room).Config, "arrk").Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	n, _ := strconv.Atoi(v)
+	return min(max(n, 0), MaxJoinShards), nil
+}
+
+// merge is a tick's last step in a room whose joins are or were spread: it
 // reads every arrival shard the room ever used, merges what they handed over
 // into the queue, and drops it from them. A shard that cannot be read holds
 // the merge back (nothing below its mark may be skipped), not the tick.
 func (e *Engine) merge(ctx context.Context, room string) (int64, error) {
 	kr := KeysFor(room)
-	v, err := e.rdb.HGet(ctx, kr.Config, "arrk").Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return 0, nil // never spread
-	case err != nil:
-		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	shards, err := e.spreadOver(ctx, room)
+	if err != nil || shards == 0 {
+		return 0, err
 	}
-	shards, _ := strconv.Atoi(v)
 	args := []any{e.nowMS(), ""}
 	var mark int64 = -1
-	for i := range min(shards, MaxJoinShards) {
+	for i := range shards {
 		k := ArrivalKeysFor(room, i)
 		reply, err := arrivalsCmd.Reply(ctx, e.rdb, []string{k.State, k.Arrivals}, arrivalBatch)
 		if err != nil || len(reply) < 1 {
@@ -149,7 +160,7 @@ func (e *Engine) merge(ctx context.Context, room string) (int64, error) {
 	}
 	merged, waiting := str(reply[mergedMark]), num(reply[mergedWaiting])
 	var errs []error
-	for i := range min(shards, MaxJoinShards) {
+	for i := range shards {
 		k := ArrivalKeysFor(room, i)
 		if err := arrtrimCmd.Run(ctx, e.rdb, []string{k.Arrivals, k.State}, merged, waiting).Err(); err != nil {
 			errs = append(errs, fmt.Errorf("%w: arrival shard %d: %w", ErrUnavailable, i, err))
@@ -164,16 +175,12 @@ func (e *Engine) merge(ctx context.Context, room string) (int64, error) {
 // restored), and returns how many it dropped.
 func (e *Engine) dropArrivals(ctx context.Context, room string) (int64, error) {
 	kr := KeysFor(room)
-	v, err := e.rdb.HGet(ctx, kr.Config, "arrk").Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return 0, nil
-	case err != nil:
-		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	shards, err := e.spreadOver(ctx, room)
+	if err != nil || shards == 0 {
+		return 0, err
 	}
-	shards, _ := strconv.Atoi(v)
 	lists := []string{kr.Arrivals()}
-	for i := range min(shards, MaxJoinShards) {
+	for i := range shards {
 		lists = append(lists, ArrivalKeysFor(room, i).Arrivals)
 	}
 	var dropped int64
