@@ -38,6 +38,25 @@ func (e *env) join(eng *room.Engine, visitor string, proof room.JoinProof) room.
 	return p
 }
 
+// grants records the sequences granted, in the order ticks granted them.
+type grants struct {
+	e     *env
+	order []int64
+	seen  map[int64]bool
+}
+
+func (e *env) grantOrder() *grants { return &grants{e: e, seen: map[int64]bool{}} }
+
+// collect appends the grants made since the last call (after a tick).
+func (g *grants) collect() {
+	for _, s := range g.e.grants() {
+		if !g.seen[s] {
+			g.seen[s] = true
+			g.order = append(g.order, s)
+		}
+	}
+}
+
 // queued is the queue's members in score order.
 func (e *env) queued() []int64 { return e.members(e.keys.Queue) }
 
@@ -323,16 +342,7 @@ func TestArrivalAdmissionsInTicketOrderWhileJoining(t *testing.T) {
 		e := newEnv(t, rdb, spreadRoom(func(c *room.Config) { c.AdmitPerMinute = 1200 })) // 2 a tick of 100 ms
 		rng := rand.New(rand.NewPCG(3, 5))
 		engines := []*room.Engine{e.eng, room.New(rdb, room.WithClock(e.clk.Now)), room.New(rdb, room.WithClock(e.clk.Now))}
-		var order []int64 // sequences in the order they were granted
-		seen := map[int64]bool{}
-		collect := func() {
-			for _, g := range e.grants() {
-				if !seen[g] {
-					seen[g] = true
-					order = append(order, g)
-				}
-			}
-		}
+		granted := e.grantOrder()
 		joins := 0
 		for op := range 600 {
 			e.clk.Advance(100 * time.Millisecond)
@@ -346,24 +356,24 @@ func TestArrivalAdmissionsInTicketOrderWhileJoining(t *testing.T) {
 				if _, err := engines[rng.IntN(len(engines))].Tick(e.ctx, e.room); err != nil {
 					t.Fatal(err)
 				}
-				collect()
+				granted.collect()
 			}
 		}
 		for range 400 {
 			e.clk.Advance(time.Second)
 			e.tick()
-			collect()
-			if len(order) == joins {
+			granted.collect()
+			if len(granted.order) == joins {
 				break
 			}
 		}
-		if len(order) != joins {
-			t.Fatalf("admitted %d of %d joins", len(order), joins)
+		if len(granted.order) != joins {
+			t.Fatalf("admitted %d of %d joins", len(granted.order), joins)
 		}
-		if !slices.IsSorted(order) {
-			for i := 1; i < len(order); i++ {
-				if order[i] < order[i-1] {
-					t.Fatalf("granted %d after %d: out of ticket order (at %d of %d)", order[i], order[i-1], i, len(order))
+		if !slices.IsSorted(granted.order) {
+			for i := 1; i < len(granted.order); i++ {
+				if granted.order[i] < granted.order[i-1] {
+					t.Fatalf("granted %d after %d: out of ticket order (at %d of %d)", granted.order[i], granted.order[i-1], i, len(granted.order))
 				}
 			}
 		}
@@ -406,40 +416,31 @@ func TestArrivalAdmissionsInTicketOrderUnderConcurrentJoins(t *testing.T) {
 				}
 			}()
 		}
-		var order []int64
-		seen := map[int64]bool{}
-		collect := func() {
-			for _, g := range e.grants() {
-				if !seen[g] {
-					seen[g] = true
-					order = append(order, g)
-				}
-			}
-		}
+		granted := e.grantOrder()
 		ticker := room.New(rdb, room.WithClock(e.clk.Now))
 		for range 150 {
 			e.clk.Advance(100 * time.Millisecond)
 			if _, err := ticker.Tick(e.ctx, e.room); err != nil {
 				t.Fatal(err)
 			}
-			collect()
+			granted.collect()
 		}
 		close(stop)
 		wg.Wait()
 		for range 2000 {
 			e.clk.Advance(time.Second)
 			e.tick()
-			collect()
-			if len(order) >= joins {
+			granted.collect()
+			if len(granted.order) >= joins {
 				break
 			}
 		}
-		if len(order) != joins {
-			t.Fatalf("admitted %d of %d joins", len(order), joins)
+		if len(granted.order) != joins {
+			t.Fatalf("admitted %d of %d joins", len(granted.order), joins)
 		}
-		for i := 1; i < len(order); i++ {
-			if order[i] < order[i-1] {
-				t.Fatalf("granted %d after %d: out of ticket order (at %d of %d)", order[i], order[i-1], i, len(order))
+		for i := 1; i < len(granted.order); i++ {
+			if granted.order[i] < granted.order[i-1] {
+				t.Fatalf("granted %d after %d: out of ticket order (at %d of %d)", granted.order[i], granted.order[i-1], i, len(granted.order))
 			}
 		}
 	})
