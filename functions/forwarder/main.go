@@ -12,13 +12,13 @@ package main
 
 import (
 	"fmt"
-	"github.com/vestibule-dev/vestibule/internal/awsenv"
 	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
+	"github.com/vestibule-dev/vestibule/internal/awsenv"
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
 )
 

@@ -14,7 +14,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/vestibule-dev/vestibule/internal/awsenv"
 	"os"
 
 	"github.com/aws/aws-lambda-go/cfn"
@@ -22,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudfrontkeyvaluestore"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/vestibule-dev/vestibule/internal/awsenv"
 	"github.com/vestibule-dev/vestibule/internal/cfnwrap"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/gatekeys"

@@ -10,11 +10,11 @@ package orders
 import (
 	"context"
 	"fmt"
-	"github.com/vestibule-dev/vestibule/internal/awsenv"
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
+	"github.com/vestibule-dev/vestibule/internal/awsenv"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
