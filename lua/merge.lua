@@ -25,16 +25,23 @@ local mark = math.max(tonumber(st[2]) or 0, server_us())
 redis.call('HSET', K_ST, 'seq', member(mark))
 if ARGV[2] ~= '' then mark = math.min(mark, tonumber(ARGV[2])) end
 -- An arrival's member is its sequence as arrive.lua or enqueue.lua wrote it
--- (lib.lua member), so it is taken as it is.
-local take, nums, at = {}, {}, {}
+-- (lib.lua member), so it is taken as it is. The merge runs once per join, so
+-- its loops count instead of using # and split with find instead of a pattern
+-- (docs/ENGINE.md, "What a script's parts cost").
+local take, nums, at, n = {}, {}, {}, 0
+local find, sub = string.find, string.sub
+local oldest = now - 1000
 local function consider(x)
-  local a, b = string.match(x, '^(%d+):(%d+)$')
+  local c = find(x, ':', 1, true)
+  local a = sub(x, 1, c - 1)
   local s = tonumber(a)
   if s > mark then return false end
   if s > done then
-    take[#take + 1] = a
-    nums[#nums + 1] = s
-    at[#at + 1] = math.min(math.max(tonumber(b), now - 1000), now)
+    n = n + 1
+    take[n], nums[n] = a, s
+    local b = tonumber(sub(x, c + 1))
+    if b < oldest then b = oldest elseif b > now then b = now end
+    at[n] = b
   end
   return true
 end
@@ -55,25 +62,25 @@ local class
 if cfg.mode ~= 'queue' and cfg.mode ~= 'auto' or cfg.opensAt > now then
   class = told(cfg)
 else
-  class = told(cfg, waiting + #take)
+  class = told(cfg, waiting + n)
 end
 local anyleft = redis.call('ZCARD', K_LEFT) > 0
 local added = 0
-for i = 1, #take, 1000 do
-  local j = math.min(i + 999, #take)
+for i = 1, n, 1000 do
+  local j = math.min(i + 999, n)
   -- Those who left before the merge (leave.lua records them) stay out.
   local gone = {}
   if anyleft then gone = redis.call('ZMSCORE', K_LEFT, unpack(take, i, j)) end
-  local zs, hb = {}, {}
+  local zs, hb, z = {}, {}, 0
   for k = i, j do
     if not gone[k - i + 1] then
-      zs[#zs + 1] = take[k]
-      zs[#zs + 1] = take[k]
-      hb[#hb + 1] = hbf(nums[k])
-      hb[#hb + 1] = hbv(at[k], class)
+      local m = take[k]
+      zs[z + 1], zs[z + 2] = m, m
+      hb[z + 1], hb[z + 2] = hbf(nums[k]), hbv(at[k], class)
+      z = z + 2
     end
   end
-  if #zs > 0 then
+  if z > 0 then
     added = added + redis.call('ZADD', K_Q, 'NX', unpack(zs))
     redis.call('HSET', K_HB, unpack(hb))
   end

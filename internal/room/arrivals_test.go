@@ -1,6 +1,7 @@
 package room_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -320,17 +322,82 @@ func TestArrivalDrain(t *testing.T) {
 
 // A shard's keys carry their own hash tag, never a room's: "~" is not in a room id.
 func TestArrivalKeysHaveTheirOwnTag(t *testing.T) {
+	tag := room.ArrivalTag("r1", 2)
+	if !strings.HasPrefix(tag, "r1~c") {
+		t.Fatalf("shard 2's tag is %s, not r1~c<n>", tag)
+	}
 	k := room.ArrivalKeysFor("r1", 2)
 	for _, key := range []string{k.State, k.Arrivals, k.Limiter("h"), k.Proof("n")} {
-		if !strings.HasPrefix(key, "vst:{r1~c}:") {
-			t.Errorf("%s: not under {r1~c}", key)
+		if !strings.HasPrefix(key, "vst:{"+tag+"}:") {
+			t.Errorf("%s: not under {%s}", key, tag)
 		}
 	}
-	if room.ValidRoomID("r1~c") {
+	if room.ValidRoomID(tag) {
 		t.Error("a room id may contain ~: its tag could be another room's shard's")
 	}
 	if got := room.KeysFor("r1").Arrivals(); got != "vst:{r1}:arr" {
 		t.Errorf("the room's own arrival list is %s", got)
+	}
+}
+
+// The shards' tags are spread over the slot space, away from the room's slot,
+// so a cluster's contiguous slot ranges get them about evenly: checked against
+// the real cluster's own hashing (CLUSTER KEYSLOT) and its slot map.
+func TestArrivalShardsSpreadOverTheCluster(t *testing.T) {
+	rdb := redistest.Cluster(t)
+	ctx := context.Background()
+	shards, err := rdb.ClusterShards(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeOf := func(slot int) int {
+		for n, s := range shards {
+			for _, r := range s.Slots {
+				if int64(slot) >= r.Start && int64(slot) <= r.End {
+					return n
+				}
+			}
+		}
+		t.Fatalf("slot %d has no node", slot)
+		return -1
+	}
+	var onRoomsNode, elsewhere, most int
+	for r := range 200 {
+		id := fmt.Sprintf("onsale-%d", r)
+		slot, err := rdb.ClusterKeySlot(ctx, room.KeysFor(id).Config).Result()
+		if err != nil || int(slot) != room.Slot(id) {
+			t.Fatalf("%s: the cluster hashes its keys to slot %d (%v), Slot says %d", id, slot, err, room.Slot(id))
+		}
+		per := make([]int, len(shards))
+		for i := range room.MaxJoinShards {
+			tag := room.ArrivalTag(id, i)
+			got, err := rdb.ClusterKeySlot(ctx, room.ArrivalKeysFor(id, i).Arrivals).Result()
+			if err != nil || int(got) != room.Slot(tag) {
+				t.Fatalf("%s: the cluster hashes its keys to slot %d (%v), Slot says %d", tag, got, err, room.Slot(tag))
+			}
+			// Shard i in arc i + 2 of 18 from the room's slot, so no two in one arc.
+			lo, off := (i+2)*16384/(room.MaxJoinShards+3), (int(got)-int(slot)+16384)%16384
+			if off < lo || off >= lo+16384/(room.MaxJoinShards+3) {
+				t.Fatalf("%s: slot %d is %d past the room's slot %d, not in shard %d's arc from %d", tag, got, off, slot, i, lo)
+			}
+			per[nodeOf(int(got))]++
+		}
+		home := nodeOf(int(slot))
+		for n, c := range per {
+			if n == home {
+				onRoomsNode += c
+			} else {
+				elsewhere += c
+			}
+			most = max(most, c)
+		}
+	}
+	// 15 shards over 3 nodes of 5,461 slots, arcs of 910: a node meets at most 7 arcs.
+	if most > 7 {
+		t.Errorf("a node holds %d of a room's 15 shards", most)
+	}
+	if mean, other := float64(onRoomsNode)/200, float64(elsewhere)/200/float64(len(shards)-1); mean >= other {
+		t.Errorf("the room's node holds %.2f shards on average, the others %.2f: it should hold fewer", mean, other)
 	}
 }
 

@@ -3,6 +3,7 @@ package room
 import (
 	"encoding/binary"
 	"math"
+	"strconv"
 )
 
 // RegistryKey lists every room id. SET. It is the only key outside a room's
@@ -129,8 +130,8 @@ func (k Keys) Arrivals() string {
 }
 
 // ArrivalKeys names the keys of one arrival shard of a room: its own hash
-// tag, {room~i} ("~" is never in a room id, so no room's tag is another's
-// shard's), so a cluster may put it on another node than the room.
+// tag, {room~<letter><n>} ("~" is never in a room id, so no room's tag is
+// another's shard's), so a cluster may put it on another node than the room.
 type ArrivalKeys struct {
 	State    string // HASH seq (the last sequence issued here), w (the room's waiting count at the last merge)
 	Arrivals string // LIST sequences of the joins not merged yet, in order
@@ -139,9 +140,63 @@ type ArrivalKeys struct {
 
 // ArrivalKeysFor returns the keys of a room's arrival shard i (0 ≤ i < MaxJoinShards).
 func ArrivalKeysFor(room string, i int) ArrivalKeys {
-	p := "vst:{" + room + "~" + string(rune('a'+i)) + "}:"
+	p := "vst:{" + ArrivalTag(room, i) + "}:"
 	return ArrivalKeys{State: p + "st", Arrivals: p + "arr", prefix: p}
 }
+
+// arrivalArcs is how many equal arcs of the cluster's slot space, counted from
+// the room's slot, ArrivalTag places shards in: shard i in arc i + 2, so the
+// arcs on either side of the room's are left out.
+const arrivalArcs = MaxJoinShards + 3
+
+// ArrivalTag is the hash tag of a room's arrival shard i: room~<letter i><n>,
+// with the smallest n ≥ 0 whose slot (CRC16 mod 16384, as Redis Cluster hashes
+// tags) falls in the arc i + 2 of arrivalArcs from the room's slot. Tags are
+// spread evenly over the slot space, and a cluster gives each node a
+// contiguous range of slots (redis-cli --cluster create, ElastiCache), so the
+// shards fall evenly over the nodes, fewer on the room's own node, which
+// merges every join besides (docs/ENGINE.md, "Arrival shards"). The tag is a
+// function of the room's id and i alone, so it never changes for a room.
+func ArrivalTag(room string, i int) string {
+	base := Slot(room)
+	lo := (base + (i+2)*slotCount/arrivalArcs) % slotCount
+	width := slotCount / arrivalArcs
+	prefix := room + "~" + string(rune('a'+i))
+	for n := 0; ; n++ {
+		tag := prefix + strconv.Itoa(n)
+		if (Slot(tag)-lo+slotCount)%slotCount < width {
+			return tag
+		}
+	}
+}
+
+// slotCount is the number of Redis Cluster hash slots.
+const slotCount = 16384
+
+// Slot is the Redis Cluster hash slot of a hash tag: CRC16 (XMODEM) mod 16384.
+func Slot(tag string) int {
+	var crc uint16
+	for i := 0; i < len(tag); i++ {
+		crc = crc<<8 ^ crc16Table[byte(crc>>8)^tag[i]]
+	}
+	return int(crc) % slotCount
+}
+
+// crc16Table is CRC16-XMODEM's (polynomial 0x1021) by the top byte.
+var crc16Table = func() (t [256]uint16) {
+	for b := range t {
+		c := uint16(b) << 8
+		for range 8 {
+			if c&0x8000 != 0 {
+				c = c<<1 ^ 0x1021
+			} else {
+				c <<= 1
+			}
+		}
+		t[b] = c
+	}
+	return t
+}()
 
 // Limiter is the key of one client's join limiter on this shard: a client
 // always joins through the same shard, so its limit is whole.
