@@ -178,6 +178,9 @@ end
 
 local deadline = num(now + cfg.claimTTL)
 local keep = rec_end and num(rec_end)
+-- The admission loop runs once per visitor admitted: hbf and hbt inlined, the
+-- struct functions and math.floor held in locals (docs/ENGINE.md, "Scripts").
+local floor, pack, unpk = math.floor, S and S.pack, S and S.unpack
 local newtop = top
 local pops = 0
 while admitted < n and pops < n + batch do
@@ -194,15 +197,22 @@ while admitted < n and pops < n + batch do
   for i = 1, k do
     local s = tonumber(got[i])
     nums[i] = s
-    fields[i] = hbf(s)
+    if pack then fields[i] = pack('>I7', s) else fields[i] = hbf(s) end
   end
   local seen = redis.call('HMGET', K_HB, unpack(fields))
   local grants, served, g, sv = {}, {}, 0, 0
   local last
   for i = 1, k do
-    local _, t = hbt(seen[i])
+    -- Stale: the heartbeat was due (last seen + its told silence) before the cutoff.
+    local v, due = seen[i], nil
+    if v then
+      local x
+      if unpk then x = unpk('>I6', v) else x = hbraw(v) end
+      local c = floor(x / SEEN)
+      due = x - c * SEEN + (TOLD[c] or told_ms(c))
+    end
     pops = pops + 1
-    if t and t < cutoff then
+    if due and due < cutoff then
       evicted = evicted + 1
       skipped = skipped + 1
     else
