@@ -27,7 +27,7 @@ if ARGV[2] ~= '' then mark = math.min(mark, tonumber(ARGV[2])) end
 -- An arrival's member is its sequence as arrive.lua or enqueue.lua wrote it
 -- (lib.lua member), so it is taken as it is. The merge runs once per join, so
 -- its loops count instead of using # and split with find instead of a pattern
--- (docs/ENGINE.md, "What a script's parts cost").
+-- (docs/ENGINE.md, "Scripts": what the parts of a script cost).
 local take, nums, at, n = {}, {}, {}, 0
 local find, sub = string.find, string.sub
 local oldest = now - 1000

@@ -137,3 +137,83 @@ func TestChaosClusterFailover(t *testing.T) {
 	led.check(t)
 	cr.check(t, finished)
 }
+
+// TestChaosArrivalShardStalled stalls (SIGSTOP) a primary holding some of a
+// spread room's arrival shards, not the room, while a crowd joins: joins routed
+// there fail and are retried, every tick's merge is held back (a shard that
+// cannot be read holds it back, so no later join is queued ahead of one it
+// holds), and once the node is back the crowd is served in ticket order,
+// every grant consumed once, no place lost.
+func TestChaosArrivalShardStalled(t *testing.T) {
+	nodes, err := redistest.StartClusterWith(3, 0)
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			n.Resume()
+			n.Stop()
+		}
+	})
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	cc := prodCluster(t, addrs)
+	engines := []*room.Engine{room.New(cc), room.New(cc)}
+	cfg := chaosConfig(10, 3000)
+	cfg.JoinShards = room.MaxJoinShards
+
+	// A room on the first primary (StartCluster gives primary i the i-th third
+	// of the slots); the victim is the second, with the shards it holds.
+	const slots = 16384
+	primary := func(slot int) int { return min(2, slot*3/slots) }
+	id := newRoom(t)
+	for primary(room.Slot(id)) != 0 {
+		id = newRoom(t)
+	}
+	var stalled []int
+	for i := range room.MaxJoinShards {
+		if primary(room.Slot(room.ArrivalTag(id, i))) == 1 {
+			stalled = append(stalled, i)
+		}
+	}
+	if len(stalled) == 0 {
+		t.Fatalf("room %s has no arrival shard on the second primary", id)
+	}
+	put(t, engines[0], id, cfg)
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	s := watch(cc, id, cfg.MaxActive, true)
+	n := scale(240, 1500)
+	poll := pace(n, 150*time.Millisecond)
+	adm := startAdmitter(ctx, engines[0], []string{id}, cfg, 50*time.Millisecond, 0)
+	led := newLedger()
+	cr := startCrowd(crowdOpts{engines: engines, rooms: []string{id}, n: n,
+		poll: poll, hold: 60 * time.Millisecond, ledger: led, arrive: scale(4*time.Second, 10*time.Second)})
+
+	time.Sleep(scale(1500*time.Millisecond, 3*time.Second))
+	victim := nodes[1]
+	if err := victim.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	heldBefore := adm.mergeHeld.Load()
+	time.Sleep(scale(3*time.Second, 6*time.Second))
+	held := adm.mergeHeld.Load() - heldBefore
+	if err := victim.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	finished := cr.wait(crowdLimit())
+	stop()
+	adm.wg.Wait()
+
+	t.Logf("room %s, shards %v on the stalled primary: %d merges held back while it was stopped, %d admitted, %d ticks failed",
+		id, stalled, held, adm.admitted.Load(), adm.failed.Load())
+	if held == 0 {
+		t.Errorf("no tick's merge was held back while shards %v were stopped", stalled)
+	}
+	s.finish(t)
+	led.check(t)
+	cr.check(t, finished)
+}

@@ -269,7 +269,10 @@ type admitter struct {
 	admitted atomic.Int64
 	reseeded atomic.Int64
 	failed   atomic.Int64
-	wg       sync.WaitGroup
+	// mergeHeld counts ticks whose merge of arrival shards was held back
+	// (TickResult.MergeErr: a shard could not be read).
+	mergeHeld atomic.Int64
+	wg        sync.WaitGroup
 }
 
 func startAdmitter(ctx context.Context, eng *room.Engine, rooms []string, cfg room.Config, every, grace time.Duration) *admitter {
@@ -302,6 +305,9 @@ func (a *admitter) tick(ctx context.Context, id string) {
 	switch {
 	case err == nil:
 		a.admitted.Add(r.Admitted)
+		if r.MergeErr != nil {
+			a.mergeHeld.Add(1)
+		}
 	case errors.Is(err, room.ErrUnknownRoom):
 		c := a.cfg
 		if a.grace > 0 {

@@ -58,6 +58,21 @@ func (e *Engine) spreads(have versioned) bool {
 	return age >= 0 && age < confirmFor
 }
 
+// reconfirm reads a room's settings from its shard and caches them, confirmed
+// now; on an error, or for an unknown room, it returns have. Join calls it for
+// a proof whose engine's settings show a spreading room but were confirmed
+// more than confirmFor ago: a proof then still goes to the shard its nonce
+// picks, so the room's shard and an arrival shard never both spend one nonce.
+func (e *Engine) reconfirm(ctx context.Context, room string, have versioned) versioned {
+	m, err := e.rdb.HGetAll(ctx, KeysFor(room).Config).Result()
+	if err != nil || m["ver"] == "" {
+		return have
+	}
+	v := versioned{m["ver"], decodeConfig(m), e.clock()}
+	e.keep(room, v)
+	return v
+}
+
 // shardOf picks the arrival shard of a join: by the proof's nonce when there
 // is one (so a nonce is spent on one shard), else by the client's address (so
 // a client's limit is counted on one shard), else by the visitor id.

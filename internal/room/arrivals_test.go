@@ -228,6 +228,20 @@ func TestArrivalShardChecks(t *testing.T) {
 		if _, err := e.eng.Join(e.ctx, e.room, "h", room.JoinProof{Bits: 4, Nonce: "n2", Until: until}); !errors.Is(err, room.ErrChallengeSpent) {
 			t.Errorf("a nonce's second join: %v, want ErrChallengeSpent", err)
 		}
+		// Once the settings are older than a second, a proof still goes to its
+		// arrival shard (the engine confirms the settings first): the nonce it
+		// spent there cannot join again through the room's shard.
+		e.clk.Advance(1500 * time.Millisecond)
+		if _, err := e.eng.Join(e.ctx, e.room, "i", room.JoinProof{Bits: 4, Nonce: "n2", Until: until}); !errors.Is(err, room.ErrChallengeSpent) {
+			t.Errorf("a nonce's join with stale settings after its join on a shard: %v, want ErrChallengeSpent", err)
+		}
+		e.clk.Advance(1500 * time.Millisecond)
+		if p := e.join(e.eng, "j", room.JoinProof{Bits: 4, Nonce: "n3", Until: until}); residue(p.Ticket.Seq) == 0 {
+			t.Errorf("a proof with stale settings went to the room's shard")
+		}
+		if _, err := e.eng.Join(e.ctx, e.room, "k", room.JoinProof{Bits: 4, Nonce: "n3", Until: until}); !errors.Is(err, room.ErrChallengeSpent) {
+			t.Errorf("a nonce's second join: %v, want ErrChallengeSpent", err)
+		}
 	})
 }
 

@@ -143,6 +143,16 @@ func (e *Engine) cached(room string) versioned {
 	return e.cfgs[room]
 }
 
+// keep caches a room's settings, confirmed now.
+func (e *Engine) keep(room string, v versioned) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.cfgs) >= maxCachedRooms {
+		clear(e.cfgs) // a miss costs only the settings in one reply
+	}
+	e.cfgs[room] = v
+}
+
 // maxCachedRooms bounds the settings cache: a deployment has a handful of
 // rooms, but nothing else stops a process that meets many from growing.
 const maxCachedRooms = 1024
@@ -166,12 +176,7 @@ func (e *Engine) place(s script, t Ticket, have versioned, reply []any) (Place, 
 			return Place{}, fmt.Errorf("%w: %s script: %w", ErrUnavailable, s.Name, err)
 		}
 		if ver != "" {
-			e.mu.Lock()
-			if len(e.cfgs) >= maxCachedRooms {
-				clear(e.cfgs) // a miss costs only the settings in one reply
-			}
-			e.cfgs[t.Room] = versioned{ver, cfg, e.clock()}
-			e.mu.Unlock()
+			e.keep(t.Room, versioned{ver, cfg, e.clock()})
 		}
 	case ver == "" || ver != have.ver:
 		return Place{}, fmt.Errorf("%w: %s script: place reply without settings", ErrUnavailable, s.Name)
@@ -236,6 +241,9 @@ type JoinProof struct {
 // round trip (AllowEnqueue is the limit alone).
 func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof) (Place, error) {
 	have := e.cached(room)
+	if proof.Nonce != "" && have.cfg.JoinShards > 0 && !e.spreads(have) {
+		have = e.reconfirm(ctx, room, have)
+	}
 	if e.spreads(have) {
 		return e.arrive(ctx, room, visitor, proof, have)
 	}
