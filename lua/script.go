@@ -34,6 +34,41 @@ func (s Script) Reply(ctx context.Context, c redis.Scripter, keys []string, args
 	return reply, nil
 }
 
+// Each runs the script once for each set of keys, with the same args, in one
+// pipeline: a cluster client sends each node its calls at once, so the calls
+// cost about one round trip, the nodes' in parallel, and a node that does not
+// answer holds up only its own. A call that finds the script missing from its
+// node (NOSCRIPT) runs again alone, by EVAL. It returns each call's reply and
+// error (named as Reply names them).
+func (s Script) Each(ctx context.Context, c Pipeliner, keys [][]string, args ...any) ([]any, []error) {
+	cmds := make([]*redis.Cmd, len(keys))
+	p := c.Pipeline()
+	for i, k := range keys {
+		cmds[i] = s.EvalSha(ctx, p, k, args...)
+	}
+	_, _ = p.Exec(ctx) // each command's own error is read below
+	out, errs := make([]any, len(keys)), make([]error, len(keys))
+	for i, cmd := range cmds {
+		v, err := cmd.Result()
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			v, err = s.Run(ctx, c, keys[i], args...).Result()
+		}
+		if err != nil {
+			errs[i] = fmt.Errorf("%s script: %w", s.Name, err)
+			continue
+		}
+		out[i] = v
+	}
+	return out, errs
+}
+
+// Pipeliner is a client that runs scripts and pipelines (redis.Client,
+// redis.ClusterClient).
+type Pipeliner interface {
+	redis.Scripter
+	Pipeline() redis.Pipeliner
+}
+
 // Str reads a reply value as text: Redis turns a Lua string into a string
 // and a Lua number into an integer.
 func Str(v any) string {

@@ -7,6 +7,7 @@
 package app
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -166,7 +167,35 @@ func NewRedis(url string, cluster bool, caFile string) (redis.UniversalClient, e
 	// short reload the client keeps asking it for up to a minute after its
 	// replica was promoted (seen in the chaos suite's failover test).
 	co.ClusterStateReloadInterval = time.Second
-	return redis.NewClusterClient(co), nil
+	cc := redis.NewClusterClient(co)
+	cc.AddHook(sendOnce{RedisIOTimeout})
+	return cc, nil
+}
+
+// sendOnce bounds each call of the cluster client, command or pipeline, by the
+// I/O timeout. The cluster client retries a timed-out call by itself, up to
+// MaxRedirects times whatever MaxRetries says, and a script whose reply was
+// only late would then run twice (TestClusterClientSendsAScriptOnce). With the
+// call's deadline at the timeout, the retry's back-off finds it passed and
+// nothing is sent again; MOVED and ASK, answered at once, are still followed.
+type sendOnce struct{ budget time.Duration }
+
+func (sendOnce) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h sendOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		ctx, cancel := context.WithTimeout(ctx, h.budget)
+		defer cancel()
+		return next(ctx, cmd)
+	}
+}
+
+func (h sendOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		ctx, cancel := context.WithTimeout(ctx, h.budget)
+		defer cancel()
+		return next(ctx, cmds)
+	}
 }
 
 func tune(dial, read, write, pool *time.Duration, retries, dialRetries *int) {

@@ -171,3 +171,56 @@ func writeCerts(t *testing.T, dir string) string {
 	write("server-key.pem", "EC PRIVATE KEY", keyDER)
 	return write("ca.pem", "CERTIFICATE", caDER)
 }
+
+// The cluster client sends a script once: when its node is busy past the
+// client's timeout (a long script here; a slow or stalled node in the field),
+// the call fails at that timeout and is not sent again, so a script whose reply
+// was only late does not run twice (a join queued twice, a consume reporting
+// its own success as a replay).
+func TestClusterClientSendsAScriptOnce(t *testing.T) {
+	nodes, err := redistest.StartCluster(3, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			n.Stop()
+		}
+	})
+	rdb, err := app.NewRedis("redis://"+nodes[0].Addr, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	ctx := context.Background()
+	const key = "{send-once}:n"
+	if err := rdb.Set(ctx, key, 0, 0).Err(); err != nil { // the client learns the slot map
+		t.Fatal(err)
+	}
+	// StartCluster gives node i the i-th third of the slots.
+	owner := redis.NewClient(&redis.Options{Addr: nodes[min(2, room.Slot("send-once")*3/16384)].Addr, ReadTimeout: 5 * time.Second})
+	defer owner.Close()
+	busy := make(chan error, 1)
+	go func() {
+		// The node runs nothing else for 1.5 s: what is sent to it meanwhile waits in its socket.
+		busy <- owner.Eval(ctx, `local t = redis.call('TIME')
+local stop = t[1] * 1000000 + t[2] + 1500000
+repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] >= stop
+return 0`, nil).Err()
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	err = rdb.Eval(ctx, "return redis.call('INCR', KEYS[1])", []string{key}).Err()
+	took := time.Since(start)
+	if err == nil {
+		t.Errorf("the call succeeded after %s, through the busy script", took)
+	} else if took > 2*app.RedisIOTimeout {
+		t.Errorf("the call failed after %s, not at the client's timeout (%s): %v", took, app.RedisIOTimeout, err)
+	}
+	if err := <-busy; err != nil {
+		t.Fatal(err)
+	}
+	if n, err := owner.Get(ctx, key).Int(); err != nil || n != 1 {
+		t.Errorf("the script ran %d times (%v): the client sent it again after its timeout", n, err)
+	}
+}

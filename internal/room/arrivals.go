@@ -149,11 +149,19 @@ func (e *Engine) merge(ctx context.Context, room string) (int64, error) {
 	}
 	args := []any{e.nowMS(), ""}
 	var mark int64 = -1
+	// Every shard at once (one pipeline; a cluster's nodes in parallel), and
+	// every shard's trim below: a spread room's tick costs two round trips
+	// more, not two per shard.
+	keys := make([][]string, shards)
 	for i := range shards {
 		k := ArrivalKeysFor(room, i)
-		reply, err := arrivalsCmd.Reply(ctx, e.rdb, []string{k.State, k.Arrivals}, arrivalBatch)
-		if err != nil || len(reply) < 1 {
-			return 0, fmt.Errorf("%w: arrival shard %d: %v", ErrUnavailable, i, err)
+		keys[i] = []string{k.State, k.Arrivals}
+	}
+	replies, errs := arrivalsCmd.Each(ctx, e.rdb, keys, arrivalBatch)
+	for i, v := range replies {
+		reply, ok := v.([]any)
+		if errs[i] != nil || !ok || len(reply) < 1 {
+			return 0, fmt.Errorf("%w: arrival shard %d: %v", ErrUnavailable, i, errs[i])
 		}
 		if m := num(reply[0]); mark < 0 || m < mark {
 			mark = m
@@ -174,14 +182,17 @@ func (e *Engine) merge(ctx context.Context, room string) (int64, error) {
 		return 0, unexpected(mergeCmd, reply)
 	}
 	merged, waiting := str(reply[mergedMark]), num(reply[mergedWaiting])
-	var errs []error
-	for i := range shards {
-		k := ArrivalKeysFor(room, i)
-		if err := arrtrimCmd.Run(ctx, e.rdb, []string{k.Arrivals, k.State}, merged, waiting).Err(); err != nil {
-			errs = append(errs, fmt.Errorf("%w: arrival shard %d: %w", ErrUnavailable, i, err))
+	for i := range keys {
+		keys[i][0], keys[i][1] = keys[i][1], keys[i][0] // arrtrim: the list, then the state
+	}
+	_, errs = arrtrimCmd.Each(ctx, e.rdb, keys, merged, waiting)
+	var failed []error
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, fmt.Errorf("%w: arrival shard %d: %w", ErrUnavailable, i, err))
 		}
 	}
-	return num(reply[mergedAdded]), errors.Join(errs...)
+	return num(reply[mergedAdded]), errors.Join(failed...)
 }
 
 // dropArrivals empties a room's arrival lists, its own and its shards' (a

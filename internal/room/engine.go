@@ -50,6 +50,7 @@ type Scripter interface {
 	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
 	HGet(ctx context.Context, key, field string) *redis.StringCmd
 	ZAdd(ctx context.Context, key string, members ...redis.Z) *redis.IntCmd
+	Pipeline() redis.Pipeliner
 }
 
 var _ Scripter = (redis.UniversalClient)(nil)
