@@ -46,22 +46,28 @@ func (e *Engine) confirm(room, ver string) {
 // its joins, queues them now, and its settings were confirmed within
 // confirmFor (otherwise the join goes to the room's shard, which confirms them).
 func (e *Engine) spreads(have versioned) bool {
+	if !e.wouldSpread(have) {
+		return false
+	}
+	age := e.clock().Sub(have.at)
+	return age >= 0 && age < confirmFor
+}
+
+// wouldSpread reports whether the settings held say the room's joins go to
+// its arrival shards now, however old they are.
+func (e *Engine) wouldSpread(have versioned) bool {
 	c := have.cfg
 	if have.ver == "" || c.JoinShards <= 0 || (c.Mode != ModeQueue && c.Mode != ModeAuto) {
 		return false
 	}
-	now := e.clock()
-	if c.OpensAt != nil && c.OpensAt.After(now) {
-		return false
-	}
-	age := now.Sub(have.at)
-	return age >= 0 && age < confirmFor
+	return c.OpensAt == nil || !c.OpensAt.After(e.clock())
 }
 
 // reconfirm reads a room's settings from its shard and caches them, confirmed
 // now; on an error, or for an unknown room, it returns have. Join calls it for
-// a proof whose engine's settings show a spreading room but were confirmed
-// more than confirmFor ago: a proof then still goes to the shard its nonce
+// a proof whose engine's settings say the room spreads its joins now but were
+// confirmed more than confirmFor ago (not in a paused or closed room, nor
+// before the opening, where every join goes to the room's shard anyway): a proof then still goes to the shard its nonce
 // picks, so the room's shard and an arrival shard never both spend one nonce.
 func (e *Engine) reconfirm(ctx context.Context, room string, have versioned) versioned {
 	m, err := e.rdb.HGetAll(ctx, KeysFor(room).Config).Result()

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -525,4 +526,51 @@ func TestArrivalAdmissionsInTicketOrderUnderConcurrentJoins(t *testing.T) {
 			}
 		}
 	})
+}
+
+// hgetalls counts the HGETALL calls a client makes.
+type hgetalls struct{ n atomic.Int64 }
+
+func (h *hgetalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *hgetalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "hgetall" {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *hgetalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A proof reads the settings first only where the room would spread the join:
+// before the opening (the pre-queue's crowd of joins) every join goes to the
+// room's shard, with no extra read, however old the engine's settings are.
+func TestArrivalProofReadsSettingsOnlyWhereJoinsSpread(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: redistest.Single(t).Options().Addr})
+	defer c.Close()
+	reads := &hgetalls{}
+	c.AddHook(reads)
+	e := newEnv(t, c, spreadRoom(func(c *room.Config) { c.JoinChallengeBits = 4 }))
+	opens := e.clk.Now().Add(time.Hour)
+	e.put(*spreadRoom(func(c *room.Config) { c.JoinChallengeBits = 4; c.OpensAt = &opens }))
+	until := e.clk.Now().Add(2 * time.Hour)
+	for i := range 5 {
+		e.clk.Advance(1500 * time.Millisecond) // the engine's settings lapse before every join
+		p := e.join(e.eng, fmt.Sprintf("pre%d", i), room.JoinProof{Bits: 4, Nonce: fmt.Sprintf("pre-n%d", i), Until: until})
+		if p.State != room.StatePrequeue {
+			t.Fatalf("join before the opening: %s", p.State)
+		}
+	}
+	if n := reads.n.Load(); n != 0 {
+		t.Errorf("%d settings reads for 5 proofs before the opening, want 0", n)
+	}
+	// Past the opening the settings held say the joins spread, but they lapsed:
+	// one read, and the proof goes to its shard.
+	e.clk.Advance(2 * time.Hour)
+	p := e.join(e.eng, "open", room.JoinProof{Bits: 4, Nonce: "open-n", Until: e.clk.Now().Add(time.Minute)})
+	if n := reads.n.Load(); n != 1 || residue(p.Ticket.Seq) == 0 {
+		t.Errorf("a proof in the open room with lapsed settings: %d settings reads (want 1), shard %d", n, residue(p.Ticket.Seq)-1)
+	}
 }

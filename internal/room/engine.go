@@ -242,7 +242,7 @@ type JoinProof struct {
 // round trip (AllowEnqueue is the limit alone).
 func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof) (Place, error) {
 	have := e.cached(room)
-	if proof.Nonce != "" && have.cfg.JoinShards > 0 && !e.spreads(have) {
+	if proof.Nonce != "" && e.wouldSpread(have) && !e.spreads(have) {
 		have = e.reconfirm(ctx, room, have)
 	}
 	if e.spreads(have) {
