@@ -11,7 +11,7 @@ import (
 )
 
 // Arrival shards (docs/ENGINE.md, "Arrival shards"): a room with joinShards =
-// k > 0 takes the joins of its open queue on k more hash slots, {room~a} and
+// k > 0 takes the joins of its open queue on k more hash slots, {room~a<n>} and
 // on, which a cluster spreads over its nodes, so a burst of joins is not
 // bound by the one shard that holds the room. Each shard keeps its joins in
 // order in a list, with sequences of its own residue (lib.lua next_seq); every
