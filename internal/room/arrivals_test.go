@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/redistest"
@@ -572,5 +574,39 @@ func TestArrivalProofReadsSettingsOnlyWhereJoinsSpread(t *testing.T) {
 	p := e.join(e.eng, "open", room.JoinProof{Bits: 4, Nonce: "open-n", Until: e.clk.Now().Add(time.Minute)})
 	if n := reads.n.Load(); n != 1 || residue(p.Ticket.Seq) == 0 {
 		t.Errorf("a proof in the open room with lapsed settings: %d settings reads (want 1), shard %d", n, residue(p.Ticket.Seq)-1)
+	}
+}
+
+// make dev's embedded Redis (miniredis) runs the arrival shards' scripts too:
+// joins on the shards, the merge in ticket order, and the pipelined reads.
+func TestArrivalShardsOnMiniredis(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	e := newEnv(t, rdb, spreadRoom(nil))
+	e.enqueue("confirm")
+	var seqs []int64
+	for i := range 12 {
+		p := e.join(e.eng, fmt.Sprintf("m%d", i), room.JoinProof{Client: fmt.Sprintf("10.9.0.%d", i)})
+		if residue(p.Ticket.Seq) == 0 {
+			t.Fatalf("join %d went to the room's shard", i)
+		}
+		seqs = append(seqs, p.Ticket.Seq)
+	}
+	if r, err := e.eng.Tick(e.ctx, e.room); err != nil || r.MergeErr != nil {
+		t.Fatalf("tick: %v %v", err, r.MergeErr)
+	}
+	queued, err := rdb.ZRange(e.ctx, room.KeysFor(e.room).Queue, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sorted := slices.Clone(seqs)
+	slices.Sort(sorted)
+	var want []string
+	for _, s := range sorted {
+		want = append(want, strconv.FormatInt(s, 10))
+	}
+	if got := queued[len(queued)-len(want):]; !slices.Equal(got, want) {
+		t.Errorf("queue after the merge ends %v, want the joins in sequence order %v", got, want)
 	}
 }
