@@ -188,6 +188,8 @@ func moreParts(d time.Duration, chart string) map[string]func(context.Context) (
 		"spread":  func(ctx context.Context) ([]Row, error) { return joinCapacitySpread(ctx, d) },
 		"cost":    benchCost,
 		"million": func(ctx context.Context) ([]Row, error) { return benchMillion(ctx, *millionRateFlag, chart) },
+		// tickparts alone: a tick admitting 10,000 taken apart (not in the default run).
+		"tickparts": benchTickParts,
 	}
 }
 

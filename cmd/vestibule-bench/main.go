@@ -110,7 +110,7 @@ func main() {
 }
 
 func run() int {
-	only := flag.String("only", "scripts,booking,http,scale,lambda,crowd,capacity,cost", "comma-separated parts to run (also million; BENCH_MILLION=1: only million)")
+	only := flag.String("only", "scripts,booking,http,scale,lambda,crowd,capacity,cost", "comma-separated parts to run (also spread, tickparts, million; BENCH_MILLION=1: only million)")
 	dur := flag.Duration("d", 2*time.Second, "duration of each throughput measurement")
 	visitors := flag.Int("visitors", 100_000, "crowd size of the simulator figure")
 	chart := flag.String("chart", "", "write the crowd's chart here (e.g. docs/crowd.png)")
