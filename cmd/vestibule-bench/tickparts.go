@@ -41,7 +41,7 @@ func benchTickParts(ctx context.Context) ([]Row, error) {
 	const roomID = "bench-tickparts"
 	cfg := benchRoomConfig()
 	cfg.AdmitPerMinute = 300_000 // the bucket holds two seconds of rate: 10,000
-	cfg.MaxActive = 1 // raised by 10,000 before each tick
+	cfg.MaxActive = 1            // raised by 10,000 before each tick
 	if _, err := e.PutConfig(ctx, roomID, cfg); err != nil {
 		return nil, err
 	}
