@@ -6,7 +6,9 @@
 --            {'busy'} when any tick ran less than that long before now (the state's tickat);
 --            visitors' requests drive a quiet room's ticks this way, one per room per guard
 -- KEYS[9] -> vst:{room}:hist HASH  the room's last hour, one point a minute (below)
--- Returns {admitted, evicted, grants reclaimed, sessions ended}, or {'noroom'}, or {'busy'}; a tick that
+-- Returns {admitted, evicted, grants reclaimed, sessions ended, arrival shards}, or {'noroom'}, or {'busy'}
+-- (arrival shards: the settings' arrk, the most the room's joins ever spread over, so the engine's merge
+-- needs no read of its own; 0 for a room that never spread); a tick that
 -- changed something adds, for its admission event (internal/admission), {…, lowest sequence admitted,
 -- highest sequence admitted (both 0 when none), waiting, admitted, active} (the counts after the tick).
 -- The first tick of each minute (ms / 60000) writes that minute's point, the counts at the end
@@ -86,8 +88,8 @@ local function finish()
       redis.call('ZCARD', K_ADM), redis.call('ZCARD', K_ACT), sum, (tonumber(st[13]) or 0) + evicted}, ':'))
     redis.call('HSET', K_ST, 'histmin', member(minute))
   end
-  if admitted + evicted + reclaimed + ended == 0 then return {admitted, evicted, reclaimed, ended} end
-  return {admitted, evicted, reclaimed, ended, member(lo or 0), member(hi or 0),
+  if admitted + evicted + reclaimed + ended == 0 then return {admitted, evicted, reclaimed, ended, cfg.shards} end
+  return {admitted, evicted, reclaimed, ended, cfg.shards, member(lo or 0), member(hi or 0),
     redis.call('ZCARD', K_Q), redis.call('ZCARD', K_ADM), redis.call('ZCARD', K_ACT)}
 end
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -67,8 +68,9 @@ func (e *Engine) wouldSpread(have versioned) bool {
 // now; on an error, or for an unknown room, it returns have. Join calls it for
 // a proof whose engine's settings say the room spreads its joins now but were
 // confirmed more than confirmFor ago (not in a paused or closed room, nor
-// before the opening, where every join goes to the room's shard anyway): a proof then still goes to the shard its nonce
-// picks, so the room's shard and an arrival shard never both spend one nonce.
+// before the opening, where every join goes to the room's shard anyway): a
+// proof then still goes to the shard its nonce picks, so the room's shard and
+// an arrival shard never both spend one nonce.
 func (e *Engine) reconfirm(ctx context.Context, room string, have versioned) versioned {
 	m, err := e.rdb.HGetAll(ctx, KeysFor(room).Config).Result()
 	if err != nil || m["ver"] == "" {
@@ -90,11 +92,9 @@ func shardOf(proof JoinProof, visitor string, shards int64) int {
 	case proof.Client != "":
 		key = proof.Client
 	}
-	var h uint32 = 2166136261 // FNV-1a
-	for i := 0; i < len(key); i++ {
-		h = (h ^ uint32(key[i])) * 16777619
-	}
-	return int(h % uint32(shards))
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(shards))
 }
 
 // arrive is Join through an arrival shard.
@@ -130,7 +130,7 @@ func (e *Engine) arrive(ctx context.Context, room, visitor string, proof JoinPro
 
 // spreadOver is how many arrival shards a room's joins ever spread over (the
 // settings hash's arrk, written by a PUT and never lowered); 0 for a room that
-// never spread.
+// never spread. A drain reads it; a tick has it in its reply.
 func (e *Engine) spreadOver(ctx context.Context, room string) (int, error) {
 	v, err := e.rdb.HGet(ctx, KeysFor(room).Config, "arrk").Result()
 	switch {
@@ -144,15 +144,15 @@ func (e *Engine) spreadOver(ctx context.Context, room string) (int, error) {
 }
 
 // merge is a tick's last step in a room whose joins are or were spread: it
-// reads every arrival shard the room ever used, merges what they handed over
-// into the queue, and drops it from them. A shard that cannot be read holds
-// the merge back (nothing below its mark may be skipped), not the tick.
-func (e *Engine) merge(ctx context.Context, room string) (int64, error) {
-	kr := KeysFor(room)
-	shards, err := e.spreadOver(ctx, room)
-	if err != nil || shards == 0 {
-		return 0, err
+// reads every arrival shard the room ever used (shards, the tick's reply of
+// arrk), merges what they handed over into the queue, and drops it from them.
+// A shard that cannot be read holds the merge back (nothing below its mark may
+// be skipped), not the tick.
+func (e *Engine) merge(ctx context.Context, room string, shards int) (int64, error) {
+	if shards == 0 {
+		return 0, nil
 	}
+	kr := KeysFor(room)
 	args := []any{e.nowMS(), ""}
 	var mark int64 = -1
 	// Every shard at once (one pipeline; a cluster's nodes in parallel), and

@@ -484,7 +484,7 @@ func (e *Engine) tick(ctx context.Context, room string, guardMS int64) (TickResu
 	}
 	// After the admissions, so a guarded tick that was busy merges nothing
 	// either: what it merges is admitted from the next tick on.
-	r.Merged, r.MergeErr = e.merge(ctx, room)
+	r.Merged, r.MergeErr = e.merge(ctx, room, min(max(int(num(reply[tickShards])), 0), MaxJoinShards))
 	return r, nil
 }
 

@@ -51,6 +51,7 @@ const (
 	tickEvicted          // stale visitors evicted
 	tickReclaimed        // expired grants reclaimed
 	tickEnded            // sessions ended
+	tickShards           // the most arrival shards the room's joins ever spread over (arrk; merge reads them)
 	tickLen
 	// A tick that changed something adds these (TickResult's event fields).
 	tickFirst   = iota - 1 // lowest sequence admitted, 0 for none
