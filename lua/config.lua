@@ -17,22 +17,19 @@ local fields = {'ver', ARGV[3]}
 for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
 -- A shorter heartbeat window must not evict visitors who follow the poll
 -- interval the old one gave them (up to half of it): the old window keeps
--- applying for one old window more.
+-- applying for one old window more. arrk is the most arrival shards the room's
+-- joins have spread over (never lowered, so the tick keeps merging what a
+-- shard took before a change).
 local old = tonumber(redis.call('HGET', K_CFG, 'heartbeatTTLSeconds'))
 for i = 4, #ARGV - 1, 2 do
   if ARGV[i] == 'heartbeatTTLSeconds' and old and tonumber(ARGV[i + 1]) < old then
     redis.call('HSET', K_ST, 'hbgrace', tostring(old * 1000), 'hbgraceuntil', tostring(now + old * 1000))
-  end
-end
-redis.call('HSET', K_CFG, unpack(fields))
--- arrk: the most arrival shards the room's joins have spread over (never
--- lowered, so the tick keeps merging what a shard took before a change).
-for i = 4, #ARGV - 1, 2 do
-  if ARGV[i] == 'joinShards' and tonumber(ARGV[i + 1]) > 0 then
+  elseif ARGV[i] == 'joinShards' and tonumber(ARGV[i + 1]) > 0 then
     local k = tonumber(redis.call('HGET', K_CFG, 'arrk')) or 0
     if tonumber(ARGV[i + 1]) > k then redis.call('HSET', K_CFG, 'arrk', ARGV[i + 1]) end
   end
 end
+redis.call('HSET', K_CFG, unpack(fields))
 -- The queue's count (lib.lua), exact after every PUT (a room re-created after a loss, an upgrade).
 redis.call('HSET', K_CFG, 'waiting', redis.call('ZCARD', K_Q))
 redis.call('HSETNX', K_CFG, 'seed', ARGV[2])

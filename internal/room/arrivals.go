@@ -26,6 +26,11 @@ import (
 // them through the engines that route to them within that time.
 const confirmFor = time.Second
 
+// arrivingPoll is the budget a join on an arrival shard, and a poll before
+// the merge, are told (poll.lua's ARRIVING): the next tick merges the join, so
+// the visitor comes back after it, to the exact place.
+const arrivingPoll = 2 * time.Second
+
 // arrivalBatch is the most arrivals a tick reads from one shard: 15 shards
 // make a merge of at most 30,000, about 0.4 s of the room's shard. A second
 // of a million-a-minute burst is about 1,100 a shard, so ticks keep up; after
@@ -123,8 +128,7 @@ func (e *Engine) arrive(ctx context.Context, room, visitor string, proof JoinPro
 	pos := max(1, num(reply[arrivedPosition]))
 	p := Place{Ticket: Ticket{Room: room, Visitor: visitor, Seq: num(reply[arrivedSeq])}, Config: c,
 		State: StateWaiting, Position: pos, Waiting: pos, RatePerMinute: float64(c.AdmitPerMinute),
-		// The next tick merges it: come back after it, to the exact place.
-		PollWithin: 2 * time.Second}
+		PollWithin: arrivingPoll}
 	return p, nil
 }
 
