@@ -104,8 +104,9 @@ local function next_seq(last, r)
 end
 
 -- arrival_seq is the sequence of an arrival list's entry, 'sequence:join ms'
--- (arrive.lua, enqueue.lua), as the decimal string it was written as.
-local function arrival_seq(x) return string.match(x, '^(%d+)') end
+-- (arrive.lua, enqueue.lua), as the decimal string it was written as; find
+-- and sub, as merge.lua splits entries, cost half a pattern match.
+local function arrival_seq(x) return string.sub(x, 1, string.find(x, ':', 1, true) - 1) end
 local function num(x) return string.format('%.17g', x) end
 
 -- Heartbeats are a HASH of fixed-width binary strings, the smallest allocations
