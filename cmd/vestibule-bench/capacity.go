@@ -360,9 +360,9 @@ var spreadNodes = []int{3, 5}
 // joinCapacitySpread measures the enqueue route as joinCapacity does, in a
 // room whose joins spread over arrival shards (joinShards, docs/ENGINE.md
 // "Arrival shards") on a cluster of 3, then 5, primaries, ticks merging them
-// four times a second. A room's joins are bound by its busiest node: the capacity is the
-// joins over the most CPU any one node's main thread used, the merges on the
-// room's own node included.
+// four times a second. A room's joins are bound by its busiest node: the
+// capacity is the joins over the most CPU any one node's main thread used,
+// the merges on the room's own node included.
 func joinCapacitySpread(ctx context.Context, d time.Duration) ([]Row, error) {
 	var rows []Row
 	for _, n := range spreadNodes {
