@@ -6,6 +6,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -120,7 +121,9 @@ func tickAll(ctx context.Context, q Ticker, log *slog.Logger, sum *TickSummary) 
 			}
 			continue
 		}
-		if r.MergeErr != nil && ctx.Err() == nil {
+		// A merge held back after a failed read of the shards (room.ErrMergeHeld)
+		// was that failure, already counted and logged.
+		if r.MergeErr != nil && ctx.Err() == nil && !errors.Is(r.MergeErr, room.ErrMergeHeld) {
 			// The admissions happened; the arrivals wait for a later tick.
 			sum.Errors++
 			log.LogAttrs(ctx, slog.LevelError, "tick: merge arrivals", append(metrics.RedisErrorAttrs(time.Now()), slog.String("room", id), slog.String("error", r.MergeErr.Error()))...)

@@ -2,6 +2,7 @@ package admission_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -142,5 +143,38 @@ func TestAdmitHandlerIdle(t *testing.T) {
 	defer cancel()
 	if sum, err := handler(ctx, events.EventBridgeEvent{ID: "busy"}); err != nil || sum.Idle || sum.Ticks < 1 || sum.Admitted != 1 {
 		t.Errorf("one visitor waiting: %+v %v, want ticks that admit them", sum, err)
+	}
+}
+
+// mergeTicker answers each tick with the next merge error of its script.
+type mergeTicker struct {
+	errs []error
+	n    int
+}
+
+func (m *mergeTicker) Rooms(context.Context) ([]string, error) { return []string{"spread"}, nil }
+func (m *mergeTicker) Tick(context.Context, string) (room.TickResult, error) {
+	r := room.TickResult{Admitted: 1}
+	if m.n < len(m.errs) {
+		r.MergeErr = m.errs[m.n]
+	}
+	m.n++
+	return r, nil
+}
+
+// A failed merge is an error of the loop; the merges held back after it are
+// that same failure, not one more each tick (room.ErrMergeHeld).
+func TestRunCountsAFailedMergeOnce(t *testing.T) {
+	failed := fmt.Errorf("%w: arrival shard 3: i/o timeout", room.ErrUnavailable)
+	q := &mergeTicker{errs: []error{failed, room.ErrMergeHeld, room.ErrMergeHeld, failed, room.ErrMergeHeld}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sum := admission.Run(ctx, q, time.Millisecond, nil, func(context.Context) {
+		if q.n == len(q.errs) {
+			cancel()
+		}
+	})
+	if sum.RoomTicks != 5 || sum.Admitted != 5 || sum.Errors != 2 {
+		t.Errorf("summary %+v: want 5 room ticks, 5 admitted and 2 errors (the failed merges)", sum)
 	}
 }

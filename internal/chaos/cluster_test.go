@@ -199,7 +199,8 @@ func TestChaosArrivalShardStalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Longer than two of the client's timeouts: a tick's merge waits for one.
-	time.Sleep(scale(5*time.Second, 8*time.Second))
+	stall := scale(5*time.Second, 8*time.Second)
+	time.Sleep(stall)
 	if err := victim.Resume(); err != nil {
 		t.Fatal(err)
 	}
@@ -207,11 +208,18 @@ func TestChaosArrivalShardStalled(t *testing.T) {
 	stop()
 	adm.wg.Wait()
 
-	held := adm.mergeHeld.Load()
-	t.Logf("room %s, shards %v on the stalled primary: %d merges held back, %d admitted, %d ticks failed",
-		id, stalled, held, adm.admitted.Load(), adm.failed.Load())
-	if held == 0 {
-		t.Errorf("no tick's merge was held back while shards %v were stopped", stalled)
+	failed, held := adm.mergeFailed.Load(), adm.mergeHeld.Load()
+	t.Logf("room %s, shards %v on the stalled primary: %d merges failed, %d held back, %d admitted, %d ticks failed",
+		id, stalled, failed, held, adm.admitted.Load(), adm.failed.Load())
+	// Each failed read waits out the shards' budget (150 ms); after one,
+	// merges are held back 250 ms, then twice as long after each failure up
+	// to 2 s: 5 reads in the first 5 s, one more every 2.2 s after, where
+	// every tick used to try one (11–18 in 5 s, each 400 ms long).
+	if failed == 0 || held == 0 {
+		t.Errorf("shards %v stopped: %d merges failed and %d held back, want some of each", stalled, failed, held)
+	}
+	if most := int64(stall/(2*time.Second)) + 5; failed > most {
+		t.Errorf("shards %v stopped for %v: %d merges failed, want at most %d (held back between tries)", stalled, stall, failed, most)
 	}
 	s.finish(t)
 	led.check(t)

@@ -269,10 +269,11 @@ type admitter struct {
 	admitted atomic.Int64
 	reseeded atomic.Int64
 	failed   atomic.Int64
-	// mergeHeld counts ticks whose merge of arrival shards was held back
-	// (TickResult.MergeErr: a shard could not be read).
-	mergeHeld atomic.Int64
-	wg        sync.WaitGroup
+	// mergeFailed counts ticks whose merge of arrival shards failed (a shard
+	// could not be read, TickResult.MergeErr), mergeHeld those whose merge
+	// waited after such a failure (room.ErrMergeHeld).
+	mergeFailed, mergeHeld atomic.Int64
+	wg                     sync.WaitGroup
 }
 
 func startAdmitter(ctx context.Context, eng *room.Engine, rooms []string, cfg room.Config, every, grace time.Duration) *admitter {
@@ -305,8 +306,11 @@ func (a *admitter) tick(ctx context.Context, id string) {
 	switch {
 	case err == nil:
 		a.admitted.Add(r.Admitted)
-		if r.MergeErr != nil {
+		switch {
+		case errors.Is(r.MergeErr, room.ErrMergeHeld):
 			a.mergeHeld.Add(1)
+		case r.MergeErr != nil:
+			a.mergeFailed.Add(1)
 		}
 	case errors.Is(err, room.ErrUnknownRoom):
 		c := a.cfg

@@ -37,6 +37,59 @@ const arrivingPoll = 2 * time.Second
 // a shard was unreachable for a while they catch up 2,000 a shard a tick.
 const arrivalBatch = 2000
 
+// A tick reads a spread room's arrival shards within shardBudget, well inside
+// the client's I/O timeout: a read of 15 shards of at most arrivalBatch each
+// takes a few milliseconds. When one cannot be read (its node stopped or
+// failing over), nothing can be merged past what it holds (merge.lua's mark),
+// so the room's merges are held back: the next mergeHoldFirst, then twice as
+// long after each failure, at most mergeHoldMost, until a read succeeds. A
+// stopped node then costs a room's ticks one shardBudget now and then, not on
+// every tick: the admissions, and the other rooms of the same admission
+// loop, keep their cadence (TestMergeHeldAfterShardFailure,
+// TestChaosArrivalShardStalled).
+const (
+	shardBudget    = 150 * time.Millisecond
+	mergeHoldFirst = 250 * time.Millisecond
+	mergeHoldMost  = 2 * time.Second
+)
+
+// ErrMergeHeld is a tick's MergeErr while the room's merges are held back
+// after a failed read of its arrival shards. It wraps ErrUnavailable.
+var ErrMergeHeld = fmt.Errorf("%w: arrival shards unreachable at the last try: merge held back", ErrUnavailable)
+
+// mergeHold is a room's hold on merges: none before until, then wait more.
+type mergeHold struct {
+	until time.Time
+	wait  time.Duration
+}
+
+// mergeHeld reports whether the room's merges are held back now.
+func (e *Engine) mergeHeld(room string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h, ok := e.holds[room]
+	return ok && e.clock().Before(h.until)
+}
+
+// holdMerges holds the room's merges back after a failed read of its shards,
+// twice as long as the last hold (mergeHoldFirst, at most mergeHoldMost).
+func (e *Engine) holdMerges(room string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	wait := mergeHoldFirst
+	if h, ok := e.holds[room]; ok {
+		wait = min(2*h.wait, mergeHoldMost)
+	}
+	e.holds[room] = mergeHold{until: e.clock().Add(wait), wait: wait}
+}
+
+// releaseMerges ends the room's hold after a read of every shard succeeded.
+func (e *Engine) releaseMerges(room string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.holds, room)
+}
+
 // confirm records that the room's shard answered with settings version ver,
 // the one the engine holds.
 func (e *Engine) confirm(room, ver string) {
@@ -167,10 +220,18 @@ func (e *Engine) merge(ctx context.Context, room string, shards int) (int64, err
 		k := ArrivalKeysFor(room, i)
 		keys[i] = []string{k.State, k.Arrivals}
 	}
-	replies, errs := arrivalsCmd.Each(ctx, e.rdb, keys, arrivalBatch)
+	if e.mergeHeld(room) {
+		return 0, ErrMergeHeld
+	}
+	rctx, cancel := context.WithTimeout(ctx, shardBudget)
+	replies, errs := arrivalsCmd.Each(rctx, e.rdb, keys, arrivalBatch)
+	cancel()
 	for i, v := range replies {
 		reply, ok := v.([]any)
 		if errs[i] != nil || !ok || len(reply) < 1 {
+			if ctx.Err() == nil {
+				e.holdMerges(room)
+			}
 			return 0, fmt.Errorf("%w: arrival shard %d: %v", ErrUnavailable, i, errs[i])
 		}
 		if m := num(reply[0]); mark < 0 || m < mark {
@@ -178,6 +239,7 @@ func (e *Engine) merge(ctx context.Context, room string, shards int) (int64, err
 		}
 		args = append(args, reply[1:]...)
 	}
+	e.releaseMerges(room)
 	if mark >= 0 {
 		args[1] = strconv.FormatInt(mark, 10)
 	}
@@ -195,7 +257,9 @@ func (e *Engine) merge(ctx context.Context, room string, shards int) (int64, err
 	for i := range keys {
 		keys[i][0], keys[i][1] = keys[i][1], keys[i][0] // arrtrim: the list, then the state
 	}
-	_, errs = arrtrimCmd.Each(ctx, e.rdb, keys, merged, waiting)
+	tctx, cancel := context.WithTimeout(ctx, shardBudget)
+	_, errs = arrtrimCmd.Each(tctx, e.rdb, keys, merged, waiting)
+	cancel()
 	var failed []error
 	for i, err := range errs {
 		if err != nil {

@@ -610,3 +610,105 @@ func TestArrivalShardsOnMiniredis(t *testing.T) {
 		t.Errorf("queue after the merge ends %v, want the joins in sequence order %v", got, want)
 	}
 }
+
+// shardsDown fails, while down is set, every pipeline to a room's arrival
+// shards (as a stopped node's calls fail), counting them.
+type shardsDown struct {
+	down     atomic.Bool
+	attempts atomic.Int64
+}
+
+var errShardDown = errors.New("arrival shard's node down (test)")
+
+func (h *shardsDown) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *shardsDown) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *shardsDown) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !h.down.Load() || !slices.ContainsFunc(cmds, onShard) {
+			return next(ctx, cmds)
+		}
+		h.attempts.Add(1)
+		for _, c := range cmds {
+			c.SetErr(errShardDown)
+		}
+		return errShardDown
+	}
+}
+
+// onShard reports whether a script call's first key is an arrival shard's.
+func onShard(c redis.Cmder) bool {
+	a := c.Args()
+	return len(a) > 3 && strings.Contains(fmt.Sprint(a[3]), "~")
+}
+
+// After a failed read of its arrival shards a room's merges are held back,
+// twice as long after each failure (250 ms, at most 2 s), so a stopped node
+// costs its ticks a read now and then, not on every tick; the admissions go
+// on, and the first read that succeeds merges every arrival, in order.
+func TestMergeHeldAfterShardFailure(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: redistest.Single(t).Options().Addr})
+	defer c.Close()
+	h := &shardsDown{}
+	c.AddHook(h)
+	e := newEnv(t, c, spreadRoom(nil))
+	e.enqueue("confirm")
+	join := func(i int) int64 {
+		return e.join(e.eng, fmt.Sprintf("a%d", i), room.JoinProof{Client: fmt.Sprintf("10.8.0.%d", i)}).Ticket.Seq
+	}
+	for i := range 4 { // queued before the node stops: the ticks admit them meanwhile
+		join(i)
+	}
+	if r := e.tick(); r.MergeErr != nil || r.Merged != 5 {
+		t.Fatalf("first merge: %d, %v; want 5", r.Merged, r.MergeErr)
+	}
+	var seqs []int64
+	for i := 4; i < 10; i++ {
+		s := join(i)
+		if residue(s) == 0 {
+			t.Fatalf("join %d went to the room's shard", i)
+		}
+		seqs = append(seqs, s)
+	}
+
+	h.down.Store(true)
+	var held, failed, admitted int64
+	for range 200 { // 10 s of ticks, one every 50 ms
+		r := e.tick()
+		admitted += r.Admitted
+		switch {
+		case errors.Is(r.MergeErr, room.ErrMergeHeld):
+			held++
+		case errors.Is(r.MergeErr, room.ErrUnavailable):
+			failed++
+		default:
+			t.Fatalf("tick merged with the shards down: %d, %v", r.Merged, r.MergeErr)
+		}
+		e.clk.Advance(50 * time.Millisecond)
+	}
+	// Reads at 0, 0.25, 0.75, 1.75, 3.75, 5.75, 7.75 and 9.75 s.
+	if n := h.attempts.Load(); n != 8 || failed != 8 || held != 192 {
+		t.Errorf("10 s of ticks with the shards down: %d reads, %d failed and %d held merges; want 8, 8 and 192", n, failed, held)
+	}
+	if admitted == 0 {
+		t.Error("no admission while the merges were held back")
+	}
+
+	h.down.Store(false)
+	e.clk.Advance(2 * time.Second)
+	r := e.tick()
+	if r.MergeErr != nil || r.Merged != int64(len(seqs)) {
+		t.Fatalf("first tick after the hold: merged %d, %v; want %d", r.Merged, r.MergeErr, len(seqs))
+	}
+	slices.Sort(seqs)
+	if q := e.queued(); !slices.Equal(q[len(q)-len(seqs):], seqs) {
+		t.Errorf("queue ends %v after the merge, want the joins in order %v", q, seqs)
+	}
+	// The hold ended with the read that succeeded: a new failure waits 250 ms again.
+	h.down.Store(true)
+	e.tick()
+	e.clk.Advance(250 * time.Millisecond)
+	e.tick()
+	if n := h.attempts.Load(); n != 10 {
+		t.Errorf("after a successful read, two failures 250 ms apart made %d reads in all, want 10", n)
+	}
+}

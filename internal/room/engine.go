@@ -66,6 +66,8 @@ type Engine struct {
 	// are read once per version (random per PUT) and kept here.
 	mu   sync.Mutex
 	cfgs map[string]versioned
+	// Rooms whose arrival shards could not be read: their merges wait (arrivals.go, holdMerges).
+	holds map[string]mergeHold
 }
 
 type versioned struct {
@@ -91,7 +93,7 @@ func WithMinPollInterval(d time.Duration) Option { return func(e *Engine) { e.mi
 
 // New returns an engine over the given Redis client.
 func New(rdb Scripter, opts ...Option) *Engine {
-	e := &Engine{rdb: rdb, clock: time.Now, batch: 2000, cfgs: map[string]versioned{}}
+	e := &Engine{rdb: rdb, clock: time.Now, batch: 2000, cfgs: map[string]versioned{}, holds: map[string]mergeHold{}}
 	for _, o := range opts {
 		o(e)
 	}
