@@ -207,3 +207,41 @@ func TestJoinChallengeOverHTTP(t *testing.T) {
 		t.Fatalf("waiting %d, want the one proven join", s.num("waiting"))
 	}
 }
+
+// A client's join limit holds in a challenge room whose joins are spread:
+// each challenge it is given takes its proof to the arrival shard that counts
+// its joins, so a client bringing one fresh proof after another is limited
+// as one without proofs is (before, each proof's random nonce picked its own
+// shard, and so its own count: up to one join per shard at a limit of 1).
+func TestJoinChallengeKeepsAClientOnOneShard(t *testing.T) {
+	for name, rdb := range redistest.Clients(t) {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, rdb)
+			id := f.room(`{"joinChallengeBits":2,"joinShards":15,"clientEnqueuePerMinute":10,"originUrl":"https://origin.example/"}`)
+			joined, limited := 0, 0
+			for range 12 {
+				r := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+				wantStatus(t, r, 403, "challenge_required")
+				var body struct{ Challenge challenge.Challenge }
+				if err := json.Unmarshal([]byte(r.Body), &body); err != nil {
+					t.Fatal(err)
+				}
+				ch := body.Challenge
+				r = f.do("POST", "/api/rooms/"+id+"/enqueue", "", map[string]string{
+					"X-Vestibule-Challenge": ch.Value, "X-Vestibule-Solution": challenge.Solve(ch)})
+				switch r.StatusCode {
+				case 200:
+					joined++
+				case 429:
+					limited++
+				default:
+					t.Fatalf("join with a proof: %d %s", r.StatusCode, r.Body)
+				}
+			}
+			// 10 a minute is a burst of 1.
+			if joined != 1 || limited != 11 {
+				t.Errorf("12 proofs from one address: %d joined, %d limited; want 1 and 11", joined, limited)
+			}
+		})
+	}
+}

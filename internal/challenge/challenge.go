@@ -76,10 +76,29 @@ type Proof struct {
 
 // Issue makes a challenge of the given difficulty for a room.
 func (c *Challenges) Issue(room string, difficulty int, now time.Time) Challenge {
+	return c.IssueFor(room, difficulty, now, nil)
+}
+
+// fitTries bounds the random nonces IssueFor draws: with 1 in 15 accepted
+// (a room's most arrival shards), all of them fail about once in 50 million.
+const fitTries = 256
+
+// IssueFor is Issue with a nonce that accept approves, when it is not nil:
+// the first of up to fitTries random ones (the last one if none is). A room
+// whose joins are spread asks it so that the proof joins where the client's
+// joins go (room.ChallengeError.Accepts).
+func (c *Challenges) IssueFor(room string, difficulty int, now time.Time, accept func(nonce string) bool) Challenge {
 	n := make([]byte, 12)
-	rand.Read(n) // never fails (crypto/rand, Go ≥ 1.24)
+	var nonce string
+	for range fitTries {
+		rand.Read(n) // never fails (crypto/rand, Go ≥ 1.24)
+		nonce = base64.RawURLEncoding.EncodeToString(n)
+		if accept == nil || accept(nonce) {
+			break
+		}
+	}
 	exp := now.Add(TTL).Truncate(time.Second)
-	body := fmt.Sprintf("v1.%s.%d.%d.%s", room, difficulty, exp.Unix(), base64.RawURLEncoding.EncodeToString(n))
+	body := fmt.Sprintf("v1.%s.%d.%d.%s", room, difficulty, exp.Unix(), nonce)
 	return Challenge{Value: body + "." + c.mac(body), Bits: difficulty, ExpiresAt: exp.UTC()}
 }
 

@@ -173,7 +173,7 @@ func (e *Engine) arrive(ctx context.Context, room, visitor string, proof JoinPro
 		return Place{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if refused, err := joinRefusal(arriveCmd, reply); refused {
-		return Place{}, err
+		return Place{}, fitChallenge(err, c.JoinShards, proof.Client)
 	}
 	if str(reply[0]) != wordArrived || len(reply) != arrivedLen {
 		return Place{}, unexpected(arriveCmd, reply)

@@ -2,11 +2,13 @@ package room_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -114,4 +116,56 @@ func TestJoinLimit(t *testing.T) {
 			t.Errorf("a limited join spent its proof")
 		}
 	})
+}
+
+// A challenge refusal in a spread room says which nonces take a proof to the
+// shard the client's joins go to: a proof with such a nonce is limited with
+// the client's other joins. An engine that never read the room's settings
+// reads them for it; a room whose joins are not spread accepts any nonce.
+func TestChallengeFitsTheClientsShard(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: redistest.Single(t).Options().Addr})
+	defer c.Close()
+	e := newEnv(t, c, spreadRoom(func(c *room.Config) { c.JoinChallengeBits = 4; c.ClientEnqueuePerMinute = 10 }))
+	fresh := room.New(c, room.WithClock(e.clk.Now)) // holds no settings
+	_, err := fresh.Join(e.ctx, e.room, "v", room.JoinProof{Client: "192.0.2.7"})
+	var ce *room.ChallengeError
+	if !errors.As(err, &ce) {
+		t.Fatalf("join without a proof: %v, want a challenge", err)
+	}
+	var fit, other []string
+	for i := range 200 {
+		n := fmt.Sprintf("nonce-%d", i)
+		if ce.Accepts(n) {
+			fit = append(fit, n)
+		} else {
+			other = append(other, n)
+		}
+	}
+	if len(fit) < 2 || len(other) == 0 {
+		t.Fatalf("of 200 nonces %d fit the client's shard and %d do not; want both, and 2 that fit", len(fit), len(other))
+	}
+	until := e.clk.Now().Add(time.Minute)
+	proof := func(n string) room.JoinProof {
+		return room.JoinProof{Bits: 4, Nonce: n, Until: until, Client: "192.0.2.7"}
+	}
+	// 10 a minute is a burst of 1: the second fitting proof is limited, a proof
+	// of another shard is not (that shard counts the client apart).
+	e.join(fresh, "a", proof(fit[0]))
+	if _, err := fresh.Join(e.ctx, e.room, "b", proof(fit[1])); !errors.Is(err, room.ErrRateLimited) {
+		t.Errorf("a second proof fitting the client's shard: %v, want limited", err)
+	}
+	if _, err := fresh.Join(e.ctx, e.room, "c", proof(other[0])); err != nil {
+		t.Errorf("a proof of another shard: %v, want it joined", err)
+	}
+
+	plain := newEnv(t, c, cfgWith(func(c *room.Config) { c.JoinChallengeBits = 4 }))
+	_, err = plain.eng.Join(plain.ctx, plain.room, "v", room.JoinProof{Client: "192.0.2.7"})
+	if !errors.As(err, &ce) {
+		t.Fatalf("join without a proof: %v, want a challenge", err)
+	}
+	for i := range 50 {
+		if n := fmt.Sprintf("nonce-%d", i); !ce.Accepts(n) {
+			t.Fatalf("a room whose joins are not spread refused nonce %s", n)
+		}
+	}
 }

@@ -264,7 +264,12 @@ func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof
 		return Place{}, err
 	}
 	if refused, err := joinRefusal(enqueueCmd, reply); refused {
-		return Place{}, err
+		var ce *ChallengeError
+		if errors.As(err, &ce) && have.ver == "" {
+			// The room's arrival shards, for the challenge to fit the client's (Accepts).
+			have = e.reconfirm(ctx, room, have)
+		}
+		return Place{}, fitChallenge(err, have.cfg.JoinShards, proof.Client)
 	}
 	return e.place(enqueueCmd, Ticket{Room: room, Visitor: visitor}, have, reply)
 }
@@ -292,7 +297,38 @@ func joinRefusal(s script, reply []any) (refused bool, err error) {
 
 // ChallengeError refuses a join without enough proven work: the room asks a
 // join challenge of Bits. It wraps ErrChallengeRequired.
-type ChallengeError struct{ Bits int }
+type ChallengeError struct {
+	Bits int
+	// The room's arrival shards (joinShards) and the refused client's
+	// address, when the engine knows them (Accepts).
+	shards int64
+	client string
+}
+
+// Accepts reports whether a challenge with this nonce suits the refused
+// client. A proof joins through the arrival shard its nonce picks (so a nonce
+// is spent in one place), and the client's join limit is counted on that
+// shard: a challenge issued with a nonce Accepts takes the client's proofs to
+// the shard its joins without one go to, so its limit holds however many
+// proofs it brings (TestJoinChallengeKeepsAClientOnOneShard). Any nonce suits
+// a room whose joins are not spread, and a join with no address. A change of
+// joinShards within the challenge's life may send a proof elsewhere.
+func (e *ChallengeError) Accepts(nonce string) bool {
+	if e.shards <= 0 || e.client == "" {
+		return true
+	}
+	return shardOf(JoinProof{Nonce: nonce}, "", e.shards) == shardOf(JoinProof{Client: e.client}, "", e.shards)
+}
+
+// fitChallenge gives a join's *ChallengeError the room's arrival shards and
+// the client (Accepts); it returns any other error as it is.
+func fitChallenge(err error, shards int64, client string) error {
+	var ce *ChallengeError
+	if errors.As(err, &ce) {
+		ce.shards, ce.client = shards, client
+	}
+	return err
+}
 
 func (e *ChallengeError) Error() string {
 	return fmt.Sprintf("room: join challenge of %d bits required", e.Bits)
