@@ -128,7 +128,9 @@ func (e *Engine) wouldSpread(have versioned) bool {
 // confirmed more than confirmFor ago (not in a paused or closed room, nor
 // before the opening, where every join goes to the room's shard anyway): a
 // proof then still goes to the shard its nonce picks, so the room's shard and
-// an arrival shard never both spend one nonce.
+// an arrival shard never both spend one nonce. It also reads them for a join
+// refused for its challenge by an engine that holds no settings of the room,
+// so the challenge's nonce fits the room's arrival shards (ChallengeError.Accepts).
 func (e *Engine) reconfirm(ctx context.Context, room string, have versioned) versioned {
 	m, err := e.rdb.HGetAll(ctx, KeysFor(room).Config).Result()
 	if err != nil || m["ver"] == "" {
@@ -209,6 +211,9 @@ func (e *Engine) merge(ctx context.Context, room string, shards int) (int64, err
 	if shards == 0 {
 		return 0, nil
 	}
+	if e.mergeHeld(room) {
+		return 0, ErrMergeHeld
+	}
 	kr := KeysFor(room)
 	args := []any{e.nowMS(), ""}
 	var mark int64 = -1
@@ -219,9 +224,6 @@ func (e *Engine) merge(ctx context.Context, room string, shards int) (int64, err
 	for i := range shards {
 		k := ArrivalKeysFor(room, i)
 		keys[i] = []string{k.State, k.Arrivals}
-	}
-	if e.mergeHeld(room) {
-		return 0, ErrMergeHeld
 	}
 	rctx, cancel := context.WithTimeout(ctx, shardBudget)
 	replies, errs := arrivalsCmd.Each(rctx, e.rdb, keys, arrivalBatch)

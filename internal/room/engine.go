@@ -305,6 +305,13 @@ type ChallengeError struct {
 	client string
 }
 
+func (e *ChallengeError) Error() string {
+	return fmt.Sprintf("room: join challenge of %d bits required", e.Bits)
+}
+
+// Unwrap makes errors.Is(err, ErrChallengeRequired) true.
+func (e *ChallengeError) Unwrap() error { return ErrChallengeRequired }
+
 // Accepts reports whether a challenge with this nonce suits the refused
 // client. A proof joins through the arrival shard its nonce picks (so a nonce
 // is spent in one place), and the client's join limit is counted on that
@@ -329,13 +336,6 @@ func fitChallenge(err error, shards int64, client string) error {
 	}
 	return err
 }
-
-func (e *ChallengeError) Error() string {
-	return fmt.Sprintf("room: join challenge of %d bits required", e.Bits)
-}
-
-// Unwrap makes errors.Is(err, ErrChallengeRequired) true.
-func (e *ChallengeError) Unwrap() error { return ErrChallengeRequired }
 
 // score is the queue score a ticket implies: its draw in the pre-queue, else its sequence.
 func score(t Ticket) string {
