@@ -1,11 +1,14 @@
 package room
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,9 +35,10 @@ const confirmFor = time.Second
 const arrivingPoll = 2 * time.Second
 
 // arrivalBatch is the most arrivals a tick reads from one shard: 15 shards
-// make a merge of at most 30,000, about 0.4 s of the room's shard. A second
-// of a million-a-minute burst is about 1,100 a shard, so ticks keep up; after
-// a shard was unreachable for a while they catch up 2,000 a shard a tick.
+// make a merge of at most 30,000, in calls of mergeChunk (WithMergeChunk). A
+// second of a million-a-minute burst is about 1,100 a shard, so ticks keep
+// up; after a shard was unreachable for a while they catch up 2,000 a shard a
+// tick.
 const arrivalBatch = 2000
 
 // A tick reads a spread room's arrival shards within shardBudget, well inside
@@ -215,7 +219,7 @@ func (e *Engine) merge(ctx context.Context, room string, shards int) (int64, err
 		return 0, ErrMergeHeld
 	}
 	kr := KeysFor(room)
-	args := []any{e.nowMS(), ""}
+	var got []any
 	var mark int64 = -1
 	// Every shard at once (one pipeline; a cluster's nodes in parallel), and
 	// every shard's trim below: a spread room's tick costs two round trips
@@ -239,21 +243,57 @@ func (e *Engine) merge(ctx context.Context, room string, shards int) (int64, err
 		if m := num(reply[0]); mark < 0 || m < mark {
 			mark = m
 		}
-		args = append(args, reply[1:]...)
+		got = append(got, reply[1:]...)
 	}
 	e.releaseMerges(room)
-	if mark >= 0 {
-		args[1] = strconv.FormatInt(mark, 10)
+	// What is at or below the mark goes into the queue in sequence order,
+	// e.mergeChunk at a time, each call up to its last arrival: a backlog (a
+	// merge held back, or a tick a second in a burst of a million a minute,
+	// about 17,000) does not hold the room's shard, and every poll of the
+	// room, for the whole of it.
+	take := make([]arrival, 0, len(got))
+	for _, x := range got {
+		s, _ := x.(string)
+		seq, err := strconv.ParseInt(s[:max(strings.IndexByte(s, ':'), 0)], 10, 64)
+		if err != nil {
+			return 0, unexpected(arrivalsCmd, []any{x})
+		}
+		if seq <= mark {
+			take = append(take, arrival{seq, s})
+		}
 	}
-	reply, err := e.runKeys(ctx, mergeCmd, room, []string{kr.Arrivals()}, args...)
-	if err != nil {
-		return 0, err
-	}
-	if word(reply) == wordNoRoom {
-		return 0, ErrUnknownRoom
-	}
-	if len(reply) != mergedLen {
-		return 0, unexpected(mergeCmd, reply)
+	slices.SortFunc(take, func(a, b arrival) int { return cmp.Compare(a.seq, b.seq) })
+	var added int64
+	var reply []any
+	for start := 0; ; start += e.mergeChunk {
+		end := min(start+e.mergeChunk, len(take))
+		upTo := mark
+		if end < len(take) {
+			upTo = take[end-1].seq
+		}
+		args := make([]any, 0, 2+end-start)
+		args = append(args, e.nowMS(), "")
+		if upTo >= 0 {
+			args[1] = strconv.FormatInt(upTo, 10)
+		}
+		for _, a := range take[start:end] {
+			args = append(args, a.entry)
+		}
+		var err error
+		reply, err = e.runKeys(ctx, mergeCmd, room, []string{kr.Arrivals()}, args...)
+		if err != nil {
+			return added, err
+		}
+		if word(reply) == wordNoRoom {
+			return added, ErrUnknownRoom
+		}
+		if len(reply) != mergedLen {
+			return added, unexpected(mergeCmd, reply)
+		}
+		added += num(reply[mergedAdded])
+		if end == len(take) {
+			break
+		}
 	}
 	merged, waiting := str(reply[mergedMark]), num(reply[mergedWaiting])
 	for i := range keys {
@@ -268,7 +308,13 @@ func (e *Engine) merge(ctx context.Context, room string, shards int) (int64, err
 			failed = append(failed, fmt.Errorf("%w: arrival shard %d: %w", ErrUnavailable, i, err))
 		}
 	}
-	return num(reply[mergedAdded]), errors.Join(failed...)
+	return added, errors.Join(failed...)
+}
+
+// arrival is an entry of an arrival list ('sequence:join ms') and its sequence.
+type arrival struct {
+	seq   int64
+	entry string
 }
 
 // dropArrivals empties a room's arrival lists, its own and its shards' (a

@@ -712,3 +712,70 @@ func TestMergeHeldAfterShardFailure(t *testing.T) {
 		t.Errorf("after a successful read, two failures 250 ms apart made %d reads in all, want 10", n)
 	}
 }
+
+// mergeCalls records the arrivals each merge call of a room carries.
+type mergeCalls struct {
+	key  string // the room's own arrival list, which the merge names (and the enqueue)
+	mu   sync.Mutex
+	took []int
+}
+
+func (h *mergeCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *mergeCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		a := cmd.Args()
+		// A call answered NOSCRIPT is sent again as EVAL: count the one that ran.
+		if n := strings.ToLower(cmd.Name()); (n == "evalsha" || n == "eval") && len(a) > 3 && err == nil {
+			keys, _ := strconv.Atoi(fmt.Sprint(a[2]))
+			if 3+keys <= len(a) && slices.Contains(a[3:3+keys], any(h.key)) {
+				h.mu.Lock()
+				h.took = append(h.took, len(a)-3-keys-2) // less now and the mark
+				h.mu.Unlock()
+			}
+		}
+		return err
+	}
+}
+func (h *mergeCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A tick merges a backlog of arrivals a chunk at a time, each call up to its
+// last arrival, so no call holds the room's shard for the whole backlog; the
+// queue gets every one, in ticket order, as one call would.
+func TestMergeInChunks(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: redistest.Single(t).Options().Addr})
+	defer c.Close()
+	h := &mergeCalls{}
+	c.AddHook(h)
+	e := newEnv(t, c, spreadRoom(nil), room.WithMergeChunk(10))
+	h.key = e.keys.Arrivals()
+	e.enqueue("confirm") // on the room's own list: the first call takes it with its chunk
+	var seqs []int64
+	for i := range 34 {
+		seqs = append(seqs, e.join(e.eng, fmt.Sprintf("c%d", i), room.JoinProof{Client: fmt.Sprintf("10.7.0.%d", i)}).Ticket.Seq)
+	}
+	h.mu.Lock()
+	h.took = nil // the enqueue names the room's list too
+	h.mu.Unlock()
+	r := e.tick()
+	if r.MergeErr != nil || r.Merged != 35 {
+		t.Fatalf("tick: merged %d, %v; want 35", r.Merged, r.MergeErr)
+	}
+	h.mu.Lock()
+	took := slices.Clone(h.took)
+	h.mu.Unlock()
+	if !slices.Equal(took, []int{10, 10, 10, 4}) {
+		t.Errorf("the merge calls took %v arrivals from the shards, want 10, 10, 10 and 4", took)
+	}
+	slices.Sort(seqs)
+	q := e.queued()
+	if len(q) != 35 || !slices.Equal(q[1:], seqs) {
+		t.Errorf("queue after the merge: %v, want the room's own join, then %v", q, seqs)
+	}
+	// The shards were trimmed: the next tick merges nothing again.
+	if r := e.tick(); r.MergeErr != nil || r.Merged != 0 {
+		t.Errorf("the next tick merged %d, %v; want 0", r.Merged, r.MergeErr)
+	}
+}

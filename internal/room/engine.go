@@ -60,6 +60,7 @@ type Engine struct {
 	rdb         Scripter
 	clock       Clock
 	batch       int
+	mergeChunk  int
 	minInterval time.Duration
 
 	// Place replies carry the room's settings version, not the settings: they
@@ -87,13 +88,18 @@ func WithClock(c Clock) Option { return func(e *Engine) { e.clock = c } }
 // WithEvictBatch sets the most stale heartbeats one tick evicts (default 2000).
 func WithEvictBatch(n int) Option { return func(e *Engine) { e.batch = n } }
 
+// WithMergeChunk sets the most arrivals one merge call puts into a spread
+// room's queue (default 4000: 15–26 ms of the room's shard here, where one
+// call of 20,000 took 96–118 ms).
+func WithMergeChunk(n int) Option { return func(e *Engine) { e.mergeChunk = max(n, 1) } }
+
 // WithMinPollInterval refuses (ErrRateLimited) a waiting visitor's poll that
 // comes sooner than d after the last one (default 0: never).
 func WithMinPollInterval(d time.Duration) Option { return func(e *Engine) { e.minInterval = d } }
 
 // New returns an engine over the given Redis client.
 func New(rdb Scripter, opts ...Option) *Engine {
-	e := &Engine{rdb: rdb, clock: time.Now, batch: 2000, cfgs: map[string]versioned{}, holds: map[string]mergeHold{}}
+	e := &Engine{rdb: rdb, clock: time.Now, batch: 2000, mergeChunk: 4000, cfgs: map[string]versioned{}, holds: map[string]mergeHold{}}
 	for _, o := range opts {
 		o(e)
 	}
