@@ -530,6 +530,14 @@ func TestArrivalAdmissionsInTicketOrderUnderConcurrentJoins(t *testing.T) {
 	})
 }
 
+// hooked is a client of the single node of its own, with the hook added.
+func hooked(t *testing.T, h redis.Hook) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: redistest.Single(t).Options().Addr})
+	t.Cleanup(func() { c.Close() })
+	c.AddHook(h)
+	return c
+}
+
 // hgetalls counts the HGETALL calls a client makes.
 type hgetalls struct{ n atomic.Int64 }
 
@@ -550,10 +558,8 @@ func (h *hgetalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // before the opening (the pre-queue's crowd of joins) every join goes to the
 // room's shard, with no extra read, however old the engine's settings are.
 func TestArrivalProofReadsSettingsOnlyWhereJoinsSpread(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: redistest.Single(t).Options().Addr})
-	defer c.Close()
 	reads := &hgetalls{}
-	c.AddHook(reads)
+	c := hooked(t, reads)
 	e := newEnv(t, c, spreadRoom(func(c *room.Config) { c.JoinChallengeBits = 4 }))
 	opens := e.clk.Now().Add(time.Hour)
 	e.put(*spreadRoom(func(c *room.Config) { c.JoinChallengeBits = 4; c.OpensAt = &opens }))
@@ -646,10 +652,8 @@ func onShard(c redis.Cmder) bool {
 // costs its ticks a read now and then, not on every tick; the admissions go
 // on, and the first read that succeeds merges every arrival, in order.
 func TestMergeHeldAfterShardFailure(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: redistest.Single(t).Options().Addr})
-	defer c.Close()
 	h := &shardsDown{}
-	c.AddHook(h)
+	c := hooked(t, h)
 	e := newEnv(t, c, spreadRoom(nil))
 	e.enqueue("confirm")
 	join := func(i int) int64 {
@@ -745,10 +749,8 @@ func (h *mergeCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // last arrival, so no call holds the room's shard for the whole backlog; the
 // queue gets every one, in ticket order, as one call would.
 func TestMergeInChunks(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: redistest.Single(t).Options().Addr})
-	defer c.Close()
 	h := &mergeCalls{}
-	c.AddHook(h)
+	c := hooked(t, h)
 	e := newEnv(t, c, spreadRoom(nil), room.WithMergeChunk(10))
 	h.key = e.keys.Arrivals()
 	e.enqueue("confirm") // on the room's own list: the first call takes it with its chunk

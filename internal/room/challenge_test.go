@@ -123,8 +123,7 @@ func TestJoinLimit(t *testing.T) {
 // the client's other joins. An engine that never read the room's settings
 // reads them for it; a room whose joins are not spread accepts any nonce.
 func TestChallengeFitsTheClientsShard(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: redistest.Single(t).Options().Addr})
-	defer c.Close()
+	c := redistest.Single(t)
 	e := newEnv(t, c, spreadRoom(func(c *room.Config) { c.JoinChallengeBits = 4; c.ClientEnqueuePerMinute = 10 }))
 	fresh := room.New(c, room.WithClock(e.clk.Now)) // holds no settings
 	_, err := fresh.Join(e.ctx, e.room, "v", room.JoinProof{Client: "192.0.2.7"})
