@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,5 +177,49 @@ func TestRunCountsAFailedMergeOnce(t *testing.T) {
 	})
 	if sum.RoomTicks != 5 || sum.Admitted != 5 || sum.Errors != 2 {
 		t.Errorf("summary %+v: want 5 room ticks, 5 admitted and 2 errors (the failed merges)", sum)
+	}
+}
+
+// slowRooms is a Ticker of rooms whose every tick takes slow (as one that
+// waits out the Redis client's timeout), counting the ticks under way at once.
+type slowRooms struct {
+	ids       []string
+	slow      time.Duration
+	now, most atomic.Int64
+}
+
+func (s *slowRooms) Rooms(context.Context) ([]string, error) { return s.ids, nil }
+func (s *slowRooms) Tick(ctx context.Context, id string) (room.TickResult, error) {
+	n := s.now.Add(1)
+	defer s.now.Add(-1)
+	for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
+	}
+	select {
+	case <-time.After(s.slow):
+	case <-ctx.Done():
+	}
+	return room.TickResult{Admitted: 1}, nil
+}
+
+// A round ticks its rooms at the same time, up to 8: slow rooms hold a round
+// back by one slow tick, not by one each, and every room is ticked each round.
+func TestRunTicksRoomsAtOnce(t *testing.T) {
+	q := &slowRooms{slow: 100 * time.Millisecond}
+	for i := range 12 {
+		q.ids = append(q.ids, fmt.Sprintf("room-%d", i))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rounds := 0
+	sum := admission.Run(ctx, q, time.Millisecond, nil, func(context.Context) {
+		if rounds++; rounds == 3 {
+			cancel()
+		}
+	})
+	if sum.RoomTicks != 36 || sum.Admitted != 36 || sum.Errors != 0 {
+		t.Errorf("3 rounds of 12 rooms: %+v, want 36 room ticks", sum)
+	}
+	if m := q.most.Load(); m != 8 {
+		t.Errorf("at most %d ticks at once, want 8", m)
 	}
 }
