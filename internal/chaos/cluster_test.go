@@ -211,9 +211,9 @@ func TestChaosArrivalShardStalled(t *testing.T) {
 	failed, held := adm.mergeFailed.Load(), adm.mergeHeld.Load()
 	t.Logf("room %s, shards %v on the stalled primary: %d merges failed, %d held back, %d admitted, %d ticks failed",
 		id, stalled, failed, held, adm.admitted.Load(), adm.failed.Load())
-	// Each failed read waits out the shards' budget (150 ms); after one,
+	// Each failed read waits out the shards' budget (250 ms); after one,
 	// merges are held back 250 ms, then twice as long after each failure up
-	// to 2 s: 5 reads in the first 5 s, one more every 2.2 s after, where
+	// to 2 s: 5 reads in the first 5 s, one more about every 2.25 s after, where
 	// every tick used to try one (11–18 in 5 s, each 400 ms long).
 	if failed == 0 || held == 0 {
 		t.Errorf("shards %v stopped: %d merges failed and %d held back, want some of each", stalled, failed, held)

@@ -52,7 +52,7 @@ const arrivalBatch = 2000
 // loop, keep their cadence (TestMergeHeldAfterShardFailure,
 // TestChaosArrivalShardStalled).
 const (
-	shardBudget    = 150 * time.Millisecond
+	shardBudget    = 250 * time.Millisecond
 	mergeHoldFirst = 250 * time.Millisecond
 	mergeHoldMost  = 2 * time.Second
 )
