@@ -53,7 +53,6 @@ func timesBaseline(k float64) func(r *Row) {
 // the bench owns.
 type route struct {
 	h        *api.Handler
-	eng      *room.Engine // the handler's engine
 	admin    string
 	nowNanos atomic.Int64
 	clock    func() time.Time // the engine's and the handler's: nowNanos
@@ -83,8 +82,7 @@ func newRoute(rdb redis.UniversalClient, start time.Time) (*route, error) {
 	r := &route{admin: cfg.AdminKey}
 	r.nowNanos.Store(start.UnixNano())
 	r.clock = func() time.Time { return time.Unix(0, r.nowNanos.Load()) }
-	r.eng = app.NewEngine(rdb, r.clock)
-	r.h = apiapp.NewHandler(r.eng, keys, cfg, apiapp.Options{Clock: r.clock, Logger: app.NewLogger(cfg, r)})
+	r.h = apiapp.NewHandler(app.NewEngine(rdb, r.clock), keys, cfg, apiapp.Options{Clock: r.clock, Logger: app.NewLogger(cfg, r)})
 	return r, nil
 }
 
