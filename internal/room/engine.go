@@ -270,8 +270,7 @@ func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof
 		return Place{}, err
 	}
 	if refused, err := joinRefusal(enqueueCmd, reply); refused {
-		var ce *ChallengeError
-		if errors.As(err, &ce) && have.ver == "" {
+		if have.ver == "" && errors.Is(err, ErrChallengeRequired) {
 			// The room's arrival shards, for the challenge to fit the client's (Accepts).
 			have = e.reconfirm(ctx, room, have)
 		}
