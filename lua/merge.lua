@@ -8,7 +8,8 @@
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> the lowest of the arrival shards' marks (arrivals.lua): every arrival
 --            not read from them is above it; '' when no shard was read
--- ARGV[3..] -> the arrivals read from the shards, in any order, as 'sequence:join time (ms)'
+-- ARGV[3..] -> the arrivals read from the shards, in any order, two arguments each: the
+--             sequence and the join time (ms), split by the engine, which sorts them
 -- Returns {merged, mark, waiting}: how many went into the queue, the merged mark
 -- (every sequence at or below it is merged, or left before it could be; kept as
 -- the state's arrw, which poll reads) and the queue's count; or {'noroom'}.
@@ -26,30 +27,31 @@ redis.call('HSET', K_ST, 'seq', member(mark))
 if ARGV[2] ~= '' then mark = math.min(mark, tonumber(ARGV[2])) end
 -- An arrival's member is its sequence as arrive.lua or enqueue.lua wrote it
 -- (lib.lua member), so it is taken as it is. The merge runs once per join, so
--- its loops count instead of using # and split with find instead of a pattern
--- (docs/ENGINE.md, "Scripts": what the parts of a script cost).
+-- its loops count instead of using # and the room's own entries split with
+-- find instead of a pattern (docs/ENGINE.md, "Scripts": what the parts of a
+-- script cost).
 local take, nums, at, n = {}, {}, {}, 0
 local find, sub = string.find, string.sub
 local oldest = now - 1000
-local function consider(x)
-  local c = find(x, ':', 1, true)
-  local a = sub(x, 1, c - 1)
+local function consider(a, b)
   local s = tonumber(a)
   if s > mark then return false end
   if s > done then
     n = n + 1
     take[n], nums[n] = a, s
-    local b = tonumber(sub(x, c + 1))
+    b = tonumber(b)
     if b < oldest then b = oldest elseif b > now then b = now end
     at[n] = b
   end
   return true
 end
-for i = 3, #ARGV do consider(ARGV[i]) end
+for i = 3, #ARGV - 1, 2 do consider(ARGV[i], ARGV[i + 1]) end
 local mine = redis.call('LRANGE', KEYS[9], 0, -1)
 local own = 0 -- the room's own arrivals at or below the mark: a prefix, the list is in order
 for i = 1, #mine do
-  if not consider(mine[i]) then break end
+  local x = mine[i]
+  local c = find(x, ':', 1, true)
+  if not consider(sub(x, 1, c - 1), sub(x, c + 1)) then break end
   own = i
 end
 if own > 0 then redis.call('LTRIM', KEYS[9], own, -1) end

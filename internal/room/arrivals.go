@@ -254,12 +254,13 @@ func (e *Engine) merge(ctx context.Context, room string, shards int) (int64, err
 	take := make([]arrival, 0, len(got))
 	for _, x := range got {
 		s, _ := x.(string)
-		seq, err := strconv.ParseInt(s[:max(strings.IndexByte(s, ':'), 0)], 10, 64)
+		a, b, _ := strings.Cut(s, ":")
+		seq, err := strconv.ParseInt(a, 10, 64)
 		if err != nil {
 			return 0, unexpected(arrivalsCmd, []any{x})
 		}
 		if seq <= mark {
-			take = append(take, arrival{seq, s})
+			take = append(take, arrival{seq, a, b})
 		}
 	}
 	slices.SortFunc(take, func(a, b arrival) int { return cmp.Compare(a.seq, b.seq) })
@@ -271,13 +272,13 @@ func (e *Engine) merge(ctx context.Context, room string, shards int) (int64, err
 		if end < len(take) {
 			upTo = take[end-1].seq
 		}
-		args := make([]any, 0, 2+end-start)
+		args := make([]any, 0, 2+2*(end-start))
 		args = append(args, e.nowMS(), "")
 		if upTo >= 0 {
 			args[1] = strconv.FormatInt(upTo, 10)
 		}
 		for _, a := range take[start:end] {
-			args = append(args, a.entry)
+			args = append(args, a.member, a.at) // merge.lua parses no entry of the shards'
 		}
 		var err error
 		reply, err = e.runKeys(ctx, mergeCmd, room, []string{kr.Arrivals()}, args...)
@@ -311,10 +312,11 @@ func (e *Engine) merge(ctx context.Context, room string, shards int) (int64, err
 	return added, errors.Join(failed...)
 }
 
-// arrival is an entry of an arrival list ('sequence:join ms') and its sequence.
+// arrival is an entry of an arrival list ('sequence:join ms'), split: its
+// sequence, as a number and as written, and its join time.
 type arrival struct {
-	seq   int64
-	entry string
+	seq        int64
+	member, at string
 }
 
 // dropArrivals empties a room's arrival lists, its own and its shards' (a

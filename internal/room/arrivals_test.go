@@ -734,7 +734,7 @@ func (h *mergeCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			keys, _ := strconv.Atoi(fmt.Sprint(a[2]))
 			if 3+keys <= len(a) && slices.Contains(a[3:3+keys], any(h.key)) {
 				h.mu.Lock()
-				h.took = append(h.took, len(a)-3-keys-2) // less now and the mark
+				h.took = append(h.took, (len(a)-3-keys-2)/2) // less now and the mark; two arguments an arrival
 				h.mu.Unlock()
 			}
 		}
