@@ -2,7 +2,8 @@
 -- the room open: docs/ENGINE.md, "Arrival shards"). Nothing here knows the
 -- room's settings: the caller passes the ones it holds (confirmed within the
 -- second by the room's own shard) and the tick merges what arrived (merge.lua).
--- KEYS[1] -> vst:{room~i}:st   HASH  seq (the last sequence issued here), w (the room's count at the last merge)
+-- KEYS[1] -> vst:{room~i}:st   HASH  seq (the last sequence issued here), w (the room's count at the last merge),
+--                                   v (the fence of the last change of the settings)
 -- KEYS[2] -> vst:{room~i}:arr  LIST  'sequence:join time (ms)' of the joins not merged yet, in order
 -- KEYS[3] -> vst:{room~i}:pow:<nonce> STRING a spent join-challenge nonce
 -- KEYS[4] -> vst:{room~i}:rl:<client> STRING the client's join limiter (lib.lua limit_client)
@@ -10,15 +11,19 @@
 -- ARGV[2] -> this shard's residue (i + 1)
 -- ARGV[3] -> the room's joinChallengeBits   ARGV[4] -> bits proven   ARGV[5] -> the challenge's time left (ms)
 -- ARGV[6] -> the room's clientEnqueuePerMinute   ARGV[7] -> the room's joinShards
+-- ARGV[8] -> the version of the settings these are
 -- Returns {'arrived', seq, position estimate}, or {'challenge', bits}, {'spent'},
--- {'limited', wait ms}, checked in enqueue.lua's order.
+-- {'limited', wait ms}, checked in enqueue.lua's order; first of all {'stale'}
+-- when a change of the settings fenced this shard after them (fence.lua,
+-- arrfence.lua): the caller reads them again.
 local now = tonumber(ARGV[1])
+local st = redis.call('HMGET', KEYS[1], 'seq', 'w', 'v')
+if fence_of(ARGV[8]) < (tonumber(st[3]) or 0) then return {'stale'} end
 local bits = tonumber(ARGV[3])
 if bits > (tonumber(ARGV[4]) or 0) then return {'challenge', bits} end
 local wait = limit_client(tonumber(ARGV[6]), KEYS[4], now)
 if wait > 0 then return {'limited', wait} end
 if bits > 0 and not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[5]) then return {'spent'} end
-local st = redis.call('HMGET', KEYS[1], 'seq', 'w')
 local m = member(next_seq(tonumber(st[1]), tonumber(ARGV[2])))
 redis.call('HSET', KEYS[1], 'seq', m)
 local n = redis.call('RPUSH', KEYS[2], m .. ':' .. ARGV[1])

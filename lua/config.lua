@@ -2,16 +2,21 @@
 -- KEYS: the room's keys (lib.lua)
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> seed for the pre-queue draw (random; kept if the room has one)
--- ARGV[3] -> version of these settings (random per PUT; replies carry it, the Go side caches by it)
+-- ARGV[3] -> version of these settings, '<fence>.<random>' (new per PUT; replies carry it, the Go side
+--            caches by it; the fence is fence.lua's, already on the room's arrival shards)
 -- ARGV[4..] -> field, value pairs of the settings, named and encoded by internal/room's settings table
 --              (validated by the caller; opensAt in ms, 0 for none)
--- Returns {'created'} or {'updated'}.
+-- Returns {'created'} or {'updated'}, or {'raced'} (nothing stored) when the settings stored carry a
+-- later fence: another change, begun after this one, was stored first.
 -- A room created (or re-created after a data loss) records its epoch: the
 -- sequence floor at that instant (Redis server time in microseconds, as
 -- enqueue computes it) and when (ms). Tickets below the epoch were issued
 -- before; for two heartbeat windows they keep their right to come back (lib.lua
 -- recovery), whoever the head passed meanwhile.
 local now = tonumber(ARGV[1])
+-- Stored above a later fence, these settings would be older than what the
+-- shards were fenced for, and no join would spread again: the caller begins again.
+if fence_of(ARGV[3]) < fence_of(redis.call('HGET', K_CFG, 'ver')) then return {'raced'} end
 local created = redis.call('EXISTS', K_CFG) == 0
 local fields = {'ver', ARGV[3]}
 for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end

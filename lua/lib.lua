@@ -31,8 +31,9 @@ local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 
 -- load_cfg returns the settings as a table (times in ms), or nil when the room
--- is unknown. cfg.ver is the settings' version (random per PUT): replies carry it
--- instead of the settings, which the Go side caches by version.
+-- is unknown. cfg.ver is the settings' version ('<fence>.<random>', new per
+-- PUT): replies carry it instead of the settings, which the Go side caches by
+-- version.
 local function load_cfg()
   local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
     'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits', 'clientEnqueuePerMinute',
@@ -101,6 +102,13 @@ end
 local function next_seq(last, r)
   local s = math.max((last or 0) + 1, server_us())
   return s + (r - s) % 16
+end
+
+-- fence_of is the fence of a settings version, which room.PutConfig writes as
+-- '<fence>.<random>' (fence.lua issues the fence); 0 for a version before fences.
+local function fence_of(ver)
+  local f = string.match(ver or '', '^(%d+)%.')
+  return f and tonumber(f) or 0
 end
 
 -- arrival_seq is the sequence of an arrival list's entry, 'sequence:join ms'

@@ -60,6 +60,12 @@ var merge string
 //go:embed arrdrop.lua
 var arrdrop string
 
+//go:embed fence.lua
+var fence string
+
+//go:embed arrfence.lua
+var arrfence string
+
 // The scripts, ready to load: what each uses of lib.lua, then the operation.
 var (
 	Enqueue  = withLib(lib, enqueue)
@@ -82,6 +88,10 @@ var (
 	ArrTrim  = withLib(lib, arrtrim)
 	Merge    = withLib(lib, merge)
 	ArrDrop  = withLib(lib, arrdrop)
+	// A change of settings fences the room's arrival shards first: fence
+	// runs on the room's shard, arrfence on each arrival shard.
+	Fence    = withLib(lib, fence)
+	ArrFence = withLib(lib, arrfence)
 )
 
 // libDef is one top-level definition of lib.lua: the lines from the comment

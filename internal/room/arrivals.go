@@ -26,7 +26,9 @@ import (
 // confirmFor is how long a join trusts the settings the room's shard last
 // confirmed before it goes there again: arrival shards do not know the
 // room's settings, so a change (a pause, a closing, the challenge) reaches
-// them through the engines that route to them within that time.
+// them through the engines that route to them within that time. A change
+// fences the shards first (PutConfig), so a join sent with the settings from
+// before it is turned away there and made again as the new ones say.
 const confirmFor = time.Second
 
 // arrivingPoll is the budget a join on an arrival shard, and a poll before
@@ -161,6 +163,10 @@ func shardOf(proof JoinProof, visitor string, shards int64) int {
 	return int(h.Sum32() % uint32(shards))
 }
 
+// errFenced is arrive's answer when a change of the room's settings fenced
+// the shard after the settings the join was sent with (arrive.lua's 'stale').
+var errFenced = errors.New("room: arrival shard fenced by a change of settings")
+
 // arrive is Join through an arrival shard.
 func (e *Engine) arrive(ctx context.Context, room, visitor string, proof JoinProof, have versioned) (Place, error) {
 	c := have.cfg
@@ -174,9 +180,12 @@ func (e *Engine) arrive(ctx context.Context, room, visitor string, proof JoinPro
 	if proof.Client != "" {
 		keys[3], limit = k.Limiter(clientHash(proof.Client)), c.ClientEnqueuePerMinute
 	}
-	reply, err := arriveCmd.Reply(ctx, e.rdb, keys, e.nowMS(), i+1, c.JoinChallengeBits, proof.Bits, ttl, limit, c.JoinShards)
+	reply, err := arriveCmd.Reply(ctx, e.rdb, keys, e.nowMS(), i+1, c.JoinChallengeBits, proof.Bits, ttl, limit, c.JoinShards, have.ver)
 	if err != nil {
 		return Place{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if str(reply[0]) == wordStale {
+		return Place{}, errFenced
 	}
 	if refused, err := joinRefusal(arriveCmd, reply); refused {
 		return Place{}, fitChallenge(err, c.JoinShards, proof.Client)

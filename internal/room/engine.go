@@ -39,6 +39,8 @@ var (
 	arrtrimCmd   = lua.NewScript("arrtrim", lua.ArrTrim)
 	mergeCmd     = lua.NewScript("merge", lua.Merge)
 	arrdropCmd   = lua.NewScript("arrdrop", lua.ArrDrop)
+	fenceCmd     = lua.NewScript("fence", lua.Fence)
+	arrfenceCmd  = lua.NewScript("arrfence", lua.ArrFence)
 )
 
 // Scripter is the narrowest Redis client the engine needs: a client, a
@@ -254,7 +256,23 @@ func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof
 		have = e.reconfirm(ctx, room, have)
 	}
 	if e.spreads(have) {
-		return e.arrive(ctx, room, visitor, proof, have)
+		p, err := e.arrive(ctx, room, visitor, proof, have)
+		if !errors.Is(err, errFenced) {
+			return p, err
+		}
+		// The settings changed since the engine confirmed them: read them, and
+		// join as they say now.
+		if have = e.reconfirm(ctx, room, have); e.spreads(have) {
+			if p, err := e.arrive(ctx, room, visitor, proof, have); !errors.Is(err, errFenced) {
+				return p, err
+			}
+			// A change is under way (fenced, not stored yet): the room's shard
+			// decides, except for a proof, which is spent on its nonce's shard
+			// alone while the room spreads.
+			if proof.Nonce != "" {
+				return Place{}, fmt.Errorf("%w: the room's settings are changing", ErrUnavailable)
+			}
+		}
 	}
 	k := KeysFor(room)
 	keys := []string{k.Proof("none"), k.Limiter("none"), k.Arrivals()}
@@ -543,16 +561,18 @@ func (e *Engine) PutConfig(ctx context.Context, room string, cfg Config) (Config
 	}
 	seed := make([]byte, 16)
 	rand.Read(seed) // never fails (crypto/rand, Go ≥ 1.24)
-	ver := make([]byte, 8)
-	rand.Read(ver)
 	pairs := encodeConfig(cfg)
-	args := append([]any{e.nowMS(), hex.EncodeToString(seed), hex.EncodeToString(ver)}, pairs...)
-	reply, err := e.run(ctx, configCmd, room, args...)
-	if err != nil {
-		return Config{}, err
-	}
-	if w := word(reply); w != wordCreated && w != wordUpdated {
-		return Config{}, unexpected(configCmd, reply)
+	for try := 1; ; try++ {
+		stored, err := e.putConfig(ctx, room, hex.EncodeToString(seed), pairs)
+		if err != nil {
+			return Config{}, err
+		}
+		if stored {
+			break
+		}
+		if try == putTries {
+			return Config{}, fmt.Errorf("%w: the room's settings changed %d times during this change", ErrUnavailable, putTries)
+		}
 	}
 	// The registry lives in its own slot: written after the room, so a room in
 	// the registry always has a config (a crash between the two leaves a room
@@ -563,6 +583,51 @@ func (e *Engine) PutConfig(ctx context.Context, room string, cfg Config) (Config
 	// Answer what is stored, so a PUT and a later GET show the same settings.
 	stored, _ := decodePairs(pairs)
 	return stored, nil
+}
+
+// putTries is how many times PutConfig begins again when another change,
+// begun after it, stored its settings first (config.lua's 'raced').
+const putTries = 3
+
+// putConfig is one try of PutConfig: it fences the room's arrival shards
+// (fence.lua, arrfence.lua), then stores the settings with the fence in their
+// version (config.lua). stored is false when a later change stored its
+// settings first. A shard that cannot be fenced is skipped: it turns away
+// the joins of older settings from the next change on, and until then takes
+// them for at most confirmFor, as every shard did before fences.
+func (e *Engine) putConfig(ctx context.Context, room, seed string, pairs []any) (stored bool, err error) {
+	k := KeysFor(room)
+	reply, err := fenceCmd.Reply(ctx, e.rdb, []string{k.Fence(), k.Config})
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if len(reply) != 2 {
+		return false, unexpected(fenceCmd, reply)
+	}
+	fence := str(reply[0])
+	if shards := min(max(int(num(reply[1])), 0), MaxJoinShards); shards > 0 {
+		keys := make([][]string, shards)
+		for i := range keys {
+			keys[i] = []string{ArrivalKeysFor(room, i).State}
+		}
+		fctx, cancel := context.WithTimeout(ctx, shardBudget)
+		arrfenceCmd.Each(fctx, e.rdb, keys, fence)
+		cancel()
+	}
+	ver := make([]byte, 8)
+	rand.Read(ver)
+	args := append([]any{e.nowMS(), seed, fence + "." + hex.EncodeToString(ver)}, pairs...)
+	reply, err = e.run(ctx, configCmd, room, args...)
+	if err != nil {
+		return false, err
+	}
+	switch word(reply) {
+	case wordCreated, wordUpdated:
+		return true, nil
+	case wordRaced:
+		return false, nil
+	}
+	return false, unexpected(configCmd, reply)
 }
 
 // Head reads the room's admission head (the highest score admitted) and

@@ -43,6 +43,12 @@ func (k Keys) Proof(nonce string) string {
 	return k.Config[:len(k.Config)-len("cfg")] + "pow:" + nonce
 }
 
+// Fence is the key of the last fence a change of the room's settings issued
+// (STRING, fence.lua): the number its arrival shards take joins above.
+func (k Keys) Fence() string {
+	return k.Config[:len(k.Config)-len("cfg")] + "fence"
+}
+
 // History is the key of the room's last hour for the console's charts (HASH:
 // field = minute % 60, value = "minute:waiting:admitted:active:admitted in the
 // last 60 s:evicted ever"), written by the first tick of each minute (tick.lua).

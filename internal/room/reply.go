@@ -21,11 +21,14 @@ const (
 	wordBusy      = "busy"      // tick with a guard: another tick ran less than the guard ago
 	wordOpen      = "open"      // drain: the room is not closed
 	wordArrived   = "arrived"   // arrive: the join is on an arrival shard; followed by the sequence and a position estimate
+	wordStale     = "stale"     // arrive: a change of the settings fenced the shard after the ones the join was sent with
+	wordRaced     = "raced"     // config: settings of a later change were stored first; nothing stored
 )
 
 // replyWords is every reply word, for the test that the scripts use no other.
 var replyWords = []string{wordOK, wordNoRoom, wordNoGrant, wordClosed, wordConsumed, wordExpired,
-	wordAudience, wordSlow, wordChallenge, wordSpent, wordLimited, wordCreated, wordUpdated, wordBusy, wordOpen, wordArrived}
+	wordAudience, wordSlow, wordChallenge, wordSpent, wordLimited, wordCreated, wordUpdated, wordBusy, wordOpen, wordArrived,
+	wordStale, wordRaced}
 
 // stateActive is the place state of a consumed grant (a running session); the
 // API reports it as StateAdmitted with Place.Active.

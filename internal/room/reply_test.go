@@ -14,7 +14,8 @@ func TestReplyWords(t *testing.T) {
 	word := regexp.MustCompile(`return \{'([a-z]+)'`)
 	scripts := map[string]string{"enqueue": lua.Enqueue, "poll": lua.Poll, "tick": lua.Tick, "consume": lua.Consume,
 		"complete": lua.Complete, "leave": lua.Leave, "config": lua.Config, "stats": lua.Stats, "ratelimit": lua.RateLimit,
-		"drain": lua.Drain, "arrive": lua.Arrive, "arrivals": lua.Arrivals, "arrtrim": lua.ArrTrim, "merge": lua.Merge}
+		"drain": lua.Drain, "arrive": lua.Arrive, "arrivals": lua.Arrivals, "arrtrim": lua.ArrTrim, "merge": lua.Merge,
+		"arrdrop": lua.ArrDrop, "fence": lua.Fence, "arrfence": lua.ArrFence}
 	seen := map[string]bool{}
 	for name, src := range scripts {
 		for _, m := range word.FindAllStringSubmatch(src, -1) {

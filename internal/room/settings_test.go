@@ -301,7 +301,7 @@ func TestErrorsWrapTheCause(t *testing.T) {
 			{"consume script", func(ctx context.Context) error { _, err := e.eng.Consume(ctx, e.room, 1, origin); return err }},
 			{"complete script", func(ctx context.Context) error { return e.eng.Complete(ctx, e.room, 1, origin) }},
 			{"leave script", func(ctx context.Context) error { return e.eng.Leave(ctx, tk) }},
-			{"config script", func(ctx context.Context) error { _, err := e.eng.PutConfig(ctx, e.room, baseConfig()); return err }},
+			{"fence script", func(ctx context.Context) error { _, err := e.eng.PutConfig(ctx, e.room, baseConfig()); return err }},
 			{"stats script", func(ctx context.Context) error { _, _, err := e.eng.Status(ctx, e.room); return err }},
 			{"ratelimit script", func(ctx context.Context) error { return e.eng.AllowEnqueue(ctx, e.room, "c") }},
 			{"read settings", func(ctx context.Context) error { _, err := e.eng.GetConfig(ctx, e.room); return err }},

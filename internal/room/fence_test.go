@@ -1,0 +1,183 @@
+package room_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// A change of settings reaches a room's arrival shards before it is stored: a
+// join that an engine sends there with the settings it held before the change
+// (confirmed within the second, so it goes to a shard without asking the
+// room's) is answered as the new settings say. A closing takes no join after
+// it, so a drain right after it leaves nobody waiting; a challenge turned on
+// asks for its work at once.
+func TestSettingsChangeFencesArrivalShards(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, spreadRoom(nil))
+		admin := room.New(rdb, room.WithClock(e.clk.Now)) // the admin API's engine: the joins' holds the old settings
+		e.enqueue("confirm")
+		if p := e.join(e.eng, "a", room.JoinProof{Client: "10.9.0.1"}); residue(p.Ticket.Seq) == 0 {
+			t.Fatalf("join went to the room's shard: %d", p.Ticket.Seq)
+		}
+
+		closed := *spreadRoom(func(c *room.Config) { c.Mode = room.ModeClosed })
+		if _, err := admin.PutConfig(e.ctx, e.room, closed); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 { // clients of different shards, the clock standing still
+			if p, err := e.eng.Join(e.ctx, e.room, fmt.Sprintf("late%d", i), room.JoinProof{Client: fmt.Sprintf("10.9.1.%d", i)}); !errors.Is(err, room.ErrClosed) {
+				t.Errorf("join %d after the closing: %v (sequence %d), want ErrClosed", i, err, p.Ticket.Seq)
+			}
+		}
+		n, err := admin.Drain(e.ctx, e.room)
+		if err != nil || n != 2 {
+			t.Errorf("Drain: %d, %v; want the 2 joins before the closing", n, err)
+		}
+		if r := e.tick(); r.MergeErr != nil || r.Merged != 0 {
+			t.Errorf("a tick after the drain merged %d, %v", r.Merged, r.MergeErr)
+		}
+		if q := e.queued(); len(q) != 0 {
+			t.Errorf("queue after the drain: %v", q)
+		}
+
+		// Open again: the engine learns it on the room's shard, then spreads.
+		if _, err := admin.PutConfig(e.ctx, e.room, *spreadRoom(nil)); err != nil {
+			t.Fatal(err)
+		}
+		e.enqueue("confirm2")
+		if p := e.join(e.eng, "b", room.JoinProof{Client: "10.9.0.2"}); residue(p.Ticket.Seq) == 0 {
+			t.Errorf("join after the reopening went to the room's shard")
+		}
+		// A challenge turned on is asked of the next join, not a second later.
+		asks := *spreadRoom(func(c *room.Config) { c.JoinChallengeBits = 8 })
+		if _, err := admin.PutConfig(e.ctx, e.room, asks); err != nil {
+			t.Fatal(err)
+		}
+		var ce *room.ChallengeError
+		if _, err := e.eng.Join(e.ctx, e.room, "c", room.JoinProof{Client: "10.9.0.3"}); !errors.As(err, &ce) || ce.Bits != 8 {
+			t.Errorf("join without a proof after the challenge was turned on: %v, want a ChallengeError of 8 bits", err)
+		}
+		// The engine holds the new settings now: a proof joins on its shard.
+		until := e.clk.Now().Add(time.Minute)
+		if p := e.join(e.eng, "d", room.JoinProof{Bits: 8, Nonce: "n-after", Until: until}); residue(p.Ticket.Seq) == 0 {
+			t.Errorf("a proof after the change went to the room's shard")
+		}
+	})
+}
+
+// settingsRace runs a second PutConfig, once, while the first one's settings
+// are on their way to the room's shard.
+type settingsRace struct {
+	put     func()
+	armed   atomic.Bool
+	thisKey string
+}
+
+func (h *settingsRace) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *settingsRace) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		a := cmd.Args()
+		n := strings.ToLower(cmd.Name())
+		// config.lua is the one script whose first key is the room's settings and that names a seed.
+		if (n == "evalsha" || n == "eval") && len(a) > 12 && fmt.Sprint(a[3]) == h.thisKey && h.armed.CompareAndSwap(true, false) {
+			h.put()
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *settingsRace) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// Two settings changes at once: the one whose fence is older, stored after
+// the newer one's, would leave the shards fenced past the settings every
+// engine reads, so no join would ever spread again. It is tried again with a
+// new fence instead; the settings stored are the last PUT's, and joins spread.
+func TestSettingsFenceNeverGoesBack(t *testing.T) {
+	h := &settingsRace{}
+	c := hooked(t, h)
+	e := newEnv(t, c, spreadRoom(nil))
+	h.thisKey = e.keys.Config
+	other := room.New(e.rdb, room.WithClock(e.clk.Now))
+	h.put = func() {
+		if _, err := other.PutConfig(e.ctx, e.room, *spreadRoom(func(c *room.Config) { c.AdmitPerMinute = 120 })); err != nil {
+			t.Errorf("the racing PUT: %v", err)
+		}
+	}
+	h.armed.Store(true)
+	if _, err := e.eng.PutConfig(e.ctx, e.room, *spreadRoom(func(c *room.Config) { c.AdmitPerMinute = 240 })); err != nil {
+		t.Fatal(err)
+	}
+	if h.armed.Load() {
+		t.Fatal("the racing PUT did not run")
+	}
+	got, err := e.eng.GetConfig(e.ctx, e.room)
+	if err != nil || got.AdmitPerMinute != 240 {
+		t.Errorf("settings after the race: %d, %v; want the PUT that finished last (240)", got.AdmitPerMinute, err)
+	}
+	fresh := room.New(e.rdb, room.WithClock(e.clk.Now))
+	if _, err := fresh.Enqueue(e.ctx, e.room, "confirm"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		p, err := fresh.Join(e.ctx, e.room, fmt.Sprintf("r%d", i), room.JoinProof{Client: fmt.Sprintf("10.9.2.%d", i)})
+		if err != nil || residue(p.Ticket.Seq) == 0 {
+			t.Errorf("join %d after the race: sequence %d, %v; want it on an arrival shard", i, p.Ticket.Seq, err)
+		}
+	}
+}
+
+// While a change is under way (the shards fenced, its settings not stored
+// yet), a join goes to the room's shard, which decides; a proof, spent on its
+// nonce's shard alone while the room spreads, is answered unavailable (503,
+// try again) rather than spent on the room's shard.
+func TestJoinDuringASettingsChange(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, spreadRoom(nil))
+		e.enqueue("confirm")
+		// A change that fenced the shards and has not stored its settings: the
+		// fence it issued (fence.lua) is above the stored version's.
+		ver, err := rdb.HGet(e.ctx, e.keys.Config, "ver").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := strconv.ParseInt(strings.SplitN(ver, ".", 2)[0], 10, 64)
+		if err != nil {
+			t.Fatalf("settings version %q carries no fence: %v", ver, err)
+		}
+		fence := strconv.FormatInt(stored+1, 10)
+		if err := rdb.Set(e.ctx, e.keys.Fence(), fence, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if err := rdb.HSet(e.ctx, room.ArrivalKeysFor(e.room, i).State, "v", fence).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 3 {
+			p, err := e.eng.Join(e.ctx, e.room, fmt.Sprintf("u%d", i), room.JoinProof{Client: fmt.Sprintf("10.9.3.%d", i)})
+			if err != nil || residue(p.Ticket.Seq) != 0 {
+				t.Errorf("join %d during a change: sequence %d, %v; want it on the room's shard", i, p.Ticket.Seq, err)
+			}
+		}
+		until := e.clk.Now().Add(time.Minute)
+		if _, err := e.eng.Join(e.ctx, e.room, "p", room.JoinProof{Nonce: "n-during", Until: until}); !errors.Is(err, room.ErrUnavailable) {
+			t.Errorf("a proof during a change: %v, want ErrUnavailable", err)
+		}
+		// The nonce was spent nowhere: it joins once the change is stored.
+		e.put(*spreadRoom(nil))
+		if p := e.join(e.eng, "p", room.JoinProof{Nonce: "n-during", Until: until}); residue(p.Ticket.Seq) == 0 {
+			t.Errorf("the proof after the change went to the room's shard")
+		}
+	})
+}
