@@ -11,14 +11,14 @@
 -- ARGV[2] -> this shard's residue (i + 1)
 -- ARGV[3] -> the room's joinChallengeBits   ARGV[4] -> bits proven   ARGV[5] -> the challenge's time left (ms)
 -- ARGV[6] -> the room's clientEnqueuePerMinute   ARGV[7] -> the room's joinShards
--- ARGV[8] -> the version of the settings these are
+-- ARGV[8] -> the fence of the settings these are (lib.lua fence_of of their version)
 -- Returns {'arrived', seq, position estimate}, or {'challenge', bits}, {'spent'},
 -- {'limited', wait ms}, checked in enqueue.lua's order; first of all {'stale'}
 -- when a change of the settings fenced this shard after them (fence.lua,
 -- arrfence.lua): the caller reads them again.
 local now = tonumber(ARGV[1])
 local st = redis.call('HMGET', KEYS[1], 'seq', 'w', 'v')
-if fence_of(ARGV[8]) < (tonumber(st[3]) or 0) then return {'stale'} end
+if tonumber(ARGV[8]) < (tonumber(st[3]) or 0) then return {'stale'} end
 local bits = tonumber(ARGV[3])
 if bits > (tonumber(ARGV[4]) or 0) then return {'challenge', bits} end
 local wait = limit_client(tonumber(ARGV[6]), KEYS[4], now)

@@ -167,6 +167,17 @@ func shardOf(proof JoinProof, visitor string, shards int64) int {
 // the shard after the settings the join was sent with (arrive.lua's 'stale').
 var errFenced = errors.New("room: arrival shard fenced by a change of settings")
 
+// fenceOf is the fence of a settings version, '<fence>.<random>' (PutConfig;
+// lib.lua's fence_of): 0 for a version from before fences.
+func fenceOf(ver string) int64 {
+	f, _, ok := strings.Cut(ver, ".")
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.ParseInt(f, 10, 64)
+	return n
+}
+
 // arrive is Join through an arrival shard.
 func (e *Engine) arrive(ctx context.Context, room, visitor string, proof JoinProof, have versioned) (Place, error) {
 	c := have.cfg
@@ -180,7 +191,7 @@ func (e *Engine) arrive(ctx context.Context, room, visitor string, proof JoinPro
 	if proof.Client != "" {
 		keys[3], limit = k.Limiter(clientHash(proof.Client)), c.ClientEnqueuePerMinute
 	}
-	reply, err := arriveCmd.Reply(ctx, e.rdb, keys, e.nowMS(), i+1, c.JoinChallengeBits, proof.Bits, ttl, limit, c.JoinShards, have.ver)
+	reply, err := arriveCmd.Reply(ctx, e.rdb, keys, e.nowMS(), i+1, c.JoinChallengeBits, proof.Bits, ttl, limit, c.JoinShards, fenceOf(have.ver))
 	if err != nil {
 		return Place{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
