@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"pgregory.net/rapid"
 
+	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -179,5 +181,76 @@ func TestJoinDuringASettingsChange(t *testing.T) {
 		if p := e.join(e.eng, "p", room.JoinProof{Nonce: "n-during", Until: until}); residue(p.Ticket.Seq) == 0 {
 			t.Errorf("the proof after the change went to the room's shard")
 		}
+	})
+}
+
+// Whatever the settings and whatever each engine last confirmed, a join is
+// answered as the settings stored last say, at once: closed, the challenge's
+// work, or a place made under those settings. Engines that join through
+// arrival shards with settings confirmed less than a second ago are the case
+// fences are for; clock steps over a second make them confirm on the room's
+// shard again.
+func TestSettingsHoldAtOnce(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		base := redistest.Room(t)
+		if len(base) > 50 {
+			base = base[len(base)-50:]
+		}
+		run := 0
+		rapid.Check(t, func(rt *rapid.T) {
+			run++
+			id, clk := fmt.Sprintf("%s-%d", base, run), newClock()
+			admin := room.New(rdb, room.WithClock(clk.Now))
+			engs := []*room.Engine{room.New(rdb, room.WithClock(clk.Now)), room.New(rdb, room.WithClock(clk.Now))}
+			ctx := context.Background()
+			modes := []room.Mode{room.ModeQueue, room.ModeQueue, room.ModeAuto, room.ModePaused, room.ModeClosed, room.ModePassthrough}
+			put := func() room.Config {
+				c := *spreadRoom(func(c *room.Config) {
+					c.Mode = rapid.SampledFrom(modes).Draw(rt, "mode")
+					c.JoinShards = rapid.SampledFrom([]int64{0, 3, 3, 5}).Draw(rt, "shards")
+					c.JoinChallengeBits = rapid.SampledFrom([]int64{0, 0, 4}).Draw(rt, "bits")
+				})
+				stored, err := admin.PutConfig(ctx, id, c)
+				if err != nil {
+					rt.Fatalf("PutConfig: %v", err)
+				}
+				return stored
+			}
+			cfg := put()
+			for i := range 30 {
+				switch rapid.SampledFrom([]string{"join", "join", "join", "put", "advance", "tick"}).Draw(rt, "action") {
+				case "put":
+					cfg = put()
+				case "advance":
+					clk.Advance(time.Duration(rapid.IntRange(0, 1200).Draw(rt, "ms")) * time.Millisecond)
+				case "tick":
+					if _, err := admin.Tick(ctx, id); err != nil {
+						rt.Fatalf("Tick: %v", err)
+					}
+				case "join":
+					eng := engs[rapid.IntRange(0, len(engs)-1).Draw(rt, "engine")]
+					proof := room.JoinProof{Client: fmt.Sprintf("10.10.%d.%d", run%250, i)}
+					if rapid.Bool().Draw(rt, "proof") {
+						proof.Bits, proof.Nonce, proof.Until = 4, fmt.Sprintf("n-%d-%d", run, i), clk.Now().Add(time.Minute)
+					}
+					p, err := eng.Join(ctx, id, fmt.Sprintf("v%d", i), proof)
+					var ce *room.ChallengeError
+					switch {
+					case cfg.Mode == room.ModeClosed:
+						if !errors.Is(err, room.ErrClosed) {
+							rt.Fatalf("join %d in a closed room: %v (place %+v)", i, err, p)
+						}
+					case cfg.JoinChallengeBits > int64(proof.Bits):
+						if !errors.As(err, &ce) || int64(ce.Bits) != cfg.JoinChallengeBits {
+							rt.Fatalf("join %d with %d bits where %d are asked: %v", i, proof.Bits, cfg.JoinChallengeBits, err)
+						}
+					case err != nil:
+						rt.Fatalf("join %d: %v", i, err)
+					case p.Config != cfg:
+						rt.Fatalf("join %d answered under settings %+v, want the stored %+v", i, p.Config, cfg)
+					}
+				}
+			}
+		})
 	})
 }
