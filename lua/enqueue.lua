@@ -7,7 +7,8 @@
 -- ARGV[2] -> visitor id (server-generated; salts the pre-queue draw)
 -- ARGV[3] -> the settings version the caller has cached ('' or absent for none)
 -- ARGV[4] -> join-challenge bits the caller verified (0: no proof)
--- ARGV[5] -> the challenge's time left (ms); 0 when there is no proof
+-- ARGV[5] -> the challenge's time left (ms); 0 when there is no proof, -1 when the engine spent the
+--            proof on its arrival shard (room.Engine.Join: a challenge issued while the room spread)
 -- ARGV[6] -> 1 when KEYS[10] is a client's limiter, 0 for none (absent: 1 if KEYS[10] is given)
 -- Returns the place shape of lib.lua's reply, state one of:
 --   'prequeue' (draw set; position: the place at the opening, not shown), 'waiting', 'admitted' (deadline set);
@@ -37,7 +38,9 @@ local limiter = KEYS[10]
 if ARGV[6] and ARGV[6] ~= '1' then limiter = nil end
 local wait = limit_client(cfg.clientLimit, limiter, now)
 if wait > 0 then return {'limited', wait} end
-if cfg.challengeBits > 0 and not redis.call('SET', KEYS[9], '1', 'NX', 'PX', ARGV[5]) then return {'spent'} end
+if cfg.challengeBits > 0 and ARGV[5] ~= '-1' and not redis.call('SET', KEYS[9], '1', 'NX', 'PX', ARGV[5]) then
+  return {'spent'}
+end
 
 local seq = next_seq(tonumber(redis.call('HGET', K_ST, 'seq')), 0)
 local m = member(seq)

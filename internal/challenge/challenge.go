@@ -79,9 +79,10 @@ func (c *Challenges) Issue(room string, difficulty int, now time.Time) Challenge
 	return c.IssueFor(room, difficulty, now, nil)
 }
 
-// fitTries bounds the random nonces IssueFor draws: with 1 in 15 accepted
-// (a room's most arrival shards), all of them fail about once in 50 million.
-const fitTries = 256
+// fitTries bounds the random nonces IssueFor draws: with 1 in 30 accepted (a
+// room's most arrival shards, and half the nonces, those whose proofs are
+// spent on the room's shard), all of them fail about once in 30 million.
+const fitTries = 512
 
 // IssueFor is Issue with a nonce that accept approves, when it is not nil:
 // the first of up to fitTries random ones (the last one if none is). A room

@@ -111,11 +111,14 @@ func (e *Engine) confirm(room, ver string) {
 // its joins, queues them now, and its settings were confirmed within
 // confirmFor (otherwise the join goes to the room's shard, which confirms them).
 func (e *Engine) spreads(have versioned) bool {
-	if !e.wouldSpread(have) {
-		return false
-	}
+	return e.wouldSpread(have) && e.fresh(have)
+}
+
+// fresh reports whether the room's shard confirmed the settings held within
+// confirmFor.
+func (e *Engine) fresh(have versioned) bool {
 	age := e.clock().Sub(have.at)
-	return age >= 0 && age < confirmFor
+	return have.ver != "" && age >= 0 && age < confirmFor
 }
 
 // wouldSpread reports whether the settings held say the room's joins go to
@@ -199,7 +202,7 @@ func (e *Engine) arrive(ctx context.Context, room, visitor string, proof JoinPro
 		return Place{}, errFenced
 	}
 	if refused, err := joinRefusal(arriveCmd, reply); refused {
-		return Place{}, fitChallenge(err, c.JoinShards, proof.Client)
+		return Place{}, fitChallenge(err, true, c.JoinShards, proof.Client)
 	}
 	if str(reply[0]) != wordArrived || len(reply) != arrivedLen {
 		return Place{}, unexpected(arriveCmd, reply)

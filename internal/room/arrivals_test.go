@@ -220,29 +220,31 @@ func TestArrivalShardChecks(t *testing.T) {
 		e.put(c)
 		e.clk.Advance(1500 * time.Millisecond)
 		until := e.clk.Now().Add(time.Minute)
-		e.join(e.eng, "e", room.JoinProof{Bits: 4, Nonce: "n-confirm", Until: until})
+		// Nonces as a challenge of the spread room carries them: spent on their shard.
+		n2, n3 := nonce(t, "n2-", true), nonce(t, "n3-", true)
+		e.join(e.eng, "e", room.JoinProof{Bits: 4, Nonce: nonce(t, "n-confirm", true), Until: until})
 		var ce *room.ChallengeError
 		if _, err := e.eng.Join(e.ctx, e.room, "f", room.JoinProof{Bits: 2, Nonce: "n1", Until: until}); !errors.As(err, &ce) || ce.Bits != 4 {
 			t.Errorf("join with 2 bits of 4: %v", err)
 		}
-		if p := e.join(e.eng, "g", room.JoinProof{Bits: 4, Nonce: "n2", Until: until}); residue(p.Ticket.Seq) == 0 {
+		if p := e.join(e.eng, "g", room.JoinProof{Bits: 4, Nonce: n2, Until: until}); residue(p.Ticket.Seq) == 0 {
 			t.Errorf("challenge join went to the room's shard")
 		}
-		if _, err := e.eng.Join(e.ctx, e.room, "h", room.JoinProof{Bits: 4, Nonce: "n2", Until: until}); !errors.Is(err, room.ErrChallengeSpent) {
+		if _, err := e.eng.Join(e.ctx, e.room, "h", room.JoinProof{Bits: 4, Nonce: n2, Until: until}); !errors.Is(err, room.ErrChallengeSpent) {
 			t.Errorf("a nonce's second join: %v, want ErrChallengeSpent", err)
 		}
 		// Once the settings are older than a second, a proof still goes to its
 		// arrival shard (the engine confirms the settings first): the nonce it
 		// spent there cannot join again through the room's shard.
 		e.clk.Advance(1500 * time.Millisecond)
-		if _, err := e.eng.Join(e.ctx, e.room, "i", room.JoinProof{Bits: 4, Nonce: "n2", Until: until}); !errors.Is(err, room.ErrChallengeSpent) {
+		if _, err := e.eng.Join(e.ctx, e.room, "i", room.JoinProof{Bits: 4, Nonce: n2, Until: until}); !errors.Is(err, room.ErrChallengeSpent) {
 			t.Errorf("a nonce's join with stale settings after its join on a shard: %v, want ErrChallengeSpent", err)
 		}
 		e.clk.Advance(1500 * time.Millisecond)
-		if p := e.join(e.eng, "j", room.JoinProof{Bits: 4, Nonce: "n3", Until: until}); residue(p.Ticket.Seq) == 0 {
+		if p := e.join(e.eng, "j", room.JoinProof{Bits: 4, Nonce: n3, Until: until}); residue(p.Ticket.Seq) == 0 {
 			t.Errorf("a proof with stale settings went to the room's shard")
 		}
-		if _, err := e.eng.Join(e.ctx, e.room, "k", room.JoinProof{Bits: 4, Nonce: "n3", Until: until}); !errors.Is(err, room.ErrChallengeSpent) {
+		if _, err := e.eng.Join(e.ctx, e.room, "k", room.JoinProof{Bits: 4, Nonce: n3, Until: until}); !errors.Is(err, room.ErrChallengeSpent) {
 			t.Errorf("a nonce's second join: %v, want ErrChallengeSpent", err)
 		}
 	})
@@ -566,7 +568,9 @@ func TestArrivalProofReadsSettingsOnlyWhereJoinsSpread(t *testing.T) {
 	until := e.clk.Now().Add(2 * time.Hour)
 	for i := range 5 {
 		e.clk.Advance(1500 * time.Millisecond) // the engine's settings lapse before every join
-		p := e.join(e.eng, fmt.Sprintf("pre%d", i), room.JoinProof{Bits: 4, Nonce: fmt.Sprintf("pre-n%d", i), Until: until})
+		// A challenge issued before the opening: its proof is spent on the room's shard.
+		n := nonce(t, fmt.Sprintf("pre-n%d-", i), false)
+		p := e.join(e.eng, fmt.Sprintf("pre%d", i), room.JoinProof{Bits: 4, Nonce: n, Until: until})
 		if p.State != room.StatePrequeue {
 			t.Fatalf("join before the opening: %s", p.State)
 		}
@@ -577,7 +581,7 @@ func TestArrivalProofReadsSettingsOnlyWhereJoinsSpread(t *testing.T) {
 	// Past the opening the settings held say the joins spread, but they lapsed:
 	// one read, and the proof goes to its shard.
 	e.clk.Advance(2 * time.Hour)
-	p := e.join(e.eng, "open", room.JoinProof{Bits: 4, Nonce: "open-n", Until: e.clk.Now().Add(time.Minute)})
+	p := e.join(e.eng, "open", room.JoinProof{Bits: 4, Nonce: nonce(t, "open-n", true), Until: e.clk.Now().Add(time.Minute)})
 	if n := reads.n.Load(); n != 1 || residue(p.Ticket.Seq) == 0 {
 		t.Errorf("a proof in the open room with lapsed settings: %d settings reads (want 1), shard %d", n, residue(p.Ticket.Seq)-1)
 	}

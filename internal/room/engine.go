@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +52,7 @@ type Scripter interface {
 	SMembers(ctx context.Context, key string) *redis.StringSliceCmd
 	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
 	HGet(ctx context.Context, key, field string) *redis.StringCmd
+	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
 	ZAdd(ctx context.Context, key string, members ...redis.Z) *redis.IntCmd
 	Pipeline() redis.Pipeliner
 }
@@ -252,10 +254,15 @@ type JoinProof struct {
 // round trip (AllowEnqueue is the limit alone).
 func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof) (Place, error) {
 	have := e.cached(room)
-	if proof.Nonce != "" && e.wouldSpread(have) && !e.spreads(have) {
+	// A proof is spent where its nonce says (nonceSpreads): one issued while
+	// the room spread its joins on its arrival shard, any other on the room's
+	// shard, wherever it joins, so it joins once across an opening, a pause or
+	// a closing. The engine reads settings that lapsed first when the proof
+	// may join on its shard, or must be spent there.
+	if proof.Nonce != "" && !e.fresh(have) && (e.wouldSpread(have) || nonceSpreads(proof.Nonce)) {
 		have = e.reconfirm(ctx, room, have)
 	}
-	if e.spreads(have) {
+	if e.spreads(have) && (proof.Nonce == "" || nonceSpreads(proof.Nonce)) {
 		p, err := e.arrive(ctx, room, visitor, proof, have)
 		if !errors.Is(err, errFenced) {
 			return p, err
@@ -279,6 +286,15 @@ func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof
 	ttl, limited := int64(0), 0
 	if proof.Nonce != "" {
 		keys[0], ttl = k.Proof(proof.Nonce), max(1, proof.Until.Sub(e.clock()).Milliseconds())
+		if c := have.cfg; nonceSpreads(proof.Nonce) && c.JoinShards > 0 && c.JoinChallengeBits > 0 && c.Mode != ModeClosed {
+			// Issued while the room spread, joining on its shard now: spent
+			// on its arrival shard first, and not again here (enqueue.lua's
+			// time left of -1). A join refused here wastes it.
+			if err := e.spendOnShard(ctx, room, proof, c.JoinShards); err != nil {
+				return Place{}, err
+			}
+			ttl = -1
+		}
 	}
 	if proof.Client != "" {
 		keys[1], limited = k.Limiter(clientHash(proof.Client)), 1
@@ -292,9 +308,34 @@ func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof
 			// The room's arrival shards, for the challenge to fit the client's (Accepts).
 			have = e.reconfirm(ctx, room, have)
 		}
-		return Place{}, fitChallenge(err, have.cfg.JoinShards, proof.Client)
+		return Place{}, fitChallenge(err, e.wouldSpread(have), have.cfg.JoinShards, proof.Client)
 	}
 	return e.place(enqueueCmd, Ticket{Room: room, Visitor: visitor}, have, reply)
+}
+
+// spendOnShard spends a proof on the arrival shard its nonce picks, for a
+// join on the room's shard (Join): ErrChallengeSpent if it was spent there.
+func (e *Engine) spendOnShard(ctx context.Context, room string, proof JoinProof, shards int64) error {
+	key := ArrivalKeysFor(room, shardOf(proof, "", shards)).Proof(proof.Nonce)
+	ok, err := e.rdb.SetNX(ctx, key, "1", max(time.Millisecond, proof.Until.Sub(e.clock()))).Result()
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: spend the proof on its arrival shard: %w", ErrUnavailable, err)
+	case !ok:
+		return ErrChallengeSpent
+	}
+	return nil
+}
+
+// nonceSpreads reports whether a challenge's nonce was issued for a room that
+// spreads its joins (ChallengeError.Accepts): its proof is spent on the
+// arrival shard the nonce picks, whatever shard it joins on; any other is
+// spent on the room's shard. One bit of the nonce's FNV-1 hash (shardOf
+// takes FNV-1a's), so the challenge service needs to know nothing of it.
+func nonceSpreads(nonce string) bool {
+	h := fnv.New32()
+	h.Write([]byte(nonce))
+	return h.Sum32()&1 == 1
 }
 
 // joinRefusal reads a join script's refusals (enqueue.lua, arrive.lua): a
@@ -322,8 +363,11 @@ func joinRefusal(s script, reply []any) (refused bool, err error) {
 // join challenge of Bits. It wraps ErrChallengeRequired.
 type ChallengeError struct {
 	Bits int
-	// The room's arrival shards (joinShards) and the refused client's
-	// address, when the engine knows them (Accepts).
+	// Whether the room spread its joins when it refused (its challenge's
+	// proof is then spent on an arrival shard: nonceSpreads), its arrival
+	// shards (joinShards) and the refused client's address, when the engine
+	// knows them (Accepts).
+	spread bool
 	shards int64
 	client string
 }
@@ -336,26 +380,32 @@ func (e *ChallengeError) Error() string {
 func (e *ChallengeError) Unwrap() error { return ErrChallengeRequired }
 
 // Accepts reports whether a challenge with this nonce suits the refused
-// client. A proof joins through the arrival shard its nonce picks (so a nonce
-// is spent in one place), and the client's join limit is counted on that
-// shard: a challenge issued with a nonce Accepts takes the client's proofs to
-// the shard its joins without one go to, so its limit holds however many
-// proofs it brings (TestJoinChallengeKeepsAClientOnOneShard). Any nonce suits
-// a room whose joins are not spread, and a join with no address. A change of
-// joinShards within the challenge's life may send a proof elsewhere.
+// client. A proof is spent in one place, which its nonce says
+// (nonceSpreads): on the room's shard where the room did not spread its
+// joins when it refused, else on the arrival shard the nonce picks, where
+// the proof joins while the room spreads. The client's join limit is counted
+// on that shard: a challenge issued with a nonce Accepts takes the client's
+// proofs to the shard its joins without one go to, so its limit holds however
+// many proofs it brings (TestJoinChallengeKeepsAClientOnOneShard); any shard
+// suits a join with no address. A change of joinShards within the
+// challenge's life may send a proof elsewhere.
 func (e *ChallengeError) Accepts(nonce string) bool {
-	if e.shards <= 0 || e.client == "" {
+	if nonceSpreads(nonce) != (e.spread && e.shards > 0) {
+		return false
+	}
+	if !e.spread || e.shards <= 0 || e.client == "" {
 		return true
 	}
 	return shardOf(JoinProof{Nonce: nonce}, "", e.shards) == shardOf(JoinProof{Client: e.client}, "", e.shards)
 }
 
-// fitChallenge gives a join's *ChallengeError the room's arrival shards and
-// the client (Accepts); it returns any other error as it is.
-func fitChallenge(err error, shards int64, client string) error {
+// fitChallenge gives a join's *ChallengeError whether the room spreads its
+// joins, its arrival shards and the client (Accepts); it returns any other
+// error as it is.
+func fitChallenge(err error, spread bool, shards int64, client string) error {
 	var ce *ChallengeError
 	if errors.As(err, &ce) {
-		ce.shards, ce.client = shards, client
+		ce.spread, ce.shards, ce.client = spread, shards, client
 	}
 	return err
 }

@@ -71,7 +71,7 @@ func TestSettingsChangeFencesArrivalShards(t *testing.T) {
 		}
 		// The engine holds the new settings now: a proof joins on its shard.
 		until := e.clk.Now().Add(time.Minute)
-		if p := e.join(e.eng, "d", room.JoinProof{Bits: 8, Nonce: "n-after", Until: until}); residue(p.Ticket.Seq) == 0 {
+		if p := e.join(e.eng, "d", room.JoinProof{Bits: 8, Nonce: nonce(t, "n-after", true), Until: until}); residue(p.Ticket.Seq) == 0 {
 			t.Errorf("a proof after the change went to the room's shard")
 		}
 	})
@@ -172,13 +172,13 @@ func TestJoinDuringASettingsChange(t *testing.T) {
 				t.Errorf("join %d during a change: sequence %d, %v; want it on the room's shard", i, p.Ticket.Seq, err)
 			}
 		}
-		until := e.clk.Now().Add(time.Minute)
-		if _, err := e.eng.Join(e.ctx, e.room, "p", room.JoinProof{Nonce: "n-during", Until: until}); !errors.Is(err, room.ErrUnavailable) {
+		until, during := e.clk.Now().Add(time.Minute), nonce(t, "n-during", true)
+		if _, err := e.eng.Join(e.ctx, e.room, "p", room.JoinProof{Nonce: during, Until: until}); !errors.Is(err, room.ErrUnavailable) {
 			t.Errorf("a proof during a change: %v, want ErrUnavailable", err)
 		}
 		// The nonce was spent nowhere: it joins once the change is stored.
 		e.put(*spreadRoom(nil))
-		if p := e.join(e.eng, "p", room.JoinProof{Nonce: "n-during", Until: until}); residue(p.Ticket.Seq) == 0 {
+		if p := e.join(e.eng, "p", room.JoinProof{Nonce: during, Until: until}); residue(p.Ticket.Seq) == 0 {
 			t.Errorf("the proof after the change went to the room's shard")
 		}
 	})
