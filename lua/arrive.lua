@@ -23,7 +23,10 @@ local bits = tonumber(ARGV[3])
 if bits > (tonumber(ARGV[4]) or 0) then return {'challenge', bits} end
 local wait = limit_client(tonumber(ARGV[6]), KEYS[4], now)
 if wait > 0 then return {'limited', wait} end
-if bits > 0 and not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[5]) then return {'spent'} end
+-- A proof is spent even where no challenge is asked now, refused only where one is (enqueue.lua).
+if tonumber(ARGV[5]) > 0 and not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[5]) and bits > 0 then
+  return {'spent'}
+end
 local m = member(next_seq(tonumber(st[1]), tonumber(ARGV[2])))
 redis.call('HSET', KEYS[1], 'seq', m)
 local n = redis.call('RPUSH', KEYS[2], m .. ':' .. ARGV[1])

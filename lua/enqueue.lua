@@ -7,8 +7,9 @@
 -- ARGV[2] -> visitor id (server-generated; salts the pre-queue draw)
 -- ARGV[3] -> the settings version the caller has cached ('' or absent for none)
 -- ARGV[4] -> join-challenge bits the caller verified (0: no proof)
--- ARGV[5] -> the challenge's time left (ms); 0 when there is no proof, -1 when the engine spent the
---            proof on its arrival shard (room.Engine.Join: a challenge issued while the room spread)
+-- ARGV[5] -> the challenge's time left (ms); 0 when there is no proof; for a proof the engine spends
+--            on its arrival shard instead (room.Engine.Join: a challenge issued while the room spread),
+--            -1 when it spent it now, -2 when it was spent before
 -- ARGV[6] -> 1 when KEYS[10] is a client's limiter, 0 for none (absent: 1 if KEYS[10] is given)
 -- Returns the place shape of lib.lua's reply, state one of:
 --   'prequeue' (draw set; position: the place at the opening, not shown), 'waiting', 'admitted' (deadline set);
@@ -17,7 +18,8 @@
 --   {'limited', wait ms} when the client joined more often than clientEnqueuePerMinute.
 -- Checked in this order, each refusal spending nothing after it: closed, the
 -- challenge's work, the client's limit (a join refused for the work is not
--- counted), the proof's nonce (a limited join does not spend it), then the join.
+-- counted), the proof's nonce (a limited join does not spend it; a join with
+-- a proof spends it even in a room that asks none), then the join.
 -- The sequence is lib.lua's next_seq: above the last, at least Redis server time
 -- in microseconds (on purpose, so numbers issued after a data loss stay above
 -- every ticket issued before it), ≡ 0 modulo 16 (arrival shards issue the others).
@@ -38,9 +40,12 @@ local limiter = KEYS[10]
 if ARGV[6] and ARGV[6] ~= '1' then limiter = nil end
 local wait = limit_client(cfg.clientLimit, limiter, now)
 if wait > 0 then return {'limited', wait} end
-if cfg.challengeBits > 0 and ARGV[5] ~= '-1' and not redis.call('SET', KEYS[9], '1', 'NX', 'PX', ARGV[5]) then
-  return {'spent'}
-end
+-- A proof is spent whether or not the room asks one now (so a challenge turned
+-- off and on again within its life does not let it join twice), and refused
+-- as spent only where one is asked.
+local left = tonumber(ARGV[5]) or 0
+local spent = left == -2 or (left > 0 and not redis.call('SET', KEYS[9], '1', 'NX', 'PX', ARGV[5]))
+if spent and cfg.challengeBits > 0 then return {'spent'} end
 
 local seq = next_seq(tonumber(redis.call('HGET', K_ST, 'seq')), 0)
 local m = member(seq)

@@ -90,9 +90,9 @@ func (h *Handler) enqueue(ctx context.Context, r *request) (events.APIGatewayV2H
 		// The refusal carries the challenge to solve: no extra round trip.
 		var b challengeBody
 		b.Error.Code, b.Error.Message = "challenge_required", "solve the join challenge, then join with its solution"
-		// Its nonce takes the proof to the arrival shard that counts this
-		// client's joins, in a room whose joins are spread.
-		b.Challenge = h.o.Challenges.IssueFor(r.room, ce.Bits, r.now, ce.Accepts)
+		// Its nonce says where the proof is spent, and in a room whose joins
+		// are spread takes it to the arrival shard that counts this client's.
+		b.Challenge = h.o.Challenges.IssueFor(r.room, ce.Bits, r.now, ce.NoncePrefix(), ce.Accepts)
 		return jsonResponse(http.StatusForbidden, b), nil
 	}
 	if errors.Is(err, room.ErrClosed) {

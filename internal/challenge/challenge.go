@@ -76,24 +76,28 @@ type Proof struct {
 
 // Issue makes a challenge of the given difficulty for a room.
 func (c *Challenges) Issue(room string, difficulty int, now time.Time) Challenge {
-	return c.IssueFor(room, difficulty, now, nil)
+	return c.IssueFor(room, difficulty, now, "", nil)
 }
 
-// fitTries bounds the random nonces IssueFor draws: with 1 in 30 accepted (a
-// room's most arrival shards, and half the nonces, those whose proofs are
-// spent on the room's shard), all of them fail about once in 30 million.
-const fitTries = 512
+// fitTries bounds the random nonces IssueFor draws: with 1 in 15 accepted
+// (a room's most arrival shards), all of them fail about once in 50 million.
+const fitTries = 256
 
-// IssueFor is Issue with a nonce that accept approves, when it is not nil:
-// the first of up to fitTries random ones (the last one if none is). A room
-// whose joins are spread asks it so that the proof joins where the client's
-// joins go (room.ChallengeError.Accepts).
-func (c *Challenges) IssueFor(room string, difficulty int, now time.Time, accept func(nonce string) bool) Challenge {
+// IssueFor is Issue with a nonce that begins with prefix (which the room
+// chooses: room.ChallengeError.NoncePrefix; one with a dot is left out) and
+// that accept approves, when it is not nil: the first of up to fitTries
+// random ones (the last one if none is). A room whose joins are spread asks
+// it so that the proof joins where the client's joins go
+// (room.ChallengeError.Accepts).
+func (c *Challenges) IssueFor(room string, difficulty int, now time.Time, prefix string, accept func(nonce string) bool) Challenge {
+	if strings.Contains(prefix, ".") {
+		prefix = ""
+	}
 	n := make([]byte, 12)
 	var nonce string
 	for range fitTries {
 		rand.Read(n) // never fails (crypto/rand, Go ≥ 1.24)
-		nonce = base64.RawURLEncoding.EncodeToString(n)
+		nonce = prefix + base64.RawURLEncoding.EncodeToString(n)
 		if accept == nil || accept(nonce) {
 			break
 		}

@@ -70,21 +70,21 @@ func TestZeroDifficulty(t *testing.T) {
 	}
 }
 
-// IssueFor's nonce is one its accept approves; one that approves none still
-// gets a valid challenge (the last nonce drawn).
+// IssueFor's nonce begins with the prefix and is one its accept approves; one
+// that approves none still gets a valid challenge (the last nonce drawn).
 func TestIssueForFitsTheNonce(t *testing.T) {
 	c := challenge.New([]byte("0123456789abcdef0123456789abcdef"))
 	now := time.Now()
 	fits := func(n string) bool { return n[0] >= 'A' && n[0] <= 'D' } // 1 in 16, as 15 shards give
 	for range 20 {
-		ch := c.IssueFor("demo", 2, now, fits)
+		ch := c.IssueFor("demo", 2, now, "s3-", func(n string) bool { return fits(strings.TrimPrefix(n, "s3-")) })
 		p, err := c.Verify(ch.Value, challenge.Solve(ch), "demo", now)
-		if err != nil || !fits(p.Nonce) {
-			t.Fatalf("IssueFor: nonce %q, %v; want one that fits", p.Nonce, err)
+		if err != nil || !strings.HasPrefix(p.Nonce, "s3-") || !fits(p.Nonce[3:]) {
+			t.Fatalf("IssueFor: nonce %q, %v; want one with the prefix that fits", p.Nonce, err)
 		}
 	}
 	var tries int
-	ch := c.IssueFor("demo", 2, now, func(string) bool { tries++; return false })
+	ch := c.IssueFor("demo", 2, now, "", func(string) bool { tries++; return false })
 	if _, err := c.Verify(ch.Value, challenge.Solve(ch), "demo", now); err != nil || tries < 2 {
 		t.Fatalf("IssueFor with nothing accepted: %v after %d tries", err, tries)
 	}

@@ -221,8 +221,8 @@ func TestArrivalShardChecks(t *testing.T) {
 		e.clk.Advance(1500 * time.Millisecond)
 		until := e.clk.Now().Add(time.Minute)
 		// Nonces as a challenge of the spread room carries them: spent on their shard.
-		n2, n3 := nonce(t, "n2-", true), nonce(t, "n3-", true)
-		e.join(e.eng, "e", room.JoinProof{Bits: 4, Nonce: nonce(t, "n-confirm", true), Until: until})
+		n2, n3 := nonce("n2-", true), nonce("n3-", true)
+		e.join(e.eng, "e", room.JoinProof{Bits: 4, Nonce: nonce("n-confirm", true), Until: until})
 		var ce *room.ChallengeError
 		if _, err := e.eng.Join(e.ctx, e.room, "f", room.JoinProof{Bits: 2, Nonce: "n1", Until: until}); !errors.As(err, &ce) || ce.Bits != 4 {
 			t.Errorf("join with 2 bits of 4: %v", err)
@@ -569,7 +569,7 @@ func TestArrivalProofReadsSettingsOnlyWhereJoinsSpread(t *testing.T) {
 	for i := range 5 {
 		e.clk.Advance(1500 * time.Millisecond) // the engine's settings lapse before every join
 		// A challenge issued before the opening: its proof is spent on the room's shard.
-		n := nonce(t, fmt.Sprintf("pre-n%d-", i), false)
+		n := nonce(fmt.Sprintf("pre-n%d", i), false)
 		p := e.join(e.eng, fmt.Sprintf("pre%d", i), room.JoinProof{Bits: 4, Nonce: n, Until: until})
 		if p.State != room.StatePrequeue {
 			t.Fatalf("join before the opening: %s", p.State)
@@ -581,7 +581,7 @@ func TestArrivalProofReadsSettingsOnlyWhereJoinsSpread(t *testing.T) {
 	// Past the opening the settings held say the joins spread, but they lapsed:
 	// one read, and the proof goes to its shard.
 	e.clk.Advance(2 * time.Hour)
-	p := e.join(e.eng, "open", room.JoinProof{Bits: 4, Nonce: nonce(t, "open-n", true), Until: e.clk.Now().Add(time.Minute)})
+	p := e.join(e.eng, "open", room.JoinProof{Bits: 4, Nonce: nonce("open-n", true), Until: e.clk.Now().Add(time.Minute)})
 	if n := reads.n.Load(); n != 1 || residue(p.Ticket.Seq) == 0 {
 		t.Errorf("a proof in the open room with lapsed settings: %d settings reads (want 1), shard %d", n, residue(p.Ticket.Seq)-1)
 	}

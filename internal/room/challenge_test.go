@@ -122,7 +122,7 @@ func TestJoinLimit(t *testing.T) {
 // shard the client's joins go to: a proof with such a nonce is limited with
 // the client's other joins. An engine that never read the room's settings
 // reads them for it; a room whose joins are not spread accepts the nonces
-// whose proofs are spent on its own shard (room.NonceSpreads false).
+// whose proofs are spent on its own shard (no NoncePrefix).
 func TestChallengeFitsTheClientsShard(t *testing.T) {
 	c := redistest.Single(t)
 	e := newEnv(t, c, spreadRoom(func(c *room.Config) { c.JoinChallengeBits = 4; c.ClientEnqueuePerMinute = 10 }))
@@ -132,12 +132,15 @@ func TestChallengeFitsTheClientsShard(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Fatalf("join without a proof: %v, want a challenge", err)
 	}
+	if ce.NoncePrefix() != "s3-" {
+		t.Fatalf("a challenge of a room spread over 3 shards begins its nonce with %q, want s3-", ce.NoncePrefix())
+	}
 	var fit, other []string
 	for i := range 200 {
-		n := fmt.Sprintf("nonce-%d", i)
+		n := fmt.Sprintf("%snonce-%d", ce.NoncePrefix(), i)
 		if ce.Accepts(n) {
 			fit = append(fit, n)
-		} else if room.NonceSpreads(n) { // of another shard
+		} else {
 			other = append(other, n)
 		}
 	}
@@ -163,9 +166,15 @@ func TestChallengeFitsTheClientsShard(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Fatalf("join without a proof: %v, want a challenge", err)
 	}
+	if p := ce.NoncePrefix(); p != "" {
+		t.Fatalf("a room whose joins are not spread begins its nonces with %q", p)
+	}
 	for i := range 50 {
-		if n := fmt.Sprintf("nonce-%d", i); ce.Accepts(n) == room.NonceSpreads(n) {
-			t.Fatalf("a room whose joins are not spread: nonce %s accepted %v, spreads %v", n, ce.Accepts(n), room.NonceSpreads(n))
+		if n := fmt.Sprintf("nonce-%d", i); !ce.Accepts(n) {
+			t.Fatalf("a room whose joins are not spread refused nonce %s", n)
+		}
+		if n := fmt.Sprintf("s3-nonce-%d", i); ce.Accepts(n) {
+			t.Fatalf("a room whose joins are not spread accepted nonce %s, of a spread room's", n)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,6 +52,7 @@ type Scripter interface {
 	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
 	HGet(ctx context.Context, key, field string) *redis.StringCmd
 	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+	Del(ctx context.Context, keys ...string) *redis.IntCmd
 	ZAdd(ctx context.Context, key string, members ...redis.Z) *redis.IntCmd
 	Pipeline() redis.Pipeliner
 }
@@ -251,25 +251,31 @@ type JoinProof struct {
 // *ChallengeError; a client over the room's clientEnqueuePerMinute gets a
 // *RetryError (ErrRateLimited); a proof already used refuses with
 // ErrChallengeSpent. The checks, the spend and the join are one script, one
-// round trip (AllowEnqueue is the limit alone).
+// round trip (AllowEnqueue is the limit alone), but for a proof of a spread
+// room that joins on the room's shard, spent on its arrival shard first.
 func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof) (Place, error) {
 	have := e.cached(room)
-	// A proof is spent where its nonce says (nonceSpreads): one issued while
-	// the room spread its joins on its arrival shard, any other on the room's
-	// shard, wherever it joins, so it joins once across an opening, a pause or
-	// a closing. The engine reads settings that lapsed first when the proof
-	// may join on its shard, or must be spent there.
-	if proof.Nonce != "" && !e.fresh(have) && (e.wouldSpread(have) || nonceSpreads(proof.Nonce)) {
+	// A proof is spent where its nonce says (nonceShards): one issued while
+	// the room spread its joins over k shards on the shard it picks of those
+	// k, any other on the room's shard, wherever it joins, so it joins once
+	// across an opening, a pause, a closing or a change of joinShards. The
+	// engine reads settings that lapsed first when the proof may join on its
+	// shard, or must be spent there.
+	spentOn := nonceShards(proof.Nonce)
+	if proof.Nonce != "" && !e.fresh(have) && (e.wouldSpread(have) || spentOn > 0) {
 		have = e.reconfirm(ctx, room, have)
 	}
-	if e.spreads(have) && (proof.Nonce == "" || nonceSpreads(proof.Nonce)) {
+	onShard := func(v versioned) bool {
+		return e.spreads(v) && (proof.Nonce == "" || spentOn == v.cfg.JoinShards)
+	}
+	if onShard(have) {
 		p, err := e.arrive(ctx, room, visitor, proof, have)
 		if !errors.Is(err, errFenced) {
 			return p, err
 		}
 		// The settings changed since the engine confirmed them: read them, and
 		// join as they say now.
-		if have = e.reconfirm(ctx, room, have); e.spreads(have) {
+		if have = e.reconfirm(ctx, room, have); onShard(have) {
 			if p, err := e.arrive(ctx, room, visitor, proof, have); !errors.Is(err, errFenced) {
 				return p, err
 			}
@@ -286,14 +292,20 @@ func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof
 	ttl, limited := int64(0), 0
 	if proof.Nonce != "" {
 		keys[0], ttl = k.Proof(proof.Nonce), max(1, proof.Until.Sub(e.clock()).Milliseconds())
-		if c := have.cfg; nonceSpreads(proof.Nonce) && c.JoinShards > 0 && c.JoinChallengeBits > 0 && c.Mode != ModeClosed {
+		if spentOn > 0 {
 			// Issued while the room spread, joining on its shard now: spent
-			// on its arrival shard first, and not again here (enqueue.lua's
-			// time left of -1). A join refused here wastes it.
-			if err := e.spendOnShard(ctx, room, proof, c.JoinShards); err != nil {
+			// on its arrival shard first, and never here. The room's shard
+			// decides, as the settings are now, whether it needed a proof
+			// (enqueue.lua's time left: -1 spent now, -2 spent before). A join
+			// refused there gives it back.
+			first, err := e.spendOnShard(ctx, room, proof, spentOn)
+			if err != nil {
 				return Place{}, err
 			}
-			ttl = -1
+			ttl = -2
+			if first {
+				ttl = -1
+			}
 		}
 	}
 	if proof.Client != "" {
@@ -303,39 +315,57 @@ func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof
 	if err != nil {
 		return Place{}, err
 	}
-	if refused, err := joinRefusal(enqueueCmd, reply); refused {
-		if have.ver == "" && errors.Is(err, ErrChallengeRequired) {
+	refused, rerr := joinRefusal(enqueueCmd, reply)
+	if w := word(reply); ttl == -1 && (refused || w == wordClosed || w == wordNoRoom) {
+		// A refusal spends nothing: the proof spent on its shard for this join
+		// is given back (best effort; a failure only wastes it).
+		e.unspendOnShard(ctx, room, proof, spentOn)
+	}
+	if refused {
+		if have.ver == "" && errors.Is(rerr, ErrChallengeRequired) {
 			// The room's arrival shards, for the challenge to fit the client's (Accepts).
 			have = e.reconfirm(ctx, room, have)
 		}
-		return Place{}, fitChallenge(err, e.wouldSpread(have), have.cfg.JoinShards, proof.Client)
+		return Place{}, fitChallenge(rerr, e.wouldSpread(have), have.cfg.JoinShards, proof.Client)
 	}
 	return e.place(enqueueCmd, Ticket{Room: room, Visitor: visitor}, have, reply)
 }
 
-// spendOnShard spends a proof on the arrival shard its nonce picks, for a
-// join on the room's shard (Join): ErrChallengeSpent if it was spent there.
-func (e *Engine) spendOnShard(ctx context.Context, room string, proof JoinProof, shards int64) error {
+// unspendOnShard gives back a proof spendOnShard spent for a join the room's
+// shard refused.
+func (e *Engine) unspendOnShard(ctx context.Context, room string, proof JoinProof, shards int64) {
 	key := ArrivalKeysFor(room, shardOf(proof, "", shards)).Proof(proof.Nonce)
-	ok, err := e.rdb.SetNX(ctx, key, "1", max(time.Millisecond, proof.Until.Sub(e.clock()))).Result()
-	switch {
-	case err != nil:
-		return fmt.Errorf("%w: spend the proof on its arrival shard: %w", ErrUnavailable, err)
-	case !ok:
-		return ErrChallengeSpent
-	}
-	return nil
+	e.rdb.Del(ctx, key)
 }
 
-// nonceSpreads reports whether a challenge's nonce was issued for a room that
-// spreads its joins (ChallengeError.Accepts): its proof is spent on the
-// arrival shard the nonce picks, whatever shard it joins on; any other is
-// spent on the room's shard. One bit of the nonce's FNV-1 hash (shardOf
-// takes FNV-1a's), so the challenge service needs to know nothing of it.
-func nonceSpreads(nonce string) bool {
-	h := fnv.New32()
-	h.Write([]byte(nonce))
-	return h.Sum32()&1 == 1
+// spendOnShard spends a proof on the arrival shard its nonce picks of shards,
+// for a join on the room's shard (Join); first is false when it was spent
+// there before.
+func (e *Engine) spendOnShard(ctx context.Context, room string, proof JoinProof, shards int64) (first bool, err error) {
+	key := ArrivalKeysFor(room, shardOf(proof, "", shards)).Proof(proof.Nonce)
+	first, err = e.rdb.SetNX(ctx, key, "1", max(time.Millisecond, proof.Until.Sub(e.clock()))).Result()
+	if err != nil {
+		return false, fmt.Errorf("%w: spend the proof on its arrival shard: %w", ErrUnavailable, err)
+	}
+	return first, nil
+}
+
+// nonceShards is the arrival shards a challenge's nonce was issued for, k
+// when the room spread its joins over k shards (ChallengeError.NoncePrefix,
+// "s<k>-"): its proof is spent on the shard the nonce picks of those k,
+// whatever shard it joins on. 0 for any other nonce, whose proof is spent on
+// the room's shard.
+func nonceShards(nonce string) int64 {
+	rest, ok := strings.CutPrefix(nonce, "s")
+	if !ok {
+		return 0
+	}
+	k, _, ok := strings.Cut(rest, "-")
+	n, err := strconv.ParseInt(k, 10, 64)
+	if !ok || err != nil || n < 1 || n > MaxJoinShards {
+		return 0
+	}
+	return n
 }
 
 // joinRefusal reads a join script's refusals (enqueue.lua, arrive.lua): a
@@ -380,23 +410,45 @@ func (e *ChallengeError) Error() string {
 func (e *ChallengeError) Unwrap() error { return ErrChallengeRequired }
 
 // Accepts reports whether a challenge with this nonce suits the refused
-// client. A proof is spent in one place, which its nonce says
-// (nonceSpreads): on the room's shard where the room did not spread its
-// joins when it refused, else on the arrival shard the nonce picks, where
-// the proof joins while the room spreads. The client's join limit is counted
-// on that shard: a challenge issued with a nonce Accepts takes the client's
-// proofs to the shard its joins without one go to, so its limit holds however
-// many proofs it brings (TestJoinChallengeKeepsAClientOnOneShard); any shard
-// suits a join with no address. A change of joinShards within the
-// challenge's life may send a proof elsewhere.
+// client. A proof is spent in one place, which its nonce says (NoncePrefix,
+// nonceShards): on the room's shard where the room did not spread its joins
+// when it refused, else on the arrival shard the nonce picks, where the
+// proof joins while the room spreads over as many. The client's join limit
+// is counted on that shard: a challenge issued with a nonce Accepts takes the
+// client's proofs to the shard its joins without one go to, so its limit
+// holds however many proofs it brings (TestJoinChallengeKeepsAClientOnOneShard);
+// any shard suits a join with no address. After a change of joinShards
+// within the challenge's life the proof joins on the room's shard, and is
+// spent on its own.
 func (e *ChallengeError) Accepts(nonce string) bool {
-	if nonceSpreads(nonce) != (e.spread && e.shards > 0) {
+	k := nonceShards(nonce)
+	if k != e.spreadOver() {
 		return false
 	}
-	if !e.spread || e.shards <= 0 || e.client == "" {
+	if k == 0 || e.client == "" {
 		return true
 	}
-	return shardOf(JoinProof{Nonce: nonce}, "", e.shards) == shardOf(JoinProof{Client: e.client}, "", e.shards)
+	return shardOf(JoinProof{Nonce: nonce}, "", k) == shardOf(JoinProof{Client: e.client}, "", k)
+}
+
+// NoncePrefix is how the nonce of the challenge to issue begins: "s<k>-" in
+// a room that spread its joins over k arrival shards when it refused, so the
+// proof is spent on one of those k whatever the room does later (nonceShards);
+// "" in any other, whose proofs are spent on the room's shard.
+func (e *ChallengeError) NoncePrefix() string {
+	if k := e.spreadOver(); k > 0 {
+		return "s" + strconv.FormatInt(k, 10) + "-"
+	}
+	return ""
+}
+
+// spreadOver is the arrival shards the refusing room spread its joins over, 0
+// when it did not.
+func (e *ChallengeError) spreadOver() int64 {
+	if !e.spread || e.shards <= 0 {
+		return 0
+	}
+	return min(e.shards, MaxJoinShards)
 }
 
 // fitChallenge gives a join's *ChallengeError whether the room spreads its

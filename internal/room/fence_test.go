@@ -71,7 +71,7 @@ func TestSettingsChangeFencesArrivalShards(t *testing.T) {
 		}
 		// The engine holds the new settings now: a proof joins on its shard.
 		until := e.clk.Now().Add(time.Minute)
-		if p := e.join(e.eng, "d", room.JoinProof{Bits: 8, Nonce: nonce(t, "n-after", true), Until: until}); residue(p.Ticket.Seq) == 0 {
+		if p := e.join(e.eng, "d", room.JoinProof{Bits: 8, Nonce: nonce("n-after", true), Until: until}); residue(p.Ticket.Seq) == 0 {
 			t.Errorf("a proof after the change went to the room's shard")
 		}
 	})
@@ -172,7 +172,7 @@ func TestJoinDuringASettingsChange(t *testing.T) {
 				t.Errorf("join %d during a change: sequence %d, %v; want it on the room's shard", i, p.Ticket.Seq, err)
 			}
 		}
-		until, during := e.clk.Now().Add(time.Minute), nonce(t, "n-during", true)
+		until, during := e.clk.Now().Add(time.Minute), nonce("n-during", true)
 		if _, err := e.eng.Join(e.ctx, e.room, "p", room.JoinProof{Nonce: during, Until: until}); !errors.Is(err, room.ErrUnavailable) {
 			t.Errorf("a proof during a change: %v, want ErrUnavailable", err)
 		}
@@ -186,7 +186,9 @@ func TestJoinDuringASettingsChange(t *testing.T) {
 
 // Whatever the settings and whatever each engine last confirmed, a join is
 // answered as the settings stored last say, at once: closed, the challenge's
-// work, or a place made under those settings. Engines that join through
+// work, or a place made under those settings; and a proof joins once, across
+// every change (the nonces are of challenges issued as the room spread its
+// joins over 3 or 5 shards, or did not). Engines that join through
 // arrival shards with settings confirmed less than a second ago are the case
 // fences are for; clock steps over a second make them confirm on the room's
 // shard again.
@@ -217,6 +219,7 @@ func TestSettingsHoldAtOnce(t *testing.T) {
 				return stored
 			}
 			cfg := put()
+			spent := map[string]bool{} // the proofs that joined (spent, whether or not a challenge was asked)
 			for i := range 30 {
 				switch rapid.SampledFrom([]string{"join", "join", "join", "put", "advance", "tick"}).Draw(rt, "action") {
 				case "put":
@@ -231,7 +234,10 @@ func TestSettingsHoldAtOnce(t *testing.T) {
 					eng := engs[rapid.IntRange(0, len(engs)-1).Draw(rt, "engine")]
 					proof := room.JoinProof{Client: fmt.Sprintf("10.10.%d.%d", run%250, i)}
 					if rapid.Bool().Draw(rt, "proof") {
-						proof.Bits, proof.Nonce, proof.Until = 4, fmt.Sprintf("n-%d-%d", run, i), clk.Now().Add(time.Minute)
+						// A few nonces, used again, of challenges issued with the
+						// room not spread or spread over 3 or 5 shards.
+						n := rapid.SampledFrom([]string{"", "s3-", "s5-"}).Draw(rt, "issued") + strconv.Itoa(rapid.IntRange(0, 3).Draw(rt, "nonce"))
+						proof.Bits, proof.Nonce, proof.Until = 4, n, clk.Now().Add(time.Minute)
 					}
 					p, err := eng.Join(ctx, id, fmt.Sprintf("v%d", i), proof)
 					var ce *room.ChallengeError
@@ -244,10 +250,16 @@ func TestSettingsHoldAtOnce(t *testing.T) {
 						if !errors.As(err, &ce) || int64(ce.Bits) != cfg.JoinChallengeBits {
 							rt.Fatalf("join %d with %d bits where %d are asked: %v", i, proof.Bits, cfg.JoinChallengeBits, err)
 						}
+					case cfg.JoinChallengeBits > 0 && spent[proof.Nonce]:
+						if !errors.Is(err, room.ErrChallengeSpent) {
+							rt.Fatalf("join %d with proof %s, which joined before: %v (place %+v), want ErrChallengeSpent", i, proof.Nonce, err, p)
+						}
 					case err != nil:
 						rt.Fatalf("join %d: %v", i, err)
 					case p.Config != cfg:
 						rt.Fatalf("join %d answered under settings %+v, want the stored %+v", i, p.Config, cfg)
+					case proof.Nonce != "":
+						spent[proof.Nonce] = true
 					}
 				}
 			}

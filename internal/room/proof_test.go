@@ -11,20 +11,19 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// nonce is the first of prefix0, prefix1… that spreads (a challenge issued
-// while the room spreads its joins carries one) or not.
-func nonce(t testing.TB, prefix string, spreads bool) string {
-	for i := range 1000 {
-		if n := fmt.Sprintf("%s%d", prefix, i); room.NonceSpreads(n) == spreads {
-			return n
-		}
+// nonce is a nonce named name as a challenge carries it: of a room that
+// spreads its joins over spreadRoom's 3 shards (spent on one of them), or of
+// one that does not (spent on the room's shard).
+func nonce(name string, spreads bool) string {
+	if spreads {
+		return "s3-" + name
 	}
-	t.Fatalf("no nonce %s… that spreads: %v", prefix, spreads)
-	return ""
+	return name
 }
 
-// challenged is the challenge a join without a proof is refused with, and the
-// first nonce prefix0, prefix1… a challenge issued for it may carry.
+// challenged is the first nonce a challenge issued for a join refused now
+// may carry, as challenge.IssueFor draws them: its NoncePrefix, then prefix0,
+// prefix1…
 func (e *env) challenged(client, prefix string) string {
 	e.t.Helper()
 	_, err := e.eng.Join(e.ctx, e.room, "ask-"+prefix, room.JoinProof{Client: client})
@@ -33,7 +32,7 @@ func (e *env) challenged(client, prefix string) string {
 		e.t.Fatalf("join without a proof: %v, want a ChallengeError", err)
 	}
 	for i := range 10_000 {
-		if n := fmt.Sprintf("%s%d", prefix, i); ce.Accepts(n) {
+		if n := fmt.Sprintf("%s%s%d", ce.NoncePrefix(), prefix, i); ce.Accepts(n) {
 			return n
 		}
 	}
@@ -108,6 +107,52 @@ func TestProofJoinsOnceAcrossAPause(t *testing.T) {
 			if _, err := e.eng.Join(e.ctx, e.room, "again-"+p.Nonce, p); !errors.Is(err, room.ErrChallengeSpent) {
 				t.Errorf("proof %s again after the pause: %v, want ErrChallengeSpent", p.Nonce, err)
 			}
+		}
+	})
+}
+
+// A proof joins once across a change of joinShards: it is spent on the shard
+// its nonce picks of the shards its challenge was issued for, and after the
+// change it joins on the room's shard, spent there first.
+func TestProofJoinsOnceAcrossAChangeOfShards(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		shards := func(k int64) room.Config {
+			return *spreadRoom(func(c *room.Config) { c.JoinChallengeBits = 4; c.JoinShards = k })
+		}
+		e := newEnv(t, rdb, nil)
+		e.put(shards(3))
+		until := e.clk.Now().Add(time.Minute)
+		used := room.JoinProof{Bits: 4, Nonce: e.challenged("10.13.0.1", "a"), Until: until, Client: "10.13.0.1"}
+		fresh := room.JoinProof{Bits: 4, Nonce: e.challenged("10.13.0.2", "b"), Until: until, Client: "10.13.0.2"}
+		if p := e.join(e.eng, "a", used); residue(p.Ticket.Seq) == 0 {
+			t.Fatalf("a proof of the spread room joined on the room's shard")
+		}
+		for _, k := range []int64{5, 2} {
+			e.put(shards(k))
+			if _, err := e.eng.Join(e.ctx, e.room, fmt.Sprintf("again%d", k), used); !errors.Is(err, room.ErrChallengeSpent) {
+				t.Errorf("a spent proof after joinShards went from 3 to %d: %v, want ErrChallengeSpent", k, err)
+			}
+		}
+		if p := e.join(e.eng, "b", fresh); residue(p.Ticket.Seq) != 0 {
+			t.Errorf("a proof of 3 shards in a room of 2 joined on shard %d, want the room's", residue(p.Ticket.Seq)-1)
+		}
+		e.put(shards(3))
+		if _, err := e.eng.Join(e.ctx, e.room, "b2", fresh); !errors.Is(err, room.ErrChallengeSpent) {
+			t.Errorf("that proof again, back at 3 shards: %v, want ErrChallengeSpent", err)
+		}
+
+		// A join the room's shard refuses spends nothing: the proof spent on
+		// its shard first is given back.
+		late := room.JoinProof{Bits: 4, Nonce: e.challenged("10.13.0.3", "c"), Until: until, Client: "10.13.0.3"}
+		closed := shards(3)
+		closed.Mode = room.ModeClosed
+		e.put(closed)
+		if _, err := e.eng.Join(e.ctx, e.room, "c", late); !errors.Is(err, room.ErrClosed) {
+			t.Fatalf("a proof in the closed room: %v, want ErrClosed", err)
+		}
+		e.put(shards(3))
+		if _, err := e.eng.Join(e.ctx, e.room, "c2", late); err != nil {
+			t.Errorf("the proof refused in the closed room, after the reopening: %v, want it joined", err)
 		}
 	})
 }
