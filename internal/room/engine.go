@@ -279,12 +279,9 @@ func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof
 			if p, err := e.arrive(ctx, room, visitor, proof, have); !errors.Is(err, errFenced) {
 				return p, err
 			}
-			// A change is under way (fenced, not stored yet): the room's shard
-			// decides, except for a proof, which is spent on its nonce's shard
-			// alone while the room spreads.
-			if proof.Nonce != "" {
-				return Place{}, fmt.Errorf("%w: the room's settings are changing", ErrUnavailable)
-			}
+			// A change is under way (fenced, not stored yet), or failed after
+			// it fenced: the room's shard decides (a proof spent on its shard
+			// first, below).
 		}
 	}
 	k := KeysFor(room)
@@ -394,7 +391,7 @@ func joinRefusal(s script, reply []any) (refused bool, err error) {
 type ChallengeError struct {
 	Bits int
 	// Whether the room spread its joins when it refused (its challenge's
-	// proof is then spent on an arrival shard: nonceSpreads), its arrival
+	// proof is then spent on an arrival shard: nonceShards), its arrival
 	// shards (joinShards) and the refused client's address, when the engine
 	// knows them (Accepts).
 	spread bool

@@ -140,9 +140,9 @@ func TestSettingsFenceNeverGoesBack(t *testing.T) {
 }
 
 // While a change is under way (the shards fenced, its settings not stored
-// yet), a join goes to the room's shard, which decides; a proof, spent on its
-// nonce's shard alone while the room spreads, is answered unavailable (503,
-// try again) rather than spent on the room's shard.
+// yet), or after one failed once it fenced, a join goes to the room's shard,
+// which decides; a proof is spent on its nonce's shard first, so it still
+// joins once.
 func TestJoinDuringASettingsChange(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, spreadRoom(nil))
@@ -172,14 +172,16 @@ func TestJoinDuringASettingsChange(t *testing.T) {
 				t.Errorf("join %d during a change: sequence %d, %v; want it on the room's shard", i, p.Ticket.Seq, err)
 			}
 		}
-		until, during := e.clk.Now().Add(time.Minute), nonce("n-during", true)
-		if _, err := e.eng.Join(e.ctx, e.room, "p", room.JoinProof{Nonce: during, Until: until}); !errors.Is(err, room.ErrUnavailable) {
-			t.Errorf("a proof during a change: %v, want ErrUnavailable", err)
+		until := e.clk.Now().Add(time.Minute)
+		during := room.JoinProof{Bits: 4, Nonce: nonce("n-during", true), Until: until}
+		if p, err := e.eng.Join(e.ctx, e.room, "p", during); err != nil || residue(p.Ticket.Seq) != 0 {
+			t.Errorf("a proof during a change: sequence %d, %v; want it on the room's shard", p.Ticket.Seq, err)
 		}
-		// The nonce was spent nowhere: it joins once the change is stored.
-		e.put(*spreadRoom(nil))
-		if p := e.join(e.eng, "p", room.JoinProof{Nonce: during, Until: until}); residue(p.Ticket.Seq) == 0 {
-			t.Errorf("the proof after the change went to the room's shard")
+		// It was spent on its own shard: once the change is stored, and the
+		// room asks a challenge, it joins there no more.
+		e.put(*spreadRoom(func(c *room.Config) { c.JoinChallengeBits = 4 }))
+		if _, err := e.eng.Join(e.ctx, e.room, "p2", during); !errors.Is(err, room.ErrChallengeSpent) {
+			t.Errorf("the proof again after the change: %v, want ErrChallengeSpent", err)
 		}
 	})
 }
