@@ -134,12 +134,12 @@ func (e *Engine) wouldSpread(have versioned) bool {
 // reconfirm reads a room's settings from its shard and caches them, confirmed
 // now; on an error, or for an unknown room, it returns have. Join calls it for
 // a proof whose engine's settings say the room spreads its joins now but were
-// confirmed more than confirmFor ago (not in a paused or closed room, nor
-// before the opening, where every join goes to the room's shard anyway): a
-// proof then still goes to the shard its nonce picks, so the room's shard and
-// an arrival shard never both spend one nonce. It also reads them for a join
-// refused for its challenge by an engine that holds no settings of the room,
-// so the challenge's nonce fits the room's arrival shards (ChallengeError.Accepts).
+// confirmed more than confirmFor ago, or whose nonce is spent on an arrival
+// shard (nonceShards): where the proof joins, and whether the room's shard
+// must find it spent there first, follow the settings of now. It reads them
+// again for a join turned away by a fenced shard, and for a join refused for
+// its challenge by an engine that holds no settings of the room, so the
+// challenge's nonce fits the room's arrival shards (ChallengeError.Accepts).
 func (e *Engine) reconfirm(ctx context.Context, room string, have versioned) versioned {
 	m, err := e.rdb.HGetAll(ctx, KeysFor(room).Config).Result()
 	if err != nil || m["ver"] == "" {
@@ -202,7 +202,7 @@ func (e *Engine) arrive(ctx context.Context, room, visitor string, proof JoinPro
 		return Place{}, errFenced
 	}
 	if refused, err := joinRefusal(arriveCmd, reply); refused {
-		return Place{}, fitChallenge(err, true, c.JoinShards, proof.Client)
+		return Place{}, fitChallenge(err, c.JoinShards, proof.Client)
 	}
 	if str(reply[0]) != wordArrived || len(reply) != arrivedLen {
 		return Place{}, unexpected(arriveCmd, reply)

@@ -323,24 +323,32 @@ func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof
 			// The room's arrival shards, for the challenge to fit the client's (Accepts).
 			have = e.reconfirm(ctx, room, have)
 		}
-		return Place{}, fitChallenge(rerr, e.wouldSpread(have), have.cfg.JoinShards, proof.Client)
+		spread := int64(0)
+		if e.wouldSpread(have) {
+			spread = have.cfg.JoinShards
+		}
+		return Place{}, fitChallenge(rerr, spread, proof.Client)
 	}
 	return e.place(enqueueCmd, Ticket{Room: room, Visitor: visitor}, have, reply)
+}
+
+// proofOnShard is the key that spends a proof on the arrival shard its nonce
+// picks of shards.
+func proofOnShard(room string, proof JoinProof, shards int64) string {
+	return ArrivalKeysFor(room, shardOf(proof, "", shards)).Proof(proof.Nonce)
 }
 
 // unspendOnShard gives back a proof spendOnShard spent for a join the room's
 // shard refused.
 func (e *Engine) unspendOnShard(ctx context.Context, room string, proof JoinProof, shards int64) {
-	key := ArrivalKeysFor(room, shardOf(proof, "", shards)).Proof(proof.Nonce)
-	e.rdb.Del(ctx, key)
+	e.rdb.Del(ctx, proofOnShard(room, proof, shards))
 }
 
 // spendOnShard spends a proof on the arrival shard its nonce picks of shards,
 // for a join on the room's shard (Join); first is false when it was spent
 // there before.
 func (e *Engine) spendOnShard(ctx context.Context, room string, proof JoinProof, shards int64) (first bool, err error) {
-	key := ArrivalKeysFor(room, shardOf(proof, "", shards)).Proof(proof.Nonce)
-	first, err = e.rdb.SetNX(ctx, key, "1", max(time.Millisecond, proof.Until.Sub(e.clock()))).Result()
+	first, err = e.rdb.SetNX(ctx, proofOnShard(room, proof, shards), "1", max(time.Millisecond, proof.Until.Sub(e.clock()))).Result()
 	if err != nil {
 		return false, fmt.Errorf("%w: spend the proof on its arrival shard: %w", ErrUnavailable, err)
 	}
@@ -390,11 +398,10 @@ func joinRefusal(s script, reply []any) (refused bool, err error) {
 // join challenge of Bits. It wraps ErrChallengeRequired.
 type ChallengeError struct {
 	Bits int
-	// Whether the room spread its joins when it refused (its challenge's
-	// proof is then spent on an arrival shard: nonceShards), its arrival
-	// shards (joinShards) and the refused client's address, when the engine
+	// The arrival shards the room spread its joins over when it refused (0
+	// when it did not: its challenge's proof is then spent on the room's
+	// shard, nonceShards) and the refused client's address, when the engine
 	// knows them (Accepts).
-	spread bool
 	shards int64
 	client string
 }
@@ -419,7 +426,7 @@ func (e *ChallengeError) Unwrap() error { return ErrChallengeRequired }
 // spent on its own.
 func (e *ChallengeError) Accepts(nonce string) bool {
 	k := nonceShards(nonce)
-	if k != e.spreadOver() {
+	if k != e.shards {
 		return false
 	}
 	if k == 0 || e.client == "" {
@@ -433,28 +440,19 @@ func (e *ChallengeError) Accepts(nonce string) bool {
 // proof is spent on one of those k whatever the room does later (nonceShards);
 // "" in any other, whose proofs are spent on the room's shard.
 func (e *ChallengeError) NoncePrefix() string {
-	if k := e.spreadOver(); k > 0 {
-		return "s" + strconv.FormatInt(k, 10) + "-"
+	if e.shards > 0 {
+		return "s" + strconv.FormatInt(e.shards, 10) + "-"
 	}
 	return ""
 }
 
-// spreadOver is the arrival shards the refusing room spread its joins over, 0
-// when it did not.
-func (e *ChallengeError) spreadOver() int64 {
-	if !e.spread || e.shards <= 0 {
-		return 0
-	}
-	return min(e.shards, MaxJoinShards)
-}
-
-// fitChallenge gives a join's *ChallengeError whether the room spreads its
-// joins, its arrival shards and the client (Accepts); it returns any other
-// error as it is.
-func fitChallenge(err error, spread bool, shards int64, client string) error {
+// fitChallenge gives a join's *ChallengeError the arrival shards the room
+// spreads its joins over now (0 for none) and the client (Accepts); it
+// returns any other error as it is.
+func fitChallenge(err error, shards int64, client string) error {
 	var ce *ChallengeError
 	if errors.As(err, &ce) {
-		ce.spread, ce.shards, ce.client = spread, shards, client
+		ce.shards, ce.client = min(max(shards, 0), MaxJoinShards), client
 	}
 	return err
 }
