@@ -68,7 +68,7 @@ type Engine struct {
 	minInterval time.Duration
 
 	// Place replies carry the room's settings version, not the settings: they
-	// are read once per version (random per PUT) and kept here.
+	// are read once per version (new per PUT) and kept here.
 	mu   sync.Mutex
 	cfgs map[string]versioned
 	// Rooms whose arrival shards could not be read: their merges wait (arrivals.go, holdMerges).
