@@ -268,20 +268,23 @@ func (h *Handler) fromOrigin(r *request, roomID string) error {
 // verifyEntry checks an entry token's signature, typ, issuer, key and time.
 // With allowExpired, a token past its claim window still passes (complete
 // comes after the window, during the session): the rest is still checked at
-// the token's own start time, and the engine decides whether the session still
-// runs. The engine also checks, in the same script as the grant, that the
-// token's audience is the room's current origin (see redeemError).
+// the token's own start time (token.Entries.VerifyPastExpiry), and the engine
+// decides whether the session still runs. The engine also checks, in the same
+// script as the grant, that the token's audience is the room's current origin
+// (see redeemError).
 func (h *Handler) verifyEntry(r *request, s string, allowExpired bool) (token.EntryClaims, error) {
-	c, err := h.o.Entries.Verify(s, r.now)
-	if errors.Is(err, token.ErrExpired) {
-		if !allowExpired {
-			return c, errTokenExpired
+	if allowExpired {
+		c, err := h.o.Entries.VerifyPastExpiry(s, r.now)
+		if err != nil {
+			return c, errInvalidToken
 		}
-		if at, ok := unverifiedStart(s); ok {
-			c, err = h.o.Entries.Verify(s, at)
-		}
+		return c, nil
 	}
-	if err != nil {
+	c, err := h.o.Entries.Verify(s, r.now)
+	switch {
+	case errors.Is(err, token.ErrExpired):
+		return c, errTokenExpired
+	case err != nil:
 		return c, errInvalidToken
 	}
 	return c, nil
@@ -312,16 +315,6 @@ func redeemError(err error) error {
 		return errInvalidToken
 	}
 	return err
-}
-
-// unverifiedStart reads nbf (or iat) without checking the signature; it only
-// picks the instant at which the real verification runs.
-func unverifiedStart(s string) (time.Time, bool) {
-	p, ok := token.Peek(s)
-	if !ok || p.Start.IsZero() {
-		return time.Time{}, false
-	}
-	return p.Start.Add(time.Second), true
 }
 
 type consumeResponse struct {

@@ -219,14 +219,77 @@ func TestEntryVerify(t *testing.T) {
 			if at.IsZero() {
 				at = testNow
 			}
+			want := c
+			if !tc.nbf.IsZero() {
+				want.NotBefore = tc.nbf
+			}
 			got, err := e.Verify(tc.token, at)
 			checkErr(t, err, tc.want)
 			if tc.want == nil {
-				want := c
-				if !tc.nbf.IsZero() {
-					want.NotBefore = tc.nbf
-				}
 				if diff := cmp.Diff(want, got); diff != "" {
+					t.Fatalf("claims (-want +got):\n%s", diff)
+				}
+			}
+			// VerifyPastExpiry refuses every token Verify refuses for any
+			// other reason than its exp, and passes the rest.
+			lapsed := tc.want
+			if lapsed == ErrExpired {
+				lapsed = nil
+			}
+			got, err = e.VerifyPastExpiry(tc.token, at)
+			checkErr(t, err, lapsed)
+			if lapsed == nil {
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Fatalf("VerifyPastExpiry claims (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// TestEntryVerifyPastExpiry: a token past its exp passes VerifyPastExpiry
+// (complete comes during the session, after the claim window) only if it was
+// valid at its own start, and only if its signature holds.
+func TestEntryVerifyPastExpiry(t *testing.T) {
+	current := mustEntryKey(t, testSeed)
+	retired := mustEntryKey(t, testRetireSeed)
+	e := NewEntries([]*EntryKey{current}, testIssuer)
+	c := testEntryClaims()
+	valid, err := e.Issue(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byRetired, err := NewEntries([]*EntryKey{retired}, testIssuer).Issue(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := entryClaimsFor(c)
+	signed := func(edit map[string]any) string {
+		return forge(entryHeader(current.ID), claimsJSON(claims, edit), es256(current.Private))
+	}
+	late := c.Expiry.Add(24 * time.Hour)
+	for _, tc := range []struct {
+		name         string
+		token        string
+		at           time.Time
+		verify, past error // what Verify and VerifyPastExpiry say
+	}{
+		{"within the window", valid, testNow, nil, nil},
+		{"just past exp and its leeway", valid, c.Expiry.Add(Leeway), ErrExpired, nil},
+		{"a day past exp", valid, late, ErrExpired, nil},
+		{"past exp, signature tampered", flipSignature(valid), late, ErrInvalid, ErrInvalid},
+		{"past exp, signed by a rotated-out key", byRetired, late, ErrInvalid, ErrInvalid},
+		{"past exp, another issuer", signed(map[string]any{"iss": "evil"}), late, ErrInvalid, ErrInvalid},
+		{"past exp, issued after its own start", signed(map[string]any{"iat": testNow.Add(time.Minute).Unix()}), late, ErrExpired, ErrNotYetValid},
+		{"not yet valid is not past exp", valid, testNow.Add(-Leeway - time.Second), ErrNotYetValid, ErrNotYetValid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.Verify(tc.token, tc.at)
+			checkErr(t, err, tc.verify)
+			got, err := e.VerifyPastExpiry(tc.token, tc.at)
+			checkErr(t, err, tc.past)
+			if tc.past == nil {
+				if diff := cmp.Diff(c, got); diff != "" {
 					t.Fatalf("claims (-want +got):\n%s", diff)
 				}
 			}
