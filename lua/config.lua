@@ -38,6 +38,15 @@ redis.call('HSET', K_CFG, unpack(fields))
 -- The queue's count (lib.lua), exact after every PUT (a room re-created after a loss, an upgrade).
 redis.call('HSET', K_CFG, 'waiting', redis.call('ZCARD', K_Q))
 redis.call('HSETNX', K_CFG, 'seed', ARGV[2])
+-- Whether every slot is taken (lib.lua pace), as the new maxActive finds the
+-- room, so a new cap is believed at once rather than after the ticks' average.
+if free_slots(load_cfg()) > 0 then
+  redis.call('HSET', K_CFG, 'full', '0')
+  redis.call('HSET', K_ST, 'fl', '0')
+else
+  redis.call('HSET', K_CFG, 'full', '1')
+  redis.call('HSET', K_ST, 'fl', '1')
+end
 -- A new room's bucket starts empty, refilled from now.
 redis.call('HSETNX', K_ST, 'refill', tostring(now))
 redis.call('HSETNX', K_ST, 'since', tostring(now))

@@ -4,7 +4,8 @@
 --
 -- Every room script takes the same KEYS, all under the room's hash tag {room}:
 -- KEYS[1] -> vst:{room}:cfg   HASH  room settings (+ seed, ver, rate, waiting: the count of q,
---                                   kept by every script that changes q, so poll needs no ZCARD)
+--                                   kept by every script that changes q, so poll needs no ZCARD;
+--                                   full: '1' while the tick finds every slot taken, see pace())
 -- KEYS[2] -> vst:{room}:st    HASH  engine state: seq, head, tokens, refill, ring r0..r59, sweep, epoch, created, floor, tickat, counters
 -- KEYS[3] -> vst:{room}:q     ZSET  waiting (and pre-queue): member seq, score seq or draw
 -- KEYS[4] -> vst:{room}:hb    HASH  heartbeats: field = seq as 7-byte integer, value = told class x 2^42 + last seen (ms), 6 bytes
@@ -22,7 +23,7 @@
 --   1 state ('prequeue', 'waiting', 'paused', 'closed', 'admitted', 'active', 'expired')
 --   2 seq (decimal)   3 draw ('' for none)   4 position (1-based, 0 when not waiting)
 --   5 waiting         6 deadline (ms: claim deadline, or session end when active; 0 for none)
---   7 rate (admissions in the last minute, measured)   8 settings version
+--   7 pace (admissions a minute the room does for whoever waits, x 1000: pace() below)   8 settings version
 --   9 poll within (ms): the longest the engine holds a waiting place without a poll,
 --     beyond the heartbeat grace (heartbeatTTLSeconds); 0 when not in the queue
 --   10.. the settings as field, value pairs (settings() below), when sent;
@@ -37,7 +38,7 @@ local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
 local function load_cfg()
   local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
     'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits', 'clientEnqueuePerMinute',
-    'waiting', 'arrk')
+    'waiting', 'arrk', 'full')
   if not v[1] then return nil end
   return {
     mode = v[1],
@@ -54,6 +55,8 @@ local function load_cfg()
     waiting = tonumber(v[12]) or 0,
     -- arrk: the most arrival shards the room's joins ever spread over (config.lua).
     shards = tonumber(v[13]) or 0,
+    -- full: '1' while the ticks find every slot taken (tick.lua), else '0' or absent.
+    full = v[14] or '0',
   }
 end
 
@@ -184,18 +187,29 @@ end
 -- just after the visitor's admission tick (room.PollSlack).
 local MAX_TOLD, SLACK = 300000, 5000
 
+-- pace is what the room admits a minute for whoever waits now, the rate every
+-- ETA and told poll is made from (docs/ENGINE.md, "The pace"): the configured
+-- rate while a slot is free (a full bucket and a free slot admit at the next
+-- tick, whatever was measured while few came); once the ticks find every slot
+-- taken (cfg.full), the pace slots free at: the front's measured speed, at
+-- least every slot once per longest hold (sessionTTL or claimTTL), and never
+-- above the configured rate, so a lower rate is believed at once.
+local function pace(cfg)
+  if cfg.full ~= '1' then return cfg.rate end
+  local floor = cfg.maxActive * 60000 / math.max(cfg.sessionTTL, cfg.claimTTL)
+  return math.min(cfg.rate, math.max(tonumber(cfg.measured) or 0, floor))
+end
+
 -- told is the heartbeat class of a place: how long the engine holds it without
 -- a poll, beyond the grace. A waiting visitor at position pos is told to poll
--- by its ETA at the latest (position over the rate, plus SLACK), never later
+-- by its ETA at the latest (position over the pace, plus SLACK), never later
 -- than MAX_TOLD; anywhere nobody is admitted from (pre-queue, paused, closed),
 -- MAX_TOLD. Returns the class and its budget (ms), which the reply carries:
 -- the poll policy (internal/pollpolicy) tells no more than that.
 local function told(cfg, pos)
   local budget = MAX_TOLD
   if pos then
-    local rate = tonumber(cfg.measured) or 0
-    if rate <= 0 then rate = cfg.rate end
-    budget = math.min(MAX_TOLD, math.floor(pos * 60000 / rate) + SLACK)
+    budget = math.min(MAX_TOLD, math.floor(pos * 60000 / pace(cfg)) + SLACK)
   end
   local c = 1
   if budget > 1000 then c = 1 + math.ceil(4 * math.log(budget / 1000) / math.log(2) - 1e-9) end
@@ -298,7 +312,7 @@ local function free_slots(cfg)
 end
 
 -- The fields of the settings hash that are the engine's own, not settings.
-local INTERNAL = {seed = true, ver = true, rate = true, waiting = true, arrk = true}
+local INTERNAL = {seed = true, ver = true, rate = true, waiting = true, arrk = true, full = true}
 
 -- settings appends the room's settings to out as field, value pairs (the
 -- settings hash without its internal fields; the Go side reads them by name).
@@ -320,7 +334,8 @@ local function reply(cfg, state, m, draw, pos, waiting, deadline, within)
   -- A waiting place has no deadline: '0' without string.format (about 1 µs a call here).
   local d = '0'
   if deadline and deadline ~= 0 then d = member(deadline) end
-  local out = {state, m or '', draw or '', pos or 0, waiting or 0, d, cfg.measured, cfg.ver,
+  -- The pace in thousandths (a Lua number becomes an integer reply: no formatting).
+  local out = {state, m or '', draw or '', pos or 0, waiting or 0, d, math.floor(pace(cfg) * 1000), cfg.ver,
     within or 0}
   if cfg.ver == '' or cfg.ver ~= cfg.known then settings(out) end
   return out

@@ -80,6 +80,7 @@ local waiting = math.max(cfg.waiting, pos)
 -- A pre-queued visitor's position is not shown (a lottery's draw stays hidden
 -- until the opening) but goes back in the reply's position field: the place
 -- they will have at the opening, by which the poll policy spreads the opening's
--- polls (internal/pollpolicy; the engine moves it to Place.OpeningRank).
-if state == 'closed' then pos = 0 end
+-- polls (internal/pollpolicy; the engine moves it to Place.OpeningRank). A
+-- closed room's visitor's place is not shown either, but the poll policy
+-- bounds its told poll by it (the room may open again).
 return reply(cfg, state, m, '', pos, waiting, 0, within)

@@ -29,7 +29,7 @@ local batch = tonumber(ARGV[2])
 local cfg = load_cfg()
 if not cfg then return {'noroom'} end
 local st = redis.call('HMGET', K_ST, 'head', 'tokens', 'refill', 'sweep', 'created', 'epoch', 'since', 'oldest',
-  'hbgrace', 'hbgraceuntil', 'tickat', 'histmin', 'evicted', 'fa', 'fs')
+  'hbgrace', 'hbgraceuntil', 'tickat', 'histmin', 'evicted', 'fa', 'fs', 'fl')
 local guard = tonumber(ARGV[3]) or 0
 local last = tonumber(st[11])
 if guard > 0 and last and now >= last and now - last < guard then return {'busy'} end
@@ -50,6 +50,7 @@ else
 end
 
 local admitted, evicted, skipped = 0, 0, 0 -- skipped: stale visitors evicted at the front
+local full = cfg.full -- '1' while the ticks find every slot taken (below)
 local lo, hi -- the lowest and highest sequence admitted (for the admission event)
 local function finish()
   if evicted > 0 then redis.call('HINCRBY', K_ST, 'evicted', evicted) end
@@ -79,8 +80,8 @@ local function finish()
   local rate = tostring(math.floor(sum * 60000 / window / share))
   -- The queue's count, exact once a tick whatever changed the queue (lib.lua).
   local waiting = redis.call('ZCARD', K_Q)
-  if rate ~= cfg.measured or waiting ~= cfg.waiting then
-    redis.call('HSET', K_CFG, 'rate', rate, 'waiting', waiting)
+  if rate ~= cfg.measured or waiting ~= cfg.waiting or full ~= cfg.full then
+    redis.call('HSET', K_CFG, 'rate', rate, 'waiting', waiting, 'full', full)
   end
   local minute = math.floor(now / 60000)
   if KEYS[9] and minute ~= tonumber(st[12]) then
@@ -121,7 +122,8 @@ end
 -- written later is seen after now, so until that time passes the cutoff nobody
 -- can be stale, and the sweep is skipped.
 local tokens, refilled = refill(cfg, now, st[2], st[3])
-local n = math.min(math.floor(tokens), free_slots(cfg))
+local free = free_slots(cfg)
+local n = math.min(math.floor(tokens), free)
 -- passthrough admits everyone: drain those who waited before the switch.
 if cfg.mode == 'passthrough' then n = batch end
 -- A tick reads at most `batch` of the queue beside what it admits: the sweep
@@ -249,5 +251,15 @@ while admitted < n and pops < n + batch do
   if sv > 0 then redis.call('ZADD', K_USED, 'GT', unpack(served)) end
 end
 if newtop > top then redis.call('HSET', K_ST, 'head', num(newtop)) end
-if cfg.mode ~= 'passthrough' then store_bucket(tokens - admitted, refilled) end
+if cfg.mode ~= 'passthrough' then
+  store_bucket(tokens - admitted, refilled)
+  -- Is the room full: does the tick end with every slot taken? The share of
+  -- recent ticks that did (fl, decayed by 0.9 a tick) decides, with some
+  -- hysteresis, so a room that frees a slot now and then does not flip the
+  -- pace (lib.lua pace) every second: full from 0.6 up, not full below 0.4.
+  local fl = (tonumber(st[16]) or 0) * 0.9
+  if free - admitted <= 0 then fl = fl + 0.1 end
+  if fl >= 0.6 then full = '1' elseif fl < 0.4 then full = '0' end
+  redis.call('HSET', K_ST, 'fl', tostring(fl))
+end
 return finish()

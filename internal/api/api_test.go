@@ -37,8 +37,8 @@ func TestJourney(t *testing.T) {
 		if a.json["etaSeconds"] == nil || a.num("pollAfterMs") != 1000 {
 			t.Fatalf("first in line: want an ETA and a 1 s poll, got %s", a.Body)
 		}
-		if r, ok := a.json["ratePerMinute"].(float64); !ok || r != 0 {
-			t.Fatalf("nobody admitted yet: want ratePerMinute 0, got %s", a.Body)
+		if r, ok := a.json["ratePerMinute"].(float64); !ok || r != 60 {
+			t.Fatalf("a free slot: want the configured pace, ratePerMinute 60, got %s", a.Body)
 		}
 		b := f.do("POST", base+"/enqueue", "", nil)
 		if b.num("position") != 2 || b.str("ticket") == a.str("ticket") {
@@ -333,9 +333,9 @@ func TestStates(t *testing.T) {
 	opens := f.clock.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)
 	id := f.room(`{"opensAt":"` + opens + `","heartbeatTTLSeconds":60,"originUrl":"https://origin.example/"}`)
 	p := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
-	// Opening in 10 min: twice the hold interval (a quarter of the 60 s grace),
-	// 30 s, spread down by the jitter.
-	if p.str("state") != "prequeue" || p.num("pollAfterMs") != 28500 || p.str("opensAt") == "" {
+	// Opening in 10 min: the budget, 5 min, less half of FarSpread (the jitter
+	// is 1): a move of the opening reaches the page through the status route.
+	if p.str("state") != "prequeue" || p.num("pollAfterMs") != 255000 || p.str("opensAt") == "" {
 		t.Fatalf("pre-queue: %s", p.Body)
 	}
 	wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"opensAt":null,"mode":"paused"}`), 200, "")

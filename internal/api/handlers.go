@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"time"
 
@@ -28,11 +29,16 @@ type placeResponse struct {
 	Waiting     int64      `json:"waiting"`
 	EtaSeconds  *int64     `json:"etaSeconds"` // null when no admission rate is known
 	PollAfterMs int64      `json:"pollAfterMs"`
-	// RatePerMinute is, while waiting, the admissions of the last minute as
-	// measured (0 when nobody was admitted: the ETA then uses the configured
-	// rate): the page counts the place down at it between polls.
-	RatePerMinute *int64     `json:"ratePerMinute,omitempty"`
-	OpensAt       *time.Time `json:"opensAt,omitempty"`
+	// RatePerMinute is, while waiting, the pace behind EtaSeconds: what the
+	// room admits a minute for this visitor (room.Place.RatePerMinute, never
+	// above admitPerMinute): the page counts the place down at it between polls.
+	RatePerMinute *float64 `json:"ratePerMinute,omitempty"`
+	// AheadShare is, in the pre-queue, the share of the line ahead of the
+	// visitor as it stands ((place at the opening − 1) ÷ waiting): at the
+	// opening the page places itself at about AheadShare × the status's
+	// waiting + 1 without asking (docs/PAGE.md).
+	AheadShare *float64   `json:"aheadShare,omitempty"`
+	OpensAt    *time.Time `json:"opensAt,omitempty"`
 	// Set when admitted.
 	EntryToken     string     `json:"entryToken,omitempty"`
 	OriginURL      string     `json:"originUrl,omitempty"`
@@ -98,7 +104,9 @@ func (h *Handler) enqueue(ctx context.Context, r *request) (events.APIGatewayV2H
 	if errors.Is(err, room.ErrClosed) {
 		return jsonResponse(http.StatusOK, placeResponse{
 			Room: r.room, State: room.StateClosed,
-			PollAfterMs: pollpolicy.After(pollpolicy.Input{State: room.StateClosed, Jitter: h.o.Jitter()}).Milliseconds(),
+			// No place: try again after the hold (the budget of this answer).
+			PollAfterMs: pollpolicy.After(pollpolicy.Input{State: room.StateClosed, PollWithin: pollpolicy.HoldPollAfter,
+				Jitter: h.o.Jitter()}).Milliseconds(),
 		}), nil
 	}
 	if err != nil {
@@ -141,21 +149,29 @@ func (h *Handler) placeResponse(r *request, p room.Place, ticket string) (events
 	}
 	in := pollpolicy.Input{
 		State: p.State, Position: p.Position, RatePerMinute: rate,
-		PollWithin:   p.PollWithin,
-		Grace:        time.Duration(p.Config.HeartbeatTTLSeconds) * time.Second,
-		TickInterval: h.o.TickInterval, Jitter: h.o.Jitter(),
+		AdmitPerMinute: float64(p.Config.AdmitPerMinute),
+		ClaimTTL:       time.Duration(p.Config.ClaimTTLSeconds) * time.Second,
+		PollWithin:     p.PollWithin,
+		TickInterval:   h.o.TickInterval, Jitter: h.o.Jitter(),
 	}
 	switch p.State {
 	case room.StateWaiting:
 		out.EtaSeconds = pollpolicy.ETASeconds(p.Position, rate)
-		measured := int64(max(p.MeasuredPerMinute, 0))
-		out.RatePerMinute = &measured
+		out.RatePerMinute = &rate
+	case room.StateClosed:
+		// Not shown, but the told poll is bounded by it (the room may open again).
+		in.Position = p.OpeningRank
 	case room.StatePrequeue:
 		if p.Config.OpensAt != nil {
 			in.UntilOpen = p.Config.OpensAt.Sub(r.now)
 		}
-		// The place at the opening spreads the opening's polls; it is not shown.
+		// The place at the opening spreads the opening's polls; it is not shown,
+		// but the share of the line ahead lets the page place itself when it opens.
 		in.Position = p.OpeningRank
+		if p.OpeningRank > 0 && p.Waiting > 0 {
+			share := math.Round(float64(p.OpeningRank-1)/float64(p.Waiting)*1e4) / 1e4
+			out.AheadShare = &share
+		}
 	case room.StateAdmitted:
 		zero := int64(0)
 		out.EtaSeconds = &zero
@@ -201,7 +217,12 @@ type statusResponse struct {
 	Admitted       int64     `json:"admitted"`
 	MaxActive      int64     `json:"maxActive"`
 	AdmitPerMinute int64     `json:"admitPerMinute"`
-	EtaSeconds     *int64    `json:"etaSeconds"` // for someone joining now; null when unknown
+	// RatePerMinute is the pace for someone joining now (room.Stats.PacePerMinute):
+	// what enqueue would tell them; the page counts down at it (docs/PAGE.md).
+	RatePerMinute float64 `json:"ratePerMinute"`
+	EtaSeconds    *int64  `json:"etaSeconds"` // for someone joining now; null when unknown
+	// OpensAt is the opening of a pre-queue, when the room has one.
+	OpensAt *time.Time `json:"opensAt,omitempty"`
 	// Page is how the waiting page presents the room; absent: its own texts.
 	Page *room.Page `json:"page,omitempty"`
 	// PageVersion is room.PageVersion of Page, as poll replies carry it.
@@ -218,13 +239,15 @@ func (h *Handler) status(ctx context.Context, r *request) (events.APIGatewayV2HT
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	rate := float64(st.AdmittedLastMinute)
+	// The same pace as the place replies', so status and enqueue agree.
+	rate := st.PacePerMinute
 	if rate <= 0 {
 		rate = float64(cfg.AdmitPerMinute)
 	}
 	out := statusResponse{
 		Room: r.room, Mode: cfg.Mode, Waiting: st.Waiting, Active: st.Active, Admitted: st.Admitted,
-		MaxActive: cfg.MaxActive, AdmitPerMinute: cfg.AdmitPerMinute, EtaSeconds: pollpolicy.ETASeconds(st.Waiting+1, rate),
+		MaxActive: cfg.MaxActive, AdmitPerMinute: cfg.AdmitPerMinute, RatePerMinute: rate,
+		EtaSeconds: pollpolicy.ETASeconds(st.Waiting+1, rate), OpensAt: cfg.OpensAt,
 		Page: cfg.Page, PageVersion: room.PageVersion(cfg.Page),
 	}
 	if cfg.OpensAt != nil && st.DrawSeed != "" {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -68,10 +69,21 @@ func appendPlaceJSON(b []byte, out *placeResponse) ([]byte, bool) {
 	}
 	b = append(b, `,"pollAfterMs":`...)
 	b = strconv.AppendInt(b, out.PollAfterMs, 10)
-	if out.RatePerMinute != nil {
-		b = append(b, `,"ratePerMinute":`...)
-		b = strconv.AppendInt(b, *out.RatePerMinute, 10)
+	flt := func(name string, v *float64) {
+		if v == nil {
+			return
+		}
+		// encoding/json's form for the numbers these fields hold: the
+		// shortest decimal, without an exponent in [1e-6, 1e21).
+		if f := math.Abs(*v); f != 0 && (f < 1e-6 || f >= 1e21) || math.IsNaN(f) || math.IsInf(f, 0) {
+			ok = false
+			return
+		}
+		b = append(b, name...)
+		b = strconv.AppendFloat(b, *v, 'f', -1, 64)
 	}
+	flt(`,"ratePerMinute":`, out.RatePerMinute)
+	flt(`,"aheadShare":`, out.AheadShare)
 	tm(`,"opensAt":`, out.OpensAt)
 	str(`,"entryToken":`, out.EntryToken, true)
 	str(`,"originUrl":`, out.OriginURL, true)

@@ -11,14 +11,17 @@ import (
 
 func TestPlaceJSONIsEncodingJSONs(t *testing.T) {
 	eta, zero, neg := int64(123), int64(0), int64(-5)
+	pace, slow, share, tiny := 600.0, 0.5, 0.1234, 1e-7
 	opens := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 	grant := time.Date(2026, 11, 26, 10, 2, 3, 456789000, time.FixedZone("", 3600))
 	far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, out := range []placeResponse{
 		{},
-		{Room: "demo", Ticket: "AgAQ-_x", State: room.StateWaiting, Position: 42, Waiting: 1000, EtaSeconds: &eta, PollAfterMs: 2250, RatePerMinute: &eta, PageVersion: "a1b2c3d4e5f6"},
+		{Room: "demo", Ticket: "AgAQ-_x", State: room.StateWaiting, Position: 42, Waiting: 1000, EtaSeconds: &eta, PollAfterMs: 2250, RatePerMinute: &pace, PageVersion: "a1b2c3d4e5f6"},
 		{Room: "demo", State: room.StateClosed, PollAfterMs: 30000},
-		{Room: "demo", State: room.StateWaiting, Position: 7, EtaSeconds: &eta, RatePerMinute: &zero},
+		{Room: "demo", State: room.StateWaiting, Position: 7, EtaSeconds: &eta, RatePerMinute: &slow},
+		{Room: "demo", Ticket: "t", State: room.StatePrequeue, OpensAt: &opens, AheadShare: &share},
+		{Room: "demo", Ticket: "t", State: room.StatePrequeue, AheadShare: &tiny},
 		{Room: "demo", Ticket: "t", State: room.StatePrequeue, OpensAt: &opens, Position: 0, Waiting: math.MaxInt64, EtaSeconds: &neg},
 		{Room: "demo", Ticket: "t", State: room.StateAdmitted, EtaSeconds: &zero, EntryToken: "eyJ.a.b", OriginURL: "https://shop.example/?a=1&b=<2>",
 			GrantExpiresAt: &grant, EnterURL: "https://shop.example/.vestibule/enter", PageVersion: "x"},

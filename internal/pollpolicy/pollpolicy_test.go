@@ -31,34 +31,43 @@ func TestAfter(t *testing.T) {
 		{"just past it: 5–10 s (or 15–18 %) before the ETA, into the window", w(460, 600), 38410 * time.Millisecond},
 		{"a minute away: ETA less the margin", w(600, 600), 50100 * time.Millisecond},
 		{"far: ETA less the margin", w(3000, 600), 250500 * time.Millisecond},
-		{"farther: the engine's budget", w(100_000, 600), room.MaxPollAfter},
-		{"a smaller budget wins", with(w(3000, 600), func(in *Input) { in.PollWithin = time.Minute }), time.Minute},
+		{"farther: the engine's budget, spread", w(100_000, 600), scale(room.MaxPollAfter, 1-FarSpread/2)},
+		{"a smaller budget wins", with(w(3000, 600), func(in *Input) { in.PollWithin = time.Minute }), scale(time.Minute, 1-FarSpread/2)},
 		{"jitter up: a far poll earlier", with(w(600, 600), func(in *Input) { in.Jitter = 1.1 }), 49200 * time.Millisecond},
 		{"jitter down: a far poll later", with(w(600, 600), func(in *Input) { in.Jitter = 0.9 }), 51 * time.Second},
 		{"jitter spreads the landing in the final window", with(w(460, 600), func(in *Input) { in.Jitter = 0.9 }), 39100 * time.Millisecond},
 		{"jitter leaves the final poll alone", with(w(50, 600), func(in *Input) { in.Jitter = 0.9 }), 5*time.Second + AfterTick},
 		{"out-of-range jitter ignored", with(w(600, 600), func(in *Input) { in.Jitter = 5 }), 50100 * time.Millisecond},
-		{"no rate known", w(5, 0), HoldPollAfter},
+		{"no pace known: the budget", w(5, 0), scale(room.MaxPollAfter, 1-FarSpread/2)},
 		{"longer tick admits more per tick", with(w(20, 600), func(in *Input) { in.TickInterval = 2 * time.Second }), time.Second},
 		{"longer tick: aim at its ticks", with(w(30, 600), func(in *Input) { in.TickInterval = 2 * time.Second }), 4*time.Second + AfterTick},
 		{"a fraction of a visitor per tick", w(1, 30), 2*time.Second + AfterTick},
-		{"pre-queue, opening soon: just after it", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Jitter: 1}, 5999 * time.Millisecond},
-		{"pre-queue, spread over 2 s", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Jitter: 1.1}, 7 * time.Second},
-		{"pre-queue, opening later: twice the hold", Input{State: room.StatePrequeue, UntilOpen: time.Hour, Jitter: 1}, scale(2*HoldPollAfter, 0.95)},
-		{"pre-queue, opening later, short grace", Input{State: room.StatePrequeue, UntilOpen: time.Hour, Jitter: 1, Grace: 10 * time.Second}, scale(5*time.Second, 0.95)},
-		{"pre-queue, opening later, small budget", Input{State: room.StatePrequeue, UntilOpen: time.Hour, Jitter: 1, PollWithin: 20 * time.Second}, scale(20*time.Second, 0.95)},
-		{"pre-queue, opening later, jitter down", Input{State: room.StatePrequeue, UntilOpen: time.Hour, Jitter: 0.9}, scale(2*HoldPollAfter, 0.9)},
+		{"far back, jitter down: the whole budget", with(w(100_000, 600), func(in *Input) { in.Jitter = 0.9 }), room.MaxPollAfter},
+		{"far back, jitter up: the budget less FarSpread", with(w(100_000, 600), func(in *Input) { in.Jitter = 1.1 }), scale(room.MaxPollAfter, 1-FarSpread)},
+		{"claim window: far back at a slow pace, polled before the fastest admission's grant could expire",
+			with(w(3000, 60), func(in *Input) { in.AdmitPerMinute, in.ClaimTTL = 600, 30*time.Second }),
+			// earliest: (3000 − 20) ÷ (2 × 600) min = 149 s; + 30 s − 3 s
+			176 * time.Second},
+		{"claim window: at the front, a short window", with(w(1, 600), func(in *Input) { in.ClaimTTL = 5 * time.Second }), time.Second},
+		{"claim window: a long one does not bind", with(w(3000, 600), func(in *Input) { in.AdmitPerMinute, in.ClaimTTL = 600, 120*time.Second }), 250500 * time.Millisecond},
+		{"pre-queue, opening soon, place unknown: spread over the claim window",
+			Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Jitter: 1.1, ClaimTTL: 60 * time.Second}, 5*time.Second + 54*time.Second},
+		{"pre-queue, opening soon, place unknown, jitter down: the first second", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Jitter: 0.9, ClaimTTL: 60 * time.Second}, 6 * time.Second},
+		{"pre-queue, opening later: the budget, spread", Input{State: room.StatePrequeue, UntilOpen: time.Hour, Jitter: 1}, scale(room.MaxPollAfter, 1-FarSpread/2)},
+		{"pre-queue, opening later, small budget", Input{State: room.StatePrequeue, UntilOpen: time.Hour, Jitter: 0.9, PollWithin: 20 * time.Second}, 20 * time.Second},
 		{"pre-queue, opening now", Input{State: room.StatePrequeue, Jitter: 0.9}, time.Second},
 		{"pre-queue, opening soon, first at the opening: the first tick", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Position: 1, RatePerMinute: 600, Jitter: 1}, 6 * time.Second},
 		{"pre-queue, opening soon, 50th: just after its tick", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Position: 50, RatePerMinute: 600, Jitter: 1}, 10*time.Second + AfterTick},
 		{"pre-queue, opening soon, far back: the ETA less the margin", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Position: 3000, RatePerMinute: 600, Jitter: 1}, 255500 * time.Millisecond},
 		{"pre-queue, opening soon, farther: the budget, spread", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Position: 100_000, RatePerMinute: 600, Jitter: 1}, scale(room.MaxPollAfter, 0.75)},
-		{"paused", Input{State: room.StatePaused}, HoldPollAfter},
-		{"closed", Input{State: room.StateClosed}, HoldPollAfter},
-		{"paused, default grace", Input{State: room.StatePaused, Grace: 120 * time.Second}, HoldPollAfter},
-		{"paused, short grace: a quarter of it", Input{State: room.StatePaused, Grace: 10 * time.Second}, 2500 * time.Millisecond},
-		{"paused, long grace: the hold", Input{State: room.StatePaused, Grace: time.Hour}, HoldPollAfter},
-		{"no rate, short grace", with(w(5, 0), func(in *Input) { in.Grace = 10 * time.Second }), 2500 * time.Millisecond},
+		{"pre-queue, opening soon, far back, short claim window: within it after the fastest admission",
+			Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Position: 3000, RatePerMinute: 600, AdmitPerMinute: 600, ClaimTTL: 30 * time.Second, Jitter: 1},
+			5*time.Second + 176*time.Second},
+		{"paused: the budget, spread", Input{State: room.StatePaused, Jitter: 1}, scale(room.MaxPollAfter, 1-FarSpread/2)},
+		{"closed: the budget, spread", Input{State: room.StateClosed, Jitter: 1.1}, scale(room.MaxPollAfter, 1-FarSpread)},
+		{"paused at the front: within the claim window of a resume", Input{State: room.StatePaused, Position: 1, RatePerMinute: 600, AdmitPerMinute: 600, ClaimTTL: 120 * time.Second, Jitter: 1}, 110 * time.Second},
+		{"closed, place not shown: within the claim window of an opening", Input{State: room.StateClosed, Position: 40, AdmitPerMinute: 600, ClaimTTL: 120 * time.Second, Jitter: 0.9}, 111 * time.Second},
+		{"a closed room's answer without a place: the hold", Input{State: room.StateClosed, PollWithin: HoldPollAfter, Jitter: 0.9}, HoldPollAfter},
 		{"admitted: stop", Input{State: room.StateAdmitted}, 0},
 		{"expired: stop", Input{State: room.StateExpired}, 0},
 	}
@@ -206,6 +215,96 @@ func TestETASeconds(t *testing.T) {
 	}{{1, 60, 1}, {30, 60, 30}, {1, 600, 1}, {601, 600, 61}, {0, 60, 0}} {
 		if got := ETASeconds(c.pos, c.rate); got == nil || *got != c.want {
 			t.Errorf("ETASeconds(%d, %v) = %v, want %d", c.pos, c.rate, got, c.want)
+		}
+	}
+}
+
+// earliestAdmission is, independently of the policy, the soonest a visitor at
+// pos can be admitted: a full bucket (two seconds of the configured rate, at
+// least one) at once, then the front moving at most twice the configured rate.
+func earliestAdmission(pos int64, admitPerMinute float64) time.Duration {
+	bucket := math.Max(1, admitPerMinute/30)
+	return time.Duration(math.Max(0, float64(pos)-bucket) / (2 * admitPerMinute) * float64(time.Minute))
+}
+
+// No told poll, in any state, comes later than the claim window after the
+// earliest the visitor could be admitted (less the slack kept for the tick and
+// the request's way), whatever pace the policy is given.
+func TestAfterWithinTheClaimWindow(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 100_000 {
+		admit := float64(1 + r.IntN(100_000))
+		in := Input{
+			State:          []room.State{room.StateWaiting, room.StatePrequeue, room.StatePaused, room.StateClosed}[r.IntN(4)],
+			Position:       1 + r.Int64N(2_000_000),
+			AdmitPerMinute: admit,
+			RatePerMinute:  admit * r.Float64(), // any pace up to the configured rate
+			ClaimTTL:       time.Duration(5+r.IntN(3596)) * time.Second,
+			TickInterval:   time.Duration(1+r.IntN(4)) * time.Second,
+			UntilOpen:      time.Duration(r.Int64N(int64(10 * time.Minute))),
+			Jitter:         0.9 + r.Float64()*0.2,
+		}
+		if in.State != room.StatePrequeue {
+			in.UntilOpen = 0
+		}
+		d := After(in)
+		limit := max(in.UntilOpen+earliestAdmission(in.Position, admit)+in.ClaimTTL-min(max(in.ClaimTTL/10, 2*time.Second), 10*time.Second, in.ClaimTTL/2),
+			MinPollAfter)
+		if in.State == room.StatePrequeue && in.UntilOpen >= room.MaxPollAfter {
+			continue // told before the opening's window: the next poll plans again
+		}
+		if d > limit {
+			t.Fatalf("After(%+v) = %v, later than the claim window after the earliest admission (%v)", in, d, limit)
+		}
+	}
+}
+
+// Whoever polls when told never loses a grant, even when the pace the policy
+// was given is far below what the room then does (a burst after a trickle: the
+// measured pace of the trickle, the room admitting at its configured rate, the
+// front up to twice as fast as that): played against an exact queue, the poll
+// that sees the grant comes within the claim window.
+func TestObeyingNeverLosesAGrant(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 20_000 {
+		admit := float64(60 + r.IntN(20_000))
+		told := math.Max(1, admit*r.Float64()*r.Float64()) // a pace much too slow, often
+		claim := time.Duration(5+r.IntN(300)) * time.Second
+		speed := admit / 60 * (1 + r.Float64()) // admissions a second, up to FrontSpeedMax× the rate
+		pos := 1 + r.Int64N(200_000)
+		grant := time.Duration(math.Max(0, float64(pos)-math.Max(1, admit/30)) / speed * float64(time.Second))
+		now := time.Duration(0)
+		for now < grant {
+			left := pos - int64(float64(now)/float64(time.Second)*speed)
+			budget := min(room.MaxPollAfter, time.Duration(float64(left)*60/told*float64(time.Second))+room.PollSlack)
+			now += After(Input{State: room.StateWaiting, Position: max(left, 1), RatePerMinute: told, AdmitPerMinute: admit,
+				ClaimTTL: claim, PollWithin: budget, Jitter: 0.9 + 0.2*r.Float64()})
+		}
+		if late := now - grant; late >= claim {
+			t.Fatalf("position %d, rate %.0f/min told %.1f/min, claim %v: the grant at %v was seen %v later", pos, admit, told, claim, grant, late)
+		}
+	}
+}
+
+// A crowd far back told at the same instant comes back over FarSpread of the
+// budget, not at one instant: no second of it gets more than 2 % of the crowd.
+func TestFarPollsAreSpread(t *testing.T) {
+	const n = 100_000
+	r := rand.New(rand.NewPCG(9, 10))
+	perSecond := map[int64]int{}
+	lo, hi := time.Duration(math.MaxInt64), time.Duration(0)
+	for range n {
+		d := After(Input{State: room.StateWaiting, Position: 100_000 + r.Int64N(100_000), RatePerMinute: 5000, AdmitPerMinute: 5000,
+			ClaimTTL: 120 * time.Second, Jitter: 0.9 + 0.2*r.Float64()})
+		perSecond[int64(d/time.Second)]++
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	if spread := hi - lo; spread < scale(room.MaxPollAfter, FarSpread*0.95) {
+		t.Errorf("far polls spread over %v, want about %v", spread, scale(room.MaxPollAfter, FarSpread))
+	}
+	for s, k := range perSecond {
+		if k > n/50 {
+			t.Errorf("second %d: %d polls (%.1f %% of the crowd)", s, k, 100*float64(k)/n)
 		}
 	}
 }

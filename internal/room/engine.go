@@ -206,8 +206,7 @@ func (e *Engine) place(s script, t Ticket, have versioned, reply []any) (Place, 
 	p.Position, p.Waiting = num(reply[placePosition]), num(reply[placeWaiting])
 	p.PollWithin = time.Duration(num(reply[placeWithin])) * time.Millisecond
 	deadline := num(reply[placeDeadline])
-	p.MeasuredPerMinute = float64(num(reply[placeRate]))
-	p.RatePerMinute = p.MeasuredPerMinute
+	p.RatePerMinute = float64(num(reply[placeRate])) / 1000
 	if p.RatePerMinute <= 0 {
 		p.RatePerMinute = float64(p.Config.AdmitPerMinute)
 	}
@@ -219,8 +218,9 @@ func (e *Engine) place(s script, t Ticket, have versioned, reply []any) (Place, 
 	default:
 		p.State = State(state)
 	}
-	if p.State == StatePrequeue {
-		// The scripts send the place at the opening; it is not shown.
+	if p.State == StatePrequeue || p.State == StateClosed {
+		// The scripts send the place at the opening (or, closed, should the
+		// room open again); it is not shown.
 		p.OpeningRank, p.Position = p.Position, 0
 	}
 	return p, nil
@@ -803,7 +803,8 @@ func (e *Engine) Status(ctx context.Context, room string) (Config, Stats, error)
 	return cfg, Stats{Waiting: num(reply[statsWaiting]), Admitted: num(reply[statsAdmitted]),
 		Active: num(reply[statsActive]), AdmittedLastMinute: num(reply[statsLastMinute]),
 		Evicted: num(reply[statsEvicted]), Consumed: num(reply[statsConsumed]),
-		ReplaysRefused: num(reply[statsReplays]), DrawSeed: str(reply[statsSeed])}, nil
+		ReplaysRefused: num(reply[statsReplays]), DrawSeed: str(reply[statsSeed]),
+		PacePerMinute: float64(num(reply[statsPace])) / 1000}, nil
 }
 
 // Stats returns a snapshot of the room's counts: Status without the settings.

@@ -1149,13 +1149,14 @@ func TestConfigIsLive(t *testing.T) {
 func TestStats(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, cfgWith(func(c *room.Config) { c.MaxActive, c.SessionTTLSeconds = 3, 3600 }))
-		if diff := cmp.Diff(room.Stats{}, e.stats()); diff != "" {
+		// The pace: the configured rate while a slot is free (TestPace).
+		if diff := cmp.Diff(room.Stats{PacePerMinute: 600}, e.stats()); diff != "" {
 			t.Errorf("new room (-want +got):\n%s", diff)
 		}
 		e.warm()
 		ts := e.enqueueN(8)
 		e.tick() // 3 grants
-		if diff := cmp.Diff(room.Stats{Waiting: 5, Admitted: 3, AdmittedLastMinute: 3}, e.stats()); diff != "" {
+		if diff := cmp.Diff(room.Stats{Waiting: 5, Admitted: 3, AdmittedLastMinute: 3, PacePerMinute: 600}, e.stats()); diff != "" {
 			t.Errorf("after admitting 3 (-want +got):\n%s", diff)
 		}
 		e.consume(ts[0].Seq)
@@ -1170,7 +1171,7 @@ func TestStats(t *testing.T) {
 		e.tick() // evicts ts[3..6]; the room is full, nobody admitted
 		// The third grant (claimTTL 120 s) is still held at +69 s.
 		want := room.Stats{Waiting: 1, Admitted: 1, Active: 2, AdmittedLastMinute: 0, Evicted: 4,
-			Consumed: 2, ReplaysRefused: 3}
+			Consumed: 2, ReplaysRefused: 3, PacePerMinute: 600}
 		if diff := cmp.Diff(want, e.stats()); diff != "" {
 			t.Errorf("stats (-want +got):\n%s", diff)
 		}
@@ -1397,7 +1398,9 @@ func TestRateCountsTheFrontsSkips(t *testing.T) {
 		// the sweep nothing (it reads at most the batch beside its admissions),
 		// so the front skips the stale visitors; a batch of a thousand sweeps
 		// them all first.
-		run := func(batch int) (room.TickResult, room.Place) {
+		// The measured rate is the settings hash's rate (lib.lua pace reads it
+		// as the front's speed once the room is full).
+		run := func(batch int) (room.TickResult, float64) {
 			e := newEnv(t, rdb, cfgWith(func(c *room.Config) { c.AdmitPerMinute, c.MaxActive = 600, 1000 }), room.WithEvictBatch(batch))
 			ts := e.enqueueN(20)
 			e.clk.Advance(pastNearTold) // everyone's heartbeat is stale…
@@ -1405,7 +1408,11 @@ func TestRateCountsTheFrontsSkips(t *testing.T) {
 				e.poll(tk) // …but the back half's
 			}
 			r := e.tick()
-			return r, e.enqueue("late")
+			rate, err := e.rdb.HGet(e.ctx, e.keys.Config, "rate").Float64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r, rate
 		}
 		skips, ps := run(1)
 		swept, pw := run(1000)
@@ -1413,9 +1420,8 @@ func TestRateCountsTheFrontsSkips(t *testing.T) {
 			t.Fatalf("ticks %+v and %+v; the test needs ten admitted and ten evicted in each", skips, swept)
 		}
 		// The ten skipped at the front: the share admitted is 10/20.
-		if want := math.Floor(pw.RatePerMinute * 20 / 10); ps.RatePerMinute != want {
-			t.Errorf("RatePerMinute = %v with ten skipped at the front, %v when the sweep evicted them; want %v",
-				ps.RatePerMinute, pw.RatePerMinute, want)
+		if want := math.Floor(pw * 20 / 10); ps != want {
+			t.Errorf("measured rate = %v with ten skipped at the front, %v when the sweep evicted them; want %v", ps, pw, want)
 		}
 	})
 }

@@ -42,7 +42,7 @@ const (
 	placePosition        // 1-based position, 0 when not waiting
 	placeWaiting         // visitors waiting
 	placeDeadline        // claim deadline or session end (ms), 0 for none
-	placeRate            // admissions in the last minute (measured)
+	placeRate            // the pace, admissions a minute × 1000 (lib.lua pace; Place.RatePerMinute)
 	placeVersion         // the settings' version
 	placeWithin          // poll within (ms): the budget of the next poll, 0 when not in the queue
 	placeSettings        // first of the settings' field, value pairs, when sent
@@ -75,6 +75,7 @@ const (
 	statsConsumed          // grants consumed, ever
 	statsReplays           // replayed consumes refused, ever
 	statsSeed              // the pre-queue lottery's seed ('' for none)
+	statsPace              // the pace, admissions a minute × 1000 (lib.lua pace)
 	statsSettings          // first of the settings' field, value pairs
 )
 

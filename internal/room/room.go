@@ -88,20 +88,20 @@ type Place struct {
 	State    State
 	Position int64 // 1-based; 0 when not waiting or in the pre-queue
 	Waiting  int64 // visitors waiting (or in the pre-queue) in the room
-	// OpeningRank (pre-queue only): the place the visitor will have at the
-	// opening as the queue stands (1-based). It is not shown to the visitor (a
-	// lottery's draw stays hidden until the opening); the poll policy spreads
-	// the opening's polls by it (internal/pollpolicy).
+	// OpeningRank (pre-queue, and closed): the place the visitor will have at
+	// the opening (or when a closed room opens again) as the queue stands
+	// (1-based; 0 unknown). It is not shown as a position (a pre-queue's order
+	// is drawn at the opening); the poll policy spreads the opening's polls by
+	// it and bounds the told poll by the claim window (internal/pollpolicy).
 	OpeningRank int64
 	// Set when State is StateAdmitted.
 	GrantDeadline time.Time // the grant must be consumed before this
 	Active        bool      // the grant was already consumed; a session is running
-	// RatePerMinute is the admission rate observed over the last minute, or the
-	// configured rate when nothing was observed; callers derive ETAs from it.
+	// RatePerMinute is the pace: what the room admits a minute for whoever
+	// waits now (docs/ENGINE.md, "The pace"): the configured admitPerMinute
+	// while a slot is free; in a full room the pace slots free at, never above
+	// it. Callers derive ETAs from it.
 	RatePerMinute float64
-	// MeasuredPerMinute is the admission rate measured over the last minute
-	// alone: 0 when nobody was admitted (RatePerMinute then falls back).
-	MeasuredPerMinute float64
 	// PollWithin is how long the engine holds the place without a poll, beyond
 	// the grace (heartbeatTTLSeconds): the told poll may not be later (the
 	// poll policy stays within it). Waiting: the ETA plus PollSlack, at most
@@ -155,6 +155,9 @@ type Stats struct {
 	Evicted            int64 `json:"evicted"`
 	Consumed           int64 `json:"consumed"`
 	ReplaysRefused     int64 `json:"replaysRefused"`
+	// PacePerMinute is the pace of Place.RatePerMinute for someone joining
+	// now: the rate of the ETAs a status shows.
+	PacePerMinute float64 `json:"pacePerMinute"`
 	// DrawSeed is the seed of the pre-queue lottery (a visitor's draw is
 	// DrawOf(seed, visitor)). Secret until the room opens: the status route
 	// publishes its commitment (DrawCommitment) before and the seed after.

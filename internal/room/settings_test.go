@@ -178,7 +178,9 @@ func TestSettingsRoundTrip(t *testing.T) {
 			for _, s := range room.Settings() {
 				names = append(names, s.Name)
 			}
-			fields = slices.DeleteFunc(fields, func(f string) bool { return f == "seed" || f == "ver" || f == "rate" || f == "waiting" || f == "arrk" })
+			fields = slices.DeleteFunc(fields, func(f string) bool {
+				return f == "seed" || f == "ver" || f == "rate" || f == "waiting" || f == "arrk" || f == "full"
+			})
 			if diff := cmp.Diff(slices.Sorted(slices.Values(names)), slices.Sorted(slices.Values(fields))); diff != "" {
 				t.Errorf("settings hash fields (-table +hash):\n%s", diff)
 			}
@@ -201,7 +203,7 @@ func TestStatus(t *testing.T) {
 		if diff := cmp.Diff(*cfgWith(func(c *room.Config) { c.MaxActive = 1 }), cfg); diff != "" {
 			t.Errorf("Status config (-want +got):\n%s", diff)
 		}
-		want := room.Stats{Waiting: 2, Active: 1, AdmittedLastMinute: 1, Consumed: 1}
+		want := room.Stats{Waiting: 2, Active: 1, AdmittedLastMinute: 1, Consumed: 1, PacePerMinute: 600}
 		st.DrawSeed = "" // random
 		if diff := cmp.Diff(want, st); diff != "" {
 			t.Errorf("Status stats (-want +got):\n%s", diff)

@@ -16,7 +16,9 @@ import (
 )
 
 // toldEnv is a room where nobody is admitted (its one slot held by a session)
-// and the measured rate is nothing, so ETAs come from admitPerMinute; the
+// but whose pace is admitPerMinute, as a room's with a free slot is (lib.lua
+// pace: the flag the ticks keep is cleared by hand; they take nine ticks to set
+// it again, and a silent visitor's heartbeat keeps the class it was told); the
 // visitor under test stands behind `ahead` others who keep polling.
 func toldEnv(t *testing.T, rdb redis.UniversalClient, rate int64, ahead int, opts ...room.Option) (*env, []room.Ticket, room.Ticket) {
 	t.Helper()
@@ -31,6 +33,8 @@ func toldEnv(t *testing.T, rdb redis.UniversalClient, rate int64, ahead int, opt
 	e.tick()
 	cfg.AdmitPerMinute = rate
 	e.put(*cfg)
+	e.rdb.HSet(e.ctx, e.keys.Config, "full", "0")
+	e.rdb.HSet(e.ctx, e.keys.State, "fl", "0")
 	var front []room.Ticket
 	for i := range ahead {
 		front = append(front, e.enqueue("a"+string(rune('a'+i))).Ticket)

@@ -1,0 +1,99 @@
+package api_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+)
+
+// The moments of an on-sale through the HTTP layer (docs/ENGINE.md, "The
+// pace"; "Polling: what a told interval promises"): a burst after a trickle is
+// told the room's configured pace and polls within the claim window; after a
+// change of pace, enqueue and status tell the same pace and ETA at the same
+// moment; a pre-queue reply carries the share of the line ahead.
+func TestMomentsOverHTTP(t *testing.T) {
+	f := newFixture(t, redistest.Single(t))
+	t.Run("a burst after a trickle", func(t *testing.T) {
+		id := f.room(`{"admitPerMinute":600,"maxActive":1000,"claimTTLSeconds":30,"originUrl":"https://origin.example/"}`)
+		base := "/api/rooms/" + id
+		// A trickle: one visitor every 20 s for two minutes, each admitted.
+		for range 6 {
+			wantStatus(t, f.do("POST", base+"/enqueue", "", nil), 200, "")
+			f.tick(id)
+			f.clock.Advance(20 * time.Second)
+			f.tick(id)
+		}
+		var last response
+		for range 250 {
+			last = f.do("POST", base+"/enqueue", "", nil)
+		}
+		if last.num("position") != 250 || last.json["ratePerMinute"] != float64(600) || last.num("etaSeconds") != 25 {
+			t.Fatalf("the 250th of the burst: want position 250 at 600 a minute, ETA 25 s: %s", last.Body)
+		}
+		// The earliest it can be admitted: (250 − 20) ÷ (2 × 10 a second) = 11.5 s,
+		// then the 30 s claim window less 3 s.
+		if ms := last.num("pollAfterMs"); ms > 38500 {
+			t.Errorf("told to poll after %d ms: the grant could expire first", ms)
+		}
+		s := f.do("GET", base+"/status", "", nil)
+		if s.json["ratePerMinute"] != float64(600) || s.num("etaSeconds") != 26 {
+			t.Errorf("status for a joiner behind 250: want 600 a minute and 26 s, got %s", s.Body)
+		}
+	})
+	t.Run("a change of pace: status and enqueue agree", func(t *testing.T) {
+		id := f.room(`{"admitPerMinute":60,"maxActive":1000,"originUrl":"https://origin.example/"}`)
+		base := "/api/rooms/" + id
+		for range 12 {
+			f.do("POST", base+"/enqueue", "", nil)
+		}
+		for range 5 {
+			f.tick(id)
+			f.clock.Advance(time.Second)
+		}
+		wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"admitPerMinute":1}`), 200, "")
+		s := f.do("GET", base+"/status", "", nil)
+		j := f.do("POST", base+"/enqueue", "", nil)
+		if s.json["ratePerMinute"] != float64(1) || j.json["ratePerMinute"] != float64(1) {
+			t.Fatalf("after 60 → 1 a minute: status %s, enqueue %s; want 1 a minute from both", s.Body, j.Body)
+		}
+		if s.num("etaSeconds") != j.num("etaSeconds") || j.num("etaSeconds") != j.num("position")*60 {
+			t.Errorf("status's ETA for the next joiner %d s, the joiner's %d s at position %d: want both position × 60 s",
+				s.num("etaSeconds"), j.num("etaSeconds"), j.num("position"))
+		}
+	})
+	t.Run("a pre-queue tells the share of the line ahead", func(t *testing.T) {
+		opens := f.clock.Now().Add(2 * time.Minute).UTC().Format(time.RFC3339)
+		id := f.room(`{"opensAt":"` + opens + `","admitPerMinute":600,"originUrl":"https://origin.example/"}`)
+		base := "/api/rooms/" + id
+		var shares []float64
+		var tickets []string
+		for range 40 {
+			p := f.do("POST", base+"/enqueue", "", nil)
+			tickets = append(tickets, p.str("ticket"))
+		}
+		f.clock.Advance(pollpolicy.MinInterval)
+		for _, tk := range tickets {
+			p := f.do("GET", base+"/poll", "", bearer(tk))
+			share, ok := p.json["aheadShare"].(float64)
+			if p.str("state") != "prequeue" || !ok || share < 0 || share >= 1 || p.num("position") != 0 {
+				t.Fatalf("pre-queue poll: %s", p.Body)
+			}
+			shares = append(shares, share)
+		}
+		// Forty draws: the shares are the ranks 0/40 … 39/40, each once.
+		seen := map[int]bool{}
+		for _, sh := range shares {
+			seen[int(math.Round(sh*40))] = true
+		}
+		if len(seen) != 40 {
+			t.Errorf("shares %v: want each of k/40 once", shares)
+		}
+		s := f.do("GET", base+"/status", "", nil)
+		if s.str("opensAt") == "" || s.num("waiting") != 40 {
+			t.Errorf("status before the opening: %s", s.Body)
+		}
+	})
+}
