@@ -85,7 +85,7 @@ type Input struct {
 }
 
 // After decides how long the page waits before its next poll, planning the
-// descent to the front from the ETA (docs/ENGINE.md, "Polling"):
+// descent to the front from the ETA (docs/ENGINE.md, "Polling: what a told interval promises"):
 //
 //   - within the next tick's admissions: every second (MinPollAfter);
 //   - admission expected within FinalWindow: just after the tick expected to
