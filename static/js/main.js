@@ -21,7 +21,7 @@ const BACKOFF_CAP_MS = 30000;
 const CLOSED_RETRY_MS = 30000;
 const ENDED_KEEP_MS = 10 * 60000;  // a finished visit is shown, not restarted, for this long
 const PAGE_WAIT_MS = 2000;         // a new state waits at most this long for the room's new page
-const ENDED = ['admitted', 'left', 'expired'];
+const ENDED = ['admitted', 'left', 'expired', 'ended'];
 
 const $ = id => document.getElementById(id);
 const body = document.body;
@@ -124,12 +124,12 @@ function render(v) {
   const titles = {
     loading: 'loading', waiting: 'waitingTitle', prequeue: 'prequeueTitle', paused: 'pausedTitle',
     closed: 'closedTitle', expired: 'expiredTitle', left: 'leftTitle', admitted: 'admittedTitle',
-    unknown: 'unknownRoom', noroom: 'noRoom', error: 'errorTitle',
+    ended: 'endedTitle', unknown: 'unknownRoom', noroom: 'noRoom', error: 'errorTitle',
   };
   const leads = {
     waiting: 'waitingLead', prequeue: 'prequeueLead', paused: 'pausedLead', closed: 'closedLead',
     expired: 'expiredLead', left: 'leftLead', unknown: 'unknownRoomLead', noroom: 'noRoomLead', error: 'errorLead',
-    admitted: v.moving ? 'admittedLead' : 'admittedOther',
+    admitted: v.moving ? 'admittedLead' : 'admittedOther', ended: 'endedLead',
   };
   $('title').textContent = t(titles[s] || 'loading');
   $('lead').textContent = leads[s] ? t(leads[s]) : '';
@@ -157,7 +157,7 @@ function render(v) {
   $('notice').textContent = v.reconnecting ? t('reconnecting') : '';
 
   show($('leave'), ['waiting', 'paused', 'prequeue'].includes(s));
-  show($('rejoin'), ['expired', 'left'].includes(s) || (s === 'admitted' && !v.moving));
+  show($('rejoin'), ['expired', 'left', 'ended'].includes(s) || (s === 'admitted' && !v.moving));
   show($('go'), s === 'admitted' && !!v.moving && !!target);
   if (target && s === 'admitted') $('go').href = target;
   renderNotify(s);
@@ -231,8 +231,8 @@ function announce(v, closedMessage) {
     : v.state === 'prequeue' && v.opensAt > 0 ? t('sayPrequeue', { eta: countdown(v.opensAt - now) }) : '';
   if (v.state !== said.state) {
     msg = [t(({ waiting: 'waitingTitle', prequeue: 'prequeueTitle', paused: 'pausedTitle', closed: 'closedTitle',
-      expired: 'expiredTitle', left: 'leftTitle', admitted: 'admittedTitle' })[v.state] || 'errorTitle'), sentence() || closedMessage]
-      .filter(Boolean).join('. ');
+      expired: 'expiredTitle', left: 'leftTitle', admitted: 'admittedTitle', ended: 'endedTitle' })[v.state] || 'errorTitle'),
+    sentence() || closedMessage].filter(Boolean).join('. ');
   } else if (v.state === 'waiting' && bucket(v.position) !== said.bucket && now - said.at >= ANNOUNCE_EVERY_MS) {
     msg = sentence();
   } else if (v.state === 'closed' && closedMessage && closedMessage !== said.message) {
@@ -268,6 +268,21 @@ function publish(v) {
   storage.set(VIEW, shared);
   if (coord) coord.post({ type: 'view', view: shared });
   render(v);
+}
+
+// moved marks the stored view of an admitted visitor as taken to the site, so
+// that the waiting page, opened again (the site's "leave", the gate when the
+// session ends), says the visit has ended instead of "in another tab".
+function moved() {
+  const v = storage.get(VIEW);
+  if (v && v.state === 'admitted') storage.set(VIEW, { ...v, moved: true });
+}
+
+// ended is the view a page that has just opened shows for the stored one:
+// the visit is over when the turn was taken to the site. A tab that was open
+// while it happened keeps saying the turn is used in another tab.
+function ended(v) {
+  return v && v.state === 'admitted' && v.moved && view.state === 'loading' ? { ...v, state: 'ended' } : v;
 }
 
 // readPage reads the room's page setting from the status route (public, cached
@@ -369,7 +384,7 @@ async function accepted(r, saved) {
     if (form) $('go').onclick = e => { e.preventDefault(); submitOnce(form); };
     if (target) {
       yourTurn();
-      moveWhenBack(form ? () => submitOnce(form) : () => location.replace(target), r);
+      moveWhenBack(form ? () => submitOnce(form) : () => { moved(); location.replace(target); }, r);
     }
     return;
   }
@@ -466,6 +481,7 @@ function enterForm(enterUrl, token) {
 function submitOnce(form) {
   if (form.dataset.sent) return;
   form.dataset.sent = '1';
+  moved();
   form.submit();
 }
 
@@ -519,7 +535,10 @@ function lead() {
   body.dataset.leader = '1';
   const last = storage.get(VIEW);
   if (!storage.get(TICKET) && last && ENDED.includes(last.state) && Date.now() - (last.at || 0) < ENDED_KEEP_MS) {
-    render(last); // a finished visit stays finished until the visitor asks again
+    // A finished visit stays finished until the visitor asks again.
+    const v = ended(last);
+    if (v !== last) storage.set(VIEW, v);
+    render(v);
     return;
   }
   join = true;
@@ -529,7 +548,7 @@ function lead() {
 function message(m) {
   switch (m.type) {
     case 'view':
-      if (!coord.isLeader()) render(m.view);
+      if (!coord.isLeader()) render(ended(m.view));
       break;
     case 'left':
       if (coord.isLeader()) stop();
@@ -569,6 +588,8 @@ function boot() {
   $('rejoin').addEventListener('click', () => (coord.isLeader() ? rejoin() : coord.post({ type: 'rejoin' })));
   coord = coordinate(room, { onLead: lead, onMessage: message });
   coord.post({ type: 'hello' });
+  // The link to the site (an ungated room's; a gated one posts its form).
+  $('go').addEventListener('click', () => { if (!$('go').onclick) moved(); });
   // A hidden tab's timers run late; catch up as soon as the visitor looks again.
   document.addEventListener('visibilitychange', () => {
     if (document.visibilityState === 'visible' && coord.isLeader() && nextAt && Date.now() > nextAt + 1000) {
