@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,12 +27,14 @@ const fakeTicket = "v9.opaque~ticket/with+odd=chars"
 // real static/) against an API that says what the test needs, when the test
 // wants (a far-back place, a long pollAfterMs, an admission on cue).
 type scripted struct {
-	t     *testing.T
-	srv   *httptest.Server
-	mu    sync.Mutex
-	reply func(n int) map[string]any // the n-th place request's answer (0: the enqueue)
-	times []time.Time                // when each place request arrived
-	after []int                      // the pollAfterMs each answer carried
+	t      *testing.T
+	srv    *httptest.Server
+	mu     sync.Mutex
+	reply  func(n int) map[string]any // the n-th place request's answer (0: the enqueue)
+	times  []time.Time                // when each place request arrived
+	after  []int                      // the pollAfterMs each answer carried
+	status map[string]any             // what the status route answers besides room, mode and pageVersion (setStatus)
+	reads  []time.Time                // when each status read arrived
 }
 
 func scriptedRoom(t *testing.T, reply func(n int) map[string]any) *scripted {
@@ -44,7 +47,14 @@ func scriptedRoom(t *testing.T, reply func(n int) map[string]any) *scripted {
 		fmt.Fprint(w, `<!doctype html><title>origin</title><p id="origin">the booking site</p>`)
 	})
 	mux.HandleFunc("GET /api/rooms/{room}/status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, map[string]any{"room": r.PathValue("room"), "mode": "queue", "pageVersion": "scripted"})
+		s.mu.Lock()
+		s.reads = append(s.reads, time.Now())
+		body := map[string]any{"room": r.PathValue("room"), "mode": "queue", "pageVersion": "scripted"}
+		for k, v := range s.status {
+			body[k] = v
+		}
+		s.mu.Unlock()
+		writeJSON(w, 200, body)
 	})
 	place := func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/poll") && r.Header.Get("Authorization") != "Bearer "+fakeTicket {
@@ -83,6 +93,28 @@ func (s *scripted) requests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.times)
+}
+
+// setStatus sets what the status route answers from now on (over room,
+// mode "queue" and pageVersion "scripted", which it may replace).
+func (s *scripted) setStatus(m map[string]any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status = m
+}
+
+// statusReads is when each status read arrived.
+func (s *scripted) statusReads() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.reads)
+}
+
+// requestTimes is when each place request (enqueue, poll) arrived.
+func (s *scripted) requestTimes() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.times)
 }
 
 // checkPace fails the test when the page asked sooner than an answer told it to.

@@ -135,6 +135,15 @@ func TestGate(t *testing.T) {
 	if c := sessionCookie(t, v, site); c != nil {
 		t.Errorf("the cookie outlived leave: %+v", c)
 	}
+	// The waiting page says the visit has ended and offers to join again; it
+	// does not say the turn is used in another tab (there is none).
+	waitState(t, v, "ended", wait)
+	if got := text(t, v, "title"); got != "Your visit has ended" {
+		t.Errorf("after leave the waiting page's title is %q", got)
+	}
+	if browsertest.Eval[bool](t, v, `document.getElementById("rejoin").hidden || document.body.innerText.includes("another tab")`) {
+		t.Errorf("after leave the waiting page shows %s; want the rejoin button and no \"another tab\"", pageSummary(v))
+	}
 	_, _, after := testkit.CallJSON(t, http.MethodGet, s.URL()+"/api/admin/rooms/"+localstack.DemoRoomID, s.AdminKey(), nil)
 	if a, b := active(before), active(after); b >= a && a > 0 {
 		t.Errorf("active sessions %v before leave and %v after, want one fewer", a, b)

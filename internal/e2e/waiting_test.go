@@ -137,9 +137,10 @@ func TestJourney(t *testing.T) {
 		t.Errorf("origin session room = %q, want %q", got, room)
 	}
 	// Back at the waiting page, the spent ticket is gone and the finished
-	// visit is shown rather than a new place taken.
+	// visit is shown rather than a new place taken (moments_test.go tests the
+	// ended state).
 	do(t, v, chromedp.Navigate(pageURL(s.URL(), room)))
-	waitState(t, v, "admitted", wait)
+	waitState(t, v, "ended", wait)
 	if got := ticketOf(t, v, room); got != "" {
 		// The ticket is spent; a later visit to the waiting page starts anew.
 		t.Errorf("ticket still stored after admission")

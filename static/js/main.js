@@ -10,6 +10,7 @@ import { etaRange, count, countdown, clock, dateTime, bucket, progress } from '.
 import { pickText, accent, safeLogo } from './brand.js';
 import { estimate } from './estimate.js';
 import * as turn from './turn.js';
+import * as watch from './watch.js';
 
 const ROOM_RE = /^[A-Za-z0-9_-]{1,64}$/;
 const MOVE_DELAY_MS = 1500;        // long enough to read "It's your turn"
@@ -21,7 +22,7 @@ const BACKOFF_CAP_MS = 30000;
 const CLOSED_RETRY_MS = 30000;
 const ENDED_KEEP_MS = 10 * 60000;  // a finished visit is shown, not restarted, for this long
 const PAGE_WAIT_MS = 2000;         // a new state waits at most this long for the room's new page
-const ENDED = ['admitted', 'left', 'expired'];
+const ENDED = ['admitted', 'left', 'expired', 'ended'];
 
 const $ = id => document.getElementById(id);
 const body = document.body;
@@ -124,12 +125,12 @@ function render(v) {
   const titles = {
     loading: 'loading', waiting: 'waitingTitle', prequeue: 'prequeueTitle', paused: 'pausedTitle',
     closed: 'closedTitle', expired: 'expiredTitle', left: 'leftTitle', admitted: 'admittedTitle',
-    unknown: 'unknownRoom', noroom: 'noRoom', error: 'errorTitle',
+    ended: 'endedTitle', unknown: 'unknownRoom', noroom: 'noRoom', error: 'errorTitle',
   };
   const leads = {
     waiting: 'waitingLead', prequeue: 'prequeueLead', paused: 'pausedLead', closed: 'closedLead',
     expired: 'expiredLead', left: 'leftLead', unknown: 'unknownRoomLead', noroom: 'noRoomLead', error: 'errorLead',
-    admitted: v.moving ? 'admittedLead' : 'admittedOther',
+    admitted: v.moving ? 'admittedLead' : 'admittedOther', ended: 'endedLead',
   };
   $('title').textContent = t(titles[s] || 'loading');
   $('lead').textContent = leads[s] ? t(leads[s]) : '';
@@ -141,12 +142,22 @@ function render(v) {
   const counting = renderPlace(v);
 
   show($('countdown-box'), s === 'prequeue' && v.opensAt > 0);
+  clearTimeout(tickTimer);
   clearInterval(tickTimer);
   if (s === 'prequeue' && v.opensAt > 0) {
-    const tick = () => { $('countdown').textContent = countdown(v.opensAt - (Date.now() + (v.skew || 0))); };
+    // The countdown to the opening (by the server's clock), ticking when the
+    // shown second changes; from the opening on it says the line is opening
+    // instead of sitting on 00:00, until the place is known.
+    const tick = () => {
+      const left = v.opensAt - (Date.now() + (v.skew || 0));
+      const opening = left <= 0;
+      $('countdown').textContent = opening ? t('openingNow') : countdown(left);
+      $('countdown').classList.toggle('opening', opening);
+      show($('opens-in'), !opening);
+      $('opens-at').textContent = opening ? t('findingPlace') : t('opensAt', { time: dateTime(v.opensAt) });
+      if (!opening) tickTimer = setTimeout(tick, (left % 1000 || 1000) + 20);
+    };
     tick();
-    tickTimer = setInterval(tick, 1000);
-    $('opens-at').textContent = t('opensAt', { time: dateTime(v.opensAt) });
   } else if (counting && !v.heldAt) {
     // Between polls the place counts down by itself; nothing is sent, and the
     // live region is not touched (announce() speaks at polls only).
@@ -157,7 +168,7 @@ function render(v) {
   $('notice').textContent = v.reconnecting ? t('reconnecting') : '';
 
   show($('leave'), ['waiting', 'paused', 'prequeue'].includes(s));
-  show($('rejoin'), ['expired', 'left'].includes(s) || (s === 'admitted' && !v.moving));
+  show($('rejoin'), ['expired', 'left', 'ended'].includes(s) || (s === 'admitted' && !v.moving));
   show($('go'), s === 'admitted' && !!v.moving && !!target);
   if (target && s === 'admitted') $('go').href = target;
   renderNotify(s);
@@ -171,14 +182,19 @@ function renderPlace(v) {
   const s = v.state;
   const e = estimate(v, Date.now(), shown);
   shown = e.counting ? e : null;
+  // The place is unknown between the opening of a pre-queue and the poll
+  // that gives it, when the page could not estimate it (watch.js).
+  const known = !v.placing && e.position > 0;
   if (s === 'waiting' || s === 'paused') {
     const pos = e.position;
-    show($('approx'), e.counting);
-    $('position').textContent = count(pos);
-    $('ahead').textContent = count(Math.max(0, pos - 1));
+    show($('approx'), known && (e.counting || !!v.approx));
+    $('position').textContent = known ? count(pos) : '–';
+    $('ahead').textContent = known ? count(Math.max(0, pos - 1)) : '–';
     $('waiting').textContent = count(v.waiting);
-    $('eta').textContent = s === 'waiting' ? etaRange(e.etaSeconds) : '–';
-    const p = progress(v.start, pos);
+    $('eta').textContent = s === 'waiting' && known ? etaRange(e.etaSeconds) : '–';
+    show($('place-note'), !!v.placing);
+    $('place-note').textContent = v.placing ? t('findingPlace') : '';
+    const p = known ? progress(v.start, pos) : 0;
     $('bar-fill').style.width = (p * 100).toFixed(1) + '%';
     $('bar').setAttribute('aria-valuenow', String(Math.round(p * 100)));
     $('bar').setAttribute('aria-label', t('position'));
@@ -193,7 +209,7 @@ function renderPlace(v) {
   // tab's, so a visitor sees it on a tab in the background.
   const title = s === 'admitted' && v.moving
     ? '★ ' + docTitle.title + (docTitle.brand ? ' — ' + docTitle.brand : '')
-    : (s === 'waiting' ? '(' + count(e.position) + ') ' : '') + docTitle.title + (docTitle.brand ? ' · ' + docTitle.brand : '');
+    : (s === 'waiting' && known ? '(' + count(e.position) + ') ' : '') + docTitle.title + (docTitle.brand ? ' · ' + docTitle.brand : '');
   if (document.title !== title) document.title = title;
   return e.counting;
 }
@@ -226,21 +242,27 @@ function announce(v, closedMessage) {
   const now = Date.now();
   let msg = '';
   if (v.state === 'loading') return;
+  // A place the page estimated (watch.js) is said as "about", and only with
+  // a change of state; progress is said with the places replies give.
+  const estimated = !!(v.approx || v.placing);
+  const opensIn = v.opensAt - (now + (v.skew || 0));
   const sentence = () => v.state === 'waiting'
-    ? t('sayPosition', { n: count(v.position), eta: etaRange(v.etaSeconds) })
-    : v.state === 'prequeue' && v.opensAt > 0 ? t('sayPrequeue', { eta: countdown(v.opensAt - now) }) : '';
+    ? v.placing ? t('findingPlace')
+      : t(v.approx ? 'sayPositionAbout' : 'sayPosition', { n: count(v.position), eta: etaRange(v.etaSeconds) })
+    : v.state === 'prequeue' && v.opensAt > 0 ? (opensIn > 0 ? t('sayPrequeue', { eta: countdown(opensIn) }) : t('openingNow')) : '';
   if (v.state !== said.state) {
     msg = [t(({ waiting: 'waitingTitle', prequeue: 'prequeueTitle', paused: 'pausedTitle', closed: 'closedTitle',
-      expired: 'expiredTitle', left: 'leftTitle', admitted: 'admittedTitle' })[v.state] || 'errorTitle'), sentence() || closedMessage]
-      .filter(Boolean).join('. ');
-  } else if (v.state === 'waiting' && bucket(v.position) !== said.bucket && now - said.at >= ANNOUNCE_EVERY_MS) {
-    msg = sentence();
+      expired: 'expiredTitle', left: 'leftTitle', admitted: 'admittedTitle', ended: 'endedTitle' })[v.state] || 'errorTitle'),
+    sentence() || closedMessage].filter(Boolean).join('. ');
+  } else if (v.state === 'waiting' && !estimated && (said.estimated ||
+      (bucket(v.position) !== said.bucket && now - said.at >= ANNOUNCE_EVERY_MS))) {
+    msg = sentence(); // the first place a reply gives after an estimate is said at once
   } else if (v.state === 'closed' && closedMessage && closedMessage !== said.message) {
     msg = closedMessage; // the room's message changed while the visitor waits
   }
   if (!msg) return;
   $('announce').textContent = msg;
-  said = { state: v.state, bucket: bucket(v.position), at: now, message: closedMessage };
+  said = { state: v.state, bucket: bucket(v.position), at: now, message: closedMessage, estimated };
 }
 
 function applyLanguage() {
@@ -268,6 +290,22 @@ function publish(v) {
   storage.set(VIEW, shared);
   if (coord) coord.post({ type: 'view', view: shared });
   render(v);
+  watchOn();
+}
+
+// moved marks the stored view of an admitted visitor as taken to the site, so
+// that the waiting page, opened again (the site's "leave", the gate when the
+// session ends), says the visit has ended instead of "in another tab".
+function moved() {
+  const v = storage.get(VIEW);
+  if (v && v.state === 'admitted') storage.set(VIEW, { ...v, moved: true });
+}
+
+// ended is the view a page that has just opened shows for the stored one:
+// the visit is over when the turn was taken to the site. A tab that was open
+// while it happened keeps saying the turn is used in another tab.
+function ended(v) {
+  return v && v.state === 'admitted' && v.moved && view.state === 'loading' ? { ...v, state: 'ended' } : v;
 }
 
 // readPage reads the room's page setting from the status route (public, cached
@@ -276,11 +314,16 @@ function publish(v) {
 // edge's cache) is shown, and the next reply asks again.
 let reading = null;
 function readPage() {
-  reading = reading || api.status(room).then(s => {
-    const version = typeof s.pageVersion === 'string' ? s.pageVersion : '';
-    if (version !== brand.version) setBrand({ page: s.page && typeof s.page === 'object' ? s.page : null, version });
-  }).catch(() => { /* keep what is shown; the next reply asks again */ }).finally(() => { reading = null; });
+  reading = reading || api.status(room).then(pageFrom)
+    .catch(() => { /* keep what is shown; the next reply asks again */ }).finally(() => { reading = null; });
   return reading;
+}
+
+// pageFrom shows the room's page a status answer carries, when its version is
+// not the one shown.
+function pageFrom(s) {
+  const version = typeof s.pageVersion === 'string' ? s.pageVersion : '';
+  if (version !== brand.version) setBrand({ page: s.page && typeof s.page === 'object' ? s.page : null, version });
 }
 
 function setBrand(b) {
@@ -296,7 +339,7 @@ function schedule(ms) {
   timer = setTimeout(step, ms);
 }
 
-function stop() { epoch++; clearTimeout(timer); nextAt = 0; }
+function stop() { epoch++; clearTimeout(timer); nextAt = 0; watchOff(); }
 
 // The server decides the pace; the jitter keeps tabs that loaded together apart.
 const jitter = ms => ms + Math.random() * Math.min(500, ms * 0.1);
@@ -305,6 +348,7 @@ async function step() {
   const my = epoch;
   const saved = storage.get(TICKET);
   const ticket = saved && saved.ticket;
+  nextAt = 0; // asking now: nothing is scheduled until the answer says when
   body.dataset.polls = String(++requests);
   let r;
   try {
@@ -357,6 +401,9 @@ async function accepted(r, saved) {
     ratePerMinute: typeof r.ratePerMinute === 'number' ? r.ratePerMinute : null,
     opensAt, skew: r.clockSkewMs || 0, start, at: Date.now(),
   };
+  // The pre-queue's share ahead of this visitor, for the place the page
+  // estimates at the opening (watch.js).
+  if (r.state === 'prequeue' && typeof r.aheadShare === 'number') v.aheadShare = r.aheadShare;
   if (r.state === 'admitted') {
     storage.del(TICKET); // spent: coming back later starts a new visit
     nextAt = 0;          // nothing more to poll: a tab coming back to view must not ask again
@@ -369,7 +416,7 @@ async function accepted(r, saved) {
     if (form) $('go').onclick = e => { e.preventDefault(); submitOnce(form); };
     if (target) {
       yourTurn();
-      moveWhenBack(form ? () => submitOnce(form) : () => location.replace(target), r);
+      moveWhenBack(form ? () => submitOnce(form) : () => { moved(); location.replace(target); }, r);
     }
     return;
   }
@@ -466,7 +513,88 @@ function enterForm(enterUrl, token) {
 function submitOnce(form) {
   if (form.dataset.sent) return;
   form.dataset.sent = '1';
+  moved();
   form.submit();
+}
+
+// ---- the leader watches the room between polls (watch.js decides) ----
+
+let watchTimer = 0;
+let watchKey = null;    // what the planned read was planned for (the pre-queue's opening)
+let lastRead = 0;       // when the status was last read (local ms); 0: not since the watch began
+let statusReading = false;
+let opening = { opensAt: 0, at: 0 }; // the read at the pre-queue's opening: opensAt + U(0, 6 s), local ms
+
+// watchOn starts or stops the watch after each view the leader shows: on
+// while the visitor holds a place (waiting, paused, pre-queue, closed with a
+// ticket), off once the visit is over; a read already planned stays planned
+// unless the opening it was planned around moved.
+function watchOn() {
+  if (!coord || !coord.isLeader() || !watch.watches(view, storage.get(TICKET))) { watchOff(); return; }
+  const key = view.state === 'prequeue' ? view.opensAt || 0 : 0;
+  if (statusReading || (watchTimer && key === watchKey)) return;
+  if (!lastRead) lastRead = Date.now(); // the first read comes a regular wait after the reply
+  planRead();
+}
+
+function watchOff() {
+  clearTimeout(watchTimer);
+  watchTimer = 0;
+  lastRead = 0;
+}
+
+function planRead() {
+  clearTimeout(watchTimer);
+  const now = Date.now();
+  let openAt = 0;
+  let opensAtLocal = 0;
+  if (view.state === 'prequeue' && view.opensAt > 0) {
+    opensAtLocal = view.opensAt - (view.skew || 0);
+    if (opening.opensAt !== view.opensAt) opening = { opensAt: view.opensAt, at: opensAtLocal + Math.random() * watch.OPEN_SPREAD_MS };
+    openAt = opening.at;
+  }
+  watchKey = view.state === 'prequeue' ? view.opensAt || 0 : 0;
+  const at = watch.nextRead(lastRead, watch.readDelay(document.visibilityState === 'visible', Math.random()), openAt, opensAtLocal);
+  watchTimer = setTimeout(readStatus, Math.max(0, at - now));
+}
+
+// watchVisibility: a tab coming back into view reads at once when its last
+// read is older than the visible cadence; otherwise (and when it is hidden)
+// the next read is planned at the new cadence.
+function watchVisibility() {
+  if (!watchTimer || statusReading) return;
+  if (document.visibilityState === 'visible' && Date.now() - lastRead > watch.READ_EVERY_MS) readStatus();
+  else planRead();
+}
+
+async function readStatus() {
+  clearTimeout(watchTimer);
+  watchTimer = 0;
+  const my = epoch;
+  const sent = Date.now();
+  lastRead = sent;
+  statusReading = true;
+  let s = null;
+  try { s = await api.status(room); } catch { /* the next read, or the poll, tells */ }
+  statusReading = false;
+  if (my !== epoch || !coord.isLeader()) return;
+  if (s) pageFrom(s);
+  // A reply that came meanwhile is fresher than this answer.
+  if (s && !(view.at > sent)) {
+    const now = Date.now();
+    const d = watch.decide(s, view, { now, shown: estimate(view, now, shown).position, rand: Math.random });
+    if (d.view) publish(d.view);
+    if (d.pollAt) pollBy(d.pollAt);
+  }
+  watchOn();
+}
+
+// pollBy brings the next poll forward to at (local ms) when it was planned
+// later; a poll under way, or none planned (the visit is over, or the page
+// waits for an answer), is left as it is.
+function pollBy(at) {
+  if (!nextAt || at >= nextAt) return;
+  schedule(Math.max(0, at - Date.now()));
 }
 
 function failed(e) {
@@ -519,7 +647,10 @@ function lead() {
   body.dataset.leader = '1';
   const last = storage.get(VIEW);
   if (!storage.get(TICKET) && last && ENDED.includes(last.state) && Date.now() - (last.at || 0) < ENDED_KEEP_MS) {
-    render(last); // a finished visit stays finished until the visitor asks again
+    // A finished visit stays finished until the visitor asks again.
+    const v = ended(last);
+    if (v !== last) storage.set(VIEW, v);
+    render(v);
     return;
   }
   join = true;
@@ -529,7 +660,7 @@ function lead() {
 function message(m) {
   switch (m.type) {
     case 'view':
-      if (!coord.isLeader()) render(m.view);
+      if (!coord.isLeader()) render(ended(m.view));
       break;
     case 'left':
       if (coord.isLeader()) stop();
@@ -569,12 +700,15 @@ function boot() {
   $('rejoin').addEventListener('click', () => (coord.isLeader() ? rejoin() : coord.post({ type: 'rejoin' })));
   coord = coordinate(room, { onLead: lead, onMessage: message });
   coord.post({ type: 'hello' });
+  // The link to the site (an ungated room's; a gated one posts its form).
+  $('go').addEventListener('click', () => { if (!$('go').onclick) moved(); });
   // A hidden tab's timers run late; catch up as soon as the visitor looks again.
   document.addEventListener('visibilitychange', () => {
     if (document.visibilityState === 'visible' && coord.isLeader() && nextAt && Date.now() > nextAt + 1000) {
       clearTimeout(timer);
       step();
     }
+    watchVisibility();
   });
 }
 

@@ -1,0 +1,311 @@
+package e2e
+
+import (
+	"context"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/vestibule-dev/vestibule/internal/browsertest"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
+)
+
+// The moments of a visit the page follows through the room's status between
+// polls (watch.js): against scripted rooms whose status answers the tests
+// change.
+
+// watchMoments runs in the page before its scripts: it records what the page
+// shows at every change of the document and every 200 ms, with the time (the
+// browser's clock, which is this machine's), so the test judges what was on
+// screen at each moment, not what it reads when it gets round to it.
+const watchMoments = `(() => {
+	window.__samples = [];
+	const $ = id => document.getElementById(id);
+	const note = () => {
+		const b = document.body.dataset;
+		__samples.push({at: Date.now(), state: b.state, polls: +b.polls,
+			countdown: $("countdown-box").hidden ? "" : $("countdown").textContent,
+			pos: $("place").hidden ? "" : $("position").textContent, about: !$("approx").hidden,
+			note: $("place-note").hidden ? "" : $("place-note").textContent,
+			eta: $("eta").textContent, title: $("title").textContent});
+	};
+	document.addEventListener("readystatechange", () => {
+		if (document.readyState !== "interactive") return;
+		new MutationObserver(note).observe(document.body, {childList: true, characterData: true, subtree: true, attributes: true});
+		setInterval(note, 200);
+	});
+})()`
+
+type sample struct {
+	At        int64  `json:"at"`
+	State     string `json:"state"`
+	Polls     int    `json:"polls"`
+	Countdown string `json:"countdown"`
+	Pos       string `json:"pos"`
+	About     bool   `json:"about"`
+	Note      string `json:"note"`
+	ETA       string `json:"eta"`
+	Title     string `json:"title"`
+}
+
+func (s sample) time() time.Time { return time.UnixMilli(s.At) }
+
+// minutes is a wait shown in minutes ("4–8 min"), not "Under 1 min".
+var minutes = regexp.MustCompile(`^\d+–\d+ min$`)
+
+// beforeLoad adds scripts that run in every document of the tab before its own.
+func beforeLoad(t *testing.T, ctx context.Context, scripts ...string) {
+	t.Helper()
+	for _, src := range scripts {
+		if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument,
+			page.AddScriptToEvaluateOnNewDocumentParams{Source: src}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestPrequeueOpening: a pre-queue across its opening. The countdown never
+// shows 00:00: from the opening the page says the line is opening; it reads
+// the room's status a few seconds after the opening, and with its share of
+// the pre-queue (aheadShare) shows its place, "about" a quarter of the line,
+// counting down, with no poll; without a share it shows that it is finding
+// the place, until the poll gives it.
+func TestPrequeueOpening(t *testing.T) {
+	const line = 2000
+	opens := time.Now().Add(4 * time.Second).Truncate(time.Second) // 3–4 s from now, as the server writes it
+	opensAt := opens.UTC().Format(time.RFC3339)
+	status := map[string]any{"opensAt": opensAt, "waiting": line, "admitPerMinute": 600, "ratePerMinute": 600}
+	prequeue := func(extra map[string]any) map[string]any {
+		r := map[string]any{"state": "prequeue", "position": 0, "waiting": line, "etaSeconds": nil, "opensAt": opensAt, "pollAfterMs": 60000}
+		for k, v := range extra {
+			r[k] = v
+		}
+		return r
+	}
+	shared := scriptedRoom(t, func(int) map[string]any { return prequeue(map[string]any{"aheadShare": 0.25}) })
+	shared.setStatus(status)
+	// Without a share, the server's poll, planned after the opening, gives the place.
+	unshared := scriptedRoom(t, func(n int) map[string]any {
+		if n == 0 {
+			return prequeue(map[string]any{"pollAfterMs": int(time.Until(opens.Add(10*time.Second)) / time.Millisecond)})
+		}
+		return map[string]any{"state": "waiting", "position": 480, "waiting": line, "etaSeconds": 48, "ratePerMinute": 600, "pollAfterMs": 60000}
+	})
+	unshared.setStatus(status)
+
+	a, b := visitor(t), visitor(t)
+	beforeLoad(t, a, watchMoments)
+	beforeLoad(t, b, watchMoments)
+	do(t, a, chromedp.Navigate(pageURL(shared.srv.URL, "opening")))
+	do(t, b, chromedp.Navigate(pageURL(unshared.srv.URL, "opening")))
+	waitState(t, a, "prequeue", wait)
+	waitState(t, b, "prequeue", wait)
+	// The opening's read comes within 6 s of it (and a second of the clock's
+	// correction, a Date header being whole seconds).
+	waitState(t, a, "waiting", time.Until(opens.Add(9*time.Second)))
+	waitJS(t, b, `+document.body.dataset.polls >= 2 && document.body.dataset.state === "waiting"`, time.Until(opens.Add(15*time.Second)))
+	time.Sleep(500 * time.Millisecond) // a few samples of each page after the last change
+
+	check := func(name string, got []sample, first func(sample)) time.Time {
+		t.Helper()
+		placed := -1
+		for i, g := range got {
+			if g.Countdown == "00:00" {
+				t.Errorf("%s: sample %d (%v after the opening) shows 00:00", name, i, g.time().Sub(opens))
+			}
+			if placed < 0 && g.State == "waiting" {
+				placed = i
+			}
+		}
+		if placed < 0 {
+			t.Fatalf("%s: never shown waiting: %+v", name, got)
+		}
+		p := got[placed]
+		after := p.time().Sub(opens)
+		t.Logf("%s: placed %v after the opening: %+v", name, after.Round(time.Millisecond), p)
+		if after > 8*time.Second || after < 0 {
+			t.Errorf("%s: shown waiting %v after the opening, want within 8 s of it", name, after)
+		}
+		if p.Polls != 1 {
+			t.Errorf("%s: placed after %d requests, want the join alone (no poll)", name, p.Polls)
+		}
+		// Between the opening (a second's correction aside) and the place,
+		// the page said it was opening; before, it counted down.
+		seen := false
+		for _, g := range got[:placed] {
+			if g.time().After(opens.Add(1500*time.Millisecond)) && g.Countdown != "Opening now…" {
+				t.Errorf("%s: %v after the opening the countdown shows %q", name, g.time().Sub(opens), g.Countdown)
+			}
+			seen = seen || g.Countdown == "Opening now…"
+		}
+		if after > 2*time.Second && !seen {
+			t.Errorf("%s: the page never said the line was opening", name)
+		}
+		first(p)
+		return p.time()
+	}
+	placed := check("with its share", browsertest.Eval[[]sample](t, a, `__samples`), func(p sample) {
+		// A quarter of 2,000 ahead: about 501st, counting down at 10 a second.
+		if n := shownPosition(t, p.Pos); !p.About || n > 501 || n < 480 {
+			t.Errorf("first shown as %+v, want about 501", p)
+		}
+	})
+	waitJS(t, a, `document.body.dataset.counting === "1" && document.getElementById("announce").textContent.includes("about number 501")`, wait)
+	if n := shared.requests(); n != 1 {
+		t.Errorf("with its share: %d place requests, want the join alone", n)
+	}
+	// Before the place: the join's read of the room's page, and the opening's.
+	var before []time.Duration
+	for _, r := range shared.statusReads() {
+		if !r.After(placed) {
+			before = append(before, r.Sub(opens).Round(time.Millisecond))
+		}
+	}
+	if len(before) > 2 || len(before) == 0 || before[len(before)-1] < 0 {
+		t.Errorf("with its share: status reads at %v from the opening before the place; want the join's and one after the opening", before)
+	}
+	got := browsertest.Eval[[]sample](t, b, `__samples`)
+	check("without a share", got, func(p sample) {
+		if p.Pos != "–" || p.About || p.Note != "Finding your place…" || p.ETA != "–" {
+			t.Errorf("first shown as %+v, want the place unknown, finding it", p)
+		}
+	})
+	last := got[len(got)-1]
+	if n := shownPosition(t, last.Pos); n > 480 || n < 400 || last.Note != "" {
+		t.Errorf("after the poll: %+v, want 480 or counted down from it", last)
+	}
+}
+
+// TestPaceChange: the status's pace changes while the page counts down
+// between polls. Slower (60 → 1 a minute): the wait shown follows within a
+// read (minutes, not "under 1 min"), and the poll planned stays where it was;
+// faster (1 → 600 with a poll planned 5 minutes away): a poll comes a second
+// after the read that saw it.
+func TestPaceChange(t *testing.T) {
+	s := scriptedRoom(t, func(n int) map[string]any {
+		if n == 0 {
+			return map[string]any{"state": "waiting", "position": 7, "etaSeconds": 7, "ratePerMinute": 60, "pollAfterMs": 300000}
+		}
+		return map[string]any{"state": "waiting", "position": 1, "etaSeconds": 1, "ratePerMinute": 600, "pollAfterMs": 300000}
+	})
+	s.setStatus(map[string]any{"ratePerMinute": 60})
+	v := visitor(t)
+	beforeLoad(t, v, watchMoments)
+	do(t, v, chromedp.Navigate(pageURL(s.srv.URL, "pace")))
+	waitState(t, v, "waiting", wait)
+	// At 60 a minute, 7 reaches the front within seconds: under a minute.
+	waitJS(t, v, `document.getElementById("eta").textContent === "Under 1 min"`, wait)
+
+	s.setStatus(map[string]any{"ratePerMinute": 1})
+	slower := time.Now()
+	waitJS(t, v, `/^\d+–\d+ min$/.test(document.getElementById("eta").textContent)`, 10*time.Second)
+	t.Logf("slower: shown %v after the change", time.Since(slower).Round(time.Millisecond))
+	// The wait is the place shown at the new pace: a minute for each.
+	ok, err := chromedp.Run(v, chromedp.Evaluate[bool](`import("/js/format.js").then(f => {
+		const pos = +document.getElementById("position").textContent;
+		return document.getElementById("eta").textContent === f.etaRange(pos * 60);
+	})`, chromedp.EvalAwaitPromise))
+	if err != nil || !ok {
+		t.Errorf("the wait shown is not the place shown at one a minute (%v): %s", err, pageSummary(v))
+	}
+	time.Sleep(2 * time.Second)
+	shown := false
+	for _, g := range browsertest.Eval[[]sample](t, v, `__samples`) {
+		if g.time().Before(slower) {
+			continue
+		}
+		if shown && !minutes.MatchString(g.ETA) {
+			t.Errorf("after the slower pace was shown, the wait went back to %q", g.ETA)
+		}
+		shown = shown || minutes.MatchString(g.ETA)
+	}
+	if n := s.requests(); n != 1 {
+		t.Errorf("%d place requests: a slower pace must leave the poll where it was", n)
+	}
+
+	s.setStatus(map[string]any{"ratePerMinute": 600})
+	faster := time.Now()
+	if !testkit.WaitFor(12*time.Second, func() bool { return s.requests() > 1 }) {
+		t.Fatalf("no poll within 12 s of the faster pace (the one planned is 5 minutes away); page shows %s", pageSummary(v))
+	}
+	polled := s.requestTimes()[1]
+	var saw time.Time
+	for _, r := range s.statusReads() {
+		if r.After(faster) {
+			saw = r
+			break
+		}
+	}
+	// At place 1 the new wait is 0.1 s: the poll comes a second after the read.
+	if gap := polled.Sub(saw); saw.IsZero() || gap < 900*time.Millisecond || gap > 2500*time.Millisecond {
+		t.Errorf("the poll came %v after the read that saw the faster pace (at %v), want about a second", gap, saw)
+	}
+	waitJS(t, v, `+document.body.dataset.polls === 2`, wait)
+}
+
+// TestPauseResumeByStatus: a pause and a resume seen in the status show on
+// the page within a read, without a poll; the status is read every 7 s ± 1 s
+// while the page is visible, not at all for a while when hidden, and at once
+// when it is visible again.
+func TestPauseResumeByStatus(t *testing.T) {
+	s := scriptedRoom(t, func(int) map[string]any {
+		return map[string]any{"state": "waiting", "position": 40, "etaSeconds": 400, "ratePerMinute": 6, "pollAfterMs": 300000}
+	})
+	s.setStatus(map[string]any{"ratePerMinute": 6})
+	v := visitor(t)
+	beforeLoad(t, v, watchMoments, backgroundHooks)
+	do(t, v, chromedp.Navigate(pageURL(s.srv.URL, "pause")))
+	waitState(t, v, "waiting", wait)
+
+	s.setStatus(map[string]any{"mode": "paused"})
+	waitState(t, v, "paused", 10*time.Second)
+	if got := text(t, v, "title"); got != "The line is paused" {
+		t.Errorf("paused title %q", got)
+	}
+	if n := shownPosition(t, text(t, v, "position")); n > 40 || n < 38 || text(t, v, "eta") != "–" {
+		t.Errorf("paused at %d (wait %q); want the place shown when it paused, no wait", n, text(t, v, "eta"))
+	}
+	waitJS(t, v, `document.getElementById("announce").textContent.includes("paused")`, wait)
+	paused := text(t, v, "position")
+	time.Sleep(1500 * time.Millisecond)
+	if got := text(t, v, "position"); got != paused || browsertest.Eval[string](t, v, `document.body.dataset.counting`) != "0" {
+		t.Errorf("paused, the place moved from %s to %s", paused, got)
+	}
+
+	s.setStatus(map[string]any{"ratePerMinute": 6})
+	waitState(t, v, "waiting", 10*time.Second)
+	waitJS(t, v, `document.body.dataset.counting === "1" && /^\d+–\d+ min$/.test(document.getElementById("eta").textContent)`, wait)
+	waitJS(t, v, `document.getElementById("announce").textContent.includes("in line")`, wait)
+	if n := s.requests(); n != 1 {
+		t.Errorf("%d place requests: the pause and the resume came through the status, with no poll", n)
+	}
+	reads := s.statusReads()
+	for i := 1; i < len(reads); i++ {
+		if gap := reads[i].Sub(reads[i-1]); gap < 5900*time.Millisecond || gap > 9500*time.Millisecond {
+			t.Errorf("status read %d came %v after the one before, want 7 s ± 1 s", i, gap)
+		}
+	}
+
+	// Hidden: read once a minute, so not in the next 9 s; visible again after
+	// more than 7 s: read at once.
+	waitJS(t, v, `__hide(true)`, wait)
+	time.Sleep(200 * time.Millisecond) // a read under way when it hid
+	hidden := len(s.statusReads())
+	time.Sleep(9 * time.Second)
+	if n := len(s.statusReads()); n != hidden {
+		t.Errorf("%d status reads in the 9 s the page was hidden", n-hidden)
+	}
+	back := time.Now()
+	waitJS(t, v, `__hide(false)`, wait)
+	if !testkit.WaitFor(1500*time.Millisecond, func() bool { return len(s.statusReads()) > hidden }) {
+		t.Errorf("no status read within 1.5 s of the page becoming visible again")
+	} else {
+		t.Logf("read %v after the page was visible again", s.statusReads()[hidden].Sub(back).Round(time.Millisecond))
+	}
+	if n := s.requests(); n != 1 {
+		t.Errorf("%d place requests by the end; want the join alone", n)
+	}
+}

@@ -1,0 +1,184 @@
+// Watching the room between polls. The leading tab reads the room's status
+// (public, cached a second at the edge, so a read costs no API call) every
+// 7 s ± 1 s while the tab is visible and every minute while it is hidden, and
+// asks these functions what an answer changes on the page: a pause, a
+// closing, a resume, a new pace, a moved opening, the opening itself. They are
+// pure (the time and the random numbers are passed in), so they are tested
+// without a browser (watch.test.js, run under node by static's TestWatch).
+
+export const READ_EVERY_MS = 7000;     // a visible tab reads the status this often…
+export const READ_SPREAD_MS = 1000;    // …give or take this much, drawn afresh for each read
+export const READ_HIDDEN_MS = 60000;   // a hidden tab reads it this often
+export const OPEN_SPREAD_MS = 6000;    // the opening's read comes this long after it, at most
+export const POLL_SOONEST_MS = 1000;   // a poll brought forward comes no sooner than this
+export const POLL_SPREAD = [0.3, 0.6]; // …and within this share of the new wait, at random
+// A pace within this share of the one counted at is the same pace: a measured
+// rate moves a little from one second to the next, and each change costs a
+// crowd's polls (brought forward) and a count started over.
+export const PACE_TOLERANCE = 0.1;
+
+// The states in which the room is watched; all of them with a ticket held.
+const WATCHED = ['waiting', 'paused', 'prequeue', 'closed'];
+
+// watches says whether the leader reads the status for the view v: while the
+// visitor holds a place (a ticket) that is waiting, paused, in the pre-queue
+// or in a closed room; not once the visit is over.
+export function watches(v, ticket) {
+  return !!ticket && !!v && WATCHED.includes(v.state);
+}
+
+// readDelay is the wait before the next read: 7 s ± 1 s (uniform) while the
+// tab is visible, a minute while it is hidden. rand is in [0, 1).
+export function readDelay(visible, rand) {
+  return visible ? READ_EVERY_MS + (2 * rand - 1) * READ_SPREAD_MS : READ_HIDDEN_MS;
+}
+
+// nextRead is when (local ms) to read next: delay after the last read, except
+// that in the pre-queue the read at the opening (opening: the opening plus its
+// spread, local ms, or 0) replaces the next regular one when the opening comes
+// before it, and has not been read yet.
+export function nextRead(last, delay, opening, opensAtLocal) {
+  const regular = last + delay;
+  if (opening > 0 && opening > last && opensAtLocal < regular) return opening;
+  return regular;
+}
+
+// spreadPoll is how long after now (ms) to poll when the wait becomes
+// etaSeconds: between 30 % and 60 % of it, at random, so that a crowd that
+// sees the same change at once does not poll in the same second, and before
+// the visitor's turn comes; never sooner than a second.
+export function spreadPoll(etaSeconds, rand) {
+  const share = POLL_SPREAD[0] + (POLL_SPREAD[1] - POLL_SPREAD[0]) * rand;
+  return Math.max(POLL_SOONEST_MS, share * etaSeconds * 1000);
+}
+
+// paceOf is the pace, in admissions a minute, that a view counts its place
+// down at: the reply's ratePerMinute, or from an older server without it,
+// position ÷ etaSeconds (estimate.js); 0 when it counts at none.
+export function paceOf(v) {
+  if (!v) return 0;
+  if (typeof v.ratePerMinute === 'number') return Math.max(0, v.ratePerMinute);
+  return v.position > 0 && v.etaSeconds > 0 ? v.position / v.etaSeconds * 60 : 0;
+}
+
+// samePace: two paces within PACE_TOLERANCE of the larger.
+export function samePace(a, b) {
+  return Math.abs(a - b) <= PACE_TOLERANCE * Math.max(a, b);
+}
+
+const statusPace = s => (s.ratePerMinute > 0 ? s.ratePerMinute : 0);
+const openingPace = s => statusPace(s) || (s.admitPerMinute > 0 ? s.admitPerMinute : 0);
+const share = v => (typeof v.aheadShare === 'number' && v.aheadShare >= 0 && v.aheadShare < 1 ? v.aheadShare : null);
+const count = n => (n >= 1 ? Math.floor(n) : 0);
+
+// placeAtOpening is the view of a visitor of the pre-queue once the room has
+// opened, before the server's poll gives the exact place: about
+// floor(aheadShare × waiting) + 1 (never past the end of the line), counting
+// down at the room's pace; without aheadShare (or a count of the line), the
+// place is unknown ("finding your place") until the poll.
+export function placeAtOpening(v, s, now) {
+  const waiting = count(s.waiting);
+  const base = { ...v, state: 'waiting', waiting, at: now, skew: skewOf(s, v), was: undefined };
+  const sh = share(v);
+  if (sh === null || !waiting) {
+    return { ...base, position: 0, placing: true, etaSeconds: null, ratePerMinute: null };
+  }
+  const position = Math.min(waiting, Math.floor(sh * waiting) + 1);
+  const pace = openingPace(s);
+  return {
+    ...base, position, approx: true, placing: false, start: Math.max(v.start || 0, position),
+    etaSeconds: pace ? position * 60 / pace : null, ratePerMinute: pace || null,
+  };
+}
+
+function skewOf(s, v) {
+  return typeof s.clockSkewMs === 'number' ? s.clockSkewMs : (v.skew || 0);
+}
+
+// decide compares a status answer s with the view v shown and says what
+// changes: {view} the view to show instead (or null), {pollAt} the time (local
+// ms) to poll by (0: the poll stays as the server scheduled it; a later time
+// than the one scheduled changes nothing either). ctx: {now} local ms,
+// {shown} the place shown now (the count-down's estimate), {rand} a function
+// returning a number in [0, 1).
+export function decide(s, v, ctx) {
+  const none = { view: null, pollAt: 0 };
+  // The place is unknown while the page cannot reach the server; the next
+  // reply decides.
+  if (!s || !v || v.reconnecting) return none;
+  const now = ctx.now;
+  const serverNow = now + skewOf(s, v);
+  const opensAt = Date.parse(s.opensAt || '') || 0;
+  const mode = s.mode;
+
+  if (mode === 'closed') {
+    if (v.state === 'closed' || !WATCHED.includes(v.state)) return none;
+    return { view: held(v, 'closed', ctx), pollAt: 0 };
+  }
+  if (mode === 'paused') {
+    if (v.state !== 'waiting') return none;
+    return { view: held(v, 'paused', ctx), pollAt: 0 };
+  }
+  if (mode !== 'queue' && mode !== 'auto') return none;
+
+  // A pre-queue (or a closing that held one) whose room is open again.
+  if (v.state === 'prequeue' || (v.state === 'closed' && v.was === 'prequeue')) {
+    const p = v.state === 'prequeue' ? v : { ...v, state: 'prequeue', was: undefined };
+    // Opened: the status's opening has passed by the server's clock; or it is
+    // the one the page counts down to, and the count reached it (the clock
+    // read from a Date header can lag by up to a second); or, without an
+    // opening time in the answer, the lottery's seed is out.
+    const counted = p.opensAt > 0 && p.opensAt <= now + (p.skew || 0);
+    const opened = opensAt ? opensAt <= serverNow || (opensAt === p.opensAt && counted) : !!s.drawSeed || counted;
+    if (opened) return { view: placeAtOpening(p, s, now), pollAt: 0 };
+    if (opensAt && opensAt !== p.opensAt) return moved(p, s, opensAt, ctx);
+    return p === v ? none : { view: p, pollAt: 0 };
+  }
+
+  if (opensAt && opensAt > serverNow) return none; // not open: the server's poll says what this is
+  const resume = v.state === 'paused' || (v.state === 'closed' && (v.was === 'waiting' || v.was === 'paused'));
+  if (v.state !== 'waiting' && !resume) return none;
+  if (v.placing) {
+    return resume ? { view: { ...v, state: 'waiting', was: undefined, at: now }, pollAt: 0 } : none;
+  }
+  const pace = statusPace(s);
+  if (!pace || !(v.position > 0)) return none; // an older server gives no pace; the poll will say
+  if (!resume && samePace(paceOf(v), pace)) return none;
+  // The place shown now: the count-down's estimate, never above the view's.
+  const position = Math.max(1, ctx.shown > 0 ? Math.min(ctx.shown, v.position) : v.position);
+  const etaSeconds = position * 60 / pace;
+  return {
+    view: {
+      ...v, state: 'waiting', position, etaSeconds, ratePerMinute: pace, at: now, heldAt: undefined,
+      approx: !!v.approx || position !== v.position, was: undefined,
+    },
+    pollAt: now + spreadPoll(etaSeconds, ctx.rand()),
+  };
+}
+
+// held is the view v stopped in state (paused, closed) at the place shown
+// now, remembering what it was so that a reopening resumes it.
+function held(v, state, ctx) {
+  const position = v.state === 'waiting' && !v.placing && ctx.shown > 0 ? Math.min(ctx.shown, v.position) : v.position;
+  return {
+    ...v, state, position, at: ctx.now, was: v.was || v.state,
+    approx: !!v.approx || position !== v.position,
+  };
+}
+
+// moved is the pre-queue view for an opening moved to opensAt (server ms).
+// Moved earlier, the poll the server planned may come after it: it is brought
+// to the opening plus 30–60 % of the wait the visitor's estimated place
+// gives (aheadShare × waiting + 1, or a place drawn among the waiting when the
+// share is unknown), as the server would plan it, spread the same way.
+function moved(v, s, opensAt, ctx) {
+  const view = { ...v, opensAt, skew: skewOf(s, v), at: ctx.now };
+  if (!(v.opensAt > 0) || opensAt >= v.opensAt) return { view, pollAt: 0 };
+  const pace = openingPace(s);
+  if (!pace) return { view, pollAt: 0 };
+  const waiting = Math.max(1, count(s.waiting));
+  const sh = share(v);
+  const place = sh !== null ? sh * waiting + 1 : 1 + Math.floor(ctx.rand() * waiting);
+  const local = opensAt - view.skew;
+  return { view, pollAt: local + spreadPoll(place * 60 / pace, ctx.rand()) };
+}

@@ -1,0 +1,50 @@
+package static
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// TestWatch runs the unit tests of js/watch.js (js/watch.test.js: what a
+// status answer changes on the waiting page) under node's test runner. The
+// modules are ES modules: they are copied beside a package.json that says so,
+// as the page's sources need no package.json of their own. Skipped without
+// node, except in CI, where `make test` installs it (esbuild needs it).
+func TestWatch(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node is not installed in CI")
+		}
+		t.Skip("node is not installed: js/watch.test.js cannot run")
+	}
+	dir := t.TempDir()
+	files := map[string]string{"package.json": `{"type": "module"}`}
+	for _, name := range []string{"watch.js", "watch.test.js"} {
+		b, err := os.ReadFile(filepath.Join("js", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = string(b)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := exec.Command(node, "--test", "--test-reporter=tap", filepath.Join(dir, "watch.test.js")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test: %v\n%s", err, out)
+	}
+	// THEN every test ran and passed (a file whose tests were all skipped, or
+	// that defined none, would exit 0 too).
+	pass := regexp.MustCompile(`(?m)^# pass (\d+)$`).FindSubmatch(out)
+	fail := regexp.MustCompile(`(?m)^# fail (\d+)$`).FindSubmatch(out)
+	if pass == nil || string(pass[1]) == "0" || fail == nil || string(fail[1]) != "0" {
+		t.Fatalf("node --test did not pass every test:\n%s", out)
+	}
+	t.Logf("js/watch.test.js: %s tests pass", pass[1])
+}
