@@ -575,9 +575,19 @@ async function readStatus() {
   lastRead = sent;
   statusReading = true;
   let s = null;
-  try { s = await api.status(room); } catch { /* the next read, or the poll, tells */ }
+  let lost = false;
+  try { s = await api.status(room); } catch (e) { lost = !!e.retryable; /* else the next read, or the poll, tells */ }
   statusReading = false;
   if (my !== epoch || !coord.isLeader()) return;
+  if (lost && !view.reconnecting) {
+    // The room cannot be reached (the poll, minutes away, would say so only
+    // then): say so now, and stop the count where it is, as a failed poll does.
+    publish({ ...view, reconnecting: true, watchLost: true, heldAt: view.heldAt || Date.now() });
+  } else if (s && view.watchLost) {
+    // Reached again, and only the watch had lost it: the count goes on.
+    const { watchLost, reconnecting, heldAt, ...back } = view;
+    publish(back);
+  }
   if (s) pageFrom(s);
   // A reply that came meanwhile is fresher than this answer.
   if (s && !(view.at > sent)) {

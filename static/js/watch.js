@@ -130,7 +130,13 @@ export function decide(s, v, ctx) {
     // opening time in the answer, the lottery's seed is out.
     const counted = p.opensAt > 0 && p.opensAt <= now + (p.skew || 0);
     const opened = opensAt ? opensAt <= serverNow || (opensAt === p.opensAt && counted) : !!s.drawSeed || counted;
-    if (opened) return { view: placeAtOpening(p, s, now), pollAt: 0 };
+    if (opened) {
+      // Opened before the opening the server planned the poll from (moved
+      // earlier, or the opening removed): that poll may come after the turn,
+      // so it is brought forward as for a moved opening, from now.
+      const early = p.opensAt > 0 && (opensAt || serverNow) < p.opensAt - 1000;
+      return { view: placeAtOpening(p, s, now), pollAt: early ? now + spreadPoll(placeEta(p, s, ctx), ctx.rand()) : 0 };
+    }
     if (opensAt && opensAt !== p.opensAt) return moved(p, s, opensAt, ctx);
     return p === v ? none : { view: p, pollAt: 0 };
   }
@@ -174,11 +180,19 @@ function held(v, state, ctx) {
 function moved(v, s, opensAt, ctx) {
   const view = { ...v, opensAt, skew: skewOf(s, v), at: ctx.now };
   if (!(v.opensAt > 0) || opensAt >= v.opensAt) return { view, pollAt: 0 };
+  if (!openingPace(s)) return { view, pollAt: 0 };
+  const local = opensAt - view.skew;
+  return { view, pollAt: local + spreadPoll(placeEta(v, s, ctx), ctx.rand()) };
+}
+
+// placeEta is the wait (s) of a pre-queue visitor's estimated place at the
+// opening: aheadShare × waiting + 1, or a place drawn among the waiting when
+// the share is unknown, at the room's pace; 0 (poll soon) without a pace.
+function placeEta(v, s, ctx) {
   const pace = openingPace(s);
-  if (!pace) return { view, pollAt: 0 };
+  if (!pace) return 0;
   const waiting = Math.max(1, count(s.waiting));
   const sh = share(v);
   const place = sh !== null ? sh * waiting + 1 : 1 + Math.floor(ctx.rand() * waiting);
-  const local = opensAt - view.skew;
-  return { view, pollAt: local + spreadPoll(place * 60 / pace, ctx.rand()) };
+  return place * 60 / pace;
 }

@@ -213,6 +213,22 @@ test('an opening moved later updates the countdown; moved earlier, the poll come
   near(drawn.pollAt, NOW + 60000 + 0.3 * 501 * 600);
 });
 
+test('an opening that came before the one the poll was planned from brings the poll forward', () => {
+  const pre = { state: 'prequeue', opensAt: NOW + 3600000, skew: 0, aheadShare: 0.1, at: NOW - 1000 };
+  // Opened 2 s ago, an hour early: about 101st at 100 a minute, 60.6 s; the
+  // poll 30 % of that from now (rand 0), placed at once.
+  const d = w.decide(status({ opensAt: iso(NOW - 2000), waiting: 1000, ratePerMinute: 100 }), pre, ctx(0, 0));
+  assert.equal(d.view.state, 'waiting');
+  assert.equal(d.view.position, 101);
+  near(d.pollAt, NOW + 0.3 * 60600);
+  // The opening removed (the room opens now): the same.
+  const removed = w.decide(status({ waiting: 1000, ratePerMinute: 100, drawSeed: 'ab' }), pre, ctx(0, 0));
+  near(removed.pollAt, NOW + 0.3 * 60600);
+  // Opened as planned: the server's poll stays.
+  const onTime = { ...pre, opensAt: NOW - 2000 };
+  assert.equal(w.decide(status({ opensAt: iso(NOW - 2000), waiting: 1000, ratePerMinute: 100 }), onTime, ctx(0, 0)).pollAt, 0);
+});
+
 test('a placing view resumes as placing; its place is not counted', () => {
   const placing = { state: 'waiting', position: 0, placing: true, waiting: 1000, etaSeconds: null, ratePerMinute: null, at: NOW - 1000 };
   const paused = w.decide(status({ mode: 'paused' }), placing, ctx(0)).view;
