@@ -23,13 +23,13 @@ function retryAfter(h) {
   return Number.isFinite(d) ? Math.max(0, d - Date.now()) : 0;
 }
 
-async function call(method, path, ticket, extra, credentials) {
+async function call(method, path, ticket, extra, credentials, cache) {
   const headers = { Accept: 'application/json', ...extra };
   if (ticket) headers.Authorization = 'Bearer ' + ticket;
   let res;
   try {
     res = await fetch(path, {
-      method, headers, cache: 'no-store', credentials: credentials || 'omit', referrerPolicy: 'no-referrer',
+      method, headers, cache: cache || 'no-store', credentials: credentials || 'omit', referrerPolicy: 'no-referrer',
       signal: AbortSignal.timeout ? AbortSignal.timeout(TIMEOUT_MS) : undefined,
     });
   } catch (e) {
@@ -56,4 +56,7 @@ export const enqueue = (room, ticket, proof) => call('POST', base(room) + '/enqu
   proof ? { 'X-Vestibule-Challenge': proof.challenge, 'X-Vestibule-Solution': proof.solution } : {}, 'same-origin');
 export const poll = (room, ticket) => call('GET', base(room) + '/poll', ticket);
 export const leave = (room, ticket) => call('POST', base(room) + '/leave', ticket);
-export const status = room => call('GET', base(room) + '/status');
+// The status is public and cached a second at the edge: read with the
+// browser's default cache mode, so no request carries a no-cache header that
+// could send it past the edge's cache to the API.
+export const status = room => call('GET', base(room) + '/status', '', {}, 'omit', 'default');
