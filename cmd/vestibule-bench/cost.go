@@ -78,6 +78,14 @@ type costInput struct {
 	// runs on each (the default behaviour's viewer request).
 	PageObjects int
 	PageBytes   float64
+	// StatusReads: the page's reads of the room's status while waiting
+	// costWaitMinutes (the watch), from the long crowd's line of reads
+	// against the wait (measured; 0: a page without the watch). CloudFront
+	// answers them from its cache, so each is a CloudFront request and its
+	// bytes out; the fetches behind them (one a second per edge cache) are
+	// left out. StatusBytes: a status answer's body (measured).
+	StatusReads float64
+	StatusBytes float64
 }
 
 // costPerMillion prices costVisitors visitors waiting costWaitMinutes on
@@ -92,7 +100,7 @@ func costPerMillion(in costInput) []costItem {
 	outGB := v * (page + perVisitor*(body+responseHeaderBytes)) / 1e9
 	gbs := calls * lambdaBilledSeconds * lambdaMemoryGB
 	logGB := calls * (logLine + lambdaPlatformLogBytes + accessLogBytes) / 1e9
-	return []costItem{
+	items := []costItem{
 		{"API Gateway (HTTP API)", fmt.Sprintf("%s calls (%.2f while waiting %.0f min + %d a visitor) × $%.2f/M", m(calls), in.WaitRequests, costWaitMinutes, originCalls, priceAPIGatewayHTTPRequest*1e6), calls * priceAPIGatewayHTTPRequest},
 		{"CloudFront requests", fmt.Sprintf("(%s + %s page) × $%.4f/10k", m(calls), m(v*objects), priceCloudFrontHTTPSRequest*1e4), (calls + v*objects) * priceCloudFrontHTTPSRequest},
 		{"CloudFront data out", fmt.Sprintf("%.1f GB (%.1f KB page + %.0f B a call) × $%.3f", outGB, page/1e3, body+responseHeaderBytes, priceCloudFrontGB), outGB * priceCloudFrontGB},
@@ -103,6 +111,14 @@ func costPerMillion(in costInput) []costItem {
 		{"Valkey storage", fmt.Sprintf("%.1f GB-h × $%.3f", valkeyGBHoursPerSale, priceValkeyGBHour), valkeyGBHoursPerSale * priceValkeyGBHour},
 		{"CloudWatch Logs", fmt.Sprintf("%s × (%.1f + %d + %d) B = %.2f GB × $%.2f", m(calls), logLine, lambdaPlatformLogBytes, accessLogBytes, logGB, priceLogsGB), logGB * priceLogsGB},
 	}
+	if in.StatusReads > 0 {
+		reads := v * in.StatusReads
+		readGB := reads * (in.StatusBytes + responseHeaderBytes) / 1e9
+		items = append(items,
+			costItem{"CloudFront requests (status reads)", fmt.Sprintf("%s (%.1f reads while waiting %.0f min) × $%.4f/10k", m(reads), in.StatusReads, costWaitMinutes, priceCloudFrontHTTPSRequest*1e4), reads * priceCloudFrontHTTPSRequest},
+			costItem{"CloudFront data out (status reads)", fmt.Sprintf("%.1f GB (%.0f B a read) × $%.3f", readGB, in.StatusBytes+responseHeaderBytes, priceCloudFrontGB), readGB * priceCloudFrontGB})
+	}
+	return items
 }
 
 func total(items []costItem) float64 {
@@ -127,36 +143,51 @@ func writeCost(w io.Writer, items []costItem) {
 // (the crowd part's requests per visitor-minute; the capacity part's bytes),
 // against the same crowd behind a page polling every 3 s; and states the
 // waiting visitors the default stack serves within its quotas.
-func benchCost(_ context.Context) ([]Row, error) {
-	perMinute := measured.LongPerMinute
-	if perMinute <= 0 || measured.LongWaitRequests <= 0 {
-		return nil, fmt.Errorf("the cost needs the crowd part in the same invocation (-only crowd,cost)")
+// costAPIPathLabel names the cost row of the API path alone: the page's
+// status reads (the watch) are priced in the moments part's row beside it.
+const costAPIPathLabel = "cost per 1,000,000 visitors waiting 20 min, API path (without the status reads)"
+
+// measuredCostInput is the cost model's input from this invocation's
+// measurements: the long crowd's line, the capacity part's bytes (or, when it
+// did not run, a poll's body and an unsampled line), the page's weight.
+func measuredCostInput() (costInput, error) {
+	if measured.LongPerMinute <= 0 || measured.LongWaitRequests <= 0 {
+		return costInput{}, fmt.Errorf("the cost needs the crowd part in the same invocation (-only crowd,cost)")
 	}
 	in := costInput{WaitRequests: measured.LongWaitRequests, BodyBytes: measured.PollBodyBytes, LogLineByte: measured.PollLogBytes}
 	if in.BodyBytes == 0 {
-		// The capacity part did not run: a poll's body and an unsampled line.
 		in.BodyBytes, in.LogLineByte = 330, 190
 		logf("cost: capacity part not run; a poll's body taken as %.0f B and its log line as %.0f B", in.BodyBytes, in.LogLineByte)
 	}
 	objects, gz, err := pageWeight()
 	if err != nil {
-		return nil, fmt.Errorf("the page's weight: %w", err)
+		return in, fmt.Errorf("the page's weight: %w", err)
 	}
 	in.PageObjects, in.PageBytes = objects, float64(gz)
+	return in, nil
+}
+
+func benchCost(_ context.Context) ([]Row, error) {
+	perMinute := measured.LongPerMinute
+	in, err := measuredCostInput()
+	if err != nil {
+		return nil, err
+	}
 	items := costPerMillion(in)
 	// The baseline: the same crowd behind a page polling every 3 s.
 	fixed := in
 	fixed.WaitRequests = measured.FixedPerMinute * costWaitMinutes
 	fmt.Fprintf(os.Stderr, "cost of %d visitors making %.2f requests in a %.0f-minute wait (measured):\n", costVisitors, in.WaitRequests, costWaitMinutes)
 	writeCost(os.Stderr, items)
-	q := quotasAt(perMinute)
+	q := quotasAt(perMinute, measured.LongPeak)
 	fmt.Fprintf(os.Stderr, "default stack at %.2f requests per visitor-minute: %s\n", perMinute, q)
 	base := 0.0
 	if fixed.WaitRequests > 0 {
 		base = total(costPerMillion(fixed))
 	}
+	measured.CostAPIPath, measured.CostFixed = total(items), base
 	return []Row{
-		row("cost per 1,000,000 visitors waiting 20 min", total(items), "$", base, atMost(costGoalDollars)),
-		row("waiting visitors within the default stack's API throttle", q.WaitingAtStageLimit, "visitors", 0, nil),
+		row(costAPIPathLabel, total(items), "$", base, atMost(costGoalDollars)),
+		row(fmt.Sprintf("waiting visitors within the default stack's API throttle (at the long crowd's peak, %.2f × its mean)", q.Peak), q.WaitingAtStageLimit, "visitors", 0, nil),
 	}, nil
 }

@@ -77,50 +77,68 @@ type crowdFigures struct {
 	// measured by the capacity part on the poll and enqueue routes.
 	PollLogBytes, PollBodyBytes float64
 	JoinLogBytes, JoinBodyBytes float64
+
+	// The crowds' runs, for the moments part (nil until a crowd ran).
+	Long, Short *sim.Result
+	// LongStatusReads: a visitor's status reads in a wait of costWaitMinutes,
+	// from the long crowd's line (sim.Result.StatusLine); StatusBytes a
+	// status answer's body.
+	LongStatusReads, StatusBytes float64
+	// The cost part's figures: the API path, and the 3 s page's.
+	CostAPIPath, CostFixed float64
+	// LongPeak is the long crowd's peak 10-second poll rate ÷ its mean (the
+	// quotas are held at the peak; the joins' burst is their own figure).
+	LongPeak float64
 }
 
 var measured crowdFigures
 
 // playCrowd runs one crowd on a redis-server of its own and prints its report.
 func playCrowd(ctx context.Context, c sim.Config, chart string) (sim.Summary, error) {
+	_, s, err := playCrowdResult(ctx, c, chart)
+	return s, err
+}
+
+// playCrowdResult is playCrowd, with the run itself.
+func playCrowdResult(ctx context.Context, c sim.Config, chart string) (*sim.Result, sim.Summary, error) {
 	// BENCH_CROWD_CPUPROFILE=file profiles the crowds (the last one run overwrites it) (go tool pprof).
 	if path := os.Getenv("BENCH_CROWD_CPUPROFILE"); path != "" {
 		f, err := os.Create(path + "." + c.Room)
 		if err != nil {
-			return sim.Summary{}, err
+			return nil, sim.Summary{}, err
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return sim.Summary{}, err
+			return nil, sim.Summary{}, err
 		}
 		defer pprof.StopCPUProfile()
 	}
 	rdb, stop, err := benchRedis(2 * workers)
 	if err != nil {
-		return sim.Summary{}, err
+		return nil, sim.Summary{}, err
 	}
 	defer stop()
 	d, err := sim.NewVirtual(rdb, time.Now().Truncate(time.Second), time.Second)
 	if err != nil {
-		return sim.Summary{}, err
+		return nil, sim.Summary{}, err
 	}
 	res, err := sim.Run(ctx, d, d.AdminKey, c)
 	if err != nil {
-		return sim.Summary{}, err
+		return nil, sim.Summary{}, err
 	}
 	s := res.Summarize()
 	res.Replay(&s, 3*time.Second)
-	fmt.Fprintf(os.Stderr, "crowd %s: %d visitors in a 10 s burst, %d admitted a minute, maxActive %d\n",
-		c.Room, c.Visitors, c.RoomConfig.AdmitPerMinute, c.RoomConfig.MaxActive)
+	fmt.Fprintf(os.Stderr, "crowd %s: %d visitors, %d admitted a minute, maxActive %d\n",
+		c.Room, len(res.Visitors), c.RoomConfig.AdmitPerMinute, c.RoomConfig.MaxActive)
 	s.WriteTable(os.Stderr)
 	if chart != "" {
 		title := fmt.Sprintf("%d visitors in a 10 s burst; maxActive %d, %d admitted/min (virtual time)",
 			c.Visitors, c.RoomConfig.MaxActive, c.RoomConfig.AdmitPerMinute)
 		if err := res.Chart(chart, title); err != nil {
-			return s, err
+			return res, s, err
 		}
 	}
-	return s, nil
+	return res, s, nil
 }
 
 // violations counts the invariant checks that failed: capacity, double
@@ -156,25 +174,38 @@ func crowdRows(label string, s sim.Summary, perMinuteGoal float64, wallGoal func
 // visitors for the long one; 100,000 is the table's).
 func benchCrowd(ctx context.Context, visitors int, chart string) ([]Row, error) {
 	n, rate := scaled(longVisitors, visitors, longVisitors, longRate)
-	long, err := playCrowd(ctx, crowdConfig("long", n, rate), chart)
+	longRes, long, err := playCrowdResult(ctx, crowdConfig("long", n, rate), chart)
 	if err != nil {
 		return nil, fmt.Errorf("long crowd: %w", err)
 	}
-	measured.LongPerMinute, measured.LongMeanWait = long.RequestsPerWaitMinute, long.MeanWait
-	measured.LongWaitRequests = long.RequestsAt(costWaitMinutes)
-	measured.LongPollsPerMinute = long.PollsPerWaitMinute
-	measured.FixedPerMinute = long.FixedRequestsPerWaitMinute
+	measureLong(longRes, long)
 	rows := crowdRows(fmt.Sprintf("crowd %d at %d/min", n, rate), long, 0.7, nil)
 	rows = append(rows, row(fmt.Sprintf("crowd %d at %d/min: requests of a visitor waiting %.0f min (line)", n, rate, costWaitMinutes),
 		measured.LongWaitRequests, "req", long.FixedRequestsPerWaitMinute*costWaitMinutes, nil))
 
 	n, rate = scaled(shortVisitors, visitors, longVisitors, shortRate)
-	short, err := playCrowd(ctx, crowdConfig("short", n, rate), "")
+	shortRes, short, err := playCrowdResult(ctx, crowdConfig("short", n, rate), "")
 	if err != nil {
 		return rows, fmt.Errorf("short crowd: %w", err)
 	}
+	measured.Short = shortRes
 	rows = append(rows, crowdRows(fmt.Sprintf("crowd %d at %d/min", n, rate), short, 3, nil)...)
 	return rows, nil
+}
+
+// measureLong keeps what the long crowd measured for the parts after it.
+func measureLong(res *sim.Result, long sim.Summary) {
+	measured.Long = res
+	measured.LongPerMinute, measured.LongMeanWait = long.RequestsPerWaitMinute, long.MeanWait
+	measured.LongWaitRequests = long.RequestsAt(costWaitMinutes)
+	measured.LongPollsPerMinute = long.PollsPerWaitMinute
+	measured.FixedPerMinute = long.FixedRequestsPerWaitMinute
+	from, to := res.Span()
+	if peak, mean := res.Log.Peak(sim.KindSet(sim.KindPoll), peakWindow, from, to); mean > 0 {
+		measured.LongPeak = peak / mean
+	}
+	a, b := res.StatusLine()
+	measured.LongStatusReads, measured.StatusBytes = a+b*costWaitMinutes, res.StatusBodyBytes()
 }
 
 // millionRateFlag is the admission rate of the million part.
@@ -190,15 +221,19 @@ func moreParts(d time.Duration, chart string) map[string]func(context.Context) (
 		"million": func(ctx context.Context) ([]Row, error) { return benchMillion(ctx, *millionRateFlag, chart) },
 		// tickparts alone: a tick admitting 10,000 taken apart (not in the default run).
 		"tickparts": benchTickParts,
+		"moments":   func(ctx context.Context) ([]Row, error) { return benchMoments(ctx, *visitorsFlag) },
+		// prequeue-million: the moments' pre-queue rows with 1,000,000 visitors (BENCH_MILLION=1).
+		"prequeue-million": func(ctx context.Context) ([]Row, error) { return benchMillionPrequeue(ctx, *millionRateFlag) },
 	}
 }
 
 // benchMillion plays the 1,000,000-visitor on-sale with every invariant check
 // on; the figure that matters is how long the simulation itself took.
 func benchMillion(ctx context.Context, rate int64, chart string) ([]Row, error) {
-	s, err := playCrowd(ctx, crowdConfig("million", millionVisitors, rate), chart)
+	res, s, err := playCrowdResult(ctx, crowdConfig("million", millionVisitors, rate), chart)
 	if err != nil {
 		return nil, fmt.Errorf("million: %w", err)
 	}
-	return crowdRows(fmt.Sprintf("on-sale %d at %d/min", millionVisitors, rate), s, 0.7, atMost(15*60)), nil
+	label := fmt.Sprintf("on-sale %d at %d/min", millionVisitors, rate)
+	return append(crowdRows(label, s, 0.7, atMost(15*60)), pollPeakRow(label, res)), nil
 }

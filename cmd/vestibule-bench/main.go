@@ -105,18 +105,21 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
 }
 
+// visitorsFlag scales the crowds (the crowd and moments parts).
+var visitorsFlag = flag.Int("visitors", 100_000, "crowd size of the simulator figures (the crowd and moments parts scale with it)")
+
 func main() {
 	os.Exit(run())
 }
 
 func run() int {
-	only := flag.String("only", "scripts,booking,http,scale,lambda,crowd,capacity,cost", "comma-separated parts to run (also spread, tickparts, million; BENCH_MILLION=1: only million)")
+	only := flag.String("only", "scripts,booking,http,scale,lambda,crowd,capacity,cost,moments", "comma-separated parts to run (also spread, tickparts, million, prequeue-million; BENCH_MILLION=1: only million,prequeue-million)")
 	dur := flag.Duration("d", 2*time.Second, "duration of each throughput measurement")
-	visitors := flag.Int("visitors", 100_000, "crowd size of the simulator figure")
+	visitors := visitorsFlag
 	chart := flag.String("chart", "", "write the crowd's chart here (e.g. docs/crowd.png)")
 	flag.Parse()
 	if os.Getenv("BENCH_MILLION") == "1" {
-		*only = "million"
+		*only = "million,prequeue-million"
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

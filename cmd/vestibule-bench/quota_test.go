@@ -46,7 +46,7 @@ func thousands(n float64) string {
 
 // quotaRow is docs/DEPLOY.md's table row for one rate.
 func quotaRow(perMinute float64) string {
-	q := quotasAt(perMinute)
+	q := quotasAt(perMinute, quotaPeakFactor)
 	return fmt.Sprintf("| %s | %s | %s | %s |", strconv.FormatFloat(perMinute, 'f', -1, 64), thousands(q.WaitingAtStageLimit),
 		thousands(q.WaitingAtAccountLimit), thousands(q.WaitingAtLambdaLimit))
 }
@@ -63,8 +63,9 @@ func TestDeployDocStatesTheQuotaFigures(t *testing.T) {
 			t.Errorf("docs/DEPLOY.md lacks the row %q", row)
 		}
 	}
-	q := quotasAt(1)
+	q := quotasAt(1, quotaPeakFactor)
 	for _, want := range []string{
+		fmt.Sprintf("peak %s times the mean", strconv.FormatFloat(quotaPeakFactor, 'f', -1, 64)),
 		thousands(stackAPIRateLimit) + " requests a second",
 		thousands(accountAPIGatewayRPS) + " requests a second",
 		thousands(accountLambdaConcurrency) + " concurrent executions",
@@ -78,9 +79,16 @@ func TestDeployDocStatesTheQuotaFigures(t *testing.T) {
 }
 
 func TestQuotasAt(t *testing.T) {
-	q := quotasAt(0.7)
+	q := quotasAt(0.7, 1)
 	if q.WaitingAtStageLimit != 428_571 || q.WaitingAtAccountLimit != 857_142 {
 		t.Errorf("at 0.7: %+v", q)
+	}
+	// At a peak twice the mean, half as many.
+	if q := quotasAt(0.7, 2); q.WaitingAtStageLimit != 214_285 || q.WaitingAtAccountLimit != 428_571 {
+		t.Errorf("at 0.7, peak 2: %+v", q)
+	}
+	if q := quotasAt(0.7, 0.5); q.Peak != 1 {
+		t.Errorf("a peak below the mean: %+v", q)
 	}
 	if q.ConcurrencyAtStageLimit != 50 || q.JoinsPerMinuteAtStageLimit != 300_000 {
 		t.Errorf("at 0.7: %+v", q)
@@ -90,6 +98,15 @@ func TestQuotasAt(t *testing.T) {
 // docCost is the measurement docs/BENCHMARKS.md's cost table is computed from
 // (its "Cost model" names the run).
 var docCost = costInput{WaitRequests: 6.95, BodyBytes: 323, LogLineByte: 1.9, PageObjects: 3, PageBytes: 14_515}
+
+// docCostWithReads is docCost with the page's status reads of the run
+// docs/BENCHMARKS.md's "Moments" names: a visitor's reads in a 20-minute wait
+// from the long crowd's line, and a status answer's body.
+var docCostWithReads = func() costInput {
+	c := docCost
+	c.StatusReads, c.StatusBytes = 171.6, 187
+	return c
+}()
 
 // The cost model's access log bytes are the stack's line for a typical poll.
 func TestAccessLogBytesAreTheStacks(t *testing.T) {
@@ -109,9 +126,11 @@ func TestBenchmarksDocStatesTheCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want strings.Builder
-	writeCost(&want, costPerMillion(docCost))
-	if !strings.Contains(string(b), want.String()) {
-		t.Errorf("docs/BENCHMARKS.md lacks the cost table:\n%s", want.String())
+	for _, in := range []costInput{docCost, docCostWithReads} {
+		var want strings.Builder
+		writeCost(&want, costPerMillion(in))
+		if !strings.Contains(string(b), want.String()) {
+			t.Errorf("docs/BENCHMARKS.md lacks the cost table:\n%s", want.String())
+		}
 	}
 }

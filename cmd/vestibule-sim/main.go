@@ -56,6 +56,7 @@ func run() int {
 	flag.DurationVar(&c.ThinkMin, "think-min", 10*time.Second, "shortest time on the origin")
 	flag.DurationVar(&c.ThinkMax, "think-max", 40*time.Second, "longest time on the origin")
 	flag.DurationVar(&c.FixedPoll, "fixed-poll", 0, "poll at this fixed interval instead of pollAfterMs (0: follow the server)")
+	flag.BoolVar(&c.NoWatch, "no-watch", false, "the page only polls: no status reads between polls (the page before the watch, docs/PAGE.md)")
 	flag.IntVar(&c.Workers, "workers", 64, "requests in flight at most")
 	flag.DurationVar(&c.MaxDuration, "max-duration", 2*time.Hour, "stop after this much (virtual or real) time")
 	flag.StringVar(&c.Room, "room", fmt.Sprintf("sim-%d", time.Now().Unix()), "room id (created or updated through the admin API)")

@@ -198,7 +198,7 @@ func (v *Visitor) book(ctx context.Context, e *env, now time.Time) (time.Time, b
 		if headers != nil {
 			c = WithHeaders(ctx, headers)
 		}
-		status, resp, pause, err := v.do(c, e, method, path, bearer, body, false)
+		status, resp, pause, err := v.do(c, e, now, method, path, bearer, body, false)
 		if err != nil {
 			bv.Errors += v.Errors - before
 			bv.LastError, bv.lastFailure = v.LastError, v.LastError

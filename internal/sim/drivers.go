@@ -33,10 +33,11 @@ type Virtual struct {
 	Engine   *room.Engine
 	AdminKey string
 
-	tick     time.Duration
-	gran     time.Duration
-	nowNanos atomic.Int64
-	nextTick time.Time
+	tick       time.Duration
+	gran       time.Duration
+	nowNanos   atomic.Int64
+	nextTick   time.Time
+	admissions []Admission
 }
 
 var _ Driver = (*Virtual)(nil)
@@ -81,9 +82,15 @@ func (v *Virtual) NextTick() (time.Time, bool) { return v.nextTick, true }
 // Tick runs one admission tick and schedules the next.
 func (v *Virtual) Tick(ctx context.Context, roomID string) error {
 	v.nextTick = v.nextTick.Add(v.tick)
-	_, err := v.Engine.Tick(ctx, roomID)
+	r, err := v.Engine.Tick(ctx, roomID)
+	if err == nil && r.Admitted > 0 {
+		v.admissions = append(v.admissions, Admission{At: v.Now(), N: r.Admitted})
+	}
 	return err
 }
+
+// Admissions are the admissions of the ticks this driver ran, in order.
+func (v *Virtual) Admissions() []Admission { return v.admissions }
 
 // Granularity: visitors due within 50 ms of virtual time run together (and see
 // the same clock), which bounds every measured delay's error by 50 ms.

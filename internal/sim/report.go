@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -151,8 +152,9 @@ func (r *Result) Summarize() Summary {
 }
 
 // Inversions counts, among granted visitors who never meant to abandon, those
-// granted strictly earlier than someone with a smaller sequence: admitted
-// ahead of an earlier ticket.
+// granted strictly earlier than someone ahead in the queue's order (Score: a
+// smaller sequence, or a pre-queue draw, drawn ahead of every later join):
+// admitted ahead of an earlier ticket.
 func Inversions(vs []*Visitor) int {
 	var xs []*Visitor
 	for _, v := range vs {
@@ -160,7 +162,13 @@ func Inversions(vs []*Visitor) int {
 			xs = append(xs, v)
 		}
 	}
-	slices.SortFunc(xs, func(a, b *Visitor) int { return int(a.Seq - b.Seq) })
+	score := func(v *Visitor) float64 {
+		if v.Score == 0 {
+			return float64(v.Seq)
+		}
+		return v.Score
+	}
+	slices.SortFunc(xs, func(a, b *Visitor) int { return cmp.Compare(score(a), score(b)) })
 	n := 0
 	var latest time.Time
 	for _, v := range xs {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +25,24 @@ const (
 	Burst  Shape = "burst"  // everyone within the first 10 seconds
 	Ramp   Shape = "ramp"   // arrivals grow linearly over Spread
 	Steady Shape = "steady" // a steady trickle over Spread
+	Even   Shape = "even"   // one every Spread ÷ visitors, the first at once
 )
+
+// Wave is one group of arrivals of a crowd: N visitors from At on, spread by
+// Shape (Burst: within 10 s; Ramp, Steady, Even: over Spread).
+type Wave struct {
+	N      int
+	At     time.Duration
+	Shape  Shape
+	Spread time.Duration
+}
+
+// Change is a PUT of the room's settings at a virtual instant of the run:
+// Body is the JSON the admin API takes (fields left out keep their value).
+type Change struct {
+	At   time.Duration
+	Body string
+}
 
 // Config describes a run.
 type Config struct {
@@ -54,9 +72,27 @@ type Config struct {
 
 	// Booking, when set, drives every visitor who consumes through a booking (booking.go).
 	Booking *Booking
+
+	// Waves, when set, are the crowd's arrivals instead of Visitors, Shape
+	// and Spread (Visitors becomes their sum).
+	Waves []Wave
+	// OpensAfter > 0 gives the room an opening (opensAt) that long after
+	// the run's start: arrivals before it join the pre-queue.
+	OpensAfter time.Duration
+	// Changes are PUTs of the room's settings during the run, in order of At.
+	Changes []Change
+	// NoWatch turns off the page's watch (watch.go): the visitors poll
+	// only, as the page did before it read the status between polls.
+	NoWatch bool
 }
 
 func (c *Config) defaults() {
+	if len(c.Waves) > 0 {
+		c.Visitors = 0
+		for _, w := range c.Waves {
+			c.Visitors += w.N
+		}
+	}
 	if c.Shape == "" {
 		c.Shape = Burst
 	}
@@ -127,38 +163,80 @@ type Result struct {
 	Stopped bool
 	// Booking is the event at the end, when Config.Booking is set.
 	Booking *BookingResult
+
+	// Log counts every request by kind and second (log.go).
+	Log *RequestLog
+	// Marks are the instants the visitors' Marks are about: each change of
+	// the settings (Config.Changes) and the opening (Config.OpensAfter), in
+	// order of time.
+	Marks []MarkAt
+	// OpensAt is the room's opening (zero without Config.OpensAfter).
+	OpensAt time.Time
+	// Admissions are the ticks' admissions (Virtual only): the run's own
+	// grant times, for the measured-rate estimator (moments.go).
+	Admissions []Admission
+	// StatusFetches and StatusBytes: the status answers the edge fetched
+	// through the API, and their bodies' bytes in all.
+	StatusFetches, StatusBytes int64
+}
+
+// MarkAt is one mark of a run: a change of the settings (Change its index in
+// Config.Changes) or the opening (Change −1).
+type MarkAt struct {
+	At     time.Time
+	Change int
+}
+
+// Admission is one tick's admissions.
+type Admission struct {
+	At time.Time
+	N  int64
 }
 
 // Crowd builds the visitors of a config: arrival times, behaviours, think times.
 func Crowd(c Config, start time.Time) []*Visitor {
 	c.defaults()
 	rng := rand.New(rand.NewPCG(c.Seed, c.Seed^0x5eed))
-	vs := make([]*Visitor, c.Visitors)
-	for i := range vs {
-		u := rng.Float64()
-		var off time.Duration
-		switch c.Shape {
-		case Ramp: // density grows linearly: the inverse CDF of t² is √u
-			off = time.Duration(math.Sqrt(u) * float64(c.Spread))
-		case Steady:
-			off = time.Duration(u * float64(c.Spread))
-		default:
-			off = time.Duration(u * float64(10*time.Second))
+	waves := c.Waves
+	if len(waves) == 0 {
+		waves = []Wave{{N: c.Visitors, Shape: c.Shape, Spread: c.Spread}}
+	}
+	vs := make([]*Visitor, 0, c.Visitors)
+	for _, w := range waves {
+		spread := w.Spread
+		if spread <= 0 {
+			spread = c.Spread
 		}
-		v := &Visitor{ID: i, Arrive: start.Add(off)}
-		switch b := rng.Float64(); {
-		case b < c.CloseTab:
-			v.Behavior = CloseTab
-		case b < c.CloseTab+c.NoConsume:
-			v.Behavior = NoConsume
-		case b < c.CloseTab+c.NoConsume+c.Leave:
-			v.Behavior = Leave
+		for j := range w.N {
+			u := rng.Float64()
+			var off time.Duration
+			switch w.Shape {
+			case Ramp: // density grows linearly: the inverse CDF of t² is √u
+				off = time.Duration(math.Sqrt(u) * float64(spread))
+			case Steady:
+				off = time.Duration(u * float64(spread))
+			case Even:
+				off = time.Duration(int64(spread) * int64(j) / int64(w.N))
+			default:
+				off = time.Duration(u * float64(10*time.Second))
+			}
+			i := len(vs)
+			v := &Visitor{ID: i, Arrive: start.Add(w.At + off), JoinETA: -1,
+				rng: rand.New(rand.NewPCG(c.Seed^0x9a9e, uint64(i)))}
+			switch b := rng.Float64(); {
+			case b < c.CloseTab:
+				v.Behavior = CloseTab
+			case b < c.CloseTab+c.NoConsume:
+				v.Behavior = NoConsume
+			case b < c.CloseTab+c.NoConsume+c.Leave:
+				v.Behavior = Leave
+			}
+			if v.Behavior.Abandons() {
+				v.GiveUpAt = v.Arrive.Add(time.Second + time.Duration(rng.ExpFloat64()*float64(c.AbandonAfter)))
+			}
+			v.Think = c.ThinkMin + time.Duration(rng.Float64()*float64(c.ThinkMax-c.ThinkMin))
+			vs = append(vs, v)
 		}
-		if v.Behavior.Abandons() {
-			v.GiveUpAt = v.Arrive.Add(time.Second + time.Duration(rng.ExpFloat64()*float64(c.AbandonAfter)))
-		}
-		v.Think = c.ThinkMin + time.Duration(rng.Float64()*float64(c.ThinkMax-c.ThinkMin))
-		vs[i] = v
 	}
 	return vs
 }
@@ -188,6 +266,11 @@ var ErrSetup = errors.New("sim: room setup failed")
 // Run plays the crowd of c through d. adminKey authenticates the admin routes.
 func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, error) {
 	c.defaults()
+	start := d.Now()
+	if c.OpensAfter > 0 {
+		at := start.Add(c.OpensAfter)
+		c.RoomConfig.OpensAt = &at
+	}
 	cfgBody, _ := json.Marshal(c.RoomConfig)
 	status, body, _, err := d.Do(ctx, "PUT", "/api/admin/rooms/"+c.Room, adminKey, cfgBody)
 	if err != nil || status != http.StatusOK {
@@ -200,9 +283,18 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 		return nil, fmt.Errorf("%w: PUT room: no origin credential in %s", ErrSetup, body)
 	}
 	wallStart := time.Now()
-	start := d.Now()
-	res := &Result{Config: c, Driver: d.Name(), Start: start, Visitors: Crowd(c, start)}
-	e := &env{tr: d, room: c.Room, claimTTL: time.Duration(c.RoomConfig.ClaimTTLSeconds) * time.Second, fixedPoll: c.FixedPoll, origin: put.OriginCredential}
+	res := &Result{Config: c, Driver: d.Name(), Start: start, Visitors: Crowd(c, start),
+		Log: NewRequestLog(start, c.MaxDuration+time.Minute)}
+	for i, ch := range c.Changes {
+		res.Marks = append(res.Marks, MarkAt{At: start.Add(ch.At), Change: i})
+	}
+	if c.OpensAfter > 0 {
+		res.OpensAt = start.Add(c.OpensAfter)
+		res.Marks = append(res.Marks, MarkAt{At: res.OpensAt, Change: -1})
+	}
+	slices.SortStableFunc(res.Marks, func(a, b MarkAt) int { return a.At.Compare(b.At) })
+	e := &env{tr: d, room: c.Room, claimTTL: time.Duration(c.RoomConfig.ClaimTTLSeconds) * time.Second, fixedPoll: c.FixedPoll, origin: put.OriginCredential,
+		watch: !c.NoWatch, edge: &edgeCache{}, log: res.Log}
 	if e.book, err = setupBooking(ctx, d, adminKey, c); err != nil {
 		return nil, err
 	}
@@ -231,6 +323,10 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 		if ticks && tickAt.Before(at) {
 			at = tickAt
 		}
+		marked := e.appliedMarks()
+		if marked < len(res.Marks) && res.Marks[marked].At.Before(at) {
+			at = res.Marks[marked].At
+		}
 		if at.After(deadline) {
 			res.Stopped = true
 			break
@@ -239,6 +335,16 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 			return res, err
 		}
 		now := d.Now()
+		// A change of the settings at its instant, before the visitors due then.
+		for ; marked < len(res.Marks) && !res.Marks[marked].At.After(now); marked++ {
+			if k := res.Marks[marked].Change; k >= 0 {
+				status, body, _, err := d.Do(ctx, "PUT", "/api/admin/rooms/"+c.Room, adminKey, []byte(c.Changes[k].Body))
+				if err != nil || status != http.StatusOK {
+					return res, fmt.Errorf("%w: change %d: status %d: %s %v", ErrSetup, k, status, body, err)
+				}
+			}
+			e.applied.Store(int32(marked + 1))
+		}
 		if ticks && !tickAt.After(now) {
 			if err := d.Tick(ctx, c.Room); err != nil {
 				return res, err
@@ -273,6 +379,14 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 	}
 	res.End = d.Now()
 	res.Wall = time.Since(wallStart)
+	res.StatusFetches, res.StatusBytes = e.edge.fetches.Load(), e.edge.fetchBytes.Load()
+	if a, ok := d.(interface{ Admissions() []Admission }); ok {
+		for _, x := range a.Admissions() {
+			if !x.At.Before(start) {
+				res.Admissions = append(res.Admissions, x)
+			}
+		}
+	}
 	res.sample(ctx, d, adminKey, res.End, arrived-lastArrived)
 	res.Booking, err = finishBooking(ctx, d, adminKey, e.book, res.Visitors)
 	return res, err

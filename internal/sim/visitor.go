@@ -15,8 +15,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
-	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -91,7 +92,13 @@ type Visitor struct {
 	ticket     string
 	entryToken string
 
-	Seq          int64     // the ticket's sequence: the FIFO order
+	rng     *rand.Rand // the visitor's own draws (the watch's timing), so parallel steps stay reproducible
+	pollAt  time.Time  // the next API poll
+	watchAt time.Time  // the next status read (the page's watch)
+	view    view       // what the page shows
+
+	Seq          int64     // the ticket's sequence
+	Score        float64   // the queue's order: the pre-queue's draw, or else the sequence
 	EnqueuedAt   time.Time // when enqueue answered
 	GrantAt      time.Time // the tick that admitted the visitor (grant deadline − claimTTL)
 	SeenAt       time.Time // when the visitor first saw state "admitted"
@@ -105,6 +112,15 @@ type Visitor struct {
 	LastError    string    // the last unexpected answer, for the report
 	Outcome      Outcome
 
+	// What the moments read (docs/BENCHMARKS.md, "Moments").
+	JoinETA     float64 // etaSeconds of the enqueue answer (−1: none, e.g. the pre-queue)
+	JoinPos     int64   // the position of the enqueue answer
+	StatusReads int     // the page's status reads (the watch), cached or fetched
+	// Lost: an API answer said "expired" to a poll made when told, while the
+	// visitor was waiting: the grant (or the place) ran out before it was seen.
+	Lost  bool
+	Marks []Mark // per mark of the run (Result.Marks), what the page did first after it
+
 	Book *BookVisit // the visitor's booking, nil unless the crowd books (Config.Booking; booking.go)
 }
 
@@ -114,6 +130,10 @@ type place struct {
 	State          string     `json:"state"`
 	Position       int64      `json:"position"`
 	Waiting        int64      `json:"waiting"`
+	EtaSeconds     *int64     `json:"etaSeconds"`
+	RatePerMinute  *float64   `json:"ratePerMinute"`
+	AheadShare     *float64   `json:"aheadShare"`
+	OpensAt        *time.Time `json:"opensAt"`
 	PollAfterMs    int64      `json:"pollAfterMs"`
 	EntryToken     string     `json:"entryToken"`
 	GrantExpiresAt *time.Time `json:"grantExpiresAt"`
@@ -128,24 +148,31 @@ type env struct {
 	fixedPoll time.Duration // > 0: ignore pollAfterMs (the fixed-interval baseline page)
 	origin    string        // the room's origin credential: consume and complete present it
 	book      *bookEnv      // nil unless the crowd books (booking.go)
+
+	watch   bool         // the page watches the status between polls
+	edge    *edgeCache   // the room's status as the edge caches it
+	log     *RequestLog  // every request by kind and second
+	applied atomic.Int32 // the run's marks whose instant has passed (Result.Marks)
 }
 
 // errRetry marks a failed request the visitor retries after a pause.
 var errRetry = errors.New("sim: retry")
 
 // do sends a request and counts it.
-func (v *Visitor) do(ctx context.Context, e *env, method, path, bearer string, body any, waitingReq bool) (int, []byte, time.Duration, error) {
+func (v *Visitor) do(ctx context.Context, e *env, now time.Time, method, path, bearer string, body any, waitingReq bool) (int, []byte, time.Duration, error) {
 	var b []byte
 	if body != nil {
 		b, _ = json.Marshal(body)
 	}
 	v.Requests++
+	kind := kindOf(method, path)
 	if waitingReq {
 		v.WaitRequests++
-		if strings.HasSuffix(path, "/poll") {
+		if kind == KindPoll {
 			v.WaitPolls++
 		}
 	}
+	e.log.Add(kind, now)
 	status, resp, ra, err := e.tr.Do(ctx, method, path, bearer, b)
 	if err != nil || status >= 500 || status == http.StatusTooManyRequests {
 		v.Errors++
@@ -171,7 +198,7 @@ func (v *Visitor) step(ctx context.Context, e *env, now time.Time) (next time.Ti
 	roomPath := "/api/rooms/" + e.room
 	switch v.phase {
 	case arriving:
-		status, body, pause, err := v.do(ctx, e, "POST", roomPath+"/enqueue", "", nil, true)
+		status, body, pause, err := v.do(ctx, e, now, "POST", roomPath+"/enqueue", "", nil, true)
 		if err != nil {
 			return now.Add(pause), true
 		}
@@ -179,7 +206,15 @@ func (v *Visitor) step(ctx context.Context, e *env, now time.Time) (next time.Ti
 		if status != http.StatusOK || json.Unmarshal(body, &p) != nil || p.Ticket == "" {
 			return v.finish(now, Failed)
 		}
-		v.ticket, v.Seq, v.EnqueuedAt, v.phase = p.Ticket, ticketSeq(p.Ticket), now, waiting
+		v.ticket, v.EnqueuedAt, v.phase = p.Ticket, now, waiting
+		v.Seq, v.Score = ticketOrder(p.Ticket)
+		v.JoinETA, v.JoinPos = -1, p.Position
+		if p.EtaSeconds != nil && p.State == "waiting" {
+			v.JoinETA = float64(*p.EtaSeconds)
+		}
+		if e.watch {
+			v.scheduleWatch(now)
+		}
 		return v.onPlace(ctx, e, now, p)
 	case waiting:
 		// A batch runs events due within the driver's granularity, so the
@@ -187,27 +222,35 @@ func (v *Visitor) step(ctx context.Context, e *env, now time.Time) (next time.Ti
 		// away all the same (polling instead would poll too soon: 429).
 		if v.Behavior.Abandons() && (v.givingUp || !now.Before(v.GiveUpAt)) {
 			if v.Behavior == Leave {
-				if _, _, pause, err := v.do(ctx, e, "POST", roomPath+"/leave", v.ticket, nil, true); err != nil {
+				if _, _, pause, err := v.do(ctx, e, now, "POST", roomPath+"/leave", v.ticket, nil, true); err != nil {
 					return now.Add(pause), true
 				}
 			}
 			v.EndWaitAt = now
 			return v.finish(now, Abandoned)
 		}
-		status, body, pause, err := v.do(ctx, e, "GET", roomPath+"/poll", v.ticket, nil, true)
+		if e.watch && v.watchAt.Before(v.pollAt) {
+			v.watch(ctx, e, now)
+			return v.next(now)
+		}
+		status, body, pause, err := v.do(ctx, e, now, "GET", roomPath+"/poll", v.ticket, nil, true)
 		if err != nil {
-			return now.Add(pause), true
+			v.pollAt = now.Add(pause)
+			return v.next(now)
 		}
 		var p place
 		if status != http.StatusOK || json.Unmarshal(body, &p) != nil {
 			return v.finish(now, Failed)
+		}
+		if p.State == "expired" {
+			v.Lost = true // polled when told (a walk-away never polls past GiveUpAt)
 		}
 		return v.onPlace(ctx, e, now, p)
 	case active:
 		if v.Book != nil && v.Book.busy() {
 			return v.book(ctx, e, now)
 		}
-		_, _, pause, err := v.do(ctx, e, "POST", "/api/complete", e.origin, map[string]string{"token": v.entryToken}, false)
+		_, _, pause, err := v.do(ctx, e, now, "POST", "/api/complete", e.origin, map[string]string{"token": v.entryToken}, false)
 		if err != nil {
 			return now.Add(pause), true
 		}
@@ -218,6 +261,8 @@ func (v *Visitor) step(ctx context.Context, e *env, now time.Time) (next time.Ti
 
 // onPlace acts on an enqueue or poll answer.
 func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (time.Time, bool) {
+	v.answered(e, now)
+	v.showPlace(e, now, p)
 	switch p.State {
 	case "admitted":
 		v.SeenAt, v.EndWaitAt = now, now
@@ -232,7 +277,7 @@ func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (
 		// submit would) presents it once more: the replay must be refused.
 		tok := map[string]string{"token": p.EntryToken}
 		for {
-			status, body, _, err := v.do(ctx, e, "POST", "/api/consume", e.origin, tok, false)
+			status, body, _, err := v.do(ctx, e, now, "POST", "/api/consume", e.origin, tok, false)
 			if err != nil {
 				if v.Errors >= maxErrors {
 					return v.finish(now, Failed)
@@ -246,7 +291,7 @@ func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (
 			v.Book = e.book.start(v, body)
 			break
 		}
-		status, _, _, err := v.do(ctx, e, "POST", "/api/consume", e.origin, tok, false)
+		status, _, _, err := v.do(ctx, e, now, "POST", "/api/consume", e.origin, tok, false)
 		if err == nil {
 			v.ReplayStatus = status
 			if status == http.StatusOK {
@@ -266,12 +311,53 @@ func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (
 	if e.fixedPoll > 0 {
 		d = e.fixedPoll
 	}
-	d = max(d, 100*time.Millisecond)
-	if v.Behavior.Abandons() && now.Add(d).After(v.GiveUpAt) {
+	v.pollAt = now.Add(max(d, 100*time.Millisecond))
+	return v.next(now)
+}
+
+// next is when a waiting visitor acts again: the next poll, or the next
+// status read when the page watches and it comes first; an abandoner whose
+// next action would come after GiveUpAt walks away then instead.
+func (v *Visitor) next(now time.Time) (time.Time, bool) {
+	t := v.pollAt
+	if !v.watchAt.IsZero() && v.watchAt.Before(t) {
+		t = v.watchAt
+	}
+	if v.Behavior.Abandons() && t.After(v.GiveUpAt) {
 		v.givingUp = true
 		return v.GiveUpAt, true
 	}
-	return now.Add(d), true
+	return t, true
+}
+
+// showPlace is the page's view after an API answer (enqueue or poll), and
+// the ETA it tells.
+func (v *Visitor) showPlace(e *env, now time.Time, p place) {
+	w := v.view
+	w.state, w.at = p.State, now
+	switch p.State {
+	case "waiting":
+		w.pos, w.pace = float64(p.Position), 0
+		if p.RatePerMinute != nil {
+			w.pace = *p.RatePerMinute
+		}
+		if p.EtaSeconds != nil {
+			v.toldETA(e, now, float64(*p.EtaSeconds), w.pos)
+		}
+	case "paused", "closed":
+		if p.Position > 0 {
+			w.pos = float64(p.Position)
+		}
+	case "prequeue":
+		w.aheadShare = -1
+		if p.AheadShare != nil {
+			w.aheadShare = *p.AheadShare
+		}
+		if p.OpensAt != nil {
+			w.opensAt = *p.OpensAt
+		}
+	}
+	v.show(e, now, w, ViaPoll)
 }
 
 func (v *Visitor) finish(now time.Time, o Outcome) (time.Time, bool) {
@@ -282,9 +368,13 @@ func (v *Visitor) finish(now time.Time, o Outcome) (time.Time, bool) {
 	return now, false
 }
 
-// ticketSeq reads the sequence of a ticket without verifying it: the
-// simulator is a client and only wants its own place in the FIFO order.
-func ticketSeq(tok string) int64 {
+// ticketOrder reads the sequence and the queue's score of a ticket (the
+// draw of a pre-queue ticket, or else the sequence) without verifying it:
+// the simulator is a client and only wants its own place in the order.
+func ticketOrder(tok string) (int64, float64) {
 	tk, _ := token.PeekTicket(tok)
-	return tk.Seq
+	if tk.Draw > 0 {
+		return tk.Seq, tk.Draw
+	}
+	return tk.Seq, float64(tk.Seq)
 }

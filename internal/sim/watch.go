@@ -1,0 +1,284 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The page's watch (docs/PAGE.md): between its API polls, the leading tab of a
+// visitor who holds a ticket reads the room's public status, which CloudFront
+// caches for a second, and shows a pause, a resume, a change of pace or the
+// opening from it without waiting for its next poll.
+const (
+	// WatchEvery is the mean interval of the page's status reads, WatchJitter
+	// how far either side of it a read lands (uniformly).
+	WatchEvery  = 7 * time.Second
+	WatchJitter = time.Second
+	// OpeningRead: at the opening the page reads the status within this
+	// after opensAt (uniformly), instead of its next regular read.
+	OpeningRead = 6 * time.Second
+	// EdgeMaxAge is how long the edge serves a status answer from its cache
+	// (the route's Cache-Control: public, max-age=1).
+	EdgeMaxAge = time.Second
+)
+
+// statusAnswer is the part of GET /api/rooms/{room}/status the page reads.
+type statusAnswer struct {
+	Mode           string     `json:"mode"`
+	Waiting        int64      `json:"waiting"`
+	AdmitPerMinute int64      `json:"admitPerMinute"`
+	RatePerMinute  float64    `json:"ratePerMinute"`
+	EtaSeconds     *int64     `json:"etaSeconds"`
+	OpensAt        *time.Time `json:"opensAt"`
+	DrawSeed       string     `json:"drawSeed"`
+	PageVersion    string     `json:"pageVersion"`
+
+	at    time.Time // when the edge fetched it
+	bytes int       // the body's length
+}
+
+// open reports whether the answer shows the room open: admitting in order
+// (queue or auto) and past its opening, if it has one.
+func (s *statusAnswer) open() bool {
+	if s.Mode != "queue" && s.Mode != "auto" {
+		return false
+	}
+	return s.OpensAt == nil || s.DrawSeed != "" || !s.at.Before(*s.OpensAt)
+}
+
+// edgeCache is CloudFront's cache of one room's status: an answer younger
+// than EdgeMaxAge is served from it, an older one is fetched again through
+// the API (one fetch at a time; readers arriving meanwhile wait for it, as
+// the edge collapses concurrent misses).
+type edgeCache struct {
+	cur atomic.Pointer[statusAnswer]
+	mu  sync.Mutex
+
+	fetches, fetchBytes atomic.Int64
+}
+
+func fresh(s *statusAnswer, now time.Time) bool {
+	return s != nil && !now.Before(s.at) && now.Sub(s.at) < EdgeMaxAge
+}
+
+// read answers a status read at now, from the cache or through the API, and
+// logs which. It returns nil when the fetch failed.
+func (c *edgeCache) read(ctx context.Context, e *env, now time.Time) *statusAnswer {
+	if s := c.cur.Load(); fresh(s, now) {
+		e.log.Add(KindStatusCached, now)
+		return s
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.cur.Load(); fresh(s, now) {
+		e.log.Add(KindStatusCached, now)
+		return s
+	}
+	e.log.Add(KindStatusFetched, now)
+	status, body, _, err := e.tr.Do(ctx, "GET", "/api/rooms/"+e.room+"/status", "", nil)
+	if err != nil || status != http.StatusOK {
+		return nil
+	}
+	var s statusAnswer
+	if json.Unmarshal(body, &s) != nil {
+		return nil
+	}
+	s.at, s.bytes = now, len(body)
+	c.fetches.Add(1)
+	c.fetchBytes.Add(int64(len(body)))
+	c.cur.Store(&s)
+	return &s
+}
+
+// view is what the visitor's page shows, as far as the moments need it.
+type view struct {
+	state string // "" (not yet joined), prequeue, waiting, paused, closed, admitted, expired
+	// pos is the place shown at `at`; while waiting the page counts it down
+	// at pace from then (never below 1), while paused it holds.
+	pos  float64
+	at   time.Time
+	pace float64
+	// Pre-queue: the share of the line ahead (−1 unknown) and the opening.
+	aheadShare float64
+	opensAt    time.Time
+}
+
+// estimate is the place the page shows at now.
+func (w *view) estimate(now time.Time) float64 {
+	if w.state != "waiting" || w.pace <= 0 {
+		return w.pos
+	}
+	return max(1, w.pos-w.pace*now.Sub(w.at).Minutes())
+}
+
+// Channel is how a visitor's page learned something.
+type Channel int
+
+// The channels.
+const (
+	ViaNone   Channel = iota
+	ViaPoll           // an API answer (enqueue or poll)
+	ViaStatus         // the watch's status read
+)
+
+func (c Channel) String() string { return [...]string{"none", "poll", "status"}[c] }
+
+// Mark is what a visitor's page did after one of the run's marks (a change of
+// the settings, the opening: Result.Marks), each the first after it.
+type Mark struct {
+	// ETAAt, ETA and ETAPos: the first ETA told (seconds), when and from what
+	// place: a waiting API answer's etaSeconds, or the watch's position × 60
+	// ÷ pace when it shows a new pace, a resume or the place at the opening.
+	ETAAt  time.Time
+	ETA    float64
+	ETAPos float64
+	// ShownAt: the first change of the view (its state, or the pace it
+	// counts at), and through which channel.
+	ShownAt  time.Time
+	ShownVia Channel
+	// PollAt: the first API answer (the next poll's).
+	PollAt time.Time
+}
+
+// applied is the number of the run's marks whose instant has passed.
+func (e *env) appliedMarks() int { return int(e.applied.Load()) }
+
+func (v *Visitor) marks(e *env) []Mark {
+	n := e.appliedMarks()
+	if n == 0 {
+		return nil
+	}
+	if len(v.Marks) < n {
+		v.Marks = append(v.Marks, make([]Mark, n-len(v.Marks))...)
+	}
+	return v.Marks[:n]
+}
+
+// toldETA records an ETA told at now.
+func (v *Visitor) toldETA(e *env, now time.Time, eta, pos float64) {
+	ms := v.marks(e)
+	for i := range ms {
+		if ms[i].ETAAt.IsZero() {
+			ms[i].ETAAt, ms[i].ETA, ms[i].ETAPos = now, eta, pos
+		}
+	}
+}
+
+// answered records an API answer at now.
+func (v *Visitor) answered(e *env, now time.Time) {
+	ms := v.marks(e)
+	for i := range ms {
+		if ms[i].PollAt.IsZero() {
+			ms[i].PollAt = now
+		}
+	}
+}
+
+// show sets the view and records a change of it.
+func (v *Visitor) show(e *env, now time.Time, w view, via Channel) {
+	changed := w.state != v.view.state || (w.state == "waiting" && w.pace != v.view.pace)
+	v.view = w
+	if !changed {
+		return
+	}
+	ms := v.marks(e)
+	for i := range ms {
+		if ms[i].ShownAt.IsZero() {
+			ms[i].ShownAt, ms[i].ShownVia = now, via
+		}
+	}
+}
+
+// uniform is a duration uniformly in [lo, hi) from the visitor's own generator.
+func (v *Visitor) uniform(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(v.rng.Float64()*float64(hi-lo))
+}
+
+// scheduleWatch sets the next status read after one at now: WatchEvery ±
+// WatchJitter later, or, in the pre-queue, within OpeningRead after the
+// opening when that comes first.
+func (v *Visitor) scheduleWatch(now time.Time) {
+	next := now.Add(v.uniform(WatchEvery-WatchJitter, WatchEvery+WatchJitter))
+	if v.view.state == "prequeue" && !v.view.opensAt.IsZero() && now.Before(v.view.opensAt) && !next.Before(v.view.opensAt) {
+		next = v.view.opensAt.Add(v.uniform(0, OpeningRead))
+	}
+	v.watchAt = next
+}
+
+// pollSoon moves the next API poll to now + max(1 s, U(0.3, 0.6) × eta) when
+// that is sooner than the one scheduled, from the instant at (now, or the
+// opening).
+func (v *Visitor) pollSoon(at time.Time, eta float64) {
+	d := max(time.Second, time.Duration(eta*(0.3+0.3*v.rng.Float64())*float64(time.Second)))
+	if t := at.Add(d); t.Before(v.pollAt) {
+		v.pollAt = t
+	}
+}
+
+// watch is one status read of the page at now, and what the page does with it.
+func (v *Visitor) watch(ctx context.Context, e *env, now time.Time) {
+	s := e.edge.read(ctx, e, now)
+	v.StatusReads++
+	defer v.scheduleWatch(now)
+	if s == nil {
+		return
+	}
+	w := v.view
+	switch {
+	case s.Mode == "paused":
+		if w.state != "paused" {
+			w.pos, w.at, w.state = w.estimate(now), now, "paused"
+			v.show(e, now, w, ViaStatus)
+		}
+	case s.Mode == "closed":
+		if w.state != "closed" {
+			w.pos, w.at, w.state = w.estimate(now), now, "closed"
+			v.show(e, now, w, ViaStatus)
+		}
+	case !s.open():
+		// Not open yet: an opening moved earlier brings the poll after it forward.
+		if w.state == "prequeue" && s.OpensAt != nil && !w.opensAt.IsZero() && s.OpensAt.Before(w.opensAt) {
+			w.opensAt = *s.OpensAt
+			v.view = w
+			if place, ok := w.placeAt(s.Waiting); ok && s.RatePerMinute > 0 {
+				v.pollSoon(w.opensAt, place*60/s.RatePerMinute)
+			}
+		}
+	case w.state == "prequeue":
+		// The opening: the page places itself from its share of the line and
+		// keeps the poll the server scheduled.
+		place, ok := w.placeAt(s.Waiting)
+		if !ok {
+			return
+		}
+		w.state, w.pos, w.at, w.pace = "waiting", place, now, s.RatePerMinute
+		v.show(e, now, w, ViaStatus)
+		if s.RatePerMinute > 0 {
+			v.toldETA(e, now, place*60/s.RatePerMinute, place)
+		}
+	case w.state == "paused" || (w.state == "waiting" && s.RatePerMinute != w.pace):
+		// A resume, or a new pace: count on from the place shown, at the new pace.
+		pos := w.estimate(now)
+		w.state, w.pos, w.at, w.pace = "waiting", pos, now, s.RatePerMinute
+		v.show(e, now, w, ViaStatus)
+		if s.RatePerMinute > 0 {
+			eta := pos * 60 / s.RatePerMinute
+			v.toldETA(e, now, eta, pos)
+			v.pollSoon(now, eta)
+		}
+	}
+}
+
+// placeAt is the place a pre-queue page takes at the opening from its share
+// of the line: min(waiting, ⌊aheadShare × waiting⌋ + 1).
+func (w *view) placeAt(waiting int64) (float64, bool) {
+	if w.aheadShare < 0 || waiting <= 0 {
+		return 0, false
+	}
+	return float64(min(waiting, int64(math.Floor(w.aheadShare*float64(waiting)))+1)), true
+}

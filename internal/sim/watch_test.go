@@ -1,0 +1,388 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// scripted answers the status route with the answer the test sets, and
+// counts the calls.
+type scripted struct {
+	mu     sync.Mutex
+	answer map[string]any
+	calls  atomic.Int64
+}
+
+func (s *scripted) set(a map[string]any) { s.mu.Lock(); s.answer = a; s.mu.Unlock() }
+
+func (s *scripted) Do(_ context.Context, method, path, _ string, _ []byte) (int, []byte, int, error) {
+	s.calls.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, _ := json.Marshal(s.answer)
+	return 200, b, 0, nil
+}
+
+func testEnv(tr Transport, start time.Time) *env {
+	return &env{tr: tr, room: "r", watch: true, edge: &edgeCache{}, log: NewRequestLog(start, time.Hour)}
+}
+
+// The log counts by kind and second, concurrently, and finds the peak window.
+func TestRequestLog(t *testing.T) {
+	start := time.Unix(1000, 0)
+	l := NewRequestLog(start, time.Minute)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 1000 {
+				// Seconds 0..9 get 100 polls each in all; second 20 gets 8 × 100 enqueues.
+				l.Add(KindPoll, start.Add(time.Duration((w*1000+i)%10)*time.Second+time.Millisecond))
+			}
+			for range 100 {
+				l.Add(KindEnqueue, start.Add(20*time.Second+500*time.Millisecond))
+			}
+		}()
+	}
+	wg.Wait()
+	polls := KindSet(KindPoll)
+	if n := l.Total(polls, 0, l.Seconds()); n != 8000 {
+		t.Errorf("polls %d, want 8000", n)
+	}
+	if n := l.Second(3, polls); n != 800 {
+		t.Errorf("second 3: %d polls, want 800", n)
+	}
+	if n := l.Second(20, KindSet(KindEnqueue, KindPoll)); n != 800 {
+		t.Errorf("second 20: %d, want 800", n)
+	}
+	// Polls: 800 a second for 10 s, then nothing, over 40 s: peak 800 (10-s window), mean 200.
+	if peak, mean := l.Peak(polls, 10, 0, 40); peak != 800 || mean != 200 {
+		t.Errorf("peak %v mean %v, want 800 and 200", peak, mean)
+	}
+	// All API kinds, 1-s window: the enqueue second is the peak.
+	if peak, _ := l.Peak(APIKinds, 1, 0, 40); peak != 800 {
+		t.Errorf("1-s peak %v, want 800", peak)
+	}
+	// Out of span: clamped, never a panic.
+	l.Add(KindPoll, start.Add(-time.Hour))
+	l.Add(KindPoll, start.Add(time.Hour))
+	if kindOf("POST", "/api/rooms/x/leave") != KindLeave || kindOf("GET", "/api/rooms/x/status") != KindStatusFetched ||
+		kindOf("POST", "/api/consume") != KindConsume || kindOf("POST", "/api/events/e/holds") != KindOther {
+		t.Error("kindOf")
+	}
+}
+
+// The edge serves an answer younger than a second from its cache; an older
+// one is fetched once, however many read at that instant.
+func TestEdgeCache(t *testing.T) {
+	start := time.Unix(1000, 0)
+	tr := &scripted{answer: map[string]any{"mode": "queue", "waiting": 5, "ratePerMinute": 600}}
+	e := testEnv(tr, start)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Add(1)
+		go func() { defer wg.Done(); e.edge.read(ctx, e, start) }()
+	}
+	wg.Wait()
+	if tr.calls.Load() != 1 {
+		t.Fatalf("%d fetches for 50 reads at one instant, want 1", tr.calls.Load())
+	}
+	if s := e.edge.read(ctx, e, start.Add(999*time.Millisecond)); s == nil || s.Waiting != 5 || tr.calls.Load() != 1 {
+		t.Errorf("a read 999 ms later: %+v, %d fetches", s, tr.calls.Load())
+	}
+	tr.set(map[string]any{"mode": "paused", "waiting": 7})
+	if s := e.edge.read(ctx, e, start.Add(time.Second)); s == nil || s.Mode != "paused" || tr.calls.Load() != 2 {
+		t.Errorf("a read 1 s later: %+v, %d fetches", s, tr.calls.Load())
+	}
+	all := KindSet(KindStatusCached, KindStatusFetched)
+	if c, f := e.log.Total(KindSet(KindStatusCached), 0, 10), e.log.Total(KindSet(KindStatusFetched), 0, 10); c != 50 || f != 2 || e.log.Total(all, 0, 10) != 52 {
+		t.Errorf("log: %d cached, %d fetched; want 50 and 2", c, f)
+	}
+	if e.edge.fetches.Load() != 2 || e.edge.fetchBytes.Load() == 0 {
+		t.Errorf("fetches %d, bytes %d", e.edge.fetches.Load(), e.edge.fetchBytes.Load())
+	}
+}
+
+// newWatcher is a visitor waiting at pos, told at pace at `at`, next poll at pollAt.
+func newWatcher(at time.Time, pos, pace float64, pollAt time.Time) *Visitor {
+	v := &Visitor{rng: rand.New(rand.NewPCG(1, 2)), pollAt: pollAt, phase: waiting}
+	v.view = view{state: "waiting", pos: pos, at: at, pace: pace, aheadShare: -1}
+	return v
+}
+
+// What the page does with each status answer (docs/PAGE.md): a pause shows at
+// once and leaves the poll; a resume and a new pace count on from the place
+// shown at the new pace and bring the poll forward; the opening places a
+// pre-queue visitor by its share of the line.
+func TestWatchReactions(t *testing.T) {
+	start := time.Unix(1000, 0)
+	ctx := context.Background()
+	tr := &scripted{}
+	e := testEnv(tr, start)
+	e.applied.Store(1) // one mark, at start
+
+	// Waiting at 1,000, counted down at 600 a minute: 60 s later, about 400.
+	now := start.Add(time.Minute)
+	poll := start.Add(5 * time.Minute)
+	v := newWatcher(start, 1000, 600, poll)
+
+	tr.set(map[string]any{"mode": "paused", "waiting": 900, "ratePerMinute": 600})
+	v.watch(ctx, e, now)
+	if v.view.state != "paused" || v.view.pos != 400 || !v.pollAt.Equal(poll) {
+		t.Fatalf("pause: view %+v, poll %v (want paused at 400, poll unchanged)", v.view, v.pollAt.Sub(start))
+	}
+	if m := v.Marks[0]; !m.ShownAt.Equal(now) || m.ShownVia != ViaStatus || !m.ETAAt.IsZero() {
+		t.Errorf("pause: mark %+v", m)
+	}
+	if d := v.watchAt.Sub(now); d < WatchEvery-WatchJitter || d >= WatchEvery+WatchJitter {
+		t.Errorf("next read %v later, want 7 s ± 1 s", d)
+	}
+	// Still paused a minute later: the place holds, nothing moves.
+	later := now.Add(time.Minute)
+	v.watch(ctx, e, later)
+	if v.view.pos != 400 || !v.pollAt.Equal(poll) {
+		t.Errorf("paused: %+v", v.view)
+	}
+
+	// The resume: waiting at 400, at the status's pace; poll within U(0.3, 0.6) × eta.
+	tr.set(map[string]any{"mode": "queue", "waiting": 900, "ratePerMinute": 300})
+	e.applied.Store(2)
+	resume := later.Add(2 * time.Second) // past the cached answer's second
+	v.watch(ctx, e, resume)
+	eta := 400.0 * 60 / 300 // 80 s
+	if v.view.state != "waiting" || v.view.pace != 300 || v.view.pos != 400 {
+		t.Fatalf("resume: view %+v", v.view)
+	}
+	if d := v.pollAt.Sub(resume).Seconds(); d < 0.3*eta || d > 0.6*eta {
+		t.Errorf("resume: poll %.1f s later, want %.0f–%.0f", d, 0.3*eta, 0.6*eta)
+	}
+	if m := v.Marks[1]; !m.ShownAt.Equal(resume) || m.ETA != eta || m.ETAPos != 400 {
+		t.Errorf("resume: mark %+v", m)
+	}
+
+	// A new pace: counted from the place shown (400 − 300 × 0.5 = 250 after 30 s).
+	tr.set(map[string]any{"mode": "queue", "waiting": 900, "ratePerMinute": 60})
+	e.applied.Store(3)
+	change := resume.Add(30 * time.Second)
+	scheduled := v.pollAt
+	v.watch(ctx, e, change)
+	if v.view.pos != 250 || v.view.pace != 60 {
+		t.Fatalf("pace: view %+v", v.view)
+	}
+	if m := v.Marks[2]; m.ETA != 250 || !m.ETAAt.Equal(change) {
+		t.Errorf("pace: mark %+v", m)
+	}
+	if !v.pollAt.Equal(scheduled) { // the one scheduled (≤ 48 s after the resume) is sooner than 75 s
+		t.Errorf("pace: poll moved from %v to %v", scheduled.Sub(start), v.pollAt.Sub(start))
+	}
+	// The same pace again: nothing.
+	before := v.view
+	v.watch(ctx, e, change.Add(7*time.Second))
+	if v.view.at != before.at {
+		t.Errorf("the same pace changed the view: %+v", v.view)
+	}
+	// Near the front, a poll is never sooner than a second.
+	v = newWatcher(change, 1, 600, change.Add(time.Hour))
+	tr.set(map[string]any{"mode": "queue", "waiting": 900, "ratePerMinute": 6000})
+	at := change.Add(3 * time.Second)
+	v.watch(ctx, e, at)
+	if !v.pollAt.Equal(at.Add(time.Second)) {
+		t.Errorf("front: poll %v after the read, want 1 s", v.pollAt.Sub(at))
+	}
+}
+
+func TestWatchOpening(t *testing.T) {
+	start := time.Unix(1000, 0)
+	ctx := context.Background()
+	opens := start.Add(time.Minute)
+	tr := &scripted{answer: map[string]any{"mode": "queue", "waiting": 1000, "ratePerMinute": 600, "opensAt": opens}}
+	e := testEnv(tr, start)
+	poll := opens.Add(3 * time.Minute)
+	v := &Visitor{rng: rand.New(rand.NewPCG(3, 4)), pollAt: poll, phase: waiting}
+	v.view = view{state: "prequeue", aheadShare: 0.25, opensAt: opens}
+
+	// Before the opening: nothing changes; the read after the opening is moved
+	// within OpeningRead of it.
+	now := opens.Add(-3 * time.Second)
+	v.watch(ctx, e, now)
+	if v.view.state != "prequeue" || !v.pollAt.Equal(poll) {
+		t.Fatalf("before the opening: %+v", v.view)
+	}
+	if v.watchAt.Before(opens) || !v.watchAt.Before(opens.Add(OpeningRead)) {
+		t.Errorf("the opening's read at %v, want within %v after it", v.watchAt.Sub(opens), OpeningRead)
+	}
+	// An opening moved earlier brings the poll to just after it.
+	earlier := opens.Add(-5 * time.Second)
+	tr.set(map[string]any{"mode": "queue", "waiting": 1000, "ratePerMinute": 600, "opensAt": earlier})
+	v.watch(ctx, e, now.Add(-10*time.Second)) // the cache holds the old answer until then: read after it
+	place := 251.0                            // ⌊0.25 × 1000⌋ + 1
+	if d := v.pollAt.Sub(earlier).Seconds(); d < 0.3*place/10 || d > 0.6*place/10 || !v.view.opensAt.Equal(earlier) {
+		t.Errorf("earlier opening: poll %.1f s after it, want %.1f–%.1f; view %+v", d, 0.3*place/10, 0.6*place/10, v.view)
+	}
+	// Open: the page places itself and keeps its poll.
+	e.applied.Store(0)
+	scheduled := v.pollAt
+	tr.set(map[string]any{"mode": "queue", "waiting": 1000, "ratePerMinute": 600, "opensAt": earlier, "drawSeed": "ab"})
+	at := earlier.Add(2 * time.Second)
+	v.watch(ctx, e, at)
+	if v.view.state != "waiting" || v.view.pos != place || v.view.pace != 600 || !v.pollAt.Equal(scheduled) {
+		t.Errorf("open: view %+v, poll moved %v", v.view, v.pollAt.Sub(scheduled))
+	}
+	// A line shorter than the share says (visitors left): at most the last place.
+	w := view{state: "prequeue", aheadShare: 0.999}
+	if p, ok := w.placeAt(10); !ok || p != 10 {
+		t.Errorf("placeAt(10) = %v, want 10", p)
+	}
+	if _, ok := (&view{aheadShare: -1}).placeAt(10); ok {
+		t.Error("an unknown share placed the visitor")
+	}
+}
+
+// A crowd in virtual time through a pause, a resume and a change of pace:
+// every visitor waiting at each change sees it on the page within a status
+// read (≤ 8 s, plus the edge's second), mostly through the status, long before
+// its next poll; and without the watch only the polls show it.
+func TestVirtualCrowdChanges(t *testing.T) {
+	for _, watch := range []bool{true, false} {
+		rdb := redistest.Single(t)
+		start := time.Now().Truncate(time.Second)
+		d, err := NewVirtual(rdb, start, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := room.DefaultConfig()
+		cfg.MaxActive, cfg.AdmitPerMinute, cfg.OriginURL = 100, 300, "http://127.0.0.1:9/origin"
+		c := Config{
+			Visitors: 600, Shape: Burst, Seed: 3, CloseTab: 0.1, Leave: 0.05,
+			ThinkMin: 5 * time.Second, ThinkMax: 15 * time.Second,
+			Room: redistest.Room(t), RoomConfig: cfg, MaxDuration: time.Hour, NoWatch: !watch,
+			Changes: []Change{{At: 30 * time.Second, Body: `{"mode":"paused"}`}, {At: 60 * time.Second, Body: `{"mode":"queue"}`},
+				{At: 90 * time.Second, Body: `{"admitPerMinute":600}`}},
+		}
+		res, err := Run(context.Background(), d, d.AdminKey, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := res.Summarize()
+		if !s.OK() || s.Errors != 0 || s.Outcomes["failed"] != 0 {
+			t.Fatalf("watch %v: run not clean: %v, errors %d", watch, s.Outcomes, s.Errors)
+		}
+		if len(res.Marks) != 3 || res.LostGrants() != 0 || res.Granted() == 0 {
+			t.Fatalf("marks %d, lost %d, granted %d", len(res.Marks), res.LostGrants(), res.Granted())
+		}
+		for k := range res.Marks {
+			shown, poll, via, unseen := res.MarkDelays(k)
+			if len(shown) == 0 {
+				t.Fatalf("watch %v, change %d: nobody waiting saw it", watch, k)
+			}
+			p95, polled := QuantileDuration(shown, 0.95), QuantileDuration(poll, 0.95)
+			t.Logf("watch %v, change %d: %d waiting, shown p95 %v (%d via status, %d unseen), next poll p95 %v",
+				watch, k, len(shown), p95, via, unseen, polled)
+			switch {
+			case watch && p95 > WatchEvery+WatchJitter+EdgeMaxAge:
+				t.Errorf("change %d shown at p95 %v, want within a read", k, p95)
+			case watch && via < len(shown)/2:
+				t.Errorf("change %d: %d of %d shown by the status", k, via, len(shown))
+			case !watch && via != 0:
+				t.Errorf("no watch, yet %d shown by the status", via)
+			}
+		}
+		// The pace change tells ETAs at the new pace.
+		if ratios, base := res.MarkETARatios(2); len(ratios) == 0 || len(base) == 0 {
+			t.Errorf("no ETA ratios after the pace change")
+		}
+		reads := res.Log.Total(KindSet(KindStatusCached, KindStatusFetched), 0, res.Log.Seconds())
+		fetched := res.Log.Total(KindSet(KindStatusFetched), 0, res.Log.Seconds())
+		if watch && (reads == 0 || fetched > int64(s.Span/time.Second)+2 || res.StatusBodyBytes() == 0) {
+			t.Errorf("status reads %d, fetched %d over %v", reads, fetched, s.Span)
+		}
+		if !watch && reads != 0 {
+			t.Errorf("no watch, yet %d status reads", reads)
+		}
+		polls := res.Log.Total(KindSet(KindPoll), 0, res.Log.Seconds())
+		var waitPolls int64
+		for _, v := range res.Visitors {
+			waitPolls += int64(v.WaitPolls)
+		}
+		if polls != waitPolls {
+			t.Errorf("log has %d polls, the visitors counted %d", polls, waitPolls)
+		}
+	}
+}
+
+// A pre-queue crowd: visitors join over a minute before the opening, and the
+// page of each places itself within a few seconds of it, from the status.
+func TestVirtualPrequeueOpening(t *testing.T) {
+	rdb := redistest.Single(t)
+	start := time.Now().Truncate(time.Second)
+	d, err := NewVirtual(rdb, start, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := room.DefaultConfig()
+	cfg.MaxActive, cfg.AdmitPerMinute, cfg.OriginURL = 200, 600, "http://127.0.0.1:9/origin"
+	c := Config{
+		Waves: []Wave{{N: 400, Shape: Steady, Spread: time.Minute}}, Seed: 9,
+		ThinkMin: 5 * time.Second, ThinkMax: 15 * time.Second, OpensAfter: time.Minute,
+		Room: redistest.Room(t), RoomConfig: cfg, MaxDuration: time.Hour,
+	}
+	res, err := Run(context.Background(), d, d.AdminKey, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summarize()
+	if !s.OK() || s.Errors != 0 || len(res.Marks) != 1 || res.Marks[0].Change != -1 {
+		t.Fatalf("run not clean: %+v, marks %+v", s, res.Marks)
+	}
+	shown, poll, via, _ := res.MarkDelays(0)
+	if len(shown) < 350 {
+		t.Fatalf("%d pre-queue visitors at the opening", len(shown))
+	}
+	p50, p99 := QuantileDuration(shown, 0.5), QuantileDuration(shown, 0.99)
+	t.Logf("opening → place seen p50 %v p99 %v (%d via status); first API answer p50 %v", p50, p99, via, QuantileDuration(poll, 0.5))
+	if p99 > OpeningRead+WatchEvery+WatchJitter+EdgeMaxAge {
+		t.Errorf("place seen p99 %v", p99)
+	}
+	for _, v := range res.Visitors {
+		if v.JoinETA >= 0 {
+			t.Fatalf("visitor %d told an ETA in the pre-queue: %v", v.ID, v.JoinETA)
+		}
+	}
+}
+
+// Waves: a trickle evenly spaced, then a burst.
+func TestCrowdWaves(t *testing.T) {
+	start := time.Unix(0, 0)
+	vs := Crowd(Config{Waves: []Wave{{N: 6, Shape: Even, Spread: 2 * time.Minute}, {N: 100, At: 2 * time.Minute}}}, start)
+	if len(vs) != 106 {
+		t.Fatalf("%d visitors", len(vs))
+	}
+	for i := range 6 {
+		if got := vs[i].Arrive.Sub(start); got != time.Duration(i)*20*time.Second {
+			t.Errorf("trickle %d at %v", i, got)
+		}
+	}
+	for _, v := range vs[6:] {
+		if d := v.Arrive.Sub(start); d < 2*time.Minute || d >= 2*time.Minute+10*time.Second {
+			t.Errorf("burst visitor at %v", d)
+		}
+	}
+	// Without waves, the same crowd as before (the figures of earlier runs hold).
+	a := Crowd(Config{Visitors: 50, Seed: 4, CloseTab: 0.3}, start)
+	b := Crowd(Config{Waves: []Wave{{N: 50, Shape: Burst}}, Seed: 4, CloseTab: 0.3}, start)
+	for i := range a {
+		if a[i].Arrive != b[i].Arrive || a[i].Behavior != b[i].Behavior || a[i].Think != b[i].Think {
+			t.Fatalf("visitor %d differs with one wave", i)
+		}
+	}
+}
