@@ -5,7 +5,8 @@
 -- Every room script takes the same KEYS, all under the room's hash tag {room}:
 -- KEYS[1] -> vst:{room}:cfg   HASH  room settings (+ seed, ver, rate, waiting: the count of q,
 --                                   kept by every script that changes q, so poll needs no ZCARD;
---                                   full: '1' while the tick finds every slot taken, see pace())
+--                                   full: '1' while the tick finds every slot taken, share: the
+--                                   share of the front admitted, not skipped; see pace())
 -- KEYS[2] -> vst:{room}:st    HASH  engine state: seq, head, tokens, refill, ring r0..r59, sweep, epoch, created, floor, tickat, counters
 -- KEYS[3] -> vst:{room}:q     ZSET  waiting (and pre-queue): member seq, score seq or draw
 -- KEYS[4] -> vst:{room}:hb    HASH  heartbeats: field = seq as 7-byte integer, value = told class x 2^42 + last seen (ms), 6 bytes
@@ -38,7 +39,7 @@ local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
 local function load_cfg()
   local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
     'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits', 'clientEnqueuePerMinute',
-    'waiting', 'arrk', 'full')
+    'waiting', 'arrk', 'full', 'share')
   if not v[1] then return nil end
   return {
     mode = v[1],
@@ -57,6 +58,8 @@ local function load_cfg()
     shards = tonumber(v[13]) or 0,
     -- full: '1' while the ticks find every slot taken (tick.lua), else '0' or absent.
     full = v[14] or '0',
+    -- share: the share of the front admitted rather than skipped as stale (tick.lua), 0.5–1.
+    share = tonumber(v[15]) or 1,
   }
 end
 
@@ -187,17 +190,20 @@ end
 -- just after the visitor's admission tick (room.PollSlack).
 local MAX_TOLD, SLACK = 300000, 5000
 
--- pace is what the room admits a minute for whoever waits now, the rate every
--- ETA and told poll is made from (docs/ENGINE.md, "The pace"): the configured
--- rate while a slot is free (a full bucket and a free slot admit at the next
--- tick, whatever was measured while few came); once the ticks find every slot
--- taken (cfg.full), the pace slots free at: the front's measured speed, at
--- least every slot once per longest hold (sessionTTL or claimTTL), and never
--- above the configured rate, so a lower rate is believed at once.
+-- pace is how many places a minute the line moves for whoever waits now, the
+-- rate every ETA and told poll is made from (docs/ENGINE.md, "The pace"). Its
+-- admissions are the configured rate while a slot is free (a full bucket and
+-- a free slot admit at the next tick, whatever was measured while few came);
+-- once the ticks find every slot taken (cfg.full), the rate slots free at: the
+-- admissions measured, at least every slot once per longest hold (sessionTTL
+-- or claimTTL), never above the configured rate, so a lower rate is believed
+-- at once. The line moves faster than its admissions by the visitors ahead
+-- skipped as stale (cfg.share: the share of the front admitted, at least a
+-- half); cfg.measured is already the front's speed (admissions over it).
 local function pace(cfg)
-  if cfg.full ~= '1' then return cfg.rate end
+  if cfg.full ~= '1' then return cfg.rate / cfg.share end
   local floor = cfg.maxActive * 60000 / math.max(cfg.sessionTTL, cfg.claimTTL)
-  return math.min(cfg.rate, math.max(tonumber(cfg.measured) or 0, floor))
+  return math.min(cfg.rate, math.max((tonumber(cfg.measured) or 0) * cfg.share, floor)) / cfg.share
 end
 
 -- told is the heartbeat class of a place: how long the engine holds it without
@@ -312,7 +318,7 @@ local function free_slots(cfg)
 end
 
 -- The fields of the settings hash that are the engine's own, not settings.
-local INTERNAL = {seed = true, ver = true, rate = true, waiting = true, arrk = true, full = true}
+local INTERNAL = {seed = true, ver = true, rate = true, waiting = true, arrk = true, full = true, share = true}
 
 -- settings appends the room's settings to out as field, value pairs (the
 -- settings hash without its internal fields; the Go side reads them by name).

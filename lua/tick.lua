@@ -78,10 +78,12 @@ local function finish()
   local share = 1
   if fa > 0 then share = math.max(0.5, fa / (fa + fs)) end
   local rate = tostring(math.floor(sum * 60000 / window / share))
+  -- The share, for the pace (lib.lua): in hundredths, written when it moves.
+  share = string.format('%.2f', share)
   -- The queue's count, exact once a tick whatever changed the queue (lib.lua).
   local waiting = redis.call('ZCARD', K_Q)
-  if rate ~= cfg.measured or waiting ~= cfg.waiting or full ~= cfg.full then
-    redis.call('HSET', K_CFG, 'rate', rate, 'waiting', waiting, 'full', full)
+  if rate ~= cfg.measured or waiting ~= cfg.waiting or full ~= cfg.full or tonumber(share) ~= cfg.share then
+    redis.call('HSET', K_CFG, 'rate', rate, 'waiting', waiting, 'full', full, 'share', share)
   end
   local minute = math.floor(now / 60000)
   if KEYS[9] and minute ~= tonumber(st[12]) then

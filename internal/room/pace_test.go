@@ -53,6 +53,22 @@ func TestPace(t *testing.T) {
 				t.Errorf("status tells %v a minute, enqueue %v", st.PacePerMinute, last.RatePerMinute)
 			}
 		})
+		t.Run("the line moves faster by the visitors ahead skipped", func(t *testing.T) {
+			// Half the front stale and skipped (a batch of one leaves the sweep
+			// nothing): the admissions are the rate, the places twice as fast.
+			e := newEnv(t, rdb, cfgWith(func(c *room.Config) { c.AdmitPerMinute, c.MaxActive = 600, 1000 }), room.WithEvictBatch(1))
+			ts := e.enqueueN(20)
+			e.clk.Advance(pastNearTold)
+			for _, tk := range ts[10:] {
+				e.poll(tk)
+			}
+			if r := e.tick(); r.Admitted != 10 || r.Evicted != 10 {
+				t.Fatalf("tick %+v, the test needs ten admitted and ten skipped", r)
+			}
+			if p := e.enqueue("late"); p.RatePerMinute != 1200 {
+				t.Errorf("half the front skipped: %v places a minute, want 1200 (600 admissions ÷ 0.5)", p.RatePerMinute)
+			}
+		})
 		t.Run("a lower rate is believed at once", func(t *testing.T) {
 			e := newEnv(t, rdb, cfgWith(func(c *room.Config) { c.AdmitPerMinute, c.MaxActive = 60, 1000 }))
 			e.warm()

@@ -179,7 +179,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 				names = append(names, s.Name)
 			}
 			fields = slices.DeleteFunc(fields, func(f string) bool {
-				return f == "seed" || f == "ver" || f == "rate" || f == "waiting" || f == "arrk" || f == "full"
+				return f == "seed" || f == "ver" || f == "rate" || f == "waiting" || f == "arrk" || f == "full" || f == "share"
 			})
 			if diff := cmp.Diff(slices.Sorted(slices.Values(names)), slices.Sorted(slices.Values(fields))); diff != "" {
 				t.Errorf("settings hash fields (-table +hash):\n%s", diff)
