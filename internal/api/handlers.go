@@ -116,7 +116,7 @@ func (h *Handler) enqueue(ctx context.Context, r *request) (events.APIGatewayV2H
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, internalError(err)
 	}
-	return h.placeResponse(r, p, t)
+	return h.joinResponse(r, p, t, true)
 }
 
 // challengeBody is a 403 challenge_required: the error, and the challenge.
@@ -138,6 +138,12 @@ func (h *Handler) poll(ctx context.Context, r *request) (events.APIGatewayV2HTTP
 }
 
 func (h *Handler) placeResponse(r *request, p room.Place, ticket string) (events.APIGatewayV2HTTPResponse, error) {
+	return h.joinResponse(r, p, ticket, false)
+}
+
+// joinResponse is placeResponse; join says it answers a fresh join (the poll
+// policy spreads a joining crowd's first far polls over the whole budget).
+func (h *Handler) joinResponse(r *request, p room.Place, ticket string, join bool) (events.APIGatewayV2HTTPResponse, error) {
 	rate := p.RatePerMinute
 	if rate <= 0 {
 		rate = float64(p.Config.AdmitPerMinute)
@@ -151,8 +157,8 @@ func (h *Handler) placeResponse(r *request, p room.Place, ticket string) (events
 		State: p.State, Position: p.Position, RatePerMinute: rate,
 		AdmitPerMinute: float64(p.Config.AdmitPerMinute),
 		ClaimTTL:       time.Duration(p.Config.ClaimTTLSeconds) * time.Second,
-		PollWithin:     p.PollWithin,
-		TickInterval:   h.o.TickInterval, Jitter: h.o.Jitter(),
+		PollWithin:     p.PollWithin, Join: join,
+		TickInterval: h.o.TickInterval, Jitter: h.o.Jitter(),
 	}
 	switch p.State {
 	case room.StateWaiting:

@@ -57,6 +57,13 @@ const Margin = 0.15
 // closed room, where everyone's turn is beyond the budget.
 const FarSpread = 0.3
 
+// JoinSpread is FarSpread for the reply to a fresh join: 100,000 visitors who
+// joined in ten seconds are told anywhere in the budget, so their first polls
+// come at about the rate they will keep (a third of the budget's last 30 %
+// would make the crowd's busiest ten seconds three times its mean). It costs a
+// far visitor at most one poll more, once.
+const JoinSpread = 1.0
+
 // FrontSpeedMax is how much faster than the configured rate the front can
 // move: the engine counts the share of the front skipped as stale (visitors
 // ahead who left) at most double (tick.lua), and the claim-window bound below
@@ -77,8 +84,12 @@ type Input struct {
 	// ClaimTTL is the room's claim window (claimTTLSeconds): a grant not
 	// consumed within it is gone, so no told poll may come later than the
 	// earliest admission plus it (≤ 0: no bound).
-	ClaimTTL     time.Duration
-	PollWithin   time.Duration // the engine's budget (room.Place.PollWithin); ≤ 0: room.MaxPollAfter
+	ClaimTTL   time.Duration
+	PollWithin time.Duration // the engine's budget (room.Place.PollWithin); ≤ 0: room.MaxPollAfter
+	// Join says the reply answers a fresh join: a crowd that joined in the
+	// same seconds is spread over the whole budget (JoinSpread), not its last
+	// FarSpread, once; later far polls keep the phases that gave them.
+	Join         bool
 	TickInterval time.Duration // how often admission runs
 	UntilOpen    time.Duration // pre-queue: time left before the room opens (Position: the place at the opening, 0 if unknown)
 	Jitter       float64       // factor in [0.9, 1.1]; spreads a crowd's polls apart
@@ -96,7 +107,8 @@ type Input struct {
 //     back the descent is geometric, a sixth or so of the way left each time;
 //   - beyond the engine's budget (PollWithin, at most room.MaxPollAfter; the
 //     engine holds the place that long plus the grace): within its last
-//     FarSpread, spread by the jitter;
+//     FarSpread, spread by the jitter (the reply to a join: anywhere in it,
+//     JoinSpread);
 //   - never later than the claim window after the earliest the visitor could
 //     be admitted (the position at FrontSpeedMax times the configured rate,
 //     less one bucket), less claimSlack: whoever polls when told never finds
@@ -106,8 +118,8 @@ type Input struct {
 // the final window, one that sees the grant) and a 20-minute wait about eight.
 // Pre-queue: when the opening is within the budget, the descent planned from
 // it as for a visitor waiting at their place at the opening (the front just
-// after the first tick, the rest along their ETAs, those beyond the budget
-// anywhere in its second half), or, when the place is not known, spread over
+// after the first tick, the rest along their ETAs, those beyond the budget as
+// any visitor beyond it), or, when the place is not known, spread over
 // the claim window after the opening; farther from the opening, the budget,
 // spread (a change of the opening reaches the page through the status route).
 // Paused and closed: the budget, spread, within the claim-window bound (a
@@ -123,7 +135,11 @@ func After(in Input) time.Duration {
 		jitter = 1
 	}
 	x := (jitter - 0.9) / 0.2 // in [0, 1]
-	far := scale(budget, 1-FarSpread*x)
+	spread := FarSpread
+	if in.Join {
+		spread = JoinSpread
+	}
+	far := scale(budget, 1-spread*x)
 	var d time.Duration
 	switch in.State {
 	case room.StateAdmitted, room.StateExpired:
@@ -141,9 +157,12 @@ func After(in Input) time.Duration {
 			// along their ETAs (a million pre-queued do not all come at once).
 			d = until + min(waiting(in, x), claimBound(in, in.Position))
 			if d > budget {
-				// Those whose turn is farther than the budget: anywhere in its
-				// second half, so they do not all come back at once either.
-				d = scale(budget, 0.5+x/2)
+				// Those whose turn is farther than the budget: as any visitor
+				// beyond it. Their last polls were spread, so these are too
+				// (aiming them all between now and the budget crowded the
+				// seconds after the opening); one that lands before the
+				// opening is planned again.
+				d = far
 			}
 		default:
 			// The place is not known: spread over what the claim window allows
