@@ -78,8 +78,9 @@ local function finish()
   local share = 1
   if fa > 0 then share = math.max(0.5, fa / (fa + fs)) end
   local rate = tostring(math.floor(sum * 60000 / window / share))
-  -- The share, for the pace (lib.lua): in hundredths, written when it moves.
-  share = string.format('%.2f', share)
+  -- The share, for the pace (lib.lua): in twentieths, written when it moves,
+  -- so the pace pages count at does not change with every tick.
+  share = string.format('%.2f', math.floor(share * 20 + 0.5) / 20)
   -- The queue's count, exact once a tick whatever changed the queue (lib.lua).
   local waiting = redis.call('ZCARD', K_Q)
   if rate ~= cfg.measured or waiting ~= cfg.waiting or full ~= cfg.full or tonumber(share) ~= cfg.share then

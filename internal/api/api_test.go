@@ -333,10 +333,10 @@ func TestStates(t *testing.T) {
 	opens := f.clock.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)
 	id := f.room(`{"opensAt":"` + opens + `","heartbeatTTLSeconds":60,"originUrl":"https://origin.example/"}`)
 	p := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
-	// Opening in 10 min: a join is told anywhere in the budget (JoinSpread),
-	// here half of it (the jitter is 1); a move of the opening reaches the page
-	// through the status route.
-	if p.str("state") != "prequeue" || p.num("pollAfterMs") != 150000 || p.str("opensAt") == "" {
+	// Opening in 10 min: a join is told anywhere in the mean far interval (the
+	// 5-minute budget less half of FarSpread), here half of it (the jitter is
+	// 1); a move of the opening reaches the page through the status route.
+	if p.str("state") != "prequeue" || p.num("pollAfterMs") != 127500 || p.str("opensAt") == "" {
 		t.Fatalf("pre-queue: %s", p.Body)
 	}
 	wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"opensAt":null,"mode":"paused"}`), 200, "")

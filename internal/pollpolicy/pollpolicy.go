@@ -57,13 +57,6 @@ const Margin = 0.15
 // closed room, where everyone's turn is beyond the budget.
 const FarSpread = 0.3
 
-// JoinSpread is FarSpread for the reply to a fresh join: 100,000 visitors who
-// joined in ten seconds are told anywhere in the budget, so their first polls
-// come at about the rate they will keep (a third of the budget's last 30 %
-// would make the crowd's busiest ten seconds three times its mean). It costs a
-// far visitor at most one poll more, once.
-const JoinSpread = 1.0
-
 // FrontSpeedMax is how much faster than the configured rate the front can
 // move: the engine counts the share of the front skipped as stale (visitors
 // ahead who left) at most double (tick.lua), and the claim-window bound below
@@ -87,8 +80,10 @@ type Input struct {
 	ClaimTTL   time.Duration
 	PollWithin time.Duration // the engine's budget (room.Place.PollWithin); ≤ 0: room.MaxPollAfter
 	// Join says the reply answers a fresh join: a crowd that joined in the
-	// same seconds is spread over the whole budget (JoinSpread), not its last
-	// FarSpread, once; later far polls keep the phases that gave them.
+	// same seconds is told its first far poll anywhere in the mean far
+	// interval (the budget less half of FarSpread), not in the budget's last
+	// FarSpread, so it is in step only once; later far polls keep the phases
+	// that gave them. It costs a far visitor at most one poll more, once.
 	Join         bool
 	TickInterval time.Duration // how often admission runs
 	UntilOpen    time.Duration // pre-queue: time left before the room opens (Position: the place at the opening, 0 if unknown)
@@ -107,8 +102,8 @@ type Input struct {
 //     back the descent is geometric, a sixth or so of the way left each time;
 //   - beyond the engine's budget (PollWithin, at most room.MaxPollAfter; the
 //     engine holds the place that long plus the grace): within its last
-//     FarSpread, spread by the jitter (the reply to a join: anywhere in it,
-//     JoinSpread);
+//     FarSpread, spread by the jitter (the reply to a join: anywhere in the
+//     mean far interval);
 //   - never later than the claim window after the earliest the visitor could
 //     be admitted (the position at FrontSpeedMax times the configured rate,
 //     less one bucket), less claimSlack: whoever polls when told never finds
@@ -135,11 +130,13 @@ func After(in Input) time.Duration {
 		jitter = 1
 	}
 	x := (jitter - 0.9) / 0.2 // in [0, 1]
-	spread := FarSpread
+	far := scale(budget, 1-FarSpread*x)
 	if in.Join {
-		spread = JoinSpread
+		// Anywhere in the mean far interval: the phases a stream of far
+		// polls has once it has run a while (a renewal's residual), so the
+		// joining crowd's first far polls come at the rate the rest keep.
+		far = scale(budget, (1-FarSpread/2)*(1-x))
 	}
-	far := scale(budget, 1-spread*x)
 	var d time.Duration
 	switch in.State {
 	case room.StateAdmitted, room.StateExpired:

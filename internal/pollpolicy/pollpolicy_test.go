@@ -60,8 +60,8 @@ func TestAfter(t *testing.T) {
 		{"pre-queue, opening soon, 50th: just after its tick", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Position: 50, RatePerMinute: 600, Jitter: 1}, 10*time.Second + AfterTick},
 		{"pre-queue, opening soon, far back: the ETA less the margin", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Position: 3000, RatePerMinute: 600, Jitter: 1}, 255500 * time.Millisecond},
 		{"pre-queue, opening soon, farther: the budget, spread", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Position: 100_000, RatePerMinute: 600, Jitter: 1}, scale(room.MaxPollAfter, 1-FarSpread/2)},
-		{"pre-queue, opening soon, farther, a join: anywhere in the budget", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Position: 100_000, RatePerMinute: 600, Jitter: 1, Join: true}, scale(room.MaxPollAfter, 0.5)},
-		{"far back, a join: anywhere in the budget", with(w(100_000, 600), func(in *Input) { in.Join, in.Jitter = true, 1 }), scale(room.MaxPollAfter, 0.5)},
+		{"pre-queue, opening soon, farther, a join: anywhere in the mean far interval", Input{State: room.StatePrequeue, UntilOpen: 5 * time.Second, Position: 100_000, RatePerMinute: 600, Jitter: 1, Join: true}, scale(room.MaxPollAfter, (1-FarSpread/2)*0.5)},
+		{"far back, a join: anywhere in the mean far interval", with(w(100_000, 600), func(in *Input) { in.Join, in.Jitter = true, 1 }), scale(room.MaxPollAfter, (1-FarSpread/2)*0.5)},
 		{"far back, a join, jitter up: as soon as a second", with(w(100_000, 600), func(in *Input) { in.Join, in.Jitter = true, 1.1 }), time.Second},
 		{"near the front, a join: the descent as any", with(w(50, 600), func(in *Input) { in.Join = true }), 5*time.Second + AfterTick},
 		{"pre-queue, opening soon, far back, short claim window: within it after the fastest admission",
@@ -309,6 +309,37 @@ func TestFarPollsAreSpread(t *testing.T) {
 	for s, k := range perSecond {
 		if k > n/50 {
 			t.Errorf("second %d: %d polls (%.1f %% of the crowd)", s, k, 100*float64(k)/n)
+		}
+	}
+}
+
+// A crowd of 100,000 joining in ten seconds, played against an exact queue
+// admitting 5,000 a minute, polls at an even pace: its busiest ten seconds stay
+// under twice its mean rate (with every first far poll in the budget's last
+// FarSpread, they came back as one wave at three times it).
+func TestJoiningCrowdPollsEvenly(t *testing.T) {
+	const n, rate = 100_000, 5000.0
+	r := rand.New(rand.NewPCG(11, 12))
+	perTen := map[int]int{}
+	polls, last := 0, 0.0
+	for i := range n {
+		pos0 := float64(i + 1)
+		now := r.Float64() * 10
+		grant := pos0 / (rate / 60)
+		for first := true; now < grant; first = false {
+			pos := max(int64(pos0-now*rate/60), 1)
+			budget := min(room.MaxPollAfter, time.Duration((float64(pos)*60/rate+5)*float64(time.Second)))
+			now += After(Input{State: room.StateWaiting, Position: pos, RatePerMinute: rate, AdmitPerMinute: rate,
+				ClaimTTL: 120 * time.Second, PollWithin: budget, Join: first, Jitter: 0.9 + 0.2*r.Float64()}).Seconds()
+			perTen[int(now/10)]++
+			polls++
+			last = max(last, now)
+		}
+	}
+	mean := float64(polls) / (last / 10)
+	for s, k := range perTen {
+		if float64(k) > 2*mean {
+			t.Errorf("seconds %d–%d: %d polls, over twice the mean %.0f", 10*s, 10*s+10, k, mean)
 		}
 	}
 }

@@ -261,7 +261,7 @@ func (v *Visitor) watch(ctx context.Context, e *env, now time.Time) {
 		if s.RatePerMinute > 0 {
 			v.toldETA(e, now, place*60/s.RatePerMinute, place)
 		}
-	case w.state == "paused" || (w.state == "waiting" && s.RatePerMinute != w.pace):
+	case w.state == "paused" || (w.state == "waiting" && !samePace(s.RatePerMinute, w.pace)):
 		// A resume, or a new pace: count on from the place shown, at the new pace.
 		pos := w.estimate(now)
 		w.state, w.pos, w.at, w.pace = "waiting", pos, now, s.RatePerMinute
@@ -282,3 +282,11 @@ func (w *view) placeAt(waiting int64) (float64, bool) {
 	}
 	return float64(min(waiting, int64(math.Floor(w.aheadShare*float64(waiting)))+1)), true
 }
+
+// paceTolerance is the page's (static/js/watch.js PACE_TOLERANCE): a pace
+// within this share of the one counted at is the same pace, so a pace that
+// moves a little from one second to the next moves no crowd's polls.
+const paceTolerance = 0.1
+
+// samePace is watch.js samePace: a and b within paceTolerance of the larger.
+func samePace(a, b float64) bool { return math.Abs(a-b) <= paceTolerance*max(a, b) }
