@@ -93,14 +93,9 @@ type crowdFigures struct {
 
 var measured crowdFigures
 
-// playCrowd runs one crowd on a redis-server of its own and prints its report.
-func playCrowd(ctx context.Context, c sim.Config, chart string) (sim.Summary, error) {
-	_, s, err := playCrowdResult(ctx, c, chart)
-	return s, err
-}
-
-// playCrowdResult is playCrowd, with the run itself.
-func playCrowdResult(ctx context.Context, c sim.Config, chart string) (*sim.Result, sim.Summary, error) {
+// playCrowd runs one crowd on a redis-server of its own, prints its report
+// and returns the run with its summary.
+func playCrowd(ctx context.Context, c sim.Config, chart string) (*sim.Result, sim.Summary, error) {
 	// BENCH_CROWD_CPUPROFILE=file profiles the crowds (the last one run overwrites it) (go tool pprof).
 	if path := os.Getenv("BENCH_CROWD_CPUPROFILE"); path != "" {
 		f, err := os.Create(path + "." + c.Room)
@@ -174,7 +169,7 @@ func crowdRows(label string, s sim.Summary, perMinuteGoal float64, wallGoal func
 // visitors for the long one; 100,000 is the table's).
 func benchCrowd(ctx context.Context, visitors int, chart string) ([]Row, error) {
 	n, rate := scaled(longVisitors, visitors, longVisitors, longRate)
-	longRes, long, err := playCrowdResult(ctx, crowdConfig("long", n, rate), chart)
+	longRes, long, err := playCrowd(ctx, crowdConfig("long", n, rate), chart)
 	if err != nil {
 		return nil, fmt.Errorf("long crowd: %w", err)
 	}
@@ -184,7 +179,7 @@ func benchCrowd(ctx context.Context, visitors int, chart string) ([]Row, error) 
 		measured.LongWaitRequests, "req", long.FixedRequestsPerWaitMinute*costWaitMinutes, nil))
 
 	n, rate = scaled(shortVisitors, visitors, longVisitors, shortRate)
-	shortRes, short, err := playCrowdResult(ctx, crowdConfig("short", n, rate), "")
+	shortRes, short, err := playCrowd(ctx, crowdConfig("short", n, rate), "")
 	if err != nil {
 		return rows, fmt.Errorf("short crowd: %w", err)
 	}
@@ -230,7 +225,7 @@ func moreParts(d time.Duration, chart string) map[string]func(context.Context) (
 // benchMillion plays the 1,000,000-visitor on-sale with every invariant check
 // on; the figure that matters is how long the simulation itself took.
 func benchMillion(ctx context.Context, rate int64, chart string) ([]Row, error) {
-	res, s, err := playCrowdResult(ctx, crowdConfig("million", millionVisitors, rate), chart)
+	res, s, err := playCrowd(ctx, crowdConfig("million", millionVisitors, rate), chart)
 	if err != nil {
 		return nil, fmt.Errorf("million: %w", err)
 	}

@@ -85,7 +85,7 @@ func benchMoments(ctx context.Context, visitors int) ([]Row, error) {
 	c.RoomConfig = room.DefaultConfig()
 	c.RoomConfig.OriginURL, c.RoomConfig.ClientEnqueuePerMinute = "http://127.0.0.1:9/origin", 0
 	c.Waves = []sim.Wave{{N: int(trickleFor / trickleEvery), Shape: sim.Even, Spread: trickleFor}, {N: trickleBurst, At: trickleFor, Shape: sim.Burst}}
-	res, s, err := playCrowdResult(ctx, c, "")
+	res, s, err := playCrowd(ctx, c, "")
 	if err != nil {
 		return rows, fmt.Errorf("trickle: %w", err)
 	}
@@ -99,17 +99,18 @@ func benchMoments(ctx context.Context, visitors int) ([]Row, error) {
 	c.RoomConfig.OriginURL, c.RoomConfig.ClientEnqueuePerMinute = "http://127.0.0.1:9/origin", 0
 	c.CloseTab, c.NoConsume, c.Leave = 0, 0, 0
 	c.Waves = []sim.Wave{{N: loneVisitors, Shape: sim.Even, Spread: loneVisitors * loneEvery}}
-	res, s, err = playCrowdResult(ctx, c, "")
+	res, s, err = playCrowd(ctx, c, "")
 	if err != nil {
 		return rows, fmt.Errorf("lone: %w", err)
 	}
 	rows = append(rows, row(fmt.Sprintf("%d lone visitors, one every %s: join → grant seen p99", loneVisitors, loneEvery),
-		sec(sim.QuantileDuration(res.SeenDelays(), 0.99)), "s", 1, atMost(3)))
+		sec(sim.QuantileDuration(res.SeenDelays(), 0.99)), "s", 1, atMost(3)),
+		row("lone visitors: invariant violations", violations(s), "", 0, atMost(0)))
 
 	// A change of pace mid-crowd.
 	c = momentRoom("pace", paceVisitors, paceFrom, paceMaxActive)
 	c.Changes = []sim.Change{{At: paceAt, Body: fmt.Sprintf(`{"admitPerMinute":%d}`, paceTo)}}
-	res, s, err = playCrowdResult(ctx, c, "")
+	res, s, err = playCrowd(ctx, c, "")
 	if err != nil {
 		return rows, fmt.Errorf("pace: %w", err)
 	}
@@ -129,7 +130,7 @@ func benchMoments(ctx context.Context, visitors int) ([]Row, error) {
 	}{{"long", longVisitors, longRate, &measured.Long}, {"short", shortVisitors, shortRate, &measured.Short}} {
 		vn, vr := scaled(cr.visitors, visitors, longVisitors, int64(cr.rate))
 		if *cr.res == nil {
-			res, s, err := playCrowdResult(ctx, crowdConfig(cr.name, vn, vr), "")
+			res, s, err := playCrowd(ctx, crowdConfig(cr.name, vn, vr), "")
 			if err != nil {
 				return rows, fmt.Errorf("%s crowd: %w", cr.name, err)
 			}
@@ -158,7 +159,7 @@ func benchMoments(ctx context.Context, visitors int) ([]Row, error) {
 	// A pause, then a resume.
 	c = momentRoom("pause", pauseVisitors, pauseRate, pauseRate)
 	c.Changes = []sim.Change{{At: pauseAt, Body: `{"mode":"paused"}`}, {At: pauseAt + pauseFor, Body: `{"mode":"queue"}`}}
-	res, s, err = playCrowdResult(ctx, c, "")
+	res, s, err = playCrowd(ctx, c, "")
 	if err != nil {
 		return rows, fmt.Errorf("pause: %w", err)
 	}
@@ -224,7 +225,7 @@ func prequeueRows(ctx context.Context, visitors int, rate int64) ([]Row, error) 
 	c := crowdConfig(fmt.Sprintf("prequeue-%d", visitors), visitors, rate)
 	c.Waves = []sim.Wave{{N: visitors, Shape: sim.Steady, Spread: prequeueFor}}
 	c.OpensAfter = prequeueFor
-	res, s, err := playCrowdResult(ctx, c, "")
+	res, s, err := playCrowd(ctx, c, "")
 	if err != nil {
 		return nil, fmt.Errorf("pre-queue: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/redistest"
-	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
 // A small crowd in virtual time against real Redis, every admitted visitor
@@ -18,14 +17,7 @@ import (
 // confirm returns the same order, and the engine's counters match what the
 // visitors were answered.
 func TestVirtualCrowdBooks(t *testing.T) {
-	rdb := redistest.Single(t)
-	start := time.Now().Truncate(time.Second)
-	d, err := NewVirtual(rdb, start, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := room.DefaultConfig()
-	cfg.MaxActive, cfg.AdmitPerMinute, cfg.OriginURL = 20, 600, "http://127.0.0.1:9/origin"
+	d, cfg := virtualRoom(t, redistest.Single(t), 20, 600)
 	cfg.ClientEnqueuePerMinute = 0
 	c := Config{
 		Visitors: 200, Shape: Burst, Seed: 11,

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
@@ -17,14 +19,7 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 // abandon is admitted, nobody consumes twice, FIFO order holds, and the room
 // never holds more than maxActive.
 func TestVirtualCrowd(t *testing.T) {
-	rdb := redistest.Single(t)
-	start := time.Now().Truncate(time.Second)
-	d, err := NewVirtual(rdb, start, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := room.DefaultConfig()
-	cfg.MaxActive, cfg.AdmitPerMinute, cfg.OriginURL = 20, 600, "http://127.0.0.1:9/origin"
+	d, cfg := virtualRoom(t, redistest.Single(t), 20, 600)
 	cfg.ClientEnqueuePerMinute = 0 // the whole crowd comes from one address
 	c := Config{
 		Visitors: 200, Shape: Burst, Seed: 7,
@@ -129,4 +124,18 @@ func TestInversions(t *testing.T) {
 	if got := Inversions(vs); got != 1 {
 		t.Errorf("Inversions = %d, want 1", got)
 	}
+}
+
+// virtualRoom is a virtual driver over rdb starting on this whole second,
+// ticking every second, and a room's settings with the defaults but
+// maxActive, admitPerMinute and an origin that nothing listens on.
+func virtualRoom(t *testing.T, rdb redis.UniversalClient, maxActive, rate int64) (*Virtual, room.Config) {
+	t.Helper()
+	d, err := NewVirtual(rdb, time.Now().Truncate(time.Second), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := room.DefaultConfig()
+	cfg.MaxActive, cfg.AdmitPerMinute, cfg.OriginURL = maxActive, rate, "http://127.0.0.1:9/origin"
+	return d, cfg
 }

@@ -15,13 +15,7 @@ import (
 func TestVirtualCrowdSpreadJoins(t *testing.T) {
 	for name, rdb := range redistest.Clients(t) {
 		t.Run(name, func(t *testing.T) {
-			start := time.Now().Truncate(time.Second)
-			d, err := NewVirtual(rdb, start, time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg := room.DefaultConfig()
-			cfg.MaxActive, cfg.AdmitPerMinute, cfg.OriginURL = 20, 600, "http://127.0.0.1:9/origin"
+			d, cfg := virtualRoom(t, rdb, 20, 600)
 			cfg.JoinShards = 3
 			c := Config{
 				Visitors: 300, Shape: Burst, Seed: 5,

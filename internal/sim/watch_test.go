@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/redistest"
-	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
 // scripted answers the status route with the answer the test sets, and
@@ -254,14 +253,7 @@ func TestWatchOpening(t *testing.T) {
 // its next poll; and without the watch only the polls show it.
 func TestVirtualCrowdChanges(t *testing.T) {
 	for _, watch := range []bool{true, false} {
-		rdb := redistest.Single(t)
-		start := time.Now().Truncate(time.Second)
-		d, err := NewVirtual(rdb, start, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := room.DefaultConfig()
-		cfg.MaxActive, cfg.AdmitPerMinute, cfg.OriginURL = 100, 300, "http://127.0.0.1:9/origin"
+		d, cfg := virtualRoom(t, redistest.Single(t), 100, 300)
 		c := Config{
 			Visitors: 600, Shape: Burst, Seed: 3, CloseTab: 0.1, Leave: 0.05,
 			ThinkMin: 5 * time.Second, ThinkMax: 15 * time.Second,
@@ -323,14 +315,7 @@ func TestVirtualCrowdChanges(t *testing.T) {
 // A pre-queue crowd: visitors join over a minute before the opening, and the
 // page of each places itself within a few seconds of it, from the status.
 func TestVirtualPrequeueOpening(t *testing.T) {
-	rdb := redistest.Single(t)
-	start := time.Now().Truncate(time.Second)
-	d, err := NewVirtual(rdb, start, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := room.DefaultConfig()
-	cfg.MaxActive, cfg.AdmitPerMinute, cfg.OriginURL = 200, 600, "http://127.0.0.1:9/origin"
+	d, cfg := virtualRoom(t, redistest.Single(t), 200, 600)
 	c := Config{
 		Waves: []Wave{{N: 400, Shape: Steady, Spread: time.Minute}}, Seed: 9,
 		ThinkMin: 5 * time.Second, ThinkMax: 15 * time.Second, OpensAfter: time.Minute,
