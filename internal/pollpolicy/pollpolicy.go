@@ -4,9 +4,10 @@
 // Every interval it tells is a promise kept in every state of the room, not
 // only in a steady crowd (docs/ENGINE.md, "Polling: what a told interval
 // promises"): it is made from the pace the room will actually admit at (the
-// engine's, never above the configured rate), it never lands after the
-// grant's claim window could run out, and far back it is spread so that a
-// crowd that joined together does not come back together.
+// engine's: admissions never above the configured rate, counted in places),
+// it never lands after the grant's claim window could run out, and far back
+// it is spread so that a crowd that joined together does not come back
+// together.
 package pollpolicy
 
 import (
@@ -68,8 +69,8 @@ type Input struct {
 	State    room.State
 	Position int64 // 1-based place in the queue
 	// RatePerMinute is the pace the ETA is made from (room.Place.RatePerMinute):
-	// what the room will admit a minute for this visitor, never above the
-	// configured rate.
+	// the places a minute the line moves for this visitor (admissions never
+	// above the configured rate, over the share of the front not skipped).
 	RatePerMinute float64
 	// AdmitPerMinute is the configured rate: the fastest the room can admit,
 	// which bounds every told poll by the claim window (≤ 0: RatePerMinute).
