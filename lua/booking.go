@@ -41,6 +41,18 @@ var bookingOutbox string
 //go:embed booking_ack.lua
 var bookingAck string
 
+//go:embed booking_end.lua
+var bookingEnd string
+
+//go:embed booking_sessions.lua
+var bookingSessions string
+
+// BookingEnded names which of a room's sessions ended, for the sweep. It
+// stands alone (no booking_lib.lua): its one key is the room's.
+//
+//go:embed booking_ended.lua
+var BookingEnded string
+
 // BookingActive checks that a room's entry session is still active, for a
 // hold on an event in another slot. It stands alone (no booking_lib.lua):
 // its one key is the room's.
@@ -50,14 +62,16 @@ var BookingActive string
 
 // The booking scripts, ready to load: what each uses of booking_lib.lua, then the operation.
 var (
-	BookingDefine  = withLib(bookingLib, bookingDefine)  // define or replace an event's inventory
-	BookingHold    = withLib(bookingLib, bookingHold)    // hold seats and units for a session, with a fencing token
-	BookingConfirm = withLib(bookingLib, bookingConfirm) // turn a hold into an order, once per idempotency key
-	BookingRelease = withLib(bookingLib, bookingRelease) // give a hold up before its TTL
-	BookingCancel  = withLib(bookingLib, bookingCancel)  // compensation: cancel a confirmed order
-	BookingSweep   = withLib(bookingLib, bookingSweep)   // expire overdue holds
-	BookingView    = withLib(bookingLib, bookingView)    // seats, stock and counters
-	BookingRoom    = withLib(bookingLib, bookingRoom)    // the room an event belongs to
-	BookingOutbox  = withLib(bookingLib, bookingOutbox)  // order events not yet published
-	BookingAck     = withLib(bookingLib, bookingAck)     // order events published: out of the outbox
+	BookingDefine   = withLib(bookingLib, bookingDefine)   // define or replace an event's inventory
+	BookingHold     = withLib(bookingLib, bookingHold)     // hold seats and units for a session, with a fencing token
+	BookingConfirm  = withLib(bookingLib, bookingConfirm)  // turn a hold into an order, once per idempotency key
+	BookingRelease  = withLib(bookingLib, bookingRelease)  // give a hold up before its TTL
+	BookingCancel   = withLib(bookingLib, bookingCancel)   // compensation: cancel a confirmed order
+	BookingSweep    = withLib(bookingLib, bookingSweep)    // expire overdue holds
+	BookingView     = withLib(bookingLib, bookingView)     // seats, stock and counters
+	BookingRoom     = withLib(bookingLib, bookingRoom)     // the room an event belongs to
+	BookingOutbox   = withLib(bookingLib, bookingOutbox)   // order events not yet published
+	BookingAck      = withLib(bookingLib, bookingAck)      // order events published: out of the outbox
+	BookingEnd      = withLib(bookingLib, bookingEnd)      // room sessions ended: their holds go
+	BookingSessions = withLib(bookingLib, bookingSessions) // the room sessions that hold something
 )

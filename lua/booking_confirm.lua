@@ -4,6 +4,11 @@
 -- ARGV[2] -> session (must be the hold's)
 -- ARGV[3] -> token (the hold's fencing token)
 -- ARGV[4] -> idempotency key
+-- ARGV[5] -> the session's sequence in its room's active set, with KEYS[11]
+-- KEYS[11], optional -> the room's active set vst:{room}:act when the event is
+-- named after the session's room (the same slot): a hold of a room session
+-- whose session is no longer there (or past its end) is dropped with the
+-- session's other holds (booking_end.lua) and refused as stale.
 -- Returns {'ok', order record} (a new order) or {'replay', order record} (this
 -- key already confirmed this token: the same order, confirmed or since
 -- cancelled); {'noevent'}; {'conflict'} (the key confirmed another hold);
@@ -29,6 +34,13 @@ if redis.call('HEXISTS', K_ORDER, t) == 1 then return {'confirmed'} end
 local h = hold_of(t)
 if not h then return {'stale'} end
 if h.session ~= session then return {'session'} end
+if KEYS[11] and h.room ~= '' and h.room == redis.call('HGET', K_INV, 'room') then
+  local ends = redis.call('ZSCORE', KEYS[11], ARGV[5])
+  if not ends or tonumber(ends) < now then
+    end_session(session, now)
+    return {'stale'}
+  end
+end
 if now >= h.expires then
   drop_hold(t, h, 'expired')
   return {'expired'}
@@ -42,6 +54,7 @@ end
 for _, s in ipairs(h.seats) do redis.call('HSET', K_SEAT, s, 'o' .. t) end
 redis.call('HDEL', K_HOLD, t)
 redis.call('ZREM', K_EXP, t)
+if h.room ~= '' then sh_del(session, t) end
 local rec = 'c|' .. session .. '|' .. t .. '|' .. member(now) .. '|' .. key .. '|' .. h.seats_s .. '|' .. h.units_s .. '||'
 redis.call('HSET', K_ORDER, t, rec)
 redis.call('HSET', K_IDEM, key, t)

@@ -8,9 +8,11 @@
 -- ARGV[6] -> the session's end (ms, its score in the active set), with a room
 -- ARGV[7 .. 6+n] -> seat names (distinct)
 -- ARGV[7+n ..] -> pairs: sku name, units (> 0, distinct skus)
--- KEYS[10], optional -> the room's active set vst:{room}:act, when the room is
+-- KEYS[11], optional -> the room's active set vst:{room}:act, when the room is
 -- the event's own id (the same hash tag, so the same slot): the session must
 -- be in it with the end ARGV[6], not yet passed. Without it the caller checked.
+-- A hold for a room session is listed under the session in K_SH, so the
+-- session's end (complete, leave, expiry) drops it at once (booking_end.lua).
 -- Returns {'ok', token, expires (ms)}; {'noevent'}; {'room'} (the event is not
 -- the room's); {'ended'} (the session is no longer active); {'unknownseat', seat};
 -- {'unknownsku', sku}; {'limit', items the session has, limit};
@@ -30,8 +32,8 @@ local cfg = redis.call('HMGET', K_INV, 'ttl', 'limit', 'fence', 'holds', 'room')
 if not cfg[1] then return {'noevent'} end
 if ARGV[4] ~= '' then
   if cfg[5] ~= ARGV[4] then return {'room'} end
-  if KEYS[10] then
-    local ends = redis.call('ZSCORE', KEYS[10], ARGV[5])
+  if KEYS[11] then
+    local ends = redis.call('ZSCORE', KEYS[11], ARGV[5])
     if not ends or tonumber(ends) ~= tonumber(ARGV[6]) or tonumber(ends) < now then return {'ended'} end
   end
 end
@@ -88,8 +90,12 @@ for _, u in ipairs(units) do
   parts[#parts + 1] = u[1] .. '=' .. member(u[2])
 end
 redis.call('HSET', K_INV, 'fence', t, 'holds', member(holds + 1))
-redis.call('HSET', K_HOLD, t, session .. '|' .. member(expires) .. '|' .. table.concat(seats, ',') .. '|' ..
-  table.concat(parts, ','))
+redis.call('HSET', K_HOLD, t, hold_record({session = session, expires = expires, seats_s = table.concat(seats, ','),
+  units_s = table.concat(parts, ','), room = ARGV[4], created = now, ext = 0}))
 redis.call('ZADD', K_EXP, member(expires), t)
+if ARGV[4] ~= '' then
+  local cur = redis.call('HGET', K_SH, session)
+  redis.call('HSET', K_SH, session, cur and (cur .. ',' .. t) or t)
+end
 session_add(session, want)
 return {'ok', t, member(expires)}

@@ -13,13 +13,15 @@
 -- KEYS[8] -> vst:{event}:bk:idem   HASH  idempotency key -> token of the order it confirmed
 -- KEYS[9] -> vst:{event}:bk:out    ZSET  outbox of order events not yet published: member 'c<token>'
 --                                        (confirmed) or 'x<token>' (cancelled), score when (ms)
+-- KEYS[10] -> vst:{event}:bk:sh    HASH  room session ('room:seq') -> tokens of its live holds, 't1,t2'
+--                                        (holds made for a room's entry session only: when it ends, they go)
 --
 -- Records are '|'-separated text: seat and sku names are [A-Za-z0-9_.-],
 -- sessions and idempotency keys [A-Za-z0-9_.:@-] (booking.go checks), so no
 -- field holds '|', ',' or '='; only the cancel reason (the last field) may.
 -- seats is 'A1,A2' ('' for none), units 'sku=qty,sku=qty' ('' for none).
-local K_INV, K_SEAT, K_STOCK, K_HOLD, K_EXP, K_SESS, K_ORDER, K_IDEM, K_OUT =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local K_INV, K_SEAT, K_STOCK, K_HOLD, K_EXP, K_SESS, K_ORDER, K_IDEM, K_OUT, K_SH =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 
 -- Numbers go to Redis as strings made here (see lib.lua): tokens have 16 digits.
 local function member(n) return string.format('%.0f', n) end
@@ -71,11 +73,33 @@ local function with_items(t, seats_s, units_s)
   return t
 end
 
--- hold_of reads a hold record: nil when there is none.
+-- hold_of reads a hold record 'session|expires|seats|units|room|created|extensions'
+-- (room: the room of a room session, '' when the caller vouched; created (ms)
+-- and extensions: for extend; records of older versions stop after units):
+-- nil when there is none.
 local function hold_of(token)
-  local r, f = record(K_HOLD, token, 4)
+  local r, f = record(K_HOLD, token, 7)
   if not r then return nil end
-  return with_items({session = f[1], expires = tonumber(f[2])}, f[3], f[4])
+  local h = with_items({session = f[1], expires = tonumber(f[2])}, f[3], f[4])
+  h.room, h.created, h.ext = f[5] or '', tonumber(f[6]), tonumber(f[7]) or 0
+  return h
+end
+
+-- hold_record is a hold's record text (hold_of reads it).
+local function hold_record(h)
+  return h.session .. '|' .. member(h.expires) .. '|' .. h.seats_s .. '|' .. h.units_s .. '|' .. h.room .. '|' ..
+    member(h.created or 0) .. '|' .. member(h.ext or 0)
+end
+
+-- sh_del forgets token among the live holds of a room session (K_SH).
+local function sh_del(session, token)
+  local cur = redis.call('HGET', K_SH, session)
+  if not cur then return end
+  local keep = {}
+  for _, t in ipairs(split(cur, ',')) do
+    if t ~= token then keep[#keep + 1] = t end
+  end
+  if #keep == 0 then redis.call('HDEL', K_SH, session) else redis.call('HSET', K_SH, session, table.concat(keep, ',')) end
 end
 
 -- items counts what a hold covers: its seats and its units.
@@ -100,9 +124,33 @@ local function drop_hold(token, h, field)
   end
   for _, u in ipairs(h.units) do redis.call('HINCRBY', K_STOCK, u[1], u[2]) end
   session_add(h.session, -items(h))
+  if h.room ~= '' then sh_del(h.session, token) end
   redis.call('HDEL', K_HOLD, token)
   redis.call('ZREM', K_EXP, token)
   redis.call('HINCRBY', K_INV, field, 1)
+end
+
+-- end_session drops every live hold of a room session that ended (completed,
+-- left, timed out), counted as 'ended', and advances the fence past their
+-- tokens (to max(fence + 1, now * 1000), as a hold would), so no confirm of
+-- them can come after; returns how many it dropped.
+local function end_session(session, now)
+  local cur = redis.call('HGET', K_SH, session)
+  if not cur then return 0 end
+  local n = 0
+  for _, t in ipairs(split(cur, ',')) do
+    local h = hold_of(t)
+    if h then
+      drop_hold(t, h, 'ended')
+      n = n + 1
+    end
+  end
+  redis.call('HDEL', K_SH, session)
+  if n > 0 then
+    local fence = tonumber(redis.call('HGET', K_INV, 'fence')) or 0
+    redis.call('HSET', K_INV, 'fence', member(math.max(fence + 1, now * 1000)))
+  end
+  return n
 end
 
 -- expire drops a hold whose time passed, or only its expiry entry when the

@@ -16,7 +16,8 @@ func TestWithLibKeepsWhatIsUsed(t *testing.T) {
 			"leave": leave, "config": config, "stats": stats, "head": head, "drain": drain, "ratelimit": ratelimit}},
 		{bookingLib, map[string]string{"define": bookingDefine, "hold": bookingHold, "confirm": bookingConfirm,
 			"release": bookingRelease, "cancel": bookingCancel, "sweep": bookingSweep, "view": bookingView,
-			"room": bookingRoom, "outbox": bookingOutbox, "ack": bookingAck}},
+			"room": bookingRoom, "outbox": bookingOutbox, "ack": bookingAck, "end": bookingEnd,
+			"sessions": bookingSessions}},
 	} {
 		checkWithLib(t, set.lib, set.scripts)
 	}

@@ -142,6 +142,7 @@ func New(o Options) *Handler {
 	if o.AdminAuth == "" {
 		o.AdminAuth = AdminKey
 	}
+	o.Queue = endingHolds(o.Queue, o.Booking, o.Logger) // a session's end releases its holds (booking.go)
 	return &Handler{o: o, adminHash: sha256.Sum256([]byte(o.AdminKey))}
 }
 

@@ -411,3 +411,56 @@ func atoi(t *testing.T, s string) int64 {
 	}
 	return n
 }
+
+// A session's holds end with it: the origin's complete frees the seats and
+// stock at once (the event named after the room, or another event of the
+// room), a late confirm is refused; a session that times out frees them at
+// the sweep, and a confirm in between is refused already.
+func TestBookingHoldsEndWithTheSession(t *testing.T) {
+	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
+		id := f.passthrough()
+		ev2 := redistest.Room(t)
+		wantStatus(t, f.define(id, `{"seats":["A1","A2","A3"],"sessionLimit":4,"holdTTLSeconds":3600}`), 200, "")
+		wantStatus(t, f.define(ev2, `{"room":"`+id+`","stock":{"ga":3},"sessionLimit":4,"holdTTLSeconds":3600}`), 200, "")
+		entry, s1 := f.visitor(id)
+		h := f.hold(id, s1, `{"seats":["A1"]}`)
+		wantStatus(t, h, 201, "")
+		u := f.hold(ev2, s1, `{"units":{"ga":2}}`)
+		wantStatus(t, u, 201, "")
+
+		wantStatus(t, f.redeem("/api/complete", entry), 200, "")
+		v := f.do("GET", "/api/events/"+id, "", nil)
+		if v.json["seats"].(map[string]any)["A1"] != "available" {
+			t.Fatalf("A1 after complete: %s", v.Body)
+		}
+		if v := f.do("GET", "/api/events/"+ev2, "", nil); v.json["stock"].(map[string]any)["ga"] != float64(3) {
+			t.Fatalf("stock after complete: %s", v.Body)
+		}
+		wantStatus(t, f.confirm(id, id, h.str("token"), h.str("session"), "late"), 409, "stale_token")
+		wantStatus(t, f.confirm(id, ev2, u.str("token"), u.str("session"), "late"), 409, "stale_token")
+		g := f.admin("GET", "/api/admin/events/"+id, "")
+		if g.json["counters"].(map[string]any)["ended"] != float64(1) || atoi(t, g.str("fence")) <= atoi(t, h.str("token")) {
+			t.Fatalf("after complete: %s", g.Body)
+		}
+
+		// Timed out (the room's sessions last 600 s): refused at once, freed at the sweep.
+		_, s2 := f.visitor(id)
+		_, s3 := f.visitor(id)
+		h2 := f.hold(id, s2, `{"seats":["A2"]}`)
+		h3 := f.hold(id, s3, `{"seats":["A3"]}`)
+		wantStatus(t, h3, 201, "")
+		f.clock.Advance(601 * time.Second)
+		wantStatus(t, f.confirm(id, id, h2.str("token"), h2.str("session"), "late2"), 409, "stale_token")
+		if _, err := f.q.Tick(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+		sum := orders.Sweep(context.Background(), f.eng, nil, f.clock.Now(), nil)
+		if sum.Ended != 1 || sum.Errors != 0 {
+			t.Fatalf("sweep: %+v, want session 3's hold ended", sum)
+		}
+		v = f.do("GET", "/api/events/"+id, "", nil)
+		if st := v.json["seats"].(map[string]any); st["A2"] != "available" || st["A3"] != "available" {
+			t.Fatalf("after the timeout and the sweep: %s", v.Body)
+		}
+	})
+}

@@ -269,21 +269,22 @@ type View struct {
 	Stock map[string]int64 // units available per sku
 	// Fence is the last fencing token issued.
 	Fence int64
-	// Counters: holds, confirmed, cancelled, released, expired (all time), live (confirmed, not cancelled).
-	Holds, Confirmed, Cancelled, Released, Expired, Live int64
+	// Counters: holds, confirmed, cancelled, released, expired, ended (dropped
+	// when their room session ended; all time), live (confirmed, not cancelled).
+	Holds, Confirmed, Cancelled, Released, Expired, Ended, Live int64
 }
 
 // counters are the view's counters by the names the event's state and the
 // admin API give them.
 func (v *View) counters() map[string]*int64 {
 	return map[string]*int64{"holds": &v.Holds, "confirmed": &v.Confirmed, "cancelled": &v.Cancelled,
-		"released": &v.Released, "expired": &v.Expired, "live": &v.Live}
+		"released": &v.Released, "expired": &v.Expired, "ended": &v.Ended, "live": &v.Live}
 }
 
 // Counters returns the counters by name: holds, confirmed, cancelled,
-// released, expired and live.
+// released, expired, ended and live.
 func (v View) Counters() map[string]int64 {
-	out := make(map[string]int64, 6)
+	out := make(map[string]int64, 7)
 	for name, p := range v.counters() {
 		out[name] = *p
 	}

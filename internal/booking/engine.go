@@ -31,6 +31,9 @@ var (
 	outboxCmd  = lua.NewScript("booking_outbox.lua", lua.BookingOutbox)
 	ackCmd     = lua.NewScript("booking_ack.lua", lua.BookingAck)
 	activeCmd  = lua.NewScript("booking_active.lua", lua.BookingActive)
+	endCmd     = lua.NewScript("booking_end.lua", lua.BookingEnd)
+	sessCmd    = lua.NewScript("booking_sessions.lua", lua.BookingSessions)
+	endedCmd   = lua.NewScript("booking_ended.lua", lua.BookingEnded)
 )
 
 // Scripter is the narrowest Redis client the engine needs: a client, a
@@ -174,6 +177,9 @@ func (e *Engine) Define(ctx context.Context, event string, inv Inventory) error 
 		if err := e.rdb.SAdd(ctx, RegistryKey, event).Err(); err != nil {
 			return fmt.Errorf("%w: registry: %w", ErrUnavailable, err)
 		}
+		if err := e.rdb.SAdd(ctx, RoomEventsKey(roomID), event).Err(); err != nil {
+			return fmt.Errorf("%w: the room's events: %w", ErrUnavailable, err)
+		}
 		return nil
 	case "inuse":
 		if len(reply) >= 3 {
@@ -302,7 +308,24 @@ func (e *Engine) Confirm(ctx context.Context, event, session string, token int64
 	if token <= 0 {
 		return OrderEvent{}, ErrStaleToken
 	}
-	reply, err := e.run(ctx, confirmCmd, event, e.nowMS(), session, strconv.FormatInt(token, 10), idempotencyKey)
+	// A hold of a room session whose session ended is refused (ErrStaleToken)
+	// even before the sweep drops it: in the confirm script when the event is
+	// named after the room, after one read of the room's active set otherwise.
+	keys, seq := KeysFor(event).List(), ""
+	if r, q, ok := roomSession(session); ok && r == event {
+		keys, seq = append(keys, room.KeysFor(r).Active), q
+	} else if ok {
+		v, err := endedCmd.Run(ctx, e.rdb, []string{room.KeysFor(r).Active}, e.nowMS(), q).Result()
+		if err != nil {
+			return OrderEvent{}, fmt.Errorf("%w: %s: %w", ErrUnavailable, endedCmd.Name, err)
+		}
+		if ended, _ := v.([]any); len(ended) > 0 {
+			if _, err := e.endSessions(ctx, event, session); err != nil {
+				return OrderEvent{}, err
+			}
+		}
+	}
+	reply, err := e.runKeys(ctx, confirmCmd, keys, e.nowMS(), session, strconv.FormatInt(token, 10), idempotencyKey, seq)
 	if err != nil {
 		return OrderEvent{}, err
 	}

@@ -423,7 +423,7 @@ func TestKeysShareSlot(t *testing.T) {
 			t.Errorf("key %q outside the event's hash tag", key)
 		}
 	}
-	if len(slices.Compact(slices.Sorted(slices.Values(k.List())))) != 9 {
+	if len(slices.Compact(slices.Sorted(slices.Values(k.List())))) != 10 {
 		t.Errorf("keys not distinct: %v", k.List())
 	}
 }

@@ -17,7 +17,15 @@ type EventKeys struct {
 	Orders    string // HASH token -> 'state|session|token|at|idem|seats|units|cancelledAt|reason'
 	Idem      string // HASH idempotency key -> token
 	Outbox    string // ZSET order events to publish: 'c<token>' | 'x<token>', score when (ms)
+	// RoomHolds lists the live holds of each room session: 'room:seq' ->
+	// 't1,t2', so the session's end drops them at once.
+	RoomHolds string // HASH
 }
+
+// RoomEventsKey lists the events of a room (SET, in the room's slot): whose
+// holds a session of the room releases when it ends. An event named after its
+// room is not always in it (defined before it existed); EndSession looks there too.
+func RoomEventsKey(room string) string { return "vst:{" + room + "}:bkevents" }
 
 // KeysFor returns the keys of an event.
 func KeysFor(event string) EventKeys {
@@ -25,10 +33,11 @@ func KeysFor(event string) EventKeys {
 	return EventKeys{
 		Inventory: p + "inv", Seats: p + "seat", Stock: p + "stock", Holds: p + "hold",
 		Expiry: p + "exp", Sessions: p + "sess", Orders: p + "order", Idem: p + "idem", Outbox: p + "out",
+		RoomHolds: p + "sh",
 	}
 }
 
 // List is the KEYS every booking script takes, in booking_lib.lua's order.
 func (k EventKeys) List() []string {
-	return []string{k.Inventory, k.Seats, k.Stock, k.Holds, k.Expiry, k.Sessions, k.Orders, k.Idem, k.Outbox}
+	return []string{k.Inventory, k.Seats, k.Stock, k.Holds, k.Expiry, k.Sessions, k.Orders, k.Idem, k.Outbox, k.RoomHolds}
 }

@@ -24,13 +24,14 @@ const (
 type SweepSummary struct {
 	Events    int   // events swept
 	Expired   int64 // holds expired
+	Ended     int64 // holds dropped because their room session ended (timed out)
 	Published int   // order events published from the outbox
 	Errors    int
 }
 
 // Sweep runs over every defined event: expires overdue holds (the scripts do
 // it lazily too; this keeps counters and session limits exact on a quiet
-// event), then publishes what the outbox holds from before now − Grace and
+// event), drops the holds of room sessions that timed out (Engine.EndTimedOut), then publishes what the outbox holds from before now − Grace and
 // acknowledges it. pub nil only expires. Errors are logged and counted.
 func Sweep(ctx context.Context, eng *booking.Engine, pub booking.Publisher, now time.Time, log *slog.Logger) SweepSummary {
 	if log == nil {
@@ -61,6 +62,11 @@ func Sweep(ctx context.Context, eng *booking.Engine, pub booking.Publisher, now 
 		}
 		sum.Events++
 		sum.Expired += n
+		ended, err := eng.EndTimedOut(ctx, id)
+		if err != nil {
+			fail("booking sweep: ended sessions", id, err)
+		}
+		sum.Ended += ended
 		if pub == nil {
 			continue
 		}
@@ -115,9 +121,9 @@ func Task(eng *booking.Engine, pub booking.Publisher, interval time.Duration, cl
 		}
 		last = now
 		sum := Sweep(ctx, eng, pub, now, log)
-		if sum.Expired > 0 || sum.Published > 0 {
+		if sum.Expired > 0 || sum.Ended > 0 || sum.Published > 0 {
 			log.LogAttrs(ctx, slog.LevelDebug, "booking sweep", slog.Int("events", sum.Events),
-				slog.Int64("expired", sum.Expired), slog.Int("published", sum.Published), slog.Int("errors", sum.Errors))
+				slog.Int64("expired", sum.Expired), slog.Int64("ended", sum.Ended), slog.Int("published", sum.Published), slog.Int("errors", sum.Errors))
 		}
 	}
 }

@@ -424,7 +424,7 @@ func finishBooking(ctx context.Context, d Driver, adminKey string, b *bookEnv, v
 		}
 		r.Seats, r.Stock, r.Counters = info.Seats, info.Stock, info.Counters
 		c := r.Counters
-		if c["holds"] == c["confirmed"]+c["released"]+c["expired"] {
+		if c["holds"] == c["confirmed"]+c["released"]+c["expired"]+c["ended"] {
 			break
 		}
 	}
@@ -537,7 +537,7 @@ func (r *Result) summarizeBooking() *BookingSummary {
 	}
 	s.StockMismatch = b.Stock - s.UnitsSold - s.StockLeft
 	c := r.Booking.Counters
-	s.Unsettled += c["holds"] - c["confirmed"] - c["released"] - c["expired"]
+	s.Unsettled += c["holds"] - c["confirmed"] - c["released"] - c["expired"] - c["ended"]
 	if s.Errors == 0 && (c["holds"] != int64(s.HoldsGranted) || c["confirmed"] != int64(s.OrdersConfirmed)) {
 		s.CounterMismatch++
 	}

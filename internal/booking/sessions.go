@@ -1,0 +1,124 @@
+package booking
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// roomSession splits a room session id 'room:seq' (RoomSession.ID).
+func roomSession(s string) (roomID, seq string, ok bool) {
+	i := strings.LastIndexByte(s, ':')
+	if i < 1 || !ValidEventID(s[:i]) {
+		return "", "", false
+	}
+	n, err := strconv.ParseInt(s[i+1:], 10, 64)
+	if err != nil || n < 1 || strconv.FormatInt(n, 10) != s[i+1:] {
+		return "", "", false
+	}
+	return s[:i], s[i+1:], true
+}
+
+// sessionsMax is the most holding sessions the sweep checks per event and call.
+const sessionsMax = 1000
+
+// EndSession drops at once every live hold that the room session room:seq
+// made with HoldSession, on every event of the room (counted "ended"; their
+// seats and units return), and advances each event's fence past them, so a
+// late confirm of one is refused (ErrStaleToken). The room engine's complete,
+// a visitor's leave and the sweep (a session that timed out) call it; ending a
+// session without holds, or twice, does nothing. It returns how many holds it dropped.
+func (e *Engine) EndSession(ctx context.Context, roomID string, seq int64) (int64, error) {
+	if !ValidEventID(roomID) || seq < 1 {
+		return 0, nil
+	}
+	evs, err := e.rdb.SMembers(ctx, RoomEventsKey(roomID)).Result()
+	if err != nil {
+		return 0, fmt.Errorf("%w: the room's events: %w", ErrUnavailable, err)
+	}
+	if !slices.Contains(evs, roomID) {
+		evs = append(evs, roomID)
+	}
+	s := RoomSession{Room: roomID, Seq: seq}.ID()
+	var n int64
+	for _, ev := range evs {
+		k, err := e.endSessions(ctx, ev, s)
+		if err != nil {
+			return n, err
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// endSessions runs booking_end.lua on one event.
+func (e *Engine) endSessions(ctx context.Context, event string, sessions ...string) (int64, error) {
+	args := make([]any, 0, 1+len(sessions))
+	args = append(args, e.nowMS())
+	for _, s := range sessions {
+		args = append(args, s)
+	}
+	reply, err := e.run(ctx, endCmd, event, args...)
+	if err != nil {
+		return 0, err
+	}
+	switch str(reply[0]) {
+	case "ok":
+		if len(reply) >= 2 {
+			return num(reply[1]), nil
+		}
+	case "noevent":
+		return 0, nil
+	}
+	return 0, unexpected(endCmd, reply)
+}
+
+// EndTimedOut drops the holds of the event's room sessions that are no
+// longer in their room's active set (timed out, reclaimed by a tick, or
+// ended while a complete's EndSession failed): up to sessionsMax sessions a call.
+func (e *Engine) EndTimedOut(ctx context.Context, event string) (int64, error) {
+	reply, err := e.run(ctx, sessCmd, event, sessionsMax)
+	if err != nil {
+		return 0, err
+	}
+	if str(reply[0]) != "ok" || len(reply) < 2 {
+		return 0, refusal(sessCmd, reply, "noevent")
+	}
+	if len(reply) == 2 {
+		return 0, nil
+	}
+	roomID := str(reply[1])
+	bySeq := map[string]string{}
+	args := []any{e.nowMS()}
+	var stray []string // sessions of another room (the event changed rooms): theirs to end
+	for _, v := range reply[2:] {
+		s := str(v)
+		r, seq, ok := roomSession(s)
+		if !ok || r != roomID {
+			stray = append(stray, s)
+			continue
+		}
+		bySeq[seq] = s
+		args = append(args, seq)
+	}
+	var ended []string
+	if len(args) > 1 {
+		v, err := endedCmd.Run(ctx, e.rdb, []string{room.KeysFor(roomID).Active}, args...).Result()
+		if err != nil {
+			return 0, fmt.Errorf("%w: %s: %w", ErrUnavailable, endedCmd.Name, err)
+		}
+		seqs, _ := v.([]any)
+		for _, q := range seqs {
+			ended = append(ended, bySeq[str(q)])
+		}
+	}
+	ended = append(ended, stray...)
+	if len(ended) == 0 {
+		return 0, nil
+	}
+	return e.endSessions(ctx, event, ended...)
+}
