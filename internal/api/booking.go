@@ -94,6 +94,12 @@ func (h *Handler) bookingSession(ctx context.Context, c token.EntryClaims, sess 
 	return s
 }
 
+// bookingSessionID is the id of the booking session of an entry, 'room:seq'
+// (consume answers it as session: what confirm and release name).
+func bookingSessionID(c token.EntryClaims) string {
+	return booking.RoomSession{Room: c.Room, Seq: c.Seq}.ID()
+}
+
 // event returns the booking engine and checks the {event} parameter.
 func (h *Handler) event(r *request) (*booking.Engine, error) {
 	if h.o.Booking == nil {
@@ -326,7 +332,7 @@ type eventDefinition struct {
 	Room           string           `json:"room,omitempty"`
 	Seats          []string         `json:"seats,omitempty"`
 	Stock          map[string]int64 `json:"stock,omitempty"`
-	HoldTTLSeconds int64            `json:"holdTTLSeconds,omitempty"`
+	HoldTTLSeconds *int64           `json:"holdTTLSeconds,omitempty"` // absent: the default; 0 is refused like any value outside 1–3600
 	SessionLimit   int64            `json:"sessionLimit"`
 }
 
@@ -340,24 +346,25 @@ func (h *Handler) putEvent(ctx context.Context, r *request) (events.APIGatewayV2
 	if err := decodeJSON(r.body, &d); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	if d.HoldTTLSeconds < 0 || d.HoldTTLSeconds > int64(booking.MaxHoldTTL/time.Second) {
-		return events.APIGatewayV2HTTPResponse{}, &apiError{status: http.StatusBadRequest, code: "invalid_inventory",
-			message: "holdTTLSeconds: want 1 to 3600"}
+	ttl := int64(booking.DefaultHoldTTL / time.Second)
+	if d.HoldTTLSeconds != nil {
+		ttl = *d.HoldTTLSeconds
+		if ttl < int64(booking.MinHoldTTL/time.Second) || ttl > int64(booking.MaxHoldTTL/time.Second) {
+			return events.APIGatewayV2HTTPResponse{}, &apiError{status: http.StatusBadRequest, code: "invalid_inventory",
+				message: "holdTTLSeconds: want 1 to 3600 (leave it out for 300)"}
+		}
 	}
 	inv := booking.Inventory{Room: d.Room, Seats: d.Seats, Stock: d.Stock,
-		HoldTTL: time.Duration(d.HoldTTLSeconds) * time.Second, SessionLimit: d.SessionLimit}
+		HoldTTL: time.Duration(ttl) * time.Second, SessionLimit: d.SessionLimit}
 	if err := eng.Define(ctx, r.path.event, inv); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	if d.Room == "" {
 		d.Room = r.path.event
 	}
-	if d.HoldTTLSeconds == 0 {
-		d.HoldTTLSeconds = int64(booking.DefaultHoldTTL / time.Second)
-	}
 	return jsonResponse(http.StatusOK, map[string]any{
 		"event": r.path.event, "room": d.Room, "seats": len(d.Seats), "stock": d.Stock,
-		"holdTTLSeconds": d.HoldTTLSeconds, "sessionLimit": d.SessionLimit,
+		"holdTTLSeconds": ttl, "sessionLimit": d.SessionLimit,
 	}), nil
 }
 

@@ -464,3 +464,29 @@ func TestBookingHoldsEndWithTheSession(t *testing.T) {
 		}
 	})
 }
+
+// The small ones: holdTTLSeconds 0 is refused like any value outside 1–3600
+// (absent is the default); consume answers the session id ('room:seq') that
+// confirm and release name, the same as the hold's answer.
+func TestBookingDefinitionEdges(t *testing.T) {
+	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
+		id := f.passthrough()
+		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1,"holdTTLSeconds":0}`), 400, "invalid_inventory")
+		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1,"holdTTLSeconds":-1}`), 400, "invalid_inventory")
+		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1,"holdTTLSeconds":3601}`), 400, "invalid_inventory")
+		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1,"holdTTLSeconds":1}`), 200, "")
+		d := f.define(id, `{"seats":["A1"],"sessionLimit":1}`)
+		wantStatus(t, d, 200, "")
+		if d.num("holdTTLSeconds") != 300 {
+			t.Fatalf("default TTL: %s", d.Body)
+		}
+		e := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+		c := f.redeem("/api/consume", e.str("entryToken"))
+		wantStatus(t, c, 200, "")
+		h := f.hold(id, c.str("bookingSession"), `{"seats":["A1"]}`)
+		wantStatus(t, h, 201, "")
+		if c.str("session") == "" || c.str("session") != h.str("session") || !strings.HasPrefix(c.str("session"), id+":") {
+			t.Fatalf("consume's session %q, the hold's %q", c.str("session"), h.str("session"))
+		}
+	})
+}

@@ -353,6 +353,8 @@ type consumeResponse struct {
 	// BookingSession authorises the visitor's holds on the room's events
 	// (POST /api/events/{event}/holds): the origin hands it to its page.
 	BookingSession string `json:"bookingSession,omitempty"`
+	// Session is the booking session's id, 'room:seq': what confirm and release name.
+	Session string `json:"session,omitempty"`
 }
 
 func (h *Handler) consume(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
@@ -364,8 +366,12 @@ func (h *Handler) consume(ctx context.Context, r *request) (events.APIGatewayV2H
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, redeemError(err)
 	}
-	return jsonResponse(http.StatusOK, consumeResponse{Room: c.Room, Visitor: c.Visitor, SessionExpiresAt: sess.ExpiresAt.UTC(),
-		BookingSession: h.bookingSession(ctx, c, sess)}), nil
+	resp := consumeResponse{Room: c.Room, Visitor: c.Visitor, SessionExpiresAt: sess.ExpiresAt.UTC(),
+		BookingSession: h.bookingSession(ctx, c, sess)}
+	if resp.BookingSession != "" {
+		resp.Session = bookingSessionID(c)
+	}
+	return jsonResponse(http.StatusOK, resp), nil
 }
 
 func (h *Handler) complete(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {

@@ -20,9 +20,11 @@ import (
 // LambdaHTTP is the signature of an API Gateway HTTP API Lambda handler.
 type LambdaHTTP func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
-// maxRead bounds what the gateway reads of a body; past MaxBody the handler
-// answers 413, as it would in AWS.
-const maxRead = 4 * api.MaxBody
+// maxRead bounds what the gateway reads of a body: more than the largest
+// limit of any route (MaxEventBody, an event's definition), so the handler
+// sees a body is over its route's limit and answers 413, as it would in AWS
+// (API Gateway passes up to 10 MB), never a JSON cut short.
+const maxRead = 2 * api.MaxEventBody
 
 // Gateway serves plain HTTP through a Lambda handler the way API Gateway's
 // HTTP API does with payload format 2.0: header names lower-cased and repeated
