@@ -44,6 +44,9 @@ var bookingAck string
 //go:embed booking_end.lua
 var bookingEnd string
 
+//go:embed booking_extend.lua
+var bookingExtend string
+
 //go:embed booking_sessions.lua
 var bookingSessions string
 
@@ -73,5 +76,6 @@ var (
 	BookingOutbox   = withLib(bookingLib, bookingOutbox)   // order events not yet published
 	BookingAck      = withLib(bookingLib, bookingAck)      // order events published: out of the outbox
 	BookingEnd      = withLib(bookingLib, bookingEnd)      // room sessions ended: their holds go
+	BookingExtend   = withLib(bookingLib, bookingExtend)   // a hold gets more time, within the event's bounds
 	BookingSessions = withLib(bookingLib, bookingSessions) // the room sessions that hold something
 )

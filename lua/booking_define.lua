@@ -4,14 +4,16 @@
 -- ARGV[2] -> hold TTL (ms)
 -- ARGV[3] -> per-session limit (items held or bought at once)
 -- ARGV[4] -> the room whose entry sessions may hold (booking.go checks the id)
--- ARGV[5] -> n, the number of seats
--- ARGV[6 .. 5+n] -> seat names (distinct)
--- ARGV[6+n ..] -> pairs: sku name, units (distinct skus, units >= 0)
+-- ARGV[5] -> the most extensions of one hold (0: none)
+-- ARGV[6] -> the longest a hold may last from its creation, extensions included (ms)
+-- ARGV[7] -> n, the number of seats
+-- ARGV[8 .. 7+n] -> seat names (distinct)
+-- ARGV[8+n ..] -> pairs: sku name, units (distinct skus, units >= 0)
 -- Returns {'ok', fence} (the token counter, kept across definitions), or
 -- {'inuse', holds, orders}: an event with live holds or confirmed, uncancelled
 -- orders is never replaced (release or cancel them first).
 local now = tonumber(ARGV[1])
-local n = tonumber(ARGV[5])
+local n = tonumber(ARGV[7])
 
 if redis.call('EXISTS', K_INV) == 1 then
   local holds = redis.call('HLEN', K_HOLD)
@@ -19,20 +21,20 @@ if redis.call('EXISTS', K_INV) == 1 then
   if holds > 0 or live > 0 then return {'inuse', holds, live} end
 end
 
-redis.call('DEL', K_SEAT, K_STOCK, K_EXP, K_SESS)
+redis.call('DEL', K_SEAT, K_STOCK, K_EXP, K_SESS, K_SH)
 -- HSET in chunks: Lua's unpack has a C-stack limit of about 8,000 values.
 local batch = {}
 local function flush(key)
   if #batch > 0 then redis.call('HSET', key, unpack(batch)) end
   batch = {}
 end
-for i = 6, 5 + n do
+for i = 8, 7 + n do
   batch[#batch + 1] = ARGV[i]
   batch[#batch + 1] = 'a'
   if #batch >= 1000 then flush(K_SEAT) end
 end
 flush(K_SEAT)
-for i = 6 + n, #ARGV, 2 do
+for i = 8 + n, #ARGV, 2 do
   batch[#batch + 1] = ARGV[i]
   batch[#batch + 1] = ARGV[i + 1]
   if #batch >= 1000 then flush(K_STOCK) end
@@ -41,6 +43,7 @@ flush(K_STOCK)
 
 -- The fence is never reset: a token issued before this definition stays below
 -- every token issued after it.
-redis.call('HSET', K_INV, 'ttl', ARGV[2], 'limit', ARGV[3], 'room', ARGV[4], 'defined', member(now), 'live', '0')
+redis.call('HSET', K_INV, 'ttl', ARGV[2], 'limit', ARGV[3], 'room', ARGV[4], 'maxext', ARGV[5], 'maxhold', ARGV[6],
+  'defined', member(now), 'live', '0')
 redis.call('HSETNX', K_INV, 'fence', '0')
 return {'ok', redis.call('HGET', K_INV, 'fence')}

@@ -232,18 +232,20 @@ func (h *Handler) holdSeats(ctx context.Context, r *request) (events.APIGatewayV
 	}), nil
 }
 
-// holdCall is what the origin's confirm and release of a hold carry.
+// holdCall is what the origin's confirm, extend and release of a hold carry.
 type holdCall struct {
-	eng     *booking.Engine
-	token   int64  // the {token} parameter
-	key     string // the Idempotency-Key (confirm only)
-	session string // the session the body names
+	eng       *booking.Engine
+	token     int64  // the {token} parameter
+	key       string // the Idempotency-Key (confirm only)
+	session   string // the session the body names
+	extension int64  // the extension's number the body names (extend only)
 }
 
-// readHoldCall reads and checks a confirm's (withKey) or a release's call, in
-// this order: the {event}, the {token}, the Idempotency-Key when withKey,
-// that the caller is the origin of the event's room, the body.
-func (h *Handler) readHoldCall(ctx context.Context, r *request, withKey bool) (holdCall, error) {
+// readHoldCall reads and checks a confirm's (withKey), an extend's (extend:
+// the body names the extension) or a release's call, in this order: the
+// {event}, the {token}, the Idempotency-Key when withKey, that the caller is
+// the origin of the event's room, the body.
+func (h *Handler) readHoldCall(ctx context.Context, r *request, withKey, extend bool) (holdCall, error) {
 	var c holdCall
 	var err error
 	if c.eng, err = h.event(r); err != nil {
@@ -261,19 +263,54 @@ func (h *Handler) readHoldCall(ctx context.Context, r *request, withKey bool) (h
 		return holdCall{}, err
 	}
 	var b struct {
-		Session string `json:"session"`
+		Session   string `json:"session"`
+		Extension *int64 `json:"extension,omitempty"`
 	}
 	if err := decodeJSON(r.body, &b); err != nil {
 		return holdCall{}, err
 	}
+	if (b.Extension != nil) != extend {
+		return holdCall{}, &apiError{status: http.StatusBadRequest, code: "bad_json", message: "extension: only, and always, in an extend"}
+	}
 	c.session = b.Session
+	if b.Extension != nil {
+		c.extension = *b.Extension
+	}
 	return c, nil
+}
+
+type extendResponse struct {
+	Event      string    `json:"event"`
+	Session    string    `json:"session"`
+	Token      string    `json:"token"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+	Extensions int64     `json:"extensions"`
+}
+
+// extendHold is POST /api/events/{event}/holds/{token}/extend: the origin
+// gives a hold more time while a payment runs, within the event's bounds;
+// the extension's number makes a retry harmless.
+func (h *Handler) extendHold(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	c, err := h.readHoldCall(ctx, r, false, true)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	x, err := c.eng.Extend(ctx, r.path.event, c.session, c.token, c.extension)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	resp := jsonResponse(http.StatusOK, extendResponse{Event: r.path.event, Session: c.session, Token: r.path.token,
+		ExpiresAt: x.ExpiresAt.UTC(), Extensions: x.Extensions})
+	if x.Replayed {
+		resp.Headers["Idempotent-Replayed"] = "true"
+	}
+	return resp, nil
 }
 
 // confirmHold is POST /api/events/{event}/holds/{token}/confirm: the origin
 // turns a hold into an order once payment succeeded, once per Idempotency-Key.
 func (h *Handler) confirmHold(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
-	c, err := h.readHoldCall(ctx, r, true)
+	c, err := h.readHoldCall(ctx, r, true, false)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
@@ -288,7 +325,7 @@ func (h *Handler) confirmHold(ctx context.Context, r *request) (events.APIGatewa
 // releaseHold is POST /api/events/{event}/holds/{token}/release: the origin
 // gives a hold up (the visitor left, the payment was declined before confirm).
 func (h *Handler) releaseHold(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
-	c, err := h.readHoldCall(ctx, r, false)
+	c, err := h.readHoldCall(ctx, r, false, false)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
@@ -334,6 +371,10 @@ type eventDefinition struct {
 	Stock          map[string]int64 `json:"stock,omitempty"`
 	HoldTTLSeconds *int64           `json:"holdTTLSeconds,omitempty"` // absent: the default; 0 is refused like any value outside 1–3600
 	SessionLimit   int64            `json:"sessionLimit"`
+	// MaxHoldExtensions (0–100, default 0) and MaxHoldSeconds (from the hold
+	// TTL to 7200; default the TTL × (1 + extensions), at most 7200) bound extend.
+	MaxHoldExtensions int64 `json:"maxHoldExtensions,omitempty"`
+	MaxHoldSeconds    int64 `json:"maxHoldSeconds,omitempty"`
 }
 
 // putEvent is PUT /api/admin/events/{event}: define or replace an event's inventory.
@@ -354,8 +395,13 @@ func (h *Handler) putEvent(ctx context.Context, r *request) (events.APIGatewayV2
 				message: "holdTTLSeconds: want 1 to 3600 (leave it out for 300)"}
 		}
 	}
+	if d.MaxHoldSeconds < 0 || d.MaxHoldSeconds > int64(booking.MaxHoldLife/time.Second) {
+		return events.APIGatewayV2HTTPResponse{}, &apiError{status: http.StatusBadRequest, code: "invalid_inventory",
+			message: "maxHoldSeconds: want the hold TTL to 7200"}
+	}
 	inv := booking.Inventory{Room: d.Room, Seats: d.Seats, Stock: d.Stock,
-		HoldTTL: time.Duration(ttl) * time.Second, SessionLimit: d.SessionLimit}
+		HoldTTL: time.Duration(ttl) * time.Second, SessionLimit: d.SessionLimit,
+		MaxHoldExtensions: d.MaxHoldExtensions, MaxHold: time.Duration(d.MaxHoldSeconds) * time.Second}
 	if err := eng.Define(ctx, r.path.event, inv); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
@@ -364,17 +410,22 @@ func (h *Handler) putEvent(ctx context.Context, r *request) (events.APIGatewayV2
 	}
 	return jsonResponse(http.StatusOK, map[string]any{
 		"event": r.path.event, "room": d.Room, "seats": len(d.Seats), "stock": d.Stock,
-		"holdTTLSeconds": ttl, "sessionLimit": d.SessionLimit,
+		"holdTTLSeconds": ttl, "sessionLimit": d.SessionLimit, "maxHoldExtensions": d.MaxHoldExtensions,
+		"maxHoldSeconds": int64(holdLife(inv) / time.Second),
 	}), nil
 }
 
 type eventInfo struct {
-	Event    string                       `json:"event"`
-	Room     string                       `json:"room"`
-	Seats    map[string]booking.SeatState `json:"seats"`
-	Stock    map[string]int64             `json:"stock"`
-	Fence    string                       `json:"fence"` // the last fencing token issued
-	Counters map[string]int64             `json:"counters"`
+	Event             string                       `json:"event"`
+	Room              string                       `json:"room"`
+	HoldTTLSeconds    int64                        `json:"holdTTLSeconds"`
+	SessionLimit      int64                        `json:"sessionLimit"`
+	MaxHoldExtensions int64                        `json:"maxHoldExtensions"`
+	MaxHoldSeconds    int64                        `json:"maxHoldSeconds"`
+	Seats             map[string]booking.SeatState `json:"seats"`
+	Stock             map[string]int64             `json:"stock"`
+	Fence             string                       `json:"fence"` // the last fencing token issued
+	Counters          map[string]int64             `json:"counters"`
 }
 
 // getEvent is GET /api/admin/events/{event}: the view and the counters.
@@ -387,7 +438,14 @@ func (h *Handler) getEvent(ctx context.Context, r *request) (events.APIGatewayV2
 		v.Room = r.path.event
 	}
 	return jsonResponse(http.StatusOK, eventInfo{
-		Event: r.path.event, Room: v.Room, Seats: v.Seats, Stock: v.Stock, Fence: strconv.FormatInt(v.Fence, 10),
+		Event: r.path.event, Room: v.Room, HoldTTLSeconds: int64(v.HoldTTL / time.Second), SessionLimit: v.SessionLimit,
+		MaxHoldExtensions: v.MaxHoldExtensions, MaxHoldSeconds: int64(v.MaxHold / time.Second), Seats: v.Seats, Stock: v.Stock, Fence: strconv.FormatInt(v.Fence, 10),
 		Counters: v.Counters(),
 	}), nil
+}
+
+// holdLife is the longest a hold of inv lasts, extensions included.
+func holdLife(inv booking.Inventory) time.Duration {
+	_, life := inv.HoldBounds()
+	return life
 }

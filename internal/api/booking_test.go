@@ -490,3 +490,50 @@ func TestBookingDefinitionEdges(t *testing.T) {
 		}
 	})
 }
+
+// Extend over HTTP: bounded by the event, idempotent by its number, refused
+// for a confirmed or expired hold; the confirm after it checks the same token.
+func TestBookingExtend(t *testing.T) {
+	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
+		id := f.passthrough()
+		d := f.define(id, `{"seats":["A1","A2"],"sessionLimit":2,"holdTTLSeconds":60,"maxHoldExtensions":2,"maxHoldSeconds":150}`)
+		wantStatus(t, d, 200, "")
+		if d.num("maxHoldExtensions") != 2 || d.num("maxHoldSeconds") != 150 {
+			t.Fatalf("define: %s", d.Body)
+		}
+		_, s := f.visitor(id)
+		h := f.hold(id, s, `{"seats":["A1"]}`)
+		tok, sess := h.str("token"), h.str("session")
+		ext := func(n int) response {
+			return f.origin(id, "/api/events/"+id+"/holds/"+tok+"/extend", `{"session":"`+sess+`","extension":`+strconv.Itoa(n)+`}`)
+		}
+		f.clock.Advance(50 * time.Second)
+		x := ext(1)
+		wantStatus(t, x, 200, "")
+		want := f.clock.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+		if x.str("expiresAt") != want || x.num("extensions") != 1 || x.str("token") != tok || x.Headers["Idempotent-Replayed"] != "" {
+			t.Fatalf("extend: %s, want expiresAt %s", x.Body, want)
+		}
+		r := ext(1)
+		wantStatus(t, r, 200, "")
+		if r.Headers["Idempotent-Replayed"] != "true" || r.str("expiresAt") != want {
+			t.Fatalf("retried extend: %v %s", r.Headers, r.Body)
+		}
+		wantStatus(t, ext(3), 409, "extension_limit")
+		wantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+tok+"/extend", `{"session":"`+sess+`"}`), 400, "bad_json")
+		wantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+tok+"/extend", `{"session":"`+sess+`","extension":0}`), 400, "invalid_request")
+		wantStatus(t, f.do("POST", "/api/events/"+id+"/holds/"+tok+"/extend", `{"session":"`+sess+`","extension":2}`, nil), 401, "invalid_origin_credential")
+		f.clock.Advance(30 * time.Second) // past the first TTL: still held
+		wantStatus(t, f.confirm(id, id, tok, sess, "pay"), 201, "")
+		wantStatus(t, ext(2), 409, "already_confirmed")
+
+		_, s2 := f.visitor(id)
+		h2 := f.hold(id, s2, `{"seats":["A2"]}`)
+		f.clock.Advance(61 * time.Second)
+		wantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+h2.str("token")+"/extend", `{"session":"`+h2.str("session")+`","extension":1}`), 410, "hold_expired")
+		g := f.admin("GET", "/api/admin/events/"+id, "")
+		if g.json["counters"].(map[string]any)["extended"] != float64(1) || g.num("maxHoldSeconds") != 150 || g.num("holdTTLSeconds") != 60 {
+			t.Fatalf("admin get: %s", g.Body)
+		}
+	})
+}

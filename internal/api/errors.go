@@ -133,6 +133,7 @@ var errorAnswers = []struct {
 	{err: booking.ErrAlreadyConfirmed, status: http.StatusConflict, code: "already_confirmed", message: "the hold is already an order (under another idempotency key)"},
 	{err: booking.ErrOrderCancelled, status: http.StatusConflict, code: "order_cancelled", message: "the order of this idempotency key was cancelled"},
 	{err: booking.ErrInUse, status: http.StatusConflict, code: "event_in_use"},
+	{err: booking.ErrExtensionLimit, status: http.StatusConflict, code: "extension_limit"},
 	{err: booking.ErrHoldExpired, status: http.StatusGone, code: "hold_expired", message: "the hold expired; its items were returned"},
 	{err: booking.ErrIdempotencyKey, status: http.StatusUnprocessableEntity, code: "idempotency_key_reused", message: "the idempotency key confirmed another hold"},
 }

@@ -52,6 +52,7 @@ var handlers = map[string]handlerFunc{
 	"GET /api/events/{event}":                        (*Handler).eventView,
 	"POST /api/events/{event}/holds":                 (*Handler).holdSeats,
 	"POST /api/events/{event}/holds/{token}/confirm": (*Handler).confirmHold,
+	"POST /api/events/{event}/holds/{token}/extend":  (*Handler).extendHold,
 	"POST /api/events/{event}/holds/{token}/release": (*Handler).releaseHold,
 	"POST /api/events/{event}/orders/{order}/cancel": (*Handler).cancelOrder,
 	"PUT /api/admin/events/{event}":                  (*Handler).putEvent,

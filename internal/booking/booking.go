@@ -43,9 +43,10 @@ var (
 	ErrIdempotencyKey   = errors.New("booking: idempotency key already used for another hold")
 	ErrOrderCancelled   = errors.New("booking: order was cancelled")
 	ErrUnknownOrder     = errors.New("booking: unknown order")
-	ErrWrongRoom        = errors.New("booking: session of another room") // the event belongs to another room
-	ErrSessionEnded     = errors.New("booking: session ended")           // not (or no longer) in the room's active set
-	ErrUnavailable      = errors.New("booking: redis unavailable")       // wraps the Redis error and names the script; maps to 503
+	ErrExtensionLimit   = errors.New("booking: hold cannot be extended further") // the event's maxHoldExtensions or maxHoldSeconds
+	ErrWrongRoom        = errors.New("booking: session of another room")         // the event belongs to another room
+	ErrSessionEnded     = errors.New("booking: session ended")                   // not (or no longer) in the room's active set
+	ErrUnavailable      = errors.New("booking: redis unavailable")               // wraps the Redis error and names the script; maps to 503
 )
 
 // TakenError is ErrSeatTaken with the seats of the request that someone else
@@ -84,6 +85,8 @@ const (
 	MinHoldTTL      = time.Second
 	MaxHoldTTL      = time.Hour
 	DefaultHoldTTL  = 5 * time.Minute
+	MaxExtensions   = 100           // the most extensions of one hold an event may allow
+	MaxHoldLife     = 2 * time.Hour // the longest an event may let a hold last, extensions included
 )
 
 var (
@@ -117,6 +120,26 @@ type Inventory struct {
 	// SessionLimit is the most items (seats + units) one session may hold or
 	// have bought at once; released, expired and cancelled items do not count.
 	SessionLimit int64 `json:"sessionLimit"`
+	// MaxHoldExtensions is how many times one hold may be extended (Extend),
+	// 0 (none) to MaxExtensions.
+	MaxHoldExtensions int64 `json:"maxHoldExtensions,omitempty"`
+	// MaxHold is the longest a hold may last from its creation, extensions
+	// included: 0 means the hold TTL times 1 + MaxHoldExtensions (at most
+	// MaxHoldLife); otherwise from the hold TTL to MaxHoldLife, whole seconds.
+	MaxHold time.Duration `json:"-"`
+}
+
+// HoldBounds are the inventory's hold TTL and longest hold life with the defaults filled in.
+func (inv Inventory) HoldBounds() (ttl, life time.Duration) {
+	ttl = inv.HoldTTL
+	if ttl == 0 {
+		ttl = DefaultHoldTTL
+	}
+	life = inv.MaxHold
+	if life == 0 {
+		life = min(ttl*time.Duration(1+inv.MaxHoldExtensions), max(MaxHoldLife, ttl))
+	}
+	return ttl, life
 }
 
 // Validate checks an inventory against the engine's limits.
@@ -132,6 +155,12 @@ func (inv Inventory) Validate() error {
 	}
 	if inv.SessionLimit < 1 || inv.SessionLimit > MaxHoldItems {
 		return invalid(ErrInvalidInventory, "session limit %d, want 1 to %d", inv.SessionLimit, MaxHoldItems)
+	}
+	if inv.MaxHoldExtensions < 0 || inv.MaxHoldExtensions > MaxExtensions {
+		return invalid(ErrInvalidInventory, "maxHoldExtensions %d, want 0 to %d", inv.MaxHoldExtensions, MaxExtensions)
+	}
+	if ttl, _ := inv.HoldBounds(); inv.MaxHold != 0 && (inv.MaxHold < ttl || inv.MaxHold > MaxHoldLife || inv.MaxHold%time.Second != 0) {
+		return invalid(ErrInvalidInventory, "maxHoldSeconds %s, want whole seconds from the hold TTL (%s) to %s", inv.MaxHold, ttl, MaxHoldLife)
 	}
 	return nil
 }
@@ -201,6 +230,15 @@ type Request struct {
 // validate checks a request's shape; the script checks it against the inventory.
 func (r Request) validate() error { return requestItems.check(r.Seats, r.Units) }
 
+// Extension is a hold after Extend: its new end and how many extensions it had.
+type Extension struct {
+	Token      int64
+	ExpiresAt  time.Time
+	Extensions int64
+	// Replayed is true when that extension was made already: nothing changed.
+	Replayed bool
+}
+
 // Hold is a session's claim on seats and units until ExpiresAt.
 type Hold struct {
 	Event   string
@@ -269,22 +307,26 @@ type View struct {
 	Stock map[string]int64 // units available per sku
 	// Fence is the last fencing token issued.
 	Fence int64
+	// The definition: hold TTL, per-session limit, extensions of a hold and its longest life.
+	HoldTTL, MaxHold                time.Duration
+	SessionLimit, MaxHoldExtensions int64
 	// Counters: holds, confirmed, cancelled, released, expired, ended (dropped
-	// when their room session ended; all time), live (confirmed, not cancelled).
-	Holds, Confirmed, Cancelled, Released, Expired, Ended, Live int64
+	// when their room session ended), extended (extensions made; all time),
+	// live (confirmed, not cancelled).
+	Holds, Confirmed, Cancelled, Released, Expired, Ended, Extended, Live int64
 }
 
 // counters are the view's counters by the names the event's state and the
 // admin API give them.
 func (v *View) counters() map[string]*int64 {
 	return map[string]*int64{"holds": &v.Holds, "confirmed": &v.Confirmed, "cancelled": &v.Cancelled,
-		"released": &v.Released, "expired": &v.Expired, "ended": &v.Ended, "live": &v.Live}
+		"released": &v.Released, "expired": &v.Expired, "ended": &v.Ended, "extended": &v.Extended, "live": &v.Live}
 }
 
 // Counters returns the counters by name: holds, confirmed, cancelled,
-// released, expired, ended and live.
+// released, expired, ended, extended and live.
 func (v View) Counters() map[string]int64 {
-	out := make(map[string]int64, 7)
+	out := make(map[string]int64, 8)
 	for name, p := range v.counters() {
 		out[name] = *p
 	}

@@ -32,6 +32,7 @@ var (
 	ackCmd     = lua.NewScript("booking_ack.lua", lua.BookingAck)
 	activeCmd  = lua.NewScript("booking_active.lua", lua.BookingActive)
 	endCmd     = lua.NewScript("booking_end.lua", lua.BookingEnd)
+	extendCmd  = lua.NewScript("booking_extend.lua", lua.BookingExtend)
 	sessCmd    = lua.NewScript("booking_sessions.lua", lua.BookingSessions)
 	endedCmd   = lua.NewScript("booking_ended.lua", lua.BookingEnded)
 )
@@ -110,6 +111,7 @@ var refusals = map[string]error{
 	"expired":   ErrHoldExpired,      // confirm: the hold's time passed; its items returned
 	"stale":     ErrStaleToken,       // confirm: no live hold with this token
 	"unknown":   ErrUnknownOrder,     // cancel: no such order
+	"extlimit":  ErrExtensionLimit,   // extend: past the event's bounds
 }
 
 // refusal is the error of s's reply when its word is one of words (the
@@ -154,16 +156,13 @@ func (e *Engine) Define(ctx context.Context, event string, inv Inventory) error 
 	if err := inv.Validate(); err != nil {
 		return err
 	}
-	ttl := inv.HoldTTL
-	if ttl == 0 {
-		ttl = DefaultHoldTTL
-	}
+	ttl, life := inv.HoldBounds()
 	roomID := inv.Room
 	if roomID == "" {
 		roomID = event
 	}
 	args := make([]any, 0, 5+len(inv.Seats)+2*len(inv.Stock))
-	args = append(args, e.nowMS(), ttl.Milliseconds(), inv.SessionLimit, roomID, len(inv.Seats))
+	args = append(args, e.nowMS(), ttl.Milliseconds(), inv.SessionLimit, roomID, inv.MaxHoldExtensions, life.Milliseconds(), len(inv.Seats))
 	for _, s := range inv.Seats {
 		args = append(args, s)
 	}
@@ -308,22 +307,9 @@ func (e *Engine) Confirm(ctx context.Context, event, session string, token int64
 	if token <= 0 {
 		return OrderEvent{}, ErrStaleToken
 	}
-	// A hold of a room session whose session ended is refused (ErrStaleToken)
-	// even before the sweep drops it: in the confirm script when the event is
-	// named after the room, after one read of the room's active set otherwise.
-	keys, seq := KeysFor(event).List(), ""
-	if r, q, ok := roomSession(session); ok && r == event {
-		keys, seq = append(keys, room.KeysFor(r).Active), q
-	} else if ok {
-		v, err := endedCmd.Run(ctx, e.rdb, []string{room.KeysFor(r).Active}, e.nowMS(), q).Result()
-		if err != nil {
-			return OrderEvent{}, fmt.Errorf("%w: %s: %w", ErrUnavailable, endedCmd.Name, err)
-		}
-		if ended, _ := v.([]any); len(ended) > 0 {
-			if _, err := e.endSessions(ctx, event, session); err != nil {
-				return OrderEvent{}, err
-			}
-		}
+	keys, seq, err := e.sessionKeys(ctx, event, session)
+	if err != nil {
+		return OrderEvent{}, err
 	}
 	reply, err := e.runKeys(ctx, confirmCmd, keys, e.nowMS(), session, strconv.FormatInt(token, 10), idempotencyKey, seq)
 	if err != nil {
@@ -432,6 +418,10 @@ func (e *Engine) View(ctx context.Context, event string) (View, error) {
 	}
 	fields := v.counters()
 	fields["fence"] = &v.Fence
+	fields["limit"] = &v.SessionLimit
+	fields["maxext"] = &v.MaxHoldExtensions
+	var ttl, life int64
+	fields["ttl"], fields["maxhold"] = &ttl, &life
 	for i := 0; i+1 < len(inv); i += 2 {
 		if name := str(inv[i]); name == "room" {
 			v.Room = str(inv[i+1])
@@ -439,6 +429,10 @@ func (e *Engine) View(ctx context.Context, event string) (View, error) {
 			*p = num(inv[i+1])
 		}
 	}
+	if life == 0 {
+		life = ttl // defined before holds could be extended
+	}
+	v.HoldTTL, v.MaxHold = time.Duration(ttl)*time.Millisecond, time.Duration(life)*time.Millisecond
 	return v, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
@@ -121,4 +122,79 @@ func (e *Engine) EndTimedOut(ctx context.Context, event string) (int64, error) {
 		return 0, nil
 	}
 	return e.endSessions(ctx, event, ended...)
+}
+
+// sessionKeys are the KEYS of a confirm or an extend by session, and the
+// session's sequence: a hold of a room session whose session ended is
+// refused (ErrStaleToken) even before the sweep drops it — in the script when
+// the event is named after the room (its active set is the eleventh key),
+// after one read of the room's active set otherwise (the ended session's
+// holds are dropped here, so the script finds none).
+func (e *Engine) sessionKeys(ctx context.Context, event, session string) (keys []string, seq string, err error) {
+	keys = KeysFor(event).List()
+	r, q, ok := roomSession(session)
+	if !ok {
+		return keys, "", nil
+	}
+	if r == event {
+		return append(keys, room.KeysFor(r).Active), q, nil
+	}
+	v, err := endedCmd.Run(ctx, e.rdb, []string{room.KeysFor(r).Active}, e.nowMS(), q).Result()
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %s: %w", ErrUnavailable, endedCmd.Name, err)
+	}
+	if ended, _ := v.([]any); len(ended) > 0 {
+		if _, err := e.endSessions(ctx, event, session); err != nil {
+			return nil, "", err
+		}
+	}
+	return keys, "", nil
+}
+
+// Extend gives the session's hold more time (a payment under way): the
+// extension numbered n (1 for the hold's first) moves its end to now + the
+// hold TTL, no later than its creation + the event's MaxHold. Idempotent: an
+// extension already made (n at most the hold's count) changes nothing and is
+// answered Replayed. The hold keeps its token, which Confirm checks as
+// before. Errors: ErrExtensionLimit (n over the event's MaxHoldExtensions, or
+// the hold at its longest life), ErrInvalidRequest (n skips one, n < 1),
+// ErrHoldExpired (its time passed: dropped now), ErrStaleToken (no live hold:
+// released, expired, ended with its session), ErrAlreadyConfirmed,
+// ErrWrongSession, ErrUnknownEvent.
+func (e *Engine) Extend(ctx context.Context, event, session string, token, n int64) (Extension, error) {
+	if !ValidEventID(event) {
+		return Extension{}, ErrInvalidEvent
+	}
+	if !ValidSession(session) {
+		return Extension{}, fmt.Errorf("%w: session %q", ErrInvalidRequest, session)
+	}
+	if n < 1 || n > MaxExtensions {
+		return Extension{}, fmt.Errorf("%w: extension %d, want 1 to %d", ErrInvalidRequest, n, MaxExtensions)
+	}
+	if token <= 0 {
+		return Extension{}, ErrStaleToken
+	}
+	keys, seq, err := e.sessionKeys(ctx, event, session)
+	if err != nil {
+		return Extension{}, err
+	}
+	reply, err := e.runKeys(ctx, extendCmd, keys, e.nowMS(), session, strconv.FormatInt(token, 10), n, seq)
+	if err != nil {
+		return Extension{}, err
+	}
+	switch w := str(reply[0]); w {
+	case "ok", "replay":
+		if len(reply) >= 3 {
+			return Extension{Token: token, ExpiresAt: time.UnixMilli(num(reply[1])), Extensions: num(reply[2]), Replayed: w == "replay"}, nil
+		}
+	case "extorder":
+		if len(reply) >= 2 {
+			return Extension{}, fmt.Errorf("%w: extension %d, the hold has had %d", ErrInvalidRequest, n, num(reply[1]))
+		}
+	case "extlimit":
+		if len(reply) >= 2 {
+			return Extension{}, fmt.Errorf("%w: at most %d extensions, or the hold is at its longest", ErrExtensionLimit, num(reply[1]))
+		}
+	}
+	return Extension{}, refusal(extendCmd, reply, "noevent", "confirmed", "stale", "session", "expired")
 }

@@ -52,6 +52,7 @@ var All = []Route{
 	{"GET", "/api/events/{event}", Booking, false},
 	{"POST", "/api/events/{event}/holds", Booking, false},
 	{"POST", "/api/events/{event}/holds/{token}/confirm", Booking, false},
+	{"POST", "/api/events/{event}/holds/{token}/extend", Booking, false},
 	{"POST", "/api/events/{event}/holds/{token}/release", Booking, false},
 	{"POST", "/api/events/{event}/orders/{order}/cancel", Booking, false},
 	{"PUT", "/api/admin/events/{event}", Booking, true},
