@@ -6,16 +6,19 @@
 -- ARGV[4] -> the room whose entry sessions may hold (booking.go checks the id)
 -- ARGV[5] -> the most extensions of one hold (0: none)
 -- ARGV[6] -> the longest a hold may last from its creation, extensions included (ms)
--- ARGV[7] -> n, the number of seats
--- ARGV[8 .. 7+n] -> seat names (distinct)
--- ARGV[8+n ..] -> pairs: sku name, units (distinct skus, units >= 0)
+-- ARGV[7] -> '1' for a restore (the event lost with Redis, defined again from
+--            the store): only if the event is missing, else {'exists'}; '' otherwise
+-- ARGV[8] -> n, the number of seats
+-- ARGV[9 .. 8+n] -> seat names (distinct)
+-- ARGV[9+n ..] -> pairs: sku name, units (distinct skus, units >= 0)
 -- Returns {'ok', fence} (the token counter, kept across definitions), or
 -- {'inuse', holds, orders}: an event with live holds or confirmed, uncancelled
 -- orders is never replaced (release or cancel them first).
 local now = tonumber(ARGV[1])
-local n = tonumber(ARGV[7])
+local n = tonumber(ARGV[8])
 
 if redis.call('EXISTS', K_INV) == 1 then
+  if ARGV[7] == '1' then return {'exists'} end
   local holds = redis.call('HLEN', K_HOLD)
   local live = tonumber(redis.call('HGET', K_INV, 'live')) or 0
   if holds > 0 or live > 0 then return {'inuse', holds, live} end
@@ -28,13 +31,13 @@ local function flush(key)
   if #batch > 0 then redis.call('HSET', key, unpack(batch)) end
   batch = {}
 end
-for i = 8, 7 + n do
+for i = 9, 8 + n do
   batch[#batch + 1] = ARGV[i]
   batch[#batch + 1] = 'a'
   if #batch >= 1000 then flush(K_SEAT) end
 end
 flush(K_SEAT)
-for i = 8 + n, #ARGV, 2 do
+for i = 9 + n, #ARGV, 2 do
   batch[#batch + 1] = ARGV[i]
   batch[#batch + 1] = ARGV[i + 1]
   if #batch >= 1000 then flush(K_STOCK) end

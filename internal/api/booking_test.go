@@ -13,6 +13,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/durable"
 	"github.com/vestibule-dev/vestibule/internal/orders"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -536,4 +537,41 @@ func TestBookingExtend(t *testing.T) {
 			t.Fatalf("admin get: %s", g.Body)
 		}
 	})
+}
+
+// Definitions survive a total loss: kept in the rooms' settings store, an
+// event Redis lost is defined again when a call finds it missing.
+func TestBookingDefinitionsSurviveTotalLoss(t *testing.T) {
+	for name, rdb := range redistest.Clients(t) {
+		t.Run(name, func(t *testing.T) {
+			clk := testkit.FixedClock(time.Now().Truncate(time.Second))
+			store := durable.Disk{Dir: t.TempDir()}
+			b := &bookingFixture{eng: booking.New(rdb, booking.WithClock(clk.Now), booking.WithDefinitions(durable.Events(store))), pub: &recorder{}}
+			b.fixture = newFixtureOn(t, room.New(rdb, room.WithClock(clk.Now)), clk, func(k *token.Keys, o *api.Options) {
+				o.Booking, o.Sessions, o.Orders = b.eng, token.NewBookingSessions(k.TicketSecret, "vestibule"), b.pub
+			})
+			f := b
+			id := f.passthrough()
+			ev2 := redistest.Room(t)
+			wantStatus(t, f.define(id, `{"seats":["A1","A2"],"stock":{"ga":5},"sessionLimit":2,"holdTTLSeconds":90,"maxHoldExtensions":1}`), 200, "")
+			wantStatus(t, f.define(ev2, `{"room":"`+id+`","stock":{"ga":3},"sessionLimit":1}`), 200, "")
+			_, s := f.visitor(id)
+			h := f.hold(id, s, `{"seats":["A1"]}`)
+			wantStatus(t, h, 201, "")
+
+			if err := redistest.FlushAll(context.Background(), rdb); err != nil {
+				t.Fatal(err)
+			}
+			g := f.admin("GET", "/api/admin/events/"+id, "")
+			wantStatus(t, g, 200, "")
+			if g.str("room") != id || g.num("holdTTLSeconds") != 90 || g.num("sessionLimit") != 2 || g.num("maxHoldExtensions") != 1 ||
+				g.json["seats"].(map[string]any)["A1"] != "available" || g.json["stock"].(map[string]any)["ga"] != float64(5) {
+				t.Fatalf("after a total loss: %s", g.Body)
+			}
+			if v := f.do("GET", "/api/events/"+ev2, "", nil); v.StatusCode != 200 || v.json["stock"].(map[string]any)["ga"] != float64(3) {
+				t.Fatalf("the other event after a total loss: %d %s", v.StatusCode, v.Body)
+			}
+			wantStatus(t, f.do("GET", "/api/events/"+redistest.Room(t), "", nil), 404, "unknown_event")
+		})
+	}
 }

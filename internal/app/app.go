@@ -94,6 +94,7 @@ func New(c config.Config, o Options) (*Core, error) {
 	if o.Clock != nil {
 		bopts = append(bopts, booking.WithClock(o.Clock))
 	}
+	bopts = append(bopts, booking.WithDefinitions(durable.Events(store))) // event definitions beside the rooms' settings
 	eng := NewEngine(rdb, o.Clock)
 	var under durable.Engine = eng
 	if o.Events != nil {

@@ -54,6 +54,7 @@ const viewSweep = 1000
 type Engine struct {
 	rdb   Scripter
 	clock func() time.Time
+	defs  *restorer // nil: definitions live only in Redis
 }
 
 // Option configures an Engine.
@@ -79,13 +80,24 @@ func (e *Engine) run(ctx context.Context, s script, event string, args ...any) (
 	if !ValidEventID(event) {
 		return nil, ErrInvalidEvent
 	}
-	return e.runKeys(ctx, s, KeysFor(event).List(), args...)
+	return e.runKeys(ctx, s, event, KeysFor(event).List(), args...)
 }
 
-// runKeys runs a script with the given KEYS and returns its reply as a slice.
-func (e *Engine) runKeys(ctx context.Context, s script, keys []string, args ...any) ([]any, error) {
+// runKeys runs a script with the given KEYS on event and returns its reply
+// as a slice. With definitions (WithDefinitions), a script of restores that
+// finds the event missing has it defined again from the store, then runs once more.
+func (e *Engine) runKeys(ctx context.Context, s script, event string, keys []string, args ...any) ([]any, error) {
 	reply, err := s.Reply(ctx, e.rdb, keys, args...)
 	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if e.defs == nil || !restores[s.Name] || len(reply) == 0 || str(reply[0]) != "noevent" {
+		return reply, nil
+	}
+	if ok, err := e.restore(ctx, event); err != nil || !ok {
+		return reply, err
+	}
+	if reply, err = s.Reply(ctx, e.rdb, keys, args...); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return reply, nil
@@ -148,8 +160,25 @@ func unitsArgs(args []any, units map[string]int64) []any {
 
 // Define creates or replaces an event's inventory. An event with live holds
 // or confirmed, uncancelled orders is never replaced (ErrInUse). The fencing
-// token counter survives a replacement.
+// token counter survives a replacement. With definitions (WithDefinitions)
+// the definition is stored too, after Redis took it; a failure to store it
+// is ErrUnavailable (the event is defined in Redis: define it again).
 func (e *Engine) Define(ctx context.Context, event string, inv Inventory) error {
+	if err := e.define(ctx, event, inv, false); err != nil {
+		return err
+	}
+	if e.defs != nil {
+		if err := e.defs.d.PutDefinition(ctx, event, inv); err != nil {
+			return fmt.Errorf("%w: the definition was not stored: %w", ErrUnavailable, err)
+		}
+		e.defs.forget(event)
+	}
+	return nil
+}
+
+// define runs booking_define.lua; restore defines only a missing event
+// (ErrInUse when it exists).
+func (e *Engine) define(ctx context.Context, event string, inv Inventory, restore bool) error {
 	if !ValidEventID(event) {
 		return ErrInvalidEvent
 	}
@@ -162,7 +191,8 @@ func (e *Engine) Define(ctx context.Context, event string, inv Inventory) error 
 		roomID = event
 	}
 	args := make([]any, 0, 5+len(inv.Seats)+2*len(inv.Stock))
-	args = append(args, e.nowMS(), ttl.Milliseconds(), inv.SessionLimit, roomID, inv.MaxHoldExtensions, life.Milliseconds(), len(inv.Seats))
+	args = append(args, e.nowMS(), ttl.Milliseconds(), inv.SessionLimit, roomID, inv.MaxHoldExtensions, life.Milliseconds(),
+		map[bool]string{true: "1"}[restore], len(inv.Seats))
 	for _, s := range inv.Seats {
 		args = append(args, s)
 	}
@@ -180,6 +210,8 @@ func (e *Engine) Define(ctx context.Context, event string, inv Inventory) error 
 			return fmt.Errorf("%w: the room's events: %w", ErrUnavailable, err)
 		}
 		return nil
+	case "exists":
+		return ErrInUse
 	case "inuse":
 		if len(reply) >= 3 {
 			return fmt.Errorf("%w: %d holds, %d orders", ErrInUse, num(reply[1]), num(reply[2]))
@@ -249,7 +281,7 @@ func (e *Engine) hold(ctx context.Context, event, session string, s *RoomSession
 		args = append(args, seat)
 	}
 	args = unitsArgs(args, req.Units)
-	reply, err := e.runKeys(ctx, holdCmd, keys, args...)
+	reply, err := e.runKeys(ctx, holdCmd, event, keys, args...)
 	if err != nil {
 		return Hold{}, err
 	}
@@ -311,7 +343,7 @@ func (e *Engine) Confirm(ctx context.Context, event, session string, token int64
 	if err != nil {
 		return OrderEvent{}, err
 	}
-	reply, err := e.runKeys(ctx, confirmCmd, keys, e.nowMS(), session, strconv.FormatInt(token, 10), idempotencyKey, seq)
+	reply, err := e.runKeys(ctx, confirmCmd, event, keys, e.nowMS(), session, strconv.FormatInt(token, 10), idempotencyKey, seq)
 	if err != nil {
 		return OrderEvent{}, err
 	}

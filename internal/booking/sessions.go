@@ -178,7 +178,7 @@ func (e *Engine) Extend(ctx context.Context, event, session string, token, n int
 	if err != nil {
 		return Extension{}, err
 	}
-	reply, err := e.runKeys(ctx, extendCmd, keys, e.nowMS(), session, strconv.FormatInt(token, 10), n, seq)
+	reply, err := e.runKeys(ctx, extendCmd, event, keys, e.nowMS(), session, strconv.FormatInt(token, 10), n, seq)
 	if err != nil {
 		return Extension{}, err
 	}

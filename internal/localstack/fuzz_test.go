@@ -31,8 +31,9 @@ import (
 // parameter arrives; and the handler's response comes back as it was sent, with
 // an undecodable base64 body answered 502.
 func FuzzGateway(f *testing.F) {
-	// The gateway reads at most this much (its maxRead + 1); the router answers 413 past api.MaxBody.
-	const readLimit = 4*api.MaxBody + 1
+	// The gateway reads at most this much (its maxRead + 1): past every route's limit (the
+	// largest, api.MaxEventBody), so the router answers 413.
+	const readLimit = 2*api.MaxEventBody + 1
 	f.Fuzz(func(t *testing.T, raw []byte, respBody string, respBase64 bool) {
 		parse := func() *http.Request {
 			r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))

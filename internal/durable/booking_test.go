@@ -1,0 +1,61 @@
+package durable_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/durable"
+)
+
+// Event definitions round-trip through both stores, a large venue included;
+// none is ErrUnknownEvent; an unreadable record is an error naming the
+// event; a definition is not listed as a room.
+func TestEventDefinitions(t *testing.T) {
+	for name, s := range map[string]durable.Store{
+		"disk": durable.Disk{Dir: t.TempDir()},
+		"s3":   durable.NewS3(fakeS3(t, "settings"), "settings/pre"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			d := durable.Events(s)
+			if d == nil {
+				t.Fatal("Events of a store that keeps events is nil")
+			}
+			if _, err := d.Definition(ctx, "concert"); !errors.Is(err, booking.ErrUnknownEvent) {
+				t.Fatalf("Definition of none: %v", err)
+			}
+			seats := make([]string, 100_000)
+			for i := range seats {
+				seats[i] = "Seat-" + strings.Repeat("x", 4) + string(rune('A'+i%26)) + "-" + strconv.Itoa(i)
+			}
+			inv := booking.Inventory{Room: "hall", Seats: seats, Stock: map[string]int64{"ga": 40}, HoldTTL: 90 * time.Second,
+				SessionLimit: 4, MaxHoldExtensions: 2, MaxHold: 10 * time.Minute}
+			if err := d.PutDefinition(ctx, "concert", inv); err != nil {
+				t.Fatal(err)
+			}
+			got, err := d.Definition(ctx, "concert")
+			if err != nil || got.Room != "hall" || !slices.Equal(got.Seats, seats) || got.Stock["ga"] != 40 || got.HoldTTL != inv.HoldTTL ||
+				got.SessionLimit != 4 || got.MaxHoldExtensions != 2 || got.MaxHold != inv.MaxHold {
+				t.Fatalf("Definition = %d seats, %+v, %v", len(got.Seats), got.Stock, err)
+			}
+			if ids, err := s.Rooms(ctx); err != nil || len(ids) != 0 {
+				t.Fatalf("Rooms lists %v, %v", ids, err)
+			}
+			if err := s.(durable.EventStore).PutEvent(ctx, "broken", []byte(`{"seats":["A1"],"sessionLimit":1,"extra":1}`)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.Definition(ctx, "broken"); err == nil || errors.Is(err, booking.ErrUnknownEvent) || !strings.Contains(err.Error(), "broken") {
+				t.Fatalf("unreadable definition: %v", err)
+			}
+		})
+	}
+	if durable.Events(nil) != nil {
+		t.Fatal("Events(nil) is not nil")
+	}
+}
