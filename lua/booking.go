@@ -47,6 +47,9 @@ var bookingEnd string
 //go:embed booking_extend.lua
 var bookingExtend string
 
+//go:embed booking_orders.lua
+var bookingOrders string
+
 //go:embed booking_sessions.lua
 var bookingSessions string
 
@@ -77,5 +80,6 @@ var (
 	BookingAck      = withLib(bookingLib, bookingAck)      // order events published: out of the outbox
 	BookingEnd      = withLib(bookingLib, bookingEnd)      // room sessions ended: their holds go
 	BookingExtend   = withLib(bookingLib, bookingExtend)   // a hold gets more time, within the event's bounds
+	BookingOrders   = withLib(bookingLib, bookingOrders)   // a page of the event's orders
 	BookingSessions = withLib(bookingLib, bookingSessions) // the room sessions that hold something
 )

@@ -30,4 +30,5 @@ redis.call('HSET', K_ORDER, t, rec)
 redis.call('HINCRBY', K_INV, 'cancelled', 1)
 redis.call('HINCRBY', K_INV, 'live', -1)
 redis.call('ZADD', K_OUT, member(now), 'x' .. t)
+emit(now, 'cancelled', t, o.session, o.seats_s, o.units_s, 0)
 return {'ok', rec}

@@ -42,7 +42,7 @@ if KEYS[11] and h.room ~= '' and h.room == redis.call('HGET', K_INV, 'room') the
   end
 end
 if now >= h.expires then
-  drop_hold(t, h, 'expired')
+  drop_hold(t, h, 'expired', now)
   return {'expired'}
 end
 -- Defensive: the hold's seats are still marked as its own.
@@ -63,4 +63,5 @@ redis.call('HINCRBY', K_INV, 'live', 1)
 -- The order event goes out through the outbox, written here so it cannot be lost between this
 -- script and the publisher; whoever publishes it removes it (booking_ack.lua).
 redis.call('ZADD', K_OUT, member(now), 'c' .. t)
+emit(now, 'confirmed', t, session, h.seats_s, h.units_s, 0)
 return {'ok', rec}

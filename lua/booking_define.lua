@@ -49,4 +49,5 @@ flush(K_STOCK)
 redis.call('HSET', K_INV, 'ttl', ARGV[2], 'limit', ARGV[3], 'room', ARGV[4], 'maxext', ARGV[5], 'maxhold', ARGV[6],
   'defined', member(now), 'live', '0')
 redis.call('HSETNX', K_INV, 'fence', '0')
+redis.call('HSETNX', K_INV, 'iepoch', member(now))
 return {'ok', redis.call('HGET', K_INV, 'fence')}

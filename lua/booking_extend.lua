@@ -32,7 +32,7 @@ if KEYS[11] and h.room ~= '' and h.room == cfg[4] then
   end
 end
 if now >= h.expires then
-  drop_hold(t, h, 'expired')
+  drop_hold(t, h, 'expired', now)
   return {'expired'}
 end
 if n <= h.ext then return {'replay', member(h.expires), h.ext} end
@@ -46,4 +46,5 @@ h.expires, h.ext, h.created = ex, n, created
 redis.call('HSET', K_HOLD, t, hold_record(h))
 redis.call('ZADD', K_EXP, member(ex), t)
 redis.call('HINCRBY', K_INV, 'extended', 1)
+emit(now, 'extended', t, session, h.seats_s, h.units_s, ex)
 return {'ok', member(ex), n}

@@ -93,6 +93,7 @@ redis.call('HSET', K_INV, 'fence', t, 'holds', member(holds + 1))
 redis.call('HSET', K_HOLD, t, hold_record({session = session, expires = expires, seats_s = table.concat(seats, ','),
   units_s = table.concat(parts, ','), room = ARGV[4], created = now, ext = 0}))
 redis.call('ZADD', K_EXP, member(expires), t)
+emit(now, 'held', t, session, table.concat(seats, ','), table.concat(parts, ','), expires)
 if ARGV[4] ~= '' then
   local cur = redis.call('HGET', K_SH, session)
   redis.call('HSET', K_SH, session, cur and (cur .. ',' .. t) or t)

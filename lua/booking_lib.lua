@@ -11,8 +11,9 @@
 -- KEYS[6] -> vst:{event}:bk:sess   HASH  session -> items it holds or bought (released, expired and cancelled items leave)
 -- KEYS[7] -> vst:{event}:bk:order  HASH  token -> order record 'state|session|token|at|idem|seats|units|cancelledAt|reason'
 -- KEYS[8] -> vst:{event}:bk:idem   HASH  idempotency key -> token of the order it confirmed
--- KEYS[9] -> vst:{event}:bk:out    ZSET  outbox of order events not yet published: member 'c<token>'
---                                        (confirmed) or 'x<token>' (cancelled), score when (ms)
+-- KEYS[9] -> vst:{event}:bk:out    ZSET  outbox of events not yet published, score when (ms): order
+--                                        events 'c<token>' (confirmed), 'x<token>' (cancelled); inventory
+--                                        events 'i<seq, 15 digits>|kind|token|session|seats|units|expires|at|epoch' (emit)
 -- KEYS[10] -> vst:{event}:bk:sh    HASH  room session ('room:seq') -> tokens of its live holds, 't1,t2'
 --                                        (holds made for a room's entry session only: when it ends, they go)
 --
@@ -114,10 +115,22 @@ local function session_add(session, d)
   if redis.call('HINCRBY', K_SESS, session, d) <= 0 then redis.call('HDEL', K_SESS, session) end
 end
 
+-- emit writes an inventory event to the outbox, numbered by the event's own
+-- sequence ('iseq', from 1 in each epoch: 'iepoch', the first definition's
+-- time in this Redis), so a consumer sees any gap. kind: held, extended,
+-- released, expired, ended, confirmed, cancelled; expires 0 when none.
+local function emit(now, kind, token, session, seats_s, units_s, expires)
+  local seq = redis.call('HINCRBY', K_INV, 'iseq', 1)
+  local epoch = redis.call('HGET', K_INV, 'iepoch') or '0'
+  -- The sequence zero-padded: events of one millisecond (one score) sort by it.
+  redis.call('ZADD', K_OUT, member(now), 'i' .. string.format('%015.0f', seq) .. '|' .. kind .. '|' .. token .. '|' .. session .. '|' ..
+    seats_s .. '|' .. units_s .. '|' .. member(expires) .. '|' .. member(now) .. '|' .. epoch)
+end
+
 -- drop_hold gives a hold's seats and units back and forgets it. field names
--- the counter it adds to ('released' or 'expired'). A seat is returned only if
--- it is still this hold's ('h<token>').
-local function drop_hold(token, h, field)
+-- the counter it adds to and the inventory event ('released', 'expired' or
+-- 'ended'). A seat is returned only if it is still this hold's ('h<token>').
+local function drop_hold(token, h, field, now)
   local mark = 'h' .. token
   for _, s in ipairs(h.seats) do
     if redis.call('HGET', K_SEAT, s) == mark then redis.call('HSET', K_SEAT, s, 'a') end
@@ -128,6 +141,7 @@ local function drop_hold(token, h, field)
   redis.call('HDEL', K_HOLD, token)
   redis.call('ZREM', K_EXP, token)
   redis.call('HINCRBY', K_INV, field, 1)
+  emit(now, field, token, h.session, h.seats_s, h.units_s, 0)
 end
 
 -- end_session drops every live hold of a room session that ended (completed,
@@ -141,7 +155,7 @@ local function end_session(session, now)
   for _, t in ipairs(split(cur, ',')) do
     local h = hold_of(t)
     if h then
-      drop_hold(t, h, 'ended')
+      drop_hold(t, h, 'ended', now)
       n = n + 1
     end
   end
@@ -155,16 +169,16 @@ end
 
 -- expire drops a hold whose time passed, or only its expiry entry when the
 -- hold is gone.
-local function expire(token)
+local function expire(token, now)
   local h = hold_of(token)
-  if h then drop_hold(token, h, 'expired') else redis.call('ZREM', K_EXP, token) end
+  if h then drop_hold(token, h, 'expired', now) else redis.call('ZREM', K_EXP, token) end
 end
 
 -- sweep expires at most max holds whose expiry is at or before now, oldest
 -- first, and returns how many it expired.
 local function sweep(now, max)
   local due = redis.call('ZRANGE', K_EXP, '-inf', member(now), 'BYSCORE', 'LIMIT', 0, max)
-  for _, t in ipairs(due) do expire(t) end
+  for _, t in ipairs(due) do expire(t, now) end
   return #due
 end
 
@@ -172,7 +186,7 @@ end
 local function expire_if_due(token, now)
   local e = redis.call('ZSCORE', K_EXP, token)
   if not e or tonumber(e) > now then return false end
-  expire(token)
+  expire(token, now)
   return true
 end
 

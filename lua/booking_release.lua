@@ -6,6 +6,7 @@
 -- Returns {'ok', items returned}; {'gone'} (no such hold: already released or
 -- expired; nothing to do); {'confirmed'} (the hold is an order: cancel it
 -- instead); {'session'} (the hold is another session's); {'noevent'}.
+local now = tonumber(ARGV[1])
 local session, t = ARGV[2], ARGV[3]
 
 if redis.call('EXISTS', K_INV) == 0 then return {'noevent'} end
@@ -15,5 +16,5 @@ if not h then
   return {'gone'}
 end
 if h.session ~= session then return {'session'} end
-drop_hold(t, h, 'released')
+drop_hold(t, h, 'released', now)
 return {'ok', items(h)}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -448,4 +449,29 @@ func (h *Handler) getEvent(ctx context.Context, r *request) (events.APIGatewayV2
 func holdLife(inv booking.Inventory) time.Duration {
 	_, life := inv.HoldBounds()
 	return life
+}
+
+type ordersResponse struct {
+	Event  string               `json:"event"`
+	Orders []booking.OrderEvent `json:"orders"`
+	Next   string               `json:"next"` // "0": the last page
+}
+
+// eventOrders is GET /api/admin/events/{event}/orders[?cursor=N]: a page of
+// the event's orders, confirmed and cancelled, for reconciliation with the
+// origin's record (vestibule booking reconcile).
+func (h *Handler) eventOrders(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	eng, err := h.event(r)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	cursor := r.ev.QueryStringParameters["cursor"]
+	if q, err := url.ParseQuery(r.ev.RawQueryString); cursor == "" && err == nil {
+		cursor = q.Get("cursor")
+	}
+	os, next, err := eng.Orders(ctx, r.path.event, cursor)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return jsonResponse(http.StatusOK, ordersResponse{Event: r.path.event, Orders: os, Next: next}), nil
 }

@@ -2,7 +2,9 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/durable"
+	"github.com/vestibule-dev/vestibule/internal/eventbus"
 	"github.com/vestibule-dev/vestibule/internal/orders"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -196,7 +199,7 @@ func TestBookingJourney(t *testing.T) {
 		if evs := f.pub.events(); len(evs) != 1 || evs[0].Type != booking.OrderConfirmed || evs[0].Order != tok {
 			t.Fatalf("published %+v, want the one confirmed order", evs)
 		}
-		if p, err := f.eng.Outbox(context.Background(), ev, 10, f.clock.Now().Add(time.Hour)); err != nil || len(p) != 0 {
+		if p, err := f.eng.Outbox(context.Background(), ev, 100, f.clock.Now().Add(time.Hour)); err != nil || slices.ContainsFunc(p, func(x booking.Pending) bool { return x.Inventory == nil }) {
 			t.Fatalf("outbox after a published confirm: %+v, %v", p, err)
 		}
 		// A retry with the same key: the same order, no second event.
@@ -574,4 +577,101 @@ func TestBookingDefinitionsSurviveTotalLoss(t *testing.T) {
 			wantStatus(t, f.do("GET", "/api/events/"+redistest.Room(t), "", nil), 404, "unknown_event")
 		})
 	}
+}
+
+// Inventory events take the order events' path: the outbox, then the sweep
+// publishes them as PutEvents entries (source vestibule.booking,
+// detail-type the type), numbered without a gap.
+func TestBookingInventoryEventsReachTheBus(t *testing.T) {
+	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
+		id := f.passthrough()
+		wantStatus(t, f.define(id, `{"seats":["A1","A2"],"sessionLimit":2,"maxHoldExtensions":1}`), 200, "")
+		entry, s := f.visitor(id)
+		h := f.hold(id, s, `{"seats":["A1"]}`)
+		f.clock.Advance(time.Second)
+		wantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+h.str("token")+"/extend", `{"session":"`+h.str("session")+`","extension":1}`), 200, "")
+		wantStatus(t, f.confirm(id, id, h.str("token"), h.str("session"), "pay"), 201, "")
+		wantStatus(t, f.hold(id, s, `{"seats":["A2"]}`), 201, "")
+		wantStatus(t, f.redeem("/api/complete", entry), 200, "")
+		f.clock.Advance(orders.Grace)
+		var buf strings.Builder
+		sum := orders.Sweep(context.Background(), f.eng, orders.NewLog(&buf), f.clock.Now(), nil)
+		if sum.Errors != 0 {
+			t.Fatalf("sweep: %+v", sum)
+		}
+		var types []string
+		for i, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			en, err := eventbus.ParseLine(line)
+			if err != nil || en.Source != orders.Source {
+				t.Fatalf("line %q: %v", line, err)
+			}
+			var iv booking.InventoryEvent
+			if err := json.Unmarshal(en.Detail, &iv); err != nil || iv.Type != en.DetailType || iv.Event != id || iv.Sequence != int64(i+1) {
+				t.Fatalf("entry %d: %s %s (%v)", i, en.DetailType, en.Detail, err)
+			}
+			types = append(types, en.DetailType)
+		}
+		want := []string{booking.InventoryHeld, booking.InventoryExtended, booking.InventoryConfirmed, booking.InventoryHeld, booking.InventoryEnded}
+		if !slices.Equal(types, want) {
+			t.Fatalf("published %v, want %v", types, want)
+		}
+		if sum := orders.Sweep(context.Background(), f.eng, orders.NewLog(&buf), f.clock.Now(), nil); sum.Published+sum.Inventory != 0 {
+			t.Fatalf("second sweep published %+v", sum)
+		}
+	})
+}
+
+// The admin reads an event's orders page by page (what reconcile compares
+// with the origin's record): every order once, cancelled ones marked.
+func TestBookingOrdersPages(t *testing.T) {
+	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
+		id := f.passthrough()
+		seats := make([]string, 600)
+		for i := range seats {
+			seats[i] = `"S` + strconv.Itoa(i) + `"`
+		}
+		wantStatus(t, f.define(id, `{"seats":[`+strings.Join(seats, ",")+`],"sessionLimit":1000}`), 200, "")
+		for i := range 600 {
+			h, err := f.eng.Hold(context.Background(), id, "r:1", booking.Request{Seats: []string{"S" + strconv.Itoa(i)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := f.eng.Confirm(context.Background(), id, "r:1", h.Token, "k"+strconv.Itoa(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 7 {
+				if _, err := f.eng.Cancel(context.Background(), id, o.Order, "refund"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		seen, cancelled, pages := map[string]bool{}, 0, 0
+		for cursor := "0"; pages < 100; pages++ {
+			g := f.admin("GET", "/api/admin/events/"+id+"/orders?cursor="+cursor, "")
+			wantStatus(t, g, 200, "")
+			var page struct {
+				Orders []booking.OrderEvent
+				Next   string
+			}
+			if err := json.Unmarshal([]byte(g.Body), &page); err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range page.Orders {
+				seen[o.Order] = true
+				if o.Type == booking.OrderCancelled {
+					cancelled++
+				}
+			}
+			if cursor = page.Next; cursor == "0" {
+				break
+			}
+		}
+		if len(seen) != 600 || cancelled != 1 || pages < 1 {
+			t.Fatalf("%d orders over %d pages, %d cancelled", len(seen), pages+1, cancelled)
+		}
+		wantStatus(t, f.admin("GET", "/api/admin/events/"+id+"/orders?cursor=x", ""), 400, "invalid_request")
+		wantStatus(t, f.admin("GET", "/api/admin/events/"+redistest.Room(t)+"/orders", ""), 404, "unknown_event")
+		wantStatus(t, f.do("GET", "/api/admin/events/"+id+"/orders", "", nil), 401, "unauthorized")
+	})
 }

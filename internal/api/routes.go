@@ -53,6 +53,7 @@ var handlers = map[string]handlerFunc{
 	"POST /api/events/{event}/holds":                 (*Handler).holdSeats,
 	"POST /api/events/{event}/holds/{token}/confirm": (*Handler).confirmHold,
 	"POST /api/events/{event}/holds/{token}/extend":  (*Handler).extendHold,
+	"GET /api/admin/events/{event}/orders":           (*Handler).eventOrders,
 	"POST /api/events/{event}/holds/{token}/release": (*Handler).releaseHold,
 	"POST /api/events/{event}/orders/{order}/cancel": (*Handler).cancelOrder,
 	"PUT /api/admin/events/{event}":                  (*Handler).putEvent,

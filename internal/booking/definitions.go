@@ -40,7 +40,7 @@ const MissingFor = 10 * time.Second
 // scripts never do (an event lost with Redis has no holds to end).
 var restores = map[string]bool{
 	holdCmd.Name: true, confirmCmd.Name: true, extendCmd.Name: true, releaseCmd.Name: true,
-	cancelCmd.Name: true, viewCmd.Name: true, roomCmd.Name: true,
+	cancelCmd.Name: true, viewCmd.Name: true, roomCmd.Name: true, ordersCmd.Name: true,
 }
 
 // restorer is the engine's side of its Definitions.

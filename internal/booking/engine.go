@@ -33,6 +33,7 @@ var (
 	activeCmd  = lua.NewScript("booking_active.lua", lua.BookingActive)
 	endCmd     = lua.NewScript("booking_end.lua", lua.BookingEnd)
 	extendCmd  = lua.NewScript("booking_extend.lua", lua.BookingExtend)
+	ordersCmd  = lua.NewScript("booking_orders.lua", lua.BookingOrders)
 	sessCmd    = lua.NewScript("booking_sessions.lua", lua.BookingSessions)
 	endedCmd   = lua.NewScript("booking_ended.lua", lua.BookingEnded)
 )
@@ -520,10 +521,12 @@ func (e *Engine) Events(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// Pending is an order event waiting in the outbox: ID is what Ack takes.
+// Pending is an event waiting in the outbox: an order event (Event), or an
+// inventory event (Inventory set). ID is what Ack takes.
 type Pending struct {
-	ID    string
-	Event OrderEvent
+	ID        string
+	Event     OrderEvent
+	Inventory *InventoryEvent
 }
 
 // Outbox returns at most max order events that Confirm and Cancel wrote to
@@ -545,6 +548,14 @@ func (e *Engine) Outbox(ctx context.Context, event string, max int, before time.
 	out := make([]Pending, 0, (len(reply)-1)/2)
 	for i := 1; i+1 < len(reply); i += 2 {
 		id := str(reply[i])
+		if strings.HasPrefix(id, "i") {
+			iv, err := parseInventory(event, id)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, outboxCmd.Name, err)
+			}
+			out = append(out, Pending{ID: id, Inventory: &iv})
+			continue
+		}
 		o, err := parseOrder(event, str(reply[i+1]))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, outboxCmd.Name, err)

@@ -54,7 +54,24 @@ func (p Publisher) Publish(ctx context.Context, evs []booking.OrderEvent) error 
 	return p.p.Publish(ctx, entries)
 }
 
-var _ booking.Publisher = Publisher{}
+// PublishInventory hands inventory events to the underlying publisher:
+// source Source, detail-type the event's Type, detail its JSON.
+func (p Publisher) PublishInventory(ctx context.Context, evs []booking.InventoryEvent) error {
+	entries := make([]eventbus.Entry, len(evs))
+	for i, iv := range evs {
+		e, err := eventbus.NewEntry(Source, iv.Type, iv)
+		if err != nil {
+			return fmt.Errorf("orders: %s %s #%d: %w", iv.Type, iv.Event, iv.Sequence, err)
+		}
+		entries[i] = e
+	}
+	return p.p.Publish(ctx, entries)
+}
+
+var (
+	_ booking.Publisher          = Publisher{}
+	_ booking.InventoryPublisher = Publisher{}
+)
 
 // NewLog writes each order event as one JSON line (an eventbus.Entry) to w.
 func NewLog(w io.Writer) Publisher { return Publisher{eventbus.NewLog(w)} }

@@ -26,6 +26,7 @@ type SweepSummary struct {
 	Expired   int64 // holds expired
 	Ended     int64 // holds dropped because their room session ended (timed out)
 	Published int   // order events published from the outbox
+	Inventory int   // inventory events published from it (or dropped: a publisher that takes none)
 	Errors    int
 }
 
@@ -79,11 +80,18 @@ func Sweep(ctx context.Context, eng *booking.Engine, pub booking.Publisher, now 
 			if len(p) == 0 {
 				break
 			}
-			evs, acks := make([]booking.OrderEvent, len(p)), make([]string, len(p))
+			var evs []booking.OrderEvent
+			var invs []booking.InventoryEvent
+			acks := make([]string, len(p))
 			for i, x := range p {
-				evs[i], acks[i] = x.Event, x.ID
+				acks[i] = x.ID
+				if x.Inventory != nil {
+					invs = append(invs, *x.Inventory)
+				} else {
+					evs = append(evs, x.Event)
+				}
 			}
-			if err := pub.Publish(ctx, evs); err != nil {
+			if err := publishAll(ctx, pub, evs, invs); err != nil {
 				fail("booking outbox: publish", id, err)
 				break
 			}
@@ -91,13 +99,28 @@ func Sweep(ctx context.Context, eng *booking.Engine, pub booking.Publisher, now 
 				fail("booking outbox: ack", id, err)
 				break
 			}
-			sum.Published += len(p)
+			sum.Published += len(evs)
+			sum.Inventory += len(invs)
 			if len(p) < outboxMax {
 				break
 			}
 		}
 	}
 	return sum
+}
+
+// publishAll publishes order events, then inventory events when pub takes
+// them (booking.InventoryPublisher); otherwise those are dropped.
+func publishAll(ctx context.Context, pub booking.Publisher, evs []booking.OrderEvent, invs []booking.InventoryEvent) error {
+	if len(evs) > 0 {
+		if err := pub.Publish(ctx, evs); err != nil {
+			return err
+		}
+	}
+	if ip, ok := pub.(booking.InventoryPublisher); ok && len(invs) > 0 {
+		return ip.PublishInventory(ctx, invs)
+	}
+	return nil
 }
 
 // Task is the booking tick for the admission loop (admission.Run's also):
@@ -121,9 +144,9 @@ func Task(eng *booking.Engine, pub booking.Publisher, interval time.Duration, cl
 		}
 		last = now
 		sum := Sweep(ctx, eng, pub, now, log)
-		if sum.Expired > 0 || sum.Ended > 0 || sum.Published > 0 {
+		if sum.Expired > 0 || sum.Ended > 0 || sum.Published > 0 || sum.Inventory > 0 {
 			log.LogAttrs(ctx, slog.LevelDebug, "booking sweep", slog.Int("events", sum.Events),
-				slog.Int64("expired", sum.Expired), slog.Int64("ended", sum.Ended), slog.Int("published", sum.Published), slog.Int("errors", sum.Errors))
+				slog.Int64("expired", sum.Expired), slog.Int64("ended", sum.Ended), slog.Int("published", sum.Published), slog.Int("inventory", sum.Inventory), slog.Int("errors", sum.Errors))
 		}
 	}
 }

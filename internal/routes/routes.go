@@ -57,6 +57,7 @@ var All = []Route{
 	{"POST", "/api/events/{event}/orders/{order}/cancel", Booking, false},
 	{"PUT", "/api/admin/events/{event}", Booking, true},
 	{"GET", "/api/admin/events/{event}", Booking, true},
+	{"GET", "/api/admin/events/{event}/orders", Booking, true},
 	// The edge gate's routes (docs/GATE.md): on a protected site's distribution
 	// CloudFront sends /.vestibule/* to the API. HTML for a person, not JSON.
 	{"POST", "/.vestibule/enter", Consume, false},
