@@ -44,6 +44,8 @@ Usage:
   vestibule watch ROOM [--interval 3s]          a live view of one room in the terminal
   vestibule console [--port 8484]               the console in your browser on 127.0.0.1
   vestibule verify-draw --room ROOM --ticket T  check a pre-queue ticket's draw against the room's published seed
+  vestibule booking reconcile EVENT --origin F  the kit's sold seats and units against the origin's record
+                                                (JSON lines: a file, - for stdin, or a URL); exit 1 on a difference
 
 Which deployment (every command but "rooms settings"):
   --stack NAME        a deployed stack: the endpoint is its ApiUrl output     (env VESTIBULE_STACK)
@@ -115,7 +117,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // valueFlags are the flags that take a value, for commandFirst.
 var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": true, "profile": true, "region": true,
-	"interval": true, "count": true, "port": true}
+	"interval": true, "count": true, "port": true, "origin": true}
 
 // commandFirst moves the command words (e.g. "rooms", "list") before any
 // flags given ahead of them, so "vestibule --stack S rooms list" works too.
@@ -133,7 +135,7 @@ func commandFirst(args []string) []string {
 				i++
 				rest = append(rest, args[i])
 			}
-		case len(words) == 0 || (len(words) == 1 && words[0] == "rooms"):
+		case len(words) == 0 || (len(words) == 1 && (words[0] == "rooms" || words[0] == "booking")):
 			words = append(words, a)
 		default:
 			return append(append(words, rest...), args[i:]...)
@@ -153,6 +155,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usageError("rooms needs a subcommand: list, get, set, pause, resume, close, open, drain, settings")
 		}
 		cmd, args = "rooms "+args[0], args[1:]
+	}
+	if cmd == "booking" {
+		if len(args) == 0 {
+			return usageError("booking needs a subcommand: reconcile")
+		}
+		cmd, args = "booking "+args[0], args[1:]
 	}
 	var g globals
 	fs := flag.NewFlagSet("vestibule "+cmd, flag.ContinueOnError)
@@ -186,6 +194,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.StringVar(&c.room, "room", "", "the room")
 		fs.StringVar(&c.ticket, "ticket", "", "the ticket (a JWT)")
 		run = c.verifyDraw
+	case "booking reconcile":
+		fs.StringVar(&c.origin, "origin", "", "the origin's record: a file of JSON lines, - for stdin, or an http(s) URL")
+		run = c.reconcile
 	case "console":
 		fs.IntVar(&c.port, "port", defaultConsolePort, "port on 127.0.0.1 (0: any free port)")
 		run = c.console
@@ -212,6 +223,7 @@ type command struct {
 	count          int           // watch
 	port           int           // console
 	room, ticket   string        // verify-draw
+	origin         string        // booking reconcile
 }
 
 // client connects to the deployment the flags name.

@@ -3,8 +3,11 @@ package localstack
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, "sqlite"
 )
@@ -67,6 +70,41 @@ func (o *orderDB) Seat(ctx context.Context, event, seat string) (order string, t
 		return "", 0, nil
 	}
 	return order, token, err
+}
+
+// ExportLine is one line of an origin's record of what it sold, the JSON
+// lines `vestibule booking reconcile` reads (docs/BOOKING.md,
+// "Reconciliation"): a seat, or units of a sku, and the order.
+type ExportLine struct {
+	Event        string `json:"event"`
+	Seat         string `json:"seat,omitempty"`
+	SKU          string `json:"sku,omitempty"`
+	Units        int64  `json:"units,omitempty"`
+	Order        string `json:"order"`
+	FencingToken int64  `json:"fencingToken,omitempty"`
+}
+
+// Export writes event's seats as JSON lines (ExportLine), in seat order.
+func (o *orderDB) Export(ctx context.Context, w io.Writer, event string) error {
+	prefix := event + "/"
+	rows, err := o.db.QueryContext(ctx, `SELECT id, token, order_id FROM seats WHERE substr(id, 1, ?1) = ?2 ORDER BY id`,
+		len(prefix), prefix)
+	if err != nil {
+		return fmt.Errorf("orders db: %w", err)
+	}
+	defer rows.Close()
+	enc := json.NewEncoder(w)
+	for rows.Next() {
+		var id, order string
+		var token int64
+		if err := rows.Scan(&id, &token, &order); err != nil {
+			return fmt.Errorf("orders db: %w", err)
+		}
+		if err := enc.Encode(ExportLine{Event: event, Seat: strings.TrimPrefix(id, prefix), Order: order, FencingToken: token}); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // Close closes the file.

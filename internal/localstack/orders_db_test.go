@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -69,5 +71,32 @@ func TestSeatOrdersFencing(t *testing.T) {
 	wg.Wait()
 	if _, tok, err := db.Seat(ctx, "ev", "B1"); err != nil || tok != 231 {
 		t.Errorf("after the race: token %d (%v), want 231", tok, err)
+	}
+}
+
+// The guard exports what it recorded as the JSON lines reconcile reads: one
+// line per seat of the event, with its order and token, no other event's.
+func TestSeatOrdersExport(t *testing.T) {
+	ctx := context.Background()
+	db, err := openOrderDB(ctx, filepath.Join(t.TempDir(), "orders.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, r := range []struct {
+		ev, seat string
+		tok      int64
+	}{{"ev", "A2", 7}, {"ev", "A1", 5}, {"ev-2", "A1", 9}, {"e", "v/A3", 1}} {
+		if err := db.Record(ctx, r.ev, r.seat, r.tok, strconv.FormatInt(r.tok, 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf strings.Builder
+	if err := db.Export(ctx, &buf, "ev"); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"event":"ev","seat":"A1","order":"5","fencingToken":5}` + "\n" + `{"event":"ev","seat":"A2","order":"7","fencingToken":7}` + "\n"
+	if buf.String() != want {
+		t.Fatalf("export:\n%s\nwant:\n%s", buf.String(), want)
 	}
 }

@@ -77,6 +77,20 @@ func (p *seatPicker) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /seats", p.seats)
 	mux.HandleFunc("POST /hold", p.hold)
 	mux.HandleFunc("POST /confirm", p.confirm)
+	mux.HandleFunc("GET /orders.jsonl", p.export)
+}
+
+// export is GET /orders.jsonl?event=E: the origin's record of the seats it
+// sold, as the JSON lines vestibule booking reconcile reads.
+func (p *seatPicker) export(w http.ResponseWriter, r *http.Request) {
+	ev := r.URL.Query().Get("event")
+	if ev == "" {
+		ev = DemoEventID
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	if err := p.db.Export(r.Context(), w, ev); err != nil {
+		p.log.LogAttrs(r.Context(), slog.LevelError, "orders export", slog.String("error", err.Error()))
+	}
 }
 
 // call sends one request to the waiting room's API and decodes the answer.

@@ -102,15 +102,17 @@ func (c *Client) httpClient() *http.Client {
 	return &http.Client{Timeout: 15 * time.Second}
 }
 
-// URL is the full URL of an API path such as /api/admin/rooms.
+// URL is the full URL of an API path such as /api/admin/rooms (with a
+// query after "?" when it has one).
 func (c *Client) URL(path string) (string, error) {
 	u, err := url.Parse(c.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", &Error{Message: fmt.Sprintf("the endpoint %q is not an http(s) URL", c.Endpoint),
 			Hint: "pass --endpoint https://… (the stack's ApiUrl output) or --stack NAME"}
 	}
+	path, query, _ := strings.Cut(path, "?")
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
-	u.RawQuery, u.Fragment = "", ""
+	u.RawQuery, u.Fragment = query, ""
 	return u.String(), nil
 }
 
