@@ -16,7 +16,7 @@ import (
 )
 
 // The booking kit's event definitions are kept in the same store as the
-// rooms' settings, so a total loss of Redis takes neither: the engine
+// rooms' settings (beside them: <room>.json and <event>.event), so a total loss of Redis takes neither: the engine
 // (booking.WithDefinitions) writes a definition after each Define and, when a
 // call finds its event missing, defines it again from here and retries once.
 // docs/BOOKING.md, "Definitions survive a total loss".
@@ -45,9 +45,12 @@ func (d Disk) PutEvent(_ context.Context, event string, b []byte) error {
 // Event reads <dir>/<event>.event.
 func (d Disk) Event(_ context.Context, event string) ([]byte, error) { return d.read(event, ".event") }
 
-func (s *S3) eventKey(event string) string { return s.Prefix + "events/" + event + ".json" }
+// eventKey is <prefix>rooms/<event>.event: under rooms/, the prefix the
+// functions' grants and the S3 endpoint's policy already cover, and without
+// the .json suffix that Rooms lists.
+func (s *S3) eventKey(event string) string { return s.Prefix + "rooms/" + event + ".event" }
 
-// PutEvent writes <prefix>events/<event>.json.
+// PutEvent writes <prefix>rooms/<event>.event.
 func (s *S3) PutEvent(ctx context.Context, event string, b []byte) error {
 	if !booking.ValidEventID(event) {
 		return booking.ErrInvalidEvent
@@ -55,7 +58,7 @@ func (s *S3) PutEvent(ctx context.Context, event string, b []byte) error {
 	return s.put(ctx, s.eventKey(event), b, "application/json")
 }
 
-// Event reads <prefix>events/<event>.json.
+// Event reads <prefix>rooms/<event>.event.
 func (s *S3) Event(ctx context.Context, event string) ([]byte, error) {
 	if !booking.ValidEventID(event) {
 		return nil, booking.ErrInvalidEvent

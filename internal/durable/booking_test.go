@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/durable"
 )
@@ -17,9 +20,10 @@ import (
 // none is ErrUnknownEvent; an unreadable record is an error naming the
 // event; a definition is not listed as a room.
 func TestEventDefinitions(t *testing.T) {
+	c := fakeS3(t, "settings")
 	for name, s := range map[string]durable.Store{
 		"disk": durable.Disk{Dir: t.TempDir()},
-		"s3":   durable.NewS3(fakeS3(t, "settings"), "settings/pre"),
+		"s3":   durable.NewS3(c, "settings/pre"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
@@ -43,6 +47,10 @@ func TestEventDefinitions(t *testing.T) {
 			if err != nil || got.Room != "hall" || !slices.Equal(got.Seats, seats) || got.Stock["ga"] != 40 || got.HoldTTL != inv.HoldTTL ||
 				got.SessionLimit != 4 || got.MaxHoldExtensions != 2 || got.MaxHold != inv.MaxHold {
 				t.Fatalf("Definition = %d seats, %+v, %v", len(got.Seats), got.Stock, err)
+			}
+			// In S3 under rooms/, the prefix the functions' grants and the endpoint's policy cover.
+			if _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("settings"), Key: aws.String("pre/rooms/concert.event")}); name == "s3" && err != nil {
+				t.Fatalf("the definition is not at pre/rooms/concert.event: %v", err)
 			}
 			if ids, err := s.Rooms(ctx); err != nil || len(ids) != 0 {
 				t.Fatalf("Rooms lists %v, %v", ids, err)
