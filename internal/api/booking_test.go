@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vestibule-dev/vestibule/gate"
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/durable"
@@ -54,12 +55,13 @@ type bookingFixture struct {
 	*fixture
 	eng *booking.Engine
 	pub *recorder
+	rdb redis.UniversalClient
 }
 
 func newBookingFixture(t *testing.T, rdb redis.UniversalClient) *bookingFixture {
 	t.Helper()
 	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
-	b := &bookingFixture{eng: booking.New(rdb, booking.WithClock(clk.Now)), pub: &recorder{}}
+	b := &bookingFixture{eng: booking.New(rdb, booking.WithClock(clk.Now)), pub: &recorder{}, rdb: rdb}
 	b.fixture = newFixtureOn(t, room.New(rdb, room.WithClock(clk.Now)), clk, func(k *token.Keys, o *api.Options) {
 		o.Booking, o.Sessions, o.Orders = b.eng, token.NewBookingSessions(k.TicketSecret, "vestibule"), b.pub
 	})
@@ -673,5 +675,52 @@ func TestBookingOrdersPages(t *testing.T) {
 		wantStatus(t, f.admin("GET", "/api/admin/events/"+id+"/orders?cursor=x", ""), 400, "invalid_request")
 		wantStatus(t, f.admin("GET", "/api/admin/events/"+redistest.Room(t)+"/orders", ""), 404, "unknown_event")
 		wantStatus(t, f.do("GET", "/api/admin/events/"+id+"/orders", "", nil), 401, "unauthorized")
+	})
+}
+
+// The gate's leave (/.vestibule/leave) ends the session through the same
+// Complete, so it releases the session's holds at once too.
+func TestBookingGateLeaveReleasesHolds(t *testing.T) {
+	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
+		k := keys(t)
+		ring, err := k.GateKeys()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.entries = token.NewEntries(k.Entry, "vestibule")
+		f.tickets = token.NewTickets(k.TicketSecret, "vestibule")
+		f.origins = token.NewOrigins(k.TicketSecret)
+		def := room.DefaultConfig()
+		def.OriginURL = site
+		f.h = api.New(api.Options{
+			Queue: f.q, Tickets: f.tickets, Entries: f.entries, Origins: f.origins,
+			AdminAuth: api.AdminKey, AdminKey: adminKey, DefaultRoom: def,
+			Clock: f.clock.Now, Jitter: func() float64 { return 1 },
+			Gate: &api.GateOptions{Keys: ring}, Booking: f.eng,
+		})
+		tok, _ := f.admit(`{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`)
+		claims, _ := f.entries.Verify(tok, f.clock.Now())
+		id := claims.Room
+		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1}`), 200, "")
+		c := setCookie(t, f.enter("site.example", tok, "/"))
+		ends, err := f.rdb.ZScore(t.Context(), room.KeysFor(id).Active, strconv.FormatInt(claims.Seq, 10)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := f.eng.HoldSession(t.Context(), id, booking.RoomSession{Room: id, Seq: claims.Seq, Ends: time.UnixMilli(int64(ends))},
+			booking.Request{Seats: []string{"A1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := event("POST", "/.vestibule/leave", "", map[string]string{"x-forwarded-host": "site.example",
+			"origin": "https://site.example", "sec-fetch-site": "same-origin"})
+		ev.Cookies = []string{gate.CookieName + "=" + c.Value}
+		if r := f.send(ev); r.StatusCode != 303 {
+			t.Fatalf("leave: %d %s", r.StatusCode, r.Body)
+		}
+		if v, err := f.eng.View(t.Context(), id); err != nil || v.Seats["A1"] != booking.SeatAvailable || v.Ended != 1 {
+			t.Fatalf("after the gate's leave: %+v, %v", v, err)
+		}
+		wantStatus(t, f.confirm(id, id, strconv.FormatInt(h.Token, 10), h.Session, "late"), 409, "stale_token")
 	})
 }
