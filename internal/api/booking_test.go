@@ -602,14 +602,20 @@ func TestBookingInventoryEventsReachTheBus(t *testing.T) {
 			t.Fatalf("sweep: %+v", sum)
 		}
 		var types []string
-		for i, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 			en, err := eventbus.ParseLine(line)
 			if err != nil || en.Source != orders.Source {
 				t.Fatalf("line %q: %v", line, err)
 			}
 			var iv booking.InventoryEvent
-			if err := json.Unmarshal(en.Detail, &iv); err != nil || iv.Type != en.DetailType || iv.Event != id || iv.Sequence != int64(i+1) {
-				t.Fatalf("entry %d: %s %s (%v)", i, en.DetailType, en.Detail, err)
+			if err := json.Unmarshal(en.Detail, &iv); err != nil || iv.Type != en.DetailType {
+				t.Fatalf("entry %s %s (%v)", en.DetailType, en.Detail, err)
+			}
+			if iv.Event != id {
+				continue // another test's event on the shared Redis
+			}
+			if iv.Sequence != int64(len(types)+1) {
+				t.Fatalf("entry %d: %s", len(types), en.Detail)
 			}
 			types = append(types, en.DetailType)
 		}
@@ -671,6 +677,21 @@ func TestBookingOrdersPages(t *testing.T) {
 		}
 		if len(seen) != 600 || cancelled != 1 || pages < 1 {
 			t.Fatalf("%d orders over %d pages, %d cancelled", len(seen), pages+1, cancelled)
+		}
+		// The orders were made on the engine, not the routes: their events stay in the outbox of the
+		// shared Redis, where another test's sweep would find them. Take them out.
+		for {
+			p, err := f.eng.Outbox(context.Background(), id, 1000, f.clock.Now().Add(time.Hour))
+			if err != nil || len(p) == 0 {
+				break
+			}
+			ids := make([]string, len(p))
+			for i, x := range p {
+				ids[i] = x.ID
+			}
+			if err := f.eng.Ack(context.Background(), id, ids...); err != nil {
+				t.Fatal(err)
+			}
 		}
 		wantStatus(t, f.admin("GET", "/api/admin/events/"+id+"/orders?cursor=x", ""), 400, "invalid_request")
 		wantStatus(t, f.admin("GET", "/api/admin/events/"+redistest.Room(t)+"/orders", ""), 404, "unknown_event")

@@ -23,8 +23,7 @@ type EventKeys struct {
 }
 
 // RoomEventsKey lists the events of a room (SET, in the room's slot): whose
-// holds a session of the room releases when it ends. An event named after its
-// room is not always in it (defined before it existed); EndSession looks there too.
+// holds a session of the room releases when it ends (Define adds the event).
 func RoomEventsKey(room string) string { return "vst:{" + room + "}:bkevents" }
 
 // KeysFor returns the keys of an event.

@@ -3,7 +3,6 @@ package booking
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +32,9 @@ const sessionsMax = 1000
 // late confirm of one is refused (ErrStaleToken). The room engine's complete,
 // a visitor's leave and the sweep (a session that timed out) call it; ending a
 // session without holds, or twice, does nothing. It returns how many holds it dropped.
+// The room's events are the set Define fills (RoomEventsKey): one read for a
+// room that sells nothing; an event defined by an older version is not in it
+// until defined again, and its holds go at the sweep (EndTimedOut).
 func (e *Engine) EndSession(ctx context.Context, roomID string, seq int64) (int64, error) {
 	if !ValidEventID(roomID) || seq < 1 {
 		return 0, nil
@@ -40,9 +42,6 @@ func (e *Engine) EndSession(ctx context.Context, roomID string, seq int64) (int6
 	evs, err := e.rdb.SMembers(ctx, RoomEventsKey(roomID)).Result()
 	if err != nil {
 		return 0, fmt.Errorf("%w: the room's events: %w", ErrUnavailable, err)
-	}
-	if !slices.Contains(evs, roomID) {
-		evs = append(evs, roomID)
 	}
 	s := RoomSession{Room: roomID, Seq: seq}.ID()
 	var n int64
