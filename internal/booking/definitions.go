@@ -35,6 +35,10 @@ func WithDefinitions(d Definitions) Option {
 // again by this process: calls for made-up event ids cost no store read each.
 const MissingFor = 10 * time.Second
 
+// maxMissing bounds the events remembered as missing: past it the stale ones
+// go, and all of them if none is stale.
+const maxMissing = 10_000
+
 // restores are the scripts whose 'noevent' restores the event: what a
 // visitor, the origin or the admin calls. The sweep's and a session end's
 // scripts never do (an event lost with Redis has no holds to end).
@@ -73,6 +77,16 @@ func (e *Engine) restore(ctx context.Context, event string) (bool, error) {
 		inv, err := r.d.Definition(ctx, event)
 		if errors.Is(err, ErrUnknownEvent) {
 			r.mu.Lock()
+			if len(r.missing) >= maxMissing { // made-up ids must not grow the map without end
+				for id, at := range r.missing {
+					if now.Sub(at) >= MissingFor || now.Sub(at) < 0 {
+						delete(r.missing, id)
+					}
+				}
+				if len(r.missing) >= maxMissing {
+					clear(r.missing)
+				}
+			}
 			r.missing[event] = now
 			r.mu.Unlock()
 			return false, nil
