@@ -112,3 +112,43 @@ func TestCrossSiteLeave(t *testing.T) {
 		t.Errorf("%v sessions after the site's own leave, want 0", n)
 	}
 }
+
+// TestSiteEndsSession: the site ends a session with a response header and
+// calls nothing. The demo site's "finish booking" answer carries
+// Vestibule-Session: end; the gate replaces the cookie with a receipt, so the
+// visitor's next request goes to /.vestibule/leave, which completes the
+// session (the slot frees) and sends the visitor to the waiting room.
+func TestSiteEndsSession(t *testing.T) {
+	s := stack(t, "")
+	gatedDemo(t, s)
+	site := s.OriginURL()
+	activeNow := func() float64 {
+		_, _, info := testkit.CallJSON(t, http.MethodGet, s.URL()+"/api/admin/rooms/"+localstack.DemoRoomID, s.AdminKey(), nil)
+		return active(info)
+	}
+
+	v := visitor(t)
+	do(t, v, chromedp.Navigate(site+"/checkout"))
+	waitNav(t, v, `location.href === `+jsString(site+"/checkout")+` && document.body.id === "site"`)
+	session := sessionCookie(t, v, site)
+	if session == nil || activeNow() != 1 {
+		t.Fatalf("after entering: cookie %+v, %v sessions", session, activeNow())
+	}
+
+	do(t, v, chromedp.Click(chromedp.ID("finish")))
+	waitNav(t, v, `document.getElementById("done") !== null`)
+	c := sessionCookie(t, v, site)
+	if c == nil || c.Value != "end."+session.Value || !c.HTTPOnly {
+		t.Fatalf("after the site's end: cookie %+v, want the receipt of %s", c, session.Value)
+	}
+
+	// The next request completes the session and ends at the waiting room.
+	do(t, v, chromedp.Navigate(site+"/checkout"))
+	waitURL(t, v, s.URL()+"/?room="+localstack.DemoRoomID+"&return=%2F")
+	if c := sessionCookie(t, v, site); c != nil {
+		t.Errorf("the receipt outlived leave: %+v", c)
+	}
+	if n := activeNow(); n != 0 {
+		t.Errorf("%v sessions after the site ended the only one, want 0", n)
+	}
+}
