@@ -355,8 +355,10 @@ func SessionFromContext(ctx context.Context) (s Session, ok bool) {
 // Cache-Control: no-store and no body. A response of next that carries
 // EndHeader loses it, and when the request passed on a session, the session
 // cookie is replaced by its receipt (EndCookie), as the CloudFront function
-// does at viewer response. It panics if cfg does not validate: a gate with a
-// bad configuration must not start.
+// does at viewer response. The writer next gets unwraps (Unwrap) to the one
+// Middleware got, so next reaches Flush, Hijack and deadlines through
+// http.ResponseController, not by asserting interfaces on it. It panics if
+// cfg does not validate: a gate with a bad configuration must not start.
 //
 // When cfg.WaitingRoomURL is plain http (allowed only for a loopback host:
 // local development) and the request's Host is a loopback host, the cookie

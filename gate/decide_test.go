@@ -245,6 +245,21 @@ func TestMiddleware(t *testing.T) {
 			t.Errorf("dev, %s: %s", tc.host, set)
 		}
 	}
+	// Streaming through the gate: the header goes out with the first flush,
+	// without the end header, and the writer beneath is reachable.
+	sh := Middleware(cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(EndHeader, "keep")
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			t.Errorf("flush through the gate: %v", err)
+		}
+		w.Write([]byte("x"))
+	}))
+	sr := httptest.NewRequest("GET", "/static/x", nil)
+	sw := httptest.NewRecorder()
+	sh.ServeHTTP(sw, sr)
+	if !sw.Flushed || sw.Header().Get(EndHeader) != "" || sw.Body.String() != "x" {
+		t.Errorf("streamed: flushed %v, header %v, body %q", sw.Flushed, sw.Header(), sw.Body.String())
+	}
 	// A receipt without a session goes to leave.
 	w = do("GET", "/book", CookieName+"=end."+cookie)
 	if w.Code != http.StatusFound || w.Header().Get("Location") != LeavePath || seen != nil {
