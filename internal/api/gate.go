@@ -238,8 +238,9 @@ func (h *Handler) gateEnter(ctx context.Context, r *request) (events.APIGatewayV
 // page and changes nothing, cookie or not (SameSite=Lax keeps the cookie off
 // such posts in today's browsers; this does not rely on it). Without a valid
 // cookie, or when the session already ended, it only clears the cookie, and
-// only when one came: a post without it has nothing to clear. Leaving is
-// never a GET, so no link or image can make a visitor leave.
+// only when one came: a post without it has nothing to clear. Leaving by
+// choice is never a GET, so no link or image can make a visitor leave (GET
+// ends only a session the site already ended: gateLeavePage).
 func (h *Handler) gateLeave(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
 	none := events.APIGatewayV2HTTPResponse{}
 	if h.o.Gate == nil {
