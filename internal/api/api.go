@@ -190,6 +190,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	if path == "" {
 		path = ev.RequestContext.HTTP.Path
 	}
+	// The gate's routes (gate.go) answer a person: every error is a page.
+	errorResponse := pageFor(path)
 	routeName, roomID, eventID := "unknown", "", ""
 	sampled := false // the route's successful requests are logged as a sample
 	var cause error
