@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -396,6 +398,10 @@ type roomInfo struct {
 	Room   string      `json:"room"`
 	Config room.Config `json:"config"`
 	Stats  room.Stats  `json:"stats"`
+	// Error, in the list of rooms only, says why this room could not be read
+	// (its code and message, as the room's own routes answer): its config and
+	// stats are then empty. One room that cannot be read hides no other.
+	Error *roomError `json:"error,omitempty"`
 	// OriginCredential is what the room's origin presents to consume and
 	// complete; only the admin routes show it.
 	OriginCredential string `json:"originCredential,omitempty"`
@@ -412,7 +418,9 @@ func (h *Handler) putRoom(ctx context.Context, r *request) (events.APIGatewayV2H
 	// Fields the body leaves out keep the room's current value, or for a new
 	// room the deployment's default: an admin can change one setting live.
 	base, err := h.o.Queue.GetConfig(ctx, r.room)
-	if errors.Is(err, room.ErrUnknownRoom) {
+	if errors.Is(err, room.ErrUnknownRoom) || errors.Is(err, room.ErrNotRestorable) {
+		// A room whose stored settings cannot be read is PUT afresh over the
+		// defaults: this is how an operator brings it back.
 		base, err = h.o.DefaultRoom, nil
 	}
 	if err != nil {
@@ -459,17 +467,37 @@ func (h *Handler) listRooms(ctx context.Context, r *request) (events.APIGatewayV
 	out := struct {
 		Rooms []roomInfo `json:"rooms"`
 	}{Rooms: []roomInfo{}}
+	var failed error
 	for _, id := range ids {
 		info, err := h.info(ctx, id)
 		if errors.Is(err, room.ErrUnknownRoom) {
 			continue // removed between the two reads
 		}
 		if err != nil {
-			return events.APIGatewayV2HTTPResponse{}, err
+			// Listed with its error: one room that cannot be read (its durable
+			// record unreadable, its shard down) hides no other.
+			e := toAPIError(err)
+			if e.cause != nil {
+				h.o.Logger.LogAttrs(ctx, slog.LevelError, "list rooms", slog.String("room", id), slog.String("error", e.cause.Error()))
+			}
+			info = roomInfo{Room: id, Error: &roomError{Code: e.code, Message: e.message}}
+			if failed == nil {
+				failed = err
+			}
 		}
 		out.Rooms = append(out.Rooms, info)
 	}
+	if failed != nil && !slices.ContainsFunc(out.Rooms, func(i roomInfo) bool { return i.Error == nil || i.Error.Code != "unavailable" }) {
+		// Not one room could be read, each for Redis: an outage, answered as one.
+		return events.APIGatewayV2HTTPResponse{}, failed
+	}
 	return jsonResponse(http.StatusOK, out), nil
+}
+
+// roomError is why one room of the list could not be read.
+type roomError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // drainRoom empties a closed room's queue (room.Queue.Drain): the waiting

@@ -20,6 +20,7 @@ type Engine interface {
 	room.Queue
 	TickGuarded(ctx context.Context, room string, guard time.Duration) (room.TickResult, error)
 	Head(ctx context.Context, room string, floor float64) (float64, error)
+	FloorNow(ctx context.Context, room string) (float64, error)
 }
 
 var _ Engine = (*room.Engine)(nil)
@@ -115,8 +116,14 @@ func retry[T any](q *Queue, ctx context.Context, id string, f func() (T, error))
 // (the recorded head: no ticket at or below it comes back, so no consumed
 // grant is granted again), then the settings (room.Engine.PutConfig, which
 // starts the recovery window). It returns room.ErrUnknownRoom when the store
-// has no such room, and an error wrapping room.ErrUnavailable when the store
-// cannot be read: a room is never restored without its floor.
+// has no such room, an error wrapping room.ErrUnavailable when the store
+// cannot be read, and one wrapping room.ErrNotRestorable when the stored
+// settings are not valid settings (the room stays missing until an admin PUT).
+// A room is never restored without a floor: when its head record is missing
+// or not a score (ErrBadHead), the floor is the instant of the restore
+// (room.Engine.FloorNow: no ticket from before it is admitted again) and the
+// room comes back closed, stored so, until an operator opens it
+// (docs/OPERATING.md, "A room restored closed").
 // Concurrent restores of one room in a process share one.
 func (q *Queue) Restore(ctx context.Context, id string) error {
 	if q.o.Store == nil || !room.ValidRoomID(id) {
@@ -149,22 +156,51 @@ func (q *Queue) restore(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("%w: restore %s: %w", room.ErrUnavailable, id, err)
 	}
-	var cfg room.Config
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return fmt.Errorf("%w: restore %s: stored settings: %w", room.ErrUnavailable, id, err)
+	cfg := room.DefaultConfig()
+	if err = json.Unmarshal(b, &cfg); err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		q.o.Logger.LogAttrs(ctx, slog.LevelError, "room not restored: stored settings unreadable",
+			slog.String("room", id), slog.String("error", err.Error()))
+		return fmt.Errorf("%w: restore %s: stored settings: %v", room.ErrNotRestorable, id, err)
 	}
 	head, err := q.o.Store.Head(ctx, id)
+	var noHead error
 	switch {
-	case errors.Is(err, ErrNotFound):
-		head = -1
-	case err != nil:
+	case err == nil:
+		_, err = q.eng.Head(ctx, id, head)
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrBadHead):
+		noHead = err
+		head, err = q.eng.FloorNow(ctx, id)
+	default:
 		return fmt.Errorf("%w: restore %s: %w", room.ErrUnavailable, id, err)
 	}
-	if _, err := q.eng.Head(ctx, id, head); err != nil {
+	if err != nil {
 		return err
 	}
-	if _, err := q.eng.PutConfig(ctx, id, cfg); err != nil {
+	if noHead != nil {
+		cfg.Mode = room.ModeClosed
+	}
+	stored, err := q.eng.PutConfig(ctx, id, cfg)
+	if err != nil {
 		return err
+	}
+	// The next tick records the head afresh (over a record that is not one).
+	q.mu.Lock()
+	delete(q.recorded, id)
+	q.mu.Unlock()
+	if noHead != nil {
+		// Closed in the store too, so a second loss does not open it.
+		if b, err = json.Marshal(stored); err == nil {
+			err = q.o.Store.PutSettings(ctx, id, b)
+		}
+		if err != nil {
+			q.o.Logger.LogAttrs(ctx, slog.LevelError, "store the restored room closed", slog.String("room", id), slog.String("error", err.Error()))
+		}
+		q.o.Logger.LogAttrs(ctx, slog.LevelError, "room restored closed: no head record to take for its floor; an operator opens it",
+			slog.String("room", id), slog.Float64("floor", head), slog.String("head", noHead.Error()))
+		return nil
 	}
 	q.o.Logger.LogAttrs(ctx, slog.LevelWarn, "room restored from the durable store",
 		slog.String("room", id), slog.Float64("floor", head))
@@ -263,9 +299,10 @@ func (q *Queue) recordHead(ctx context.Context, id string) {
 	}
 	h, err := q.eng.Head(ctx, id, -1)
 	if err == nil && !ok {
-		// The first record of this process: never lower what the store holds.
+		// The first record of this process: never lower what the store holds
+		// (a record that is not a score is overwritten: Redis has the room).
 		last.head, err = q.o.Store.Head(ctx, id)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrBadHead) {
 			last.head, err = -1, nil
 		}
 	}
@@ -301,6 +338,9 @@ func (q *Queue) PutConfig(ctx context.Context, id string, cfg room.Config) (room
 	if err == nil {
 		err = q.o.Store.PutSettings(ctx, id, b)
 	}
+	if err == nil {
+		err = q.firstHead(ctx, id)
+	}
 	if err != nil {
 		q.o.Logger.LogAttrs(ctx, slog.LevelError, "store room settings", slog.String("room", id), slog.String("error", err.Error()))
 		return room.Config{}, fmt.Errorf("%w: %w: %w", room.ErrUnavailable, ErrNotDurable, err)
@@ -312,6 +352,21 @@ func (q *Queue) PutConfig(ctx context.Context, id string, cfg room.Config) (room
 	}
 	q.mu.Unlock()
 	return stored, nil
+}
+
+// firstHead records a head for a room the store has none of (a new room, or
+// a record that is not a score): a restore finds one, so a room that never
+// admitted anyone does not come back closed (Restore).
+func (q *Queue) firstHead(ctx context.Context, id string) error {
+	_, err := q.o.Store.Head(ctx, id)
+	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrBadHead) {
+		return err
+	}
+	h, err := q.eng.Head(ctx, id, -1)
+	if err != nil {
+		return err
+	}
+	return q.o.Store.PutHead(ctx, id, max(h, 0))
 }
 
 // GetConfig is the engine's, restoring a lost room.

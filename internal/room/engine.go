@@ -739,6 +739,18 @@ func (e *Engine) Head(ctx context.Context, room string, floor float64) (float64,
 	if floor >= 0 {
 		arg = strconv.FormatFloat(floor, 'g', -1, 64)
 	}
+	return e.head(ctx, room, arg)
+}
+
+// FloorNow raises the room's floor to the sequence a join would get now
+// (Redis server time in µs, as sequences are made): no ticket issued before
+// it is ever restored or admitted. A restore whose recorded head is missing or
+// unreadable sets it (package durable). It returns what Head returns.
+func (e *Engine) FloorNow(ctx context.Context, room string) (float64, error) {
+	return e.head(ctx, room, "now")
+}
+
+func (e *Engine) head(ctx context.Context, room, arg string) (float64, error) {
 	reply, err := e.run(ctx, headCmd, room, arg)
 	if err != nil {
 		return 0, err

@@ -200,6 +200,10 @@ var (
 	ErrChallengeSpent    = errors.New("room: join challenge already used")
 	ErrRateLimited       = errors.New("room: too many requests")  // a *RetryError carries the wait; maps to 429
 	ErrNotClosed         = errors.New("room: room is not closed") // drain: only a closed room's queue is emptied
+	// ErrNotRestorable: the room is missing in Redis and its durable record
+	// cannot be read (package durable); an operator must PUT it again. Not a
+	// Redis outage: it maps to its own 503.
+	ErrNotRestorable = errors.New("room: stored settings unreadable; PUT the room again")
 )
 
 // Clock gives the current time; tests replace it.
