@@ -47,6 +47,11 @@ type Config struct {
 	Page *Page `json:"page,omitempty"`
 	// ClientEnqueuePerMinute limits enqueues per client address (0: no limit).
 	ClientEnqueuePerMinute int64 `json:"clientEnqueuePerMinute"`
+	// ClientIPv4Prefix and ClientIPv6Prefix are the networks the per-client
+	// limit counts as one client (ClientNetwork): an IPv4 /32 and an IPv6 /64
+	// by default. 0 (a room stored before they existed) is the default.
+	ClientIPv4Prefix int64 `json:"clientIPv4Prefix"`
+	ClientIPv6Prefix int64 `json:"clientIPv6Prefix"`
 	// JoinChallengeBits is the proof of work a fresh join must show (0: none).
 	JoinChallengeBits int64 `json:"joinChallengeBits"`
 	// JoinShards is how many arrival shards the joins of an open room spread
