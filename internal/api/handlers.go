@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -534,6 +535,14 @@ func (h *Handler) roomHistory(ctx context.Context, r *request) (events.APIGatewa
 // that decodes itself strictly (room.Page) reports its own *room.FieldError,
 // which stays an invalid_config naming the field.
 func decodeJSON(body []byte, v any) error {
+	if k, ok := duplicateKey(body); ok {
+		// encoding/json would take the last of them: what the caller meant
+		// is not known, so nothing is taken.
+		if len(k) > 64 {
+			k = k[:64]
+		}
+		return &apiError{status: http.StatusBadRequest, code: "bad_json", message: fmt.Sprintf("request body is not the expected JSON: duplicate key %q", k)}
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -547,6 +556,59 @@ func decodeJSON(body []byte, v any) error {
 		return errBadJSON
 	}
 	return nil
+}
+
+// duplicateKey returns the first key that an object in body gives twice, as
+// decoded (so "a" and "\u0061" are the same key). A body that is not JSON has
+// none: the decoder reports that.
+func duplicateKey(body []byte) (string, bool) {
+	type object struct {
+		keys    map[string]bool
+		wantKey bool
+	}
+	var open []*object // nil for an array
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	// value marks the end of a value in the innermost container.
+	value := func() {
+		if n := len(open); n > 0 && open[n-1] != nil {
+			open[n-1].wantKey = true
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		top := (*object)(nil)
+		if n := len(open); n > 0 {
+			top = open[n-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				open = append(open, &object{keys: map[string]bool{}, wantKey: true})
+			case '[':
+				open = append(open, nil)
+			default:
+				open = open[:len(open)-1]
+				value()
+			}
+		case string:
+			if top != nil && top.wantKey {
+				if top.keys[t] {
+					return t, true
+				}
+				top.keys[t] = true
+				top.wantKey = false
+				continue
+			}
+			value()
+		default:
+			value()
+		}
+	}
 }
 
 // jsonProblem describes a decoding error without echoing the input.

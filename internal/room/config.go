@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/text"
 )
 
 var roomID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -142,6 +144,9 @@ var settings = []Setting{
 			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 				return "must be an absolute http(s) URL"
 			}
+			if reason := checkURL(s, u); reason != "" {
+				return reason
+			}
 			if u.Scheme == "http" && !Loopback(u.Hostname()) {
 				// An entry token in a URL over plain HTTP can be read on the way.
 				return "must be https:// (plain http:// only for a loopback host, in development)"
@@ -222,6 +227,24 @@ func ClientNetwork(addr string, c Config) string {
 		return addr
 	}
 	return p.String()
+}
+
+// checkURL is what every URL setting refuses beyond its own rules (originUrl,
+// page.logoUrl): a control character (package text), credentials, and a
+// port no URL can have (0, or above 65535).
+func checkURL(s string, u *url.URL) string {
+	if !text.Clean(s, false) {
+		return "contains a control character"
+	}
+	if u.User != nil {
+		return "must not carry credentials"
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "has a port outside 1..65535"
+		}
+	}
+	return ""
 }
 
 // Loopback reports whether host (a URL's Hostname) is this machine: localhost
