@@ -386,3 +386,72 @@ func TestUnreadableSettings(t *testing.T) {
 		})
 	}
 }
+
+// The window a total loss can grant again is the head-record interval (the
+// deployment's HEAD_RECORD_SECONDS): with 1 s, a tick that admitted records
+// the head at once, and a loss right after it grants none of its admissions
+// again; and a quiet room admitted by its visitors' requests alone records it
+// too, rather than wait for the admit function.
+func TestHeadRecordInterval(t *testing.T) {
+	for _, byRequests := range []bool{false, true} {
+		name := map[bool]string{false: "admit loop", true: "requests"}[byRequests]
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, durable.Disk{Dir: t.TempDir()})
+			f.q = durable.New(f.eng, durable.Options{Store: f.store, Clock: f.clk.Now, HeadEvery: time.Second})
+			if _, err := f.q.PutConfig(f.ctx, f.room, testConfig()); err != nil {
+				t.Fatal(err)
+			}
+			var ts []room.Ticket
+			for range 5 {
+				p, err := f.eng.Join(f.ctx, f.room, "v", room.JoinProof{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ts = append(ts, p.Ticket)
+			}
+			admitted := 0
+			for range 4 { // maxActive 3: admit, serve, admit again
+				f.clk.Advance(time.Second)
+				if byRequests {
+					for _, tk := range ts {
+						if p, err := f.q.Poll(f.ctx, tk); err == nil && p.State == room.StateAdmitted && !p.Active {
+							admitted++
+						}
+					}
+				} else {
+					r, err := f.q.Tick(f.ctx, f.room)
+					if err != nil {
+						t.Fatal(err)
+					}
+					admitted += int(r.Admitted)
+				}
+				for _, tk := range ts {
+					if _, err := f.q.Consume(f.ctx, f.room, tk.Seq, origin); err == nil {
+						f.q.Complete(f.ctx, f.room, tk.Seq, origin)
+					}
+				}
+			}
+			if admitted < 5 {
+				t.Fatalf("admitted %d of 5", admitted)
+			}
+			if err := redistest.FlushAll(f.ctx, f.rdb); err != nil {
+				t.Fatal(err)
+			}
+			f.clk.Advance(time.Second)
+			for range 3 {
+				for _, tk := range ts {
+					f.q.Poll(f.ctx, tk)
+				}
+				f.clk.Advance(time.Second)
+				if _, err := f.q.Tick(f.ctx, f.room); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, tk := range ts {
+				if _, err := f.q.Consume(f.ctx, f.room, tk.Seq, origin); err == nil {
+					t.Errorf("visitor %d, served before the loss, admitted and consumed again", i)
+				}
+			}
+		})
+	}
+}
