@@ -112,7 +112,7 @@ func TestChaosTotalLossWithACorruptRecord(t *testing.T) {
 								return
 							case err == nil && p.State == room.StateExpired:
 								return
-							case err != nil && !errors.Is(err, room.ErrRateLimited) && !errors.Is(err, room.ErrNotRestorable):
+							case err != nil && ctx.Err() == nil && !errors.Is(err, room.ErrRateLimited) && !errors.Is(err, room.ErrNotRestorable):
 								t.Errorf("poll of %s: %v", id, err)
 								return
 							}

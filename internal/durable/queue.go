@@ -73,7 +73,15 @@ type Queue struct {
 	listed   []string             // the store's rooms, as last listed
 	listedAt time.Time
 	missing  map[string]time.Time // rooms the store did not have, when it said so
-	restores singleflight.Group   // one restore of a room at a time in this process
+	// rooms whose stored settings could not be read, when, and why: not read
+	// again for MissingFor, so a crowd polling such a room costs no S3 GET each
+	unreadable map[string]failed
+	restores   singleflight.Group // one restore of a room at a time in this process
+}
+
+type failed struct {
+	at  time.Time
+	err error
 }
 
 type record struct {
@@ -94,7 +102,8 @@ func New(eng Engine, o Options) *Queue {
 	if o.HeadEvery <= 0 {
 		o.HeadEvery = DefaultHeadEvery
 	}
-	return &Queue{eng: eng, o: o, nudged: map[string]time.Time{}, recorded: map[string]record{}, missing: map[string]time.Time{}}
+	return &Queue{eng: eng, o: o, nudged: map[string]time.Time{}, recorded: map[string]record{}, missing: map[string]time.Time{},
+		unreadable: map[string]failed{}}
 }
 
 // retry runs f, and once more after restoring the room when f found it
@@ -134,17 +143,29 @@ func (q *Queue) Restore(ctx context.Context, id string) error {
 	now := q.o.Clock()
 	q.mu.Lock()
 	at, ok := q.missing[id]
+	bad, unreadable := q.unreadable[id]
 	q.mu.Unlock()
 	if ok && now.Sub(at) < MissingFor && !now.Before(at) {
 		return room.ErrUnknownRoom
 	}
+	if unreadable && now.Sub(bad.at) < MissingFor && !now.Before(bad.at) {
+		return bad.err
+	}
 	_, err, _ := q.restores.Do(id, func() (any, error) { return nil, q.restore(ctx, id) })
-	if errors.Is(err, room.ErrUnknownRoom) {
+	switch {
+	case errors.Is(err, room.ErrUnknownRoom):
 		q.mu.Lock()
 		if len(q.missing) >= 1024 {
 			clear(q.missing)
 		}
 		q.missing[id] = now
+		q.mu.Unlock()
+	case errors.Is(err, room.ErrNotRestorable):
+		q.mu.Lock()
+		if len(q.unreadable) >= 1024 {
+			clear(q.unreadable)
+		}
+		q.unreadable[id] = failed{now, err}
 		q.mu.Unlock()
 	}
 	return err
@@ -354,6 +375,7 @@ func (q *Queue) PutConfig(ctx context.Context, id string, cfg room.Config) (room
 	}
 	q.mu.Lock()
 	delete(q.missing, id)
+	delete(q.unreadable, id)
 	if !q.listedAt.IsZero() && !slices.Contains(q.listed, id) {
 		q.listed = append(slices.Clip(q.listed), id)
 	}

@@ -383,6 +383,24 @@ func TestUnreadableSettings(t *testing.T) {
 			if ids, err := f.q.Rooms(f.ctx); err != nil || !slices.Contains(ids, f.room) {
 				t.Errorf("Rooms: %v %v, want the room listed", ids, err)
 			}
+			// A crowd polling it costs no store read each (MissingFor), and
+			// a PUT brings it back at once.
+			cs := &countingStore{Store: f.store}
+			q := durable.New(f.eng, durable.Options{Store: cs, Clock: f.clk.Now})
+			for range 20 {
+				if _, err := q.GetConfig(f.ctx, f.room); !errors.Is(err, room.ErrNotRestorable) {
+					t.Fatalf("GetConfig: %v", err)
+				}
+			}
+			if cs.reads != 1 {
+				t.Errorf("20 calls read the unreadable settings %d times, want 1", cs.reads)
+			}
+			if _, err := q.PutConfig(f.ctx, f.room, testConfig()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.GetConfig(f.ctx, f.room); err != nil {
+				t.Errorf("GetConfig after a PUT: %v", err)
+			}
 		})
 	}
 }
