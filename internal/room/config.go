@@ -102,7 +102,7 @@ var settings = []Setting{
 	// NAT, offices, venues), and a per-address limit would turn them away while
 	// visitors on their own addresses go ahead. Rooms defend against mass joins
 	// with the join challenge, or AWS WAF, instead (docs/SECURITY.md).
-	number("clientEnqueuePerMinute", "fresh joins per client address a minute (0: no limit)",
+	number("clientEnqueuePerMinute", "fresh joins per client a minute, a client being its network (clientIPv4Prefix, clientIPv6Prefix); 0: no limit",
 		func(c *Config) *int64 { return &c.ClientEnqueuePerMinute }, 0, 0, 100_000),
 	// A subscriber of IPv6 is given a /64 (or more) and may use any of its
 	// addresses: counted by address, one device would have 2^64 limits.

@@ -45,7 +45,8 @@ type Config struct {
 	// Page is how the waiting page presents the room (page.go); nil: the
 	// page's own texts and colours.
 	Page *Page `json:"page,omitempty"`
-	// ClientEnqueuePerMinute limits enqueues per client address (0: no limit).
+	// ClientEnqueuePerMinute limits fresh joins per client, its network under the
+	// two prefixes below (0: no limit).
 	ClientEnqueuePerMinute int64 `json:"clientEnqueuePerMinute"`
 	// ClientIPv4Prefix and ClientIPv6Prefix are the networks the per-client
 	// limit counts as one client (ClientNetwork): an IPv4 /32 and an IPv6 /64
