@@ -76,8 +76,12 @@ func (c *command) list(ctx context.Context, pos []string) error {
 	// Numbers align right; the room and mode columns are padded to one
 	// width so that they read left-aligned.
 	wr, wm := len("ROOM"), len("MODE")
-	for _, r := range rooms {
-		wr, wm = max(wr, len(r.Room)), max(wm, len(r.Config.Mode))
+	for i, r := range rooms {
+		if r.Error != nil {
+			// The room could not be read: its error where the mode goes.
+			rooms[i].Config.Mode = room.Mode("error: " + r.Error.Code)
+		}
+		wr, wm = max(wr, len(r.Room)), max(wm, len(rooms[i].Config.Mode))
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%-*s\t%-*s\tWAITING\tADMITTED\tACTIVE\tMAX ACTIVE\tADMITTED/MIN\tRATE/MIN\t\n", wr, "ROOM", wm, "MODE")

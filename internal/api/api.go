@@ -195,6 +195,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	routeName, roomID, eventID := "unknown", "", ""
 	sampled := false // the route's successful requests are logged as a sample
 	var cause error
+	code := "" // the error's code, of an error answer
 	defer func() {
 		if p := recover(); p != nil {
 			cause = fmt.Errorf("panic: %v", p)
@@ -226,7 +227,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 				// operator needs to see, and only ever in the log.
 				attrs = append(attrs, slog.String("error", cause.Error()))
 			}
-			if resp.StatusCode == http.StatusServiceUnavailable {
+			if resp.StatusCode == http.StatusServiceUnavailable && code != "room_unrestorable" {
 				attrs = append(attrs, metrics.RedisErrorAttrs(start)...)
 			}
 		}
@@ -274,7 +275,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	resp, err := rt.fn(h, ctx, r)
 	if err != nil {
 		e := toAPIError(err)
-		cause = e.cause
+		cause, code = e.cause, e.code
 		return errorResponse(e), nil
 	}
 	return resp, nil

@@ -37,6 +37,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/durable"
+	"github.com/vestibule-dev/vestibule/internal/operator"
 	"github.com/vestibule-dev/vestibule/internal/orders"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -227,9 +228,14 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	app.HandleFunc("GET /r/{room}", page)
 	app.HandleFunc("GET /rooms/{room}", page)
 	// The operator's console (docs/OPERATING.md); it asks for the admin key.
-	app.HandleFunc("GET /console", func(w http.ResponseWriter, r *http.Request) {
+	// Under the policy `vestibule console` serves it with: no other page may
+	// frame it (a click-jacked pause or drain).
+	console := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", operator.ConsoleCSP)
 		http.ServeFile(w, r, filepath.Join(o.StaticDir, "console.html"))
-	})
+	}
+	app.HandleFunc("GET /console", console)
+	app.HandleFunc("GET /console.html", console)
 	s.serve(appLn, noReferrer(app))
 	originOf := func(ctx context.Context, id string) (string, error) {
 		cfg, err := engine.GetConfig(ctx, id)

@@ -53,6 +53,16 @@ type RoomInfo struct {
 	Config           room.Config `json:"config"`
 	Stats            room.Stats  `json:"stats"`
 	OriginCredential string      `json:"originCredential,omitempty"`
+	// Error, in a list of rooms, says why this room could not be read (its
+	// config and stats are then empty): one bad room hides no other.
+	Error *RoomError `json:"error,omitempty"`
+}
+
+// RoomError is why one room of a list could not be read: the API's error
+// code (room_unrestorable: its durable record is unreadable) and message.
+type RoomError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // Error is an admin call that failed, with what to do about it.

@@ -241,8 +241,9 @@ function show(card, info, t) {
   set('active', `${n(s.active)} / ${n(c.maxActive)}`);
   set('admittedLastMinute', `${n(s.admittedLastMinute)} / ${n(c.admitPerMinute)}`);
   const mode = card.el.querySelector('[data-field="mode"]');
-  mode.textContent = c.mode;
-  mode.dataset.mode = c.mode;
+  // A room that could not be read (its stored record unreadable) says why.
+  mode.textContent = info.error ? `error: ${info.error.message}` : c.mode;
+  mode.dataset.mode = info.error ? 'error' : c.mode;
   card.el.dataset.mode = c.mode;
   const form = card.el.querySelector('.settings');
   if (!card.dirty && !form.contains(document.activeElement)) {
