@@ -790,6 +790,18 @@ func newAlarms(st awscdk.Stack, v *Vestibule, set Settings) {
 		DisplayName: jsii.String("Vestibule alarms"),
 		EnforceSSL:  jsii.Bool(true),
 	})
+	// With enforceSSL the topic gets a policy of its own (a Deny of plain HTTP), and a topic
+	// policy replaces SNS's default one, which is what let the account's services publish: without
+	// this Allow, CloudWatch's notifications would be refused and no alarm would ever arrive.
+	// aws:SourceAccount keeps it to the alarms of this account (the confused-deputy guard).
+	topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CloudWatchAlarmsPublish"),
+		Effect:     awsiam.Effect_ALLOW,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("sns:Publish"),
+		Resources:  &[]*string{topic.TopicArn()},
+		Conditions: &map[string]any{"StringEquals": map[string]any{"aws:SourceAccount": st.Account()}},
+	}))
 	if set.AlarmEmail != "" {
 		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(set.AlarmEmail), nil))
 	}
