@@ -68,6 +68,10 @@ type Settings struct {
 	APIBurstLimit float64
 	// AlarmEmail, when set, is subscribed to the alarm topic.
 	AlarmEmail string
+	// AdmitReservedConcurrency, when above 0, reserves that much of the account's Lambda
+	// concurrency for admit. 0 (the default) reserves none: the account must keep 10 unreserved,
+	// so on a new account with a total of 10 a reservation makes the deploy roll back.
+	AdmitReservedConcurrency int
 
 	// Stage names a copy of the stack: "" is the stack "Vestibule", "staging" the stack
 	// "Vestibule-staging". Every name that must be unique in the account carries the stack
@@ -173,6 +177,7 @@ const (
 	CtxPriceClass    = "priceClass"
 	CtxOriginVersion = "originSecretVersion"
 	CtxCacheECPU     = "cacheEcpuAlarm"
+	CtxAdmitReserved = "admitReservedConcurrency"
 	// The gate's keys (CtxProtectOrigin, CtxProtectRoom, CtxProtectOpenPaths) are in gate.go.
 )
 
@@ -260,6 +265,14 @@ func FromContext(node constructs.Node) (Settings, error) {
 		errs = append(errs, fmt.Errorf("%w: originSecretVersion=%q is not a Secrets Manager version id", ErrBadSetting, s.OriginSecretVersion))
 	}
 	integer(CtxCacheECPU, &s.CacheECPUAlarm)
+	if v, ok := get(CtxAdmitReserved); ok {
+		n, err := strconv.Atoi(fmt.Sprint(v))
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("%w: %s=%v is not a whole number from 0 up", ErrBadSetting, CtxAdmitReserved, v))
+		} else {
+			s.AdmitReservedConcurrency = n
+		}
+	}
 
 	if v, ok := get(CtxRoomDefaults); ok {
 		// A string is JSON from the command line; anything else came from cdk.json already decoded.

@@ -58,8 +58,12 @@ type Function struct {
 // Functions are the binaries `make build` leaves in dist/<name>/bootstrap. The HTTP handlers get 10 s:
 // they answer in milliseconds, and bound their own Redis calls so an outage is a quick 503, not a
 // timeout. admit ticks every second until 3 s before its deadline; with a 60 s timeout it ends
-// before the next minute's invocation, which its reserved concurrency of 1 would otherwise throttle
-// (a few seconds without ticks cost nothing: the room's token bucket refills by elapsed time).
+// before the next minute's invocation, so two runs overlap only when EventBridge delivers an event
+// twice or late. No function reserves concurrency by default (Settings.AdmitReservedConcurrency):
+// a reservation must leave the account's unreserved pool at 10 or more, which a new account with
+// a total of 10 cannot, and the first deploy would roll back. admit needs none: every tick is one
+// atomic script whose token bucket refills by elapsed time, so overlapping or duplicate ticks
+// admit nothing extra (docs/ARCHITECTURE.md, "Admission timing and polling").
 var Functions = []Function{
 	{Name: routes.Enqueue, Timeout: 10, Memory: 256},
 	{Name: routes.Poll, Timeout: 10, Memory: 256},
@@ -67,7 +71,7 @@ var Functions = []Function{
 	{Name: routes.Consume, Timeout: 10, Memory: 256},
 	{Name: routes.Admin, Timeout: 10, Memory: 256},
 	{Name: routes.Booking, Timeout: 10, Memory: 256},
-	{Name: Admit, Timeout: 60, Memory: 256, Reserved: 1},
+	{Name: Admit, Timeout: 60, Memory: 256},
 }
 
 // Admit is the admission function: EventBridge invokes it, no route does.
@@ -321,6 +325,9 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 		if f.Reserved > 0 {
 			reserved = jsii.Number(f.Reserved)
 		}
+		if name == Admit && set.AdmitReservedConcurrency > 0 {
+			reserved = jsii.Number(float64(set.AdmitReservedConcurrency))
+		}
 		if name == Admit {
 			// An invocation that waited (throttled behind the previous minute) for a minute is
 			// superseded by the next one; a failed minute is not retried, the next one is the retry.
@@ -359,7 +366,8 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	keys.lockDown(readers)
 
 	// Admission: EventBridge fires once a minute; the function ticks every second inside it.
-	// One at a time is enough (the token bucket makes an overlap harmless, not useful).
+	// One at a time is enough, and two at once harmless (the token bucket makes an overlap admit
+	// nothing extra), so no concurrency is reserved unless asked.
 	admit := v.Functions[Admit]
 	awsevents.NewRule(st, jsii.String("AdmitSchedule"), &awsevents.RuleProps{
 		Description: jsii.String("Vestibule: run the admission ticks every minute"),
@@ -832,10 +840,11 @@ func newAlarms(st awscdk.Stack, v *Vestibule, set Settings) {
 			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
 			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 		})
-		// admit, with its concurrency of 1, may see a throttle when EventBridge fires early while
-		// the previous minute is finishing; only a throttle minute after minute is a problem.
+		// admit, with a reserved concurrency of 1 (admitReservedConcurrency), may see a throttle
+		// when EventBridge fires early while the previous minute is finishing; a throttled minute is
+		// made up by the next one, so for admit only a throttle minute after minute is a problem.
 		periods := 1.0
-		if f.Reserved > 0 {
+		if f.Reserved > 0 || f.Name == Admit {
 			periods = 3
 		}
 		alarm(title(f.Name)+"Throttles", thr, awscloudwatch.AlarmProps{
