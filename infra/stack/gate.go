@@ -143,8 +143,12 @@ func newGate(st awscdk.Stack, v *Vestibule, set Settings, entrySecret, originSec
 	src = strings.Replace(src, waitingRoomPlaceholder, waitingRoom, 1)
 	g := &Gate{}
 
+	// A KeyValueStore's name is unique in the account across regions (it is CloudFront's), and the
+	// CDK's default is made of the construct path alone: the stack name and the region keep a
+	// second region's gate, or a second stage's, from colliding.
 	g.Store = awscloudfront.NewKeyValueStore(st, jsii.String("GateKeyValueStore"), &awscloudfront.KeyValueStoreProps{
-		Comment: jsii.String("Vestibule gate: the session cookies' keys (key:<kid>, current)"),
+		KeyValueStoreName: AccountWideName(st, "gate-keys"),
+		Comment:           jsii.String("Vestibule gate: the session cookies' keys (key:<kid>, current)"),
 	})
 
 	// The key sync: outside the VPC (the KeyValueStore API has no VPC endpoint), reading only the
