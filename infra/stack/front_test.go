@@ -477,7 +477,7 @@ func TestCfnLint(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var files []string
-	for name, f := range map[string]func() fixture{"default": defaultStack, "nodes": nodesStack, "waf": wafStack, "staging": stagingStack, "gate": gateStack} {
+	for name, f := range map[string]func() fixture{"default": defaultStack, "nodes": nodesStack, "waf": wafStack, "staging": stagingStack, "gate": gateStack, "domains": domainsStack} {
 		b, err := json.MarshalIndent(f().raw, "", " ")
 		must(t, err)
 		p := filepath.Join(dir, name+".template.json")

@@ -139,7 +139,7 @@ func newGate(st awscdk.Stack, v *Vestibule, set Settings, entrySecret, originSec
 		awscdk.Annotations_Of(st).AddError(jsii.String("the gate's function does not hold the waiting room URL once"))
 		return nil
 	}
-	waitingRoom := "https://" + *v.Distribution.DistributionDomainName() + "/"
+	waitingRoom := v.WaitingRoomURL
 	src = strings.Replace(src, waitingRoomPlaceholder, waitingRoom, 1)
 	g := &Gate{}
 
@@ -201,7 +201,7 @@ func newGate(st awscdk.Stack, v *Vestibule, set Settings, entrySecret, originSec
 	// The booking site as it is: nothing cached, every viewer header but Host forwarded (the origin
 	// keeps its own name and certificate); a team that caches pages can change the cache policy,
 	// since a viewer-request function runs before the cache.
-	g.Distribution = awscloudfront.NewDistribution(st, jsii.String("GateDistribution"), &awscloudfront.DistributionProps{
+	distProps := &awscloudfront.DistributionProps{
 		Comment:     jsii.String("Vestibule gate: " + set.ProtectOrigin + " behind room " + set.ProtectRoom),
 		HttpVersion: awscloudfront.HttpVersion_HTTP2_AND_3,
 		DefaultBehavior: &awscloudfront.BehaviorOptions{
@@ -217,9 +217,11 @@ func newGate(st awscdk.Stack, v *Vestibule, set Settings, entrySecret, originSec
 				Function: g.Function, EventType: awscloudfront.FunctionEventType_VIEWER_REQUEST,
 			}},
 		},
-	})
-	apiDomain := awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), v.API.ApiEndpoint(), nil))
-	g.Distribution.AddBehavior(jsii.String(gate.VestibulePrefix+"*"), awscloudfrontorigins.NewHttpOrigin(apiDomain, &awscloudfrontorigins.HttpOriginProps{
+	}
+	viewerDomain(st, "GateCertificate", set.ProtectDomain, set.ProtectCertificateArn, distProps)
+	logTo(distProps, v.LogsBucket, "gate")
+	g.Distribution = awscloudfront.NewDistribution(st, jsii.String("GateDistribution"), distProps)
+	g.Distribution.AddBehavior(jsii.String(gate.VestibulePrefix+"*"), awscloudfrontorigins.NewHttpOrigin(v.APIOriginDomain, &awscloudfrontorigins.HttpOriginProps{
 		ProtocolPolicy:     awscloudfront.OriginProtocolPolicy_HTTPS_ONLY,
 		OriginSslProtocols: &[]awscloudfront.OriginSslPolicy{awscloudfront.OriginSslPolicy_TLS_V1_2},
 		// The API's public routes answer only requests that carry CloudFront's origin secret.
@@ -233,12 +235,13 @@ func newGate(st awscdk.Stack, v *Vestibule, set Settings, entrySecret, originSec
 			Function: hostFn, EventType: awscloudfront.FunctionEventType_VIEWER_REQUEST,
 		}},
 	})
+	originMTLS(g.Distribution, set)
 	// The store holds the keys before the first visitor reaches the gate.
 	g.Distribution.Node().AddDependency(sync)
 
 	awscdk.NewCfnOutput(st, jsii.String("ProtectedSiteUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("The booking site behind the gate; set room " + set.ProtectRoom + "'s originUrl to it and gate to true"),
-		Value:       jsii.String("https://" + *g.Distribution.DistributionDomainName() + "/"),
+		Value:       jsii.String(distributionURL(set.ProtectDomain, g.Distribution)),
 	})
 	awscdk.NewCfnOutput(st, jsii.String("GateKeysFunctionName"), &awscdk.CfnOutputProps{
 		Description: jsii.String("After rotating the entry-key secret: aws lambda invoke --function-name <this> /dev/stdout"),

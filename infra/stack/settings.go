@@ -93,6 +93,16 @@ type Settings struct {
 	ProtectOrigin    string
 	ProtectRoom      string
 	ProtectOpenPaths []string
+
+	// Domain and CertificateArn put the waiting room on a domain of the team's (an ACM certificate
+	// in us-east-1); ProtectDomain and ProtectCertificateArn the gate's distribution (domains.go).
+	Domain, CertificateArn               string
+	ProtectDomain, ProtectCertificateArn string
+	// APIDomain and APICertificateArn (in the stack's region) give the API a domain of its own
+	// and turn its execute-api endpoint off; APIClientCertificateArn (us-east-1) and APITruststore
+	// (s3://bucket/key) add origin mTLS, so only CloudFront gets past the TLS handshake.
+	APIDomain, APICertificateArn           string
+	APIClientCertificateArn, APITruststore string
 }
 
 // StackBaseName is the name of the default stack; a stage is appended to it.
@@ -288,6 +298,7 @@ func FromContext(node constructs.Node) (Settings, error) {
 		s.RoomDefaults = rd
 	}
 	errs = append(errs, gateFromContext(node, &s)...)
+	errs = append(errs, domainsFromContext(node, &s)...)
 	return s, errors.Join(errs...)
 }
 

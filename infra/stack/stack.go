@@ -206,6 +206,12 @@ type Vestibule struct {
 	// AccessLogs receives the HTTP API's access log (JSON, one line per request).
 	AccessLogs awslogs.LogGroup
 	Gate       *Gate // the protected site's distribution, when Settings.ProtectOrigin is set
+	// WaitingRoomURL is the waiting room's https URL: its domain, or the distribution's name.
+	WaitingRoomURL string
+	// LogsBucket receives the distributions' standard logs.
+	LogsBucket awss3.Bucket
+	// APIOriginDomain is the host CloudFront reaches the API on: Settings.APIDomain or execute-api's.
+	APIOriginDomain *string
 	// Keys is the keys object the API functions read their keys from, and its sync.
 	Keys   *Keys
 	Events *Events // the events' bus, forwarder and log subscriptions (events.go)
@@ -290,6 +296,13 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	// stops the synthesis with the message.
 	if err := ValidateRoomDefaults(set.RoomDefaults); err != nil {
 		awscdk.Annotations_Of(st).AddError(jsii.String(err.Error()))
+	}
+	if err := ValidateDomains(set); err != nil {
+		awscdk.Annotations_Of(st).AddError(jsii.String(err.Error()))
+	}
+	if m := certificateARN.FindStringSubmatch(set.APICertificateArn); m != nil && !*awscdk.Token_IsUnresolved(st.Region()) && m[1] != *st.Region() {
+		awscdk.Annotations_Of(st).AddError(jsii.String(fmt.Sprintf("%s: %s=%q: API Gateway takes a regional domain's certificate from the stack's region, %s",
+			ErrBadSetting, CtxAPICertificateArn, set.APICertificateArn, *st.Region())))
 	}
 	roomDefaults, _ := json.Marshal(set.RoomDefaults) // validated settings: cannot fail
 	// Every variable the functions read is declared, empty where unused: `sam local` only
@@ -516,6 +529,9 @@ func newFront(st awscdk.Stack, v *Vestibule, set Settings, originSecret awssecre
 		Description: jsii.String("Vestibule waiting room API"),
 		// The default stage is created below, with throttling, which the default stage cannot take.
 		CreateDefaultStage: jsii.Bool(false),
+		// With a domain of its own the API answers there only (domains.go): a request that skips
+		// CloudFront cannot use the execute-api name, and with origin mTLS cannot use the domain.
+		DisableExecuteApiEndpoint: jsii.Bool(set.APIDomain != ""),
 	})
 	stage := awsapigatewayv2.NewHttpStage(st, jsii.String("ApiStage"), &awsapigatewayv2.HttpStageProps{
 		HttpApi:    api,
@@ -631,7 +647,8 @@ func newFront(st awscdk.Stack, v *Vestibule, set Settings, originSecret awssecre
 		OriginAccessControlName: AccountWideName(st, "page"),
 		Description:             jsii.String("Vestibule: CloudFront reads the page bucket"),
 	})
-	dist := awscloudfront.NewDistribution(st, jsii.String("Distribution"), &awscloudfront.DistributionProps{
+	v.LogsBucket = newLogsBucket(st, set)
+	distProps := &awscloudfront.DistributionProps{
 		Comment:           jsii.String("Vestibule waiting room " + *st.StackName()),
 		PriceClass:        priceClass,
 		DefaultRootObject: jsii.String("index.html"),
@@ -657,10 +674,14 @@ func newFront(st awscdk.Stack, v *Vestibule, set Settings, originSecret awssecre
 			{HttpStatus: jsii.Number(503), Ttl: awscdk.Duration_Seconds(jsii.Number(1))},
 			{HttpStatus: jsii.Number(504), Ttl: awscdk.Duration_Seconds(jsii.Number(1))},
 		},
-	})
-	apiDomain := awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), api.ApiEndpoint(), nil))
+	}
+	viewerDomain(st, "Certificate", set.Domain, set.CertificateArn, distProps)
+	logTo(distProps, v.LogsBucket, "waiting-room")
+	dist := awscloudfront.NewDistribution(st, jsii.String("Distribution"), distProps)
+	v.WaitingRoomURL = distributionURL(set.Domain, dist)
+	v.APIOriginDomain = apiDomain(st, api, stage, set)
 	originHeader := originHeaderValue(set, originSecret)
-	apiOrigin := awscloudfrontorigins.NewHttpOrigin(apiDomain, &awscloudfrontorigins.HttpOriginProps{
+	apiOrigin := awscloudfrontorigins.NewHttpOrigin(v.APIOriginDomain, &awscloudfrontorigins.HttpOriginProps{
 		ProtocolPolicy:     awscloudfront.OriginProtocolPolicy_HTTPS_ONLY,
 		OriginSslProtocols: &[]awscloudfront.OriginSslPolicy{awscloudfront.OriginSslPolicy_TLS_V1_2},
 		CustomHeaders:      &map[string]*string{config.OriginHeader: originHeader},
@@ -735,20 +756,24 @@ func newFront(st awscdk.Stack, v *Vestibule, set Settings, originSecret awssecre
 			jsii.String(fmt.Sprintf("%s does not exist: the stack deploys no waiting page", set.StaticDir)), nil)
 	}
 
-	waitingRoomURL := "https://" + *dist.DistributionDomainName() + "/"
+	originMTLS(dist, set)
 	awscdk.NewCfnOutput(st, jsii.String("WaitingRoomUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("The waiting room page (add ?room=<id>) and, under /api/, the public API"),
-		Value:       jsii.String(waitingRoomURL),
+		Value:       jsii.String(v.WaitingRoomURL),
 	})
+	apiURL := stage.Url()
+	if set.APIDomain != "" {
+		apiURL = jsii.String("https://" + set.APIDomain + "/")
+	}
 	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("The HTTP API itself; admin calls are signed for this host"),
-		Value:       stage.Url(),
+		Value:       apiURL,
 	})
 	awscdk.NewCfnOutput(st, jsii.String("AdminExample"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Create or change a room with IAM-signed admin calls (pip install awscurl)"),
 		Value: jsii.String("awscurl --service execute-api --region " + *st.Region() +
 			" -X PUT -H 'Content-Type: application/json' -d '{\"maxActive\":100,\"admitPerMinute\":600,\"mode\":\"queue\",\"originUrl\":\"https://booking.example.com/\"}' " +
-			*stage.Url() + "api/admin/rooms/demo"),
+			*apiURL + "api/admin/rooms/demo"),
 	})
 	return api, dist
 }
