@@ -372,8 +372,9 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 			readers = append(readers, fn.Role())
 			fn.Node().AddDependency(keys.Resource)
 		}
-		// Any function may find a room missing from Redis and restore it from the bucket.
-		grantSettings(fn, settingsBucket)
+		// Any function may find a room missing from Redis and restore it from the bucket; only
+		// admin writes settings and only admit heads (settingsWrites).
+		grantSettings(fn, settingsBucket, settingsWrites(name)...)
 		v.Functions[name] = fn
 	}
 	keys.lockDown(readers)
