@@ -3,12 +3,14 @@ package stack_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
 
 	"github.com/vestibule-dev/vestibule/infra/stack"
 )
@@ -278,4 +280,53 @@ func TestDomainSettingsFromContext(t *testing.T) {
 			t.Errorf("%s: err %v, want ErrBadSetting naming %s", c.name, err, c.bad)
 		}
 	}
+}
+
+func TestEnvironmentOverLambdasLimitFailsSynth(t *testing.T) {
+	// GIVEN room defaults whose page carries a long message in four languages: valid for a room,
+	// but over the 4 KB Lambda allows a function's environment
+	long := strings.Repeat("Thank you for waiting. ", 40)[:900]
+	raw := fmt.Sprintf(`{"page":{"message":{"en":%q,"fr":%q,"de":%q,"es":%q}}}`, long, long, long, long)
+	rd, err := stack.ParseRoomDefaults(raw, stack.DefaultRoomDefaults())
+	if err != nil {
+		t.Fatalf("room defaults: %v", err)
+	}
+	// WHEN the stack is constructed (the synthesis itself fails on an error annotation)
+	g := constructed(t, func(s *stack.Settings) { s.RoomDefaults = rd })
+	// THEN it carries an error that names the limit and the setting
+	if msg := errorAnnotation(g, "over Lambda's 4 KB"); !strings.Contains(msg, stack.CtxRoomDefaults) {
+		t.Errorf("error annotation %q, want one naming the limit and %s", msg, stack.CtxRoomDefaults)
+	}
+	// and the default stack's environments fit, with room to spare
+	assert(t, func() {
+		assertions.Annotations_FromStack(defaultStack().stack).HasNoError(jsii.String("*"), assertions.Match_AnyValue())
+	})
+	if n := stack.EnvironmentSize(defaultEnvironment(t)); n > 3000 {
+		t.Errorf("the default environment is about %d bytes", n)
+	}
+}
+
+// defaultEnvironment is the environment of the default stack's enqueue function.
+func defaultEnvironment(t *testing.T) map[string]any {
+	return props(defaultStack().ours(t)["enqueue"])["Environment"].(map[string]any)["Variables"].(map[string]any)
+}
+
+// constructed builds a stack without synthesizing it: for settings whose error annotation
+// would stop the synthesis.
+func constructed(t *testing.T, edit func(*stack.Settings)) *stack.Vestibule {
+	set := stack.DefaultSettings()
+	set.AssetDir, set.StaticDir = placeholderAssets(t, false)
+	edit(&set)
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	return stack.New(app, set.StackName(), &stack.Props{Settings: set})
+}
+
+// errorAnnotation returns the first error annotation of the stack holding marker, or "".
+func errorAnnotation(v *stack.Vestibule, marker string) string {
+	for _, m := range *v.Node().Metadata() {
+		if *m.Type == "aws:cdk:error" && strings.Contains(fmt.Sprint(m.Data), marker) {
+			return fmt.Sprint(m.Data)
+		}
+	}
+	return ""
 }

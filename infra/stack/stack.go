@@ -325,6 +325,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	} {
 		env[name] = value
 	}
+	checkEnvironment(st, env)
 
 	var readers []awsiam.IRole
 	for _, f := range Functions {
