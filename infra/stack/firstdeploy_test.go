@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -329,4 +330,42 @@ func errorAnnotation(v *stack.Vestibule, marker string) string {
 		}
 	}
 	return ""
+}
+
+// customResources returns the custom resources of a stack by logical id.
+func customResources(f fixture) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for id, r := range f.resources {
+		if typ := r["Type"].(string); strings.HasPrefix(typ, "Custom::") || typ == "AWS::CloudFormation::CustomResource" {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+func TestCustomResourcesTimeOutBeforeAnHour(t *testing.T) {
+	for name, f := range map[string]func() fixture{"default": defaultStack, "gate": gateStack} {
+		// GIVEN the stack WHEN its custom resources are read
+		crs := customResources(f())
+		if len(crs) < 3 {
+			t.Fatalf("%s: %d custom resources", name, len(crs))
+		}
+		for id, r := range crs {
+			// THEN each gives CloudFormation a ServiceTimeout (else a provider that never answers
+			// holds the stack for an hour), past its provider's own timeout
+			st, err := strconv.Atoi(fmt.Sprint(props(r)["ServiceTimeout"]))
+			if err != nil || st <= 0 || st > 600 {
+				t.Errorf("%s %s: ServiceTimeout %v, want 1-600 s", name, id, props(r)["ServiceTimeout"])
+				continue
+			}
+			tok, _ := props(r)["ServiceToken"].(map[string]any)["Fn::GetAtt"].([]any)
+			if len(tok) == 2 {
+				if fn, ok := f().resources[tok[0].(string)]; ok && fn["Type"] == "AWS::Lambda::Function" {
+					if to, _ := props(fn)["Timeout"].(float64); float64(st) <= to {
+						t.Errorf("%s %s: ServiceTimeout %d s, not past its function's %v s", name, id, st, to)
+					}
+				}
+			}
+		}
+	}
 }

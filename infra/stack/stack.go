@@ -404,7 +404,45 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	v.Events = newEvents(st, v, set, retention)
 	newAlarms(st, v, set)
 	helperLogs(st, v, retention)
+	customResourceTimeouts(st)
 	return v
+}
+
+// Custom resources' timeouts. CloudFormation waits an hour for a custom resource's provider to
+// answer unless the resource says otherwise (ServiceTimeout): a provider that crashed before
+// answering would hold a deploy, or its rollback, that long. Ours answer within their
+// function's 30 s; the CDK's own providers (the page upload, the default security group's
+// rules) run with a 15-minute function timeout for work of seconds, so they get 5 minutes.
+const (
+	ownServiceTimeout    = 120 // s: KeySync and GateKeys, whose functions time out after 30 s
+	helperFunctionTimout = 300 // s: the CDK's provider functions
+	helperServiceTimeout = 360 // s: their custom resources, past the function's timeout
+)
+
+// customResourceTimeouts gives every custom resource of the stack a ServiceTimeout, and the
+// CDK's provider functions a timeout below it.
+func customResourceTimeouts(st awscdk.Stack) {
+	for _, c := range *st.Node().FindAll(constructs.ConstructOrder_PREORDER) {
+		if !*awscdk.CfnResource_IsCfnResource(c) {
+			continue
+		}
+		r, ok := c.(awscdk.CfnResource)
+		if !ok {
+			continue
+		}
+		typ := *r.CfnResourceType()
+		switch {
+		case typ == "Custom::VestibuleKeySync" || typ == "Custom::VestibuleGateKeys":
+			r.AddPropertyOverride(jsii.String("ServiceTimeout"), jsii.Number(ownServiceTimeout))
+		case strings.HasPrefix(typ, "Custom::") || typ == "AWS::CloudFormation::CustomResource":
+			r.AddPropertyOverride(jsii.String("ServiceTimeout"), jsii.Number(helperServiceTimeout))
+		case typ == "AWS::Lambda::Function":
+			id := *st.GetLogicalId(r)
+			if strings.HasPrefix(id, "CustomCDKBucketDeployment") || strings.HasPrefix(id, "CustomVpcRestrictDefaultSG") {
+				r.AddPropertyOverride(jsii.String("Timeout"), jsii.Number(helperFunctionTimout))
+			}
+		}
+	}
 }
 
 // helperLogs gives every Lambda function the CDK adds on its own (custom-resource providers
@@ -491,6 +529,9 @@ func newCache(st awscdk.Stack, vpc awsec2.Vpc, isolated *awsec2.SubnetSelection,
 
 	// Serverless listens on 6379 (primary) and 6380 (reads from replicas).
 	cacheSG.Connections().AllowFrom(fnSG, awsec2.Port_TcpRange(jsii.Number(6379), jsii.Number(6380)), jsii.String("functions to Valkey"))
+	// The name is fixed (CloudFormation requires ServerlessCacheName): a change of a property
+	// that replaces the cache (its subnets, a KMS key) must come with a new name, or the new cache
+	// cannot be created while the old one holds it (docs/DEPLOY.md, "The node-based cache").
 	cache := awselasticache.NewCfnServerlessCache(st, jsii.String("Cache"), &awselasticache.CfnServerlessCacheProps{
 		Engine:              jsii.String("valkey"),
 		MajorEngineVersion:  jsii.String("8"),
