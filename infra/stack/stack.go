@@ -405,6 +405,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	newAlarms(st, v, set)
 	helperLogs(st, v, retention)
 	customResourceTimeouts(st)
+	suppressNag(st, v, set)
 	return v
 }
 
