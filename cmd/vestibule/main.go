@@ -44,6 +44,8 @@ Usage:
   vestibule watch ROOM [--interval 3s]          a live view of one room in the terminal
   vestibule console [--port 8484]               the console in your browser on 127.0.0.1
   vestibule verify-draw --room ROOM --ticket T  check a pre-queue ticket's draw against the room's published seed
+  vestibule preflight --template FILE           before a deploy: the account's Lambda concurrency and API throttle
+                                                against the synthesized template, and the cdk-nag rules it accepts
 
 Which deployment (every command but "rooms settings"):
   --stack NAME        a deployed stack: the endpoint is its ApiUrl output     (env VESTIBULE_STACK)
@@ -115,7 +117,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // valueFlags are the flags that take a value, for commandFirst.
 var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": true, "profile": true, "region": true,
-	"interval": true, "count": true, "port": true}
+	"interval": true, "count": true, "port": true, "template": true}
 
 // commandFirst moves the command words (e.g. "rooms", "list") before any
 // flags given ahead of them, so "vestibule --stack S rooms list" works too.
@@ -182,6 +184,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.DurationVar(&c.interval, "interval", defaultInterval, "time between refreshes")
 		fs.IntVar(&c.count, "count", 0, "stop after this many refreshes (0: until Ctrl-C)")
 		run = c.watch
+	case "preflight":
+		fs.StringVar(&c.template, "template", "", "the synthesized template (cdk.out.deploy/<stack>.template.json)")
+		run = c.preflight
 	case "verify-draw":
 		fs.StringVar(&c.room, "room", "", "the room")
 		fs.StringVar(&c.ticket, "ticket", "", "the ticket (a JWT)")
@@ -212,6 +217,7 @@ type command struct {
 	count          int           // watch
 	port           int           // console
 	room, ticket   string        // verify-draw
+	template       string        // preflight
 }
 
 // client connects to the deployment the flags name.
