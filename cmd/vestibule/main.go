@@ -44,6 +44,8 @@ Usage:
   vestibule watch ROOM [--interval 3s]          a live view of one room in the terminal
   vestibule console [--port 8484]               the console in your browser on 127.0.0.1
   vestibule verify-draw --room ROOM --ticket T  check a pre-queue ticket's draw against the room's published seed
+  vestibule smoke [--timeout 2m]                after a deploy: one visitor through a throwaway room (join, admission,
+                                                consume, complete), then the room closed and drained
   vestibule preflight --template FILE           before a deploy: the account's Lambda concurrency and API throttle
                                                 against the synthesized template, and the cdk-nag rules it accepts
 
@@ -117,7 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // valueFlags are the flags that take a value, for commandFirst.
 var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": true, "profile": true, "region": true,
-	"interval": true, "count": true, "port": true, "template": true}
+	"interval": true, "count": true, "port": true, "template": true, "public": true, "timeout": true}
 
 // commandFirst moves the command words (e.g. "rooms", "list") before any
 // flags given ahead of them, so "vestibule --stack S rooms list" works too.
@@ -184,6 +186,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.DurationVar(&c.interval, "interval", defaultInterval, "time between refreshes")
 		fs.IntVar(&c.count, "count", 0, "stop after this many refreshes (0: until Ctrl-C)")
 		run = c.watch
+	case "smoke":
+		fs.StringVar(&c.public, "public", "", "the visitors' base URL (default: the stack's WaitingRoomUrl output, or --endpoint)")
+		fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "give up after this long")
+		run = c.smoke
 	case "preflight":
 		fs.StringVar(&c.template, "template", "", "the synthesized template (cdk.out.deploy/<stack>.template.json)")
 		run = c.preflight
@@ -218,6 +224,8 @@ type command struct {
 	port           int           // console
 	room, ticket   string        // verify-draw
 	template       string        // preflight
+	public         string        // smoke
+	timeout        time.Duration // smoke
 }
 
 // client connects to the deployment the flags name.
