@@ -56,6 +56,9 @@ Which deployment (every command but "rooms settings"):
   --profile NAME      AWS profile (default: the standard chain, AWS_PROFILE)
   --region REGION     AWS region (default: the profile's, AWS_REGION)
   --json              print the API's JSON (list, get, set, pause…, drain)
+  --client-cert FILE, --client-key FILE
+                      a client certificate (PEM), for a stack whose API domain requires mutual TLS
+                      (env VESTIBULE_CLIENT_CERT, VESTIBULE_CLIENT_KEY)
 
 docs/OPERATING.md has the whole manual.
 `
@@ -64,6 +67,9 @@ docs/OPERATING.md has the whole manual.
 type globals struct {
 	target operator.Target
 	json   bool
+	// clientCert and clientKey: PEM files of a client certificate, for a stack whose API
+	// domain requires mutual TLS (apiTruststore).
+	clientCert, clientKey string
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
@@ -73,6 +79,8 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.target.Profile, "profile", "", "AWS shared-config profile")
 	fs.StringVar(&g.target.Region, "region", "", "AWS region")
 	fs.BoolVar(&g.json, "json", false, "print JSON")
+	fs.StringVar(&g.clientCert, "client-cert", os.Getenv("VESTIBULE_CLIENT_CERT"), "PEM client certificate, for an API domain with mutual TLS")
+	fs.StringVar(&g.clientKey, "client-key", os.Getenv("VESTIBULE_CLIENT_KEY"), "PEM key of the client certificate")
 }
 
 // parse parses flags anywhere among the arguments and returns the others.
@@ -119,7 +127,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // valueFlags are the flags that take a value, for commandFirst.
 var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": true, "profile": true, "region": true,
-	"interval": true, "count": true, "port": true, "template": true, "public": true, "timeout": true}
+	"interval": true, "count": true, "port": true, "template": true, "public": true, "timeout": true,
+	"client-cert": true, "client-key": true}
 
 // commandFirst moves the command words (e.g. "rooms", "list") before any
 // flags given ahead of them, so "vestibule --stack S rooms list" works too.
@@ -230,7 +239,12 @@ type command struct {
 
 // client connects to the deployment the flags name.
 func (c *command) client(ctx context.Context) (*operator.Client, error) {
-	return operator.Connect(ctx, c.g.target)
+	cl, err := operator.Connect(ctx, c.g.target)
+	if err != nil || c.g.clientCert == "" && c.g.clientKey == "" {
+		return cl, err
+	}
+	cl.HTTP, err = operator.ClientCertificateHTTP(c.g.clientCert, c.g.clientKey)
+	return cl, err
 }
 
 // oneRoom checks that pos is exactly one room id.

@@ -130,3 +130,16 @@ func TestPreflightNeedsATemplate(t *testing.T) {
 		t.Errorf("empty template: %v", err)
 	}
 }
+
+func TestClientCertificateFlags(t *testing.T) {
+	// GIVEN --client-cert and --client-key naming files that are not there
+	var out, errs bytes.Buffer
+	missing := t.TempDir() + "/none.pem"
+	t.Setenv("VESTIBULE_STACK", "")
+	code := run(context.Background(), []string{"rooms", "list", "--endpoint", "http://127.0.0.1:1", "--admin-key", "k",
+		"--client-cert", missing, "--client-key", missing}, &out, &errs)
+	// THEN the command says it could not load them, before any call
+	if code != 1 || !strings.Contains(errs.String(), "loading the client certificate") {
+		t.Errorf("exit %d, stderr %q", code, errs.String())
+	}
+}
