@@ -28,6 +28,10 @@ type fakeAccount struct {
 func (a *fakeAccount) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/2016-08-19/account-settings" && a.total == 0:
+		w.Header().Set("X-Amzn-Errortype", "AccessDeniedException")
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte(`{"message":"not authorized to perform lambda:GetAccountSettings"}`))
 	case r.Method == http.MethodGet && r.URL.Path == "/2016-08-19/account-settings":
 		json.NewEncoder(w).Encode(map[string]any{"AccountLimit": map[string]any{
 			"ConcurrentExecutions": a.total, "UnreservedConcurrentExecutions": a.unreserved,
@@ -92,6 +96,8 @@ func TestPreflight(t *testing.T) {
 			[]string{"warn  lambda concurrency     10 concurrent executions: enough to deploy, too few for an on-sale"}},
 		{"a new account of 10, admit reserving 1", 10, 10, 10000, 1, true,
 			[]string{"FAIL  lambda concurrency     the template reserves 1, leaving 9 of 10 unreserved"}},
+		{"a role that may not read Lambda's settings", 0, 0, 10000, 0, false,
+			[]string{"warn  lambda concurrency     cannot read the account's settings (lambda:GetAccountSettings)"}},
 		{"an account throttle below the stage's", 1000, 1000, 2500, 0, false,
 			[]string{"warn  api gateway throttle   the account allows 2500 requests a second, the stage 5000"}},
 	} {
