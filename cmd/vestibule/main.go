@@ -44,6 +44,10 @@ Usage:
   vestibule watch ROOM [--interval 3s]          a live view of one room in the terminal
   vestibule console [--port 8484]               the console in your browser on 127.0.0.1
   vestibule verify-draw --room ROOM --ticket T  check a pre-queue ticket's draw against the room's published seed
+  vestibule smoke [--timeout 2m]                after a deploy: one visitor through a throwaway room (join, admission,
+                                                consume, complete), then the room closed and drained
+  vestibule preflight --template FILE           before a deploy: the account's Lambda concurrency and API throttle
+                                                against the synthesized template, and the cdk-nag rules it accepts
 
 Which deployment (every command but "rooms settings"):
   --stack NAME        a deployed stack: the endpoint is its ApiUrl output     (env VESTIBULE_STACK)
@@ -52,6 +56,9 @@ Which deployment (every command but "rooms settings"):
   --profile NAME      AWS profile (default: the standard chain, AWS_PROFILE)
   --region REGION     AWS region (default: the profile's, AWS_REGION)
   --json              print the API's JSON (list, get, set, pause…, drain)
+  --client-cert FILE, --client-key FILE
+                      a client certificate (PEM), for a stack whose API domain requires mutual TLS
+                      (env VESTIBULE_CLIENT_CERT, VESTIBULE_CLIENT_KEY)
 
 docs/OPERATING.md has the whole manual.
 `
@@ -60,6 +67,9 @@ docs/OPERATING.md has the whole manual.
 type globals struct {
 	target operator.Target
 	json   bool
+	// clientCert and clientKey: PEM files of a client certificate, for a stack whose API
+	// domain requires mutual TLS (apiTruststore).
+	clientCert, clientKey string
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
@@ -69,6 +79,8 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.target.Profile, "profile", "", "AWS shared-config profile")
 	fs.StringVar(&g.target.Region, "region", "", "AWS region")
 	fs.BoolVar(&g.json, "json", false, "print JSON")
+	fs.StringVar(&g.clientCert, "client-cert", os.Getenv("VESTIBULE_CLIENT_CERT"), "PEM client certificate, for an API domain with mutual TLS")
+	fs.StringVar(&g.clientKey, "client-key", os.Getenv("VESTIBULE_CLIENT_KEY"), "PEM key of the client certificate")
 }
 
 // parse parses flags anywhere among the arguments and returns the others.
@@ -115,7 +127,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // valueFlags are the flags that take a value, for commandFirst.
 var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": true, "profile": true, "region": true,
-	"interval": true, "count": true, "port": true}
+	"interval": true, "count": true, "port": true, "template": true, "public": true, "timeout": true,
+	"client-cert": true, "client-key": true}
 
 // commandFirst moves the command words (e.g. "rooms", "list") before any
 // flags given ahead of them, so "vestibule --stack S rooms list" works too.
@@ -182,6 +195,13 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.DurationVar(&c.interval, "interval", defaultInterval, "time between refreshes")
 		fs.IntVar(&c.count, "count", 0, "stop after this many refreshes (0: until Ctrl-C)")
 		run = c.watch
+	case "smoke":
+		fs.StringVar(&c.public, "public", "", "the visitors' base URL (default: the stack's WaitingRoomUrl output, or --endpoint)")
+		fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "give up after this long")
+		run = c.smoke
+	case "preflight":
+		fs.StringVar(&c.template, "template", "", "the synthesized template (cdk.out.deploy/<stack>.template.json)")
+		run = c.preflight
 	case "verify-draw":
 		fs.StringVar(&c.room, "room", "", "the room")
 		fs.StringVar(&c.ticket, "ticket", "", "the ticket (a JWT)")
@@ -212,11 +232,19 @@ type command struct {
 	count          int           // watch
 	port           int           // console
 	room, ticket   string        // verify-draw
+	template       string        // preflight
+	public         string        // smoke
+	timeout        time.Duration // smoke
 }
 
 // client connects to the deployment the flags name.
 func (c *command) client(ctx context.Context) (*operator.Client, error) {
-	return operator.Connect(ctx, c.g.target)
+	cl, err := operator.Connect(ctx, c.g.target)
+	if err != nil || c.g.clientCert == "" && c.g.clientKey == "" {
+		return cl, err
+	}
+	cl.HTTP, err = operator.ClientCertificateHTTP(c.g.clientCert, c.g.clientKey)
+	return cl, err
 }
 
 // oneRoom checks that pos is exactly one room id.

@@ -31,6 +31,11 @@ func protectGate(s *stack.Settings) {
 // gateStack is the stack with a protected origin, synthesized once.
 var gateStack = sync.OnceValue(func() fixture { return synth(onceT{}, "", true, protectGate) })
 
+// stagingGateStack is the gate in a second stage.
+var stagingGateStack = sync.OnceValue(func() fixture {
+	return synth(onceT{}, "", true, func(s *stack.Settings) { protectGate(s); s.Stage = "staging" })
+})
+
 // resourceOf returns the one resource of typ whose JSON holds marker, and its logical id.
 func resourceOf(t *testing.T, f fixture, typ, marker string) (string, map[string]any) {
 	t.Helper()
