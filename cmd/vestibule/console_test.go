@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -268,5 +271,52 @@ func TestConsoleOnLocalStack(t *testing.T) {
 	waitJS(t, ctx, fmt.Sprintf(`document.querySelector('[data-room=%q] [data-figure="active"]')?.textContent === "0 / 5"`, id), 10*time.Second)
 	if browsertest.Eval[bool](t, ctx, `document.getElementById('keyform').checkVisibility()`) {
 		t.Error("the key form stays once the key works")
+	}
+}
+
+// A browser keeps a connection open that has sent no request yet (a
+// preconnect); Ctrl-C must still stop the console at once and cleanly, not
+// after a deadline with "context deadline exceeded".
+func TestConsoleShutdownWithOpenConnection(t *testing.T) {
+	s := stack(t)
+	cctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var out, errb testkit.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(cctx, []string{"console", "--port", "0", "--endpoint", s.URL(), "--admin-key", adminKey}, &out, &errb)
+	}()
+	addr := regexp.MustCompile(`console: http://(127\.0\.0\.1:\d+)/`)
+	var hostport string
+	for deadline := time.Now().Add(10 * time.Second); hostport == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := addr.FindStringSubmatch(out.String()); m != nil {
+			hostport = m[1]
+		}
+	}
+	if hostport == "" {
+		t.Fatalf("the console did not start: %q %q", out.String(), errb.String())
+	}
+	// One idle keep-alive connection after a request, and one that never sent one.
+	idle, err := net.Dial("tcp", hostport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	fmt.Fprintf(idle, "GET /console-target.json HTTP/1.1\r\nHost: %s\r\n\r\n", hostport)
+	if _, err := http.ReadResponse(bufio.NewReader(idle), nil); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := net.Dial("tcp", hostport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	start := time.Now()
+	stop()
+	if code := <-done; code != 0 {
+		t.Fatalf("console exited %d: %s", code, errb.String())
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the console took %s to stop", d)
 	}
 }
