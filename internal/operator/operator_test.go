@@ -341,3 +341,18 @@ func TestUnreachable(t *testing.T) {
 type emptyFS struct{}
 
 func (emptyFS) Open(name string) (fs.File, error) { return nil, fs.ErrNotExist }
+
+// A local stack's URL without an admin key, on a machine without AWS
+// settings: the error asks for the admin key, not for an AWS region.
+func TestLocalEndpointWantsAdminKey(t *testing.T) {
+	awsEnv(t, "")
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	for _, ep := range []string{"http://localhost:9200", "http://127.0.0.1:8080/", "http://[::1]:8080"} {
+		_, err := Connect(context.Background(), Target{Endpoint: ep})
+		if err == nil || !strings.Contains(err.Error(), "pass --admin-key") || strings.Contains(err.Error(), "region") {
+			t.Errorf("%s without a key: %v", ep, err)
+		}
+	}
+}
