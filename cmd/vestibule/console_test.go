@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
+	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"net"
 	"net/http"
 	"os"
@@ -130,8 +131,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	waitJS(t, ctx, card+` !== null`, 10*time.Second)
 	// Two admitted (maxActive 2), three waiting, as the engine says.
 	waitJS(t, ctx, card+`.querySelector('[data-figure="waiting"]').textContent === "3"`, 10*time.Second)
-	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-figure="active"]').textContent`); got != "0 / 2" {
+	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-figure="active"]').textContent`); got != "0" {
 		t.Errorf("active figure %q", got)
+	}
+	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-figure="held"]').textContent`); got != "2 / 2 (100%)" {
+		t.Errorf("admitted + active figure %q", got)
 	}
 	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-figure="admitted"]').textContent`); got != "2" {
 		t.Errorf("admitted figure %q", got)
@@ -218,7 +222,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	// Capacity through the form and its confirmation.
 	submit(`[data-setting="maxActive"]`, "4", ".settings", "maxActive 2 → 4")
-	waitJS(t, ctx, card+`.querySelector('[data-figure="active"]').textContent.endsWith("/ 4")`, 5*time.Second)
+	waitJS(t, ctx, card+`.querySelector('[data-figure="held"]').textContent.includes("/ 4")`, 5*time.Second)
 
 	// The waiting page's message, set live from the console (issue 17).
 	submit(`[data-page="message"]`, "Doors open at 10:00", ".page-form", "Doors open at 10:00")
@@ -268,7 +272,7 @@ func TestConsoleOnLocalStack(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, ctx, fmt.Sprintf(`document.querySelector('[data-room=%q] [data-figure="active"]')?.textContent === "0 / 5"`, id), 10*time.Second)
+	waitJS(t, ctx, fmt.Sprintf(`document.querySelector('[data-room=%q] [data-figure="held"]')?.textContent === "0 / 5 (0%%)"`, id), 10*time.Second)
 	if browsertest.Eval[bool](t, ctx, `document.getElementById('keyform').checkVisibility()`) {
 		t.Error("the key form stays once the key works")
 	}
@@ -318,5 +322,43 @@ func TestConsoleShutdownWithOpenConnection(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("the console took %s to stop", d)
+	}
+}
+
+// consoleOnStack opens the local stack's console and gives it the admin key.
+func consoleOnStack(t *testing.T, s *localstack.Stack) context.Context {
+	t.Helper()
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.URL()+"/console?every=0.3")); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, `document.getElementById('keyform').checkVisibility()`, 10*time.Second)
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.ID("key"), adminKey),
+		chromedp.Click(chromedp.CSS(`#keyform button`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	return ctx
+}
+
+// A pre-queue in the console: the opening time with its countdown, the
+// visitors pre-queued and the lottery's commitment; then, once open, the
+// published seed.
+func TestConsolePrequeue(t *testing.T) {
+	s := stack(t)
+	opens := time.Now().Add(3 * time.Second).UTC()
+	id := newRoom(t, s, map[string]any{"opensAt": opens.Format(time.RFC3339Nano)})
+	enqueue(t, s, id, 4)
+	ctx := consoleOnStack(t, s)
+	opening := fmt.Sprintf(`document.querySelector('[data-room=%q] [data-field="opening"]')`, id)
+	waitJS(t, ctx, opening+`?.textContent.includes("draw committed")`, 10*time.Second)
+	text := browsertest.Eval[string](t, ctx, opening+`.textContent`)
+	if !regexp.MustCompile(`^Pre-queue: opens .+ \(in 0:0[0-3]\) · 4 pre-queued · draw committed [0-9a-f]{64}$`).MatchString(text) {
+		t.Errorf("before the opening: %q", text)
+	}
+	waitJS(t, ctx, opening+`.textContent.includes("draw seed published")`, 10*time.Second)
+	if text := browsertest.Eval[string](t, ctx, opening+`.textContent`); !strings.HasPrefix(text, "Opened ") {
+		t.Errorf("after the opening: %q", text)
 	}
 }

@@ -238,7 +238,11 @@ function show(card, info, t) {
   const set = (k, v) => { card.el.querySelector(`[data-figure="${k}"]`).textContent = v; };
   set('waiting', n(s.waiting));
   set('admitted', n(s.admitted));
-  set('active', `${n(s.active)} / ${n(c.maxActive)}`);
+  set('active', n(s.active));
+  // The engine holds a place of maxActive for each admitted visitor until
+  // their token is redeemed or expires: both count against it.
+  const held = s.active + s.admitted;
+  set('held', `${n(held)} / ${n(c.maxActive)}` + (c.maxActive > 0 ? ` (${Math.floor(held * 100 / c.maxActive)}%)` : ''));
   set('admittedLastMinute', `${n(s.admittedLastMinute)} / ${n(c.admitPerMinute)}`);
   const mode = card.el.querySelector('[data-field="mode"]');
   mode.textContent = c.mode;
@@ -253,6 +257,7 @@ function show(card, info, t) {
     const m = c.page?.message;
     pageForm.querySelector('[data-page="message"]').value = typeof m === 'string' ? m : (m?.en ?? '');
   }
+  showOpening(card);
   updateButtons(card);
 
   const d = card.data;
@@ -261,6 +266,57 @@ function show(card, info, t) {
   card.el.dataset.samples = String(d[0].length);
   if (!card.chart) card.chart = newChart(card);
   else card.chart.setData(d);
+}
+
+// duration says a number of seconds as 1:02:03, 2:03 or 0:05.
+function duration(sec) {
+  sec = Math.max(0, Math.floor(sec));
+  const h = Math.floor(sec / 3600);
+  const m = Math.floor((sec % 3600) / 60);
+  const ss = String(sec % 60).padStart(2, '0');
+  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${ss}` : `${m}:${ss}`;
+}
+
+const clockFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+
+// showOpening tells where a room with an opening time stands: before it,
+// the countdown, the visitors pre-queued and the lottery's commitment; after
+// it, the published seed that verify-draw checks tickets against.
+function showOpening(card) {
+  const el = card.el.querySelector('[data-field="opening"]');
+  const c = card.info.config;
+  const st = card.status;
+  card.el.querySelector('[data-figure="pace"]').textContent = st ? `${n(Math.round(st.ratePerMinute))} / min` : '–';
+  card.el.querySelector('[data-figure="eta"]').textContent = st?.etaSeconds == null ? '–' : duration(st.etaSeconds);
+  if (!c.opensAt) {
+    el.hidden = true;
+    delete card.el.dataset.opening;
+    return;
+  }
+  const at = Date.parse(c.opensAt);
+  const left = (at - Date.now()) / 1000;
+  el.hidden = false;
+  if (left > 0) {
+    el.dataset.state = 'prequeue';
+    card.el.dataset.opening = 'prequeue';
+    el.textContent = `Pre-queue: opens ${clockFmt.format(at)} (in ${duration(Math.ceil(left))}) · ${n(card.info.stats.waiting)} pre-queued`
+      + (st?.drawCommitment ? ` · draw committed ${st.drawCommitment}` : '');
+  } else {
+    el.dataset.state = 'open';
+    card.el.dataset.opening = 'open';
+    el.textContent = `Opened ${clockFmt.format(at)} (${duration(-left)} ago)`
+      + (st?.drawSeed ? ` · draw seed published ${st.drawSeed} (vestibule verify-draw checks a ticket)` : '');
+  }
+}
+
+// readStatus reads the room's public status (pace, wait, commitment, seed).
+async function readStatus(card) {
+  try {
+    card.status = await api('GET', `/api/rooms/${encodeURIComponent(card.id)}/status`);
+  } catch {
+    card.status = null;
+  }
+  if (card.info) showOpening(card);
 }
 
 // seedHistory starts a new card's chart from the room's last hour as the
@@ -305,6 +361,7 @@ async function refresh() {
         seedHistory(card);
       }
       show(card, info, t);
+      readStatus(card);
     }
     for (const [id, card] of cards) {
       if (!seen.has(id)) { card.el.remove(); cards.delete(id); }
