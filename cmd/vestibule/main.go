@@ -40,6 +40,8 @@ Usage:
   vestibule rooms close ROOM                    mode=closed: new arrivals refused, nobody admitted
   vestibule rooms open ROOM                     mode=queue: arrivals queue and are admitted again
   vestibule rooms drain ROOM                    drain the room (needs a deployment with the drain route)
+  vestibule rooms delete ROOM [--force]         delete the room, its grants and sessions (--force: close and drain it first)
+  vestibule rooms log ROOM                      who changed what: the room's audit log
   vestibule rooms settings                      the settings "rooms set" takes, with their types
   vestibule watch ROOM [--interval 3s]          a live view of one room in the terminal
   vestibule console [--port 8484]               the console in your browser on 127.0.0.1
@@ -150,7 +152,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cmd, args := args[0], args[1:]
 	if cmd == "rooms" {
 		if len(args) == 0 {
-			return usageError("rooms needs a subcommand: list, get, set, pause, resume, close, open, drain, settings")
+			return usageError("rooms needs a subcommand: list, get, set, pause, resume, close, open, drain, delete, log, settings")
 		}
 		cmd, args = "rooms "+args[0], args[1:]
 	}
@@ -176,6 +178,11 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		run = func(ctx context.Context, pos []string) error { return c.mode(ctx, verb, pos) }
 	case "rooms drain":
 		run = c.drain
+	case "rooms delete":
+		fs.BoolVar(&c.force, "force", false, "close and drain a room with visitors waiting, then delete it")
+		run = c.deleteRoom
+	case "rooms log", "rooms history":
+		run = c.roomLog
 	case "rooms settings":
 		run = c.settings
 	case "watch":
@@ -208,6 +215,7 @@ type command struct {
 	stdout, stderr io.Writer
 	credential     bool          // get
 	create         bool          // set
+	force          bool          // delete
 	interval       time.Duration // watch
 	count          int           // watch
 	port           int           // console

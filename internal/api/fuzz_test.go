@@ -49,7 +49,7 @@ import (
 
 // documented is every status the API may answer (docs/API.md); 500 is a bug.
 // 303 is the edge gate's (/.vestibule/enter and leave).
-var documented = map[int]bool{200: true, 303: true, 400: true, 401: true, 404: true, 405: true, 409: true, 410: true, 413: true, 429: true, 503: true}
+var documented = map[int]bool{200: true, 303: true, 400: true, 401: true, 404: true, 405: true, 409: true, 410: true, 413: true, 429: true, 501: true, 503: true}
 
 var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 
@@ -70,6 +70,8 @@ var apiRoutes = []struct {
 	{"GET", regexp.MustCompile(`^/api/jwks\.json$`)},
 	{"PUT", regexp.MustCompile(`^/api/admin/rooms/[^/]+$`)},
 	{"GET", regexp.MustCompile(`^/api/admin/rooms/[^/]+$`)},
+	{"DELETE", regexp.MustCompile(`^/api/admin/rooms/[^/]+$`)},
+	{"GET", regexp.MustCompile(`^/api/admin/rooms/[^/]+/log$`)},
 	{"GET", regexp.MustCompile(`^/api/admin/rooms$`)},
 	{"POST", regexp.MustCompile(`^/\.vestibule/enter$`)},
 	{"POST", regexp.MustCompile(`^/\.vestibule/leave$`)},

@@ -297,7 +297,8 @@ func TestConsoleGuards(t *testing.T) {
 		{"GET", "/api/admin/rooms", "127.0.0.1:1", "", false, 403},
 		{"GET", "/api/admin/rooms", "evil.example:1", "", true, 403},
 		{"GET", "/api/admin/rooms", "127.0.0.1:1", "https://evil.example", true, 403},
-		{"DELETE", "/api/admin/rooms/demo", "127.0.0.1:1", "", true, 404},
+		{"DELETE", "/api/admin/rooms/demo", "127.0.0.1:1", "", true, 200},
+		{"PATCH", "/api/admin/rooms/demo", "127.0.0.1:1", "", true, 404},
 		{"POST", "/api/rooms/demo/enqueue", "127.0.0.1:1", "", true, 404},
 		{"GET", "/api/rooms/demo/status", "127.0.0.1:1", "", true, 200},
 		{"GET", "/api/rooms/demo/status", "127.0.0.1:1", "", false, 403},
@@ -320,7 +321,7 @@ func TestConsoleGuards(t *testing.T) {
 			t.Errorf("CSP %q", csp)
 		}
 	}
-	want := "GET /api/admin/rooms Bearer k|GET /api/admin/rooms/demo Bearer k|PUT /api/admin/rooms/demo Bearer k|POST /api/admin/rooms/demo/drain Bearer k|GET /api/rooms/demo/status "
+	want := "GET /api/admin/rooms Bearer k|GET /api/admin/rooms/demo Bearer k|PUT /api/admin/rooms/demo Bearer k|POST /api/admin/rooms/demo/drain Bearer k|DELETE /api/admin/rooms/demo Bearer k|GET /api/rooms/demo/status "
 	if strings.Join(got, "|") != want {
 		t.Fatalf("upstream saw %q", got)
 	}
