@@ -107,4 +107,3 @@ func auditValue(v []byte) string {
 	}
 	return s
 }
-
