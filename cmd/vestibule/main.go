@@ -45,7 +45,8 @@ Usage:
   vestibule rooms settings                      the settings "rooms set" takes, with their types
   vestibule watch ROOM [--interval 3s]          a live view of one room in the terminal
   vestibule console [--port 8484]               the console in your browser on 127.0.0.1
-  vestibule verify-draw --room ROOM --ticket T  check a pre-queue ticket's draw against the room's published seed
+  vestibule verify-draw --room ROOM --ticket T  check a pre-queue draw against the room's published seed
+                 (or --visitor REF)           (public data only: --endpoint, no credentials)
 
 Which deployment (every command but "rooms settings"):
   --stack NAME        a deployed stack: the endpoint is its ApiUrl output     (env VESTIBULE_STACK)
@@ -117,7 +118,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // valueFlags are the flags that take a value, for commandFirst.
 var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": true, "profile": true, "region": true,
-	"interval": true, "count": true, "port": true}
+	"interval": true, "count": true, "port": true, "room": true, "ticket": true, "visitor": true}
 
 // commandFirst moves the command words (e.g. "rooms", "list") before any
 // flags given ahead of them, so "vestibule --stack S rooms list" works too.
@@ -191,7 +192,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		run = c.watch
 	case "verify-draw":
 		fs.StringVar(&c.room, "room", "", "the room")
-		fs.StringVar(&c.ticket, "ticket", "", "the ticket (a JWT)")
+		fs.StringVar(&c.ticket, "ticket", "", "the visitor's ticket")
+		fs.StringVar(&c.visitor, "visitor", "", "the visitor reference the waiting page shows (instead of --ticket)")
 		run = c.verifyDraw
 	case "console":
 		fs.IntVar(&c.port, "port", defaultConsolePort, "port on 127.0.0.1 (0: any free port)")
@@ -220,6 +222,7 @@ type command struct {
 	count          int           // watch
 	port           int           // console
 	room, ticket   string        // verify-draw
+	visitor        string        // verify-draw
 }
 
 // client connects to the deployment the flags name.
