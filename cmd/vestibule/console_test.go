@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
@@ -224,11 +226,38 @@ func TestConsoleInBrowser(t *testing.T) {
 	submit(`[data-setting="maxActive"]`, "4", ".settings", "maxActive 2 → 4")
 	waitJS(t, ctx, card+`.querySelector('[data-figure="held"]').textContent.includes("/ 4")`, 5*time.Second)
 
-	// The waiting page's message, set live from the console (issue 17).
-	submit(`[data-page="message"]`, "Doors open at 10:00", ".page-form", "Doors open at 10:00")
+	// The waiting page's message, set live from the console, one text per
+	// language; the confirmation shows both.
+	browsertest.Eval[any](t, ctx, card+`.querySelector('[data-message="ko"]').value = "10시에 문을 엽니다"`)
+	submit(`[data-message="en"]`, "Doors open at 10:00", ".page-form", "Korean: \"10시에 문을 엽니다\"")
 	waitJS(t, ctx, `document.getElementById('status').textContent === "Room `+id+`: message changed."`, 5*time.Second)
-	if code, m := admin(t, s, "GET", id, nil); code != 200 || fmt.Sprint(m["config"].(map[string]any)["page"]) != "map[message:Doors open at 10:00]" {
+	if code, m := admin(t, s, "GET", id, nil); code != 200 || fmt.Sprint(m["config"].(map[string]any)["page"]) != "map[message:map[en:Doors open at 10:00 ko:10시에 문을 엽니다]]" {
 		t.Errorf("the room's page after the console's change: %d %v", code, m["config"])
+	}
+	// Both languages show back in the form.
+	waitJS(t, ctx, card+`.querySelector('[data-message="ko"]').value === "10시에 문을 엽니다" && `+card+`.querySelector('[data-message="en"]').value === "Doors open at 10:00"`, 5*time.Second)
+
+	// The chart's legend names the series without "--", and its time axis
+	// labels do not run together: each is further from the next than it is wide.
+	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('.u-legend')?.textContent || ""`); strings.Contains(got, "--") || !strings.Contains(got, "waiting") {
+		t.Errorf("legend %q", got)
+	}
+	gaps := browsertest.Eval[string](t, ctx, `(() => {
+		const u = window.__consoleCharts?.get(`+fmt.Sprintf("%q", id)+`);
+		if (!u) return "no chart";
+		const ax = u.axes[0], splits = ax._splits || [], vals = ax._values || [];
+		const c = document.createElement('canvas').getContext('2d');
+		c.font = getComputedStyle(u.root).font || '12px sans-serif';
+		const bad = [];
+		for (let i = 1; i < splits.length; i++) {
+			const gap = u.valToPos(splits[i], 'x') - u.valToPos(splits[i-1], 'x');
+			const w = (c.measureText(String(vals[i-1])).width + c.measureText(String(vals[i])).width) / 2;
+			if (gap < w + 8) bad.push(vals[i-1] + "|" + vals[i] + " gap " + Math.round(gap) + " < " + Math.round(w + 8));
+		}
+		return splits.length < 2 ? "labels " + JSON.stringify(vals) : bad.join(", ");
+	})()`)
+	if gaps != "" && !strings.HasPrefix(gaps, "labels ") {
+		t.Errorf("time axis labels run together: %s", gaps)
 	}
 
 	// Accessibility: axe-core, injected (the page's CSP does not apply to
@@ -360,5 +389,78 @@ func TestConsolePrequeue(t *testing.T) {
 	waitJS(t, ctx, opening+`.textContent.includes("draw seed published")`, 10*time.Second)
 	if text := browsertest.Eval[string](t, ctx, opening+`.textContent`); !strings.HasPrefix(text, "Opened ") {
 		t.Errorf("after the opening: %q", text)
+	}
+}
+
+// The console steers: it creates a room (after a confirmation that lists
+// its settings), changes its mode and opening with the difference shown
+// first, and lists who changed what.
+func TestConsoleSteers(t *testing.T) {
+	s := stack(t)
+	ctx := consoleOnStack(t, s)
+	waitJS(t, ctx, `document.querySelector('[data-room="demo"]') !== null`, 10*time.Second)
+	b := make([]byte, 3)
+	rand.Read(b)
+	id := "made-" + hex.EncodeToString(b)
+	set := func(sel, value string) {
+		t.Helper()
+		js, _ := json.Marshal([]string{sel, value})
+		browsertest.Eval[any](t, ctx, fmt.Sprintf(`(([sel, value]) => { const i = document.querySelector(sel); i.value = value; i.dispatchEvent(new Event('input', {bubbles: true})); })(%s)`, js))
+	}
+	confirm := func(wantTitle, wantText string) {
+		t.Helper()
+		waitJS(t, ctx, `document.getElementById('confirm').open`, 5*time.Second)
+		if got := browsertest.Eval[string](t, ctx, `document.getElementById('confirm-title').textContent`); got != wantTitle {
+			t.Errorf("confirmation title %q, want %q", got, wantTitle)
+		}
+		if got := browsertest.Eval[string](t, ctx, `document.getElementById('confirm-text').textContent`); !strings.Contains(got, wantText) {
+			t.Errorf("confirmation %q, want it to contain %q", got, wantText)
+		}
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm-ok"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#new-room summary`))); err != nil {
+		t.Fatal(err)
+	}
+	set("#new-id", id)
+	set("#new-origin", s.OriginURL()+"/")
+	set("#new-max", "7")
+	set("#new-rate", "70")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#create-form button`))); err != nil {
+		t.Fatal(err)
+	}
+	confirm("Create room "+id+"?", "maxActive 7")
+	card := fmt.Sprintf(`document.querySelector('[data-room=%q]')`, id)
+	waitJS(t, ctx, card+` !== null`, 10*time.Second)
+	code, m := admin(t, s, "GET", id, nil)
+	if c, _ := m["config"].(map[string]any); code != 200 || c["maxActive"] != float64(7) || c["admitPerMinute"] != float64(70) {
+		t.Fatalf("the room the console created: %d %v", code, m)
+	}
+
+	// Mode and opening through the card's settings form.
+	opens := time.Now().Add(2 * time.Hour).Truncate(time.Minute)
+	set(fmt.Sprintf(`[data-room=%q] [data-setting="mode"]`, id), "paused")
+	set(fmt.Sprintf(`[data-room=%q] [data-setting="opensAt"]`, id), opens.Format("2006-01-02T15:04"))
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-room=%q] .settings button`, id)))); err != nil {
+		t.Fatal(err)
+	}
+	confirm("Change room "+id+"?", "mode queue → paused")
+	waitJS(t, ctx, card+`.dataset.mode === "paused"`, 5*time.Second)
+	code, m = admin(t, s, "GET", id, nil)
+	c, _ := m["config"].(map[string]any)
+	if at, _ := time.Parse(time.RFC3339, fmt.Sprint(c["opensAt"])); code != 200 || !at.Equal(opens) {
+		t.Errorf("opensAt after the console's change: %v, want %v", c["opensAt"], opens)
+	}
+	waitJS(t, ctx, card+`.querySelector('[data-field="opening"]').textContent.startsWith("Pre-queue: opens")`, 5*time.Second)
+
+	// Who changed what.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-room=%q] .audit summary`, id)))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, card+`.dataset.audit === "2"`, 5*time.Second)
+	log := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-field="audit"]').textContent`)
+	if !strings.Contains(log, "admin key via the console") || !strings.Contains(log, `mode "queue" → "paused"`) || !strings.Contains(log, "create") {
+		t.Errorf("the room's changes in the console: %q", log)
 	}
 }

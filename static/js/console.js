@@ -19,6 +19,9 @@ const $ = (id) => document.getElementById(id);
 const statusEl = $('status');
 const roomsEl = $('rooms');
 const cards = new Map(); // room id → card
+// The charts by room id, for a look from the browser's developer tools (and the tests).
+const charts = new Map();
+window.__consoleCharts = charts;
 
 const fmt = new Intl.NumberFormat('en');
 const n = (v) => fmt.format(v ?? 0);
@@ -116,6 +119,7 @@ async function change(card, settings, done) {
     status(done);
     card.dirty = false;
     await refresh();
+    if (card.el.querySelector('.audit').open) loadAudit(card);
   } catch (e) {
     status(`Room ${card.id}: ${e.message}`, true);
   } finally {
@@ -149,12 +153,66 @@ function newChart(card) {
       series('admitted/min', '#1e6b43', 'n', [2, 3]),
     ],
     scales: { x: { time: true, range: (u, lo, hi) => (lo === hi ? [lo - 60, hi + 1] : [lo, hi]) }, w: { range: (u, lo, hi) => [0, Math.max(1, hi)] }, n: { range: (u, lo, hi) => [0, Math.max(1, hi)] } },
+    // The legend names the series; their values are the figures above (a
+    // live legend shows "--" until the pointer is on the chart).
+    legend: { live: false },
     axes: [
-      { stroke: '#4f5a67' },
+      // Time labels at least 90 px apart: at uPlot's default 50 px, labels
+      // such as "10:09pm" ran together.
+      { stroke: '#4f5a67', space: 90 },
       { scale: 'w', stroke: '#1d5c8a' },
       { scale: 'n', side: 1, stroke: '#4f5a67', grid: { show: false } },
     ],
   }, card.data, card.plot);
+}
+
+// localInput gives an ISO time as a datetime-local input's value (local
+// time, to the minute); '' for none.
+function localInput(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  const p = (x) => String(x).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+// settingValue reads a settings control as the API wants it.
+function settingValue(input) {
+  const k = input.dataset.setting;
+  if (input.type === 'number') return Number(input.value);
+  if (k === 'opensAt') return input.value ? new Date(input.value).toISOString() : null;
+  return input.value.trim();
+}
+
+// shownSetting says a setting's value for a confirmation: numbers grouped,
+// times local, none for null.
+function shownSetting(k, v) {
+  if (v === null || v === undefined || v === '') return 'none';
+  if (typeof v === 'number') return n(v);
+  if (k === 'opensAt') return clockFmt.format(Date.parse(v));
+  return String(v);
+}
+
+// messageOf gives a page message as {en, ko, …} ('' where none); a plain
+// string is every language's.
+function messageOf(m) {
+  if (typeof m === 'string') return { en: m, ko: m, all: true };
+  return { ...(m || {}) };
+}
+
+// loadAudit fills the card's list of changes (GET …/log), newest first.
+async function loadAudit(card) {
+  const list = card.el.querySelector('[data-field="audit"]');
+  let entries;
+  try {
+    ({ entries } = await api('GET', `/api/admin/rooms/${encodeURIComponent(card.id)}/log`));
+  } catch { return; }
+  list.replaceChildren(...(entries || []).slice().reverse().map((e) => {
+    const li = document.createElement('li');
+    const what = (e.changes || []).map((c) => `${c.setting} ${JSON.stringify(c.old)} → ${JSON.stringify(c.new)}`).join(', ');
+    li.textContent = `${clockFmt.format(Date.parse(e.at))} · ${e.who} · ${e.action === 'change' ? what : e.action + (what ? ': ' + what : '')}`;
+    return li;
+  }));
+  card.el.dataset.audit = String((entries || []).length);
 }
 
 function newCard(id) {
@@ -167,7 +225,7 @@ function newCard(id) {
   h.textContent = id;
   el.querySelector('.actions').setAttribute('aria-label', `Actions on room ${id}`);
   for (const label of el.querySelectorAll('label[data-for]')) {
-    const input = el.querySelector(`[data-setting="${label.dataset.for}"]`) || el.querySelector('[data-page="message"]');
+    const input = label.nextElementSibling;
     input.id = `${label.dataset.for}-${slug}`;
     label.htmlFor = input.id;
   }
@@ -176,6 +234,8 @@ function newCard(id) {
     chart: null, info: null, busy: false, dirty: false,
   };
   el.querySelector('.chart').setAttribute('aria-label', `Chart of room ${id}`);
+  const audit = el.querySelector('.audit');
+  audit.addEventListener('toggle', () => { if (audit.open) loadAudit(card); });
   for (const b of el.querySelectorAll('[data-action]')) {
     b.addEventListener('click', async () => {
       const a = actions[b.dataset.action];
@@ -198,32 +258,48 @@ function newCard(id) {
     const lines = [];
     for (const input of form.querySelectorAll('[data-setting]')) {
       const k = input.dataset.setting;
-      const v = Number(input.value);
-      if (v !== cfg[k]) {
+      const v = settingValue(input);
+      const same = k === 'opensAt' ? input.value === localInput(cfg[k]) : v === (cfg[k] ?? '');
+      if (!same) {
         want[k] = v;
-        lines.push(`${k} ${n(cfg[k])} → ${n(v)}`);
+        lines.push(`${k} ${shownSetting(k, cfg[k])} → ${shownSetting(k, v)}`);
       }
     }
     if (lines.length === 0) {
       status(`Room ${id}: nothing to change.`);
       return;
     }
-    if (await confirmStep(`Change room ${id}?`, `${lines.join(', ')}. It applies from the next admission tick.`)) {
+    if (await confirmStep(`Change room ${id}?`, `${lines.join('\n')}\nIt applies from the next admission tick.`)) {
       await change(card, want, `Room ${id}: ${lines.join(', ')}.`);
     }
     form.querySelector('button').focus();
   });
-  // The waiting page's message (the room's page setting, docs/PAGE.md): one
-  // text for every language here; per-language texts go through the CLI or API.
+  // The waiting page's message (the room's page setting, docs/PAGE.md), one
+  // text per language; other languages the message has are kept. The same
+  // text in both is sent as one text for every language.
   const pageForm = el.querySelector('.page-form');
   pageForm.addEventListener('input', () => { card.dirty = true; });
   pageForm.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    const text = pageForm.querySelector('[data-page="message"]').value.trim();
     const page = { ...(card.info.config.page || {}) };
-    if (text) page.message = text; else delete page.message;
-    const summary = text ? `The waiting page will say: "${text}".` : 'The waiting page will show no message.';
-    if (await confirmStep(`Change the message of room ${id}?`, `${summary} Open pages show it at their next poll.`)) {
+    const old = messageOf(page.message);
+    const msg = old.all ? {} : { ...old };
+    delete msg.all;
+    const lines = [];
+    const names = { en: 'English', ko: 'Korean' };
+    for (const ta of pageForm.querySelectorAll('[data-message]')) {
+      const l = ta.dataset.message;
+      const text = ta.value.trim();
+      if (text) msg[l] = text; else delete msg[l];
+      lines.push(text ? `${names[l]}: "${text}"` : `${names[l]}: no message`);
+    }
+    const langs = Object.keys(msg);
+    let message = msg;
+    if (langs.length === 0) message = undefined;
+    else if (langs.length === 2 && msg.en === msg.ko) message = msg.en;
+    if (message === undefined) delete page.message; else page.message = message;
+    const summary = `The waiting page will say:\n${lines.join('\n')}`;
+    if (await confirmStep(`Change the message of room ${id}?`, `${summary}\nOpen pages show it at their next poll.`)) {
       await change(card, { page: Object.keys(page).length ? page : null }, `Room ${id}: message changed.`);
     }
     pageForm.querySelector('button').focus();
@@ -250,12 +326,15 @@ function show(card, info, t) {
   card.el.dataset.mode = c.mode;
   const form = card.el.querySelector('.settings');
   if (!card.dirty && !form.contains(document.activeElement)) {
-    for (const input of form.querySelectorAll('[data-setting]')) input.value = c[input.dataset.setting];
+    for (const input of form.querySelectorAll('[data-setting]')) {
+      const k = input.dataset.setting;
+      input.value = k === 'opensAt' ? localInput(c[k]) : (c[k] ?? '');
+    }
   }
   const pageForm = card.el.querySelector('.page-form');
   if (!card.dirty && !pageForm.contains(document.activeElement)) {
-    const m = c.page?.message;
-    pageForm.querySelector('[data-page="message"]').value = typeof m === 'string' ? m : (m?.en ?? '');
+    const m = messageOf(c.page?.message);
+    for (const ta of pageForm.querySelectorAll('[data-message]')) ta.value = m[ta.dataset.message] ?? '';
   }
   showOpening(card);
   updateButtons(card);
@@ -264,7 +343,10 @@ function show(card, info, t) {
   d[0].push(t); d[1].push(s.waiting); d[2].push(s.active); d[3].push(s.admitted); d[4].push(s.admittedLastMinute);
   if (d[0].length > keep) for (const a of d) a.shift();
   card.el.dataset.samples = String(d[0].length);
-  if (!card.chart) card.chart = newChart(card);
+  if (!card.chart) {
+    card.chart = newChart(card);
+    charts.set(card.id, card.chart);
+  }
   else card.chart.setData(d);
 }
 
@@ -364,7 +446,7 @@ async function refresh() {
       readStatus(card);
     }
     for (const [id, card] of cards) {
-      if (!seen.has(id)) { card.el.remove(); cards.delete(id); }
+      if (!seen.has(id)) { card.el.remove(); cards.delete(id); charts.delete(id); }
     }
     $('empty').hidden = rooms.length > 0;
     document.body.dataset.updated = String(t);
@@ -388,6 +470,42 @@ async function refresh() {
   }
   timer = setTimeout(refresh, every);
 }
+
+// Creating a room: the settings the form gives over the deployment's
+// defaults, after a confirmation; a room that exists is refused (changing
+// it is its card's job).
+$('create-form').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const f = $('create-form');
+  if (!f.reportValidity()) return;
+  const id = f.elements.id.value.trim();
+  const want = {
+    originUrl: f.elements.originUrl.value.trim(),
+    maxActive: Number(f.elements.maxActive.value),
+    admitPerMinute: Number(f.elements.admitPerMinute.value),
+  };
+  if (f.elements.opensAt.value) want.opensAt = new Date(f.elements.opensAt.value).toISOString();
+  const path = `/api/admin/rooms/${encodeURIComponent(id)}`;
+  try {
+    await api('GET', path);
+    status(`Room ${id} exists already: change it on its card.`, true);
+    return;
+  } catch (e) {
+    if (e.code !== 'unknown_room') { status(`Room ${id}: ${e.message}`, true); return; }
+  }
+  const lines = Object.entries(want).map(([k, v]) => `${k} ${shownSetting(k, v)}`);
+  if (!(await confirmStep(`Create room ${id}?`, `${lines.join('\n')}\nThe other settings take the deployment's defaults.`))) return;
+  try {
+    await api('PUT', path, want);
+    status(`Room ${id} created.`);
+    f.reset();
+    $('new-room').open = false;
+    await refresh();
+    cards.get(id)?.el.querySelector('h2')?.scrollIntoView({ block: 'nearest' });
+  } catch (e) {
+    status(`Room ${id}: ${e.message}`, true);
+  }
+});
 
 $('keyform').addEventListener('submit', (ev) => {
   ev.preventDefault();
