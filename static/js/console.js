@@ -1,6 +1,6 @@
 // The operator's console: every room's figures, refreshed every few seconds,
 // charts of what this page has seen since it opened (started from the room's
-// last hour as the ticks recorded it), and the actions (pause,
+// last day as the ticks recorded it), and the actions (pause,
 // resume, close, open, capacity and rate), each confirmed in a dialog.
 //
 // It calls the admin routes on its own origin. Served by `vestibule console`
@@ -13,7 +13,7 @@ const KEY = 'vestibule.console.adminKey';
 const params = new URLSearchParams(location.search);
 // ?every=SECONDS changes the refresh (tests use a short one).
 const every = Math.max(0.2, Number(params.get('every')) || 3) * 1000;
-const keep = 1200; // samples per chart: an hour at 3 s
+const keep = 1440 + 1200; // points per chart: a day of history, a minute apart, then an hour at 3 s
 
 const $ = (id) => document.getElementById(id);
 const statusEl = $('status');
@@ -401,7 +401,7 @@ async function readStatus(card) {
   if (card.info) showOpening(card);
 }
 
-// seedHistory starts a new card's chart from the room's last hour as the
+// seedHistory starts a new card's chart from the room's last day as the
 // admission ticks recorded it (GET …/history, a point a minute), ahead of the
 // samples this page takes; a deployment without the route leaves the chart to
 // those samples.
