@@ -145,6 +145,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	if browsertest.Eval[bool](t, ctx, `document.getElementById('keyform').checkVisibility()`) {
 		t.Error("the console through vestibule console asks for an admin key")
 	}
+	// The busiest room first.
+	if got := browsertest.Eval[string](t, ctx, `document.querySelector('.room').dataset.room`); got != id {
+		t.Errorf("first card %q, want the busiest room %s", got, id)
+	}
 	if got := browsertest.Eval[string](t, ctx, `document.getElementById('target').textContent`); !strings.Contains(got, s.URL()) {
 		t.Errorf("target %q", got)
 	}
@@ -249,9 +253,11 @@ func TestConsoleInBrowser(t *testing.T) {
 		const c = document.createElement('canvas').getContext('2d');
 		c.font = getComputedStyle(u.root).font || '12px sans-serif';
 		const bad = [];
+		// A label may have two lines (the time, and the date under it).
+		const width = (v) => Math.max(...String(v).split("\n").map((l) => c.measureText(l).width));
 		for (let i = 1; i < splits.length; i++) {
 			const gap = u.valToPos(splits[i], 'x') - u.valToPos(splits[i-1], 'x');
-			const w = (c.measureText(String(vals[i-1])).width + c.measureText(String(vals[i])).width) / 2;
+			const w = (width(vals[i-1]) + width(vals[i])) / 2;
 			if (gap < w + 8) bad.push(vals[i-1] + "|" + vals[i] + " gap " + Math.round(gap) + " < " + Math.round(w + 8));
 		}
 		return splits.length < 2 ? "labels " + JSON.stringify(vals) : bad.join(", ");

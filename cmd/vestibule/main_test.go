@@ -123,6 +123,10 @@ func TestRooms(t *testing.T) {
 		if f := strings.Fields(line); len(f) < 8 || f[1] != "paused" || f[2] != "3" || f[5] != "5" || f[7] != "60" {
 			t.Fatalf("row of %s: %q", id, line)
 		}
+		// Busiest first: the room with visitors before the idle demo room.
+		if i, d := strings.Index(out, id), regexp.MustCompile(`(?m)^\s*demo\s`).FindStringIndex(out); i < 0 || d == nil || i > d[0] {
+			t.Errorf("rooms are not ordered by activity:\n%s", out)
+		}
 		out, _, code = vestibule(t, s, "rooms", "list", "--json")
 		var j struct {
 			Rooms []struct {

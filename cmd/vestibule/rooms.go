@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -73,6 +75,14 @@ func (c *command) list(ctx context.Context, pos []string) error {
 		fmt.Fprintln(c.stdout, "no rooms yet: `vestibule rooms set ROOM --create originUrl=https://…` creates one")
 		return nil
 	}
+	// The busiest first (waiting, admitted and active), then by name.
+	busy := func(r operator.RoomInfo) int64 { return r.Stats.Waiting + r.Stats.Admitted + r.Stats.Active }
+	slices.SortStableFunc(rooms, func(a, b operator.RoomInfo) int {
+		if c := cmp.Compare(busy(b), busy(a)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Room, b.Room)
+	})
 	// Numbers align right; the room and mode columns are padded to one
 	// width so that they read left-aligned.
 	wr, wm := len("ROOM"), len("MODE")

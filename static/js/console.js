@@ -434,6 +434,7 @@ async function refresh() {
     const { rooms } = await api('GET', '/api/admin/rooms');
     const t = Date.now() / 1000;
     const seen = new Set();
+    let added = false;
     for (const info of rooms) {
       seen.add(info.room);
       let card = cards.get(info.room);
@@ -441,12 +442,20 @@ async function refresh() {
         card = newCard(info.room);
         cards.set(info.room, card);
         seedHistory(card);
+        added = true;
       }
       show(card, info, t);
       readStatus(card);
     }
     for (const [id, card] of cards) {
       if (!seen.has(id)) { card.el.remove(); cards.delete(id); charts.delete(id); }
+    }
+    // The busiest rooms first, ordered when rooms come or go only: cards do
+    // not move under the operator's pointer at every refresh.
+    if (added) {
+      const busy = (c) => c.info.stats.waiting + c.info.stats.admitted + c.info.stats.active;
+      const order = [...cards.values()].sort((a, b) => busy(b) - busy(a) || a.id.localeCompare(b.id));
+      for (const c of order) roomsEl.append(c.el);
     }
     $('empty').hidden = rooms.length > 0;
     document.body.dataset.updated = String(t);
