@@ -392,10 +392,15 @@ func TestConsolePrequeue(t *testing.T) {
 	if !regexp.MustCompile(`^Pre-queue: opens .+ \(in 0:0[0-3]\) · 4 pre-queued · draw committed [0-9a-f]{64}$`).MatchString(text) {
 		t.Errorf("before the opening: %q", text)
 	}
+	badge := fmt.Sprintf(`document.querySelector('[data-room=%q] [data-field="mode"]').textContent`, id)
+	if got := browsertest.Eval[string](t, ctx, badge); got != "pre-queue" {
+		t.Errorf("mode badge before the opening %q", got)
+	}
 	waitJS(t, ctx, opening+`.textContent.includes("draw seed published")`, 10*time.Second)
 	if text := browsertest.Eval[string](t, ctx, opening+`.textContent`); !strings.HasPrefix(text, "Opened ") {
 		t.Errorf("after the opening: %q", text)
 	}
+	waitJS(t, ctx, badge+` === "queue"`, 5*time.Second)
 }
 
 // The console steers: it creates a room (after a confirmation that lists

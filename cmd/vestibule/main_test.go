@@ -198,7 +198,7 @@ func TestRooms(t *testing.T) {
 			t.Fatalf("set without --create made the room: %d", code)
 		}
 		out, errs, code = vestibule(t, s, "rooms", "set", fresh, "--create", "maxActive=3", "originUrl="+s.OriginURL()+"/")
-		if code != 0 || !strings.Contains(out, fresh+": created") {
+		if code != 0 || !strings.Contains(out, fresh+": created") || !strings.Contains(out, fresh+": maxActive 3\n") || strings.Contains(out, "0 → ") {
 			t.Fatalf("--create: %d %q %q", code, out, errs)
 		}
 		// Usage mistakes exit 2.

@@ -165,7 +165,13 @@ func (c *command) changes(id string, before, after room.Config, created bool) {
 		return
 	}
 	if created {
+		// A new room has no old values: its settings as stored.
 		fmt.Fprintf(c.stdout, "%s: created\n", id)
+		names, cur := settingValues(after)
+		for _, n := range names {
+			fmt.Fprintf(c.stdout, "%s: %s %s\n", id, n, cur[n])
+		}
+		return
 	}
 	names, old := settingValues(before)
 	_, cur := settingValues(after)

@@ -321,7 +321,8 @@ function show(card, info, t) {
   set('held', `${n(held)} / ${n(c.maxActive)}` + (c.maxActive > 0 ? ` (${Math.floor(held * 100 / c.maxActive)}%)` : ''));
   set('admittedLastMinute', `${n(s.admittedLastMinute)} / ${n(c.admitPerMinute)}`);
   const mode = card.el.querySelector('[data-field="mode"]');
-  mode.textContent = c.mode;
+  // Before its opening a room in queue mode is a pre-queue: say so.
+  mode.textContent = c.mode === 'queue' && c.opensAt && Date.parse(c.opensAt) > Date.now() ? 'pre-queue' : c.mode;
   mode.dataset.mode = c.mode;
   card.el.dataset.mode = c.mode;
   const form = card.el.querySelector('.settings');
