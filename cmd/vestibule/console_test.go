@@ -235,7 +235,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	browsertest.Eval[any](t, ctx, card+`.querySelector('[data-message="ko"]').value = "10시에 문을 엽니다"`)
 	submit(`[data-message="en"]`, "Doors open at 10:00", ".page-form", "Korean: \"10시에 문을 엽니다\"")
 	waitJS(t, ctx, `document.getElementById('status').textContent === "Room `+id+`: message changed."`, 5*time.Second)
-	if code, m := admin(t, s, "GET", id, nil); code != 200 || fmt.Sprint(m["config"].(map[string]any)["page"]) != "map[message:map[en:Doors open at 10:00 ko:10시에 문을 엽니다]]" {
+	// The title the same way, in English only: the message stays.
+	submit(`[data-title="en"]`, "Spring Tour", ".title-form", "Korean: no title")
+	waitJS(t, ctx, `document.getElementById('status').textContent === "Room `+id+`: title changed."`, 5*time.Second)
+	if code, m := admin(t, s, "GET", id, nil); code != 200 || fmt.Sprint(m["config"].(map[string]any)["page"]) != "map[message:map[en:Doors open at 10:00 ko:10시에 문을 엽니다] title:map[en:Spring Tour]]" {
 		t.Errorf("the room's page after the console's change: %d %v", code, m["config"])
 	}
 	// Both languages show back in the form.

@@ -274,38 +274,45 @@ function newCard(id) {
     }
     form.querySelector('button').focus();
   });
-  // The waiting page's message (the room's page setting, docs/PAGE.md), one
-  // text per language; other languages the message has are kept. The same
-  // text in both is sent as one text for every language.
-  const pageForm = el.querySelector('.page-form');
-  pageForm.addEventListener('input', () => { card.dirty = true; });
-  pageForm.addEventListener('submit', async (ev) => {
-    ev.preventDefault();
-    const page = { ...(card.info.config.page || {}) };
-    const old = messageOf(page.message);
-    const msg = old.all ? {} : { ...old };
-    delete msg.all;
-    const lines = [];
-    const names = { en: 'English', ko: 'Korean' };
-    for (const ta of pageForm.querySelectorAll('[data-message]')) {
-      const l = ta.dataset.message;
-      const text = ta.value.trim();
-      if (text) msg[l] = text; else delete msg[l];
-      lines.push(text ? `${names[l]}: "${text}"` : `${names[l]}: no message`);
-    }
-    const langs = Object.keys(msg);
-    let message = msg;
-    if (langs.length === 0) message = undefined;
-    else if (langs.length === 2 && msg.en === msg.ko) message = msg.en;
-    if (message === undefined) delete page.message; else page.message = message;
-    const summary = `The waiting page will say:\n${lines.join('\n')}`;
-    if (await confirmStep(`Change the message of room ${id}?`, `${summary}\nOpen pages show it at their next poll.`)) {
-      await change(card, { page: Object.keys(page).length ? page : null }, `Room ${id}: message changed.`);
-    }
-    pageForm.querySelector('button').focus();
-  });
+  // The waiting page's title and message (the room's page setting,
+  // docs/PAGE.md), one text per language.
+  textForm(card, el.querySelector('.title-form'), 'title', 'title');
+  textForm(card, el.querySelector('.page-form'), 'message', 'message');
   roomsEl.append(el);
   return card;
+}
+
+// textForm makes form edit the page's text field (title or message), one
+// text per language ([data-FIELD="en"], …); other languages the text has are
+// kept, and the same text in both is sent as one text for every language.
+function textForm(card, form, field, noun) {
+  const id = card.id;
+  form.addEventListener('input', () => { card.dirty = true; });
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const page = { ...(card.info.config.page || {}) };
+    const old = messageOf(page[field]);
+    const text = old.all ? {} : { ...old };
+    delete text.all;
+    const lines = [];
+    const names = { en: 'English', ko: 'Korean' };
+    for (const input of form.querySelectorAll(`[data-${field}]`)) {
+      const l = input.dataset[field];
+      const v = input.value.trim();
+      if (v) text[l] = v; else delete text[l];
+      lines.push(v ? `${names[l]}: "${v}"` : `${names[l]}: no ${noun}`);
+    }
+    const langs = Object.keys(text);
+    let value = text;
+    if (langs.length === 0) value = undefined;
+    else if (langs.length === 2 && text.en === text.ko) value = text.en;
+    if (value === undefined) delete page[field]; else page[field] = value;
+    const summary = `The waiting page's ${noun}:\n${lines.join('\n')}`;
+    if (await confirmStep(`Change the ${noun} of room ${id}?`, `${summary}\nOpen pages show it at their next poll.`)) {
+      await change(card, { page: Object.keys(page).length ? page : null }, `Room ${id}: ${noun} changed.`);
+    }
+    form.querySelector('button').focus();
+  });
 }
 
 function show(card, info, t) {
@@ -336,6 +343,11 @@ function show(card, info, t) {
   if (!card.dirty && !pageForm.contains(document.activeElement)) {
     const m = messageOf(c.page?.message);
     for (const ta of pageForm.querySelectorAll('[data-message]')) ta.value = m[ta.dataset.message] ?? '';
+  }
+  const titleForm = card.el.querySelector('.title-form');
+  if (!card.dirty && !titleForm.contains(document.activeElement)) {
+    const m = messageOf(c.page?.title);
+    for (const input of titleForm.querySelectorAll('[data-title]')) input.value = m[input.dataset.title] ?? '';
   }
   showOpening(card);
   updateButtons(card);
