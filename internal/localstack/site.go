@@ -67,6 +67,7 @@ var sitePage = template.Must(template.New("site").Parse(`<!doctype html>
 ` + demoStyle + `</style>
 </head>
 <body id="site">
+<main>
 <h1>Demo booking site</h1>
 <p>This stands for your booking site. It has no Vestibule code: the edge gate in front of it let you
 in because your browser holds a session cookie for the <code>demo</code> room.</p>
@@ -75,6 +76,7 @@ in because your browser holds a session cookie for the <code>demo</code> room.</
 <p><a href="/tickets?show=42">Tickets for show 42</a> · <a href="/">Home</a></p>
 <form method="post" action="/.vestibule/leave"><button type="submit" id="leave">Finish and leave</button></form>
 </div>
+</main>
 </body>
 </html>
 `))
