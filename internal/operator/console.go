@@ -52,7 +52,10 @@ func Console(c *Client, files fs.FS) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]string{"endpoint": c.Endpoint, "auth": kind})
 	})
-	mux.HandleFunc("/api/admin/", func(w http.ResponseWriter, r *http.Request) { proxy(c, w, r) })
+	// Admin calls say they come from the console, for the audit log.
+	viaConsole := *c
+	viaConsole.Header = http.Header{ConsoleHeader: {"1"}}
+	mux.HandleFunc("/api/admin/", func(w http.ResponseWriter, r *http.Request) { proxy(&viaConsole, w, r) })
 	// A room's public status (the pace and wait of someone joining now, the
 	// pre-queue's commitment and seed), forwarded without credentials.
 	mux.HandleFunc("GET /api/rooms/{room}/status", func(w http.ResponseWriter, r *http.Request) {

@@ -45,6 +45,8 @@ type Client struct {
 	Auth Authorizer
 	// HTTP is the client used; nil means one with a 15 s timeout.
 	HTTP *http.Client
+	// Header is added to every request (before it is signed).
+	Header http.Header
 }
 
 // RoomInfo is a room as the admin routes show it.
@@ -133,6 +135,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte) (*htt
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "vestibule-cli")
+	for k, v := range c.Header {
+		req.Header[k] = v
+	}
 	if c.Auth != nil {
 		if err := c.Auth.Authorize(ctx, req, body); err != nil {
 			return nil, nil, err

@@ -280,6 +280,9 @@ func TestConsoleGuards(t *testing.T) {
 	var got []string
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = append(got, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+		if strings.HasPrefix(r.URL.Path, "/api/admin/") && r.Header.Get(ConsoleHeader) == "" {
+			t.Errorf("%s %s reached the deployment without %s (the audit log's \"via the console\")", r.Method, r.URL.Path, ConsoleHeader)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"rooms":[]}`)
 	}))
