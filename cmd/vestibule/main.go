@@ -40,10 +40,13 @@ Usage:
   vestibule rooms close ROOM                    mode=closed: new arrivals refused, nobody admitted
   vestibule rooms open ROOM                     mode=queue: arrivals queue and are admitted again
   vestibule rooms drain ROOM                    drain the room (needs a deployment with the drain route)
+  vestibule rooms delete ROOM [--force]         delete the room, its grants and sessions (--force: close and drain it first)
+  vestibule rooms log ROOM                      who changed what: the room's audit log
   vestibule rooms settings                      the settings "rooms set" takes, with their types
   vestibule watch ROOM [--interval 3s]          a live view of one room in the terminal
   vestibule console [--port 8484]               the console in your browser on 127.0.0.1
-  vestibule verify-draw --room ROOM --ticket T  check a pre-queue ticket's draw against the room's published seed
+  vestibule verify-draw --room ROOM --ticket T  check a pre-queue draw against the room's published seed
+                 (or --visitor REF)           (public data only: --endpoint, no credentials)
   vestibule smoke [--timeout 2m]                after a deploy: one visitor through a throwaway room (join, admission,
                                                 consume, complete), then the room closed and drained
   vestibule preflight --template FILE           before a deploy: the account's Lambda concurrency and API throttle
@@ -128,7 +131,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // valueFlags are the flags that take a value, for commandFirst.
 var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": true, "profile": true, "region": true,
 	"interval": true, "count": true, "port": true, "template": true, "public": true, "timeout": true,
-	"client-cert": true, "client-key": true}
+	"client-cert": true, "client-key": true, "room": true, "ticket": true, "visitor": true}
 
 // commandFirst moves the command words (e.g. "rooms", "list") before any
 // flags given ahead of them, so "vestibule --stack S rooms list" works too.
@@ -163,7 +166,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cmd, args := args[0], args[1:]
 	if cmd == "rooms" {
 		if len(args) == 0 {
-			return usageError("rooms needs a subcommand: list, get, set, pause, resume, close, open, drain, settings")
+			return usageError("rooms needs a subcommand: list, get, set, pause, resume, close, open, drain, delete, log, settings")
 		}
 		cmd, args = "rooms "+args[0], args[1:]
 	}
@@ -189,6 +192,11 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		run = func(ctx context.Context, pos []string) error { return c.mode(ctx, verb, pos) }
 	case "rooms drain":
 		run = c.drain
+	case "rooms delete":
+		fs.BoolVar(&c.force, "force", false, "close and drain a room with visitors waiting, then delete it")
+		run = c.deleteRoom
+	case "rooms log", "rooms history":
+		run = c.roomLog
 	case "rooms settings":
 		run = c.settings
 	case "watch":
@@ -204,7 +212,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		run = c.preflight
 	case "verify-draw":
 		fs.StringVar(&c.room, "room", "", "the room")
-		fs.StringVar(&c.ticket, "ticket", "", "the ticket (a JWT)")
+		fs.StringVar(&c.ticket, "ticket", "", "the visitor's ticket")
+		fs.StringVar(&c.visitor, "visitor", "", "the visitor reference the waiting page shows (instead of --ticket)")
 		run = c.verifyDraw
 	case "console":
 		fs.IntVar(&c.port, "port", defaultConsolePort, "port on 127.0.0.1 (0: any free port)")
@@ -228,6 +237,7 @@ type command struct {
 	stdout, stderr io.Writer
 	credential     bool          // get
 	create         bool          // set
+	force          bool          // delete
 	interval       time.Duration // watch
 	count          int           // watch
 	port           int           // console
@@ -235,6 +245,7 @@ type command struct {
 	template       string        // preflight
 	public         string        // smoke
 	timeout        time.Duration // smoke
+	visitor        string        // verify-draw
 }
 
 // client connects to the deployment the flags name.

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -73,6 +75,14 @@ func (c *command) list(ctx context.Context, pos []string) error {
 		fmt.Fprintln(c.stdout, "no rooms yet: `vestibule rooms set ROOM --create originUrl=https://…` creates one")
 		return nil
 	}
+	// The busiest first (waiting, admitted and active), then by name.
+	busy := func(r operator.RoomInfo) int64 { return r.Stats.Waiting + r.Stats.Admitted + r.Stats.Active }
+	slices.SortStableFunc(rooms, func(a, b operator.RoomInfo) int {
+		if c := cmp.Compare(busy(b), busy(a)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Room, b.Room)
+	})
 	// Numbers align right; the room and mode columns are padded to one
 	// width so that they read left-aligned.
 	wr, wm := len("ROOM"), len("MODE")
@@ -159,7 +169,13 @@ func (c *command) changes(id string, before, after room.Config, created bool) {
 		return
 	}
 	if created {
+		// A new room has no old values: its settings as stored.
 		fmt.Fprintf(c.stdout, "%s: created\n", id)
+		names, cur := settingValues(after)
+		for _, n := range names {
+			fmt.Fprintf(c.stdout, "%s: %s %s\n", id, n, cur[n])
+		}
+		return
 	}
 	names, old := settingValues(before)
 	_, cur := settingValues(after)

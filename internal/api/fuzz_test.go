@@ -49,8 +49,9 @@ import (
 
 // documented is every status the API may answer (docs/API.md); 500 is a bug.
 // 303 is the edge gate's (/.vestibule/enter and leave), and so is 403 here
-// (leave refuses another site's post).
-var documented = map[int]bool{200: true, 303: true, 400: true, 401: true, 403: true, 404: true, 405: true, 409: true, 410: true, 413: true, 429: true, 503: true}
+// (leave refuses another site's post); 501 is a room DELETE where the
+// settings store cannot delete.
+var documented = map[int]bool{200: true, 303: true, 400: true, 401: true, 403: true, 404: true, 405: true, 409: true, 410: true, 413: true, 429: true, 501: true, 503: true}
 
 var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 
@@ -71,6 +72,8 @@ var apiRoutes = []struct {
 	{"GET", regexp.MustCompile(`^/api/jwks\.json$`)},
 	{"PUT", regexp.MustCompile(`^/api/admin/rooms/[^/]+$`)},
 	{"GET", regexp.MustCompile(`^/api/admin/rooms/[^/]+$`)},
+	{"DELETE", regexp.MustCompile(`^/api/admin/rooms/[^/]+$`)},
+	{"GET", regexp.MustCompile(`^/api/admin/rooms/[^/]+/log$`)},
 	{"GET", regexp.MustCompile(`^/api/admin/rooms$`)},
 	{"POST", regexp.MustCompile(`^/\.vestibule/enter$`)},
 	{"POST", regexp.MustCompile(`^/\.vestibule/leave$`)},

@@ -74,6 +74,7 @@ var sitePage = template.Must(template.New("site").Parse(`<!doctype html>
 ` + demoStyle + `</style>
 </head>
 <body id="site">
+<main>
 <h1>Demo booking site</h1>
 <p>This stands for your booking site. It has no Vestibule code: the edge gate in front of it let you
 in because your browser holds a session cookie for the <code>demo</code> room.</p>
@@ -84,6 +85,7 @@ in because your browser holds a session cookie for the <code>demo</code> room.</
 <form method="post" action="/done"><button type="submit" id="finish">Finish booking</button></form>
 <form method="post" action="/.vestibule/leave"><button type="submit" id="leave">Leave without booking</button></form>{{end}}
 </div>
+</main>
 </body>
 </html>
 `))

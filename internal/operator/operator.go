@@ -45,6 +45,8 @@ type Client struct {
 	Auth Authorizer
 	// HTTP is the client used; nil means one with a 15 s timeout.
 	HTTP *http.Client
+	// Header is added to every request (before it is signed).
+	Header http.Header
 }
 
 // RoomInfo is a room as the admin routes show it.
@@ -143,6 +145,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte) (*htt
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "vestibule-cli")
+	for k, v := range c.Header {
+		req.Header[k] = v
+	}
 	if c.Auth != nil {
 		if err := c.Auth.Authorize(ctx, req, body); err != nil {
 			return nil, nil, err
@@ -234,6 +239,11 @@ func (c *Client) problem(status int, body []byte, roomID string) *Error {
 		e.Message = fmt.Sprintf("AWS refused the signed request (403: %s)", e.Message)
 		e.Hint = "your AWS identity needs the IAM permission execute-api:Invoke on the admin routes " +
 			"(arn:aws:execute-api:REGION:ACCOUNT:API-ID/*/*/api/admin/*); also check that --region is the API's region, that the endpoint is the API's own URL (the stack's ApiUrl output, not CloudFront's), and that your credentials have not expired"
+	case status == http.StatusConflict && e.Code == "room_not_empty":
+		e.Message = fmt.Sprintf("room %s still has visitors: %s", roomID, e.Message)
+		e.Hint = "`vestibule rooms delete ROOM --force` closes the room, drains its queue and deletes it"
+	case status == http.StatusNotImplemented:
+		e.Message = "this deployment cannot do that: " + e.Message
 	case status == http.StatusBadRequest:
 		e.Message = "the deployment refused the request: " + strings.TrimPrefix(e.Message, "room: ")
 		e.Hint = "docs/ENGINE.md lists every setting with its range"

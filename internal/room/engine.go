@@ -846,9 +846,14 @@ type HistoryPoint struct {
 	Evicted            int64     `json:"evicted"` // evicted ever (a counter)
 }
 
-// History returns the room's points of the last hour (at most 60, oldest
-// first), as the admission ticks recorded them once a minute (tick.lua); a
-// minute without a tick has no point. An unknown room has none.
+// HistoryMinutes is how much history the ticks keep: a day, a point a
+// minute (tick.lua's ring has as many fields).
+const HistoryMinutes = 1440
+
+// History returns the room's points of the last day (at most
+// HistoryMinutes, oldest first), as the admission ticks recorded them once a
+// minute (tick.lua); a minute without a tick has no point. An unknown room
+// has none.
 func (e *Engine) History(ctx context.Context, room string) ([]HistoryPoint, error) {
 	if !ValidRoomID(room) {
 		return nil, ErrInvalidRoom
@@ -868,8 +873,8 @@ func (e *Engine) History(ctx context.Context, room string) ([]HistoryPoint, erro
 		for i, p := range parts {
 			f[i], _ = strconv.ParseInt(p, 10, 64)
 		}
-		if f[0] <= now-60 || f[0] > now {
-			continue // a point of an earlier hour that no tick overwrote
+		if f[0] <= now-HistoryMinutes || f[0] > now {
+			continue // a point of an earlier day that no tick overwrote
 		}
 		out = append(out, HistoryPoint{Minute: time.UnixMilli(f[0] * 60000).UTC(), Waiting: f[1],
 			Admitted: f[2], Active: f[3], AdmittedLastMinute: f[4], Evicted: f[5]})
