@@ -152,10 +152,15 @@ func NewEdgeGate(scope constructs.Construct, p *EdgeGateProps) (*EdgeGate, error
 	return g, nil
 }
 
-// ViewerRequest is the gate's association for the site's behaviours (its default one, and any
-// other that serves pages the room guards).
-func (g *EdgeGate) ViewerRequest() *[]*awscloudfront.FunctionAssociation {
-	return &[]*awscloudfront.FunctionAssociation{{Function: g.Function, EventType: awscloudfront.FunctionEventType_VIEWER_REQUEST}}
+// Associations are the gate's function associations for the site's behaviours (its default one,
+// and any other that serves pages the room guards): at viewer request it lets a session through
+// or sends the visitor to the room; at viewer response it turns the site's "Vestibule-Session: end"
+// header into an ended session (docs/GATE.md). One function serves both events.
+func (g *EdgeGate) Associations() *[]*awscloudfront.FunctionAssociation {
+	return &[]*awscloudfront.FunctionAssociation{
+		{Function: g.Function, EventType: awscloudfront.FunctionEventType_VIEWER_REQUEST},
+		{Function: g.Function, EventType: awscloudfront.FunctionEventType_VIEWER_RESPONSE},
+	}
 }
 
 // APIOrigin is the Vestibule API as an origin of the site's distribution: its host (the

@@ -162,7 +162,7 @@ func newGate(st awscdk.Stack, v *Vestibule, set Settings, entrySecret, originSec
 			AllowedMethods:       awscloudfront.AllowedMethods_ALLOW_ALL(),
 			CachePolicy:          awscloudfront.CachePolicy_CACHING_DISABLED(),
 			OriginRequestPolicy:  awscloudfront.OriginRequestPolicy_ALL_VIEWER_EXCEPT_HOST_HEADER(),
-			FunctionAssociations: eg.ViewerRequest(),
+			FunctionAssociations: eg.Associations(),
 		},
 	}
 	viewerDomain(st, "GateCertificate", set.ProtectDomain, set.ProtectCertificateArn, distProps)

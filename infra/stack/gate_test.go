@@ -82,12 +82,15 @@ func TestGateDistribution(t *testing.T) {
 	}
 
 	// and the protected distribution runs it on its default behaviour, at viewer request, in front
-	// of the origin
+	// of the origin, and at viewer response (the site's end-of-session header)
 	_, dist := resourceOf(t, f, "AWS::CloudFront::Distribution", "booking-origin.example.com")
 	dc := props(dist)["DistributionConfig"].(map[string]any)
 	def := dc["DefaultCacheBehavior"].(map[string]any)
 	fa, _ := json.Marshal(def["FunctionAssociations"])
-	if want, _ := json.Marshal([]any{map[string]any{"EventType": "viewer-request", "FunctionARN": getAtt(fnID, "FunctionARN")}}); string(fa) != string(want) {
+	if want, _ := json.Marshal([]any{
+		map[string]any{"EventType": "viewer-request", "FunctionARN": getAtt(fnID, "FunctionARN")},
+		map[string]any{"EventType": "viewer-response", "FunctionARN": getAtt(fnID, "FunctionARN")},
+	}); string(fa) != string(want) {
 		t.Errorf("default behaviour's functions %s, want %s", fa, want)
 	}
 	// and /.vestibule/* goes to the HTTP API, uncached, with every viewer header but Host

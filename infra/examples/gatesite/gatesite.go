@@ -62,7 +62,7 @@ func New(scope constructs.Construct, id string, p *Props) (*Site, error) {
 			CachePolicy:          awscloudfront.CachePolicy_CACHING_DISABLED(),
 			OriginRequestPolicy:  awscloudfront.OriginRequestPolicy_ALL_VIEWER_EXCEPT_HOST_HEADER(),
 			// the gate runs first on every request of the site
-			FunctionAssociations: g.ViewerRequest(),
+			FunctionAssociations: g.Associations(),
 		},
 	})
 	// /.vestibule/enter and leave go to the Vestibule API, with the origin header it requires
