@@ -67,9 +67,21 @@ CDK_ARGS ?=
 synth: build deps-cdk
 	cdk synth --quiet --no-notices $(CDK_ARGS)
 
-## deploy: build, then deploy to the AWS account of the current credentials
-deploy: build deps-cdk
-	cdk deploy $(CDK_ARGS)
+## deploy: build, synthesize, lint the template with cfn-lint (any error stops the deploy:
+## what CloudFormation would refuse half-way, such as a function environment over 4 KB), run
+## `vestibule preflight` on it (the account's Lambda concurrency and API throttle, the cdk-nag
+## rules it accepts; a failed check stops the deploy), then deploy exactly that cloud assembly
+## to the AWS account of the current credentials
+DEPLOY_OUT := cdk.out.deploy
+deploy: build deps-cdk deps-cfn-lint
+	rm -rf $(DEPLOY_OUT)
+	cdk synth --quiet --no-notices -o $(DEPLOY_OUT) $(CDK_ARGS)
+	@region=$${AWS_REGION:-$${AWS_DEFAULT_REGION:-$$(aws configure get region 2>/dev/null || echo us-east-1)}}; \
+	  cfn-lint --format parseable --regions $$region --ignore-checks W3005 -- $(DEPLOY_OUT)/*.template.json; rc=$$?; \
+	  if [ $$(( rc & ~12 )) -ne 0 ]; then echo "make deploy: cfn-lint found errors (exit $$rc): not deploying" >&2; exit 1; fi; \
+	  go run ./cmd/vestibule preflight --region $$region --template $$(ls $(DEPLOY_OUT)/*.template.json) || \
+	  { echo "make deploy: preflight failed: not deploying" >&2; exit 1; }
+	cdk deploy --app $(DEPLOY_OUT) $(CDK_ARGS)
 
 ## bench: measure against the goals and print one table (BENCH_JSON=file also writes JSON)
 bench: deps build build-host
@@ -127,4 +139,4 @@ deps-rie:
 	@command -v aws-lambda-rie
 
 clean:
-	rm -rf dist dist-host cdk.out
+	rm -rf dist dist-host cdk.out cdk.out.deploy

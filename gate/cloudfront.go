@@ -11,7 +11,7 @@ import (
 // functionSource is the CloudFront Function as written, with a development
 // CONFIG; CloudFrontFunction makes the deployable text from it.
 //
-//go:embed cloudfront/viewer-request.js
+//go:embed cloudfront/gate.js
 var functionSource string
 
 // MaxFunctionSize is CloudFront Functions' limit on a function's code, in bytes.
@@ -54,7 +54,7 @@ func CloudFrontFunction(cfg Config) (string, error) {
 		return "", fmt.Errorf("gate: %w", err)
 	}
 	var out strings.Builder
-	out.WriteString("// Vestibule edge gate for room " + cfg.Room + ", made by gate.CloudFrontFunction from gate/cloudfront/viewer-request.js.\n")
+	out.WriteString("// Vestibule edge gate for room " + cfg.Room + ", made by gate.CloudFrontFunction from gate/cloudfront/gate.js.\n")
 	replaced := 0
 	for line := range strings.Lines(functionSource) {
 		line = strings.TrimLeft(line, " \t")

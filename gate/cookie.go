@@ -15,16 +15,51 @@ import (
 )
 
 // CookieName is the name of the session cookie, the same for every room (the
-// room is inside the value). See the package documentation for why.
-const CookieName = "vestibule"
+// room is inside the value). See the package documentation for why. The
+// __Host- prefix makes browsers accept it only with Secure, Path=/ and no
+// Domain, from this host itself: a sibling subdomain cannot set a cookie of
+// that name, so it cannot plant copies that crowd out the visitor's own.
+const CookieName = "__Host-vestibule"
+
+// DevCookieName is the session cookie's name on a loopback host over plain
+// HTTP (make dev): browsers refuse a __Host- cookie without Secure, and not
+// every browser keeps a Secure cookie from http://localhost. CookieOptions
+// write it only for a loopback host; Middleware reads it only when the
+// waiting room is plain http (which Config allows only on a loopback host)
+// and the request's Host is a loopback host. Decide and the CloudFront
+// function never read it.
+const DevCookieName = "vestibule"
+
+// ReceiptPrefix starts the value of an ended session's cookie: "end." and the
+// session cookie's value. The gate writes it, in place of the session cookie,
+// when the site's response carries EndHeader; the gate sends a request with a
+// receipt and no session to /.vestibule/leave (LeavePath), which completes the
+// session and clears the cookie. A receipt is no session: the value does not
+// match the session grammar, so it passes nowhere.
+const ReceiptPrefix = "end."
+
+// EndHeader is the response header with which the site ends the visitor's
+// session: "Vestibule-Session: end" on any response. The gate removes the
+// header and replaces the session cookie with a receipt (EndCookie).
+const (
+	EndHeader = "Vestibule-Session"
+	EndValue  = "end"
+)
 
 // MaxCookieLen is the longest cookie value Verify reads; longer values are
 // refused before any parsing. The longest valid value is 159 characters.
 const MaxCookieLen = 256
 
-// MaxCookieCandidates is how many cookies named CookieName Decide tries, in
-// the order the Cookie header lists them; further ones are ignored, so a
-// header stuffed with copies costs at most this many MAC checks.
+// MaxCookieValues is how many cookies named CookieName the gate reads from
+// one request, in the order the Cookie header lists them; further ones are
+// ignored. Reading one costs a regular expression, no key.
+const MaxCookieValues = 32
+
+// MaxCookieCandidates is how many of those cookies the gate checks the MAC of
+// (the CloudFront function reads a key for each): only values of the right
+// grammar, room and expiry are candidates, so malformed, expired or foreign
+// copies cost nothing, and a header stuffed with forged copies costs at most
+// this many key reads.
 const MaxCookieCandidates = 3
 
 // version is the first field of every cookie value.
@@ -104,53 +139,98 @@ func Sign(key Key, s Session) string {
 // (ErrTampered, compared in constant time). Room and expiry are checked before
 // the MAC only because that is cheaper; a cookie passes only if all hold.
 func Verify(keys KeyRing, cookie, room string, now time.Time) (Session, error) {
+	p, err := parse(cookie, room, now)
+	if err != nil {
+		return Session{}, err
+	}
+	return p.verify(keys)
+}
+
+// parsed is a cookie value that passed the checks that need no key.
+type parsed struct {
+	value, kid, mac string
+	s               Session
+}
+
+// parse makes Verify's checks that need no key: size, grammar, room, expiry.
+func parse(cookie, room string, now time.Time) (parsed, error) {
 	if len(cookie) > MaxCookieLen {
-		return Session{}, ErrOversize
+		return parsed{}, ErrOversize
 	}
 	m := cookiePattern.FindStringSubmatch(cookie)
 	if m == nil {
-		return Session{}, ErrMalformed
+		return parsed{}, ErrMalformed
 	}
 	kid, cookieRoom, seqS, expS, sum := m[1], m[2], m[3], m[4], m[5]
 	if cookieRoom != room {
-		return Session{}, ErrWrongRoom
+		return parsed{}, ErrWrongRoom
 	}
 	seq, err1 := strconv.ParseInt(seqS, 10, 64)
 	exp, err2 := strconv.ParseInt(expS, 10, 64)
 	if err1 != nil || err2 != nil { // unreachable: the grammar bounds both
-		return Session{}, ErrMalformed
+		return parsed{}, ErrMalformed
 	}
 	if exp <= now.Unix() {
-		return Session{}, ErrExpired
+		return parsed{}, ErrExpired
 	}
-	key, ok := keys.Lookup(kid)
+	return parsed{value: cookie, kid: kid, mac: sum, s: Session{Room: cookieRoom, Seq: seq, Expires: time.Unix(exp, 0).UTC()}}, nil
+}
+
+// verify makes Verify's checks that need the key: the kid and the MAC.
+func (p parsed) verify(keys KeyRing) (Session, error) {
+	key, ok := keys.Lookup(p.kid)
 	if !ok {
 		return Session{}, ErrUnknownKey
 	}
 	// Compare the encodings, not decoded bytes: base64 has several spellings of
 	// the last character, and the function compares strings too.
-	want := mac(key.Secret, cookie[:len(cookie)-len(sum)-1])
-	if !hmac.Equal([]byte(want), []byte(sum)) {
+	want := mac(key.Secret, p.value[:len(p.value)-len(p.mac)-1])
+	if !hmac.Equal([]byte(want), []byte(p.mac)) {
 		return Session{}, ErrTampered
 	}
-	return Session{Room: cookieRoom, Seq: seq, Expires: time.Unix(exp, 0).UTC()}, nil
+	return p.s, nil
 }
 
-// cookieValues returns the values of the cookies named CookieName in a Cookie
-// header, in order, at most MaxCookieCandidates of them. The header is split
-// on ";", each part split at its first "=" and name and value trimmed of
-// spaces and tabs; parts without "=" are
-// skipped, values are taken as they are (no unquoting). The CloudFront
-// function receives the same split from CloudFront as request.cookies.
-func cookieValues(header string) []string {
+// VerifyReceipt checks the value of an ended session's cookie
+// (ReceiptPrefix and a session cookie's value) as Verify checks a session
+// cookie, and returns the session the site ended.
+func VerifyReceipt(keys KeyRing, cookie, room string, now time.Time) (Session, error) {
+	inner, ok := strings.CutPrefix(cookie, ReceiptPrefix)
+	if !ok {
+		return Session{}, ErrMalformed
+	}
+	return Verify(keys, inner, room, now)
+}
+
+// CookieRoom returns the room a session cookie's or a receipt's value names,
+// or "" when it is not of the grammar; for a route that serves every room
+// (/.vestibule/leave), before it calls Verify or VerifyReceipt.
+func CookieRoom(cookie string) string {
+	cookie = strings.TrimPrefix(cookie, ReceiptPrefix)
+	if len(cookie) > MaxCookieLen {
+		return ""
+	}
+	if m := cookiePattern.FindStringSubmatch(cookie); m != nil {
+		return m[2]
+	}
+	return ""
+}
+
+// CookieValues returns the values of the cookies named name in a Cookie
+// header, in order, at most MaxCookieValues of them. The header is split on
+// ";", each part split at its first "=" and name and value trimmed of spaces
+// and tabs; parts without "=" are skipped, values are taken as they are (no
+// unquoting). The CloudFront function receives the same split from
+// CloudFront as request.cookies.
+func CookieValues(header, name string) []string {
 	var out []string
 	for part := range strings.SplitSeq(header, ";") {
-		name, value, ok := strings.Cut(part, "=")
-		if !ok || strings.Trim(name, " \t") != CookieName {
+		n, value, ok := strings.Cut(part, "=")
+		if !ok || strings.Trim(n, " \t") != name {
 			continue
 		}
 		out = append(out, strings.Trim(value, " \t"))
-		if len(out) == MaxCookieCandidates {
+		if len(out) == MaxCookieValues {
 			break
 		}
 	}
@@ -174,6 +254,15 @@ func (o CookieOptions) secure() bool {
 	return !o.InsecureLoopback || !isLoopback(o.Host)
 }
 
+// Name is the cookie's name: CookieName, or DevCookieName when the cookie
+// goes without Secure (a loopback host with InsecureLoopback).
+func (o CookieOptions) Name() string {
+	if o.secure() {
+		return CookieName
+	}
+	return DevCookieName
+}
+
 // isLoopback reports whether host (maybe with a port) names this machine.
 func isLoopback(host string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
@@ -188,8 +277,8 @@ func isLoopback(host string) bool {
 }
 
 // SetCookie returns the Set-Cookie header value that gives the visitor the
-// session cookie value (from Sign) of s: HttpOnly, Secure (see
-// CookieOptions), SameSite=Lax (it must arrive on the top-level navigation
+// session cookie value (from Sign) of s: named CookieName (DevCookieName
+// without Secure), HttpOnly, Secure (see CookieOptions), SameSite=Lax (it must arrive on the top-level navigation
 // from the waiting room), Path=/, no Domain (this host only), and both
 // Expires and Max-Age at s.Expires, so the browser drops it when the session
 // ends. A session already over at now gives a cookie that deletes itself.
@@ -198,16 +287,24 @@ func SetCookie(value string, s Session, now time.Time, opts CookieOptions) strin
 	if maxAge <= 0 {
 		maxAge = -1 // Max-Age=0: delete at once
 	}
-	c := http.Cookie{Name: CookieName, Value: value, Path: "/", Expires: s.Expires, MaxAge: maxAge,
+	c := http.Cookie{Name: opts.Name(), Value: value, Path: "/", Expires: s.Expires, MaxAge: maxAge,
 		HttpOnly: true, Secure: opts.secure(), SameSite: http.SameSiteLaxMode}
 	return c.String()
+}
+
+// EndCookie returns the Set-Cookie header value that replaces the session
+// cookie value (of s) with its receipt, ReceiptPrefix + value, with
+// SetCookie's attributes and expiry: the gate writes it when the site's
+// response carries EndHeader.
+func EndCookie(value string, s Session, now time.Time, opts CookieOptions) string {
+	return SetCookie(ReceiptPrefix+value, s, now, opts)
 }
 
 // ClearCookie returns the Set-Cookie header value that removes the session
 // cookie (empty value, Max-Age=0, an Expires in the past), with the attributes
 // SetCookie uses so that browsers match it to the cookie they hold.
 func ClearCookie(opts CookieOptions) string {
-	c := http.Cookie{Name: CookieName, Value: "", Path: "/", Expires: time.Unix(1, 0), MaxAge: -1,
+	c := http.Cookie{Name: opts.Name(), Value: "", Path: "/", Expires: time.Unix(1, 0), MaxAge: -1,
 		HttpOnly: true, Secure: opts.secure(), SameSite: http.SameSiteLaxMode}
 	return c.String()
 }

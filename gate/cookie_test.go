@@ -125,19 +125,23 @@ func TestSessionValidate(t *testing.T) {
 
 func TestCookieValues(t *testing.T) {
 	for header, want := range map[string]string{
-		"":                                  "",
-		"vestibule=a":                       "a",
-		"x=1; vestibule=a; y=2":             "a",
-		"vestibule=a;vestibule=b":           "a|b",
-		" vestibule = a ; vestibule\t=\tb ": "a|b",
-		"vestibule=a; vestibule=b; vestibule=c; vestibule=d": "a|b|c",
-		"vestibule; vestibule=a=b":                           "a=b",
-		"Vestibule=a; vestibules=b; xvestibule=c":            "",
-		`vestibule="a"`: `"a"`,
+		"":                                      "",
+		"__Host-vestibule=a":                    "a",
+		"x=1; __Host-vestibule=a; y=2":          "a",
+		"__Host-vestibule=a;__Host-vestibule=b": "a|b",
+		" __Host-vestibule = a ; __Host-vestibule\t=\tb ":                                "a|b",
+		"__Host-vestibule=a; __Host-vestibule=b; __Host-vestibule=c; __Host-vestibule=d": "a|b|c|d",
+		"__Host-vestibule; __Host-vestibule=a=b":                                         "a=b",
+		"__host-vestibule=a; __Host-vestibules=b; x__Host-vestibule=c; vestibule=d":      "",
+		`__Host-vestibule="a"`: `"a"`,
+		strings.Repeat("__Host-vestibule=a;", MaxCookieValues+5): strings.TrimSuffix(strings.Repeat("a|", MaxCookieValues), "|"),
 	} {
-		if got := strings.Join(cookieValues(header), "|"); got != want {
-			t.Errorf("cookieValues(%q) = %q, want %q", header, got, want)
+		if got := strings.Join(CookieValues(header, CookieName), "|"); got != want {
+			t.Errorf("CookieValues(%q) = %q, want %q", header, got, want)
 		}
+	}
+	if got := strings.Join(CookieValues("__Host-vestibule=a; vestibule=b", DevCookieName), "|"); got != "b" {
+		t.Errorf("the development name: %q", got)
 	}
 }
 
@@ -145,7 +149,7 @@ func TestSetCookie(t *testing.T) {
 	now := time.Unix(1800000000, 0)
 	s := Session{Room: "demo", Seq: 42, Expires: now.Add(10 * time.Minute)}
 	got := SetCookie("v1.x", s, now, CookieOptions{})
-	want := "vestibule=v1.x; Path=/; Expires=Fri, 15 Jan 2027 08:10:00 GMT; Max-Age=600; HttpOnly; Secure; SameSite=Lax"
+	want := "__Host-vestibule=v1.x; Path=/; Expires=Fri, 15 Jan 2027 08:10:00 GMT; Max-Age=600; HttpOnly; Secure; SameSite=Lax"
 	if got != want {
 		t.Errorf("SetCookie = %s\nwant        %s", got, want)
 	}
@@ -168,6 +172,10 @@ func TestSetCookie(t *testing.T) {
 		if strings.Contains(c, "; Secure") != secure {
 			t.Errorf("host %q: %s", host, c)
 		}
+		// __Host- only with Secure: browsers refuse the prefix without it.
+		if strings.HasPrefix(c, CookieName+"=") != secure || strings.HasPrefix(c, DevCookieName+"=") == secure {
+			t.Errorf("host %q: name of %s", host, c)
+		}
 		if !strings.Contains(ClearCookie(CookieOptions{InsecureLoopback: true, Host: host}), "; Secure") == secure {
 			t.Errorf("clear, host %q: Secure should be %v", host, secure)
 		}
@@ -183,9 +191,39 @@ func TestSetCookie(t *testing.T) {
 	if c := SetCookie("v", s, s.Expires.Add(-time.Second), CookieOptions{}); !strings.Contains(c, "Max-Age=1;") {
 		t.Errorf("last second: %s", c)
 	}
-	const clear = "vestibule=; Path=/; Expires=Thu, 01 Jan 1970 00:00:01 GMT; Max-Age=0; HttpOnly; Secure; SameSite=Lax"
+	const clear = "__Host-vestibule=; Path=/; Expires=Thu, 01 Jan 1970 00:00:01 GMT; Max-Age=0; HttpOnly; Secure; SameSite=Lax"
 	if c := ClearCookie(CookieOptions{}); c != clear {
 		t.Errorf("ClearCookie = %s\nwant          %s", c, clear)
+	}
+	const dev = "vestibule=; Path=/; Expires=Thu, 01 Jan 1970 00:00:01 GMT; Max-Age=0; HttpOnly; SameSite=Lax"
+	if c := ClearCookie(CookieOptions{InsecureLoopback: true, Host: "localhost:8081"}); c != dev {
+		t.Errorf("ClearCookie on loopback = %s\nwant                      %s", c, dev)
+	}
+	const end = "__Host-vestibule=end.v1.x; Path=/; Expires=Fri, 15 Jan 2027 08:10:00 GMT; Max-Age=600; HttpOnly; Secure; SameSite=Lax"
+	if c := EndCookie("v1.x", s, now, CookieOptions{}); c != end {
+		t.Errorf("EndCookie = %s\nwant        %s", c, end)
+	}
+}
+
+func TestVerifyReceipt(t *testing.T) {
+	k := testKey(t, "r")
+	ring := KeyRing{Current: k}
+	now := time.Unix(1800000000, 0)
+	s := Session{Room: "demo", Seq: 42, Expires: now.Add(time.Minute)}
+	v := Sign(k, s)
+	if got, err := VerifyReceipt(ring, ReceiptPrefix+v, "demo", now); err != nil || got.Seq != s.Seq || !got.Expires.Equal(s.Expires) {
+		t.Errorf("receipt: %+v %v", got, err)
+	}
+	for _, bad := range []string{v, "end." + v[:len(v)-1] + "A", "end.end." + v, "END." + v, ""} {
+		if _, err := VerifyReceipt(ring, bad, "demo", now); err == nil {
+			t.Errorf("VerifyReceipt(%q) accepted", bad)
+		}
+	}
+	if _, err := Verify(ring, ReceiptPrefix+v, "demo", now); err == nil {
+		t.Error("a receipt verifies as a session")
+	}
+	if CookieRoom(v) != "demo" || CookieRoom(ReceiptPrefix+v) != "demo" || CookieRoom("x") != "" {
+		t.Error("CookieRoom")
 	}
 }
 

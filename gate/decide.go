@@ -12,9 +12,18 @@ import (
 )
 
 // VestibulePrefix is the path under which Vestibule's own routes live on the
-// protected site (/.vestibule/enter, /.vestibule/leave). The gate always lets
-// them through: they are how a visitor gets the cookie in the first place.
+// protected site (/.vestibule/enter, /.vestibule/leave).
 const VestibulePrefix = "/.vestibule/"
+
+// The gate's routes, the only paths under VestibulePrefix that the gate lets
+// through without a session: they are how a visitor gets the cookie and gives
+// it back. Any other path there, and /.vestibule itself, is a page like any
+// other: on a distribution that sends only /.vestibule/* to Vestibule, it
+// would reach the protected site.
+const (
+	EnterPath = VestibulePrefix + "enter"
+	LeavePath = VestibulePrefix + "leave"
+)
 
 // MaxReturnLen is the longest return path the gate puts in a redirect; a
 // longer one becomes "/".
@@ -124,6 +133,7 @@ const (
 	ReasonSession   Reason = "session"   // a valid session cookie: passes
 	ReasonMissing   Reason = "missing"   // no session cookie: redirected
 	ReasonInvalid   Reason = "invalid"   // session cookies, none valid: redirected
+	ReasonEnded     Reason = "ended"     // no session, a receipt of one the site ended: redirected to LeavePath
 )
 
 // Decision is what the gate does with one request.
@@ -135,10 +145,12 @@ type Decision struct {
 	// Status is http.StatusFound when the request is redirected, else 0.
 	Status int
 	// Location is the waiting room URL the visitor is redirected to, with the
-	// room and the path to come back to.
+	// room and the path to come back to; LeavePath for ReasonEnded.
 	Location string
-	// Session is the visitor's session when Reason is ReasonSession.
+	// Session is the visitor's session when Reason is ReasonSession, and
+	// Cookie the value of the cookie that holds it.
 	Session Session
+	Cookie  string
 	// Err is why the first session cookie was refused, when Reason is
 	// ReasonInvalid.
 	Err error
@@ -149,41 +161,93 @@ type Decision struct {
 // (percent-encoded) with its query if any; cookieHeader is the Cookie
 // header, all of it. In order:
 //
-//  1. a path under /.vestibule/ (or /.vestibule itself) passes;
+//  1. the gate's routes, EnterPath and LeavePath, pass;
 //  2. a path matching an open path passes;
-//  3. a request carrying a valid session cookie of the room passes (up to
-//     MaxCookieCandidates cookies named "vestibule" are tried);
-//  4. anything else gets a 302 to the waiting room with the path to return
-//     to (see returnPath), and Cache-Control: no-store.
+//  3. a request carrying a valid session cookie of the room passes: of the
+//     first MaxCookieValues cookies named CookieName, those of the grammar,
+//     the room and an unexpired session are candidates, and the first
+//     MaxCookieCandidates of them have their MAC checked;
+//  4. a request carrying a receipt (ReceiptPrefix) of an unexpired session of
+//     the room gets a 302 to LeavePath, which completes that session;
+//  5. anything else gets a 302 to the waiting room with the path to return
+//     to (see returnPath).
 //
 // Steps 1 and 2 never match a path holding "..", "\", "%2e" or "%5c".
 func Decide(cfg Config, method, target, cookieHeader string, now time.Time) Decision {
+	return decide(cfg, CookieName, method, target, cookieHeader, now)
+}
+
+// decide is Decide with the cookie's name.
+func decide(cfg Config, name, method, target, cookieHeader string, now time.Time) Decision {
 	path, query, _ := strings.Cut(target, "?")
 	if !traversal(path) {
-		if path == "/.vestibule" || strings.HasPrefix(path, VestibulePrefix) {
+		if path == EnterPath || path == LeavePath {
 			return Decision{Pass: true, Reason: ReasonVestibule}
 		}
 		if isOpen(cfg.OpenPaths, path) {
 			return Decision{Pass: true, Reason: ReasonOpen}
 		}
 	}
-	values := cookieValues(cookieHeader)
-	var first error
-	for _, v := range values {
-		s, err := Verify(cfg.Keys, v, cfg.Room, now)
-		if err == nil {
-			return Decision{Pass: true, Reason: ReasonSession, Session: s}
-		}
-		if first == nil {
-			first = err
-		}
+	f := findSession(cfg, name, cookieHeader, now)
+	if f.value != "" {
+		return Decision{Pass: true, Reason: ReasonSession, Session: f.session, Cookie: f.value}
+	}
+	receipt, values, first := f.receipt, f.values, f.first
+	if receipt {
+		return Decision{Reason: ReasonEnded, Status: http.StatusFound, Location: LeavePath}
 	}
 	d := Decision{Reason: ReasonMissing, Status: http.StatusFound,
 		Location: cfg.redirectPrefix() + escapeComponent(returnPath(method, path, query))}
-	if len(values) > 0 {
+	if values > 0 {
 		d.Reason, d.Err = ReasonInvalid, first
+		if first == nil { // only receipts that are not of this room, or expired
+			d.Err = ErrMalformed
+		}
 	}
 	return d
+}
+
+// found is what findSession found in a request's cookies.
+type found struct {
+	session Session
+	value   string // the cookie of the valid session, "" if none
+	receipt bool   // a receipt of an unexpired session of the room came
+	values  int    // how many cookies of the name came (up to MaxCookieValues)
+	first   error  // why the first refused cookie was refused
+}
+
+// findSession is step 3 and the look for step 4 of Decide, and what the
+// response side reads: the first valid session among the request's cookies
+// named name.
+func findSession(cfg Config, name, cookieHeader string, now time.Time) found {
+	var f found
+	values := CookieValues(cookieHeader, name)
+	f.values = len(values)
+	checked := 0
+	for _, v := range values {
+		if inner, ok := strings.CutPrefix(v, ReceiptPrefix); ok {
+			if _, err := parse(inner, cfg.Room, now); err == nil {
+				f.receipt = true
+			}
+			continue
+		}
+		p, err := parse(v, cfg.Room, now)
+		if err == nil {
+			if checked == MaxCookieCandidates {
+				continue
+			}
+			checked++
+			var s Session
+			if s, err = p.verify(cfg.Keys); err == nil {
+				f.session, f.value = s, v
+				return f
+			}
+		}
+		if f.first == nil {
+			f.first = err
+		}
+	}
+	return f
 }
 
 // traversal reports whether path could climb out of a prefix once an origin
@@ -288,28 +352,108 @@ func SessionFromContext(ctx context.Context) (s Session, ok bool) {
 // Middleware guards next with Decide, for a Go origin that is not behind
 // CloudFront (or wants the check twice). Passed requests reach next, with the
 // session in their context (SessionFromContext); the others get the 302 with
-// Cache-Control: no-store and no body. It panics if cfg does not validate: a
-// gate with a bad configuration must not start.
+// Cache-Control: no-store and no body. A response of next that carries
+// EndHeader loses it, and when the request passed on a session, the session
+// cookie is replaced by its receipt (EndCookie), as the CloudFront function
+// does at viewer response. The writer next gets unwraps (Unwrap) to the one
+// Middleware got, so next reaches Flush, Hijack and deadlines through
+// http.ResponseController, not by asserting interfaces on it. It panics if
+// cfg does not validate: a gate with a bad configuration must not start.
+//
+// When cfg.WaitingRoomURL is plain http (allowed only for a loopback host:
+// local development) and the request's Host is a loopback host, the cookie
+// read and written is DevCookieName, the one the API writes without Secure
+// there (CookieOptions).
 func Middleware(cfg Config, next http.Handler) http.Handler {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
 	cfg.OpenPaths = slices.Clone(cfg.OpenPaths)
+	dev := strings.HasPrefix(cfg.WaitingRoomURL, "http:")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		target := r.RequestURI
 		if !strings.HasPrefix(target, "/") {
 			target = r.URL.RequestURI()
 		}
-		d := Decide(cfg, r.Method, target, strings.Join(r.Header.Values("Cookie"), "; "), time.Now())
+		opts := CookieOptions{InsecureLoopback: dev, Host: r.Host}
+		now := time.Now()
+		cookies := strings.Join(r.Header.Values("Cookie"), "; ")
+		d := decide(cfg, opts.Name(), r.Method, target, cookies, now)
 		if d.Pass {
 			if d.Reason == ReasonSession {
 				r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, d.Session))
 			}
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(&endWriter{ResponseWriter: w, cfg: &cfg, opts: opts, now: now, cookies: cookies}, r)
 			return
 		}
 		w.Header().Set("Location", d.Location)
 		w.Header().Set("Cache-Control", "no-store")
 		w.WriteHeader(d.Status)
 	})
+}
+
+// endWriter is the response side of Middleware: before the header goes out,
+// it removes EndHeader and, when the site sent "end" to a request that
+// carried a valid session (on any path that passed), replaces the session
+// cookie with its receipt.
+type endWriter struct {
+	http.ResponseWriter
+	cfg     *Config
+	opts    CookieOptions
+	now     time.Time
+	cookies string // the request's Cookie header
+	done    bool
+}
+
+func (w *endWriter) end() {
+	if w.done {
+		return
+	}
+	w.done = true
+	h := w.ResponseWriter.Header()
+	values := h.Values(EndHeader)
+	if len(values) == 0 {
+		return
+	}
+	h.Del(EndHeader)
+	if !Ends(values...) {
+		return
+	}
+	if f := findSession(*w.cfg, w.opts.Name(), w.cookies, w.now); f.value != "" {
+		h.Add("Set-Cookie", EndCookie(f.value, f.session, w.now, w.opts))
+	}
+}
+
+func (w *endWriter) WriteHeader(code int) {
+	if code >= 200 {
+		w.end()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *endWriter) Write(b []byte) (int, error) {
+	w.end()
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush lets a handler stream through the gate.
+func (w *endWriter) Flush() {
+	w.end()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the writer beneath.
+func (w *endWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Ends reports whether the values of a response's EndHeader end the session:
+// one of them is EndValue, in any case, spaces around it ignored.
+func Ends(values ...string) bool {
+	for _, v := range values {
+		if strings.EqualFold(strings.Trim(v, " \t"), EndValue) {
+			return true
+		}
+	}
+	return false
 }

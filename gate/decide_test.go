@@ -72,7 +72,7 @@ func TestDecideReasons(t *testing.T) {
 	cfg, k0, _, k2 := parityConfig(t)
 	now := time.Unix(1800000000, 0)
 	s := Session{Room: "demo", Seq: 9, Expires: now.Add(time.Minute)}
-	valid := "vestibule=" + Sign(k2, s)
+	valid := "__Host-vestibule=" + Sign(k2, s)
 	for _, tc := range []struct {
 		target, cookie string
 		reason         Reason
@@ -83,9 +83,13 @@ func TestDecideReasons(t *testing.T) {
 		{"/book", valid, ReasonSession, nil},
 		{"/book", "", ReasonMissing, nil},
 		{"/book", "other=1", ReasonMissing, nil},
-		{"/book", "vestibule=" + Sign(k0, s), ReasonInvalid, ErrUnknownKey},
-		{"/book", "vestibule=x; " + valid, ReasonSession, nil},
-		{"/book", "vestibule=x; vestibule=" + Sign(k0, s), ReasonInvalid, ErrMalformed},
+		{"/book", "__Host-vestibule=" + Sign(k0, s), ReasonInvalid, ErrUnknownKey},
+		{"/book", "__Host-vestibule=x; " + valid, ReasonSession, nil},
+		{"/book", "__Host-vestibule=x; __Host-vestibule=" + Sign(k0, s), ReasonInvalid, ErrMalformed},
+		{"/book", "__Host-vestibule=end." + Sign(k2, s), ReasonEnded, nil},
+		{"/book", "__Host-vestibule=end.x", ReasonInvalid, ErrMalformed},
+		{"/.vestibule", "", ReasonMissing, nil},
+		{"/book", "vestibule=" + Sign(k2, s), ReasonMissing, nil},
 	} {
 		d := Decide(cfg, "GET", tc.target, tc.cookie, now)
 		if d.Reason != tc.reason || !errors.Is(d.Err, tc.err) || (tc.err == nil) != (d.Err == nil) {
@@ -186,7 +190,7 @@ func TestMiddleware(t *testing.T) {
 		t.Errorf("no cookie: %d %v %q", w.Code, w.Header(), w.Body.String())
 	}
 	// HTTP/2 may send cookies as several headers.
-	w = do("GET", "/book", "theme=dark", "vestibule="+cookie)
+	w = do("GET", "/book", "theme=dark", "__Host-vestibule="+cookie)
 	if w.Code != http.StatusTeapot || seen == nil {
 		t.Fatalf("valid cookie: %d", w.Code)
 	}
@@ -207,6 +211,64 @@ func TestMiddleware(t *testing.T) {
 	w = do("GET", "/static/%2e%2e/book")
 	if w.Code != http.StatusFound || !strings.HasSuffix(w.Header().Get("Location"), "return=%2Fstatic%2F%252e%252e%2Fbook") {
 		t.Errorf("encoded dot-dot: %d %s", w.Code, w.Header().Get("Location"))
+	}
+
+	// Local development: a plain-http waiting room on a loopback host reads
+	// the development cookie on a loopback Host, and only there.
+	dev := cfg
+	dev.WaitingRoomURL = "http://localhost:8080/"
+	dh := Middleware(dev, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(EndHeader, "end")
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	for _, tc := range []struct {
+		host, cookie string
+		code         int
+		set          string
+	}{
+		{"localhost:8081", DevCookieName + "=" + cookie, http.StatusTeapot, DevCookieName + "=end." + cookie},
+		{"localhost:8081", CookieName + "=" + cookie, http.StatusFound, ""},
+		{"127.0.0.1:8081", DevCookieName + "=" + cookie, http.StatusTeapot, DevCookieName + "=end." + cookie},
+		{"site.example", DevCookieName + "=" + cookie, http.StatusFound, ""},
+		{"site.example", CookieName + "=" + cookie, http.StatusTeapot, CookieName + "=end." + cookie},
+	} {
+		r := httptest.NewRequest("GET", "/book", nil)
+		r.Host = tc.host
+		r.Header.Set("Cookie", tc.cookie)
+		w := httptest.NewRecorder()
+		dh.ServeHTTP(w, r)
+		set := w.Header().Get("Set-Cookie")
+		if w.Code != tc.code || !strings.HasPrefix(set, tc.set) || (tc.set == "") != (set == "") || w.Header().Get(EndHeader) != "" {
+			t.Errorf("dev, %s, %s: %d, Set-Cookie %q", tc.host, tc.cookie, w.Code, set)
+		}
+		if tc.set != "" && strings.Contains(set, "Secure") == strings.HasPrefix(tc.set, DevCookieName) {
+			t.Errorf("dev, %s: %s", tc.host, set)
+		}
+	}
+	// Streaming through the gate: the header goes out with the first flush,
+	// without the end header, and the writer beneath is reachable.
+	sh := Middleware(cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(EndHeader, "keep")
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			t.Errorf("flush through the gate: %v", err)
+		}
+		w.Write([]byte("x"))
+	}))
+	sr := httptest.NewRequest("GET", "/static/x", nil)
+	sw := httptest.NewRecorder()
+	sh.ServeHTTP(sw, sr)
+	if !sw.Flushed || sw.Header().Get(EndHeader) != "" || sw.Body.String() != "x" {
+		t.Errorf("streamed: flushed %v, header %v, body %q", sw.Flushed, sw.Header(), sw.Body.String())
+	}
+	// A receipt without a session goes to leave.
+	w = do("GET", "/book", CookieName+"=end."+cookie)
+	if w.Code != http.StatusFound || w.Header().Get("Location") != LeavePath || seen != nil {
+		t.Errorf("receipt: %d %s", w.Code, w.Header().Get("Location"))
+	}
+	// /.vestibule itself is a page like any other (N7).
+	w = do("GET", "/.vestibule")
+	if w.Code != http.StatusFound || seen != nil {
+		t.Errorf("/.vestibule without a session: %d", w.Code)
 	}
 
 	defer func() {

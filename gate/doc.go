@@ -15,12 +15,20 @@
 // token and answers 303 to the return path with the session cookie (SetCookie).
 // From then on the gate lets the visitor through until the session ends;
 // /.vestibule/leave completes the session and clears the cookie (ClearCookie).
-// Paths under /.vestibule/ always pass, and so do the open paths the operator
-// lists (static assets, health checks, robots.txt).
+// The site can end the session itself with the response header
+// "Vestibule-Session: end" (EndHeader): the gate replaces the cookie with a
+// receipt (EndCookie), and sends the visitor's next request to
+// /.vestibule/leave, which completes it. The gate's two routes, EnterPath and
+// LeavePath, always pass, and so do the open paths the operator lists (static
+// assets, health checks, robots.txt); /.vestibule itself and other paths
+// under it need a session like any page.
 //
 // # The session cookie
 //
-// One cookie, named "vestibule", for every room; its value is
+// One cookie, named "__Host-vestibule" (CookieName: browsers take it only with
+// Secure, Path=/ and no Domain, from the host itself), for every room; on a
+// loopback host over plain HTTP, local development, it is "vestibule"
+// (DevCookieName) without Secure. Its value is
 //
 //	v1.<kid>.<room>.<seq>.<expiry>.<mac>
 //

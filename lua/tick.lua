@@ -5,14 +5,14 @@
 -- ARGV[3] -> guard (ms; 0 or absent: none): a tick asked with a guard does nothing and returns
 --            {'busy'} when any tick ran less than that long before now (the state's tickat);
 --            visitors' requests drive a quiet room's ticks this way, one per room per guard
--- KEYS[9] -> vst:{room}:hist HASH  the room's last hour, one point a minute (below)
+-- KEYS[9] -> vst:{room}:hist HASH  the room's last day, one point a minute (below)
 -- Returns {admitted, evicted, grants reclaimed, sessions ended, arrival shards}, or {'noroom'}, or {'busy'}
 -- (arrival shards: the settings' arrk, the most the room's joins ever spread over, so the engine's merge
 -- needs no read of its own; 0 for a room that never spread); a tick that
 -- changed something adds, for its admission event (internal/admission), {…, lowest sequence admitted,
 -- highest sequence admitted (both 0 when none), waiting, admitted, active} (the counts after the tick).
 -- The first tick of each minute (ms / 60000) writes that minute's point, the counts at the end
--- of the tick, to the history ring: field = minute % 60, value =
+-- of the tick, to the history ring: field = minute % 1440 (room.HistoryMinutes), value =
 -- 'minute:waiting:admitted:active:admitted in the last 60 s:evicted ever' (the state's histmin
 -- is the last minute written), so the hash never holds more than 60 fields.
 -- Every tick that runs records now as tickat.
@@ -88,7 +88,7 @@ local function finish()
   end
   local minute = math.floor(now / 60000)
   if KEYS[9] and minute ~= tonumber(st[12]) then
-    redis.call('HSET', KEYS[9], tostring(minute % 60), table.concat({member(minute), waiting,
+    redis.call('HSET', KEYS[9], tostring(minute % 1440), table.concat({member(minute), waiting,
       redis.call('ZCARD', K_ADM), redis.call('ZCARD', K_ACT), sum, (tonumber(st[13]) or 0) + evicted}, ':'))
     redis.call('HSET', K_ST, 'histmin', member(minute))
   end

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // The waiting page's bundles, made by `make page` from js/ and committed (so
@@ -24,17 +26,11 @@ func TestPageBundle(t *testing.T) {
 	}
 	_, onPath := exec.LookPath("esbuild")
 	if _, err := os.Stat(filepath.Join(root, ".tools", "esbuild", "node_modules", ".bin", "esbuild")); err != nil && onPath != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("esbuild is not installed in CI: run `make deps-esbuild` (make test does)")
-		}
-		t.Skip("esbuild is not installed; `make deps-esbuild` installs it into .tools/")
+		testkit.Missing(t, "esbuild", "`make deps-esbuild` installs it into .tools/ (make test does)")
 	}
 	mk, err := exec.LookPath("make")
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip("make is not installed")
+		testkit.Missing(t, "make", "install make")
 	}
 	// WHEN the bundles are built afresh into a temporary folder, as `make page` builds them
 	out := t.TempDir()

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // TestWatch runs the unit tests of js/watch.js (js/watch.test.js: what a
@@ -16,10 +18,7 @@ import (
 func TestWatch(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("node is not installed in CI")
-		}
-		t.Skip("node is not installed: js/watch.test.js cannot run")
+		testkit.Missing(t, "node (to run js/watch.test.js)", "install node (make deps-esbuild needs it too)")
 	}
 	dir := t.TempDir()
 	files := map[string]string{"package.json": `{"type": "module"}`}

@@ -21,9 +21,10 @@ const (
 	// stackAPIRateLimit: the stack's API stage throttle (apiRateLimit; the
 	// burst, apiBurstLimit, is as large).
 	stackAPIRateLimit = 5_000
-	// stackReservedConcurrency: admit's reserved concurrency, taken from the
+	// stackReservedConcurrency: admit's reserved concurrency (none unless
+	// -c admitReservedConcurrency=N asks for it), taken from the
 	// account's pool; the API functions share the rest.
-	stackReservedConcurrency = 1
+	stackReservedConcurrency = 0
 	// quotaPeakFactor is the peak 10-second request rate of a waiting crowd ÷
 	// its mean that docs/DEPLOY.md's table allows for: a limit must hold the
 	// crowd's busiest ten seconds, not its average. The bench measures it

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -44,7 +45,7 @@ func run() error {
 	}
 	cluster := flag.Bool("redis-cluster", clusterEnv, "the Redis URL is a cluster seed (env "+config.EnvRedisCluster+"=true)")
 	caFile := flag.String("redis-ca", os.Getenv(config.EnvRedisCAFile), "PEM CA file for rediss:// (env "+config.EnvRedisCAFile+")")
-	adminKey := flag.String("admin-key", os.Getenv(config.EnvAdminKey), "admin bearer key (env "+config.EnvAdminKey+"; empty: random)")
+	adminKey := flag.String("admin-key", os.Getenv(config.EnvAdminKey), "admin bearer key (env "+config.EnvAdminKey+"; empty: the one kept in .vestibule/admin-key, made on first run)")
 	static := flag.String("static", "static", "folder of the waiting page")
 	keys := flag.String("keys", envOr(config.EnvKeyDir, config.DefaultKeyDir), "folder of the local token keys (created on first run)")
 	tick := flag.Duration("tick", time.Second, "admission tick interval")
@@ -74,6 +75,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	keyFile := filepath.Join(filepath.Dir(*keys), localstack.AdminKeyFile)
+	if *adminKey != "" {
+		keyFile = config.EnvAdminKey
+	}
 	redis := "embedded (miniredis)"
 	if *redisURL != "" {
 		redis = "REDIS_URL"
@@ -85,10 +90,12 @@ Vestibule is running (Redis: %s).
   by hand        %s/?room=demo-api  (its origin %s/ redeems the token with POST /api/consume)
   console        %s/console
   API            %s/api/
-  admin key      %s
+  admin key      %s  (kept in %s: the same at every start)
+For the vestibule command:
+  export VESTIBULE_ENDPOINT=%s VESTIBULE_ADMIN_KEY=%s
 Press Ctrl-C to stop.
 
-`, redis, s.OriginURL(), s.URL(), s.URL(), s.ManualOriginURL(), s.URL(), s.URL(), s.AdminKey())
+`, redis, s.OriginURL(), s.URL(), s.URL(), s.ManualOriginURL(), s.URL(), s.URL(), s.AdminKey(), keyFile, s.URL(), s.AdminKey())
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "stopping…")
 	return s.Close()

@@ -59,7 +59,9 @@ func run() int {
 	flag.BoolVar(&c.NoWatch, "no-watch", false, "the page only polls: no status reads between polls (the page before the watch, docs/PAGE.md)")
 	flag.IntVar(&c.Workers, "workers", 64, "requests in flight at most")
 	flag.DurationVar(&c.MaxDuration, "max-duration", 2*time.Hour, "stop after this much (virtual or real) time")
-	flag.StringVar(&c.Room, "room", fmt.Sprintf("sim-%d", time.Now().Unix()), "room id (created or updated through the admin API)")
+	flag.StringVar(&c.Room, "room", fmt.Sprintf("sim-%d", time.Now().Unix()), "room id: a fresh one, created for the run and deleted after it (default: a new sim-<time>)")
+	flag.BoolVar(&c.Force, "force", false, "let -room name an existing room and rewrite its settings (it is then not deleted)")
+	flag.BoolVar(&c.Keep, "keep", false, "keep the room the run created (for a look afterwards) instead of deleting it")
 	flag.Int64Var(&rc.MaxActive, "max-active", 200, "room maxActive")
 	flag.Int64Var(&rc.AdmitPerMinute, "admit-per-minute", 1200, "room admitPerMinute")
 	flag.Int64Var(&rc.HeartbeatTTLSeconds, "heartbeat-ttl", 120, "room heartbeatTTLSeconds")
@@ -138,6 +140,7 @@ func run() int {
 		return 2
 	}
 	c.RoomConfig = rc
+	c.Rehearsal = true
 
 	bar := progressbar.NewOptions64(int64(c.Visitors), progressbar.OptionSetWriter(os.Stderr),
 		progressbar.OptionSetDescription("visitors done"), progressbar.OptionShowCount(),
@@ -145,6 +148,9 @@ func run() int {
 	c.OnDone = func() { bar.Add(1) }
 	res, err := sim.Run(ctx, d, *adminKey, c)
 	bar.Finish()
+	if res != nil && res.Interrupted {
+		*fixed3s = 0 // no replay of an interrupted crowd: report what ran, at once
+	}
 	if err != nil && res == nil {
 		fmt.Fprintln(os.Stderr, "vestibule-sim:", err)
 		return 1
@@ -163,6 +169,16 @@ func run() int {
 			return 1
 		}
 		fmt.Println("chart:", *chart)
+	}
+	switch {
+	case res.Cleanup != "":
+		fmt.Fprintln(os.Stderr, "vestibule-sim: the rehearsal's room is left behind:", res.Cleanup)
+	case !c.Keep && !c.Force:
+		fmt.Printf("room %s: deleted\n", c.Room)
+	}
+	if res.Interrupted {
+		fmt.Fprintln(os.Stderr, "vestibule-sim: interrupted")
+		return 130
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "vestibule-sim:", err)

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/operator"
@@ -34,6 +36,24 @@ func (c *command) console(ctx context.Context, pos []string) error {
 		return fmt.Errorf("listening on 127.0.0.1:%d: %w (pick another with --port)", c.port, err)
 	}
 	srv := &http.Server{Handler: operator.Console(cl, static.Console), ReadHeaderTimeout: 10 * time.Second}
+	// A browser opens connections it has not sent a request on yet
+	// (preconnects); Shutdown counts them as busy for seconds, so they are
+	// tracked here and closed when the console stops.
+	var mu sync.Mutex
+	fresh := map[net.Conn]bool{}
+	stopping := false
+	srv.ConnState = func(conn net.Conn, st http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case st == http.StateNew && stopping:
+			conn.Close() // accepted as the console stops
+		case st == http.StateNew:
+			fresh[conn] = true
+		default:
+			delete(fresh, conn)
+		}
+	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	fmt.Fprintf(c.stdout, "console: http://%s/ (admin calls to %s, %s; Ctrl-C stops)\n", ln.Addr(), cl.Endpoint, cl.Auth.Kind())
@@ -42,7 +62,30 @@ func (c *command) console(ctx context.Context, pos []string) error {
 		return err
 	case <-ctx.Done():
 	}
+	return stopServer(srv, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopping = true
+		for conn := range fresh {
+			conn.Close()
+		}
+	})
+}
+
+// stopServer shuts srv down: it stops listening, closes what closeFresh
+// closes (connections without a request), lets the requests under way finish
+// for up to 3 s, then closes what is left. Ctrl-C is how a console ends, so
+// none of that is a failure.
+func stopServer(srv *http.Server, closeFresh func()) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	return srv.Shutdown(sctx)
+	res := make(chan error, 1)
+	go func() { res <- srv.Shutdown(sctx) }()
+	closeFresh()
+	if err := <-res; errors.Is(err, context.DeadlineExceeded) {
+		srv.Close()
+	} else if err != nil {
+		return err
+	}
+	return nil
 }

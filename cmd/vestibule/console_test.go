@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
+	"github.com/vestibule-dev/vestibule/internal/localstack"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,14 +133,21 @@ func TestConsoleInBrowser(t *testing.T) {
 	waitJS(t, ctx, card+` !== null`, 10*time.Second)
 	// Two admitted (maxActive 2), three waiting, as the engine says.
 	waitJS(t, ctx, card+`.querySelector('[data-figure="waiting"]').textContent === "3"`, 10*time.Second)
-	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-figure="active"]').textContent`); got != "0 / 2" {
+	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-figure="active"]').textContent`); got != "0" {
 		t.Errorf("active figure %q", got)
+	}
+	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-figure="held"]').textContent`); got != "2 / 2 (100%)" {
+		t.Errorf("admitted + active figure %q", got)
 	}
 	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-figure="admitted"]').textContent`); got != "2" {
 		t.Errorf("admitted figure %q", got)
 	}
 	if browsertest.Eval[bool](t, ctx, `document.getElementById('keyform').checkVisibility()`) {
 		t.Error("the console through vestibule console asks for an admin key")
+	}
+	// The busiest room first.
+	if got := browsertest.Eval[string](t, ctx, `document.querySelector('.room').dataset.room`); got != id {
+		t.Errorf("first card %q, want the busiest room %s", got, id)
 	}
 	if got := browsertest.Eval[string](t, ctx, `document.getElementById('target').textContent`); !strings.Contains(got, s.URL()) {
 		t.Errorf("target %q", got)
@@ -215,13 +228,45 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	// Capacity through the form and its confirmation.
 	submit(`[data-setting="maxActive"]`, "4", ".settings", "maxActive 2 → 4")
-	waitJS(t, ctx, card+`.querySelector('[data-figure="active"]').textContent.endsWith("/ 4")`, 5*time.Second)
+	waitJS(t, ctx, card+`.querySelector('[data-figure="held"]').textContent.includes("/ 4")`, 5*time.Second)
 
-	// The waiting page's message, set live from the console (issue 17).
-	submit(`[data-page="message"]`, "Doors open at 10:00", ".page-form", "Doors open at 10:00")
+	// The waiting page's message, set live from the console, one text per
+	// language; the confirmation shows both.
+	browsertest.Eval[any](t, ctx, card+`.querySelector('[data-message="ko"]').value = "10시에 문을 엽니다"`)
+	submit(`[data-message="en"]`, "Doors open at 10:00", ".page-form", "Korean: \"10시에 문을 엽니다\"")
 	waitJS(t, ctx, `document.getElementById('status').textContent === "Room `+id+`: message changed."`, 5*time.Second)
-	if code, m := admin(t, s, "GET", id, nil); code != 200 || fmt.Sprint(m["config"].(map[string]any)["page"]) != "map[message:Doors open at 10:00]" {
+	// The title the same way, in English only: the message stays.
+	submit(`[data-title="en"]`, "Spring Tour", ".title-form", "Korean: no title")
+	waitJS(t, ctx, `document.getElementById('status').textContent === "Room `+id+`: title changed."`, 5*time.Second)
+	if code, m := admin(t, s, "GET", id, nil); code != 200 || fmt.Sprint(m["config"].(map[string]any)["page"]) != "map[message:map[en:Doors open at 10:00 ko:10시에 문을 엽니다] title:map[en:Spring Tour]]" {
 		t.Errorf("the room's page after the console's change: %d %v", code, m["config"])
+	}
+	// Both languages show back in the form.
+	waitJS(t, ctx, card+`.querySelector('[data-message="ko"]').value === "10시에 문을 엽니다" && `+card+`.querySelector('[data-message="en"]').value === "Doors open at 10:00"`, 5*time.Second)
+
+	// The chart's legend names the series without "--", and its time axis
+	// labels do not run together: each is further from the next than it is wide.
+	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('.u-legend')?.textContent || ""`); strings.Contains(got, "--") || !strings.Contains(got, "waiting") {
+		t.Errorf("legend %q", got)
+	}
+	gaps := browsertest.Eval[string](t, ctx, `(() => {
+		const u = window.__consoleCharts?.get(`+fmt.Sprintf("%q", id)+`);
+		if (!u) return "no chart";
+		const ax = u.axes[0], splits = ax._splits || [], vals = ax._values || [];
+		const c = document.createElement('canvas').getContext('2d');
+		c.font = getComputedStyle(u.root).font || '12px sans-serif';
+		const bad = [];
+		// A label may have two lines (the time, and the date under it).
+		const width = (v) => Math.max(...String(v).split("\n").map((l) => c.measureText(l).width));
+		for (let i = 1; i < splits.length; i++) {
+			const gap = u.valToPos(splits[i], 'x') - u.valToPos(splits[i-1], 'x');
+			const w = (width(vals[i-1]) + width(vals[i])) / 2;
+			if (gap < w + 8) bad.push(vals[i-1] + "|" + vals[i] + " gap " + Math.round(gap) + " < " + Math.round(w + 8));
+		}
+		return splits.length < 2 ? "labels " + JSON.stringify(vals) : bad.join(", ");
+	})()`)
+	if gaps != "" && !strings.HasPrefix(gaps, "labels ") {
+		t.Errorf("time axis labels run together: %s", gaps)
 	}
 
 	// Accessibility: axe-core, injected (the page's CSP does not apply to
@@ -265,8 +310,171 @@ func TestConsoleOnLocalStack(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, ctx, fmt.Sprintf(`document.querySelector('[data-room=%q] [data-figure="active"]')?.textContent === "0 / 5"`, id), 10*time.Second)
+	waitJS(t, ctx, fmt.Sprintf(`document.querySelector('[data-room=%q] [data-figure="held"]')?.textContent === "0 / 5 (0%%)"`, id), 10*time.Second)
 	if browsertest.Eval[bool](t, ctx, `document.getElementById('keyform').checkVisibility()`) {
 		t.Error("the key form stays once the key works")
+	}
+}
+
+// A browser keeps a connection open that has sent no request yet (a
+// preconnect); Ctrl-C must still stop the console at once and cleanly, not
+// after a deadline with "context deadline exceeded".
+func TestConsoleShutdownWithOpenConnection(t *testing.T) {
+	s := stack(t)
+	cctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var out, errb testkit.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(cctx, []string{"console", "--port", "0", "--endpoint", s.URL(), "--admin-key", adminKey}, &out, &errb)
+	}()
+	addr := regexp.MustCompile(`console: http://(127\.0\.0\.1:\d+)/`)
+	var hostport string
+	for deadline := time.Now().Add(10 * time.Second); hostport == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := addr.FindStringSubmatch(out.String()); m != nil {
+			hostport = m[1]
+		}
+	}
+	if hostport == "" {
+		t.Fatalf("the console did not start: %q %q", out.String(), errb.String())
+	}
+	// One idle keep-alive connection after a request, and one that never sent one.
+	idle, err := net.Dial("tcp", hostport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	fmt.Fprintf(idle, "GET /console-target.json HTTP/1.1\r\nHost: %s\r\n\r\n", hostport)
+	if _, err := http.ReadResponse(bufio.NewReader(idle), nil); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := net.Dial("tcp", hostport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	start := time.Now()
+	stop()
+	if code := <-done; code != 0 {
+		t.Fatalf("console exited %d: %s", code, errb.String())
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the console took %s to stop", d)
+	}
+}
+
+// consoleOnStack opens the local stack's console and gives it the admin key.
+func consoleOnStack(t *testing.T, s *localstack.Stack) context.Context {
+	t.Helper()
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.URL()+"/console?every=0.3")); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, `document.getElementById('keyform').checkVisibility()`, 10*time.Second)
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.ID("key"), adminKey),
+		chromedp.Click(chromedp.CSS(`#keyform button`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	return ctx
+}
+
+// A pre-queue in the console: the opening time with its countdown, the
+// visitors pre-queued and the lottery's commitment; then, once open, the
+// published seed.
+func TestConsolePrequeue(t *testing.T) {
+	s := stack(t)
+	opens := time.Now().Add(3 * time.Second).UTC()
+	id := newRoom(t, s, map[string]any{"opensAt": opens.Format(time.RFC3339Nano)})
+	enqueue(t, s, id, 4)
+	ctx := consoleOnStack(t, s)
+	opening := fmt.Sprintf(`document.querySelector('[data-room=%q] [data-field="opening"]')`, id)
+	waitJS(t, ctx, opening+`?.textContent.includes("draw committed")`, 10*time.Second)
+	text := browsertest.Eval[string](t, ctx, opening+`.textContent`)
+	if !regexp.MustCompile(`^Pre-queue: opens .+ \(in 0:0[0-3]\) · 4 pre-queued · draw committed [0-9a-f]{64}$`).MatchString(text) {
+		t.Errorf("before the opening: %q", text)
+	}
+	badge := fmt.Sprintf(`document.querySelector('[data-room=%q] [data-field="mode"]').textContent`, id)
+	if got := browsertest.Eval[string](t, ctx, badge); got != "pre-queue" {
+		t.Errorf("mode badge before the opening %q", got)
+	}
+	waitJS(t, ctx, opening+`.textContent.includes("draw seed published")`, 10*time.Second)
+	if text := browsertest.Eval[string](t, ctx, opening+`.textContent`); !strings.HasPrefix(text, "Opened ") {
+		t.Errorf("after the opening: %q", text)
+	}
+	waitJS(t, ctx, badge+` === "queue"`, 5*time.Second)
+}
+
+// The console steers: it creates a room (after a confirmation that lists
+// its settings), changes its mode and opening with the difference shown
+// first, and lists who changed what.
+func TestConsoleSteers(t *testing.T) {
+	s := stack(t)
+	ctx := consoleOnStack(t, s)
+	waitJS(t, ctx, `document.querySelector('[data-room="demo"]') !== null`, 10*time.Second)
+	b := make([]byte, 3)
+	rand.Read(b)
+	id := "made-" + hex.EncodeToString(b)
+	set := func(sel, value string) {
+		t.Helper()
+		js, _ := json.Marshal([]string{sel, value})
+		browsertest.Eval[any](t, ctx, fmt.Sprintf(`(([sel, value]) => { const i = document.querySelector(sel); i.value = value; i.dispatchEvent(new Event('input', {bubbles: true})); })(%s)`, js))
+	}
+	confirm := func(wantTitle, wantText string) {
+		t.Helper()
+		waitJS(t, ctx, `document.getElementById('confirm').open`, 5*time.Second)
+		if got := browsertest.Eval[string](t, ctx, `document.getElementById('confirm-title').textContent`); got != wantTitle {
+			t.Errorf("confirmation title %q, want %q", got, wantTitle)
+		}
+		if got := browsertest.Eval[string](t, ctx, `document.getElementById('confirm-text').textContent`); !strings.Contains(got, wantText) {
+			t.Errorf("confirmation %q, want it to contain %q", got, wantText)
+		}
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm-ok"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#new-room summary`))); err != nil {
+		t.Fatal(err)
+	}
+	set("#new-id", id)
+	set("#new-origin", s.OriginURL()+"/")
+	set("#new-max", "7")
+	set("#new-rate", "70")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#create-form button`))); err != nil {
+		t.Fatal(err)
+	}
+	confirm("Create room "+id+"?", "maxActive 7")
+	card := fmt.Sprintf(`document.querySelector('[data-room=%q]')`, id)
+	waitJS(t, ctx, card+` !== null`, 10*time.Second)
+	code, m := admin(t, s, "GET", id, nil)
+	if c, _ := m["config"].(map[string]any); code != 200 || c["maxActive"] != float64(7) || c["admitPerMinute"] != float64(70) {
+		t.Fatalf("the room the console created: %d %v", code, m)
+	}
+
+	// Mode and opening through the card's settings form.
+	opens := time.Now().Add(2 * time.Hour).Truncate(time.Minute)
+	set(fmt.Sprintf(`[data-room=%q] [data-setting="mode"]`, id), "paused")
+	set(fmt.Sprintf(`[data-room=%q] [data-setting="opensAt"]`, id), opens.Format("2006-01-02T15:04"))
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-room=%q] .settings button`, id)))); err != nil {
+		t.Fatal(err)
+	}
+	confirm("Change room "+id+"?", "mode queue → paused")
+	waitJS(t, ctx, card+`.dataset.mode === "paused"`, 5*time.Second)
+	code, m = admin(t, s, "GET", id, nil)
+	c, _ := m["config"].(map[string]any)
+	if at, _ := time.Parse(time.RFC3339, fmt.Sprint(c["opensAt"])); code != 200 || !at.Equal(opens) {
+		t.Errorf("opensAt after the console's change: %v, want %v", c["opensAt"], opens)
+	}
+	waitJS(t, ctx, card+`.querySelector('[data-field="opening"]').textContent.startsWith("Pre-queue: opens")`, 5*time.Second)
+
+	// Who changed what.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-room=%q] .audit summary`, id)))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, card+`.dataset.audit === "2"`, 5*time.Second)
+	log := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-field="audit"]').textContent`)
+	if !strings.Contains(log, "admin key via the console") || !strings.Contains(log, `mode "queue" → "paused"`) || !strings.Contains(log, "create") {
+		t.Errorf("the room's changes in the console: %q", log)
 	}
 }

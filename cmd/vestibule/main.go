@@ -40,10 +40,17 @@ Usage:
   vestibule rooms close ROOM                    mode=closed: new arrivals refused, nobody admitted
   vestibule rooms open ROOM                     mode=queue: arrivals queue and are admitted again
   vestibule rooms drain ROOM                    drain the room (needs a deployment with the drain route)
+  vestibule rooms delete ROOM [--force]         delete the room, its grants and sessions (--force: close and drain it first)
+  vestibule rooms log ROOM                      who changed what: the room's audit log
   vestibule rooms settings                      the settings "rooms set" takes, with their types
   vestibule watch ROOM [--interval 3s]          a live view of one room in the terminal
   vestibule console [--port 8484]               the console in your browser on 127.0.0.1
-  vestibule verify-draw --room ROOM --ticket T  check a pre-queue ticket's draw against the room's published seed
+  vestibule verify-draw --room ROOM --ticket T  check a pre-queue draw against the room's published seed
+                 (or --visitor REF)           (public data only: --endpoint, no credentials)
+  vestibule smoke [--timeout 2m]                after a deploy: one visitor through a throwaway room (join, admission,
+                                                consume, complete), then the room closed and drained
+  vestibule preflight --template FILE           before a deploy: the account's Lambda concurrency and API throttle
+                                                against the synthesized template, and the cdk-nag rules it accepts
   vestibule booking reconcile EVENT --origin F  the kit's sold seats and units against the origin's record
                                                 (JSON lines: a file, - for stdin, or a URL); exit 1 on a difference
 
@@ -54,6 +61,9 @@ Which deployment (every command but "rooms settings"):
   --profile NAME      AWS profile (default: the standard chain, AWS_PROFILE)
   --region REGION     AWS region (default: the profile's, AWS_REGION)
   --json              print the API's JSON (list, get, set, pause…, drain)
+  --client-cert FILE, --client-key FILE
+                      a client certificate (PEM), for a stack whose API domain requires mutual TLS
+                      (env VESTIBULE_CLIENT_CERT, VESTIBULE_CLIENT_KEY)
 
 docs/OPERATING.md has the whole manual.
 `
@@ -62,6 +72,9 @@ docs/OPERATING.md has the whole manual.
 type globals struct {
 	target operator.Target
 	json   bool
+	// clientCert and clientKey: PEM files of a client certificate, for a stack whose API
+	// domain requires mutual TLS (apiTruststore).
+	clientCert, clientKey string
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
@@ -71,6 +84,8 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.target.Profile, "profile", "", "AWS shared-config profile")
 	fs.StringVar(&g.target.Region, "region", "", "AWS region")
 	fs.BoolVar(&g.json, "json", false, "print JSON")
+	fs.StringVar(&g.clientCert, "client-cert", os.Getenv("VESTIBULE_CLIENT_CERT"), "PEM client certificate, for an API domain with mutual TLS")
+	fs.StringVar(&g.clientKey, "client-key", os.Getenv("VESTIBULE_CLIENT_KEY"), "PEM key of the client certificate")
 }
 
 // parse parses flags anywhere among the arguments and returns the others.
@@ -117,7 +132,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // valueFlags are the flags that take a value, for commandFirst.
 var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": true, "profile": true, "region": true,
-	"interval": true, "count": true, "port": true, "origin": true}
+	"interval": true, "count": true, "port": true, "template": true, "public": true, "timeout": true,
+	"client-cert": true, "client-key": true, "room": true, "ticket": true, "visitor": true, "origin": true}
 
 // commandFirst moves the command words (e.g. "rooms", "list") before any
 // flags given ahead of them, so "vestibule --stack S rooms list" works too.
@@ -152,7 +168,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cmd, args := args[0], args[1:]
 	if cmd == "rooms" {
 		if len(args) == 0 {
-			return usageError("rooms needs a subcommand: list, get, set, pause, resume, close, open, drain, settings")
+			return usageError("rooms needs a subcommand: list, get, set, pause, resume, close, open, drain, delete, log, settings")
 		}
 		cmd, args = "rooms "+args[0], args[1:]
 	}
@@ -184,15 +200,28 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		run = func(ctx context.Context, pos []string) error { return c.mode(ctx, verb, pos) }
 	case "rooms drain":
 		run = c.drain
+	case "rooms delete":
+		fs.BoolVar(&c.force, "force", false, "close and drain a room with visitors waiting, then delete it")
+		run = c.deleteRoom
+	case "rooms log", "rooms history":
+		run = c.roomLog
 	case "rooms settings":
 		run = c.settings
 	case "watch":
 		fs.DurationVar(&c.interval, "interval", defaultInterval, "time between refreshes")
 		fs.IntVar(&c.count, "count", 0, "stop after this many refreshes (0: until Ctrl-C)")
 		run = c.watch
+	case "smoke":
+		fs.StringVar(&c.public, "public", "", "the visitors' base URL (default: the stack's WaitingRoomUrl output, or --endpoint)")
+		fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "give up after this long")
+		run = c.smoke
+	case "preflight":
+		fs.StringVar(&c.template, "template", "", "the synthesized template (cdk.out.deploy/<stack>.template.json)")
+		run = c.preflight
 	case "verify-draw":
 		fs.StringVar(&c.room, "room", "", "the room")
-		fs.StringVar(&c.ticket, "ticket", "", "the ticket (a JWT)")
+		fs.StringVar(&c.ticket, "ticket", "", "the visitor's ticket")
+		fs.StringVar(&c.visitor, "visitor", "", "the visitor reference the waiting page shows (instead of --ticket)")
 		run = c.verifyDraw
 	case "booking reconcile":
 		fs.StringVar(&c.origin, "origin", "", "the origin's record: a file of JSON lines, - for stdin, or an http(s) URL")
@@ -219,16 +248,26 @@ type command struct {
 	stdout, stderr io.Writer
 	credential     bool          // get
 	create         bool          // set
+	force          bool          // delete
 	interval       time.Duration // watch
 	count          int           // watch
 	port           int           // console
 	room, ticket   string        // verify-draw
+	template       string        // preflight
+	public         string        // smoke
+	timeout        time.Duration // smoke
+	visitor        string        // verify-draw
 	origin         string        // booking reconcile
 }
 
 // client connects to the deployment the flags name.
 func (c *command) client(ctx context.Context) (*operator.Client, error) {
-	return operator.Connect(ctx, c.g.target)
+	cl, err := operator.Connect(ctx, c.g.target)
+	if err != nil || c.g.clientCert == "" && c.g.clientKey == "" {
+		return cl, err
+	}
+	cl.HTTP, err = operator.ClientCertificateHTTP(c.g.clientCert, c.g.clientKey)
+	return cl, err
 }
 
 // oneRoom checks that pos is exactly one room id.

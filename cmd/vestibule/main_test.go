@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +123,10 @@ func TestRooms(t *testing.T) {
 		if f := strings.Fields(line); len(f) < 8 || f[1] != "paused" || f[2] != "3" || f[5] != "5" || f[7] != "60" {
 			t.Fatalf("row of %s: %q", id, line)
 		}
+		// Busiest first: the room with visitors before the idle demo room.
+		if i, d := strings.Index(out, id), regexp.MustCompile(`(?m)^\s*demo\s`).FindStringIndex(out); i < 0 || d == nil || i > d[0] {
+			t.Errorf("rooms are not ordered by activity:\n%s", out)
+		}
 		out, _, code = vestibule(t, s, "rooms", "list", "--json")
 		var j struct {
 			Rooms []struct {
@@ -193,7 +198,7 @@ func TestRooms(t *testing.T) {
 			t.Fatalf("set without --create made the room: %d", code)
 		}
 		out, errs, code = vestibule(t, s, "rooms", "set", fresh, "--create", "maxActive=3", "originUrl="+s.OriginURL()+"/")
-		if code != 0 || !strings.Contains(out, fresh+": created") {
+		if code != 0 || !strings.Contains(out, fresh+": created") || !strings.Contains(out, fresh+": maxActive 3\n") || strings.Contains(out, "0 → ") {
 			t.Fatalf("--create: %d %q %q", code, out, errs)
 		}
 		// Usage mistakes exit 2.
@@ -325,5 +330,40 @@ func TestCommandFirst(t *testing.T) {
 		if got := strings.Join(commandFirst(strings.Fields(in)), " "); got != want {
 			t.Errorf("%q → %q, want %q", in, got, want)
 		}
+	}
+}
+
+// watch over a pre-queue: the opening time and its countdown, the visitors
+// pre-queued, the lottery's commitment; once open, the published seed. The
+// capacity row counts admitted visitors with the active ones, and says so.
+func TestWatchPrequeue(t *testing.T) {
+	s := stack(t)
+	opens := time.Now().Add(2 * time.Second).UTC()
+	id := newRoom(t, s, map[string]any{"opensAt": opens.Format(time.RFC3339Nano), "maxActive": 2})
+	enqueue(t, s, id, 3)
+	out, errs, code := vestibule(t, s, "watch", id, "--interval", "400ms", "--count", "9")
+	if code != 0 {
+		t.Fatalf("%d %q", code, errs)
+	}
+	frames := strings.Split(out, "vestibule watch "+id)
+	first, last := frames[1], frames[len(frames)-1]
+	if !regexp.MustCompile(`opens [0-9:]+ \S+ \(in [12]s\)`).MatchString(first) {
+		t.Errorf("first frame lacks the countdown:\n%s", first)
+	}
+	for _, want := range []string{"pre-queue: opens " + opens.Local().Format("15:04:05"), "3 pre-queued", "draw committed"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("first frame lacks %q:\n%s", want, first)
+		}
+	}
+	for _, want := range []string{"opened " + opens.Local().Format("15:04:05"), "draw seed published", "active (at the origin)", "admitted (on their way)", "admitted + active / maxActive"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("last frame lacks %q:\n%s", want, last)
+		}
+	}
+	if strings.Contains(last, "active / maxActive") && !strings.Contains(last, "admitted + active / maxActive") {
+		t.Errorf("the capacity row is labelled as active alone:\n%s", last)
+	}
+	if !strings.Contains(last, "2 / 2 (100%)") {
+		t.Errorf("capacity row: want 2 / 2 (100%%):\n%s", last)
 	}
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -73,11 +75,23 @@ func (c *command) list(ctx context.Context, pos []string) error {
 		fmt.Fprintln(c.stdout, "no rooms yet: `vestibule rooms set ROOM --create originUrl=https://…` creates one")
 		return nil
 	}
+	// The busiest first (waiting, admitted and active), then by name.
+	busy := func(r operator.RoomInfo) int64 { return r.Stats.Waiting + r.Stats.Admitted + r.Stats.Active }
+	slices.SortStableFunc(rooms, func(a, b operator.RoomInfo) int {
+		if c := cmp.Compare(busy(b), busy(a)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Room, b.Room)
+	})
 	// Numbers align right; the room and mode columns are padded to one
 	// width so that they read left-aligned.
 	wr, wm := len("ROOM"), len("MODE")
-	for _, r := range rooms {
-		wr, wm = max(wr, len(r.Room)), max(wm, len(r.Config.Mode))
+	for i, r := range rooms {
+		if r.Error != nil {
+			// The room could not be read: its error where the mode goes.
+			rooms[i].Config.Mode = room.Mode("error: " + r.Error.Code)
+		}
+		wr, wm = max(wr, len(r.Room)), max(wm, len(rooms[i].Config.Mode))
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%-*s\t%-*s\tWAITING\tADMITTED\tACTIVE\tMAX ACTIVE\tADMITTED/MIN\tRATE/MIN\t\n", wr, "ROOM", wm, "MODE")
@@ -155,7 +169,13 @@ func (c *command) changes(id string, before, after room.Config, created bool) {
 		return
 	}
 	if created {
+		// A new room has no old values: its settings as stored.
 		fmt.Fprintf(c.stdout, "%s: created\n", id)
+		names, cur := settingValues(after)
+		for _, n := range names {
+			fmt.Fprintf(c.stdout, "%s: %s %s\n", id, n, cur[n])
+		}
+		return
 	}
 	names, old := settingValues(before)
 	_, cur := settingValues(after)

@@ -9,43 +9,46 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/vestibule-dev/vestibule/internal/operator"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
-// verifyDraw checks a pre-queue ticket's draw against the room's published
+// verifyDraw checks a pre-queue visitor's draw against the room's published
 // lottery: the status route's drawSeed must hash to its drawCommitment, and
-// room.DrawOf(seed, the ticket's sub) must equal the ticket's draw claim. The
-// ticket is read unverified: its signature is the deployment's secret, and
-// the check needs only its claims.
+// room.DrawOf(seed, visitor) must equal the ticket's draw claim. It reads
+// public data only, so it needs no credentials: --endpoint (or --stack, which
+// reads the endpoint from CloudFormation) and either the ticket, read
+// unverified (its signature is the deployment's secret; the check needs only
+// its claims), or the visitor reference the waiting page shows, whose draw
+// it prints for the visitor to compare with the page's. With a ticket it
+// also asks the room for the visitor's place (a poll as that visitor).
 func (c *command) verifyDraw(ctx context.Context, pos []string) error {
-	if len(pos) != 0 || c.room == "" || c.ticket == "" {
-		return usageError("verify-draw takes --room ROOM and --ticket TICKET")
+	if len(pos) != 0 || c.room == "" || (c.ticket == "") == (c.visitor == "") {
+		return usageError("verify-draw takes --room ROOM and either --ticket TICKET or --visitor REFERENCE (the waiting page shows it)")
 	}
-	claims, err := ticketClaims(c.ticket)
+	var claims struct {
+		Sub  string
+		Draw float64
+	}
+	if c.ticket != "" {
+		var err error
+		if claims, err = ticketClaims(c.ticket); err != nil {
+			return err
+		}
+		if claims.Draw == 0 {
+			return errors.New("the ticket has no draw: it did not join a pre-queue")
+		}
+	} else {
+		claims.Sub = c.visitor
+	}
+	cl, err := c.publicClient(ctx)
 	if err != nil {
 		return err
 	}
-	if claims.Draw == 0 {
-		return errors.New("the ticket has no draw: it did not join a pre-queue")
-	}
-	cl, err := c.client(ctx)
+	st, err := cl.Status(ctx, c.room)
 	if err != nil {
 		return err
-	}
-	resp, b, err := cl.Do(ctx, http.MethodGet, "/api/rooms/"+url.PathEscape(c.room)+"/status", nil)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status of %s: %d %s", c.room, resp.StatusCode, strings.TrimSpace(string(b)))
-	}
-	var st struct {
-		DrawCommitment string `json:"drawCommitment"`
-		DrawSeed       string `json:"drawSeed"`
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("status of %s: %w", c.room, err)
 	}
 	switch {
 	case st.DrawCommitment == "":
@@ -56,12 +59,76 @@ func (c *command) verifyDraw(ctx context.Context, pos []string) error {
 		return fmt.Errorf("MISMATCH: SHA-256 of the seed %s is not the commitment %s", st.DrawSeed, st.DrawCommitment)
 	}
 	got := room.DrawOf(st.DrawSeed, claims.Sub)
-	if got != claims.Draw {
+	if c.ticket != "" && got != claims.Draw {
 		return fmt.Errorf("MISMATCH: visitor %s: the seed gives draw %v, the ticket says %v", claims.Sub, got, claims.Draw)
 	}
-	fmt.Fprintf(c.stdout, "ok: seed %s matches commitment %s\nok: visitor %s draw %v\n",
-		st.DrawSeed, st.DrawCommitment, claims.Sub, got)
+	fmt.Fprintf(c.stdout, "ok: seed %s matches commitment %s\n", st.DrawSeed, st.DrawCommitment)
+	if c.ticket != "" {
+		fmt.Fprintf(c.stdout, "ok: visitor %s draw %v (%.6f), as the ticket says\n", claims.Sub, got, got)
+	} else {
+		fmt.Fprintf(c.stdout, "visitor %s: the seed gives draw %v (%.6f); the waiting page showed the draw of the visitor's ticket: they must match\n", claims.Sub, got, got)
+	}
+	// A draw is uniform in [0, 1) and the lowest goes first: it is the share
+	// of the pre-queue expected ahead.
+	fmt.Fprintf(c.stdout, "draw %.6f: about %d%% of the pre-queue drew lower and went ahead\n", got, int(got*100))
+	if c.ticket != "" {
+		if place := c.place(ctx, cl, c.ticket); place != "" {
+			fmt.Fprintln(c.stdout, place)
+		}
+	}
 	return nil
+}
+
+// publicClient is a client of the deployment's public routes: the endpoint
+// with no credentials, or with --stack the endpoint its outputs name.
+func (c *command) publicClient(ctx context.Context) (*operator.Client, error) {
+	t := c.g.target
+	if t.Endpoint != "" && t.Stack != "" {
+		return nil, usageError("--endpoint and --stack both name the deployment: pass only one of them")
+	}
+	if t.Stack != "" {
+		return c.client(ctx)
+	}
+	if t.Endpoint == "" {
+		return nil, usageError("verify-draw needs --endpoint URL (the waiting room's API, e.g. the stack's ApiUrl output)")
+	}
+	cl := &operator.Client{Endpoint: t.Endpoint}
+	if _, err := cl.URL(""); err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
+// place asks the room where the ticket's visitor stands (one poll as that
+// visitor): a place in line, admitted, or gone. "" when the room does not say.
+func (c *command) place(ctx context.Context, cl *operator.Client, ticket string) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cl.Endpoint, "/")+"/api/rooms/"+url.PathEscape(c.room)+"/poll", nil)
+	if err != nil {
+		return ""
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(ticket))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var p struct {
+		State    string `json:"state"`
+		Position int64  `json:"position"`
+		Waiting  int64  `json:"waiting"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&p) != nil {
+		return ""
+	}
+	switch {
+	case p.State == "waiting" && p.Position > 0:
+		return fmt.Sprintf("place: %s of %s waiting now", num(p.Position), num(p.Waiting))
+	case p.State == "admitted":
+		return "place: admitted (their turn came)"
+	case p.State != "":
+		return "place: " + p.State
+	}
+	return ""
 }
 
 // ticketClaims reads a ticket's visitor and draw without checking its

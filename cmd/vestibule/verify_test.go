@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
@@ -37,6 +42,30 @@ func TestVerifyDraw(t *testing.T) {
 	out, errs, code := vestibule(t, s, "verify-draw", "--room", id, "--ticket", joined.Ticket)
 	if code != 0 || !strings.Contains(out, "ok: seed") || !strings.Contains(out, "ok: visitor") {
 		t.Fatalf("after opening: %d %q %q", code, out, errs)
+	}
+	// Public data only: no admin key, no AWS settings or credentials at all;
+	// it prints the place as well as the draw.
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_PROFILE", "")
+	public := func(args ...string) (string, string, int) {
+		var out, errb testkit.Buffer
+		code := run(context.Background(), append(args, "--endpoint", s.URL()), &out, &errb)
+		return out.String(), errb.String(), code
+	}
+	out, errs, code = public("verify-draw", "--room", id, "--ticket", joined.Ticket)
+	if code != 0 || !strings.Contains(out, "ok: visitor") || !regexp.MustCompile(`place: (admitted|\d+ of \d+ waiting now)`).MatchString(out) ||
+		!strings.Contains(out, "of the pre-queue drew lower") {
+		t.Fatalf("without credentials: %d %q %q", code, out, errs)
+	}
+	// The visitor reference the page shows: the seed's draw for it, to compare.
+	tk0, _ := token.PeekTicket(joined.Ticket)
+	out, errs, code = public("verify-draw", "--room", id, "--visitor", tk0.Visitor)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("the seed gives draw %v (%.6f)", tk0.Draw, tk0.Draw)) {
+		t.Fatalf("--visitor: %d %q %q", code, out, errs)
 	}
 	// A ticket whose draw was changed (format 2: bytes 9–16) does not verify.
 	b, err := base64.RawURLEncoding.DecodeString(joined.Ticket)

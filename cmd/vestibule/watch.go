@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,7 +58,8 @@ func (c *command) watch(ctx context.Context, pos []string) error {
 		return err
 	}
 	tty := isTerminal(c.stdout)
-	var waiting, admitted, active, lastMinute series
+	st := c.status(ctx, cl, id)
+	var waiting, admitted, active, held, lastMinute series
 	var lastErr error
 	t := time.NewTicker(c.interval)
 	defer t.Stop()
@@ -66,6 +68,7 @@ func (c *command) watch(ctx context.Context, pos []string) error {
 			waiting.add(r.Stats.Waiting)
 			admitted.add(r.Stats.Admitted)
 			active.add(r.Stats.Active)
+			held.add(r.Stats.Active + r.Stats.Admitted)
 			lastMinute.add(r.Stats.AdmittedLastMinute)
 		}
 		var b strings.Builder
@@ -74,18 +77,33 @@ func (c *command) watch(ctx context.Context, pos []string) error {
 		} else if n > 1 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "vestibule watch %s — %s — %s (every %s; Ctrl-C stops)\n", id, cl.Endpoint, time.Now().Format("15:04:05"), c.interval)
-		fmt.Fprintf(&b, "mode %s   maxActive %s   admitPerMinute %s\n\n", r.Config.Mode, num(r.Config.MaxActive), num(r.Config.AdmitPerMinute))
+		now := time.Now()
+		fmt.Fprintf(&b, "vestibule watch %s — %s — %s (every %s; Ctrl-C stops)\n", id, cl.Endpoint, now.Format("15:04:05"), c.interval)
+		fmt.Fprintf(&b, "mode %s   maxActive %s   admitPerMinute %s", r.Config.Mode, num(r.Config.MaxActive), num(r.Config.AdmitPerMinute))
+		if st != nil {
+			fmt.Fprintf(&b, "   pace %s/min", strconv.FormatFloat(st.RatePerMinute, 'f', -1, 64))
+			if st.EtaSeconds != nil {
+				fmt.Fprintf(&b, "   wait if joining now ~%s", (time.Duration(*st.EtaSeconds) * time.Second).String())
+			}
+		}
+		b.WriteString("\n")
+		if line := prequeueLine(r, st, now); line != "" {
+			b.WriteString(line + "\n")
+		}
+		b.WriteString("\n")
+		row := func(name, value string, s series) {
+			fmt.Fprintf(&b, "  %-30s %16s  %s\n", name, value, operator.Sparkline(s, historyLen))
+		}
+		// The engine holds a place of maxActive for each admitted visitor
+		// until their token is redeemed or expires: both count, apart.
 		pct := ""
 		if r.Config.MaxActive > 0 {
 			pct = fmt.Sprintf(" (%d%%)", (r.Stats.Active+r.Stats.Admitted)*100/r.Config.MaxActive)
 		}
-		row := func(name, value string, s series) {
-			fmt.Fprintf(&b, "  %-20s %18s  %s\n", name, value, operator.Sparkline(s, historyLen))
-		}
 		row("waiting", num(r.Stats.Waiting), waiting)
-		row("admitted", num(r.Stats.Admitted), admitted)
-		row("active / maxActive", num(r.Stats.Active)+" / "+num(r.Config.MaxActive)+pct, active)
+		row("admitted (on their way)", num(r.Stats.Admitted), admitted)
+		row("active (at the origin)", num(r.Stats.Active), active)
+		row("admitted + active / maxActive", num(r.Stats.Active+r.Stats.Admitted)+" / "+num(r.Config.MaxActive)+pct, held)
 		row("admitted last min", num(r.Stats.AdmittedLastMinute)+" / "+num(r.Config.AdmitPerMinute), lastMinute)
 		if lastErr != nil {
 			fmt.Fprintf(&b, "\n  last refresh failed (%s); showing the figures of the one before\n", firstLine(lastErr))
@@ -111,6 +129,7 @@ func (c *command) watch(ctx context.Context, pos []string) error {
 		lastErr = err
 		if err == nil {
 			r = next
+			st = c.status(ctx, cl, id)
 		}
 	}
 }
@@ -118,4 +137,48 @@ func (c *command) watch(ctx context.Context, pos []string) error {
 func firstLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
+}
+
+// status is the room's public status, for what only it shows (the pace of
+// a visitor joining now, the lottery's commitment and seed); nil when it
+// cannot be read, and the watch goes on without it.
+func (c *command) status(ctx context.Context, cl *operator.Client, id string) *operator.Status {
+	st, err := cl.Status(ctx, id)
+	if err != nil {
+		return nil
+	}
+	return &st
+}
+
+// clock gives a time as the operator reads it: local time, with the date
+// when it is not today.
+func clock(t, now time.Time) string {
+	t, now = t.Local(), now.Local()
+	if t.Format("2006-01-02") != now.Format("2006-01-02") {
+		return t.Format("2006-01-02 15:04:05 MST")
+	}
+	return t.Format("15:04:05 MST")
+}
+
+// prequeueLine says where a room with an opening time stands: before it,
+// the countdown, the visitors pre-queued and the lottery's commitment;
+// after it, the published seed that verify-draw checks tickets against.
+func prequeueLine(r operator.RoomInfo, st *operator.Status, now time.Time) string {
+	at := r.Config.OpensAt
+	if at == nil {
+		return ""
+	}
+	var b strings.Builder
+	if now.Before(*at) {
+		fmt.Fprintf(&b, "pre-queue: opens %s (in %s); %s pre-queued", clock(*at, now), at.Sub(now).Truncate(time.Second), num(r.Stats.Waiting))
+		if st != nil && st.DrawCommitment != "" {
+			fmt.Fprintf(&b, "; draw committed %s", st.DrawCommitment)
+		}
+		return b.String()
+	}
+	fmt.Fprintf(&b, "pre-queue: opened %s (%s ago)", clock(*at, now), now.Sub(*at).Truncate(time.Second))
+	if st != nil && st.DrawSeed != "" {
+		fmt.Fprintf(&b, "; draw seed published %s (vestibule verify-draw checks a ticket)", st.DrawSeed)
+	}
+	return b.String()
 }

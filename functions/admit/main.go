@@ -2,7 +2,7 @@
 // and it ticks every room every second until a few seconds before its deadline
 // (admission.Handler), or returns at once when nobody waits anywhere. It ticks
 // through durable.Queue: rooms lost with Redis come back from the settings
-// bucket, and their heads are recorded there. Its reserved concurrency is 1, and the engine's token
+// bucket, and their heads are recorded there. It reserves no concurrency by default: the engine's token
 // bucket makes an overlapping or retried invocation admit nothing extra. It
 // needs Redis and nothing else: no tokens, no secrets. Every 5 s of its loop
 // it also sweeps the booking kit's events (orders.Task): expires overdue

@@ -8,13 +8,16 @@
 // returning the request, for the timing baseline), node_modules/cloudfront
 // (cloudfront-stub.mjs) and input.json:
 //
-//   {"kvs": {name: value}, "cases": [{"name", "method", "target", "cookie"}],
+//   {"kvs": {name: value}, "cases": [{"name", "method", "target", "cookie", "response"}],
 //    "bench": {"iterations": n, "cases": [{"name", "method", "target", "cookie"}]}}
 //
 // The events are built as CloudFront builds them for a viewer request, from
 // the raw request target and Cookie header: uri is the path as sent;
 // querystring and cookies are objects of {value}, with multiValue listing
-// every value when a name repeats.
+// every value when a name repeats. A case with "response" ({header name:
+// [values]}, names in lower case) is a viewer-response event for that request,
+// whose response carries those headers; the harness prints the headers and
+// cookies the function's answer holds.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -61,7 +64,7 @@ function event(c) {
         if (i < 0) continue;
         add(cookies, trim(part.slice(0, i)), trim(part.slice(i + 1)));
     }
-    return {
+    const ev = {
         version: '1.0',
         context: { eventType: 'viewer-request', distributionId: 'EDFDVBD6EXAMPLE', requestId: 'parity' },
         viewer: { ip: '192.0.2.1' },
@@ -73,6 +76,34 @@ function event(c) {
             cookies
         }
     };
+    if (c.response) {
+        ev.context.eventType = 'viewer-response';
+        const headers = Object.create(null);
+        for (const name of Object.keys(c.response)) {
+            for (const v of c.response[name]) add(headers, name, v);
+        }
+        headers['content-type'] = { value: 'text/html' };
+        ev.response = { statusCode: 200, statusDescription: 'OK', headers, cookies: Object.create(null) };
+    }
+    return ev;
+}
+
+// responseOutcome is what a viewer-response answer holds: its headers (the
+// values of each) and its cookies (value and attributes).
+function responseOutcome(ev, res) {
+    if (res !== ev.response) {
+        return { pass: false, status: -1, location: 'unexpected result: ' + JSON.stringify(res) };
+    }
+    const headers = {};
+    for (const name of Object.keys(res.headers || {})) {
+        const h = res.headers[name];
+        headers[name] = (h.multiValue || [h]).map((x) => x.value);
+    }
+    const cookies = {};
+    for (const name of Object.keys(res.cookies || {})) {
+        cookies[name] = { value: res.cookies[name].value, attributes: res.cookies[name].attributes || '' };
+    }
+    return { pass: true, status: res.statusCode, location: '', headers, cookies };
 }
 
 function outcome(ev, res) {
@@ -98,7 +129,7 @@ for (const c of input.cases) {
     const ev = event(c);
     let r;
     try {
-        r = outcome(ev, await gate.handler(ev));
+        r = c.response ? responseOutcome(ev, await gate.handler(ev)) : outcome(ev, await gate.handler(ev));
     } catch (e) {
         r = { pass: false, status: -1, location: 'threw: ' + e, cacheControl: '' };
     }

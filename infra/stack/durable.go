@@ -6,19 +6,27 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/vestibule-dev/vestibule/internal/routes"
 )
 
 // SettingsPrefixes are the key prefixes package durable writes in the settings bucket (the
 // stack sets SETTINGS_BUCKET to the bare bucket name, so no further prefix): each room's
-// settings under rooms/, its admission head under heads/. The functions may read and write
-// those objects and nothing else of the bucket.
-var SettingsPrefixes = []string{"rooms/", "heads/"}
+// settings under SettingsRoomsPrefix, its admission head under SettingsHeadsPrefix. Every
+// function may read those objects (any of them may restore a room lost with Redis); only the
+// admin function writes settings (PUT /api/admin/rooms/{room}) and only admit writes heads
+// (its ticks record them), so a flaw in status, consume or booking cannot rewrite a room's
+// originUrl.
+var SettingsPrefixes = []string{SettingsRoomsPrefix, SettingsHeadsPrefix}
+
+// The settings bucket's two prefixes.
+const (
+	SettingsRoomsPrefix = "rooms/"
+	SettingsHeadsPrefix = "heads/"
+)
 
 // SettingsListPrefix is the one prefix the functions list (durable.S3 lists the rooms).
-const SettingsListPrefix = "rooms/"
-
-// settingsActions are the object actions package durable uses.
-var settingsActions = []*string{jsii.String("s3:GetObject"), jsii.String("s3:PutObject")}
+const SettingsListPrefix = SettingsRoomsPrefix
 
 // newSettingsBucket creates the bucket of the durable room settings (docs/DEPLOY.md, "Durable
 // room settings (S3)") and the way to it from the isolated subnets: the S3 gateway endpoint,
@@ -41,6 +49,14 @@ func newSettingsBucket(st awscdk.Stack, vpc awsec2.Vpc, isolated *awsec2.SubnetS
 		EnforceSSL:        jsii.Bool(true),
 		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
 		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+		// Versioned, so a bad PUT of a room's settings can be undone from the version before it.
+		// Heads are written every 10 s while a room admits, so their old versions go after a
+		// day; old settings after 90 days.
+		Versioned: jsii.Bool(true),
+		LifecycleRules: &[]*awss3.LifecycleRule{
+			{Id: jsii.String("old-heads"), Prefix: jsii.String(SettingsHeadsPrefix), NoncurrentVersionExpiration: awscdk.Duration_Days(jsii.Number(1))},
+			{Id: jsii.String("old-settings"), Prefix: jsii.String(SettingsRoomsPrefix), NoncurrentVersionExpiration: awscdk.Duration_Days(jsii.Number(90))},
+		},
 	})
 	gateway := vpc.AddGatewayEndpoint(jsii.String("S3"), &awsec2.GatewayVpcEndpointOptions{
 		Service: awsec2.GatewayVpcEndpointAwsService_S3(),
@@ -49,7 +65,7 @@ func newSettingsBucket(st awscdk.Stack, vpc awsec2.Vpc, isolated *awsec2.SubnetS
 	// The endpoint carries requests to this bucket only (and reads of the keys object, which
 	// Keys.allowThroughGateway adds), so the open egress rule below cannot carry data to any
 	// other bucket.
-	for _, s := range settingsStatements(bucket) {
+	for _, s := range settingsStatements(bucket, SettingsPrefixes...) {
 		s.AddAnyPrincipal()
 		gateway.AddToPolicy(s)
 	}
@@ -61,17 +77,21 @@ func newSettingsBucket(st awscdk.Stack, vpc awsec2.Vpc, isolated *awsec2.SubnetS
 }
 
 // settingsStatements are the permissions package durable needs on the settings bucket:
-// s3:GetObject and s3:PutObject on the objects under SettingsPrefixes, and s3:ListBucket on
-// the bucket for SettingsListPrefix only (without it a missing object answers 403, not 404).
-func settingsStatements(bucket awss3.IBucket) []awsiam.PolicyStatement {
-	objects := make([]*string, len(SettingsPrefixes))
-	for i, p := range SettingsPrefixes {
-		objects[i] = bucket.ArnForObjects(jsii.String(p + "*"))
+// s3:GetObject on the objects under SettingsPrefixes, s3:ListBucket on the bucket for
+// SettingsListPrefix only (without it a missing object answers 403, not 404), and s3:PutObject
+// under the prefixes given in writes.
+func settingsStatements(bucket awss3.IBucket, writes ...string) []awsiam.PolicyStatement {
+	objects := func(prefixes []string) *[]*string {
+		out := make([]*string, len(prefixes))
+		for i, p := range prefixes {
+			out[i] = bucket.ArnForObjects(jsii.String(p + "*"))
+		}
+		return &out
 	}
-	return []awsiam.PolicyStatement{
+	sts := []awsiam.PolicyStatement{
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions:   &settingsActions,
-			Resources: &objects,
+			Actions:   jsii.Strings("s3:GetObject"),
+			Resources: objects(SettingsPrefixes),
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions:   jsii.Strings("s3:ListBucket"),
@@ -81,11 +101,29 @@ func settingsStatements(bucket awss3.IBucket) []awsiam.PolicyStatement {
 			},
 		}),
 	}
+	if len(writes) > 0 {
+		sts = append(sts, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("s3:PutObject"),
+			Resources: objects(writes),
+		}))
+	}
+	return sts
 }
 
-// grantSettings lets fn read and write the room settings and heads (settingsStatements).
-func grantSettings(fn awsiam.IGrantable, bucket awss3.IBucket) {
-	for _, s := range settingsStatements(bucket) {
+// settingsWrites are the prefixes a function writes: admin the settings, admit the heads.
+func settingsWrites(function string) []string {
+	switch function {
+	case routes.Admin:
+		return []string{SettingsRoomsPrefix}
+	case Admit:
+		return []string{SettingsHeadsPrefix}
+	}
+	return nil
+}
+
+// grantSettings lets fn read the room settings and heads, and write under writes.
+func grantSettings(fn awsiam.IGrantable, bucket awss3.IBucket, writes ...string) {
+	for _, s := range settingsStatements(bucket, writes...) {
 		fn.GrantPrincipal().AddToPrincipalPolicy(s)
 	}
 }

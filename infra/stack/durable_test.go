@@ -2,6 +2,7 @@ package stack_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/infra/stack"
 	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/routes"
 )
 
 // settingsBucket returns the logical id of the settings bucket, failing unless there is one.
@@ -103,53 +105,92 @@ func s3Statements(f fixture, role string) []map[string]any {
 	return out
 }
 
-func TestFunctionsMayReadAndWriteOnlyTheRoomSettings(t *testing.T) {
+// grants lists each "action resource" pair the statements allow (a resource of the settings
+// bucket written as bucket/<path>, "bucket" for the bucket itself), with the condition of each.
+func settingsGrants(t *testing.T, sts []map[string]any, bucket string) map[string]string {
+	t.Helper()
+	arn := `{"Fn::GetAtt":["` + bucket + `","Arn"]}`
+	out := map[string]string{}
+	for _, st := range sts {
+		actions := asSlice(st["Action"])
+		if a, ok := st["Action"].(string); ok {
+			actions = []any{a}
+		}
+		resources := asSlice(st["Resource"])
+		if _, ok := st["Resource"].([]any); !ok {
+			resources = []any{st["Resource"]}
+		}
+		cond, _ := json.Marshal(st["Condition"])
+		for _, r := range resources {
+			b, _ := json.Marshal(r)
+			res := string(b)
+			switch {
+			case res == arn:
+				res = "bucket"
+			case strings.HasPrefix(res, `{"Fn::Join":["",[`+arn+`,"/`):
+				res = "bucket/" + strings.TrimSuffix(strings.TrimPrefix(res, `{"Fn::Join":["",[`+arn+`,"/`), `"]]}`)
+			}
+			for _, a := range actions {
+				out[a.(string)+" "+res] = string(cond)
+			}
+		}
+	}
+	return out
+}
+
+func TestSettingsLeastPrivilege(t *testing.T) {
 	// GIVEN the default stack
 	f := defaultStack()
 	id := settingsBucket(t, f)
-	arn := `{"Fn::GetAtt":["` + id + `","Arn"]}`
 	for name, r := range f.ours(t) {
 		role := props(r)["Role"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)
 		// WHEN the S3 permissions of its role are read
-		var objects, list bool
-		for _, st := range s3Statements(f, role) {
-			actions := asSlice(st["Action"])
-			if a, ok := st["Action"].(string); ok {
-				actions = []any{a}
-			}
-			res, _ := json.Marshal(st["Resource"])
-			cond, _ := json.Marshal(st["Condition"])
-			switch {
-			// THEN it may get and put the objects under rooms/ and heads/ only
-			case reflect.DeepEqual(actions, []any{"s3:GetObject", "s3:PutObject"}):
-				objects = true
-				for _, p := range stack.SettingsPrefixes {
-					if !strings.Contains(string(res), arn+`,"/`+p+`*"]`) {
-						t.Errorf("%s: object statement on %s lacks %s*", name, res, p)
-					}
-				}
-				if n := strings.Count(string(res), arn); n != len(stack.SettingsPrefixes) {
-					t.Errorf("%s: object statement on %d resources %s, want %d", name, n, res, len(stack.SettingsPrefixes))
-				}
-			// and list the bucket under rooms/ only
-			case reflect.DeepEqual(actions, []any{"s3:ListBucket"}):
-				list = true
-				if string(res) != arn {
-					t.Errorf("%s: ListBucket on %s, want the settings bucket", name, res)
-				}
-				if string(cond) != `{"StringEquals":{"s3:prefix":"`+stack.SettingsListPrefix+`"}}` {
-					t.Errorf("%s: ListBucket condition %s", name, cond)
-				}
-			// and, for the API functions, get the keys object (TestKeysObjectIsReadOnlyByTheAPIFunctions)
-			case name != stack.Admit && reflect.DeepEqual(actions, []any{"s3:GetObject"}) && strings.Contains(string(res), `"/`+stack.KeysObjectKey+`"`):
-			// and nothing else of S3
-			default:
-				t.Errorf("%s: unexpected S3 statement %v on %s", name, actions, res)
+		got := settingsGrants(t, s3Statements(f, role), id)
+		// THEN every function may read the settings and heads and list rooms/
+		want := map[string]string{
+			"s3:GetObject bucket/rooms/*": "null",
+			"s3:GetObject bucket/heads/*": "null",
+			"s3:ListBucket bucket":        `{"StringEquals":{"s3:prefix":"` + stack.SettingsListPrefix + `"}}`,
+		}
+		// and only admin writes a room's settings, only admit (the ticks) a room's head
+		switch name {
+		case routes.Admin:
+			want["s3:PutObject bucket/rooms/*"] = "null"
+		case stack.Admit:
+			want["s3:PutObject bucket/heads/*"] = "null"
+		}
+		// and the API functions read the keys object (TestKeysObjectIsReadOnlyByTheAPIFunctions)
+		for k := range got {
+			if name != stack.Admit && strings.HasPrefix(k, "s3:GetObject ") && strings.Contains(k, `"/`+stack.KeysObjectKey+`"`) {
+				delete(got, k)
 			}
 		}
-		if !objects || !list {
-			t.Errorf("%s: object access %v, list %v; want both", name, objects, list)
+		// and nothing else of S3
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: S3 grants\n%v\nwant\n%v", name, got, want)
 		}
+	}
+}
+
+func TestSettingsBucketIsVersioned(t *testing.T) {
+	// GIVEN the default stack WHEN its settings bucket is read
+	f := defaultStack()
+	p := props(f.resources[settingsBucket(t, f)])
+	// THEN it keeps every version of a room's settings (a bad PUT can be undone)
+	if v, _ := p["VersioningConfiguration"].(map[string]any); v["Status"] != "Enabled" {
+		t.Errorf("versioning %v, want Enabled", p["VersioningConfiguration"])
+	}
+	// and its lifecycle lets old heads go after a day and old settings after 90
+	rules := map[string]float64{}
+	lc, _ := p["LifecycleConfiguration"].(map[string]any)
+	for _, r := range asSlice(lc["Rules"]) {
+		r := r.(map[string]any)
+		nv, _ := r["NoncurrentVersionExpiration"].(map[string]any)
+		days, _ := nv["NoncurrentDays"].(float64)
+		rules[fmt.Sprint(r["Prefix"])] = days
+	}
+	if !reflect.DeepEqual(rules, map[string]float64{"heads/": 1, "rooms/": 90}) {
+		t.Errorf("noncurrent version expiry by prefix %v", rules)
 	}
 }
 

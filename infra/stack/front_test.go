@@ -65,6 +65,7 @@ var accountWide = map[string][]string{
 	"AWS::CloudFront::Function":              {"Name"},
 	"AWS::WAFv2::WebACL":                     {"Name"},
 	"AWS::CloudWatch::Dashboard":             {"DashboardName"},
+	"AWS::CloudFront::KeyValueStore":         {"Name"},
 }
 
 // names returns every account-wide name of a stack deployed in region, failing on a resource
@@ -120,6 +121,26 @@ func TestTwoStagesOrRegionsDoNotCollide(t *testing.T) {
 	}
 	if len(seen) < 4*7 {
 		t.Errorf("only %d account-wide names in four copies: %v", len(seen), seen)
+	}
+	// and the same holds with the gate, whose KeyValueStore and functions are CloudFront's
+	// (their names unique in the account across regions)
+	gates := map[string]string{}
+	for _, c := range []struct {
+		f      fixture
+		region string
+	}{
+		{gateStack(), "us-east-1"}, {gateStack(), "eu-west-1"},
+		{stagingGateStack(), "us-east-1"}, {stagingGateStack(), "eu-west-1"},
+	} {
+		for n, where := range names(t, c.f, c.region) {
+			if other, dup := gates[n]; dup {
+				t.Errorf("with the gate: %q is used by %s and %s", n, other, where)
+			}
+			gates[n] = where
+		}
+	}
+	if len(gates) < 4*10 {
+		t.Errorf("only %d account-wide names in four copies with the gate: %v", len(gates), gates)
 	}
 	// and the serverless cache, whose name is unique per region, differs between stages
 	cache := func(f fixture) any {
@@ -456,7 +477,7 @@ func TestCfnLint(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var files []string
-	for name, f := range map[string]func() fixture{"default": defaultStack, "nodes": nodesStack, "waf": wafStack, "staging": stagingStack, "gate": gateStack} {
+	for name, f := range map[string]func() fixture{"default": defaultStack, "nodes": nodesStack, "waf": wafStack, "staging": stagingStack, "gate": gateStack, "domains": domainsStack} {
 		b, err := json.MarshalIndent(f().raw, "", " ")
 		must(t, err)
 		p := filepath.Join(dir, name+".template.json")

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfrontorigins"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
@@ -134,70 +133,24 @@ func newGate(st awscdk.Stack, v *Vestibule, set Settings, entrySecret, originSec
 		awscdk.Annotations_Of(st).AddError(jsii.String(err.Error()))
 		return nil
 	}
-	src, _ := gateFunctionSource(set) // validated above
-	if strings.Count(src, waitingRoomPlaceholder) != 1 {
-		awscdk.Annotations_Of(st).AddError(jsii.String("the gate's function does not hold the waiting room URL once"))
+	eg, err := NewEdgeGate(st, &EdgeGateProps{
+		Room:           set.ProtectRoom,
+		WaitingRoomURL: v.WaitingRoomURL,
+		OpenPaths:      set.ProtectOpenPaths,
+		EntryKeySecret: entrySecret,
+		KeysCode:       awslambda.Code_FromAsset(jsii.String(filepath.Join(set.AssetDir, GateKeysFunction)), nil),
+		LogRetention:   retentionOr(set.LogRetentionDays),
+	})
+	if err != nil {
+		awscdk.Annotations_Of(st).AddError(jsii.String(err.Error()))
 		return nil
 	}
-	waitingRoom := "https://" + *v.Distribution.DistributionDomainName() + "/"
-	src = strings.Replace(src, waitingRoomPlaceholder, waitingRoom, 1)
-	g := &Gate{}
-
-	g.Store = awscloudfront.NewKeyValueStore(st, jsii.String("GateKeyValueStore"), &awscloudfront.KeyValueStoreProps{
-		Comment: jsii.String("Vestibule gate: the session cookies' keys (key:<kid>, current)"),
-	})
-
-	// The key sync: outside the VPC (the KeyValueStore API has no VPC endpoint), reading only the
-	// entry-key secret and writing only this store.
-	logs := awslogs.NewLogGroup(st, jsii.String("GateKeysLogs"), &awslogs.LogGroupProps{
-		Retention:     retentionOr(set.LogRetentionDays),
-		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
-	})
-	g.Keys = awslambda.NewFunction(st, jsii.String("GateKeysFunction"), &awslambda.FunctionProps{
-		Description:  jsii.String("Vestibule gate: writes the cookie keys, derived from the entry-key secret, to the KeyValueStore"),
-		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture: awslambda.Architecture_ARM_64(),
-		Handler:      jsii.String("bootstrap"),
-		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(set.AssetDir, GateKeysFunction)), nil),
-		MemorySize:   jsii.Number(128),
-		Timeout:      awscdk.Duration_Seconds(jsii.Number(30)),
-		Environment: &map[string]*string{
-			config.EnvEntryKeySecretARN: entrySecret.SecretArn(),
-			"GATE_KVS_ARN":              g.Store.KeyValueStoreArn(),
-		},
-		LogGroup: logs,
-	})
-	entrySecret.GrantRead(g.Keys, nil)
-	g.Keys.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions: jsii.Strings("cloudfront-keyvaluestore:DescribeKeyValueStore",
-			"cloudfront-keyvaluestore:ListKeys", "cloudfront-keyvaluestore:UpdateKeys"),
-		Resources: &[]*string{g.Store.KeyValueStoreArn()},
-	}))
-	sync := awscdk.NewCustomResource(st, jsii.String("GateKeys"), &awscdk.CustomResourceProps{
-		ServiceToken: g.Keys.FunctionArn(),
-		ResourceType: jsii.String("Custom::VestibuleGateKeys"),
-		Properties: &map[string]any{
-			"KvsArn":         g.Store.KeyValueStoreArn(),
-			"EntrySecretArn": entrySecret.SecretArn(),
-		},
-	})
-
-	g.Function = awscloudfront.NewFunction(st, jsii.String("GateFunction"), &awscloudfront.FunctionProps{
-		Comment:       jsii.String("Vestibule gate for room " + set.ProtectRoom),
-		Runtime:       awscloudfront.FunctionRuntime_JS_2_0(),
-		Code:          awscloudfront.FunctionCode_FromInline(jsii.String(src)),
-		KeyValueStore: g.Store,
-	})
-	hostFn := awscloudfront.NewFunction(st, jsii.String("GateHostFunction"), &awscloudfront.FunctionProps{
-		Comment: jsii.String("Vestibule gate: the site's host to the API in X-Forwarded-Host"),
-		Runtime: awscloudfront.FunctionRuntime_JS_2_0(),
-		Code:    awscloudfront.FunctionCode_FromInline(jsii.String(GateHostFunction)),
-	})
+	g := &Gate{Function: eg.Function, Store: eg.Store, Keys: eg.Keys}
 
 	// The booking site as it is: nothing cached, every viewer header but Host forwarded (the origin
 	// keeps its own name and certificate); a team that caches pages can change the cache policy,
 	// since a viewer-request function runs before the cache.
-	g.Distribution = awscloudfront.NewDistribution(st, jsii.String("GateDistribution"), &awscloudfront.DistributionProps{
+	distProps := &awscloudfront.DistributionProps{
 		Comment:     jsii.String("Vestibule gate: " + set.ProtectOrigin + " behind room " + set.ProtectRoom),
 		HttpVersion: awscloudfront.HttpVersion_HTTP2_AND_3,
 		DefaultBehavior: &awscloudfront.BehaviorOptions{
@@ -209,32 +162,23 @@ func newGate(st awscdk.Stack, v *Vestibule, set Settings, entrySecret, originSec
 			AllowedMethods:       awscloudfront.AllowedMethods_ALLOW_ALL(),
 			CachePolicy:          awscloudfront.CachePolicy_CACHING_DISABLED(),
 			OriginRequestPolicy:  awscloudfront.OriginRequestPolicy_ALL_VIEWER_EXCEPT_HOST_HEADER(),
-			FunctionAssociations: &[]*awscloudfront.FunctionAssociation{{
-				Function: g.Function, EventType: awscloudfront.FunctionEventType_VIEWER_REQUEST,
-			}},
+			FunctionAssociations: eg.Associations(),
 		},
-	})
-	apiDomain := awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), v.API.ApiEndpoint(), nil))
-	g.Distribution.AddBehavior(jsii.String(gate.VestibulePrefix+"*"), awscloudfrontorigins.NewHttpOrigin(apiDomain, &awscloudfrontorigins.HttpOriginProps{
+	}
+	viewerDomain(st, "GateCertificate", set.ProtectDomain, set.ProtectCertificateArn, distProps)
+	logTo(distProps, v.LogsBucket, "gate")
+	g.Distribution = awscloudfront.NewDistribution(st, jsii.String("GateDistribution"), distProps)
+	eg.AddTo(g.Distribution, awscloudfrontorigins.NewHttpOrigin(v.APIOriginDomain, &awscloudfrontorigins.HttpOriginProps{
 		ProtocolPolicy:     awscloudfront.OriginProtocolPolicy_HTTPS_ONLY,
 		OriginSslProtocols: &[]awscloudfront.OriginSslPolicy{awscloudfront.OriginSslPolicy_TLS_V1_2},
 		// The API's public routes answer only requests that carry CloudFront's origin secret.
 		CustomHeaders: &map[string]*string{config.OriginHeader: originHeaderValue(set, originSecret)},
-	}), &awscloudfront.AddBehaviorOptions{
-		ViewerProtocolPolicy: awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
-		AllowedMethods:       awscloudfront.AllowedMethods_ALLOW_ALL(),
-		CachePolicy:          awscloudfront.CachePolicy_CACHING_DISABLED(),
-		OriginRequestPolicy:  awscloudfront.OriginRequestPolicy_ALL_VIEWER_EXCEPT_HOST_HEADER(),
-		FunctionAssociations: &[]*awscloudfront.FunctionAssociation{{
-			Function: hostFn, EventType: awscloudfront.FunctionEventType_VIEWER_REQUEST,
-		}},
-	})
-	// The store holds the keys before the first visitor reaches the gate.
-	g.Distribution.Node().AddDependency(sync)
+	}))
+	originMTLS(g.Distribution, set)
 
 	awscdk.NewCfnOutput(st, jsii.String("ProtectedSiteUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("The booking site behind the gate; set room " + set.ProtectRoom + "'s originUrl to it and gate to true"),
-		Value:       jsii.String("https://" + *g.Distribution.DistributionDomainName() + "/"),
+		Value:       jsii.String(distributionURL(set.ProtectDomain, g.Distribution)),
 	})
 	awscdk.NewCfnOutput(st, jsii.String("GateKeysFunctionName"), &awscdk.CfnOutputProps{
 		Description: jsii.String("After rotating the entry-key secret: aws lambda invoke --function-name <this> /dev/stdout"),

@@ -31,6 +31,11 @@ func protectGate(s *stack.Settings) {
 // gateStack is the stack with a protected origin, synthesized once.
 var gateStack = sync.OnceValue(func() fixture { return synth(onceT{}, "", true, protectGate) })
 
+// stagingGateStack is the gate in a second stage.
+var stagingGateStack = sync.OnceValue(func() fixture {
+	return synth(onceT{}, "", true, func(s *stack.Settings) { protectGate(s); s.Stage = "staging" })
+})
+
 // resourceOf returns the one resource of typ whose JSON holds marker, and its logical id.
 func resourceOf(t *testing.T, f fixture, typ, marker string) (string, map[string]any) {
 	t.Helper()
@@ -77,12 +82,15 @@ func TestGateDistribution(t *testing.T) {
 	}
 
 	// and the protected distribution runs it on its default behaviour, at viewer request, in front
-	// of the origin
+	// of the origin, and at viewer response (the site's end-of-session header)
 	_, dist := resourceOf(t, f, "AWS::CloudFront::Distribution", "booking-origin.example.com")
 	dc := props(dist)["DistributionConfig"].(map[string]any)
 	def := dc["DefaultCacheBehavior"].(map[string]any)
 	fa, _ := json.Marshal(def["FunctionAssociations"])
-	if want, _ := json.Marshal([]any{map[string]any{"EventType": "viewer-request", "FunctionARN": getAtt(fnID, "FunctionARN")}}); string(fa) != string(want) {
+	if want, _ := json.Marshal([]any{
+		map[string]any{"EventType": "viewer-request", "FunctionARN": getAtt(fnID, "FunctionARN")},
+		map[string]any{"EventType": "viewer-response", "FunctionARN": getAtt(fnID, "FunctionARN")},
+	}); string(fa) != string(want) {
 		t.Errorf("default behaviour's functions %s, want %s", fa, want)
 	}
 	// and /.vestibule/* goes to the HTTP API, uncached, with every viewer header but Host

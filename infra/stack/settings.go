@@ -68,6 +68,10 @@ type Settings struct {
 	APIBurstLimit float64
 	// AlarmEmail, when set, is subscribed to the alarm topic.
 	AlarmEmail string
+	// AdmitReservedConcurrency, when above 0, reserves that much of the account's Lambda
+	// concurrency for admit. 0 (the default) reserves none: the account must keep 10 unreserved,
+	// so on a new account with a total of 10 a reservation makes the deploy roll back.
+	AdmitReservedConcurrency int
 
 	// Stage names a copy of the stack: "" is the stack "Vestibule", "staging" the stack
 	// "Vestibule-staging". Every name that must be unique in the account carries the stack
@@ -89,6 +93,16 @@ type Settings struct {
 	ProtectOrigin    string
 	ProtectRoom      string
 	ProtectOpenPaths []string
+
+	// Domain and CertificateArn put the waiting room on a domain of the team's (an ACM certificate
+	// in us-east-1); ProtectDomain and ProtectCertificateArn the gate's distribution (domains.go).
+	Domain, CertificateArn               string
+	ProtectDomain, ProtectCertificateArn string
+	// APIDomain and APICertificateArn (in the stack's region) give the API a domain of its own
+	// and turn its execute-api endpoint off; APIClientCertificateArn (us-east-1) and APITruststore
+	// (s3://bucket/key) add origin mTLS, so only CloudFront gets past the TLS handshake.
+	APIDomain, APICertificateArn           string
+	APIClientCertificateArn, APITruststore string
 }
 
 // StackBaseName is the name of the default stack; a stage is appended to it.
@@ -173,6 +187,7 @@ const (
 	CtxPriceClass    = "priceClass"
 	CtxOriginVersion = "originSecretVersion"
 	CtxCacheECPU     = "cacheEcpuAlarm"
+	CtxAdmitReserved = "admitReservedConcurrency"
 	// The gate's keys (CtxProtectOrigin, CtxProtectRoom, CtxProtectOpenPaths) are in gate.go.
 )
 
@@ -260,6 +275,14 @@ func FromContext(node constructs.Node) (Settings, error) {
 		errs = append(errs, fmt.Errorf("%w: originSecretVersion=%q is not a Secrets Manager version id", ErrBadSetting, s.OriginSecretVersion))
 	}
 	integer(CtxCacheECPU, &s.CacheECPUAlarm)
+	if v, ok := get(CtxAdmitReserved); ok {
+		n, err := strconv.Atoi(fmt.Sprint(v))
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("%w: %s=%v is not a whole number from 0 up", ErrBadSetting, CtxAdmitReserved, v))
+		} else {
+			s.AdmitReservedConcurrency = n
+		}
+	}
 
 	if v, ok := get(CtxRoomDefaults); ok {
 		// A string is JSON from the command line; anything else came from cdk.json already decoded.
@@ -275,6 +298,7 @@ func FromContext(node constructs.Node) (Settings, error) {
 		s.RoomDefaults = rd
 	}
 	errs = append(errs, gateFromContext(node, &s)...)
+	errs = append(errs, domainsFromContext(node, &s)...)
 	return s, errors.Join(errs...)
 }
 

@@ -58,8 +58,12 @@ type Function struct {
 // Functions are the binaries `make build` leaves in dist/<name>/bootstrap. The HTTP handlers get 10 s:
 // they answer in milliseconds, and bound their own Redis calls so an outage is a quick 503, not a
 // timeout. admit ticks every second until 3 s before its deadline; with a 60 s timeout it ends
-// before the next minute's invocation, which its reserved concurrency of 1 would otherwise throttle
-// (a few seconds without ticks cost nothing: the room's token bucket refills by elapsed time).
+// before the next minute's invocation, so two runs overlap only when EventBridge delivers an event
+// twice or late. No function reserves concurrency by default (Settings.AdmitReservedConcurrency):
+// a reservation must leave the account's unreserved pool at 10 or more, which a new account with
+// a total of 10 cannot, and the first deploy would roll back. admit needs none: every tick is one
+// atomic script whose token bucket refills by elapsed time, so overlapping or duplicate ticks
+// admit nothing extra (docs/ARCHITECTURE.md, "Admission timing and polling").
 var Functions = []Function{
 	{Name: routes.Enqueue, Timeout: 10, Memory: 256},
 	{Name: routes.Poll, Timeout: 10, Memory: 256},
@@ -67,7 +71,7 @@ var Functions = []Function{
 	{Name: routes.Consume, Timeout: 10, Memory: 256},
 	{Name: routes.Admin, Timeout: 10, Memory: 256},
 	{Name: routes.Booking, Timeout: 10, Memory: 256},
-	{Name: Admit, Timeout: 60, Memory: 256, Reserved: 1},
+	{Name: Admit, Timeout: 60, Memory: 256},
 }
 
 // Admit is the admission function: EventBridge invokes it, no route does.
@@ -202,6 +206,12 @@ type Vestibule struct {
 	// AccessLogs receives the HTTP API's access log (JSON, one line per request).
 	AccessLogs awslogs.LogGroup
 	Gate       *Gate // the protected site's distribution, when Settings.ProtectOrigin is set
+	// WaitingRoomURL is the waiting room's https URL: its domain, or the distribution's name.
+	WaitingRoomURL string
+	// LogsBucket receives the distributions' standard logs.
+	LogsBucket awss3.Bucket
+	// APIOriginDomain is the host CloudFront reaches the API on: Settings.APIDomain or execute-api's.
+	APIOriginDomain *string
 	// Keys is the keys object the API functions read their keys from, and its sync.
 	Keys   *Keys
 	Events *Events // the events' bus, forwarder and log subscriptions (events.go)
@@ -287,6 +297,13 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	if err := ValidateRoomDefaults(set.RoomDefaults); err != nil {
 		awscdk.Annotations_Of(st).AddError(jsii.String(err.Error()))
 	}
+	if err := ValidateDomains(set); err != nil {
+		awscdk.Annotations_Of(st).AddError(jsii.String(err.Error()))
+	}
+	if m := certificateARN.FindStringSubmatch(set.APICertificateArn); m != nil && !*awscdk.Token_IsUnresolved(st.Region()) && m[1] != *st.Region() {
+		awscdk.Annotations_Of(st).AddError(jsii.String(fmt.Sprintf("%s: %s=%q: API Gateway takes a regional domain's certificate from the stack's region, %s",
+			ErrBadSetting, CtxAPICertificateArn, set.APICertificateArn, *st.Region())))
+	}
 	roomDefaults, _ := json.Marshal(set.RoomDefaults) // validated settings: cannot fail
 	// Every variable the functions read is declared, empty where unused: `sam local` only
 	// overrides the variables a template declares (docs/DEPLOY.md, "SAM CLI").
@@ -308,6 +325,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	} {
 		env[name] = value
 	}
+	checkEnvironment(st, env)
 
 	var readers []awsiam.IRole
 	for _, f := range Functions {
@@ -320,6 +338,9 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 		var maxEventAge awscdk.Duration
 		if f.Reserved > 0 {
 			reserved = jsii.Number(f.Reserved)
+		}
+		if name == Admit && set.AdmitReservedConcurrency > 0 {
+			reserved = jsii.Number(float64(set.AdmitReservedConcurrency))
 		}
 		if name == Admit {
 			// An invocation that waited (throttled behind the previous minute) for a minute is
@@ -352,14 +373,16 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 			readers = append(readers, fn.Role())
 			fn.Node().AddDependency(keys.Resource)
 		}
-		// Any function may find a room missing from Redis and restore it from the bucket.
-		grantSettings(fn, settingsBucket)
+		// Any function may find a room missing from Redis and restore it from the bucket; only
+		// admin writes settings and only admit heads (settingsWrites).
+		grantSettings(fn, settingsBucket, settingsWrites(name)...)
 		v.Functions[name] = fn
 	}
 	keys.lockDown(readers)
 
 	// Admission: EventBridge fires once a minute; the function ticks every second inside it.
-	// One at a time is enough (the token bucket makes an overlap harmless, not useful).
+	// One at a time is enough, and two at once harmless (the token bucket makes an overlap admit
+	// nothing extra), so no concurrency is reserved unless asked.
 	admit := v.Functions[Admit]
 	awsevents.NewRule(st, jsii.String("AdmitSchedule"), &awsevents.RuleProps{
 		Description: jsii.String("Vestibule: run the admission ticks every minute"),
@@ -381,7 +404,46 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	v.Events = newEvents(st, v, set, retention)
 	newAlarms(st, v, set)
 	helperLogs(st, v, retention)
+	customResourceTimeouts(st)
+	suppressNag(st, v, set)
 	return v
+}
+
+// Custom resources' timeouts. CloudFormation waits an hour for a custom resource's provider to
+// answer unless the resource says otherwise (ServiceTimeout): a provider that crashed before
+// answering would hold a deploy, or its rollback, that long. Ours answer within their
+// function's 30 s; the CDK's own providers (the page upload, the default security group's
+// rules) run with a 15-minute function timeout for work of seconds, so they get 5 minutes.
+const (
+	ownServiceTimeout    = 120 // s: KeySync and GateKeys, whose functions time out after 30 s
+	helperFunctionTimout = 300 // s: the CDK's provider functions
+	helperServiceTimeout = 360 // s: their custom resources, past the function's timeout
+)
+
+// customResourceTimeouts gives every custom resource of the stack a ServiceTimeout, and the
+// CDK's provider functions a timeout below it.
+func customResourceTimeouts(st awscdk.Stack) {
+	for _, c := range *st.Node().FindAll(constructs.ConstructOrder_PREORDER) {
+		if !*awscdk.CfnResource_IsCfnResource(c) {
+			continue
+		}
+		r, ok := c.(awscdk.CfnResource)
+		if !ok {
+			continue
+		}
+		typ := *r.CfnResourceType()
+		switch {
+		case typ == "Custom::VestibuleKeySync" || typ == "Custom::VestibuleGateKeys":
+			r.AddPropertyOverride(jsii.String("ServiceTimeout"), jsii.Number(ownServiceTimeout))
+		case strings.HasPrefix(typ, "Custom::") || typ == "AWS::CloudFormation::CustomResource":
+			r.AddPropertyOverride(jsii.String("ServiceTimeout"), jsii.Number(helperServiceTimeout))
+		case typ == "AWS::Lambda::Function":
+			id := *st.GetLogicalId(r)
+			if strings.HasPrefix(id, "CustomCDKBucketDeployment") || strings.HasPrefix(id, "CustomVpcRestrictDefaultSG") {
+				r.AddPropertyOverride(jsii.String("Timeout"), jsii.Number(helperFunctionTimout))
+			}
+		}
+	}
 }
 
 // helperLogs gives every Lambda function the CDK adds on its own (custom-resource providers
@@ -468,6 +530,9 @@ func newCache(st awscdk.Stack, vpc awsec2.Vpc, isolated *awsec2.SubnetSelection,
 
 	// Serverless listens on 6379 (primary) and 6380 (reads from replicas).
 	cacheSG.Connections().AllowFrom(fnSG, awsec2.Port_TcpRange(jsii.Number(6379), jsii.Number(6380)), jsii.String("functions to Valkey"))
+	// The name is fixed (CloudFormation requires ServerlessCacheName): a change of a property
+	// that replaces the cache (its subnets, a KMS key) must come with a new name, or the new cache
+	// cannot be created while the old one holds it (docs/DEPLOY.md, "The node-based cache").
 	cache := awselasticache.NewCfnServerlessCache(st, jsii.String("Cache"), &awselasticache.CfnServerlessCacheProps{
 		Engine:              jsii.String("valkey"),
 		MajorEngineVersion:  jsii.String("8"),
@@ -508,6 +573,9 @@ func newFront(st awscdk.Stack, v *Vestibule, set Settings, originSecret awssecre
 		Description: jsii.String("Vestibule waiting room API"),
 		// The default stage is created below, with throttling, which the default stage cannot take.
 		CreateDefaultStage: jsii.Bool(false),
+		// With a domain of its own the API answers there only (domains.go): a request that skips
+		// CloudFront cannot use the execute-api name, and with origin mTLS cannot use the domain.
+		DisableExecuteApiEndpoint: jsii.Bool(set.APIDomain != ""),
 	})
 	stage := awsapigatewayv2.NewHttpStage(st, jsii.String("ApiStage"), &awsapigatewayv2.HttpStageProps{
 		HttpApi:    api,
@@ -623,7 +691,8 @@ func newFront(st awscdk.Stack, v *Vestibule, set Settings, originSecret awssecre
 		OriginAccessControlName: AccountWideName(st, "page"),
 		Description:             jsii.String("Vestibule: CloudFront reads the page bucket"),
 	})
-	dist := awscloudfront.NewDistribution(st, jsii.String("Distribution"), &awscloudfront.DistributionProps{
+	v.LogsBucket = newLogsBucket(st, set)
+	distProps := &awscloudfront.DistributionProps{
 		Comment:           jsii.String("Vestibule waiting room " + *st.StackName()),
 		PriceClass:        priceClass,
 		DefaultRootObject: jsii.String("index.html"),
@@ -649,10 +718,14 @@ func newFront(st awscdk.Stack, v *Vestibule, set Settings, originSecret awssecre
 			{HttpStatus: jsii.Number(503), Ttl: awscdk.Duration_Seconds(jsii.Number(1))},
 			{HttpStatus: jsii.Number(504), Ttl: awscdk.Duration_Seconds(jsii.Number(1))},
 		},
-	})
-	apiDomain := awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), api.ApiEndpoint(), nil))
+	}
+	viewerDomain(st, "Certificate", set.Domain, set.CertificateArn, distProps)
+	logTo(distProps, v.LogsBucket, "waiting-room")
+	dist := awscloudfront.NewDistribution(st, jsii.String("Distribution"), distProps)
+	v.WaitingRoomURL = distributionURL(set.Domain, dist)
+	v.APIOriginDomain = apiDomain(st, api, stage, set)
 	originHeader := originHeaderValue(set, originSecret)
-	apiOrigin := awscloudfrontorigins.NewHttpOrigin(apiDomain, &awscloudfrontorigins.HttpOriginProps{
+	apiOrigin := awscloudfrontorigins.NewHttpOrigin(v.APIOriginDomain, &awscloudfrontorigins.HttpOriginProps{
 		ProtocolPolicy:     awscloudfront.OriginProtocolPolicy_HTTPS_ONLY,
 		OriginSslProtocols: &[]awscloudfront.OriginSslPolicy{awscloudfront.OriginSslPolicy_TLS_V1_2},
 		CustomHeaders:      &map[string]*string{config.OriginHeader: originHeader},
@@ -727,20 +800,24 @@ func newFront(st awscdk.Stack, v *Vestibule, set Settings, originSecret awssecre
 			jsii.String(fmt.Sprintf("%s does not exist: the stack deploys no waiting page", set.StaticDir)), nil)
 	}
 
-	waitingRoomURL := "https://" + *dist.DistributionDomainName() + "/"
+	originMTLS(dist, set)
 	awscdk.NewCfnOutput(st, jsii.String("WaitingRoomUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("The waiting room page (add ?room=<id>) and, under /api/, the public API"),
-		Value:       jsii.String(waitingRoomURL),
+		Value:       jsii.String(v.WaitingRoomURL),
 	})
+	apiURL := stage.Url()
+	if set.APIDomain != "" {
+		apiURL = jsii.String("https://" + set.APIDomain + "/")
+	}
 	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("The HTTP API itself; admin calls are signed for this host"),
-		Value:       stage.Url(),
+		Value:       apiURL,
 	})
 	awscdk.NewCfnOutput(st, jsii.String("AdminExample"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Create or change a room with IAM-signed admin calls (pip install awscurl)"),
 		Value: jsii.String("awscurl --service execute-api --region " + *st.Region() +
 			" -X PUT -H 'Content-Type: application/json' -d '{\"maxActive\":100,\"admitPerMinute\":600,\"mode\":\"queue\",\"originUrl\":\"https://booking.example.com/\"}' " +
-			*stage.Url() + "api/admin/rooms/demo"),
+			*apiURL + "api/admin/rooms/demo"),
 	})
 	return api, dist
 }
@@ -790,6 +867,18 @@ func newAlarms(st awscdk.Stack, v *Vestibule, set Settings) {
 		DisplayName: jsii.String("Vestibule alarms"),
 		EnforceSSL:  jsii.Bool(true),
 	})
+	// With enforceSSL the topic gets a policy of its own (a Deny of plain HTTP), and a topic
+	// policy replaces SNS's default one, which is what let the account's services publish: without
+	// this Allow, CloudWatch's notifications would be refused and no alarm would ever arrive.
+	// aws:SourceAccount keeps it to the alarms of this account (the confused-deputy guard).
+	topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CloudWatchAlarmsPublish"),
+		Effect:     awsiam.Effect_ALLOW,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("sns:Publish"),
+		Resources:  &[]*string{topic.TopicArn()},
+		Conditions: &map[string]any{"StringEquals": map[string]any{"aws:SourceAccount": st.Account()}},
+	}))
 	if set.AlarmEmail != "" {
 		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(set.AlarmEmail), nil))
 	}
@@ -820,10 +909,11 @@ func newAlarms(st awscdk.Stack, v *Vestibule, set Settings) {
 			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
 			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 		})
-		// admit, with its concurrency of 1, may see a throttle when EventBridge fires early while
-		// the previous minute is finishing; only a throttle minute after minute is a problem.
+		// admit, with a reserved concurrency of 1 (admitReservedConcurrency), may see a throttle
+		// when EventBridge fires early while the previous minute is finishing; a throttled minute is
+		// made up by the next one, so for admit only a throttle minute after minute is a problem.
 		periods := 1.0
-		if f.Reserved > 0 {
+		if f.Reserved > 0 || f.Name == Admit {
 			periods = 3
 		}
 		alarm(title(f.Name)+"Throttles", thr, awscloudwatch.AlarmProps{

@@ -47,17 +47,25 @@ type Statuser interface {
 	Status(ctx context.Context, room string) (room.Config, room.Stats, error)
 }
 
-// Idle reports whether no room has anyone waiting (or in the pre-queue),
-// admitted or active: one stats script per room. A room it cannot read is
-// not idle (the loop ticks it and logs the error).
+// Idle reports whether no room needs a scheduled tick: none has anyone
+// admitted or active, and none but a paused or closed one has anyone waiting
+// (or in the pre-queue). One stats script per room. A paused or closed room
+// admits and evicts nobody, so with no grant or session to reclaim a tick of
+// it has nothing to do: visitors held there leave the deployment idle (their
+// own polls still tick it, guarded, and the first invocation after it opens
+// ticks for its minute). A room it cannot read is not idle (the loop ticks it
+// and logs the error).
 func Idle(ctx context.Context, q Ticker, s Statuser) bool {
 	ids, err := q.Rooms(ctx)
 	if err != nil {
 		return false
 	}
 	for _, id := range ids {
-		_, st, err := s.Status(ctx, id)
-		if err != nil || st.Waiting+st.Admitted+st.Active > 0 {
+		cfg, st, err := s.Status(ctx, id)
+		if err != nil || st.Admitted+st.Active > 0 {
+			return false
+		}
+		if st.Waiting > 0 && cfg.Mode != room.ModePaused && cfg.Mode != room.ModeClosed {
 			return false
 		}
 	}
@@ -167,8 +175,8 @@ func tally(ctx context.Context, log *slog.Logger, sum *TickSummary, id string, r
 // Handler is the admit Lambda's handler: on each scheduled event it ticks
 // every interval until AdmitMargin before the invocation's deadline (or for
 // one minute when there is none), then returns the summary. When q is a
-// Statuser and no room has anyone waiting, admitted or active (Idle), it
-// returns at once: an idle deployment costs one short invocation a minute,
+// Statuser and no room needs a tick (Idle: nobody admitted or active, and
+// nobody waiting but in paused or closed rooms), it returns at once: an idle deployment costs one short invocation a minute,
 // and visitors' own requests tick a quiet room (durable.Queue) until the
 // next invocation finds someone and ticks for its minute. also runs on every
 // tick as in Run.

@@ -147,6 +147,69 @@ func TestAdmitHandlerIdle(t *testing.T) {
 	}
 }
 
+// A paused or closed room holds its queue and admits nobody: with nobody admitted or active
+// there, a scheduled tick has nothing to do, so visitors held in it leave the deployment idle
+// (their own polls still tick the room, guarded). One admitted visitor to reclaim, or an open
+// room with someone waiting, and it ticks.
+func TestAdmitHandlerIdleWhileARoomHoldsVisitors(t *testing.T) {
+	srv, err := redistest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	q := room.New(rdb)
+	cfg := room.DefaultConfig()
+	cfg.OriginURL = "https://origin.example/"
+	put := func(id string, mode room.Mode) {
+		t.Helper()
+		c := cfg
+		c.Mode = mode
+		if _, err := q.PutConfig(ctx, id, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	handler := admission.Handler(q, 100*time.Millisecond, nil)
+	run := func() admission.TickSummary {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		sum, err := handler(ctx, events.EventBridgeEvent{ID: "held"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	// GIVEN a closed room and a paused room, each holding visitors who wait
+	closed, paused := redistest.Room(t), redistest.Room(t)
+	for _, id := range []string{closed, paused} {
+		put(id, room.ModeQueue)
+		put(id, room.ModePaused) // nobody admitted before the pause
+		for _, v := range []string{"a", "b"} {
+			if _, err := q.Enqueue(ctx, id, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put(closed, room.ModeClosed)
+	// WHEN admit is invoked THEN it returns at once, idle
+	if sum := run(); !sum.Idle || sum.Ticks != 0 {
+		t.Errorf("rooms holding visitors, nobody admitted: %+v, want idle", sum)
+	}
+	// GIVEN the paused room opens WHEN admit is invoked THEN it ticks and admits
+	put(paused, room.ModeQueue)
+	if sum := run(); sum.Idle || sum.Admitted < 1 {
+		t.Fatalf("an open room with visitors waiting: %+v, want ticks that admit", sum)
+	}
+	// GIVEN it is paused again with a grant outstanding THEN admit ticks (the grant must be reclaimed)
+	put(paused, room.ModePaused)
+	if sum := run(); sum.Idle {
+		t.Errorf("a paused room with an admitted visitor: %+v, want ticks", sum)
+	}
+}
+
 // mergeTicker answers each tick with the next merge error of its script.
 type mergeTicker struct {
 	errs []error

@@ -53,3 +53,45 @@ func TestEnqueueFloodFromOneAddress(t *testing.T) {
 	f.clock.Advance(time.Second - pollpolicy.MinInterval) // 60 a minute: one more place a second
 	wantStatus(t, from("198.51.100.7", ""), 200, "")
 }
+
+// The join limit counts a network, not an address: by default an IPv6 /64
+// (one subscriber's, which can use any of its 2^64 addresses) and an IPv4
+// address; the room's clientIPv6Prefix and clientIPv4Prefix change that.
+func TestEnqueueLimitCountsANetwork(t *testing.T) {
+	f := newFixture(t, redistest.Single(t))
+	joins := func(id string, addr func(i int) string) int {
+		joined := 0
+		for i := range 50 {
+			ev := event("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+			ev.RequestContext.HTTP.SourceIP = addr(i)
+			switch r := f.send(ev); r.StatusCode {
+			case 200:
+				joined++
+			case 429:
+			default:
+				t.Fatalf("join from %s: %d %s", addr(i), r.StatusCode, r.Body)
+			}
+		}
+		return joined
+	}
+	id := f.room(`{"clientEnqueuePerMinute":10}`) // a burst of 1
+	if n := joins(id, func(i int) string { return "2001:db8:1:2:" + strconv.Itoa(i+1) + "::7" }); n != 1 {
+		t.Errorf("50 joins from one IPv6 /64: %d joined, want 1", n)
+	}
+	if n := joins(id, func(i int) string { return "2001:db8:1:" + strconv.Itoa(100+i) + "::1" }); n != 50 {
+		t.Errorf("50 joins from 50 IPv6 /64s: %d joined, want 50", n)
+	}
+	if n := joins(id, func(i int) string { return "198.51.100." + strconv.Itoa(i+1) }); n != 50 {
+		t.Errorf("50 joins from 50 IPv4 addresses: %d joined, want 50", n)
+	}
+	wide := f.room(`{"clientEnqueuePerMinute":10,"clientIPv4Prefix":24,"clientIPv6Prefix":48}`)
+	if n := joins(wide, func(i int) string { return "203.0.113." + strconv.Itoa(i+1) }); n != 1 {
+		t.Errorf("50 joins from one IPv4 /24 with clientIPv4Prefix 24: %d joined, want 1", n)
+	}
+	if n := joins(wide, func(i int) string { return "2001:db8:5:" + strconv.Itoa(i) + "::1" }); n != 1 {
+		t.Errorf("50 joins from one IPv6 /48 with clientIPv6Prefix 48: %d joined, want 1", n)
+	}
+	for _, bad := range []string{`{"clientIPv4Prefix":33}`, `{"clientIPv4Prefix":-1}`, `{"clientIPv6Prefix":129}`, `{"clientIPv6Prefix":-1}`} {
+		wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, bad), 400, "invalid_config")
+	}
+}

@@ -142,7 +142,6 @@ func New(o Options) *Handler {
 	if o.AdminAuth == "" {
 		o.AdminAuth = AdminKey
 	}
-	o.Queue = endingHolds(o.Queue, o.Booking, o.Logger) // a session's end releases its holds (booking.go)
 	return &Handler{o: o, adminHash: sha256.Sum256([]byte(o.AdminKey))}
 }
 
@@ -191,9 +190,12 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	if path == "" {
 		path = ev.RequestContext.HTTP.Path
 	}
+	// The gate's routes (gate.go) answer a person: every error is a page.
+	errorResponse := pageFor(path)
 	routeName, roomID, eventID := "unknown", "", ""
 	sampled := false // the route's successful requests are logged as a sample
 	var cause error
+	code := "" // the error's code, of an error answer
 	defer func() {
 		if p := recover(); p != nil {
 			cause = fmt.Errorf("panic: %v", p)
@@ -225,7 +227,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 				// operator needs to see, and only ever in the log.
 				attrs = append(attrs, slog.String("error", cause.Error()))
 			}
-			if resp.StatusCode == http.StatusServiceUnavailable {
+			if resp.StatusCode == http.StatusServiceUnavailable && code != "room_unrestorable" {
 				attrs = append(attrs, metrics.RedisErrorAttrs(start)...)
 			}
 		}
@@ -273,7 +275,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	resp, err := rt.fn(h, ctx, r)
 	if err != nil {
 		e := toAPIError(err)
-		cause = e.cause
+		cause, code = e.cause, e.code
 		return errorResponse(e), nil
 	}
 	return resp, nil

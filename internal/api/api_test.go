@@ -159,7 +159,8 @@ func TestErrors(t *testing.T) {
 			{"admin unknown field", "PUT", "/api/admin/rooms/" + id, `{"maxActiv":3}`, bearer(adminKey), 400, "bad_json"},
 			{"admin not json", "PUT", "/api/admin/rooms/" + id, `maxActive=3`, bearer(adminKey), 400, "bad_json"},
 			{"admin unknown room", "GET", "/api/admin/rooms/no-such-room-x", "", bearer(adminKey), 404, "unknown_room"},
-			{"admin wrong method", "DELETE", "/api/admin/rooms/" + id, "", bearer(adminKey), 405, "method_not_allowed"},
+			{"admin wrong method", "PATCH", "/api/admin/rooms/" + id, "", bearer(adminKey), 405, "method_not_allowed"},
+			{"admin delete with visitors waiting", "DELETE", "/api/admin/rooms/" + id, "", bearer(adminKey), 409, "room_not_empty"},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {

@@ -48,36 +48,20 @@ var (
 	errBadHoldToken   = &apiError{status: http.StatusBadRequest, code: "invalid_request", message: "the hold token is a positive decimal integer"}
 )
 
-// holdsEnding is a queue whose Complete (the origin's complete, the gate's
-// leave, the origin's end-session header) also releases at once every hold
-// the session made (booking.Engine.EndSession). Sessions that time out are
-// the sweep's (orders.Sweep).
-type holdsEnding struct {
-	room.Queue
-	eng *booking.Engine
-	log *slog.Logger
-}
-
-// endingHolds wraps q when there is a booking engine.
-func endingHolds(q room.Queue, eng *booking.Engine, log *slog.Logger) room.Queue {
-	if eng == nil {
-		return q
+// endHolds releases at once every hold of the session room:seq that a
+// Complete just ended (the origin's complete, the gate's leave and receipts),
+// given Complete's error: a session already over (ErrUnknownGrant: it timed
+// out) has its holds released too. A failure is logged; the sweep
+// (orders.Sweep, EndTimedOut) releases them later. docs/BOOKING.md, "When the
+// session ends".
+func (h *Handler) endHolds(ctx context.Context, roomID string, seq int64, completeErr error) {
+	if h.o.Booking == nil || (completeErr != nil && !errors.Is(completeErr, room.ErrUnknownGrant)) {
+		return
 	}
-	return holdsEnding{Queue: q, eng: eng, log: log}
-}
-
-// Complete ends the session, then its holds. A session already over
-// (ErrUnknownGrant: it timed out) has its holds released too; a failure to
-// release is logged, and the sweep releases them later.
-func (q holdsEnding) Complete(ctx context.Context, id string, seq int64, audience string) error {
-	err := q.Queue.Complete(ctx, id, seq, audience)
-	if err == nil || errors.Is(err, room.ErrUnknownGrant) {
-		if _, e := q.eng.EndSession(ctx, id, seq); e != nil {
-			q.log.LogAttrs(ctx, slog.LevelWarn, "holds of an ended session left to the sweep",
-				slog.String("room", id), slog.Int64("seq", seq), slog.String("error", e.Error()))
-		}
+	if _, err := h.o.Booking.EndSession(ctx, roomID, seq); err != nil {
+		h.o.Logger.LogAttrs(ctx, slog.LevelWarn, "holds of an ended session left to the sweep",
+			slog.String("room", roomID), slog.Int64("seq", seq), slog.String("error", err.Error()))
 	}
-	return err
 }
 
 // bookingSession is the booking session token of a session consume just

@@ -101,9 +101,10 @@ func TestEnqueueLimitKeysOnTheViewerAddress(t *testing.T) {
 	const edge = "130.176.0.1" // one CloudFront edge server, in front of everybody
 
 	// GIVEN twenty visitors behind one edge server, each with an address of their own
+	// (in IPv6, a /64 of their own: the limit counts a /64 as one client)
 	// THEN all of them join (the source address alone would have stopped the seventh)
 	for i := 0; i < 20; i++ {
-		viewer := []string{"198.51.100.%d:4431", "2001:db8::%x:50123", "[2001:db8:1::%x]:443"}[i%3]
+		viewer := []string{"198.51.100.%d:4431", "2001:db8:%x::1:50123", "[2001:db8:1:%x::1]:443"}[i%3]
 		wantStatus(t, join(h, edge, edgeCurrent, fmt.Sprintf(viewer, i+1)), 200, "")
 	}
 	// GIVEN one visitor reaching several edge servers THEN the limit still holds them to the burst

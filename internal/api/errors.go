@@ -89,6 +89,9 @@ var errorAnswers = []struct {
 	{err: room.ErrInvalidRoom, status: http.StatusBadRequest, code: "invalid_room", message: "invalid room id"},
 	{err: room.ErrInvalidConfig, status: http.StatusBadRequest, code: "invalid_config"},
 	{err: room.ErrUnknownRoom, status: http.StatusNotFound, code: "unknown_room", message: "no such room"},
+	// Not a Redis outage (no RedisErrors metric): an operator PUTs the room again.
+	{err: room.ErrNotRestorable, status: http.StatusServiceUnavailable, code: "room_unrestorable",
+		message: "the room's stored settings cannot be read; an operator must PUT the room again"},
 	{err: room.ErrNotClosed, status: http.StatusConflict, code: "room_not_closed", message: "only a closed room can be drained"},
 	{err: room.ErrClosed, status: http.StatusConflict, code: "room_closed", message: "the room is closed"},
 	{err: room.ErrAlreadyConsumed, status: http.StatusConflict, code: "already_consumed", message: "this entry was already used"},

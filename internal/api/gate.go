@@ -48,6 +48,7 @@ var (
 	errNotGated    = &apiError{status: http.StatusUnauthorized, code: "invalid_token", message: "this entry is for a site that redeems it itself, not for the edge gate"}
 	errOtherSite   = &apiError{status: http.StatusUnauthorized, code: "invalid_token", message: "this entry is for another site"}
 	errMissingForm = &apiError{status: http.StatusBadRequest, code: "missing_token", message: "the form carries no entry token"}
+	errCrossSite   = &apiError{status: http.StatusForbidden, code: "cross_site", message: "this form was sent by another site"}
 )
 
 // enterURL is where the waiting page posts a gated room's entry token: the
@@ -96,42 +97,72 @@ func (h *Handler) cookieOptions(r *request) gate.CookieOptions {
 	return gate.CookieOptions{InsecureLoopback: h.o.Gate.InsecureLoopback, Host: r.site()}
 }
 
-// sessionCookies returns the values of the request's "vestibule" cookies, at
-// most gate.MaxCookieCandidates of them: from the event's cookies (payload
-// 2.0) or, in a hand-made event, a Cookie header.
-func (r *request) sessionCookies() []string {
-	list := r.ev.Cookies
-	if len(list) == 0 {
-		if h := r.header("cookie"); h != "" {
-			list = strings.Split(h, ";")
-		}
+// sessionCookies returns the values of the request's session cookies (the
+// name of cookieOptions: gate.CookieName, or gate.DevCookieName on make dev's
+// loopback site), at most gate.MaxCookieValues of them: from the event's
+// cookies (payload 2.0) or, in a hand-made event, a Cookie header.
+func (h *Handler) sessionCookies(r *request) []string {
+	header := strings.Join(r.ev.Cookies, "; ")
+	if len(r.ev.Cookies) == 0 {
+		header = r.header("cookie")
 	}
-	var out []string
-	for _, c := range list {
-		name, value, ok := strings.Cut(c, "=")
-		if ok && strings.TrimSpace(name) == gate.CookieName {
-			out = append(out, strings.TrimSpace(value))
-			if len(out) == gate.MaxCookieCandidates {
-				break
-			}
-		}
-	}
-	return out
+	return gate.CookieValues(header, h.cookieOptions(r).Name())
 }
 
-// session returns the first of the request's cookies that verifies, for
-// whichever room it names.
-func (h *Handler) session(r *request) (gate.Session, bool) {
-	for _, v := range r.sessionCookies() {
-		parts := strings.Split(v, ".")
-		if len(parts) != 6 {
+// session returns the first of the request's session cookies that
+// verifies, for whichever room it names; with receipts, also the first valid
+// receipt (an ended session's cookie, gate.ReceiptPrefix). At most
+// gate.MaxCookieCandidates MACs are checked.
+func (h *Handler) session(r *request, receipts bool) (gate.Session, bool) {
+	checked := 0
+	for _, v := range h.sessionCookies(r) {
+		room := gate.CookieRoom(v)
+		if room == "" || strings.HasPrefix(v, gate.ReceiptPrefix) && !receipts || checked == gate.MaxCookieCandidates {
 			continue
 		}
-		if s, err := gate.Verify(h.o.Gate.Keys, v, parts[2], r.now); err == nil {
+		checked++
+		verify := gate.Verify
+		if strings.HasPrefix(v, gate.ReceiptPrefix) {
+			verify = gate.VerifyReceipt
+		}
+		if s, err := verify(h.o.Gate.Keys, v, room, r.now); err == nil {
 			return s, true
 		}
 	}
 	return gate.Session{}, false
+}
+
+// receipt returns the session of the request's first valid receipt.
+func (h *Handler) receipt(r *request) (gate.Session, bool) {
+	for _, v := range h.sessionCookies(r) {
+		if room := gate.CookieRoom(v); room != "" && strings.HasPrefix(v, gate.ReceiptPrefix) {
+			if s, err := gate.VerifyReceipt(h.o.Gate.Keys, v, room, r.now); err == nil {
+				return s, true
+			}
+		}
+	}
+	return gate.Session{}, false
+}
+
+// crossSite reports whether the browser says that another site sent this
+// request: Sec-Fetch-Site other than same-origin (or none: typed by the
+// user), or, from a browser that does not send it, an Origin that is not the
+// site's. A request with neither header is no browser's form post (browsers
+// send Origin with every POST) and passes.
+func crossSite(r *request) bool {
+	switch r.header("sec-fetch-site") {
+	case "same-origin", "none":
+		return false
+	case "":
+	default:
+		return true
+	}
+	o := r.header("origin")
+	if o == "" {
+		return false
+	}
+	u, err := url.Parse(o)
+	return err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.site())
 }
 
 // seeOther is a 303 to path on the site, with Set-Cookie when cookie is set.
@@ -185,7 +216,7 @@ func (h *Handler) gateEnter(ctx context.Context, r *request) (events.APIGatewayV
 	}
 	sess, err := h.o.Queue.Consume(ctx, c.Room, c.Seq, c.Audience)
 	if errors.Is(err, room.ErrAlreadyConsumed) {
-		if s, ok := h.session(r); ok && s.Room == c.Room && s.Seq == c.Seq {
+		if s, ok := h.session(r, false); ok && s.Room == c.Room && s.Seq == c.Seq {
 			return seeOther(back, ""), nil
 		}
 	}
@@ -203,42 +234,92 @@ func (h *Handler) gateEnter(ctx context.Context, r *request) (events.APIGatewayV
 // gateLeave is POST /.vestibule/leave: it ends the session the cookie names
 // (the engine's complete: the slot goes to the next visitor at once), clears
 // the cookie and answers 303 to "/", which the gate sends to the waiting
-// room. Without a valid cookie, or when the session already ended, it only
-// clears the cookie. SameSite=Lax keeps the cookie off cross-site posts, so
-// no other site can make a visitor leave; that is also why leaving is never
-// a GET.
+// room. A post that the browser says another site sent is refused with a 403
+// page and changes nothing, cookie or not (SameSite=Lax keeps the cookie off
+// such posts in today's browsers; this does not rely on it). Without a valid
+// cookie, or when the session already ended, it only clears the cookie, and
+// only when one came: a post without it has nothing to clear. Leaving by
+// choice is never a GET, so no link or image can make a visitor leave (GET
+// ends only a session the site already ended: gateLeavePage).
 func (h *Handler) gateLeave(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
 	none := events.APIGatewayV2HTTPResponse{}
 	if h.o.Gate == nil {
 		return none, pageError(errNoGate, "/")
 	}
-	if s, ok := h.session(r); ok {
-		cfg, err := h.o.Queue.GetConfig(ctx, s.Room)
-		if err == nil {
-			err = h.o.Queue.Complete(ctx, s.Room, s.Seq, cfg.OriginURL)
-		}
-		switch {
-		case err == nil, errors.Is(err, room.ErrUnknownRoom), errors.Is(err, room.ErrUnknownGrant), errors.Is(err, room.ErrWrongAudience):
-			// Ended now, or already over: either way the cookie goes.
-		default:
+	if crossSite(r) {
+		return none, pageError(errCrossSite, "/")
+	}
+	if s, ok := h.session(r, true); ok {
+		if err := h.endSession(ctx, s); err != nil {
 			return none, pageError(err, "/")
 		}
+	}
+	if len(h.sessionCookies(r)) == 0 {
+		return seeOther("/", ""), nil
 	}
 	return seeOther("/", gate.ClearCookie(h.cookieOptions(r))), nil
 }
 
-// gateLeavePage is GET /.vestibule/leave: a page with the button that posts
-// the leave form, so a site can link to leaving without a GET that changes
-// anything.
+// endSession completes s; a session already over is no error.
+func (h *Handler) endSession(ctx context.Context, s gate.Session) error {
+	cfg, err := h.o.Queue.GetConfig(ctx, s.Room)
+	if err == nil {
+		err = h.o.Queue.Complete(ctx, s.Room, s.Seq, cfg.OriginURL)
+		h.endHolds(ctx, s.Room, s.Seq, err) // the session's holds go with it (booking.go)
+	}
+	switch {
+	case err == nil, errors.Is(err, room.ErrUnknownRoom), errors.Is(err, room.ErrUnknownGrant), errors.Is(err, room.ErrWrongAudience):
+		return nil // ended now, or already over: either way the cookie goes
+	}
+	return err
+}
+
+// gateLeavePage is GET /.vestibule/leave. With a receipt (the cookie the gate
+// wrote when the site's response ended the session: gate.EndHeader), it
+// completes that session, clears the cookie and answers 303 to "/": the gate
+// sends a visitor's next request there. A receipt is the site's word that the
+// session is over, so a link from anywhere can only finish what the site
+// ended. Otherwise it shows a page with the button that posts the leave form
+// and changes nothing.
 func (h *Handler) gateLeavePage(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	none := events.APIGatewayV2HTTPResponse{}
 	if h.o.Gate == nil {
-		return events.APIGatewayV2HTTPResponse{}, pageError(errNoGate, "/")
+		return none, pageError(errNoGate, "/")
+	}
+	if s, ok := h.receipt(r); ok {
+		if err := h.endSession(ctx, s); err != nil {
+			return none, pageError(err, "/")
+		}
+		return seeOther("/", gate.ClearCookie(h.cookieOptions(r))), nil
 	}
 	return renderPage(http.StatusOK, pageData{
 		Title: "Leave this site?",
 		Text:  "Leaving ends your session at once and lets the next visitor in. To come back you will have to wait in line again.",
 		Leave: true, Back: "/",
 	}), nil
+}
+
+// gateRoute reports whether path is under the gate's prefix: its answers,
+// errors of the router included, are pages.
+func gateRoute(path string) bool {
+	return path == "/.vestibule" || strings.HasPrefix(path, gate.VestibulePrefix)
+}
+
+// pageFor returns errorResponse for a request to path: the gate's routes
+// answer every error, the router's too (a body too large, a method not
+// allowed), as a page.
+func pageFor(path string) func(*apiError) events.APIGatewayV2HTTPResponse {
+	if !gateRoute(path) {
+		return errorResponse
+	}
+	return func(e *apiError) events.APIGatewayV2HTTPResponse {
+		if e.page == nil {
+			c := *e // a copy: the package's errors are shared values
+			c.page = &gatePage{back: "/"}
+			e = &c
+		}
+		return errorResponse(e)
+	}
 }
 
 // gatePage makes an error of the gate's routes an HTML page; back is the path
@@ -260,6 +341,7 @@ func pageError(err error, back string) error {
 var pageTexts = map[int][2]string{
 	http.StatusBadRequest:         {"Something went wrong", "Your browser did not send your entry. Go back to the waiting room and try again."},
 	http.StatusUnauthorized:       {"This entry is not valid here", "The link you followed does not let you into this site. Go back to the waiting room to get a place."},
+	http.StatusForbidden:          {"This request was refused", "Nothing was changed. Go back and try again from the site itself."},
 	http.StatusNotFound:           {"Not found", "There is nothing here."},
 	http.StatusConflict:           {"This entry was already used", "Each entry lets one visitor in, once. If that was you in another tab or window, carry on there; otherwise go back to the waiting room."},
 	http.StatusGone:               {"Your entry expired", "It was not used in time. Go back to the waiting room to get a new place."},
@@ -269,7 +351,9 @@ var pageTexts = map[int][2]string{
 // response renders e as a page.
 func (p *gatePage) response(e *apiError) events.APIGatewayV2HTTPResponse {
 	txt, ok := pageTexts[e.status]
-	if !ok {
+	if e.code == errCrossSite.code {
+		txt = [2]string{"This request came from another site", "Nothing was changed. To leave, use the button on this site itself."}
+	} else if !ok {
 		txt = [2]string{"Something went wrong", "Go back and try again."}
 	}
 	return renderPage(e.status, pageData{Title: txt[0], Text: txt[1], Code: e.code, Back: p.back})

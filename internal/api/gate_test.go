@@ -186,7 +186,7 @@ func TestGateLeave(t *testing.T) {
 			ev.Cookies = cookies
 			return f.send(ev)
 		}
-		for i, cookies := range [][]string{{"other=1", gate.CookieName + "=" + c.Value}, {gate.CookieName + "=" + c.Value}, nil, {gate.CookieName + "=v1.junk"}} {
+		for i, cookies := range [][]string{{"other=1", gate.CookieName + "=" + c.Value}, {gate.CookieName + "=" + c.Value}, {gate.CookieName + "=v1.junk"}} {
 			r := leave(cookies...)
 			cleared := setCookie(t, r)
 			if r.StatusCode != 303 || r.Headers["Location"] != "/" || cleared.Name != gate.CookieName || cleared.Value != "" || cleared.MaxAge >= 0 || !cleared.Secure {
@@ -195,6 +195,143 @@ func TestGateLeave(t *testing.T) {
 			if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 0 {
 				t.Fatalf("leave %d: the session still runs: %+v", i, st)
 			}
+		}
+		// Without a cookie there is nothing to clear: no Set-Cookie at all, so
+		// a post that the browser sent without it (SameSite) cannot delete it.
+		for _, cookies := range [][]string{nil, {"other=1"}, {"vestibule=" + c.Value}} {
+			if r := leave(cookies...); r.StatusCode != 303 || r.Headers["Location"] != "/" || len(r.Cookies) != 0 {
+				t.Fatalf("leave with cookies %v: %d %v %v", cookies, r.StatusCode, r.Headers, r.Cookies)
+			}
+		}
+	})
+}
+
+// N1: another site's form post to /.vestibule/leave ends nothing and clears
+// nothing: browsers say where a request comes from (Sec-Fetch-Site, Origin),
+// and the route refuses every origin but the site's own with a page.
+func TestGateLeaveCrossSite(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, f *fixture) {
+		f, _ = gateFixture(t, f, false)
+		tok, _ := f.admit(`{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`)
+		c := setCookie(t, f.enter("site.example", tok, "/"))
+		claims, _ := f.entries.Verify(tok, f.clock.Now())
+		leave := func(headers map[string]string, cookies ...string) response {
+			h := map[string]string{"x-forwarded-host": "site.example", "content-type": "application/x-www-form-urlencoded"}
+			for k, v := range headers {
+				h[k] = v
+			}
+			ev := event("POST", "/.vestibule/leave", "", h)
+			ev.Cookies = cookies
+			return f.send(ev)
+		}
+		session := gate.CookieName + "=" + c.Value
+		for _, tc := range []struct {
+			name    string
+			headers map[string]string
+			cookies []string
+		}{
+			{"cross-site, no cookie (SameSite kept it off)", map[string]string{"sec-fetch-site": "cross-site", "origin": "https://evil.example"}, nil},
+			{"cross-site with the cookie (a browser without SameSite)", map[string]string{"sec-fetch-site": "cross-site", "origin": "https://evil.example"}, []string{session}},
+			{"a sibling subdomain", map[string]string{"sec-fetch-site": "same-site", "origin": "https://evil.site.example"}, []string{session}},
+			{"Origin only, another site", map[string]string{"origin": "https://evil.example"}, []string{session}},
+			{"Origin only, another port", map[string]string{"origin": "https://site.example:8443"}, []string{session}},
+			{"Origin null (a sandboxed frame)", map[string]string{"origin": "null"}, []string{session}},
+			{"Origin not a URL", map[string]string{"origin": "%zz"}, []string{session}},
+		} {
+			r := leave(tc.headers, tc.cookies...)
+			wantPage(t, r, http.StatusForbidden, "/")
+			if !strings.Contains(r.Body, "cross_site") {
+				t.Errorf("%s: %s", tc.name, r.Body)
+			}
+			if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 1 {
+				t.Fatalf("%s: the session ended: %+v", tc.name, st)
+			}
+		}
+		// The site's own form, as browsers send it, ends the session.
+		for _, h := range []map[string]string{
+			{"sec-fetch-site": "same-origin", "origin": "https://site.example"},
+			{"origin": "https://SITE.example"},
+		} {
+			r := leave(h, session)
+			if r.StatusCode != 303 || len(r.Cookies) != 1 {
+				t.Fatalf("same origin %v: %d %v %s", h, r.StatusCode, r.Cookies, r.Body)
+			}
+		}
+		if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 0 {
+			t.Fatalf("the site's own leave: %+v", st)
+		}
+	})
+}
+
+// The site ends a session with the response header; the gate turns the cookie
+// into a receipt and sends the visitor's next request to GET
+// /.vestibule/leave, which completes the session and clears the cookie. A
+// receipt is proof that the site ended the session, so this GET, which any
+// page can link to, ends nothing the site had not ended.
+func TestGateLeaveReceipt(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, f *fixture) {
+		f, ring := gateFixture(t, f, false)
+		tok, _ := f.admit(`{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`)
+		c := setCookie(t, f.enter("site.example", tok, "/"))
+		claims, _ := f.entries.Verify(tok, f.clock.Now())
+		get := func(cookies ...string) response {
+			ev := event("GET", "/.vestibule/leave", "", map[string]string{"x-forwarded-host": "site.example", "sec-fetch-site": "cross-site"})
+			ev.Cookies = cookies
+			return f.send(ev)
+		}
+		// A forged receipt (another session's MAC) or a session cookie: the
+		// page, nothing ended.
+		forged := gate.ReceiptPrefix + gate.Sign(gate.Key{ID: ring.Current.ID, Secret: make([]byte, 32)}, gate.Session{Room: claims.Room, Seq: claims.Seq, Expires: f.clock.Now().Add(time.Minute)})
+		for _, cookie := range []string{forged, c.Value, "end.junk"} {
+			r := get(gate.CookieName + "=" + cookie)
+			if r.StatusCode != 200 || len(r.Cookies) != 0 || !strings.Contains(r.Body, `action="/.vestibule/leave"`) {
+				t.Fatalf("GET leave with %q: %d %v", cookie, r.StatusCode, r.Cookies)
+			}
+			if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 1 {
+				t.Fatalf("GET leave with %q ended the session: %+v", cookie, st)
+			}
+		}
+		r := get(gate.CookieName + "=" + gate.ReceiptPrefix + c.Value)
+		cleared := setCookie(t, r)
+		if r.StatusCode != 303 || r.Headers["Location"] != "/" || cleared.Name != gate.CookieName || cleared.Value != "" || cleared.MaxAge >= 0 {
+			t.Fatalf("GET leave with the receipt: %d %v %v", r.StatusCode, r.Headers, r.Cookies)
+		}
+		if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 0 {
+			t.Fatalf("the receipt did not complete the session: %+v", st)
+		}
+		// Again (a second tab): the session is over; the cookie still goes.
+		if r := get(gate.CookieName + "=" + gate.ReceiptPrefix + c.Value); r.StatusCode != 303 || len(r.Cookies) != 1 {
+			t.Fatalf("the receipt again: %d %v", r.StatusCode, r.Cookies)
+		}
+	})
+}
+
+// N10: the gate's routes answer a person, so even the errors the router
+// makes before them (a body too large, a method not allowed) are pages.
+func TestGateRouterErrorsArePages(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, f *fixture) {
+		f, _ = gateFixture(t, f, false)
+		h := map[string]string{"x-forwarded-host": "site.example", "content-type": "application/x-www-form-urlencoded"}
+		big := "token=" + strings.Repeat("a", 64<<10)
+		for _, tc := range []struct {
+			method, path, body string
+			status             int
+		}{
+			{"POST", "/.vestibule/enter", big, http.StatusRequestEntityTooLarge},
+			{"POST", "/.vestibule/leave", big, http.StatusRequestEntityTooLarge},
+			{"PUT", "/.vestibule/leave", "", http.StatusMethodNotAllowed},
+			{"GET", "/.vestibule/enter", "", http.StatusMethodNotAllowed},
+		} {
+			ev := event(tc.method, tc.path, "", h)
+			ev.Body = tc.body
+			r := f.send(ev)
+			if r.StatusCode != tc.status || !strings.HasPrefix(r.Headers["Content-Type"], "text/html") || r.Headers["Cache-Control"] != "no-store" {
+				t.Errorf("%s %s: %d %v %.80s", tc.method, tc.path, r.StatusCode, r.Headers, r.Body)
+			}
+		}
+		// The API's own routes keep their JSON.
+		if r := f.do("PUT", "/api/consume", "", nil); r.StatusCode != http.StatusMethodNotAllowed || !strings.HasPrefix(r.Headers["Content-Type"], "application/json") {
+			t.Errorf("PUT /api/consume: %d %v", r.StatusCode, r.Headers)
 		}
 	})
 }
@@ -205,11 +342,23 @@ func TestGateLoopbackCookie(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, f *fixture) {
 		f, _ = gateFixture(t, f, true)
 		tok, _ := f.admit(`{"mode":"passthrough","gate":true,"originUrl":"http://127.0.0.1:8081/"}`)
-		if c := setCookie(t, f.enter("127.0.0.1:8081", tok, "/")); c.Secure {
-			t.Errorf("loopback: Secure cookie %v", c)
+		c := setCookie(t, f.enter("127.0.0.1:8081", tok, "/"))
+		if c.Secure || c.Name != gate.DevCookieName {
+			t.Errorf("loopback: %v", c)
+		}
+		// make dev's leave reads and clears the development cookie.
+		claims, _ := f.entries.Verify(tok, f.clock.Now())
+		ev := event("POST", "/.vestibule/leave", "", map[string]string{"x-forwarded-host": "127.0.0.1:8081", "sec-fetch-site": "same-origin"})
+		ev.Cookies = []string{gate.DevCookieName + "=" + c.Value}
+		r := f.send(ev)
+		if cleared := setCookie(t, r); r.StatusCode != 303 || cleared.Name != gate.DevCookieName || cleared.Secure {
+			t.Errorf("loopback leave: %d %v", r.StatusCode, r.Cookies)
+		}
+		if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 0 {
+			t.Errorf("loopback leave: %+v", st)
 		}
 		tok, _ = f.admit(`{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`)
-		if c := setCookie(t, f.enter("site.example", tok, "/")); !c.Secure {
+		if c := setCookie(t, f.enter("site.example", tok, "/")); !c.Secure || c.Name != gate.CookieName {
 			t.Errorf("a real host with InsecureLoopback: cookie without Secure %v", c)
 		}
 	})

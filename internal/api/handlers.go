@@ -7,9 +7,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -379,7 +382,9 @@ func (h *Handler) complete(ctx context.Context, r *request) (events.APIGatewayV2
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	if err := h.o.Queue.Complete(ctx, c.Room, c.Seq, c.Audience); err != nil {
+	err = h.o.Queue.Complete(ctx, c.Room, c.Seq, c.Audience)
+	h.endHolds(ctx, c.Room, c.Seq, err) // the session's holds go with it (booking.go)
+	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, redeemError(err)
 	}
 	return jsonResponse(http.StatusOK, map[string]any{"room": c.Room, "visitor": c.Visitor, "completed": true}), nil
@@ -402,6 +407,10 @@ type roomInfo struct {
 	Room   string      `json:"room"`
 	Config room.Config `json:"config"`
 	Stats  room.Stats  `json:"stats"`
+	// Error, in the list of rooms only, says why this room could not be read
+	// (its code and message, as the room's own routes answer): its config and
+	// stats are then empty. One room that cannot be read hides no other.
+	Error *roomError `json:"error,omitempty"`
 	// OriginCredential is what the room's origin presents to consume and
 	// complete; only the admin routes show it.
 	OriginCredential string `json:"originCredential,omitempty"`
@@ -418,7 +427,9 @@ func (h *Handler) putRoom(ctx context.Context, r *request) (events.APIGatewayV2H
 	// Fields the body leaves out keep the room's current value, or for a new
 	// room the deployment's default: an admin can change one setting live.
 	base, err := h.o.Queue.GetConfig(ctx, r.room)
-	if errors.Is(err, room.ErrUnknownRoom) {
+	if errors.Is(err, room.ErrUnknownRoom) || errors.Is(err, room.ErrNotRestorable) {
+		// A room whose stored settings cannot be read is PUT afresh over the
+		// defaults: this is how an operator brings it back.
 		base, err = h.o.DefaultRoom, nil
 	}
 	if err != nil {
@@ -465,17 +476,37 @@ func (h *Handler) listRooms(ctx context.Context, r *request) (events.APIGatewayV
 	out := struct {
 		Rooms []roomInfo `json:"rooms"`
 	}{Rooms: []roomInfo{}}
+	var failed error
 	for _, id := range ids {
 		info, err := h.info(ctx, id)
 		if errors.Is(err, room.ErrUnknownRoom) {
 			continue // removed between the two reads
 		}
 		if err != nil {
-			return events.APIGatewayV2HTTPResponse{}, err
+			// Listed with its error: one room that cannot be read (its durable
+			// record unreadable, its shard down) hides no other.
+			e := toAPIError(err)
+			if e.cause != nil {
+				h.o.Logger.LogAttrs(ctx, slog.LevelError, "list rooms", slog.String("room", id), slog.String("error", e.cause.Error()))
+			}
+			info = roomInfo{Room: id, Error: &roomError{Code: e.code, Message: e.message}}
+			if failed == nil {
+				failed = err
+			}
 		}
 		out.Rooms = append(out.Rooms, info)
 	}
+	if failed != nil && !slices.ContainsFunc(out.Rooms, func(i roomInfo) bool { return i.Error == nil || i.Error.Code != "unavailable" }) {
+		// Not one room could be read, each for Redis: an outage, answered as one.
+		return events.APIGatewayV2HTTPResponse{}, failed
+	}
 	return jsonResponse(http.StatusOK, out), nil
+}
+
+// roomError is why one room of the list could not be read.
+type roomError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // drainRoom empties a closed room's queue (room.Queue.Drain): the waiting
@@ -512,6 +543,14 @@ func (h *Handler) roomHistory(ctx context.Context, r *request) (events.APIGatewa
 // that decodes itself strictly (room.Page) reports its own *room.FieldError,
 // which stays an invalid_config naming the field.
 func decodeJSON(body []byte, v any) error {
+	if k, ok := duplicateKey(body); ok {
+		// encoding/json would take the last of them: what the caller meant
+		// is not known, so nothing is taken.
+		if len(k) > 64 {
+			k = k[:64]
+		}
+		return &apiError{status: http.StatusBadRequest, code: "bad_json", message: fmt.Sprintf("request body is not the expected JSON: duplicate key %q", k)}
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -525,6 +564,59 @@ func decodeJSON(body []byte, v any) error {
 		return errBadJSON
 	}
 	return nil
+}
+
+// duplicateKey returns the first key that an object in body gives twice, as
+// decoded (so "a" and "\u0061" are the same key). A body that is not JSON has
+// none: the decoder reports that.
+func duplicateKey(body []byte) (string, bool) {
+	type object struct {
+		keys    map[string]bool
+		wantKey bool
+	}
+	var open []*object // nil for an array
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	// value marks the end of a value in the innermost container.
+	value := func() {
+		if n := len(open); n > 0 && open[n-1] != nil {
+			open[n-1].wantKey = true
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		top := (*object)(nil)
+		if n := len(open); n > 0 {
+			top = open[n-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				open = append(open, &object{keys: map[string]bool{}, wantKey: true})
+			case '[':
+				open = append(open, nil)
+			default:
+				open = open[:len(open)-1]
+				value()
+			}
+		case string:
+			if top != nil && top.wantKey {
+				if top.keys[t] {
+					return t, true
+				}
+				top.keys[t] = true
+				top.wantKey = false
+				continue
+			}
+			value()
+		default:
+			value()
+		}
+	}
 }
 
 // jsonProblem describes a decoding error without echoing the input.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestRedisErrorsMetric(t *testing.T) {
 	for _, c := range []struct {
 		err    error
 		metric bool
-	}{{room.ErrUnavailable, true}, {room.ErrUnknownRoom, false}} {
+	}{{room.ErrUnavailable, true}, {room.ErrUnknownRoom, false}, {fmt.Errorf("%w: restore demo", room.ErrNotRestorable), false}} {
 		var buf bytes.Buffer
 		h := api.New(api.Options{Queue: failing{c.err}, Tickets: token.NewTickets(k.TicketSecret, "vestibule"),
 			Entries: token.NewEntries(k.Entry, "vestibule"), AdminAuth: api.AdminKey, AdminKey: adminKey,

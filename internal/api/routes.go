@@ -42,10 +42,12 @@ var handlers = map[string]handlerFunc{
 	"POST /api/consume":                   (*Handler).consume,
 	"POST /api/complete":                  (*Handler).complete,
 	"GET /api/jwks.json":                  (*Handler).jwks,
-	"PUT /api/admin/rooms/{room}":         (*Handler).putRoom,
+	"PUT /api/admin/rooms/{room}":         (*Handler).putRoomAudited, // audit.go
+	"DELETE /api/admin/rooms/{room}":      (*Handler).deleteRoom,     // admin_delete.go
+	"GET /api/admin/rooms/{room}/log":     (*Handler).roomLog,        // audit.go
 	"GET /api/admin/rooms/{room}":         (*Handler).getRoom,
 	"GET /api/admin/rooms":                (*Handler).listRooms,
-	"POST /api/admin/rooms/{room}/drain":  (*Handler).drainRoom,
+	"POST /api/admin/rooms/{room}/drain":  (*Handler).drainRoomAudited, // audit.go
 	"GET /api/admin/rooms/{room}/history": (*Handler).roomHistory,
 
 	// The booking kit (booking.go).

@@ -100,7 +100,7 @@ func New(c config.Config, o Options) (*Core, error) {
 	if o.Events != nil {
 		under = admission.Emit(eng, o.Events, o.Clock, log)
 	}
-	q := durable.New(under, durable.Options{Store: store, Logger: log, Clock: o.Clock})
+	q := durable.New(under, durable.Options{Store: store, Logger: log, Clock: o.Clock, HeadEvery: c.HeadRecordEvery})
 	return &Core{Config: c, Redis: rdb, Engine: eng, Booking: booking.New(rdb, bopts...), Queue: q, Logger: log}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/text"
 	"github.com/vestibule-dev/vestibule/lua"
 )
 
@@ -395,7 +396,7 @@ func (e *Engine) Cancel(ctx context.Context, event, order, reason string) (Order
 	if t, err := strconv.ParseInt(order, 10, 64); err != nil || t <= 0 || strconv.FormatInt(t, 10) != order {
 		return OrderEvent{}, ErrUnknownOrder
 	}
-	if len(reason) > 200 || strings.ContainsFunc(reason, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+	if len(reason) > 200 || !text.Clean(reason, false) {
 		return OrderEvent{}, fmt.Errorf("%w: reason: at most 200 bytes, no control characters", ErrInvalidRequest)
 	}
 	reply, err := e.run(ctx, cancelCmd, event, e.nowMS(), order, reason)

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // chromiumNames are the executables chromedp looks for on Linux.
@@ -38,10 +40,7 @@ func Browser(t testing.TB) context.Context {
 		}
 	}
 	if !found {
-		if os.Getenv("CI") != "" {
-			t.Fatal("chromium is not installed (make deps-chromium installs it)")
-		}
-		t.Skip("chromium is not installed; make deps-chromium installs it")
+		testkit.Missing(t, "chromium", "make deps-chromium installs it")
 	}
 	once.Do(func() {
 		if dir, err = os.MkdirTemp("", "vestibule-chromium-"); err != nil {

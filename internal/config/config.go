@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
@@ -38,6 +39,7 @@ const (
 	EnvStack             = "VESTIBULE_STACK"      // the CloudFormation stack: a dimension of the custom metrics
 	EnvSettingsBucket    = "SETTINGS_BUCKET"      // S3 bucket[/prefix] of the durable room settings (package durable)
 	EnvKeysObject        = "KEYS_OBJECT"          // S3 bucket/key of the key material (package keysync); wins over the ARNs
+	EnvHeadRecordSeconds = "HEAD_RECORD_SECONDS"  // seconds between two records of a room's admission head in SETTINGS_BUCKET; default 10
 )
 
 // EnvLambdaFunctionName is set by the Lambda runtime itself (never by the
@@ -56,7 +58,7 @@ const OriginHeader = "X-Vestibule-Origin"
 func Names() []string {
 	return []string{EnvRedisURL, EnvRedisCluster, EnvRedisCAFile, EnvTicketSecretARN, EnvEntryKeySecretARN,
 		EnvKeyDir, EnvIssuer, EnvAdminAuth, EnvAdminKey, EnvDefaultRoomConfig, EnvLogLevel, EnvLogSample,
-		EnvBookingEventBus, EnvOriginSecretARN, EnvStack, EnvSettingsBucket, EnvKeysObject}
+		EnvBookingEventBus, EnvOriginSecretARN, EnvStack, EnvSettingsBucket, EnvKeysObject, EnvHeadRecordSeconds}
 }
 
 // RuntimeNames are the variables Load reads that the Lambda runtime sets;
@@ -116,6 +118,11 @@ type Config struct {
 	// read their keys there and never call Secrets Manager; the secret ARNs
 	// must then be empty.
 	KeysObject string
+	// HeadRecordEvery is how often a room's admission head is recorded in
+	// SettingsBucket while it admits: the admissions a total loss of Redis
+	// can grant a second time are those of at most this long (package
+	// durable, DefaultHeadEvery, which states the S3 cost). 1 to 60 s.
+	HeadRecordEvery time.Duration
 }
 
 // Defaults.
@@ -131,6 +138,8 @@ const (
 	// visitor polls every few seconds, and logging every poll in full was
 	// most of the log bill (docs/BENCHMARKS.md, "Log bytes per call").
 	DefaultLogSample = 0.01
+	// DefaultHeadRecordEvery is HEAD_RECORD_SECONDS when unset (durable.DefaultHeadEvery).
+	DefaultHeadRecordEvery = 10 * time.Second
 )
 
 // Load reads and checks the configuration. getenv is os.Getenv in a main.
@@ -214,6 +223,14 @@ func Load(getenv func(string) string) (Config, error) {
 			bad("%s=%q %v", EnvLogSample, v, err)
 		}
 		c.LogSample = f
+	}
+	c.HeadRecordEvery = DefaultHeadRecordEvery
+	if v := getenv(EnvHeadRecordSeconds); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 60 {
+			bad("%s=%q is not a whole number of seconds from 1 to 60", EnvHeadRecordSeconds, v)
+		}
+		c.HeadRecordEvery = time.Duration(n) * time.Second
 	}
 	if strings.HasPrefix(c.SettingsBucket, "/") || strings.Contains(c.SettingsBucket, "//") {
 		bad("%s=%q is not a bucket name with an optional /prefix", EnvSettingsBucket, c.SettingsBucket)

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -23,14 +24,19 @@ func TestLoad(t *testing.T) {
 		"DEFAULT_ROOM_CONFIG": `{"maxActive":7,"originUrl":"https://shop.example/"}`,
 		"LOG_LEVEL":           "debug",
 		"LOG_SAMPLE":          "0.25",
+		"HEAD_RECORD_SECONDS": "2",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !c.RedisCluster || c.AdminAuth != config.AdminIAM || c.Issuer != "vestibule" || c.KeyDir != ".vestibule/keys" ||
 		c.DefaultRoom.MaxActive != 7 || c.DefaultRoom.OriginURL != "https://shop.example/" ||
-		c.DefaultRoom.AdmitPerMinute != room.DefaultConfig().AdmitPerMinute || c.LogLevel.String() != "DEBUG" || c.LogSample != 0.25 {
+		c.DefaultRoom.AdmitPerMinute != room.DefaultConfig().AdmitPerMinute || c.LogLevel.String() != "DEBUG" || c.LogSample != 0.25 ||
+		c.HeadRecordEvery != 2*time.Second {
 		t.Fatalf("loaded %+v", c)
+	}
+	if c, err := config.Load(getenv(map[string]string{"REDIS_URL": "redis://x:1"})); err != nil || c.HeadRecordEvery != 10*time.Second {
+		t.Fatalf("HEAD_RECORD_SECONDS by default: %v %v, want 10 s", c.HeadRecordEvery, err)
 	}
 
 	bad := []struct {
@@ -51,6 +57,9 @@ func TestLoad(t *testing.T) {
 		{"log sample not a number", map[string]string{"REDIS_URL": "redis://x:1", "LOG_SAMPLE": "1%"}, `LOG_SAMPLE="1%" is not a fraction from 0 to 1`},
 		{"log sample above 1", map[string]string{"REDIS_URL": "redis://x:1", "LOG_SAMPLE": "2"}, "LOG_SAMPLE"},
 		{"log sample below 0", map[string]string{"REDIS_URL": "redis://x:1", "LOG_SAMPLE": "-0.1"}, "LOG_SAMPLE"},
+		{"head record not a number", map[string]string{"REDIS_URL": "redis://x:1", "HEAD_RECORD_SECONDS": "1s"}, "HEAD_RECORD_SECONDS"},
+		{"head record 0", map[string]string{"REDIS_URL": "redis://x:1", "HEAD_RECORD_SECONDS": "0"}, "HEAD_RECORD_SECONDS"},
+		{"head record above 60", map[string]string{"REDIS_URL": "redis://x:1", "HEAD_RECORD_SECONDS": "61"}, "HEAD_RECORD_SECONDS"},
 		{"log sample NaN", map[string]string{"REDIS_URL": "redis://x:1", "LOG_SAMPLE": "NaN"}, "LOG_SAMPLE"},
 		{"keys object without a key", map[string]string{"REDIS_URL": "redis://x:1", "KEYS_OBJECT": "bucket"}, "KEYS_OBJECT"},
 		{"keys object and arns", map[string]string{"REDIS_URL": "redis://x:1", "KEYS_OBJECT": "bucket/keys.json",

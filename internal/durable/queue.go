@@ -20,16 +20,19 @@ type Engine interface {
 	room.Queue
 	TickGuarded(ctx context.Context, room string, guard time.Duration) (room.TickResult, error)
 	Head(ctx context.Context, room string, floor float64) (float64, error)
+	FloorNow(ctx context.Context, room string) (float64, error)
 }
 
 var _ Engine = (*room.Engine)(nil)
 
 // Defaults of Options.
 const (
-	// DefaultHeadEvery is how often the admit loop's ticks record a room's
-	// head (when it moved): the longest stretch of admissions a total loss
-	// can grant again. One S3 PUT per room per 10 s of admitting is about
-	// 8,640 a day, $0.04 at $0.005 per 1,000.
+	// DefaultHeadEvery is how often ticks record a room's head (when it
+	// moved): the longest stretch of admissions a total loss can grant
+	// again. A deployment sets it with HEAD_RECORD_SECONDS (1 to 60). One S3
+	// PUT per room per 10 s of admitting is 8,640 a day, $0.043 at $0.005 per
+	// 1,000 ($1.30 a month of admitting around the clock); at 1 s, 86,400 a
+	// day, $0.43 ($13 a month), and a tick that admits records at once.
 	DefaultHeadEvery = 10 * time.Second
 	// TickGuard is the least time between two ticks of a room that visitors'
 	// requests drive (room.Engine.TickGuarded); the scheduled admit loop
@@ -70,7 +73,15 @@ type Queue struct {
 	listed   []string             // the store's rooms, as last listed
 	listedAt time.Time
 	missing  map[string]time.Time // rooms the store did not have, when it said so
-	restores singleflight.Group   // one restore of a room at a time in this process
+	// rooms whose stored settings could not be read, when, and why: not read
+	// again for MissingFor, so a crowd polling such a room costs no S3 GET each
+	unreadable map[string]failed
+	restores   singleflight.Group // one restore of a room at a time in this process
+}
+
+type failed struct {
+	at  time.Time
+	err error
 }
 
 type record struct {
@@ -91,7 +102,8 @@ func New(eng Engine, o Options) *Queue {
 	if o.HeadEvery <= 0 {
 		o.HeadEvery = DefaultHeadEvery
 	}
-	return &Queue{eng: eng, o: o, nudged: map[string]time.Time{}, recorded: map[string]record{}, missing: map[string]time.Time{}}
+	return &Queue{eng: eng, o: o, nudged: map[string]time.Time{}, recorded: map[string]record{}, missing: map[string]time.Time{},
+		unreadable: map[string]failed{}}
 }
 
 // retry runs f, and once more after restoring the room when f found it
@@ -115,8 +127,14 @@ func retry[T any](q *Queue, ctx context.Context, id string, f func() (T, error))
 // (the recorded head: no ticket at or below it comes back, so no consumed
 // grant is granted again), then the settings (room.Engine.PutConfig, which
 // starts the recovery window). It returns room.ErrUnknownRoom when the store
-// has no such room, and an error wrapping room.ErrUnavailable when the store
-// cannot be read: a room is never restored without its floor.
+// has no such room, an error wrapping room.ErrUnavailable when the store
+// cannot be read, and one wrapping room.ErrNotRestorable when the stored
+// settings are not valid settings (the room stays missing until an admin PUT).
+// A room is never restored without a floor: when its head record is missing
+// or not a score (ErrBadHead), the floor is the instant of the restore
+// (room.Engine.FloorNow: no ticket from before it is admitted again) and the
+// room comes back closed, stored so, until an operator opens it
+// (docs/OPERATING.md, "A room restored closed").
 // Concurrent restores of one room in a process share one.
 func (q *Queue) Restore(ctx context.Context, id string) error {
 	if q.o.Store == nil || !room.ValidRoomID(id) {
@@ -125,17 +143,29 @@ func (q *Queue) Restore(ctx context.Context, id string) error {
 	now := q.o.Clock()
 	q.mu.Lock()
 	at, ok := q.missing[id]
+	bad, unreadable := q.unreadable[id]
 	q.mu.Unlock()
 	if ok && now.Sub(at) < MissingFor && !now.Before(at) {
 		return room.ErrUnknownRoom
 	}
+	if unreadable && now.Sub(bad.at) < MissingFor && !now.Before(bad.at) {
+		return bad.err
+	}
 	_, err, _ := q.restores.Do(id, func() (any, error) { return nil, q.restore(ctx, id) })
-	if errors.Is(err, room.ErrUnknownRoom) {
+	switch {
+	case errors.Is(err, room.ErrUnknownRoom):
 		q.mu.Lock()
 		if len(q.missing) >= 1024 {
 			clear(q.missing)
 		}
 		q.missing[id] = now
+		q.mu.Unlock()
+	case errors.Is(err, room.ErrNotRestorable):
+		q.mu.Lock()
+		if len(q.unreadable) >= 1024 {
+			clear(q.unreadable)
+		}
+		q.unreadable[id] = failed{now, err}
 		q.mu.Unlock()
 	}
 	return err
@@ -149,22 +179,51 @@ func (q *Queue) restore(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("%w: restore %s: %w", room.ErrUnavailable, id, err)
 	}
-	var cfg room.Config
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return fmt.Errorf("%w: restore %s: stored settings: %w", room.ErrUnavailable, id, err)
+	cfg := room.DefaultConfig()
+	if err = json.Unmarshal(b, &cfg); err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		q.o.Logger.LogAttrs(ctx, slog.LevelError, "room not restored: stored settings unreadable",
+			slog.String("room", id), slog.String("error", err.Error()))
+		return fmt.Errorf("%w: restore %s: stored settings: %v", room.ErrNotRestorable, id, err)
 	}
 	head, err := q.o.Store.Head(ctx, id)
+	var noHead error
 	switch {
-	case errors.Is(err, ErrNotFound):
-		head = -1
-	case err != nil:
+	case err == nil:
+		_, err = q.eng.Head(ctx, id, head)
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrBadHead):
+		noHead = err
+		head, err = q.eng.FloorNow(ctx, id)
+	default:
 		return fmt.Errorf("%w: restore %s: %w", room.ErrUnavailable, id, err)
 	}
-	if _, err := q.eng.Head(ctx, id, head); err != nil {
+	if err != nil {
 		return err
 	}
-	if _, err := q.eng.PutConfig(ctx, id, cfg); err != nil {
+	if noHead != nil {
+		cfg.Mode = room.ModeClosed
+	}
+	stored, err := q.eng.PutConfig(ctx, id, cfg)
+	if err != nil {
 		return err
+	}
+	// The next tick records the head afresh (over a record that is not one).
+	q.mu.Lock()
+	delete(q.recorded, id)
+	q.mu.Unlock()
+	if noHead != nil {
+		// Closed in the store too, so a second loss does not open it.
+		if b, err = json.Marshal(stored); err == nil {
+			err = q.o.Store.PutSettings(ctx, id, b)
+		}
+		if err != nil {
+			q.o.Logger.LogAttrs(ctx, slog.LevelError, "store the restored room closed", slog.String("room", id), slog.String("error", err.Error()))
+		}
+		q.o.Logger.LogAttrs(ctx, slog.LevelError, "room restored closed: no head record to take for its floor; an operator opens it",
+			slog.String("room", id), slog.Float64("floor", head), slog.String("head", noHead.Error()))
+		return nil
 	}
 	q.o.Logger.LogAttrs(ctx, slog.LevelWarn, "room restored from the durable store",
 		slog.String("room", id), slog.Float64("floor", head))
@@ -194,9 +253,14 @@ func (q *Queue) nudge(ctx context.Context, id string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, NudgeBudget)
 	defer cancel()
-	_, err := q.eng.TickGuarded(ctx, id, TickGuard)
+	r, err := q.eng.TickGuarded(ctx, id, TickGuard)
 	if err != nil && !errors.Is(err, room.ErrTickBusy) && !errors.Is(err, room.ErrUnknownRoom) {
 		q.o.Logger.LogAttrs(ctx, slog.LevelDebug, "request-driven tick", slog.String("room", id), slog.String("error", err.Error()))
+	}
+	if err == nil && r.Admitted > 0 {
+		// A room ticked only by requests records its head as the admit loop's
+		// ticks do: what a loss can grant again is the same window.
+		q.recordHead(ctx, id)
 	}
 }
 
@@ -263,9 +327,10 @@ func (q *Queue) recordHead(ctx context.Context, id string) {
 	}
 	h, err := q.eng.Head(ctx, id, -1)
 	if err == nil && !ok {
-		// The first record of this process: never lower what the store holds.
+		// The first record of this process: never lower what the store holds
+		// (a record that is not a score is overwritten: Redis has the room).
 		last.head, err = q.o.Store.Head(ctx, id)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrBadHead) {
 			last.head, err = -1, nil
 		}
 	}
@@ -301,17 +366,36 @@ func (q *Queue) PutConfig(ctx context.Context, id string, cfg room.Config) (room
 	if err == nil {
 		err = q.o.Store.PutSettings(ctx, id, b)
 	}
+	if err == nil {
+		err = q.firstHead(ctx, id)
+	}
 	if err != nil {
 		q.o.Logger.LogAttrs(ctx, slog.LevelError, "store room settings", slog.String("room", id), slog.String("error", err.Error()))
 		return room.Config{}, fmt.Errorf("%w: %w: %w", room.ErrUnavailable, ErrNotDurable, err)
 	}
 	q.mu.Lock()
 	delete(q.missing, id)
+	delete(q.unreadable, id)
 	if !q.listedAt.IsZero() && !slices.Contains(q.listed, id) {
 		q.listed = append(slices.Clip(q.listed), id)
 	}
 	q.mu.Unlock()
 	return stored, nil
+}
+
+// firstHead records a head for a room the store has none of (a new room, or
+// a record that is not a score): a restore finds one, so a room that never
+// admitted anyone does not come back closed (Restore).
+func (q *Queue) firstHead(ctx context.Context, id string) error {
+	_, err := q.o.Store.Head(ctx, id)
+	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrBadHead) {
+		return err
+	}
+	h, err := q.eng.Head(ctx, id, -1)
+	if err != nil {
+		return err
+	}
+	return q.o.Store.PutHead(ctx, id, max(h, 0))
 }
 
 // GetConfig is the engine's, restoring a lost room.

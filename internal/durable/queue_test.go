@@ -3,6 +3,10 @@ package durable_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -254,5 +258,266 @@ func TestRestoreOncePerProcess(t *testing.T) {
 	}
 	if cs.reads != 1 {
 		t.Errorf("50 calls for a made-up room read the store %d times, want 1", cs.reads)
+	}
+}
+
+// served is a room with 8 visitors of whom 3 were admitted (the first
+// consumed), its head recorded, then a total loss: what the restore tests
+// start from. corrupt runs between the record and the loss.
+func served(t *testing.T, f *fixture, corrupt func()) []room.Ticket {
+	t.Helper()
+	if _, err := f.q.PutConfig(f.ctx, f.room, testConfig()); err != nil {
+		t.Fatal(err)
+	}
+	var ts []room.Ticket
+	for range 8 {
+		p, err := f.q.Join(f.ctx, f.room, "v", room.JoinProof{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, p.Ticket)
+	}
+	f.clk.Advance(time.Second)
+	if r, err := f.q.Tick(f.ctx, f.room); err != nil || r.Admitted != 3 {
+		t.Fatalf("tick: %+v %v, want 3 admitted", r, err)
+	}
+	if _, err := f.q.Consume(f.ctx, f.room, ts[0].Seq, origin); err != nil {
+		t.Fatal(err)
+	}
+	corrupt()
+	if err := redistest.FlushAll(f.ctx, f.rdb); err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+// A head record that is missing, not a finite score, or unreadable, then a
+// total loss: the room comes back closed (stored so, so a second loss keeps
+// it closed), nobody is admitted, and when an operator opens it again none of
+// the tickets from before the loss is admitted a second time: the restore
+// set the floor at the instant it ran.
+func TestRestoreWithoutHeadStaysClosed(t *testing.T) {
+	for name, head := range map[string]string{"missing": "", "NaN": "NaN", "-Inf": "-Inf", "+Inf": "+Inf",
+		"negative": "-3", "garbage": "{]", "empty": " "} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			f := newFixture(t, durable.Disk{Dir: dir})
+			ts := served(t, f, func() {
+				p := filepath.Join(dir, f.room+".head")
+				if head == "" {
+					if err := os.Remove(p); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				if err := os.WriteFile(p, []byte(head), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			})
+			cfg, err := f.q.GetConfig(f.ctx, f.room)
+			if err != nil || cfg.Mode != room.ModeClosed {
+				t.Fatalf("after the loss: mode %q %v, want closed", cfg.Mode, err)
+			}
+			b, err := f.store.Settings(f.ctx, f.room)
+			if err != nil || !strings.Contains(string(b), `"mode":"closed"`) {
+				t.Errorf("stored settings after the restore: %s %v, want closed", b, err)
+			}
+			for i, tk := range ts {
+				if p, err := f.q.Poll(f.ctx, tk); err != nil || p.State == room.StateAdmitted {
+					t.Errorf("ticket %d in the closed room: %v %v", i, p.State, err)
+				}
+			}
+			for range 3 {
+				f.clk.Advance(time.Second)
+				if r, err := f.q.Tick(f.ctx, f.room); err != nil || r.Admitted != 0 {
+					t.Fatalf("tick of the closed room: %+v %v", r, err)
+				}
+			}
+			if h, err := f.store.Head(f.ctx, f.room); err != nil || h < float64(ts[len(ts)-1].Seq) {
+				t.Errorf("head record after the restore's ticks: %v %v, want the restore's floor", h, err)
+			}
+			// The operator opens the room again.
+			cfg.Mode = room.ModeQueue
+			if _, err := f.q.PutConfig(f.ctx, f.room, cfg); err != nil {
+				t.Fatal(err)
+			}
+			for _, tk := range ts {
+				f.q.Poll(f.ctx, tk)
+			}
+			for range 5 {
+				f.clk.Advance(time.Second)
+				if _, err := f.q.Tick(f.ctx, f.room); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, tk := range ts {
+				if _, err := f.q.Consume(f.ctx, f.room, tk.Seq, origin); err == nil {
+					t.Errorf("ticket %d from before the loss admitted and consumed after it", i)
+				}
+			}
+		})
+	}
+}
+
+// Stored settings that cannot be read (not JSON, an unknown field, a value
+// out of range): the room is not restored, and the error says so
+// (room.ErrNotRestorable), not a Redis outage (room.ErrUnavailable).
+func TestUnreadableSettings(t *testing.T) {
+	for name, body := range map[string]string{"garbage": "\x00{nope", "unknown field": `{"maxActive":3,"colour":"red"}`,
+		"invalid": `{"maxActive":-4,"originUrl":"https://a.example"}`, "empty": ""} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			f := newFixture(t, durable.Disk{Dir: dir})
+			served(t, f, func() {
+				if err := os.WriteFile(filepath.Join(dir, f.room+".json"), []byte(body), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			})
+			_, _, err := f.q.Status(f.ctx, f.room)
+			if !errors.Is(err, room.ErrNotRestorable) || errors.Is(err, room.ErrUnavailable) {
+				t.Fatalf("Status of a room whose settings are unreadable: %v, want ErrNotRestorable only", err)
+			}
+			if _, err := f.q.Join(f.ctx, f.room, "v", room.JoinProof{}); !errors.Is(err, room.ErrNotRestorable) {
+				t.Errorf("Join: %v", err)
+			}
+			if ids, err := f.q.Rooms(f.ctx); err != nil || !slices.Contains(ids, f.room) {
+				t.Errorf("Rooms: %v %v, want the room listed", ids, err)
+			}
+			// A crowd polling it costs no store read each (MissingFor), and
+			// a PUT brings it back at once.
+			cs := &countingStore{Store: f.store}
+			q := durable.New(f.eng, durable.Options{Store: cs, Clock: f.clk.Now})
+			for range 20 {
+				if _, err := q.GetConfig(f.ctx, f.room); !errors.Is(err, room.ErrNotRestorable) {
+					t.Fatalf("GetConfig: %v", err)
+				}
+			}
+			if cs.reads != 1 {
+				t.Errorf("20 calls read the unreadable settings %d times, want 1", cs.reads)
+			}
+			if _, err := q.PutConfig(f.ctx, f.room, testConfig()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.GetConfig(f.ctx, f.room); err != nil {
+				t.Errorf("GetConfig after a PUT: %v", err)
+			}
+		})
+	}
+}
+
+// The window a total loss can grant again is the head-record interval (the
+// deployment's HEAD_RECORD_SECONDS): with 1 s, a tick that admitted records
+// the head at once, and a loss right after it grants none of its admissions
+// again; and a quiet room admitted by its visitors' requests alone records it
+// too, rather than wait for the admit function.
+func TestHeadRecordInterval(t *testing.T) {
+	for _, byRequests := range []bool{false, true} {
+		name := map[bool]string{false: "admit loop", true: "requests"}[byRequests]
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, durable.Disk{Dir: t.TempDir()})
+			f.q = durable.New(f.eng, durable.Options{Store: f.store, Clock: f.clk.Now, HeadEvery: time.Second})
+			if _, err := f.q.PutConfig(f.ctx, f.room, testConfig()); err != nil {
+				t.Fatal(err)
+			}
+			var ts []room.Ticket
+			for range 5 {
+				p, err := f.eng.Join(f.ctx, f.room, "v", room.JoinProof{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ts = append(ts, p.Ticket)
+			}
+			admitted := 0
+			for range 4 { // maxActive 3: admit, serve, admit again
+				f.clk.Advance(time.Second)
+				if byRequests {
+					for _, tk := range ts {
+						if p, err := f.q.Poll(f.ctx, tk); err == nil && p.State == room.StateAdmitted && !p.Active {
+							admitted++
+						}
+					}
+				} else {
+					r, err := f.q.Tick(f.ctx, f.room)
+					if err != nil {
+						t.Fatal(err)
+					}
+					admitted += int(r.Admitted)
+				}
+				for _, tk := range ts {
+					if _, err := f.q.Consume(f.ctx, f.room, tk.Seq, origin); err == nil {
+						f.q.Complete(f.ctx, f.room, tk.Seq, origin)
+					}
+				}
+			}
+			if admitted < 5 {
+				t.Fatalf("admitted %d of 5", admitted)
+			}
+			if err := redistest.FlushAll(f.ctx, f.rdb); err != nil {
+				t.Fatal(err)
+			}
+			f.clk.Advance(time.Second)
+			for range 3 {
+				for _, tk := range ts {
+					f.q.Poll(f.ctx, tk)
+				}
+				f.clk.Advance(time.Second)
+				if _, err := f.q.Tick(f.ctx, f.room); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, tk := range ts {
+				if _, err := f.q.Consume(f.ctx, f.room, tk.Seq, origin); err == nil {
+					t.Errorf("visitor %d, served before the loss, admitted and consumed again", i)
+				}
+			}
+		})
+	}
+}
+
+// headCounter counts the head records written.
+type headCounter struct {
+	durable.Store
+	mu   sync.Mutex
+	puts int
+}
+
+func (c *headCounter) PutHead(ctx context.Context, id string, h float64) error {
+	c.mu.Lock()
+	c.puts++
+	c.mu.Unlock()
+	return c.Store.PutHead(ctx, id, h)
+}
+
+// The cost of the head-record interval, measured: a room admitting one
+// visitor a second for two minutes of ticks writes one head record per
+// interval (S3 PUTs: 86,400 a day at 1 s, 8,640 at 10 s, per admitting room).
+func TestHeadRecordCost(t *testing.T) {
+	for _, every := range []time.Duration{time.Second, 10 * time.Second} {
+		f := newFixture(t, durable.Disk{Dir: t.TempDir()})
+		hc := &headCounter{Store: f.store}
+		q := durable.New(f.eng, durable.Options{Store: hc, Clock: f.clk.Now, HeadEvery: every})
+		cfg := testConfig()
+		cfg.MaxActive, cfg.AdmitPerMinute = 1000, 60
+		if _, err := q.PutConfig(f.ctx, f.room, cfg); err != nil {
+			t.Fatal(err)
+		}
+		for range 150 { // all still waiting, and polling in time, after two minutes
+			if _, err := f.eng.Join(f.ctx, f.room, "v", room.JoinProof{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hc.puts = 0
+		const seconds = 120
+		for range seconds {
+			f.clk.Advance(time.Second)
+			if _, err := q.Tick(f.ctx, f.room); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := int(seconds * time.Second / every)
+		t.Logf("head records in %d s of admitting at an interval of %s: %d (%.0f a day)", seconds, every, hc.puts, float64(hc.puts)*86400/seconds)
+		if hc.puts < want-1 || hc.puts > want+1 {
+			t.Errorf("interval %s: %d head records in %d s, want about %d", every, hc.puts, seconds, want)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,6 +26,10 @@ import (
 // ErrNotFound is a Store's answer for a room it holds nothing of.
 var ErrNotFound = errors.New("durable: not in the store")
 
+// ErrBadHead is a Store's answer for a head record that is not a finite
+// score of 0 or more.
+var ErrBadHead = errors.New("durable: bad head record")
+
 // Store is durable storage of each room's settings (the JSON of room.Config)
 // and admission head (the highest queue score admitted, a sequence or a
 // pre-queue draw). Settings and head are separate records: the admin writes
@@ -36,7 +41,8 @@ type Store interface {
 	// Rooms lists the rooms with settings.
 	Rooms(ctx context.Context) ([]string, error)
 	PutHead(ctx context.Context, room string, head float64) error
-	// Head returns ErrNotFound for a room whose head was never recorded.
+	// Head returns ErrNotFound for a room whose head was never recorded and
+	// ErrBadHead for a record that is not a finite score of 0 or more.
 	Head(ctx context.Context, room string) (float64, error)
 }
 
@@ -138,10 +144,13 @@ func (d Disk) Head(_ context.Context, id string) (float64, error) {
 
 func formatHead(h float64) string { return strconv.FormatFloat(h, 'g', -1, 64) }
 
+// parseHead reads a head record: a finite score, 0 or more (a sequence or a
+// pre-queue draw). Anything else (NaN, an infinity, a negative number, text)
+// is ErrBadHead: a restore must not take it for a floor.
 func parseHead(b []byte) (float64, error) {
 	h, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
-	if err != nil {
-		return 0, fmt.Errorf("durable: bad head record %.40q", b)
+	if err != nil || math.IsNaN(h) || math.IsInf(h, 0) || h < 0 {
+		return 0, fmt.Errorf("%w: %.40q", ErrBadHead, b)
 	}
 	return h, nil
 }

@@ -199,7 +199,10 @@ func TestBrandTextIsText(t *testing.T) {
 	if n := browsertest.Eval[int](t, v, `document.querySelectorAll('img[src="x"], b, main script, header script').length`); n != 0 {
 		t.Errorf("%d elements were made from the settings' markup", n)
 	}
-	time.Sleep(500 * time.Millisecond) // an onerror would have fired by now
+	// A probe made after the settings' markup: once a broken image made now
+	// has fired its onerror, one the markup had made would have fired too.
+	browsertest.Eval[bool](t, v, `(() => { const i = new Image(); i.onerror = () => { window.__probe = true }; i.src = "x?probe"; return true })()`)
+	waitJS(t, v, `window.__probe === true`, wait)
 	if n := dialogs(); n != 0 {
 		t.Errorf("%d dialogs opened", n)
 	}

@@ -68,7 +68,7 @@ func Get(ctx context.Context, c Getter, o Object) (token.Material, error) {
 	if err != nil {
 		return m, fmt.Errorf("keysync: get %s: %w", o, err)
 	}
-	defer out.Body.Close()
+	defer func() { _ = out.Body.Close() }() // read to the end or failed: nothing left to report
 	b, err := io.ReadAll(io.LimitReader(out.Body, maxObject+1))
 	if err != nil {
 		return m, fmt.Errorf("keysync: read %s: %w", o, err)

@@ -30,7 +30,7 @@ func siteGet(t *testing.T, s *localstack.Stack, path, cookie string) (*http.Resp
 	t.Helper()
 	req, _ := http.NewRequest("GET", s.OriginURL()+path, nil)
 	if cookie != "" {
-		req.AddCookie(&http.Cookie{Name: gate.CookieName, Value: cookie})
+		req.AddCookie(&http.Cookie{Name: gate.DevCookieName, Value: cookie})
 	}
 	return do(t, req)
 }
@@ -50,11 +50,11 @@ func do(t *testing.T, req *http.Request) (*http.Response, string) {
 func sessionCookie(t *testing.T, resp *http.Response) *http.Cookie {
 	t.Helper()
 	for _, c := range resp.Cookies() {
-		if c.Name == gate.CookieName {
+		if c.Name == gate.DevCookieName {
 			return c
 		}
 	}
-	t.Fatalf("no %s cookie in %v", gate.CookieName, resp.Header.Values("Set-Cookie"))
+	t.Fatalf("no %s cookie in %v", gate.DevCookieName, resp.Header.Values("Set-Cookie"))
 	return nil
 }
 
@@ -103,7 +103,7 @@ func TestGatedDemoSite(t *testing.T) {
 		req, _ := http.NewRequest("POST", enter, strings.NewReader(form))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		if cookie != "" {
-			req.AddCookie(&http.Cookie{Name: gate.CookieName, Value: cookie})
+			req.AddCookie(&http.Cookie{Name: gate.DevCookieName, Value: cookie})
 		}
 		return do(t, req)
 	}
@@ -135,7 +135,7 @@ func TestGatedDemoSite(t *testing.T) {
 	// Leave: the session ends at once, the cookie is cleared, and the site
 	// sends the visitor (now without it) to the waiting room again.
 	req, _ := http.NewRequest("POST", s.OriginURL()+"/.vestibule/leave", nil)
-	req.AddCookie(&http.Cookie{Name: gate.CookieName, Value: c.Value})
+	req.AddCookie(&http.Cookie{Name: gate.DevCookieName, Value: c.Value})
 	resp, _ = do(t, req)
 	if cleared := sessionCookie(t, resp); resp.StatusCode != 303 || resp.Header.Get("Location") != "/" || cleared.Value != "" || cleared.MaxAge >= 0 {
 		t.Fatalf("leave: %d %v", resp.StatusCode, resp.Header)

@@ -14,8 +14,6 @@ package localstack
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +35,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/durable"
+	"github.com/vestibule-dev/vestibule/internal/operator"
 	"github.com/vestibule-dev/vestibule/internal/orders"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -59,7 +58,7 @@ type Options struct {
 	OriginAddr   string           // demo site (behind the gate) listen address, e.g. ":8081" or "127.0.0.1:0"
 	StaticDir    string           // default "static"
 	KeyDir       string           // default ".vestibule/keys"
-	AdminKey     string           // "" → random, printed
+	AdminKey     string           // "" → the one kept beside KeyDir (AdminKeyFile), made on first run
 	TickInterval time.Duration    // default 1 s; the same tick function as the admit Lambda
 	Clock        func() time.Time // nil → time.Now
 	DemoRoom     *room.Config     // nil → a default demo room "demo" (maxActive 5, admitPerMinute 60, gated, originUrl = the demo site's URL + "/")
@@ -123,9 +122,11 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		return nil, fmt.Errorf("the admin key must be at least %d characters", config.MinAdminKeyLen)
 	}
 	if o.AdminKey == "" {
-		b := make([]byte, 18)
-		rand.Read(b)
-		o.AdminKey = base64.RawURLEncoding.EncodeToString(b)
+		k, err := storedAdminKey(filepath.Dir(o.KeyDir))
+		if err != nil {
+			return nil, err
+		}
+		o.AdminKey = k
 	}
 
 	s := &Stack{adminKey: o.AdminKey}
@@ -143,6 +144,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		}
 		s.mini = m
 		s.rdb = redis.NewClient(&redis.Options{Addr: m.Addr()})
+		o.Logger = slog.New(expectedRestores{o.Logger.Handler()})
 	} else {
 		rdb, err := app.NewRedis(o.RedisURL, o.RedisCluster, o.RedisCAFile)
 		if err != nil {
@@ -227,9 +229,14 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	app.HandleFunc("GET /r/{room}", page)
 	app.HandleFunc("GET /rooms/{room}", page)
 	// The operator's console (docs/OPERATING.md); it asks for the admin key.
-	app.HandleFunc("GET /console", func(w http.ResponseWriter, r *http.Request) {
+	// Under the policy `vestibule console` serves it with: no other page may
+	// frame it (a click-jacked pause or drain).
+	console := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", operator.ConsoleCSP)
 		http.ServeFile(w, r, filepath.Join(o.StaticDir, "console.html"))
-	})
+	}
+	app.HandleFunc("GET /console", console)
+	app.HandleFunc("GET /console.html", console)
 	s.serve(appLn, noReferrer(app))
 	originOf := func(ctx context.Context, id string) (string, error) {
 		cfg, err := engine.GetConfig(ctx, id)
@@ -289,30 +296,18 @@ func (s *Stack) demoRooms(ctx context.Context, q room.Queue, cfg *room.Config, g
 			want.OriginURL = s.manualURL + "/"
 		}
 	}
-	if err := s.demoRoom(ctx, q, DemoRoomID, want, cfg != nil); err != nil {
+	if err := s.demoRoom(ctx, q, DemoRoomID, want); err != nil {
 		return err
 	}
 	manual := room.DefaultConfig()
 	manual.MaxActive, manual.AdmitPerMinute, manual.OriginURL = 5, 60, s.manualURL+"/"
-	return s.demoRoom(ctx, q, DemoAPIRoomID, manual, false)
+	return s.demoRoom(ctx, q, DemoAPIRoomID, manual)
 }
 
-// demoRoom creates a demo room, or points an existing one (a real Redis keeps
-// it between runs) at this run's origin and gate setting; force puts want as
-// it is.
-func (s *Stack) demoRoom(ctx context.Context, q room.Queue, id string, want room.Config, force bool) error {
-	cur, err := q.GetConfig(ctx, id)
-	switch {
-	case errors.Is(err, room.ErrUnknownRoom) || force:
-	case err != nil:
-		return fmt.Errorf("room %s: %w", id, err)
-	default:
-		if cur.OriginURL == want.OriginURL && cur.Gate == want.Gate {
-			return nil
-		}
-		cur.OriginURL, cur.Gate = want.OriginURL, want.Gate
-		want = cur
-	}
+// demoRoom puts a demo room's settings as the README gives them, whatever a
+// previous run (kept in .vestibule/rooms or a real Redis) changed: a demo
+// starts from the same place every time. Other rooms are left as they are.
+func (s *Stack) demoRoom(ctx context.Context, q room.Queue, id string, want room.Config) error {
 	if _, err := q.PutConfig(ctx, id, want); err != nil {
 		return fmt.Errorf("room %s: %w", id, err)
 	}

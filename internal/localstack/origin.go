@@ -112,6 +112,7 @@ var originPage = template.Must(template.New("origin").Parse(`<!doctype html>
 </style>
 </head>
 <body>
+<main>
 <h1>Demo booking site</h1>
 <p>This stands for your booking origin. It received the visitor's entry token in the URL fragment and
 redeemed it at the waiting room, server to server.</p>
@@ -127,6 +128,7 @@ redeemed it at the waiting room, server to server.</p>
   <div id="order" class="card" hidden></div>
 </section>
 <p><a id="back" href="{{.WaitingRoom}}">Back to the waiting room</a></p>
+</main>
 <script>
   const out = document.getElementById('out');
   const token = new URLSearchParams(location.hash.slice(1)).get('token');

@@ -37,7 +37,9 @@ func newGatedSite(cfg gate.Config, api *url.URL) http.Handler {
 
 // site is the booking site itself: every path is a page that says where it
 // is. It knows nothing of Vestibule; leaving is a plain form to the gate's
-// route. Its CSP's form-action names the waiting room's origin (waiting): the
+// route, and its "finish booking" form (POST /done) ends the session the way
+// a site does when a purchase is over: its answer carries the response header
+// gate.EndHeader, which the gate turns into the end of the session. Its CSP's form-action names the waiting room's origin (waiting): the
 // leave form's answer redirects to "/", which the gate redirects to the waiting
 // room, and browsers check form-action along a form's redirects too.
 func site(waiting string) http.HandlerFunc {
@@ -46,7 +48,12 @@ func site(waiting string) http.HandlerFunc {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Security-Policy", csp)
-		sitePage.Execute(w, map[string]string{"Path": r.URL.RequestURI()})
+		done := ""
+		if r.Method == http.MethodPost && r.URL.Path == "/done" {
+			w.Header().Set(gate.EndHeader, gate.EndValue)
+			done = "yes"
+		}
+		sitePage.Execute(w, map[string]string{"Path": r.URL.RequestURI(), "Done": done})
 	}
 }
 
@@ -67,14 +74,18 @@ var sitePage = template.Must(template.New("site").Parse(`<!doctype html>
 ` + demoStyle + `</style>
 </head>
 <body id="site">
+<main>
 <h1>Demo booking site</h1>
 <p>This stands for your booking site. It has no Vestibule code: the edge gate in front of it let you
 in because your browser holds a session cookie for the <code>demo</code> room.</p>
 <div class="card">
 <p>You are on <code id="path">{{.Path}}</code>.</p>
-<p><a href="/tickets?show=42">Tickets for show 42</a> · <a href="/">Home</a></p>
-<form method="post" action="/.vestibule/leave"><button type="submit" id="leave">Finish and leave</button></form>
+{{if .Done}}<p id="done">Your booking is complete. Your session has ended: the next visitor is let in.</p>
+{{else}}<p><a href="/tickets?show=42">Tickets for show 42</a> · <a href="/">Home</a></p>
+<form method="post" action="/done"><button type="submit" id="finish">Finish booking</button></form>
+<form method="post" action="/.vestibule/leave"><button type="submit" id="leave">Leave without booking</button></form>{{end}}
 </div>
+</main>
 </body>
 </html>
 `))

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -151,11 +152,30 @@ func Connect(ctx context.Context, t Target) (*Client, error) {
 			region = m[1] // the API's own region beats the profile's
 		}
 	}
+	if region == "" && LocalEndpoint(endpoint) {
+		return nil, &Error{Message: fmt.Sprintf("%s is a local stack: it wants its admin key", endpoint),
+			Hint: "pass --admin-key KEY (or set VESTIBULE_ADMIN_KEY): make dev prints it, and keeps it in .vestibule/admin-key"}
+	}
 	if region == "" {
 		return nil, noRegion()
 	}
 	c.Auth = SigV4{Credentials: cfg.Credentials, Region: region}
 	return c, nil
+}
+
+// LocalEndpoint reports whether an endpoint is on this machine (localhost,
+// 127.0.0.0/8, ::1): a local stack's, which takes the admin key.
+func LocalEndpoint(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 func noRegion() error {

@@ -52,7 +52,15 @@ func Console(c *Client, files fs.FS) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]string{"endpoint": c.Endpoint, "auth": kind})
 	})
-	mux.HandleFunc("/api/admin/", func(w http.ResponseWriter, r *http.Request) { proxy(c, w, r) })
+	// Admin calls say they come from the console, for the audit log.
+	viaConsole := *c
+	viaConsole.Header = http.Header{ConsoleHeader: {"1"}}
+	mux.HandleFunc("/api/admin/", func(w http.ResponseWriter, r *http.Request) { proxy(&viaConsole, w, r) })
+	// A room's public status (the pace and wait of someone joining now, the
+	// pre-queue's commitment and seed), forwarded without credentials.
+	mux.HandleFunc("GET /api/rooms/{room}/status", func(w http.ResponseWriter, r *http.Request) {
+		proxy(&Client{Endpoint: c.Endpoint, HTTP: c.HTTP}, w, r)
+	})
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		consoleError(w, http.StatusNotFound, "unknown_route", "the console forwards the admin routes only")
 	})
@@ -85,14 +93,15 @@ func loopbackHost(host string) bool {
 }
 
 // adminRoute reports whether method and path are an admin route of the API
-// (routes.All), or the drain route the CLI knows.
+// (routes.All), the drain route the CLI knows, or a room's public status.
 func adminRoute(method, path string) bool {
 	for _, rt := range routes.All {
 		if rt.Admin && rt.Method == method && matchPath(rt.Path, path) {
 			return true
 		}
 	}
-	return method == http.MethodPost && matchPath("/api/admin/rooms/{room}"+DrainPath, path)
+	return (method == http.MethodPost && matchPath("/api/admin/rooms/{room}"+DrainPath, path)) ||
+		(method == http.MethodGet && matchPath("/api/rooms/{room}/status", path))
 }
 
 func matchPath(pattern, path string) bool {

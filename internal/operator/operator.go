@@ -45,6 +45,8 @@ type Client struct {
 	Auth Authorizer
 	// HTTP is the client used; nil means one with a 15 s timeout.
 	HTTP *http.Client
+	// Header is added to every request (before it is signed).
+	Header http.Header
 }
 
 // RoomInfo is a room as the admin routes show it.
@@ -53,6 +55,16 @@ type RoomInfo struct {
 	Config           room.Config `json:"config"`
 	Stats            room.Stats  `json:"stats"`
 	OriginCredential string      `json:"originCredential,omitempty"`
+	// Error, in a list of rooms, says why this room could not be read (its
+	// config and stats are then empty): one bad room hides no other.
+	Error *RoomError `json:"error,omitempty"`
+}
+
+// RoomError is why one room of a list could not be read: the API's error
+// code (room_unrestorable: its durable record is unreadable) and message.
+type RoomError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // Error is an admin call that failed, with what to do about it.
@@ -135,6 +147,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte) (*htt
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "vestibule-cli")
+	for k, v := range c.Header {
+		req.Header[k] = v
+	}
 	if c.Auth != nil {
 		if err := c.Auth.Authorize(ctx, req, body); err != nil {
 			return nil, nil, err
@@ -226,6 +241,11 @@ func (c *Client) problem(status int, body []byte, roomID string) *Error {
 		e.Message = fmt.Sprintf("AWS refused the signed request (403: %s)", e.Message)
 		e.Hint = "your AWS identity needs the IAM permission execute-api:Invoke on the admin routes " +
 			"(arn:aws:execute-api:REGION:ACCOUNT:API-ID/*/*/api/admin/*); also check that --region is the API's region, that the endpoint is the API's own URL (the stack's ApiUrl output, not CloudFront's), and that your credentials have not expired"
+	case status == http.StatusConflict && e.Code == "room_not_empty":
+		e.Message = fmt.Sprintf("room %s still has visitors: %s", roomID, e.Message)
+		e.Hint = "`vestibule rooms delete ROOM --force` closes the room, drains its queue and deletes it"
+	case status == http.StatusNotImplemented:
+		e.Message = "this deployment cannot do that: " + e.Message
 	case status == http.StatusBadRequest:
 		e.Message = "the deployment refused the request: " + strings.TrimPrefix(e.Message, "room: ")
 		e.Hint = "docs/ENGINE.md lists every setting with its range"

@@ -280,6 +280,9 @@ func TestConsoleGuards(t *testing.T) {
 	var got []string
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = append(got, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+		if strings.HasPrefix(r.URL.Path, "/api/admin/") && r.Header.Get(ConsoleHeader) == "" {
+			t.Errorf("%s %s reached the deployment without %s (the audit log's \"via the console\")", r.Method, r.URL.Path, ConsoleHeader)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"rooms":[]}`)
 	}))
@@ -297,8 +300,11 @@ func TestConsoleGuards(t *testing.T) {
 		{"GET", "/api/admin/rooms", "127.0.0.1:1", "", false, 403},
 		{"GET", "/api/admin/rooms", "evil.example:1", "", true, 403},
 		{"GET", "/api/admin/rooms", "127.0.0.1:1", "https://evil.example", true, 403},
-		{"DELETE", "/api/admin/rooms/demo", "127.0.0.1:1", "", true, 404},
+		{"DELETE", "/api/admin/rooms/demo", "127.0.0.1:1", "", true, 200},
+		{"PATCH", "/api/admin/rooms/demo", "127.0.0.1:1", "", true, 404},
 		{"POST", "/api/rooms/demo/enqueue", "127.0.0.1:1", "", true, 404},
+		{"GET", "/api/rooms/demo/status", "127.0.0.1:1", "", true, 200},
+		{"GET", "/api/rooms/demo/status", "127.0.0.1:1", "", false, 403},
 		{"GET", "/api/admin/rooms/a%7Bb", "127.0.0.1:1", "", true, 404},
 	} {
 		req := httptest.NewRequest(c.method, "http://x"+c.path, strings.NewReader("{}"))
@@ -318,7 +324,7 @@ func TestConsoleGuards(t *testing.T) {
 			t.Errorf("CSP %q", csp)
 		}
 	}
-	want := "GET /api/admin/rooms Bearer k|GET /api/admin/rooms/demo Bearer k|PUT /api/admin/rooms/demo Bearer k|POST /api/admin/rooms/demo/drain Bearer k"
+	want := "GET /api/admin/rooms Bearer k|GET /api/admin/rooms/demo Bearer k|PUT /api/admin/rooms/demo Bearer k|POST /api/admin/rooms/demo/drain Bearer k|DELETE /api/admin/rooms/demo Bearer k|GET /api/rooms/demo/status "
 	if strings.Join(got, "|") != want {
 		t.Fatalf("upstream saw %q", got)
 	}
@@ -341,3 +347,18 @@ func TestUnreachable(t *testing.T) {
 type emptyFS struct{}
 
 func (emptyFS) Open(name string) (fs.File, error) { return nil, fs.ErrNotExist }
+
+// A local stack's URL without an admin key, on a machine without AWS
+// settings: the error asks for the admin key, not for an AWS region.
+func TestLocalEndpointWantsAdminKey(t *testing.T) {
+	awsEnv(t, "")
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	for _, ep := range []string{"http://localhost:9200", "http://127.0.0.1:8080/", "http://[::1]:8080"} {
+		_, err := Connect(context.Background(), Target{Endpoint: ep})
+		if err == nil || !strings.Contains(err.Error(), "pass --admin-key") || strings.Contains(err.Error(), "region") {
+			t.Errorf("%s without a key: %v", ep, err)
+		}
+	}
+}

@@ -206,13 +206,20 @@ func TestArrivalShardChecks(t *testing.T) {
 		if _, err := e.eng.Join(e.ctx, e.room, "a2", room.JoinProof{Client: "10.2.0.1"}); !errors.As(err, &re) {
 			t.Errorf("second join of one client within a minute: %v, want a RetryError", err)
 		}
-		// Settings older than a second: the join goes to the room's shard, which confirms them.
+		// Settings older than a second: a join without a client address goes
+		// to the room's shard, which confirms them.
 		e.clk.Advance(1500 * time.Millisecond)
-		if p := e.join(e.eng, "c", room.JoinProof{Client: "10.2.0.3"}); residue(p.Ticket.Seq) != 0 {
+		if p := e.join(e.eng, "c", room.JoinProof{}); residue(p.Ticket.Seq) != 0 {
 			t.Errorf("join with stale settings went to shard %d", residue(p.Ticket.Seq)-1)
 		}
 		if p := e.join(e.eng, "d", room.JoinProof{Client: "10.2.0.4"}); residue(p.Ticket.Seq) == 0 {
 			t.Errorf("join after the confirmation went to the room's shard")
+		}
+		// One with a client address reads them first, and joins on the
+		// client's shard, where its joins are counted.
+		e.clk.Advance(1500 * time.Millisecond)
+		if p := e.join(e.eng, "c2", room.JoinProof{Client: "10.2.0.3"}); residue(p.Ticket.Seq) == 0 {
+			t.Errorf("a client's join with stale settings went to the room's shard")
 		}
 
 		// A room asking a challenge: not enough work is refused on the shard, a nonce joins once.
@@ -784,4 +791,38 @@ func TestMergeInChunks(t *testing.T) {
 	if r := e.tick(); r.MergeErr != nil || r.Merged != 0 {
 		t.Errorf("the next tick merged %d, %v; want 0", r.Merged, r.MergeErr)
 	}
+}
+
+// A room that spreads its joins counts a client's joins in one place, as a
+// room that does not: a join every 250 ms for 30 s under a limit of 10 a
+// minute (a burst of 1) joins as often with joinShards 8 as with none, also
+// through engines that have not confirmed the room's settings for a while
+// (whose joins would go to the room's shard) and through a fresh engine.
+func TestSpreadRoomCountsAClientInOnePlace(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		joined := func(shards int64) int {
+			e := newEnv(t, rdb, spreadRoom(func(c *room.Config) { c.JoinShards, c.ClientEnqueuePerMinute = shards, 10 }))
+			engines := []*room.Engine{e.eng, e.eng, e.eng, room.New(rdb, room.WithClock(e.clk.Now))}
+			n := 0
+			for i := range 120 {
+				eng := engines[i%len(engines)]
+				if i%10 == 9 {
+					eng = room.New(rdb, room.WithClock(e.clk.Now)) // an engine that never saw the room
+				}
+				_, err := eng.Join(e.ctx, e.room, "v"+strconv.Itoa(i), room.JoinProof{Client: "2001:db8::" + strconv.Itoa(i%7+1)})
+				switch {
+				case err == nil:
+					n++
+				case !errors.Is(err, room.ErrRateLimited):
+					t.Fatalf("join %d: %v", i, err)
+				}
+				e.clk.Advance(250 * time.Millisecond)
+			}
+			return n
+		}
+		one, spread := joined(0), joined(8)
+		if one != 5 || spread != one {
+			t.Errorf("one client's joins in 30 s at 10 a minute: %d with joinShards 8, %d with none; want 5 both", spread, one)
+		}
+	})
 }

@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/text"
 )
 
 var roomID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -99,8 +102,14 @@ var settings = []Setting{
 	// NAT, offices, venues), and a per-address limit would turn them away while
 	// visitors on their own addresses go ahead. Rooms defend against mass joins
 	// with the join challenge, or AWS WAF, instead (docs/SECURITY.md).
-	number("clientEnqueuePerMinute", "fresh joins per client address a minute (0: no limit)",
+	number("clientEnqueuePerMinute", "fresh joins per client a minute, a client being its network (clientIPv4Prefix, clientIPv6Prefix); 0: no limit",
 		func(c *Config) *int64 { return &c.ClientEnqueuePerMinute }, 0, 0, 100_000),
+	// A subscriber of IPv6 is given a /64 (or more) and may use any of its
+	// addresses: counted by address, one device would have 2^64 limits.
+	number("clientIPv4Prefix", "the IPv4 network the per-client join limit counts as one client (32: one address; 0: the default)",
+		func(c *Config) *int64 { return &c.ClientIPv4Prefix }, 32, 0, 32),
+	number("clientIPv6Prefix", "the IPv6 network the per-client join limit counts as one client (64: one subscriber's /64; 0: the default)",
+		func(c *Config) *int64 { return &c.ClientIPv6Prefix }, 64, 0, 128),
 	number("joinShards", "arrival shards an open room's joins spread over (0: every join on the room's own shard); for bursts beyond one shard (docs/ENGINE.md, \"Arrival shards\")",
 		func(c *Config) *int64 { return &c.JoinShards }, 0, 0, MaxJoinShards),
 	number("joinChallengeBits", "proof-of-work bits every fresh join must show (0: none; 18 is about half a second of a laptop, a second or two of a phone)",
@@ -134,6 +143,9 @@ var settings = []Setting{
 			u, err := url.Parse(s)
 			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 				return "must be an absolute http(s) URL"
+			}
+			if reason := checkURL(s, u); reason != "" {
+				return reason
 			}
 			if u.Scheme == "http" && !Loopback(u.Hostname()) {
 				// An entry token in a URL over plain HTTP can be read on the way.
@@ -191,6 +203,48 @@ var settings = []Setting{
 			func(bool) string { return "" })
 		return s
 	}(),
+}
+
+// ClientNetwork is what the per-client join limit counts a client address as:
+// its network under the room's clientIPv4Prefix or clientIPv6Prefix (an IPv4
+// address mapped into IPv6 counts as IPv4), as a prefix ("2001:db8:1:2::/64").
+// Text that is not an address is its own client.
+func ClientNetwork(addr string, c Config) string {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return addr
+	}
+	a = a.Unmap().WithZone("")
+	bits, def := c.ClientIPv6Prefix, int64(64)
+	if a.Is4() {
+		bits, def = c.ClientIPv4Prefix, 32
+	}
+	if bits <= 0 || bits > int64(a.BitLen()) {
+		bits = def
+	}
+	p, err := a.Prefix(int(bits))
+	if err != nil {
+		return addr
+	}
+	return p.String()
+}
+
+// checkURL is what every URL setting refuses beyond its own rules (originUrl,
+// page.logoUrl): a control character (package text), credentials, and a
+// port no URL can have (0, or above 65535).
+func checkURL(s string, u *url.URL) string {
+	if !text.Clean(s, false) {
+		return "contains a control character"
+	}
+	if u.User != nil {
+		return "must not carry credentials"
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "has a port outside 1..65535"
+		}
+	}
+	return ""
 }
 
 // Loopback reports whether host (a URL's Hostname) is this machine: localhost

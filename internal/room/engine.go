@@ -262,8 +262,17 @@ func (e *Engine) Join(ctx context.Context, room, visitor string, proof JoinProof
 	// engine reads settings that lapsed first when the proof may join on its
 	// shard, or must be spent there.
 	spentOn := nonceShards(proof.Nonce)
-	if proof.Nonce != "" && !e.fresh(have) && (e.wouldSpread(have) || spentOn > 0) {
+	// A client's joins are counted in one place: on its arrival shard while
+	// the room spreads its joins (shardOf), so a join the engine would send to
+	// the room's shard only to confirm old settings reads them first; and under
+	// the room's own network prefixes (ClientNetwork), which an engine that
+	// holds no settings of the room reads first too.
+	counted := proof.Client != "" && (have.ver == "" || e.wouldSpread(have))
+	if !e.fresh(have) && (counted || proof.Nonce != "" && (e.wouldSpread(have) || spentOn > 0)) {
 		have = e.reconfirm(ctx, room, have)
+	}
+	if proof.Client != "" {
+		proof.Client = ClientNetwork(proof.Client, have.cfg)
 	}
 	onShard := func(v versioned) bool {
 		return e.spreads(v) && (proof.Nonce == "" || spentOn == v.cfg.JoinShards)
@@ -495,6 +504,7 @@ func (e *Engine) AllowEnqueue(ctx context.Context, room, client string) error {
 		return ErrInvalidRoom
 	}
 	k := KeysFor(room)
+	client = ClientNetwork(client, e.cached(room).cfg)
 	v, err := ratelimitCmd.Run(ctx, e.rdb, []string{k.Config, k.Limiter(clientHash(client))}, e.nowMS()).Result()
 	if err != nil {
 		return fmt.Errorf("%w: %s script: %w", ErrUnavailable, ratelimitCmd.Name, err)
@@ -739,6 +749,18 @@ func (e *Engine) Head(ctx context.Context, room string, floor float64) (float64,
 	if floor >= 0 {
 		arg = strconv.FormatFloat(floor, 'g', -1, 64)
 	}
+	return e.head(ctx, room, arg)
+}
+
+// FloorNow raises the room's floor to the sequence a join would get now
+// (Redis server time in µs, as sequences are made): no ticket issued before
+// it is ever restored or admitted. A restore whose recorded head is missing or
+// unreadable sets it (package durable). It returns what Head returns.
+func (e *Engine) FloorNow(ctx context.Context, room string) (float64, error) {
+	return e.head(ctx, room, "now")
+}
+
+func (e *Engine) head(ctx context.Context, room, arg string) (float64, error) {
 	reply, err := e.run(ctx, headCmd, room, arg)
 	if err != nil {
 		return 0, err
@@ -824,9 +846,14 @@ type HistoryPoint struct {
 	Evicted            int64     `json:"evicted"` // evicted ever (a counter)
 }
 
-// History returns the room's points of the last hour (at most 60, oldest
-// first), as the admission ticks recorded them once a minute (tick.lua); a
-// minute without a tick has no point. An unknown room has none.
+// HistoryMinutes is how much history the ticks keep: a day, a point a
+// minute (tick.lua's ring has as many fields).
+const HistoryMinutes = 1440
+
+// History returns the room's points of the last day (at most
+// HistoryMinutes, oldest first), as the admission ticks recorded them once a
+// minute (tick.lua); a minute without a tick has no point. An unknown room
+// has none.
 func (e *Engine) History(ctx context.Context, room string) ([]HistoryPoint, error) {
 	if !ValidRoomID(room) {
 		return nil, ErrInvalidRoom
@@ -846,8 +873,8 @@ func (e *Engine) History(ctx context.Context, room string) ([]HistoryPoint, erro
 		for i, p := range parts {
 			f[i], _ = strconv.ParseInt(p, 10, 64)
 		}
-		if f[0] <= now-60 || f[0] > now {
-			continue // a point of an earlier hour that no tick overwrote
+		if f[0] <= now-HistoryMinutes || f[0] > now {
+			continue // a point of an earlier day that no tick overwrote
 		}
 		out = append(out, HistoryPoint{Minute: time.UnixMilli(f[0] * 60000).UTC(), Waiting: f[1],
 			Admitted: f[2], Active: f[3], AdmittedLastMinute: f[4], Evicted: f[5]})

@@ -9,8 +9,8 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// The ticks keep an hour of history, a point a minute, whatever the number
-// of ticks in a minute; points older than an hour drop out.
+// The ticks keep a day of history, a point a minute, whatever the number
+// of ticks in a minute; points older than a day drop out.
 func TestHistory(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, cfgWith(func(c *room.Config) {
@@ -22,20 +22,20 @@ func TestHistory(t *testing.T) {
 		}
 		e.enqueueN(100)
 		start := e.clk.Now().Truncate(time.Minute)
-		for m := range 70 {
+		for m := range room.HistoryMinutes + 10 {
 			for range 3 { // several ticks a minute write one point
 				e.tick()
 				e.clk.Advance(10 * time.Second)
 			}
 			e.clk.Set(start.Add(time.Duration(m+1)*time.Minute + time.Second))
 		}
-		e.clk.Set(start.Add(69*time.Minute + 30*time.Second))
+		e.clk.Set(start.Add((room.HistoryMinutes+9)*time.Minute + 30*time.Second))
 		h, err := e.eng.History(t.Context(), e.room)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(h) != 60 {
-			t.Fatalf("%d points, want 60", len(h))
+		if len(h) != room.HistoryMinutes {
+			t.Fatalf("%d points, want %d", len(h), room.HistoryMinutes)
 		}
 		for i, p := range h {
 			if want := start.Add(time.Duration(10+i) * time.Minute); !p.Minute.Equal(want) {
@@ -51,8 +51,8 @@ func TestHistory(t *testing.T) {
 		if last := h[len(h)-1]; last.Waiting != 0 || last.AdmittedLastMinute != 0 {
 			t.Fatalf("last point: %+v", last)
 		}
-		// An hour later without ticks, nothing is left.
-		e.clk.Advance(2 * time.Hour)
+		// A day later without ticks, nothing is left.
+		e.clk.Advance(25 * time.Hour)
 		if h, _ := e.eng.History(t.Context(), e.room); len(h) != 0 {
 			t.Fatalf("stale points: %v", h)
 		}

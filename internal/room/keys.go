@@ -49,8 +49,8 @@ func (k Keys) Fence() string {
 	return k.Config[:len(k.Config)-len("cfg")] + "fence"
 }
 
-// History is the key of the room's last hour for the console's charts (HASH:
-// field = minute % 60, value = "minute:waiting:admitted:active:admitted in the
+// History is the key of the room's last day for the console's charts (HASH:
+// field = minute % 1440, value = "minute:waiting:admitted:active:admitted in the
 // last 60 s:evicted ever"), written by the first tick of each minute (tick.lua).
 func (k Keys) History() string {
 	return k.Config[:len(k.Config)-len("cfg")] + "hist"

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/vestibule-dev/vestibule/internal/text"
 )
 
 // Page is how the waiting page presents a room (the page setting): the
@@ -189,10 +191,8 @@ func checkString(s string, max int) string {
 	if n := utf8.RuneCountInString(s); n > max {
 		return fmt.Sprintf("is %d characters, more than %d", n, max)
 	}
-	for _, r := range s {
-		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return "contains a control character"
-		}
+	if !text.Clean(s, true) {
+		return "contains a control character"
 	}
 	return ""
 }
@@ -207,8 +207,8 @@ func checkLogo(s string) string {
 	if err != nil || u.Host == "" || u.Opaque != "" {
 		return "must be an absolute https:// URL"
 	}
-	if u.User != nil {
-		return "must not carry credentials"
+	if reason := checkURL(s, u); reason != "" {
+		return reason
 	}
 	switch u.Scheme {
 	case "https":

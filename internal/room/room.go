@@ -45,8 +45,14 @@ type Config struct {
 	// Page is how the waiting page presents the room (page.go); nil: the
 	// page's own texts and colours.
 	Page *Page `json:"page,omitempty"`
-	// ClientEnqueuePerMinute limits enqueues per client address (0: no limit).
+	// ClientEnqueuePerMinute limits fresh joins per client, its network under the
+	// two prefixes below (0: no limit).
 	ClientEnqueuePerMinute int64 `json:"clientEnqueuePerMinute"`
+	// ClientIPv4Prefix and ClientIPv6Prefix are the networks the per-client
+	// limit counts as one client (ClientNetwork): an IPv4 /32 and an IPv6 /64
+	// by default. 0 (a room stored before they existed) is the default.
+	ClientIPv4Prefix int64 `json:"clientIPv4Prefix"`
+	ClientIPv6Prefix int64 `json:"clientIPv6Prefix"`
 	// JoinChallengeBits is the proof of work a fresh join must show (0: none).
 	JoinChallengeBits int64 `json:"joinChallengeBits"`
 	// JoinShards is how many arrival shards the joins of an open room spread
@@ -200,6 +206,10 @@ var (
 	ErrChallengeSpent    = errors.New("room: join challenge already used")
 	ErrRateLimited       = errors.New("room: too many requests")  // a *RetryError carries the wait; maps to 429
 	ErrNotClosed         = errors.New("room: room is not closed") // drain: only a closed room's queue is emptied
+	// ErrNotRestorable: the room is missing in Redis and its durable record
+	// cannot be read (package durable); an operator must PUT it again. Not a
+	// Redis outage: it maps to its own 503.
+	ErrNotRestorable = errors.New("room: stored settings unreadable; PUT the room again")
 )
 
 // Clock gives the current time; tests replace it.

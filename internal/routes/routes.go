@@ -23,7 +23,7 @@ const (
 // "{event}", "{token}" (a hold's fencing token) and "{order}" capture the
 // booking routes' ids.
 type Route struct {
-	Method   string // GET, POST, PUT
+	Method   string // GET, POST, PUT, DELETE
 	Path     string // e.g. /api/rooms/{room}/enqueue; under /api/ or, for the edge gate, /.vestibule/
 	Function string // the function API Gateway sends it to
 	Admin    bool   // IAM-authorised in AWS, the admin key locally
@@ -49,6 +49,8 @@ var All = []Route{
 	{"GET", "/api/admin/rooms", Admin, true},
 	{"POST", "/api/admin/rooms/{room}/drain", Admin, true},
 	{"GET", "/api/admin/rooms/{room}/history", Admin, true},
+	{"DELETE", "/api/admin/rooms/{room}", Admin, true},
+	{"GET", "/api/admin/rooms/{room}/log", Admin, true},
 	{"GET", "/api/events/{event}", Booking, false},
 	{"POST", "/api/events/{event}/holds", Booking, false},
 	{"POST", "/api/events/{event}/holds/{token}/confirm", Booking, false},

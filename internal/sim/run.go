@@ -84,6 +84,17 @@ type Config struct {
 	// NoWatch turns off the page's watch (watch.go): the visitors poll
 	// only, as the page did before it read the status between polls.
 	NoWatch bool
+
+	// Rehearsal makes the run leave no trace (vestibule-sim sets it): a
+	// room that exists already is refused (ErrRoomExists) unless Force, and
+	// a room the run created is closed, drained and deleted at the end,
+	// interrupted or not, unless Keep.
+	Rehearsal bool
+	// Force lets a rehearsal rewrite an existing room's settings (it is
+	// then not deleted).
+	Force bool
+	// Keep leaves the room a rehearsal created, for a look afterwards.
+	Keep bool
 }
 
 func (c *Config) defaults() {
@@ -161,6 +172,12 @@ type Result struct {
 	StatsErrors int
 	// Stopped is true when MaxDuration ended the run before every visitor was done.
 	Stopped bool
+	// Interrupted is true when the run's context ended it (Ctrl-C): the
+	// report is of what ran, and visitors not done are left out of the checks.
+	Interrupted bool
+	// Cleanup is what went wrong removing a rehearsal's room ("" when it
+	// was removed, or had not to be).
+	Cleanup string
 	// Booking is the event at the end, when Config.Booking is set.
 	Booking *BookingResult
 
@@ -263,6 +280,10 @@ func (h *eventHeap) Pop() any {
 // ErrSetup means the room could not be prepared through the admin API.
 var ErrSetup = errors.New("sim: room setup failed")
 
+// ErrRoomExists is a rehearsal refused because its room exists: the run
+// would rewrite its settings and leave its visitors there.
+var ErrRoomExists = errors.New("sim: the room exists")
+
 // Run plays the crowd of c through d. adminKey authenticates the admin routes.
 func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, error) {
 	c.defaults()
@@ -270,6 +291,20 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 	if c.OpensAfter > 0 {
 		at := start.Add(c.OpensAfter)
 		c.RoomConfig.OpensAt = &at
+	}
+	created := false
+	if c.Rehearsal {
+		status, body, _, err := d.Do(ctx, "GET", "/api/admin/rooms/"+c.Room, adminKey, nil)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%w: GET room: %v", ErrSetup, err)
+		case status == http.StatusOK && !c.Force:
+			return nil, fmt.Errorf("%w: %s; a rehearsal would rewrite its settings: leave -room out for a fresh room, or pass -force", ErrRoomExists, c.Room)
+		case status == http.StatusNotFound:
+			created = true
+		case status != http.StatusOK:
+			return nil, fmt.Errorf("%w: GET room: status %d: %s", ErrSetup, status, body)
+		}
 	}
 	cfgBody, _ := json.Marshal(c.RoomConfig)
 	status, body, _, err := d.Do(ctx, "PUT", "/api/admin/rooms/"+c.Room, adminKey, cfgBody)
@@ -285,6 +320,9 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 	wallStart := time.Now()
 	res := &Result{Config: c, Driver: d.Name(), Start: start, Visitors: Crowd(c, start),
 		Log: NewRequestLog(start, c.MaxDuration+time.Minute)}
+	if created && !c.Keep {
+		defer func() { res.Cleanup = cleanup(ctx, d, adminKey, c.Room) }()
+	}
 	for i, ch := range c.Changes {
 		res.Marks = append(res.Marks, MarkAt{At: start.Add(ch.At), Change: i})
 	}
@@ -310,9 +348,13 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 	deadline := start.Add(c.MaxDuration)
 	batch := make([]event, 0, 1024)
 
+	interrupted := func(err error) (*Result, error) {
+		res.End, res.Wall, res.Interrupted = d.Now(), time.Since(wallStart), true
+		return res, err
+	}
 	for left > 0 {
 		if err := ctx.Err(); err != nil {
-			return res, err
+			return interrupted(err)
 		}
 		// The next instant something happens: a visitor, a tick or a sample.
 		at := nextSample
@@ -332,6 +374,9 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 			break
 		}
 		if err := d.AdvanceTo(ctx, at); err != nil {
+			if ctx.Err() != nil {
+				return interrupted(err)
+			}
 			return res, err
 		}
 		now := d.Now()
@@ -436,4 +481,29 @@ func (r *Result) sample(ctx context.Context, d Driver, adminKey string, now time
 	s.Waiting, s.Admitted, s.Active = ar.Stats.Waiting, ar.Stats.Admitted, ar.Stats.Active
 	r.MaxInUse = max(r.MaxInUse, s.Admitted+s.Active)
 	r.Samples = append(r.Samples, s)
+}
+
+// cleanup removes a rehearsal's room: closed (no one joins meanwhile),
+// drained, deleted with its grants and sessions. It runs after an interrupt
+// too, so it has a context of its own. It returns what went wrong, if
+// anything ("" when the room is gone).
+func cleanup(ctx context.Context, d Driver, adminKey, id string) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	path := "/api/admin/rooms/" + id
+	for _, step := range []struct{ method, path, body string }{
+		{"PUT", path, `{"mode":"closed"}`},
+		{"POST", path + "/drain", "{}"},
+		{"DELETE", path, ""},
+	} {
+		var body []byte
+		if step.body != "" {
+			body = []byte(step.body)
+		}
+		status, b, _, err := d.Do(ctx, step.method, step.path, adminKey, body)
+		if err != nil || status != http.StatusOK {
+			return fmt.Sprintf("removing room %s: %s %s: status %d: %s %v", id, step.method, step.path, status, b, err)
+		}
+	}
+	return ""
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -152,4 +153,24 @@ func CallJSON(t T, method, url, bearer string, body any) (int, http.Header, map[
 	out := map[string]any{}
 	json.NewDecoder(resp.Body).Decode(&out)
 	return resp.StatusCode, resp.Header, out
+}
+
+// TB is what Missing needs of a test: *testing.T and *testing.B have it.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+}
+
+// Missing reports a tool a test needs and does not find: the test fails
+// when the CI variable is set (`.ci/run` sets it; `make test` installs every
+// tool first, so a missing one there is a broken install, not a choice), and
+// is skipped otherwise, naming how to install it.
+func Missing(t TB, what, install string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is missing in CI (CI=%s): %s", what, os.Getenv("CI"), install)
+		return
+	}
+	t.Skipf("%s is missing; %s", what, install)
 }

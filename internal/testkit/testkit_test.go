@@ -2,11 +2,13 @@ package testkit_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -80,5 +82,28 @@ func TestCallJSON(t *testing.T) {
 		if code != http.StatusCreated || h.Get("X-Seen") != c.seen || out["body"] != c.received {
 			t.Errorf("%v: %d %q %v; want 201 %q %q", c.body, code, h.Get("X-Seen"), out, c.seen, c.received)
 		}
+	}
+}
+
+// fakeTB records what Missing did.
+type fakeTB struct{ failed, skipped string }
+
+func (f *fakeTB) Helper()                           {}
+func (f *fakeTB) Fatalf(format string, args ...any) { f.failed = fmt.Sprintf(format, args...) }
+func (f *fakeTB) Skipf(format string, args ...any)  { f.skipped = fmt.Sprintf(format, args...) }
+
+// A missing tool fails the test under CI and skips it elsewhere.
+func TestMissing(t *testing.T) {
+	t.Setenv("CI", "")
+	var local fakeTB
+	testkit.Missing(&local, "node", "install node")
+	if local.skipped == "" || local.failed != "" {
+		t.Errorf("outside CI: skipped %q, failed %q; want a skip", local.skipped, local.failed)
+	}
+	t.Setenv("CI", "true")
+	var ci fakeTB
+	testkit.Missing(&ci, "node", "install node")
+	if ci.failed == "" || ci.skipped != "" || !strings.Contains(ci.failed, "install node") {
+		t.Errorf("in CI: failed %q, skipped %q; want a failure naming the install", ci.failed, ci.skipped)
 	}
 }

@@ -171,9 +171,9 @@ func readOrCreateSecret(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("token: %w", err)
 	}
-	defer os.Remove(tmp.Name())
+	defer func() { _ = os.Remove(tmp.Name()) }() // linked or failed: a leftover temporary file is harmless
 	if _, err := tmp.WriteString(base64.StdEncoding.EncodeToString(raw) + "\n"); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // the write's error is the one to report
 		return nil, fmt.Errorf("token: %w", err)
 	}
 	if err := tmp.Close(); err != nil {

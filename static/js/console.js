@@ -1,6 +1,6 @@
 // The operator's console: every room's figures, refreshed every few seconds,
 // charts of what this page has seen since it opened (started from the room's
-// last hour as the ticks recorded it), and the actions (pause,
+// last day as the ticks recorded it), and the actions (pause,
 // resume, close, open, capacity and rate), each confirmed in a dialog.
 //
 // It calls the admin routes on its own origin. Served by `vestibule console`
@@ -13,12 +13,15 @@ const KEY = 'vestibule.console.adminKey';
 const params = new URLSearchParams(location.search);
 // ?every=SECONDS changes the refresh (tests use a short one).
 const every = Math.max(0.2, Number(params.get('every')) || 3) * 1000;
-const keep = 1200; // samples per chart: an hour at 3 s
+const keep = 1440 + 1200; // points per chart: a day of history, a minute apart, then an hour at 3 s
 
 const $ = (id) => document.getElementById(id);
 const statusEl = $('status');
 const roomsEl = $('rooms');
 const cards = new Map(); // room id → card
+// The charts by room id, for a look from the browser's developer tools (and the tests).
+const charts = new Map();
+window.__consoleCharts = charts;
 
 const fmt = new Intl.NumberFormat('en');
 const n = (v) => fmt.format(v ?? 0);
@@ -116,6 +119,7 @@ async function change(card, settings, done) {
     status(done);
     card.dirty = false;
     await refresh();
+    if (card.el.querySelector('.audit').open) loadAudit(card);
   } catch (e) {
     status(`Room ${card.id}: ${e.message}`, true);
   } finally {
@@ -149,12 +153,66 @@ function newChart(card) {
       series('admitted/min', '#1e6b43', 'n', [2, 3]),
     ],
     scales: { x: { time: true, range: (u, lo, hi) => (lo === hi ? [lo - 60, hi + 1] : [lo, hi]) }, w: { range: (u, lo, hi) => [0, Math.max(1, hi)] }, n: { range: (u, lo, hi) => [0, Math.max(1, hi)] } },
+    // The legend names the series; their values are the figures above (a
+    // live legend shows "--" until the pointer is on the chart).
+    legend: { live: false },
     axes: [
-      { stroke: '#4f5a67' },
+      // Time labels at least 90 px apart: at uPlot's default 50 px, labels
+      // such as "10:09pm" ran together.
+      { stroke: '#4f5a67', space: 90 },
       { scale: 'w', stroke: '#1d5c8a' },
       { scale: 'n', side: 1, stroke: '#4f5a67', grid: { show: false } },
     ],
   }, card.data, card.plot);
+}
+
+// localInput gives an ISO time as a datetime-local input's value (local
+// time, to the minute); '' for none.
+function localInput(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  const p = (x) => String(x).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+// settingValue reads a settings control as the API wants it.
+function settingValue(input) {
+  const k = input.dataset.setting;
+  if (input.type === 'number') return Number(input.value);
+  if (k === 'opensAt') return input.value ? new Date(input.value).toISOString() : null;
+  return input.value.trim();
+}
+
+// shownSetting says a setting's value for a confirmation: numbers grouped,
+// times local, none for null.
+function shownSetting(k, v) {
+  if (v === null || v === undefined || v === '') return 'none';
+  if (typeof v === 'number') return n(v);
+  if (k === 'opensAt') return clockFmt.format(Date.parse(v));
+  return String(v);
+}
+
+// messageOf gives a page message as {en, ko, …} ('' where none); a plain
+// string is every language's.
+function messageOf(m) {
+  if (typeof m === 'string') return { en: m, ko: m, all: true };
+  return { ...(m || {}) };
+}
+
+// loadAudit fills the card's list of changes (GET …/log), newest first.
+async function loadAudit(card) {
+  const list = card.el.querySelector('[data-field="audit"]');
+  let entries;
+  try {
+    ({ entries } = await api('GET', `/api/admin/rooms/${encodeURIComponent(card.id)}/log`));
+  } catch { return; }
+  list.replaceChildren(...(entries || []).slice().reverse().map((e) => {
+    const li = document.createElement('li');
+    const what = (e.changes || []).map((c) => `${c.setting} ${JSON.stringify(c.old)} → ${JSON.stringify(c.new)}`).join(', ');
+    li.textContent = `${clockFmt.format(Date.parse(e.at))} · ${e.who} · ${e.action === 'change' ? what : e.action + (what ? ': ' + what : '')}`;
+    return li;
+  }));
+  card.el.dataset.audit = String((entries || []).length);
 }
 
 function newCard(id) {
@@ -167,7 +225,7 @@ function newCard(id) {
   h.textContent = id;
   el.querySelector('.actions').setAttribute('aria-label', `Actions on room ${id}`);
   for (const label of el.querySelectorAll('label[data-for]')) {
-    const input = el.querySelector(`[data-setting="${label.dataset.for}"]`) || el.querySelector('[data-page="message"]');
+    const input = label.nextElementSibling;
     input.id = `${label.dataset.for}-${slug}`;
     label.htmlFor = input.id;
   }
@@ -176,6 +234,8 @@ function newCard(id) {
     chart: null, info: null, busy: false, dirty: false,
   };
   el.querySelector('.chart').setAttribute('aria-label', `Chart of room ${id}`);
+  const audit = el.querySelector('.audit');
+  audit.addEventListener('toggle', () => { if (audit.open) loadAudit(card); });
   for (const b of el.querySelectorAll('[data-action]')) {
     b.addEventListener('click', async () => {
       const a = actions[b.dataset.action];
@@ -198,38 +258,61 @@ function newCard(id) {
     const lines = [];
     for (const input of form.querySelectorAll('[data-setting]')) {
       const k = input.dataset.setting;
-      const v = Number(input.value);
-      if (v !== cfg[k]) {
+      const v = settingValue(input);
+      const same = k === 'opensAt' ? input.value === localInput(cfg[k]) : v === (cfg[k] ?? '');
+      if (!same) {
         want[k] = v;
-        lines.push(`${k} ${n(cfg[k])} → ${n(v)}`);
+        lines.push(`${k} ${shownSetting(k, cfg[k])} → ${shownSetting(k, v)}`);
       }
     }
     if (lines.length === 0) {
       status(`Room ${id}: nothing to change.`);
       return;
     }
-    if (await confirmStep(`Change room ${id}?`, `${lines.join(', ')}. It applies from the next admission tick.`)) {
+    if (await confirmStep(`Change room ${id}?`, `${lines.join('\n')}\nIt applies from the next admission tick.`)) {
       await change(card, want, `Room ${id}: ${lines.join(', ')}.`);
     }
     form.querySelector('button').focus();
   });
-  // The waiting page's message (the room's page setting, docs/PAGE.md): one
-  // text for every language here; per-language texts go through the CLI or API.
-  const pageForm = el.querySelector('.page-form');
-  pageForm.addEventListener('input', () => { card.dirty = true; });
-  pageForm.addEventListener('submit', async (ev) => {
-    ev.preventDefault();
-    const text = pageForm.querySelector('[data-page="message"]').value.trim();
-    const page = { ...(card.info.config.page || {}) };
-    if (text) page.message = text; else delete page.message;
-    const summary = text ? `The waiting page will say: "${text}".` : 'The waiting page will show no message.';
-    if (await confirmStep(`Change the message of room ${id}?`, `${summary} Open pages show it at their next poll.`)) {
-      await change(card, { page: Object.keys(page).length ? page : null }, `Room ${id}: message changed.`);
-    }
-    pageForm.querySelector('button').focus();
-  });
+  // The waiting page's title and message (the room's page setting,
+  // docs/PAGE.md), one text per language.
+  textForm(card, el.querySelector('.title-form'), 'title', 'title');
+  textForm(card, el.querySelector('.page-form'), 'message', 'message');
   roomsEl.append(el);
   return card;
+}
+
+// textForm makes form edit the page's text field (title or message), one
+// text per language ([data-FIELD="en"], …); other languages the text has are
+// kept, and the same text in both is sent as one text for every language.
+function textForm(card, form, field, noun) {
+  const id = card.id;
+  form.addEventListener('input', () => { card.dirty = true; });
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const page = { ...(card.info.config.page || {}) };
+    const old = messageOf(page[field]);
+    const text = old.all ? {} : { ...old };
+    delete text.all;
+    const lines = [];
+    const names = { en: 'English', ko: 'Korean' };
+    for (const input of form.querySelectorAll(`[data-${field}]`)) {
+      const l = input.dataset[field];
+      const v = input.value.trim();
+      if (v) text[l] = v; else delete text[l];
+      lines.push(v ? `${names[l]}: "${v}"` : `${names[l]}: no ${noun}`);
+    }
+    const langs = Object.keys(text);
+    let value = text;
+    if (langs.length === 0) value = undefined;
+    else if (langs.length === 2 && text.en === text.ko) value = text.en;
+    if (value === undefined) delete page[field]; else page[field] = value;
+    const summary = `The waiting page's ${noun}:\n${lines.join('\n')}`;
+    if (await confirmStep(`Change the ${noun} of room ${id}?`, `${summary}\nOpen pages show it at their next poll.`)) {
+      await change(card, { page: Object.keys(page).length ? page : null }, `Room ${id}: ${noun} changed.`);
+    }
+    form.querySelector('button').focus();
+  });
 }
 
 function show(card, info, t) {
@@ -238,32 +321,102 @@ function show(card, info, t) {
   const set = (k, v) => { card.el.querySelector(`[data-figure="${k}"]`).textContent = v; };
   set('waiting', n(s.waiting));
   set('admitted', n(s.admitted));
-  set('active', `${n(s.active)} / ${n(c.maxActive)}`);
+  set('active', n(s.active));
+  // The engine holds a place of maxActive for each admitted visitor until
+  // their token is redeemed or expires: both count against it.
+  const held = s.active + s.admitted;
+  set('held', `${n(held)} / ${n(c.maxActive)}` + (c.maxActive > 0 ? ` (${Math.floor(held * 100 / c.maxActive)}%)` : ''));
   set('admittedLastMinute', `${n(s.admittedLastMinute)} / ${n(c.admitPerMinute)}`);
   const mode = card.el.querySelector('[data-field="mode"]');
-  mode.textContent = c.mode;
-  mode.dataset.mode = c.mode;
+  // A room that could not be read (its stored record unreadable) says why;
+  // before its opening a room in queue mode is a pre-queue: say so.
+  const prequeue = c.mode === 'queue' && c.opensAt && Date.parse(c.opensAt) > Date.now();
+  mode.textContent = info.error ? `error: ${info.error.message}` : prequeue ? 'pre-queue' : c.mode;
+  mode.dataset.mode = info.error ? 'error' : c.mode;
   card.el.dataset.mode = c.mode;
   const form = card.el.querySelector('.settings');
   if (!card.dirty && !form.contains(document.activeElement)) {
-    for (const input of form.querySelectorAll('[data-setting]')) input.value = c[input.dataset.setting];
+    for (const input of form.querySelectorAll('[data-setting]')) {
+      const k = input.dataset.setting;
+      input.value = k === 'opensAt' ? localInput(c[k]) : (c[k] ?? '');
+    }
   }
   const pageForm = card.el.querySelector('.page-form');
   if (!card.dirty && !pageForm.contains(document.activeElement)) {
-    const m = c.page?.message;
-    pageForm.querySelector('[data-page="message"]').value = typeof m === 'string' ? m : (m?.en ?? '');
+    const m = messageOf(c.page?.message);
+    for (const ta of pageForm.querySelectorAll('[data-message]')) ta.value = m[ta.dataset.message] ?? '';
   }
+  const titleForm = card.el.querySelector('.title-form');
+  if (!card.dirty && !titleForm.contains(document.activeElement)) {
+    const m = messageOf(c.page?.title);
+    for (const input of titleForm.querySelectorAll('[data-title]')) input.value = m[input.dataset.title] ?? '';
+  }
+  showOpening(card);
   updateButtons(card);
 
   const d = card.data;
   d[0].push(t); d[1].push(s.waiting); d[2].push(s.active); d[3].push(s.admitted); d[4].push(s.admittedLastMinute);
   if (d[0].length > keep) for (const a of d) a.shift();
   card.el.dataset.samples = String(d[0].length);
-  if (!card.chart) card.chart = newChart(card);
+  if (!card.chart) {
+    card.chart = newChart(card);
+    charts.set(card.id, card.chart);
+  }
   else card.chart.setData(d);
 }
 
-// seedHistory starts a new card's chart from the room's last hour as the
+// duration says a number of seconds as 1:02:03, 2:03 or 0:05.
+function duration(sec) {
+  sec = Math.max(0, Math.floor(sec));
+  const h = Math.floor(sec / 3600);
+  const m = Math.floor((sec % 3600) / 60);
+  const ss = String(sec % 60).padStart(2, '0');
+  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${ss}` : `${m}:${ss}`;
+}
+
+const clockFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+
+// showOpening tells where a room with an opening time stands: before it,
+// the countdown, the visitors pre-queued and the lottery's commitment; after
+// it, the published seed that verify-draw checks tickets against.
+function showOpening(card) {
+  const el = card.el.querySelector('[data-field="opening"]');
+  const c = card.info.config;
+  const st = card.status;
+  card.el.querySelector('[data-figure="pace"]').textContent = st ? `${n(Math.round(st.ratePerMinute))} / min` : '–';
+  card.el.querySelector('[data-figure="eta"]').textContent = st?.etaSeconds == null ? '–' : duration(st.etaSeconds);
+  if (!c.opensAt) {
+    el.hidden = true;
+    delete card.el.dataset.opening;
+    return;
+  }
+  const at = Date.parse(c.opensAt);
+  const left = (at - Date.now()) / 1000;
+  el.hidden = false;
+  if (left > 0) {
+    el.dataset.state = 'prequeue';
+    card.el.dataset.opening = 'prequeue';
+    el.textContent = `Pre-queue: opens ${clockFmt.format(at)} (in ${duration(Math.ceil(left))}) · ${n(card.info.stats.waiting)} pre-queued`
+      + (st?.drawCommitment ? ` · draw committed ${st.drawCommitment}` : '');
+  } else {
+    el.dataset.state = 'open';
+    card.el.dataset.opening = 'open';
+    el.textContent = `Opened ${clockFmt.format(at)} (${duration(-left)} ago)`
+      + (st?.drawSeed ? ` · draw seed published ${st.drawSeed} (vestibule verify-draw checks a ticket)` : '');
+  }
+}
+
+// readStatus reads the room's public status (pace, wait, commitment, seed).
+async function readStatus(card) {
+  try {
+    card.status = await api('GET', `/api/rooms/${encodeURIComponent(card.id)}/status`);
+  } catch {
+    card.status = null;
+  }
+  if (card.info) showOpening(card);
+}
+
+// seedHistory starts a new card's chart from the room's last day as the
 // admission ticks recorded it (GET …/history, a point a minute), ahead of the
 // samples this page takes; a deployment without the route leaves the chart to
 // those samples.
@@ -296,6 +449,7 @@ async function refresh() {
     const { rooms } = await api('GET', '/api/admin/rooms');
     const t = Date.now() / 1000;
     const seen = new Set();
+    let added = false;
     for (const info of rooms) {
       seen.add(info.room);
       let card = cards.get(info.room);
@@ -303,11 +457,20 @@ async function refresh() {
         card = newCard(info.room);
         cards.set(info.room, card);
         seedHistory(card);
+        added = true;
       }
       show(card, info, t);
+      readStatus(card);
     }
     for (const [id, card] of cards) {
-      if (!seen.has(id)) { card.el.remove(); cards.delete(id); }
+      if (!seen.has(id)) { card.el.remove(); cards.delete(id); charts.delete(id); }
+    }
+    // The busiest rooms first, ordered when rooms come or go only: cards do
+    // not move under the operator's pointer at every refresh.
+    if (added) {
+      const busy = (c) => c.info.stats.waiting + c.info.stats.admitted + c.info.stats.active;
+      const order = [...cards.values()].sort((a, b) => busy(b) - busy(a) || a.id.localeCompare(b.id));
+      for (const c of order) roomsEl.append(c.el);
     }
     $('empty').hidden = rooms.length > 0;
     document.body.dataset.updated = String(t);
@@ -331,6 +494,42 @@ async function refresh() {
   }
   timer = setTimeout(refresh, every);
 }
+
+// Creating a room: the settings the form gives over the deployment's
+// defaults, after a confirmation; a room that exists is refused (changing
+// it is its card's job).
+$('create-form').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const f = $('create-form');
+  if (!f.reportValidity()) return;
+  const id = f.elements.id.value.trim();
+  const want = {
+    originUrl: f.elements.originUrl.value.trim(),
+    maxActive: Number(f.elements.maxActive.value),
+    admitPerMinute: Number(f.elements.admitPerMinute.value),
+  };
+  if (f.elements.opensAt.value) want.opensAt = new Date(f.elements.opensAt.value).toISOString();
+  const path = `/api/admin/rooms/${encodeURIComponent(id)}`;
+  try {
+    await api('GET', path);
+    status(`Room ${id} exists already: change it on its card.`, true);
+    return;
+  } catch (e) {
+    if (e.code !== 'unknown_room') { status(`Room ${id}: ${e.message}`, true); return; }
+  }
+  const lines = Object.entries(want).map(([k, v]) => `${k} ${shownSetting(k, v)}`);
+  if (!(await confirmStep(`Create room ${id}?`, `${lines.join('\n')}\nThe other settings take the deployment's defaults.`))) return;
+  try {
+    await api('PUT', path, want);
+    status(`Room ${id} created.`);
+    f.reset();
+    $('new-room').open = false;
+    await refresh();
+    cards.get(id)?.el.querySelector('h2')?.scrollIntoView({ block: 'nearest' });
+  } catch (e) {
+    status(`Room ${id}: ${e.message}`, true);
+  }
+});
 
 $('keyform').addEventListener('submit', (ev) => {
   ev.preventDefault();

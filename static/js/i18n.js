@@ -1,5 +1,6 @@
-// Korean and English texts. The language comes from a remembered choice, then
-// navigator.language; {n}-style placeholders are filled by t().
+// Korean and English texts. The language comes from the page's address
+// (&lang=ko), then a remembered choice, then navigator.language; {n}-style
+// placeholders are filled by t().
 const texts = {
   en: {
     skip: 'Skip to content',
@@ -57,6 +58,7 @@ const texts = {
     sayPosition: 'You are number {n} in line. Estimated wait: {eta}.',
     sayPositionAbout: 'You are about number {n} in line. Estimated wait: {eta}.',
     sayPrequeue: 'The line opens in {eta}.',
+    drawRef: 'Your lottery reference: {visitor}, draw {draw}. After the opening anyone can check that the draw was fair: vestibule verify-draw --room {room} --visitor {visitor}',
     logo: 'Event logo',
     other: '한국어',
     otherLang: 'ko',
@@ -117,6 +119,7 @@ const texts = {
     sayPosition: '현재 {n}번째입니다. 예상 대기 시간은 {eta}입니다.',
     sayPositionAbout: '현재 약 {n}번째입니다. 예상 대기 시간은 {eta}입니다.',
     sayPrequeue: '대기열이 {eta} 후에 열립니다.',
+    drawRef: '내 추첨 확인 번호: {visitor}, 추첨값 {draw}. 대기열이 열린 뒤 누구나 추첨이 공정했는지 확인할 수 있습니다: vestibule verify-draw --room {room} --visitor {visitor}',
     logo: '행사 로고',
     other: 'English',
     otherLang: 'en',
@@ -127,7 +130,19 @@ const KEY = 'vestibule:lang';
 let lang = pick();
 let picked = '';   // the language picked with the switch on this page
 
+// fromURL is the language the page's address asks for (?lang=ko, or a tag
+// such as ko-KR), when the page has it.
+function fromURL() {
+  let l = '';
+  try { l = String(new URLSearchParams(location.search).get('lang') || '').toLowerCase(); } catch { /* no address */ }
+  if (texts[l]) return l;
+  const base = l.split('-')[0];
+  return texts[base] ? base : '';
+}
+
 function pick() {
+  const asked = fromURL();
+  if (asked) return asked;
   let saved = null;
   try { saved = localStorage.getItem(KEY); } catch { /* storage off: use the browser's language */ }
   if (saved && texts[saved]) return saved;
@@ -148,7 +163,7 @@ export function preferred() {
   let saved = null;
   try { saved = localStorage.getItem(KEY); } catch { /* storage off */ }
   const langs = navigator.languages && navigator.languages.length ? navigator.languages : [navigator.language || 'en'];
-  return [...new Set([picked, saved, ...langs, lang].filter(Boolean).map(l => String(l).toLowerCase()))];
+  return [...new Set([picked, fromURL(), saved, ...langs, lang].filter(Boolean).map(l => String(l).toLowerCase()))];
 }
 
 export function set(l) {

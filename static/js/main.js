@@ -11,6 +11,7 @@ import { pickText, accent, safeLogo } from './brand.js';
 import { estimate } from './estimate.js';
 import * as turn from './turn.js';
 import * as watch from './watch.js';
+import { ticketRef } from './ticket.js';
 
 const ROOM_RE = /^[A-Za-z0-9_-]{1,64}$/;
 const MOVE_DELAY_MS = 1500;        // long enough to read "It's your turn"
@@ -158,6 +159,7 @@ function render(v) {
       if (!opening) tickTimer = setTimeout(tick, (left % 1000 || 1000) + 20);
     };
     tick();
+    renderDrawRef();
   } else if (counting && !v.heldAt) {
     // Between polls the place counts down by itself; nothing is sent, and the
     // live region is not touched (announce() speaks at polls only).
@@ -173,6 +175,17 @@ function render(v) {
   if (target && s === 'admitted') $('go').href = target;
   renderNotify(s);
   announce(v, branded.closedMessage ? $('lead').textContent : '');
+}
+
+// renderDrawRef shows, in the pre-queue, what the visitor can check the
+// lottery with: their visitor id and draw, from their ticket, and the command
+// that checks them against the seed published at the opening.
+function renderDrawRef() {
+  const saved = storage.get(TICKET);
+  const ref = saved && ticketRef(saved.ticket);
+  const el = $('draw-ref');
+  show(el, !!(ref && ref.draw > 0));
+  el.textContent = ref && ref.draw > 0 ? t('drawRef', { visitor: ref.visitor, draw: ref.draw.toFixed(6), room }) : '';
 }
 
 // renderPlace shows the place in line, the people ahead, the wait and the

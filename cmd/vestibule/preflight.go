@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/servicequotas"
+)
+
+// vestibule preflight: what the account must give the synthesized stack before `cdk deploy`
+// (make deploy runs it after cfn-lint): Lambda concurrency for what the template reserves, API
+// Gateway's account throttle against the stage's, and the cdk-nag rules the template suppresses,
+// each with its reason. A failed check stops the deploy; a warning is printed.
+
+// Lambda keeps at least this much of an account's concurrency unreserved (some accounts 50):
+// a reservation that leaves less makes the deploy roll back.
+const minUnreserved = 10
+
+// onSaleConcurrency is the account concurrency an on-sale needs (docs/DEPLOY.md, "Quotas").
+const onSaleConcurrency = 1000
+
+// API Gateway's account-level throttle, requests a second per region (Service Quotas).
+const (
+	apiGatewayService    = "apigateway"
+	apiGatewayThrottleID = "L-8A5B8E43"
+)
+
+// LambdaAccount is the part of the Lambda API preflight uses.
+type LambdaAccount interface {
+	GetAccountSettings(ctx context.Context, in *lambda.GetAccountSettingsInput, optFns ...func(*lambda.Options)) (*lambda.GetAccountSettingsOutput, error)
+}
+
+// QuotaReader is the part of the Service Quotas API preflight uses.
+type QuotaReader interface {
+	GetServiceQuota(ctx context.Context, in *servicequotas.GetServiceQuotaInput, optFns ...func(*servicequotas.Options)) (*servicequotas.GetServiceQuotaOutput, error)
+}
+
+// errPreflight is returned when a check failed; the report says which.
+var errPreflight = errors.New("preflight: a check failed; see above")
+
+// preflight runs `vestibule preflight --template FILE`.
+func (c *command) preflight(ctx context.Context, pos []string) error {
+	if len(pos) > 0 {
+		return usageError("preflight takes no arguments: --template FILE names the synthesized template")
+	}
+	if c.template == "" {
+		return usageError("preflight needs --template FILE (make deploy passes cdk.out.deploy/<stack>.template.json)")
+	}
+	tmpl, err := os.ReadFile(c.template)
+	if err != nil {
+		return err
+	}
+	var opts []func(*config.LoadOptions) error
+	if c.g.target.Profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(c.g.target.Profile))
+	}
+	if c.g.target.Region != "" {
+		opts = append(opts, config.WithRegion(c.g.target.Region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return errors.New("no AWS region: pass --region, or set AWS_REGION")
+	}
+	return runPreflight(ctx, tmpl, lambda.NewFromConfig(cfg), servicequotas.NewFromConfig(cfg), c.stdout)
+}
+
+// nagMetadata is the cdk_nag metadata of a template or a resource: the rules it suppresses.
+type nagMetadata struct {
+	CdkNag struct {
+		Rules []struct {
+			ID     string `json:"id"`
+			Reason string `json:"reason"`
+		} `json:"rules_to_suppress"`
+	} `json:"cdk_nag"`
+}
+
+// template is the part of a synthesized template preflight reads.
+type template struct {
+	Metadata  nagMetadata `json:"Metadata"`
+	Resources map[string]struct {
+		Type       string         `json:"Type"`
+		Properties map[string]any `json:"Properties"`
+		Metadata   nagMetadata    `json:"Metadata"`
+	} `json:"Resources"`
+}
+
+// runPreflight checks the account against the template and prints one line per check.
+func runPreflight(ctx context.Context, raw []byte, lam LambdaAccount, quotas QuotaReader, out io.Writer) error {
+	var t template
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return fmt.Errorf("the template is not JSON: %w", err)
+	}
+	if len(t.Resources) == 0 {
+		return errors.New("the template has no resources: is it a synthesized Vestibule stack?")
+	}
+	failed := false
+	report := func(level, check, detail string) {
+		if level == "FAIL" {
+			failed = true
+		}
+		fmt.Fprintf(out, "%-4s  %-22s %s\n", level, check, detail)
+	}
+
+	// What the template asks of the account.
+	var reserved, stageRate float64
+	for _, r := range t.Resources {
+		switch r.Type {
+		case "AWS::Lambda::Function":
+			if v, ok := r.Properties["ReservedConcurrentExecutions"].(float64); ok {
+				reserved += v
+			}
+		case "AWS::ApiGatewayV2::Stage":
+			if rs, ok := r.Properties["DefaultRouteSettings"].(map[string]any); ok {
+				if v, ok := rs["ThrottlingRateLimit"].(float64); ok {
+					stageRate = max(stageRate, v)
+				}
+			}
+		}
+	}
+
+	// Lambda concurrency.
+	if acct, err := lam.GetAccountSettings(ctx, &lambda.GetAccountSettingsInput{}); err != nil {
+		// Not a failure: a deploy role may lack the permission and the deploy still work.
+		report("warn", "lambda concurrency", "cannot read the account's settings (lambda:GetAccountSettings): "+err.Error())
+	} else if l := acct.AccountLimit; l == nil {
+		report("FAIL", "lambda concurrency", "the account's settings carry no limit")
+	} else {
+		total, unreserved := float64(l.ConcurrentExecutions), float64(aws.ToInt32(l.UnreservedConcurrentExecutions))
+		switch {
+		case unreserved-reserved < minUnreserved:
+			report("FAIL", "lambda concurrency", fmt.Sprintf("the template reserves %.0f, leaving %.0f of %.0f unreserved: Lambda keeps at least %d, "+
+				"so the deploy would roll back (deploy without admitReservedConcurrency, or raise the quota)", reserved, unreserved-reserved, total, minUnreserved))
+		case total < onSaleConcurrency:
+			report("warn", "lambda concurrency", fmt.Sprintf("%.0f concurrent executions: enough to deploy, too few for an on-sale; "+
+				"ask for %d through Service Quotas (Lambda, Concurrent executions)", total, onSaleConcurrency))
+		default:
+			report("ok", "lambda concurrency", fmt.Sprintf("%.0f, %.0f unreserved; the template reserves %.0f", total, unreserved, reserved))
+		}
+	}
+
+	// API Gateway's account throttle against the stage's.
+	q, err := quotas.GetServiceQuota(ctx, &servicequotas.GetServiceQuotaInput{
+		ServiceCode: aws.String(apiGatewayService), QuotaCode: aws.String(apiGatewayThrottleID),
+	})
+	switch {
+	case err != nil:
+		report("warn", "api gateway throttle", "cannot read the quota ("+apiGatewayThrottleID+"): "+err.Error())
+	case q.Quota == nil || q.Quota.Value == nil:
+		report("warn", "api gateway throttle", "the quota has no value")
+	case stageRate > *q.Quota.Value:
+		report("warn", "api gateway throttle", fmt.Sprintf("the account allows %.0f requests a second, the stage %.0f: the account's limit "+
+			"throttles first (shared by every API of the account in the region); raise it or lower apiRateLimit", *q.Quota.Value, stageRate))
+	default:
+		report("ok", "api gateway throttle", fmt.Sprintf("the account allows %.0f requests a second, the stage %.0f", *q.Quota.Value, stageRate))
+	}
+
+	// The cdk-nag findings the template accepts, each with its reason.
+	// (stack-wide suppressions are the template's metadata, the others a resource's)
+	type rule struct {
+		reason    string
+		resources int // 0: the whole stack
+	}
+	rules := map[string]*rule{}
+	add := func(m nagMetadata, resource bool) {
+		for _, s := range m.CdkNag.Rules {
+			key := s.ID + "\x00" + s.Reason
+			if rules[key] == nil {
+				rules[key] = &rule{reason: s.Reason}
+			}
+			if resource {
+				rules[key].resources++
+			}
+		}
+	}
+	add(t.Metadata, false)
+	for _, r := range t.Resources {
+		add(r.Metadata, true)
+	}
+	keys := make([]string, 0, len(rules))
+	for k := range rules {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) == 0 {
+		report("warn", "cdk-nag", "the template suppresses no cdk-nag rule: was it synthesized from this repository?")
+	}
+	for _, k := range keys {
+		id, _, _ := strings.Cut(k, "\x00")
+		where := "stack-wide"
+		if n := rules[k].resources; n > 0 {
+			where = fmt.Sprintf("on %d resources", n)
+		}
+		report("ok", "cdk-nag "+strings.TrimPrefix(id, "AwsSolutions-"), "accepted "+where+": "+rules[k].reason)
+	}
+	if failed {
+		return errPreflight
+	}
+	return nil
+}

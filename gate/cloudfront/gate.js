@@ -1,0 +1,205 @@
+// Vestibule's edge gate: a CloudFront Function (runtime cloudfront-js-2.0) on
+// the distribution in front of a booking site, associated at viewer request
+// and at viewer response. At viewer request it makes exactly the decisions of
+// gate.Decide (gate/decide.go), and the parity test (gate/parity_test.go) runs
+// this file in node against that Go function:
+//
+//   1. the gate's routes, /.vestibule/enter and /.vestibule/leave, pass;
+//   2. an open path passes ("/x" exact, "/x/*" prefix);
+//   3. a request with a valid "__Host-vestibule" session cookie of the room
+//      passes (of the cookies of the grammar, room and an unexpired session,
+//      the first three have their MAC checked);
+//   4. a request with a receipt of an ended session ("end." + the session's
+//      cookie) gets a 302 to /.vestibule/leave, which completes it;
+//   5. anything else gets a 302 to the waiting room, with the path to return to.
+//
+// Steps 1 and 2 never match a path holding "..", "\", "%2e" or "%5c".
+//
+// At viewer response it removes the header "vestibule-session" that the site
+// may send, and when its value is "end" and the request carried a valid
+// session, replaces the session cookie with its receipt (gate's endWriter).
+//
+// Do not deploy this file as it is: gate.CloudFrontFunction fills in CONFIG
+// (the line below is replaced whole) and drops comment lines and indentation.
+// The cookie keys come from the KeyValueStore associated with the function:
+// "key:<kid>" holds the HMAC key as 64 hex digits (gate.KeyRing.KVSEntries).
+// Only ES features of CloudFront's runtime are used; no export (CloudFront
+// calls handler by name).
+import cf from 'cloudfront';
+import crypto from 'crypto';
+
+const CONFIG = {"room":"demo","redirect":"http://localhost:8080/?room=demo&return=","open":["/favicon.ico","/robots.txt","/static/*"]};
+
+const kvs = cf.kvs();
+const COOKIE = '__Host-vestibule';
+const RECEIPT = 'end.';
+const END_HEADER = 'vestibule-session';
+// At most this many cookies of that name are read (gate.MaxCookieValues), and
+// the MACs of at most this many candidates checked (gate.MaxCookieCandidates).
+const VALUES = 32;
+const CANDIDATES = 3;
+const MAX_COOKIE = 256;
+const MAX_RETURN = 1024;
+// v1.<kid>.<room>.<seq>.<expiry>.<mac>; groups: kid, room, expiry, mac.
+const FORMAT = /^v1\.([A-Za-z0-9_-]{1,16})\.([A-Za-z0-9_-]{1,64})\.(?:0|[1-9][0-9]{0,17})\.([1-9][0-9]{0,10})\.([A-Za-z0-9_-]{43})$/;
+const HEX_KEY = /^[0-9a-f]{64}$/;
+const TRAVERSAL = /\.\.|\\|%2e|%5c/i;
+const RETURN_CHARS = /^[A-Za-z0-9\-._~!$&'()*+,;=:@\/?%]*$/;
+
+async function handler(event) {
+    if (event.response) {
+        return respond(event.request, event.response);
+    }
+    const req = event.request;
+    const path = req.uri;
+    if (!TRAVERSAL.test(path) && (path === '/.vestibule/enter' || path === '/.vestibule/leave' || isOpen(path))) {
+        return req;
+    }
+    const s = await session(req);
+    if (s.value) {
+        return req;
+    }
+    return {
+        statusCode: 302,
+        statusDescription: 'Found',
+        headers: {
+            'location': { value: s.receipt ? '/.vestibule/leave' : CONFIG.redirect + encodeURIComponent(returnPath(req)) },
+            'cache-control': { value: 'no-store' }
+        }
+    };
+}
+
+// session finds the request's session as gate's decide does: value is the
+// cookie that holds a valid session ('' if none), receipt whether a receipt
+// of an unexpired session of the room came instead.
+async function session(req) {
+    const out = { value: '', expiry: 0, receipt: false };
+    const c = req.cookies ? req.cookies[COOKIE] : undefined;
+    if (!c) {
+        return out;
+    }
+    const values = c.multiValue || [c];
+    let checked = 0;
+    for (let i = 0; i < values.length && i < VALUES; i++) {
+        const v = values[i].value;
+        if (typeof v === 'string' && v.indexOf(RECEIPT) === 0) {
+            if (parse(v.slice(RECEIPT.length))) {
+                out.receipt = true;
+            }
+            continue;
+        }
+        const m = parse(v);
+        if (!m || checked === CANDIDATES) {
+            continue;
+        }
+        checked++;
+        if (await valid(v, m)) {
+            out.value = v;
+            out.expiry = Number(m[3]);
+            return out;
+        }
+    }
+    return out;
+}
+
+// respond is the viewer-response side: the site's "vestibule-session: end"
+// replaces a valid session cookie with its receipt; the header never reaches
+// the browser.
+async function respond(req, res) {
+    const h = res.headers && res.headers[END_HEADER];
+    if (!h) {
+        return res;
+    }
+    delete res.headers[END_HEADER];
+    const values = h.multiValue || [h];
+    let end = false;
+    for (let i = 0; i < values.length; i++) {
+        end = end || String(values[i].value).replace(/^[ \t]+|[ \t]+$/g, '').toLowerCase() === 'end';
+    }
+    if (!end) {
+        return res;
+    }
+    const s = await session(req);
+    if (!s.value) {
+        return res;
+    }
+    const maxAge = s.expiry - Math.floor(Date.now() / 1000);
+    res.cookies = res.cookies || {};
+    res.cookies[COOKIE] = {
+        value: RECEIPT + s.value,
+        attributes: 'Path=/; Expires=' + new Date(s.expiry * 1000).toUTCString() + '; Max-Age=' + maxAge + '; HttpOnly; Secure; SameSite=Lax'
+    };
+    return res;
+}
+
+function isOpen(path) {
+    const open = CONFIG.open;
+    for (let i = 0; i < open.length; i++) {
+        const p = open[i];
+        if (p.charAt(p.length - 1) === '*' ? path.indexOf(p.slice(0, -1)) === 0 : path === p) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// parse makes gate.Verify's checks that need no key: size, grammar, room,
+// expiry. It returns the match, or null.
+function parse(v) {
+    if (typeof v !== 'string' || v.length > MAX_COOKIE) {
+        return null;
+    }
+    const m = FORMAT.exec(v);
+    if (!m || m[2] !== CONFIG.room || Number(m[3]) <= Math.floor(Date.now() / 1000)) {
+        return null;
+    }
+    return m;
+}
+
+// valid makes the checks that need the key, of a value parse accepted (m):
+// the key named by its kid, and the MAC, compared in constant time.
+async function valid(v, m) {
+    let hex;
+    try {
+        hex = await kvs.get('key:' + m[1]);
+    } catch (e) {
+        // No such key (unknown or dropped kid), or the store failed: refuse.
+        return false;
+    }
+    if (typeof hex !== 'string' || !HEX_KEY.test(hex)) {
+        return false;
+    }
+    const want = crypto.createHmac('sha256', Buffer.from(hex, 'hex')).update(v.slice(0, v.length - 44)).digest('base64url');
+    const got = m[4];
+    let diff = want.length ^ got.length;
+    for (let i = 0; i < got.length; i++) {
+        diff |= want.charCodeAt(i) ^ got.charCodeAt(i);
+    }
+    return diff === 0;
+}
+
+// returnPath is gate's returnPath: "/" but for GET and HEAD; else the path and
+// the query rebuilt from CloudFront's parsed query string as sorted name=value
+// pairs; "/" unless it starts with exactly one "/", holds only RFC 3986 path
+// and query characters and is at most MAX_RETURN long.
+function returnPath(req) {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+        return '/';
+    }
+    let t = req.uri;
+    const qs = req.querystring || {};
+    const pairs = [];
+    for (const name in qs) {
+        const values = qs[name].multiValue || [qs[name]];
+        for (let i = 0; i < values.length; i++) {
+            pairs.push(name + '=' + values[i].value);
+        }
+    }
+    if (pairs.length > 0) {
+        t += '?' + pairs.sort().join('&');
+    }
+    if (t.length > MAX_RETURN || t.charAt(0) !== '/' || t.charAt(1) === '/' || !RETURN_CHARS.test(t)) {
+        return '/';
+    }
+    return t;
+}

@@ -1,0 +1,176 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// The audit trail of admin changes (docs/OPERATING.md, "Who changed what"):
+// every PUT, drain and DELETE of a room records who made it, when, and each
+// setting's old and new value, in the room's audit log (room.Auditor, a
+// capped list in Redis) and as an "admin change" log line.
+
+// caller names who makes an admin call: the IAM principal API Gateway
+// authorised (its ARN; else its caller or account id), or "admin key" on a
+// local stack; " via the console" when the operator's console sent it.
+func (h *Handler) caller(r *request) string {
+	who := "admin key"
+	if h.o.AdminAuth == AdminIAM {
+		who = "unknown IAM principal"
+		if a := r.ev.RequestContext.Authorizer; a != nil && a.IAM != nil {
+			switch {
+			case a.IAM.UserARN != "":
+				who = a.IAM.UserARN
+			case a.IAM.CallerID != "":
+				who = "caller " + a.IAM.CallerID
+			case a.IAM.AccountID != "":
+				who = "account " + a.IAM.AccountID
+			}
+		}
+	}
+	if r.header("x-vestibule-console") != "" {
+		who += " via the console"
+	}
+	return who
+}
+
+// settingChanges lists the settings whose JSON differs between two configs
+// (nil: none, every value null), by name.
+func settingChanges(before, after *room.Config) []room.AuditChange {
+	fields := func(c *room.Config) map[string]json.RawMessage {
+		m := map[string]json.RawMessage{}
+		if c != nil {
+			b, _ := json.Marshal(c)
+			json.Unmarshal(b, &m)
+		}
+		return m
+	}
+	old, cur := fields(before), fields(after)
+	var names []string
+	for k := range old {
+		names = append(names, k)
+	}
+	for k := range cur {
+		if _, ok := old[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	null := json.RawMessage("null")
+	var out []room.AuditChange
+	for _, k := range names {
+		o, n := old[k], cur[k]
+		if o == nil {
+			o = null
+		}
+		if n == nil {
+			n = null
+		}
+		if !bytes.Equal(o, n) {
+			out = append(out, room.AuditChange{Setting: k, Old: o, New: n})
+		}
+	}
+	return out
+}
+
+// record keeps an audit entry and logs it. Failing to keep it does not undo
+// the change: it is logged as an error.
+func (h *Handler) record(ctx context.Context, r *request, a room.AuditEntry) {
+	a.At, a.Who = r.now.UTC(), h.caller(r)
+	changes, _ := json.Marshal(a.Changes)
+	attrs := []slog.Attr{slog.String("room", r.room), slog.String("who", a.Who), slog.String("action", a.Action),
+		slog.String("changes", string(changes)), slog.Int64("removed", a.Removed)}
+	h.o.Logger.LogAttrs(ctx, slog.LevelInfo, "admin change", attrs...)
+	au, ok := h.o.Queue.(room.Auditor)
+	if !ok {
+		return
+	}
+	if err := au.AppendAudit(context.WithoutCancel(ctx), r.room, a); err != nil {
+		h.o.Logger.LogAttrs(ctx, slog.LevelError, "admin change not kept in the audit log",
+			append(attrs, slog.String("error", err.Error()))...)
+	}
+}
+
+// audited records a change of a room's settings from before (nil: created)
+// to after (nil: deleted).
+func (h *Handler) audited(ctx context.Context, r *request, before, after *room.Config) {
+	a := room.AuditEntry{Action: "change", Changes: settingChanges(before, after)}
+	switch {
+	case before == nil:
+		a.Action = "create"
+	case after == nil:
+		a.Action, a.Changes = "delete", nil
+	}
+	h.record(ctx, r, a)
+}
+
+// putRoomAudited is putRoom with its audit entry: the settings before (none
+// for a new room) and as stored.
+func (h *Handler) putRoomAudited(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	var before *room.Config
+	if cfg, err := h.o.Queue.GetConfig(ctx, r.room); err == nil {
+		before = &cfg
+	} else if !errors.Is(err, room.ErrUnknownRoom) {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	resp, err := h.putRoom(ctx, r)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	var out struct {
+		Config room.Config `json:"config"`
+	}
+	if json.Unmarshal([]byte(resp.Body), &out) == nil {
+		if before == nil || len(settingChanges(before, &out.Config)) > 0 {
+			h.audited(ctx, r, before, &out.Config)
+		}
+	}
+	return resp, nil
+}
+
+// drainRoomAudited is drainRoom with its audit entry.
+func (h *Handler) drainRoomAudited(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	resp, err := h.drainRoom(ctx, r)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	var out struct {
+		Removed int64 `json:"removed"`
+	}
+	json.Unmarshal([]byte(resp.Body), &out)
+	h.record(ctx, r, room.AuditEntry{Action: "drain", Removed: out.Removed})
+	return resp, nil
+}
+
+// roomLog answers the room's audit log, oldest first. A deleted room's log
+// stays readable; a room that never had an entry and does not exist is 404.
+func (h *Handler) roomLog(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	var entries []room.AuditEntry
+	if au, ok := h.o.Queue.(room.Auditor); ok {
+		var err error
+		if entries, err = au.Audit(ctx, r.room); err != nil {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+	}
+	if len(entries) == 0 {
+		if _, err := h.o.Queue.GetConfig(ctx, r.room); err != nil {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+	}
+	if entries == nil {
+		entries = []room.AuditEntry{}
+	}
+	return jsonResponse(http.StatusOK, struct {
+		Room    string            `json:"room"`
+		Entries []room.AuditEntry `json:"entries"`
+	}{r.room, entries}), nil
+}

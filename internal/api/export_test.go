@@ -1,0 +1,4 @@
+package api
+
+// DuplicateKey is duplicateKey, for the fuzzers' oracle.
+var DuplicateKey = duplicateKey
