@@ -35,10 +35,12 @@ type GateOptions struct {
 }
 
 // siteHeader is the header that names the protected site's host when the
-// request comes through a proxy: CloudFront does not forward the viewer's
-// Host to the API (the API needs its own), so the distribution's
-// /.vestibule/* behaviour copies it here (infra/stack/gate.go); the local
-// stack's proxy sets it too. Without it, Host is the site.
+// request comes through CloudFront, which does not forward the viewer's Host
+// to the API (the API needs its own): the distribution's /.vestibule/*
+// behaviour copies it here (infra/stack/gate.go). Anyone can send the header,
+// so it is believed only on a request that carries CloudFront's origin
+// secret (request.viaEdge); otherwise, and always without an EdgeGuard (make
+// dev, whose proxy keeps the site's Host), Host is the site.
 const siteHeader = "x-forwarded-host"
 
 // Errors of the gate's routes that the rest of the API does not have.
@@ -62,9 +64,10 @@ func enterURL(originURL string) string {
 	return u.Scheme + "://" + u.Host + gate.VestibulePrefix + "enter"
 }
 
-// site returns the host the visitor's browser asked for.
+// site returns the host the visitor's browser asked for: X-Forwarded-Host
+// on a request that provably came through CloudFront, else Host.
 func (r *request) site() string {
-	if h := r.header(siteHeader); h != "" {
+	if h := r.header(siteHeader); h != "" && r.viaEdge {
 		first, _, _ := strings.Cut(h, ",")
 		return strings.TrimSpace(first)
 	}

@@ -13,12 +13,14 @@ import (
 
 	"github.com/vestibule-dev/vestibule/gate"
 	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
-// site is the protected site of the gate tests; CloudFront sends its
-// /.vestibule/* to the API with the viewer's host in X-Forwarded-Host.
+// site is the protected site of the gate tests. Without an EdgeGuard (as
+// here, and in make dev, whose proxy keeps the site's Host) the request's Host
+// is the site; behind CloudFront it is X-Forwarded-Host (TestGateSiteHost).
 const site = "https://site.example/"
 
 // gateFixture is newFixture with the edge gate's routes on.
@@ -61,7 +63,7 @@ func (f *fixture) enter(host, tok, ret string, cookies ...string) response {
 	f.t.Helper()
 	form := url.Values{"token": {tok}, "return": {ret}}.Encode()
 	ev := event("POST", "/.vestibule/enter", "", map[string]string{
-		"content-type": "application/x-www-form-urlencoded", "x-forwarded-host": host,
+		"content-type": "application/x-www-form-urlencoded", "host": host,
 	})
 	ev.Body, ev.Cookies = form, cookies
 	return f.send(ev)
@@ -173,7 +175,7 @@ func TestGateLeave(t *testing.T) {
 		c := setCookie(t, f.enter("site.example", tok, "/"))
 		claims, _ := f.entries.Verify(tok, f.clock.Now())
 
-		page := f.do("GET", "/.vestibule/leave", "", map[string]string{"x-forwarded-host": "site.example"})
+		page := f.do("GET", "/.vestibule/leave", "", map[string]string{"host": "site.example"})
 		if page.StatusCode != 200 || !strings.Contains(page.Body, `<form method="post" action="/.vestibule/leave">`) {
 			t.Fatalf("leave page: %d %s", page.StatusCode, page.Body)
 		}
@@ -182,7 +184,7 @@ func TestGateLeave(t *testing.T) {
 		}
 
 		leave := func(cookies ...string) response {
-			ev := event("POST", "/.vestibule/leave", "", map[string]string{"x-forwarded-host": "site.example"})
+			ev := event("POST", "/.vestibule/leave", "", map[string]string{"host": "site.example"})
 			ev.Cookies = cookies
 			return f.send(ev)
 		}
@@ -216,7 +218,7 @@ func TestGateLeaveCrossSite(t *testing.T) {
 		c := setCookie(t, f.enter("site.example", tok, "/"))
 		claims, _ := f.entries.Verify(tok, f.clock.Now())
 		leave := func(headers map[string]string, cookies ...string) response {
-			h := map[string]string{"x-forwarded-host": "site.example", "content-type": "application/x-www-form-urlencoded"}
+			h := map[string]string{"host": "site.example", "content-type": "application/x-www-form-urlencoded"}
 			for k, v := range headers {
 				h[k] = v
 			}
@@ -275,7 +277,7 @@ func TestGateLeaveReceipt(t *testing.T) {
 		c := setCookie(t, f.enter("site.example", tok, "/"))
 		claims, _ := f.entries.Verify(tok, f.clock.Now())
 		get := func(cookies ...string) response {
-			ev := event("GET", "/.vestibule/leave", "", map[string]string{"x-forwarded-host": "site.example", "sec-fetch-site": "cross-site"})
+			ev := event("GET", "/.vestibule/leave", "", map[string]string{"host": "site.example", "sec-fetch-site": "cross-site"})
 			ev.Cookies = cookies
 			return f.send(ev)
 		}
@@ -311,7 +313,7 @@ func TestGateLeaveReceipt(t *testing.T) {
 func TestGateRouterErrorsArePages(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, f *fixture) {
 		f, _ = gateFixture(t, f, false)
-		h := map[string]string{"x-forwarded-host": "site.example", "content-type": "application/x-www-form-urlencoded"}
+		h := map[string]string{"host": "site.example", "content-type": "application/x-www-form-urlencoded"}
 		big := "token=" + strings.Repeat("a", 64<<10)
 		for _, tc := range []struct {
 			method, path, body string
@@ -348,7 +350,7 @@ func TestGateLoopbackCookie(t *testing.T) {
 		}
 		// make dev's leave reads and clears the development cookie.
 		claims, _ := f.entries.Verify(tok, f.clock.Now())
-		ev := event("POST", "/.vestibule/leave", "", map[string]string{"x-forwarded-host": "127.0.0.1:8081", "sec-fetch-site": "same-origin"})
+		ev := event("POST", "/.vestibule/leave", "", map[string]string{"host": "127.0.0.1:8081", "sec-fetch-site": "same-origin"})
 		ev.Cookies = []string{gate.DevCookieName + "=" + c.Value}
 		r := f.send(ev)
 		if cleared := setCookie(t, r); r.StatusCode != 303 || cleared.Name != gate.DevCookieName || cleared.Secure {
@@ -381,7 +383,7 @@ func TestGateFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := event("POST", "/.vestibule/enter", "", map[string]string{"x-forwarded-host": "site.example"})
+	ev := event("POST", "/.vestibule/enter", "", map[string]string{"host": "site.example"})
 	ev.Body = url.Values{"token": {tok}, "return": {"/a"}}.Encode()
 	r := send(t, down, ev)
 	if r.StatusCode != 503 || r.Headers["Retry-After"] == "" || len(r.Cookies) != 0 || strings.Contains(r.Body, "refused") {
@@ -399,6 +401,47 @@ func TestGateFailures(t *testing.T) {
 		if r := send(t, none, e); r.StatusCode != 404 || !strings.HasPrefix(r.Headers["Content-Type"], "text/html") {
 			t.Errorf("no gate keys: %s %d %s", e.RawPath, r.StatusCode, r.Body)
 		}
+	}
+}
+
+// N11: X-Forwarded-Host names the site only on a request that carries
+// CloudFront's origin secret. Without an EdgeGuard a direct request could
+// forge it and get a cookie for a host it did not come to, so there the
+// request's Host is the site.
+func TestGateSiteHost(t *testing.T) {
+	f, _ := gateFixture(t, newFixture(t, redistest.Single(t)), false)
+	settings := `{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`
+	tok, _ := f.admit(settings)
+	forged := func(h *api.Handler, secret string) response {
+		ev := event("POST", "/.vestibule/enter", "", map[string]string{
+			"content-type": "application/x-www-form-urlencoded", "x-forwarded-host": "site.example"})
+		ev.Body = url.Values{"token": {tok}, "return": {"/"}}.Encode()
+		return send(t, h, viaCloudFront(ev, secret, ""))
+	}
+	// No origin secret configured: the header is not believed, Host
+	// (api.example) is not the site, nothing is consumed (the token still
+	// enters below).
+	wantPage(t, forged(f.h, ""), 401, "/")
+	// Behind CloudFront (a guard, the secret sent) the header is the site.
+	k := keys(t)
+	ring, err := k.GateKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := room.DefaultConfig()
+	def.OriginURL = site
+	edge := api.New(api.Options{
+		Queue: f.q, Tickets: f.tickets, Entries: f.entries, Origins: f.origins,
+		AdminAuth: api.AdminKey, AdminKey: adminKey, DefaultRoom: def, Edge: api.NewEdgeGuard([]string{edgeCurrent}, nil, nil),
+		Clock: f.clock.Now, Jitter: func() float64 { return 1 },
+		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
+		Gate:   &api.GateOptions{Keys: ring},
+	})
+	if r := forged(edge, ""); r.StatusCode != 403 || len(r.Cookies) != 0 {
+		t.Fatalf("without the secret behind a guard: %d %v", r.StatusCode, r.Cookies)
+	}
+	if r := forged(edge, edgeCurrent); r.StatusCode != 303 || len(r.Cookies) != 1 {
+		t.Fatalf("through CloudFront: %d %v %s", r.StatusCode, r.Cookies, r.Body)
 	}
 }
 
