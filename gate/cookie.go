@@ -47,7 +47,7 @@ const (
 )
 
 // MaxCookieLen is the longest cookie value Verify reads; longer values are
-// refused before any parsing. The longest valid value is 159 characters.
+// refused before any parsing. The longest valid value is 183 characters.
 const MaxCookieLen = 256
 
 // MaxCookieValues is how many cookies named CookieName the gate reads from
@@ -83,8 +83,9 @@ var (
 )
 
 // cookiePattern is the whole grammar of a value; the CloudFront function
-// holds the same expression. Groups: kid, room, seq, expiry, MAC.
-var cookiePattern = regexp.MustCompile(`^v1\.([A-Za-z0-9_-]{1,16})\.([A-Za-z0-9_-]{1,64})\.(0|[1-9][0-9]{0,17})\.([1-9][0-9]{0,10})\.([A-Za-z0-9_-]{43})$`)
+// holds the same expression. Groups: kid, room, seq, expiry, renew and start
+// (both or neither), MAC.
+var cookiePattern = regexp.MustCompile(`^v1\.([A-Za-z0-9_-]{1,16})\.([A-Za-z0-9_-]{1,64})\.(0|[1-9][0-9]{0,17})\.([1-9][0-9]{0,10})(?:\.([1-9][0-9]{0,10})\.([1-9][0-9]{0,10}))?\.([A-Za-z0-9_-]{43})$`)
 
 // roomPattern is a valid room id, as everywhere in Vestibule.
 var roomPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -92,17 +93,34 @@ var roomPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // Session is what a session cookie says: the visitor holds the session with
 // sequence number Seq in Room until Expires (whole seconds; Sign drops the
 // fraction).
+//
+// A session that can be renewed (the room's maxSessionSeconds) has RenewAt
+// and Start too: from RenewAt on, the gate sends a GET navigation through
+// RenewPath, which extends the session in the engine (from Start, up to the
+// room's maximum) and signs a new cookie. Both are zero for a session that
+// cannot be renewed (any more).
 type Session struct {
 	Room    string
 	Seq     int64 // the grant's sequence, which POST /api/complete and /.vestibule/leave end
 	Expires time.Time
+	RenewAt time.Time // when the gate sends a navigation to RenewPath; zero: never
+	Start   time.Time // when the session began, which caps its renewals; zero with RenewAt
 }
 
+// Renews reports whether the session carries a time to renew.
+func (s Session) Renews() bool { return !s.RenewAt.IsZero() }
+
 // Validate reports whether Sign can make a cookie of s that Verify accepts
-// (ignoring time): a valid room id, 0 ≤ Seq < 10^18, and an expiry between
-// 1970-01-01T00:00:01Z and about the year 5138.
+// (ignoring time): a valid room id, 0 ≤ Seq < 10^18, and an expiry (and
+// RenewAt and Start, both set or both zero) between 1970-01-01T00:00:01Z and
+// about the year 5138.
 func (s Session) Validate() error {
+	inRange := func(t time.Time) bool { return t.Unix() >= 1 && t.Unix() <= maxExpiry }
 	switch {
+	case s.RenewAt.IsZero() != s.Start.IsZero():
+		return fmt.Errorf("%w: renew at and start are set together", ErrMalformed)
+	case s.Renews() && (!inRange(s.RenewAt) || !inRange(s.Start)):
+		return fmt.Errorf("%w: renew at %v or start %v out of range", ErrMalformed, s.RenewAt, s.Start)
 	case !roomPattern.MatchString(s.Room):
 		return fmt.Errorf("%w: room %q is not 1-64 characters of [A-Za-z0-9_-]", ErrMalformed, s.Room)
 	case s.Seq < 0 || s.Seq > maxSeq:
@@ -123,11 +141,15 @@ func mac(key []byte, payload string) string {
 // Sign makes the cookie value of s under key:
 //
 //	v1.<kid>.<room>.<seq>.<expiry>.<mac>
+//	v1.<kid>.<room>.<seq>.<expiry>.<renew>.<start>.<mac>   (a session that renews)
 //
 // It does not check s (Session.Validate does); a cookie made from an invalid
 // Session is one that Verify refuses.
 func Sign(key Key, s Session) string {
 	payload := version + "." + key.ID + "." + s.Room + "." + strconv.FormatInt(s.Seq, 10) + "." + strconv.FormatInt(s.Expires.Unix(), 10)
+	if s.Renews() || !s.Start.IsZero() {
+		payload += "." + strconv.FormatInt(s.RenewAt.Unix(), 10) + "." + strconv.FormatInt(s.Start.Unix(), 10)
+	}
 	return payload + "." + mac(key.Secret, payload)
 }
 
@@ -161,7 +183,7 @@ func parse(cookie, room string, now time.Time) (parsed, error) {
 	if m == nil {
 		return parsed{}, ErrMalformed
 	}
-	kid, cookieRoom, seqS, expS, sum := m[1], m[2], m[3], m[4], m[5]
+	kid, cookieRoom, seqS, expS, renewS, startS, sum := m[1], m[2], m[3], m[4], m[5], m[6], m[7]
 	if cookieRoom != room {
 		return parsed{}, ErrWrongRoom
 	}
@@ -173,7 +195,16 @@ func parse(cookie, room string, now time.Time) (parsed, error) {
 	if exp <= now.Unix() {
 		return parsed{}, ErrExpired
 	}
-	return parsed{value: cookie, kid: kid, mac: sum, s: Session{Room: cookieRoom, Seq: seq, Expires: time.Unix(exp, 0).UTC()}}, nil
+	s := Session{Room: cookieRoom, Seq: seq, Expires: time.Unix(exp, 0).UTC()}
+	if renewS != "" {
+		renew, err1 := strconv.ParseInt(renewS, 10, 64)
+		start, err2 := strconv.ParseInt(startS, 10, 64)
+		if err1 != nil || err2 != nil { // unreachable: the grammar bounds both
+			return parsed{}, ErrMalformed
+		}
+		s.RenewAt, s.Start = time.Unix(renew, 0).UTC(), time.Unix(start, 0).UTC()
+	}
+	return parsed{value: cookie, kid: kid, mac: sum, s: s}, nil
 }
 
 // verify makes Verify's checks that need the key: the kid and the MAC.

@@ -109,6 +109,13 @@ func TestSessionValidate(t *testing.T) {
 		{Session{Room: "demo", Seq: maxSeq + 1, Expires: exp}, false},
 		{Session{Room: "demo", Seq: 1}, false},
 		{Session{Room: "demo", Seq: 1, Expires: time.Unix(maxExpiry+1, 0)}, false},
+		// A session that renews has both times, in range.
+		{Session{Room: "demo", Seq: 1, Expires: exp, RenewAt: exp.Add(-time.Minute), Start: exp.Add(-time.Hour)}, true},
+		{Session{Room: strings.Repeat("r", 64), Seq: maxSeq, Expires: time.Unix(maxExpiry, 0), RenewAt: time.Unix(maxExpiry, 0), Start: time.Unix(maxExpiry, 0)}, true},
+		{Session{Room: "demo", Seq: 1, Expires: exp, RenewAt: exp}, false},
+		{Session{Room: "demo", Seq: 1, Expires: exp, Start: exp}, false},
+		{Session{Room: "demo", Seq: 1, Expires: exp, RenewAt: time.Unix(maxExpiry+1, 0), Start: exp}, false},
+		{Session{Room: "demo", Seq: 1, Expires: exp, RenewAt: exp, Start: time.Unix(0, 0)}, false},
 	} {
 		err := tc.s.Validate()
 		if (err == nil) != tc.ok {
@@ -248,4 +255,38 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("Verify returned %+v", s)
 		}
 	})
+}
+
+// A session that renews carries its time to renew and its start, both under
+// the MAC; the value stays within MaxCookieLen at its longest.
+func TestSignRenewing(t *testing.T) {
+	k, err := DeriveKey([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Session{Room: "demo", Seq: 42, Expires: time.Unix(1800000000, 0).UTC(),
+		RenewAt: time.Unix(1799999700, 0).UTC(), Start: time.Unix(1799990000, 0).UTC()}
+	v := Sign(k, s)
+	if !strings.HasPrefix(v, "v1.sV7q34tA.demo.42.1800000000.1799999700.1799990000.") {
+		t.Fatalf("Sign = %s", v)
+	}
+	got, err := Verify(KeyRing{Current: k}, v, "demo", time.Unix(1799999000, 0))
+	if err != nil || got != s {
+		t.Fatalf("Verify = %+v, %v; want %+v", got, err, s)
+	}
+	parts := strings.Split(v, ".")
+	for _, bad := range []string{
+		strings.Join(append(append([]string{}, parts[:5]...), parts[6:]...), "."), // one of the two fields
+		strings.Join(append(append([]string{}, parts[:6]...), "1799999999", parts[7]), "."),
+		strings.Join(append(append([]string{}, parts[:5]...), "0", parts[6], parts[7]), "."),
+	} {
+		if _, err := Verify(KeyRing{Current: k}, bad, "demo", time.Unix(1799999000, 0)); err == nil {
+			t.Errorf("Verify(%s) accepted", bad)
+		}
+	}
+	longest := Sign(Key{ID: strings.Repeat("k", 16), Secret: k.Secret}, Session{Room: strings.Repeat("r", 64), Seq: maxSeq,
+		Expires: time.Unix(maxExpiry, 0), RenewAt: time.Unix(maxExpiry, 0), Start: time.Unix(maxExpiry, 0)})
+	if len(longest) != 183 || len(longest) > MaxCookieLen {
+		t.Errorf("the longest value is %d characters", len(longest))
+	}
 }

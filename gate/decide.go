@@ -12,17 +12,18 @@ import (
 )
 
 // VestibulePrefix is the path under which Vestibule's own routes live on the
-// protected site (/.vestibule/enter, /.vestibule/leave).
+// protected site (/.vestibule/enter, /.vestibule/leave, /.vestibule/renew).
 const VestibulePrefix = "/.vestibule/"
 
 // The gate's routes, the only paths under VestibulePrefix that the gate lets
 // through without a session: they are how a visitor gets the cookie and gives
-// it back. Any other path there, and /.vestibule itself, is a page like any
+// it back, and how an active visitor's session is renewed. Any other path there, and /.vestibule itself, is a page like any
 // other: on a distribution that sends only /.vestibule/* to Vestibule, it
 // would reach the protected site.
 const (
 	EnterPath = VestibulePrefix + "enter"
 	LeavePath = VestibulePrefix + "leave"
+	RenewPath = VestibulePrefix + "renew"
 )
 
 // MaxReturnLen is the longest return path the gate puts in a redirect; a
@@ -134,6 +135,7 @@ const (
 	ReasonMissing   Reason = "missing"   // no session cookie: redirected
 	ReasonInvalid   Reason = "invalid"   // session cookies, none valid: redirected
 	ReasonEnded     Reason = "ended"     // no session, a receipt of one the site ended: redirected to LeavePath
+	ReasonRenew     Reason = "renew"     // a valid session past its time to renew, on a GET navigation: redirected to RenewPath
 )
 
 // Decision is what the gate does with one request.
@@ -145,10 +147,11 @@ type Decision struct {
 	// Status is http.StatusFound when the request is redirected, else 0.
 	Status int
 	// Location is the waiting room URL the visitor is redirected to, with the
-	// room and the path to come back to; LeavePath for ReasonEnded.
+	// room and the path to come back to; LeavePath for ReasonEnded; RenewPath
+	// with ?return= and the path to come back to for ReasonRenew.
 	Location string
-	// Session is the visitor's session when Reason is ReasonSession, and
-	// Cookie the value of the cookie that holds it.
+	// Session is the visitor's session when Reason is ReasonSession or
+	// ReasonRenew, and Cookie the value of the cookie that holds it.
 	Session Session
 	Cookie  string
 	// Err is why the first session cookie was refused, when Reason is
@@ -156,32 +159,46 @@ type Decision struct {
 	Err error
 }
 
+// Navigation reports whether a request is a browser's top-level navigation,
+// the only kind the gate sends through RenewPath (a fetch or an XHR would not
+// follow the redirect to a page): Sec-Fetch-Mode "navigate", or, from a
+// client that does not send Sec-Fetch-Mode, an Accept naming text/html.
+func Navigation(secFetchMode, accept string) bool {
+	if secFetchMode != "" {
+		return secFetchMode == "navigate"
+	}
+	return strings.Contains(accept, "text/html")
+}
+
 // Decide is the gate: the one decision the Go middleware and the CloudFront
 // function both make. target is the request target as sent, the path
 // (percent-encoded) with its query if any; cookieHeader is the Cookie
-// header, all of it. In order:
+// header, all of it; navigate is Navigation of the request's headers. In
+// order:
 //
-//  1. the gate's routes, EnterPath and LeavePath, pass;
+//  1. the gate's routes, EnterPath, LeavePath and RenewPath, pass;
 //  2. a path matching an open path passes;
 //  3. a request carrying a valid session cookie of the room passes: of the
 //     first MaxCookieValues cookies named CookieName, those of the grammar,
 //     the room and an unexpired session are candidates, and the first
-//     MaxCookieCandidates of them have their MAC checked;
+//     MaxCookieCandidates of them have their MAC checked; except that a GET
+//     navigation with a session past its RenewAt gets a 302 to RenewPath,
+//     with the path to return to, which renews the session and comes back;
 //  4. a request carrying a receipt (ReceiptPrefix) of an unexpired session of
 //     the room gets a 302 to LeavePath, which completes that session;
 //  5. anything else gets a 302 to the waiting room with the path to return
 //     to (see returnPath).
 //
 // Steps 1 and 2 never match a path holding "..", "\", "%2e" or "%5c".
-func Decide(cfg Config, method, target, cookieHeader string, now time.Time) Decision {
-	return decide(cfg, CookieName, method, target, cookieHeader, now)
+func Decide(cfg Config, method, target, cookieHeader string, navigate bool, now time.Time) Decision {
+	return decide(cfg, CookieName, method, target, cookieHeader, navigate, now)
 }
 
 // decide is Decide with the cookie's name.
-func decide(cfg Config, name, method, target, cookieHeader string, now time.Time) Decision {
+func decide(cfg Config, name, method, target, cookieHeader string, navigate bool, now time.Time) Decision {
 	path, query, _ := strings.Cut(target, "?")
 	if !traversal(path) {
-		if path == EnterPath || path == LeavePath {
+		if path == EnterPath || path == LeavePath || path == RenewPath {
 			return Decision{Pass: true, Reason: ReasonVestibule}
 		}
 		if isOpen(cfg.OpenPaths, path) {
@@ -190,6 +207,10 @@ func decide(cfg Config, name, method, target, cookieHeader string, now time.Time
 	}
 	f := findSession(cfg, name, cookieHeader, now)
 	if f.value != "" {
+		if f.session.Renews() && f.session.RenewAt.Unix() <= now.Unix() && method == http.MethodGet && navigate {
+			return Decision{Reason: ReasonRenew, Status: http.StatusFound, Session: f.session, Cookie: f.value,
+				Location: RenewPath + "?return=" + escapeComponent(returnPath(method, path, query))}
+		}
 		return Decision{Pass: true, Reason: ReasonSession, Session: f.session, Cookie: f.value}
 	}
 	receipt, values, first := f.receipt, f.values, f.first
@@ -378,7 +399,8 @@ func Middleware(cfg Config, next http.Handler) http.Handler {
 		opts := CookieOptions{InsecureLoopback: dev, Host: r.Host}
 		now := time.Now()
 		cookies := strings.Join(r.Header.Values("Cookie"), "; ")
-		d := decide(cfg, opts.Name(), r.Method, target, cookies, now)
+		navigate := Navigation(r.Header.Get("Sec-Fetch-Mode"), r.Header.Get("Accept"))
+		d := decide(cfg, opts.Name(), r.Method, target, cookies, navigate, now)
 		if d.Pass {
 			if d.Reason == ReasonSession {
 				r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, d.Session))

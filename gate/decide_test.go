@@ -91,7 +91,7 @@ func TestDecideReasons(t *testing.T) {
 		{"/.vestibule", "", ReasonMissing, nil},
 		{"/book", "vestibule=" + Sign(k2, s), ReasonMissing, nil},
 	} {
-		d := Decide(cfg, "GET", tc.target, tc.cookie, now)
+		d := Decide(cfg, "GET", tc.target, tc.cookie, false, now)
 		if d.Reason != tc.reason || !errors.Is(d.Err, tc.err) || (tc.err == nil) != (d.Err == nil) {
 			t.Errorf("%s %q: %s %v, want %s %v", tc.target, tc.cookie, d.Reason, d.Err, tc.reason, tc.err)
 		}
@@ -100,7 +100,7 @@ func TestDecideReasons(t *testing.T) {
 		}
 	}
 	// A zero config never passes a cookie and never panics.
-	if d := Decide(Config{}, "GET", "/x", valid, now); d.Pass {
+	if d := Decide(Config{}, "GET", "/x", valid, false, now); d.Pass {
 		t.Errorf("zero config: %+v", d)
 	}
 }
@@ -156,7 +156,7 @@ func FuzzReturnPath(f *testing.F) {
 		if SafeReturn(r) != r || !strings.HasPrefix(r, "/") || strings.HasPrefix(r, "//") || len(r) > MaxReturnLen || strings.Trim(r, returnChars) != "" {
 			t.Fatalf("returnPath(%q, %q) = %q", method, target, r)
 		}
-		d := Decide(Config{Room: "r", WaitingRoomURL: "https://q.example.com/"}, method, target, "", time.Unix(0, 0))
+		d := Decide(Config{Room: "r", WaitingRoomURL: "https://q.example.com/"}, method, target, "", false, time.Unix(0, 0))
 		if !d.Pass && d.Location != "https://q.example.com/?room=r&return="+escapeComponent(r) {
 			t.Fatalf("Location %q", d.Location)
 		}

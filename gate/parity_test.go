@@ -26,6 +26,8 @@ type jsCase struct {
 	Method string `json:"method"`
 	Target string `json:"target"`
 	Cookie string `json:"cookie"`
+	// Headers are more request headers (names in lower case).
+	Headers map[string]string `json:"headers,omitempty"`
 	// Response, when set, makes the case a viewer-response event: the site's
 	// response carries these headers (names in lower case).
 	Response map[string][]string `json:"response,omitempty"`
@@ -266,7 +268,7 @@ func TestCloudFrontParity(t *testing.T) {
 	t.Logf("node %s, %d cases", out.Node, len(tests))
 	for i, tc := range tests {
 		js := out.Results[i]
-		goD := Decide(cfg, tc.method, tc.target, tc.cookie, now)
+		goD := Decide(cfg, tc.method, tc.target, tc.cookie, false, now)
 		wantStatus := 0
 		if !tc.pass {
 			wantStatus = 302
@@ -284,6 +286,95 @@ func TestCloudFrontParity(t *testing.T) {
 		}
 		if js.KVSReads != tc.reads {
 			t.Errorf("%s: the function read the KeyValueStore %d times, want %d", tc.name, js.KVSReads, tc.reads)
+		}
+	}
+}
+
+// Renewal: a session past its time to renew sends a GET navigation through
+// /.vestibule/renew, with the path to come back to, in the function and in
+// Decide (and Middleware) alike; any other request passes while the cookie
+// is valid, and a session without a time to renew never renews.
+func TestCloudFrontParityRenew(t *testing.T) {
+	cfg, _, k1, k2 := parityConfig(t)
+	now := time.Now()
+	start := now.Add(-10 * time.Minute)
+	due := Sign(k2, Session{Room: "demo", Seq: 42, Expires: now.Add(5 * time.Minute), RenewAt: now.Add(-time.Minute), Start: start})
+	dueNow := Sign(k2, Session{Room: "demo", Seq: 42, Expires: now.Add(5 * time.Minute), RenewAt: now, Start: start})
+	notYet := Sign(k2, Session{Room: "demo", Seq: 42, Expires: now.Add(5 * time.Minute), RenewAt: now.Add(2 * time.Minute), Start: start})
+	rotated := Sign(k1, Session{Room: "demo", Seq: 42, Expires: now.Add(5 * time.Minute), RenewAt: now.Add(-time.Minute), Start: start})
+	fixed := Sign(k2, Session{Room: "demo", Seq: 42, Expires: now.Add(5 * time.Minute)})
+	expiredDue := Sign(k2, Session{Room: "demo", Seq: 42, Expires: now.Add(-time.Second), RenewAt: now.Add(-time.Minute), Start: start})
+	parts := strings.Split(due, ".")
+	parts[5] = strconv.FormatInt(now.Add(time.Hour).Unix(), 10) // renew later, MAC unchanged
+	tampered := strings.Join(parts, ".")
+	const to = "https://queue.example.com/wait?room=demo&return="
+	nav := map[string]string{"sec-fetch-mode": "navigate", "accept": "text/html,*/*"}
+	html := map[string]string{"accept": "text/html,application/xhtml+xml"}
+	fetch := map[string]string{"sec-fetch-mode": "cors", "accept": "text/html"}
+	tests := []struct {
+		name, method, target, cookie string
+		headers                      map[string]string
+		pass                         bool
+		location                     string
+		reads                        int
+	}{
+		{"due, GET navigation", "GET", "/book?b=2&a=1", due, nav, false, "/.vestibule/renew?return=%2Fbook%3Fa%3D1%26b%3D2", 1},
+		{"due this second", "GET", "/book", dueNow, nav, false, "/.vestibule/renew?return=%2Fbook", 1},
+		{"due, no Sec-Fetch-Mode, Accept text/html", "GET", "/book", due, html, false, "/.vestibule/renew?return=%2Fbook", 1},
+		{"due, rotated key", "GET", "/book", rotated, nav, false, "/.vestibule/renew?return=%2Fbook", 1},
+		{"due, hostile path returns to /", "GET", "//evil.example/x", due, nav, false, "/.vestibule/renew?return=%2F", 1},
+		{"due, fetch", "GET", "/api/cart", due, fetch, true, "", 1},
+		{"due, no headers", "GET", "/book", due, nil, true, "", 1},
+		{"due, Accept JSON", "GET", "/book", due, map[string]string{"accept": "application/json"}, true, "", 1},
+		{"due, POST navigation", "POST", "/book/pay", due, nav, true, "", 1},
+		{"due, HEAD", "HEAD", "/book", due, nav, true, "", 1},
+		{"due, open path", "GET", "/static/app.js", due, nav, true, "", 0},
+		{"due, the renew route itself", "GET", "/.vestibule/renew?return=%2Fbook", due, nav, true, "", 0},
+		{"not yet due", "GET", "/book", notYet, nav, true, "", 1},
+		{"no time to renew", "GET", "/book", fixed, nav, true, "", 1},
+		{"due but expired", "GET", "/book", expiredDue, nav, false, to + "%2Fbook", 0},
+		{"renew time tampered", "GET", "/book", tampered, nav, false, to + "%2Fbook", 1},
+		{"receipt of a renewing session", "GET", "/book", ReceiptPrefix + due, nav, false, "/.vestibule/leave", 0},
+	}
+	cases := make([]jsCase, len(tests))
+	for i, tc := range tests {
+		cases[i] = jsCase{Name: tc.name, Method: tc.method, Target: tc.target, Cookie: CookieName + "=" + tc.cookie, Headers: tc.headers}
+	}
+	out := runFunction(t, cfg, cfg.Keys.KVSEntries(), cases, 0, nil)
+	if len(out.Results) != len(tests) {
+		t.Fatalf("the function answered %d cases of %d", len(out.Results), len(tests))
+	}
+	h := Middleware(cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("page")) }))
+	for i, tc := range tests {
+		js := out.Results[i]
+		goD := Decide(cfg, tc.method, tc.target, CookieName+"="+tc.cookie, Navigation(tc.headers["sec-fetch-mode"], tc.headers["accept"]), now)
+		wantStatus := 0
+		if !tc.pass {
+			wantStatus = 302
+		}
+		if goD.Pass != tc.pass || goD.Status != wantStatus || goD.Location != tc.location {
+			t.Errorf("%s: Decide = pass %v, %d %q (%s, %v); want pass %v, %q", tc.name, goD.Pass, goD.Status, goD.Location, goD.Reason, goD.Err, tc.pass, tc.location)
+		}
+		if js.Pass != goD.Pass || js.Status != goD.Status || js.Location != goD.Location {
+			t.Errorf("%s: function = pass %v, %d %q; Decide = pass %v, %d %q", tc.name, js.Pass, js.Status, js.Location, goD.Pass, goD.Status, goD.Location)
+		}
+		if !js.Pass && js.CacheControl != "no-store" {
+			t.Errorf("%s: redirect with Cache-Control %q", tc.name, js.CacheControl)
+		}
+		if js.KVSReads != tc.reads {
+			t.Errorf("%s: the function read the KeyValueStore %d times, want %d", tc.name, js.KVSReads, tc.reads)
+		}
+		// Middleware reads the same headers from the request.
+		r := httptest.NewRequest(tc.method, "https://booking.example.com/", nil)
+		r.RequestURI = tc.target
+		r.Header.Set("Cookie", CookieName+"="+tc.cookie)
+		for k, v := range tc.headers {
+			r.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if tc.pass && w.Code != 200 || !tc.pass && (w.Code != 302 || w.Header().Get("Location") != tc.location) {
+			t.Errorf("%s: Middleware answered %d %q", tc.name, w.Code, w.Header().Get("Location"))
 		}
 	}
 }

@@ -27,6 +27,9 @@ var consume string
 //go:embed complete.lua
 var complete string
 
+//go:embed renew.lua
+var renew string
+
 //go:embed leave.lua
 var leave string
 
@@ -73,6 +76,7 @@ var (
 	Tick     = withLib(lib, tick)
 	Consume  = withLib(lib, consume)
 	Complete = withLib(lib, complete)
+	Renew    = withLib(lib, renew)
 	Leave    = withLib(lib, leave)
 	Config   = withLib(lib, config)
 	Stats    = withLib(lib, stats)

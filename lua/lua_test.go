@@ -12,7 +12,7 @@ func TestWithLibKeepsWhatIsUsed(t *testing.T) {
 		lib     string
 		scripts map[string]string
 	}{
-		{lib, map[string]string{"enqueue": enqueue, "poll": poll, "tick": tick, "consume": consume, "complete": complete,
+		{lib, map[string]string{"enqueue": enqueue, "poll": poll, "tick": tick, "consume": consume, "complete": complete, "renew": renew,
 			"leave": leave, "config": config, "stats": stats, "head": head, "drain": drain, "ratelimit": ratelimit}},
 		{bookingLib, map[string]string{"define": bookingDefine, "hold": bookingHold, "confirm": bookingConfirm,
 			"release": bookingRelease, "cancel": bookingCancel, "sweep": bookingSweep, "view": bookingView,

@@ -22,7 +22,7 @@ import (
 
 // vestibule smoke: after a deploy, one visitor's whole journey through a throwaway room — join,
 // wait for the admission, consume the entry token as the origin would, complete — then the room
-// closed and drained. The public calls go where visitors' go (the stack's WaitingRoomUrl, through
+// closed, drained and deleted. The public calls go where visitors' go (the stack's WaitingRoomUrl, through
 // CloudFront, which adds the origin header the API requires); the admin calls are signed as every
 // admin call. A step that fails says which, and the room is closed all the same.
 
@@ -140,7 +140,7 @@ func runSmoke(ctx context.Context, admin *operator.Client, public string, timeou
 	}
 	step("room %s created (admin PUT)", id)
 	defer func() {
-		// However the journey went, the room is closed and emptied (the API has no delete).
+		// However the journey went, the room is closed, emptied and deleted.
 		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer ccancel()
 		_, cerr := admin.PutRoom(cctx, id, map[string]any{"mode": "closed"})
@@ -153,7 +153,14 @@ func runSmoke(ctx context.Context, admin *operator.Client, public string, timeou
 			err = errors.Join(err, fmt.Errorf("smoke: closing the room %s: %w", id, cerr))
 			return
 		}
-		step("room %s closed and drained (the admin API has no delete: it stays listed, closed)", id)
+		if _, derr := admin.DeleteRoom(cctx, id); errors.Is(derr, operator.ErrNotSupported) {
+			step("room %s closed and drained (this deployment cannot delete rooms: it stays listed, closed)", id)
+			return
+		} else if derr != nil {
+			err = errors.Join(err, fmt.Errorf("smoke: deleting the room %s: %w", id, derr))
+			return
+		}
+		step("room %s closed, drained and deleted", id)
 	}()
 	info, err := admin.GetRoom(ctx, id)
 	if err != nil {

@@ -4,11 +4,13 @@
 // gate.Decide (gate/decide.go), and the parity test (gate/parity_test.go) runs
 // this file in node against that Go function:
 //
-//   1. the gate's routes, /.vestibule/enter and /.vestibule/leave, pass;
+//   1. the gate's routes, /.vestibule/enter, /.vestibule/leave and
+//      /.vestibule/renew, pass;
 //   2. an open path passes ("/x" exact, "/x/*" prefix);
 //   3. a request with a valid "__Host-vestibule" session cookie of the room
 //      passes (of the cookies of the grammar, room and an unexpired session,
-//      the first three have their MAC checked);
+//      the first three have their MAC checked), except a GET navigation past
+//      the session's time to renew: a 302 to /.vestibule/renew?return=…;
 //   4. a request with a receipt of an ended session ("end." + the session's
 //      cookie) gets a 302 to /.vestibule/leave, which completes it;
 //   5. anything else gets a 302 to the waiting room, with the path to return to.
@@ -40,8 +42,9 @@ const VALUES = 32;
 const CANDIDATES = 3;
 const MAX_COOKIE = 256;
 const MAX_RETURN = 1024;
-// v1.<kid>.<room>.<seq>.<expiry>.<mac>; groups: kid, room, expiry, mac.
-const FORMAT = /^v1\.([A-Za-z0-9_-]{1,16})\.([A-Za-z0-9_-]{1,64})\.(?:0|[1-9][0-9]{0,17})\.([1-9][0-9]{0,10})\.([A-Za-z0-9_-]{43})$/;
+// v1.<kid>.<room>.<seq>.<expiry>[.<renew>.<start>].<mac>; groups: kid, room,
+// expiry, renew (undefined without), mac.
+const FORMAT = /^v1\.([A-Za-z0-9_-]{1,16})\.([A-Za-z0-9_-]{1,64})\.(?:0|[1-9][0-9]{0,17})\.([1-9][0-9]{0,10})(?:\.([1-9][0-9]{0,10})\.[1-9][0-9]{0,10})?\.([A-Za-z0-9_-]{43})$/;
 const HEX_KEY = /^[0-9a-f]{64}$/;
 const TRAVERSAL = /\.\.|\\|%2e|%5c/i;
 const RETURN_CHARS = /^[A-Za-z0-9\-._~!$&'()*+,;=:@\/?%]*$/;
@@ -52,28 +55,43 @@ async function handler(event) {
     }
     const req = event.request;
     const path = req.uri;
-    if (!TRAVERSAL.test(path) && (path === '/.vestibule/enter' || path === '/.vestibule/leave' || isOpen(path))) {
+    if (!TRAVERSAL.test(path) && (path === '/.vestibule/enter' || path === '/.vestibule/leave' || path === '/.vestibule/renew' || isOpen(path))) {
         return req;
     }
     const s = await session(req);
-    if (s.value) {
+    if (s.value && !(s.renew && s.renew <= Math.floor(Date.now() / 1000) && req.method === 'GET' && navigation(req.headers || {}))) {
         return req;
+    }
+    let to = CONFIG.redirect + encodeURIComponent(returnPath(req));
+    if (s.value) {
+        to = '/.vestibule/renew?return=' + encodeURIComponent(returnPath(req));
+    } else if (s.receipt) {
+        to = '/.vestibule/leave';
     }
     return {
         statusCode: 302,
         statusDescription: 'Found',
         headers: {
-            'location': { value: s.receipt ? '/.vestibule/leave' : CONFIG.redirect + encodeURIComponent(returnPath(req)) },
+            'location': { value: to },
             'cache-control': { value: 'no-store' }
         }
     };
+}
+
+// navigation is gate.Navigation: sec-fetch-mode "navigate", or without that
+// header an accept naming text/html. Only a navigation is sent to renew.
+function navigation(h) {
+    if (h['sec-fetch-mode']) {
+        return h['sec-fetch-mode'].value === 'navigate';
+    }
+    return !!h.accept && String(h.accept.value).indexOf('text/html') >= 0;
 }
 
 // session finds the request's session as gate's decide does: value is the
 // cookie that holds a valid session ('' if none), receipt whether a receipt
 // of an unexpired session of the room came instead.
 async function session(req) {
-    const out = { value: '', expiry: 0, receipt: false };
+    const out = { value: '', expiry: 0, renew: 0, receipt: false };
     const c = req.cookies ? req.cookies[COOKIE] : undefined;
     if (!c) {
         return out;
@@ -96,6 +114,7 @@ async function session(req) {
         if (await valid(v, m)) {
             out.value = v;
             out.expiry = Number(m[3]);
+            out.renew = m[4] ? Number(m[4]) : 0;
             return out;
         }
     }
@@ -170,7 +189,7 @@ async function valid(v, m) {
         return false;
     }
     const want = crypto.createHmac('sha256', Buffer.from(hex, 'hex')).update(v.slice(0, v.length - 44)).digest('base64url');
-    const got = m[4];
+    const got = m[5];
     let diff = want.length ^ got.length;
     for (let i = 0; i < got.length; i++) {
         diff |= want.charCodeAt(i) ^ got.charCodeAt(i);

@@ -8,7 +8,7 @@
 // returning the request, for the timing baseline), node_modules/cloudfront
 // (cloudfront-stub.mjs) and input.json:
 //
-//   {"kvs": {name: value}, "cases": [{"name", "method", "target", "cookie", "response"}],
+//   {"kvs": {name: value}, "cases": [{"name", "method", "target", "cookie", "headers", "response"}],
 //    "bench": {"iterations": n, "cases": [{"name", "method", "target", "cookie"}]}}
 //
 // The events are built as CloudFront builds them for a viewer request, from
@@ -76,6 +76,11 @@ function event(c) {
             cookies
         }
     };
+    // The case's own request headers (names in lower case), as CloudFront
+    // gives them: {value}.
+    for (const name of Object.keys(c.headers || {})) {
+        ev.request.headers[name] = { value: c.headers[name] };
+    }
     if (c.response) {
         ev.context.eventType = 'viewer-response';
         const headers = Object.create(null);

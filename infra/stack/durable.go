@@ -65,7 +65,7 @@ func newSettingsBucket(st awscdk.Stack, vpc awsec2.Vpc, isolated *awsec2.SubnetS
 	// The endpoint carries requests to this bucket only (and reads of the keys object, which
 	// Keys.allowThroughGateway adds), so the open egress rule below cannot carry data to any
 	// other bucket.
-	for _, s := range settingsStatements(bucket, SettingsPrefixes...) {
+	for _, s := range append(settingsStatements(bucket, SettingsPrefixes...), settingsDelete(bucket)) {
 		s.AddAnyPrincipal()
 		gateway.AddToPolicy(s)
 	}
@@ -126,4 +126,22 @@ func grantSettings(fn awsiam.IGrantable, bucket awss3.IBucket, writes ...string)
 	for _, s := range settingsStatements(bucket, writes...) {
 		fn.GrantPrincipal().AddToPrincipalPolicy(s)
 	}
+}
+
+// grantSettingsDelete lets fn (admin: DELETE /api/admin/rooms/{room}) delete a room's settings
+// and head (durable.S3.Delete). The bucket is versioned, so a deletion leaves the versions
+// behind a delete marker for an operator to undo.
+func grantSettingsDelete(fn awsiam.IGrantable, bucket awss3.IBucket) {
+	fn.GrantPrincipal().AddToPrincipalPolicy(settingsDelete(bucket))
+}
+
+// settingsDelete is s3:DeleteObject on a room's settings and head.
+func settingsDelete(bucket awss3.IBucket) awsiam.PolicyStatement {
+	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings("s3:DeleteObject"),
+		Resources: &[]*string{
+			bucket.ArnForObjects(jsii.String(SettingsRoomsPrefix + "*")),
+			bucket.ArnForObjects(jsii.String(SettingsHeadsPrefix + "*")),
+		},
+	})
 }

@@ -156,6 +156,9 @@ func TestSettingsLeastPrivilege(t *testing.T) {
 		switch name {
 		case routes.Admin:
 			want["s3:PutObject bucket/rooms/*"] = "null"
+			// and only admin deletes a room (DELETE /api/admin/rooms/{room})
+			want["s3:DeleteObject bucket/rooms/*"] = "null"
+			want["s3:DeleteObject bucket/heads/*"] = "null"
 		case stack.Admit:
 			want["s3:PutObject bucket/heads/*"] = "null"
 		}
@@ -222,9 +225,11 @@ func TestSettingsBucketGatewayEndpoint(t *testing.T) {
 			}
 			// and it carries requests to the settings bucket and reads of the keys object only
 			keys := keysBucket(t, f)
+			deletes := false // admin's DELETE of a room passes the endpoint too
 			for _, s := range asSlice(gw["PolicyDocument"].(map[string]any)["Statement"]) {
 				res, _ := json.Marshal(s.(map[string]any)["Resource"])
 				act, _ := json.Marshal(s.(map[string]any)["Action"])
+				deletes = deletes || strings.Contains(string(act), `"s3:DeleteObject"`)
 				keysRead := string(res) == `{"Fn::Join":["",[{"Fn::GetAtt":["`+keys+`","Arn"]},"/`+stack.KeysObjectKey+`"]]}` && string(act) == `"s3:GetObject"`
 				if !keysRead && (strings.Count(string(res), `"Fn::GetAtt":["`+id+`","Arn"]`) == 0 || strings.Contains(string(res), `"*"`)) {
 					t.Errorf("gateway endpoint policy on %s, want the settings bucket or the keys object only", res)
@@ -232,6 +237,9 @@ func TestSettingsBucketGatewayEndpoint(t *testing.T) {
 				if s.(map[string]any)["Effect"] != "Allow" {
 					t.Errorf("gateway endpoint policy statement %v", s)
 				}
+			}
+			if !deletes {
+				t.Error("the gateway endpoint refuses s3:DeleteObject: a room's DELETE would fail in the VPC")
 			}
 			// and the functions may send to it on 443, and to nowhere else outside the VPC
 			var fnSG string

@@ -376,6 +376,9 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 		// Any function may find a room missing from Redis and restore it from the bucket; only
 		// admin writes settings and only admit heads (settingsWrites).
 		grantSettings(fn, settingsBucket, settingsWrites(name)...)
+		if name == routes.Admin {
+			grantSettingsDelete(fn, settingsBucket) // and only admin deletes a room
+		}
 		v.Functions[name] = fn
 	}
 	keys.lockDown(readers)

@@ -37,6 +37,9 @@ func (f failing) Consume(context.Context, string, int64, string) (room.Session, 
 	return room.Session{}, f.fail()
 }
 func (f failing) Complete(context.Context, string, int64, string) error { return f.fail() }
+func (f failing) Renew(context.Context, string, int64, string, time.Time) (room.Session, error) {
+	return room.Session{}, f.fail()
+}
 func (f failing) Tick(context.Context, string) (room.TickResult, error) {
 	return room.TickResult{}, f.fail()
 }

@@ -48,8 +48,8 @@ import (
 // an input's outcome can depend on those before it; the properties hold for any state.
 
 // documented is every status the API may answer (docs/API.md); 500 is a bug.
-// 303 is the edge gate's (/.vestibule/enter and leave), and so is 403 here
-// (leave refuses another site's post); 501 is a room DELETE where the
+// 303 is the edge gate's (/.vestibule/enter, leave and renew), and so is 403
+// here (leave refuses another site's post); 501 is a room DELETE where the
 // settings store cannot delete.
 var documented = map[int]bool{200: true, 303: true, 400: true, 401: true, 403: true, 404: true, 405: true, 409: true, 410: true, 413: true, 429: true, 501: true, 503: true}
 
@@ -78,6 +78,7 @@ var apiRoutes = []struct {
 	{"POST", regexp.MustCompile(`^/\.vestibule/enter$`)},
 	{"POST", regexp.MustCompile(`^/\.vestibule/leave$`)},
 	{"GET", regexp.MustCompile(`^/\.vestibule/leave$`)},
+	{"GET", regexp.MustCompile(`^/\.vestibule/renew$`)},
 }
 
 // pageCode is what checkError answers for an HTML page: the edge gate's

@@ -19,7 +19,8 @@ import (
 // The edge gate's routes (docs/GATE.md). On a protected site CloudFront sends
 // /.vestibule/* to this API, so these routes answer the visitor's browser on
 // the site's own host: POST /.vestibule/enter turns an entry token into the
-// session cookie the gate checks, POST /.vestibule/leave ends the session.
+// session cookie the gate checks, POST /.vestibule/leave ends the session,
+// GET /.vestibule/renew extends an active visitor's session.
 // A person sees the answers, so they are HTML pages, not JSON; the statuses
 // are toAPIError's, as everywhere.
 
@@ -35,10 +36,12 @@ type GateOptions struct {
 }
 
 // siteHeader is the header that names the protected site's host when the
-// request comes through a proxy: CloudFront does not forward the viewer's
-// Host to the API (the API needs its own), so the distribution's
-// /.vestibule/* behaviour copies it here (infra/stack/gate.go); the local
-// stack's proxy sets it too. Without it, Host is the site.
+// request comes through CloudFront, which does not forward the viewer's Host
+// to the API (the API needs its own): the distribution's /.vestibule/*
+// behaviour copies it here (infra/stack/gate.go). Anyone can send the header,
+// so it is believed only on a request that carries CloudFront's origin
+// secret (request.viaEdge); otherwise, and always without an EdgeGuard (make
+// dev, whose proxy keeps the site's Host), Host is the site.
 const siteHeader = "x-forwarded-host"
 
 // Errors of the gate's routes that the rest of the API does not have.
@@ -62,9 +65,10 @@ func enterURL(originURL string) string {
 	return u.Scheme + "://" + u.Host + gate.VestibulePrefix + "enter"
 }
 
-// site returns the host the visitor's browser asked for.
+// site returns the host the visitor's browser asked for: X-Forwarded-Host
+// on a request that provably came through CloudFront, else Host.
 func (r *request) site() string {
-	if h := r.header(siteHeader); h != "" {
+	if h := r.header(siteHeader); h != "" && r.viaEdge {
 		first, _, _ := strings.Cut(h, ",")
 		return strings.TrimSpace(first)
 	}
@@ -223,12 +227,68 @@ func (h *Handler) gateEnter(ctx context.Context, r *request) (events.APIGatewayV
 	if err != nil {
 		return none, pageError(redeemError(err), back)
 	}
-	s := gate.Session{Room: c.Room, Seq: c.Seq, Expires: sess.ExpiresAt.Truncate(time.Second).UTC()}
+	s := cookieSession(cfg, c.Room, c.Seq, r.now, sess.ExpiresAt, r.now)
 	if err := s.Validate(); err != nil {
 		return none, pageError(internalError(err), back)
 	}
 	value := gate.Sign(h.o.Gate.Keys.Current, s)
 	return seeOther(back, gate.SetCookie(value, s, r.now, h.cookieOptions(r))), nil
+}
+
+// cookieSession is what the cookie of a session that started at start and
+// ends at end (the engine's) says at now: it expires with the session (whole
+// seconds, never after it), and while the room renews sessions
+// (maxSessionSeconds) and this one can still grow, it says when to renew: half
+// way to its end. The gate then sends a navigation through /.vestibule/renew.
+func cookieSession(cfg room.Config, id string, seq int64, start, end, now time.Time) gate.Session {
+	s := gate.Session{Room: id, Seq: seq, Expires: end.Truncate(time.Second).UTC()}
+	start = start.Truncate(time.Second).UTC()
+	half := s.Expires.Sub(now) / 2
+	if cfg.MaxSessionSeconds == 0 || !s.Expires.Before(start.Add(time.Duration(cfg.MaxSessionSeconds)*time.Second)) || half < time.Second {
+		return s // no renewal, at the maximum already, or too close to its end
+	}
+	s.RenewAt, s.Start = now.Add(half).Truncate(time.Second).UTC(), start
+	return s
+}
+
+// gateRenew is GET /.vestibule/renew?return=<path>, where the gate sends an
+// active visitor's navigation once the session cookie's time to renew has
+// come. It extends the session in the engine (Renew: to min(now +
+// sessionTTLSeconds, start + maxSessionSeconds), never shorter), signs a new
+// cookie that expires with the session's new end, and answers 303 to
+// gate.SafeReturn(return). A session that is over (completed, expired, the
+// room gone) loses its cookie, and the gate then sends the visitor to wait;
+// without a cookie that renews, nothing changes. Redis down is a 503 page,
+// not a redirect, so the gate cannot send the visitor round in a loop.
+func (h *Handler) gateRenew(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+	none := events.APIGatewayV2HTTPResponse{}
+	if h.o.Gate == nil {
+		return none, pageError(errNoGate, "/")
+	}
+	back := "/"
+	if q, err := url.ParseQuery(r.ev.RawQueryString); err == nil {
+		back = gate.SafeReturn(q.Get("return"))
+	}
+	s, ok := h.session(r, false)
+	if !ok || !s.Renews() {
+		return seeOther(back, ""), nil
+	}
+	cfg, err := h.o.Queue.GetConfig(ctx, s.Room)
+	var sess room.Session
+	if err == nil {
+		sess, err = h.o.Queue.Renew(ctx, s.Room, s.Seq, cfg.OriginURL, s.Start)
+	}
+	switch {
+	case errors.Is(err, room.ErrUnknownRoom), errors.Is(err, room.ErrUnknownGrant), errors.Is(err, room.ErrWrongAudience):
+		return seeOther(back, gate.ClearCookie(h.cookieOptions(r))), nil
+	case err != nil:
+		return none, pageError(err, back)
+	}
+	ns := cookieSession(cfg, s.Room, s.Seq, s.Start, sess.ExpiresAt, r.now)
+	if err := ns.Validate(); err != nil {
+		return none, pageError(internalError(err), back)
+	}
+	return seeOther(back, gate.SetCookie(gate.Sign(h.o.Gate.Keys.Current, ns), ns, r.now, h.cookieOptions(r))), nil
 }
 
 // gateLeave is POST /.vestibule/leave: it ends the session the cookie names

@@ -13,12 +13,14 @@ import (
 
 	"github.com/vestibule-dev/vestibule/gate"
 	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
-// site is the protected site of the gate tests; CloudFront sends its
-// /.vestibule/* to the API with the viewer's host in X-Forwarded-Host.
+// site is the protected site of the gate tests. Without an EdgeGuard (as
+// here, and in make dev, whose proxy keeps the site's Host) the request's Host
+// is the site; behind CloudFront it is X-Forwarded-Host (TestGateSiteHost).
 const site = "https://site.example/"
 
 // gateFixture is newFixture with the edge gate's routes on.
@@ -61,7 +63,7 @@ func (f *fixture) enter(host, tok, ret string, cookies ...string) response {
 	f.t.Helper()
 	form := url.Values{"token": {tok}, "return": {ret}}.Encode()
 	ev := event("POST", "/.vestibule/enter", "", map[string]string{
-		"content-type": "application/x-www-form-urlencoded", "x-forwarded-host": host,
+		"content-type": "application/x-www-form-urlencoded", "host": host,
 	})
 	ev.Body, ev.Cookies = form, cookies
 	return f.send(ev)
@@ -116,7 +118,7 @@ func TestGateEnter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := gate.Verify(ring, c.Value, claims.Room, f.clock.Now())
+		s, err := gate.Verify(ring, c.Value, gate.CookieRoom(c.Value), f.clock.Now())
 		if err != nil || s.Seq != claims.Seq || !s.Expires.Equal(f.clock.Now().Add(300*time.Second)) {
 			t.Fatalf("cookie %q: %+v %v", c.Value, s, err)
 		}
@@ -173,7 +175,7 @@ func TestGateLeave(t *testing.T) {
 		c := setCookie(t, f.enter("site.example", tok, "/"))
 		claims, _ := f.entries.Verify(tok, f.clock.Now())
 
-		page := f.do("GET", "/.vestibule/leave", "", map[string]string{"x-forwarded-host": "site.example"})
+		page := f.do("GET", "/.vestibule/leave", "", map[string]string{"host": "site.example"})
 		if page.StatusCode != 200 || !strings.Contains(page.Body, `<form method="post" action="/.vestibule/leave">`) {
 			t.Fatalf("leave page: %d %s", page.StatusCode, page.Body)
 		}
@@ -182,7 +184,7 @@ func TestGateLeave(t *testing.T) {
 		}
 
 		leave := func(cookies ...string) response {
-			ev := event("POST", "/.vestibule/leave", "", map[string]string{"x-forwarded-host": "site.example"})
+			ev := event("POST", "/.vestibule/leave", "", map[string]string{"host": "site.example"})
 			ev.Cookies = cookies
 			return f.send(ev)
 		}
@@ -216,7 +218,7 @@ func TestGateLeaveCrossSite(t *testing.T) {
 		c := setCookie(t, f.enter("site.example", tok, "/"))
 		claims, _ := f.entries.Verify(tok, f.clock.Now())
 		leave := func(headers map[string]string, cookies ...string) response {
-			h := map[string]string{"x-forwarded-host": "site.example", "content-type": "application/x-www-form-urlencoded"}
+			h := map[string]string{"host": "site.example", "content-type": "application/x-www-form-urlencoded"}
 			for k, v := range headers {
 				h[k] = v
 			}
@@ -275,7 +277,7 @@ func TestGateLeaveReceipt(t *testing.T) {
 		c := setCookie(t, f.enter("site.example", tok, "/"))
 		claims, _ := f.entries.Verify(tok, f.clock.Now())
 		get := func(cookies ...string) response {
-			ev := event("GET", "/.vestibule/leave", "", map[string]string{"x-forwarded-host": "site.example", "sec-fetch-site": "cross-site"})
+			ev := event("GET", "/.vestibule/leave", "", map[string]string{"host": "site.example", "sec-fetch-site": "cross-site"})
 			ev.Cookies = cookies
 			return f.send(ev)
 		}
@@ -311,7 +313,7 @@ func TestGateLeaveReceipt(t *testing.T) {
 func TestGateRouterErrorsArePages(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, f *fixture) {
 		f, _ = gateFixture(t, f, false)
-		h := map[string]string{"x-forwarded-host": "site.example", "content-type": "application/x-www-form-urlencoded"}
+		h := map[string]string{"host": "site.example", "content-type": "application/x-www-form-urlencoded"}
 		big := "token=" + strings.Repeat("a", 64<<10)
 		for _, tc := range []struct {
 			method, path, body string
@@ -348,7 +350,7 @@ func TestGateLoopbackCookie(t *testing.T) {
 		}
 		// make dev's leave reads and clears the development cookie.
 		claims, _ := f.entries.Verify(tok, f.clock.Now())
-		ev := event("POST", "/.vestibule/leave", "", map[string]string{"x-forwarded-host": "127.0.0.1:8081", "sec-fetch-site": "same-origin"})
+		ev := event("POST", "/.vestibule/leave", "", map[string]string{"host": "127.0.0.1:8081", "sec-fetch-site": "same-origin"})
 		ev.Cookies = []string{gate.DevCookieName + "=" + c.Value}
 		r := f.send(ev)
 		if cleared := setCookie(t, r); r.StatusCode != 303 || cleared.Name != gate.DevCookieName || cleared.Secure {
@@ -381,7 +383,7 @@ func TestGateFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := event("POST", "/.vestibule/enter", "", map[string]string{"x-forwarded-host": "site.example"})
+	ev := event("POST", "/.vestibule/enter", "", map[string]string{"host": "site.example"})
 	ev.Body = url.Values{"token": {tok}, "return": {"/a"}}.Encode()
 	r := send(t, down, ev)
 	if r.StatusCode != 503 || r.Headers["Retry-After"] == "" || len(r.Cookies) != 0 || strings.Contains(r.Body, "refused") {
@@ -393,12 +395,59 @@ func TestGateFailures(t *testing.T) {
 	if r := send(t, down, ev); r.StatusCode != 503 || len(r.Cookies) != 0 {
 		t.Fatalf("leave with Redis down: %d %v", r.StatusCode, r.Cookies)
 	}
+	renewing := gate.Sign(ring.Current, gate.Session{Room: "r1", Seq: 7, Expires: now.Add(time.Minute), RenewAt: now.Add(-time.Second), Start: now.Add(-time.Minute)})
+	ev = event("GET", "/.vestibule/renew?return=%2Fa", "", nil)
+	ev.Cookies = []string{gate.CookieName + "=" + renewing}
+	if r := send(t, down, ev); r.StatusCode != 503 || r.Headers["Location"] != "" || len(r.Cookies) != 0 || !strings.Contains(r.Body, `href="/a"`) {
+		t.Fatalf("renew with Redis down: %d %v %v", r.StatusCode, r.Headers, r.Cookies)
+	}
 
 	none := handlerOver(t, failing{room.ErrUnavailable})
-	for _, e := range []events.APIGatewayV2HTTPRequest{event("POST", "/.vestibule/enter", "token=x", nil), event("GET", "/.vestibule/leave", "", nil)} {
+	for _, e := range []events.APIGatewayV2HTTPRequest{event("POST", "/.vestibule/enter", "token=x", nil), event("GET", "/.vestibule/leave", "", nil), event("GET", "/.vestibule/renew", "", nil)} {
 		if r := send(t, none, e); r.StatusCode != 404 || !strings.HasPrefix(r.Headers["Content-Type"], "text/html") {
 			t.Errorf("no gate keys: %s %d %s", e.RawPath, r.StatusCode, r.Body)
 		}
+	}
+}
+
+// N11: X-Forwarded-Host names the site only on a request that carries
+// CloudFront's origin secret. Without an EdgeGuard a direct request could
+// forge it and get a cookie for a host it did not come to, so there the
+// request's Host is the site.
+func TestGateSiteHost(t *testing.T) {
+	f, _ := gateFixture(t, newFixture(t, redistest.Single(t)), false)
+	settings := `{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`
+	tok, _ := f.admit(settings)
+	forged := func(h *api.Handler, secret string) response {
+		ev := event("POST", "/.vestibule/enter", "", map[string]string{
+			"content-type": "application/x-www-form-urlencoded", "x-forwarded-host": "site.example"})
+		ev.Body = url.Values{"token": {tok}, "return": {"/"}}.Encode()
+		return send(t, h, viaCloudFront(ev, secret, ""))
+	}
+	// No origin secret configured: the header is not believed, Host
+	// (api.example) is not the site, nothing is consumed (the token still
+	// enters below).
+	wantPage(t, forged(f.h, ""), 401, "/")
+	// Behind CloudFront (a guard, the secret sent) the header is the site.
+	k := keys(t)
+	ring, err := k.GateKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := room.DefaultConfig()
+	def.OriginURL = site
+	edge := api.New(api.Options{
+		Queue: f.q, Tickets: f.tickets, Entries: f.entries, Origins: f.origins,
+		AdminAuth: api.AdminKey, AdminKey: adminKey, DefaultRoom: def, Edge: api.NewEdgeGuard([]string{edgeCurrent}, nil, nil),
+		Clock: f.clock.Now, Jitter: func() float64 { return 1 },
+		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
+		Gate:   &api.GateOptions{Keys: ring},
+	})
+	if r := forged(edge, ""); r.StatusCode != 403 || len(r.Cookies) != 0 {
+		t.Fatalf("without the secret behind a guard: %d %v", r.StatusCode, r.Cookies)
+	}
+	if r := forged(edge, edgeCurrent); r.StatusCode != 303 || len(r.Cookies) != 1 {
+		t.Fatalf("through CloudFront: %d %v %s", r.StatusCode, r.Cookies, r.Body)
 	}
 }
 
@@ -412,4 +461,100 @@ func tampered(tok string) string {
 		c = 'B'
 	}
 	return tok[:i] + string(c) + tok[i+1:]
+}
+
+// renew asks GET /.vestibule/renew?return=ret on the site with cookies.
+func (f *fixture) renew(ret string, cookies ...string) response {
+	f.t.Helper()
+	ev := event("GET", "/.vestibule/renew?return="+url.QueryEscape(ret), "", map[string]string{"host": "site.example", "sec-fetch-mode": "navigate"})
+	ev.Cookies = cookies
+	return f.send(ev)
+}
+
+// /.vestibule/renew extends an active session up to the room's maximum and
+// signs a cookie that expires with the session's new end; a session that is
+// over loses its cookie; nothing else changes anything.
+func TestGateRenew(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, f *fixture) {
+		f, ring := gateFixture(t, f, false)
+		settings := `{"mode":"passthrough","gate":true,"sessionTTLSeconds":60,"maxSessionSeconds":150,"originUrl":"` + site + `"}`
+		tok, _ := f.admit(settings)
+		claims, err := f.entries.Verify(tok, f.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := f.clock.Now()
+		cookieOf := func(r response, status int, location string) (*http.Cookie, gate.Session) {
+			t.Helper()
+			if r.StatusCode != status || r.Headers["Location"] != location || r.Headers["Cache-Control"] != "no-store" {
+				t.Fatalf("got %d %v, want %d to %s: %s", r.StatusCode, r.Headers, status, location, r.Body)
+			}
+			c := setCookie(t, r)
+			s, err := gate.Verify(ring, c.Value, gate.CookieRoom(c.Value), f.clock.Now())
+			if err != nil {
+				t.Fatalf("cookie %q: %v", c.Value, err)
+			}
+			if c.MaxAge != int(s.Expires.Sub(f.clock.Now())/time.Second) {
+				t.Fatalf("cookie Max-Age %d, session ends %v", c.MaxAge, s.Expires)
+			}
+			return c, s
+		}
+		want := func(s gate.Session, expires, renewAt time.Time) {
+			t.Helper()
+			w := gate.Session{Room: claims.Room, Seq: claims.Seq, Expires: expires.UTC()}
+			if !renewAt.IsZero() {
+				w.RenewAt, w.Start = renewAt.UTC(), t0.UTC()
+			}
+			if s != w {
+				t.Fatalf("session %+v, want %+v", s, w)
+			}
+		}
+		c, s := cookieOf(f.enter("site.example", tok, "/book"), 303, "/book")
+		want(s, t0.Add(60*time.Second), t0.Add(30*time.Second))
+		first := c.Value
+
+		// Past its time to renew: extended to now + 60, back to the page.
+		f.clock.Advance(40 * time.Second)
+		c, s = cookieOf(f.renew("/book?a=1", gate.CookieName+"="+c.Value), 303, "/book?a=1")
+		want(s, t0.Add(100*time.Second), t0.Add(70*time.Second))
+		// A hostile return path goes to "/".
+		for _, ret := range []string{"//evil.example/", "https://evil.example/", ""} {
+			_, s = cookieOf(f.renew(ret, gate.CookieName+"="+c.Value), 303, "/")
+			want(s, t0.Add(100*time.Second), t0.Add(70*time.Second))
+		}
+		// Capped at start + 150: the last cookie says no more renewal.
+		f.clock.Advance(50 * time.Second)
+		c, s = cookieOf(f.renew("/book", gate.CookieName+"="+c.Value), 303, "/book")
+		want(s, t0.Add(150*time.Second), time.Time{})
+		if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 1 {
+			t.Fatalf("after renewals: %+v, want one session", st)
+		}
+		// A cookie that does not renew, none, a forged one, another site's
+		// cookie name: the 303 and nothing changed.
+		for _, cookies := range [][]string{{gate.CookieName + "=" + c.Value}, nil, {gate.CookieName + "=" + tampered(first)}, {"vestibule=" + first}} {
+			if r := f.renew("/x", cookies...); r.StatusCode != 303 || r.Headers["Location"] != "/x" || len(r.Cookies) != 0 {
+				t.Errorf("renew with %v: %d %v %v", cookies, r.StatusCode, r.Headers, r.Cookies)
+			}
+		}
+
+		// A session that is over: the renewing cookie is cleared, and the
+		// engine holds nothing past the end it had.
+		tok2, _ := f.admit(settings)
+		c2, _ := cookieOf(f.enter("site.example", tok2, "/"), 303, "/")
+		ev := event("POST", "/.vestibule/leave", "", map[string]string{"host": "site.example", "sec-fetch-site": "same-origin"})
+		ev.Cookies = []string{gate.CookieName + "=" + c2.Value}
+		if r := f.send(ev); r.StatusCode != 303 {
+			t.Fatalf("leave: %d %s", r.StatusCode, r.Body)
+		}
+		f.clock.Advance(40 * time.Second)
+		r := f.renew("/book", gate.CookieName+"="+c2.Value)
+		if cl := setCookie(t, r); r.StatusCode != 303 || r.Headers["Location"] != "/book" || cl.MaxAge >= 0 || cl.Value != "" {
+			t.Fatalf("renew of a completed session: %d %v %v", r.StatusCode, r.Headers, r.Cookies)
+		}
+		// A room without a maximum: its cookies never renew.
+		plain, _ := f.admit(`{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`)
+		if _, s := cookieOf(f.enter("site.example", plain, "/"), 303, "/"); s.Renews() {
+			t.Fatalf("a room without maxSessionSeconds: %+v", s)
+		}
+	})
 }

@@ -63,6 +63,7 @@ var handlers = map[string]handlerFunc{
 	"POST /.vestibule/enter":                         (*Handler).gateEnter,
 	"POST /.vestibule/leave":                         (*Handler).gateLeave,
 	"GET /.vestibule/leave":                          (*Handler).gateLeavePage,
+	"GET /.vestibule/renew":                          (*Handler).gateRenew,
 }
 
 // table is the router's view of routes.All. A route without a handler, or a

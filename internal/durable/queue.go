@@ -295,6 +295,12 @@ func (q *Queue) Consume(ctx context.Context, id string, seq int64, audience stri
 	return retry(q, ctx, id, func() (room.Session, error) { return q.eng.Consume(ctx, id, seq, audience) })
 }
 
+// Renew is the engine's, restoring a lost room (whose sessions are gone: the
+// answer is then room.ErrUnknownGrant).
+func (q *Queue) Renew(ctx context.Context, id string, seq int64, audience string, start time.Time) (room.Session, error) {
+	return retry(q, ctx, id, func() (room.Session, error) { return q.eng.Renew(ctx, id, seq, audience, start) })
+}
+
 // Complete is the engine's, restoring a lost room.
 func (q *Queue) Complete(ctx context.Context, id string, seq int64, audience string) error {
 	_, err := retry(q, ctx, id, func() (struct{}, error) { return struct{}{}, q.eng.Complete(ctx, id, seq, audience) })

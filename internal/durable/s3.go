@@ -22,12 +22,13 @@ type S3API interface {
 	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, opts ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 }
 
 // S3 is a Store in an S3 bucket: one object per room under the prefix,
 // <prefix>rooms/<room>.json for the settings and <prefix>heads/<room> for the
 // head. It needs s3:GetObject and s3:PutObject on <prefix>* and s3:ListBucket
-// on the bucket (docs/DEPLOY.md).
+// on the bucket (docs/DEPLOY.md); Delete needs s3:DeleteObject.
 type S3 struct {
 	Client S3API
 	Bucket string
@@ -70,7 +71,7 @@ func (s *S3) get(ctx context.Context, key string) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("durable: get s3://%s/%s: %w", s.Bucket, key, err)
 	}
-	defer out.Body.Close()
+	defer func() { _ = out.Body.Close() }() // read or failed: nothing left to report
 	b, err := io.ReadAll(io.LimitReader(out.Body, 1<<20))
 	if err != nil {
 		return nil, fmt.Errorf("durable: read s3://%s/%s: %w", s.Bucket, key, err)
@@ -92,6 +93,25 @@ func (s *S3) Settings(ctx context.Context, id string) ([]byte, error) {
 		return nil, room.ErrInvalidRoom
 	}
 	return s.get(ctx, s.settingsKey(id))
+}
+
+var _ StoreDeleter = (*S3)(nil)
+
+// Delete removes <prefix>rooms/<room>.json, then <prefix>heads/<room>: once
+// the settings are gone no restore brings the room back, whatever the head
+// says. A room the bucket never had is no error (S3 answers a missing key's
+// delete with success). In a versioned bucket the versions stay behind a
+// delete marker, so a deletion can be undone by an operator.
+func (s *S3) Delete(ctx context.Context, id string) error {
+	if !room.ValidRoomID(id) {
+		return room.ErrInvalidRoom
+	}
+	for _, key := range []string{s.settingsKey(id), s.headKey(id)} {
+		if _, err := s.Client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(key)}); err != nil {
+			return fmt.Errorf("durable: delete s3://%s/%s: %w", s.Bucket, key, err)
+		}
+	}
+	return nil
 }
 
 // Rooms lists <prefix>rooms/, every page.

@@ -80,7 +80,7 @@ func (d Disk) write(id, ext string, b []byte) error {
 		err = os.Rename(f.Name(), p)
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		_ = os.Remove(f.Name()) // the write's error is the one to report
 		return fmt.Errorf("durable: %w", err)
 	}
 	return nil

@@ -61,6 +61,29 @@ func exercise(t *testing.T, s durable.Store, rooms int) {
 	if err := s.PutSettings(ctx, "../escape", nil); err == nil {
 		t.Errorf("an invalid room id was stored")
 	}
+	// A store that deletes forgets a room's settings and head, and no other's.
+	d, ok := s.(durable.StoreDeleter)
+	if !ok {
+		t.Fatalf("%T cannot delete", s)
+	}
+	if err := d.Delete(ctx, want[1]); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if err := d.Delete(ctx, "never-put"); err != nil {
+		t.Errorf("Delete of a room never put: %v", err)
+	}
+	if _, err := s.Settings(ctx, want[1]); !errors.Is(err, durable.ErrNotFound) {
+		t.Errorf("Settings after Delete: %v, want ErrNotFound", err)
+	}
+	if _, err := s.Head(ctx, want[1]); !errors.Is(err, durable.ErrNotFound) {
+		t.Errorf("Head after Delete: %v, want ErrNotFound", err)
+	}
+	if ids, err := s.Rooms(ctx); err != nil || !slices.Equal(ids, slices.Delete(slices.Clone(want), 1, 2)) {
+		t.Errorf("Rooms after Delete = %d rooms %v, want %d", len(ids), err, len(want)-1)
+	}
+	if _, err := s.Settings(ctx, want[0]); err != nil {
+		t.Errorf("another room's settings after Delete: %v", err)
+	}
 }
 
 func TestDiskStore(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -146,5 +147,86 @@ func TestGatedDemoSite(t *testing.T) {
 	}
 	if resp, _ := siteGet(t, s, "/", ""); resp.StatusCode != 302 {
 		t.Fatalf("after leave: %d, want 302", resp.StatusCode)
+	}
+}
+
+// Renewal through make dev's demo site, end to end: gate.Middleware sends a
+// navigation past the cookie's time to renew through /.vestibule/renew (the
+// proxy, the API, the engine), which comes back to the page with a cookie
+// that ends later; a fetch at the same moment just passes.
+func TestGatedDemoSiteRenews(t *testing.T) {
+	static := t.TempDir()
+	os.WriteFile(filepath.Join(static, "index.html"), []byte("<!doctype html><title>wait</title>"), 0o644)
+	s, err := localstack.Start(context.Background(), localstack.Options{StaticDir: static, KeyDir: t.TempDir(), TickInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if code, _, e := testkit.CallJSON(t, "PUT", s.URL()+"/api/admin/rooms/demo", s.AdminKey(), `{"sessionTTLSeconds":10,"maxSessionSeconds":60}`); code != 200 {
+		t.Fatalf("PUT demo: %d %v", code, e)
+	}
+	code, _, e := testkit.CallJSON(t, "POST", s.URL()+"/api/rooms/demo/enqueue", "", "")
+	ticket, _ := e["ticket"].(string)
+	if code != 200 || ticket == "" {
+		t.Fatalf("enqueue: %d %v", code, e)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e["entryToken"] == nil && time.Now().Before(deadline) {
+		time.Sleep(pollpolicy.MinInterval)
+		_, _, e = testkit.CallJSON(t, "GET", s.URL()+"/api/rooms/demo/poll", ticket, "")
+	}
+	tok, _ := e["entryToken"].(string)
+	form := url.Values{"token": {tok}, "return": {"/tickets"}}.Encode()
+	req, _ := http.NewRequest("POST", s.OriginURL()+"/.vestibule/enter", strings.NewReader(form))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, body := do(t, req)
+	if resp.StatusCode != 303 {
+		t.Fatalf("enter: %d %s", resp.StatusCode, body)
+	}
+	c := sessionCookie(t, resp)
+	// v1.<kid>.<room>.<seq>.<expiry>.<renew>.<start>.<mac>
+	f := strings.Split(c.Value, ".")
+	if len(f) != 8 {
+		t.Fatalf("a cookie of a room with maxSessionSeconds without a time to renew: %s", c.Value)
+	}
+	n, err := strconv.ParseInt(f[5], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewAt := time.Unix(n, 0)
+	get := func(mode, cookie string) (*http.Response, string) {
+		req, _ := http.NewRequest("GET", s.OriginURL()+"/tickets?show=1", nil)
+		req.Header.Set("Sec-Fetch-Mode", mode)
+		req.AddCookie(&http.Cookie{Name: gate.DevCookieName, Value: cookie})
+		return do(t, req)
+	}
+	if resp, _ := get("navigate", c.Value); resp.StatusCode != 200 {
+		t.Fatalf("before the time to renew: %d %v", resp.StatusCode, resp.Header)
+	}
+	time.Sleep(time.Until(renewAt.Add(time.Second))) // the gate compares whole seconds
+	if resp, _ := get("cors", c.Value); resp.StatusCode != 200 {
+		t.Fatalf("a fetch past the time to renew: %d %v", resp.StatusCode, resp.Header)
+	}
+	resp, _ = get("navigate", c.Value)
+	if resp.StatusCode != 302 || resp.Header.Get("Location") != "/.vestibule/renew?return=%2Ftickets%3Fshow%3D1" {
+		t.Fatalf("a navigation past the time to renew: %d %v", resp.StatusCode, resp.Header)
+	}
+	req, _ = http.NewRequest("GET", s.OriginURL()+resp.Header.Get("Location"), nil)
+	req.AddCookie(&http.Cookie{Name: gate.DevCookieName, Value: c.Value})
+	resp, body = do(t, req)
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/tickets?show=1" {
+		t.Fatalf("renew: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	renewed := sessionCookie(t, resp)
+	g := strings.Split(renewed.Value, ".")
+	if len(g) != 8 || g[4] <= f[4] || g[6] != f[6] || renewed.MaxAge < 9 {
+		t.Fatalf("renewed cookie %s (Max-Age %d) after %s", renewed.Value, renewed.MaxAge, c.Value)
+	}
+	if resp, body := get("navigate", renewed.Value); resp.StatusCode != 200 || !strings.Contains(body, `id="site"`) {
+		t.Fatalf("the page with the renewed cookie: %d %s", resp.StatusCode, body)
+	}
+	_, _, info := testkit.CallJSON(t, "GET", s.URL()+"/api/admin/rooms/demo", s.AdminKey(), "")
+	if st, _ := info["stats"].(map[string]any); st["active"] != float64(1) {
+		t.Fatalf("after the renewal: %v, want one session", info["stats"])
 	}
 }

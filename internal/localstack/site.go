@@ -16,13 +16,16 @@ var SiteOpenPaths = []string{"/robots.txt", "/favicon.ico"}
 // a real one: a plain site with no Vestibule code in it (site), behind
 // gate.Middleware, which is what the CloudFront function does in AWS, and
 // /.vestibule/* passed to the waiting room's API (api, its base URL) as
-// CloudFront's /.vestibule/* behaviour does, with the site's host in
-// X-Forwarded-Host. cfg is the gate's configuration (room, waiting room, open
+// CloudFront's /.vestibule/* behaviour does, keeping the site's Host (the
+// API believes X-Forwarded-Host only behind CloudFront's origin secret). cfg is the gate's configuration (room, waiting room, open
 // paths, keys).
 func newGatedSite(cfg gate.Config, api *url.URL) http.Handler {
 	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(api)
-		r.SetXForwarded() // X-Forwarded-Host: the site's host, which enter checks
+		r.SetXForwarded()
+		// The site's host, which enter checks: the local API has no origin
+		// secret, so it believes Host, never X-Forwarded-Host.
+		r.Out.Host = r.In.Host
 	}}
 	mux := http.NewServeMux()
 	mux.Handle(gate.VestibulePrefix, proxy)

@@ -94,6 +94,23 @@ var settings = []Setting{
 		func(c *Config) *int64 { return &c.AdmitPerMinute }, 600, 1, 1_000_000),
 	number("sessionTTLSeconds", "a consumed grant's session ends after this unless completed",
 		func(c *Config) *int64 { return &c.SessionTTLSeconds }, 600, 10, 86_400),
+	// With it, sessionTTLSeconds is an idle timeout: the edge gate renews an
+	// active visitor's session (Engine.Renew, /.vestibule/renew) up to this.
+	func() Setting {
+		s := number("maxSessionSeconds", "the longest a gated session is renewed to while the visitor is active, from its start; sessionTTLSeconds is then the idle timeout (0: no renewal)",
+			func(c *Config) *int64 { return &c.MaxSessionSeconds }, 0, 0, 604_800)
+		inRange := s.check
+		s.check = func(c Config) string {
+			if reason := inRange(c); reason != "" {
+				return reason
+			}
+			if c.MaxSessionSeconds != 0 && c.MaxSessionSeconds < c.SessionTTLSeconds {
+				return fmt.Sprintf("%d is below sessionTTLSeconds (%d): 0, or at least sessionTTLSeconds", c.MaxSessionSeconds, c.SessionTTLSeconds)
+			}
+			return ""
+		}
+		return s
+	}(),
 	number("claimTTLSeconds", "a grant not consumed in this time is reclaimed",
 		func(c *Config) *int64 { return &c.ClaimTTLSeconds }, 120, 5, 3_600),
 	number("heartbeatTTLSeconds", "the grace beyond the told poll: a waiting visitor who misses the poll the server asked for by more than this is evicted (and may come back before the head passes)",

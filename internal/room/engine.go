@@ -28,6 +28,7 @@ var (
 	tickCmd      = lua.NewScript("tick", lua.Tick)
 	consumeCmd   = lua.NewScript("consume", lua.Consume)
 	completeCmd  = lua.NewScript("complete", lua.Complete)
+	renewCmd     = lua.NewScript("renew", lua.Renew)
 	leaveCmd     = lua.NewScript("leave", lua.Leave)
 	configCmd    = lua.NewScript("config", lua.Config)
 	statsCmd     = lua.NewScript("stats", lua.Stats)
@@ -608,6 +609,35 @@ func (e *Engine) Complete(ctx context.Context, room string, seq int64, audience 
 		return ErrWrongAudience
 	}
 	return unexpected(completeCmd, reply)
+}
+
+// Renew extends the active session seq, which started at start (from the
+// session cookie Vestibule signed), to end at min(now + sessionTTLSeconds,
+// start + maxSessionSeconds), and never earlier than it ends already: an
+// active visitor keeps a session whose idle timeout is sessionTTLSeconds, up
+// to the room's maximum (a room with maxSessionSeconds 0 renews nothing).
+// It returns the session's end, moved or not. audience is checked as by
+// Consume. Errors: ErrUnknownRoom, ErrWrongAudience, ErrUnknownGrant (no such
+// session: completed, expired or never consumed), ErrUnavailable.
+func (e *Engine) Renew(ctx context.Context, room string, seq int64, audience string, start time.Time) (Session, error) {
+	reply, err := e.run(ctx, renewCmd, room, e.nowMS(), strconv.FormatInt(seq, 10), audience, strconv.FormatInt(start.UnixMilli(), 10))
+	if err != nil {
+		return Session{}, err
+	}
+	switch str(reply[0]) {
+	case wordOK:
+		if len(reply) <= consumeEnds {
+			return Session{}, unexpected(renewCmd, reply)
+		}
+		return Session{Room: room, ExpiresAt: time.UnixMilli(num(reply[consumeEnds]))}, nil
+	case wordNoGrant:
+		return Session{}, ErrUnknownGrant
+	case wordNoRoom:
+		return Session{}, ErrUnknownRoom
+	case wordAudience:
+		return Session{}, ErrWrongAudience
+	}
+	return Session{}, unexpected(renewCmd, reply)
 }
 
 // Tick runs one admission tick of the room.

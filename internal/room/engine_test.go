@@ -1445,3 +1445,88 @@ func TestSweepSharesTheTicksBatch(t *testing.T) {
 		}
 	})
 }
+
+// Renew moves an active session's end to min(now + sessionTTL, start + max):
+// it extends, never shortens, stops at the maximum, and refuses a session
+// that is over (completed, expired) or was never consumed.
+func TestRenew(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, cfgWith(func(c *room.Config) {
+			c.MaxActive, c.SessionTTLSeconds, c.MaxSessionSeconds = 3, 60, 300
+		}))
+		e.warm()
+		ts := e.enqueueN(3)
+		e.tick()
+		t0 := e.clk.Now()
+		start := t0.Add(-time.Second) // the cookie's start: whole seconds, at most the consume
+		if s := e.consume(ts[0].Seq); !s.ExpiresAt.Equal(t0.Add(60 * time.Second)) {
+			t.Fatalf("consumed: ends %v, want %v", s.ExpiresAt, t0.Add(60*time.Second))
+		}
+		// A completed session, a grant never consumed, another origin.
+		e.consume(ts[1].Seq)
+		if _, err := e.eng.Renew(e.ctx, e.room, ts[1].Seq, "https://evil.example/", start); !errors.Is(err, room.ErrWrongAudience) {
+			t.Errorf("renew for another origin: %v, want ErrWrongAudience", err)
+		}
+		if err := e.eng.Complete(e.ctx, e.room, ts[1].Seq, origin); err != nil {
+			t.Fatal(err)
+		}
+		for _, seq := range []int64{ts[1].Seq, ts[2].Seq, 999} {
+			if _, err := e.eng.Renew(e.ctx, e.room, seq, origin, start); !errors.Is(err, room.ErrUnknownGrant) {
+				t.Errorf("renew of %d: %v, want ErrUnknownGrant", seq, err)
+			}
+		}
+		renew := func(seq int64, from time.Time, want time.Time) {
+			t.Helper()
+			s, err := e.eng.Renew(e.ctx, e.room, seq, origin, from)
+			if err != nil || !s.ExpiresAt.Equal(want) {
+				t.Fatalf("at +%v: Renew = %v %v, want the end %v", e.clk.Now().Sub(t0), s.ExpiresAt, err, want)
+			}
+		}
+		e.clk.Advance(40 * time.Second)
+		renew(ts[0].Seq, start, t0.Add(100*time.Second))
+		renew(ts[0].Seq, start, t0.Add(100*time.Second)) // again: the same end
+
+		// A lower maximum never shortens a session.
+		cfg, err := e.eng.GetConfig(e.ctx, e.room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.MaxSessionSeconds = 60
+		if _, err := e.eng.PutConfig(e.ctx, e.room, cfg); err != nil {
+			t.Fatal(err)
+		}
+		renew(ts[0].Seq, start, t0.Add(100*time.Second))
+		// Without a maximum nothing is renewed.
+		cfg.MaxSessionSeconds = 0
+		if _, err := e.eng.PutConfig(e.ctx, e.room, cfg); err != nil {
+			t.Fatal(err)
+		}
+		e.clk.Advance(30 * time.Second)
+		renew(ts[0].Seq, start, t0.Add(100*time.Second))
+		cfg.MaxSessionSeconds = 300
+		if _, err := e.eng.PutConfig(e.ctx, e.room, cfg); err != nil {
+			t.Fatal(err)
+		}
+
+		// Capped at start + max.
+		for e.clk.Now().Before(t0.Add(270 * time.Second)) { // an active visitor: less than the idle timeout apart
+			e.clk.Advance(25 * time.Second)
+			want := e.clk.Now().Add(60 * time.Second)
+			if limit := start.Add(300 * time.Second); want.After(limit) {
+				want = limit
+			}
+			renew(ts[0].Seq, start, want)
+		}
+		// A start in the future counts as now: the cap is then now + max.
+		renew(ts[0].Seq, t0.Add(time.Hour), e.clk.Now().Add(60*time.Second))
+		// Past its end the session is over: refused, and not brought back.
+		e.clk.Advance(60 * time.Second)
+		if _, err := e.eng.Renew(e.ctx, e.room, ts[0].Seq, origin, start); !errors.Is(err, room.ErrUnknownGrant) {
+			t.Errorf("renew of an expired session: %v, want ErrUnknownGrant", err)
+		}
+
+		if _, err := e.eng.Renew(e.ctx, "nosuchroom", ts[0].Seq, origin, start); !errors.Is(err, room.ErrUnknownRoom) {
+			t.Errorf("renew in an unknown room: %v, want ErrUnknownRoom", err)
+		}
+	})
+}

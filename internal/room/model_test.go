@@ -251,6 +251,12 @@ func (m *model) poll() {
 	if rapid.Bool().Draw(m.rt, "poll a queued or evicted one") {
 		v = m.pick("poll", m.with(mWaiting, mEvicted))
 	}
+	// An evicted visitor the ticks have not passed yet comes back (I4): a
+	// branch the other draws reach too rarely to count on it in 100 runs.
+	if back := m.pick("poll a restorable one", func(v *mvisitor) bool { return v.status == mEvicted && v.tk.Seq > m.head }); back != nil &&
+		rapid.IntRange(0, 3).Draw(m.rt, "prefer a restorable one") == 0 {
+		v = back
+	}
 	if v == nil {
 		return
 	}

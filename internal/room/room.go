@@ -34,9 +34,12 @@ const (
 // Settings): its JSON key, which is also its Redis hash field, its range and
 // its default; a new setting is a field here and a row there.
 type Config struct {
-	MaxActive           int64      `json:"maxActive"`
-	AdmitPerMinute      int64      `json:"admitPerMinute"`
-	SessionTTLSeconds   int64      `json:"sessionTTLSeconds"`
+	MaxActive         int64 `json:"maxActive"`
+	AdmitPerMinute    int64 `json:"admitPerMinute"`
+	SessionTTLSeconds int64 `json:"sessionTTLSeconds"`
+	// MaxSessionSeconds is the longest a gated session can be renewed to
+	// (from its start); 0: no renewal, a session lasts SessionTTLSeconds.
+	MaxSessionSeconds   int64      `json:"maxSessionSeconds"`
 	ClaimTTLSeconds     int64      `json:"claimTTLSeconds"`
 	HeartbeatTTLSeconds int64      `json:"heartbeatTTLSeconds"`
 	Mode                Mode       `json:"mode"`
@@ -223,6 +226,7 @@ type Queue interface {
 	Leave(ctx context.Context, t Ticket) error
 	Consume(ctx context.Context, room string, seq int64, audience string) (Session, error)
 	Complete(ctx context.Context, room string, seq int64, audience string) error
+	Renew(ctx context.Context, room string, seq int64, audience string, start time.Time) (Session, error)
 	Tick(ctx context.Context, room string) (TickResult, error)
 	PutConfig(ctx context.Context, room string, cfg Config) (Config, error)
 	GetConfig(ctx context.Context, room string) (Config, error)

@@ -125,6 +125,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 	opens := time.Date(2031, 5, 4, 10, 0, 0, 123_000_000, time.UTC)
 	// Every setting away from its default.
 	want := room.Config{MaxActive: 7, AdmitPerMinute: 77, SessionTTLSeconds: 700, ClaimTTLSeconds: 70,
+		MaxSessionSeconds:   1400,
 		HeartbeatTTLSeconds: 17, Mode: room.ModeAuto, OpensAt: &opens, OriginURL: "http://localhost:3000/buy?x=1",
 		ClientEnqueuePerMinute: 7, ClientIPv4Prefix: 24, ClientIPv6Prefix: 56, JoinChallengeBits: 5, JoinShards: 3, Gate: true}
 	def := room.DefaultConfig()

@@ -65,6 +65,7 @@ var All = []Route{
 	{"POST", "/.vestibule/enter", Consume, false},
 	{"POST", "/.vestibule/leave", Consume, false},
 	{"GET", "/.vestibule/leave", Consume, false},
+	{"GET", "/.vestibule/renew", Consume, false},
 }
 
 // GatePrefix is where the edge gate's routes live on a protected site; every
