@@ -119,7 +119,9 @@ func (h *Handler) putRoomAudited(ctx context.Context, r *request) (events.APIGat
 	var before *room.Config
 	if cfg, err := h.o.Queue.GetConfig(ctx, r.room); err == nil {
 		before = &cfg
-	} else if !errors.Is(err, room.ErrUnknownRoom) {
+	} else if !errors.Is(err, room.ErrUnknownRoom) && !errors.Is(err, room.ErrNotRestorable) {
+		// (A room whose stored settings cannot be read is PUT afresh, as
+		// putRoom says, and logged as a new room: nothing before it could be read.)
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	resp, err := h.putRoom(ctx, r)
