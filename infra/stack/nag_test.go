@@ -80,9 +80,10 @@ func nagFindings(t *testing.T, region string, edit func(*stack.Settings)) []nagF
 	return c.findings
 }
 
-// TestNagAwsSolutions runs cdk-nag's AwsSolutions pack on the default stack and on one with
-// every option (node cache, WAF, the gate, every custom domain with origin mTLS) and fails on
-// any finding that nag.go does not suppress with its reason.
+// TestNagAwsSolutions runs cdk-nag's AwsSolutions pack on every variant TestCfnLint lints
+// (default, node cache, WAF, a second stage, the gate, every custom domain with origin mTLS)
+// and on one with every option at once, and fails on any finding that nag.go does not
+// suppress with its reason.
 func TestNagAwsSolutions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: cdk-nag takes half a minute a variant")
@@ -92,6 +93,11 @@ func TestNagAwsSolutions(t *testing.T) {
 		edit         func(*stack.Settings)
 	}{
 		{"default", "", nil},
+		{"nodes", "", func(s *stack.Settings) { s.Cache = stack.CacheNodes }},
+		{"waf", "us-east-1", func(s *stack.Settings) { s.WAF = true }},
+		{"staging", "", func(s *stack.Settings) { s.Stage = "staging" }},
+		{"gate", "", protectGate},
+		{"domains", "us-east-1", withDomains},
 		{"everything", "us-east-1", func(s *stack.Settings) {
 			withDomains(s)
 			s.Cache, s.WAF, s.AdmitReservedConcurrency = stack.CacheNodes, true, 1
