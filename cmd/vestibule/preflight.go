@@ -14,12 +14,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/servicequotas"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 )
 
 // vestibule preflight: what the account must give the synthesized stack before `cdk deploy`
 // (make deploy runs it after cfn-lint): Lambda concurrency for what the template reserves, API
-// Gateway's account throttle against the stage's, and the cdk-nag rules the template suppresses,
-// each with its reason. A failed check stops the deploy; a warning is printed.
+// Gateway's account throttle against the stage's, the region's offer of every service the
+// template uses, and the cdk-nag rules the template suppresses, each with its reason. A failed check stops the deploy; a warning is printed.
 
 // Lambda keeps at least this much of an account's concurrency unreserved (some accounts 50):
 // a reservation that leaves less makes the deploy roll back.
@@ -42,6 +43,32 @@ type LambdaAccount interface {
 // QuotaReader is the part of the Service Quotas API preflight uses.
 type QuotaReader interface {
 	GetServiceQuota(ctx context.Context, in *servicequotas.GetServiceQuotaInput, optFns ...func(*servicequotas.Options)) (*servicequotas.GetServiceQuotaOutput, error)
+}
+
+// RegionServices is the part of the Systems Manager API preflight uses: AWS's public parameters
+// under /aws/service/global-infrastructure name the services each region offers.
+type RegionServices interface {
+	GetParametersByPath(ctx context.Context, in *ssm.GetParametersByPathInput, optFns ...func(*ssm.Options)) (*ssm.GetParametersByPathOutput, error)
+}
+
+// infrastructureRegion is where the global-infrastructure parameters are read: they are served
+// in some regions only, and us-east-1 answers for every region.
+const infrastructureRegion = "us-east-1"
+
+// regionalServices maps a template's resource type prefix to the service id of the
+// global-infrastructure parameters (CloudFront and IAM are global: not listed).
+var regionalServices = map[string]string{
+	"AWS::Lambda::":         "lambda",
+	"AWS::ApiGatewayV2::":   "apigateway",
+	"AWS::ElastiCache::":    "elasticache",
+	"AWS::S3::":             "s3",
+	"AWS::SecretsManager::": "secretsmanager",
+	"AWS::Events::":         "events",
+	"AWS::Logs::":           "logs",
+	"AWS::SNS::":            "sns",
+	"AWS::CloudWatch::":     "cloudwatch",
+	"AWS::EC2::":            "ec2",
+	"AWS::WAFv2::":          "waf",
 }
 
 // errPreflight is returned when a check failed; the report says which.
@@ -73,7 +100,16 @@ func (c *command) preflight(ctx context.Context, pos []string) error {
 	if cfg.Region == "" {
 		return errors.New("no AWS region: pass --region, or set AWS_REGION")
 	}
-	return runPreflight(ctx, tmpl, lambda.NewFromConfig(cfg), servicequotas.NewFromConfig(cfg), c.stdout)
+	infra := ssm.NewFromConfig(cfg, func(o *ssm.Options) { o.Region = infrastructureRegion })
+	return runPreflight(ctx, tmpl, account{lambda.NewFromConfig(cfg), servicequotas.NewFromConfig(cfg), infra, cfg.Region}, c.stdout)
+}
+
+// account is what preflight asks of the AWS account, in the region deployed to.
+type account struct {
+	lambda  LambdaAccount
+	quotas  QuotaReader
+	regions RegionServices
+	region  string
 }
 
 // nagMetadata is the cdk_nag metadata of a template or a resource: the rules it suppresses.
@@ -97,7 +133,8 @@ type template struct {
 }
 
 // runPreflight checks the account against the template and prints one line per check.
-func runPreflight(ctx context.Context, raw []byte, lam LambdaAccount, quotas QuotaReader, out io.Writer) error {
+func runPreflight(ctx context.Context, raw []byte, acc account, out io.Writer) error {
+	lam, quotas := acc.lambda, acc.quotas
 	var t template
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return fmt.Errorf("the template is not JSON: %w", err)
@@ -166,6 +203,32 @@ func runPreflight(ctx context.Context, raw []byte, lam LambdaAccount, quotas Quo
 		report("ok", "api gateway throttle", fmt.Sprintf("the account allows %.0f requests a second, the stage %.0f", *q.Quota.Value, stageRate))
 	}
 
+	// The region offers every service the template uses.
+	need := map[string]bool{}
+	for _, r := range t.Resources {
+		for prefix, svc := range regionalServices {
+			if strings.HasPrefix(r.Type, prefix) {
+				need[svc] = true
+			}
+		}
+	}
+	if offered, err := regionOffers(ctx, acc.regions, acc.region); err != nil {
+		report("warn", "region", "cannot read the services "+acc.region+" offers (ssm:GetParametersByPath on AWS's public parameters): "+err.Error())
+	} else {
+		var missing []string
+		for svc := range need {
+			if !offered[svc] {
+				missing = append(missing, svc)
+			}
+		}
+		sort.Strings(missing)
+		if len(missing) > 0 {
+			report("FAIL", "region", fmt.Sprintf("%s does not offer %s, which the template uses: deploy to another region", acc.region, strings.Join(missing, ", ")))
+		} else {
+			report("ok", "region", fmt.Sprintf("%s offers the %d services the template uses (ElastiCache Serverless and arm64 Lambda: see docs/DEPLOY.md)", acc.region, len(need)))
+		}
+	}
+
 	// The cdk-nag findings the template accepts, each with its reason.
 	// (stack-wide suppressions are the template's metadata, the others a resource's)
 	type rule struct {
@@ -208,4 +271,31 @@ func runPreflight(ctx context.Context, raw []byte, lam LambdaAccount, quotas Quo
 		return errPreflight
 	}
 	return nil
+}
+
+// regionOffers reads the service ids AWS lists for region, every page.
+func regionOffers(ctx context.Context, c RegionServices, region string) (map[string]bool, error) {
+	if region == "" {
+		return nil, errors.New("no region")
+	}
+	path := "/aws/service/global-infrastructure/regions/" + region + "/services"
+	offered := map[string]bool{}
+	in := &ssm.GetParametersByPathInput{Path: aws.String(path)}
+	for {
+		out, err := c.GetParametersByPath(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range out.Parameters {
+			offered[strings.TrimPrefix(aws.ToString(p.Name), path+"/")] = true
+		}
+		if out.NextToken == nil {
+			break
+		}
+		in.NextToken = out.NextToken
+	}
+	if len(offered) == 0 {
+		return nil, fmt.Errorf("AWS lists no service for %q: is it a region?", region)
+	}
+	return offered, nil
 }

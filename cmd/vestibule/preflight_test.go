@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/servicequotas"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 )
 
 // fakeAccount is a loopback server speaking the two APIs preflight calls: Lambda's
@@ -22,7 +23,9 @@ import (
 type fakeAccount struct {
 	total, unreserved int
 	apiQuota          float64
-	quotaAsked        string // ServiceCode/QuotaCode of the last GetServiceQuota
+	quotaAsked        string   // ServiceCode/QuotaCode of the last GetServiceQuota
+	services          []string // what the region offers (nil: every service the template uses)
+	pathAsked         string   // the Path of the last GetParametersByPath
 }
 
 func (a *fakeAccount) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -42,19 +45,45 @@ func (a *fakeAccount) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		json.Unmarshal(b, &in)
 		a.quotaAsked = in.ServiceCode + "/" + in.QuotaCode
 		json.NewEncoder(w).Encode(map[string]any{"Quota": map[string]any{"Value": a.apiQuota}})
+	case r.Header.Get("X-Amz-Target") == "AmazonSSM.GetParametersByPath":
+		// AWS's public parameters of a region's services, one a page, as the API pages them
+		var in struct{ Path, NextToken string }
+		b, _ := io.ReadAll(r.Body)
+		json.Unmarshal(b, &in)
+		a.pathAsked = in.Path
+		services := a.services
+		if services == nil {
+			services = []string{"apigateway", "elasticache", "lambda", "s3"}
+		}
+		i := 0
+		if in.NextToken != "" {
+			i = int(in.NextToken[0] - '0')
+		}
+		page := map[string]any{"Parameters": []any{}}
+		if i < len(services) {
+			page["Parameters"] = []any{map[string]any{"Name": in.Path + "/" + services[i], "Value": services[i]}}
+		}
+		if i+1 < len(services) {
+			page["NextToken"] = string(rune('0' + i + 1))
+		}
+		json.NewEncoder(w).Encode(page)
 	default:
 		w.WriteHeader(http.StatusNotFound)
 		w.Write([]byte(`{"message":"unknown call"}`))
 	}
 }
 
-// clients are SDK clients of the fake account.
-func (a *fakeAccount) clients(t *testing.T) (*lambda.Client, *servicequotas.Client) {
+// clients are SDK clients of the fake account, deploying to eu-west-1.
+func (a *fakeAccount) clients(t *testing.T) account {
 	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)
 	creds := credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")
-	return lambda.New(lambda.Options{BaseEndpoint: aws.String(srv.URL), Region: "eu-west-1", Credentials: creds}),
-		servicequotas.New(servicequotas.Options{BaseEndpoint: aws.String(srv.URL), Region: "eu-west-1", Credentials: creds})
+	return account{
+		lambda:  lambda.New(lambda.Options{BaseEndpoint: aws.String(srv.URL), Region: "eu-west-1", Credentials: creds}),
+		quotas:  servicequotas.New(servicequotas.Options{BaseEndpoint: aws.String(srv.URL), Region: "eu-west-1", Credentials: creds}),
+		regions: ssm.New(ssm.Options{BaseEndpoint: aws.String(srv.URL), Region: infrastructureRegion, Credentials: creds}),
+		region:  "eu-west-1",
+	}
 }
 
 // testTemplate is a synthesized template's shape: a stage's throttle, a function, perhaps a
@@ -70,6 +99,7 @@ func testTemplate(reserved int) []byte {
 		}}},
 		"Resources": map[string]any{
 			"AdmitFunction": fn,
+			"Cache":         map[string]any{"Type": "AWS::ElastiCache::ServerlessCache"},
 			"ApiStage": map[string]any{"Type": "AWS::ApiGatewayV2::Stage", "Properties": map[string]any{
 				"DefaultRouteSettings": map[string]any{"ThrottlingRateLimit": 5000, "ThrottlingBurstLimit": 5000}}},
 			"Distribution": map[string]any{"Type": "AWS::CloudFront::Distribution",
@@ -88,26 +118,29 @@ func TestPreflight(t *testing.T) {
 		reserved          int
 		fails             bool
 		want              []string
+		services          []string
 	}{
 		{"an on-sale account", 1000, 1000, 10000, 0, false,
 			[]string{"ok    lambda concurrency", "ok    api gateway throttle   the account allows 10000 requests a second, the stage 5000",
-				"cdk-nag VPC7", "accepted stack-wide: isolated subnets only", "cdk-nag CFR4", "accepted on 1 resources: default certificate"}},
+				"ok    region                 eu-west-1 offers the 3 services the template uses",
+				"cdk-nag VPC7", "accepted stack-wide: isolated subnets only", "cdk-nag CFR4", "accepted on 1 resources: default certificate"}, nil},
 		{"a new account of 10, nothing reserved", 10, 10, 10000, 0, false,
-			[]string{"warn  lambda concurrency     10 concurrent executions: enough to deploy, too few for an on-sale"}},
+			[]string{"warn  lambda concurrency     10 concurrent executions: enough to deploy, too few for an on-sale"}, nil},
 		{"a new account of 10, admit reserving 1", 10, 10, 10000, 1, true,
-			[]string{"FAIL  lambda concurrency     the template reserves 1, leaving 9 of 10 unreserved"}},
+			[]string{"FAIL  lambda concurrency     the template reserves 1, leaving 9 of 10 unreserved"}, nil},
 		{"a role that may not read Lambda's settings", 0, 0, 10000, 0, false,
-			[]string{"warn  lambda concurrency     cannot read the account's settings (lambda:GetAccountSettings)"}},
+			[]string{"warn  lambda concurrency     cannot read the account's settings (lambda:GetAccountSettings)"}, nil},
 		{"an account throttle below the stage's", 1000, 1000, 2500, 0, false,
-			[]string{"warn  api gateway throttle   the account allows 2500 requests a second, the stage 5000"}},
+			[]string{"warn  api gateway throttle   the account allows 2500 requests a second, the stage 5000"}, nil},
+		{"a region without ElastiCache", 1000, 1000, 10000, 0, true,
+			[]string{"FAIL  region                 eu-west-1 does not offer elasticache, which the template uses"}, []string{"apigateway", "lambda", "s3"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// GIVEN an account and a template
-			acct := &fakeAccount{total: c.total, unreserved: c.unreserved, apiQuota: c.quota}
-			lam, sq := acct.clients(t)
+			acct := &fakeAccount{total: c.total, unreserved: c.unreserved, apiQuota: c.quota, services: c.services}
 			var out bytes.Buffer
 			// WHEN preflight checks them
-			err := runPreflight(context.Background(), testTemplate(c.reserved), lam, sq, &out)
+			err := runPreflight(context.Background(), testTemplate(c.reserved), acct.clients(t), &out)
 			// THEN a check that would fail the deploy fails preflight, and the report says why
 			if c.fails != errors.Is(err, errPreflight) || (!c.fails && err != nil) {
 				t.Errorf("err %v, want failure %v", err, c.fails)
@@ -120,6 +153,9 @@ func TestPreflight(t *testing.T) {
 			if acct.quotaAsked != "apigateway/L-8A5B8E43" {
 				t.Errorf("asked for quota %q", acct.quotaAsked)
 			}
+			if acct.pathAsked != "/aws/service/global-infrastructure/regions/eu-west-1/services" {
+				t.Errorf("asked for the services under %q", acct.pathAsked)
+			}
 		})
 	}
 }
@@ -131,8 +167,8 @@ func TestPreflightNeedsATemplate(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errs.String())
 	}
 	// and a template that is not one is refused with a clear error
-	lam, sq := (&fakeAccount{total: 1000, unreserved: 1000, apiQuota: 10000}).clients(t)
-	if err := runPreflight(context.Background(), []byte(`{"Resources":{}}`), lam, sq, io.Discard); err == nil || !strings.Contains(err.Error(), "no resources") {
+	acc := (&fakeAccount{total: 1000, unreserved: 1000, apiQuota: 10000}).clients(t)
+	if err := runPreflight(context.Background(), []byte(`{"Resources":{}}`), acc, io.Discard); err == nil || !strings.Contains(err.Error(), "no resources") {
 		t.Errorf("empty template: %v", err)
 	}
 }
