@@ -108,8 +108,8 @@ func englishShown(t *testing.T, ctx context.Context, texts, lang string) []strin
 
 // TestPageInEveryLanguage: the waiting page in each of its languages, asked
 // for with ?lang=: <html lang> and dir, the room's message in that language,
-// no English text of the page's table shown (waiting, then paused), and
-// axe-core clean. A browser's languages choose one too, with fallbacks, and
+// no English text of the page's table shown (waiting, paused, closed, and in
+// a pre-queue), and axe-core clean on the waiting page. A browser's languages choose one too, with fallbacks, and
 // the switch changes it.
 func TestPageInEveryLanguage(t *testing.T) {
 	s := stack(t, "")
@@ -161,20 +161,24 @@ func TestPageInEveryLanguage(t *testing.T) {
 		checkAxe(t, v)
 	}
 
-	// Paused: every page says so in its language.
-	putRoom(t, s, room, map[string]any{"mode": "paused"})
-	for _, lang := range pageLangs {
-		v := pages[lang]
-		waitState(t, v, "paused", wait)
-		if got, want := text(t, v, "title"), table[lang]["pausedTitle"]; got != want {
-			t.Errorf("%s: paused title %q, want %q", lang, got, want)
-		}
-		if lang != "en" {
-			if found := englishShown(t, v, texts, lang); len(found) > 0 {
-				t.Errorf("%s: the paused page shows English: %v", lang, found)
+	// Paused, then closed: every page says so in its language.
+	inEveryLang := func(state string) {
+		t.Helper()
+		putRoom(t, s, room, map[string]any{"mode": state})
+		for _, lang := range pageLangs {
+			v := pages[lang]
+			waitState(t, v, state, wait)
+			if got, want := text(t, v, "title"), table[lang][state+"Title"]; got != want {
+				t.Errorf("%s: %s title %q, want %q", lang, state, got, want)
+			}
+			if lang != "en" {
+				if found := englishShown(t, v, texts, lang); len(found) > 0 {
+					t.Errorf("%s: the %s page shows English: %v", lang, state, found)
+				}
 			}
 		}
 	}
+	inEveryLang("paused")
 
 	// The browser's languages, without ?lang=: the first the page speaks,
 	// by its primary language (fr-CA finds fr, zh-CN zh-Hans, pt pt-BR).
@@ -190,11 +194,35 @@ func TestPageInEveryLanguage(t *testing.T) {
 		}
 	}
 
-	// The switch: Japanese to German, the room's message with it.
+	// The switch: Japanese to German, the room's message with it, and back.
 	ja := pages["ja"]
 	chooseLang(t, ja, "de")
 	waitJS(t, ja, `document.documentElement.lang === "de"`, wait)
 	if got := text(t, ja, "title") + " " + text(t, ja, "message"); got != table["de"]["pausedTitle"]+" "+langMessage["de"] {
 		t.Errorf("after switching to German: %q", got)
+	}
+	chooseLang(t, ja, "ja")
+	waitJS(t, ja, `document.documentElement.lang === "ja"`, wait)
+
+	inEveryLang("closed")
+
+	// A pre-queue: the countdown, the opening time and the lottery reference.
+	pre := "p-" + room[2:]
+	preCfg := baseSettings(s)
+	preCfg["opensAt"] = time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)
+	putRoom(t, s, pre, preCfg)
+	for _, lang := range pageLangs {
+		v := pages[lang]
+		do(t, v, chromedp.Navigate(pageURL(s.URL(), pre)+"&lang="+lang))
+		waitState(t, v, "prequeue", wait)
+		waitJS(t, v, `document.getElementById("draw-ref").checkVisibility() && document.getElementById("opens-at").textContent !== ""`, wait)
+		if got, want := text(t, v, "title"), table[lang]["prequeueTitle"]; got != want {
+			t.Errorf("%s: pre-queue title %q, want %q", lang, got, want)
+		}
+		if lang != "en" {
+			if found := englishShown(t, v, texts, lang); len(found) > 0 {
+				t.Errorf("%s: the pre-queue page shows English: %v", lang, found)
+			}
+		}
 	}
 }
