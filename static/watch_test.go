@@ -11,18 +11,32 @@ import (
 )
 
 // TestWatch runs the unit tests of js/watch.js (js/watch.test.js: what a
-// status answer changes on the waiting page) under node's test runner. The
-// modules are ES modules: they are copied beside a package.json that says so,
-// as the page's sources need no package.json of their own. Skipped without
-// node, except in CI, where `make test` installs it (esbuild needs it).
+// status answer changes on the waiting page) under node's test runner.
 func TestWatch(t *testing.T) {
+	nodeTest(t, "watch.test.js", "watch.js")
+}
+
+// TestI18n runs the unit tests of js/i18n.js (js/i18n.test.js: every text
+// translated in every language with its placeholders, how a language is
+// chosen, the direction) and of brand.js's choice of a room's text.
+func TestI18n(t *testing.T) {
+	nodeTest(t, "i18n.test.js", "i18n.js", "brand.js")
+}
+
+// nodeTest runs js/<test> under node's test runner, with the modules it
+// imports. The modules are ES modules: they are copied beside a package.json
+// that says so, as the page's sources need no package.json of their own.
+// Skipped without node, except in CI, where `make test` installs it (esbuild
+// needs it).
+func nodeTest(t *testing.T, test string, modules ...string) {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		testkit.Missing(t, "node (to run js/watch.test.js)", "install node (make deps-esbuild needs it too)")
+		testkit.Missing(t, "node (to run js/"+test+")", "install node (make deps-esbuild needs it too)")
 	}
 	dir := t.TempDir()
 	files := map[string]string{"package.json": `{"type": "module"}`}
-	for _, name := range []string{"watch.js", "watch.test.js"} {
+	for _, name := range append([]string{test}, modules...) {
 		b, err := os.ReadFile(filepath.Join("js", name))
 		if err != nil {
 			t.Fatal(err)
@@ -34,7 +48,7 @@ func TestWatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out, err := exec.Command(node, "--test", "--test-reporter=tap", filepath.Join(dir, "watch.test.js")).CombinedOutput()
+	out, err := exec.Command(node, "--test", "--test-reporter=tap", filepath.Join(dir, test)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("node --test: %v\n%s", err, out)
 	}
@@ -45,5 +59,5 @@ func TestWatch(t *testing.T) {
 	if pass == nil || string(pass[1]) == "0" || fail == nil || string(fail[1]) != "0" {
 		t.Fatalf("node --test did not pass every test:\n%s", out)
 	}
-	t.Logf("js/watch.test.js: %s tests pass", pass[1])
+	t.Logf("js/%s: %s tests pass", test, pass[1])
 }

@@ -117,7 +117,7 @@ func TestBrand(t *testing.T) {
 	screenshot(t, ko, "screenshot-branded-ko.png")
 	checkAxe(t, ko)
 	// The language switch changes the room's texts too.
-	do(t, ko, chromedp.Click(chromedp.ID("lang")))
+	chooseLang(t, ko, "en")
 	waitBrand(t, ko, "en")
 
 	// A change while the page is open shows at its next poll (the poll reply

@@ -70,12 +70,12 @@ func TestVisitEnded(t *testing.T) {
 		t.Errorf("the page says the turn is used in another tab: %s", pageSummary(v))
 	}
 	waitJS(t, v, `document.getElementById("announce").textContent.includes("Your visit has ended")`, wait)
-	do(t, v, chromedp.Click(chromedp.ID("lang")))
+	chooseLang(t, v, "ko")
 	waitJS(t, v, `document.documentElement.lang === "ko"`, wait)
 	if got := text(t, v, "title") + " " + text(t, v, "lead"); got != "방문이 끝났습니다 입장 차례를 이미 사용했습니다. 다시 들어오시려면 줄을 다시 서 주세요." {
 		t.Errorf("Korean: %q", got)
 	}
-	do(t, v, chromedp.Click(chromedp.ID("lang")))
+	chooseLang(t, v, "en")
 	waitJS(t, v, `document.documentElement.lang === "en"`, wait)
 	// A refresh says the same, still without joining.
 	do(t, v, chromedp.Reload())

@@ -261,15 +261,15 @@ func TestPausedClosedLeave(t *testing.T) {
 	}
 
 	// Korean on request; the choice survives a reload.
-	do(t, v, chromedp.Click(chromedp.ID("lang")))
+	chooseLang(t, v, "ko")
 	waitJS(t, v, `document.documentElement.lang === "ko"`, wait)
 	if got := text(t, v, "title"); got != "대기열이 잠시 멈췄습니다" {
 		t.Errorf("Korean title = %q", got)
 	}
 	do(t, v, chromedp.Reload())
 	waitState(t, v, "paused", wait)
-	waitJS(t, v, `document.documentElement.lang === "ko" && document.getElementById("lang").textContent === "English"`, wait)
-	do(t, v, chromedp.Click(chromedp.ID("lang")))
+	waitJS(t, v, `document.documentElement.lang === "ko" && document.getElementById("lang").value === "ko"`, wait)
+	chooseLang(t, v, "en")
 
 	putRoom(t, s, room, map[string]any{"mode": "closed"}) // the PUT merges over the room's settings
 	waitState(t, v, "closed", wait)

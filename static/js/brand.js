@@ -3,12 +3,16 @@
 // text, the logo only loads from https (or loopback http, for make dev), and
 // the accent gets black or white text, whichever contrasts more (WCAG 2).
 
+import { chinese } from './i18n.js';
+
 const COLOR_RE = /^#[0-9a-f]{6}$/i;
 
 // pickText chooses a text for the visitor: a string is for every language;
 // an object is keyed by language tag: for each preferred language in turn,
-// the same tag, else the same primary language (ko-KR finds ko, ko finds
-// ko-KR); then English; then the first.
+// the same tag, else the same language (ko-KR finds ko, ko finds ko-KR, zh-CN
+// finds zh-Hans, zh-TW finds zh-Hant, pt finds pt-BR: Chinese in one script
+// never finds the other); then, for a Chinese reader, Chinese in either script;
+// then English; then the first.
 // It returns {text, lang} (lang '' when unknown), or null for nothing to show.
 export function pickText(value, preferred) {
   if (typeof value === 'string') return value.trim() ? { text: value, lang: '' } : null;
@@ -19,12 +23,17 @@ export function pickText(value, preferred) {
     const e = entries.find(([k]) => match(k.toLowerCase()));
     return e ? { text: e[1], lang: e[0] } : null;
   };
-  const primary = l => l.split('-')[0];
+  const base = l => l.split(/[-_]/)[0];
+  const language = l => (base(l) === 'zh' ? 'zh-' + chinese(l) : base(l));
   for (const p of preferred) {
-    const r = found(k => k === p) || found(k => primary(k) === primary(p));
+    const r = found(k => k === p) || found(k => language(k) === language(p));
     if (r) return r;
   }
-  return found(k => k === 'en') || found(k => primary(k) === 'en') || { text: entries[0][1], lang: entries[0][0] };
+  for (const p of preferred) {
+    const r = found(k => base(k) === base(p));
+    if (r) return r;
+  }
+  return found(k => k === 'en') || found(k => base(k) === 'en') || { text: entries[0][1], lang: entries[0][0] };
 }
 
 // accent returns the colour and the text colour to put on it, or null when

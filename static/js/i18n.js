@@ -1,7 +1,8 @@
-// Korean and English texts. The language comes from the page's address
-// (&lang=ko), then a remembered choice, then navigator.language; {n}-style
-// placeholders are filled by t().
-const texts = {
+// The page's texts, in eight languages. The language comes from the page's
+// address (?lang=ja), then a choice made with the page's switch, then the
+// browser's languages, then English (choose()); {n}-style placeholders are
+// filled by t(). docs/PAGE.md says how to add a language.
+export const texts = {
   en: {
     skip: 'Skip to content',
     loading: 'Joining the line…',
@@ -60,8 +61,7 @@ const texts = {
     sayPrequeue: 'The line opens in {eta}.',
     drawRef: 'Your lottery reference: {visitor}, draw {draw}. After the opening anyone can check that the draw was fair: vestibule verify-draw --room {room} --visitor {visitor}',
     logo: 'Event logo',
-    other: '한국어',
-    otherLang: 'ko',
+    language: 'Language',
   },
   ko: {
     skip: '본문으로 건너뛰기',
@@ -121,49 +121,451 @@ const texts = {
     sayPrequeue: '대기열이 {eta} 후에 열립니다.',
     drawRef: '내 추첨 확인 번호: {visitor}, 추첨값 {draw}. 대기열이 열린 뒤 누구나 추첨이 공정했는지 확인할 수 있습니다: vestibule verify-draw --room {room} --visitor {visitor}',
     logo: '행사 로고',
-    other: 'English',
-    otherLang: 'en',
+    language: '언어',
+  },
+  ja: {
+    skip: '本文へスキップ',
+    loading: '待機列に参加しています…',
+    room: '待機室：{room}',
+    noRoom: '待機室が指定されていません',
+    noRoomLead: 'アドレスで待機室を指定してください。例：?room=demo',
+    unknownRoom: 'この待機室は存在しません',
+    unknownRoomLead: 'アクセスしたリンクをご確認ください。',
+    waitingTitle: '待機列に並んでいます',
+    waitingLead: '順番が来たら自動的にサイトへ移動します。このページを開いたままにしてください。再読み込みしても順番は保たれます。',
+    prequeueTitle: 'まもなく待機列が開きます',
+    prequeueLead: '登録が完了しました。待機列が開くと、ここにいる全員にランダムな順番が割り当てられます。急いだり再読み込みしたりする必要はありません。',
+    pausedTitle: '待機列は一時停止中です',
+    pausedLead: '現在、入場を止めています。順番はそのまま保たれ、自動的に再開します。',
+    closedTitle: 'この待機列は閉じています',
+    closedLead: '現在、この待機室からは入場できません。このページは自動的に再確認します。',
+    expiredTitle: '順番の有効期限が切れました',
+    expiredLead: '順番が過ぎたか、ページを長く離れていました。もう一度並ぶことができます。',
+    leftTitle: '待機列から抜けました',
+    leftLead: '順番を手放しました。もう一度並ぶと列の最後になります。',
+    admittedTitle: 'あなたの番です',
+    admittedLead: 'サイトへ移動しています…',
+    admittedOther: 'このブラウザの別のタブまたはウィンドウで入場しています。',
+    endedTitle: '訪問は終了しました',
+    endedLead: '入場の順番は使用済みです。戻るには、もう一度並んでください。',
+    errorTitle: '問題が発生しました',
+    errorLead: '待機室がリクエストを処理できませんでした。',
+    position: 'あなたの順番',
+    ahead: '前にいる人数',
+    waiting: '待機中の合計',
+    eta: '予想待ち時間',
+    opensIn: '開始まで',
+    opensAt: '{time}に開始',
+    openingNow: '開始しています…',
+    findingPlace: 'あなたの順番を確認しています…',
+    goNow: '今すぐ進む',
+    rejoin: 'もう一度並ぶ',
+    leave: '待機列から抜ける',
+    leaveConfirm: '待機列から抜けますか？順番は失われます。',
+    reconnecting: '再接続しています…順番は保たれています。',
+    updated: '{time}に更新',
+    updatedCounting: '{time}に確認しました。次の確認までは、入場のペース（1分あたり約{rate}人）に合わせて数字が減っていきます。',
+    updatedCountingSlow: '{time}に確認しました。次の確認までは、入場のペースに合わせて数字が減っていきます。',
+    about: '約',
+    notifyMe: '順番が来たら通知する',
+    notifyOn: '順番が来たら通知でお知らせします。このタブがバックグラウンドにあっても届きます。',
+    notifyBlocked: 'このサイトの通知はブロックされています。このタブを見える所に置いておいてください。',
+    notifyBody: '待機室に戻ると、サイトへ移動します。',
+    etaNow: 'まもなく',
+    etaUnderMinute: '1分未満',
+    etaMinutes: '{lo}〜{hi}分',
+    etaHours: '{lo}〜{hi}時間',
+    etaLong: '{hi}時間以上',
+    sayPosition: 'あなたは{n}番目です。予想待ち時間は{eta}です。',
+    sayPositionAbout: 'あなたは約{n}番目です。予想待ち時間は{eta}です。',
+    sayPrequeue: '待機列は{eta}後に開きます。',
+    drawRef: 'あなたの抽選の控え：{visitor}、抽選値 {draw}。開始後は、誰でも抽選が公正だったかを確認できます：vestibule verify-draw --room {room} --visitor {visitor}',
+    logo: 'イベントのロゴ',
+    language: '言語',
+  },
+  'zh-Hans': {
+    skip: '跳到正文',
+    loading: '正在加入队列…',
+    room: '等候室：{room}',
+    noRoom: '未指定等候室',
+    noRoomLead: '网址中应包含等候室名称，例如 ?room=demo。',
+    unknownRoom: '该等候室不存在',
+    unknownRoomLead: '请检查您打开的链接。',
+    waitingTitle: '您已在队列中',
+    waitingLead: '轮到您时，我们会自动带您进入网站。请保持此页面打开；刷新页面不会影响您的位置。',
+    prequeueTitle: '队列即将开放',
+    prequeueLead: '您已登记。队列开放时，这里的每个人都会按随机顺序获得位置，所以无需着急，也无需刷新。',
+    pausedTitle: '队列已暂停',
+    pausedLead: '目前暂停放行。您的位置会保留，之后将自动继续。',
+    closedTitle: '此队列已关闭',
+    closedLead: '等候室目前不放行任何人。此页面会自动重新检查。',
+    expiredTitle: '您的位置已失效',
+    expiredLead: '您的轮次已过，或页面离开太久。您可以重新排队。',
+    leftTitle: '您已离开队列',
+    leftLead: '您已放弃位置。重新加入将排在队尾。',
+    admittedTitle: '轮到您了',
+    admittedLead: '正在带您前往网站…',
+    admittedOther: '您的轮次正在此浏览器的另一个标签页或窗口中使用。',
+    endedTitle: '本次访问已结束',
+    endedLead: '您的轮次已使用。如需再次进入，请重新排队。',
+    errorTitle: '出了点问题',
+    errorLead: '等候室无法处理该请求。',
+    position: '您的排队位置',
+    ahead: '您前面的人数',
+    waiting: '等候总人数',
+    eta: '预计等待时间',
+    opensIn: '距开放还有',
+    opensAt: '{time} 开放',
+    openingNow: '正在开放…',
+    findingPlace: '正在确定您的位置…',
+    goNow: '立即前往',
+    rejoin: '重新排队',
+    leave: '离开队列',
+    leaveConfirm: '确定离开队列吗？您将失去当前位置。',
+    reconnecting: '正在重新连接…您的位置已保留。',
+    updated: '更新于 {time}',
+    updatedCounting: '查询于 {time}。下次查询前，数字会按放行速度递减：每分钟约 {rate} 人。',
+    updatedCountingSlow: '查询于 {time}。下次查询前，数字会按放行速度递减。',
+    about: '约',
+    notifyMe: '轮到我时通知我',
+    notifyOn: '轮到您时，您会收到通知，即使此标签页在后台也可以。',
+    notifyBlocked: '此网站的通知已被阻止。请让此标签页保持在可见位置。',
+    notifyBody: '回到等候室即可前往网站。',
+    etaNow: '即将轮到',
+    etaUnderMinute: '不到 1 分钟',
+    etaMinutes: '{lo}–{hi} 分钟',
+    etaHours: '{lo}–{hi} 小时',
+    etaLong: '超过 {hi} 小时',
+    sayPosition: '您排在第 {n} 位。预计等待时间：{eta}。',
+    sayPositionAbout: '您大约排在第 {n} 位。预计等待时间：{eta}。',
+    sayPrequeue: '队列将在 {eta} 后开放。',
+    drawRef: '您的抽签凭证：{visitor}，抽签值 {draw}。开放后，任何人都可以核验抽签是否公平：vestibule verify-draw --room {room} --visitor {visitor}',
+    logo: '活动标志',
+    language: '语言',
+  },
+  es: {
+    skip: 'Saltar al contenido',
+    loading: 'Entrando en la fila…',
+    room: 'Sala de espera: {room}',
+    noRoom: 'Falta el nombre de la sala de espera',
+    noRoomLead: 'La dirección debe indicar una sala, por ejemplo ?room=demo.',
+    unknownRoom: 'Esta sala de espera no existe',
+    unknownRoomLead: 'Revisa el enlace que has seguido.',
+    waitingTitle: 'Estás en la fila',
+    waitingLead: 'Cuando sea tu turno, te llevaremos al sitio automáticamente. Mantén esta página abierta; si la recargas, conservas tu lugar.',
+    prequeueTitle: 'La fila abre pronto',
+    prequeueLead: 'Te has registrado. Cuando se abra la fila, todas las personas que estén aquí recibirán un lugar en orden aleatorio, así que no hace falta darse prisa ni recargar.',
+    pausedTitle: 'La fila está en pausa',
+    pausedLead: 'Ahora mismo no está entrando nadie. Conservas tu lugar; continuaremos automáticamente.',
+    closedTitle: 'Esta fila está cerrada',
+    closedLead: 'La sala de espera no está dejando entrar a nadie. Esta página vuelve a comprobarlo por sí sola.',
+    expiredTitle: 'Tu lugar ha caducado',
+    expiredLead: 'Tu turno ya pasó o la página estuvo inactiva demasiado tiempo. Puedes volver a la fila.',
+    leftTitle: 'Has salido de la fila',
+    leftLead: 'Has renunciado a tu lugar. Puedes volver a entrar al final de la fila.',
+    admittedTitle: 'Es tu turno',
+    admittedLead: 'Te estamos llevando al sitio…',
+    admittedOther: 'Tu turno se está usando en otra pestaña o ventana de este navegador.',
+    endedTitle: 'Tu visita ha terminado',
+    endedLead: 'Tu turno ya se usó. Para volver, entra de nuevo en la fila.',
+    errorTitle: 'Algo ha salido mal',
+    errorLead: 'La sala de espera no ha podido entender la solicitud.',
+    position: 'Tu lugar en la fila',
+    ahead: 'Delante de ti',
+    waiting: 'Esperando en total',
+    eta: 'Espera estimada',
+    opensIn: 'Abre en',
+    opensAt: 'Apertura: {time}',
+    openingNow: 'Abriendo…',
+    findingPlace: 'Buscando tu lugar…',
+    goNow: 'Continuar ahora',
+    rejoin: 'Volver a la fila',
+    leave: 'Salir de la fila',
+    leaveConfirm: '¿Salir de la fila? Perderás tu lugar.',
+    reconnecting: 'Reconectando… conservas tu lugar.',
+    updated: 'Actualizado: {time}',
+    updatedCounting: 'Comprobado: {time}. Hasta la próxima comprobación, las cifras bajan al ritmo al que entra la gente: unas {rate} personas por minuto.',
+    updatedCountingSlow: 'Comprobado: {time}. Hasta la próxima comprobación, las cifras bajan al ritmo al que entra la gente.',
+    about: 'aprox.',
+    notifyMe: 'Avisarme cuando sea mi turno',
+    notifyOn: 'Recibirás una notificación cuando sea tu turno, aunque esta pestaña esté en segundo plano.',
+    notifyBlocked: 'Las notificaciones están bloqueadas para este sitio. Deja esta pestaña a la vista.',
+    notifyBody: 'Vuelve a la sala de espera para ir al sitio.',
+    etaNow: 'En cualquier momento',
+    etaUnderMinute: 'Menos de 1 min',
+    etaMinutes: '{lo}–{hi} min',
+    etaHours: '{lo}–{hi} horas',
+    etaLong: 'Más de {hi} horas',
+    sayPosition: 'Eres el número {n} de la fila. Espera estimada: {eta}.',
+    sayPositionAbout: 'Eres aproximadamente el número {n} de la fila. Espera estimada: {eta}.',
+    sayPrequeue: 'La fila abre en {eta}.',
+    drawRef: 'Tu referencia del sorteo: {visitor}, sorteo {draw}. Tras la apertura, cualquiera puede comprobar que el sorteo fue justo: vestibule verify-draw --room {room} --visitor {visitor}',
+    logo: 'Logotipo del evento',
+    language: 'Idioma',
+  },
+  fr: {
+    skip: 'Aller au contenu',
+    loading: 'Entrée dans la file…',
+    room: 'Salle d’attente : {room}',
+    noRoom: 'Aucune salle d’attente indiquée',
+    noRoomLead: 'L’adresse doit indiquer une salle, par exemple ?room=demo.',
+    unknownRoom: 'Cette salle d’attente n’existe pas',
+    unknownRoomLead: 'Vérifiez le lien que vous avez suivi.',
+    waitingTitle: 'Vous êtes dans la file',
+    waitingLead: 'Quand ce sera votre tour, nous vous conduirons automatiquement sur le site. Gardez cette page ouverte ; l’actualiser ne vous fait pas perdre votre place.',
+    prequeueTitle: 'La file ouvre bientôt',
+    prequeueLead: 'Votre inscription est enregistrée. À l’ouverture de la file, chaque personne présente reçoit une place dans un ordre tiré au hasard : inutile de vous presser ou d’actualiser la page.',
+    pausedTitle: 'La file est en pause',
+    pausedLead: 'Personne n’entre pour le moment. Vous gardez votre place ; la file reprendra automatiquement.',
+    closedTitle: 'Cette file est fermée',
+    closedLead: 'La salle d’attente ne laisse entrer personne. Cette page vérifiera de nouveau automatiquement.',
+    expiredTitle: 'Votre place a expiré',
+    expiredLead: 'Votre tour est passé, ou la page est restée inactive trop longtemps. Vous pouvez rejoindre la file à nouveau.',
+    leftTitle: 'Vous avez quitté la file',
+    leftLead: 'Vous avez renoncé à votre place. Vous pouvez revenir en fin de file.',
+    admittedTitle: 'C’est votre tour',
+    admittedLead: 'Redirection vers le site…',
+    admittedOther: 'Votre tour est utilisé dans un autre onglet ou une autre fenêtre de ce navigateur.',
+    endedTitle: 'Votre visite est terminée',
+    endedLead: 'Votre tour a été utilisé. Pour revenir, rejoignez la file à nouveau.',
+    errorTitle: 'Un problème est survenu',
+    errorLead: 'La salle d’attente n’a pas pu comprendre la demande.',
+    position: 'Votre place dans la file',
+    ahead: 'Devant vous',
+    waiting: 'En attente au total',
+    eta: 'Attente estimée',
+    opensIn: 'Ouverture dans',
+    opensAt: 'Ouverture : {time}',
+    openingNow: 'Ouverture en cours…',
+    findingPlace: 'Recherche de votre place…',
+    goNow: 'Continuer maintenant',
+    rejoin: 'Rejoindre la file à nouveau',
+    leave: 'Quitter la file',
+    leaveConfirm: 'Quitter la file ? Vous perdrez votre place.',
+    reconnecting: 'Reconnexion… votre place est conservée.',
+    updated: 'Mis à jour à {time}',
+    updatedCounting: 'Vérifié à {time}. Jusqu’à la prochaine vérification, les chiffres baissent au rythme des entrées : environ {rate} par minute.',
+    updatedCountingSlow: 'Vérifié à {time}. Jusqu’à la prochaine vérification, les chiffres baissent au rythme des entrées.',
+    about: 'env.',
+    notifyMe: 'Me prévenir quand ce sera mon tour',
+    notifyOn: 'Vous recevrez une notification quand ce sera votre tour, même si cet onglet est en arrière-plan.',
+    notifyBlocked: 'Les notifications sont bloquées pour ce site. Gardez cet onglet bien visible.',
+    notifyBody: 'Revenez dans la salle d’attente pour accéder au site.',
+    etaNow: 'D’un instant à l’autre',
+    etaUnderMinute: 'Moins d’1 min',
+    etaMinutes: '{lo} à {hi} min',
+    etaHours: '{lo} à {hi} heures',
+    etaLong: 'Plus de {hi} heures',
+    sayPosition: 'Vous êtes numéro {n} dans la file. Attente estimée : {eta}.',
+    sayPositionAbout: 'Vous êtes environ numéro {n} dans la file. Attente estimée : {eta}.',
+    sayPrequeue: 'La file ouvre dans {eta}.',
+    drawRef: 'Votre référence de tirage : {visitor}, tirage {draw}. Après l’ouverture, chacun peut vérifier que le tirage était équitable : vestibule verify-draw --room {room} --visitor {visitor}',
+    logo: 'Logo de l’événement',
+    language: 'Langue',
+  },
+  de: {
+    skip: 'Zum Inhalt springen',
+    loading: 'Sie werden eingereiht…',
+    room: 'Warteraum: {room}',
+    noRoom: 'Kein Warteraum angegeben',
+    noRoomLead: 'Die Adresse muss einen Warteraum nennen, zum Beispiel ?room=demo.',
+    unknownRoom: 'Diesen Warteraum gibt es nicht',
+    unknownRoomLead: 'Bitte prüfen Sie den Link, dem Sie gefolgt sind.',
+    waitingTitle: 'Sie sind in der Warteschlange',
+    waitingLead: 'Wenn Sie an der Reihe sind, leiten wir Sie automatisch zur Website weiter. Lassen Sie diese Seite geöffnet; beim Neuladen behalten Sie Ihren Platz.',
+    prequeueTitle: 'Die Warteschlange öffnet bald',
+    prequeueLead: 'Sie sind angemeldet. Wenn die Warteschlange öffnet, erhalten alle, die hier sind, einen Platz in zufälliger Reihenfolge. Sie müssen sich also weder beeilen noch die Seite neu laden.',
+    pausedTitle: 'Die Warteschlange ist pausiert',
+    pausedLead: 'Gerade wird niemand eingelassen. Sie behalten Ihren Platz; es geht automatisch weiter.',
+    closedTitle: 'Diese Warteschlange ist geschlossen',
+    closedLead: 'Der Warteraum lässt derzeit niemanden ein. Diese Seite prüft von selbst erneut.',
+    expiredTitle: 'Ihr Platz ist verfallen',
+    expiredLead: 'Ihr Zeitfenster ist verstrichen oder die Seite war zu lange inaktiv. Sie können sich erneut anstellen.',
+    leftTitle: 'Sie haben die Warteschlange verlassen',
+    leftLead: 'Sie haben Ihren Platz aufgegeben. Sie können sich am Ende der Warteschlange wieder anstellen.',
+    admittedTitle: 'Sie sind an der Reihe',
+    admittedLead: 'Sie werden jetzt zur Website weitergeleitet…',
+    admittedOther: 'Ihr Zugang wird gerade in einem anderen Tab oder Fenster dieses Browsers genutzt.',
+    endedTitle: 'Ihr Besuch ist beendet',
+    endedLead: 'Ihr Zugang wurde genutzt. Um zurückzukommen, stellen Sie sich erneut an.',
+    errorTitle: 'Etwas ist schiefgelaufen',
+    errorLead: 'Der Warteraum konnte die Anfrage nicht verarbeiten.',
+    position: 'Ihr Platz in der Warteschlange',
+    ahead: 'Vor Ihnen',
+    waiting: 'Wartende insgesamt',
+    eta: 'Geschätzte Wartezeit',
+    opensIn: 'Öffnet in',
+    opensAt: 'Öffnung: {time}',
+    openingNow: 'Wird jetzt geöffnet…',
+    findingPlace: 'Ihr Platz wird ermittelt…',
+    goNow: 'Jetzt weiter',
+    rejoin: 'Erneut anstellen',
+    leave: 'Warteschlange verlassen',
+    leaveConfirm: 'Warteschlange verlassen? Sie verlieren Ihren Platz.',
+    reconnecting: 'Verbindung wird wiederhergestellt… Ihr Platz bleibt erhalten.',
+    updated: 'Aktualisiert um {time}',
+    updatedCounting: 'Geprüft um {time}. Bis zur nächsten Prüfung sinken die Zahlen im Tempo des Einlasses: etwa {rate} pro Minute.',
+    updatedCountingSlow: 'Geprüft um {time}. Bis zur nächsten Prüfung sinken die Zahlen im Tempo des Einlasses.',
+    about: 'ca.',
+    notifyMe: 'Benachrichtigen, wenn ich an der Reihe bin',
+    notifyOn: 'Sie erhalten eine Benachrichtigung, wenn Sie an der Reihe sind, auch wenn dieser Tab im Hintergrund ist.',
+    notifyBlocked: 'Benachrichtigungen sind für diese Website blockiert. Behalten Sie diesen Tab im Blick.',
+    notifyBody: 'Kehren Sie zum Warteraum zurück, um zur Website zu gelangen.',
+    etaNow: 'Jeden Moment',
+    etaUnderMinute: 'Unter 1 Min.',
+    etaMinutes: '{lo}–{hi} Min.',
+    etaHours: '{lo}–{hi} Stunden',
+    etaLong: 'Über {hi} Stunden',
+    sayPosition: 'Sie sind Nummer {n} in der Warteschlange. Geschätzte Wartezeit: {eta}.',
+    sayPositionAbout: 'Sie sind etwa Nummer {n} in der Warteschlange. Geschätzte Wartezeit: {eta}.',
+    sayPrequeue: 'Die Warteschlange öffnet in {eta}.',
+    drawRef: 'Ihre Losreferenz: {visitor}, Los {draw}. Nach der Öffnung kann jeder prüfen, ob die Auslosung fair war: vestibule verify-draw --room {room} --visitor {visitor}',
+    logo: 'Logo der Veranstaltung',
+    language: 'Sprache',
+  },
+  'pt-BR': {
+    skip: 'Pular para o conteúdo',
+    loading: 'Entrando na fila…',
+    room: 'Sala de espera: {room}',
+    noRoom: 'Nenhuma sala de espera indicada',
+    noRoomLead: 'O endereço deve indicar uma sala, por exemplo ?room=demo.',
+    unknownRoom: 'Esta sala de espera não existe',
+    unknownRoomLead: 'Confira o link que você seguiu.',
+    waitingTitle: 'Você está na fila',
+    waitingLead: 'Quando chegar a sua vez, levaremos você ao site automaticamente. Mantenha esta página aberta; se recarregar, você continua com o seu lugar.',
+    prequeueTitle: 'A fila abre em breve',
+    prequeueLead: 'Sua inscrição foi feita. Quando a fila abrir, todos que estiverem aqui recebem um lugar em ordem aleatória, então não precisa ter pressa nem recarregar.',
+    pausedTitle: 'A fila está pausada',
+    pausedLead: 'Ninguém está entrando no momento. Você mantém o seu lugar; vamos continuar automaticamente.',
+    closedTitle: 'Esta fila está fechada',
+    closedLead: 'A sala de espera não está deixando ninguém entrar. Esta página volta a verificar automaticamente.',
+    expiredTitle: 'Seu lugar expirou',
+    expiredLead: 'A sua vez passou ou a página ficou inativa por tempo demais. Você pode entrar na fila de novo.',
+    leftTitle: 'Você saiu da fila',
+    leftLead: 'Você abriu mão do seu lugar. Pode entrar de novo no fim da fila.',
+    admittedTitle: 'É a sua vez',
+    admittedLead: 'Levando você ao site…',
+    admittedOther: 'Sua vez está sendo usada em outra aba ou janela deste navegador.',
+    endedTitle: 'Sua visita terminou',
+    endedLead: 'Sua vez já foi usada. Para voltar, entre na fila de novo.',
+    errorTitle: 'Algo deu errado',
+    errorLead: 'A sala de espera não conseguiu entender a solicitação.',
+    position: 'Seu lugar na fila',
+    ahead: 'À sua frente',
+    waiting: 'Esperando no total',
+    eta: 'Espera estimada',
+    opensIn: 'Abre em',
+    opensAt: 'Abertura: {time}',
+    openingNow: 'Abrindo agora…',
+    findingPlace: 'Encontrando o seu lugar…',
+    goNow: 'Continuar agora',
+    rejoin: 'Entrar na fila de novo',
+    leave: 'Sair da fila',
+    leaveConfirm: 'Sair da fila? Você vai perder o seu lugar.',
+    reconnecting: 'Reconectando… o seu lugar está guardado.',
+    updated: 'Atualizado às {time}',
+    updatedCounting: 'Verificado às {time}. Até a próxima verificação, os números diminuem no ritmo em que as pessoas entram: cerca de {rate} por minuto.',
+    updatedCountingSlow: 'Verificado às {time}. Até a próxima verificação, os números diminuem no ritmo em que as pessoas entram.',
+    about: 'cerca de',
+    notifyMe: 'Avisar quando for a minha vez',
+    notifyOn: 'Você vai receber uma notificação quando for a sua vez, mesmo com esta aba em segundo plano.',
+    notifyBlocked: 'As notificações estão bloqueadas para este site. Deixe esta aba à vista.',
+    notifyBody: 'Volte à sala de espera para ir ao site.',
+    etaNow: 'A qualquer momento',
+    etaUnderMinute: 'Menos de 1 min',
+    etaMinutes: '{lo}–{hi} min',
+    etaHours: '{lo}–{hi} horas',
+    etaLong: 'Mais de {hi} horas',
+    sayPosition: 'Você é o número {n} na fila. Espera estimada: {eta}.',
+    sayPositionAbout: 'Você é mais ou menos o número {n} na fila. Espera estimada: {eta}.',
+    sayPrequeue: 'A fila abre em {eta}.',
+    drawRef: 'Sua referência do sorteio: {visitor}, sorteio {draw}. Depois da abertura, qualquer pessoa pode verificar que o sorteio foi justo: vestibule verify-draw --room {room} --visitor {visitor}',
+    logo: 'Logotipo do evento',
+    language: 'Idioma',
   },
 };
 
-const KEY = 'vestibule:lang';
-let lang = pick();
-let picked = '';   // the language picked with the switch on this page
 
-// fromURL is the language the page's address asks for (?lang=ko, or a tag
-// such as ko-KR), when the page has it.
-function fromURL() {
-  let l = '';
-  try { l = String(new URLSearchParams(location.search).get('lang') || '').toLowerCase(); } catch { /* no address */ }
-  if (texts[l]) return l;
-  const base = l.split('-')[0];
-  return texts[base] ? base : '';
+// LANGUAGES are the page's languages, each named in itself for the switch.
+export const LANGUAGES = {
+  en: 'English', ko: '한국어', ja: '日本語', 'zh-Hans': '简体中文',
+  es: 'Español', fr: 'Français', de: 'Deutsch', 'pt-BR': 'Português (Brasil)',
+};
+
+// Primary languages written right to left; a page in one is laid out with
+// dir="rtl" (the stylesheet uses logical properties).
+const RTL = new Set(['ar', 'ckb', 'dv', 'fa', 'he', 'ps', 'sd', 'ug', 'ur', 'yi']);
+
+// dir is the direction of a language's script: "rtl" or "ltr".
+export function dir(tag) {
+  const l = String(tag || '').toLowerCase().split(/[-_]/);
+  if (l.includes('arab') || l.includes('hebr')) return 'rtl';
+  if (l.includes('latn') || l.includes('cyrl')) return 'ltr';
+  return RTL.has(l[0]) ? 'rtl' : 'ltr';
 }
 
-function pick() {
-  const asked = fromURL();
-  if (asked) return asked;
-  let saved = null;
-  try { saved = localStorage.getItem(KEY); } catch { /* storage off: use the browser's language */ }
-  if (saved && texts[saved]) return saved;
-  const langs = navigator.languages && navigator.languages.length ? navigator.languages : [navigator.language || 'en'];
-  for (const l of langs) {
-    const base = String(l).toLowerCase().split('-')[0];
-    if (texts[base]) return base;
+// chinese tells the script a Chinese tag is read in: "hant" for Traditional
+// (zh-Hant, zh-TW, zh-HK, zh-MO), "hans" for the rest (zh, zh-CN, zh-SG, zh-Hans).
+export function chinese(tag) {
+  const sub = String(tag || '').toLowerCase().split(/[-_]/).slice(1);
+  if (sub.includes('hans')) return 'hans';
+  return sub.includes('hant') || ['tw', 'hk', 'mo'].some(r => sub.includes(r)) ? 'hant' : 'hans';
+}
+
+// match is the page's language for a BCP 47 tag, '' when it has none: the same
+// tag in any case, else the same primary language (fr-CA finds fr, pt and pt-PT
+// find pt-BR, zh, zh-CN and zh-SG find zh-Hans). Traditional Chinese finds
+// zh-Hans only when loose (after every other language the visitor reads).
+export function match(tag, loose = false) {
+  const l = String(tag || '').trim().toLowerCase().replace(/_/g, '-');
+  if (!l) return '';
+  const codes = Object.keys(texts);
+  const same = codes.find(c => c.toLowerCase() === l);
+  if (same) return same;
+  const base = l.split('-')[0];
+  if (base === 'zh' && chinese(l) === 'hant' && !loose) return '';
+  return codes.find(c => c.toLowerCase().split('-')[0] === base) || '';
+}
+
+// choose picks the page's language: the address's ?lang=, then the switch's
+// remembered choice, then the browser's languages in order, then English.
+export function choose({ url = '', saved = '', languages = [] } = {}) {
+  const asked = [url, saved, ...languages].filter(Boolean);
+  for (const loose of [false, true]) {
+    for (const l of asked) {
+      const m = match(l, loose);
+      if (m) return m;
+    }
   }
   return 'en';
 }
+
+const KEY = 'vestibule:lang';
+
+function urlLang() {
+  try { return String(new URLSearchParams(location.search).get('lang') || ''); } catch { return ''; /* no address */ }
+}
+function savedLang() {
+  try { return localStorage.getItem(KEY) || ''; } catch { return ''; /* storage off: the browser's language */ }
+}
+function browserLangs() {
+  if (typeof navigator === 'undefined') return [];
+  return navigator.languages && navigator.languages.length ? [...navigator.languages] : [navigator.language || 'en'];
+}
+
+let lang = choose({ url: urlLang(), saved: savedLang(), languages: browserLangs() });
+let picked = '';   // the language picked with the switch on this page
 
 export function current() { return lang; }
 
 // preferred lists the visitor's languages, best first, for texts that come in
 // more languages than the page's own (the room's page setting): the language
-// picked with the switch, then the browser's, then the page's current one.
+// picked with the switch, the address's, the remembered choice, the browser's,
+// then the page's current one. brand.pickText matches them with the same
+// fallbacks as match().
 export function preferred() {
-  let saved = null;
-  try { saved = localStorage.getItem(KEY); } catch { /* storage off */ }
-  const langs = navigator.languages && navigator.languages.length ? navigator.languages : [navigator.language || 'en'];
-  return [...new Set([picked, fromURL(), saved, ...langs, lang].filter(Boolean).map(l => String(l).toLowerCase()))];
+  return [...new Set([picked, urlLang(), savedLang(), ...browserLangs(), lang]
+    .filter(Boolean).map(l => String(l).toLowerCase()))];
 }
 
 export function set(l) {

@@ -278,13 +278,28 @@ function announce(v, closedMessage) {
   said = { state: v.state, bucket: bucket(v.position), at: now, message: closedMessage, estimated };
 }
 
+// applyLanguage shows the page in i18n.current(): <html lang> and dir (right
+// to left for such a language), the static texts, the switch, then the view.
 function applyLanguage() {
-  document.documentElement.lang = i18n.current();
+  const root = document.documentElement;
+  root.lang = i18n.current();
+  root.dir = i18n.dir(i18n.current());
   for (const el of document.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
-  const b = $('lang');
-  b.textContent = t('other');
-  b.lang = t('otherLang');
+  $('lang').value = i18n.current();
   render(view);
+}
+
+// langSwitch fills the language switch: each language named in itself.
+function langSwitch() {
+  const sel = $('lang');
+  for (const [code, name] of Object.entries(i18n.LANGUAGES)) {
+    const o = document.createElement('option');
+    o.value = code;
+    o.lang = code;
+    o.textContent = name;
+    sel.append(o);
+  }
+  sel.addEventListener('change', () => { i18n.set(sel.value); applyLanguage(); });
 }
 
 // ---- the leader: joins, polls, backs off ----
@@ -707,7 +722,7 @@ function message(m) {
 }
 
 function boot() {
-  $('lang').addEventListener('click', () => { i18n.set(t('otherLang')); applyLanguage(); });
+  langSwitch();
   $('logo').addEventListener('load', e => { e.target.hidden = !e.target.getAttribute('src'); });
   $('logo').addEventListener('error', e => { e.target.hidden = true; });
   applyLanguage();
