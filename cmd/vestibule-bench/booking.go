@@ -13,13 +13,16 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
 // benchBooking measures the booking kit's engine (internal/booking, the
 // booking_*.lua scripts; the calls the booking function makes) against raw
 // GET with the same client pool, on a redis-server of its own: holds on one
 // hot seat and spread over 10,000 seats, confirm with an idempotency key, the
-// same confirm retried, and release. Each figure's baseline is a GET measured
+// same confirm retried, release, the release of a session's holds when it
+// ends (one seat and four), and extend (and the same extension retried).
+// Each figure's baseline is a GET measured
 // in slices alternating with the figure's own (paired), so that on a loaded
 // machine both see the same load. See docs/BENCHMARKS.md, "The booking kit".
 func benchBooking(ctx context.Context, d time.Duration) ([]Row, error) {
@@ -33,7 +36,13 @@ func benchBooking(ctx context.Context, d time.Duration) ([]Row, error) {
 	}
 	get := func(ctx context.Context) error { return rdb.Get(ctx, "bench:get").Err() }
 	var rows []Row
+	var measureCmds func(string, func(context.Context) error, ...string) error
 	measure := func(name string, op func(context.Context) error) error {
+		return measureCmds(name, op, "evalsha")
+	}
+	// measureCmds: each call of op sends each of cmds once (besides the
+	// GETs of the baseline); the Redis µs per call is their sum.
+	measureCmds = func(name string, op func(context.Context) error, cmds ...string) error {
 		if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 			return err
 		}
@@ -42,12 +51,18 @@ func benchBooking(ctx context.Context, d time.Duration) ([]Row, error) {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		// What a loaded client machine does not blur: the Redis CPU per call.
-		us, err := serverMicros(ctx, rdb, "evalsha", "get")
+		us, err := serverMicros(ctx, rdb, append([]string{"get"}, cmds...)...)
 		if err != nil {
 			return err
 		}
-		logf("booking %s: %.0f ops/s, raw GET beside it %.0f ops/s; in Redis %.1f µs per call, GET %.2f µs",
-			name, ops, base, us[0], us[1])
+		var sum float64
+		parts := make([]string, len(cmds))
+		for i, c := range cmds {
+			sum += us[i+1]
+			parts[i] = fmt.Sprintf("%s %.1f", c, us[i+1])
+		}
+		logf("booking %s: %.0f ops/s, raw GET beside it %.0f ops/s; in Redis %.1f µs per call (%s), GET %.2f µs",
+			name, ops, base, sum, strings.Join(parts, " + "), us[0])
 		rows = append(rows, row("booking "+name, ops, "ops/s", base, nil))
 		return nil
 	}
@@ -94,7 +109,10 @@ func benchBooking(ctx context.Context, d time.Duration) ([]Row, error) {
 		if i >= len(holds) {
 			return errDone
 		}
-		h, err := eng.Hold(ctx, event, "bench:"+strconv.Itoa(i), booking.Request{Seats: []string{"S" + strconv.Itoa(i)}})
+		// Not "bench:<i>": a name of the room:seq form is taken for a room
+		// session, whose confirm first reads that room's active set and ends
+		// the session there (it has none): two more scripts per confirm.
+		h, err := eng.Hold(ctx, event, "bench-"+strconv.Itoa(i), booking.Request{Seats: []string{"S" + strconv.Itoa(i)}})
 		holds[i] = h
 		return err
 	}); err != nil {
@@ -154,7 +172,127 @@ func benchBooking(ctx context.Context, d time.Duration) ([]Row, error) {
 	}); err != nil {
 		return rows, err
 	}
+
+	// A session's end: what the API's complete (and the gate's leave) does
+	// after the room engine's complete, Handler.endHolds → EndSession — the
+	// room's set of events (SMEMBERS), then booking_end.lua on its one event,
+	// which drops the session's hold of 1 or 4 seats and advances the fence.
+	for _, c := range []struct {
+		name string
+		each int
+	}{{"release on session end (1 seat)", 1}, {"release on session end (4 seats)", 4}} {
+		name, each := c.name, c.each
+		n := max(min(int(rate*d.Seconds()/2), booking.MaxSeats/each), 10_000/each)
+		holds, err := sessionHolds(ctx, rdb, "bench-end-"+strconv.Itoa(each), n, each, 0)
+		if err != nil {
+			return rows, fmt.Errorf("%s setup: %w", name, err)
+		}
+		var ei atomic.Int64
+		if err := measureCmds(name, func(ctx context.Context) error {
+			i := int(ei.Add(1)) - 1
+			if i >= len(holds) {
+				return errDone
+			}
+			h := holds[i]
+			dropped, err := eng.EndSession(ctx, h.Event, int64(i+1))
+			if err == nil && dropped != 1 {
+				err = fmt.Errorf("session %s: %d holds dropped, want 1", h.Session, dropped)
+			}
+			return err
+		}, "evalsha", "smembers"); err != nil {
+			return rows, err
+		}
+	}
+
+	// Extend: holds of room sessions (one seat each, TTL 1 h, up to 2
+	// extensions), each extended once (its extension 1), then the same
+	// extension again: the idempotent replay.
+	holds, err = sessionHolds(ctx, rdb, "bench-extend", n, 1, 2)
+	if err != nil {
+		return rows, fmt.Errorf("extend setup: %w", err)
+	}
+	extended := make([]bool, len(holds))
+	var xi atomic.Int64
+	if err := measure("extend", func(ctx context.Context) error {
+		i := int(xi.Add(1)) - 1
+		if i >= len(holds) {
+			return errDone
+		}
+		h := holds[i]
+		x, err := eng.Extend(ctx, h.Event, h.Session, h.Token, 1)
+		if err == nil && (x.Replayed || !x.ExpiresAt.After(h.ExpiresAt)) {
+			err = fmt.Errorf("hold %d: extension 1 replayed or no later (%s, was %s)", h.Token, x.ExpiresAt, h.ExpiresAt)
+		}
+		extended[i] = err == nil
+		return err
+	}); err != nil {
+		return rows, err
+	}
+	var again []booking.Hold
+	for i, ok := range extended {
+		if ok {
+			again = append(again, holds[i])
+		}
+	}
+	var ai atomic.Int64
+	if err := measure("extend retried (same number: replay)", func(ctx context.Context) error {
+		i := int(ai.Add(1)) - 1
+		if i >= len(again) {
+			return errDone
+		}
+		h := again[i]
+		x, err := eng.Extend(ctx, h.Event, h.Session, h.Token, 1)
+		if err == nil && !x.Replayed {
+			err = fmt.Errorf("hold %d: a retried extension extended again", h.Token)
+		}
+		return err
+	}); err != nil {
+		return rows, err
+	}
 	return rows, nil
+}
+
+// sessionHolds defines an event named after its room (the recommended
+// layout: the scripts check the session in the same slot) with n × each
+// seats, puts the room sessions 1 … n in the room's active set as consume
+// does (ending in an hour), and makes session i's hold of seats i×each …
+// (real clock, TTL 1 h, up to maxExt extensions).
+func sessionHolds(ctx context.Context, rdb redis.UniversalClient, event string, n, each int, maxExt int64) ([]booking.Hold, error) {
+	eng := booking.New(rdb)
+	if err := eng.Define(ctx, event, booking.Inventory{Seats: seatNames(n * each), HoldTTL: time.Hour,
+		SessionLimit: int64(each), MaxHoldExtensions: maxExt}); err != nil {
+		return nil, err
+	}
+	ends := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	active := room.KeysFor(event).Active
+	for lo := 0; lo < n; lo += 1000 {
+		zs := make([]redis.Z, 0, 1000)
+		for i := lo; i < min(lo+1000, n); i++ {
+			zs = append(zs, redis.Z{Score: float64(ends.UnixMilli()), Member: strconv.Itoa(i + 1)})
+		}
+		if err := rdb.ZAdd(ctx, active, zs...).Err(); err != nil {
+			return nil, err
+		}
+	}
+	holds := make([]booking.Hold, n)
+	var hi atomic.Int64
+	if _, err := throughput(ctx, time.Hour, func(ctx context.Context) error {
+		i := int(hi.Add(1)) - 1
+		if i >= n {
+			return errDone
+		}
+		seats := make([]string, each)
+		for k := range seats {
+			seats[k] = "S" + strconv.Itoa(i*each+k)
+		}
+		h, err := eng.HoldSession(ctx, event, booking.RoomSession{Room: event, Seq: int64(i + 1), Ends: ends},
+			booking.Request{Seats: seats})
+		holds[i] = h
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	return holds, nil
 }
 
 // pairSlices is how many times a figure and its baseline take turns.

@@ -73,6 +73,8 @@ func run() int {
 	flag.Float64Var(&bk.Confirm, "book-confirm", 0.6, "booking: share of holders who pay (the hold is confirmed)")
 	flag.Float64Var(&bk.Release, "book-release", 0.5, "booking: share of the other holders whose hold the origin releases (the rest let it expire)")
 	flag.DurationVar(&bk.HoldTTL, "book-hold-ttl", time.Minute, "booking: the event's hold TTL (whole seconds)")
+	flag.Float64Var(&bk.EndMidHold, "book-end-mid", 0.1, "booking: share of holders whose session ends mid-hold (the origin completes it before paying; the seats must be free at once)")
+	flag.Float64Var(&bk.Extend, "book-extend", 0.2, "booking: share of payers whose payment is slow: the hold is extended once or twice and confirmed after its first end")
 	flag.Parse()
 	if bk.Seats > 0 || bk.Stock > 0 {
 		c.Booking = &bk

@@ -22,6 +22,11 @@ import (
 // and retries the confirm once, which must return the same order — or
 // abandons: the origin releases the hold, or the visitor walks away and the
 // hold runs out. The visitor then completes its room session as before.
+// Two more behaviours show what happens while a hold is live: a visitor
+// whose session ends mid-hold (the origin completes it at once; its seats
+// must be free that instant, not when the hold's TTL runs out), and a slow
+// payment, whose origin extends the hold once or twice and confirms after
+// the hold's first TTL has run out.
 //
 // The event is named after the room (the recommended layout: the hold checks
 // the session in the same script) and defined through the admin API before
@@ -36,9 +41,18 @@ type Booking struct {
 	// others, Release have the origin release the hold, the rest walk away and
 	// let it expire.
 	Confirm, Release float64
-	HoldTTL          time.Duration // default 60 s
-	SessionLimit     int64         // items per session (default 4)
-	Tries            int           // hold attempts, the first and those after a refusal (default 3)
+	// EndMidHold is the share of holders whose session ends while they hold:
+	// before paying, the origin completes the session (the visitor left);
+	// the others pay, release or walk away as above.
+	EndMidHold float64
+	// Extend is the share of payers whose payment is slow: the origin
+	// extends the hold once or twice (half each), TTL/2 apart, and confirms
+	// 3/4 of a TTL after the last extension, past the end the hold had before
+	// it. The event allows 2 extensions of a hold.
+	Extend       float64
+	HoldTTL      time.Duration // default 60 s
+	SessionLimit int64         // items per session (default 4)
+	Tries        int           // hold attempts, the first and those after a refusal (default 3)
 }
 
 func (b *Booking) defaults() {
@@ -66,10 +80,11 @@ const (
 	BookNothing                      // the seat map showed nothing left of what it wanted
 	BookGaveUp                       // refused Tries times (someone else was faster)
 	BookFailed                       // an answer no booking visitor should get
+	BookEnded                        // held, and the session ended mid-hold (the origin completed it)
 )
 
 func (o BookOutcome) String() string {
-	return [...]string{"pending", "confirmed", "released", "walked-away", "late", "nothing-left", "gave-up", "failed"}[o]
+	return [...]string{"pending", "confirmed", "released", "walked-away", "late", "nothing-left", "gave-up", "failed", "ended-mid-hold"}[o]
 }
 
 // BookVisit is one visitor's booking and what the simulator saw of it.
@@ -80,6 +95,8 @@ type BookVisit struct {
 
 	wantUnits int64 // > 0: units of "ga"; 0: one seat
 	pay, drop bool  // confirms; (if not) the origin releases
+	endMid    bool  // the session ends while it holds
+	extends   int   // extensions before the confirm (a slow payment)
 
 	Tries     int // hold calls
 	Refused   int // 409 seat_taken or sold_out
@@ -88,13 +105,31 @@ type BookVisit struct {
 	Errors    int // failed booking requests (5xx, 429, transport), retried
 	SessionID string
 	Token     string
-	ExpiresAt time.Time
+	ExpiresAt time.Time // the hold's end, as the last extension moved it
+	HeldAt    time.Time // when the hold was asked for
 	Seats     []string
 	Units     map[string]int64
 	Order     string // the order confirm answered
 	ReplayBad bool   // the retried confirm was not the same order, or not 200
 	LastError string // the last unexpected answer
 	Outcome   BookOutcome
+
+	// A slow payment: the hold's first end, the extensions made, and those
+	// answered wrongly (not 200 with a later end, or a retried extension not
+	// answered the same end).
+	FirstExpiresAt time.Time
+	Extensions     int // extensions asked for
+	ExtendBad      int
+	extendedOK     int       // extensions answered 200 with a later end
+	ConfirmAt      time.Time // when the confirm that made the order was sent
+
+	// A session ended mid-hold: when, the states the seat map showed its
+	// seats in right after (nil: not read), and whether a confirm after the
+	// end (a payment that lands late) made an order.
+	EndedAt      time.Time
+	AfterEnd     map[string]string
+	LateAccepted bool
+
 	// lastFailure is the last failed request (5xx, 429, transport).
 	lastFailure string
 	completeAt  time.Time
@@ -130,7 +165,12 @@ func setupBooking(ctx context.Context, d Driver, adminKey string, c Config) (*bo
 		return nil, fmt.Errorf("%w: booking without seats or stock", ErrSetup)
 	}
 	def := map[string]any{"seats": seatList(b.Seats), "holdTTLSeconds": int64(b.HoldTTL / time.Second),
-		"sessionLimit": b.SessionLimit}
+		"sessionLimit": b.SessionLimit, "maxHoldExtensions": 2}
+	// A slow payer holds for up to 1.75 TTL after T/4 + T/8: its room
+	// session must outlive that, or the hold ends with it.
+	if need := c.ThinkMax + 2*b.HoldTTL; b.Extend > 0 && time.Duration(c.RoomConfig.SessionTTLSeconds)*time.Second < need {
+		return nil, fmt.Errorf("%w: booking: extending holds needs sessionTTLSeconds ≥ think-max + 2 × hold TTL (%s)", ErrSetup, need)
+	}
 	if b.Stock > 0 {
 		def["stock"] = map[string]int64{"ga": b.Stock}
 	}
@@ -167,6 +207,13 @@ func (b *bookEnv) start(v *Visitor, consumed []byte) *BookVisit {
 	}
 	bv.pay = rng.Float64() < b.cfg.Confirm
 	bv.drop = rng.Float64() < b.cfg.Release
+	bv.endMid = rng.Float64() < b.cfg.EndMidHold
+	if slow, twice := rng.Float64() < b.cfg.Extend, rng.IntN(2) == 1; bv.pay && !bv.endMid && slow {
+		bv.extends = 1
+		if twice {
+			bv.extends = 2
+		}
+	}
 	return bv
 }
 
@@ -270,7 +317,14 @@ func (v *Visitor) book(ctx context.Context, e *env, now time.Time) (time.Time, b
 				return end(BookFailed, rest)
 			}
 			bv.SessionID, bv.Token, bv.Seats, bv.Units, bv.ExpiresAt = h.Session, h.Token, h.Seats, h.Units, h.ExpiresAt
+			bv.FirstExpiresAt, bv.HeldAt = h.ExpiresAt, now
 			bv.step = bookPay
+			switch ttl := b.cfg.HoldTTL; {
+			case bv.endMid: // well before the hold's end
+				return now.Add(min(think/8, ttl/4)), true
+			case bv.extends > 0: // the first extension, halfway through the hold
+				return now.Add(ttl / 2), true
+			}
 			return now.Add(think / 2), true
 		case http.StatusConflict:
 			var ae apiErr
@@ -293,6 +347,12 @@ func (v *Visitor) book(ctx context.Context, e *env, now time.Time) (time.Time, b
 	case bookPay: // pay, or abandon
 		holdPath := evPath + "/holds/" + bv.Token
 		sess := map[string]string{"session": bv.SessionID}
+		if bv.endMid {
+			return v.endMidHold(e, now, do)
+		}
+		if bv.pay && bv.Extensions < bv.extends {
+			return v.extendHold(e, now, do)
+		}
 		if !bv.pay {
 			if !bv.drop {
 				return end(BookWalked, think/8)
@@ -308,6 +368,7 @@ func (v *Visitor) book(ctx context.Context, e *env, now time.Time) (time.Time, b
 			return end(BookReleased, think/8)
 		}
 		key := map[string]string{"Idempotency-Key": "pay-" + bv.Token}
+		bv.ConfirmAt = now
 		status, body, pause, ok := do("POST", holdPath+"/confirm", e.origin, key, sess)
 		if !ok {
 			return now.Add(pause), true // a retry with the same key is safe: that is what the key is for
@@ -342,6 +403,105 @@ func (v *Visitor) book(ctx context.Context, e *env, now time.Time) (time.Time, b
 		return end(BookConfirmed, think/8)
 	}
 	return now, true
+}
+
+// doFunc sends a booking request and counts it (book's do): ok is false
+// after a failure (5xx, 429, transport) to retry after the pause.
+type doFunc func(method, path, bearer string, headers map[string]string, body any) (int, []byte, time.Duration, bool)
+
+// extendHold makes the slow payer's next extension, then tries it once more
+// as a retry after a lost answer would (the same end, nothing added), and
+// schedules the next extension TTL/2 later or the confirm 3/4 of a TTL after
+// the last one: past the end the hold had before it, before its new end.
+func (v *Visitor) extendHold(e *env, now time.Time, do doFunc) (time.Time, bool) {
+	bv, ttl := v.Book, e.book.cfg.HoldTTL
+	n := bv.Extensions + 1
+	path := "/api/events/" + e.book.event + "/holds/" + bv.Token + "/extend"
+	req := map[string]any{"session": bv.SessionID, "extension": n}
+	status, body, pause, ok := do("POST", path, e.origin, nil, req)
+	if !ok {
+		return now.Add(pause), true // the same number again: a replay if the first one extended
+	}
+	type answer struct {
+		ExpiresAt  time.Time `json:"expiresAt"`
+		Extensions int       `json:"extensions"`
+	}
+	var x answer
+	if status != http.StatusOK || json.Unmarshal(body, &x) != nil || x.Extensions != n || !x.ExpiresAt.After(bv.ExpiresAt) {
+		bv.ExtendBad++
+		bv.LastError = fmt.Sprintf("extend %d: %d %s", n, status, body)
+	} else {
+		bv.ExpiresAt = x.ExpiresAt
+		bv.extendedOK++
+		for range maxErrors {
+			status, body, _, ok := do("POST", path, e.origin, nil, req)
+			if !ok {
+				continue
+			}
+			var y answer
+			if status != http.StatusOK || json.Unmarshal(body, &y) != nil || y.Extensions != n || !y.ExpiresAt.Equal(x.ExpiresAt) {
+				bv.ExtendBad++
+				bv.LastError = fmt.Sprintf("extend %d retried: %d %s, first answered %s", n, status, body, x.ExpiresAt)
+			}
+			break
+		}
+	}
+	bv.Extensions = n
+	if n < bv.extends {
+		return now.Add(ttl / 2), true
+	}
+	return now.Add(ttl * 3 / 4), true
+}
+
+// endMidHold ends the holder's room session while it holds: the origin
+// completes it (the visitor left), then at once the seat map is read (the
+// seats must not be held by it any more) and the origin tries a confirm, as
+// a payment landing after the end would: it must be refused. The visitor is
+// then done.
+func (v *Visitor) endMidHold(e *env, now time.Time, do doFunc) (time.Time, bool) {
+	bv := v.Book
+	status, body, pause, ok := do("POST", "/api/complete", e.origin, nil, map[string]string{"token": v.entryToken})
+	if !ok {
+		return now.Add(pause), true
+	}
+	if status != http.StatusOK {
+		bv.LastError = fmt.Sprintf("complete mid-hold: %d %s", status, body)
+		bv.Outcome, bv.step = BookFailed, bookDone
+		return now, true
+	}
+	bv.EndedAt = now
+	evPath := "/api/events/" + e.book.event
+	for range maxErrors {
+		status, body, _, ok := do("GET", evPath, "", nil, nil)
+		if !ok {
+			continue
+		}
+		var view eventView
+		if status == http.StatusOK && json.Unmarshal(body, &view) == nil {
+			bv.AfterEnd = map[string]string{}
+			for _, s := range bv.Seats {
+				bv.AfterEnd[s] = view.Seats[s]
+			}
+		}
+		break
+	}
+	key := map[string]string{"Idempotency-Key": "late-" + bv.Token}
+	for range maxErrors {
+		status, body, _, ok := do("POST", evPath+"/holds/"+bv.Token+"/confirm", e.origin, key, map[string]string{"session": bv.SessionID})
+		if !ok {
+			continue
+		}
+		var o struct {
+			Order string `json:"order"`
+		}
+		if (status == http.StatusCreated || status == http.StatusOK) && json.Unmarshal(body, &o) == nil && o.Order != "" {
+			bv.LateAccepted, bv.Order = true, o.Order
+			bv.LastError = fmt.Sprintf("confirm after the session ended: %d %s", status, body)
+		}
+		break
+	}
+	bv.Outcome, bv.step = BookEnded, bookDone
+	return v.finish(now, Completed)
 }
 
 // availableSeats lists the available seats by number (S1, S2, …).
@@ -462,13 +622,35 @@ type BookingSummary struct {
 	StockMismatch   int64 // initial stock − units ordered − stock left
 	Unsettled       int64 // holds neither confirmed, released nor expired at the end (and seats still held)
 	ReplaysBad      int   // retried confirms not answered 200 with the same order
-	CounterMismatch int   // the engine's holds and confirmed counters vs what the visitors were answered (checked when no request failed)
+	CounterMismatch int   // the engine's holds, confirmed and extended counters vs what the visitors were answered (checked when no request failed)
+
+	// Sessions that ended mid-hold: how many, their seats as the map showed
+	// them right after the end (available, or held again by another
+	// visitor's hold made before the ended hold's end), the seats whose map
+	// was not read (a request failed), and the holds the engine must count
+	// "ended" (walkers who completed before their hold's end included),
+	// give or take those whose complete came about their hold's end.
+	// EndedSeatsTaken: of those seats, the ones another visitor held before
+	// the ended hold would have run out (whatever the map showed).
+	EndedMidHold, EndedSeats, EndedSeatsFree, EndedSeatsReheld, EndedSeatsUnread, EndedSeatsTaken int
+	EndedExpected, EndedAmbiguous                                                                 int64
+	// Slow payments: payers who extended, the extensions granted, and the
+	// orders confirmed after the hold's first end.
+	Extenders, ExtensionsGranted, ExtendedConfirmed int
+
+	// Invariants of those (all must be 0).
+	EndedSeatsHeld    int // seats of an ended session still held, by no later hold
+	LateConfirms      int // confirms after the session ended that made an order
+	EndedMismatch     int // the engine's ended counter outside [EndedExpected, EndedExpected + EndedAmbiguous] (checked when no request failed)
+	ExtendsBad        int // extensions not answered 200 with a later end, or retried ones not the same end
+	ExtendNotHonoured int // slow payers whose confirm past the first end was refused
 }
 
 // OK reports whether every booking invariant held.
 func (s *BookingSummary) OK() bool {
 	return s == nil || (s.DoubleSold == 0 && s.SoldMismatch == 0 && s.NegativeStock == 0 && s.StockMismatch == 0 &&
-		s.Unsettled == 0 && s.ReplaysBad == 0 && s.CounterMismatch == 0)
+		s.Unsettled == 0 && s.ReplaysBad == 0 && s.CounterMismatch == 0 &&
+		s.EndedSeatsHeld == 0 && s.LateConfirms == 0 && s.EndedMismatch == 0 && s.ExtendsBad == 0 && s.ExtendNotHonoured == 0)
 }
 
 // summarizeBooking checks the visitors' bookings against the event at the end.
@@ -538,10 +720,99 @@ func (r *Result) summarizeBooking() *BookingSummary {
 	s.StockMismatch = b.Stock - s.UnitsSold - s.StockLeft
 	c := r.Booking.Counters
 	s.Unsettled += c["holds"] - c["confirmed"] - c["released"] - c["expired"] - c["ended"]
-	if s.Errors == 0 && (c["holds"] != int64(s.HoldsGranted) || c["confirmed"] != int64(s.OrdersConfirmed)) {
+	s.summarizeEndsAndExtensions(r.Visitors)
+	if s.Errors == 0 && (c["holds"] != int64(s.HoldsGranted) || c["confirmed"] != int64(s.OrdersConfirmed) ||
+		c["extended"] != int64(s.ExtensionsGranted)) {
 		s.CounterMismatch++
 	}
+	if s.Errors == 0 && (c["ended"] < s.EndedExpected || c["ended"] > s.EndedExpected+s.EndedAmbiguous) {
+		s.EndedMismatch++
+	}
 	return s
+}
+
+// endMargin: a hold whose session ended less than this before its end may
+// have run out first (counted expired rather than ended).
+const endMargin = time.Second
+
+// summarizeEndsAndExtensions checks the sessions that ended mid-hold and the
+// slow payments. A seat of an ended session must be free at once: available
+// on the map read right after the end, or held again by another visitor
+// (a later fencing token) before the ended hold's own end — which no one
+// could do if the hold had stayed until its TTL ran out.
+func (s *BookingSummary) summarizeEndsAndExtensions(vs []*Visitor) {
+	type holdOf struct {
+		token int64
+		at    time.Time
+	}
+	bySeat := map[string][]holdOf{}
+	for _, v := range vs {
+		if bv := v.Book; bv != nil && bv.Token != "" {
+			tok, _ := strconv.ParseInt(bv.Token, 10, 64)
+			for _, seat := range bv.Seats {
+				bySeat[seat] = append(bySeat[seat], holdOf{tok, bv.HeldAt})
+			}
+		}
+	}
+	for _, v := range vs {
+		bv := v.Book
+		if bv == nil || bv.Token == "" {
+			continue
+		}
+		live := func(at time.Time) bool { return at.Add(endMargin).Before(bv.ExpiresAt) }
+		switch bv.Outcome {
+		case BookEnded:
+			s.EndedMidHold++
+			if bv.LateAccepted {
+				s.LateConfirms++
+			}
+			if !bv.LateAccepted && live(bv.EndedAt) {
+				s.EndedExpected++
+			} else {
+				s.EndedAmbiguous++
+			}
+			tok, _ := strconv.ParseInt(bv.Token, 10, 64)
+			for _, seat := range bv.Seats {
+				s.EndedSeats++
+				taken := slices.ContainsFunc(bySeat[seat], func(h holdOf) bool {
+					return h.token > tok && h.at.Add(endMargin).Before(bv.ExpiresAt)
+				})
+				if taken {
+					s.EndedSeatsTaken++
+				}
+				st, read := bv.AfterEnd[seat]
+				switch {
+				case !read:
+					s.EndedSeatsUnread++
+				case st == "available":
+					s.EndedSeatsFree++
+				case taken:
+					s.EndedSeatsReheld++
+				default:
+					s.EndedSeatsHeld++
+				}
+			}
+		case BookWalked:
+			if live(bv.completeAt) {
+				s.EndedExpected++
+			} else {
+				s.EndedAmbiguous++
+			}
+		case BookFailed:
+			s.EndedAmbiguous++
+		}
+		if bv.extends > 0 {
+			s.Extenders++
+			s.ExtensionsGranted += bv.extendedOK
+			s.ExtendsBad += bv.ExtendBad
+			switch {
+			case bv.Order != "" && bv.ConfirmAt.After(bv.FirstExpiresAt):
+				s.ExtendedConfirmed++
+			case bv.Outcome == BookLate:
+				s.ExtendNotHonoured++
+			}
+		}
+	}
 }
 
 // writeTable prints the booking part of the report.
@@ -572,6 +843,22 @@ func (s *BookingSummary) writeTable(w io.Writer) {
 	} else if s.CounterMismatch > 0 {
 		counters = "FAIL"
 	}
-	fmt.Fprintf(tw, "booking: engine's holds, confirmed = visitors'\t%d, %d\t%s\n", s.HoldsGranted, s.OrdersConfirmed, counters)
+	fmt.Fprintf(tw, "booking: engine's holds, confirmed, extended = visitors'\t%d, %d, %d\t%s\n", s.HoldsGranted, s.OrdersConfirmed, s.ExtensionsGranted, counters)
+	fmt.Fprintf(tw, "booking: sessions ended mid-hold\t%d (seats %d: free on the map at once %d, held again already %d, map not read %d)\t\n",
+		s.EndedMidHold, s.EndedSeats, s.EndedSeatsFree, s.EndedSeatsReheld, s.EndedSeatsUnread)
+	fmt.Fprintf(tw, "  held by the next visitor before the old hold's end\t%d of %d seats\t\n", s.EndedSeatsTaken, s.EndedSeats)
+	fmt.Fprintf(tw, "booking: seats of ended sessions still held\t%d\t%s\n", s.EndedSeatsHeld, check(s.EndedSeatsHeld == 0))
+	fmt.Fprintf(tw, "booking: confirms after the session ended accepted\t%d\t%s\n", s.LateConfirms, check(s.LateConfirms == 0))
+	ended := "ok"
+	if s.Errors > 0 {
+		ended = "not checked (requests failed)"
+	} else if s.EndedMismatch > 0 {
+		ended = "FAIL"
+	}
+	fmt.Fprintf(tw, "booking: engine's ended (want %d, up to %d more)\t%d\t%s\n", s.EndedExpected, s.EndedAmbiguous, s.Counters["ended"], ended)
+	fmt.Fprintf(tw, "booking: slow payments\t%d (extensions granted %d, confirmed after the first end %d)\t\n",
+		s.Extenders, s.ExtensionsGranted, s.ExtendedConfirmed)
+	fmt.Fprintf(tw, "booking: extensions answered wrongly\t%d\t%s\n", s.ExtendsBad, check(s.ExtendsBad == 0))
+	fmt.Fprintf(tw, "booking: extended holds lost before their confirm\t%d\t%s\n", s.ExtendNotHonoured, check(s.ExtendNotHonoured == 0))
 	tw.Flush()
 }
