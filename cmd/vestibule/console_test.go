@@ -233,12 +233,14 @@ func TestConsoleInBrowser(t *testing.T) {
 	// The waiting page's message, set live from the console, one text per
 	// language; the confirmation shows both.
 	browsertest.Eval[any](t, ctx, card+`.querySelector('[data-message="ko"]').value = "10시에 문을 엽니다"`)
-	submit(`[data-message="en"]`, "Doors open at 10:00", ".page-form", "Korean: \"10시에 문을 엽니다\"")
+	// (and Japanese, one of the page's other languages, folded under "other languages")
+	browsertest.Eval[any](t, ctx, card+`.querySelector('.more-langs [data-message="ja"]').value = "10時に開場します"`)
+	submit(`[data-message="en"]`, "Doors open at 10:00", ".page-form", "Japanese: \"10時に開場します\"")
 	waitJS(t, ctx, `document.getElementById('status').textContent === "Room `+id+`: message changed."`, 5*time.Second)
 	// The title the same way, in English only: the message stays.
 	submit(`[data-title="en"]`, "Spring Tour", ".title-form", "Korean: no title")
 	waitJS(t, ctx, `document.getElementById('status').textContent === "Room `+id+`: title changed."`, 5*time.Second)
-	if code, m := admin(t, s, "GET", id, nil); code != 200 || fmt.Sprint(m["config"].(map[string]any)["page"]) != "map[message:map[en:Doors open at 10:00 ko:10시에 문을 엽니다] title:map[en:Spring Tour]]" {
+	if code, m := admin(t, s, "GET", id, nil); code != 200 || fmt.Sprint(m["config"].(map[string]any)["page"]) != "map[message:map[en:Doors open at 10:00 ja:10時に開場します ko:10시에 문을 엽니다] title:map[en:Spring Tour]]" {
 		t.Errorf("the room's page after the console's change: %d %v", code, m["config"])
 	}
 	// Both languages show back in the form.

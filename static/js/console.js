@@ -192,11 +192,43 @@ function shownSetting(k, v) {
   return String(v);
 }
 
+// LANGS are the waiting page's languages (static/js/i18n.js), each with the
+// name the console labels it by: a room's title and message can be given in
+// each. The page shows a visitor the text of their language, else a fallback.
+const LANGS = [['en', 'English'], ['ko', 'Korean'], ['ja', 'Japanese'], ['zh-Hans', 'Chinese (Simplified)'],
+  ['es', 'Spanish'], ['fr', 'French'], ['de', 'German'], ['pt-BR', 'Portuguese (Brazil)']];
+const langName = Object.fromEntries(LANGS);
+
 // messageOf gives a page message as {en, ko, …} ('' where none); a plain
 // string is every language's.
 function messageOf(m) {
-  if (typeof m === 'string') return { en: m, ko: m, all: true };
+  if (typeof m === 'string') return { ...Object.fromEntries(LANGS.map(([l]) => [l, m])), all: true };
   return { ...(m || {}) };
+}
+
+// moreLanguages adds to form the fields of the languages after English and
+// Korean (which the template has), folded away under "Other languages".
+function moreLanguages(form, field, noun, multiline) {
+  const more = document.createElement('details');
+  more.className = 'more-langs';
+  const summary = document.createElement('summary');
+  summary.textContent = `${noun[0].toUpperCase() + noun.slice(1)} in other languages`;
+  more.append(summary);
+  for (const [l, name] of LANGS.slice(2)) {
+    const div = document.createElement('div');
+    div.className = multiline ? 'field wide' : 'field';
+    const label = document.createElement('label');
+    label.dataset.for = `${field}-${l}`;
+    label.textContent = `${noun[0].toUpperCase() + noun.slice(1)} on the waiting page, ${name}`;
+    const input = document.createElement(multiline ? 'textarea' : 'input');
+    input.dataset[field] = l;
+    input.lang = l;
+    input.maxLength = multiline ? 1000 : 200;
+    if (multiline) input.rows = 2;
+    div.append(label, input);
+    more.append(div);
+  }
+  form.querySelector('button').before(more);
 }
 
 // loadAudit fills the card's list of changes (GET …/log), newest first.
@@ -224,6 +256,8 @@ function newCard(id) {
   h.id = `room-${slug}`;
   h.textContent = id;
   el.querySelector('.actions').setAttribute('aria-label', `Actions on room ${id}`);
+  moreLanguages(el.querySelector('.title-form'), 'title', 'title', false);
+  moreLanguages(el.querySelector('.page-form'), 'message', 'message', true);
   for (const label of el.querySelectorAll('label[data-for]')) {
     const input = label.nextElementSibling;
     input.id = `${label.dataset.for}-${slug}`;
@@ -295,17 +329,17 @@ function textForm(card, form, field, noun) {
     const text = old.all ? {} : { ...old };
     delete text.all;
     const lines = [];
-    const names = { en: 'English', ko: 'Korean' };
     for (const input of form.querySelectorAll(`[data-${field}]`)) {
       const l = input.dataset[field];
       const v = input.value.trim();
       if (v) text[l] = v; else delete text[l];
-      lines.push(v ? `${names[l]}: "${v}"` : `${names[l]}: no ${noun}`);
+      if (v || l === 'en' || l === 'ko') lines.push(v ? `${langName[l]}: "${v}"` : `${langName[l]}: no ${noun}`);
     }
     const langs = Object.keys(text);
     let value = text;
     if (langs.length === 0) value = undefined;
-    else if (langs.length === 2 && text.en === text.ko) value = text.en;
+    // The same text in every language is sent as one text, for every language.
+    else if (langs.length === LANGS.length && LANGS.every(([l]) => text[l] === text.en)) value = text.en;
     if (value === undefined) delete page[field]; else page[field] = value;
     const summary = `The waiting page's ${noun}:\n${lines.join('\n')}`;
     if (await confirmStep(`Change the ${noun} of room ${id}?`, `${summary}\nOpen pages show it at their next poll.`)) {
