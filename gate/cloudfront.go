@@ -21,6 +21,17 @@ const MaxFunctionSize = 10240
 // (KeyValueStore access, async/await, Buffer).
 const FunctionRuntime = "cloudfront-js-2.0"
 
+// HostFunction is the CloudFront Function (viewer request, runtime FunctionRuntime) of a gated
+// distribution's /.vestibule/* behaviour: CloudFront does not forward the viewer's Host to the
+// API (which needs its own), so it copies it to X-Forwarded-Host, where /.vestibule/enter reads
+// the site it was posted to. It overwrites whatever a viewer sent in that header. The CDK's gate
+// (infra/stack) and `vestibule gate attach` both deploy this text.
+const HostFunction = `function handler(event) {
+  var request = event.request;
+  request.headers['x-forwarded-host'] = { value: request.headers.host.value };
+  return request;
+}`
+
 // configLine starts the one line of the source that CloudFrontFunction replaces.
 const configLine = "const CONFIG = "
 

@@ -39,14 +39,8 @@ const (
 const GateKeysFunction = "gatekeys"
 
 // GateHostFunction is the CloudFront Function (viewer request) of the protected distribution's
-// /.vestibule/* behaviour: CloudFront does not forward the viewer's Host to the API (which needs its
-// own), so it copies it to X-Forwarded-Host, where /.vestibule/enter reads the site it was posted to.
-// It overwrites whatever a viewer sent in that header.
-const GateHostFunction = `function handler(event) {
-  var request = event.request;
-  request.headers['x-forwarded-host'] = { value: request.headers.host.value };
-  return request;
-}`
+// /.vestibule/* behaviour: gate.HostFunction, which `vestibule gate attach` deploys too.
+const GateHostFunction = gate.HostFunction
 
 // waitingRoomPlaceholder stands for the waiting room's URL while gate.CloudFrontFunction checks
 // and renders the function: the real URL is the other distribution's domain, a token at synth
