@@ -53,6 +53,12 @@ Usage:
                                                 against the synthesized template, and the cdk-nag rules it accepts
   vestibule booking reconcile EVENT --origin F  the kit's sold seats and units against the origin's record
                                                 (JSON lines: a file, - for stdin, or a URL); exit 1 on a difference
+  vestibule gate attach --distribution ID --room ROOM [--dry-run]
+                                                the edge gate on a CloudFront distribution you already have
+                                                (store, functions, /.vestibule/* behaviour, associations; needs
+                                                --stack; --open-paths /a,/b/*  --behaviour PATTERN  --origin-secret-file F)
+  vestibule gate detach --distribution ID --room ROOM [--delete] [--dry-run]
+                                                take it off again (--delete: also its functions and store)
 
 Which deployment (every command but "rooms settings"):
   --stack NAME        a deployed stack: the endpoint is its ApiUrl output     (env VESTIBULE_STACK)
@@ -133,7 +139,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // valueFlags are the flags that take a value, for commandFirst.
 var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": true, "profile": true, "region": true,
 	"interval": true, "count": true, "port": true, "template": true, "public": true, "timeout": true,
-	"client-cert": true, "client-key": true, "room": true, "ticket": true, "visitor": true, "origin": true}
+	"client-cert": true, "client-key": true, "room": true, "ticket": true, "visitor": true, "origin": true,
+	"distribution": true, "open-paths": true, "behaviour": true, "origin-secret-file": true}
 
 // commandFirst moves the command words (e.g. "rooms", "list") before any
 // flags given ahead of them, so "vestibule --stack S rooms list" works too.
@@ -151,7 +158,7 @@ func commandFirst(args []string) []string {
 				i++
 				rest = append(rest, args[i])
 			}
-		case len(words) == 0 || (len(words) == 1 && (words[0] == "rooms" || words[0] == "booking")):
+		case len(words) == 0 || (len(words) == 1 && (words[0] == "rooms" || words[0] == "booking" || words[0] == "gate")):
 			words = append(words, a)
 		default:
 			return append(append(words, rest...), args[i:]...)
@@ -177,6 +184,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usageError("booking needs a subcommand: reconcile")
 		}
 		cmd, args = "booking "+args[0], args[1:]
+	}
+	if cmd == "gate" {
+		if len(args) == 0 {
+			return usageError("gate needs a subcommand: attach, detach")
+		}
+		cmd, args = "gate "+args[0], args[1:]
 	}
 	var g globals
 	fs := flag.NewFlagSet("vestibule "+cmd, flag.ContinueOnError)
@@ -226,6 +239,22 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "booking reconcile":
 		fs.StringVar(&c.origin, "origin", "", "the origin's record: a file of JSON lines, - for stdin, or an http(s) URL")
 		run = c.reconcile
+	case "gate attach", "gate detach":
+		fs.StringVar(&c.gate.distribution, "distribution", "", "the site's CloudFront distribution id")
+		fs.StringVar(&c.room, "room", "", "the room that guards the site")
+		fs.BoolVar(&c.gate.dryRun, "dry-run", false, "read only: print what would change, the distribution config's diff")
+		if cmd == "gate attach" {
+			fs.StringVar(&c.gate.openPaths, "open-paths", "", "comma-separated paths that pass without a session, e.g. /robots.txt,/static/*")
+			fs.Func("behaviour", "another behaviour's path pattern whose pages the room guards (repeatable)", func(v string) error {
+				c.gate.behaviours = append(c.gate.behaviours, v)
+				return nil
+			})
+			fs.StringVar(&c.gate.originSecretFile, "origin-secret-file", "", "a file holding the origin secret (default: read from the stack's OriginSecretArn)")
+			run = c.gateAttach
+		} else {
+			fs.BoolVar(&c.gate.delete, "delete", false, "also delete the gate's functions and store (after the distribution is deployed)")
+			run = c.gateDetach
+		}
 	case "console":
 		fs.IntVar(&c.port, "port", defaultConsolePort, "port on 127.0.0.1 (0: any free port)")
 		run = c.console
@@ -258,6 +287,7 @@ type command struct {
 	timeout        time.Duration // smoke
 	visitor        string        // verify-draw
 	origin         string        // booking reconcile
+	gate           gateFlags     // gate attach, detach
 }
 
 // client connects to the deployment the flags name.
