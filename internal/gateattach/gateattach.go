@@ -315,27 +315,27 @@ func (a *Attacher) update(ctx context.Context, dist string, got *cloudfront.GetD
 func (a *Attacher) ensureStore(ctx context.Context, name, roomID string) (string, error) {
 	d, err := a.CF.DescribeKeyValueStore(ctx, &cloudfront.DescribeKeyValueStoreInput{Name: &name})
 	var missing *types.EntityNotFound
+	var kvs *types.KeyValueStore
 	switch {
 	case errors.As(err, &missing):
 		a.say("%s key value store %s", a.would("create"), name)
 		if a.DryRun {
 			return "", nil
 		}
-		if _, err := a.CF.CreateKeyValueStore(ctx, &cloudfront.CreateKeyValueStoreInput{
+		out, err := a.CF.CreateKeyValueStore(ctx, &cloudfront.CreateKeyValueStoreInput{
 			Name: &name, Comment: aws.String("Vestibule gate: the session cookies' keys for room " + roomID),
-		}); err != nil {
+		})
+		if err != nil {
 			return "", fmt.Errorf("creating key value store %s: %w", name, err)
 		}
+		kvs = out.KeyValueStore
 	case err != nil:
 		return "", fmt.Errorf("reading key value store %s: %w", name, err)
+	default:
+		kvs = d.KeyValueStore
 	}
 	deadline := time.Now().Add(a.timeout())
 	for {
-		d, err = a.CF.DescribeKeyValueStore(ctx, &cloudfront.DescribeKeyValueStoreInput{Name: &name})
-		if err != nil {
-			return "", fmt.Errorf("reading key value store %s: %w", name, err)
-		}
-		kvs := d.KeyValueStore
 		if kvs == nil || kvs.ARN == nil {
 			return "", fmt.Errorf("key value store %s: CloudFront answered without its ARN", name)
 		}
@@ -349,6 +349,11 @@ func (a *Attacher) ensureStore(ctx context.Context, name, roomID string) (string
 		if err := a.sleep(ctx, deadline, "key value store "+name+" to be ready"); err != nil {
 			return "", err
 		}
+		d, err := a.CF.DescribeKeyValueStore(ctx, &cloudfront.DescribeKeyValueStoreInput{Name: &name})
+		if err != nil {
+			return "", fmt.Errorf("reading key value store %s: %w", name, err)
+		}
+		kvs = d.KeyValueStore
 	}
 }
 
