@@ -13,12 +13,14 @@ import (
 
 	"github.com/vestibule-dev/vestibule/gate"
 	"github.com/vestibule-dev/vestibule/infra/stack"
+	"github.com/vestibule-dev/vestibule/internal/gateattach"
 )
 
-// Managed CloudFront policies, by id.
+// Managed CloudFront policies, by id: those `vestibule gate attach` (internal/gateattach) puts on
+// the /.vestibule/* behaviour, so the CDK's gate and the command's agree.
 const (
-	cachingDisabled           = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
-	allViewerExceptHostHeader = "b689b0a8-53d0-40ab-baf2-68738e2966ac"
+	cachingDisabled           = gateattach.CachingDisabledPolicyID
+	allViewerExceptHostHeader = gateattach.AllViewerExceptHostHeaderPolicyID
 )
 
 // protectGate sets the gate's settings of the tests, with a placeholder gatekeys binary.
