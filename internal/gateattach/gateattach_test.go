@@ -365,3 +365,21 @@ type xDistribution struct {
 	Default    xBehaviour   `xml:"DefaultCacheBehavior"`
 	Behaviours []xBehaviour `xml:"CacheBehaviors>Items>CacheBehavior"`
 }
+
+func TestAPIOrigin(t *testing.T) {
+	for in, want := range map[string][2]string{
+		"https://abc.execute-api.eu-west-1.amazonaws.com/": {"abc.execute-api.eu-west-1.amazonaws.com", ""},
+		"https://api.example.com":                          {"api.example.com", ""},
+		"https://abc.example.com/prod/":                    {"abc.example.com", "/prod"},
+	} {
+		h, p, err := apiOrigin(in)
+		if err != nil || h != want[0] || p != want[1] {
+			t.Errorf("%s: %q %q %v", in, h, p, err)
+		}
+	}
+	for _, bad := range []string{"http://api.example.com/", "https://api.example.com:8443/", "https:///x", "https://a/b?c", "api.example.com"} {
+		if _, _, err := apiOrigin(bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
