@@ -280,11 +280,11 @@ func (a *Attacher) getConfig(ctx context.Context, dist string) (*cloudfront.GetD
 
 // update writes after if it differs from what was read, printing the diff; a dry run only prints.
 func (a *Attacher) update(ctx context.Context, dist string, got *cloudfront.GetDistributionConfigOutput, after *types.DistributionConfig) error {
-	before, err := configJSON(got.DistributionConfig)
+	before, err := configJSON(got.DistributionConfig, false)
 	if err != nil {
 		return err
 	}
-	now, err := configJSON(after)
+	now, err := configJSON(after, false)
 	if err != nil {
 		return err
 	}
@@ -292,9 +292,20 @@ func (a *Attacher) update(ctx context.Context, dist string, got *cloudfront.GetD
 		a.say("distribution %s: nothing to change", dist)
 		return nil
 	}
-	a.say("%s distribution %s:", a.would("update"), dist)
-	if a.Out != nil {
-		fmt.Fprint(a.Out, Diff(before, now))
+	// The diff shown hides the secret; a change of it alone is said in words.
+	if before, err = configJSON(got.DistributionConfig, true); err != nil {
+		return err
+	}
+	if now, err = configJSON(after, true); err != nil {
+		return err
+	}
+	if before == now {
+		a.say("%s distribution %s: the origin secret changes", a.would("update"), dist)
+	} else {
+		a.say("%s distribution %s:", a.would("update"), dist)
+		if a.Out != nil {
+			fmt.Fprint(a.Out, Diff(before, now))
+		}
 	}
 	if a.DryRun {
 		return nil
@@ -564,9 +575,9 @@ func apiOrigin(apiURL string) (host, path string, err error) {
 	return host, path, nil
 }
 
-// configJSON is the config as indented JSON, without empty fields and with the origin secret
-// hidden: what the diff compares and shows.
-func configJSON(c *types.DistributionConfig) (string, error) {
+// configJSON is the config as indented JSON, without empty fields, and with the origin secret
+// hidden if redact: what update compares (not redacted) and shows (redacted).
+func configJSON(c *types.DistributionConfig, redact bool) (string, error) {
 	raw, err := json.Marshal(c)
 	if err != nil {
 		return "", err
@@ -579,29 +590,30 @@ func configJSON(c *types.DistributionConfig) (string, error) {
 	enc := json.NewEncoder(&out)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	err = enc.Encode(tidy(v))
+	err = enc.Encode(tidy(v, redact))
 	return out.String(), err
 }
 
-// tidy drops nulls and hides the origin secret's value.
-func tidy(v any) any {
+// tidy drops nulls and empty strings (an unset enum, an empty id: the same to CloudFront) and,
+// if redact, hides the origin secret's value.
+func tidy(v any, redact bool) any {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, x := range v {
-			if x == nil {
+			if x == nil || x == "" {
 				delete(v, k)
 				continue
 			}
-			v[k] = tidy(x)
+			v[k] = tidy(x, redact)
 		}
-		if name, _ := v["HeaderName"].(string); strings.EqualFold(name, config.OriginHeader) {
+		if name, _ := v["HeaderName"].(string); redact && strings.EqualFold(name, config.OriginHeader) {
 			if _, ok := v["HeaderValue"]; ok {
 				v["HeaderValue"] = "(the origin secret)"
 			}
 		}
 	case []any:
 		for i, x := range v {
-			v[i] = tidy(x)
+			v[i] = tidy(x, redact)
 		}
 	}
 	return v

@@ -44,7 +44,7 @@ func configText(t *testing.T, cf *cloudfront.Client) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := configJSON(out.DistributionConfig)
+	s, err := configJSON(out.DistributionConfig, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,5 +381,28 @@ func TestAPIOrigin(t *testing.T) {
 		if _, _, err := apiOrigin(bad); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
+	}
+}
+
+// A new origin secret (after a rotation) is written, though the diff hides both values.
+func TestAttachNewOriginSecret(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeCloudFront(t, dist, loadConfig(t))
+	var out bytes.Buffer
+	a := newAttacher(f, &memKVS{}, &out)
+	g := testGate(t)
+	if err := a.Attach(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	g.OriginSecret = "rotated-origin-secret"
+	out.Reset()
+	if err := a.Attach(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.updates) != 2 || !bytes.Contains(f.updates[1], []byte("<HeaderValue>rotated-origin-secret</HeaderValue>")) {
+		t.Fatalf("the new secret was not written (%d updates):\n%s", len(f.updates), out.String())
+	}
+	if strings.Contains(out.String(), "rotated-origin-secret") || !strings.Contains(out.String(), "the origin secret changes") {
+		t.Errorf("the output:\n%s", out.String())
 	}
 }
