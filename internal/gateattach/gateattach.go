@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront/types"
+	"github.com/aws/aws-sdk-go-v2/service/cloudfrontkeyvaluestore"
 
 	"github.com/vestibule-dev/vestibule/gate"
 	"github.com/vestibule-dev/vestibule/internal/config"
@@ -192,16 +193,20 @@ func (a *Attacher) Attach(ctx context.Context, g Gate) error {
 	if err != nil {
 		return err
 	}
-	if storeARN != "" && !a.DryRun {
-		r, err := gatekeys.Sync(ctx, a.KVS, storeARN, g.Keys)
+	if storeARN != "" {
+		store := a.KVS
+		if a.DryRun {
+			store = readOnlyStore{a.KVS}
+		}
+		r, err := gatekeys.Sync(ctx, store, storeARN, g.Keys)
 		if err != nil {
 			return err
 		}
 		if len(r.Put)+len(r.Deleted) > 0 {
-			a.say("keys: wrote %d, deleted %d (current %s)", len(r.Put), len(r.Deleted), r.Current)
+			a.say("%s keys %v, delete %v (current %s)", a.would("write"), r.Put, r.Deleted, r.Current)
 		}
-	} else if a.DryRun {
-		a.say("would write the keys (current %s) to the store", g.Keys[gate.KVSCurrent])
+	} else {
+		a.say("would write the keys (current %s) to the new store", g.Keys[gate.KVSCurrent])
 	}
 	gateARN, err := a.ensureFunction(ctx, n.Function, "Vestibule gate for room "+g.Room, src, storeARN)
 	if err != nil {
@@ -559,6 +564,14 @@ func (a *Attacher) sleep(ctx context.Context, deadline time.Time, what string) e
 	case <-t.C:
 		return nil
 	}
+}
+
+// readOnlyStore is a store whose writes do nothing: gatekeys.Sync on it says what it would change.
+type readOnlyStore struct{ gatekeys.Store }
+
+// UpdateKeys writes nothing.
+func (readOnlyStore) UpdateKeys(context.Context, *cloudfrontkeyvaluestore.UpdateKeysInput, ...func(*cloudfrontkeyvaluestore.Options)) (*cloudfrontkeyvaluestore.UpdateKeysOutput, error) {
+	return &cloudfrontkeyvaluestore.UpdateKeysOutput{}, nil
 }
 
 // apiOrigin is the API URL's host and path (without the trailing slash), as an origin wants them.

@@ -406,3 +406,39 @@ func TestAttachNewOriginSecret(t *testing.T) {
 		t.Errorf("the output:\n%s", out.String())
 	}
 }
+
+// After a rotation of the entry-key secret, a dry run says which keys it would write, and writes
+// none; the real run writes them and nothing else.
+func TestAttachNewKeys(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeCloudFront(t, dist, loadConfig(t))
+	kvs := &memKVS{}
+	var out bytes.Buffer
+	a := newAttacher(f, kvs, &out)
+	g := testGate(t)
+	if err := a.Attach(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	newKey, _ := gate.DeriveKey([]byte(strings.Repeat("n", 64)))
+	old, _ := gate.DeriveKey([]byte(strings.Repeat("s", 64)))
+	g.Keys = gate.KeyRing{Current: newKey, Previous: old}.KVSEntries()
+	writes, updates := f.writeCount(), kvs.updates
+	out.Reset()
+	a.DryRun = true
+	if err := a.Attach(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if kvs.updates != updates || f.writeCount() != writes {
+		t.Fatal("the dry run wrote")
+	}
+	if !strings.Contains(out.String(), "would write keys [current key:"+newKey.ID+"]") {
+		t.Errorf("the dry run said:\n%s", out.String())
+	}
+	a.DryRun = false
+	if err := a.Attach(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if kvs.updates != updates+1 || f.writeCount() != writes {
+		t.Fatalf("the keys' change wrote %d store updates and %v", kvs.updates-updates, f.writes[writes:])
+	}
+}
