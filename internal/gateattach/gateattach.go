@@ -355,12 +355,14 @@ func (a *Attacher) ensureStore(ctx context.Context, name, roomID string) (string
 		if kvs == nil || kvs.ARN == nil {
 			return "", fmt.Errorf("key value store %s: CloudFront answered without its ARN", name)
 		}
-		switch status := aws.ToString(kvs.Status); status {
-		case "READY":
+		// READY is the one status the API documents by example; PROVISIONING comes first. Any
+		// other is waited out, but a failure is said at once.
+		status := aws.ToString(kvs.Status)
+		if status == "READY" {
 			return *kvs.ARN, nil
-		case "PROVISIONING":
-		default:
-			return "", fmt.Errorf("key value store %s is %s, not READY", name, status)
+		}
+		if strings.Contains(strings.ToUpper(status), "FAIL") {
+			return "", fmt.Errorf("key value store %s is %s: delete it (`aws cloudfront delete-key-value-store`) and attach again", name, status)
 		}
 		if err := a.sleep(ctx, deadline, "key value store "+name+" to be ready"); err != nil {
 			return "", err
