@@ -405,7 +405,8 @@ func (a *Attacher) ensureFunction(ctx context.Context, name, comment, src, store
 		if err != nil {
 			return "", fmt.Errorf("reading function %s: %w", name, err)
 		}
-		etag, arn = code.ETag, summaryARN(dev.FunctionSummary)
+		// DescribeFunction's ETag is the one the API names for UpdateFunction and PublishFunction.
+		etag, arn = dev.ETag, summaryARN(dev.FunctionSummary)
 		if string(code.FunctionCode) != src || !sameFunctionConfig(dev.FunctionSummary, cfg) {
 			a.say("%s function %s", a.would("update"), name)
 			if !a.DryRun {
