@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -47,6 +48,7 @@ type gateAWS struct {
 	kvs     gatekeys.Store
 	secrets token.SecretsGetter
 	stacks  operator.StackOutputs
+	poll    time.Duration // between looks at a store or a deployment; 0: gateattach's
 }
 
 // newGateAWS builds the clients from the standard configuration (a variable for the tests).
@@ -89,7 +91,7 @@ func (c *command) gateAttach(ctx context.Context, pos []string) error {
 	if err != nil {
 		return err
 	}
-	a := &gateattach.Attacher{CF: cl.cf, KVS: cl.kvs, Out: c.stdout, DryRun: c.gate.dryRun}
+	a := &gateattach.Attacher{CF: cl.cf, KVS: cl.kvs, Out: c.stdout, DryRun: c.gate.dryRun, Poll: cl.poll}
 	if err := a.Attach(ctx, g); err != nil {
 		return err
 	}
@@ -111,7 +113,7 @@ func (c *command) gateDetach(ctx context.Context, pos []string) error {
 	if err != nil {
 		return err
 	}
-	a := &gateattach.Attacher{CF: cl.cf, KVS: cl.kvs, Out: c.stdout, DryRun: c.gate.dryRun}
+	a := &gateattach.Attacher{CF: cl.cf, KVS: cl.kvs, Out: c.stdout, DryRun: c.gate.dryRun, Poll: cl.poll}
 	if err := a.Detach(ctx, c.gate.distribution, c.room, c.gate.delete); err != nil {
 		return err
 	}

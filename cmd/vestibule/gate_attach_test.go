@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
@@ -18,10 +19,12 @@ import (
 
 	"github.com/vestibule-dev/vestibule/gate"
 	"github.com/vestibule-dev/vestibule/internal/gateattach"
+	"github.com/vestibule-dev/vestibule/internal/gateattach/gateattachtest"
 )
 
-// The recorded-API tests of attach and detach are internal/gateattach's; these are the command's:
-// its arguments, and what it reads from the Vestibule stack.
+// The detailed recorded-API tests of attach and detach are internal/gateattach's; these are the
+// command's: its arguments, what it reads from the Vestibule stack, and one run of each verb
+// against the loopback CloudFront (gateattachtest).
 
 type fakeStacks map[string]string
 
@@ -138,5 +141,51 @@ func TestGateFromStack(t *testing.T) {
 	cl.stacks = fakeStacks{"ApiUrl": "https://x.example.com/"}
 	if _, err := c.gateFromStack(context.Background(), cl); err == nil || !strings.Contains(err.Error(), "no WaitingRoomUrl output") {
 		t.Fatalf("a stack without outputs: %v", err)
+	}
+}
+
+// The whole command against the loopback CloudFront: a dry run writes nothing and prints the
+// diff; attach puts the gate on and says the last step; detach --delete takes it all off.
+func TestGateAttachDetach(t *testing.T) {
+	const dist = "E2QWRUHAPOMQZL"
+	srv := gateattachtest.NewServer(t, dist, gateattachtest.DistributionConfig)
+	kvs := &gateattachtest.MemKVS{}
+	cl := stackAWS(srv.Client())
+	cl.kvs = kvs
+	cl.poll = time.Millisecond
+	old := newGateAWS
+	t.Cleanup(func() { newGateAWS = old })
+	newGateAWS = func(context.Context, *globals) (gateAWS, error) { return cl, nil }
+	vestibule := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), args, &out, &errOut); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
+		}
+		return out.String()
+	}
+	out := vestibule("--stack", "Vestibule", "gate", "attach", "--distribution", dist, "--room", "spring-tour",
+		"--open-paths", "/robots.txt", "--behaviour", "/checkout/*", "--dry-run")
+	if srv.WriteCount() != 0 || !strings.Contains(out, `"PathPattern": "/.vestibule/*"`) || !strings.Contains(out, "dry run: nothing was changed") {
+		t.Fatalf("the dry run (%d writes):\n%s", srv.WriteCount(), out)
+	}
+	if strings.Contains(out, "the-origin-secret") {
+		t.Fatal("the dry run shows the origin secret")
+	}
+	out = vestibule("--stack", "Vestibule", "gate", "attach", "--distribution", dist, "--room", "spring-tour",
+		"--open-paths", "/robots.txt", "--behaviour", "/checkout/*")
+	if len(srv.Updates) != 1 || !bytes.Contains(srv.Updates[0], []byte("<HeaderValue>the-origin-secret</HeaderValue>")) ||
+		!strings.Contains(out, "rooms set spring-tour gate=true") {
+		t.Fatalf("attach (%d updates):\n%s", len(srv.Updates), out)
+	}
+	if len(srv.Funcs) != 2 || len(srv.Stores) != 1 || kvs.Updates != 1 {
+		t.Fatalf("attach made %d functions, %d stores, %d key writes", len(srv.Funcs), len(srv.Stores), kvs.Updates)
+	}
+	out = vestibule("gate", "detach", "--distribution", dist, "--room", "spring-tour", "--delete")
+	if len(srv.Updates) != 2 || len(srv.Funcs) != 0 || len(srv.Stores) != 0 {
+		t.Fatalf("detach left %d functions, %d stores:\n%s", len(srv.Funcs), len(srv.Stores), out)
+	}
+	if bytes.Contains(srv.Updates[1], []byte("vestibule")) {
+		t.Fatalf("detach left the gate in the config: %s", srv.Updates[1])
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
 
 	"github.com/vestibule-dev/vestibule/gate"
+	"github.com/vestibule-dev/vestibule/internal/gateattach/gateattachtest"
 )
 
 const dist = "E2QWRUHAPOMQZL"
@@ -33,8 +34,8 @@ func testGate(t *testing.T) Gate {
 	}
 }
 
-func newAttacher(f *fakeCloudFront, kvs *memKVS, out *bytes.Buffer) *Attacher {
-	return &Attacher{CF: f.client(), KVS: kvs, Out: out, Poll: time.Millisecond, Timeout: 10 * time.Second}
+func newAttacher(f *gateattachtest.Server, kvs *gateattachtest.MemKVS, out *bytes.Buffer) *Attacher {
+	return &Attacher{CF: f.Client(), KVS: kvs, Out: out, Poll: time.Millisecond, Timeout: 10 * time.Second}
 }
 
 // configText is the distribution's config as the SDK reads it, for comparisons.
@@ -58,8 +59,8 @@ func ptr(s string) *string { return &s }
 // associations; a second attach writes nothing.
 func TestAttach(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeCloudFront(t, dist, loadConfig(t))
-	kvs := &memKVS{}
+	f := gateattachtest.NewServer(t, dist, gateattachtest.DistributionConfig)
+	kvs := &gateattachtest.MemKVS{}
 	var out bytes.Buffer
 	a := newAttacher(f, kvs, &out)
 	g := testGate(t)
@@ -68,15 +69,15 @@ func TestAttach(t *testing.T) {
 		t.Fatal(err)
 	}
 	n, _ := NamesFor(dist, g.Room)
-	if len(f.updates) != 1 {
-		t.Fatalf("UpdateDistribution calls: %d, want 1\n%s", len(f.updates), out.String())
+	if len(f.Updates) != 1 {
+		t.Fatalf("UpdateDistribution calls: %d, want 1\n%s", len(f.Updates), out.String())
 	}
 	var sent xDistribution
-	if err := xml.Unmarshal(f.updates[0], &sent); err != nil {
+	if err := xml.Unmarshal(f.Updates[0], &sent); err != nil {
 		t.Fatal(err)
 	}
-	gateARN := "arn:aws:cloudfront::" + account + ":function/" + n.Function
-	hostARN := "arn:aws:cloudfront::" + account + ":function/" + n.Host
+	gateARN := "arn:aws:cloudfront::" + gateattachtest.Account + ":function/" + n.Function
+	hostARN := "arn:aws:cloudfront::" + gateattachtest.Account + ":function/" + n.Host
 	gateAssocs := []xAssoc{{"viewer-request", gateARN}, {"viewer-response", gateARN}}
 	if len(sent.Origins) != 2 || sent.Origins[0].ID != "booking-origin" {
 		t.Fatalf("origins %+v", sent.Origins)
@@ -103,18 +104,18 @@ func TestAttach(t *testing.T) {
 	}
 	// The functions are live with the right code and the store.
 	src, _ := gate.CloudFrontFunction(gate.Config{Room: g.Room, WaitingRoomURL: g.WaitingRoomURL, OpenPaths: g.OpenPaths})
-	fn := f.funcs[n.Function]
-	if fn == nil || !fn.published || string(fn.live) != src || len(fn.liveCfg.Stores) != 1 || fn.liveCfg.Runtime != gate.FunctionRuntime {
+	fn := f.Funcs[n.Function]
+	if fn == nil || !fn.Published || string(fn.Live) != src || len(fn.LiveConfig.Stores) != 1 || fn.LiveConfig.Runtime != gate.FunctionRuntime {
 		t.Fatalf("the gate's function is not live as it should be: %+v", fn)
 	}
-	if h := f.funcs[n.Host]; h == nil || string(h.live) != gate.HostFunction {
+	if h := f.Funcs[n.Host]; h == nil || string(h.Live) != gate.HostFunction {
 		t.Fatal("the host function is not live")
 	}
-	s := f.stores[n.Store]
-	if s == nil || !strings.HasSuffix(fn.liveCfg.Stores[0], "/"+s.id) {
+	s := f.Stores[n.Store]
+	if s == nil || !strings.HasSuffix(fn.LiveConfig.Stores[0], "/"+s.ID) {
 		t.Fatalf("the function is not associated with the store %s", n.Store)
 	}
-	if got := kvs.items[fn.liveCfg.Stores[0]]; got[gate.KVSCurrent] != g.Keys[gate.KVSCurrent] || len(got) != len(g.Keys) {
+	if got := kvs.Items[fn.LiveConfig.Stores[0]]; got[gate.KVSCurrent] != g.Keys[gate.KVSCurrent] || len(got) != len(g.Keys) {
 		t.Fatalf("store entries %v, want %v", got, g.Keys)
 	}
 	if strings.Contains(out.String(), g.OriginSecret) {
@@ -122,13 +123,13 @@ func TestAttach(t *testing.T) {
 	}
 
 	// Twice: nothing written.
-	writes, updates := f.writeCount(), kvs.updates
+	writes, updates := f.WriteCount(), kvs.Updates
 	out.Reset()
 	if err := a.Attach(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	if f.writeCount() != writes || kvs.updates != updates {
-		t.Fatalf("the second attach wrote: %v\n%s", f.writes[writes:], out.String())
+	if f.WriteCount() != writes || kvs.Updates != updates {
+		t.Fatalf("the second attach wrote: %v\n%s", f.Writes[writes:], out.String())
 	}
 	if !strings.Contains(out.String(), "nothing to change") {
 		t.Errorf("the second attach said:\n%s", out.String())
@@ -140,7 +141,7 @@ func TestAttach(t *testing.T) {
 	if err := a.Attach(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.writes[writes:]; len(got) != 2 || !strings.HasPrefix(got[0], "PUT /2020-05-31/function/"+n.Function) ||
+	if got := f.Writes[writes:]; len(got) != 2 || !strings.HasPrefix(got[0], "PUT /2020-05-31/function/"+n.Function) ||
 		!strings.HasSuffix(got[1], n.Function+"/publish") {
 		t.Fatalf("a new open path wrote %v", got)
 	}
@@ -148,16 +149,16 @@ func TestAttach(t *testing.T) {
 
 // A dry run calls nothing that writes and prints the config's diff, without the secret.
 func TestAttachDryRun(t *testing.T) {
-	f := newFakeCloudFront(t, dist, loadConfig(t))
+	f := gateattachtest.NewServer(t, dist, gateattachtest.DistributionConfig)
 	var out bytes.Buffer
-	a := newAttacher(f, &memKVS{}, &out)
+	a := newAttacher(f, &gateattachtest.MemKVS{}, &out)
 	a.DryRun = true
 	g := testGate(t)
 	if err := a.Attach(context.Background(), g); err != nil {
 		t.Fatal(err)
 	}
-	if n := f.writeCount(); n != 0 {
-		t.Fatalf("the dry run wrote: %v", f.writes)
+	if n := f.WriteCount(); n != 0 {
+		t.Fatalf("the dry run wrote: %v", f.Writes)
 	}
 	text := out.String()
 	for _, want := range []string{
@@ -183,11 +184,11 @@ func TestAttachDryRun(t *testing.T) {
 // and the store once the distribution is deployed.
 func TestDetach(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeCloudFront(t, dist, loadConfig(t))
-	cf := f.client()
+	f := gateattachtest.NewServer(t, dist, gateattachtest.DistributionConfig)
+	cf := f.Client()
 	before := configText(t, cf)
 	var out bytes.Buffer
-	a := newAttacher(f, &memKVS{}, &out)
+	a := newAttacher(f, &gateattachtest.MemKVS{}, &out)
 	g := testGate(t)
 	g.Behaviours = []string{"/checkout/*"}
 	if err := a.Attach(ctx, g); err != nil {
@@ -198,12 +199,12 @@ func TestDetach(t *testing.T) {
 	}
 	// The dry run of detach writes nothing.
 	a.DryRun = true
-	writes := f.writeCount()
+	writes := f.WriteCount()
 	if err := a.Detach(ctx, dist, g.Room, true); err != nil {
 		t.Fatal(err)
 	}
-	if f.writeCount() != writes {
-		t.Fatalf("the dry run of detach wrote %v", f.writes[writes:])
+	if f.WriteCount() != writes {
+		t.Fatalf("the dry run of detach wrote %v", f.Writes[writes:])
 	}
 	a.DryRun = false
 	out.Reset()
@@ -213,22 +214,22 @@ func TestDetach(t *testing.T) {
 	if got := configText(t, cf); got != before {
 		t.Fatalf("detach did not restore the config:\n%s", Diff(before, got))
 	}
-	if len(f.funcs) != 0 || len(f.stores) != 0 {
-		t.Fatalf("left after --delete: functions %v, stores %v", f.funcs, f.stores)
+	if len(f.Funcs) != 0 || len(f.Stores) != 0 {
+		t.Fatalf("left after --delete: functions %v, stores %v", f.Funcs, f.Stores)
 	}
 	// Again: nothing to do.
-	writes = f.writeCount()
+	writes = f.WriteCount()
 	if err := a.Detach(ctx, dist, g.Room, true); err != nil {
 		t.Fatal(err)
 	}
-	if f.writeCount() != writes {
-		t.Fatalf("a second detach wrote %v", f.writes[writes:])
+	if f.WriteCount() != writes {
+		t.Fatalf("a second detach wrote %v", f.Writes[writes:])
 	}
 }
 
 // The refusals: they come before any write.
 func TestAttachRefuses(t *testing.T) {
-	base := string(loadConfig(t))
+	base := string(gateattachtest.DistributionConfig)
 	otherFn := `<FunctionAssociations><Quantity>1</Quantity><Items><FunctionAssociation><EventType>viewer-request</EventType><FunctionARN>arn:aws:cloudfront::123456789012:function/redirect-www</FunctionARN></FunctionAssociation></Items></FunctionAssociations>`
 	cases := []struct {
 		name, config, dist, want string
@@ -245,8 +246,8 @@ func TestAttachRefuses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeCloudFront(t, dist, []byte(tc.config))
-			a := newAttacher(f, &memKVS{}, &bytes.Buffer{})
+			f := gateattachtest.NewServer(t, dist, []byte(tc.config))
+			a := newAttacher(f, &gateattachtest.MemKVS{}, &bytes.Buffer{})
 			g := testGate(t)
 			g.Distribution = tc.dist
 			err := a.Attach(context.Background(), g)
@@ -256,26 +257,26 @@ func TestAttachRefuses(t *testing.T) {
 			if errors.Is(err, ErrConflict) != tc.conflict {
 				t.Errorf("errors.Is(ErrConflict) = %v", !tc.conflict)
 			}
-			if n := f.writeCount(); n != 0 {
-				t.Fatalf("wrote before refusing: %v", f.writes)
+			if n := f.WriteCount(); n != 0 {
+				t.Fatalf("wrote before refusing: %v", f.Writes)
 			}
 		})
 	}
 	// Another room's gate on the distribution.
-	f := newFakeCloudFront(t, dist, loadConfig(t))
-	a := newAttacher(f, &memKVS{}, &bytes.Buffer{})
+	f := gateattachtest.NewServer(t, dist, gateattachtest.DistributionConfig)
+	a := newAttacher(f, &gateattachtest.MemKVS{}, &bytes.Buffer{})
 	if err := a.Attach(context.Background(), testGate(t)); err != nil {
 		t.Fatal(err)
 	}
 	g := testGate(t)
 	g.Room = "autumn-tour"
-	writes := f.writeCount()
+	writes := f.WriteCount()
 	err := a.Attach(context.Background(), g)
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "another room's gate") {
 		t.Fatalf("a second room's attach: %v", err)
 	}
-	if f.writeCount() != writes {
-		t.Fatalf("wrote before refusing: %v", f.writes[writes:])
+	if f.WriteCount() != writes {
+		t.Fatalf("wrote before refusing: %v", f.Writes[writes:])
 	}
 }
 
@@ -291,15 +292,15 @@ func TestAttachBadInput(t *testing.T) {
 		"behaviour":     func(g *Gate) { g.Behaviours = []string{"/nope/*"} },
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newFakeCloudFront(t, dist, loadConfig(t))
-			a := newAttacher(f, &memKVS{}, &bytes.Buffer{})
+			f := gateattachtest.NewServer(t, dist, gateattachtest.DistributionConfig)
+			a := newAttacher(f, &gateattachtest.MemKVS{}, &bytes.Buffer{})
 			g := testGate(t)
 			mutate(&g)
 			if err := a.Attach(context.Background(), g); err == nil {
 				t.Fatal("accepted")
 			}
-			if n := f.writeCount(); n != 0 {
-				t.Fatalf("wrote: %v", f.writes)
+			if n := f.WriteCount(); n != 0 {
+				t.Fatalf("wrote: %v", f.Writes)
 			}
 		})
 	}
@@ -387,9 +388,9 @@ func TestAPIOrigin(t *testing.T) {
 // A new origin secret (after a rotation) is written, though the diff hides both values.
 func TestAttachNewOriginSecret(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeCloudFront(t, dist, loadConfig(t))
+	f := gateattachtest.NewServer(t, dist, gateattachtest.DistributionConfig)
 	var out bytes.Buffer
-	a := newAttacher(f, &memKVS{}, &out)
+	a := newAttacher(f, &gateattachtest.MemKVS{}, &out)
 	g := testGate(t)
 	if err := a.Attach(ctx, g); err != nil {
 		t.Fatal(err)
@@ -399,8 +400,8 @@ func TestAttachNewOriginSecret(t *testing.T) {
 	if err := a.Attach(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.updates) != 2 || !bytes.Contains(f.updates[1], []byte("<HeaderValue>rotated-origin-secret</HeaderValue>")) {
-		t.Fatalf("the new secret was not written (%d updates):\n%s", len(f.updates), out.String())
+	if len(f.Updates) != 2 || !bytes.Contains(f.Updates[1], []byte("<HeaderValue>rotated-origin-secret</HeaderValue>")) {
+		t.Fatalf("the new secret was not written (%d updates):\n%s", len(f.Updates), out.String())
 	}
 	if strings.Contains(out.String(), "rotated-origin-secret") || !strings.Contains(out.String(), "the origin secret changes") {
 		t.Errorf("the output:\n%s", out.String())
@@ -411,8 +412,8 @@ func TestAttachNewOriginSecret(t *testing.T) {
 // none; the real run writes them and nothing else.
 func TestAttachNewKeys(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeCloudFront(t, dist, loadConfig(t))
-	kvs := &memKVS{}
+	f := gateattachtest.NewServer(t, dist, gateattachtest.DistributionConfig)
+	kvs := &gateattachtest.MemKVS{}
 	var out bytes.Buffer
 	a := newAttacher(f, kvs, &out)
 	g := testGate(t)
@@ -422,13 +423,13 @@ func TestAttachNewKeys(t *testing.T) {
 	newKey, _ := gate.DeriveKey([]byte(strings.Repeat("n", 64)))
 	old, _ := gate.DeriveKey([]byte(strings.Repeat("s", 64)))
 	g.Keys = gate.KeyRing{Current: newKey, Previous: old}.KVSEntries()
-	writes, updates := f.writeCount(), kvs.updates
+	writes, updates := f.WriteCount(), kvs.Updates
 	out.Reset()
 	a.DryRun = true
 	if err := a.Attach(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	if kvs.updates != updates || f.writeCount() != writes {
+	if kvs.Updates != updates || f.WriteCount() != writes {
 		t.Fatal("the dry run wrote")
 	}
 	if !strings.Contains(out.String(), "would write keys [current key:"+newKey.ID+"]") {
@@ -438,7 +439,7 @@ func TestAttachNewKeys(t *testing.T) {
 	if err := a.Attach(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	if kvs.updates != updates+1 || f.writeCount() != writes {
-		t.Fatalf("the keys' change wrote %d store updates and %v", kvs.updates-updates, f.writes[writes:])
+	if kvs.Updates != updates+1 || f.WriteCount() != writes {
+		t.Fatalf("the keys' change wrote %d store updates and %v", kvs.Updates-updates, f.Writes[writes:])
 	}
 }

@@ -1,15 +1,18 @@
-package gateattach
+// Package gateattachtest is a loopback CloudFront for the tests of `vestibule gate attach`: the
+// REST/XML API's routes that attach and detach call, answering with the shapes of the API
+// reference, and the KeyValueStore's data plane in memory.
+package gateattachtest
 
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/base64"
 	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -32,55 +35,60 @@ import (
 
 const xmlns = `xmlns="http://cloudfront.amazonaws.com/doc/2020-05-31/"`
 
-const account = "123456789012"
+// Account is the account in the ARNs the server makes.
+const Account = "123456789012"
 
-type fakeFunction struct {
-	dev, live       []byte
-	devCfg, liveCfg xFunctionConfig
-	etag            int
-	published       bool
+// Function is a CloudFront Function: its development and live stages.
+type Function struct {
+	Dev, Live             []byte
+	DevConfig, LiveConfig FunctionConfig
+	etag                  int
+	Published             bool
 }
 
-type xFunctionConfig struct {
+// FunctionConfig is a function's config as the API's XML has it.
+type FunctionConfig struct {
 	Comment string   `xml:"Comment"`
 	Runtime string   `xml:"Runtime"`
 	Stores  []string `xml:"KeyValueStoreAssociations>Items>KeyValueStoreAssociation>KeyValueStoreARN"`
 }
 
-type fakeStore struct {
-	id, comment string
+// Store is a KeyValueStore of the control plane.
+type Store struct {
+	ID, comment string
 	described   int // PROVISIONING on the first describe after create, then READY
 }
 
-type fakeCloudFront struct {
+// Server is the loopback CloudFront of one distribution. Its fields are for the tests' checks:
+// read them after the calls, not during.
+type Server struct {
 	t        *testing.T
 	mu       sync.Mutex
 	dist     string
 	config   []byte // the DistributionConfig element
 	etag     int
 	deployed bool
-	writes   []string // METHOD path of every call that changes something
-	updates  [][]byte // UpdateDistribution bodies
-	funcs    map[string]*fakeFunction
-	stores   map[string]*fakeStore
+	Writes   []string // METHOD path of every call that changes something
+	Updates  [][]byte // UpdateDistribution bodies
+	Funcs    map[string]*Function
+	Stores   map[string]*Store
 }
 
-func newFakeCloudFront(t *testing.T, dist string, config []byte) *fakeCloudFront {
+// NewServer serves one distribution, id dist, starting from config (DistributionConfig).
+func NewServer(t *testing.T, dist string, config []byte) *Server {
 	config = regexp.MustCompile(`^<\?xml[^>]*>\s*`).ReplaceAll(config, nil)
-	return &fakeCloudFront{t: t, dist: dist, config: config, etag: 1, deployed: true,
-		funcs: map[string]*fakeFunction{}, stores: map[string]*fakeStore{}}
+	return &Server{t: t, dist: dist, config: config, etag: 1, deployed: true,
+		Funcs: map[string]*Function{}, Stores: map[string]*Store{}}
 }
 
-func loadConfig(t *testing.T) []byte {
-	raw, err := os.ReadFile("testdata/distribution-config.xml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
+// DistributionConfig is a distribution's config as GetDistributionConfig returns it: a booking
+// site with an alias, its origin, a default behaviour and a /checkout/* one.
+//
+//go:embed testdata/distribution-config.xml
+var DistributionConfig []byte
 
-// client is an SDK client of the fake, with BaseEndpoint pointing at it.
-func (f *fakeCloudFront) client() *cloudfront.Client {
+// Client is an SDK client of the server, with BaseEndpoint pointing at it.
+func (f *Server) Client() *cloudfront.Client {
 	srv := httptest.NewServer(f)
 	f.t.Cleanup(srv.Close)
 	return cloudfront.New(cloudfront.Options{
@@ -92,10 +100,11 @@ func (f *fakeCloudFront) client() *cloudfront.Client {
 	})
 }
 
-func (f *fakeCloudFront) writeCount() int {
+// WriteCount is how many calls that change something the server has had.
+func (f *Server) WriteCount() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.writes)
+	return len(f.Writes)
 }
 
 func apiError(w http.ResponseWriter, status int, code, msg string) {
@@ -115,13 +124,13 @@ func xmlOK(w http.ResponseWriter, status int, etag, body string) {
 
 func tag(prefix string, n int) string { return fmt.Sprintf("%s%03dEXAMPLE", prefix, n) }
 
-func (f *fakeCloudFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	body, _ := io.ReadAll(r.Body)
 	path := strings.TrimPrefix(r.URL.Path, "/2020-05-31/")
 	if r.Method != http.MethodGet {
-		f.writes = append(f.writes, r.Method+" "+r.URL.Path)
+		f.Writes = append(f.Writes, r.Method+" "+r.URL.Path)
 	}
 	parts := strings.Split(path, "/")
 	switch {
@@ -137,13 +146,13 @@ func (f *fakeCloudFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (f *fakeCloudFront) distributionXML(status string) string {
+func (f *Server) distributionXML(status string) string {
 	inner := string(f.config)
 	return fmt.Sprintf(`<Distribution %s><Id>%s</Id><ARN>arn:aws:cloudfront::%s:distribution/%s</ARN><Status>%s</Status><LastModifiedTime>2026-11-27T03:00:00.000Z</LastModifiedTime><InProgressInvalidationBatches>0</InProgressInvalidationBatches><DomainName>d111111abcdef8.cloudfront.net</DomainName><ActiveTrustedSigners><Enabled>false</Enabled><Quantity>0</Quantity></ActiveTrustedSigners><ActiveTrustedKeyGroups><Enabled>false</Enabled><Quantity>0</Quantity></ActiveTrustedKeyGroups>%s</Distribution>`,
-		xmlns, f.dist, account, f.dist, status, inner)
+		xmlns, f.dist, Account, f.dist, status, inner)
 }
 
-func (f *fakeCloudFront) distribution(w http.ResponseWriter, r *http.Request, parts []string, body []byte) {
+func (f *Server) distribution(w http.ResponseWriter, r *http.Request, parts []string, body []byte) {
 	if parts[0] != f.dist {
 		apiError(w, 404, "NoSuchDistribution", "The specified distribution does not exist.")
 		return
@@ -164,7 +173,7 @@ func (f *fakeCloudFront) distribution(w http.ResponseWriter, r *http.Request, pa
 			apiError(w, 412, "PreconditionFailed", "The If-Match version is missing or not valid for the resource.")
 			return
 		}
-		f.updates = append(f.updates, body)
+		f.Updates = append(f.Updates, body)
 		f.config = regexp.MustCompile(`^<\?xml[^>]*>\s*`).ReplaceAll(body, nil)
 		f.etag++
 		f.deployed = false
@@ -175,13 +184,13 @@ func (f *fakeCloudFront) distribution(w http.ResponseWriter, r *http.Request, pa
 	}
 }
 
-func (f *fakeCloudFront) summary(name string, fn *fakeFunction, stage string) string {
-	cfg := fn.devCfg
+func (f *Server) summary(name string, fn *Function, stage string) string {
+	cfg := fn.DevConfig
 	if stage == "LIVE" {
-		cfg = fn.liveCfg
+		cfg = fn.LiveConfig
 	}
 	status := "UNPUBLISHED"
-	if fn.published {
+	if fn.Published {
 		status = "UNASSOCIATED"
 	}
 	var stores string
@@ -195,14 +204,14 @@ func (f *fakeCloudFront) summary(name string, fn *fakeFunction, stage string) st
 	var comment bytes.Buffer
 	xml.EscapeText(&comment, []byte(cfg.Comment))
 	return fmt.Sprintf(`<FunctionSummary %s><Name>%s</Name><Status>%s</Status><FunctionConfig><Comment>%s</Comment><Runtime>%s</Runtime>%s</FunctionConfig><FunctionMetadata><FunctionARN>arn:aws:cloudfront::%s:function/%s</FunctionARN><Stage>%s</Stage><CreatedTime>2026-11-27T03:00:00.000Z</CreatedTime><LastModifiedTime>2026-11-27T03:00:00.000Z</LastModifiedTime></FunctionMetadata></FunctionSummary>`,
-		xmlns, name, status, comment.String(), cfg.Runtime, stores, account, name, stage)
+		xmlns, name, status, comment.String(), cfg.Runtime, stores, Account, name, stage)
 }
 
-func (f *fakeCloudFront) function(w http.ResponseWriter, r *http.Request, parts []string, body []byte) {
+func (f *Server) function(w http.ResponseWriter, r *http.Request, parts []string, body []byte) {
 	var req struct {
-		Name   string          `xml:"Name"`
-		Config xFunctionConfig `xml:"FunctionConfig"`
-		Code   []byte          `xml:"FunctionCode"`
+		Name   string         `xml:"Name"`
+		Config FunctionConfig `xml:"FunctionConfig"`
+		Code   []byte         `xml:"FunctionCode"`
 	}
 	if len(body) > 0 {
 		if err := xml.Unmarshal(body, &req); err != nil {
@@ -215,23 +224,23 @@ func (f *fakeCloudFront) function(w http.ResponseWriter, r *http.Request, parts 
 		req.Code = code
 	}
 	if r.Method == http.MethodPost && (len(parts) == 0 || parts[0] == "") {
-		if _, ok := f.funcs[req.Name]; ok {
+		if _, ok := f.Funcs[req.Name]; ok {
 			apiError(w, 409, "FunctionAlreadyExists", "A function with the same name already exists.")
 			return
 		}
-		fn := &fakeFunction{dev: req.Code, devCfg: req.Config, etag: 1}
-		f.funcs[req.Name] = fn
-		w.Header().Set("Location", "https://cloudfront.amazonaws.com/2020-05-31/function/arn:aws:cloudfront::"+account+":function/"+req.Name)
+		fn := &Function{Dev: req.Code, DevConfig: req.Config, etag: 1}
+		f.Funcs[req.Name] = fn
+		w.Header().Set("Location", "https://cloudfront.amazonaws.com/2020-05-31/function/arn:aws:cloudfront::"+Account+":function/"+req.Name)
 		xmlOK(w, 201, tag("ETVPDK", fn.etag), f.summary(req.Name, fn, "DEVELOPMENT"))
 		return
 	}
 	name := parts[0]
-	fn, ok := f.funcs[name]
+	fn, ok := f.Funcs[name]
 	stage := r.URL.Query().Get("Stage")
 	if stage == "" {
 		stage = "DEVELOPMENT"
 	}
-	if !ok || (stage == "LIVE" && !fn.published) {
+	if !ok || (stage == "LIVE" && !fn.Published) {
 		apiError(w, 404, "NoSuchFunctionExists", "The function does not exist.")
 		return
 	}
@@ -240,28 +249,28 @@ func (f *fakeCloudFront) function(w http.ResponseWriter, r *http.Request, parts 
 	case r.Method == http.MethodGet && len(parts) == 2 && parts[1] == "describe":
 		xmlOK(w, 200, tag("ETVPDK", fn.etag), f.summary(name, fn, stage))
 	case r.Method == http.MethodGet && len(parts) == 1:
-		code := fn.dev
+		code := fn.Dev
 		if stage == "LIVE" {
-			code = fn.live
+			code = fn.Live
 		}
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("ETag", tag("ETVPDK", fn.etag))
 		w.Write(code)
 	case r.Method == http.MethodPut && len(parts) == 1 && match:
-		fn.dev, fn.devCfg = req.Code, req.Config
+		fn.Dev, fn.DevConfig = req.Code, req.Config
 		fn.etag++
 		// UpdateFunction's answer spells its header ETtag (the API's model says so).
 		w.Header().Set("ETtag", tag("ETVPDK", fn.etag))
 		xmlOK(w, 200, "", f.summary(name, fn, "DEVELOPMENT"))
 	case r.Method == http.MethodPost && len(parts) == 2 && parts[1] == "publish" && match:
-		fn.live, fn.liveCfg, fn.published = fn.dev, fn.devCfg, true
+		fn.Live, fn.LiveConfig, fn.Published = fn.Dev, fn.DevConfig, true
 		xmlOK(w, 200, "", f.summary(name, fn, "LIVE"))
 	case r.Method == http.MethodDelete && len(parts) == 1 && match:
 		if f.associated(name) {
 			apiError(w, 409, "FunctionInUse", "Cannot delete function, it's in use by one or more distributions.")
 			return
 		}
-		delete(f.funcs, name)
+		delete(f.Funcs, name)
 		w.WriteHeader(204)
 	case r.Method != http.MethodGet && !match:
 		apiError(w, 412, "PreconditionFailed", "The If-Match version is missing or not valid for the resource.")
@@ -272,20 +281,20 @@ func (f *fakeCloudFront) function(w http.ResponseWriter, r *http.Request, parts 
 }
 
 // associated reports whether the distribution (as deployed) uses the function.
-func (f *fakeCloudFront) associated(name string) bool {
+func (f *Server) associated(name string) bool {
 	return bytes.Contains(f.config, []byte(":function/"+name+"<"))
 }
 
-func (f *fakeCloudFront) storeXML(name string, s *fakeStore) string {
+func (f *Server) storeXML(name string, s *Store) string {
 	status := "READY"
 	if s.described == 1 {
 		status = "PROVISIONING"
 	}
 	return fmt.Sprintf(`<KeyValueStore %s><Name>%s</Name><Id>%s</Id><Comment>%s</Comment><ARN>arn:aws:cloudfront::%s:key-value-store/%s</ARN><Status>%s</Status><LastModifiedTime>2026-11-27T03:00:00.000Z</LastModifiedTime></KeyValueStore>`,
-		xmlns, name, s.id, s.comment, account, s.id, status)
+		xmlns, name, s.ID, s.comment, Account, s.ID, status)
 }
 
-func (f *fakeCloudFront) store(w http.ResponseWriter, r *http.Request, parts []string, body []byte) {
+func (f *Server) store(w http.ResponseWriter, r *http.Request, parts []string, body []byte) {
 	if r.Method == http.MethodPost && (len(parts) == 0 || parts[0] == "") {
 		var req struct {
 			Name    string `xml:"Name"`
@@ -294,17 +303,17 @@ func (f *fakeCloudFront) store(w http.ResponseWriter, r *http.Request, parts []s
 		if err := xml.Unmarshal(body, &req); err != nil {
 			f.t.Errorf("fake CloudFront: create store: %v", err)
 		}
-		if _, ok := f.stores[req.Name]; ok {
+		if _, ok := f.Stores[req.Name]; ok {
 			apiError(w, 409, "EntityAlreadyExists", "The key value store already exists.")
 			return
 		}
-		s := &fakeStore{id: fmt.Sprintf("a1b2c3d4-5678-90ab-cdef-%012d", len(f.stores)+1), comment: req.Comment}
-		f.stores[req.Name] = s
+		s := &Store{ID: fmt.Sprintf("a1b2c3d4-5678-90ab-cdef-%012d", len(f.Stores)+1), comment: req.Comment}
+		f.Stores[req.Name] = s
 		xmlOK(w, 201, "ETVABCDEFEXAMPLE", strings.Replace(f.storeXML(req.Name, s), "READY", "PROVISIONING", 1))
 		return
 	}
 	name := parts[0]
-	s, ok := f.stores[name]
+	s, ok := f.Stores[name]
 	if !ok {
 		apiError(w, 404, "EntityNotFound", "The key value store entity was not found.")
 		return
@@ -318,64 +327,64 @@ func (f *fakeCloudFront) store(w http.ResponseWriter, r *http.Request, parts []s
 			apiError(w, 412, "PreconditionFailed", "The If-Match version is missing or not valid for the resource.")
 			return
 		}
-		for _, fn := range f.funcs {
-			for _, arn := range append(fn.devCfg.Stores, fn.liveCfg.Stores...) {
-				if strings.HasSuffix(arn, "/"+s.id) {
+		for _, fn := range f.Funcs {
+			for _, arn := range append(fn.DevConfig.Stores, fn.LiveConfig.Stores...) {
+				if strings.HasSuffix(arn, "/"+s.ID) {
 					apiError(w, 409, "CannotDeleteEntityWhileInUse", "The key value store is associated with a function.")
 					return
 				}
 			}
 		}
-		delete(f.stores, name)
+		delete(f.Stores, name)
 		w.WriteHeader(204)
 	default:
 		f.t.Errorf("fake CloudFront: unexpected %s %s", r.Method, r.URL)
 	}
 }
 
-// memKVS is the KeyValueStore data plane in memory (gatekeys.Store).
-type memKVS struct {
+// MemKVS is the KeyValueStore data plane in memory (gatekeys.Store).
+type MemKVS struct {
 	mu      sync.Mutex
-	items   map[string]map[string]string // store ARN -> key -> value
+	Items   map[string]map[string]string // store ARN -> key -> value
 	etag    int
-	updates int
+	Updates int
 }
 
-func (m *memKVS) DescribeKeyValueStore(_ context.Context, in *cloudfrontkeyvaluestore.DescribeKeyValueStoreInput, _ ...func(*cloudfrontkeyvaluestore.Options)) (*cloudfrontkeyvaluestore.DescribeKeyValueStoreOutput, error) {
+func (m *MemKVS) DescribeKeyValueStore(_ context.Context, in *cloudfrontkeyvaluestore.DescribeKeyValueStoreInput, _ ...func(*cloudfrontkeyvaluestore.Options)) (*cloudfrontkeyvaluestore.DescribeKeyValueStoreOutput, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return &cloudfrontkeyvaluestore.DescribeKeyValueStoreOutput{ETag: aws.String(fmt.Sprint(m.etag)), KvsARN: in.KvsARN}, nil
 }
 
-func (m *memKVS) ListKeys(_ context.Context, in *cloudfrontkeyvaluestore.ListKeysInput, _ ...func(*cloudfrontkeyvaluestore.Options)) (*cloudfrontkeyvaluestore.ListKeysOutput, error) {
+func (m *MemKVS) ListKeys(_ context.Context, in *cloudfrontkeyvaluestore.ListKeysInput, _ ...func(*cloudfrontkeyvaluestore.Options)) (*cloudfrontkeyvaluestore.ListKeysOutput, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out cloudfrontkeyvaluestore.ListKeysOutput
-	for k, v := range m.items[*in.KvsARN] {
+	for k, v := range m.Items[*in.KvsARN] {
 		out.Items = append(out.Items, kvstypes.ListKeysResponseListItem{Key: aws.String(k), Value: aws.String(v)})
 	}
 	return &out, nil
 }
 
-func (m *memKVS) UpdateKeys(_ context.Context, in *cloudfrontkeyvaluestore.UpdateKeysInput, _ ...func(*cloudfrontkeyvaluestore.Options)) (*cloudfrontkeyvaluestore.UpdateKeysOutput, error) {
+func (m *MemKVS) UpdateKeys(_ context.Context, in *cloudfrontkeyvaluestore.UpdateKeysInput, _ ...func(*cloudfrontkeyvaluestore.Options)) (*cloudfrontkeyvaluestore.UpdateKeysOutput, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if *in.IfMatch != fmt.Sprint(m.etag) {
 		return nil, fmt.Errorf("PreconditionFailed")
 	}
-	if m.items == nil {
-		m.items = map[string]map[string]string{}
+	if m.Items == nil {
+		m.Items = map[string]map[string]string{}
 	}
-	if m.items[*in.KvsARN] == nil {
-		m.items[*in.KvsARN] = map[string]string{}
+	if m.Items[*in.KvsARN] == nil {
+		m.Items[*in.KvsARN] = map[string]string{}
 	}
 	for _, p := range in.Puts {
-		m.items[*in.KvsARN][*p.Key] = *p.Value
+		m.Items[*in.KvsARN][*p.Key] = *p.Value
 	}
 	for _, d := range in.Deletes {
-		delete(m.items[*in.KvsARN], *d.Key)
+		delete(m.Items[*in.KvsARN], *d.Key)
 	}
 	m.etag++
-	m.updates++
+	m.Updates++
 	return &cloudfrontkeyvaluestore.UpdateKeysOutput{ETag: aws.String(fmt.Sprint(m.etag))}, nil
 }
