@@ -569,10 +569,16 @@ func (e *Engine) Consume(ctx context.Context, room string, seq int64, audience s
 	if err != nil {
 		return Session{}, err
 	}
+	return sessionReply(consumeCmd, room, reply)
+}
+
+// sessionReply decodes the reply of a script that answers a session (consume,
+// renew): "ok" with the session's end, or the word of a refusal.
+func sessionReply(s script, room string, reply []any) (Session, error) {
 	switch str(reply[0]) {
 	case wordOK:
 		if len(reply) <= consumeEnds {
-			return Session{}, unexpected(consumeCmd, reply)
+			return Session{}, unexpected(s, reply)
 		}
 		return Session{Room: room, ExpiresAt: time.UnixMilli(num(reply[consumeEnds]))}, nil
 	case wordConsumed:
@@ -586,7 +592,7 @@ func (e *Engine) Consume(ctx context.Context, room string, seq int64, audience s
 	case wordAudience:
 		return Session{}, ErrWrongAudience
 	}
-	return Session{}, unexpected(consumeCmd, reply)
+	return Session{}, unexpected(s, reply)
 }
 
 // Complete ends the session of grant seq (or gives up the grant if it was
@@ -624,20 +630,7 @@ func (e *Engine) Renew(ctx context.Context, room string, seq int64, audience str
 	if err != nil {
 		return Session{}, err
 	}
-	switch str(reply[0]) {
-	case wordOK:
-		if len(reply) <= consumeEnds {
-			return Session{}, unexpected(renewCmd, reply)
-		}
-		return Session{Room: room, ExpiresAt: time.UnixMilli(num(reply[consumeEnds]))}, nil
-	case wordNoGrant:
-		return Session{}, ErrUnknownGrant
-	case wordNoRoom:
-		return Session{}, ErrUnknownRoom
-	case wordAudience:
-		return Session{}, ErrWrongAudience
-	}
-	return Session{}, unexpected(renewCmd, reply)
+	return sessionReply(renewCmd, room, reply)
 }
 
 // Tick runs one admission tick of the room.
