@@ -48,9 +48,10 @@ Usage:
   vestibule verify-draw --room ROOM --ticket T  check a pre-queue draw against the room's published seed
                  (or --visitor REF)           (public data only: --endpoint, no credentials)
   vestibule smoke [--timeout 2m]                after a deploy: one visitor through a throwaway room (join, admission,
-                                                consume, complete), then the room closed and drained
+                                                consume, complete), then the room closed, drained and deleted
   vestibule preflight --template FILE           before a deploy: the account's Lambda concurrency and API throttle
-                                                against the synthesized template, and the cdk-nag rules it accepts
+                                                against the synthesized template, the region's services, and the
+                                                cdk-nag rules it accepts
   vestibule booking reconcile EVENT --origin F  the kit's sold seats and units against the origin's record
                                                 (JSON lines: a file, - for stdin, or a URL); exit 1 on a difference
   vestibule gate attach --distribution ID --room ROOM [--dry-run]
