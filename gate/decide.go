@@ -378,16 +378,17 @@ func SessionFromContext(ctx context.Context) (s Session, ok bool) {
 // cookie is replaced by its receipt (EndCookie), as the CloudFront function
 // does at viewer response. The writer next gets unwraps (Unwrap) to the one
 // Middleware got, so next reaches Flush, Hijack and deadlines through
-// http.ResponseController, not by asserting interfaces on it. It panics if
-// cfg does not validate: a gate with a bad configuration must not start.
+// http.ResponseController, not by asserting interfaces on it. It returns
+// cfg's Validate error, and no handler, when cfg does not validate: a gate
+// with a bad configuration must not start.
 //
 // When cfg.WaitingRoomURL is plain http (allowed only for a loopback host:
 // local development) and the request's Host is a loopback host, the cookie
 // read and written is DevCookieName, the one the API writes without Secure
 // there (CookieOptions).
-func Middleware(cfg Config, next http.Handler) http.Handler {
+func Middleware(cfg Config, next http.Handler) (http.Handler, error) {
 	if err := cfg.Validate(); err != nil {
-		panic(err)
+		return nil, err
 	}
 	cfg.OpenPaths = slices.Clone(cfg.OpenPaths)
 	dev := strings.HasPrefix(cfg.WaitingRoomURL, "http:")
@@ -411,7 +412,7 @@ func Middleware(cfg Config, next http.Handler) http.Handler {
 		w.Header().Set("Location", d.Location)
 		w.Header().Set("Cache-Control", "no-store")
 		w.WriteHeader(d.Status)
-	})
+	}), nil
 }
 
 // endWriter is the response side of Middleware: before the header goes out,

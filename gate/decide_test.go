@@ -166,7 +166,7 @@ func FuzzReturnPath(f *testing.F) {
 func TestMiddleware(t *testing.T) {
 	cfg, _, _, k2 := parityConfig(t)
 	var seen *http.Request
-	h := Middleware(cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := mustMiddleware(t, cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen = r
 		w.WriteHeader(http.StatusTeapot)
 	}))
@@ -217,7 +217,7 @@ func TestMiddleware(t *testing.T) {
 	// the development cookie on a loopback Host, and only there.
 	dev := cfg
 	dev.WaitingRoomURL = "http://localhost:8080/"
-	dh := Middleware(dev, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	dh := mustMiddleware(t, dev, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(EndHeader, "end")
 		w.WriteHeader(http.StatusTeapot)
 	}))
@@ -247,7 +247,7 @@ func TestMiddleware(t *testing.T) {
 	}
 	// Streaming through the gate: the header goes out with the first flush,
 	// without the end header, and the writer beneath is reachable.
-	sh := Middleware(cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	sh := mustMiddleware(t, cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(EndHeader, "keep")
 		if err := http.NewResponseController(w).Flush(); err != nil {
 			t.Errorf("flush through the gate: %v", err)
@@ -271,12 +271,11 @@ func TestMiddleware(t *testing.T) {
 		t.Errorf("/.vestibule without a session: %d", w.Code)
 	}
 
-	defer func() {
-		if recover() == nil {
-			t.Error("Middleware took a config without keys")
-		}
-	}()
+	// A config that does not validate gives its error and no handler, as
+	// net/http's constructors do, rather than a panic.
 	bad := cfg
 	bad.Keys = KeyRing{}
-	Middleware(bad, http.NotFoundHandler())
+	if h, err := Middleware(bad, http.NotFoundHandler()); err == nil || h != nil || err.Error() != bad.Validate().Error() {
+		t.Errorf("Middleware of a config without keys: %v, %v; want Validate's error and no handler", h, err)
+	}
 }

@@ -23,10 +23,14 @@ func ExampleMiddleware() {
 		OpenPaths:      []string{"/static/*", "/robots.txt"},
 		Keys:           gate.KeyRing{Current: key},
 	}
-	site := gate.Middleware(cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	site, err := gate.Middleware(cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s, _ := gate.SessionFromContext(r.Context())
 		fmt.Fprintf(w, "booking page, session %d", s.Seq)
 	}))
+	if err != nil { // a bad configuration: the site must not start
+		fmt.Println(err)
+		return
+	}
 
 	get := func(target, cookie string) {
 		r := httptest.NewRequest(http.MethodGet, target, nil)

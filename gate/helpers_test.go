@@ -2,6 +2,7 @@ package gate
 
 import (
 	"crypto/sha256"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,4 +38,14 @@ func parityConfig(t testing.TB) (cfg Config, k0, k1, k2 Key) {
 		Keys:           KeyRing{Current: k2, Previous: k1},
 	}
 	return cfg, k0, k1, k2
+}
+
+// mustMiddleware is Middleware for a config the test knows to be valid.
+func mustMiddleware(t *testing.T, cfg Config, next http.Handler) http.Handler {
+	t.Helper()
+	h, err := Middleware(cfg, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -344,7 +344,7 @@ func TestCloudFrontParityRenew(t *testing.T) {
 	if len(out.Results) != len(tests) {
 		t.Fatalf("the function answered %d cases of %d", len(out.Results), len(tests))
 	}
-	h := Middleware(cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("page")) }))
+	h := mustMiddleware(t, cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("page")) }))
 	for i, tc := range tests {
 		js := out.Results[i]
 		goD := Decide(cfg, tc.method, tc.target, CookieName+"="+tc.cookie, Navigation(tc.headers["sec-fetch-mode"], tc.headers["accept"]), now)
@@ -439,7 +439,7 @@ func TestCloudFrontParityResponse(t *testing.T) {
 		}
 		return strings.Join(kept, "; "), nil
 	}
-	h := Middleware(cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := mustMiddleware(t, cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Site", "kept")
 		for _, v := range r.Header.Values("X-Test-End") {
 			w.Header().Add(EndHeader, v)

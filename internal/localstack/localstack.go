@@ -260,7 +260,13 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	s.serve(manualLn, noReferrer(newOrigin(s.url, s.manualURL, origins.Credential, originOf, picker, o.Logger)))
 	if gated {
 		apiURL, _ := url.Parse(s.url)
-		s.serve(originLn, noReferrer(newGatedSite(gateCfg, apiURL)))
+		gatedSite, err := newGatedSite(gateCfg, apiURL)
+		if err != nil {
+			manualLn.Close()
+			originLn.Close()
+			return nil, fmt.Errorf("localstack: the demo site's gate: %w", err)
+		}
+		s.serve(originLn, noReferrer(gatedSite))
 	} else {
 		s.serve(originLn, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "the demo site's gate needs a loopback host (or https)", http.StatusServiceUnavailable)

@@ -19,7 +19,7 @@ var SiteOpenPaths = []string{"/robots.txt", "/favicon.ico"}
 // CloudFront's /.vestibule/* behaviour does, keeping the site's Host (the
 // API believes X-Forwarded-Host only behind CloudFront's origin secret). cfg is the gate's configuration (room, waiting room, open
 // paths, keys).
-func newGatedSite(cfg gate.Config, api *url.URL) http.Handler {
+func newGatedSite(cfg gate.Config, api *url.URL) (http.Handler, error) {
 	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(api)
 		r.SetXForwarded()
