@@ -19,9 +19,9 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/cloudfrontkeyvaluestore"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/vestibule-dev/vestibule/internal/awsenv"
+	"github.com/vestibule-dev/vestibule/internal/awsenv/secrets"
 	"github.com/vestibule-dev/vestibule/internal/cfnwrap"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/gatekeys"
@@ -39,9 +39,7 @@ func sync(ctx context.Context) (gatekeys.Result, error) {
 	if err != nil {
 		return gatekeys.Result{}, err
 	}
-	keys, err := gatekeys.Load(ctx, secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
-		o.BaseEndpoint = awsenv.Endpoint("Secrets Manager", o.BaseEndpoint)
-	}), secret)
+	keys, err := gatekeys.Load(ctx, secrets.NewClient(cfg), secret)
 	if err != nil {
 		return gatekeys.Result{}, err
 	}

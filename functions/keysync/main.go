@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/vestibule-dev/vestibule/internal/awsenv"
+	"github.com/vestibule-dev/vestibule/internal/awsenv/secrets"
 	"github.com/vestibule-dev/vestibule/internal/cfnwrap"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/keysync"
@@ -72,9 +73,7 @@ func newClients(ctx context.Context) (clients, error) {
 	if err != nil {
 		return clients{}, err
 	}
-	return clients{sm: secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
-		o.BaseEndpoint = awsenv.Endpoint("Secrets Manager", o.BaseEndpoint)
-	}), s3: s3.NewFromConfig(cfg, func(o *s3.Options) {
+	return clients{sm: secrets.NewClient(cfg), s3: s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.BaseEndpoint = awsenv.Endpoint("S3", o.BaseEndpoint)
 	})}, nil
 }

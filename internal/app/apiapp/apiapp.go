@@ -16,13 +16,13 @@ import (
 	"os"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/awsenv"
+	"github.com/vestibule-dev/vestibule/internal/awsenv/secrets"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
@@ -140,20 +140,12 @@ func FromObject(ctx context.Context, g keysync.Getter, obj keysync.Object) (*tok
 	return keys, api.NewEdgeGuard(m.Origin, reload, nil), nil
 }
 
-// NewSecretsManager is the Secrets Manager client of a function, from
-// awsenv.Config, honouring AWS_ENDPOINT_URL_SECRETS_MANAGER.
-func NewSecretsManager(cfg aws.Config) *secretsmanager.Client {
-	return secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
-		o.BaseEndpoint = awsenv.Endpoint("Secrets Manager", o.BaseEndpoint)
-	})
-}
-
 func secretsClient(ctx context.Context) (*secretsmanager.Client, error) {
 	awsCfg, err := awsenv.Config()
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	return NewSecretsManager(awsCfg), nil
+	return secrets.NewClient(awsCfg), nil
 }
 
 // MinOriginSecretLen refuses an origin secret short enough to guess.
