@@ -33,18 +33,8 @@ if redis.call('HEXISTS', K_ORDER, t) == 1 then return {'confirmed'} end
 
 local h = hold_of(t)
 if not h then return {'stale'} end
-if h.session ~= session then return {'session'} end
-if KEYS[11] and h.room ~= '' and h.room == redis.call('HGET', K_INV, 'room') then
-  local ends = redis.call('ZSCORE', KEYS[11], ARGV[5])
-  if not ends or tonumber(ends) < now then
-    end_session(session, now)
-    return {'stale'}
-  end
-end
-if now >= h.expires then
-  drop_hold(t, h, 'expired', now)
-  return {'expired'}
-end
+local refused = live_hold(t, h, session, nil, now)
+if refused then return refused end
 -- Defensive: the hold's seats are still marked as its own.
 local mark = 'h' .. t
 for _, s in ipairs(h.seats) do

@@ -23,18 +23,8 @@ if not h then
   if redis.call('HEXISTS', K_ORDER, t) == 1 then return {'confirmed'} end
   return {'stale'}
 end
-if h.session ~= session then return {'session'} end
-if KEYS[11] and h.room ~= '' and h.room == cfg[4] then
-  local ends = redis.call('ZSCORE', KEYS[11], ARGV[5])
-  if not ends or tonumber(ends) < now then
-    end_session(session, now)
-    return {'stale'}
-  end
-end
-if now >= h.expires then
-  drop_hold(t, h, 'expired', now)
-  return {'expired'}
-end
+local refused = live_hold(t, h, session, cfg[4] or false, now)
+if refused then return refused end
 if n <= h.ext then return {'replay', member(h.expires), h.ext} end
 local ttl, maxext = tonumber(cfg[1]), tonumber(cfg[2]) or 0
 if n > maxext then return {'extlimit', maxext} end

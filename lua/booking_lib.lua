@@ -167,6 +167,28 @@ local function end_session(session, now)
   return n
 end
 
+-- live_hold checks that hold h (token t) is still session's to use, for
+-- confirm and extend: {'session'} when it is another session's; {'stale'}
+-- when its room session ended (KEYS[11], the room's active set, and ARGV[5],
+-- the session's sequence in it: the session's holds are dropped with it);
+-- {'expired'} when its time passed (dropped now); nil when it is live. room is
+-- the event's room when the caller has it (nil: read only when needed).
+local function live_hold(t, h, session, room, now)
+  if h.session ~= session then return {'session'} end
+  if KEYS[11] and h.room ~= '' and h.room == (room or redis.call('HGET', K_INV, 'room')) then
+    local ends = redis.call('ZSCORE', KEYS[11], ARGV[5])
+    if not ends or tonumber(ends) < now then
+      end_session(session, now)
+      return {'stale'}
+    end
+  end
+  if now >= h.expires then
+    drop_hold(t, h, 'expired', now)
+    return {'expired'}
+  end
+  return nil
+end
+
 -- expire drops a hold whose time passed, or only its expiry entry when the
 -- hold is gone.
 local function expire(token, now)
