@@ -39,7 +39,6 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	httpapi "github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/metrics"
@@ -753,7 +752,7 @@ func newFront(st awscdk.Stack, v *Vestibule, set Settings, originSecret awssecre
 		OriginRequestPolicyName: AccountWideName(st, "api-requests"),
 		Comment:                 jsii.String("Vestibule: the viewer's address and the body's type to the API"),
 		HeaderBehavior: awscloudfront.OriginRequestHeaderBehavior_AllowList(jsii.String(ViewerAddressHeader), jsii.String("Content-Type"),
-			jsii.String(challenge.HeaderChallenge), jsii.String(challenge.HeaderSolution), jsii.String(httpapi.IdempotencyHeader)),
+			jsii.String(challenge.HeaderChallenge), jsii.String(challenge.HeaderSolution), jsii.String(routes.IdempotencyHeader)),
 		CookieBehavior:      awscloudfront.OriginRequestCookieBehavior_None(),
 		QueryStringBehavior: awscloudfront.OriginRequestQueryStringBehavior_All(),
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/routes"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
@@ -35,9 +36,6 @@ func bodyLimit(key string) int {
 	}
 	return MaxBody
 }
-
-// IdempotencyHeader carries a confirm's idempotency key (CloudFront forwards it).
-const IdempotencyHeader = "Idempotency-Key"
 
 var (
 	errNoBooking      = &apiError{status: http.StatusNotFound, code: "unknown_route", message: "no such route"}
@@ -240,7 +238,7 @@ func (h *Handler) readHoldCall(ctx context.Context, r *request, withKey, extend 
 		return holdCall{}, err
 	}
 	if withKey {
-		if c.key = r.header(IdempotencyHeader); c.key == "" {
+		if c.key = r.header(routes.IdempotencyHeader); c.key == "" {
 			return holdCall{}, errMissingIdemKey
 		}
 	}

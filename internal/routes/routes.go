@@ -19,6 +19,10 @@ const (
 	Booking = "booking" // the booking kit: events, holds, orders (docs/BOOKING.md)
 )
 
+// IdempotencyHeader carries a booking confirm's idempotency key; the API reads
+// it and CloudFront forwards it to the API.
+const IdempotencyHeader = "Idempotency-Key"
+
 // Route is one method + path. A "{room}" segment captures the room id;
 // "{event}", "{token}" (a hold's fencing token) and "{order}" capture the
 // booking routes' ids.
