@@ -13,7 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
-	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/bookingdb"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
 // benchBooking measures the booking kit's engine (internal/booking, the
@@ -92,7 +93,7 @@ func benchBooking(ctx context.Context, d time.Duration) ([]Row, error) {
 	// Confirm and release: holds made first (one seat each, real clock, an
 	// hour's TTL), then each confirmed once with its own idempotency key, the
 	// same confirms retried (the replay path), and the other holds released.
-	eng := booking.New(rdb)
+	eng := bookingdb.New(rdb)
 	const event = "bench-orders"
 	rate, err := throughput(ctx, d/4, get)
 	if err != nil {
@@ -258,13 +259,13 @@ func benchBooking(ctx context.Context, d time.Duration) ([]Row, error) {
 // does (ending in an hour), and makes session i's hold of seats i×each …
 // (real clock, TTL 1 h, up to maxExt extensions).
 func sessionHolds(ctx context.Context, rdb redis.UniversalClient, event string, n, each int, maxExt int64) ([]booking.Hold, error) {
-	eng := booking.New(rdb)
+	eng := bookingdb.New(rdb)
 	if err := eng.Define(ctx, event, booking.Inventory{Seats: seatNames(n * each), HoldTTL: time.Hour,
 		SessionLimit: int64(each), MaxHoldExtensions: maxExt}); err != nil {
 		return nil, err
 	}
 	ends := time.Now().Add(time.Hour).Truncate(time.Millisecond)
-	active := room.KeysFor(event).Active
+	active := roomdb.KeysFor(event).Active
 	for lo := 0; lo < n; lo += 1000 {
 		zs := make([]redis.Z, 0, 1000)
 		for i := lo; i < min(lo+1000, n); i++ {
@@ -341,7 +342,7 @@ func holdOp(ctx context.Context, rdb redis.UniversalClient, seats int, pick func
 	var tick atomic.Int64
 	base := time.Now().Truncate(time.Second)
 	clock := func() time.Time { return base.Add(time.Duration(tick.Add(1)) * time.Millisecond) }
-	eng := booking.New(rdb, booking.WithClock(clock))
+	eng := bookingdb.New(rdb, bookingdb.WithClock(clock))
 	event := "bench-hold-" + strconv.Itoa(seats)
 	if err := eng.Define(ctx, event, booking.Inventory{Seats: seatNames(seats), HoldTTL: time.Second, SessionLimit: 1}); err != nil {
 		return nil, nil, err

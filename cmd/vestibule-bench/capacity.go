@@ -19,6 +19,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/app/apiapp"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
 // The capacity figures of issue 14: how many polls a second the one Redis of a
@@ -496,11 +497,11 @@ func joinCapacitySpreadOn(ctx context.Context, d time.Duration, spreadNodes int)
 	}
 	shardsOn := make([]int, len(per))
 	for i := range spreadShards {
-		if o := owner(room.ArrivalKeysFor(roomID, i).Arrivals); o >= 0 {
+		if o := owner(roomdb.ArrivalKeysFor(roomID, i).Arrivals); o >= 0 {
 			shardsOn[o]++
 		}
 	}
-	roomOn := owner(room.KeysFor(roomID).Queue)
+	roomOn := owner(roomdb.KeysFor(roomID).Queue)
 	busiest, used := 0.0, make([]string, len(per))
 	for i := range per {
 		busiest = max(busiest, cpu1[i]-cpu0[i])

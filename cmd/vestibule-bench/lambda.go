@@ -12,7 +12,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/rie"
-	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
 // functions are the Lambdas the Makefile builds (FUNCTIONS).
@@ -107,7 +107,7 @@ func benchLambda(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	defer stop()
-	if _, err := room.New(rdb).PutConfig(ctx, coldRoom, benchRoomConfig()); err != nil {
+	if _, err := roomdb.New(rdb).PutConfig(ctx, coldRoom, benchRoomConfig()); err != nil {
 		return nil, err
 	}
 	const adminKey = "bench-admin-key-0123456789abcdef"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/lua"
 )
 
@@ -30,7 +30,7 @@ func fillRange(ctx context.Context, rdb redis.UniversalClient, roomID string, fr
 	if err := enqueueScript.Load(ctx, rdb).Err(); err != nil {
 		return err
 	}
-	keys := room.KeysFor(roomID).List()
+	keys := roomdb.KeysFor(roomID).List()
 	const batch, par = 1000, 4
 	var wg sync.WaitGroup
 	errs := make(chan error, par)
@@ -75,7 +75,7 @@ func usedMemory(ctx context.Context, rdb *redis.Client) (float64, error) {
 // far more than the script's time does.
 func tickAdmitting(ctx context.Context, rdb *redis.Client, roomID string, queue int, t0 time.Time) (time.Duration, float64, error) {
 	now := t0
-	e := room.New(rdb, room.WithClock(func() time.Time { return now }))
+	e := roomdb.New(rdb, roomdb.WithClock(func() time.Time { return now }))
 	cfg := benchRoomConfig()
 	cfg.AdmitPerMinute = 300_000 // the bucket holds two seconds of rate: 10,000
 	cfg.MaxActive = 10_000

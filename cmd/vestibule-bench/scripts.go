@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
@@ -71,7 +72,7 @@ func benchRoomConfig() room.Config {
 }
 
 // enqueueMany enqueues n visitors in parallel and returns their tickets.
-func enqueueMany(ctx context.Context, e *room.Engine, roomID string, n int) ([]room.Ticket, error) {
+func enqueueMany(ctx context.Context, e *roomdb.Engine, roomID string, n int) ([]room.Ticket, error) {
 	out := make([]room.Ticket, n)
 	var next atomic.Int64
 	_, err := throughput(ctx, time.Hour, func(ctx context.Context) error {
@@ -95,7 +96,7 @@ func benchScripts(ctx context.Context, d time.Duration) ([]Row, error) {
 	}
 	defer stop()
 	clk := testkit.SkewedClock()
-	e := room.New(rdb, room.WithClock(clk.Now))
+	e := roomdb.New(rdb, roomdb.WithClock(clk.Now))
 	if err := rdb.Set(ctx, "bench:get", "x", 0).Err(); err != nil {
 		return nil, err
 	}

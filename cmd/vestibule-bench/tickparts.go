@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/lua"
 )
 
@@ -37,7 +37,7 @@ func benchTickParts(ctx context.Context) ([]Row, error) {
 	}
 	defer stop()
 	now := time.Now().Truncate(time.Second)
-	e := room.New(rdb, room.WithClock(func() time.Time { return now }))
+	e := roomdb.New(rdb, roomdb.WithClock(func() time.Time { return now }))
 	const roomID = "bench-tickparts"
 	cfg := benchRoomConfig()
 	cfg.AdmitPerMinute = 300_000 // the bucket holds two seconds of rate: 10,000
@@ -62,7 +62,7 @@ func benchTickParts(ctx context.Context) ([]Row, error) {
 			return nil, err
 		}
 	}
-	keys := append(room.KeysFor(roomID).List(), room.KeysFor(roomID).History())
+	keys := append(roomdb.KeysFor(roomID).List(), roomdb.KeysFor(roomID).History())
 	ds := make([][]time.Duration, len(tickParts))
 	for round := range 8 * len(tickParts) {
 		cfg.MaxActive += 10_000

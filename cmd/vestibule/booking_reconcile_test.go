@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
@@ -24,7 +25,7 @@ func TestBookingReconcile(t *testing.T) {
 		map[string]any{"seats": []string{"A1", "A2", "A3", "A4"}, "stock": map[string]int64{"ga": 10}, "sessionLimit": 10}); code != 200 {
 		t.Fatalf("define: %d %v", code, m)
 	}
-	eng := booking.New(redistest.Single(t))
+	eng := bookingdb.New(redistest.Single(t))
 	buy := func(req booking.Request) string {
 		h, err := eng.Hold(ctx, ev, "v:1", req)
 		if err != nil {

@@ -1,5 +1,5 @@
 // Package admission is the admission loop: every interval it ticks every room
-// once (room.Engine.Tick, up to roomsAtOnce at a time), the one loop the admit
+// once (roomdb.Engine.Tick, up to roomsAtOnce at a time), the one loop the admit
 // Lambda runs inside its minute and the local stack runs for as long as it
 // lives. It needs the engine and nothing else: no tokens, no secrets.
 package admission

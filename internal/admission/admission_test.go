@@ -14,6 +14,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/admission"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 func TestRunTicks(t *testing.T) {
 	for name, rdb := range redistest.Clients(t) {
 		t.Run(name, func(t *testing.T) {
-			q := room.New(rdb)
+			q := roomdb.New(rdb)
 			ctx := context.Background()
 			cfg := room.DefaultConfig()
 			cfg.OriginURL = "https://origin.example/"
@@ -65,7 +66,7 @@ func TestRunTicks(t *testing.T) {
 
 // The admit handler stops before its invocation deadline and reports a summary.
 func TestAdmitHandler(t *testing.T) {
-	q := room.New(redistest.Single(t))
+	q := roomdb.New(redistest.Single(t))
 	cfg := room.DefaultConfig()
 	cfg.OriginURL = "https://origin.example/"
 	id := redistest.Room(t)
@@ -91,7 +92,7 @@ func TestAdmitHandler(t *testing.T) {
 
 // The also tasks (the booking sweep) run once per tick, after the rooms.
 func TestRunAlso(t *testing.T) {
-	q := room.New(redistest.Single(t))
+	q := roomdb.New(redistest.Single(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
 	defer cancel()
 	n := 0
@@ -112,7 +113,7 @@ func TestAdmitHandlerIdle(t *testing.T) {
 	t.Cleanup(srv.Stop)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { rdb.Close() })
-	q := room.New(rdb)
+	q := roomdb.New(rdb)
 	cfg := room.DefaultConfig()
 	cfg.OriginURL = "https://origin.example/"
 	var ids []string
@@ -160,7 +161,7 @@ func TestAdmitHandlerIdleWhileARoomHoldsVisitors(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { rdb.Close() })
 	ctx := context.Background()
-	q := room.New(rdb)
+	q := roomdb.New(rdb)
 	cfg := room.DefaultConfig()
 	cfg.OriginURL = "https://origin.example/"
 	put := func(id string, mode room.Mode) {

@@ -16,6 +16,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
@@ -70,7 +71,7 @@ func TestAdmissionEvents(t *testing.T) {
 	t.Cleanup(srv.Stop)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { rdb.Close() })
-	eng := room.New(rdb, room.WithClock(clk.Now))
+	eng := roomdb.New(rdb, roomdb.WithClock(clk.Now))
 	out := &lines{t: t}
 	q := durable.New(admission.Emit(eng, eventbus.NewLog(&out.buf), clk.Now, nil), durable.Options{Clock: clk.Now, NoNudge: true})
 	ctx := context.Background()

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/metrics"
@@ -67,7 +68,7 @@ type Options struct {
 	// answer 404. Sessions issues the bookingSession consume hands the origin
 	// and checks it on holds. Orders publishes order events; nil: they wait in
 	// the outbox for the sweep (docs/BOOKING.md).
-	Booking  *booking.Engine
+	Booking  *bookingdb.Engine
 	Sessions *token.BookingSessions
 	Orders   booking.Publisher
 

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/routes"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -84,7 +85,7 @@ func bookingSessionID(c token.EntryClaims) string {
 }
 
 // event returns the booking engine and checks the {event} parameter.
-func (h *Handler) event(r *request) (*booking.Engine, error) {
+func (h *Handler) event(r *request) (*bookingdb.Engine, error) {
 	if h.o.Booking == nil {
 		return nil, errNoBooking
 	}
@@ -104,7 +105,7 @@ func (h *Handler) view(ctx context.Context, r *request) (booking.View, error) {
 }
 
 // eventOrigin checks that the caller is the origin of the event's room.
-func (h *Handler) eventOrigin(ctx context.Context, eng *booking.Engine, r *request) error {
+func (h *Handler) eventOrigin(ctx context.Context, eng *bookingdb.Engine, r *request) error {
 	roomID, err := eng.Room(ctx, r.path.event)
 	if err != nil {
 		return err
@@ -125,7 +126,7 @@ func holdToken(s string) (int64, error) {
 // publish sends a new order event at once and takes it out of the outbox.
 // A failure is only logged: the event stays in the outbox, and the sweep
 // (orders.Sweep, in the admission loop) publishes it later.
-func (h *Handler) publish(ctx context.Context, eng *booking.Engine, o booking.OrderEvent) {
+func (h *Handler) publish(ctx context.Context, eng *bookingdb.Engine, o booking.OrderEvent) {
 	if o.Replayed || h.o.Orders == nil {
 		return
 	}
@@ -217,7 +218,7 @@ func (h *Handler) holdSeats(ctx context.Context, r *request) (events.APIGatewayV
 
 // holdCall is what the origin's confirm, extend and release of a hold carry.
 type holdCall struct {
-	eng       *booking.Engine
+	eng       *bookingdb.Engine
 	token     int64  // the {token} parameter
 	key       string // the Idempotency-Key (confirm only)
 	session   string // the session the body names

@@ -16,11 +16,13 @@ import (
 	"github.com/vestibule-dev/vestibule/gate"
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/durable"
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
 	"github.com/vestibule-dev/vestibule/internal/orders"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -53,7 +55,7 @@ func (r *recorder) setFail(b bool) { r.mu.Lock(); r.fail = b; r.mu.Unlock() }
 // bookingFixture is the API fixture with the booking kit wired in.
 type bookingFixture struct {
 	*fixture
-	eng *booking.Engine
+	eng *bookingdb.Engine
 	pub *recorder
 	rdb redis.UniversalClient
 }
@@ -61,8 +63,8 @@ type bookingFixture struct {
 func newBookingFixture(t *testing.T, rdb redis.UniversalClient) *bookingFixture {
 	t.Helper()
 	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
-	b := &bookingFixture{eng: booking.New(rdb, booking.WithClock(clk.Now)), pub: &recorder{}, rdb: rdb}
-	b.fixture = newFixtureOn(t, room.New(rdb, room.WithClock(clk.Now)), clk, func(k *token.Keys, o *api.Options) {
+	b := &bookingFixture{eng: bookingdb.New(rdb, bookingdb.WithClock(clk.Now)), pub: &recorder{}, rdb: rdb}
+	b.fixture = newFixtureOn(t, roomdb.New(rdb, roomdb.WithClock(clk.Now)), clk, func(k *token.Keys, o *api.Options) {
 		o.Booking, o.Sessions, o.Orders = b.eng, token.NewBookingSessions(k.TicketSecret, "vestibule"), b.pub
 	})
 	return b
@@ -551,8 +553,8 @@ func TestBookingDefinitionsSurviveTotalLoss(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			clk := testkit.FixedClock(time.Now().Truncate(time.Second))
 			store := durable.Disk{Dir: t.TempDir()}
-			b := &bookingFixture{eng: booking.New(rdb, booking.WithClock(clk.Now), booking.WithDefinitions(durable.Events(store))), pub: &recorder{}}
-			b.fixture = newFixtureOn(t, room.New(rdb, room.WithClock(clk.Now)), clk, func(k *token.Keys, o *api.Options) {
+			b := &bookingFixture{eng: bookingdb.New(rdb, bookingdb.WithClock(clk.Now), bookingdb.WithDefinitions(durable.Events(store))), pub: &recorder{}}
+			b.fixture = newFixtureOn(t, roomdb.New(rdb, roomdb.WithClock(clk.Now)), clk, func(k *token.Keys, o *api.Options) {
 				o.Booking, o.Sessions, o.Orders = b.eng, token.NewBookingSessions(k.TicketSecret, "vestibule"), b.pub
 			})
 			f := b
@@ -724,7 +726,7 @@ func TestBookingGateLeaveReleasesHolds(t *testing.T) {
 		id := claims.Room
 		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1}`), 200, "")
 		c := setCookie(t, f.enter("site.example", tok, "/"))
-		ends, err := f.rdb.ZScore(t.Context(), room.KeysFor(id).Active, strconv.FormatInt(claims.Seq, 10)).Result()
+		ends, err := f.rdb.ZScore(t.Context(), roomdb.KeysFor(id).Active, strconv.FormatInt(claims.Seq, 10)).Result()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -163,7 +164,7 @@ func TestRedisDown(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer rdb.Close()
-			h := api.New(api.Options{Queue: room.New(rdb), Tickets: token.NewTickets(k.TicketSecret, "vestibule"),
+			h := api.New(api.Options{Queue: roomdb.New(rdb), Tickets: token.NewTickets(k.TicketSecret, "vestibule"),
 				Entries: token.NewEntries(k.Entry, "vestibule"), AdminAuth: api.AdminKey, AdminKey: adminKey})
 			for _, ev := range []struct{ method, path, body string }{
 				{"POST", "/api/rooms/r1/enqueue", ""},

@@ -24,6 +24,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -109,7 +110,7 @@ func randomHex(n int) string {
 // (every Queue call fails as if Redis were unreachable).
 type fuzzEnv struct {
 	rdb      redis.UniversalClient
-	q        *room.Engine
+	q        *roomdb.Engine
 	live     *api.Handler
 	down     *api.Handler
 	tickets  *token.Tickets
@@ -130,7 +131,7 @@ func newFuzzEnv(f *testing.F) *fuzzEnv {
 		tickets: token.NewTickets(k.TicketSecret, "vestibule"),
 	}
 	entries := token.NewEntries(k.Entry, "vestibule")
-	e.q = room.New(rdb, room.WithClock(e.clock.Now))
+	e.q = roomdb.New(rdb, roomdb.WithClock(e.clock.Now))
 	def := room.DefaultConfig()
 	def.OriginURL = "https://origin.example/"
 	origins := token.NewOrigins(k.TicketSecret)
@@ -436,8 +437,8 @@ func (e *fuzzEnv) forget(ev events.APIGatewayV2HTTPRequest, resp events.APIGatew
 		return
 	}
 	ctx := context.Background()
-	e.rdb.Del(ctx, room.KeysFor(id).List()...)
-	e.rdb.SRem(ctx, room.RegistryKey, id)
+	e.rdb.Del(ctx, roomdb.KeysFor(id).List()...)
+	e.rdb.SRem(ctx, roomdb.RegistryKey, id)
 }
 
 // FuzzConfigJSON sends random JSON as an admin PUT of a room that exists (with
@@ -448,7 +449,7 @@ func FuzzConfigJSON(f *testing.F) {
 	rdb := redistest.Single(f)
 	k := keys(f)
 	adminKey := "adm-" + randomHex(16)
-	q := room.New(rdb)
+	q := roomdb.New(rdb)
 	def := room.DefaultConfig()
 	def.OriginURL = "https://origin.example/"
 	h := api.New(api.Options{Queue: q, Tickets: token.NewTickets(k.TicketSecret, "vestibule"),
@@ -470,7 +471,7 @@ func FuzzConfigJSON(f *testing.F) {
 				t.Fatal(err)
 			}
 			base = prev
-		} else if err := rdb.Del(ctx, room.KeysFor(id).List()...).Err(); err != nil {
+		} else if err := rdb.Del(ctx, roomdb.KeysFor(id).List()...).Err(); err != nil {
 			t.Fatal(err)
 		}
 

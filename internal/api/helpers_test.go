@@ -16,6 +16,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -28,7 +29,7 @@ const adminKey = "test-admin-key-0123456789"
 type fixture struct {
 	t       *testing.T
 	h       *api.Handler
-	q       *room.Engine
+	q       *roomdb.Engine
 	clock   *testkit.Clock
 	entries *token.Entries
 	tickets *token.Tickets
@@ -54,7 +55,7 @@ func newFixture(t *testing.T, rdb redis.UniversalClient) *fixture {
 
 // newFixtureOn is the fixture over the queue engine q with the clock clk; more,
 // unless nil, adds to the handler's options (with the fixture's keys).
-func newFixtureOn(t *testing.T, q *room.Engine, clk *testkit.Clock, more func(k *token.Keys, o *api.Options)) *fixture {
+func newFixtureOn(t *testing.T, q *roomdb.Engine, clk *testkit.Clock, more func(k *token.Keys, o *api.Options)) *fixture {
 	t.Helper()
 	k := keys(t)
 	f := &fixture{t: t, q: q, clock: clk, logs: &testkit.Buffer{},

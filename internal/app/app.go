@@ -23,13 +23,14 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/admission"
 	"github.com/vestibule-dev/vestibule/internal/awsenv"
-	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/durable"
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
 	"github.com/vestibule-dev/vestibule/internal/metrics"
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
 // Redis client timeouts. A Lambda must answer 503 quickly when Redis is down
@@ -46,8 +47,8 @@ const (
 type Core struct {
 	Config  config.Config
 	Redis   redis.UniversalClient
-	Engine  *room.Engine
-	Booking *booking.Engine // the booking kit's engine, over the same Redis
+	Engine  *roomdb.Engine
+	Booking *bookingdb.Engine // the booking kit's engine, over the same Redis
 	// Queue is the engine behind durable.Queue: what the API and the admit loop
 	// use (room settings kept in SETTINGS_BUCKET when it is set, restored after
 	// a total loss; request-driven ticks of quiet rooms).
@@ -90,18 +91,18 @@ func New(c config.Config, o Options) (*Core, error) {
 		}
 		store = durable.NewS3(NewS3(awsCfg), c.SettingsBucket)
 	}
-	var bopts []booking.Option
+	var bopts []bookingdb.Option
 	if o.Clock != nil {
-		bopts = append(bopts, booking.WithClock(o.Clock))
+		bopts = append(bopts, bookingdb.WithClock(o.Clock))
 	}
-	bopts = append(bopts, booking.WithDefinitions(durable.Events(store))) // event definitions beside the rooms' settings
+	bopts = append(bopts, bookingdb.WithDefinitions(durable.Events(store))) // event definitions beside the rooms' settings
 	eng := NewEngine(rdb, o.Clock)
 	var under durable.Engine = eng
 	if o.Events != nil {
 		under = admission.Emit(eng, o.Events, o.Clock, log)
 	}
 	q := durable.New(under, durable.Options{Store: store, Logger: log, Clock: o.Clock, HeadEvery: c.HeadRecordEvery})
-	return &Core{Config: c, Redis: rdb, Engine: eng, Booking: booking.New(rdb, bopts...), Queue: q, Logger: log}, nil
+	return &Core{Config: c, Redis: rdb, Engine: eng, Booking: bookingdb.New(rdb, bopts...), Queue: q, Logger: log}, nil
 }
 
 // Close closes the Redis client.
@@ -109,12 +110,12 @@ func (c *Core) Close() error { return c.Redis.Close() }
 
 // NewEngine is the one place the engine's options are chosen: every program
 // gets the same minimum poll interval (pollpolicy.MinInterval). clock nil is time.Now.
-func NewEngine(rdb room.Scripter, clock room.Clock) *room.Engine {
-	opts := []room.Option{room.WithMinPollInterval(pollpolicy.MinInterval)}
+func NewEngine(rdb roomdb.Scripter, clock room.Clock) *roomdb.Engine {
+	opts := []roomdb.Option{roomdb.WithMinPollInterval(pollpolicy.MinInterval)}
 	if clock != nil {
-		opts = append(opts, room.WithClock(clock))
+		opts = append(opts, roomdb.WithClock(clock))
 	}
-	return room.New(rdb, opts...)
+	return roomdb.New(rdb, opts...)
 }
 
 // NewLogger returns the JSON logger at the configured level.

@@ -24,6 +24,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
@@ -55,7 +56,7 @@ func engineJourney(t *testing.T, rdb redis.UniversalClient) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	now := time.Now()
-	q := room.New(rdb, room.WithClock(func() time.Time { return now }))
+	q := roomdb.New(rdb, roomdb.WithClock(func() time.Time { return now }))
 	id := redistest.Room(t)
 	cfg := room.DefaultConfig()
 	cfg.OriginURL = "https://origin.example/"
@@ -198,7 +199,7 @@ func TestClusterClientSendsAScriptOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// StartCluster gives node i the i-th third of the slots.
-	owner := redis.NewClient(&redis.Options{Addr: nodes[min(2, room.Slot("send-once")*3/16384)].Addr, ReadTimeout: 5 * time.Second})
+	owner := redis.NewClient(&redis.Options{Addr: nodes[min(2, roomdb.Slot("send-once")*3/16384)].Addr, ReadTimeout: 5 * time.Second})
 	defer owner.Close()
 	// On a loaded machine the call sometimes never reaches the node (n = 0: it
 	// waited past its deadline before it was written, "context deadline

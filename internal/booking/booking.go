@@ -1,12 +1,10 @@
-// Package booking is what happens behind the door: an event's inventory of
-// named seats and stock-keeping units (skus) over Redis, held for a session
-// with a TTL, confirmed into orders once per idempotency key, released, and
-// cancelled when a payment fails after confirm (compensation).
-//
-// Every state change is one Lua script from lua/ (booking_*.lua), and every
-// key of an event shares the event's hash tag, so an event lives in one Redis
-// Cluster slot and each operation is atomic. Time never comes from Redis: the
-// Engine's clock passes it to the scripts, and tests replace it.
+// Package booking is the booking kit's vocabulary: what happens behind the
+// door. An event's inventory of named seats and stock-keeping units (skus),
+// the requests that hold them for a session with a TTL, the holds, the order
+// events of a confirm (once per idempotency key) and of a cancel (when a
+// payment fails after confirm: compensation), the inventory events, and the
+// errors callers branch on. It links no Redis: the engine that keeps events
+// in Redis is package bookingdb.
 //
 // Each hold carries a fencing token, a number that only ever grows across the
 // whole event: a confirm with the token of a hold that expired (and whose seat
@@ -227,8 +225,8 @@ type Request struct {
 	Units map[string]int64 `json:"units,omitempty"`
 }
 
-// validate checks a request's shape; the script checks it against the inventory.
-func (r Request) validate() error { return requestItems.check(r.Seats, r.Units) }
+// Validate checks a request's shape; the script checks it against the inventory.
+func (r Request) Validate() error { return requestItems.check(r.Seats, r.Units) }
 
 // Extension is a hold after Extend: its new end and how many extensions it had.
 type Extension struct {
@@ -316,9 +314,9 @@ type View struct {
 	Holds, Confirmed, Cancelled, Released, Expired, Ended, Extended, Live int64
 }
 
-// counters are the view's counters by the names the event's state and the
-// admin API give them.
-func (v *View) counters() map[string]*int64 {
+// CounterFields are the view's counters by the names the event's state and the
+// admin API give them, to fill in (the engine reads a view into them).
+func (v *View) CounterFields() map[string]*int64 {
 	return map[string]*int64{"holds": &v.Holds, "confirmed": &v.Confirmed, "cancelled": &v.Cancelled,
 		"released": &v.Released, "expired": &v.Expired, "ended": &v.Ended, "extended": &v.Extended, "live": &v.Live}
 }
@@ -327,8 +325,24 @@ func (v *View) counters() map[string]*int64 {
 // released, expired, ended, extended and live.
 func (v View) Counters() map[string]int64 {
 	out := make(map[string]int64, 8)
-	for name, p := range v.counters() {
+	for name, p := range v.CounterFields() {
 		out[name] = *p
 	}
 	return out
+}
+
+// Pending is an event waiting in the outbox: an order event (Event), or an
+// inventory event (Inventory set). ID is what Ack takes.
+type Pending struct {
+	ID        string
+	Event     OrderEvent
+	Inventory *InventoryEvent
+}
+
+// OutboxID is the outbox id of an order event Confirm or Cancel returned.
+func OutboxID(o OrderEvent) string {
+	if o.Type == OrderCancelled {
+		return "x" + o.Order
+	}
+	return "c" + o.Order
 }

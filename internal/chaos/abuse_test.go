@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
 // TestChaosAbuseLimits floods the two per-client limits a bot runs into: one
@@ -20,7 +21,7 @@ func TestChaosAbuseLimits(t *testing.T) {
 	ctx := context.Background()
 	cfg := chaosConfig(10, 600)
 	cfg.ClientEnqueuePerMinute = 60 // burst 6
-	eng := room.New(rdb, room.WithMinPollInterval(time.Second))
+	eng := roomdb.New(rdb, roomdb.WithMinPollInterval(time.Second))
 	id := newRoom(t)
 	put(t, eng, id, cfg)
 
@@ -63,7 +64,7 @@ func TestChaosAbuseLimits(t *testing.T) {
 		t.Errorf("%d of 20 back-to-back polls refused; want all but the first", refused)
 	}
 	// A refused poll is not a heartbeat lost: the place is still there.
-	if got, err := room.New(rdb).Poll(ctx, p.Ticket); err != nil || got.State != room.StateWaiting {
+	if got, err := roomdb.New(rdb).Poll(ctx, p.Ticket); err != nil || got.State != room.StateWaiting {
 		t.Errorf("after the poll flood: %v %v, want waiting", got.State, err)
 	}
 }

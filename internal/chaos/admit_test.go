@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
@@ -25,7 +25,7 @@ func allowance(perMinute int64, elapsed time.Duration) int64 {
 // admittedSoFar counts the grants of a room whose grants are never consumed.
 func admittedSoFar(t *testing.T, rdb redis.UniversalClient, id string) int64 {
 	t.Helper()
-	k := room.KeysFor(id)
+	k := roomdb.KeysFor(id)
 	n, err := rdb.ZCard(context.Background(), k.Grants).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func admittedSoFar(t *testing.T, rdb redis.UniversalClient, id string) int64 {
 func TestChaosDuplicateAdmit(t *testing.T) {
 	s := startServer(t)
 	rdb := prodClient(t, s.Addr)
-	direct := room.New(rdb)
+	direct := roomdb.New(rdb)
 	bg := context.Background()
 
 	const perMinute = 1200 // 20 a second, cap 40
@@ -76,7 +76,7 @@ func TestChaosDuplicateAdmit(t *testing.T) {
 	sam := watch(rdb, capRoom, capCfg.MaxActive, true)
 	led := newLedger()
 	n := scale(100, 600)
-	cr := startCrowd(crowdOpts{engines: []*room.Engine{direct}, rooms: []string{capRoom}, n: n,
+	cr := startCrowd(crowdOpts{engines: []*roomdb.Engine{direct}, rooms: []string{capRoom}, n: n,
 		poll: pace(n, 50*time.Millisecond), hold: 30 * time.Millisecond, ledger: led})
 
 	ctx, stop := context.WithCancel(bg)
@@ -98,7 +98,7 @@ func TestChaosDuplicateAdmit(t *testing.T) {
 	for range 2 {
 		loops.Go(func() {
 			clk := testkit.FixedClock(time.Now())
-			eng := room.New(rdb, room.WithClock(clk.Now))
+			eng := roomdb.New(rdb, roomdb.WithClock(clk.Now))
 			for ctx.Err() == nil {
 				clk.Set(time.Now())
 				for _, id := range rooms {
@@ -116,7 +116,7 @@ func TestChaosDuplicateAdmit(t *testing.T) {
 	// Two ticks for the very same instant, in parallel.
 	loops.Go(func() {
 		clk := testkit.FixedClock(time.Now())
-		eng := room.New(rdb, room.WithClock(clk.Now))
+		eng := roomdb.New(rdb, roomdb.WithClock(clk.Now))
 		for ctx.Err() == nil {
 			clk.Set(time.Now())
 			for range 2 {
@@ -160,9 +160,9 @@ func TestChaosClockSkew(t *testing.T) {
 	s := startServer(t)
 	rdb := prodClient(t, s.Addr)
 	offsets := []time.Duration{-5 * time.Second, -2 * time.Second, 0, 3 * time.Second, 5 * time.Second}
-	var engines []*room.Engine
+	var engines []*roomdb.Engine
 	for _, off := range offsets {
-		engines = append(engines, room.New(rdb, room.WithClock(func() time.Time { return time.Now().Add(off) })))
+		engines = append(engines, roomdb.New(rdb, roomdb.WithClock(func() time.Time { return time.Now().Add(off) })))
 	}
 	const perMinute = 6000
 	cfg := chaosConfig(10, perMinute)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
@@ -33,7 +34,7 @@ func TestChaosClusterFailover(t *testing.T) {
 	}
 	cc := prodCluster(t, addrs)
 	bg := context.Background()
-	eng := room.New(cc)
+	eng := roomdb.New(cc)
 	cfg := chaosConfig(10, 3000)
 
 	// Two rooms on each primary. StartCluster gives primary i the i-th third
@@ -43,7 +44,7 @@ func TestChaosClusterFailover(t *testing.T) {
 	var rooms []string
 	for len(rooms) < 6 {
 		id := newRoom(t)
-		slot, err := cc.ClusterKeySlot(bg, room.KeysFor(id).Config).Result()
+		slot, err := cc.ClusterKeySlot(bg, roomdb.KeysFor(id).Config).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +83,7 @@ func TestChaosClusterFailover(t *testing.T) {
 	poll := pace(n, 150*time.Millisecond)
 	adm := startAdmitter(ctx, eng, rooms, cfg, 50*time.Millisecond, graceAfterLoss(poll))
 	led := newLedger()
-	cr := startCrowd(crowdOpts{engines: []*room.Engine{eng}, rooms: rooms, n: n,
+	cr := startCrowd(crowdOpts{engines: []*roomdb.Engine{eng}, rooms: rooms, n: n,
 		poll: poll, hold: 60 * time.Millisecond, ledger: led, arrive: 500 * time.Millisecond})
 	if !testkit.WaitFor(30*time.Second, func() bool { return cr.served.Load() >= int64(n/3) }) {
 		t.Fatalf("crowd did not get going: %d served", cr.served.Load())
@@ -127,7 +128,7 @@ func TestChaosClusterFailover(t *testing.T) {
 	}
 	var restored int64
 	for _, id := range rooms {
-		r, _ := cc.HGet(bg, room.KeysFor(id).State, "restored").Int64()
+		r, _ := cc.HGet(bg, roomdb.KeysFor(id).State, "restored").Int64()
 		restored += r
 	}
 	t.Logf("%d places restored from tickets; room re-seeded %d times; %d ticks failed", restored, adm.reseeded.Load(), adm.failed.Load())
@@ -160,7 +161,7 @@ func TestChaosArrivalShardStalled(t *testing.T) {
 		addrs = append(addrs, n.Addr)
 	}
 	cc := prodCluster(t, addrs)
-	engines := []*room.Engine{room.New(cc), room.New(cc)}
+	engines := []*roomdb.Engine{roomdb.New(cc), roomdb.New(cc)}
 	cfg := chaosConfig(10, 3000)
 	cfg.JoinShards = room.MaxJoinShards
 
@@ -169,12 +170,12 @@ func TestChaosArrivalShardStalled(t *testing.T) {
 	const slots = 16384
 	primary := func(slot int) int { return min(2, slot*3/slots) }
 	id := newRoom(t)
-	for primary(room.Slot(id)) != 0 {
+	for primary(roomdb.Slot(id)) != 0 {
 		id = newRoom(t)
 	}
 	var stalled []int
 	for i := range room.MaxJoinShards {
-		if primary(room.Slot(room.ArrivalTag(id, i))) == 1 {
+		if primary(roomdb.Slot(roomdb.ArrivalTag(id, i))) == 1 {
 			stalled = append(stalled, i)
 		}
 	}

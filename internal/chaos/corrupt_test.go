@@ -14,6 +14,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/durable"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/s3test"
 )
 
@@ -41,7 +42,7 @@ func TestChaosTotalLossWithACorruptRecord(t *testing.T) {
 			ctx := context.Background()
 			_, client := s3test.Start(t, "settings")
 			store := durable.NewS3(client, "settings/chaos")
-			eng := room.New(rdb)
+			eng := roomdb.New(rdb)
 			before := durable.New(eng, durable.Options{Store: store, NoNudge: true})
 			ledger := newLedger()
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/durable"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/s3test"
 )
 
@@ -34,7 +35,7 @@ func TestChaosTotalLoss(t *testing.T) {
 	rdb := prodClient(t, s.Addr)
 	ctx := context.Background()
 	store := s3Store(t)
-	eng := room.New(rdb)
+	eng := roomdb.New(rdb)
 	before := durable.New(eng, durable.Options{Store: store, NoNudge: true})
 
 	const rooms, perRoom, front = 3, 12, 4

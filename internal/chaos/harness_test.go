@@ -19,6 +19,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
@@ -109,7 +110,7 @@ func newRoom(t *testing.T) string {
 }
 
 // put stores a room's config, retrying while Redis comes up.
-func put(t *testing.T, eng *room.Engine, id string, cfg room.Config) {
+func put(t *testing.T, eng *roomdb.Engine, id string, cfg room.Config) {
 	t.Helper()
 	err := whileRedisStarts(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), callBudget)
@@ -177,7 +178,7 @@ func (l *ledger) check(t *testing.T) {
 type sampler struct {
 	rdb       redis.UniversalClient
 	room      string
-	keys      room.Keys
+	keys      roomdb.Keys
 	maxActive int64
 	ordered   bool
 	stop      chan struct{}
@@ -189,7 +190,7 @@ type sampler struct {
 }
 
 func watch(rdb redis.UniversalClient, roomID string, maxActive int64, ordered bool) *sampler {
-	s := &sampler{rdb: rdb, room: roomID, keys: room.KeysFor(roomID), maxActive: maxActive, ordered: ordered,
+	s := &sampler{rdb: rdb, room: roomID, keys: roomdb.KeysFor(roomID), maxActive: maxActive, ordered: ordered,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go s.run()
 	return s
@@ -261,7 +262,7 @@ func (s *sampler) finish(t *testing.T) {
 // room paused and resumes it only after the grace, so every waiting visitor
 // polls (and gets the place restored) before the head moves past them.
 type admitter struct {
-	eng      *room.Engine
+	eng      *roomdb.Engine
 	rooms    []string
 	cfg      room.Config
 	grace    time.Duration
@@ -276,7 +277,7 @@ type admitter struct {
 	wg                     sync.WaitGroup
 }
 
-func startAdmitter(ctx context.Context, eng *room.Engine, rooms []string, cfg room.Config, every, grace time.Duration) *admitter {
+func startAdmitter(ctx context.Context, eng *roomdb.Engine, rooms []string, cfg room.Config, every, grace time.Duration) *admitter {
 	a := &admitter{eng: eng, rooms: rooms, cfg: cfg, grace: grace, resume: map[string]time.Time{}}
 	a.wg.Add(1)
 	go func() {
@@ -330,8 +331,8 @@ func (a *admitter) tick(ctx context.Context, id string) {
 
 // crowdOpts describes a crowd of visitors.
 type crowdOpts struct {
-	engines []*room.Engine // each call picks one at random, as Lambda instances would
-	rooms   []string       // visitor i joins rooms[i % len]
+	engines []*roomdb.Engine // each call picks one at random, as Lambda instances would
+	rooms   []string         // visitor i joins rooms[i % len]
 	n       int
 	poll    time.Duration // mean poll interval
 	hold    time.Duration // mean session length at the origin
@@ -363,7 +364,7 @@ type crowd struct {
 }
 
 type servedTicket struct {
-	eng *room.Engine
+	eng *roomdb.Engine
 	t   room.Ticket
 }
 
@@ -377,7 +378,7 @@ func startCrowd(o crowdOpts) *crowd {
 	return c
 }
 
-func (c *crowd) engine() *room.Engine { return c.o.engines[mrand.IntN(len(c.o.engines))] }
+func (c *crowd) engine() *roomdb.Engine { return c.o.engines[mrand.IntN(len(c.o.engines))] }
 
 // call runs one engine call under the call budget and records how it went.
 func (c *crowd) call(ctx context.Context, f func(context.Context) error) error {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/durable"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
@@ -34,7 +35,7 @@ func TestChaosRedisRestart(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			s := startServer(t, mode.extra...)
 			rdb := prodClient(t, s.Addr)
-			eng := room.New(rdb)
+			eng := roomdb.New(rdb)
 			cfg := chaosConfig(20, 6000)
 			id := newRoom(t)
 			put(t, eng, id, cfg)
@@ -48,7 +49,7 @@ func TestChaosRedisRestart(t *testing.T) {
 			poll := pace(n, 150*time.Millisecond)
 			adm := startAdmitter(ctx, eng, []string{id}, cfg, 50*time.Millisecond, graceAfterLoss(poll))
 			led := newLedger()
-			cr := startCrowd(crowdOpts{engines: []*room.Engine{eng}, rooms: []string{id}, n: n,
+			cr := startCrowd(crowdOpts{engines: []*roomdb.Engine{eng}, rooms: []string{id}, n: n,
 				poll: poll, hold: 60 * time.Millisecond, ledger: led, arrive: 500 * time.Millisecond})
 
 			if !testkit.WaitFor(30*time.Second, func() bool { return cr.served.Load() >= int64(n/3) }) {
@@ -76,7 +77,7 @@ func TestChaosRedisRestart(t *testing.T) {
 					mode.name, upAt.Sub(killAt).Round(time.Millisecond), firstOK.Sub(upAt).Round(time.Millisecond),
 					firstOK.Sub(killAt).Round(time.Millisecond))
 			}
-			restored, _ := rdb.HGet(context.Background(), room.KeysFor(id).State, "restored").Int64()
+			restored, _ := rdb.HGet(context.Background(), roomdb.KeysFor(id).State, "restored").Int64()
 			t.Logf("%d served before the kill; room re-seeded %d times; %d places restored from tickets",
 				servedBefore, adm.reseeded.Load(), restored)
 			sam.finish(t)
@@ -105,7 +106,7 @@ func TestChaosRedisRestart(t *testing.T) {
 }
 
 // assertServed checks that a served visitor's ticket and grant are spent (I2).
-func assertServed(t *testing.T, eng *room.Engine, tk room.Ticket) {
+func assertServed(t *testing.T, eng *roomdb.Engine, tk room.Ticket) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), callBudget)
 	defer cancel()
@@ -128,7 +129,7 @@ func servedAfterLoss(t *testing.T) {
 	rdb := prodClient(t, s.Addr)
 	ctx := context.Background()
 	clk := testkit.FixedClock(time.Now())
-	eng := room.New(rdb, room.WithClock(clk.Now))
+	eng := roomdb.New(rdb, roomdb.WithClock(clk.Now))
 	q := durable.New(eng, durable.Options{Store: durable.Disk{Dir: t.TempDir()}, Clock: clk.Now})
 	cfg := chaosConfig(5, 600)
 	id := newRoom(t)
@@ -180,7 +181,7 @@ func servedAfterLoss(t *testing.T) {
 func TestChaosRedisUnreachable(t *testing.T) {
 	s := startServer(t, "appendonly", "yes", "appendfsync", "always")
 	rdb := prodClient(t, s.Addr)
-	eng := room.New(rdb)
+	eng := roomdb.New(rdb)
 	cfg := chaosConfig(5, 600)
 	cfg.ClientEnqueuePerMinute = 6000
 	id := newRoom(t)
@@ -303,7 +304,7 @@ func TestChaosRedisSlow(t *testing.T) {
 	admin := redis.NewClient(&redis.Options{Addr: s.Addr, ReadTimeout: 10 * time.Second})
 	t.Cleanup(func() { admin.Close() })
 	rdb := prodClient(t, s.Addr)
-	eng := room.New(rdb)
+	eng := roomdb.New(rdb)
 	cfg := chaosConfig(10, 6000)
 	id := newRoom(t)
 	put(t, eng, id, cfg)
@@ -319,7 +320,7 @@ func TestChaosRedisSlow(t *testing.T) {
 	adm := startAdmitter(ctx, eng, []string{id}, cfg, 50*time.Millisecond, 0)
 	led := newLedger()
 	n := scale(150, 1000)
-	cr := startCrowd(crowdOpts{engines: []*room.Engine{eng}, rooms: []string{id}, n: n,
+	cr := startCrowd(crowdOpts{engines: []*roomdb.Engine{eng}, rooms: []string{id}, n: n,
 		poll: pace(n, 100*time.Millisecond), hold: 50 * time.Millisecond, ledger: led, arrive: 300 * time.Millisecond})
 	if !testkit.WaitFor(30*time.Second, func() bool { return cr.served.Load() >= int64(n/5) }) {
 		t.Fatalf("crowd did not get going: %d served", cr.served.Load())

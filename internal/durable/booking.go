@@ -13,11 +13,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 )
 
 // The booking kit's event definitions are kept in the same store as the
 // rooms' settings (beside them: <room>.json and <event>.event), so a total loss of Redis takes neither: the engine
-// (booking.WithDefinitions) writes a definition after each Define and, when a
+// (bookingdb.WithDefinitions) writes a definition after each Define and, when a
 // call finds its event missing, defines it again from here and retries once.
 // docs/BOOKING.md, "Definitions survive a total loss".
 
@@ -92,13 +93,13 @@ type eventRecord struct {
 	MaxHoldMillis     int64            `json:"maxHoldMillis,omitempty"`
 }
 
-// Definitions are booking.Definitions over an EventStore.
+// Definitions are bookingdb.Definitions over an EventStore.
 type Definitions struct{ Store EventStore }
 
-var _ booking.Definitions = Definitions{}
+var _ bookingdb.Definitions = Definitions{}
 
 // Events returns the definitions kept in s, or nil when s is nil or keeps none.
-func Events(s Store) booking.Definitions {
+func Events(s Store) bookingdb.Definitions {
 	es, ok := s.(EventStore)
 	if !ok || es == nil {
 		return nil

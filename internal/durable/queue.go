@@ -13,9 +13,10 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
-// Engine is what Queue needs of the room engine (*room.Engine fits).
+// Engine is what Queue needs of the room engine (*roomdb.Engine fits).
 type Engine interface {
 	room.Queue
 	TickGuarded(ctx context.Context, room string, guard time.Duration) (room.TickResult, error)
@@ -23,7 +24,7 @@ type Engine interface {
 	FloorNow(ctx context.Context, room string) (float64, error)
 }
 
-var _ Engine = (*room.Engine)(nil)
+var _ Engine = (*roomdb.Engine)(nil)
 
 // Defaults of Options.
 const (
@@ -35,7 +36,7 @@ const (
 	// day, $0.43 ($13 a month), and a tick that admits records at once.
 	DefaultHeadEvery = 10 * time.Second
 	// TickGuard is the least time between two ticks of a room that visitors'
-	// requests drive (room.Engine.TickGuarded); the scheduled admit loop
+	// requests drive (roomdb.Engine.TickGuarded); the scheduled admit loop
 	// ticks every second, so while it runs they drive none.
 	TickGuard = time.Second
 	// NudgeBudget bounds the request-driven tick a request runs before it is
@@ -125,14 +126,14 @@ func retry[T any](q *Queue, ctx context.Context, id string, f func() (T, error))
 
 // Restore re-creates a room missing in Redis from the store: first the floor
 // (the recorded head: no ticket at or below it comes back, so no consumed
-// grant is granted again), then the settings (room.Engine.PutConfig, which
+// grant is granted again), then the settings (roomdb.Engine.PutConfig, which
 // starts the recovery window). It returns room.ErrUnknownRoom when the store
 // has no such room, an error wrapping room.ErrUnavailable when the store
 // cannot be read, and one wrapping room.ErrNotRestorable when the stored
 // settings are not valid settings (the room stays missing until an admin PUT).
 // A room is never restored without a floor: when its head record is missing
 // or not a score (ErrBadHead), the floor is the instant of the restore
-// (room.Engine.FloorNow: no ticket from before it is admitted again) and the
+// (roomdb.Engine.FloorNow: no ticket from before it is admitted again) and the
 // room comes back closed, stored so, until an operator opens it
 // (docs/OPERATING.md, "A room restored closed").
 // Concurrent restores of one room in a process share one.
@@ -451,13 +452,13 @@ func (q *Queue) Status(ctx context.Context, id string) (room.Config, room.Stats,
 	return v.c, v.s, err
 }
 
-// Drain empties a closed room's queue (room.Engine.Drain). A room missing from
+// Drain empties a closed room's queue (roomdb.Engine.Drain). A room missing from
 // Redis has nobody waiting, so it is not restored for this.
 func (q *Queue) Drain(ctx context.Context, id string) (int64, error) {
 	return q.eng.Drain(ctx, id)
 }
 
-// History returns the room's last hour (room.Engine.History); a room missing
+// History returns the room's last hour (roomdb.Engine.History); a room missing
 // from Redis has none, so it is not restored for this.
 func (q *Queue) History(ctx context.Context, id string) ([]room.HistoryPoint, error) {
 	return q.eng.History(ctx, id)

@@ -16,6 +16,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/durable"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
@@ -32,7 +33,7 @@ type fixture struct {
 	ctx   context.Context
 	rdb   *redis.Client
 	clk   *testkit.Clock
-	eng   *room.Engine
+	eng   *roomdb.Engine
 	store durable.Store
 	q     *durable.Queue
 	room  string
@@ -42,7 +43,7 @@ func newFixture(t *testing.T, store durable.Store) *fixture {
 	t.Helper()
 	f := &fixture{ctx: context.Background(), rdb: redistest.Single(t), store: store, room: redistest.Room(t),
 		clk: testkit.FixedClock(time.Now().UTC().Truncate(time.Second))}
-	f.eng = room.New(f.rdb, room.WithClock(f.clk.Now))
+	f.eng = roomdb.New(f.rdb, roomdb.WithClock(f.clk.Now))
 	f.q = durable.New(f.eng, durable.Options{Store: store, Clock: f.clk.Now})
 	return f
 }

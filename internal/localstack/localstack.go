@@ -32,7 +32,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/admission"
 	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/app/apiapp"
-	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/durable"
 	"github.com/vestibule-dev/vestibule/internal/operator"
@@ -189,8 +189,8 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	// Plain HTTP on this machine: the gate's cookie goes without Secure on a
 	// loopback host (and only there).
 	// The booking kit over the same Redis; its order events go out as JSON lines.
-	bopts := []booking.Option{booking.WithClock(o.Clock), booking.WithDefinitions(durable.Events(store))}
-	bk, pub := booking.New(s.rdb, bopts...), orders.NewLog(o.Orders)
+	bopts := []bookingdb.Option{bookingdb.WithClock(o.Clock), bookingdb.WithDefinitions(durable.Events(store))}
+	bk, pub := bookingdb.New(s.rdb, bopts...), orders.NewLog(o.Orders)
 	h := apiapp.NewHandler(engine, keys, cfg, apiapp.Options{TickInterval: o.TickInterval, Clock: o.Clock, Logger: o.Logger,
 		InsecureLoopback: true, Booking: bk, Orders: pub})
 	ring, err := keys.GateKeys()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 )
 
 // DemoEventID is the demo event the hand-integration origin sells seats of:
@@ -33,7 +34,7 @@ const (
 
 // defineDemoEvent defines the demo event. An event with live holds or orders
 // (a real Redis kept from a previous run) is left as it is.
-func defineDemoEvent(ctx context.Context, bk *booking.Engine) error {
+func defineDemoEvent(ctx context.Context, bk *bookingdb.Engine) error {
 	err := bk.Define(ctx, DemoEventID, booking.Inventory{Seats: DemoSeats, HoldTTL: DemoHoldTTL, SessionLimit: DemoSessionLimit})
 	if err != nil && !errors.Is(err, booking.ErrInUse) {
 		return fmt.Errorf("demo event %s: %w", DemoEventID, err)

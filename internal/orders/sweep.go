@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/metrics"
 )
 
@@ -34,7 +35,7 @@ type SweepSummary struct {
 // it lazily too; this keeps counters and session limits exact on a quiet
 // event), drops the holds of room sessions that timed out (Engine.EndTimedOut), then publishes what the outbox holds from before now − Grace and
 // acknowledges it. pub nil only expires. Errors are logged and counted.
-func Sweep(ctx context.Context, eng *booking.Engine, pub booking.Publisher, now time.Time, log *slog.Logger) SweepSummary {
+func Sweep(ctx context.Context, eng *bookingdb.Engine, pub booking.Publisher, now time.Time, log *slog.Logger) SweepSummary {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -126,7 +127,7 @@ func publishAll(ctx context.Context, pub booking.Publisher, evs []booking.OrderE
 // Task is the booking tick for the admission loop (admission.Run's also):
 // a Sweep at most every interval (5 s when interval ≤ 0), so a loop ticking
 // rooms every second sweeps events less often. clock nil is time.Now.
-func Task(eng *booking.Engine, pub booking.Publisher, interval time.Duration, clock func() time.Time, log *slog.Logger) func(context.Context) {
+func Task(eng *bookingdb.Engine, pub booking.Publisher, interval time.Duration, clock func() time.Time, log *slog.Logger) func(context.Context) {
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}

@@ -22,7 +22,7 @@ import (
 const MinPollAfter = time.Second
 
 // MinInterval is the engine's floor between two polls of one visitor
-// (room.WithMinPollInterval): half the shortest pollAfterMs, leaving room for
+// (roomdb.WithMinPollInterval): half the shortest pollAfterMs, leaving room for
 // jitter and timers; a page that polls faster gets 429 with Retry-After.
 const MinInterval = MinPollAfter / 2
 

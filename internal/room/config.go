@@ -68,7 +68,7 @@ func setting[T any](name, doc string, field func(*Config) *T, def T, enc func(T)
 func number(name, doc string, field func(*Config) *int64, def, min, max int64) Setting {
 	s := setting(name, doc, field, def,
 		func(v int64) string { return strconv.FormatInt(v, 10) },
-		func(s string) int64 { return num(s) },
+		func(s string) int64 { return decimal(s) },
 		func(v int64) string {
 			if v < min || v > max {
 				return fmt.Sprintf("%d is outside %d..%d", v, min, max)
@@ -95,7 +95,7 @@ var settings = []Setting{
 	number("sessionTTLSeconds", "a consumed grant's session ends after this unless completed",
 		func(c *Config) *int64 { return &c.SessionTTLSeconds }, 600, 10, 86_400),
 	// With it, sessionTTLSeconds is an idle timeout: the edge gate renews an
-	// active visitor's session (Engine.Renew, /.vestibule/renew) up to this.
+	// active visitor's session (roomdb.Engine.Renew, /.vestibule/renew) up to this.
 	func() Setting {
 		s := number("maxSessionSeconds", "the longest a gated session is renewed to while the visitor is active, from its start; sessionTTLSeconds is then the idle timeout (0: no renewal)",
 			func(c *Config) *int64 { return &c.MaxSessionSeconds }, 0, 0, 604_800)
@@ -180,7 +180,7 @@ var settings = []Setting{
 			return strconv.FormatInt(t.UnixMilli(), 10)
 		},
 		func(s string) *time.Time {
-			if ms := num(s); ms > 0 {
+			if ms := decimal(s); ms > 0 {
 				t := time.UnixMilli(ms).UTC()
 				return &t
 			}
@@ -331,8 +331,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// encodeConfig is the settings as the field, value pairs config.lua stores.
-func encodeConfig(c Config) []any {
+// EncodeConfig is the settings as the field, value pairs config.lua stores.
+func EncodeConfig(c Config) []any {
 	out := make([]any, 0, 2*len(settings))
 	for _, s := range settings {
 		out = append(out, s.Name, s.encode(c))
@@ -340,11 +340,11 @@ func encodeConfig(c Config) []any {
 	return out
 }
 
-// decodeConfig reads the settings by name; a setting missing from the hash
+// DecodeConfig reads the settings by name; a setting missing from the hash
 // (a room stored before the setting existed) is its type's zero value, as the
 // Lua scripts read it, and names that are not settings (the hash's internal
 // fields) are ignored.
-func decodeConfig(m map[string]string) Config {
+func DecodeConfig(m map[string]string) Config {
 	var c Config
 	for _, s := range settings {
 		if v, ok := m[s.Name]; ok {
@@ -354,15 +354,12 @@ func decodeConfig(m map[string]string) Config {
 	return c
 }
 
-// decodePairs reads settings from a script reply's field, value pairs (an
-// HGETALL of the settings hash).
-func decodePairs(pairs []any) (Config, error) {
-	if len(pairs)%2 != 0 {
-		return Config{}, fmt.Errorf("odd number of settings fields (%d)", len(pairs))
+// decimal reads a stored number as the Lua scripts write it: an integer, or
+// a float it rounds down (lua.Num's reading of text); 0 for anything else.
+func decimal(s string) int64 {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n
 	}
-	m := make(map[string]string, len(pairs)/2)
-	for i := 0; i < len(pairs); i += 2 {
-		m[str(pairs[i])] = str(pairs[i+1])
-	}
-	return decodeConfig(m), nil
+	f, _ := strconv.ParseFloat(s, 64)
+	return int64(f)
 }

@@ -1,10 +1,14 @@
-// Package room is the waiting room's state machine over Redis. It is the only
-// code in Vestibule that talks to Redis: every state change is one Lua script
-// from lua/, run by SHA with a fallback to load, and every key of a room shares
-// the room's hash tag so a room lives in one Redis Cluster slot.
+// Package room is the waiting room's vocabulary, shared by every part of
+// Vestibule: a room's settings (Config, and the settings table in config.go
+// that gives each its name, range, default and stored form), the waiting
+// page's presentation (page.go), tickets, places, states, the join proof, the
+// errors callers branch on, and the pure functions over them (ValidRoomID,
+// DrawOf, ToldClass…). It links no Redis client and no Lua script, so the
+// token code, the configuration, the poll policy, the CDK app and the
+// operator's command use these names without the engine.
 //
-// Time never comes from Redis (except the sequence floor, see docs/ENGINE.md):
-// callers pass it in through the Engine's clock, which tests replace.
+// The engine that keeps rooms in Redis is package roomdb; Queue, Auditor and
+// Deleter describe it here for the API layer (internal/api).
 package room
 
 import (
@@ -13,6 +17,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -59,7 +64,7 @@ type Config struct {
 	// JoinChallengeBits is the proof of work a fresh join must show (0: none).
 	JoinChallengeBits int64 `json:"joinChallengeBits"`
 	// JoinShards is how many arrival shards the joins of an open room spread
-	// over (0: every join goes to the room's own shard). See ArrivalKeys.
+	// over (0: every join goes to the room's own shard). See roomdb.ArrivalKeys.
 	JoinShards int64 `json:"joinShards"`
 	// Gate says the room guards a site behind the edge gate (docs/GATE.md):
 	// the waiting page posts the entry token to the site's /.vestibule/enter,
@@ -218,7 +223,9 @@ var (
 // Clock gives the current time; tests replace it.
 type Clock func() time.Time
 
-// Queue is the engine's surface, so the API layer can take an interface.
+// Queue is the engine's surface (roomdb.Engine, durable.Queue), as the API
+// layer (internal/api) takes it. Queue, Auditor and Deleter are here only for
+// the API: every other consumer declares the methods it uses itself.
 type Queue interface {
 	Join(ctx context.Context, room, visitor string, proof JoinProof) (Place, error)
 	Poll(ctx context.Context, t Ticket) (Place, error)
@@ -235,3 +242,15 @@ type Queue interface {
 	Drain(ctx context.Context, room string) (int64, error)
 	History(ctx context.Context, room string) ([]HistoryPoint, error)
 }
+
+// ErrTickBusy is TickGuarded's answer when a tick of the room ran less than
+// the guard ago: this one did nothing.
+var ErrTickBusy = errors.New("room: ticked less than the guard ago")
+
+// Unavailable reports whether err means Redis could not be reached or answered
+// badly (the caller answers 503).
+func Unavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
+
+// ErrMergeHeld is a tick's MergeErr while the room's merges are held back
+// after a failed read of its arrival shards. It wraps ErrUnavailable.
+var ErrMergeHeld = fmt.Errorf("%w: arrival shards unreachable at the last try: merge held back", ErrUnavailable)

@@ -20,8 +20,8 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/app/apiapp"
-	"github.com/vestibule-dev/vestibule/internal/booking"
-	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/bookingdb"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
 // Virtual runs the API's Lambda handler in-process, in virtual time, against a
@@ -30,7 +30,7 @@ import (
 // does in AWS.
 type Virtual struct {
 	Handler  *api.Handler
-	Engine   *room.Engine
+	Engine   *roomdb.Engine
 	AdminKey string
 
 	tick       time.Duration
@@ -58,7 +58,7 @@ func NewVirtual(rdb redis.UniversalClient, start time.Time, tickInterval time.Du
 	v.AdminKey = cfg.AdminKey
 	v.Engine = app.NewEngine(rdb, clock)
 	v.Handler = apiapp.NewHandler(v.Engine, keys, cfg, apiapp.Options{TickInterval: tickInterval, Clock: clock,
-		Booking: booking.New(rdb, booking.WithClock(clock))})
+		Booking: bookingdb.New(rdb, bookingdb.WithClock(clock))})
 	return v, nil
 }
 

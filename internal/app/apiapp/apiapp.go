@@ -24,6 +24,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/awsenv"
 	"github.com/vestibule-dev/vestibule/internal/awsenv/secrets"
 	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/keysync"
@@ -41,7 +42,7 @@ type Options struct {
 	Jitter       func() float64   // nil: random in [0.9, 1.1]
 	// Booking serves the booking routes (nil: they answer 404); Orders
 	// publishes their order events (nil: they wait in the outbox for the sweep).
-	Booking *booking.Engine
+	Booking *bookingdb.Engine
 	Orders  booking.Publisher
 	// Edge requires CloudFront's origin header on the public routes; nil: not required.
 	Edge *api.EdgeGuard

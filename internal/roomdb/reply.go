@@ -1,0 +1,104 @@
+package roomdb
+
+// The scripts' replies, named once here; each script's header (lua/*.lua)
+// documents the same shapes.
+
+// Reply words: the one-word answers of the scripts, one vocabulary for all.
+const (
+	wordOK        = "ok"        // done (consume: followed by the session end)
+	wordNoRoom    = "noroom"    // the room is unknown: it has no settings
+	wordNoGrant   = "nogrant"   // consume, complete: no such grant or session
+	wordClosed    = "closed"    // enqueue: the room is closed
+	wordConsumed  = "consumed"  // consume: the grant was already used
+	wordExpired   = "expired"   // consume: the claim deadline passed
+	wordAudience  = "audience"  // consume, complete: the entry token's audience is not the room's origin
+	wordSlow      = "slow"      // poll: too soon after the last poll; followed by the wait (ms)
+	wordChallenge = "challenge" // enqueue: the room asks a join challenge of more work than proven; followed by the bits
+	wordSpent     = "spent"     // enqueue: the join challenge's proof was used before
+	wordLimited   = "limited"   // enqueue: the client's join limit; followed by the wait (ms)
+	wordCreated   = "created"   // config: a new room
+	wordUpdated   = "updated"   // config: an existing room's settings changed
+	wordBusy      = "busy"      // tick with a guard: another tick ran less than the guard ago
+	wordOpen      = "open"      // drain: the room is not closed
+	wordArrived   = "arrived"   // arrive: the join is on an arrival shard; followed by the sequence and a position estimate
+	wordStale     = "stale"     // arrive: a change of the settings fenced the shard after the ones the join was sent with
+	wordRaced     = "raced"     // config: settings of a later change were stored first; nothing stored
+)
+
+// replyWords is every reply word, for the test that the scripts use no other.
+var replyWords = []string{wordOK, wordNoRoom, wordNoGrant, wordClosed, wordConsumed, wordExpired,
+	wordAudience, wordSlow, wordChallenge, wordSpent, wordLimited, wordCreated, wordUpdated, wordBusy, wordOpen, wordArrived,
+	wordStale, wordRaced}
+
+// stateActive is the place state of a consumed grant (a running session); the
+// API reports it as StateAdmitted with Place.Active.
+const stateActive = "active"
+
+// The place reply (lib.lua reply), by position.
+const (
+	placeState    = iota // state: prequeue, waiting, paused, closed, admitted, active, expired
+	placeSeq             // the sequence (decimal)
+	placeDraw            // the pre-queue draw, '' for none
+	placePosition        // 1-based position, 0 when not waiting
+	placeWaiting         // visitors waiting
+	placeDeadline        // claim deadline or session end (ms), 0 for none
+	placeRate            // the pace, admissions a minute × 1000 (lib.lua pace; Place.RatePerMinute)
+	placeVersion         // the settings' version
+	placeWithin          // poll within (ms): the budget of the next poll, 0 when not in the queue
+	placeSettings        // first of the settings' field, value pairs, when sent
+)
+
+// The tick reply (tick.lua), by position.
+const (
+	tickAdmitted  = iota // visitors admitted
+	tickEvicted          // stale visitors evicted
+	tickReclaimed        // expired grants reclaimed
+	tickEnded            // sessions ended
+	tickShards           // the most arrival shards the room's joins ever spread over (arrk; merge reads them)
+	tickLen
+	// A tick that changed something adds these (TickResult's event fields).
+	tickFirst   = iota - 1 // lowest sequence admitted, 0 for none
+	tickLast               // highest sequence admitted, 0 for none
+	tickWaiting            // counts after the tick: waiting,
+	tickGranted            // admitted (grants),
+	tickActive             // active (sessions)
+	tickLenEvent
+)
+
+// The stats reply (stats.lua), by position.
+const (
+	statsWaiting    = iota // visitors waiting (or in the pre-queue)
+	statsAdmitted          // grants not yet consumed
+	statsActive            // sessions running
+	statsLastMinute        // admissions in the last 60 s
+	statsEvicted           // visitors evicted, ever
+	statsConsumed          // grants consumed, ever
+	statsReplays           // replayed consumes refused, ever
+	statsSeed              // the pre-queue lottery's seed ('' for none)
+	statsPace              // the pace, admissions a minute × 1000 (lib.lua pace)
+	statsSettings          // first of the settings' field, value pairs
+)
+
+// The drain reply (drain.lua) when it is wordOK, by position.
+const (
+	drainRemoved = 1 // visitors removed by this call
+	drainWaiting = 2 // visitors still waiting
+	drainLen     = 3
+)
+
+// The arrive reply (arrive.lua) when it is wordArrived, and merge's (merge.lua).
+const (
+	arrivedSeq      = 1 // the join's sequence
+	arrivedPosition = 2 // its position, estimated until the merge
+	arrivedLen      = 3
+	mergedAdded     = 0 // arrivals put in the queue by this merge
+	mergedMark      = 1 // every sequence at or below it is merged
+	mergedWaiting   = 2 // the queue's count after the merge
+	mergedLen       = 3
+)
+
+// The consume reply (consume.lua) when it is wordOK, and poll's when it is wordSlow.
+const (
+	consumeEnds = 1 // the session's end (ms)
+	slowWait    = 1 // ms until the next poll is allowed
+)

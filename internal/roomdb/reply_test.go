@@ -1,0 +1,51 @@
+package roomdb
+
+import (
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/lua"
+)
+
+// The scripts answer in one vocabulary: every one-word reply a script returns
+// is a word the engine names (reply.go).
+func TestReplyWords(t *testing.T) {
+	word := regexp.MustCompile(`return \{'([a-z]+)'`)
+	scripts := map[string]string{"enqueue": lua.Enqueue, "poll": lua.Poll, "tick": lua.Tick, "consume": lua.Consume,
+		"complete": lua.Complete, "leave": lua.Leave, "config": lua.Config, "stats": lua.Stats, "ratelimit": lua.RateLimit,
+		"drain": lua.Drain, "arrive": lua.Arrive, "arrivals": lua.Arrivals, "arrtrim": lua.ArrTrim, "merge": lua.Merge,
+		"arrdrop": lua.ArrDrop, "fence": lua.Fence, "arrfence": lua.ArrFence}
+	seen := map[string]bool{}
+	for name, src := range scripts {
+		for _, m := range word.FindAllStringSubmatch(src, -1) {
+			seen[m[1]] = true
+			if !slices.Contains(replyWords, m[1]) {
+				t.Errorf("%s.lua answers %q, which is not a reply word", name, m[1])
+			}
+		}
+	}
+	for _, w := range replyWords {
+		if !seen[w] {
+			t.Errorf("the reply word %q is answered by no script", w)
+		}
+	}
+	if seen["unknown"] {
+		t.Error("a script still answers 'unknown'")
+	}
+}
+
+// The settings survive the Redis encoding (EncodeConfig, decodePairs); the
+// per-setting round trip is room's TestSettingsEncoding.
+func TestSettingsPairs(t *testing.T) {
+	c := room.DefaultConfig()
+	c.OriginURL = "https://shop.example.com/checkout"
+	got, err := decodePairs(room.EncodeConfig(c))
+	if err != nil || got != c {
+		t.Errorf("defaults through the Redis encoding: %+v, %v; want %+v", got, err, c)
+	}
+	if _, err := decodePairs([]any{"maxActive"}); err == nil {
+		t.Error("odd pairs decoded")
+	}
+}
