@@ -1,16 +1,19 @@
 -- enqueue.lua: a new visitor joins the room.
 -- KEYS: the room's keys (lib.lua), then
--- KEYS[9] -> vst:{room}:pow:<nonce>  STRING  a spent join-challenge nonce, expiring with the challenge
--- KEYS[10] -> vst:{room}:rl:<client> STRING  the client's join limiter (lib.lua limit_client);
---             absent: no per-client limit (the route always passes it)
+-- KEYS[9] -> vst:{room}:arr LIST the room's own arrivals (below), then the keys ARGV[5] and ARGV[6] name:
+--   the proof's, vst:{room}:pow:<nonce> STRING a spent join-challenge nonce, expiring with the challenge,
+--   when ARGV[5] is 'spend'; then the client's, vst:{room}:rl:<client> STRING its join limiter (lib.lua
+--   limit_client), when ARGV[6] is 1
 -- ARGV[1] -> now (ms, the caller's clock)
 -- ARGV[2] -> visitor id (server-generated; salts the pre-queue draw)
 -- ARGV[3] -> the settings version the caller has cached ('' or absent for none)
 -- ARGV[4] -> join-challenge bits the caller verified (0: no proof)
--- ARGV[5] -> the challenge's time left (ms); 0 when there is no proof; for a proof the engine spends
---            on its arrival shard instead (room.Engine.Join: a challenge issued while the room spread),
---            -1 when it spent it now, -2 when it was spent before
--- ARGV[6] -> 1 when KEYS[10] is a client's limiter, 0 for none (absent: 1 if KEYS[10] is given)
+-- ARGV[5] -> the join's proof: 'none' (or absent) for none; 'spend' to spend it here, in its key, for
+--            ARGV[7] ms; for a proof the engine spends on its arrival shard instead (roomdb's Join: a
+--            challenge issued while the room spread), 'shard-first' when it spent it now, 'shard-again'
+--            when it was spent before
+-- ARGV[6] -> 1 when the join counts for a client, whose limiter is a key; 0 (or absent) for none
+-- ARGV[7] -> with 'spend', the challenge's time left (ms)
 -- Returns the place shape of lib.lua's reply, state one of:
 --   'prequeue' (draw set; position: the place at the opening, not shown), 'waiting', 'admitted' (deadline set);
 --   or {'noroom'} for an unknown room, {'closed'} for a closed one,
@@ -23,7 +26,7 @@
 -- The sequence is lib.lua's next_seq: above the last, at least Redis server time
 -- in microseconds (on purpose, so numbers issued after a data loss stay above
 -- every ticket issued before it), ≡ 0 modulo 16 (arrival shards issue the others).
--- KEYS[11] -> vst:{room}:arr LIST the room's own arrivals: in a room whose joins
+-- KEYS[9] -> vst:{room}:arr LIST the room's own arrivals: in a room whose joins
 --             are spread (lib.lua open_for_arrivals) a join is appended there, not
 --             queued, and the tick merges it (merge.lua); its position is an estimate
 --             until then (the count, plus the arrivals before it).
@@ -36,15 +39,17 @@ if cfg.mode == 'closed' then return {'closed'} end
 cfg.known = ARGV[3]
 -- The join challenge: enough work, and each proof joins once.
 if cfg.challengeBits > (tonumber(ARGV[4]) or 0) then return {'challenge', cfg.challengeBits} end
-local limiter = KEYS[10]
-if ARGV[6] and ARGV[6] ~= '1' then limiter = nil end
+local proof = ARGV[5] or 'none'
+local proof_key, limiter = nil, nil
+local extra = 10
+if proof == 'spend' then proof_key, extra = KEYS[extra], extra + 1 end
+if ARGV[6] == '1' then limiter = KEYS[extra] end
 local wait = limit_client(cfg.clientLimit, limiter, now)
 if wait > 0 then return {'limited', wait} end
 -- A proof is spent whether or not the room asks one now (so a challenge turned
 -- off and on again within its life does not let it join twice), and refused
 -- as spent only where one is asked.
-local left = tonumber(ARGV[5]) or 0
-local spent = left == -2 or (left > 0 and not redis.call('SET', KEYS[9], '1', 'NX', 'PX', ARGV[5]))
+local spent = proof == 'shard-again' or (proof_key ~= nil and not redis.call('SET', proof_key, '1', 'NX', 'PX', ARGV[7]))
 if spent and cfg.challengeBits > 0 then return {'spent'} end
 
 local seq = next_seq(tonumber(redis.call('HGET', K_ST, 'seq')), 0)
@@ -80,7 +85,7 @@ end
 
 if open_for_arrivals(cfg, now) then
   -- Never admitted at once (auto): an earlier join may still wait on a shard.
-  local pos = cfg.waiting + redis.call('RPUSH', KEYS[11], m .. ':' .. ARGV[1])
+  local pos = cfg.waiting + redis.call('RPUSH', KEYS[9], m .. ':' .. ARGV[1])
   local _, within = told(cfg, pos)
   return reply(cfg, 'waiting', m, '', pos, pos, 0, within)
 end

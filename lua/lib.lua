@@ -15,7 +15,7 @@
 -- KEYS[7] -> vst:{room}:used  ZSET  consumed grants: member seq, score consume time (ms), or the end of the recovery window
 -- KEYS[8] -> vst:{room}:left  ZSET  visitors who left: member seq, score queue score
 --
--- Replies (named in internal/room/reply.go):
+-- Replies (named in internal/roomdb/reply.go):
 -- * one word for an outcome: 'ok', 'noroom' (unknown room: no settings),
 --   'nogrant' (no such grant or session), 'closed', 'consumed', 'expired',
 --   'audience' (an entry token for another origin), 'slow' (+ wait in ms),

@@ -16,7 +16,7 @@
 -- and who did not leave, is restored at that score (I4): eviction and data loss
 -- are one case.
 -- ARRIVING is the budget (ms) a poll before the merge gets: the next tick's
--- (room.arrivingPoll, which a join on an arrival shard is told too).
+-- (roomdb.arrivingPoll, which a join on an arrival shard is told too).
 local ARRIVING = 2000
 local now = tonumber(ARGV[1])
 local m = ARGV[2]

@@ -161,39 +161,6 @@ func fenceOf(ver string) int64 {
 	return n
 }
 
-// arrive is Join through an arrival shard.
-func (e *Engine) arrive(ctx context.Context, roomID, visitor string, proof room.JoinProof, have versioned) (room.Place, error) {
-	c := have.cfg
-	i := room.ShardOf(proof, visitor, c.JoinShards)
-	k := ArrivalKeysFor(roomID, i)
-	keys := []string{k.State, k.Arrivals, k.Proof("none"), k.Limiter("none")}
-	ttl, limit := int64(0), int64(0)
-	if proof.Nonce != "" {
-		keys[2], ttl = k.Proof(proof.Nonce), max(1, proof.Until.Sub(e.clock()).Milliseconds())
-	}
-	if proof.Client != "" {
-		keys[3], limit = k.Limiter(clientHash(proof.Client)), c.ClientEnqueuePerMinute
-	}
-	reply, err := arriveCmd.Reply(ctx, e.rdb, keys, e.nowMS(), i+1, c.JoinChallengeBits, proof.Bits, ttl, limit, c.JoinShards, fenceOf(have.ver))
-	if err != nil {
-		return room.Place{}, fmt.Errorf("%w: %w", room.ErrUnavailable, err)
-	}
-	if str(reply[0]) == wordStale {
-		return room.Place{}, errFenced
-	}
-	if refused, err := joinRefusal(arriveCmd, reply); refused {
-		return room.Place{}, room.FitChallenge(err, c.JoinShards, proof.Client)
-	}
-	if str(reply[0]) != wordArrived || len(reply) != arrivedLen {
-		return room.Place{}, unexpected(arriveCmd, reply)
-	}
-	pos := max(1, num(reply[arrivedPosition]))
-	p := room.Place{Ticket: room.Ticket{Room: roomID, Visitor: visitor, Seq: num(reply[arrivedSeq])}, Config: c,
-		State: room.StateWaiting, Position: pos, Waiting: pos, RatePerMinute: float64(c.AdmitPerMinute),
-		PollWithin: arrivingPoll}
-	return p, nil
-}
-
 // spreadOver is how many arrival shards a room's joins ever spread over (the
 // settings hash's arrk, written by a PUT and never lowered); 0 for a room that
 // never spread. A drain reads it; a tick has it in its reply.
@@ -221,9 +188,6 @@ func (e *Engine) merge(ctx context.Context, roomID string, shards int) (int64, e
 	if e.mergeHeld(roomID) {
 		return 0, room.ErrMergeHeld
 	}
-	kr := KeysFor(roomID)
-	var got []any
-	var mark int64 = -1
 	// Every shard at once (one pipeline; a cluster's nodes in parallel), and
 	// every shard's trim below: a spread room's tick costs two round trips
 	// more, not two per shard.
@@ -232,6 +196,26 @@ func (e *Engine) merge(ctx context.Context, roomID string, shards int) (int64, e
 		k := ArrivalKeysFor(roomID, i)
 		keys[i] = []string{k.State, k.Arrivals}
 	}
+	mark, got, err := e.readArrivals(ctx, roomID, keys)
+	if err != nil {
+		return 0, err
+	}
+	take, err := below(mark, got)
+	if err != nil {
+		return 0, err
+	}
+	added, reply, err := e.mergeChunks(ctx, roomID, mark, take)
+	if err != nil {
+		return added, err
+	}
+	return added, e.trimArrivals(ctx, keys, str(reply[mergedMark]), num(reply[mergedWaiting]))
+}
+
+// readArrivals reads every arrival shard of keys (arrivals.lua, within
+// shardBudget): mark is the lowest of their marks, got what they hold. A
+// shard that cannot be read holds the room's merges back (holdMerges).
+func (e *Engine) readArrivals(ctx context.Context, roomID string, keys [][]string) (mark int64, got []any, err error) {
+	mark = -1
 	rctx, cancel := context.WithTimeout(ctx, shardBudget)
 	replies, errs := arrivalsCmd.Each(rctx, e.rdb, keys, arrivalBatch)
 	cancel()
@@ -241,7 +225,7 @@ func (e *Engine) merge(ctx context.Context, roomID string, shards int) (int64, e
 			if ctx.Err() == nil {
 				e.holdMerges(roomID)
 			}
-			return 0, fmt.Errorf("%w: arrival shard %d: %v", room.ErrUnavailable, i, errs[i])
+			return 0, nil, fmt.Errorf("%w: arrival shard %d: %v", room.ErrUnavailable, i, errs[i])
 		}
 		if m := num(reply[0]); mark < 0 || m < mark {
 			mark = m
@@ -249,26 +233,35 @@ func (e *Engine) merge(ctx context.Context, roomID string, shards int) (int64, e
 		got = append(got, reply[1:]...)
 	}
 	e.releaseMerges(roomID)
-	// What is at or below the mark goes into the queue in sequence order,
-	// e.mergeChunk at a time, each call up to its last arrival: a backlog (a
-	// merge held back, or a tick a second in a burst of a million a minute,
-	// about 17,000) does not hold the room's shard, and every poll of the
-	// room, for the whole of it.
+	return mark, got, nil
+}
+
+// below is the arrivals of got at or below the mark, in sequence order: what
+// goes into the queue.
+func below(mark int64, got []any) ([]arrival, error) {
 	take := make([]arrival, 0, len(got))
 	for _, x := range got {
 		s, _ := x.(string)
 		a, b, _ := strings.Cut(s, ":")
 		seq, err := strconv.ParseInt(a, 10, 64)
 		if err != nil {
-			return 0, unexpected(arrivalsCmd, []any{x})
+			return nil, unexpected(arrivalsCmd, []any{x})
 		}
 		if seq <= mark {
 			take = append(take, arrival{seq, a, b})
 		}
 	}
 	slices.SortFunc(take, func(a, b arrival) int { return cmp.Compare(a.seq, b.seq) })
-	var added int64
-	var reply []any
+	return take, nil
+}
+
+// mergeChunks puts take into the queue (merge.lua), e.mergeChunk at a time,
+// each call up to its last arrival, the last up to the mark: a backlog (a
+// merge held back, or a tick a second in a burst of a million a minute, about
+// 17,000) does not hold the room's shard, and every poll of the room, for the
+// whole of it. reply is the last call's.
+func (e *Engine) mergeChunks(ctx context.Context, roomID string, mark int64, take []arrival) (added int64, reply []any, err error) {
+	arrivals := []string{KeysFor(roomID).Arrivals()}
 	for start := 0; ; start += e.mergeChunk {
 		end := min(start+e.mergeChunk, len(take))
 		upTo := mark
@@ -283,28 +276,31 @@ func (e *Engine) merge(ctx context.Context, roomID string, shards int) (int64, e
 		for _, a := range take[start:end] {
 			args = append(args, a.member, a.at) // merge.lua parses no entry of the shards'
 		}
-		var err error
-		reply, err = e.runKeys(ctx, mergeCmd, roomID, []string{kr.Arrivals()}, args...)
+		reply, err = e.runKeys(ctx, mergeCmd, roomID, arrivals, args...)
 		if err != nil {
-			return added, err
+			return added, nil, err
 		}
 		if word(reply) == wordNoRoom {
-			return added, room.ErrUnknownRoom
+			return added, nil, room.ErrUnknownRoom
 		}
 		if len(reply) != mergedLen {
-			return added, unexpected(mergeCmd, reply)
+			return added, nil, unexpected(mergeCmd, reply)
 		}
 		added += num(reply[mergedAdded])
 		if end == len(take) {
-			break
+			return added, reply, nil
 		}
 	}
-	merged, waiting := str(reply[mergedMark]), num(reply[mergedWaiting])
+}
+
+// trimArrivals drops from every shard of keys what the merge took
+// (arrtrim.lua: merged is merge.lua's mark, waiting the room's count).
+func (e *Engine) trimArrivals(ctx context.Context, keys [][]string, merged string, waiting int64) error {
 	for i := range keys {
 		keys[i][0], keys[i][1] = keys[i][1], keys[i][0] // arrtrim: the list, then the state
 	}
 	tctx, cancel := context.WithTimeout(ctx, shardBudget)
-	_, errs = arrtrimCmd.Each(tctx, e.rdb, keys, merged, waiting)
+	_, errs := arrtrimCmd.Each(tctx, e.rdb, keys, merged, waiting)
 	cancel()
 	var failed []error
 	for i, err := range errs {
@@ -312,7 +308,7 @@ func (e *Engine) merge(ctx context.Context, roomID string, shards int) (int64, e
 			failed = append(failed, fmt.Errorf("%w: arrival shard %d: %w", room.ErrUnavailable, i, err))
 		}
 	}
-	return added, errors.Join(failed...)
+	return errors.Join(failed...)
 }
 
 // arrival is an entry of an arrival list ('sequence:join ms'), split: its
