@@ -42,7 +42,7 @@ type TickSummary struct {
 }
 
 // Statuser reads a room's counts; a Ticker that is one lets the handler skip
-// an idle deployment's minute (room.Queue and durable.Queue are).
+// an idle deployment's minute (roomdb.Engine and durable.Queue are).
 type Statuser interface {
 	Status(ctx context.Context, room string) (room.Config, room.Stats, error)
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
 // StoreDeleter is a Store that can forget a room (Disk does; a store that
@@ -34,7 +35,15 @@ func (d Disk) Delete(_ context.Context, id string) error {
 	return nil
 }
 
-var _ room.Deleter = (*Queue)(nil)
+// deleter is an engine that can remove a room for good (*roomdb.Engine).
+type deleter interface {
+	Delete(ctx context.Context, room string) error
+}
+
+var (
+	_ deleter = (*Queue)(nil)
+	_ deleter = (*roomdb.Engine)(nil)
+)
 
 // Delete removes a room for good: from the store first (so no restore brings
 // it back), then from Redis. ErrUnknownRoom when neither had it.
@@ -42,7 +51,7 @@ func (q *Queue) Delete(ctx context.Context, id string) error {
 	if !room.ValidRoomID(id) {
 		return room.ErrInvalidRoom
 	}
-	eng, ok := q.eng.(room.Deleter)
+	eng, ok := q.eng.(deleter)
 	if !ok {
 		return room.ErrCannotDelete
 	}
@@ -69,11 +78,20 @@ func (q *Queue) Delete(ctx context.Context, id string) error {
 	return err
 }
 
-var _ room.Auditor = (*Queue)(nil)
+// auditor is an engine that keeps each room's audit log (*roomdb.Engine).
+type auditor interface {
+	AppendAudit(ctx context.Context, room string, e room.AuditEntry) error
+	Audit(ctx context.Context, room string) ([]room.AuditEntry, error)
+}
+
+var (
+	_ auditor = (*Queue)(nil)
+	_ auditor = (*roomdb.Engine)(nil)
+)
 
 // AppendAudit passes the entry on to the engine.
 func (q *Queue) AppendAudit(ctx context.Context, id string, a room.AuditEntry) error {
-	au, ok := q.eng.(room.Auditor)
+	au, ok := q.eng.(auditor)
 	if !ok {
 		return nil
 	}
@@ -82,7 +100,7 @@ func (q *Queue) AppendAudit(ctx context.Context, id string, a room.AuditEntry) e
 
 // Audit reads the engine's audit log of the room.
 func (q *Queue) Audit(ctx context.Context, id string) ([]room.AuditEntry, error) {
-	au, ok := q.eng.(room.Auditor)
+	au, ok := q.eng.(auditor)
 	if !ok {
 		return nil, nil
 	}

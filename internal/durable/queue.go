@@ -16,9 +16,23 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
-// Engine is what Queue needs of the room engine (*roomdb.Engine fits).
+// Engine is what Queue needs of the room engine (*roomdb.Engine fits): the
+// calls it passes on, and the head and the ticks its restores and nudges use.
 type Engine interface {
-	room.Queue
+	Join(ctx context.Context, room, visitor string, proof room.JoinProof) (room.Place, error)
+	Poll(ctx context.Context, t room.Ticket) (room.Place, error)
+	AllowEnqueue(ctx context.Context, room, client string) error
+	Leave(ctx context.Context, t room.Ticket) error
+	Consume(ctx context.Context, room string, seq int64, audience string) (room.Session, error)
+	Complete(ctx context.Context, room string, seq int64, audience string) error
+	Renew(ctx context.Context, room string, seq int64, audience string, start time.Time) (room.Session, error)
+	Tick(ctx context.Context, room string) (room.TickResult, error)
+	PutConfig(ctx context.Context, room string, cfg room.Config) (room.Config, error)
+	GetConfig(ctx context.Context, room string) (room.Config, error)
+	Rooms(ctx context.Context) ([]string, error)
+	Status(ctx context.Context, room string) (room.Config, room.Stats, error)
+	Drain(ctx context.Context, room string) (int64, error)
+	History(ctx context.Context, room string) ([]room.HistoryPoint, error)
 	TickGuarded(ctx context.Context, room string, guard time.Duration) (room.TickResult, error)
 	Head(ctx context.Context, room string, floor float64) (float64, error)
 	FloorNow(ctx context.Context, room string) (float64, error)
@@ -62,8 +76,9 @@ type Options struct {
 	NoNudge   bool             // true: requests drive no ticks (the scheduled loop does it all)
 }
 
-// Queue is a room.Queue over the engine that makes the rooms' settings
-// durable and lets requests tick quiet rooms. See the package doc.
+// Queue passes the room engine's calls on (Engine's, but for the head and the
+// guarded tick), making the rooms' settings durable and letting requests tick
+// quiet rooms. See the package doc.
 type Queue struct {
 	eng Engine
 	o   Options
@@ -89,8 +104,6 @@ type record struct {
 	head float64
 	at   time.Time
 }
-
-var _ room.Queue = (*Queue)(nil)
 
 // New wraps an engine.
 func New(eng Engine, o Options) *Queue {

@@ -1,6 +1,6 @@
 // Package durable keeps what a total loss of Redis must not take: each room's
 // settings and its admission head, in a Store (S3 when deployed, a folder for
-// `make dev`). Queue wraps the engine (a room.Queue decorator): an admin PUT
+// `make dev`). Queue wraps the engine (a decorator of its calls): an admin PUT
 // writes the settings to the store as well; any call that finds a room
 // missing in Redis restores it from the store, its recorded head as the
 // floor (no consumed grant is granted again), and retries once; the admit

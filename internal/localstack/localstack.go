@@ -284,11 +284,16 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	return s, nil
 }
 
+// settingsPutter is what the demo rooms need of the queue.
+type settingsPutter interface {
+	PutConfig(ctx context.Context, room string, cfg room.Config) (room.Config, error)
+}
+
 // demoRooms creates the demo rooms: "demo", gated, whose origin is the demo
 // site (or, when the site cannot be gated, the hand-integration example), and
 // "demo-api", whose origin is the hand-integration example. cfg, when set,
 // is the demo room's settings.
-func (s *Stack) demoRooms(ctx context.Context, q room.Queue, cfg *room.Config, gated bool) error {
+func (s *Stack) demoRooms(ctx context.Context, q settingsPutter, cfg *room.Config, gated bool) error {
 	want := room.DefaultConfig()
 	want.MaxActive, want.AdmitPerMinute = 5, 60
 	if cfg != nil {
@@ -313,7 +318,7 @@ func (s *Stack) demoRooms(ctx context.Context, q room.Queue, cfg *room.Config, g
 // demoRoom puts a demo room's settings as the README gives them, whatever a
 // previous run (kept in .vestibule/rooms or a real Redis) changed: a demo
 // starts from the same place every time. Other rooms are left as they are.
-func (s *Stack) demoRoom(ctx context.Context, q room.Queue, id string, want room.Config) error {
+func (s *Stack) demoRoom(ctx context.Context, q settingsPutter, id string, want room.Config) error {
 	if _, err := q.PutConfig(ctx, id, want); err != nil {
 		return fmt.Errorf("room %s: %w", id, err)
 	}

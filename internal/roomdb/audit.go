@@ -8,8 +8,6 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-var _ room.Auditor = (*Engine)(nil)
-
 // Audit is the key of the room's audit log (LIST of AuditEntry JSON, newest
 // first, capped at AuditKeep). Delete leaves it: who deleted a room stays
 // on record.

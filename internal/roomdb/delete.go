@@ -7,8 +7,6 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-var _ room.Deleter = (*Engine)(nil)
-
 // Delete removes a room for good: the keys of its slot in one DEL (a tick or
 // a join running meanwhile finds no settings and answers unknown room), then
 // its arrival shards', then its entry in the registry. Join limiters and

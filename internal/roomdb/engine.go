@@ -92,8 +92,6 @@ type versioned struct {
 	at  time.Time // when the room's shard last confirmed ver (engine clock)
 }
 
-var _ room.Queue = (*Engine)(nil)
-
 // Option configures an Engine.
 type Option func(*Engine)
 
