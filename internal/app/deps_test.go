@@ -44,3 +44,27 @@ func TestFunctionsLinkNoSharedConfig(t *testing.T) {
 		t.Errorf("the operator CLI should keep the SDK's config (profiles, SSO): %v", err)
 	}
 }
+
+// Only the engines (internal/roomdb, internal/bookingdb) and what builds or
+// runs them link the Redis client and the Lua scripts: the shared types
+// (internal/room, internal/booking) do not, so neither does the token code,
+// the configuration, the poll policy, the CDK app, the operator's command nor
+// the key-sync Lambdas.
+func TestTypesLinkNoRedis(t *testing.T) {
+	const mod = "github.com/vestibule-dev/vestibule/"
+	for _, pkg := range []string{"internal/token", "internal/config", "internal/pollpolicy", "infra/stack", "infra",
+		"cmd/vestibule", "functions/gatekeys", "functions/keysync"} {
+		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		if !strings.Contains(string(out), mod+pkg+"\n") {
+			t.Fatalf("go list -deps %s does not list the package itself:\n%s", pkg, out)
+		}
+		for _, bad := range []string{"github.com/redis/go-redis", mod + "lua\n"} {
+			if strings.Contains(string(out), bad) {
+				t.Errorf("%s links %s", pkg, strings.TrimSpace(bad))
+			}
+		}
+	}
+}
