@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 )
@@ -243,8 +244,8 @@ type Queue interface {
 	History(ctx context.Context, room string) ([]HistoryPoint, error)
 }
 
-// ErrTickBusy is TickGuarded's answer when a tick of the room ran less than
-// the guard ago: this one did nothing.
+// ErrTickBusy is roomdb.Engine.TickGuarded's answer when a tick of the room
+// ran less than the guard ago: this one did nothing.
 var ErrTickBusy = errors.New("room: ticked less than the guard ago")
 
 // Unavailable reports whether err means Redis could not be reached or answered
@@ -254,3 +255,22 @@ func Unavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
 // ErrMergeHeld is a tick's MergeErr while the room's merges are held back
 // after a failed read of its arrival shards. It wraps ErrUnavailable.
 var ErrMergeHeld = fmt.Errorf("%w: arrival shards unreachable at the last try: merge held back", ErrUnavailable)
+
+// ToldMS is the silence (ms) a heartbeat class allows before the grace
+// (lib.lua's told_ms): 0 for class 0, else 1 s × 2^((class−1)/4), rounded.
+func ToldMS(class int) int64 {
+	if class < 1 {
+		return 0
+	}
+	return int64(math.Floor(1000*math.Pow(2, float64(class-1)/4) + 0.5))
+}
+
+// ToldClass is the smallest class whose ToldMS is at least budget (ms): what
+// the engine stores for a poll budget (lib.lua's told).
+func ToldClass(budgetMS int64) int {
+	c := 1
+	for c < 63 && ToldMS(c) < budgetMS {
+		c++
+	}
+	return c
+}

@@ -131,11 +131,11 @@ func (e *Engine) wouldSpread(have versioned) bool {
 // now; on an error, or for an unknown room, it returns have. Join calls it for
 // a proof whose engine's settings say the room spreads its joins now but were
 // confirmed more than confirmFor ago, or whose nonce is spent on an arrival
-// shard (NonceShards): where the proof joins, and whether the room's shard
+// shard (room.NonceShards): where the proof joins, and whether the room's shard
 // must find it spent there first, follow the settings of now. It reads them
 // again for a join turned away by a fenced shard, and for a join refused for
 // its challenge by an engine that holds no settings of the room, so the
-// challenge's nonce fits the room's arrival shards (ChallengeError.Accepts).
+// challenge's nonce fits the room's arrival shards (room.ChallengeError.Accepts).
 func (e *Engine) reconfirm(ctx context.Context, roomID string, have versioned) versioned {
 	m, err := e.rdb.HGetAll(ctx, KeysFor(roomID).Config).Result()
 	if err != nil || m["ver"] == "" {

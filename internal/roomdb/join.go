@@ -14,7 +14,7 @@ import (
 //   - the settings it goes by (joinSettings): the cached ones, read again
 //     first when they lapsed and decide where it joins;
 //   - spread (onShard, arrive): a room that spreads its joins takes one on the
-//     arrival shard it picks (ShardOf), not on the room's own;
+//     arrival shard it picks (room.ShardOf), not on the room's own;
 //   - the fence (joinSpread): an arrival shard fenced by a change of the
 //     settings after the ones the join was sent with turns it away, and the
 //     engine reads them again and tries once more as they say;
@@ -46,10 +46,10 @@ func (e *Engine) Join(ctx context.Context, roomID, visitor string, proof room.Jo
 // over k shards on the shard it picks of those k, any other on the room's
 // shard, wherever it joins, so it joins once across an opening, a pause, a
 // closing or a change of joinShards. A client's joins are counted in one
-// place: on its arrival shard while the room spreads its joins (ShardOf), so
+// place: on its arrival shard while the room spreads its joins (room.ShardOf), so
 // a join the engine would send to the room's shard only to confirm old
 // settings reads them first; and under the room's own network prefixes
-// (ClientNetwork), which an engine that holds no settings of the room reads
+// (room.ClientNetwork), which an engine that holds no settings of the room reads
 // first too. So the engine reads settings that lapsed first when the join
 // counts for a client, or its proof may join on its shard or must be spent
 // there.
@@ -170,7 +170,7 @@ func (e *Engine) joinRoomShard(ctx context.Context, roomID, visitor string, proo
 // fitRefusal gives a refused join's challenge the arrival shards the room
 // spreads its joins over (room.FitChallenge); an engine that holds no
 // settings of the room reads them first, for the challenge to fit the
-// client's shard (ChallengeError.Accepts).
+// client's shard (room.ChallengeError.Accepts).
 func (e *Engine) fitRefusal(ctx context.Context, roomID string, have versioned, client string, err error) error {
 	if have.ver == "" && errors.Is(err, room.ErrChallengeRequired) {
 		have = e.reconfirm(ctx, roomID, have)
