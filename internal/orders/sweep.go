@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
-	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/metrics"
 )
 
@@ -31,11 +30,20 @@ type SweepSummary struct {
 	Errors    int
 }
 
+// Engine is what the sweep uses of the booking engine (*bookingdb.Engine).
+type Engine interface {
+	Events(ctx context.Context) ([]string, error)
+	Sweep(ctx context.Context, event string, max int) (expired, overdue int64, err error)
+	EndTimedOut(ctx context.Context, event string) (int64, error)
+	Outbox(ctx context.Context, event string, max int, before time.Time) ([]booking.Pending, error)
+	Ack(ctx context.Context, event string, ids ...string) error
+}
+
 // Sweep runs over every defined event: expires overdue holds (the scripts do
 // it lazily too; this keeps counters and session limits exact on a quiet
 // event), drops the holds of room sessions that timed out (Engine.EndTimedOut), then publishes what the outbox holds from before now − Grace and
 // acknowledges it. pub nil only expires. Errors are logged and counted.
-func Sweep(ctx context.Context, eng *bookingdb.Engine, pub booking.Publisher, now time.Time, log *slog.Logger) SweepSummary {
+func Sweep(ctx context.Context, eng Engine, pub booking.Publisher, now time.Time, log *slog.Logger) SweepSummary {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -127,7 +135,7 @@ func publishAll(ctx context.Context, pub booking.Publisher, evs []booking.OrderE
 // Task is the booking tick for the admission loop (admission.Run's also):
 // a Sweep at most every interval (5 s when interval ≤ 0), so a loop ticking
 // rooms every second sweeps events less often. clock nil is time.Now.
-func Task(eng *bookingdb.Engine, pub booking.Publisher, interval time.Duration, clock func() time.Time, log *slog.Logger) func(context.Context) {
+func Task(eng Engine, pub booking.Publisher, interval time.Duration, clock func() time.Time, log *slog.Logger) func(context.Context) {
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}
