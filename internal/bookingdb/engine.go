@@ -1,7 +1,7 @@
 // Package bookingdb is the booking kit's engine over Redis: an event's
 // inventory (the types of package booking) held, confirmed, released and
-// cancelled. With the room engine (internal/roomdb) it is the code in
-// Vestibule that talks to Redis.
+// cancelled. Of the deployed code, it and the room engine (internal/roomdb)
+// are what talks to Redis (internal/app only builds the client).
 //
 // Every state change is one Lua script from lua/ (booking_*.lua), and every
 // key of an event shares the event's hash tag, so an event lives in one Redis

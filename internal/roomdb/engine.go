@@ -1,10 +1,11 @@
 // Package roomdb is the room engine over Redis: the waiting room's state
 // machine (Engine), the arrival shards a room's joins spread over
-// (arrivals.go) and a room's Redis key layout (keys.go). With the booking
-// kit's engine (internal/bookingdb) it is the code in Vestibule that talks to
-// Redis; the rest speaks the types of package room. Every state change is one
-// Lua script from lua/, run by SHA with a fallback to load, and every key of a
-// room shares the room's hash tag so a room lives in one Redis Cluster slot.
+// (arrivals.go) and a room's Redis key layout (keys.go). Of the deployed code,
+// it and the booking kit's engine (internal/bookingdb) are what talks to
+// Redis (internal/app only builds the client); the rest speaks the types of
+// package room. Every state change is one Lua script from lua/, run by SHA
+// with a fallback to load, and every key of a room shares the room's hash tag
+// so a room lives in one Redis Cluster slot.
 //
 // Time never comes from Redis (except the sequence floor, see docs/ENGINE.md):
 // callers pass it in through the Engine's clock, which tests replace.
