@@ -16,7 +16,6 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/vestibule-dev/vestibule/internal/challenge"
-	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/routes"
 )
 
@@ -210,13 +209,9 @@ func (f *Front) distributionProps(st awscdk.Stack, set Settings, webACL *string)
 // addAPIBehaviours sends /api/* to the API: CachedAPIPaths through the short cache, the rest per
 // visitor. Behaviours are matched in the order added: the cached paths first.
 func (f *Front) addAPIBehaviours(st awscdk.Stack, p *frontProps, shortCache awscloudfront.ICachePolicy) {
-	apiOrigin := awscloudfrontorigins.NewHttpOrigin(p.APIOrigin, &awscloudfrontorigins.HttpOriginProps{
-		ProtocolPolicy:     awscloudfront.OriginProtocolPolicy_HTTPS_ONLY,
-		OriginSslProtocols: &[]awscloudfront.OriginSslPolicy{awscloudfront.OriginSslPolicy_TLS_V1_2},
-		CustomHeaders:      &map[string]*string{config.OriginHeader: originHeaderValue(p.Settings, p.OriginSecret)},
-	})
+	api := apiOrigin(p.APIOrigin, p.OriginSecret, p.Settings.OriginSecretVersion)
 	for _, path := range CachedAPIPaths {
-		f.Distribution.AddBehavior(jsii.String(path), apiOrigin, &awscloudfront.AddBehaviorOptions{
+		f.Distribution.AddBehavior(jsii.String(path), api, &awscloudfront.AddBehaviorOptions{
 			ViewerProtocolPolicy:  awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
 			AllowedMethods:        awscloudfront.AllowedMethods_ALLOW_GET_HEAD(),
 			CachePolicy:           shortCache,
@@ -224,7 +219,7 @@ func (f *Front) addAPIBehaviours(st awscdk.Stack, p *frontProps, shortCache awsc
 			Compress:              jsii.Bool(true),
 		})
 	}
-	f.Distribution.AddBehavior(jsii.String("/api/*"), apiOrigin, &awscloudfront.AddBehaviorOptions{
+	f.Distribution.AddBehavior(jsii.String("/api/*"), api, &awscloudfront.AddBehaviorOptions{
 		ViewerProtocolPolicy:  awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
 		AllowedMethods:        awscloudfront.AllowedMethods_ALLOW_ALL(),
 		CachePolicy:           newPerVisitorCache(st),

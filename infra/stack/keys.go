@@ -84,13 +84,14 @@ func (s *Secrets) byVariable() map[string]awssecretsmanager.Secret {
 // CloudFormation dynamic reference to the origin secret, resolved by CloudFormation when it
 // updates a distribution, so the value is never in the template (it is visible, as any origin
 // header, to whoever may read the distribution's configuration). A pinned version makes a
-// rotation a template change (docs/DEPLOY.md). Every distribution that reaches the API sends it.
-func originHeaderValue(set Settings, originSecret awssecretsmanager.ISecret) *string {
-	var version *awscdk.SecretsManagerSecretOptions
-	if set.OriginSecretVersion != "" {
-		version = &awscdk.SecretsManagerSecretOptions{VersionId: jsii.String(set.OriginSecretVersion)}
+// rotation a template change (docs/DEPLOY.md): version is Settings.OriginSecretVersion, "" for
+// the current one. Every distribution that reaches the API sends it (apiOrigin).
+func originHeaderValue(version string, originSecret awssecretsmanager.ISecret) *string {
+	var opts *awscdk.SecretsManagerSecretOptions
+	if version != "" {
+		opts = &awscdk.SecretsManagerSecretOptions{VersionId: jsii.String(version)}
 	}
-	return awscdk.SecretValue_SecretsManager(originSecret.SecretArn(), version).UnsafeUnwrap()
+	return awscdk.SecretValue_SecretsManager(originSecret.SecretArn(), opts).UnsafeUnwrap()
 }
 
 // Keys is what newKeys made, for the wiring in New and for tests.

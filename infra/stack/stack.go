@@ -88,14 +88,17 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	v.API, v.AccessLogs, v.APIOriginDomain = api.HttpApi, api.AccessLogs, api.OriginDomain
 	front := newFront(st, &frontProps{Settings: set, Retention: retention, APIOrigin: api.OriginDomain, OriginSecret: secrets.Origin})
 	v.Distribution, v.Bucket, v.LogsBucket, v.WaitingRoomURL = front.Distribution, front.Bucket, front.LogsBucket, front.URL
-	v.Gate = newGate(st, v, set, secrets.EntryKey, secrets.Origin)
+	v.Gate = newGate(st, &gateProps{
+		Settings: set, WaitingRoomURL: front.URL, LogsBucket: front.LogsBucket, APIOrigin: api.OriginDomain,
+		EntryKeySecret: secrets.EntryKey, OriginSecret: secrets.Origin,
+	})
 	// CloudFront sends the origin value only once the keys object accepts it (a deploy that pins
 	// a new origin-secret version syncs first).
 	v.Distribution.Node().AddDependency(v.Keys.Resource)
 	if v.Gate != nil {
 		v.Gate.Distribution.Node().AddDependency(v.Keys.Resource)
 	}
-	v.Events = newEvents(st, v, set, retention)
+	v.Events = newEvents(st, &eventsProps{Settings: set, Functions: v.Functions, Retention: retention})
 	v.Alarms = newAlarms(st, &alarmsProps{
 		Settings: set, Functions: v.Functions, API: api.HttpApi, AccessLogs: api.AccessLogs,
 		DeadLetters: v.Events.DeadLetters, ServerlessCacheName: v.ServerlessCacheName,
