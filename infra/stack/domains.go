@@ -135,7 +135,7 @@ func distributionURL(domain string, d awscloudfront.Distribution) string {
 }
 
 // apiDomain maps the API to its own domain when the settings give one (the execute-api endpoint is
-// then off, newFront), with mutual TLS when they give a truststore, and returns the domain CloudFront
+// then off, newAPI), with mutual TLS when they give a truststore, and returns the domain CloudFront
 // reaches the API on: that one, or the execute-api host.
 func apiDomain(st awscdk.Stack, api awsapigatewayv2.HttpApi, stage awsapigatewayv2.HttpStage, set Settings) *string {
 	if set.APIDomain == "" {

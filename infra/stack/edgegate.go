@@ -167,12 +167,17 @@ func (g *EdgeGate) Associations() *[]*awscloudfront.FunctionAssociation {
 // Vestibule stack's ApiUrl output without scheme and path) and the origin header CloudFront must
 // send it, resolved from the origin secret by CloudFormation (OriginSecretArn output).
 func APIOrigin(apiHost *string, originSecret awssecretsmanager.ISecret) awscloudfront.IOrigin {
-	return awscloudfrontorigins.NewHttpOrigin(apiHost, &awscloudfrontorigins.HttpOriginProps{
+	return apiOrigin(apiHost, originSecret, "")
+}
+
+// apiOrigin is the API as an origin of a distribution: HTTPS, TLS 1.2, with the origin header
+// (originHeaderValue) of the origin secret's current version, or of version when one is pinned.
+// The waiting room's distribution, the gate's and a site's (APIOrigin) reach the API through it.
+func apiOrigin(host *string, originSecret awssecretsmanager.ISecret, version string) awscloudfront.IOrigin {
+	return awscloudfrontorigins.NewHttpOrigin(host, &awscloudfrontorigins.HttpOriginProps{
 		ProtocolPolicy:     awscloudfront.OriginProtocolPolicy_HTTPS_ONLY,
 		OriginSslProtocols: &[]awscloudfront.OriginSslPolicy{awscloudfront.OriginSslPolicy_TLS_V1_2},
-		CustomHeaders: &map[string]*string{
-			config.OriginHeader: awscdk.SecretValue_SecretsManager(originSecret.SecretArn(), nil).UnsafeUnwrap(),
-		},
+		CustomHeaders:      &map[string]*string{config.OriginHeader: originHeaderValue(version, originSecret)},
 	})
 }
 

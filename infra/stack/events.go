@@ -37,9 +37,16 @@ type Events struct {
 	Filters     map[string]awslogs.SubscriptionFilter // by function name
 }
 
+// eventsProps are what the events are built from: the functions whose logs carry them.
+type eventsProps struct {
+	Settings  Settings
+	Functions map[string]awslambda.Function
+	Retention awslogs.RetentionDays
+}
+
 // newEvents defines the bus, the forwarder and the subscription filters on the log groups of
 // EventFunctions.
-func newEvents(st awscdk.Stack, v *Vestibule, set Settings, retention awslogs.RetentionDays) *Events {
+func newEvents(st awscdk.Stack, p *eventsProps) *Events {
 	ev := &Events{Filters: map[string]awslogs.SubscriptionFilter{}}
 	// A custom bus: its name is the stack's (unique in the region), so two stages get two buses.
 	ev.Bus = awsevents.NewEventBus(st, jsii.String("EventBus"), &awsevents.EventBusProps{
@@ -48,7 +55,7 @@ func newEvents(st awscdk.Stack, v *Vestibule, set Settings, retention awslogs.Re
 	})
 	// The forwarder's own log group has no subscription, so nothing it writes is forwarded again.
 	logs := awslogs.NewLogGroup(st, jsii.String("ForwarderLogs"), &awslogs.LogGroupProps{
-		Retention:     retention,
+		Retention:     p.Retention,
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	})
 	// A batch still failing after the retries lands here instead of being dropped, so no event is
@@ -65,7 +72,7 @@ func newEvents(st awscdk.Stack, v *Vestibule, set Settings, retention awslogs.Re
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
 		Architecture: awslambda.Architecture_ARM_64(),
 		Handler:      jsii.String("bootstrap"),
-		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(set.AssetDir, Forwarder)), nil),
+		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(p.Settings.AssetDir, Forwarder)), nil),
 		MemorySize:   jsii.Number(128),
 		// PutEvents calls, with up to three retries of refused entries (0.7 s of back-off) each.
 		Timeout: awscdk.Duration_Seconds(jsii.Number(30)),
@@ -84,7 +91,7 @@ func newEvents(st awscdk.Stack, v *Vestibule, set Settings, retention awslogs.Re
 	dest := awslogsdestinations.NewLambdaDestination(ev.Forwarder, &awslogsdestinations.LambdaDestinationOptions{AddPermissions: jsii.Bool(true)})
 	for _, name := range EventFunctions {
 		ev.Filters[name] = awslogs.NewSubscriptionFilter(st, jsii.String(title(name)+"Events"), &awslogs.SubscriptionFilterProps{
-			LogGroup:      v.Functions[name].LogGroup(),
+			LogGroup:      p.Functions[name].LogGroup(),
 			Destination:   dest,
 			FilterPattern: awslogs.FilterPattern_Literal(jsii.String(eventbus.FilterPattern())),
 		})

@@ -2,180 +2,72 @@ package stack_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
-
+	"github.com/aws/jsii-runtime-go"
 	"github.com/vestibule-dev/vestibule/infra/stack"
 	"github.com/vestibule-dev/vestibule/internal/config"
-	"github.com/vestibule-dev/vestibule/internal/metrics"
 )
 
-var (
-	stagingStack = sync.OnceValue(func() fixture {
-		return synth(onceT{}, "", true, func(s *stack.Settings) { s.Stage = "staging" })
+func TestBucketIsPrivateAndReadableOnlyByTheDistribution(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	// THEN the bucket blocks every kind of public access
+	f.has(t, "AWS::S3::Bucket", map[string]any{
+		"PublicAccessBlockConfiguration": map[string]any{
+			"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true,
+		},
 	})
-	wafStack = sync.OnceValue(func() fixture {
-		return synth(onceT{}, "us-east-1", true, func(s *stack.Settings) { s.WAF = true })
-	})
-)
-
-// resolve evaluates the few intrinsic functions names are made of, for one stack name and region.
-func resolve(t *testing.T, v any, stackName, region string) string {
-	t.Helper()
-	switch v := v.(type) {
-	case string:
-		return v
-	case map[string]any:
-		if ref, ok := v["Ref"]; ok {
-			switch ref {
-			case "AWS::Region":
-				return region
-			case "AWS::StackName":
-				return stackName
+	// and its policy allows one thing: CloudFront reading objects on behalf of this distribution
+	var dist string
+	for id := range f.ofType("AWS::CloudFront::Distribution") {
+		dist = id
+	}
+	page := ""
+	for id := range f.ofType("AWS::S3::Bucket") {
+		if strings.HasPrefix(id, "PageBucket") {
+			page = id
+		}
+	}
+	policies := map[string]map[string]any{}
+	for id, p := range f.ofType("AWS::S3::BucketPolicy") {
+		if reflect.DeepEqual(props(p)["Bucket"], map[string]any{"Ref": page}) {
+			policies[id] = p
+		}
+	}
+	if len(policies) != 1 {
+		t.Fatalf("%d policies on the page bucket %s, want 1", len(policies), page)
+	}
+	for _, p := range policies {
+		var allows []map[string]any
+		for _, s := range asSlice(props(p)["PolicyDocument"].(map[string]any)["Statement"]) {
+			st := s.(map[string]any)
+			if st["Effect"] == "Allow" {
+				allows = append(allows, st)
 			}
 		}
-		if join, ok := v["Fn::Join"].([]any); ok {
-			var parts []string
-			for _, p := range join[1].([]any) {
-				parts = append(parts, resolve(t, p, stackName, region))
-			}
-			return strings.Join(parts, join[0].(string))
+		if len(allows) != 1 {
+			t.Fatalf("bucket policy has %d Allow statements, want 1: %v", len(allows), allows)
+		}
+		a := allows[0]
+		if !reflect.DeepEqual(a["Principal"], map[string]any{"Service": "cloudfront.amazonaws.com"}) || a["Action"] != "s3:GetObject" {
+			t.Errorf("bucket policy allows %v to %v, want cloudfront.amazonaws.com s3:GetObject", a["Principal"], a["Action"])
+		}
+		cond, _ := json.Marshal(a["Condition"])
+		if !strings.Contains(string(cond), `"AWS:SourceArn"`) || !strings.Contains(string(cond), `{"Ref":"`+dist+`"}`) {
+			t.Errorf("bucket policy condition %s does not pin the distribution %s", cond, dist)
 		}
 	}
-	t.Fatalf("cannot resolve %v", v)
-	return ""
-}
-
-// accountWide are the resource types whose names are unique per account (CloudFront's across
-// all regions, the others per region), with the path of the name in their properties.
-var accountWide = map[string][]string{
-	"AWS::CloudFront::CachePolicy":           {"CachePolicyConfig", "Name"},
-	"AWS::CloudFront::OriginRequestPolicy":   {"OriginRequestPolicyConfig", "Name"},
-	"AWS::CloudFront::ResponseHeadersPolicy": {"ResponseHeadersPolicyConfig", "Name"},
-	"AWS::CloudFront::OriginAccessControl":   {"OriginAccessControlConfig", "Name"},
-	"AWS::CloudFront::Function":              {"Name"},
-	"AWS::WAFv2::WebACL":                     {"Name"},
-	"AWS::CloudWatch::Dashboard":             {"DashboardName"},
-	"AWS::CloudFront::KeyValueStore":         {"Name"},
-}
-
-// names returns every account-wide name of a stack deployed in region, failing on a resource
-// of such a type that leaves its name to CloudFormation.
-func names(t *testing.T, f fixture, region string) map[string]string {
-	t.Helper()
-	stackName := *f.stack.StackName()
-	out := map[string]string{}
-	for id, r := range f.resources {
-		path, ok := accountWide[r["Type"].(string)]
-		if !ok {
-			continue
-		}
-		var v any = props(r)
-		for _, k := range path {
-			v = v.(map[string]any)[k]
-		}
-		if v == nil {
-			t.Errorf("%s %s: no explicit name", stackName, id)
-			continue
-		}
-		n := resolve(t, v, stackName, region)
-		if len(n) > 64 {
-			t.Errorf("%s: name %q is over 64 characters", id, n)
-		}
-		out[n] = stackName + "/" + region + "/" + id
-	}
-	return out
-}
-
-func TestTwoStagesOrRegionsDoNotCollide(t *testing.T) {
-	// GIVEN the default stack and a staging copy, each in two regions, and a WAF stack
-	copies := []struct {
-		f      fixture
-		region string
-	}{
-		{defaultStack(), "us-east-1"}, {defaultStack(), "eu-west-1"},
-		{stagingStack(), "us-east-1"}, {stagingStack(), "eu-west-1"},
-	}
-	if *stagingStack().stack.StackName() != "Vestibule-staging" || *defaultStack().stack.StackName() != "Vestibule" {
-		t.Fatalf("stack names %s, %s", *defaultStack().stack.StackName(), *stagingStack().stack.StackName())
-	}
-	// WHEN their account-wide names are resolved
-	seen := map[string]string{}
-	for _, c := range copies {
-		for n, where := range names(t, c.f, c.region) {
-			// THEN no two copies share one
-			if other, dup := seen[n]; dup {
-				t.Errorf("%q is used by %s and %s", n, other, where)
-			}
-			seen[n] = where
-		}
-	}
-	if len(seen) < 4*7 {
-		t.Errorf("only %d account-wide names in four copies: %v", len(seen), seen)
-	}
-	// and the same holds with the gate, whose KeyValueStore and functions are CloudFront's
-	// (their names unique in the account across regions)
-	gates := map[string]string{}
-	for _, c := range []struct {
-		f      fixture
-		region string
-	}{
-		{gateStack(), "us-east-1"}, {gateStack(), "eu-west-1"},
-		{stagingGateStack(), "us-east-1"}, {stagingGateStack(), "eu-west-1"},
-	} {
-		for n, where := range names(t, c.f, c.region) {
-			if other, dup := gates[n]; dup {
-				t.Errorf("with the gate: %q is used by %s and %s", n, other, where)
-			}
-			gates[n] = where
-		}
-	}
-	if len(gates) < 4*10 {
-		t.Errorf("only %d account-wide names in four copies with the gate: %v", len(gates), gates)
-	}
-	// and the serverless cache, whose name is unique per region, differs between stages
-	cache := func(f fixture) any {
-		for _, c := range f.ofType("AWS::ElastiCache::ServerlessCache") {
-			return props(c)["ServerlessCacheName"]
-		}
-		return nil
-	}
-	if a, b := cache(defaultStack()), cache(stagingStack()); a == nil || reflect.DeepEqual(a, b) {
-		t.Errorf("serverless cache names %v and %v", a, b)
-	}
-	// and the WAF copy names its web ACL the same way
-	wn := names(t, wafStack(), "us-east-1")
-	found := false
-	for n := range wn {
-		found = found || strings.HasSuffix(n, "-web-acl")
-	}
-	if !found {
-		t.Errorf("the web ACL has no stack-wide name: %v", wn)
-	}
-
-	// and each stack's functions tell their metrics apart by stack, and the stack's Redis alarm
-	// watches its own
-	for _, f := range []fixture{defaultStack(), stagingStack()} {
-		name := *f.stack.StackName()
-		for fn, r := range f.ours(t) {
-			if got := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)[config.EnvStack]; got != name {
-				t.Errorf("%s %s: %s=%v", name, fn, config.EnvStack, got)
-			}
-		}
-		f.has(t, "AWS::CloudWatch::Alarm", map[string]any{
-			"Namespace": metrics.Namespace, "MetricName": metrics.RedisErrors,
-			"Dimensions": []any{map[string]any{"Name": metrics.StackDimension, "Value": name}},
-		})
-	}
+	f.count(t, "AWS::CloudFront::OriginAccessControl", 1)
 }
 
 func TestPublicAPIOnlyThroughCloudFront(t *testing.T) {
@@ -251,162 +143,246 @@ func TestPublicAPIOnlyThroughCloudFront(t *testing.T) {
 	}
 }
 
-func TestSAMLocalCanOverrideEveryVariable(t *testing.T) {
+func TestCloudFrontCachesOnlyStatusAndJWKS(t *testing.T) {
 	// GIVEN the default stack
 	f := defaultStack()
-	want := slices.Clone(config.Names())
-	sort.Strings(want)
-	// WHEN each function's declared variables are read
-	for name, r := range f.ours(t) {
-		vars := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
-		var got []string
-		for k := range vars {
-			got = append(got, k)
+	var cfg map[string]any
+	for _, d := range f.ofType("AWS::CloudFront::Distribution") {
+		cfg = props(d)["DistributionConfig"].(map[string]any)
+	}
+	var shortCache, apiCache, apiRequests string
+	for id := range f.ofType("AWS::CloudFront::CachePolicy") {
+		if strings.HasPrefix(id, "ShortCache") {
+			shortCache = id
+		} else {
+			apiCache = id
 		}
-		sort.Strings(got)
-		// THEN they are exactly those config.Load reads (sam local overrides only declared
-		// ones), and none the Lambda runtime reserves
-		if !slices.Equal(got, want) {
-			t.Errorf("%s declares\n %v\nwant\n %v", name, got, want)
+	}
+	for id := range f.ofType("AWS::CloudFront::OriginRequestPolicy") {
+		apiRequests = id
+	}
+	// WHEN the behaviours are read, in CloudFront's order of precedence
+	var patterns []string
+	for _, b := range asSlice(cfg["CacheBehaviors"]) {
+		b := b.(map[string]any)
+		p := b["PathPattern"].(string)
+		patterns = append(patterns, p)
+		// THEN every behaviour is HTTPS only and carries the security headers
+		if b["ViewerProtocolPolicy"] != "redirect-to-https" || b["ResponseHeadersPolicyId"] == nil {
+			t.Errorf("%s: viewer policy %v, headers %v", p, b["ViewerProtocolPolicy"], b["ResponseHeadersPolicyId"])
 		}
-		for _, n := range config.RuntimeNames() {
-			if _, ok := vars[n]; ok {
-				t.Errorf("%s declares the reserved %s", name, n)
+		if slices.Contains(stack.CachedAPIPaths, p) {
+			// and status and JWKS use the short cache, for GET and HEAD only
+			if !reflect.DeepEqual(b["CachePolicyId"], map[string]any{"Ref": shortCache}) {
+				t.Errorf("%s: cache policy %v, want the short cache", p, b["CachePolicyId"])
 			}
-		}
-	}
-}
-
-func TestEveryLogGroupHasARetention(t *testing.T) {
-	for name, f := range map[string]func() fixture{"serverless": defaultStack, "nodes": nodesStack, "waf": wafStack, "staging": stagingStack} {
-		t.Run(name, func(t *testing.T) {
-			f := f()
-			// GIVEN every log group of the stack THEN each has a retention
-			groups := f.ofType("AWS::Logs::LogGroup")
-			for id, g := range groups {
-				if props(g)["RetentionInDays"] == nil {
-					t.Errorf("log group %s keeps logs forever", id)
-				}
+			if !reflect.DeepEqual(b["AllowedMethods"], []any{"GET", "HEAD"}) {
+				t.Errorf("%s: methods %v", p, b["AllowedMethods"])
 			}
-			// and every Lambda function, ours or the CDK's, logs to one of them
-			for id, r := range f.ofType("AWS::Lambda::Function") {
-				lc, _ := props(r)["LoggingConfig"].(map[string]any)
-				lg, _ := lc["LogGroup"].(map[string]any)
-				ref, _ := lg["Ref"].(string)
-				if _, ok := groups[ref]; !ok {
-					t.Errorf("function %s logs to %v, not a log group of the stack with a retention", id, lc)
-				}
-			}
-		})
-	}
-}
-
-func TestAPIAccessLogs(t *testing.T) {
-	// GIVEN the default stack
-	f := defaultStack()
-	var stage map[string]any
-	for _, s := range f.ofType("AWS::ApiGatewayV2::Stage") {
-		stage = props(s)
-	}
-	// THEN the stage writes JSON access logs to a log group of the stack, with a retention
-	als, _ := stage["AccessLogSettings"].(map[string]any)
-	dest, _ := als["DestinationArn"].(map[string]any)["Fn::GetAtt"].([]any)
-	if len(dest) != 2 || f.resources[dest[0].(string)]["Type"] != "AWS::Logs::LogGroup" ||
-		props(f.resources[dest[0].(string)])["RetentionInDays"] != 30.0 {
-		t.Fatalf("access log settings %v", als)
-	}
-	var line map[string]string
-	if err := json.Unmarshal([]byte(als["Format"].(string)), &line); err != nil {
-		t.Fatalf("format is not a JSON object: %v", err)
-	}
-	// with the request, the answer and the signer of admin calls, under short keys, and nothing else
-	want := map[string]string{"id": "$context.requestId", "t": "$context.requestTimeEpoch",
-		"ip": "$context.identity.sourceIp", "m": "$context.httpMethod", "p": "$context.path",
-		"s": "$context.status", "ms": "$context.responseLatency", "is": "$context.integrationStatus",
-		"ie": "$context.integrationErrorMessage", "u": "$context.identity.userArn", "st": "Vestibule"}
-	if !reflect.DeepEqual(line, want) {
-		t.Errorf("access log format %v, want %v", line, want)
-	}
-	for _, v := range line {
-		if strings.Contains(strings.ToLower(v), "header") || strings.Contains(v, "body") {
-			t.Errorf("access log carries %s", v)
+		} else if !reflect.DeepEqual(b["CachePolicyId"], map[string]any{"Ref": apiCache}) ||
+			!reflect.DeepEqual(b["OriginRequestPolicyId"], map[string]any{"Ref": apiRequests}) {
+			// and the rest of the API uses the per-visitor policies (below)
+			t.Errorf("%s: cache %v origin request %v, want %s and %s", p, b["CachePolicyId"], b["OriginRequestPolicyId"], apiCache, apiRequests)
 		}
 	}
-}
-
-// A successful poll's access log line, with typical values: a 16-character request id, an edge
-// server's address, a 16-character room id, a 2-digit latency. Every poll writes one (about ten
-// million for a million visitors), so the line stays short; it was 366 B with the long keys and
-// the route key, response length and caller fields before.
-func TestAccessLogLineOfAPoll(t *testing.T) {
-	line := stack.AccessLogOfAPoll("Vestibule")
-	if strings.Contains(line, "$context") {
-		t.Fatalf("a variable without a typical value: %s", line)
+	// and the specific cached paths come before the catch-all /api/*
+	if want := append(slices.Clone(stack.CachedAPIPaths), "/api/*"); !slices.Equal(patterns, want) {
+		t.Errorf("behaviours %v, want %v in this order", patterns, want)
 	}
-	var fields map[string]string
-	if err := json.Unmarshal([]byte(line), &fields); err != nil {
-		t.Fatalf("%s: %v", line, err)
+	def := cfg["DefaultCacheBehavior"].(map[string]any)
+	if def["ViewerProtocolPolicy"] != "redirect-to-https" || def["ResponseHeadersPolicyId"] == nil {
+		t.Errorf("default behaviour: %v", def)
 	}
-	t.Logf("%d B: %s", len(line), line)
-	// The ApiThrottled metric filter reads these keys ({ ($.s = "429") && ($.is = "-") }, $.st).
-	for _, k := range []string{"s", "is", "st"} {
-		if _, ok := fields[k]; !ok {
-			t.Errorf("the access log has no key %q, which the ApiThrottled metric filter reads: %s", k, line)
-		}
-	}
-	if len(line) > 200 {
-		t.Errorf("a poll's access log line is %d B, want at most 200", len(line))
-	}
-}
-
-func TestMonitoringAlarms(t *testing.T) {
-	// GIVEN the default stack
-	f := defaultStack()
-	api := ""
-	for id := range f.ofType("AWS::ApiGatewayV2::Api") {
-		api = id
-	}
-	// THEN API Gateway 5xx alarm
-	f.has(t, "AWS::CloudWatch::Alarm", map[string]any{
-		"Namespace": "AWS/ApiGateway", "MetricName": "5xx", "Statistic": "Sum",
-		"Dimensions": []any{map[string]any{"Name": "ApiId", "Value": map[string]any{"Ref": api}}},
+	// and the per-visitor policy caches nothing by default (the API answers no-store) and
+	// forwards the ticket in Authorization, which only a cache policy can forward
+	f.has(t, "AWS::CloudFront::CachePolicy", map[string]any{
+		"CachePolicyConfig": assertions.Match_ObjectLike(&map[string]any{
+			"MinTTL": 0, "DefaultTTL": 0, "MaxTTL": 1,
+			"ParametersInCacheKeyAndForwardedToOrigin": assertions.Match_ObjectLike(&map[string]any{
+				"HeadersConfig":      map[string]any{"HeaderBehavior": "whitelist", "Headers": []any{"Authorization"}},
+				"CookiesConfig":      map[string]any{"CookieBehavior": "none"},
+				"QueryStringsConfig": map[string]any{"QueryStringBehavior": "all"},
+			}),
+		}),
 	})
-	// and API Gateway's own throttling (a 429 that reached no function), counted from the
-	// access log by a metric filter, alarms
-	f.has(t, "AWS::Logs::MetricFilter", map[string]any{
-		"FilterPattern": `{ ($.s = "429") && ($.is = "-") }`,
-		"MetricTransformations": []any{assertions.Match_ObjectLike(&map[string]any{
-			"MetricNamespace": metrics.Namespace, "MetricName": stack.APIThrottled, "MetricValue": "1",
-			"Dimensions": []any{map[string]any{"Key": metrics.StackDimension, "Value": "$.st"}},
+	// and the origin request policy adds the viewer's address (the enqueue limit's key) and
+	// never forwards Host, which API Gateway needs to be its own
+	f.has(t, "AWS::CloudFront::OriginRequestPolicy", map[string]any{
+		"OriginRequestPolicyConfig": assertions.Match_ObjectLike(&map[string]any{
+			"HeadersConfig": map[string]any{"HeaderBehavior": "whitelist", "Headers": []any{"CloudFront-Viewer-Address", "Content-Type", "X-Vestibule-Challenge", "X-Vestibule-Solution", "Idempotency-Key"}},
+		}),
+	})
+	// and the short cache lives a second or two, keyed on the path only (no headers, cookies or query)
+	f.has(t, "AWS::CloudFront::CachePolicy", map[string]any{
+		"CachePolicyConfig": assertions.Match_ObjectLike(&map[string]any{
+			"MinTTL": 0, "DefaultTTL": 1, "MaxTTL": 2,
+			"ParametersInCacheKeyAndForwardedToOrigin": assertions.Match_ObjectLike(&map[string]any{
+				"HeadersConfig":      map[string]any{"HeaderBehavior": "none"},
+				"CookiesConfig":      map[string]any{"CookieBehavior": "none"},
+				"QueryStringsConfig": map[string]any{"QueryStringBehavior": "none"},
+			}),
+		}),
+	})
+}
+
+func TestRoomPathsServeThePage(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	var fn string
+	var code string
+	for id, r := range f.ofType("AWS::CloudFront::Function") {
+		fn, code = id, props(r)["FunctionCode"].(string)
+	}
+	// THEN the default behaviour runs the room-path function on viewer requests
+	f.has(t, "AWS::CloudFront::Distribution", map[string]any{
+		"DistributionConfig": assertions.Match_ObjectLike(&map[string]any{
+			"DefaultCacheBehavior": assertions.Match_ObjectLike(&map[string]any{
+				"FunctionAssociations": []any{map[string]any{"EventType": "viewer-request", "FunctionARN": getAtt(fn, "FunctionARN")}},
+			}),
+		}),
+	})
+	// WHEN the function runs on some paths (node stands in for the CloudFront JS runtime)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not on PATH")
+	}
+	script := code + `
+for (const uri of ["/r/demo", "/rooms/spring-tour/", "/", "/waiting.css", "/waiting.js", "/r/a/b", "/r/{x}", "/api/rooms/demo/status"]) {
+  console.log(uri + " " + handler({request: {uri: uri}}).uri);
+}`
+	out, err := exec.Command(node, "-e", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	// THEN room paths become index.html and nothing else changes
+	want := "/r/demo /index.html\n/rooms/spring-tour/ /index.html\n/ /\n/waiting.css /waiting.css\n" +
+		"/waiting.js /waiting.js\n/r/a/b /r/a/b\n/r/{x} /r/{x}\n/api/rooms/demo/status /api/rooms/demo/status\n"
+	if string(out) != want {
+		t.Errorf("rewrites\n%s\nwant\n%s", out, want)
+	}
+}
+
+func TestSecurityHeaders(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	// THEN the response headers policy sets HSTS, nosniff, DENY framing, no-referrer and a
+	// self-only content security policy, overriding whatever an origin says
+	f.has(t, "AWS::CloudFront::ResponseHeadersPolicy", map[string]any{
+		"ResponseHeadersPolicyConfig": assertions.Match_ObjectLike(&map[string]any{
+			"SecurityHeadersConfig": map[string]any{
+				"StrictTransportSecurity": map[string]any{"AccessControlMaxAgeSec": 31536000, "IncludeSubdomains": true, "Override": true},
+				"ContentTypeOptions":      map[string]any{"Override": true},
+				"FrameOptions":            map[string]any{"FrameOption": "DENY", "Override": true},
+				"ReferrerPolicy":          map[string]any{"ReferrerPolicy": "no-referrer", "Override": true},
+				"ContentSecurityPolicy": map[string]any{
+					"ContentSecurityPolicy": assertions.Match_StringLikeRegexp(jsii.String("^default-src 'self';")),
+					"Override":              true,
+				},
+			},
+		}),
+	})
+	// and the CSP allows no source other than 'self', but for forms to https sites (a gated room's
+	// entry token goes to the protected site's /.vestibule/enter) and images over https (a room's logo)
+	httpsOK := []string{"form-action", "img-src"}
+	for _, directive := range strings.Split(stack.ContentSecurityPolicy, ";") {
+		for _, src := range strings.Fields(directive)[1:] {
+			if !slices.Contains([]string{"'self'", "'none'"}, src) && (!slices.Contains(httpsOK, strings.Fields(directive)[0]) || src != "https:") {
+				t.Errorf("CSP directive %q allows %s", strings.TrimSpace(directive), src)
+			}
+		}
+	}
+}
+
+func TestWAFIsOptInAndRateBased(t *testing.T) {
+	// GIVEN the default stack THEN it has no web ACL
+	defaultStack().count(t, "AWS::WAFv2::WebACL", 0)
+
+	// GIVEN waf=true in us-east-1
+	f := synth(t, "us-east-1", true, func(s *stack.Settings) { s.WAF, s.WAFRateLimit = true, 1234 })
+	// THEN a CloudFront-scoped ACL blocks an IP over the rate, and the distribution uses it
+	f.has(t, "AWS::WAFv2::WebACL", map[string]any{
+		"Scope": "CLOUDFRONT",
+		"Rules": []any{assertions.Match_ObjectLike(&map[string]any{
+			"Action":    map[string]any{"Block": map[string]any{}},
+			"Statement": map[string]any{"RateBasedStatement": map[string]any{"Limit": 1234, "AggregateKeyType": "IP"}},
 		})},
 	})
-	f.has(t, "AWS::CloudWatch::Alarm", map[string]any{
-		"Namespace": metrics.Namespace, "MetricName": stack.APIThrottled,
-		"Dimensions": []any{map[string]any{"Name": metrics.StackDimension, "Value": "Vestibule"}},
-	})
-	// and the serverless cache's throttled commands and ECPUs alarm
-	for metric, threshold := range map[string]float64{"ThrottledCmds": 1, "ElastiCacheProcessingUnits": 100_000 * 60} {
-		f.has(t, "AWS::CloudWatch::Alarm", map[string]any{
-			"Namespace": "AWS/ElastiCache", "MetricName": metric, "Statistic": "Sum", "Threshold": threshold,
-			"Dimensions": []any{map[string]any{"Name": "clusterId", "Value": "vestibule-cache"}},
-		})
+	var acl string
+	for id := range f.ofType("AWS::WAFv2::WebACL") {
+		acl = id
 	}
-	// GIVEN cache=nodes THEN there are no serverless metrics to watch
-	for _, a := range nodesStack().ofType("AWS::CloudWatch::Alarm") {
-		if props(a)["Namespace"] == "AWS/ElastiCache" {
-			t.Errorf("nodes stack has a serverless cache alarm: %v", props(a)["MetricName"])
+	f.has(t, "AWS::CloudFront::Distribution", map[string]any{
+		"DistributionConfig": assertions.Match_ObjectLike(&map[string]any{"WebACLId": getAtt(acl, "Arn")}),
+	})
+	assert(t, func() {
+		assertions.Annotations_FromStack(f.stack).HasNoError(jsii.String("*"), assertions.Match_AnyValue())
+	})
+
+	// GIVEN waf=true in another region THEN synthesis reports an error naming us-east-1
+	// (the synthesis itself fails on an error annotation, so the stack is only constructed)
+	set := stack.DefaultSettings()
+	set.AssetDir, set.StaticDir = placeholderAssets(t, true)
+	set.WAF = true
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	g := stack.New(app, "Vestibule", &stack.Props{Settings: set, StackProps: awscdk.StackProps{
+		Env: &awscdk.Environment{Region: jsii.String("eu-west-1"), Account: jsii.String("123456789012")},
+	}})
+	found := false
+	for _, m := range *g.Node().Metadata() {
+		if *m.Type == "aws:cdk:error" && strings.Contains(fmt.Sprint(m.Data), "us-east-1") {
+			found = true
 		}
+	}
+	if !found {
+		t.Error("waf=true in eu-west-1: no error annotation naming us-east-1")
 	}
 }
 
-func TestSecretARNsAreOutputs(t *testing.T) {
-	// GIVEN the default stack THEN each secret's ARN is an output (the rotation steps use them)
-	f := defaultStack()
-	for out, prefix := range map[string]string{"TicketSecretArn": "TicketSecret", "EntryKeySecretArn": "EntryKeySecret", "OriginSecretArn": "OriginSecret"} {
-		o, _ := f.raw["Outputs"].(map[string]any)[out].(map[string]any)
-		ref, _ := o["Value"].(map[string]any)["Ref"].(string)
-		if !strings.HasPrefix(ref, prefix) || f.resources[ref]["Type"] != "AWS::SecretsManager::Secret" {
-			t.Errorf("output %s = %v", out, o)
+func TestNoStaticDirDeploysNoPage(t *testing.T) {
+	// GIVEN no static/ yet (the page is written separately)
+	f := synth(t, "", false, nil)
+	// THEN the stack still synthesizes, uploads nothing and says so
+	f.count(t, "Custom::CDKBucketDeployment", 0)
+	assert(t, func() {
+		assertions.Annotations_FromStack(f.stack).HasWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("deploys no waiting page")))
+	})
+	// while the default stack, with a page, uploads it with a short browser cache
+	defaultStack().has(t, "Custom::CDKBucketDeployment", map[string]any{
+		"Prune": true, "RetainOnDelete": false, "SystemMetadata": map[string]any{"cache-control": "public, max-age=60"},
+	})
+}
+
+// The page bucket gets the waiting page and not the operator's console, which
+// `vestibule console` serves locally (it signs the admin calls).
+func TestConsoleIsNotUploaded(t *testing.T) {
+	notPublic := func(rel string) bool {
+		for _, p := range stack.NotPublic {
+			if ok, _ := filepath.Match(strings.TrimSuffix(p, "/**"), rel); ok || strings.HasPrefix(rel, strings.TrimSuffix(p, "**")) && strings.HasSuffix(p, "/**") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, f := range []string{"console.html", "console.css", "js/console.js", "vendor/uplot/uPlot.iife.min.js", "static.go"} {
+		if _, err := os.Stat(filepath.Join("..", "..", "static", f)); err != nil {
+			t.Errorf("static/%s: %v (update the test or NotPublic)", f, err)
+		}
+		if !notPublic(f) {
+			t.Errorf("static/%s would be uploaded to the public bucket", f)
+		}
+	}
+	for _, f := range []string{"index.html", "waiting.css", "waiting.js", "challenge-worker.js"} {
+		if _, err := os.Stat(filepath.Join("..", "..", "static", f)); err != nil {
+			t.Errorf("static/%s: %v (update the test or NotPublic)", f, err)
+		}
+		if notPublic(f) {
+			t.Errorf("static/%s, part of the waiting page, would not be uploaded", f)
+		}
+	}
+	// The modules the bundles are made of are not uploaded: the page loads none of them.
+	for _, f := range []string{"js/main.js", "js/challenge.js", "js/challenge-worker.js"} {
+		if !notPublic(f) {
+			t.Errorf("static/%s, bundled into waiting.js, would be uploaded", f)
 		}
 	}
 }
@@ -420,89 +396,4 @@ func TestPriceClass(t *testing.T) {
 	synth(t, "", false, func(s *stack.Settings) { s.PriceClass = "All" }).has(t, "AWS::CloudFront::Distribution", map[string]any{
 		"DistributionConfig": assertions.Match_ObjectLike(&map[string]any{"PriceClass": "PriceClass_All"}),
 	})
-}
-
-// recommendedFlags is the CDK CLI's list of the feature flags a new app gets (`cdk init`
-// writes them into cdk.json): the one aws-cdk-lib 2.276 ships.
-func recommendedFlags(t *testing.T) map[string]any {
-	p := filepath.Join("..", "..", ".tools", "node_modules", "aws-cdk", "lib", "init-templates", ".recommended-feature-flags.json")
-	b, err := os.ReadFile(p)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%v: run `make deps-cdk`", err)
-		}
-		t.Skipf("%v: `make deps-cdk` installs the CLI", err)
-	}
-	var m map[string]any
-	must(t, json.Unmarshal(b, &m))
-	return m
-}
-
-func TestFeatureFlagsAreTheRecommendedOnes(t *testing.T) {
-	// GIVEN cdk.json and the CLI's recommended flags THEN cdk.json sets every one as recommended
-	ctx := cdkContext(t)
-	for k, v := range recommendedFlags(t) {
-		if !reflect.DeepEqual(ctx[k], v) {
-			t.Errorf("cdk.json %s = %v, recommended %v", k, ctx[k], v)
-		}
-	}
-	// and what they change holds: the VPC's default security group loses its allow-all rules
-	f := defaultStack()
-	f.count(t, "Custom::VpcRestrictDefaultSG", 1)
-	var vpc string
-	for id := range f.ofType("AWS::EC2::VPC") {
-		vpc = id
-	}
-	f.has(t, "Custom::VpcRestrictDefaultSG", map[string]any{"DefaultSecurityGroupId": getAtt(vpc, "DefaultSecurityGroup")})
-}
-
-// cfnLintIgnored names every cfn-lint rule the variants may break, with the reason.
-var cfnLintIgnored = map[string]string{
-	// The CDK writes an explicit DependsOn on each function's role next to the GetAtt of
-	// the role's ARN; redundant and harmless, and not ours to change.
-	"W3005": "redundant DependsOn written by the CDK",
-}
-
-// TestCfnLint runs cfn-lint on the template of every variant (default, node cache, WAF, a
-// second stage) and fails on any error. It is a Go test rather than a Makefile step so it
-// lints the very templates the assertion tests check, without a CLI synthesis per variant,
-// and runs wherever `go test ./...` does. Skipped without cfn-lint, except in CI.
-func TestCfnLint(t *testing.T) {
-	lint, err := exec.LookPath("cfn-lint")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("cfn-lint not on PATH in CI")
-		}
-		t.Skip("cfn-lint not on PATH (pip install cfn-lint)")
-	}
-	dir := t.TempDir()
-	var files []string
-	for name, f := range map[string]func() fixture{"default": defaultStack, "nodes": nodesStack, "waf": wafStack, "staging": stagingStack, "gate": gateStack, "domains": domainsStack} {
-		b, err := json.MarshalIndent(f().raw, "", " ")
-		must(t, err)
-		p := filepath.Join(dir, name+".template.json")
-		must(t, os.WriteFile(p, b, 0o644))
-		files = append(files, p)
-	}
-	sort.Strings(files)
-	args := []string{"--format", "parseable", "--regions", "us-east-1", "eu-west-1"}
-	for rule := range cfnLintIgnored {
-		args = append(args, "--ignore-checks", rule)
-	}
-	args = append(args, "--")
-	out, err := exec.Command(lint, append(args, files...)...).CombinedOutput()
-	// cfn-lint exits with a bit mask: 2 errors, 4 warnings, 8 informational; anything else
-	// (1, 32 for a bad command line) is a failure too. Warnings are shown, not fatal: they are
-	// advice (cfnLintIgnored lists none today).
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	if code&^(4|8) != 0 {
-		t.Errorf("cfn-lint found errors (exit %d):\n%s", code, out)
-	} else if len(out) > 0 {
-		t.Logf("cfn-lint warnings (exit %d), not fatal:\n%s", code, out)
-	}
 }

@@ -12,12 +12,12 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfrontorigins"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/vestibule-dev/vestibule/gate"
-	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -117,9 +117,21 @@ type Gate struct {
 	Keys         awslambda.Function
 }
 
-// newGate adds the protected site's distribution when the settings name an origin; the waiting
-// room's distribution gives the URL the gate sends visitors to, the entry-key secret the keys.
-func newGate(st awscdk.Stack, v *Vestibule, set Settings, entrySecret, originSecret awssecretsmanager.Secret) *Gate {
+// gateProps are what the gate is built from.
+type gateProps struct {
+	Settings Settings
+	// WaitingRoomURL is where the gate sends visitors (Front.URL), LogsBucket where its
+	// distribution logs (Front.LogsBucket), APIOrigin the API's host (API.OriginDomain).
+	WaitingRoomURL string
+	LogsBucket     awss3.IBucket
+	APIOrigin      *string
+	// EntryKeySecret gives the gate's keys, OriginSecret the header its API origin sends.
+	EntryKeySecret, OriginSecret awssecretsmanager.ISecret
+}
+
+// newGate adds the protected site's distribution when the settings name an origin.
+func newGate(st awscdk.Stack, p *gateProps) *Gate {
+	set := p.Settings
 	if set.ProtectOrigin == "" {
 		return nil
 	}
@@ -129,9 +141,9 @@ func newGate(st awscdk.Stack, v *Vestibule, set Settings, entrySecret, originSec
 	}
 	eg, err := NewEdgeGate(st, &EdgeGateProps{
 		Room:           set.ProtectRoom,
-		WaitingRoomURL: v.WaitingRoomURL,
+		WaitingRoomURL: p.WaitingRoomURL,
 		OpenPaths:      set.ProtectOpenPaths,
-		EntryKeySecret: entrySecret,
+		EntryKeySecret: p.EntryKeySecret,
 		KeysCode:       awslambda.Code_FromAsset(jsii.String(filepath.Join(set.AssetDir, GateKeysFunction)), nil),
 		LogRetention:   retentionOr(set.LogRetentionDays),
 	})
@@ -160,14 +172,10 @@ func newGate(st awscdk.Stack, v *Vestibule, set Settings, entrySecret, originSec
 		},
 	}
 	viewerDomain(st, "GateCertificate", set.ProtectDomain, set.ProtectCertificateArn, distProps)
-	logTo(distProps, v.LogsBucket, "gate")
+	logTo(distProps, p.LogsBucket, "gate")
 	g.Distribution = awscloudfront.NewDistribution(st, jsii.String("GateDistribution"), distProps)
-	eg.AddTo(g.Distribution, awscloudfrontorigins.NewHttpOrigin(v.APIOriginDomain, &awscloudfrontorigins.HttpOriginProps{
-		ProtocolPolicy:     awscloudfront.OriginProtocolPolicy_HTTPS_ONLY,
-		OriginSslProtocols: &[]awscloudfront.OriginSslPolicy{awscloudfront.OriginSslPolicy_TLS_V1_2},
-		// The API's public routes answer only requests that carry CloudFront's origin secret.
-		CustomHeaders: &map[string]*string{config.OriginHeader: originHeaderValue(set, originSecret)},
-	}))
+	// The API's public routes answer only requests that carry CloudFront's origin secret.
+	eg.AddTo(g.Distribution, apiOrigin(p.APIOrigin, p.OriginSecret, set.OriginSecretVersion))
 	originMTLS(g.Distribution, set)
 
 	awscdk.NewCfnOutput(st, jsii.String("ProtectedSiteUrl"), &awscdk.CfnOutputProps{

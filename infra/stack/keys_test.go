@@ -286,3 +286,70 @@ func TestGateDistributionWaitsForTheKeySync(t *testing.T) {
 		}
 	}
 }
+
+// secretActions lists the Secrets Manager actions the policies attached to
+// the role of the function with the given description allow.
+func secretActions(f fixture, description string) []string {
+	role := ""
+	for _, r := range f.resources {
+		p := props(r)
+		if r["Type"] == "AWS::Lambda::Function" && p["Description"] == description {
+			if ga, ok := p["Role"].(map[string]any)["Fn::GetAtt"].([]any); ok && len(ga) > 0 {
+				role, _ = ga[0].(string)
+			}
+		}
+	}
+	var out []string
+	for id, sts := range statements(f) {
+		p := props(f.resources[id])
+		attached := false
+		for _, ref := range asSlice(p["Roles"]) {
+			if m, ok := ref.(map[string]any); ok && m["Ref"] == role {
+				attached = true
+			}
+		}
+		if !attached {
+			continue
+		}
+		for _, st := range sts {
+			actions := asSlice(st["Action"])
+			if a, ok := st["Action"].(string); ok {
+				actions = []any{a}
+			}
+			for _, a := range actions {
+				if s, _ := a.(string); strings.HasPrefix(s, "secretsmanager:") {
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestNoFunctionInTheVPCCallsSecretsManager(t *testing.T) {
+	// GIVEN the default stack
+	f := defaultStack()
+	// WHEN the Secrets Manager permissions of each function's role are read
+	// THEN no function in the VPC has any (there is no endpoint to reach it by), and the key sync,
+	// outside the VPC, may read the secrets
+	for _, fn := range stack.Functions {
+		if got := secretActions(f, "Vestibule "+fn.Name); len(got) != 0 {
+			t.Errorf("%s may %v; the functions read the keys object", fn.Name, got)
+		}
+	}
+	if got := secretActions(f, *keySyncDescription); !slices.Contains(got, "secretsmanager:GetSecretValue") {
+		t.Errorf("the key sync cannot read the secrets: %v", got)
+	}
+}
+
+func TestSecretARNsAreOutputs(t *testing.T) {
+	// GIVEN the default stack THEN each secret's ARN is an output (the rotation steps use them)
+	f := defaultStack()
+	for out, prefix := range map[string]string{"TicketSecretArn": "TicketSecret", "EntryKeySecretArn": "EntryKeySecret", "OriginSecretArn": "OriginSecret"} {
+		o, _ := f.raw["Outputs"].(map[string]any)[out].(map[string]any)
+		ref, _ := o["Value"].(map[string]any)["Ref"].(string)
+		if !strings.HasPrefix(ref, prefix) || f.resources[ref]["Type"] != "AWS::SecretsManager::Secret" {
+			t.Errorf("output %s = %v", out, o)
+		}
+	}
+}

@@ -195,111 +195,166 @@ const (
 // Values from `-c key=value` arrive as strings, values from cdk.json as JSON types; both are accepted.
 func FromContext(node constructs.Node) (Settings, error) {
 	s := DefaultSettings()
-	get := func(key string) (any, bool) {
-		v := node.TryGetContext(&key)
-		return v, v != nil
-	}
 	var errs []error
-	str := func(key string, dst *string) {
-		if v, ok := get(key); ok {
-			*dst = fmt.Sprint(v)
-		}
-	}
-	num := func(key string, dst *float64) {
-		if v, ok := get(key); ok {
-			f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
-			if err != nil || f <= 0 {
-				errs = append(errs, fmt.Errorf("%w: %s=%v is not a positive number", ErrBadSetting, key, v))
-				return
+	for _, c := range contextSettings {
+		key := c.key
+		if v := node.TryGetContext(&key); v != nil {
+			if err := c.parse(key, v, &s); err != nil {
+				errs = append(errs, err)
 			}
-			*dst = f
 		}
-	}
-	integer := func(key string, dst *int) {
-		f := float64(*dst)
-		num(key, &f)
-		if f != float64(int(f)) {
-			errs = append(errs, fmt.Errorf("%w: %s=%v is not a whole number", ErrBadSetting, key, f))
-			return
+		if c.check != nil {
+			if err := c.check(s); err != nil {
+				errs = append(errs, err)
+			}
 		}
-		*dst = int(f)
-	}
-
-	str(CtxAssetDir, &s.AssetDir)
-	str(CtxStaticDir, &s.StaticDir)
-	var cache string
-	str(CtxCache, &cache)
-	switch CacheFlavour(cache) {
-	case "":
-	case CacheServerless, CacheNodes:
-		s.Cache = CacheFlavour(cache)
-	default:
-		errs = append(errs, fmt.Errorf("%w: cache=%q, want %q or %q", ErrBadSetting, cache, CacheServerless, CacheNodes))
-	}
-	str(CtxCacheNodeType, &s.CacheNodeType)
-	integer(CtxCacheShards, &s.CacheShards)
-	if v, ok := get(CtxWAF); ok {
-		b, err := strconv.ParseBool(fmt.Sprint(v))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%w: waf=%v is not true or false", ErrBadSetting, v))
-		}
-		s.WAF = b
-	}
-	integer(CtxWAFRateLimit, &s.WAFRateLimit)
-	integer(CtxLogRetention, &s.LogRetentionDays)
-	if _, err := RetentionFor(s.LogRetentionDays); err != nil {
-		errs = append(errs, err)
-	}
-	str(CtxLogLevel, &s.LogLevel)
-	if v, ok := get(CtxLogSample); ok {
-		f, err := config.ParseLogSample(fmt.Sprint(v))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%w: %s=%v %v", ErrBadSetting, CtxLogSample, v, err))
-		}
-		s.LogSample = f
-	}
-	str(CtxIssuer, &s.Issuer)
-	num(CtxAPIRateLimit, &s.APIRateLimit)
-	num(CtxAPIBurstLimit, &s.APIBurstLimit)
-	str(CtxAlarmEmail, &s.AlarmEmail)
-	str(CtxStage, &s.Stage)
-	if s.Stage != "" && !validStage.MatchString(s.Stage) {
-		errs = append(errs, fmt.Errorf("%w: stage=%q: lowercase letters, digits and -, starting with a letter, at most 20", ErrBadSetting, s.Stage))
-	}
-	str(CtxPriceClass, &s.PriceClass)
-	if _, err := PriceClassFor(s.PriceClass); err != nil {
-		errs = append(errs, err)
-	}
-	str(CtxOriginVersion, &s.OriginSecretVersion)
-	if strings.ContainsAny(s.OriginSecretVersion, ":{} ") {
-		errs = append(errs, fmt.Errorf("%w: originSecretVersion=%q is not a Secrets Manager version id", ErrBadSetting, s.OriginSecretVersion))
-	}
-	integer(CtxCacheECPU, &s.CacheECPUAlarm)
-	if v, ok := get(CtxAdmitReserved); ok {
-		n, err := strconv.Atoi(fmt.Sprint(v))
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("%w: %s=%v is not a whole number from 0 up", ErrBadSetting, CtxAdmitReserved, v))
-		} else {
-			s.AdmitReservedConcurrency = n
-		}
-	}
-
-	if v, ok := get(CtxRoomDefaults); ok {
-		// A string is JSON from the command line; anything else came from cdk.json already decoded.
-		raw, isString := v.(string)
-		if !isString {
-			b, _ := json.Marshal(v)
-			raw = string(b)
-		}
-		rd, err := ParseRoomDefaults(raw, s.RoomDefaults)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		s.RoomDefaults = rd
 	}
 	errs = append(errs, gateFromContext(node, &s)...)
 	errs = append(errs, domainsFromContext(node, &s)...)
 	return s, errors.Join(errs...)
+}
+
+// contextSetting is how FromContext reads one context key: parse sets the key's value v on s
+// (or says why it cannot), check then checks the result, whether the key was given or not.
+type contextSetting struct {
+	key   string
+	parse func(key string, v any, s *Settings) error
+	check func(s Settings) error
+}
+
+// contextSettings are the context keys of this file, in the order FromContext reads them (the
+// gate's are read by gateFromContext, the domains' by domainsFromContext).
+var contextSettings = []contextSetting{
+	{key: CtxAssetDir, parse: text(func(s *Settings) *string { return &s.AssetDir })},
+	{key: CtxStaticDir, parse: text(func(s *Settings) *string { return &s.StaticDir })},
+	{key: CtxCache, parse: parseCache},
+	{key: CtxCacheNodeType, parse: text(func(s *Settings) *string { return &s.CacheNodeType })},
+	{key: CtxCacheShards, parse: whole(func(s *Settings) *int { return &s.CacheShards })},
+	{key: CtxWAF, parse: parseWAF},
+	{key: CtxWAFRateLimit, parse: whole(func(s *Settings) *int { return &s.WAFRateLimit })},
+	{key: CtxLogRetention, parse: whole(func(s *Settings) *int { return &s.LogRetentionDays }), check: func(s Settings) error {
+		_, err := RetentionFor(s.LogRetentionDays)
+		return err
+	}},
+	{key: CtxLogLevel, parse: text(func(s *Settings) *string { return &s.LogLevel })},
+	{key: CtxLogSample, parse: parseLogSample},
+	{key: CtxIssuer, parse: text(func(s *Settings) *string { return &s.Issuer })},
+	{key: CtxAPIRateLimit, parse: positive(func(s *Settings) *float64 { return &s.APIRateLimit })},
+	{key: CtxAPIBurstLimit, parse: positive(func(s *Settings) *float64 { return &s.APIBurstLimit })},
+	{key: CtxAlarmEmail, parse: text(func(s *Settings) *string { return &s.AlarmEmail })},
+	{key: CtxStage, parse: text(func(s *Settings) *string { return &s.Stage }), check: func(s Settings) error {
+		if s.Stage != "" && !validStage.MatchString(s.Stage) {
+			return fmt.Errorf("%w: stage=%q: lowercase letters, digits and -, starting with a letter, at most 20", ErrBadSetting, s.Stage)
+		}
+		return nil
+	}},
+	{key: CtxPriceClass, parse: text(func(s *Settings) *string { return &s.PriceClass }), check: func(s Settings) error {
+		_, err := PriceClassFor(s.PriceClass)
+		return err
+	}},
+	{key: CtxOriginVersion, parse: text(func(s *Settings) *string { return &s.OriginSecretVersion }), check: func(s Settings) error {
+		if strings.ContainsAny(s.OriginSecretVersion, ":{} ") {
+			return fmt.Errorf("%w: originSecretVersion=%q is not a Secrets Manager version id", ErrBadSetting, s.OriginSecretVersion)
+		}
+		return nil
+	}},
+	{key: CtxCacheECPU, parse: whole(func(s *Settings) *int { return &s.CacheECPUAlarm })},
+	{key: CtxAdmitReserved, parse: parseAdmitReserved},
+	{key: CtxRoomDefaults, parse: parseRoomDefaultsContext},
+}
+
+// text sets a string setting to the value as written.
+func text(field func(*Settings) *string) func(string, any, *Settings) error {
+	return func(_ string, v any, s *Settings) error {
+		*field(s) = fmt.Sprint(v)
+		return nil
+	}
+}
+
+// positiveNumber is v as a number above zero.
+func positiveNumber(key string, v any) (float64, error) {
+	f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
+	if err != nil || f <= 0 {
+		return 0, fmt.Errorf("%w: %s=%v is not a positive number", ErrBadSetting, key, v)
+	}
+	return f, nil
+}
+
+// positive sets a number setting to a value above zero.
+func positive(field func(*Settings) *float64) func(string, any, *Settings) error {
+	return func(key string, v any, s *Settings) error {
+		f, err := positiveNumber(key, v)
+		if err == nil {
+			*field(s) = f
+		}
+		return err
+	}
+}
+
+// whole sets a whole-number setting to a value above zero.
+func whole(field func(*Settings) *int) func(string, any, *Settings) error {
+	return func(key string, v any, s *Settings) error {
+		f, err := positiveNumber(key, v)
+		if err != nil {
+			return err
+		}
+		if f != float64(int(f)) {
+			return fmt.Errorf("%w: %s=%v is not a whole number", ErrBadSetting, key, f)
+		}
+		*field(s) = int(f)
+		return nil
+	}
+}
+
+func parseCache(_ string, v any, s *Settings) error {
+	switch c := CacheFlavour(fmt.Sprint(v)); c {
+	case "":
+	case CacheServerless, CacheNodes:
+		s.Cache = c
+	default:
+		return fmt.Errorf("%w: cache=%q, want %q or %q", ErrBadSetting, string(c), CacheServerless, CacheNodes)
+	}
+	return nil
+}
+
+func parseWAF(_ string, v any, s *Settings) error {
+	b, err := strconv.ParseBool(fmt.Sprint(v))
+	s.WAF = b
+	if err != nil {
+		return fmt.Errorf("%w: waf=%v is not true or false", ErrBadSetting, v)
+	}
+	return nil
+}
+
+func parseLogSample(key string, v any, s *Settings) error {
+	f, err := config.ParseLogSample(fmt.Sprint(v))
+	s.LogSample = f
+	if err != nil {
+		return fmt.Errorf("%w: %s=%v %v", ErrBadSetting, key, v, err)
+	}
+	return nil
+}
+
+func parseAdmitReserved(key string, v any, s *Settings) error {
+	n, err := strconv.Atoi(fmt.Sprint(v))
+	if err != nil || n < 0 {
+		return fmt.Errorf("%w: %s=%v is not a whole number from 0 up", ErrBadSetting, key, v)
+	}
+	s.AdmitReservedConcurrency = n
+	return nil
+}
+
+// parseRoomDefaultsContext overlays roomDefaults on the defaults: a string is JSON from the
+// command line; anything else came from cdk.json already decoded.
+func parseRoomDefaultsContext(_ string, v any, s *Settings) error {
+	raw, isString := v.(string)
+	if !isString {
+		b, _ := json.Marshal(v)
+		raw = string(b)
+	}
+	rd, err := ParseRoomDefaults(raw, s.RoomDefaults)
+	s.RoomDefaults = rd
+	return err
 }
 
 // ParseRoomDefaults overlays the JSON object raw on base and checks the result with the engine's own

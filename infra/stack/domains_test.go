@@ -3,108 +3,13 @@ package stack_test
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
-	"github.com/aws/jsii-runtime-go"
-
 	"github.com/vestibule-dev/vestibule/infra/stack"
 )
-
-// The tests of issue 31: what a first deploy in a real account needs.
-
-// topicPolicyStatements returns the statements of the alarm topic's policy.
-func topicPolicyStatements(t *testing.T, f fixture) []map[string]any {
-	t.Helper()
-	pols := f.ofType("AWS::SNS::TopicPolicy")
-	if len(pols) != 1 {
-		t.Fatalf("%d topic policies, want 1 (the alarm topic's)", len(pols))
-	}
-	var out []map[string]any
-	for _, p := range pols {
-		for _, s := range asSlice(props(p)["PolicyDocument"].(map[string]any)["Statement"]) {
-			out = append(out, s.(map[string]any))
-		}
-	}
-	return out
-}
-
-func TestCloudWatchMayPublishAlarmsToTheTopic(t *testing.T) {
-	// GIVEN the default stack, whose alarm topic enforces TLS (a policy with a Deny)
-	f := defaultStack()
-	var topic string
-	for id := range f.ofType("AWS::SNS::Topic") {
-		topic = id
-	}
-	// WHEN its topic policy is read
-	var allow map[string]any
-	for _, s := range topicPolicyStatements(t, f) {
-		if s["Effect"] == "Allow" {
-			allow = s
-		}
-	}
-	// THEN an Allow lets CloudWatch publish to this topic, for alarms of this account only:
-	// a topic policy replaces SNS's default one, so without it CloudWatch's publish is refused
-	if allow == nil {
-		t.Fatal("the alarm topic's policy allows nothing: CloudWatch cannot publish the alarms")
-	}
-	f.has(t, "AWS::SNS::TopicPolicy", map[string]any{
-		"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{
-			map[string]any{
-				"Sid":       "CloudWatchAlarmsPublish",
-				"Effect":    "Allow",
-				"Action":    "sns:Publish",
-				"Principal": map[string]any{"Service": "cloudwatch.amazonaws.com"},
-				"Resource":  map[string]any{"Ref": topic},
-				"Condition": map[string]any{"StringEquals": map[string]any{"aws:SourceAccount": map[string]any{"Ref": "AWS::AccountId"}}},
-			},
-		})},
-	})
-}
-
-func TestAdmitReservesConcurrencyOnlyWhenAsked(t *testing.T) {
-	// GIVEN a stack deployed with admitReservedConcurrency=1
-	f := synth(t, "", false, func(s *stack.Settings) { s.AdmitReservedConcurrency = 1 })
-	// WHEN its functions are read
-	// THEN admit, and admit alone, reserves 1
-	for name, r := range f.ours(t) {
-		rc, has := props(r)["ReservedConcurrentExecutions"]
-		if name == stack.Admit && rc != 1.0 {
-			t.Errorf("admit reserved concurrency %v, want 1", rc)
-		}
-		if name != stack.Admit && has {
-			t.Errorf("%s reserves %v", name, rc)
-		}
-	}
-}
-
-func TestAdmitReservedConcurrencyFromContext(t *testing.T) {
-	for _, c := range []struct {
-		value any
-		want  int
-		ok    bool
-	}{{nil, 0, true}, {"1", 1, true}, {"0", 0, true}, {float64(2), 2, true}, {"-1", 0, false}, {"one", 0, false}, {"1.5", 0, false}} {
-		// GIVEN the context value WHEN the settings are read
-		ctx := map[string]any{}
-		if c.value != nil {
-			ctx[stack.CtxAdmitReserved] = c.value
-		}
-		app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
-		s, err := stack.FromContext(app.Node())
-		// THEN a whole number from 0 up is taken, anything else refused
-		if c.ok && (err != nil || s.AdmitReservedConcurrency != c.want) {
-			t.Errorf("%v: %d %v, want %d", c.value, s.AdmitReservedConcurrency, err, c.want)
-		}
-		if !c.ok && !errors.Is(err, stack.ErrBadSetting) {
-			t.Errorf("%v: err %v, want ErrBadSetting", c.value, err)
-		}
-	}
-}
 
 const (
 	testCert       = "arn:aws:acm:us-east-1:123456789012:certificate/11111111-2222-3333-4444-555555555555"
@@ -123,9 +28,6 @@ func withDomains(s *stack.Settings) {
 	s.APIDomain, s.APICertificateArn = "api.queue.example.com", testAPICert
 	s.APIClientCertificateArn, s.APITruststore = testClientCert, testTruststore
 }
-
-// domainsStack is the stack with every custom domain, in us-east-1, synthesized once.
-var domainsStack = sync.OnceValue(func() fixture { return synth(onceT{}, "us-east-1", true, withDomains) })
 
 // distributionFor returns the DistributionConfig of the distribution whose comment holds marker.
 func distributionFor(t *testing.T, f fixture, marker string) map[string]any {
@@ -279,93 +181,6 @@ func TestDomainSettingsFromContext(t *testing.T) {
 		}
 		if c.bad != "" && (!errors.Is(err, stack.ErrBadSetting) || !strings.Contains(err.Error(), c.bad)) {
 			t.Errorf("%s: err %v, want ErrBadSetting naming %s", c.name, err, c.bad)
-		}
-	}
-}
-
-func TestEnvironmentOverLambdasLimitFailsSynth(t *testing.T) {
-	// GIVEN room defaults whose page carries a long message in four languages: valid for a room,
-	// but over the 4 KB Lambda allows a function's environment
-	long := strings.Repeat("Thank you for waiting. ", 40)[:900]
-	raw := fmt.Sprintf(`{"page":{"message":{"en":%q,"fr":%q,"de":%q,"es":%q}}}`, long, long, long, long)
-	rd, err := stack.ParseRoomDefaults(raw, stack.DefaultRoomDefaults())
-	if err != nil {
-		t.Fatalf("room defaults: %v", err)
-	}
-	// WHEN the stack is constructed (the synthesis itself fails on an error annotation)
-	g := constructed(t, func(s *stack.Settings) { s.RoomDefaults = rd })
-	// THEN it carries an error that names the limit and the setting
-	if msg := errorAnnotation(g, "over Lambda's 4 KB"); !strings.Contains(msg, stack.CtxRoomDefaults) {
-		t.Errorf("error annotation %q, want one naming the limit and %s", msg, stack.CtxRoomDefaults)
-	}
-	// and the default stack's environments fit, with room to spare
-	assert(t, func() {
-		assertions.Annotations_FromStack(defaultStack().stack).HasNoError(jsii.String("*"), assertions.Match_AnyValue())
-	})
-	if n := stack.EnvironmentSize(defaultEnvironment(t)); n > 3000 {
-		t.Errorf("the default environment is about %d bytes", n)
-	}
-}
-
-// defaultEnvironment is the environment of the default stack's enqueue function.
-func defaultEnvironment(t *testing.T) map[string]any {
-	return props(defaultStack().ours(t)["enqueue"])["Environment"].(map[string]any)["Variables"].(map[string]any)
-}
-
-// constructed builds a stack without synthesizing it: for settings whose error annotation
-// would stop the synthesis.
-func constructed(t *testing.T, edit func(*stack.Settings)) *stack.Vestibule {
-	set := stack.DefaultSettings()
-	set.AssetDir, set.StaticDir = placeholderAssets(t, false)
-	edit(&set)
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
-	return stack.New(app, set.StackName(), &stack.Props{Settings: set})
-}
-
-// errorAnnotation returns the first error annotation of the stack holding marker, or "".
-func errorAnnotation(v *stack.Vestibule, marker string) string {
-	for _, m := range *v.Node().Metadata() {
-		if *m.Type == "aws:cdk:error" && strings.Contains(fmt.Sprint(m.Data), marker) {
-			return fmt.Sprint(m.Data)
-		}
-	}
-	return ""
-}
-
-// customResources returns the custom resources of a stack by logical id.
-func customResources(f fixture) map[string]map[string]any {
-	out := map[string]map[string]any{}
-	for id, r := range f.resources {
-		if typ := r["Type"].(string); strings.HasPrefix(typ, "Custom::") || typ == "AWS::CloudFormation::CustomResource" {
-			out[id] = r
-		}
-	}
-	return out
-}
-
-func TestCustomResourcesTimeOutBeforeAnHour(t *testing.T) {
-	for name, f := range map[string]func() fixture{"default": defaultStack, "gate": gateStack} {
-		// GIVEN the stack WHEN its custom resources are read
-		crs := customResources(f())
-		if len(crs) < 3 {
-			t.Fatalf("%s: %d custom resources", name, len(crs))
-		}
-		for id, r := range crs {
-			// THEN each gives CloudFormation a ServiceTimeout (else a provider that never answers
-			// holds the stack for an hour), past its provider's own timeout
-			st, err := strconv.Atoi(fmt.Sprint(props(r)["ServiceTimeout"]))
-			if err != nil || st <= 0 || st > 600 {
-				t.Errorf("%s %s: ServiceTimeout %v, want 1-600 s", name, id, props(r)["ServiceTimeout"])
-				continue
-			}
-			tok, _ := props(r)["ServiceToken"].(map[string]any)["Fn::GetAtt"].([]any)
-			if len(tok) == 2 {
-				if fn, ok := f().resources[tok[0].(string)]; ok && fn["Type"] == "AWS::Lambda::Function" {
-					if to, _ := props(fn)["Timeout"].(float64); float64(st) <= to {
-						t.Errorf("%s %s: ServiceTimeout %d s, not past its function's %v s", name, id, st, to)
-					}
-				}
-			}
 		}
 	}
 }
