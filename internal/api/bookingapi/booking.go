@@ -18,12 +18,9 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
-// The booking routes (docs/BOOKING.md, docs/API.md): a visitor with a
-// consumed entry session holds seats and units; the room's origin confirms,
-// releases and cancels server to server; the admin defines the inventory.
-
 // MaxEventBody is the body limit of PUT /api/admin/events/{event}: a venue's
-// seat list is larger than MaxBody (about 80,000 seats of 10-character names).
+// seat list is larger than the other routes' limit (api.MaxBody, 8 KiB): about
+// 80,000 seats of 10-character names.
 const MaxEventBody = 1 << 20
 
 // PublishTimeout bounds how long a confirm or cancel waits for its order

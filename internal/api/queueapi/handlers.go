@@ -400,7 +400,7 @@ func (h *API) putRoom(ctx context.Context, r *httpapi.Request) (events.APIGatewa
 	if err := httpapi.DecodeJSON(r.Body, &base); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	// The engine validates (an invalid config is 400 invalid_config, toAPIError).
+	// The engine validates (an invalid config is 400 invalid_config, httpapi.ToError).
 	cfg, err := h.o.Queue.PutConfig(ctx, r.Room, base)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
