@@ -1,6 +1,17 @@
 // Package api is Vestibule's HTTP API: one router that turns API Gateway HTTP
-// API (payload 2.0) requests into calls on the room engine and the token
-// package, and their results and errors into JSON responses.
+// API (payload 2.0) requests into calls on the products behind it, and their
+// results and errors into responses. It composes three products, each in a
+// package of its own that defines what it needs of the engines:
+//
+//   - queueapi: the waiting room (enqueue, poll, leave, status, consume,
+//     complete, jwks) and the admin routes of rooms;
+//   - bookingapi: the booking kit's events, holds and orders;
+//   - gateapi: the edge gate's HTML routes under /.vestibule/.
+//
+// They share httpapi (the request, the JSON answers, the one error table).
+// This package binds each route of internal/routes to its product's handler
+// (router.go) and runs every request through one middleware chain (chain.go):
+// recovery, the request log, the edge and admin checks, the body limit.
 //
 // Every Lambda function wires the whole router; API Gateway sends each function
 // only its own routes (see docs/API.md for the grouping), so a route that reaches
@@ -9,25 +20,19 @@
 package api
 
 import (
-	"context"
 	crand "crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
-	"strings"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
+	"github.com/vestibule-dev/vestibule/internal/api/bookingapi"
+	"github.com/vestibule-dev/vestibule/internal/api/gateapi"
+	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/api/queueapi"
 	"github.com/vestibule-dev/vestibule/internal/booking"
-	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
-	"github.com/vestibule-dev/vestibule/internal/metrics"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -35,9 +40,14 @@ import (
 // MaxBody is the largest request body accepted (decoded); larger gets 413.
 const MaxBody = 8 << 10
 
-// TicketTTL is how long a ticket stays valid: longer than any sensible wait,
-// short enough that a leaked one goes stale by the next on-sale.
-const TicketTTL = 24 * time.Hour
+// MaxEventBody is the body limit of PUT /api/admin/events/{event} (bookingapi.MaxEventBody).
+const MaxEventBody = bookingapi.MaxEventBody
+
+// TicketTTL is how long a ticket stays valid (queueapi.TicketTTL).
+const TicketTTL = queueapi.TicketTTL
+
+// RetryAfterSeconds is the Retry-After of 503 and 429 responses (httpapi.RetryAfterSeconds).
+const RetryAfterSeconds = httpapi.RetryAfterSeconds
 
 // AdminAuth is how admin routes are authenticated (config.AdminAuth).
 type AdminAuth = config.AdminAuth
@@ -48,9 +58,21 @@ const (
 	AdminKey = config.AdminKey
 )
 
+// GateOptions are what the gate's routes need: the cookie keys and how to
+// write the cookie (gateapi.Cookies).
+type GateOptions = gateapi.Cookies
+
+// Queue is the room engine, as the queue API and the gate's routes use it.
+// An engine that also implements queueapi.Deleter can delete rooms, and one
+// that implements queueapi.Auditor keeps the audit log.
+type Queue interface {
+	queueapi.Engine
+	gateapi.Engine
+}
+
 // Options are the Handler's dependencies. Queue, Tickets and Entries are required.
 type Options struct {
-	Queue   room.Queue
+	Queue   Queue
 	Tickets *token.Tickets
 	Entries *token.Entries
 	// Challenges issues and verifies join challenges (rooms with
@@ -61,14 +83,14 @@ type Options struct {
 	// require (Authorization: Bearer), so only the room's origin redeems tokens.
 	Origins *token.Origins
 	// Gate signs and reads the edge gate's session cookies (/.vestibule/enter
-	// and leave, gate.go); nil: those routes answer 404.
+	// and leave, gateapi); nil: those routes answer 404.
 	Gate *GateOptions
 
 	// Booking is the engine of the booking routes (/api/events/…); nil: they
 	// answer 404. Sessions issues the bookingSession consume hands the origin
 	// and checks it on holds. Orders publishes order events; nil: they wait in
 	// the outbox for the sweep (docs/BOOKING.md).
-	Booking  *bookingdb.Engine
+	Booking  bookingapi.Engine
 	Sessions *token.BookingSessions
 	Orders   booking.Publisher
 
@@ -115,6 +137,7 @@ func SampleLog(f float64) func() bool {
 type Handler struct {
 	o         Options
 	adminHash [32]byte
+	table     []route // the route table bound to the products' handlers
 }
 
 // New returns a Handler. It panics if a required dependency is missing, which
@@ -123,6 +146,20 @@ func New(o Options) *Handler {
 	if o.Queue == nil || o.Tickets == nil || o.Entries == nil {
 		panic("api: Queue, Tickets and Entries are required")
 	}
+	o = withDefaults(o)
+	b := bookingapi.New(bookingapi.Options{Booking: o.Booking, Sessions: o.Sessions, Orders: o.Orders,
+		Origins: o.Origins, Logger: o.Logger})
+	q := queueapi.New(queueapi.Options{Queue: o.Queue, Tickets: o.Tickets, Entries: o.Entries,
+		Challenges: o.Challenges, Origins: o.Origins, Sessions: o.Sessions, EndHolds: b.EndHolds,
+		AdminAuth: o.AdminAuth, DefaultRoom: o.DefaultRoom, TickInterval: o.TickInterval,
+		Clock: o.Clock, Logger: o.Logger, Jitter: o.Jitter})
+	g := gateapi.New(gateapi.Options{Cookies: o.Gate, Queue: o.Queue, Entries: o.Entries, EndHolds: b.EndHolds})
+	return &Handler{o: o, adminHash: sha256.Sum256([]byte(o.AdminKey)),
+		table: bind(q.Handlers(), b.Handlers(), g.Handlers())}
+}
+
+// withDefaults fills in the options left out.
+func withDefaults(o Options) Options {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
@@ -143,184 +180,5 @@ func New(o Options) *Handler {
 	if o.AdminAuth == "" {
 		o.AdminAuth = AdminKey
 	}
-	return &Handler{o: o, adminHash: sha256.Sum256([]byte(o.AdminKey))}
-}
-
-// request is what a route handler sees of an API Gateway event.
-type request struct {
-	ev   *events.APIGatewayV2HTTPRequest
-	room string     // the {room} path parameter, when the route has one
-	path pathParams // every path parameter
-	body []byte
-	now  time.Time
-	// viaEdge is true when the request carried CloudFront's origin header.
-	viaEdge bool
-}
-
-// header returns a request header. API Gateway lower-cases header names in
-// payload 2.0; the lookup tolerates other casings from hand-made events.
-func (r *request) header(name string) string {
-	if v, ok := r.ev.Headers[name]; ok {
-		return v
-	}
-	for k, v := range r.ev.Headers {
-		if strings.EqualFold(k, name) {
-			return v
-		}
-	}
-	return ""
-}
-
-// bearer returns the token of an "Authorization: Bearer <token>" header.
-func (r *request) bearer() (string, bool) {
-	h := strings.TrimSpace(r.header("authorization"))
-	const p = "bearer "
-	if len(h) <= len(p) || !strings.EqualFold(h[:len(p)], p) {
-		return "", false
-	}
-	t := strings.TrimSpace(h[len(p):])
-	return t, t != ""
-}
-
-// Handle is the Lambda handler: it never returns an error and never panics;
-// every outcome is an HTTP response.
-func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (resp events.APIGatewayV2HTTPResponse, _ error) {
-	start := time.Now()
-	method := ev.RequestContext.HTTP.Method
-	path := ev.RawPath
-	if path == "" {
-		path = ev.RequestContext.HTTP.Path
-	}
-	// The gate's routes (gate.go) answer a person: every error is a page.
-	errorResponse := pageFor(path)
-	routeName, roomID, eventID := "unknown", "", ""
-	sampled := false // the route's successful requests are logged as a sample
-	var cause error
-	code := "" // the error's code, of an error answer
-	defer func() {
-		if p := recover(); p != nil {
-			cause = fmt.Errorf("panic: %v", p)
-			resp = errorResponse(&apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"})
-		}
-		if sampled && resp.StatusCode < 400 && h.o.LogSample != nil && !h.o.LogSample() {
-			return
-		}
-		attrs := []slog.Attr{
-			slog.String("route", routeName),
-			slog.String("method", method),
-			slog.Int("status", resp.StatusCode),
-			slog.Float64("latency_ms", float64(time.Since(start).Microseconds())/1000),
-		}
-		if roomID != "" {
-			attrs = append(attrs, slog.String("room", roomID))
-		}
-		if eventID != "" {
-			attrs = append(attrs, slog.String("event", eventID))
-		}
-		if id := ev.RequestContext.RequestID; id != "" {
-			attrs = append(attrs, slog.String("request_id", id))
-		}
-		level := slog.LevelInfo
-		if resp.StatusCode >= 500 {
-			level = slog.LevelError
-			if cause != nil {
-				// Engine and Redis errors carry no tokens; they are what an
-				// operator needs to see, and only ever in the log.
-				attrs = append(attrs, slog.String("error", cause.Error()))
-			}
-			if resp.StatusCode == http.StatusServiceUnavailable && code != "room_unrestorable" {
-				attrs = append(attrs, metrics.RedisErrorAttrs(start)...)
-			}
-		}
-		h.o.Logger.LogAttrs(ctx, level, "request", attrs...)
-	}()
-
-	rt, params, allowed := match(method, path)
-	if rt == nil {
-		if allowed != "" {
-			e := &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", message: "method not allowed; allowed: " + allowed}
-			resp = errorResponse(e)
-			resp.Headers["Allow"] = allowed
-			return resp, nil
-		}
-		return errorResponse(&apiError{status: http.StatusNotFound, code: "unknown_route", message: "no such route"}), nil
-	}
-	routeName, sampled = rt.key, rt.sampled
-	r := &request{ev: &ev, room: params.room, path: params, now: h.o.Clock()}
-	if !rt.Admin {
-		// Public routes answer only what came through CloudFront (when deployed so).
-		// Admin routes are IAM-signed to the API's own host, never through CloudFront.
-		if e := h.checkEdge(ctx, r); e != nil {
-			return errorResponse(e), nil
-		}
-	}
-	body, aerr := decodeBody(&ev, bodyLimit(rt.key))
-	if aerr != nil {
-		return errorResponse(aerr), nil
-	}
-	r.body = body
-	if rt.Admin {
-		if e := h.checkAdmin(r); e != nil {
-			return errorResponse(e), nil
-		}
-	}
-	if rt.HasRoom() && !room.ValidRoomID(r.room) {
-		return errorResponse(&apiError{status: http.StatusBadRequest, code: "invalid_room", message: "invalid room id"}), nil
-	}
-	// Only valid ids reach the log: the raw path segments are the client's,
-	// of any length.
-	roomID = r.room
-	if booking.ValidEventID(r.path.event) {
-		eventID = r.path.event
-	}
-	resp, err := rt.fn(h, ctx, r)
-	if err != nil {
-		e := toAPIError(err)
-		cause, code = e.cause, e.code
-		return errorResponse(e), nil
-	}
-	return resp, nil
-}
-
-// decodeBody returns the request's body, refusing one over limit bytes (MaxBody for most routes).
-func decodeBody(ev *events.APIGatewayV2HTTPRequest, limit int) ([]byte, *apiError) {
-	errTooLarge := errTooLarge
-	if limit != MaxBody {
-		errTooLarge = &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: fmt.Sprintf("request body over %d KiB", limit>>10)}
-	}
-	// Reject on the encoded length first, so a huge body is never decoded.
-	if len(ev.Body) > limit*4/3+4 {
-		return nil, errTooLarge
-	}
-	b := []byte(ev.Body)
-	if ev.IsBase64Encoded {
-		d, err := base64.StdEncoding.DecodeString(ev.Body)
-		if err != nil {
-			return nil, &apiError{status: http.StatusBadRequest, code: "bad_body", message: "body is not valid base64"}
-		}
-		b = d
-	}
-	if len(b) > limit {
-		return nil, errTooLarge
-	}
-	return b, nil
-}
-
-func (h *Handler) checkAdmin(r *request) *apiError {
-	switch h.o.AdminAuth {
-	case AdminIAM:
-		a := r.ev.RequestContext.Authorizer
-		if a != nil && a.IAM != nil && (a.IAM.UserARN != "" || a.IAM.CallerID != "" || a.IAM.AccountID != "") {
-			return nil
-		}
-	case AdminKey:
-		got, ok := r.bearer()
-		// Compare digests so the comparison takes the same time whatever the
-		// lengths; an empty configured key never matches (wiring refuses it anyway).
-		sum := sha256.Sum256([]byte(got))
-		if ok && h.o.AdminKey != "" && subtle.ConstantTimeCompare(sum[:], h.adminHash[:]) == 1 {
-			return nil
-		}
-	}
-	return &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "admin credentials missing or invalid"}
+	return o
 }

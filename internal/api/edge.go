@@ -4,29 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"net/http"
 	"net/netip"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
 )
-
-// ViewerAddressHeader is the header in which CloudFront tells the origin the
-// viewer's address and source port ("198.51.100.10:46532", or for IPv6 the
-// address without brackets followed by ":port"). The /api/* behaviour's origin
-// request policy forwards it; a viewer can send one too, so it is believed
-// only on a request that carries the origin secret (EdgeGuard).
-const ViewerAddressHeader = "CloudFront-Viewer-Address"
 
 // EdgeReloadInterval is the least time between two reloads of the origin
 // secret by one EdgeGuard.
 const EdgeReloadInterval = time.Minute
-
-// errForbidden answers a public route reached without CloudFront's origin header.
-var errForbidden = &apiError{status: http.StatusForbidden, code: "forbidden",
-	message: "call this API through the waiting room's CloudFront address"}
 
 // EdgeGuard checks the origin header that CloudFront adds to every request it
 // sends to the API (config.OriginHeader), so the public routes answer only
@@ -116,60 +103,10 @@ func (g *EdgeGuard) Verify(ctx context.Context, got string) bool {
 	return g.known(got)
 }
 
-// checkEdge refuses a public route without the origin header when the handler
-// has an EdgeGuard, and records whether the request provably came through
-// CloudFront.
-func (h *Handler) checkEdge(ctx context.Context, r *request) *apiError {
-	if h.o.Edge == nil {
-		return nil
-	}
-	if !h.o.Edge.Verify(ctx, r.header(strings.ToLower(config.OriginHeader))) {
-		return errForbidden
-	}
-	r.viaEdge = true
-	return nil
-}
-
-// clientAddress is the address the per-client enqueue limit keys on: the
-// viewer's address from CloudFront-Viewer-Address when the request carries the
-// origin secret, so it provably came through CloudFront, which sets that
-// header itself; otherwise (no EdgeGuard, as locally, or an unparseable
-// header) the address API Gateway saw. Behind CloudFront that is an edge
-// server shared by many visitors, which is why the header matters.
-func (r *request) clientAddress() string {
-	if r.viaEdge {
-		if a, ok := ParseViewerAddress(r.header(strings.ToLower(ViewerAddressHeader))); ok {
-			return a.String()
-		}
-	}
-	return r.ev.RequestContext.HTTP.SourceIP
-}
+// ViewerAddressHeader is the header in which CloudFront tells the origin the
+// viewer's address (httpapi.ViewerAddressHeader).
+const ViewerAddressHeader = httpapi.ViewerAddressHeader
 
 // ParseViewerAddress returns the address part of a CloudFront-Viewer-Address
-// value: "198.51.100.10:46532", "2001:db8::1:46532" (IPv6 without brackets,
-// then the port) or "[2001:db8::1]:46532". The port is always present in what
-// CloudFront sends, so the text after the last colon is taken as the port.
-func ParseViewerAddress(v string) (netip.Addr, bool) {
-	v = strings.TrimSpace(v)
-	if strings.HasPrefix(v, "[") {
-		ap, err := netip.ParseAddrPort(v)
-		if err != nil {
-			return netip.Addr{}, false
-		}
-		return ap.Addr().Unmap(), true
-	}
-	i := strings.LastIndexByte(v, ':')
-	if i <= 0 || i == len(v)-1 || len(v)-i-1 > 5 {
-		return netip.Addr{}, false
-	}
-	for _, c := range v[i+1:] {
-		if c < '0' || c > '9' {
-			return netip.Addr{}, false
-		}
-	}
-	a, err := netip.ParseAddr(v[:i])
-	if err != nil || a.Zone() != "" {
-		return netip.Addr{}, false
-	}
-	return a.Unmap(), true
-}
+// value (httpapi.ParseViewerAddress).
+func ParseViewerAddress(v string) (netip.Addr, bool) { return httpapi.ParseViewerAddress(v) }

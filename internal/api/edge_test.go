@@ -9,16 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
-)
-
-const (
-	edgeCurrent  = "current-origin-secret-0123456789abcdef"
-	edgePrevious = "previous-origin-secret-0123456789abcdef"
 )
 
 // withEdge is a handler over the fixture's engine and keys that, as deployed,
@@ -30,17 +23,6 @@ func withEdge(f *fixture, g *api.EdgeGuard) *api.Handler {
 		Clock: f.clock.Now, Jitter: func() float64 { return 1 },
 		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
 	})
-}
-
-// viaCloudFront adds what CloudFront adds: the origin header and the viewer's address.
-func viaCloudFront(ev events.APIGatewayV2HTTPRequest, secret, viewer string) events.APIGatewayV2HTTPRequest {
-	if secret != "" {
-		ev.Headers["x-vestibule-origin"] = secret
-	}
-	if viewer != "" {
-		ev.Headers["cloudfront-viewer-address"] = viewer
-	}
-	return ev
 }
 
 // The public routes answer only requests carrying the origin secret, current

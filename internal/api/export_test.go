@@ -1,4 +1,6 @@
 package api
 
-// DuplicateKey is duplicateKey, for the fuzzers' oracle.
-var DuplicateKey = duplicateKey
+import "github.com/vestibule-dev/vestibule/internal/api/httpapi"
+
+// DuplicateKey is httpapi.DuplicateKey, for the fuzzers' oracle.
+var DuplicateKey = httpapi.DuplicateKey

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/vestibule-dev/vestibule/gate"
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -60,7 +63,7 @@ func (f failing) History(context.Context, string) ([]room.HistoryPoint, error) {
 }
 func (f failing) Drain(context.Context, string) (int64, error) { return 0, f.fail() }
 
-func handlerOver(t *testing.T, q room.Queue) *api.Handler {
+func handlerOver(t *testing.T, q api.Queue) *api.Handler {
 	k := keys(t)
 	return api.New(api.Options{Queue: q, Tickets: token.NewTickets(k.TicketSecret, "vestibule"),
 		Entries: token.NewEntries(k.Entry, "vestibule"), AdminAuth: api.AdminKey, AdminKey: adminKey})
@@ -183,5 +186,49 @@ func TestRedisDown(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Redis down: a page with 503 and Retry-After, never a 500 or a cookie; a
+// deployment without gate keys answers the gate's routes 404.
+func TestGateFailures(t *testing.T) {
+	k := keys(t)
+	ring, err := k.GateKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := token.NewEntries(k.Entry, "vestibule")
+	down := api.New(api.Options{Queue: failing{fmt.Errorf("%w: refused", room.ErrUnavailable)},
+		Tickets: token.NewTickets(k.TicketSecret, "vestibule"), Entries: entries, Gate: &api.GateOptions{Keys: ring}})
+	now := time.Now()
+	tok, err := entries.Issue(token.EntryClaims{Room: "r1", Visitor: "v", Seq: 7, Audience: site,
+		IssuedAt: now, NotBefore: now, Expiry: now.Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := event("POST", "/.vestibule/enter", "", map[string]string{"host": "site.example"})
+	ev.Body = url.Values{"token": {tok}, "return": {"/a"}}.Encode()
+	r := send(t, down, ev)
+	if r.StatusCode != 503 || r.Headers["Retry-After"] == "" || len(r.Cookies) != 0 || strings.Contains(r.Body, "refused") {
+		t.Fatalf("enter with Redis down: %d %v %s", r.StatusCode, r.Headers, r.Body)
+	}
+	cookie := gate.Sign(ring.Current, gate.Session{Room: "r1", Seq: 7, Expires: now.Add(time.Minute)})
+	ev = event("POST", "/.vestibule/leave", "", nil)
+	ev.Cookies = []string{gate.CookieName + "=" + cookie}
+	if r := send(t, down, ev); r.StatusCode != 503 || len(r.Cookies) != 0 {
+		t.Fatalf("leave with Redis down: %d %v", r.StatusCode, r.Cookies)
+	}
+	renewing := gate.Sign(ring.Current, gate.Session{Room: "r1", Seq: 7, Expires: now.Add(time.Minute), RenewAt: now.Add(-time.Second), Start: now.Add(-time.Minute)})
+	ev = event("GET", "/.vestibule/renew?return=%2Fa", "", nil)
+	ev.Cookies = []string{gate.CookieName + "=" + renewing}
+	if r := send(t, down, ev); r.StatusCode != 503 || r.Headers["Location"] != "" || len(r.Cookies) != 0 || !strings.Contains(r.Body, `href="/a"`) {
+		t.Fatalf("renew with Redis down: %d %v %v", r.StatusCode, r.Headers, r.Cookies)
+	}
+
+	none := handlerOver(t, failing{room.ErrUnavailable})
+	for _, e := range []events.APIGatewayV2HTTPRequest{event("POST", "/.vestibule/enter", "token=x", nil), event("GET", "/.vestibule/leave", "", nil), event("GET", "/.vestibule/renew", "", nil)} {
+		if r := send(t, none, e); r.StatusCode != 404 || !strings.HasPrefix(r.Headers["Content-Type"], "text/html") {
+			t.Errorf("no gate keys: %s %d %s", e.RawPath, r.StatusCode, r.Body)
+		}
 	}
 }

@@ -1,8 +1,10 @@
 package api_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +136,25 @@ func TestSampleLog(t *testing.T) {
 		if n < c.min || n > c.max {
 			t.Errorf("SampleLog(%v): %d of 1000, want %d to %d", c.f, n, c.min, c.max)
 		}
+	}
+}
+
+// The request log carries only a valid room id, never the raw path segment
+// (issue: a 100,000-character id made a 100 KB log line).
+func TestLogCarriesOnlyValidRoomIDs(t *testing.T) {
+	var buf bytes.Buffer
+	k := keys(t)
+	h := api.New(api.Options{Queue: failing{nil}, Tickets: token.NewTickets(k.TicketSecret, "vestibule"),
+		Entries: token.NewEntries(k.Entry, "vestibule"), AdminAuth: api.AdminKey, AdminKey: adminKey,
+		Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	long := strings.Repeat("x", 100_000)
+	r := send(t, h, event("GET", "/api/rooms/"+long+"/status", "", nil))
+	wantStatus(t, r, 400, "invalid_room")
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("log: %v", err)
+	}
+	if _, ok := line["room"]; ok || buf.Len() > 1000 {
+		t.Fatalf("the log line carries the raw room (%d bytes): %.200s", buf.Len(), buf.String())
 	}
 }

@@ -1,20 +1,10 @@
 package room
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"time"
 )
-
-// Deleter is a queue that can remove a room for good (roomdb.Engine, and the
-// wrappers over it that pass the call on).
-type Deleter interface {
-	// Delete removes the room's settings, queue, grants, sessions, history
-	// and arrival shards, and takes it off the registry. ErrUnknownRoom
-	// when there is no such room.
-	Delete(ctx context.Context, room string) error
-}
 
 // ErrCannotDelete is returned by a wrapper whose queue or store cannot
 // delete rooms.
@@ -43,12 +33,3 @@ type AuditChange struct {
 
 // AuditKeep is how many entries a room's audit log keeps (the newest).
 const AuditKeep = 500
-
-// Auditor keeps each room's audit log (roomdb.Engine, and the wrappers over
-// it that pass the calls on).
-type Auditor interface {
-	AppendAudit(ctx context.Context, room string, e AuditEntry) error
-	// Audit returns the room's entries, oldest first; none for a room
-	// without any (or that never existed).
-	Audit(ctx context.Context, room string) ([]AuditEntry, error)
-}

@@ -7,12 +7,11 @@
 // token code, the configuration, the poll policy, the CDK app and the
 // operator's command use these names without the engine.
 //
-// The engine that keeps rooms in Redis is package roomdb; Queue, Auditor and
-// Deleter describe it here for the API layer (internal/api).
+// The engine that keeps rooms in Redis is package roomdb; each consumer of
+// it declares the methods it uses (durable.Engine, queueapi.Engine, …).
 package room
 
 import (
-	"context"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
@@ -223,26 +222,6 @@ var (
 
 // Clock gives the current time; tests replace it.
 type Clock func() time.Time
-
-// Queue is the engine's surface (roomdb.Engine, durable.Queue), as the API
-// layer (internal/api) takes it. Queue, Auditor and Deleter are here only for
-// the API: every other consumer declares the methods it uses itself.
-type Queue interface {
-	Join(ctx context.Context, room, visitor string, proof JoinProof) (Place, error)
-	Poll(ctx context.Context, t Ticket) (Place, error)
-	AllowEnqueue(ctx context.Context, room, client string) error
-	Leave(ctx context.Context, t Ticket) error
-	Consume(ctx context.Context, room string, seq int64, audience string) (Session, error)
-	Complete(ctx context.Context, room string, seq int64, audience string) error
-	Renew(ctx context.Context, room string, seq int64, audience string, start time.Time) (Session, error)
-	Tick(ctx context.Context, room string) (TickResult, error)
-	PutConfig(ctx context.Context, room string, cfg Config) (Config, error)
-	GetConfig(ctx context.Context, room string) (Config, error)
-	Rooms(ctx context.Context) ([]string, error)
-	Status(ctx context.Context, room string) (Config, Stats, error)
-	Drain(ctx context.Context, room string) (int64, error)
-	History(ctx context.Context, room string) ([]HistoryPoint, error)
-}
 
 // ErrTickBusy is roomdb.Engine.TickGuarded's answer when a tick of the room
 // ran less than the guard ago: this one did nothing.

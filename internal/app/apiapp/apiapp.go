@@ -20,11 +20,11 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/api/bookingapi"
 	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/awsenv"
 	"github.com/vestibule-dev/vestibule/internal/awsenv/secrets"
 	"github.com/vestibule-dev/vestibule/internal/booking"
-	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/keysync"
@@ -42,7 +42,7 @@ type Options struct {
 	Jitter       func() float64   // nil: random in [0.9, 1.1]
 	// Booking serves the booking routes (nil: they answer 404); Orders
 	// publishes their order events (nil: they wait in the outbox for the sweep).
-	Booking *bookingdb.Engine
+	Booking bookingapi.Engine
 	Orders  booking.Publisher
 	// Edge requires CloudFront's origin header on the public routes; nil: not required.
 	Edge *api.EdgeGuard
@@ -204,7 +204,7 @@ func NewEdgeGuard(ctx context.Context, sm token.SecretsGetter, c config.Config) 
 // NewHandler builds the API handler over a queue and keys, as the config says.
 // The edge gate's cookie keys are derived once, here, from the entry seeds
 // (token.Keys.GateKeys); keys without seeds leave the gate's routes off.
-func NewHandler(q room.Queue, keys *token.Keys, c config.Config, o Options) *api.Handler {
+func NewHandler(q api.Queue, keys *token.Keys, c config.Config, o Options) *api.Handler {
 	var gateOpts *api.GateOptions
 	if ring, err := keys.GateKeys(); err == nil {
 		gateOpts = &api.GateOptions{Keys: ring, InsecureLoopback: o.InsecureLoopback}

@@ -1,4 +1,4 @@
-package api
+package queueapi
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -34,7 +35,7 @@ func TestPlaceJSONIsEncodingJSONs(t *testing.T) {
 			want = nil
 		}
 		got := placeJSONResponse(&out).Body
-		ref := jsonResponse(200, out)
+		ref := httpapi.JSON(200, out)
 		if got != ref.Body || (err == nil && got != string(want)) {
 			t.Errorf("%+v:\n got %s\nwant %s", out, got, want)
 		}
@@ -53,7 +54,7 @@ func FuzzPlaceJSON(f *testing.F) {
 		if hasEta {
 			out.EtaSeconds = &eta
 		}
-		if got, want := placeJSONResponse(&out).Body, jsonResponse(200, out).Body; got != want {
+		if got, want := placeJSONResponse(&out).Body, httpapi.JSON(200, out).Body; got != want {
 			t.Fatalf("got %s\nwant %s", got, want)
 		}
 	})

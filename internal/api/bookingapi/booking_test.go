@@ -1,4 +1,4 @@
-package api_test
+package bookingapi_test
 
 import (
 	"context"

@@ -1,22 +1,22 @@
-package api
+package queueapi
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/vestibule-dev/vestibule/gate"
+	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -64,7 +64,7 @@ func newVisitorID() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func (h *Handler) enqueue(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) enqueue(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	// A valid ticket of this room whose place still stands gets that place
 	// back: a refresh and a second tab are safe. It is a poll of that place,
 	// under the same minimum interval as any poll. Any other ticket (another
@@ -84,16 +84,16 @@ func (h *Handler) enqueue(ctx context.Context, r *request) (events.APIGatewayV2H
 	// A join challenge's proof, when the page sends one (the room says whether
 	// it asks for one: the enqueue script checks the work and spends the proof).
 	var proof room.JoinProof
-	if v := r.header(challenge.HeaderChallenge); v != "" {
-		p, err := h.o.Challenges.Verify(v, r.header(challenge.HeaderSolution), r.room, r.now)
+	if v := r.Header(challenge.HeaderChallenge); v != "" {
+		p, err := h.o.Challenges.Verify(v, r.Header(challenge.HeaderSolution), r.Room, r.Now)
 		if err != nil {
 			return events.APIGatewayV2HTTPResponse{}, errChallengeInvalid
 		}
 		proof = room.JoinProof{Bits: p.Bits, Nonce: p.Nonce, Until: p.ExpiresAt}
 	}
 	// The per-address join limit is checked in the join's own script (one round trip).
-	proof.Client = r.clientAddress()
-	p, err := h.o.Queue.Join(ctx, r.room, newVisitorID(), proof)
+	proof.Client = r.ClientAddress()
+	p, err := h.o.Queue.Join(ctx, r.Room, newVisitorID(), proof)
 	var ce *room.ChallengeError
 	if errors.As(err, &ce) {
 		// The refusal carries the challenge to solve: no extra round trip.
@@ -101,12 +101,12 @@ func (h *Handler) enqueue(ctx context.Context, r *request) (events.APIGatewayV2H
 		b.Error.Code, b.Error.Message = "challenge_required", "solve the join challenge, then join with its solution"
 		// Its nonce says where the proof is spent, and in a room whose joins
 		// are spread takes it to the arrival shard that counts this client's.
-		b.Challenge = h.o.Challenges.IssueFor(r.room, ce.Bits, r.now, ce.NoncePrefix(), ce.Accepts)
-		return jsonResponse(http.StatusForbidden, b), nil
+		b.Challenge = h.o.Challenges.IssueFor(r.Room, ce.Bits, r.Now, ce.NoncePrefix(), ce.Accepts)
+		return httpapi.JSON(http.StatusForbidden, b), nil
 	}
 	if errors.Is(err, room.ErrClosed) {
-		return jsonResponse(http.StatusOK, placeResponse{
-			Room: r.room, State: room.StateClosed,
+		return httpapi.JSON(http.StatusOK, placeResponse{
+			Room: r.Room, State: room.StateClosed,
 			// No place: try again after the hold (the budget of this answer).
 			PollAfterMs: pollpolicy.After(pollpolicy.Input{State: room.StateClosed, PollWithin: pollpolicy.HoldPollAfter,
 				Jitter: h.o.Jitter()}).Milliseconds(),
@@ -115,20 +115,20 @@ func (h *Handler) enqueue(ctx context.Context, r *request) (events.APIGatewayV2H
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	t, err := h.o.Tickets.Issue(p.Ticket, r.now, TicketTTL)
+	t, err := h.o.Tickets.Issue(p.Ticket, r.Now, TicketTTL)
 	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, internalError(err)
+		return events.APIGatewayV2HTTPResponse{}, httpapi.InternalError(err)
 	}
 	return h.joinResponse(r, p, t, true)
 }
 
 // challengeBody is a 403 challenge_required: the error, and the challenge.
 type challengeBody struct {
-	errorBody
+	httpapi.ErrorBody
 	Challenge challenge.Challenge `json:"challenge"`
 }
 
-func (h *Handler) poll(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) poll(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	t, s, err := h.requestTicket(r)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
@@ -140,19 +140,19 @@ func (h *Handler) poll(ctx context.Context, r *request) (events.APIGatewayV2HTTP
 	return h.placeResponse(r, p, s)
 }
 
-func (h *Handler) placeResponse(r *request, p room.Place, ticket string) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) placeResponse(r *httpapi.Request, p room.Place, ticket string) (events.APIGatewayV2HTTPResponse, error) {
 	return h.joinResponse(r, p, ticket, false)
 }
 
 // joinResponse is placeResponse; join says it answers a fresh join (the poll
 // policy spreads a joining crowd's first far polls over the whole budget).
-func (h *Handler) joinResponse(r *request, p room.Place, ticket string, join bool) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) joinResponse(r *httpapi.Request, p room.Place, ticket string, join bool) (events.APIGatewayV2HTTPResponse, error) {
 	rate := p.RatePerMinute
 	if rate <= 0 {
 		rate = float64(p.Config.AdmitPerMinute)
 	}
 	out := placeResponse{
-		Room: r.room, Ticket: ticket, State: p.State,
+		Room: r.Room, Ticket: ticket, State: p.State,
 		Position: p.Position, Waiting: p.Waiting, OpensAt: p.Config.OpensAt,
 		PageVersion: room.PageVersion(p.Config.Page),
 	}
@@ -172,7 +172,7 @@ func (h *Handler) joinResponse(r *request, p room.Place, ticket string, join boo
 		in.Position = p.OpeningRank
 	case room.StatePrequeue:
 		if p.Config.OpensAt != nil {
-			in.UntilOpen = p.Config.OpensAt.Sub(r.now)
+			in.UntilOpen = p.Config.OpensAt.Sub(r.Now)
 		}
 		// The place at the opening spreads the opening's polls; it is not shown,
 		// but the share of the line ahead lets the page place itself when it opens.
@@ -193,10 +193,10 @@ func (h *Handler) joinResponse(r *request, p room.Place, ticket string, join boo
 		out.GrantExpiresAt = &deadline
 		tok, err := h.o.Entries.Issue(token.EntryClaims{
 			Room: p.Ticket.Room, Visitor: p.Ticket.Visitor, Seq: p.Ticket.Seq,
-			Audience: p.Config.OriginURL, IssuedAt: r.now, NotBefore: r.now, Expiry: p.GrantDeadline,
+			Audience: p.Config.OriginURL, IssuedAt: r.Now, NotBefore: r.Now, Expiry: p.GrantDeadline,
 		})
 		if err != nil {
-			return events.APIGatewayV2HTTPResponse{}, internalError(err)
+			return events.APIGatewayV2HTTPResponse{}, httpapi.InternalError(err)
 		}
 		out.EntryToken = tok
 		if p.Config.Gate {
@@ -207,7 +207,7 @@ func (h *Handler) joinResponse(r *request, p room.Place, ticket string, join boo
 	return placeJSONResponse(&out), nil
 }
 
-func (h *Handler) leave(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) leave(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	t, _, err := h.requestTicket(r)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
@@ -215,7 +215,7 @@ func (h *Handler) leave(ctx context.Context, r *request) (events.APIGatewayV2HTT
 	if err := h.o.Queue.Leave(ctx, t); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	return jsonResponse(http.StatusOK, map[string]any{"room": r.room, "left": true}), nil
+	return httpapi.JSON(http.StatusOK, map[string]any{"room": r.Room, "left": true}), nil
 }
 
 type statusResponse struct {
@@ -243,8 +243,8 @@ type statusResponse struct {
 	DrawSeed       string `json:"drawSeed,omitempty"`
 }
 
-func (h *Handler) status(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
-	cfg, st, err := h.o.Queue.Status(ctx, r.room)
+func (h *API) status(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
+	cfg, st, err := h.o.Queue.Status(ctx, r.Room)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
@@ -254,18 +254,18 @@ func (h *Handler) status(ctx context.Context, r *request) (events.APIGatewayV2HT
 		rate = float64(cfg.AdmitPerMinute)
 	}
 	out := statusResponse{
-		Room: r.room, Mode: cfg.Mode, Waiting: st.Waiting, Active: st.Active, Admitted: st.Admitted,
+		Room: r.Room, Mode: cfg.Mode, Waiting: st.Waiting, Active: st.Active, Admitted: st.Admitted,
 		MaxActive: cfg.MaxActive, AdmitPerMinute: cfg.AdmitPerMinute, RatePerMinute: rate,
 		EtaSeconds: pollpolicy.ETASeconds(st.Waiting+1, rate), OpensAt: cfg.OpensAt,
 		Page: cfg.Page, PageVersion: room.PageVersion(cfg.Page),
 	}
 	if cfg.OpensAt != nil && st.DrawSeed != "" {
 		out.DrawCommitment = room.DrawCommitment(st.DrawSeed)
-		if !r.now.Before(*cfg.OpensAt) {
+		if !r.Now.Before(*cfg.OpensAt) {
 			out.DrawSeed = st.DrawSeed
 		}
 	}
-	resp := jsonResponse(http.StatusOK, out)
+	resp := httpapi.JSON(http.StatusOK, out)
 	// Public and the same for everyone: CloudFront absorbs the crowd.
 	resp.Headers["Cache-Control"] = "public, max-age=1"
 	return resp, nil
@@ -276,9 +276,9 @@ type tokenBody struct {
 	Token string `json:"token"`
 }
 
-func (h *Handler) entryToken(r *request) (string, error) {
+func (h *API) entryToken(r *httpapi.Request) (string, error) {
 	var b tokenBody
-	if err := decodeJSON(r.body, &b); err != nil {
+	if err := httpapi.DecodeJSON(r.Body, &b); err != nil {
 		return "", err
 	}
 	if b.Token == "" {
@@ -287,66 +287,22 @@ func (h *Handler) entryToken(r *request) (string, error) {
 	return b.Token, nil
 }
 
-// fromOrigin checks that the caller is the room's origin: it presents the
-// room's origin credential. Checked after the token, whose room it needs.
-func (h *Handler) fromOrigin(r *request, roomID string) error {
-	s, ok := r.bearer()
-	if !ok || h.o.Origins == nil || !h.o.Origins.Check(roomID, s) {
-		return errNotOrigin
-	}
-	return nil
-}
-
-// verifyEntry checks an entry token's signature, typ, issuer, key and time.
-// With allowExpired, a token past its claim window still passes (complete
-// comes after the window, during the session): the rest is still checked at
-// the token's own start time (token.Entries.VerifyPastExpiry), and the engine
-// decides whether the session still runs. The engine also checks, in the same
-// script as the grant, that the token's audience is the room's current origin
-// (see redeemError).
-func (h *Handler) verifyEntry(r *request, s string, allowExpired bool) (token.EntryClaims, error) {
-	if allowExpired {
-		c, err := h.o.Entries.VerifyPastExpiry(s, r.now)
-		if err != nil {
-			return c, errInvalidToken
-		}
-		return c, nil
-	}
-	c, err := h.o.Entries.Verify(s, r.now)
-	switch {
-	case errors.Is(err, token.ErrExpired):
-		return c, errTokenExpired
-	case err != nil:
-		return c, errInvalidToken
-	}
-	return c, nil
-}
-
 // redeemClaims are the claims of the entry token in the body of consume
-// (allowExpired false) or complete (true), verified (verifyEntry), once the
-// caller has shown itself to be the origin of the token's room (fromOrigin).
-func (h *Handler) redeemClaims(r *request, allowExpired bool) (token.EntryClaims, error) {
+// (allowExpired false) or complete (true), verified (httpapi.VerifyEntry), once the
+// caller has shown itself to be the origin of the token's room (httpapi.FromOrigin).
+func (h *API) redeemClaims(r *httpapi.Request, allowExpired bool) (token.EntryClaims, error) {
 	s, err := h.entryToken(r)
 	if err != nil {
 		return token.EntryClaims{}, err
 	}
-	c, err := h.verifyEntry(r, s, allowExpired)
+	c, err := httpapi.VerifyEntry(h.o.Entries, r, s, allowExpired)
 	if err != nil {
 		return token.EntryClaims{}, err
 	}
-	if err := h.fromOrigin(r, c.Room); err != nil {
+	if err := httpapi.FromOrigin(h.o.Origins, r, c.Room); err != nil {
 		return token.EntryClaims{}, err
 	}
 	return c, nil
-}
-
-// redeemError is consume's and complete's error from the engine: a token for
-// a room that no longer exists is an invalid token, not an unknown room.
-func redeemError(err error) error {
-	if errors.Is(err, room.ErrUnknownRoom) {
-		return errInvalidToken
-	}
-	return err
 }
 
 type consumeResponse struct {
@@ -360,42 +316,42 @@ type consumeResponse struct {
 	Session string `json:"session,omitempty"`
 }
 
-func (h *Handler) consume(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) consume(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	c, err := h.redeemClaims(r, false)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	sess, err := h.o.Queue.Consume(ctx, c.Room, c.Seq, c.Audience)
 	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, redeemError(err)
+		return events.APIGatewayV2HTTPResponse{}, httpapi.RedeemError(err)
 	}
 	resp := consumeResponse{Room: c.Room, Visitor: c.Visitor, SessionExpiresAt: sess.ExpiresAt.UTC(),
 		BookingSession: h.bookingSession(ctx, c, sess)}
 	if resp.BookingSession != "" {
 		resp.Session = bookingSessionID(c)
 	}
-	return jsonResponse(http.StatusOK, resp), nil
+	return httpapi.JSON(http.StatusOK, resp), nil
 }
 
-func (h *Handler) complete(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) complete(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	c, err := h.redeemClaims(r, true)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	err = h.o.Queue.Complete(ctx, c.Room, c.Seq, c.Audience)
-	h.endHolds(ctx, c.Room, c.Seq, err) // the session's holds go with it (booking.go)
+	h.endHolds(ctx, c.Room, c.Seq, err) // the session's holds go with it (Options.EndHolds)
 	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, redeemError(err)
+		return events.APIGatewayV2HTTPResponse{}, httpapi.RedeemError(err)
 	}
-	return jsonResponse(http.StatusOK, map[string]any{"room": c.Room, "visitor": c.Visitor, "completed": true}), nil
+	return httpapi.JSON(http.StatusOK, map[string]any{"room": c.Room, "visitor": c.Visitor, "completed": true}), nil
 }
 
-func (h *Handler) jwks(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) jwks(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	b, err := h.o.Entries.JWKS()
 	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, internalError(err)
+		return events.APIGatewayV2HTTPResponse{}, httpapi.InternalError(err)
 	}
-	resp := jsonResponse(http.StatusOK, nil)
+	resp := httpapi.JSON(http.StatusOK, nil)
 	resp.Body = string(b)
 	resp.Headers["Content-Type"] = "application/jwk-set+json"
 	// Keys rotate by kid with overlap, so a few minutes of caching is safe.
@@ -416,17 +372,17 @@ type roomInfo struct {
 	OriginCredential string `json:"originCredential,omitempty"`
 }
 
-func (h *Handler) credential(roomID string) string {
+func (h *API) credential(roomID string) string {
 	if h.o.Origins == nil {
 		return ""
 	}
 	return h.o.Origins.Credential(roomID)
 }
 
-func (h *Handler) putRoom(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) putRoom(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	// Fields the body leaves out keep the room's current value, or for a new
 	// room the deployment's default: an admin can change one setting live.
-	base, err := h.o.Queue.GetConfig(ctx, r.room)
+	base, err := h.o.Queue.GetConfig(ctx, r.Room)
 	if errors.Is(err, room.ErrUnknownRoom) || errors.Is(err, room.ErrNotRestorable) {
 		// A room whose stored settings cannot be read is PUT afresh over the
 		// defaults: this is how an operator brings it back.
@@ -441,18 +397,18 @@ func (h *Handler) putRoom(ctx context.Context, r *request) (events.APIGatewayV2H
 		page := *base.Page
 		base.Page = &page
 	}
-	if err := decodeJSON(r.body, &base); err != nil {
+	if err := httpapi.DecodeJSON(r.Body, &base); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	// The engine validates (an invalid config is 400 invalid_config, toAPIError).
-	cfg, err := h.o.Queue.PutConfig(ctx, r.room, base)
+	// The engine validates (an invalid config is 400 invalid_config, httpapi.ToError).
+	cfg, err := h.o.Queue.PutConfig(ctx, r.Room, base)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	return jsonResponse(http.StatusOK, map[string]any{"room": r.room, "config": cfg, "originCredential": h.credential(r.room)}), nil
+	return httpapi.JSON(http.StatusOK, map[string]any{"room": r.Room, "config": cfg, "originCredential": h.credential(r.Room)}), nil
 }
 
-func (h *Handler) info(ctx context.Context, id string) (roomInfo, error) {
+func (h *API) info(ctx context.Context, id string) (roomInfo, error) {
 	cfg, st, err := h.o.Queue.Status(ctx, id)
 	if err != nil {
 		return roomInfo{}, err
@@ -460,15 +416,15 @@ func (h *Handler) info(ctx context.Context, id string) (roomInfo, error) {
 	return roomInfo{Room: id, Config: cfg, Stats: st, OriginCredential: h.credential(id)}, nil
 }
 
-func (h *Handler) getRoom(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
-	info, err := h.info(ctx, r.room)
+func (h *API) getRoom(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
+	info, err := h.info(ctx, r.Room)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	return jsonResponse(http.StatusOK, info), nil
+	return httpapi.JSON(http.StatusOK, info), nil
 }
 
-func (h *Handler) listRooms(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) listRooms(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	ids, err := h.o.Queue.Rooms(ctx)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
@@ -485,11 +441,11 @@ func (h *Handler) listRooms(ctx context.Context, r *request) (events.APIGatewayV
 		if err != nil {
 			// Listed with its error: one room that cannot be read (its durable
 			// record unreadable, its shard down) hides no other.
-			e := toAPIError(err)
-			if e.cause != nil {
-				h.o.Logger.LogAttrs(ctx, slog.LevelError, "list rooms", slog.String("room", id), slog.String("error", e.cause.Error()))
+			e := httpapi.ToError(err)
+			if e.Cause != nil {
+				h.o.Logger.LogAttrs(ctx, slog.LevelError, "list rooms", slog.String("room", id), slog.String("error", e.Cause.Error()))
 			}
-			info = roomInfo{Room: id, Error: &roomError{Code: e.code, Message: e.message}}
+			info = roomInfo{Room: id, Error: &roomError{Code: e.Code, Message: e.Message}}
 			if failed == nil {
 				failed = err
 			}
@@ -500,7 +456,7 @@ func (h *Handler) listRooms(ctx context.Context, r *request) (events.APIGatewayV
 		// Not one room could be read, each for Redis: an outage, answered as one.
 		return events.APIGatewayV2HTTPResponse{}, failed
 	}
-	return jsonResponse(http.StatusOK, out), nil
+	return httpapi.JSON(http.StatusOK, out), nil
 }
 
 // roomError is why one room of the list could not be read.
@@ -509,140 +465,63 @@ type roomError struct {
 	Message string `json:"message"`
 }
 
-// drainRoom empties a closed room's queue (room.Queue.Drain): the waiting
+// drainRoom empties a closed room's queue (Engine.Drain): the waiting
 // visitors' places are gone (they poll "expired"); grants and sessions stay.
-func (h *Handler) drainRoom(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
-	n, err := h.o.Queue.Drain(ctx, r.room)
+func (h *API) drainRoom(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
+	n, err := h.o.Queue.Drain(ctx, r.Room)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	return jsonResponse(http.StatusOK, struct {
+	return httpapi.JSON(http.StatusOK, struct {
 		Room    string `json:"room"`
 		Removed int64  `json:"removed"`
-	}{r.room, n}), nil
+	}{r.Room, n}), nil
 }
 
 // roomHistory answers the room's last hour, a point a minute, as the
-// admission ticks recorded it (room.Queue.History), for the console's charts.
-func (h *Handler) roomHistory(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
-	if _, err := h.o.Queue.GetConfig(ctx, r.room); err != nil {
+// admission ticks recorded it (Engine.History), for the console's charts.
+func (h *API) roomHistory(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
+	if _, err := h.o.Queue.GetConfig(ctx, r.Room); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	pts, err := h.o.Queue.History(ctx, r.room)
+	pts, err := h.o.Queue.History(ctx, r.Room)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	return jsonResponse(http.StatusOK, struct {
+	return httpapi.JSON(http.StatusOK, struct {
 		Room   string              `json:"room"`
 		Points []room.HistoryPoint `json:"points"`
-	}{r.room, pts}), nil
+	}{r.Room, pts}), nil
 }
 
-// decodeJSON decodes exactly one JSON object, refusing unknown fields so that
-// a typo in a setting is an error rather than silently ignored. A setting
-// that decodes itself strictly (room.Page) reports its own *room.FieldError,
-// which stays an invalid_config naming the field.
-func decodeJSON(body []byte, v any) error {
-	if k, ok := duplicateKey(body); ok {
-		// encoding/json would take the last of them: what the caller meant
-		// is not known, so nothing is taken.
-		if len(k) > 64 {
-			k = k[:64]
-		}
-		return &apiError{status: http.StatusBadRequest, code: "bad_json", message: fmt.Sprintf("request body is not the expected JSON: duplicate key %q", k)}
+// enterURL is where the waiting page posts a gated room's entry token: the
+// path /.vestibule/enter at the root of the origin's host (the gate guards the
+// whole host, whatever path originUrl names).
+func enterURL(originURL string) string {
+	u, err := url.Parse(originURL)
+	if err != nil || u.Host == "" {
+		return ""
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var fe *room.FieldError
-		if errors.As(err, &fe) {
-			return fe
-		}
-		return &apiError{status: http.StatusBadRequest, code: "bad_json", message: "request body is not the expected JSON: " + jsonProblem(err)}
-	}
-	if dec.More() {
-		return errBadJSON
-	}
-	return nil
+	return u.Scheme + "://" + u.Host + gate.VestibulePrefix + "enter"
 }
 
-// duplicateKey returns the first key that an object in body gives twice, as
-// decoded (so "a" and "\u0061" are the same key). A body that is not JSON has
-// none: the decoder reports that.
-func duplicateKey(body []byte) (string, bool) {
-	type object struct {
-		keys    map[string]bool
-		wantKey bool
+// bookingSession is the booking session token of a session consume just
+// opened. The consume happened whatever this returns, so a failure (which
+// only a key misconfiguration can cause) leaves the field out and is logged.
+func (h *API) bookingSession(ctx context.Context, c token.EntryClaims, sess room.Session) string {
+	if h.o.Sessions == nil {
+		return ""
 	}
-	var open []*object // nil for an array
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	// value marks the end of a value in the innermost container.
-	value := func() {
-		if n := len(open); n > 0 && open[n-1] != nil {
-			open[n-1].wantKey = true
-		}
+	s, err := h.o.Sessions.Issue(token.BookingSession{Room: c.Room, Seq: c.Seq, Ends: sess.ExpiresAt}, h.o.Clock())
+	if err != nil {
+		h.o.Logger.LogAttrs(ctx, slog.LevelError, "booking session not issued", slog.String("room", c.Room), slog.String("error", err.Error()))
+		return ""
 	}
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		top := (*object)(nil)
-		if n := len(open); n > 0 {
-			top = open[n-1]
-		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{':
-				open = append(open, &object{keys: map[string]bool{}, wantKey: true})
-			case '[':
-				open = append(open, nil)
-			default:
-				open = open[:len(open)-1]
-				value()
-			}
-		case string:
-			if top != nil && top.wantKey {
-				if top.keys[t] {
-					return t, true
-				}
-				top.keys[t] = true
-				top.wantKey = false
-				continue
-			}
-			value()
-		default:
-			value()
-		}
-	}
+	return s
 }
 
-// jsonProblem describes a decoding error without echoing the input.
-func jsonProblem(err error) string {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return "syntax error"
-	case errors.As(err, &te):
-		if te.Field == "" {
-			return "wrong type"
-		}
-		return "wrong type for " + te.Field
-	case errors.Is(err, io.EOF):
-		return "empty body"
-	default:
-		// Unknown-field errors name the field; that is what the caller needs.
-		msg := err.Error()
-		if len(msg) > 120 {
-			msg = msg[:120]
-		}
-		return msg
-	}
-}
-
-func internalError(err error) *apiError {
-	return &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error", cause: err}
+// bookingSessionID is the id of the booking session of an entry, 'room:seq'
+// (consume answers it as session: what confirm and release name).
+func bookingSessionID(c token.EntryClaims) string {
+	return booking.RoomSession{Room: c.Room, Seq: c.Seq}.ID()
 }

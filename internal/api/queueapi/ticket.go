@@ -1,6 +1,7 @@
-package api
+package queueapi
 
 import (
+	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -11,12 +12,12 @@ import (
 // form, which the page keeps from then on. A Stale ticket whose place cannot
 // be written in the current form (only a hand-made one could) is handed back
 // as it came.
-func (h *Handler) requestTicket(r *request) (room.Ticket, string, error) {
-	s, ok := r.bearer()
+func (h *API) requestTicket(r *httpapi.Request) (room.Ticket, string, error) {
+	s, ok := r.Bearer()
 	if !ok {
 		return room.Ticket{}, "", errMissingTicket
 	}
-	v, err := h.o.Tickets.Check(s, r.room, r.now)
+	v, err := h.o.Tickets.Check(s, r.Room, r.Now)
 	if err != nil {
 		return room.Ticket{}, "", errInvalidTicket
 	}

@@ -1,4 +1,4 @@
-package api
+package queueapi
 
 import (
 	"bytes"
@@ -11,22 +11,24 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
 // The audit trail of admin changes (docs/OPERATING.md, "Who changed what"):
 // every PUT, drain and DELETE of a room records who made it, when, and each
-// setting's old and new value, in the room's audit log (room.Auditor, a
+// setting's old and new value, in the room's audit log (Auditor, a
 // capped list in Redis) and as an "admin change" log line.
 
 // caller names who makes an admin call: the IAM principal API Gateway
 // authorised (its ARN; else its caller or account id), or "admin key" on a
 // local stack; " via the console" when the operator's console sent it.
-func (h *Handler) caller(r *request) string {
+func (h *API) caller(r *httpapi.Request) string {
 	who := "admin key"
-	if h.o.AdminAuth == AdminIAM {
+	if h.o.AdminAuth == config.AdminIAM {
 		who = "unknown IAM principal"
-		if a := r.ev.RequestContext.Authorizer; a != nil && a.IAM != nil {
+		if a := r.Event.RequestContext.Authorizer; a != nil && a.IAM != nil {
 			switch {
 			case a.IAM.UserARN != "":
 				who = a.IAM.UserARN
@@ -37,7 +39,7 @@ func (h *Handler) caller(r *request) string {
 			}
 		}
 	}
-	if r.header("x-vestibule-console") != "" {
+	if r.Header("x-vestibule-console") != "" {
 		who += " via the console"
 	}
 	return who
@@ -84,17 +86,17 @@ func settingChanges(before, after *room.Config) []room.AuditChange {
 
 // record keeps an audit entry and logs it. Failing to keep it does not undo
 // the change: it is logged as an error.
-func (h *Handler) record(ctx context.Context, r *request, a room.AuditEntry) {
-	a.At, a.Who = r.now.UTC(), h.caller(r)
+func (h *API) record(ctx context.Context, r *httpapi.Request, a room.AuditEntry) {
+	a.At, a.Who = r.Now.UTC(), h.caller(r)
 	changes, _ := json.Marshal(a.Changes)
-	attrs := []slog.Attr{slog.String("room", r.room), slog.String("who", a.Who), slog.String("action", a.Action),
+	attrs := []slog.Attr{slog.String("room", r.Room), slog.String("who", a.Who), slog.String("action", a.Action),
 		slog.String("changes", string(changes)), slog.Int64("removed", a.Removed)}
 	h.o.Logger.LogAttrs(ctx, slog.LevelInfo, "admin change", attrs...)
-	au, ok := h.o.Queue.(room.Auditor)
+	au, ok := h.o.Queue.(Auditor)
 	if !ok {
 		return
 	}
-	if err := au.AppendAudit(context.WithoutCancel(ctx), r.room, a); err != nil {
+	if err := au.AppendAudit(context.WithoutCancel(ctx), r.Room, a); err != nil {
 		h.o.Logger.LogAttrs(ctx, slog.LevelError, "admin change not kept in the audit log",
 			append(attrs, slog.String("error", err.Error()))...)
 	}
@@ -102,7 +104,7 @@ func (h *Handler) record(ctx context.Context, r *request, a room.AuditEntry) {
 
 // audited records a change of a room's settings from before (nil: created)
 // to after (nil: deleted).
-func (h *Handler) audited(ctx context.Context, r *request, before, after *room.Config) {
+func (h *API) audited(ctx context.Context, r *httpapi.Request, before, after *room.Config) {
 	a := room.AuditEntry{Action: "change", Changes: settingChanges(before, after)}
 	switch {
 	case before == nil:
@@ -115,9 +117,9 @@ func (h *Handler) audited(ctx context.Context, r *request, before, after *room.C
 
 // putRoomAudited is putRoom with its audit entry: the settings before (none
 // for a new room) and as stored.
-func (h *Handler) putRoomAudited(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) putRoomAudited(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	var before *room.Config
-	if cfg, err := h.o.Queue.GetConfig(ctx, r.room); err == nil {
+	if cfg, err := h.o.Queue.GetConfig(ctx, r.Room); err == nil {
 		before = &cfg
 	} else if !errors.Is(err, room.ErrUnknownRoom) && !errors.Is(err, room.ErrNotRestorable) {
 		// (A room whose stored settings cannot be read is PUT afresh, as
@@ -140,7 +142,7 @@ func (h *Handler) putRoomAudited(ctx context.Context, r *request) (events.APIGat
 }
 
 // drainRoomAudited is drainRoom with its audit entry.
-func (h *Handler) drainRoomAudited(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) drainRoomAudited(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	resp, err := h.drainRoom(ctx, r)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return resp, err
@@ -155,24 +157,24 @@ func (h *Handler) drainRoomAudited(ctx context.Context, r *request) (events.APIG
 
 // roomLog answers the room's audit log, oldest first. A deleted room's log
 // stays readable; a room that never had an entry and does not exist is 404.
-func (h *Handler) roomLog(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) roomLog(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	var entries []room.AuditEntry
-	if au, ok := h.o.Queue.(room.Auditor); ok {
+	if au, ok := h.o.Queue.(Auditor); ok {
 		var err error
-		if entries, err = au.Audit(ctx, r.room); err != nil {
+		if entries, err = au.Audit(ctx, r.Room); err != nil {
 			return events.APIGatewayV2HTTPResponse{}, err
 		}
 	}
 	if len(entries) == 0 {
-		if _, err := h.o.Queue.GetConfig(ctx, r.room); err != nil {
+		if _, err := h.o.Queue.GetConfig(ctx, r.Room); err != nil {
 			return events.APIGatewayV2HTTPResponse{}, err
 		}
 	}
 	if entries == nil {
 		entries = []room.AuditEntry{}
 	}
-	return jsonResponse(http.StatusOK, struct {
+	return httpapi.JSON(http.StatusOK, struct {
 		Room    string            `json:"room"`
 		Entries []room.AuditEntry `json:"entries"`
-	}{r.room, entries}), nil
+	}{r.Room, entries}), nil
 }

@@ -1,4 +1,4 @@
-package api_test
+package queueapi_test
 
 import (
 	"encoding/json"
@@ -14,13 +14,6 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
-
-// forEachRedis runs a test against the single node and the 3-node cluster.
-func forEachRedis(t *testing.T, fn func(t *testing.T, f *fixture)) {
-	for name, c := range redistest.Clients(t) {
-		t.Run(name, func(t *testing.T) { fn(t, newFixture(t, c)) })
-	}
-}
 
 // The whole visitor journey through the HTTP layer: enqueue, poll until
 // admitted, consume, replay refused, complete, and the next visitor admitted.

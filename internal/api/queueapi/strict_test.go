@@ -1,10 +1,10 @@
-package api_test
+package queueapi_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 )
 
@@ -74,7 +74,7 @@ func TestDuplicateKey(t *testing.T) {
 		`{"a":1,`:                                   "",
 		`not json`:                                  "",
 	} {
-		got, dup := api.DuplicateKey([]byte(body))
+		got, dup := httpapi.DuplicateKey([]byte(body))
 		if got != want || dup != (want != "") {
 			t.Errorf("DuplicateKey(%s) = %q %v, want %q", body, got, dup, want)
 		}

@@ -1,4 +1,4 @@
-package api
+package gateapi
 
 import (
 	"context"
@@ -13,20 +13,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/vestibule-dev/vestibule/gate"
+	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// The edge gate's routes (docs/GATE.md). On a protected site CloudFront sends
-// /.vestibule/* to this API, so these routes answer the visitor's browser on
-// the site's own host: POST /.vestibule/enter turns an entry token into the
-// session cookie the gate checks, POST /.vestibule/leave ends the session,
-// GET /.vestibule/renew extends an active visitor's session.
-// A person sees the answers, so they are HTML pages, not JSON; the statuses
-// are toAPIError's, as everywhere.
-
-// GateOptions are what the gate's routes need: the cookie keys and how to
-// write the cookie.
-type GateOptions struct {
+// Cookies are how the gate's session cookies are signed and written.
+type Cookies struct {
 	// Keys sign (Current) and verify (Current and Previous) session cookies;
 	// the CloudFront function's KeyValueStore holds the same keys.
 	Keys gate.KeyRing
@@ -40,39 +32,28 @@ type GateOptions struct {
 // to the API (the API needs its own): the distribution's /.vestibule/*
 // behaviour copies it here (infra/stack/gate.go). Anyone can send the header,
 // so it is believed only on a request that carries CloudFront's origin
-// secret (request.viaEdge); otherwise, and always without an EdgeGuard (make
+// secret (httpapi.Request.ViaEdge); otherwise, and always without an EdgeGuard (make
 // dev, whose proxy keeps the site's Host), Host is the site.
 const siteHeader = "x-forwarded-host"
 
 // Errors of the gate's routes that the rest of the API does not have.
 var (
-	errNoGate      = &apiError{status: http.StatusNotFound, code: "unknown_route", message: "this deployment has no edge gate"}
-	errBadForm     = &apiError{status: http.StatusBadRequest, code: "bad_body", message: "the form could not be read"}
-	errNotGated    = &apiError{status: http.StatusUnauthorized, code: "invalid_token", message: "this entry is for a site that redeems it itself, not for the edge gate"}
-	errOtherSite   = &apiError{status: http.StatusUnauthorized, code: "invalid_token", message: "this entry is for another site"}
-	errMissingForm = &apiError{status: http.StatusBadRequest, code: "missing_token", message: "the form carries no entry token"}
-	errCrossSite   = &apiError{status: http.StatusForbidden, code: "cross_site", message: "this form was sent by another site"}
+	errNoGate      = &httpapi.Error{Status: http.StatusNotFound, Code: "unknown_route", Message: "this deployment has no edge gate"}
+	errBadForm     = &httpapi.Error{Status: http.StatusBadRequest, Code: "bad_body", Message: "the form could not be read"}
+	errNotGated    = &httpapi.Error{Status: http.StatusUnauthorized, Code: "invalid_token", Message: "this entry is for a site that redeems it itself, not for the edge gate"}
+	errOtherSite   = &httpapi.Error{Status: http.StatusUnauthorized, Code: "invalid_token", Message: "this entry is for another site"}
+	errMissingForm = &httpapi.Error{Status: http.StatusBadRequest, Code: "missing_token", Message: "the form carries no entry token"}
+	errCrossSite   = &httpapi.Error{Status: http.StatusForbidden, Code: "cross_site", Message: "this form was sent by another site"}
 )
-
-// enterURL is where the waiting page posts a gated room's entry token: the
-// path /.vestibule/enter at the root of the origin's host (the gate guards the
-// whole host, whatever path originUrl names).
-func enterURL(originURL string) string {
-	u, err := url.Parse(originURL)
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host + gate.VestibulePrefix + "enter"
-}
 
 // site returns the host the visitor's browser asked for: X-Forwarded-Host
 // on a request that provably came through CloudFront, else Host.
-func (r *request) site() string {
-	if h := r.header(siteHeader); h != "" && r.viaEdge {
+func site(r *httpapi.Request) string {
+	if h := r.Header(siteHeader); h != "" && r.ViaEdge {
 		first, _, _ := strings.Cut(h, ",")
 		return strings.TrimSpace(first)
 	}
-	return r.header("host")
+	return r.Header("host")
 }
 
 // sameHost reports whether the host (with or without a port) is originURL's,
@@ -97,18 +78,18 @@ func sameHost(host, originURL string) bool {
 }
 
 // cookieOptions are the cookie's attributes for this request's site.
-func (h *Handler) cookieOptions(r *request) gate.CookieOptions {
-	return gate.CookieOptions{InsecureLoopback: h.o.Gate.InsecureLoopback, Host: r.site()}
+func (h *API) cookieOptions(r *httpapi.Request) gate.CookieOptions {
+	return gate.CookieOptions{InsecureLoopback: h.o.Cookies.InsecureLoopback, Host: site(r)}
 }
 
 // sessionCookies returns the values of the request's session cookies (the
 // name of cookieOptions: gate.CookieName, or gate.DevCookieName on make dev's
 // loopback site), at most gate.MaxCookieValues of them: from the event's
 // cookies (payload 2.0) or, in a hand-made event, a Cookie header.
-func (h *Handler) sessionCookies(r *request) []string {
-	header := strings.Join(r.ev.Cookies, "; ")
-	if len(r.ev.Cookies) == 0 {
-		header = r.header("cookie")
+func (h *API) sessionCookies(r *httpapi.Request) []string {
+	header := strings.Join(r.Event.Cookies, "; ")
+	if len(r.Event.Cookies) == 0 {
+		header = r.Header("cookie")
 	}
 	return gate.CookieValues(header, h.cookieOptions(r).Name())
 }
@@ -117,7 +98,7 @@ func (h *Handler) sessionCookies(r *request) []string {
 // verifies, for whichever room it names; with receipts, also the first valid
 // receipt (an ended session's cookie, gate.ReceiptPrefix). At most
 // gate.MaxCookieCandidates MACs are checked.
-func (h *Handler) session(r *request, receipts bool) (gate.Session, bool) {
+func (h *API) session(r *httpapi.Request, receipts bool) (gate.Session, bool) {
 	checked := 0
 	for _, v := range h.sessionCookies(r) {
 		room := gate.CookieRoom(v)
@@ -129,7 +110,7 @@ func (h *Handler) session(r *request, receipts bool) (gate.Session, bool) {
 		if strings.HasPrefix(v, gate.ReceiptPrefix) {
 			verify = gate.VerifyReceipt
 		}
-		if s, err := verify(h.o.Gate.Keys, v, room, r.now); err == nil {
+		if s, err := verify(h.o.Cookies.Keys, v, room, r.Now); err == nil {
 			return s, true
 		}
 	}
@@ -137,10 +118,10 @@ func (h *Handler) session(r *request, receipts bool) (gate.Session, bool) {
 }
 
 // receipt returns the session of the request's first valid receipt.
-func (h *Handler) receipt(r *request) (gate.Session, bool) {
+func (h *API) receipt(r *httpapi.Request) (gate.Session, bool) {
 	for _, v := range h.sessionCookies(r) {
 		if room := gate.CookieRoom(v); room != "" && strings.HasPrefix(v, gate.ReceiptPrefix) {
-			if s, err := gate.VerifyReceipt(h.o.Gate.Keys, v, room, r.now); err == nil {
+			if s, err := gate.VerifyReceipt(h.o.Cookies.Keys, v, room, r.Now); err == nil {
 				return s, true
 			}
 		}
@@ -153,20 +134,20 @@ func (h *Handler) receipt(r *request) (gate.Session, bool) {
 // user), or, from a browser that does not send it, an Origin that is not the
 // site's. A request with neither header is no browser's form post (browsers
 // send Origin with every POST) and passes.
-func crossSite(r *request) bool {
-	switch r.header("sec-fetch-site") {
+func crossSite(r *httpapi.Request) bool {
+	switch r.Header("sec-fetch-site") {
 	case "same-origin", "none":
 		return false
 	case "":
 	default:
 		return true
 	}
-	o := r.header("origin")
+	o := r.Header("origin")
 	if o == "" {
 		return false
 	}
 	u, err := url.Parse(o)
-	return err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.site())
+	return err != nil || u.Host == "" || !strings.EqualFold(u.Host, site(r))
 }
 
 // seeOther is a 303 to path on the site, with Set-Cookie when cookie is set.
@@ -190,12 +171,12 @@ func seeOther(path, cookie string) events.APIGatewayV2HTTPResponse {
 // another site's, 409 for a replay, 410 for an expired entry, 503 when Redis
 // is down. A replay by a browser that already holds this very session's
 // cookie (a form posted twice) is sent on to the return path instead.
-func (h *Handler) gateEnter(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) gateEnter(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	none := events.APIGatewayV2HTTPResponse{}
-	if h.o.Gate == nil {
+	if h.o.Cookies == nil {
 		return none, pageError(errNoGate, "/")
 	}
-	form, err := url.ParseQuery(string(r.body))
+	form, err := url.ParseQuery(string(r.Body))
 	if err != nil {
 		return none, pageError(errBadForm, "/")
 	}
@@ -204,16 +185,16 @@ func (h *Handler) gateEnter(ctx context.Context, r *request) (events.APIGatewayV
 	if tok == "" {
 		return none, pageError(errMissingForm, back)
 	}
-	c, err := h.verifyEntry(r, tok, false)
+	c, err := httpapi.VerifyEntry(h.o.Entries, r, tok, false)
 	if err != nil {
 		return none, pageError(err, back)
 	}
-	if !sameHost(r.site(), c.Audience) {
+	if !sameHost(site(r), c.Audience) {
 		return none, pageError(errOtherSite, back)
 	}
 	cfg, err := h.o.Queue.GetConfig(ctx, c.Room)
 	if err != nil {
-		return none, pageError(redeemError(err), back)
+		return none, pageError(httpapi.RedeemError(err), back)
 	}
 	if !cfg.Gate {
 		return none, pageError(errNotGated, back)
@@ -225,14 +206,14 @@ func (h *Handler) gateEnter(ctx context.Context, r *request) (events.APIGatewayV
 		}
 	}
 	if err != nil {
-		return none, pageError(redeemError(err), back)
+		return none, pageError(httpapi.RedeemError(err), back)
 	}
-	s := cookieSession(cfg, c.Room, c.Seq, r.now, sess.ExpiresAt, r.now)
+	s := cookieSession(cfg, c.Room, c.Seq, r.Now, sess.ExpiresAt, r.Now)
 	if err := s.Validate(); err != nil {
-		return none, pageError(internalError(err), back)
+		return none, pageError(httpapi.InternalError(err), back)
 	}
-	value := gate.Sign(h.o.Gate.Keys.Current, s)
-	return seeOther(back, gate.SetCookie(value, s, r.now, h.cookieOptions(r))), nil
+	value := gate.Sign(h.o.Cookies.Keys.Current, s)
+	return seeOther(back, gate.SetCookie(value, s, r.Now, h.cookieOptions(r))), nil
 }
 
 // cookieSession is what the cookie of a session that started at start and
@@ -260,13 +241,13 @@ func cookieSession(cfg room.Config, id string, seq int64, start, end, now time.T
 // room gone) loses its cookie, and the gate then sends the visitor to wait;
 // without a cookie that renews, nothing changes. Redis down is a 503 page,
 // not a redirect, so the gate cannot send the visitor round in a loop.
-func (h *Handler) gateRenew(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) gateRenew(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	none := events.APIGatewayV2HTTPResponse{}
-	if h.o.Gate == nil {
+	if h.o.Cookies == nil {
 		return none, pageError(errNoGate, "/")
 	}
 	back := "/"
-	if q, err := url.ParseQuery(r.ev.RawQueryString); err == nil {
+	if q, err := url.ParseQuery(r.Event.RawQueryString); err == nil {
 		back = gate.SafeReturn(q.Get("return"))
 	}
 	s, ok := h.session(r, false)
@@ -284,11 +265,11 @@ func (h *Handler) gateRenew(ctx context.Context, r *request) (events.APIGatewayV
 	case err != nil:
 		return none, pageError(err, back)
 	}
-	ns := cookieSession(cfg, s.Room, s.Seq, s.Start, sess.ExpiresAt, r.now)
+	ns := cookieSession(cfg, s.Room, s.Seq, s.Start, sess.ExpiresAt, r.Now)
 	if err := ns.Validate(); err != nil {
-		return none, pageError(internalError(err), back)
+		return none, pageError(httpapi.InternalError(err), back)
 	}
-	return seeOther(back, gate.SetCookie(gate.Sign(h.o.Gate.Keys.Current, ns), ns, r.now, h.cookieOptions(r))), nil
+	return seeOther(back, gate.SetCookie(gate.Sign(h.o.Cookies.Keys.Current, ns), ns, r.Now, h.cookieOptions(r))), nil
 }
 
 // gateLeave is POST /.vestibule/leave: it ends the session the cookie names
@@ -301,9 +282,9 @@ func (h *Handler) gateRenew(ctx context.Context, r *request) (events.APIGatewayV
 // only when one came: a post without it has nothing to clear. Leaving by
 // choice is never a GET, so no link or image can make a visitor leave (GET
 // ends only a session the site already ended: gateLeavePage).
-func (h *Handler) gateLeave(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) gateLeave(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	none := events.APIGatewayV2HTTPResponse{}
-	if h.o.Gate == nil {
+	if h.o.Cookies == nil {
 		return none, pageError(errNoGate, "/")
 	}
 	if crossSite(r) {
@@ -321,11 +302,11 @@ func (h *Handler) gateLeave(ctx context.Context, r *request) (events.APIGatewayV
 }
 
 // endSession completes s; a session already over is no error.
-func (h *Handler) endSession(ctx context.Context, s gate.Session) error {
+func (h *API) endSession(ctx context.Context, s gate.Session) error {
 	cfg, err := h.o.Queue.GetConfig(ctx, s.Room)
 	if err == nil {
 		err = h.o.Queue.Complete(ctx, s.Room, s.Seq, cfg.OriginURL)
-		h.endHolds(ctx, s.Room, s.Seq, err) // the session's holds go with it (booking.go)
+		h.endHolds(ctx, s.Room, s.Seq, err) // the session's holds go with it (Options.EndHolds)
 	}
 	switch {
 	case err == nil, errors.Is(err, room.ErrUnknownRoom), errors.Is(err, room.ErrUnknownGrant), errors.Is(err, room.ErrWrongAudience):
@@ -341,9 +322,9 @@ func (h *Handler) endSession(ctx context.Context, s gate.Session) error {
 // session is over, so a link from anywhere can only finish what the site
 // ended. Otherwise it shows a page with the button that posts the leave form
 // and changes nothing.
-func (h *Handler) gateLeavePage(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) gateLeavePage(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	none := events.APIGatewayV2HTTPResponse{}
-	if h.o.Gate == nil {
+	if h.o.Cookies == nil {
 		return none, pageError(errNoGate, "/")
 	}
 	if s, ok := h.receipt(r); ok {
@@ -359,41 +340,30 @@ func (h *Handler) gateLeavePage(ctx context.Context, r *request) (events.APIGate
 	}), nil
 }
 
-// gateRoute reports whether path is under the gate's prefix: its answers,
+// Path reports whether path is under the gate's prefix: its answers,
 // errors of the router included, are pages.
-func gateRoute(path string) bool {
+func Path(path string) bool {
 	return path == "/.vestibule" || strings.HasPrefix(path, gate.VestibulePrefix)
 }
 
-// pageFor returns errorResponse for a request to path: the gate's routes
-// answer every error, the router's too (a body too large, a method not
-// allowed), as a page.
-func pageFor(path string) func(*apiError) events.APIGatewayV2HTTPResponse {
-	if !gateRoute(path) {
-		return errorResponse
+// ErrorPage is httpapi.ErrorResponse for a request to one of the gate's
+// Paths: every error, the router's too (a body too large, a method not
+// allowed), is a page; one that does not render itself links to "/".
+func ErrorPage(e *httpapi.Error) events.APIGatewayV2HTTPResponse {
+	if e.Render == nil {
+		c := *e // a copy: the packages' errors are shared values
+		c.Render = pageRenderer("/")
+		e = &c
 	}
-	return func(e *apiError) events.APIGatewayV2HTTPResponse {
-		if e.page == nil {
-			c := *e // a copy: the package's errors are shared values
-			c.page = &gatePage{back: "/"}
-			e = &c
-		}
-		return errorResponse(e)
-	}
+	return httpapi.ErrorResponse(e)
 }
 
-// gatePage makes an error of the gate's routes an HTML page; back is the path
-// on the site its link goes to.
-type gatePage struct {
-	back string
-}
-
-// pageError is toAPIError's answer for err, shown as a page whose link goes
-// to back (a path on the site: without a session the gate sends it on to the
-// waiting room).
+// pageError is httpapi.ToError's answer for err, shown as a page whose link
+// goes to back (a path on the site: without a session the gate sends it on to
+// the waiting room).
 func pageError(err error, back string) error {
-	e := *toAPIError(err) // a copy: the package's errors are shared values
-	e.page = &gatePage{back: back}
+	e := *httpapi.ToError(err) // a copy: the packages' errors are shared values
+	e.Render = pageRenderer(back)
 	return &e
 }
 
@@ -408,15 +378,17 @@ var pageTexts = map[int][2]string{
 	http.StatusServiceUnavailable: {"Please try again in a moment", "We are briefly unable to let you in. Go back and try again in a few seconds."},
 }
 
-// response renders e as a page.
-func (p *gatePage) response(e *apiError) events.APIGatewayV2HTTPResponse {
-	txt, ok := pageTexts[e.status]
-	if e.code == errCrossSite.code {
-		txt = [2]string{"This request came from another site", "Nothing was changed. To leave, use the button on this site itself."}
-	} else if !ok {
-		txt = [2]string{"Something went wrong", "Go back and try again."}
+// pageRenderer renders an error as a page whose link goes to back.
+func pageRenderer(back string) func(*httpapi.Error) events.APIGatewayV2HTTPResponse {
+	return func(e *httpapi.Error) events.APIGatewayV2HTTPResponse {
+		txt, ok := pageTexts[e.Status]
+		if e.Code == errCrossSite.Code {
+			txt = [2]string{"This request came from another site", "Nothing was changed. To leave, use the button on this site itself."}
+		} else if !ok {
+			txt = [2]string{"Something went wrong", "Go back and try again."}
+		}
+		return renderPage(e.Status, pageData{Title: txt[0], Text: txt[1], Code: e.Code, Back: back})
 	}
-	return renderPage(e.status, pageData{Title: txt[0], Text: txt[1], Code: e.code, Back: p.back})
 }
 
 // pageData fills pageTemplate.
@@ -432,7 +404,7 @@ type pageData struct {
 // waiting room on another origin, and browsers check form-action along a
 // form's redirects (the pages hold no script and only escaped text).
 func pageHeaders(status int) events.APIGatewayV2HTTPResponse {
-	resp := newResponse(status, "text/html; charset=utf-8")
+	resp := httpapi.NewResponse(status, "text/html; charset=utf-8")
 	resp.Headers["Referrer-Policy"] = "no-referrer"
 	resp.Headers["X-Frame-Options"] = "DENY"
 	resp.Headers["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'"

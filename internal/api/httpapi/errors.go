@@ -1,4 +1,4 @@
-package api
+package httpapi
 
 import (
 	"encoding/json"
@@ -17,44 +17,43 @@ import (
 // a failover to finish, short enough that a waiting page catches up quickly.
 const RetryAfterSeconds = 2
 
-// apiError is a client-visible error: status, snake_case code and a message
-// that is safe to show. cause is logged, never sent.
-type apiError struct {
-	status  int
-	code    string
-	message string
-	cause   error
-	// retryAfter is the Retry-After of a 429 in seconds (0: RetryAfterSeconds).
-	retryAfter int
+// Error is a client-visible error: status, snake_case code and a message
+// that is safe to show. Cause is logged, never sent.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	Cause   error
+	// RetryAfter is the Retry-After of a 429 in seconds (0: RetryAfterSeconds).
+	RetryAfter int
 	// What a booking conflict names: the seats taken, the sku short and what is left of it.
-	seats     []string
-	sku       string
-	available *int64
-	// page, when set, makes the response a small HTML page for a person (the
-	// edge gate's routes, gate.go) instead of the JSON error body.
-	page *gatePage
+	Seats     []string
+	SKU       string
+	Available *int64
+	// Render, when set, writes the answer instead of the JSON error body:
+	// the edge gate's routes answer a person with a small HTML page.
+	Render func(*Error) events.APIGatewayV2HTTPResponse
 }
 
-func (e *apiError) Error() string { return e.code + ": " + e.message }
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
+// Errors that more than one product answers.
 var (
-	errTooLarge         = &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body over 8 KiB"}
-	errBadJSON          = &apiError{status: http.StatusBadRequest, code: "bad_json", message: "request body is not the expected JSON"}
-	errMissingTicket    = &apiError{status: http.StatusUnauthorized, code: "missing_ticket", message: "Authorization: Bearer <ticket> required"}
-	errInvalidTicket    = &apiError{status: http.StatusUnauthorized, code: "invalid_ticket", message: "ticket invalid, expired or for another room"}
-	errMissingToken     = &apiError{status: http.StatusBadRequest, code: "missing_token", message: `body must be {"token": "<entry token>"}`}
-	errInvalidToken     = &apiError{status: http.StatusUnauthorized, code: "invalid_token", message: "entry token invalid"}
-	errTokenExpired     = &apiError{status: http.StatusGone, code: "token_expired", message: "entry token expired"}
-	errChallengeInvalid = &apiError{status: http.StatusForbidden, code: "challenge_invalid", message: "join challenge invalid, expired or unsolved"}
-	errNotOrigin        = &apiError{status: http.StatusUnauthorized, code: "invalid_origin_credential", message: "Authorization: Bearer <the room's origin credential> required"}
+	// ErrBadJSON is a body that is not the JSON object a route expects.
+	ErrBadJSON = &Error{Status: http.StatusBadRequest, Code: "bad_json", Message: "request body is not the expected JSON"}
+	// ErrInvalidToken and ErrTokenExpired refuse an entry token (VerifyEntry).
+	ErrInvalidToken = &Error{Status: http.StatusUnauthorized, Code: "invalid_token", Message: "entry token invalid"}
+	ErrTokenExpired = &Error{Status: http.StatusGone, Code: "token_expired", Message: "entry token expired"}
+	// ErrNotOrigin refuses a caller that is not the room's origin (FromOrigin).
+	ErrNotOrigin = &Error{Status: http.StatusUnauthorized, Code: "invalid_origin_credential", Message: "Authorization: Bearer <the room's origin credential> required"}
 )
 
-// toAPIError maps an error from a route handler to the response it deserves.
-// This is the one place where errors become statuses: an *apiError is its
+// ToError maps an error from a route handler to the response it deserves.
+// This is the one place where errors become statuses: an *Error is its
 // own answer, the engines' errors are answered by errorAnswers, and anything
 // else is a 503.
-func toAPIError(err error) *apiError {
-	var ae *apiError
+func ToError(err error) *Error {
+	var ae *Error
 	if errors.As(err, &ae) {
 		return ae
 	}
@@ -62,10 +61,10 @@ func toAPIError(err error) *apiError {
 		if !errors.Is(err, a.err) {
 			continue
 		}
-		e := &apiError{status: a.status, code: a.code, message: a.message}
-		if e.message == "" {
+		e := &Error{Status: a.status, Code: a.code, Message: a.message}
+		if e.Message == "" {
 			// The engine's message names the field and the reason, and carries no secret.
-			e.message = err.Error()
+			e.Message = err.Error()
 		}
 		if a.detail != nil {
 			a.detail(e, err)
@@ -74,7 +73,7 @@ func toAPIError(err error) *apiError {
 	}
 	// room.ErrUnavailable, booking.ErrUnavailable, context deadlines, and anything unforeseen from
 	// Redis: the visitor retries shortly; the cause goes to the log only.
-	return &apiError{status: http.StatusServiceUnavailable, code: "unavailable", message: "temporarily unavailable, retry shortly", cause: err}
+	return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "temporarily unavailable, retry shortly", Cause: err}
 }
 
 // errorAnswers are the answers to the engines' errors, tried in order: the
@@ -84,7 +83,7 @@ var errorAnswers = []struct {
 	err           error
 	status        int
 	code, message string
-	detail        func(e *apiError, err error)
+	detail        func(e *Error, err error)
 }{
 	{err: room.ErrInvalidRoom, status: http.StatusBadRequest, code: "invalid_room", message: "invalid room id"},
 	{err: room.ErrInvalidConfig, status: http.StatusBadRequest, code: "invalid_config"},
@@ -100,11 +99,11 @@ var errorAnswers = []struct {
 	{err: room.ErrUnknownGrant, status: http.StatusUnauthorized, code: "unknown_grant", message: "no such entry"},
 	{err: room.ErrChallengeSpent, status: http.StatusForbidden, code: "challenge_used", message: "this join challenge was used already; solve a new one"},
 	{err: room.ErrRateLimited, status: http.StatusTooManyRequests, code: "rate_limited", message: "too many requests, retry later",
-		detail: func(e *apiError, err error) {
-			e.retryAfter = RetryAfterSeconds
+		detail: func(e *Error, err error) {
+			e.RetryAfter = RetryAfterSeconds
 			var re *room.RetryError
 			if errors.As(err, &re) {
-				e.retryAfter = max(1, int(math.Ceil(re.After.Seconds())))
+				e.RetryAfter = max(1, int(math.Ceil(re.After.Seconds())))
 			}
 		}},
 	{err: booking.ErrInvalidEvent, status: http.StatusBadRequest, code: "invalid_event", message: "invalid event id"},
@@ -118,17 +117,17 @@ var errorAnswers = []struct {
 	{err: booking.ErrSessionEnded, status: http.StatusUnauthorized, code: "session_ended", message: "the entry session ended"},
 	{err: booking.ErrWrongSession, status: http.StatusForbidden, code: "wrong_session", message: "the hold belongs to another session"},
 	{err: booking.ErrSeatTaken, status: http.StatusConflict, code: "seat_taken", message: "seats held or sold by someone else",
-		detail: func(e *apiError, err error) {
+		detail: func(e *Error, err error) {
 			var te *booking.TakenError
 			if errors.As(err, &te) {
-				e.seats = te.Seats
+				e.Seats = te.Seats
 			}
 		}},
 	{err: booking.ErrSoldOut, status: http.StatusConflict, code: "sold_out", message: "not enough units left",
-		detail: func(e *apiError, err error) {
+		detail: func(e *Error, err error) {
 			var se *booking.SoldOutError
 			if errors.As(err, &se) {
-				e.sku, e.available = se.SKU, &se.Available
+				e.SKU, e.Available = se.SKU, &se.Available
 			}
 		}},
 	{err: booking.ErrLimit, status: http.StatusConflict, code: "session_limit"},
@@ -141,7 +140,8 @@ var errorAnswers = []struct {
 	{err: booking.ErrIdempotencyKey, status: http.StatusUnprocessableEntity, code: "idempotency_key_reused", message: "the idempotency key confirmed another hold"},
 }
 
-type errorBody struct {
+// ErrorBody is the JSON body of an error answer.
+type ErrorBody struct {
 	Error struct {
 		Code      string   `json:"code"`
 		Message   string   `json:"message"`
@@ -151,18 +151,20 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-func errorResponse(e *apiError) events.APIGatewayV2HTTPResponse {
+// ErrorResponse is e's answer: its Render's, or the JSON error body; with
+// Retry-After on a 503 or a 429.
+func ErrorResponse(e *Error) events.APIGatewayV2HTTPResponse {
 	var resp events.APIGatewayV2HTTPResponse
-	if e.page != nil {
-		resp = e.page.response(e)
+	if e.Render != nil {
+		resp = e.Render(e)
 	} else {
-		var b errorBody
-		b.Error.Code, b.Error.Message = e.code, e.message
-		b.Error.Seats, b.Error.SKU, b.Error.Available = e.seats, e.sku, e.available
-		resp = jsonResponse(e.status, b)
+		var b ErrorBody
+		b.Error.Code, b.Error.Message = e.Code, e.Message
+		b.Error.Seats, b.Error.SKU, b.Error.Available = e.Seats, e.SKU, e.Available
+		resp = JSON(e.Status, b)
 	}
-	if e.status == http.StatusServiceUnavailable || e.status == http.StatusTooManyRequests {
-		after := e.retryAfter
+	if e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests {
+		after := e.RetryAfter
 		if after <= 0 {
 			after = RetryAfterSeconds
 		}
@@ -171,26 +173,31 @@ func errorResponse(e *apiError) events.APIGatewayV2HTTPResponse {
 	return resp
 }
 
-// jsonResponse encodes v; responses are private and uncached unless a route
-// says otherwise.
-func jsonResponse(status int, v any) events.APIGatewayV2HTTPResponse {
+// InternalError is a 500 whose cause goes to the log only.
+func InternalError(err error) *Error {
+	return &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error", Cause: err}
+}
+
+// JSON is the answer whose body is v encoded; answers are private and
+// uncached unless a route says otherwise.
+func JSON(status int, v any) events.APIGatewayV2HTTPResponse {
 	b, err := json.Marshal(v)
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"internal error"}}`)
 	}
-	return jsonBytesResponse(status, b)
+	return JSONBytes(status, b)
 }
 
-// jsonBytesResponse is jsonResponse of a body already encoded.
-func jsonBytesResponse(status int, b []byte) events.APIGatewayV2HTTPResponse {
-	resp := newResponse(status, "application/json; charset=utf-8")
+// JSONBytes is JSON of a body already encoded.
+func JSONBytes(status int, b []byte) events.APIGatewayV2HTTPResponse {
+	resp := NewResponse(status, "application/json; charset=utf-8")
 	resp.Body = string(b)
 	return resp
 }
 
-// newResponse is an answer with the headers every answer carries: its content
+// NewResponse is an answer with the headers every answer carries: its content
 // type, no caching (unless the route changes Cache-Control) and no sniffing.
-func newResponse(status int, contentType string) events.APIGatewayV2HTTPResponse {
+func NewResponse(status int, contentType string) events.APIGatewayV2HTTPResponse {
 	return events.APIGatewayV2HTTPResponse{
 		StatusCode: status,
 		Headers: map[string]string{

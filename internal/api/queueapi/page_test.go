@@ -1,4 +1,4 @@
-package api_test
+package queueapi_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package api
+package queueapi
 
 import (
 	"context"
@@ -8,40 +8,41 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// deleteRoom removes a room for good (room.Deleter): its settings, queue,
+// deleteRoom removes a room for good (Deleter): its settings, queue,
 // grants, sessions and history. It refuses while visitors wait (409
 // room_not_empty): close and drain the room first. Admitted visitors and
 // sessions are removed with it (their entries stop working).
-func (h *Handler) deleteRoom(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
-	d, ok := h.o.Queue.(room.Deleter)
+func (h *API) deleteRoom(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
+	d, ok := h.o.Queue.(Deleter)
 	if !ok {
 		return events.APIGatewayV2HTTPResponse{}, errCannotDelete
 	}
-	cfg, st, err := h.o.Queue.Status(ctx, r.room)
+	cfg, st, err := h.o.Queue.Status(ctx, r.Room)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	if st.Waiting > 0 {
-		return events.APIGatewayV2HTTPResponse{}, &apiError{status: http.StatusConflict, code: "room_not_empty",
-			message: fmt.Sprintf("%d visitors are waiting: close the room and drain it first", st.Waiting)}
+		return events.APIGatewayV2HTTPResponse{}, &httpapi.Error{Status: http.StatusConflict, Code: "room_not_empty",
+			Message: fmt.Sprintf("%d visitors are waiting: close the room and drain it first", st.Waiting)}
 	}
-	if err := d.Delete(ctx, r.room); err != nil {
+	if err := d.Delete(ctx, r.Room); err != nil {
 		if errors.Is(err, room.ErrCannotDelete) {
 			return events.APIGatewayV2HTTPResponse{}, errCannotDelete
 		}
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	h.audited(ctx, r, &cfg, nil)
-	return jsonResponse(http.StatusOK, struct {
+	return httpapi.JSON(http.StatusOK, struct {
 		Room     string `json:"room"`
 		Deleted  bool   `json:"deleted"`
 		Admitted int64  `json:"admitted"` // grants removed
 		Active   int64  `json:"active"`   // sessions removed
-	}{r.room, true, st.Admitted, st.Active}), nil
+	}{r.Room, true, st.Admitted, st.Active}), nil
 }
 
-var errCannotDelete = &apiError{status: http.StatusNotImplemented, code: "not_supported",
-	message: "this deployment cannot delete rooms (its settings store keeps them): close the room instead"}
+var errCannotDelete = &httpapi.Error{Status: http.StatusNotImplemented, Code: "not_supported",
+	Message: "this deployment cannot delete rooms (its settings store keeps them): close the room instead"}

@@ -1,4 +1,4 @@
-package api
+package bookingapi
 
 import (
 	"context"
@@ -11,49 +11,38 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
 	"github.com/vestibule-dev/vestibule/internal/booking"
-	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/routes"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
-// The booking routes (docs/BOOKING.md, docs/API.md): a visitor with a
-// consumed entry session holds seats and units; the room's origin confirms,
-// releases and cancels server to server; the admin defines the inventory.
-
 // MaxEventBody is the body limit of PUT /api/admin/events/{event}: a venue's
-// seat list is larger than MaxBody (about 80,000 seats of 10-character names).
+// seat list is larger than the other routes' limit (api.MaxBody, 8 KiB): about
+// 80,000 seats of 10-character names.
 const MaxEventBody = 1 << 20
 
 // PublishTimeout bounds how long a confirm or cancel waits for its order
 // event to be published before it answers (the event then waits in the outbox).
 const PublishTimeout = 2 * time.Second
 
-// bodyLimit is the largest body a route accepts.
-func bodyLimit(key string) int {
-	if key == "PUT /api/admin/events/{event}" {
-		return MaxEventBody
-	}
-	return MaxBody
-}
-
 var (
-	errNoBooking      = &apiError{status: http.StatusNotFound, code: "unknown_route", message: "no such route"}
-	errMissingSession = &apiError{status: http.StatusUnauthorized, code: "missing_session", message: "Authorization: Bearer <booking session> required"}
-	errInvalidSession = &apiError{status: http.StatusUnauthorized, code: "invalid_session", message: "booking session invalid or for another room"}
-	errSessionEnded   = &apiError{status: http.StatusUnauthorized, code: "session_ended", message: "the entry session ended"}
-	errMissingIdemKey = &apiError{status: http.StatusBadRequest, code: "missing_idempotency_key", message: "Idempotency-Key header required"}
-	errBadHoldToken   = &apiError{status: http.StatusBadRequest, code: "invalid_request", message: "the hold token is a positive decimal integer"}
+	errNoBooking      = &httpapi.Error{Status: http.StatusNotFound, Code: "unknown_route", Message: "no such route"}
+	errMissingSession = &httpapi.Error{Status: http.StatusUnauthorized, Code: "missing_session", Message: "Authorization: Bearer <booking session> required"}
+	errInvalidSession = &httpapi.Error{Status: http.StatusUnauthorized, Code: "invalid_session", Message: "booking session invalid or for another room"}
+	errSessionEnded   = &httpapi.Error{Status: http.StatusUnauthorized, Code: "session_ended", Message: "the entry session ended"}
+	errMissingIdemKey = &httpapi.Error{Status: http.StatusBadRequest, Code: "missing_idempotency_key", Message: "Idempotency-Key header required"}
+	errBadHoldToken   = &httpapi.Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: "the hold token is a positive decimal integer"}
 )
 
-// endHolds releases at once every hold of the session room:seq that a
+// EndHolds releases at once every hold of the session room:seq that a
 // Complete just ended (the origin's complete, the gate's leave and receipts),
 // given Complete's error: a session already over (ErrUnknownGrant: it timed
 // out) has its holds released too. A failure is logged; the sweep
 // (orders.Sweep, EndTimedOut) releases them later. docs/BOOKING.md, "When the
 // session ends".
-func (h *Handler) endHolds(ctx context.Context, roomID string, seq int64, completeErr error) {
+func (h *API) EndHolds(ctx context.Context, roomID string, seq int64, completeErr error) {
 	if h.o.Booking == nil || (completeErr != nil && !errors.Is(completeErr, room.ErrUnknownGrant)) {
 		return
 	}
@@ -63,54 +52,33 @@ func (h *Handler) endHolds(ctx context.Context, roomID string, seq int64, comple
 	}
 }
 
-// bookingSession is the booking session token of a session consume just
-// opened. The consume happened whatever this returns, so a failure (which
-// only a key misconfiguration can cause) leaves the field out and is logged.
-func (h *Handler) bookingSession(ctx context.Context, c token.EntryClaims, sess room.Session) string {
-	if h.o.Sessions == nil {
-		return ""
-	}
-	s, err := h.o.Sessions.Issue(token.BookingSession{Room: c.Room, Seq: c.Seq, Ends: sess.ExpiresAt}, h.o.Clock())
-	if err != nil {
-		h.o.Logger.LogAttrs(ctx, slog.LevelError, "booking session not issued", slog.String("room", c.Room), slog.String("error", err.Error()))
-		return ""
-	}
-	return s
-}
-
-// bookingSessionID is the id of the booking session of an entry, 'room:seq'
-// (consume answers it as session: what confirm and release name).
-func bookingSessionID(c token.EntryClaims) string {
-	return booking.RoomSession{Room: c.Room, Seq: c.Seq}.ID()
-}
-
 // event returns the booking engine and checks the {event} parameter.
-func (h *Handler) event(r *request) (*bookingdb.Engine, error) {
+func (h *API) event(r *httpapi.Request) (Engine, error) {
 	if h.o.Booking == nil {
 		return nil, errNoBooking
 	}
-	if !booking.ValidEventID(r.path.event) {
+	if !booking.ValidEventID(r.Path.Event) {
 		return nil, booking.ErrInvalidEvent
 	}
 	return h.o.Booking, nil
 }
 
 // view is the event's view, for the public and the admin reads of it.
-func (h *Handler) view(ctx context.Context, r *request) (booking.View, error) {
+func (h *API) view(ctx context.Context, r *httpapi.Request) (booking.View, error) {
 	eng, err := h.event(r)
 	if err != nil {
 		return booking.View{}, err
 	}
-	return eng.View(ctx, r.path.event)
+	return eng.View(ctx, r.Path.Event)
 }
 
 // eventOrigin checks that the caller is the origin of the event's room.
-func (h *Handler) eventOrigin(ctx context.Context, eng *bookingdb.Engine, r *request) error {
-	roomID, err := eng.Room(ctx, r.path.event)
+func (h *API) eventOrigin(ctx context.Context, eng Engine, r *httpapi.Request) error {
+	roomID, err := eng.Room(ctx, r.Path.Event)
 	if err != nil {
 		return err
 	}
-	return h.fromOrigin(r, roomID)
+	return httpapi.FromOrigin(h.o.Origins, r, roomID)
 }
 
 // holdToken parses the {token} parameter: a hold's fencing token, in its one
@@ -126,7 +94,7 @@ func holdToken(s string) (int64, error) {
 // publish sends a new order event at once and takes it out of the outbox.
 // A failure is only logged: the event stays in the outbox, and the sweep
 // (orders.Sweep, in the admission loop) publishes it later.
-func (h *Handler) publish(ctx context.Context, eng *bookingdb.Engine, o booking.OrderEvent) {
+func (h *API) publish(ctx context.Context, eng Engine, o booking.OrderEvent) {
 	if o.Replayed || h.o.Orders == nil {
 		return
 	}
@@ -147,11 +115,11 @@ func (h *Handler) publish(ctx context.Context, eng *bookingdb.Engine, o booking.
 // made it, 200 with Idempotent-Replayed when it was already so.
 func orderResponse(o booking.OrderEvent, created int) events.APIGatewayV2HTTPResponse {
 	if o.Replayed {
-		resp := jsonResponse(http.StatusOK, o)
+		resp := httpapi.JSON(http.StatusOK, o)
 		resp.Headers["Idempotent-Replayed"] = "true"
 		return resp
 	}
-	return jsonResponse(created, o)
+	return httpapi.JSON(created, o)
 }
 
 type eventViewResponse struct {
@@ -161,12 +129,12 @@ type eventViewResponse struct {
 }
 
 // eventView is GET /api/events/{event}: what is left, for everyone.
-func (h *Handler) eventView(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) eventView(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	v, err := h.view(ctx, r)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	resp := jsonResponse(http.StatusOK, eventViewResponse{Event: r.path.event, Seats: v.Seats, Stock: v.Stock})
+	resp := httpapi.JSON(http.StatusOK, eventViewResponse{Event: r.Path.Event, Seats: v.Seats, Stock: v.Stock})
 	// Public and the same for everyone: CloudFront can absorb the crowd.
 	resp.Headers["Cache-Control"] = "public, max-age=1"
 	return resp, nil
@@ -183,19 +151,19 @@ type holdResponse struct {
 
 // holdSeats is POST /api/events/{event}/holds: a visitor with a consumed
 // entry session of the event's room holds seats and units.
-func (h *Handler) holdSeats(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) holdSeats(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	eng, err := h.event(r)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	s, ok := r.bearer()
+	s, ok := r.Bearer()
 	if !ok {
 		return events.APIGatewayV2HTTPResponse{}, errMissingSession
 	}
 	if h.o.Sessions == nil {
 		return events.APIGatewayV2HTTPResponse{}, errInvalidSession
 	}
-	bs, err := h.o.Sessions.Verify(s, r.now)
+	bs, err := h.o.Sessions.Verify(s, r.Now)
 	if errors.Is(err, token.ErrExpired) {
 		return events.APIGatewayV2HTTPResponse{}, errSessionEnded
 	}
@@ -203,14 +171,14 @@ func (h *Handler) holdSeats(ctx context.Context, r *request) (events.APIGatewayV
 		return events.APIGatewayV2HTTPResponse{}, errInvalidSession
 	}
 	var req booking.Request
-	if err := decodeJSON(r.body, &req); err != nil {
+	if err := httpapi.DecodeJSON(r.Body, &req); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	hold, err := eng.HoldSession(ctx, r.path.event, booking.RoomSession{Room: bs.Room, Seq: bs.Seq, Ends: bs.Ends}, req)
+	hold, err := eng.HoldSession(ctx, r.Path.Event, booking.RoomSession{Room: bs.Room, Seq: bs.Seq, Ends: bs.Ends}, req)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	return jsonResponse(http.StatusCreated, holdResponse{
+	return httpapi.JSON(http.StatusCreated, holdResponse{
 		Event: hold.Event, Session: hold.Session, Token: strconv.FormatInt(hold.Token, 10),
 		Seats: hold.Seats, Units: hold.Units, ExpiresAt: hold.ExpiresAt.UTC(),
 	}), nil
@@ -218,7 +186,7 @@ func (h *Handler) holdSeats(ctx context.Context, r *request) (events.APIGatewayV
 
 // holdCall is what the origin's confirm, extend and release of a hold carry.
 type holdCall struct {
-	eng       *bookingdb.Engine
+	eng       Engine
 	token     int64  // the {token} parameter
 	key       string // the Idempotency-Key (confirm only)
 	session   string // the session the body names
@@ -229,17 +197,17 @@ type holdCall struct {
 // the body names the extension) or a release's call, in this order: the
 // {event}, the {token}, the Idempotency-Key when withKey, that the caller is
 // the origin of the event's room, the body.
-func (h *Handler) readHoldCall(ctx context.Context, r *request, withKey, extend bool) (holdCall, error) {
+func (h *API) readHoldCall(ctx context.Context, r *httpapi.Request, withKey, extend bool) (holdCall, error) {
 	var c holdCall
 	var err error
 	if c.eng, err = h.event(r); err != nil {
 		return holdCall{}, err
 	}
-	if c.token, err = holdToken(r.path.token); err != nil {
+	if c.token, err = holdToken(r.Path.Token); err != nil {
 		return holdCall{}, err
 	}
 	if withKey {
-		if c.key = r.header(routes.IdempotencyHeader); c.key == "" {
+		if c.key = r.Header(routes.IdempotencyHeader); c.key == "" {
 			return holdCall{}, errMissingIdemKey
 		}
 	}
@@ -250,11 +218,11 @@ func (h *Handler) readHoldCall(ctx context.Context, r *request, withKey, extend 
 		Session   string `json:"session"`
 		Extension *int64 `json:"extension,omitempty"`
 	}
-	if err := decodeJSON(r.body, &b); err != nil {
+	if err := httpapi.DecodeJSON(r.Body, &b); err != nil {
 		return holdCall{}, err
 	}
 	if (b.Extension != nil) != extend {
-		return holdCall{}, &apiError{status: http.StatusBadRequest, code: "bad_json", message: "extension: only, and always, in an extend"}
+		return holdCall{}, &httpapi.Error{Status: http.StatusBadRequest, Code: "bad_json", Message: "extension: only, and always, in an extend"}
 	}
 	c.session = b.Session
 	if b.Extension != nil {
@@ -274,16 +242,16 @@ type extendResponse struct {
 // extendHold is POST /api/events/{event}/holds/{token}/extend: the origin
 // gives a hold more time while a payment runs, within the event's bounds;
 // the extension's number makes a retry harmless.
-func (h *Handler) extendHold(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) extendHold(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	c, err := h.readHoldCall(ctx, r, false, true)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	x, err := c.eng.Extend(ctx, r.path.event, c.session, c.token, c.extension)
+	x, err := c.eng.Extend(ctx, r.Path.Event, c.session, c.token, c.extension)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	resp := jsonResponse(http.StatusOK, extendResponse{Event: r.path.event, Session: c.session, Token: r.path.token,
+	resp := httpapi.JSON(http.StatusOK, extendResponse{Event: r.Path.Event, Session: c.session, Token: r.Path.Token,
 		ExpiresAt: x.ExpiresAt.UTC(), Extensions: x.Extensions})
 	if x.Replayed {
 		resp.Headers["Idempotent-Replayed"] = "true"
@@ -293,12 +261,12 @@ func (h *Handler) extendHold(ctx context.Context, r *request) (events.APIGateway
 
 // confirmHold is POST /api/events/{event}/holds/{token}/confirm: the origin
 // turns a hold into an order once payment succeeded, once per Idempotency-Key.
-func (h *Handler) confirmHold(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) confirmHold(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	c, err := h.readHoldCall(ctx, r, true, false)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	o, err := c.eng.Confirm(ctx, r.path.event, c.session, c.token, c.key)
+	o, err := c.eng.Confirm(ctx, r.Path.Event, c.session, c.token, c.key)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
@@ -308,15 +276,15 @@ func (h *Handler) confirmHold(ctx context.Context, r *request) (events.APIGatewa
 
 // releaseHold is POST /api/events/{event}/holds/{token}/release: the origin
 // gives a hold up (the visitor left, the payment was declined before confirm).
-func (h *Handler) releaseHold(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) releaseHold(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	c, err := h.readHoldCall(ctx, r, false, false)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	if err := c.eng.Release(ctx, r.path.event, c.session, c.token); err != nil {
+	if err := c.eng.Release(ctx, r.Path.Event, c.session, c.token); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	return jsonResponse(http.StatusOK, map[string]any{"event": r.path.event, "token": r.path.token, "released": true}), nil
+	return httpapi.JSON(http.StatusOK, map[string]any{"event": r.Path.Event, "token": r.Path.Token, "released": true}), nil
 }
 
 // cancelBody is the optional body of a cancel.
@@ -326,7 +294,7 @@ type cancelBody struct {
 
 // cancelOrder is POST /api/events/{event}/orders/{order}/cancel: compensation
 // for a payment that failed after confirm; the order's seats and units return, once.
-func (h *Handler) cancelOrder(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) cancelOrder(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	eng, err := h.event(r)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
@@ -335,12 +303,12 @@ func (h *Handler) cancelOrder(ctx context.Context, r *request) (events.APIGatewa
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	var b cancelBody
-	if len(r.body) > 0 {
-		if err := decodeJSON(r.body, &b); err != nil {
+	if len(r.Body) > 0 {
+		if err := httpapi.DecodeJSON(r.Body, &b); err != nil {
 			return events.APIGatewayV2HTTPResponse{}, err
 		}
 	}
-	o, err := eng.Cancel(ctx, r.path.event, r.path.order, b.Reason)
+	o, err := eng.Cancel(ctx, r.Path.Event, r.Path.Order, b.Reason)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
@@ -362,38 +330,38 @@ type eventDefinition struct {
 }
 
 // putEvent is PUT /api/admin/events/{event}: define or replace an event's inventory.
-func (h *Handler) putEvent(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) putEvent(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	eng, err := h.event(r)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	var d eventDefinition
-	if err := decodeJSON(r.body, &d); err != nil {
+	if err := httpapi.DecodeJSON(r.Body, &d); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	ttl := int64(booking.DefaultHoldTTL / time.Second)
 	if d.HoldTTLSeconds != nil {
 		ttl = *d.HoldTTLSeconds
 		if ttl < int64(booking.MinHoldTTL/time.Second) || ttl > int64(booking.MaxHoldTTL/time.Second) {
-			return events.APIGatewayV2HTTPResponse{}, &apiError{status: http.StatusBadRequest, code: "invalid_inventory",
-				message: "holdTTLSeconds: want 1 to 3600 (leave it out for 300)"}
+			return events.APIGatewayV2HTTPResponse{}, &httpapi.Error{Status: http.StatusBadRequest, Code: "invalid_inventory",
+				Message: "holdTTLSeconds: want 1 to 3600 (leave it out for 300)"}
 		}
 	}
 	if d.MaxHoldSeconds < 0 || d.MaxHoldSeconds > int64(booking.MaxHoldLife/time.Second) {
-		return events.APIGatewayV2HTTPResponse{}, &apiError{status: http.StatusBadRequest, code: "invalid_inventory",
-			message: "maxHoldSeconds: want the hold TTL to 7200"}
+		return events.APIGatewayV2HTTPResponse{}, &httpapi.Error{Status: http.StatusBadRequest, Code: "invalid_inventory",
+			Message: "maxHoldSeconds: want the hold TTL to 7200"}
 	}
 	inv := booking.Inventory{Room: d.Room, Seats: d.Seats, Stock: d.Stock,
 		HoldTTL: time.Duration(ttl) * time.Second, SessionLimit: d.SessionLimit,
 		MaxHoldExtensions: d.MaxHoldExtensions, MaxHold: time.Duration(d.MaxHoldSeconds) * time.Second}
-	if err := eng.Define(ctx, r.path.event, inv); err != nil {
+	if err := eng.Define(ctx, r.Path.Event, inv); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	if d.Room == "" {
-		d.Room = r.path.event
+		d.Room = r.Path.Event
 	}
-	return jsonResponse(http.StatusOK, map[string]any{
-		"event": r.path.event, "room": d.Room, "seats": len(d.Seats), "stock": d.Stock,
+	return httpapi.JSON(http.StatusOK, map[string]any{
+		"event": r.Path.Event, "room": d.Room, "seats": len(d.Seats), "stock": d.Stock,
 		"holdTTLSeconds": ttl, "sessionLimit": d.SessionLimit, "maxHoldExtensions": d.MaxHoldExtensions,
 		"maxHoldSeconds": int64(holdLife(inv) / time.Second),
 	}), nil
@@ -413,16 +381,16 @@ type eventInfo struct {
 }
 
 // getEvent is GET /api/admin/events/{event}: the view and the counters.
-func (h *Handler) getEvent(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) getEvent(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	v, err := h.view(ctx, r)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	if v.Room == "" {
-		v.Room = r.path.event
+		v.Room = r.Path.Event
 	}
-	return jsonResponse(http.StatusOK, eventInfo{
-		Event: r.path.event, Room: v.Room, HoldTTLSeconds: int64(v.HoldTTL / time.Second), SessionLimit: v.SessionLimit,
+	return httpapi.JSON(http.StatusOK, eventInfo{
+		Event: r.Path.Event, Room: v.Room, HoldTTLSeconds: int64(v.HoldTTL / time.Second), SessionLimit: v.SessionLimit,
 		MaxHoldExtensions: v.MaxHoldExtensions, MaxHoldSeconds: int64(v.MaxHold / time.Second), Seats: v.Seats, Stock: v.Stock, Fence: strconv.FormatInt(v.Fence, 10),
 		Counters: v.Counters(),
 	}), nil
@@ -443,18 +411,18 @@ type ordersResponse struct {
 // eventOrders is GET /api/admin/events/{event}/orders[?cursor=N]: a page of
 // the event's orders, confirmed and cancelled, for reconciliation with the
 // origin's record (vestibule booking reconcile).
-func (h *Handler) eventOrders(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, error) {
+func (h *API) eventOrders(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	eng, err := h.event(r)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	cursor := r.ev.QueryStringParameters["cursor"]
-	if q, err := url.ParseQuery(r.ev.RawQueryString); cursor == "" && err == nil {
+	cursor := r.Event.QueryStringParameters["cursor"]
+	if q, err := url.ParseQuery(r.Event.RawQueryString); cursor == "" && err == nil {
 		cursor = q.Get("cursor")
 	}
-	os, next, err := eng.Orders(ctx, r.path.event, cursor)
+	os, next, err := eng.Orders(ctx, r.Path.Event, cursor)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	return jsonResponse(http.StatusOK, ordersResponse{Event: r.path.event, Orders: os, Next: next}), nil
+	return httpapi.JSON(http.StatusOK, ordersResponse{Event: r.Path.Event, Orders: os, Next: next}), nil
 }

@@ -1,15 +1,12 @@
-package api_test
+package gateapi_test
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/vestibule-dev/vestibule/gate"
 	"github.com/vestibule-dev/vestibule/internal/api"
@@ -364,50 +361,6 @@ func TestGateLoopbackCookie(t *testing.T) {
 			t.Errorf("a real host with InsecureLoopback: cookie without Secure %v", c)
 		}
 	})
-}
-
-// Redis down: a page with 503 and Retry-After, never a 500 or a cookie; a
-// deployment without gate keys answers the gate's routes 404.
-func TestGateFailures(t *testing.T) {
-	k := keys(t)
-	ring, err := k.GateKeys()
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries := token.NewEntries(k.Entry, "vestibule")
-	down := api.New(api.Options{Queue: failing{fmt.Errorf("%w: refused", room.ErrUnavailable)},
-		Tickets: token.NewTickets(k.TicketSecret, "vestibule"), Entries: entries, Gate: &api.GateOptions{Keys: ring}})
-	now := time.Now()
-	tok, err := entries.Issue(token.EntryClaims{Room: "r1", Visitor: "v", Seq: 7, Audience: site,
-		IssuedAt: now, NotBefore: now, Expiry: now.Add(time.Minute)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev := event("POST", "/.vestibule/enter", "", map[string]string{"host": "site.example"})
-	ev.Body = url.Values{"token": {tok}, "return": {"/a"}}.Encode()
-	r := send(t, down, ev)
-	if r.StatusCode != 503 || r.Headers["Retry-After"] == "" || len(r.Cookies) != 0 || strings.Contains(r.Body, "refused") {
-		t.Fatalf("enter with Redis down: %d %v %s", r.StatusCode, r.Headers, r.Body)
-	}
-	cookie := gate.Sign(ring.Current, gate.Session{Room: "r1", Seq: 7, Expires: now.Add(time.Minute)})
-	ev = event("POST", "/.vestibule/leave", "", nil)
-	ev.Cookies = []string{gate.CookieName + "=" + cookie}
-	if r := send(t, down, ev); r.StatusCode != 503 || len(r.Cookies) != 0 {
-		t.Fatalf("leave with Redis down: %d %v", r.StatusCode, r.Cookies)
-	}
-	renewing := gate.Sign(ring.Current, gate.Session{Room: "r1", Seq: 7, Expires: now.Add(time.Minute), RenewAt: now.Add(-time.Second), Start: now.Add(-time.Minute)})
-	ev = event("GET", "/.vestibule/renew?return=%2Fa", "", nil)
-	ev.Cookies = []string{gate.CookieName + "=" + renewing}
-	if r := send(t, down, ev); r.StatusCode != 503 || r.Headers["Location"] != "" || len(r.Cookies) != 0 || !strings.Contains(r.Body, `href="/a"`) {
-		t.Fatalf("renew with Redis down: %d %v %v", r.StatusCode, r.Headers, r.Cookies)
-	}
-
-	none := handlerOver(t, failing{room.ErrUnavailable})
-	for _, e := range []events.APIGatewayV2HTTPRequest{event("POST", "/.vestibule/enter", "token=x", nil), event("GET", "/.vestibule/leave", "", nil), event("GET", "/.vestibule/renew", "", nil)} {
-		if r := send(t, none, e); r.StatusCode != 404 || !strings.HasPrefix(r.Headers["Content-Type"], "text/html") {
-			t.Errorf("no gate keys: %s %d %s", e.RawPath, r.StatusCode, r.Body)
-		}
-	}
 }
 
 // N11: X-Forwarded-Host names the site only on a request that carries

@@ -1,4 +1,4 @@
-package api
+package queueapi
 
 import (
 	"math"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
 )
 
 // The answer of enqueue and poll is written by hand: it is the body of every
@@ -15,13 +16,13 @@ import (
 // FuzzPlaceJSON); anything the fast path does not cover (a string that needs
 // escaping, a time outside years 0–9999) falls back to json.Marshal.
 
-// placeJSONResponse is jsonResponse(http.StatusOK, out) without reflection.
+// placeJSONResponse is httpapi.JSON(http.StatusOK, out) without reflection.
 func placeJSONResponse(out *placeResponse) events.APIGatewayV2HTTPResponse {
 	b, ok := appendPlaceJSON(make([]byte, 0, 512), out)
 	if !ok {
-		return jsonResponse(http.StatusOK, out)
+		return httpapi.JSON(http.StatusOK, out)
 	}
-	return jsonBytesResponse(http.StatusOK, b)
+	return httpapi.JSONBytes(http.StatusOK, b)
 }
 
 // appendPlaceJSON appends out as json.Marshal writes it; false when a value

@@ -1,0 +1,66 @@
+// Package bookingapi is the booking kit's HTTP API (docs/BOOKING.md): a
+// visitor with a consumed entry session holds seats and units; the room's
+// origin confirms, extends, releases and cancels server to server; the admin
+// defines an event's inventory and reads its orders. internal/api routes
+// requests here; httpapi answers errors.
+package bookingapi
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/token"
+)
+
+// Engine is what the booking API needs of the booking engine.
+type Engine interface {
+	Define(ctx context.Context, event string, inv booking.Inventory) error
+	View(ctx context.Context, event string) (booking.View, error)
+	Room(ctx context.Context, event string) (string, error)
+	HoldSession(ctx context.Context, event string, s booking.RoomSession, req booking.Request) (booking.Hold, error)
+	Extend(ctx context.Context, event, session string, token, n int64) (booking.Extension, error)
+	Confirm(ctx context.Context, event, session string, token int64, idempotencyKey string) (booking.OrderEvent, error)
+	Release(ctx context.Context, event, session string, token int64) error
+	Cancel(ctx context.Context, event, order, reason string) (booking.OrderEvent, error)
+	Orders(ctx context.Context, event, cursor string) ([]booking.OrderEvent, string, error)
+	Ack(ctx context.Context, event string, ids ...string) error
+	EndSession(ctx context.Context, roomID string, seq int64) (int64, error)
+}
+
+// Options are the booking API's dependencies.
+type Options struct {
+	// Booking is the engine; nil: every booking route answers 404.
+	Booking Engine
+	// Sessions checks the booking session a hold carries; nil: none is valid.
+	Sessions *token.BookingSessions
+	// Orders publishes order events; nil: they wait in the outbox for the sweep.
+	Orders booking.Publisher
+	// Origins checks the origin credential of confirm, extend, release and cancel.
+	Origins *token.Origins
+	Logger  *slog.Logger
+}
+
+// API serves the booking routes.
+type API struct {
+	o Options
+}
+
+// New returns the booking API over o.
+func New(o Options) *API { return &API{o: o} }
+
+// Handlers binds the booking route keys (internal/routes) to their handlers.
+func (h *API) Handlers() map[string]httpapi.HandlerFunc {
+	return map[string]httpapi.HandlerFunc{
+		"GET /api/events/{event}":                        h.eventView,
+		"POST /api/events/{event}/holds":                 h.holdSeats,
+		"POST /api/events/{event}/holds/{token}/confirm": h.confirmHold,
+		"POST /api/events/{event}/holds/{token}/extend":  h.extendHold,
+		"POST /api/events/{event}/holds/{token}/release": h.releaseHold,
+		"POST /api/events/{event}/orders/{order}/cancel": h.cancelOrder,
+		"PUT /api/admin/events/{event}":                  h.putEvent,
+		"GET /api/admin/events/{event}":                  h.getEvent,
+		"GET /api/admin/events/{event}/orders":           h.eventOrders,
+	}
+}

@@ -1,0 +1,117 @@
+// Package queueapi is the waiting room's HTTP API: a visitor's enqueue, poll,
+// leave and status; the origin's consume and complete of an entry token and
+// the token keys (jwks); and the admin routes of rooms, with their audit trail
+// (docs/API.md). internal/api routes requests here; httpapi answers errors.
+package queueapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/challenge"
+	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/token"
+)
+
+// TicketTTL is how long a ticket stays valid: longer than any sensible wait,
+// short enough that a leaked one goes stale by the next on-sale.
+const TicketTTL = 24 * time.Hour
+
+// Engine is what the queue API needs of the room engine.
+type Engine interface {
+	Join(ctx context.Context, room, visitor string, proof room.JoinProof) (room.Place, error)
+	Poll(ctx context.Context, t room.Ticket) (room.Place, error)
+	Leave(ctx context.Context, t room.Ticket) error
+	Status(ctx context.Context, room string) (room.Config, room.Stats, error)
+	Consume(ctx context.Context, room string, seq int64, audience string) (room.Session, error)
+	Complete(ctx context.Context, room string, seq int64, audience string) error
+	GetConfig(ctx context.Context, room string) (room.Config, error)
+	PutConfig(ctx context.Context, room string, cfg room.Config) (room.Config, error)
+	Rooms(ctx context.Context) ([]string, error)
+	Drain(ctx context.Context, room string) (int64, error)
+	History(ctx context.Context, room string) ([]room.HistoryPoint, error)
+}
+
+// Deleter is an Engine that can delete a room (DELETE /api/admin/rooms/{room});
+// without it the route answers 501.
+type Deleter interface {
+	Delete(ctx context.Context, room string) error
+}
+
+// Auditor is an Engine that keeps each room's audit log of admin changes
+// (audit.go); without it changes are only logged.
+type Auditor interface {
+	AppendAudit(ctx context.Context, room string, e room.AuditEntry) error
+	Audit(ctx context.Context, room string) ([]room.AuditEntry, error)
+}
+
+// Options are the queue API's dependencies; every field but EndHolds is set
+// (internal/api fills in the defaults).
+type Options struct {
+	Queue      Engine
+	Tickets    *token.Tickets
+	Entries    *token.Entries
+	Challenges *challenge.Challenges
+	// Origins checks the per-room origin credential that consume and complete
+	// require; nil: no caller is the origin.
+	Origins *token.Origins
+	// Sessions issues the booking session that consume hands the origin; nil: none.
+	Sessions *token.BookingSessions
+	// EndHolds releases the holds of a session that complete ended, given
+	// Complete's error (bookingapi.API.EndHolds); nil: nothing to release.
+	EndHolds func(ctx context.Context, roomID string, seq int64, completeErr error)
+
+	AdminAuth    config.AdminAuth // names the caller in the audit trail
+	DefaultRoom  room.Config      // the base of an admin PUT of a new room
+	TickInterval time.Duration
+	Clock        func() time.Time
+	Logger       *slog.Logger
+	Jitter       func() float64
+}
+
+// API serves the queue's routes.
+type API struct {
+	o Options
+}
+
+// New returns the queue API over o.
+func New(o Options) *API { return &API{o: o} }
+
+// Handlers binds the queue's route keys (internal/routes) to their handlers.
+func (h *API) Handlers() map[string]httpapi.HandlerFunc {
+	return map[string]httpapi.HandlerFunc{
+		"POST /api/rooms/{room}/enqueue":      h.enqueue,
+		"GET /api/rooms/{room}/poll":          h.poll,
+		"POST /api/rooms/{room}/leave":        h.leave,
+		"GET /api/rooms/{room}/status":        h.status,
+		"POST /api/consume":                   h.consume,
+		"POST /api/complete":                  h.complete,
+		"GET /api/jwks.json":                  h.jwks,
+		"PUT /api/admin/rooms/{room}":         h.putRoomAudited, // audit.go
+		"DELETE /api/admin/rooms/{room}":      h.deleteRoom,     // admin_delete.go
+		"GET /api/admin/rooms/{room}/log":     h.roomLog,        // audit.go
+		"GET /api/admin/rooms/{room}":         h.getRoom,
+		"GET /api/admin/rooms":                h.listRooms,
+		"POST /api/admin/rooms/{room}/drain":  h.drainRoomAudited, // audit.go
+		"GET /api/admin/rooms/{room}/history": h.roomHistory,
+	}
+}
+
+// endHolds calls Options.EndHolds, when set.
+func (h *API) endHolds(ctx context.Context, roomID string, seq int64, completeErr error) {
+	if h.o.EndHolds != nil {
+		h.o.EndHolds(ctx, roomID, seq, completeErr)
+	}
+}
+
+// Errors of the queue's routes.
+var (
+	errMissingTicket    = &httpapi.Error{Status: http.StatusUnauthorized, Code: "missing_ticket", Message: "Authorization: Bearer <ticket> required"}
+	errInvalidTicket    = &httpapi.Error{Status: http.StatusUnauthorized, Code: "invalid_ticket", Message: "ticket invalid, expired or for another room"}
+	errMissingToken     = &httpapi.Error{Status: http.StatusBadRequest, Code: "missing_token", Message: `body must be {"token": "<entry token>"}`}
+	errChallengeInvalid = &httpapi.Error{Status: http.StatusForbidden, Code: "challenge_invalid", Message: "join challenge invalid, expired or unsolved"}
+)

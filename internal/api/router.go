@@ -1,0 +1,110 @@
+package api
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/routes"
+)
+
+// route is one entry of the route table with its handler.
+type route struct {
+	routes.Route
+	fn httpapi.HandlerFunc
+	// segs is Path split at "/" and key is Key(), made once, not on every request.
+	segs []string
+	key  string
+	// sampled: a successful request logs its line only as Options.LogSample's
+	// sample (sampledRoutes).
+	sampled bool
+}
+
+// sampledRoutes are the hot routes: a waiting visitor polls every few seconds,
+// and the page reads its room's status. Their successful requests are logged
+// as a sample; their errors, and every request of the other routes (joins,
+// consumes, admin calls, bookings), always are.
+var sampledRoutes = map[string]bool{
+	"GET /api/rooms/{room}/poll":   true,
+	"GET /api/rooms/{room}/status": true,
+}
+
+// bind is the router's view of routes.All: each route, by key, with the
+// handler one of the products gives it. A route without a handler, a handler
+// without a route, or a route two products claim is a wiring bug that stops
+// the program at start-up (and every test).
+func bind(products ...map[string]httpapi.HandlerFunc) []route {
+	handlers := map[string]httpapi.HandlerFunc{}
+	for _, p := range products {
+		for k := range p {
+			if _, dup := handlers[k]; dup {
+				panic("api: two handlers for " + k)
+			}
+		}
+		maps.Copy(handlers, p)
+	}
+	if len(handlers) != len(routes.All) {
+		panic(fmt.Sprintf("api: %d handlers for %d routes", len(handlers), len(routes.All)))
+	}
+	t := make([]route, len(routes.All))
+	for i, r := range routes.All {
+		fn, ok := handlers[r.Key()]
+		if !ok {
+			panic("api: no handler for " + r.Key())
+		}
+		t[i] = route{r, fn, strings.Split(r.Path, "/"), r.Key(), sampledRoutes[r.Key()]}
+	}
+	return t
+}
+
+// match finds the route of method and path in t. When the path matches but
+// the method does not, it returns nil and the allowed methods.
+func match(t []route, method, path string) (*route, httpapi.PathParams, string) {
+	segs := strings.Split(path, "/")
+	var allowed []string
+	for i := range t {
+		rt := &t[i]
+		param, ok := matchPath(rt.segs, segs)
+		if !ok {
+			continue
+		}
+		if rt.Method == method {
+			return rt, param, ""
+		}
+		allowed = append(allowed, rt.Method)
+	}
+	return nil, httpapi.PathParams{}, strings.Join(allowed, ", ")
+}
+
+// matchPath matches segs against a pattern's segments (ps), whose "{name}"
+// segments capture any non-empty segment.
+func matchPath(ps []string, segs []string) (httpapi.PathParams, bool) {
+	var out httpapi.PathParams
+	if len(ps) != len(segs) {
+		return out, false
+	}
+	for i, p := range ps {
+		var dst *string
+		switch p {
+		case "{room}":
+			dst = &out.Room
+		case "{event}":
+			dst = &out.Event
+		case "{token}":
+			dst = &out.Token
+		case "{order}":
+			dst = &out.Order
+		default:
+			if p != segs[i] {
+				return out, false
+			}
+			continue
+		}
+		if segs[i] == "" {
+			return out, false
+		}
+		*dst = segs[i]
+	}
+	return out, true
+}
