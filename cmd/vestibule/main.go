@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/operator"
 )
 
@@ -85,9 +86,9 @@ type globals struct {
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
-	fs.StringVar(&g.target.Stack, "stack", os.Getenv("VESTIBULE_STACK"), "CloudFormation stack name (its ApiUrl output is the endpoint)")
+	fs.StringVar(&g.target.Stack, "stack", os.Getenv(config.EnvStack), "CloudFormation stack name (its ApiUrl output is the endpoint)")
 	fs.StringVar(&g.target.Endpoint, "endpoint", os.Getenv("VESTIBULE_ENDPOINT"), "the API's base URL")
-	fs.StringVar(&g.target.AdminKey, "admin-key", os.Getenv("VESTIBULE_ADMIN_KEY"), "a local stack's admin key (without it, calls are SigV4-signed)")
+	fs.StringVar(&g.target.AdminKey, "admin-key", os.Getenv(config.EnvAdminKey), "a local stack's admin key (without it, calls are SigV4-signed)")
 	fs.StringVar(&g.target.Profile, "profile", "", "AWS shared-config profile")
 	fs.StringVar(&g.target.Region, "region", "", "AWS region")
 	fs.BoolVar(&g.json, "json", false, "print JSON")
