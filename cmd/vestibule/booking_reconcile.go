@@ -129,7 +129,7 @@ func readOrigin(ctx context.Context, src, event string) (sold, error) {
 		if err != nil {
 			return sold{}, fmt.Errorf("the origin's record: %w", err)
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }() // a body read: closing it cannot lose anything
 		if resp.StatusCode != http.StatusOK {
 			return sold{}, fmt.Errorf("the origin's record: %s answered %d", src, resp.StatusCode)
 		}
@@ -139,7 +139,7 @@ func readOrigin(ctx context.Context, src, event string) (sold, error) {
 		if err != nil {
 			return sold{}, fmt.Errorf("the origin's record: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // a file read: closing it cannot lose anything
 		r = f
 	}
 	s := newSold()

@@ -106,7 +106,7 @@ func (c *command) list(ctx context.Context, pos []string) error {
 func settingValues(cfg room.Config) ([]string, map[string]string) {
 	b, _ := json.Marshal(cfg)
 	var m map[string]json.RawMessage
-	json.Unmarshal(b, &m)
+	_ = json.Unmarshal(b, &m) // a Config marshals to an object
 	var names []string
 	vals := map[string]string{}
 	for _, s := range operator.Settings() {
@@ -117,7 +117,7 @@ func settingValues(cfg room.Config) ([]string, map[string]string) {
 			vals[s.Name] = "none"
 		case strings.HasPrefix(string(v), `"`):
 			var str string
-			json.Unmarshal(v, &str)
+			_ = json.Unmarshal(v, &str) // a JSON string, as the prefix says
 			vals[s.Name] = str
 		default:
 			vals[s.Name] = string(v)
@@ -163,10 +163,9 @@ func (c *command) get(ctx context.Context, pos []string) error {
 }
 
 // changes prints what a PUT changed, setting by setting.
-func (c *command) changes(id string, before, after room.Config, created bool) {
+func (c *command) changes(id string, before, after room.Config, created bool) error {
 	if c.g.json {
-		c.printJSON(map[string]any{"room": id, "config": after})
-		return
+		return c.printJSON(map[string]any{"room": id, "config": after})
 	}
 	if created {
 		// A new room has no old values: its settings as stored.
@@ -175,7 +174,7 @@ func (c *command) changes(id string, before, after room.Config, created bool) {
 		for _, n := range names {
 			fmt.Fprintf(c.stdout, "%s: %s %s\n", id, n, cur[n])
 		}
-		return
+		return nil
 	}
 	names, old := settingValues(before)
 	_, cur := settingValues(after)
@@ -189,6 +188,7 @@ func (c *command) changes(id string, before, after room.Config, created bool) {
 	if same && !created {
 		fmt.Fprintf(c.stdout, "%s: unchanged\n", id)
 	}
+	return nil
 }
 
 func (c *command) set(ctx context.Context, pos []string) error {
@@ -219,8 +219,7 @@ func (c *command) set(ctx context.Context, pos []string) error {
 	if err != nil {
 		return err
 	}
-	c.changes(id, before.Config, after, created)
-	return nil
+	return c.changes(id, before.Config, after, created)
 }
 
 func (c *command) mode(ctx context.Context, verb string, pos []string) error {
@@ -236,8 +235,7 @@ func (c *command) mode(ctx context.Context, verb string, pos []string) error {
 	if err != nil {
 		return err
 	}
-	c.changes(id, before.Config, after, false)
-	return nil
+	return c.changes(id, before.Config, after, false)
 }
 
 func (c *command) drain(ctx context.Context, pos []string) error {

@@ -111,7 +111,7 @@ func (c *command) place(ctx context.Context, cl *operator.Client, ticket string)
 	if err != nil {
 		return ""
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // a body read: closing it cannot lose anything
 	var p struct {
 		State    string `json:"state"`
 		Position int64  `json:"position"`
