@@ -102,7 +102,7 @@ func playCrowd(ctx context.Context, c sim.Config, chart string) (*sim.Result, si
 		if err != nil {
 			return nil, sim.Summary{}, err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return nil, sim.Summary{}, err
 		}

@@ -97,7 +97,7 @@ func printTable(w io.Writer, rows []Row) {
 		}
 		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\t%s\t\n", r.Name, num(r.Value), r.Unit, base, ratio, goal, met)
 	}
-	tw.Flush()
+	_ = tw.Flush()
 }
 
 // logf reports progress on stderr so that stdout carries only the table.
@@ -177,5 +177,5 @@ func benchRedis(pool int) (*redis.Client, func(), error) {
 		return nil, nil, err
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: pool})
-	return rdb, func() { rdb.Close(); srv.Stop() }, nil
+	return rdb, func() { _ = rdb.Close(); srv.Stop() }, nil
 }

@@ -266,7 +266,7 @@ func (s Summary) WriteTable(w io.Writer) {
 	if s.Interrupted {
 		fmt.Fprintf(tw, "run interrupted: the report is of what ran\t%d visitors not done (left out of the checks)\tINTERRUPTED\n", s.NotDone)
 	}
-	tw.Flush()
+	_ = tw.Flush()
 	s.Booking.writeTable(w)
 }
 
