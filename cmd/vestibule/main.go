@@ -125,15 +125,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stdout, usage)
+		if _, err := fmt.Fprint(stdout, usage); err != nil {
+			return 1
+		}
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "vestibule: %s\n\nRun `vestibule help` for the commands.\n", ue)
+		_, _ = fmt.Fprintf(stderr, "vestibule: %s\n\nRun `vestibule help` for the commands.\n", ue) // nowhere left to report a failed write
 		return 2
 	case errors.Is(err, context.Canceled):
 		return 130
 	default:
-		fmt.Fprintf(stderr, "vestibule: %s\n", err)
+		_, _ = fmt.Fprintf(stderr, "vestibule: %s\n", err) // nowhere left to report a failed write
 		return 1
 	}
 }
@@ -185,7 +187,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("vestibule "+cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	g.register(fs)
-	c := &command{g: &g, stdout: stdout, stderr: stderr}
+	c := &command{g: &g, stdout: stdout, stderr: stderr, out: &printer{w: stdout}}
 	run, err := c.bind(cmd, fs)
 	if err != nil {
 		return err
@@ -197,7 +199,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError(err.Error())
 	}
-	return run(ctx, pos)
+	if err := run(ctx, pos); err != nil {
+		return err
+	}
+	return c.out.err
 }
 
 // commandName takes the command off the arguments: one word, or two for a
@@ -294,6 +299,7 @@ func (c *command) bindGate(attach bool, fs *flag.FlagSet) runFunc {
 type command struct {
 	g              *globals
 	stdout, stderr io.Writer
+	out            *printer      // stdout, keeping the first write error
 	credential     bool          // get
 	create         bool          // set
 	force          bool          // delete

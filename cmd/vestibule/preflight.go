@@ -141,7 +141,7 @@ func runPreflight(ctx context.Context, raw []byte, acc account, out io.Writer) e
 	if len(t.Resources) == 0 {
 		return errors.New("the template has no resources: is it a synthesized Vestibule stack?")
 	}
-	r := &checkReport{out: out}
+	r := &checkReport{printer: printer{w: out}}
 	reserved, stageRate := t.asks()
 	checkConcurrency(ctx, acc.lambda, reserved, r)
 	checkThrottle(ctx, acc.quotas, stageRate, r)
@@ -150,12 +150,12 @@ func runPreflight(ctx context.Context, raw []byte, acc account, out io.Writer) e
 	if r.failed {
 		return errPreflight
 	}
-	return nil
+	return r.err
 }
 
 // checkReport prints one line per check and remembers whether one failed.
 type checkReport struct {
-	out    io.Writer
+	printer
 	failed bool
 }
 
@@ -164,7 +164,7 @@ func (r *checkReport) line(level, check, detail string) {
 	if level == "FAIL" {
 		r.failed = true
 	}
-	fmt.Fprintf(r.out, "%-4s  %-22s %s\n", level, check, detail)
+	r.printf("%-4s  %-22s %s\n", level, check, detail)
 }
 
 // asks is what the template asks of the account: the Lambda concurrency its

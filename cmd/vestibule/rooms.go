@@ -31,8 +31,8 @@ func (c *command) printJSON(v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(c.stdout, "%s\n", b)
-	return err
+	c.out.printf("%s\n", b)
+	return c.out.err
 }
 
 // num formats an integer with thousands separators.
@@ -72,7 +72,7 @@ func (c *command) list(ctx context.Context, pos []string) error {
 		return c.printJSON(map[string]any{"rooms": rooms})
 	}
 	if len(rooms) == 0 {
-		fmt.Fprintln(c.stdout, "no rooms yet: `vestibule rooms set ROOM --create originUrl=https://…` creates one")
+		c.out.println("no rooms yet: `vestibule rooms set ROOM --create originUrl=https://…` creates one")
 		return nil
 	}
 	// The busiest first (waiting, admitted and active), then by name.
@@ -93,13 +93,13 @@ func (c *command) list(ctx context.Context, pos []string) error {
 		}
 		wr, wm = max(wr, len(r.Room)), max(wm, len(rooms[i].Config.Mode))
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%-*s\t%-*s\tWAITING\tADMITTED\tACTIVE\tMAX ACTIVE\tADMITTED/MIN\tRATE/MIN\t\n", wr, "ROOM", wm, "MODE")
+	tw := newTable(c.stdout, tabwriter.AlignRight)
+	tw.printf("%-*s\t%-*s\tWAITING\tADMITTED\tACTIVE\tMAX ACTIVE\tADMITTED/MIN\tRATE/MIN\t\n", wr, "ROOM", wm, "MODE")
 	for _, r := range rooms {
-		fmt.Fprintf(tw, "%-*s\t%-*s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", wr, r.Room, wm, r.Config.Mode, num(r.Stats.Waiting), num(r.Stats.Admitted),
+		tw.printf("%-*s\t%-*s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", wr, r.Room, wm, r.Config.Mode, num(r.Stats.Waiting), num(r.Stats.Admitted),
 			num(r.Stats.Active), num(r.Config.MaxActive), num(r.Stats.AdmittedLastMinute), num(r.Config.AdmitPerMinute))
 	}
-	return tw.Flush()
+	return tw.flush()
 }
 
 // settingValues gives each setting's value as text, in Settings order.
@@ -141,25 +141,25 @@ func (c *command) get(ctx context.Context, pos []string) error {
 	if c.g.json {
 		return c.printJSON(r)
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "room\t%s\n\nsettings\n", r.Room)
+	tw := newTable(c.stdout, 0)
+	tw.printf("room\t%s\n\nsettings\n", r.Room)
 	names, vals := settingValues(r.Config)
 	for _, n := range names {
-		fmt.Fprintf(tw, "  %s\t%s\n", n, vals[n])
+		tw.printf("  %s\t%s\n", n, vals[n])
 	}
 	st := r.Stats
-	fmt.Fprintf(tw, "\nfigures\n")
-	fmt.Fprintf(tw, "  waiting\t%s\n", num(st.Waiting))
-	fmt.Fprintf(tw, "  admitted\t%s\t(granted, not yet at the origin)\n", num(st.Admitted))
-	fmt.Fprintf(tw, "  active\t%s / %s\t(sessions at the origin / maxActive)\n", num(st.Active), num(r.Config.MaxActive))
-	fmt.Fprintf(tw, "  admittedLastMinute\t%s / %s\t(admitPerMinute)\n", num(st.AdmittedLastMinute), num(r.Config.AdmitPerMinute))
-	fmt.Fprintf(tw, "  evicted\t%s\n", num(st.Evicted))
-	fmt.Fprintf(tw, "  consumed\t%s\n", num(st.Consumed))
-	fmt.Fprintf(tw, "  replaysRefused\t%s\n", num(st.ReplaysRefused))
+	tw.printf("\nfigures\n")
+	tw.printf("  waiting\t%s\n", num(st.Waiting))
+	tw.printf("  admitted\t%s\t(granted, not yet at the origin)\n", num(st.Admitted))
+	tw.printf("  active\t%s / %s\t(sessions at the origin / maxActive)\n", num(st.Active), num(r.Config.MaxActive))
+	tw.printf("  admittedLastMinute\t%s / %s\t(admitPerMinute)\n", num(st.AdmittedLastMinute), num(r.Config.AdmitPerMinute))
+	tw.printf("  evicted\t%s\n", num(st.Evicted))
+	tw.printf("  consumed\t%s\n", num(st.Consumed))
+	tw.printf("  replaysRefused\t%s\n", num(st.ReplaysRefused))
 	if r.OriginCredential != "" {
-		fmt.Fprintf(tw, "\noriginCredential\t%s\n", r.OriginCredential)
+		tw.printf("\noriginCredential\t%s\n", r.OriginCredential)
 	}
-	return tw.Flush()
+	return tw.flush()
 }
 
 // changes prints what a PUT changed, setting by setting.
@@ -169,10 +169,10 @@ func (c *command) changes(id string, before, after room.Config, created bool) er
 	}
 	if created {
 		// A new room has no old values: its settings as stored.
-		fmt.Fprintf(c.stdout, "%s: created\n", id)
+		c.out.printf("%s: created\n", id)
 		names, cur := settingValues(after)
 		for _, n := range names {
-			fmt.Fprintf(c.stdout, "%s: %s %s\n", id, n, cur[n])
+			c.out.printf("%s: %s %s\n", id, n, cur[n])
 		}
 		return nil
 	}
@@ -181,12 +181,12 @@ func (c *command) changes(id string, before, after room.Config, created bool) er
 	same := true
 	for _, n := range names {
 		if old[n] != cur[n] {
-			fmt.Fprintf(c.stdout, "%s: %s %s → %s\n", id, n, old[n], cur[n])
+			c.out.printf("%s: %s %s → %s\n", id, n, old[n], cur[n])
 			same = false
 		}
 	}
 	if same && !created {
-		fmt.Fprintf(c.stdout, "%s: unchanged\n", id)
+		c.out.printf("%s: unchanged\n", id)
 	}
 	return nil
 }
@@ -248,8 +248,8 @@ func (c *command) drain(ctx context.Context, pos []string) error {
 		return err
 	}
 	if c.g.json {
-		_, err = fmt.Fprintf(c.stdout, "%s\n", out)
-		return err
+		c.out.printf("%s\n", out)
+		return c.out.err
 	}
 	var res struct {
 		Removed int64 `json:"removed"`
@@ -257,7 +257,7 @@ func (c *command) drain(ctx context.Context, pos []string) error {
 	if err := json.Unmarshal(out, &res); err != nil {
 		return fmt.Errorf("drain: unexpected answer: %w", err)
 	}
-	fmt.Fprintf(c.stdout, "%s: drained, %d removed from the queue\n", id, res.Removed)
+	c.out.printf("%s: drained, %d removed from the queue\n", id, res.Removed)
 	return nil
 }
 
@@ -269,11 +269,11 @@ func (c *command) settings(_ context.Context, pos []string) error {
 }
 
 func printSettings(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SETTING\tTYPE")
+	tw := newTable(w, 0)
+	tw.println("SETTING\tTYPE")
 	for _, s := range operator.Settings() {
-		fmt.Fprintf(tw, "%s\t%s\n", s.Name, s.Type)
+		tw.printf("%s\t%s\n", s.Name, s.Type)
 	}
-	fmt.Fprintln(tw, "\ndocs/ENGINE.md gives each one's meaning, range and default.")
-	return tw.Flush()
+	tw.println("\ndocs/ENGINE.md gives each one's meaning, range and default.")
+	return tw.flush()
 }

@@ -98,14 +98,14 @@ func runSmoke(ctx context.Context, admin *operator.Client, public string, timeou
 	defer cancel()
 	b := make([]byte, 4)
 	rand.Read(b)
-	s := &smokeRun{admin: admin, public: public, timeout: timeout, out: out,
+	s := &smokeRun{admin: admin, public: public, timeout: timeout, out: &printer{w: out},
 		id: "smoke-" + hex.EncodeToString(b), start: time.Now(), httpc: &http.Client{Timeout: 15 * time.Second}}
 
 	// 1. The throwaway room: one slot, a token a second, no join challenge.
 	if err := s.createRoom(ctx); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, s.removeRoom(ctx)) }()
+	defer func() { err = errors.Join(err, s.removeRoom(ctx), s.out.err) }()
 	info, err := admin.GetRoom(ctx, s.id)
 	if err != nil {
 		return fmt.Errorf("smoke: reading the room's origin credential: %w", err)
@@ -130,12 +130,12 @@ type smokeRun struct {
 	timeout time.Duration
 	id      string // the throwaway room
 	start   time.Time
-	out     io.Writer
+	out     *printer
 }
 
 // step prints a step done, with the time since the start.
 func (s *smokeRun) step(format string, args ...any) {
-	fmt.Fprintf(s.out, "%6.1fs  %s\n", time.Since(s.start).Seconds(), fmt.Sprintf(format, args...))
+	s.out.printf("%6.1fs  %s\n", time.Since(s.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
 // call makes a public call (bearer and body optional) and decodes a 2xx answer into into.
