@@ -162,7 +162,10 @@ func run() int {
 		res.Replay(&s, *fixed3s)
 	}
 	fmt.Println()
-	s.WriteTable(os.Stdout)
+	if err := s.WriteTable(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "vestibule-sim:", err)
+		return 1
+	}
 	if *chart != "" {
 		title := fmt.Sprintf("%d visitors, %s arrivals, maxActive %d, %d admitted/min (%s driver)",
 			c.Visitors, c.Shape, rc.MaxActive, rc.AdmitPerMinute, d.Name())

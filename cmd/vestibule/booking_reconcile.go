@@ -62,12 +62,12 @@ func (c *command) reconcile(ctx context.Context, pos []string) error {
 	}
 	diffs := compareSold(kit, origin, cancelled)
 	for _, d := range diffs {
-		c.out.println(d)
+		c.out.Println(d)
 	}
 	if len(diffs) > 0 {
 		return fmt.Errorf("%s: %d differences between the kit and the origin's record", event, len(diffs))
 	}
-	c.out.printf("%s: no differences: %d seats and %d units sold in %d orders on both sides\n",
+	c.out.Printf("%s: no differences: %d seats and %d units sold in %d orders on both sides\n",
 		event, len(kit.seats), unitsTotal(kit), len(orderIDs(kit)))
 	return nil
 }

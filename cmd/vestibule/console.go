@@ -56,7 +56,7 @@ func (c *command) console(ctx context.Context, pos []string) error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	c.out.printf("console: http://%s/ (admin calls to %s, %s; Ctrl-C stops)\n", ln.Addr(), cl.Endpoint, cl.Auth.Kind())
+	c.out.Printf("console: http://%s/ (admin calls to %s, %s; Ctrl-C stops)\n", ln.Addr(), cl.Endpoint, cl.Auth.Kind())
 	select {
 	case err := <-done:
 		return err

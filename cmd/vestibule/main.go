@@ -21,6 +21,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/operator"
+	"github.com/vestibule-dev/vestibule/internal/printer"
 )
 
 func main() {
@@ -187,7 +188,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("vestibule "+cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	g.register(fs)
-	c := &command{g: &g, stdout: stdout, stderr: stderr, out: &printer{w: stdout}}
+	c := &command{g: &g, stdout: stdout, stderr: stderr, out: printer.New(stdout)}
 	run, err := c.bind(cmd, fs)
 	if err != nil {
 		return err
@@ -202,7 +203,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := run(ctx, pos); err != nil {
 		return err
 	}
-	return c.out.err
+	return c.out.Err()
 }
 
 // commandName takes the command off the arguments: one word, or two for a
@@ -299,20 +300,20 @@ func (c *command) bindGate(attach bool, fs *flag.FlagSet) runFunc {
 type command struct {
 	g              *globals
 	stdout, stderr io.Writer
-	out            *printer      // stdout, keeping the first write error
-	credential     bool          // get
-	create         bool          // set
-	force          bool          // delete
-	interval       time.Duration // watch
-	count          int           // watch
-	port           int           // console
-	room, ticket   string        // verify-draw
-	template       string        // preflight
-	public         string        // smoke
-	timeout        time.Duration // smoke
-	visitor        string        // verify-draw
-	origin         string        // booking reconcile
-	gate           gateFlags     // gate attach, detach
+	out            *printer.Printer // stdout, keeping the first write error
+	credential     bool             // get
+	create         bool             // set
+	force          bool             // delete
+	interval       time.Duration    // watch
+	count          int              // watch
+	port           int              // console
+	room, ticket   string           // verify-draw
+	template       string           // preflight
+	public         string           // smoke
+	timeout        time.Duration    // smoke
+	visitor        string           // verify-draw
+	origin         string           // booking reconcile
+	gate           gateFlags        // gate attach, detach
 }
 
 // client connects to the deployment the flags name.

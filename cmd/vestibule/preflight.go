@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/servicequotas"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/vestibule-dev/vestibule/internal/printer"
 )
 
 // vestibule preflight: what the account must give the synthesized stack before `cdk deploy`
@@ -141,7 +143,7 @@ func runPreflight(ctx context.Context, raw []byte, acc account, out io.Writer) e
 	if len(t.Resources) == 0 {
 		return errors.New("the template has no resources: is it a synthesized Vestibule stack?")
 	}
-	r := &checkReport{printer: printer{w: out}}
+	r := &checkReport{Printer: printer.New(out)}
 	reserved, stageRate := t.asks()
 	checkConcurrency(ctx, acc.lambda, reserved, r)
 	checkThrottle(ctx, acc.quotas, stageRate, r)
@@ -150,12 +152,12 @@ func runPreflight(ctx context.Context, raw []byte, acc account, out io.Writer) e
 	if r.failed {
 		return errPreflight
 	}
-	return r.err
+	return r.Err()
 }
 
 // checkReport prints one line per check and remembers whether one failed.
 type checkReport struct {
-	printer
+	*printer.Printer
 	failed bool
 }
 
@@ -164,7 +166,7 @@ func (r *checkReport) line(level, check, detail string) {
 	if level == "FAIL" {
 		r.failed = true
 	}
-	r.printf("%-4s  %-22s %s\n", level, check, detail)
+	r.Printf("%-4s  %-22s %s\n", level, check, detail)
 }
 
 // asks is what the template asks of the account: the Lambda concurrency its

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/vestibule-dev/vestibule/internal/operator"
+	"github.com/vestibule-dev/vestibule/internal/printer"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -31,8 +32,8 @@ func (c *command) printJSON(v any) error {
 	if err != nil {
 		return err
 	}
-	c.out.printf("%s\n", b)
-	return c.out.err
+	c.out.Printf("%s\n", b)
+	return c.out.Err()
 }
 
 // num formats an integer with thousands separators.
@@ -72,7 +73,7 @@ func (c *command) list(ctx context.Context, pos []string) error {
 		return c.printJSON(map[string]any{"rooms": rooms})
 	}
 	if len(rooms) == 0 {
-		c.out.println("no rooms yet: `vestibule rooms set ROOM --create originUrl=https://…` creates one")
+		c.out.Println("no rooms yet: `vestibule rooms set ROOM --create originUrl=https://…` creates one")
 		return nil
 	}
 	// The busiest first (waiting, admitted and active), then by name.
@@ -93,13 +94,13 @@ func (c *command) list(ctx context.Context, pos []string) error {
 		}
 		wr, wm = max(wr, len(r.Room)), max(wm, len(rooms[i].Config.Mode))
 	}
-	tw := newTable(c.stdout, tabwriter.AlignRight)
-	tw.printf("%-*s\t%-*s\tWAITING\tADMITTED\tACTIVE\tMAX ACTIVE\tADMITTED/MIN\tRATE/MIN\t\n", wr, "ROOM", wm, "MODE")
+	tw := printer.NewTable(c.stdout, tabwriter.AlignRight)
+	tw.Printf("%-*s\t%-*s\tWAITING\tADMITTED\tACTIVE\tMAX ACTIVE\tADMITTED/MIN\tRATE/MIN\t\n", wr, "ROOM", wm, "MODE")
 	for _, r := range rooms {
-		tw.printf("%-*s\t%-*s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", wr, r.Room, wm, r.Config.Mode, num(r.Stats.Waiting), num(r.Stats.Admitted),
+		tw.Printf("%-*s\t%-*s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", wr, r.Room, wm, r.Config.Mode, num(r.Stats.Waiting), num(r.Stats.Admitted),
 			num(r.Stats.Active), num(r.Config.MaxActive), num(r.Stats.AdmittedLastMinute), num(r.Config.AdmitPerMinute))
 	}
-	return tw.flush()
+	return tw.Flush()
 }
 
 // settingValues gives each setting's value as text, in Settings order.
@@ -141,25 +142,25 @@ func (c *command) get(ctx context.Context, pos []string) error {
 	if c.g.json {
 		return c.printJSON(r)
 	}
-	tw := newTable(c.stdout, 0)
-	tw.printf("room\t%s\n\nsettings\n", r.Room)
+	tw := printer.NewTable(c.stdout, 0)
+	tw.Printf("room\t%s\n\nsettings\n", r.Room)
 	names, vals := settingValues(r.Config)
 	for _, n := range names {
-		tw.printf("  %s\t%s\n", n, vals[n])
+		tw.Printf("  %s\t%s\n", n, vals[n])
 	}
 	st := r.Stats
-	tw.printf("\nfigures\n")
-	tw.printf("  waiting\t%s\n", num(st.Waiting))
-	tw.printf("  admitted\t%s\t(granted, not yet at the origin)\n", num(st.Admitted))
-	tw.printf("  active\t%s / %s\t(sessions at the origin / maxActive)\n", num(st.Active), num(r.Config.MaxActive))
-	tw.printf("  admittedLastMinute\t%s / %s\t(admitPerMinute)\n", num(st.AdmittedLastMinute), num(r.Config.AdmitPerMinute))
-	tw.printf("  evicted\t%s\n", num(st.Evicted))
-	tw.printf("  consumed\t%s\n", num(st.Consumed))
-	tw.printf("  replaysRefused\t%s\n", num(st.ReplaysRefused))
+	tw.Printf("\nfigures\n")
+	tw.Printf("  waiting\t%s\n", num(st.Waiting))
+	tw.Printf("  admitted\t%s\t(granted, not yet at the origin)\n", num(st.Admitted))
+	tw.Printf("  active\t%s / %s\t(sessions at the origin / maxActive)\n", num(st.Active), num(r.Config.MaxActive))
+	tw.Printf("  admittedLastMinute\t%s / %s\t(admitPerMinute)\n", num(st.AdmittedLastMinute), num(r.Config.AdmitPerMinute))
+	tw.Printf("  evicted\t%s\n", num(st.Evicted))
+	tw.Printf("  consumed\t%s\n", num(st.Consumed))
+	tw.Printf("  replaysRefused\t%s\n", num(st.ReplaysRefused))
 	if r.OriginCredential != "" {
-		tw.printf("\noriginCredential\t%s\n", r.OriginCredential)
+		tw.Printf("\noriginCredential\t%s\n", r.OriginCredential)
 	}
-	return tw.flush()
+	return tw.Flush()
 }
 
 // changes prints what a PUT changed, setting by setting.
@@ -169,10 +170,10 @@ func (c *command) changes(id string, before, after room.Config, created bool) er
 	}
 	if created {
 		// A new room has no old values: its settings as stored.
-		c.out.printf("%s: created\n", id)
+		c.out.Printf("%s: created\n", id)
 		names, cur := settingValues(after)
 		for _, n := range names {
-			c.out.printf("%s: %s %s\n", id, n, cur[n])
+			c.out.Printf("%s: %s %s\n", id, n, cur[n])
 		}
 		return nil
 	}
@@ -181,12 +182,12 @@ func (c *command) changes(id string, before, after room.Config, created bool) er
 	same := true
 	for _, n := range names {
 		if old[n] != cur[n] {
-			c.out.printf("%s: %s %s → %s\n", id, n, old[n], cur[n])
+			c.out.Printf("%s: %s %s → %s\n", id, n, old[n], cur[n])
 			same = false
 		}
 	}
 	if same && !created {
-		c.out.printf("%s: unchanged\n", id)
+		c.out.Printf("%s: unchanged\n", id)
 	}
 	return nil
 }
@@ -248,8 +249,8 @@ func (c *command) drain(ctx context.Context, pos []string) error {
 		return err
 	}
 	if c.g.json {
-		c.out.printf("%s\n", out)
-		return c.out.err
+		c.out.Printf("%s\n", out)
+		return c.out.Err()
 	}
 	var res struct {
 		Removed int64 `json:"removed"`
@@ -257,7 +258,7 @@ func (c *command) drain(ctx context.Context, pos []string) error {
 	if err := json.Unmarshal(out, &res); err != nil {
 		return fmt.Errorf("drain: unexpected answer: %w", err)
 	}
-	c.out.printf("%s: drained, %d removed from the queue\n", id, res.Removed)
+	c.out.Printf("%s: drained, %d removed from the queue\n", id, res.Removed)
 	return nil
 }
 
@@ -269,11 +270,11 @@ func (c *command) settings(_ context.Context, pos []string) error {
 }
 
 func printSettings(w io.Writer) error {
-	tw := newTable(w, 0)
-	tw.println("SETTING\tTYPE")
+	tw := printer.NewTable(w, 0)
+	tw.Println("SETTING\tTYPE")
 	for _, s := range operator.Settings() {
-		tw.printf("%s\t%s\n", s.Name, s.Type)
+		tw.Printf("%s\t%s\n", s.Name, s.Type)
 	}
-	tw.println("\ndocs/ENGINE.md gives each one's meaning, range and default.")
-	return tw.flush()
+	tw.Println("\ndocs/ENGINE.md gives each one's meaning, range and default.")
+	return tw.Flush()
 }

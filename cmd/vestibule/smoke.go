@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 
 	"github.com/vestibule-dev/vestibule/internal/operator"
+	"github.com/vestibule-dev/vestibule/internal/printer"
 )
 
 // vestibule smoke: after a deploy, one visitor's whole journey through a throwaway room — join,
@@ -98,14 +99,14 @@ func runSmoke(ctx context.Context, admin *operator.Client, public string, timeou
 	defer cancel()
 	b := make([]byte, 4)
 	rand.Read(b)
-	s := &smokeRun{admin: admin, public: public, timeout: timeout, out: &printer{w: out},
+	s := &smokeRun{admin: admin, public: public, timeout: timeout, out: printer.New(out),
 		id: "smoke-" + hex.EncodeToString(b), start: time.Now(), httpc: &http.Client{Timeout: 15 * time.Second}}
 
 	// 1. The throwaway room: one slot, a token a second, no join challenge.
 	if err := s.createRoom(ctx); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, s.removeRoom(ctx), s.out.err) }()
+	defer func() { err = errors.Join(err, s.removeRoom(ctx), s.out.Err()) }()
 	info, err := admin.GetRoom(ctx, s.id)
 	if err != nil {
 		return fmt.Errorf("smoke: reading the room's origin credential: %w", err)
@@ -130,12 +131,12 @@ type smokeRun struct {
 	timeout time.Duration
 	id      string // the throwaway room
 	start   time.Time
-	out     *printer
+	out     *printer.Printer
 }
 
 // step prints a step done, with the time since the start.
 func (s *smokeRun) step(format string, args ...any) {
-	s.out.printf("%6.1fs  %s\n", time.Since(s.start).Seconds(), fmt.Sprintf(format, args...))
+	s.out.Printf("%6.1fs  %s\n", time.Since(s.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
 // call makes a public call (bearer and body optional) and decodes a 2xx answer into into.

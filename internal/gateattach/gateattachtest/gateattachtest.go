@@ -110,7 +110,7 @@ func (f *Server) WriteCount() int {
 func apiError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "text/xml")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `<?xml version="1.0"?><ErrorResponse %s><Error><Type>Sender</Type><Code>%s</Code><Message>%s</Message></Error><RequestId>5b6bd3f1-0e8d-4c1f-a7b0-c0ffee000001</RequestId></ErrorResponse>`, xmlns, code, msg)
+	_, _ = fmt.Fprintf(w, `<?xml version="1.0"?><ErrorResponse %s><Error><Type>Sender</Type><Code>%s</Code><Message>%s</Message></Error><RequestId>5b6bd3f1-0e8d-4c1f-a7b0-c0ffee000001</RequestId></ErrorResponse>`, xmlns, code, msg)
 }
 
 func xmlOK(w http.ResponseWriter, status int, etag, body string) {
