@@ -41,7 +41,8 @@ build:
 	    -o dist/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
-## build-host: dist-host/<function>/bootstrap for this machine (what the emulator tests run)
+## build-host: dist-host/<function>/bootstrap for this machine (what `make bench` runs under the
+## Lambda emulator for its cold starts; the emulator tests build their own)
 build-host:
 	@for f in $(FUNCTIONS); do \
 	  CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' \

@@ -26,7 +26,10 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
-// functions are the Lambda functions, as the Makefile's FUNCTIONS lists them.
+// functions are the seven functions TestLambdasUnderEmulator builds and runs:
+// those behind the API, and admit. The Makefile's FUNCTIONS also lists
+// gatekeys and keysync (their logic is tested in internal/gatekeys and
+// internal/keysync) and forwarder (TestForwarderUnderEmulator).
 var functions = []string{"enqueue", "poll", "status", "consume", "admin", "admit", "booking"}
 
 func findRIE(t *testing.T) string {

@@ -74,7 +74,7 @@ func (c Config) validateEdge() error {
 	switch {
 	case err != nil || u.Host == "" || u.User != nil || u.Opaque != "":
 		return fmt.Errorf("%w: waiting room URL %q is not an absolute URL", ErrConfig, c.WaitingRoomURL)
-	case u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Host)):
+	case u.Scheme != "https" && (u.Scheme != "http" || !isLoopback(u.Host)):
 		return fmt.Errorf("%w: waiting room URL %q is not https (http only for a loopback host)", ErrConfig, c.WaitingRoomURL)
 	case strings.Contains(c.WaitingRoomURL, "#"):
 		return fmt.Errorf("%w: waiting room URL %q has a fragment", ErrConfig, c.WaitingRoomURL)
@@ -433,7 +433,7 @@ func (w *endWriter) end() {
 		return
 	}
 	w.done = true
-	h := w.ResponseWriter.Header()
+	h := w.Header()
 	values := h.Values(EndHeader)
 	if len(values) == 0 {
 		return

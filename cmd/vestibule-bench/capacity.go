@@ -392,10 +392,10 @@ func joinCapacitySpreadOn(ctx context.Context, d time.Duration, spreadNodes int)
 	for i, n := range nodes {
 		addrs[i] = n.Addr
 		per[i] = redis.NewClient(&redis.Options{Addr: n.Addr})
-		defer per[i].Close()
+		defer func() { _ = per[i].Close() }()
 	}
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: workers})
-	defer rdb.Close()
+	defer func() { _ = rdb.Close() }()
 	t0 := time.Now().Truncate(time.Second)
 	rt, err := newRoute(rdb, t0)
 	if err != nil {
@@ -419,7 +419,7 @@ func joinCapacitySpreadOn(ctx context.Context, d time.Duration, spreadNodes int)
 	// on the route's clock, which stands still so that the bucket admits
 	// nobody (and a merge held back after a failed read stays held).
 	tc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	defer tc.Close()
+	defer func() { _ = tc.Close() }()
 	ticker := app.NewEngine(tc, rt.clock)
 	cpu := func() ([]float64, error) {
 		out := make([]float64, len(per))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // Prices: us-east-1 on-demand list prices in US dollars, without the free tier,
@@ -131,12 +132,14 @@ func total(items []costItem) float64 {
 
 // writeCost prints the bill as the Markdown table of docs/BENCHMARKS.md.
 func writeCost(w io.Writer, items []costItem) {
-	fmt.Fprintf(w, "| item | arithmetic (per %s visitors waiting %.0f min on average) | $ |\n|---|---|---|\n",
+	var b strings.Builder
+	fmt.Fprintf(&b, "| item | arithmetic (per %s visitors waiting %.0f min on average) | $ |\n|---|---|---|\n",
 		"1,000,000", costWaitMinutes)
 	for _, it := range items {
-		fmt.Fprintf(w, "| %s | %s | %.2f |\n", it.what, it.arithmetic, it.dollars)
+		fmt.Fprintf(&b, "| %s | %s | %.2f |\n", it.what, it.arithmetic, it.dollars)
 	}
-	fmt.Fprintf(w, "| **total** | | **%.2f** |\n", total(items))
+	fmt.Fprintf(&b, "| **total** | | **%.2f** |\n", total(items))
+	_, _ = io.WriteString(w, b.String()) // the bench's log: a failed write loses the table, not the run
 }
 
 // benchCost prices a million visitors from this invocation's measurements

@@ -102,7 +102,7 @@ func playCrowd(ctx context.Context, c sim.Config, chart string) (*sim.Result, si
 		if err != nil {
 			return nil, sim.Summary{}, err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return nil, sim.Summary{}, err
 		}
@@ -125,7 +125,9 @@ func playCrowd(ctx context.Context, c sim.Config, chart string) (*sim.Result, si
 	res.Replay(&s, 3*time.Second)
 	fmt.Fprintf(os.Stderr, "crowd %s: %d visitors, %d admitted a minute, maxActive %d\n",
 		c.Room, len(res.Visitors), c.RoomConfig.AdmitPerMinute, c.RoomConfig.MaxActive)
-	s.WriteTable(os.Stderr)
+	if err := s.WriteTable(os.Stderr); err != nil {
+		return nil, sim.Summary{}, err
+	}
 	if chart != "" {
 		title := fmt.Sprintf("%d visitors in a 10 s burst; maxActive %d, %d admitted/min (virtual time)",
 			c.Visitors, c.RoomConfig.MaxActive, c.RoomConfig.AdmitPerMinute)

@@ -53,15 +53,15 @@ func benchHTTP(ctx context.Context, d time.Duration) ([]Row, error) {
 	mux.HandleFunc("/trivial", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		io.WriteString(w, `{"ok":true}`)
+		_, _ = io.WriteString(w, `{"ok":true}`)
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go hs.Serve(ln)
-	defer hs.Close()
+	go func() { _ = hs.Serve(ln) }()
+	defer func() { _ = hs.Close() }()
 	base := "http://" + ln.Addr().String()
 
 	tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -80,7 +80,7 @@ func benchHTTP(ctx context.Context, d time.Duration) ([]Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		b, err := io.ReadAll(resp.Body)
 		if err == nil && resp.StatusCode != http.StatusOK {
 			err = fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
@@ -113,7 +113,7 @@ func benchHTTP(ctx context.Context, d time.Duration) ([]Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return nil, err
 		}

@@ -84,7 +84,7 @@ func benchLambda(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	build := func(out string, env ...string) error {
 		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out,
 			"./cmd/vestibule-bench/hello")

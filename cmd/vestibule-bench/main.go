@@ -19,11 +19,11 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vestibule-dev/vestibule/internal/printer"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 )
 
@@ -79,9 +79,9 @@ func num(v float64) string {
 	}
 }
 
-func printTable(w io.Writer, rows []Row) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "figure\tvalue\tbaseline\tratio\tgoal\tmet\t")
+func printTable(w io.Writer, rows []Row) error {
+	tw := printer.NewTable(w, 0)
+	tw.Println("figure\tvalue\tbaseline\tratio\tgoal\tmet\t")
 	for _, r := range rows {
 		met := "—"
 		if r.Met != nil {
@@ -95,9 +95,9 @@ func printTable(w io.Writer, rows []Row) {
 		if goal == "" {
 			goal = "—"
 		}
-		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\t%s\t\n", r.Name, num(r.Value), r.Unit, base, ratio, goal, met)
+		tw.Printf("%s\t%s %s\t%s\t%s\t%s\t%s\t\n", r.Name, num(r.Value), r.Unit, base, ratio, goal, met)
 	}
-	tw.Flush()
+	return tw.Flush()
 }
 
 // logf reports progress on stderr so that stdout carries only the table.
@@ -154,7 +154,10 @@ func run() int {
 		}
 		logf("%s done in %s", p, time.Since(start).Round(100*time.Millisecond))
 	}
-	printTable(os.Stdout, rows)
+	if err := printTable(os.Stdout, rows); err != nil {
+		logf("the table: %v", err)
+		failed = true
+	}
 	if path := os.Getenv("BENCH_JSON"); path != "" {
 		b, _ := json.MarshalIndent(rows, "", "  ")
 		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
@@ -177,5 +180,5 @@ func benchRedis(pool int) (*redis.Client, func(), error) {
 		return nil, nil, err
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: pool})
-	return rdb, func() { rdb.Close(); srv.Stop() }, nil
+	return rdb, func() { _ = rdb.Close(); srv.Stop() }, nil
 }

@@ -102,7 +102,7 @@ func run() int {
 	switch *driver {
 	case "virtual":
 		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 2 * c.Workers})
-		defer rdb.Close()
+		defer func() { _ = rdb.Close() }()
 		v, err := sim.NewVirtual(rdb, time.Now().Truncate(time.Second), *tick)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "vestibule-sim:", err)
@@ -119,7 +119,7 @@ func run() int {
 				fmt.Fprintln(os.Stderr, "vestibule-sim:", err)
 				return 1
 			}
-			defer os.RemoveAll(keys)
+			defer func() { _ = os.RemoveAll(keys) }()
 			st, err := localstack.Start(ctx, localstack.Options{
 				RedisURL: "redis://" + addr, Addr: "127.0.0.1:0", OriginAddr: "127.0.0.1:0",
 				KeyDir: keys, TickInterval: *tick, Logger: slog.New(slog.DiscardHandler),
@@ -128,7 +128,7 @@ func run() int {
 				fmt.Fprintln(os.Stderr, "vestibule-sim: local stack:", err)
 				return 1
 			}
-			defer st.Close()
+			defer func() { _ = st.Close() }()
 			base, *adminKey, rc.OriginURL = st.URL(), st.AdminKey(), st.ManualOriginURL()+"/"
 		}
 		h, err := sim.NewHTTP(base, c.Workers)
@@ -147,9 +147,9 @@ func run() int {
 	bar := progressbar.NewOptions64(int64(c.Visitors), progressbar.OptionSetWriter(os.Stderr),
 		progressbar.OptionSetDescription("visitors done"), progressbar.OptionShowCount(),
 		progressbar.OptionThrottle(250*time.Millisecond), progressbar.OptionClearOnFinish())
-	c.OnDone = func() { bar.Add(1) }
+	c.OnDone = func() { _ = bar.Add(1) }
 	res, err := sim.Run(ctx, d, *adminKey, c)
-	bar.Finish()
+	_ = bar.Finish()
 	if res != nil && res.Interrupted {
 		*fixed3s = 0 // no replay of an interrupted crowd: report what ran, at once
 	}
@@ -162,7 +162,10 @@ func run() int {
 		res.Replay(&s, *fixed3s)
 	}
 	fmt.Println()
-	s.WriteTable(os.Stdout)
+	if err := s.WriteTable(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "vestibule-sim:", err)
+		return 1
+	}
 	if *chart != "" {
 		title := fmt.Sprintf("%d visitors, %s arrivals, maxActive %d, %d admitted/min (%s driver)",
 			c.Visitors, c.Shape, rc.MaxActive, rc.AdmitPerMinute, d.Name())

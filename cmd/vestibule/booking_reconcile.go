@@ -62,12 +62,12 @@ func (c *command) reconcile(ctx context.Context, pos []string) error {
 	}
 	diffs := compareSold(kit, origin, cancelled)
 	for _, d := range diffs {
-		fmt.Fprintln(c.stdout, d)
+		c.out.Println(d)
 	}
 	if len(diffs) > 0 {
 		return fmt.Errorf("%s: %d differences between the kit and the origin's record", event, len(diffs))
 	}
-	fmt.Fprintf(c.stdout, "%s: no differences: %d seats and %d units sold in %d orders on both sides\n",
+	c.out.Printf("%s: no differences: %d seats and %d units sold in %d orders on both sides\n",
 		event, len(kit.seats), unitsTotal(kit), len(orderIDs(kit)))
 	return nil
 }
@@ -129,7 +129,7 @@ func readOrigin(ctx context.Context, src, event string) (sold, error) {
 		if err != nil {
 			return sold{}, fmt.Errorf("the origin's record: %w", err)
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }() // a body read: closing it cannot lose anything
 		if resp.StatusCode != http.StatusOK {
 			return sold{}, fmt.Errorf("the origin's record: %s answered %d", src, resp.StatusCode)
 		}
@@ -139,7 +139,7 @@ func readOrigin(ctx context.Context, src, event string) (sold, error) {
 		if err != nil {
 			return sold{}, fmt.Errorf("the origin's record: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // a file read: closing it cannot lose anything
 		r = f
 	}
 	s := newSold()

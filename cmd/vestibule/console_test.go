@@ -175,7 +175,15 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 
-	// Pause: the dialog asks first; Cancel changes nothing.
+	// Pause: the dialog asks first; Cancel changes nothing. A probe counts
+	// the console's writes (every fetch but a GET): a write the cancel made
+	// would start in the click's own microtasks, before the next script the
+	// test evaluates, so the count read after it is final.
+	browsertest.Eval[any](t, ctx, `(() => {
+		window.__writes = 0;
+		const f = window.fetch;
+		window.fetch = (u, o) => { if ((o?.method || 'GET') !== 'GET') window.__writes++; return f(u, o); };
+	})()`)
 	pause := chromedp.CSS(fmt.Sprintf(`[data-room=%q] [data-action="pause"]`, id))
 	if err := chromedp.Do(ctx, chromedp.Click(pause)); err != nil {
 		t.Fatal(err)
@@ -188,7 +196,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, `!document.getElementById('confirm').open`, 5*time.Second)
-	time.Sleep(300 * time.Millisecond)
+	if n := browsertest.Eval[int](t, ctx, `window.__writes`); n != 0 {
+		t.Fatalf("the cancelled pause sent %d writes", n)
+	}
 	if m := mode(t, s, id); m != "queue" {
 		t.Fatalf("cancelled pause changed the mode to %s", m)
 	}
@@ -200,6 +210,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, card+`.dataset.mode === "paused"`, 5*time.Second)
+	if n := browsertest.Eval[int](t, ctx, `window.__writes`); n != 1 { // the probe sees a write
+		t.Errorf("the confirmed pause sent %d writes, want 1", n)
+	}
 	if m := mode(t, s, id); m != "paused" {
 		t.Fatalf("mode after pausing from the console: %s", m)
 	}

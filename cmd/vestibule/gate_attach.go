@@ -96,10 +96,10 @@ func (c *command) gateAttach(ctx context.Context, pos []string) error {
 		return err
 	}
 	if c.gate.dryRun {
-		fmt.Fprintln(c.stdout, "dry run: nothing was changed")
+		c.out.Println("dry run: nothing was changed")
 		return nil
 	}
-	fmt.Fprintf(c.stdout, "\nThe gate is on distribution %s. Last step, once it is deployed (a few minutes):\n"+
+	c.out.Printf("\nThe gate is on distribution %s. Last step, once it is deployed (a few minutes):\n"+
 		"  vestibule --stack %s rooms set %s gate=true originUrl=https://<the site's host>/\n", g.Distribution, c.g.target.Stack, g.Room)
 	return nil
 }
@@ -118,7 +118,7 @@ func (c *command) gateDetach(ctx context.Context, pos []string) error {
 		return err
 	}
 	if c.gate.dryRun {
-		fmt.Fprintln(c.stdout, "dry run: nothing was changed")
+		c.out.Println("dry run: nothing was changed")
 	}
 	return nil
 }

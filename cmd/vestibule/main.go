@@ -19,7 +19,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/operator"
+	"github.com/vestibule-dev/vestibule/internal/printer"
 )
 
 func main() {
@@ -85,9 +87,9 @@ type globals struct {
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
-	fs.StringVar(&g.target.Stack, "stack", os.Getenv("VESTIBULE_STACK"), "CloudFormation stack name (its ApiUrl output is the endpoint)")
+	fs.StringVar(&g.target.Stack, "stack", os.Getenv(config.EnvStack), "CloudFormation stack name (its ApiUrl output is the endpoint)")
 	fs.StringVar(&g.target.Endpoint, "endpoint", os.Getenv("VESTIBULE_ENDPOINT"), "the API's base URL")
-	fs.StringVar(&g.target.AdminKey, "admin-key", os.Getenv("VESTIBULE_ADMIN_KEY"), "a local stack's admin key (without it, calls are SigV4-signed)")
+	fs.StringVar(&g.target.AdminKey, "admin-key", os.Getenv(config.EnvAdminKey), "a local stack's admin key (without it, calls are SigV4-signed)")
 	fs.StringVar(&g.target.Profile, "profile", "", "AWS shared-config profile")
 	fs.StringVar(&g.target.Region, "region", "", "AWS region")
 	fs.BoolVar(&g.json, "json", false, "print JSON")
@@ -124,15 +126,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stdout, usage)
+		if _, err := fmt.Fprint(stdout, usage); err != nil {
+			return 1
+		}
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "vestibule: %s\n\nRun `vestibule help` for the commands.\n", ue)
+		_, _ = fmt.Fprintf(stderr, "vestibule: %s\n\nRun `vestibule help` for the commands.\n", ue) // nowhere left to report a failed write
 		return 2
 	case errors.Is(err, context.Canceled):
 		return 130
 	default:
-		fmt.Fprintf(stderr, "vestibule: %s\n", err)
+		_, _ = fmt.Fprintf(stderr, "vestibule: %s\n", err) // nowhere left to report a failed write
 		return 1
 	}
 }
@@ -168,99 +172,26 @@ func commandFirst(args []string) []string {
 	return append(words, rest...)
 }
 
+// subcommands are the command groups and the subcommands each takes.
+var subcommands = map[string]string{
+	"rooms":   "list, get, set, pause, resume, close, open, drain, delete, log, settings",
+	"booking": "reconcile",
+	"gate":    "attach, detach",
+}
+
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	args = commandFirst(args)
-	if len(args) == 0 {
-		return usageError("no command")
-	}
-	cmd, args := args[0], args[1:]
-	if cmd == "rooms" {
-		if len(args) == 0 {
-			return usageError("rooms needs a subcommand: list, get, set, pause, resume, close, open, drain, delete, log, settings")
-		}
-		cmd, args = "rooms "+args[0], args[1:]
-	}
-	if cmd == "booking" {
-		if len(args) == 0 {
-			return usageError("booking needs a subcommand: reconcile")
-		}
-		cmd, args = "booking "+args[0], args[1:]
-	}
-	if cmd == "gate" {
-		if len(args) == 0 {
-			return usageError("gate needs a subcommand: attach, detach")
-		}
-		cmd, args = "gate "+args[0], args[1:]
+	cmd, args, err := commandName(commandFirst(args))
+	if err != nil {
+		return err
 	}
 	var g globals
 	fs := flag.NewFlagSet("vestibule "+cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	g.register(fs)
-	c := &command{g: &g, stdout: stdout, stderr: stderr}
-	var run func(ctx context.Context, pos []string) error
-	switch cmd {
-	case "help", "-h", "--help", "-help":
-		return flag.ErrHelp
-	case "rooms list":
-		run = c.list
-	case "rooms get":
-		fs.BoolVar(&c.credential, "credential", false, "also print the room's origin credential (a secret)")
-		run = c.get
-	case "rooms set":
-		fs.BoolVar(&c.create, "create", false, "create the room if it does not exist")
-		run = c.set
-	case "rooms pause", "rooms resume", "rooms close", "rooms open":
-		verb := strings.TrimPrefix(cmd, "rooms ")
-		run = func(ctx context.Context, pos []string) error { return c.mode(ctx, verb, pos) }
-	case "rooms drain":
-		run = c.drain
-	case "rooms delete":
-		fs.BoolVar(&c.force, "force", false, "close and drain a room with visitors waiting, then delete it")
-		run = c.deleteRoom
-	case "rooms log", "rooms history":
-		run = c.roomLog
-	case "rooms settings":
-		run = c.settings
-	case "watch":
-		fs.DurationVar(&c.interval, "interval", defaultInterval, "time between refreshes")
-		fs.IntVar(&c.count, "count", 0, "stop after this many refreshes (0: until Ctrl-C)")
-		run = c.watch
-	case "smoke":
-		fs.StringVar(&c.public, "public", "", "the visitors' base URL (default: the stack's WaitingRoomUrl output, or --endpoint)")
-		fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "give up after this long")
-		run = c.smoke
-	case "preflight":
-		fs.StringVar(&c.template, "template", "", "the synthesized template (cdk.out.deploy/<stack>.template.json)")
-		run = c.preflight
-	case "verify-draw":
-		fs.StringVar(&c.room, "room", "", "the room")
-		fs.StringVar(&c.ticket, "ticket", "", "the visitor's ticket")
-		fs.StringVar(&c.visitor, "visitor", "", "the visitor reference the waiting page shows (instead of --ticket)")
-		run = c.verifyDraw
-	case "booking reconcile":
-		fs.StringVar(&c.origin, "origin", "", "the origin's record: a file of JSON lines, - for stdin, or an http(s) URL")
-		run = c.reconcile
-	case "gate attach", "gate detach":
-		fs.StringVar(&c.gate.distribution, "distribution", "", "the site's CloudFront distribution id")
-		fs.StringVar(&c.room, "room", "", "the room that guards the site")
-		fs.BoolVar(&c.gate.dryRun, "dry-run", false, "read only: print what would change, the distribution config's diff")
-		if cmd == "gate attach" {
-			fs.StringVar(&c.gate.openPaths, "open-paths", "", "comma-separated paths that pass without a session, e.g. /robots.txt,/static/*")
-			fs.Func("behaviour", "another behaviour's path pattern whose pages the room guards (repeatable)", func(v string) error {
-				c.gate.behaviours = append(c.gate.behaviours, v)
-				return nil
-			})
-			fs.StringVar(&c.gate.originSecretFile, "origin-secret-file", "", "a file holding the origin secret (default: read from the stack's OriginSecretArn)")
-			run = c.gateAttach
-		} else {
-			fs.BoolVar(&c.gate.delete, "delete", false, "also delete the gate's functions and store (after the distribution is deployed)")
-			run = c.gateDetach
-		}
-	case "console":
-		fs.IntVar(&c.port, "port", defaultConsolePort, "port on 127.0.0.1 (0: any free port)")
-		run = c.console
-	default:
-		return usageError(fmt.Sprintf("unknown command %q", cmd))
+	c := &command{g: &g, stdout: stdout, stderr: stderr, out: printer.New(stdout)}
+	run, err := c.bind(cmd, fs)
+	if err != nil {
+		return err
 	}
 	pos, err := parse(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -269,26 +200,120 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError(err.Error())
 	}
-	return run(ctx, pos)
+	if err := run(ctx, pos); err != nil {
+		return err
+	}
+	return c.out.Err()
+}
+
+// commandName takes the command off the arguments: one word, or two for a
+// command group ("rooms list").
+func commandName(args []string) (string, []string, error) {
+	if len(args) == 0 {
+		return "", nil, usageError("no command")
+	}
+	cmd, args := args[0], args[1:]
+	if subs, ok := subcommands[cmd]; ok {
+		if len(args) == 0 {
+			return "", nil, usageError(cmd + " needs a subcommand: " + subs)
+		}
+		cmd, args = cmd+" "+args[0], args[1:]
+	}
+	return cmd, args, nil
+}
+
+// runFunc runs a command on its positional arguments.
+type runFunc func(ctx context.Context, pos []string) error
+
+// bind registers cmd's own flags on fs and returns what runs it.
+func (c *command) bind(cmd string, fs *flag.FlagSet) (runFunc, error) {
+	switch cmd {
+	case "help", "-h", "--help", "-help":
+		return nil, flag.ErrHelp
+	case "rooms list":
+		return c.list, nil
+	case "rooms get":
+		fs.BoolVar(&c.credential, "credential", false, "also print the room's origin credential (a secret)")
+		return c.get, nil
+	case "rooms set":
+		fs.BoolVar(&c.create, "create", false, "create the room if it does not exist")
+		return c.set, nil
+	case "rooms pause", "rooms resume", "rooms close", "rooms open":
+		verb := strings.TrimPrefix(cmd, "rooms ")
+		return func(ctx context.Context, pos []string) error { return c.mode(ctx, verb, pos) }, nil
+	case "rooms drain":
+		return c.drain, nil
+	case "rooms delete":
+		fs.BoolVar(&c.force, "force", false, "close and drain a room with visitors waiting, then delete it")
+		return c.deleteRoom, nil
+	case "rooms log", "rooms history":
+		return c.roomLog, nil
+	case "rooms settings":
+		return c.settings, nil
+	case "watch":
+		fs.DurationVar(&c.interval, "interval", defaultInterval, "time between refreshes")
+		fs.IntVar(&c.count, "count", 0, "stop after this many refreshes (0: until Ctrl-C)")
+		return c.watch, nil
+	case "smoke":
+		fs.StringVar(&c.public, "public", "", "the visitors' base URL (default: the stack's WaitingRoomUrl output, or --endpoint)")
+		fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "give up after this long")
+		return c.smoke, nil
+	case "preflight":
+		fs.StringVar(&c.template, "template", "", "the synthesized template (cdk.out.deploy/<stack>.template.json)")
+		return c.preflight, nil
+	case "verify-draw":
+		fs.StringVar(&c.room, "room", "", "the room")
+		fs.StringVar(&c.ticket, "ticket", "", "the visitor's ticket")
+		fs.StringVar(&c.visitor, "visitor", "", "the visitor reference the waiting page shows (instead of --ticket)")
+		return c.verifyDraw, nil
+	case "booking reconcile":
+		fs.StringVar(&c.origin, "origin", "", "the origin's record: a file of JSON lines, - for stdin, or an http(s) URL")
+		return c.reconcile, nil
+	case "gate attach", "gate detach":
+		return c.bindGate(cmd == "gate attach", fs), nil
+	case "console":
+		fs.IntVar(&c.port, "port", defaultConsolePort, "port on 127.0.0.1 (0: any free port)")
+		return c.console, nil
+	}
+	return nil, usageError(fmt.Sprintf("unknown command %q", cmd))
+}
+
+// bindGate registers the flags of gate attach (attach) or gate detach.
+func (c *command) bindGate(attach bool, fs *flag.FlagSet) runFunc {
+	fs.StringVar(&c.gate.distribution, "distribution", "", "the site's CloudFront distribution id")
+	fs.StringVar(&c.room, "room", "", "the room that guards the site")
+	fs.BoolVar(&c.gate.dryRun, "dry-run", false, "read only: print what would change, the distribution config's diff")
+	if !attach {
+		fs.BoolVar(&c.gate.delete, "delete", false, "also delete the gate's functions and store (after the distribution is deployed)")
+		return c.gateDetach
+	}
+	fs.StringVar(&c.gate.openPaths, "open-paths", "", "comma-separated paths that pass without a session, e.g. /robots.txt,/static/*")
+	fs.Func("behaviour", "another behaviour's path pattern whose pages the room guards (repeatable)", func(v string) error {
+		c.gate.behaviours = append(c.gate.behaviours, v)
+		return nil
+	})
+	fs.StringVar(&c.gate.originSecretFile, "origin-secret-file", "", "a file holding the origin secret (default: read from the stack's OriginSecretArn)")
+	return c.gateAttach
 }
 
 // command is one run of a command, with its flags.
 type command struct {
 	g              *globals
 	stdout, stderr io.Writer
-	credential     bool          // get
-	create         bool          // set
-	force          bool          // delete
-	interval       time.Duration // watch
-	count          int           // watch
-	port           int           // console
-	room, ticket   string        // verify-draw
-	template       string        // preflight
-	public         string        // smoke
-	timeout        time.Duration // smoke
-	visitor        string        // verify-draw
-	origin         string        // booking reconcile
-	gate           gateFlags     // gate attach, detach
+	out            *printer.Printer // stdout, keeping the first write error
+	credential     bool             // get
+	create         bool             // set
+	force          bool             // delete
+	interval       time.Duration    // watch
+	count          int              // watch
+	port           int              // console
+	room, ticket   string           // verify-draw
+	template       string           // preflight
+	public         string           // smoke
+	timeout        time.Duration    // smoke
+	visitor        string           // verify-draw
+	origin         string           // booking reconcile
+	gate           gateFlags        // gate attach, detach
 }
 
 // client connects to the deployment the flags name.

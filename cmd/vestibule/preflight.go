@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/servicequotas"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/vestibule-dev/vestibule/internal/printer"
 )
 
 // vestibule preflight: what the account must give the synthesized stack before `cdk deploy`
@@ -134,7 +136,6 @@ type template struct {
 
 // runPreflight checks the account against the template and prints one line per check.
 func runPreflight(ctx context.Context, raw []byte, acc account, out io.Writer) error {
-	lam, quotas := acc.lambda, acc.quotas
 	var t template
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return fmt.Errorf("the template is not JSON: %w", err)
@@ -142,16 +143,35 @@ func runPreflight(ctx context.Context, raw []byte, acc account, out io.Writer) e
 	if len(t.Resources) == 0 {
 		return errors.New("the template has no resources: is it a synthesized Vestibule stack?")
 	}
-	failed := false
-	report := func(level, check, detail string) {
-		if level == "FAIL" {
-			failed = true
-		}
-		fmt.Fprintf(out, "%-4s  %-22s %s\n", level, check, detail)
+	r := &checkReport{Printer: printer.New(out)}
+	reserved, stageRate := t.asks()
+	checkConcurrency(ctx, acc.lambda, reserved, r)
+	checkThrottle(ctx, acc.quotas, stageRate, r)
+	checkRegion(ctx, acc, t.services(), r)
+	reportNag(t, r)
+	if r.failed {
+		return errPreflight
 	}
+	return r.Err()
+}
 
-	// What the template asks of the account.
-	var reserved, stageRate float64
+// checkReport prints one line per check and remembers whether one failed.
+type checkReport struct {
+	*printer.Printer
+	failed bool
+}
+
+// line prints a check's result: level is "ok", "warn" or "FAIL".
+func (r *checkReport) line(level, check, detail string) {
+	if level == "FAIL" {
+		r.failed = true
+	}
+	r.Printf("%-4s  %-22s %s\n", level, check, detail)
+}
+
+// asks is what the template asks of the account: the Lambda concurrency its
+// functions reserve and the stage's throttle, requests a second.
+func (t *template) asks() (reserved, stageRate float64) {
 	for _, r := range t.Resources {
 		switch r.Type {
 		case "AWS::Lambda::Function":
@@ -166,44 +186,11 @@ func runPreflight(ctx context.Context, raw []byte, acc account, out io.Writer) e
 			}
 		}
 	}
+	return reserved, stageRate
+}
 
-	// Lambda concurrency.
-	if acct, err := lam.GetAccountSettings(ctx, &lambda.GetAccountSettingsInput{}); err != nil {
-		// Not a failure: a deploy role may lack the permission and the deploy still work.
-		report("warn", "lambda concurrency", "cannot read the account's settings (lambda:GetAccountSettings): "+err.Error())
-	} else if l := acct.AccountLimit; l == nil {
-		report("FAIL", "lambda concurrency", "the account's settings carry no limit")
-	} else {
-		total, unreserved := float64(l.ConcurrentExecutions), float64(aws.ToInt32(l.UnreservedConcurrentExecutions))
-		switch {
-		case unreserved-reserved < minUnreserved:
-			report("FAIL", "lambda concurrency", fmt.Sprintf("the template reserves %.0f, leaving %.0f of %.0f unreserved: Lambda keeps at least %d, "+
-				"so the deploy would roll back (deploy without admitReservedConcurrency, or raise the quota)", reserved, unreserved-reserved, total, minUnreserved))
-		case total < onSaleConcurrency:
-			report("warn", "lambda concurrency", fmt.Sprintf("%.0f concurrent executions: enough to deploy, too few for an on-sale; "+
-				"ask for %d through Service Quotas (Lambda, Concurrent executions)", total, onSaleConcurrency))
-		default:
-			report("ok", "lambda concurrency", fmt.Sprintf("%.0f, %.0f unreserved; the template reserves %.0f", total, unreserved, reserved))
-		}
-	}
-
-	// API Gateway's account throttle against the stage's.
-	q, err := quotas.GetServiceQuota(ctx, &servicequotas.GetServiceQuotaInput{
-		ServiceCode: aws.String(apiGatewayService), QuotaCode: aws.String(apiGatewayThrottleID),
-	})
-	switch {
-	case err != nil:
-		report("warn", "api gateway throttle", "cannot read the quota ("+apiGatewayThrottleID+"): "+err.Error())
-	case q.Quota == nil || q.Quota.Value == nil:
-		report("warn", "api gateway throttle", "the quota has no value")
-	case stageRate > *q.Quota.Value:
-		report("warn", "api gateway throttle", fmt.Sprintf("the account allows %.0f requests a second, the stage %.0f: the account's limit "+
-			"throttles first (shared by every API of the account in the region); raise it or lower apiRateLimit", *q.Quota.Value, stageRate))
-	default:
-		report("ok", "api gateway throttle", fmt.Sprintf("the account allows %.0f requests a second, the stage %.0f", *q.Quota.Value, stageRate))
-	}
-
-	// The region offers every service the template uses.
+// services are the ids of the regional services the template uses.
+func (t *template) services() map[string]bool {
 	need := map[string]bool{}
 	for _, r := range t.Resources {
 		for prefix, svc := range regionalServices {
@@ -212,35 +199,89 @@ func runPreflight(ctx context.Context, raw []byte, acc account, out io.Writer) e
 			}
 		}
 	}
-	if offered, err := regionOffers(ctx, acc.regions, acc.region); err != nil {
-		report("warn", "region", "cannot read the services "+acc.region+" offers (ssm:GetParametersByPath on AWS's public parameters): "+err.Error())
-	} else {
-		var missing []string
-		for svc := range need {
-			if !offered[svc] {
-				missing = append(missing, svc)
-			}
-		}
-		sort.Strings(missing)
-		if len(missing) > 0 {
-			report("FAIL", "region", fmt.Sprintf("%s does not offer %s, which the template uses: deploy to another region", acc.region, strings.Join(missing, ", ")))
-		} else {
-			report("ok", "region", fmt.Sprintf("%s offers the %d services the template uses (ElastiCache Serverless and arm64 Lambda: see docs/DEPLOY.md)", acc.region, len(need)))
-		}
-	}
+	return need
+}
 
-	// The cdk-nag findings the template accepts, each with its reason.
-	// (stack-wide suppressions are the template's metadata, the others a resource's)
-	type rule struct {
-		reason    string
-		resources int // 0: the whole stack
+// checkConcurrency checks the account's Lambda concurrency against what the template reserves.
+func checkConcurrency(ctx context.Context, lam LambdaAccount, reserved float64, r *checkReport) {
+	acct, err := lam.GetAccountSettings(ctx, &lambda.GetAccountSettingsInput{})
+	if err != nil {
+		// Not a failure: a deploy role may lack the permission and the deploy still work.
+		r.line("warn", "lambda concurrency", "cannot read the account's settings (lambda:GetAccountSettings): "+err.Error())
+		return
 	}
-	rules := map[string]*rule{}
+	l := acct.AccountLimit
+	if l == nil {
+		r.line("FAIL", "lambda concurrency", "the account's settings carry no limit")
+		return
+	}
+	total, unreserved := float64(l.ConcurrentExecutions), float64(aws.ToInt32(l.UnreservedConcurrentExecutions))
+	switch {
+	case unreserved-reserved < minUnreserved:
+		r.line("FAIL", "lambda concurrency", fmt.Sprintf("the template reserves %.0f, leaving %.0f of %.0f unreserved: Lambda keeps at least %d, "+
+			"so the deploy would roll back (deploy without admitReservedConcurrency, or raise the quota)", reserved, unreserved-reserved, total, minUnreserved))
+	case total < onSaleConcurrency:
+		r.line("warn", "lambda concurrency", fmt.Sprintf("%.0f concurrent executions: enough to deploy, too few for an on-sale; "+
+			"ask for %d through Service Quotas (Lambda, Concurrent executions)", total, onSaleConcurrency))
+	default:
+		r.line("ok", "lambda concurrency", fmt.Sprintf("%.0f, %.0f unreserved; the template reserves %.0f", total, unreserved, reserved))
+	}
+}
+
+// checkThrottle checks API Gateway's account throttle against the stage's.
+func checkThrottle(ctx context.Context, quotas QuotaReader, stageRate float64, r *checkReport) {
+	q, err := quotas.GetServiceQuota(ctx, &servicequotas.GetServiceQuotaInput{
+		ServiceCode: aws.String(apiGatewayService), QuotaCode: aws.String(apiGatewayThrottleID),
+	})
+	switch {
+	case err != nil:
+		r.line("warn", "api gateway throttle", "cannot read the quota ("+apiGatewayThrottleID+"): "+err.Error())
+	case q.Quota == nil || q.Quota.Value == nil:
+		r.line("warn", "api gateway throttle", "the quota has no value")
+	case stageRate > *q.Quota.Value:
+		r.line("warn", "api gateway throttle", fmt.Sprintf("the account allows %.0f requests a second, the stage %.0f: the account's limit "+
+			"throttles first (shared by every API of the account in the region); raise it or lower apiRateLimit", *q.Quota.Value, stageRate))
+	default:
+		r.line("ok", "api gateway throttle", fmt.Sprintf("the account allows %.0f requests a second, the stage %.0f", *q.Quota.Value, stageRate))
+	}
+}
+
+// checkRegion checks that the region offers every service the template uses (need).
+func checkRegion(ctx context.Context, acc account, need map[string]bool, r *checkReport) {
+	offered, err := regionOffers(ctx, acc.regions, acc.region)
+	if err != nil {
+		r.line("warn", "region", "cannot read the services "+acc.region+" offers (ssm:GetParametersByPath on AWS's public parameters): "+err.Error())
+		return
+	}
+	var missing []string
+	for svc := range need {
+		if !offered[svc] {
+			missing = append(missing, svc)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		r.line("FAIL", "region", fmt.Sprintf("%s does not offer %s, which the template uses: deploy to another region", acc.region, strings.Join(missing, ", ")))
+		return
+	}
+	r.line("ok", "region", fmt.Sprintf("%s offers the %d services the template uses (ElastiCache Serverless and arm64 Lambda: see docs/DEPLOY.md)", acc.region, len(need)))
+}
+
+// nagRule is a cdk-nag rule the template suppresses, with the reason given.
+type nagRule struct {
+	reason    string
+	resources int // 0: the whole stack
+}
+
+// reportNag prints the cdk-nag findings the template accepts, each with its reason.
+// (stack-wide suppressions are the template's metadata, the others a resource's)
+func reportNag(t template, r *checkReport) {
+	rules := map[string]*nagRule{}
 	add := func(m nagMetadata, resource bool) {
 		for _, s := range m.CdkNag.Rules {
 			key := s.ID + "\x00" + s.Reason
 			if rules[key] == nil {
-				rules[key] = &rule{reason: s.Reason}
+				rules[key] = &nagRule{reason: s.Reason}
 			}
 			if resource {
 				rules[key].resources++
@@ -248,8 +289,8 @@ func runPreflight(ctx context.Context, raw []byte, acc account, out io.Writer) e
 		}
 	}
 	add(t.Metadata, false)
-	for _, r := range t.Resources {
-		add(r.Metadata, true)
+	for _, res := range t.Resources {
+		add(res.Metadata, true)
 	}
 	keys := make([]string, 0, len(rules))
 	for k := range rules {
@@ -257,7 +298,7 @@ func runPreflight(ctx context.Context, raw []byte, acc account, out io.Writer) e
 	}
 	sort.Strings(keys)
 	if len(keys) == 0 {
-		report("warn", "cdk-nag", "the template suppresses no cdk-nag rule: was it synthesized from this repository?")
+		r.line("warn", "cdk-nag", "the template suppresses no cdk-nag rule: was it synthesized from this repository?")
 	}
 	for _, k := range keys {
 		id, _, _ := strings.Cut(k, "\x00")
@@ -265,12 +306,8 @@ func runPreflight(ctx context.Context, raw []byte, acc account, out io.Writer) e
 		if n := rules[k].resources; n > 0 {
 			where = fmt.Sprintf("on %d resources", n)
 		}
-		report("ok", "cdk-nag "+strings.TrimPrefix(id, "AwsSolutions-"), "accepted "+where+": "+rules[k].reason)
+		r.line("ok", "cdk-nag "+strings.TrimPrefix(id, "AwsSolutions-"), "accepted "+where+": "+rules[k].reason)
 	}
-	if failed {
-		return errPreflight
-	}
-	return nil
 }
 
 // regionOffers reads the service ids AWS lists for region, every page.

@@ -185,3 +185,23 @@ func TestClientCertificateFlags(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errs.String())
 	}
 }
+
+// failingWriter refuses every write, as a closed pipe does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+func TestOutputThatCannotBeWrittenFails(t *testing.T) {
+	// GIVEN an account whose checks all pass, and output nobody can read
+	acc := (&fakeAccount{total: 1000, unreserved: 1000, apiQuota: 10000}).clients(t)
+	// WHEN preflight reports THEN the failed write is its error: a deploy
+	// script does not go on after a report it could not print
+	if err := runPreflight(context.Background(), testTemplate(0), acc, failingWriter{}); err == nil || !strings.Contains(err.Error(), "broken pipe") {
+		t.Errorf("preflight into a broken pipe: %v", err)
+	}
+	// and a command's exit status says so (rooms settings prints a table)
+	var errs bytes.Buffer
+	if code := run(context.Background(), []string{"rooms", "settings"}, failingWriter{}, &errs); code != 1 || !strings.Contains(errs.String(), "broken pipe") {
+		t.Errorf("rooms settings into a broken pipe: exit %d, stderr %q", code, errs.String())
+	}
+}

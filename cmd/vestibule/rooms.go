@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/vestibule-dev/vestibule/internal/operator"
+	"github.com/vestibule-dev/vestibule/internal/printer"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -31,8 +32,8 @@ func (c *command) printJSON(v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(c.stdout, "%s\n", b)
-	return err
+	c.out.Printf("%s\n", b)
+	return c.out.Err()
 }
 
 // num formats an integer with thousands separators.
@@ -72,7 +73,7 @@ func (c *command) list(ctx context.Context, pos []string) error {
 		return c.printJSON(map[string]any{"rooms": rooms})
 	}
 	if len(rooms) == 0 {
-		fmt.Fprintln(c.stdout, "no rooms yet: `vestibule rooms set ROOM --create originUrl=https://…` creates one")
+		c.out.Println("no rooms yet: `vestibule rooms set ROOM --create originUrl=https://…` creates one")
 		return nil
 	}
 	// The busiest first (waiting, admitted and active), then by name.
@@ -93,10 +94,10 @@ func (c *command) list(ctx context.Context, pos []string) error {
 		}
 		wr, wm = max(wr, len(r.Room)), max(wm, len(rooms[i].Config.Mode))
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%-*s\t%-*s\tWAITING\tADMITTED\tACTIVE\tMAX ACTIVE\tADMITTED/MIN\tRATE/MIN\t\n", wr, "ROOM", wm, "MODE")
+	tw := printer.NewTable(c.stdout, tabwriter.AlignRight)
+	tw.Printf("%-*s\t%-*s\tWAITING\tADMITTED\tACTIVE\tMAX ACTIVE\tADMITTED/MIN\tRATE/MIN\t\n", wr, "ROOM", wm, "MODE")
 	for _, r := range rooms {
-		fmt.Fprintf(tw, "%-*s\t%-*s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", wr, r.Room, wm, r.Config.Mode, num(r.Stats.Waiting), num(r.Stats.Admitted),
+		tw.Printf("%-*s\t%-*s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", wr, r.Room, wm, r.Config.Mode, num(r.Stats.Waiting), num(r.Stats.Admitted),
 			num(r.Stats.Active), num(r.Config.MaxActive), num(r.Stats.AdmittedLastMinute), num(r.Config.AdmitPerMinute))
 	}
 	return tw.Flush()
@@ -106,7 +107,7 @@ func (c *command) list(ctx context.Context, pos []string) error {
 func settingValues(cfg room.Config) ([]string, map[string]string) {
 	b, _ := json.Marshal(cfg)
 	var m map[string]json.RawMessage
-	json.Unmarshal(b, &m)
+	_ = json.Unmarshal(b, &m) // a Config marshals to an object
 	var names []string
 	vals := map[string]string{}
 	for _, s := range operator.Settings() {
@@ -117,7 +118,7 @@ func settingValues(cfg room.Config) ([]string, map[string]string) {
 			vals[s.Name] = "none"
 		case strings.HasPrefix(string(v), `"`):
 			var str string
-			json.Unmarshal(v, &str)
+			_ = json.Unmarshal(v, &str) // a JSON string, as the prefix says
 			vals[s.Name] = str
 		default:
 			vals[s.Name] = string(v)
@@ -141,54 +142,54 @@ func (c *command) get(ctx context.Context, pos []string) error {
 	if c.g.json {
 		return c.printJSON(r)
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "room\t%s\n\nsettings\n", r.Room)
+	tw := printer.NewTable(c.stdout, 0)
+	tw.Printf("room\t%s\n\nsettings\n", r.Room)
 	names, vals := settingValues(r.Config)
 	for _, n := range names {
-		fmt.Fprintf(tw, "  %s\t%s\n", n, vals[n])
+		tw.Printf("  %s\t%s\n", n, vals[n])
 	}
 	st := r.Stats
-	fmt.Fprintf(tw, "\nfigures\n")
-	fmt.Fprintf(tw, "  waiting\t%s\n", num(st.Waiting))
-	fmt.Fprintf(tw, "  admitted\t%s\t(granted, not yet at the origin)\n", num(st.Admitted))
-	fmt.Fprintf(tw, "  active\t%s / %s\t(sessions at the origin / maxActive)\n", num(st.Active), num(r.Config.MaxActive))
-	fmt.Fprintf(tw, "  admittedLastMinute\t%s / %s\t(admitPerMinute)\n", num(st.AdmittedLastMinute), num(r.Config.AdmitPerMinute))
-	fmt.Fprintf(tw, "  evicted\t%s\n", num(st.Evicted))
-	fmt.Fprintf(tw, "  consumed\t%s\n", num(st.Consumed))
-	fmt.Fprintf(tw, "  replaysRefused\t%s\n", num(st.ReplaysRefused))
+	tw.Printf("\nfigures\n")
+	tw.Printf("  waiting\t%s\n", num(st.Waiting))
+	tw.Printf("  admitted\t%s\t(granted, not yet at the origin)\n", num(st.Admitted))
+	tw.Printf("  active\t%s / %s\t(sessions at the origin / maxActive)\n", num(st.Active), num(r.Config.MaxActive))
+	tw.Printf("  admittedLastMinute\t%s / %s\t(admitPerMinute)\n", num(st.AdmittedLastMinute), num(r.Config.AdmitPerMinute))
+	tw.Printf("  evicted\t%s\n", num(st.Evicted))
+	tw.Printf("  consumed\t%s\n", num(st.Consumed))
+	tw.Printf("  replaysRefused\t%s\n", num(st.ReplaysRefused))
 	if r.OriginCredential != "" {
-		fmt.Fprintf(tw, "\noriginCredential\t%s\n", r.OriginCredential)
+		tw.Printf("\noriginCredential\t%s\n", r.OriginCredential)
 	}
 	return tw.Flush()
 }
 
 // changes prints what a PUT changed, setting by setting.
-func (c *command) changes(id string, before, after room.Config, created bool) {
+func (c *command) changes(id string, before, after room.Config, created bool) error {
 	if c.g.json {
-		c.printJSON(map[string]any{"room": id, "config": after})
-		return
+		return c.printJSON(map[string]any{"room": id, "config": after})
 	}
 	if created {
 		// A new room has no old values: its settings as stored.
-		fmt.Fprintf(c.stdout, "%s: created\n", id)
+		c.out.Printf("%s: created\n", id)
 		names, cur := settingValues(after)
 		for _, n := range names {
-			fmt.Fprintf(c.stdout, "%s: %s %s\n", id, n, cur[n])
+			c.out.Printf("%s: %s %s\n", id, n, cur[n])
 		}
-		return
+		return nil
 	}
 	names, old := settingValues(before)
 	_, cur := settingValues(after)
 	same := true
 	for _, n := range names {
 		if old[n] != cur[n] {
-			fmt.Fprintf(c.stdout, "%s: %s %s → %s\n", id, n, old[n], cur[n])
+			c.out.Printf("%s: %s %s → %s\n", id, n, old[n], cur[n])
 			same = false
 		}
 	}
 	if same && !created {
-		fmt.Fprintf(c.stdout, "%s: unchanged\n", id)
+		c.out.Printf("%s: unchanged\n", id)
 	}
+	return nil
 }
 
 func (c *command) set(ctx context.Context, pos []string) error {
@@ -219,8 +220,7 @@ func (c *command) set(ctx context.Context, pos []string) error {
 	if err != nil {
 		return err
 	}
-	c.changes(id, before.Config, after, created)
-	return nil
+	return c.changes(id, before.Config, after, created)
 }
 
 func (c *command) mode(ctx context.Context, verb string, pos []string) error {
@@ -236,8 +236,7 @@ func (c *command) mode(ctx context.Context, verb string, pos []string) error {
 	if err != nil {
 		return err
 	}
-	c.changes(id, before.Config, after, false)
-	return nil
+	return c.changes(id, before.Config, after, false)
 }
 
 func (c *command) drain(ctx context.Context, pos []string) error {
@@ -250,8 +249,8 @@ func (c *command) drain(ctx context.Context, pos []string) error {
 		return err
 	}
 	if c.g.json {
-		_, err = fmt.Fprintf(c.stdout, "%s\n", out)
-		return err
+		c.out.Printf("%s\n", out)
+		return c.out.Err()
 	}
 	var res struct {
 		Removed int64 `json:"removed"`
@@ -259,7 +258,7 @@ func (c *command) drain(ctx context.Context, pos []string) error {
 	if err := json.Unmarshal(out, &res); err != nil {
 		return fmt.Errorf("drain: unexpected answer: %w", err)
 	}
-	fmt.Fprintf(c.stdout, "%s: drained, %d removed from the queue\n", id, res.Removed)
+	c.out.Printf("%s: drained, %d removed from the queue\n", id, res.Removed)
 	return nil
 }
 
@@ -271,11 +270,11 @@ func (c *command) settings(_ context.Context, pos []string) error {
 }
 
 func printSettings(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SETTING\tTYPE")
+	tw := printer.NewTable(w, 0)
+	tw.Println("SETTING\tTYPE")
 	for _, s := range operator.Settings() {
-		fmt.Fprintf(tw, "%s\t%s\n", s.Name, s.Type)
+		tw.Printf("%s\t%s\n", s.Name, s.Type)
 	}
-	fmt.Fprintln(tw, "\ndocs/ENGINE.md gives each one's meaning, range and default.")
+	tw.Println("\ndocs/ENGINE.md gives each one's meaning, range and default.")
 	return tw.Flush()
 }

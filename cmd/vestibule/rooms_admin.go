@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/vestibule-dev/vestibule/internal/operator"
+	"github.com/vestibule-dev/vestibule/internal/printer"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -31,7 +31,7 @@ func (c *command) deleteRoom(ctx context.Context, pos []string) error {
 			if _, err := cl.PutRoom(ctx, id, map[string]any{"mode": room.ModeClosed}); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stdout, "%s: closed\n", id)
+			c.out.Printf("%s: closed\n", id)
 		}
 		if _, err := cl.Drain(ctx, id); err != nil {
 			return err
@@ -45,7 +45,7 @@ func (c *command) deleteRoom(ctx context.Context, pos []string) error {
 	if c.g.json {
 		return c.printJSON(d)
 	}
-	fmt.Fprintf(c.stdout, "%s: deleted (%s waiting drained, %s grants and %s sessions removed)\n",
+	c.out.Printf("%s: deleted (%s waiting drained, %s grants and %s sessions removed)\n",
 		id, num(drained), num(d.Admitted), num(d.Active))
 	return nil
 }
@@ -64,13 +64,13 @@ func (c *command) roomLog(ctx context.Context, pos []string) error {
 		return c.printJSON(map[string]any{"room": id, "entries": entries})
 	}
 	if len(entries) == 0 {
-		fmt.Fprintf(c.stdout, "%s: no changes recorded\n", id)
+		c.out.Printf("%s: no changes recorded\n", id)
 		return nil
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WHEN\tWHO\tWHAT")
+	tw := printer.NewTable(c.stdout, 0)
+	tw.Println("WHEN\tWHO\tWHAT")
 	for _, e := range entries {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.At.Local().Format("2006-01-02 15:04:05"), e.Who, auditText(e))
+		tw.Printf("%s\t%s\t%s\n", e.At.Local().Format("2006-01-02 15:04:05"), e.Who, auditText(e))
 	}
 	return tw.Flush()
 }

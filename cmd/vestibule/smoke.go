@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 
 	"github.com/vestibule-dev/vestibule/internal/operator"
+	"github.com/vestibule-dev/vestibule/internal/printer"
 )
 
 // vestibule smoke: after a deploy, one visitor's whole journey through a throwaway room — join,
@@ -98,124 +99,159 @@ func runSmoke(ctx context.Context, admin *operator.Client, public string, timeou
 	defer cancel()
 	b := make([]byte, 4)
 	rand.Read(b)
-	id := "smoke-" + hex.EncodeToString(b)
-	start := time.Now()
-	step := func(format string, args ...any) {
-		fmt.Fprintf(out, "%6.1fs  %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
-	}
-	httpc := &http.Client{Timeout: 15 * time.Second}
-	call := func(method, path, bearer string, body []byte, into any) (int, error) {
-		req, err := http.NewRequestWithContext(ctx, method, public+path, bytes.NewReader(body))
-		if err != nil {
-			return 0, err
-		}
-		if bearer != "" {
-			req.Header.Set("Authorization", "Bearer "+bearer)
-		}
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := httpc.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if resp.StatusCode/100 != 2 {
-			return resp.StatusCode, fmt.Errorf("%s %s answered %d: %s", method, path, resp.StatusCode, strings.TrimSpace(string(raw)))
-		}
-		if into != nil {
-			if err := json.Unmarshal(raw, into); err != nil {
-				return resp.StatusCode, fmt.Errorf("%s %s: not the JSON expected: %w", method, path, err)
-			}
-		}
-		return resp.StatusCode, nil
-	}
+	s := &smokeRun{admin: admin, public: public, timeout: timeout, out: printer.New(out),
+		id: "smoke-" + hex.EncodeToString(b), start: time.Now(), httpc: &http.Client{Timeout: 15 * time.Second}}
 
 	// 1. The throwaway room: one slot, a token a second, no join challenge.
-	if _, err := admin.PutRoom(ctx, id, map[string]any{
-		"mode": "queue", "maxActive": 1, "admitPerMinute": 60, "originUrl": smokeOrigin, "joinChallengeBits": 0,
-	}); err != nil {
-		return fmt.Errorf("smoke: creating the room %s: %w", id, err)
+	if err := s.createRoom(ctx); err != nil {
+		return err
 	}
-	step("room %s created (admin PUT)", id)
-	defer func() {
-		// However the journey went, the room is closed, emptied and deleted.
-		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer ccancel()
-		_, cerr := admin.PutRoom(cctx, id, map[string]any{"mode": "closed"})
-		if cerr == nil {
-			if _, cerr = admin.Drain(cctx, id); errors.Is(cerr, operator.ErrNotSupported) {
-				cerr = nil // an older deployment: the closed room keeps its one visitor's record
-			}
-		}
-		if cerr != nil {
-			err = errors.Join(err, fmt.Errorf("smoke: closing the room %s: %w", id, cerr))
-			return
-		}
-		if _, derr := admin.DeleteRoom(cctx, id); errors.Is(derr, operator.ErrNotSupported) {
-			step("room %s closed and drained (this deployment cannot delete rooms: it stays listed, closed)", id)
-			return
-		} else if derr != nil {
-			err = errors.Join(err, fmt.Errorf("smoke: deleting the room %s: %w", id, derr))
-			return
-		}
-		step("room %s closed, drained and deleted", id)
-	}()
-	info, err := admin.GetRoom(ctx, id)
+	defer func() { err = errors.Join(err, s.removeRoom(ctx), s.out.Err()) }()
+	info, err := admin.GetRoom(ctx, s.id)
 	if err != nil {
 		return fmt.Errorf("smoke: reading the room's origin credential: %w", err)
 	}
 	if info.OriginCredential == "" {
-		return fmt.Errorf("smoke: the admin API gave no origin credential for %s", id)
+		return fmt.Errorf("smoke: the admin API gave no origin credential for %s", s.id)
 	}
-
 	// 2. A visitor joins and polls until admitted.
+	p, err := s.admitted(ctx)
+	if err != nil {
+		return err
+	}
+	// 3. The origin consumes the token, then completes the session.
+	return s.consumeAndComplete(ctx, p.EntryToken, info.OriginCredential)
+}
+
+// smokeRun is one run of the smoke test: its throwaway room, and where it reports.
+type smokeRun struct {
+	admin   *operator.Client
+	public  string // the visitors' base URL
+	httpc   *http.Client
+	timeout time.Duration
+	id      string // the throwaway room
+	start   time.Time
+	out     *printer.Printer
+}
+
+// step prints a step done, with the time since the start.
+func (s *smokeRun) step(format string, args ...any) {
+	s.out.Printf("%6.1fs  %s\n", time.Since(s.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// call makes a public call (bearer and body optional) and decodes a 2xx answer into into.
+func (s *smokeRun) call(ctx context.Context, method, path, bearer string, body []byte, into any) error {
+	req, err := http.NewRequestWithContext(ctx, method, s.public+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := s.httpc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }() // a body read: closing it cannot lose anything
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s answered %d: %s", method, path, resp.StatusCode, strings.TrimSpace(string(raw)))
+	}
+	if into != nil {
+		if err := json.Unmarshal(raw, into); err != nil {
+			return fmt.Errorf("%s %s: not the JSON expected: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// createRoom creates the throwaway room: one slot, a token a second, no join challenge.
+func (s *smokeRun) createRoom(ctx context.Context) error {
+	if _, err := s.admin.PutRoom(ctx, s.id, map[string]any{
+		"mode": "queue", "maxActive": 1, "admitPerMinute": 60, "originUrl": smokeOrigin, "joinChallengeBits": 0,
+	}); err != nil {
+		return fmt.Errorf("smoke: creating the room %s: %w", s.id, err)
+	}
+	s.step("room %s created (admin PUT)", s.id)
+	return nil
+}
+
+// removeRoom closes, empties and deletes the room, however the journey went.
+func (s *smokeRun) removeRoom(ctx context.Context) error {
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer ccancel()
+	_, cerr := s.admin.PutRoom(cctx, s.id, map[string]any{"mode": "closed"})
+	if cerr == nil {
+		if _, cerr = s.admin.Drain(cctx, s.id); errors.Is(cerr, operator.ErrNotSupported) {
+			cerr = nil // an older deployment: the closed room keeps its one visitor's record
+		}
+	}
+	if cerr != nil {
+		return fmt.Errorf("smoke: closing the room %s: %w", s.id, cerr)
+	}
+	if _, derr := s.admin.DeleteRoom(cctx, s.id); errors.Is(derr, operator.ErrNotSupported) {
+		s.step("room %s closed and drained (this deployment cannot delete rooms: it stays listed, closed)", s.id)
+		return nil
+	} else if derr != nil {
+		return fmt.Errorf("smoke: deleting the room %s: %w", s.id, derr)
+	}
+	s.step("room %s closed, drained and deleted", s.id)
+	return nil
+}
+
+// admitted joins the room as a visitor and polls until admitted, with an entry token.
+func (s *smokeRun) admitted(ctx context.Context) (place, error) {
 	var p place
-	if _, err := call(http.MethodPost, "/api/rooms/"+id+"/enqueue", "", nil, &p); err != nil {
-		return fmt.Errorf("smoke: join: %w", err)
+	if err := s.call(ctx, http.MethodPost, "/api/rooms/"+s.id+"/enqueue", "", nil, &p); err != nil {
+		return p, fmt.Errorf("smoke: join: %w", err)
 	}
 	if p.Ticket == "" {
-		return fmt.Errorf("smoke: join: no ticket (state %q)", p.State)
+		return p, fmt.Errorf("smoke: join: no ticket (state %q)", p.State)
 	}
-	step("joined: %s", p.State)
+	s.step("joined: %s", p.State)
 	for p.State != "admitted" {
 		if p.State != "waiting" {
-			return fmt.Errorf("smoke: the visitor is %q, want waiting or admitted", p.State)
+			return p, fmt.Errorf("smoke: the visitor is %q, want waiting or admitted", p.State)
 		}
 		wait := min(max(time.Duration(p.PollAfterMs)*time.Millisecond, 500*time.Millisecond), 5*time.Second)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("smoke: not admitted within %s: is admit running? (its AdmitNotRunning alarm)", timeout)
+			return p, fmt.Errorf("smoke: not admitted within %s: is admit running? (its AdmitNotRunning alarm)", s.timeout)
 		case <-time.After(wait):
 		}
-		if _, err := call(http.MethodGet, "/api/rooms/"+id+"/poll", p.Ticket, nil, &p); err != nil {
-			return fmt.Errorf("smoke: poll: %w", err)
+		if err := s.call(ctx, http.MethodGet, "/api/rooms/"+s.id+"/poll", p.Ticket, nil, &p); err != nil {
+			return p, fmt.Errorf("smoke: poll: %w", err)
 		}
 	}
 	if p.EntryToken == "" {
-		return errors.New("smoke: admitted without an entry token")
+		return p, errors.New("smoke: admitted without an entry token")
 	}
-	step("admitted, with an entry token")
+	s.step("admitted, with an entry token")
+	return p, nil
+}
 
-	// 3. The origin consumes the token, then completes the session.
-	token, _ := json.Marshal(map[string]string{"token": p.EntryToken})
+// consumeAndComplete consumes the entry token as the origin would, then completes the session.
+func (s *smokeRun) consumeAndComplete(ctx context.Context, entryToken, credential string) error {
+	token, _ := json.Marshal(map[string]string{"token": entryToken})
 	var session struct {
 		SessionExpiresAt string `json:"sessionExpiresAt"`
 	}
-	if _, err := call(http.MethodPost, "/api/consume", info.OriginCredential, token, &session); err != nil {
+	if err := s.call(ctx, http.MethodPost, "/api/consume", credential, token, &session); err != nil {
 		return fmt.Errorf("smoke: consume: %w", err)
 	}
-	step("consumed: session until %s", session.SessionExpiresAt)
+	s.step("consumed: session until %s", session.SessionExpiresAt)
 	var done struct {
 		Completed bool `json:"completed"`
 	}
-	if _, err := call(http.MethodPost, "/api/complete", info.OriginCredential, token, &done); err != nil {
+	if err := s.call(ctx, http.MethodPost, "/api/complete", credential, token, &done); err != nil {
 		return fmt.Errorf("smoke: complete: %w", err)
 	}
 	if !done.Completed {
 		return errors.New("smoke: complete did not say completed")
 	}
-	step("completed: the slot is free again")
+	s.step("completed: the slot is free again")
 	return nil
 }

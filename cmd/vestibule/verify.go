@@ -62,18 +62,18 @@ func (c *command) verifyDraw(ctx context.Context, pos []string) error {
 	if c.ticket != "" && got != claims.Draw {
 		return fmt.Errorf("MISMATCH: visitor %s: the seed gives draw %v, the ticket says %v", claims.Sub, got, claims.Draw)
 	}
-	fmt.Fprintf(c.stdout, "ok: seed %s matches commitment %s\n", st.DrawSeed, st.DrawCommitment)
+	c.out.Printf("ok: seed %s matches commitment %s\n", st.DrawSeed, st.DrawCommitment)
 	if c.ticket != "" {
-		fmt.Fprintf(c.stdout, "ok: visitor %s draw %v (%.6f), as the ticket says\n", claims.Sub, got, got)
+		c.out.Printf("ok: visitor %s draw %v (%.6f), as the ticket says\n", claims.Sub, got, got)
 	} else {
-		fmt.Fprintf(c.stdout, "visitor %s: the seed gives draw %v (%.6f); the waiting page showed the draw of the visitor's ticket: they must match\n", claims.Sub, got, got)
+		c.out.Printf("visitor %s: the seed gives draw %v (%.6f); the waiting page showed the draw of the visitor's ticket: they must match\n", claims.Sub, got, got)
 	}
 	// A draw is uniform in [0, 1) and the lowest goes first: it is the share
 	// of the pre-queue expected ahead.
-	fmt.Fprintf(c.stdout, "draw %.6f: about %d%% of the pre-queue drew lower and went ahead\n", got, int(got*100))
+	c.out.Printf("draw %.6f: about %d%% of the pre-queue drew lower and went ahead\n", got, int(got*100))
 	if c.ticket != "" {
 		if place := c.place(ctx, cl, c.ticket); place != "" {
-			fmt.Fprintln(c.stdout, place)
+			c.out.Println(place)
 		}
 	}
 	return nil
@@ -111,7 +111,7 @@ func (c *command) place(ctx context.Context, cl *operator.Client, ticket string)
 	if err != nil {
 		return ""
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // a body read: closing it cannot lose anything
 	var p struct {
 		State    string `json:"state"`
 		Position int64  `json:"position"`

@@ -57,58 +57,16 @@ func (c *command) watch(ctx context.Context, pos []string) error {
 	if err != nil {
 		return err
 	}
-	tty := isTerminal(c.stdout)
+	v := &watchView{id: id, endpoint: cl.Endpoint, interval: c.interval, tty: isTerminal(c.stdout)}
 	st := c.status(ctx, cl, id)
-	var waiting, admitted, active, held, lastMinute series
 	var lastErr error
 	t := time.NewTicker(c.interval)
 	defer t.Stop()
 	for n := 1; ; n++ {
 		if lastErr == nil {
-			waiting.add(r.Stats.Waiting)
-			admitted.add(r.Stats.Admitted)
-			active.add(r.Stats.Active)
-			held.add(r.Stats.Active + r.Stats.Admitted)
-			lastMinute.add(r.Stats.AdmittedLastMinute)
+			v.history.add(r)
 		}
-		var b strings.Builder
-		if tty {
-			b.WriteString("\x1b[H\x1b[2J")
-		} else if n > 1 {
-			b.WriteString("\n")
-		}
-		now := time.Now()
-		fmt.Fprintf(&b, "vestibule watch %s — %s — %s (every %s; Ctrl-C stops)\n", id, cl.Endpoint, now.Format("15:04:05"), c.interval)
-		fmt.Fprintf(&b, "mode %s   maxActive %s   admitPerMinute %s", r.Config.Mode, num(r.Config.MaxActive), num(r.Config.AdmitPerMinute))
-		if st != nil {
-			fmt.Fprintf(&b, "   pace %s/min", strconv.FormatFloat(st.RatePerMinute, 'f', -1, 64))
-			if st.EtaSeconds != nil {
-				fmt.Fprintf(&b, "   wait if joining now ~%s", (time.Duration(*st.EtaSeconds) * time.Second).String())
-			}
-		}
-		b.WriteString("\n")
-		if line := prequeueLine(r, st, now); line != "" {
-			b.WriteString(line + "\n")
-		}
-		b.WriteString("\n")
-		row := func(name, value string, s series) {
-			fmt.Fprintf(&b, "  %-30s %16s  %s\n", name, value, operator.Sparkline(s, historyLen))
-		}
-		// The engine holds a place of maxActive for each admitted visitor
-		// until their token is redeemed or expires: both count, apart.
-		pct := ""
-		if r.Config.MaxActive > 0 {
-			pct = fmt.Sprintf(" (%d%%)", (r.Stats.Active+r.Stats.Admitted)*100/r.Config.MaxActive)
-		}
-		row("waiting", num(r.Stats.Waiting), waiting)
-		row("admitted (on their way)", num(r.Stats.Admitted), admitted)
-		row("active (at the origin)", num(r.Stats.Active), active)
-		row("admitted + active / maxActive", num(r.Stats.Active+r.Stats.Admitted)+" / "+num(r.Config.MaxActive)+pct, held)
-		row("admitted last min", num(r.Stats.AdmittedLastMinute)+" / "+num(r.Config.AdmitPerMinute), lastMinute)
-		if lastErr != nil {
-			fmt.Fprintf(&b, "\n  last refresh failed (%s); showing the figures of the one before\n", firstLine(lastErr))
-		}
-		if _, err := io.WriteString(c.stdout, b.String()); err != nil {
+		if _, err := io.WriteString(c.stdout, v.frame(n, r, st, lastErr, time.Now())); err != nil {
 			return err
 		}
 		if c.count > 0 && n >= c.count {
@@ -132,6 +90,76 @@ func (c *command) watch(ctx context.Context, pos []string) error {
 			st = c.status(ctx, cl, id)
 		}
 	}
+}
+
+// watchHistory is the recent figures of a watched room, for the sparklines.
+type watchHistory struct {
+	waiting, admitted, active, held, lastMinute series
+}
+
+// add adds one reading of the room's figures.
+func (h *watchHistory) add(r operator.RoomInfo) {
+	h.waiting.add(r.Stats.Waiting)
+	h.admitted.add(r.Stats.Admitted)
+	h.active.add(r.Stats.Active)
+	h.held.add(r.Stats.Active + r.Stats.Admitted)
+	h.lastMinute.add(r.Stats.AdmittedLastMinute)
+}
+
+// watchView draws the frames of one watch.
+type watchView struct {
+	id, endpoint string
+	interval     time.Duration
+	tty          bool // each frame redraws the screen
+	history      watchHistory
+}
+
+// frame is the n-th frame: the room r and its status st (nil: unread), and
+// lastErr when the last refresh failed and r is the reading before.
+func (v *watchView) frame(n int, r operator.RoomInfo, st *operator.Status, lastErr error, now time.Time) string {
+	var b strings.Builder
+	if v.tty {
+		b.WriteString("\x1b[H\x1b[2J")
+	} else if n > 1 {
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "vestibule watch %s — %s — %s (every %s; Ctrl-C stops)\n", v.id, v.endpoint, now.Format("15:04:05"), v.interval)
+	fmt.Fprintf(&b, "mode %s   maxActive %s   admitPerMinute %s", r.Config.Mode, num(r.Config.MaxActive), num(r.Config.AdmitPerMinute))
+	if st != nil {
+		fmt.Fprintf(&b, "   pace %s/min", strconv.FormatFloat(st.RatePerMinute, 'f', -1, 64))
+		if st.EtaSeconds != nil {
+			fmt.Fprintf(&b, "   wait if joining now ~%s", (time.Duration(*st.EtaSeconds) * time.Second).String())
+		}
+	}
+	b.WriteString("\n")
+	if line := prequeueLine(r, st, now); line != "" {
+		b.WriteString(line + "\n")
+	}
+	b.WriteString("\n")
+	v.figures(&b, r)
+	if lastErr != nil {
+		fmt.Fprintf(&b, "\n  last refresh failed (%s); showing the figures of the one before\n", firstLine(lastErr))
+	}
+	return b.String()
+}
+
+// figures writes the room's figures, one a row with its sparkline.
+func (v *watchView) figures(b *strings.Builder, r operator.RoomInfo) {
+	row := func(name, value string, s series) {
+		fmt.Fprintf(b, "  %-30s %16s  %s\n", name, value, operator.Sparkline(s, historyLen))
+	}
+	h := &v.history
+	// The engine holds a place of maxActive for each admitted visitor
+	// until their token is redeemed or expires: both count, apart.
+	pct := ""
+	if r.Config.MaxActive > 0 {
+		pct = fmt.Sprintf(" (%d%%)", (r.Stats.Active+r.Stats.Admitted)*100/r.Config.MaxActive)
+	}
+	row("waiting", num(r.Stats.Waiting), h.waiting)
+	row("admitted (on their way)", num(r.Stats.Admitted), h.admitted)
+	row("active (at the origin)", num(r.Stats.Active), h.active)
+	row("admitted + active / maxActive", num(r.Stats.Active+r.Stats.Admitted)+" / "+num(r.Config.MaxActive)+pct, h.held)
+	row("admitted last min", num(r.Stats.AdmittedLastMinute)+" / "+num(r.Config.AdmitPerMinute), h.lastMinute)
 }
 
 func firstLine(err error) string {

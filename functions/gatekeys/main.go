@@ -27,13 +27,10 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/gatekeys"
 )
 
-// EnvKVSARN names the KeyValueStore to write.
-const EnvKVSARN = "GATE_KVS_ARN"
-
 func sync(ctx context.Context) (gatekeys.Result, error) {
-	secret, store := os.Getenv(config.EnvEntryKeySecretARN), os.Getenv(EnvKVSARN)
+	secret, store := os.Getenv(config.EnvEntryKeySecretARN), os.Getenv(config.EnvGateKVSARN)
 	if secret == "" || store == "" {
-		return gatekeys.Result{}, fmt.Errorf("gatekeys: %s and %s are required", config.EnvEntryKeySecretARN, EnvKVSARN)
+		return gatekeys.Result{}, fmt.Errorf("gatekeys: %s and %s are required", config.EnvEntryKeySecretARN, config.EnvGateKVSARN)
 	}
 	cfg, err := awsenv.Config()
 	if err != nil {

@@ -1,6 +1,7 @@
 // The parity harness: runs the deployable gate function (CloudFrontFunction's
 // output plus one appended line, "export { handler };") over the cases of
-// gate/parity_test.go and prints what it decided, as JSON on stdout.
+// gate/parity_test.go and prints what it decided, and the KeyValueStore reads
+// and HMACs each case cost, as JSON on stdout.
 //
 //   node harness.mjs <dir>
 //
@@ -18,6 +19,7 @@
 // [values]}, names in lower case) is a viewer-response event for that request,
 // whose response carries those headers; the harness prints the headers and
 // cookies the function's answer holds.
+import crypto from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -25,6 +27,15 @@ import { pathToFileURL } from 'node:url';
 const dir = process.argv[2];
 const input = JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8'));
 globalThis.__vestibuleKVS = { entries: input.kvs, reads: 0 };
+
+// Every HMAC the function sets up is counted (the function's 'crypto' is
+// this same module object), so that a case's cost is counted, not timed.
+let hmacs = 0;
+const createHmac = crypto.createHmac;
+crypto.createHmac = function (...args) {
+    hmacs++;
+    return createHmac.apply(this, args);
+};
 
 const gate = await import(pathToFileURL(join(dir, 'gate.mjs')).href);
 const passthrough = await import(pathToFileURL(join(dir, 'passthrough.mjs')).href);
@@ -131,6 +142,7 @@ const results = [];
 for (const c of input.cases) {
     const store = globalThis.__vestibuleKVS;
     store.reads = 0;
+    hmacs = 0;
     const ev = event(c);
     let r;
     try {
@@ -140,6 +152,7 @@ for (const c of input.cases) {
     }
     r.name = c.name;
     r.kvsReads = store.reads;
+    r.hmacs = hmacs;
     results.push(r);
 }
 

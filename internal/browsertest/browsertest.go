@@ -75,7 +75,7 @@ func Close() {
 		cancel()
 	}
 	if dir != "" {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir)
 	}
 }
 

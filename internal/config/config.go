@@ -1,8 +1,10 @@
 // Package config is Vestibule's configuration: the name of every environment
-// variable the functions read, and Load, which reads them all, checks them and
-// reports every problem at once (errors.Join). It builds nothing: the clients
-// are made by the composition root (internal/app) from a Config. infra/
-// imports the names from here, so the template and the code cannot disagree.
+// variable the functions read, and Load, which reads those of the API
+// functions, checks them and reports every problem at once (errors.Join). It
+// builds nothing: the clients are made by the composition root (internal/app)
+// from a Config. infra/ imports the names from here, so the template and the
+// code cannot disagree. One name lives elsewhere: the forwarder's bus,
+// eventbus.EnvBus, so that the forwarder links nothing but its own package.
 package config
 
 import (
@@ -46,6 +48,11 @@ const (
 // template: it is a reserved name). Load reads it only to know it runs in
 // Lambda, where the only writable folder is /tmp.
 const EnvLambdaFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
+
+// EnvGateKVSARN is the gatekeys function's own variable, beside
+// EnvEntryKeySecretARN: the ARN of the CloudFront KeyValueStore it writes the
+// edge gate's keys to. Load does not read it, nor Names list it.
+const EnvGateKVSARN = "GATE_KVS_ARN"
 
 // OriginHeader is the header CloudFront adds to every request it sends to the
 // API (an origin custom header); its value is the origin secret. The public
@@ -144,11 +151,26 @@ const (
 
 // Load reads and checks the configuration. getenv is os.Getenv in a main.
 func Load(getenv func(string) string) (Config, error) {
+	c := read(getenv)
+	var p problems
+	p.checkRedis(&c, getenv)
+	p.checkKeys(c)
+	p.checkAdmin(c)
+	p.readOptional(&c, getenv)
+	if strings.HasPrefix(c.SettingsBucket, "/") || strings.Contains(c.SettingsBucket, "//") {
+		p.bad("%s=%q is not a bucket name with an optional /prefix", EnvSettingsBucket, c.SettingsBucket)
+	}
+	return c, errors.Join(p...)
+}
+
+// read is the configuration as the environment gives it, with the defaults
+// of what it leaves unset; Load's checks follow.
+func read(getenv func(string) string) Config {
 	keyDir := DefaultKeyDir
 	if getenv(EnvLambdaFunctionName) != "" {
 		keyDir = LambdaKeyDir
 	}
-	c := Config{
+	return Config{
 		RedisURL:        strings.TrimSpace(getenv(EnvRedisURL)),
 		RedisCAFile:     getenv(EnvRedisCAFile),
 		TicketSecretARN: getenv(EnvTicketSecretARN),
@@ -159,83 +181,101 @@ func Load(getenv func(string) string) (Config, error) {
 		AdminKey:        getenv(EnvAdminKey),
 		DefaultRoom:     room.DefaultConfig(),
 		LogSample:       DefaultLogSample,
+		HeadRecordEvery: DefaultHeadRecordEvery,
 		BookingEventBus: strings.TrimSpace(getenv(EnvBookingEventBus)),
 		OriginSecretARN: strings.TrimSpace(getenv(EnvOriginSecretARN)),
 		Stack:           strings.TrimSpace(getenv(EnvStack)),
 		SettingsBucket:  strings.TrimSpace(getenv(EnvSettingsBucket)),
 		KeysObject:      strings.TrimSpace(getenv(EnvKeysObject)),
 	}
-	var errs []error
-	bad := func(format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, a...)...))
-	}
+}
 
+// problems are the configuration errors Load found, every one wrapping ErrConfig.
+type problems []error
+
+func (p *problems) bad(format string, a ...any) {
+	*p = append(*p, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, a...)...))
+}
+
+// checkRedis checks the Redis URL and its TLS CA, and reads REDIS_CLUSTER.
+func (p *problems) checkRedis(c *Config, getenv func(string) string) {
 	if c.RedisURL == "" {
-		bad("%s is required (redis://host:port or rediss://host:port)", EnvRedisURL)
+		p.bad("%s is required (redis://host:port or rediss://host:port)", EnvRedisURL)
 	} else if !strings.HasPrefix(c.RedisURL, "redis://") && !strings.HasPrefix(c.RedisURL, "rediss://") {
-		bad("%s must start with redis:// or rediss://", EnvRedisURL)
+		p.bad("%s must start with redis:// or rediss://", EnvRedisURL)
 	}
 	if v := getenv(EnvRedisCluster); v != "" {
 		b, err := ParseBool(v)
 		if err != nil {
-			bad("%s=%q is not true or false", EnvRedisCluster, v)
+			p.bad("%s=%q is not true or false", EnvRedisCluster, v)
 		}
 		c.RedisCluster = b
 	}
 	if c.RedisCAFile != "" && !strings.HasPrefix(c.RedisURL, "rediss://") {
-		bad("%s needs a rediss:// %s", EnvRedisCAFile, EnvRedisURL)
+		p.bad("%s needs a rediss:// %s", EnvRedisCAFile, EnvRedisURL)
 	}
+}
+
+// checkKeys checks where the keys come from: both secret ARNs or neither, or
+// the keys object instead of the ARNs.
+func (p *problems) checkKeys(c Config) {
 	if (c.TicketSecretARN == "") != (c.EntryKeyARN == "") {
-		bad("set both %s and %s, or neither (local keys)", EnvTicketSecretARN, EnvEntryKeySecretARN)
+		p.bad("set both %s and %s, or neither (local keys)", EnvTicketSecretARN, EnvEntryKeySecretARN)
 	}
-	if c.KeysObject != "" {
-		if b, k, ok := strings.Cut(c.KeysObject, "/"); !ok || b == "" || k == "" || strings.HasPrefix(k, "/") {
-			bad("%s=%q is not bucket/key", EnvKeysObject, c.KeysObject)
-		}
-		if c.TicketSecretARN != "" || c.OriginSecretARN != "" {
-			bad("set %s or the secret ARNs (%s, %s, %s), not both", EnvKeysObject, EnvTicketSecretARN, EnvEntryKeySecretARN, EnvOriginSecretARN)
-		}
+	if c.KeysObject == "" {
+		return
 	}
+	if b, k, ok := strings.Cut(c.KeysObject, "/"); !ok || b == "" || k == "" || strings.HasPrefix(k, "/") {
+		p.bad("%s=%q is not bucket/key", EnvKeysObject, c.KeysObject)
+	}
+	if c.TicketSecretARN != "" || c.OriginSecretARN != "" {
+		p.bad("set %s or the secret ARNs (%s, %s, %s), not both", EnvKeysObject, EnvTicketSecretARN, EnvEntryKeySecretARN, EnvOriginSecretARN)
+	}
+}
+
+// checkAdmin checks the admin authentication mode and, with a key, the key.
+func (p *problems) checkAdmin(c Config) {
 	switch c.AdminAuth {
 	case AdminIAM:
 	case AdminKey:
 		if len(c.AdminKey) < MinAdminKeyLen {
-			bad("%s=key needs %s of at least %d characters", EnvAdminAuth, EnvAdminKey, MinAdminKeyLen)
+			p.bad("%s=key needs %s of at least %d characters", EnvAdminAuth, EnvAdminKey, MinAdminKeyLen)
 		}
 	default:
-		bad("%s=%q is not iam or key", EnvAdminAuth, c.AdminAuth)
+		p.bad("%s=%q is not iam or key", EnvAdminAuth, c.AdminAuth)
 	}
+}
+
+// readOptional reads the variables that are parsed over a default: the
+// default room settings, the log level and sample, and
+// the head record's period.
+func (p *problems) readOptional(c *Config, getenv func(string) string) {
 	if v := getenv(EnvDefaultRoomConfig); v != "" {
 		dec := json.NewDecoder(strings.NewReader(v))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&c.DefaultRoom); err != nil {
-			bad("%s is not a room config JSON object: %v", EnvDefaultRoomConfig, err)
+			p.bad("%s is not a room config JSON object: %v", EnvDefaultRoomConfig, err)
 		}
 	}
 	if v := getenv(EnvLogLevel); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
-			bad("%s=%q is not debug, info, warn or error", EnvLogLevel, v)
+			p.bad("%s=%q is not debug, info, warn or error", EnvLogLevel, v)
 		}
 	}
 	if v := getenv(EnvLogSample); v != "" {
 		f, err := ParseLogSample(v)
 		if err != nil {
-			bad("%s=%q %v", EnvLogSample, v, err)
+			p.bad("%s=%q %v", EnvLogSample, v, err)
 		}
 		c.LogSample = f
 	}
-	c.HeadRecordEvery = DefaultHeadRecordEvery
 	if v := getenv(EnvHeadRecordSeconds); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 60 {
-			bad("%s=%q is not a whole number of seconds from 1 to 60", EnvHeadRecordSeconds, v)
+			p.bad("%s=%q is not a whole number of seconds from 1 to 60", EnvHeadRecordSeconds, v)
 		}
 		c.HeadRecordEvery = time.Duration(n) * time.Second
 	}
-	if strings.HasPrefix(c.SettingsBucket, "/") || strings.Contains(c.SettingsBucket, "//") {
-		bad("%s=%q is not a bucket name with an optional /prefix", EnvSettingsBucket, c.SettingsBucket)
-	}
-	return c, errors.Join(errs...)
 }
 
 // ParseLogSample is the one reading of LOG_SAMPLE (and of the stack's logSample

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -328,6 +330,26 @@ const backgroundHooks = `(() => {
 	};
 })()`
 
+// advance runs the page's virtual time d forward, firing its timers as they
+// fall due, and returns when the budget is spent; virtual time then stands
+// still until the next advance.
+func advance(t *testing.T, v context.Context, d time.Duration) {
+	t.Helper()
+	spent := chromedp.Events(v, emulation.VirtualTimeBudgetExpired)
+	budget := float64(d.Milliseconds())
+	if _, err := chromedp.Call(v, emulation.SetVirtualTimePolicy, emulation.SetVirtualTimePolicyParams{
+		Policy: emulation.VirtualTimePolicyAdvance, Budget: &budget,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range spent {
+		if err != nil {
+			t.Fatalf("virtual time: %v", err)
+		}
+		return
+	}
+}
+
 // TestBackgroundTurn: a visitor who allowed notifications and clicked on the
 // page once waits in a tab in the background. When the poll says admitted,
 // the tab's title changes, a tone plays and a notification says it is their
@@ -385,15 +407,22 @@ func TestBackgroundTurn(t *testing.T) {
 	if title := browsertest.Eval[string](t, v, `document.title`); note["title"] != title || note["body"] == "" {
 		t.Errorf("notification %v; want the title %q and a line to come back", note, title)
 	}
-	// Hidden, it holds the turn: still here well after the 1.5 s a visible tab waits.
-	waitJS(t, v, `document.body.dataset.holding === "1"`, wait)
-	time.Sleep(3 * time.Second)
-	if got := browsertest.Eval[string](t, v, `location.pathname + " " + document.body.dataset.state`); got != "/ admitted" {
+	// Hidden, it holds the turn: still here after 3 s of the page's own time,
+	// twice the 1.5 s a visible tab waits. The page runs on virtual time from
+	// here: its timers fire as they fall due, without waiting for the clock,
+	// and time stops when the budget is spent (so nothing polls for the test
+	// in the page: chromedp's Poll runs on the page's timers).
+	advance(t, v, 3*time.Second)
+	if got := browsertest.Eval[string](t, v, `location.pathname + " " + document.body?.dataset.state`); got != "/ admitted" {
 		t.Errorf("a hidden tab moved on before its visitor came back: %s", got)
 	}
 
-	// Back: it goes to the site, with the token in the fragment.
-	waitJS(t, v, `__hide(false)`, wait)
+	// Back: it goes to the site, with the token in the fragment, 1.5 s of
+	// its time later (well before the hold's own deadline).
+	if !browsertest.Eval[bool](t, v, `__hide(false)`) {
+		t.Fatal("could not show the page again")
+	}
+	advance(t, v, 2*time.Second)
 	var landed string
 	for ev, err := range navigations {
 		if err != nil {

@@ -144,10 +144,11 @@ func (n Names) gatePrefix() string { return "vestibule-gate-" + n.Distribution +
 // functionARNOf reports whether arn is the ARN of the function called name.
 func functionARNOf(arn, name string) bool { return strings.HasSuffix(arn, ":function/"+name) }
 
-// say prints one line of what is (or would be) done.
+// say prints one line of what is (or would be) done. It is a progress
+// report: a line that cannot be written does not stop the change under way.
 func (a *Attacher) say(format string, args ...any) {
 	if a.Out != nil {
-		fmt.Fprintf(a.Out, format+"\n", args...)
+		_, _ = fmt.Fprintf(a.Out, format+"\n", args...)
 	}
 }
 
@@ -309,7 +310,7 @@ func (a *Attacher) update(ctx context.Context, dist string, got *cloudfront.GetD
 	} else {
 		a.say("%s distribution %s:", a.would("update"), dist)
 		if a.Out != nil {
-			fmt.Fprint(a.Out, Diff(before, now))
+			_, _ = fmt.Fprint(a.Out, Diff(before, now)) // progress, as say
 		}
 	}
 	if a.DryRun {

@@ -42,7 +42,7 @@ func Gateway(fn LambdaHTTP) http.Handler {
 			// API Gateway answers a failed invocation like this.
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusInternalServerError)
-			io.WriteString(w, `{"message":"Internal Server Error"}`)
+			_, _ = io.WriteString(w, `{"message":"Internal Server Error"}`)
 			return
 		}
 		for k, v := range resp.Headers {
@@ -64,7 +64,7 @@ func Gateway(fn LambdaHTTP) http.Handler {
 			}
 		}
 		w.WriteHeader(resp.StatusCode)
-		w.Write(out)
+		_, _ = w.Write(out)
 	})
 }
 

@@ -133,7 +133,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			s.Close()
+			_ = s.Close()
 		}
 	}()
 
@@ -171,13 +171,13 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	originLn, err := net.Listen("tcp", o.OriginAddr)
 	if err != nil {
-		appLn.Close()
+		_ = appLn.Close()
 		return nil, fmt.Errorf("listen %s: %w", o.OriginAddr, err)
 	}
 	manualLn, err := net.Listen("tcp", o.ManualOriginAddr)
 	if err != nil {
-		appLn.Close()
-		originLn.Close()
+		_ = appLn.Close()
+		_ = originLn.Close()
 		return nil, fmt.Errorf("listen %s: %w", o.ManualOriginAddr, err)
 	}
 	s.url = "http://" + loopback(appLn.Addr())
@@ -195,9 +195,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		InsecureLoopback: true, Booking: bk, Orders: pub})
 	ring, err := keys.GateKeys()
 	if err != nil {
-		appLn.Close()
-		originLn.Close()
-		manualLn.Close()
+		_ = appLn.Close()
+		_ = originLn.Close()
+		_ = manualLn.Close()
 		return nil, err
 	}
 	gateCfg := gate.Config{Room: DemoRoomID, WaitingRoomURL: s.url + "/", OpenPaths: SiteOpenPaths, Keys: ring}
@@ -210,9 +210,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	err = s.demoRooms(ctx, engine, o.DemoRoom, gated)
 	if err != nil {
-		appLn.Close()
-		originLn.Close()
-		manualLn.Close()
+		_ = appLn.Close()
+		_ = originLn.Close()
+		_ = manualLn.Close()
 		return nil, err
 	}
 
@@ -245,14 +245,14 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	// The hand-integration origin sells the demo event's seats and keeps its
 	// orders in its own SQLite file beside the keys (.vestibule/orders.db).
 	if err := defineDemoEvent(ctx, bk); err != nil {
-		manualLn.Close()
-		originLn.Close()
+		_ = manualLn.Close()
+		_ = originLn.Close()
 		return nil, err
 	}
 	db, err := openOrderDB(ctx, filepath.Join(filepath.Dir(o.KeyDir), "orders.db"))
 	if err != nil {
-		manualLn.Close()
-		originLn.Close()
+		_ = manualLn.Close()
+		_ = originLn.Close()
 		return nil, err
 	}
 	s.closers = append(s.closers, db.Close)
@@ -262,8 +262,8 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		apiURL, _ := url.Parse(s.url)
 		gatedSite, err := newGatedSite(gateCfg, apiURL)
 		if err != nil {
-			manualLn.Close()
-			originLn.Close()
+			_ = manualLn.Close()
+			_ = originLn.Close()
 			return nil, fmt.Errorf("localstack: the demo site's gate: %w", err)
 		}
 		s.serve(originLn, noReferrer(gatedSite))
@@ -331,7 +331,7 @@ func (s *Stack) serve(ln net.Listener, h http.Handler) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		srv.Serve(ln)
+		_ = srv.Serve(ln)
 	}()
 }
 
@@ -384,13 +384,13 @@ func (s *Stack) Close() error {
 		}
 		s.wg.Wait()
 		if s.rdb != nil {
-			s.rdb.Close()
+			_ = s.rdb.Close()
 		}
 		if s.mini != nil {
 			s.mini.Close()
 		}
 		for _, c := range s.closers {
-			c()
+			_ = c()
 		}
 		s.err = errors.Join(errs...)
 	})

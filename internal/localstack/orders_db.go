@@ -39,7 +39,7 @@ func openOrderDB(ctx context.Context, path string) (*orderDB, error) {
 		order_id TEXT NOT NULL
 	)`
 	if _, err := db.ExecContext(ctx, schema); err != nil {
-		db.Close()
+		_ = db.Close()
 		return nil, fmt.Errorf("orders db %s: %w", path, err)
 	}
 	return &orderDB{db: db}, nil
@@ -92,7 +92,7 @@ func (o *orderDB) Export(ctx context.Context, w io.Writer, event string) error {
 	if err != nil {
 		return fmt.Errorf("orders db: %w", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	enc := json.NewEncoder(w)
 	for rows.Next() {
 		var id, order string

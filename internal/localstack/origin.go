@@ -65,11 +65,11 @@ func newOrigin(waitingRoom, self string, credential func(room string) string, or
 				writeJSON(w, http.StatusBadGateway, map[string]any{"error": map[string]string{"code": "unavailable", "message": "waiting room unreachable"}})
 				return
 			}
-			defer resp.Body.Close()
+			defer func() { _ = resp.Body.Close() }()
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Cache-Control", "no-store")
 			w.WriteHeader(resp.StatusCode)
-			io.Copy(w, io.LimitReader(resp.Body, 64<<10))
+			_, _ = io.Copy(w, io.LimitReader(resp.Body, 64<<10))
 		}
 	}
 	mux := http.NewServeMux()
@@ -84,7 +84,7 @@ func newOrigin(waitingRoom, self string, credential func(room string) string, or
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'")
-		originPage.Execute(w, map[string]string{"WaitingRoom": waitingRoom + "/?room=" + DemoAPIRoomID, "Event": DemoEventID})
+		_ = originPage.Execute(w, map[string]string{"WaitingRoom": waitingRoom + "/?room=" + DemoAPIRoomID, "Event": DemoEventID})
 	})
 	return mux
 }
@@ -92,7 +92,7 @@ func newOrigin(waitingRoom, self string, credential func(room string) string, or
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 var originPage = template.Must(template.New("origin").Parse(`<!doctype html>

@@ -119,7 +119,7 @@ func (p *seatPicker) call(ctx context.Context, method, path, bearer string, head
 		p.log.Error("demo origin: waiting room unreachable", "path", path, "error", err.Error())
 		return 0, nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	return resp.StatusCode, raw, err
 }
@@ -133,7 +133,7 @@ func relay(w http.ResponseWriter, status int, raw json.RawMessage, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	w.Write(raw)
+	_, _ = w.Write(raw)
 }
 
 func apiErr(code, message string) map[string]any {
@@ -229,7 +229,7 @@ func (p *seatPicker) confirm(w http.ResponseWriter, r *http.Request) {
 				continue // this very order, written by a retry before
 			}
 			p.log.Warn("demo origin: stale order refused by the store; cancelling it", "order", o.Order, "seat", seat)
-			p.call(r.Context(), http.MethodPost, "/api/events/"+DemoEventID+"/orders/"+o.Order+"/cancel",
+			_, _, _ = p.call(r.Context(), http.MethodPost, "/api/events/"+DemoEventID+"/orders/"+o.Order+"/cancel",
 				p.credential(DemoAPIRoomID), nil, map[string]string{"reason": "stale_fencing_token"})
 			writeJSON(w, http.StatusConflict, apiErr("stale_order", "seat "+seat+" has a newer order"))
 			return

@@ -31,7 +31,7 @@ func newGatedSite(cfg gate.Config, api *url.URL) (http.Handler, error) {
 	mux.Handle(gate.VestibulePrefix, proxy)
 	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte("User-agent: *\nDisallow: /\n"))
+		_, _ = w.Write([]byte("User-agent: *\nDisallow: /\n"))
 	})
 	waiting, _ := url.Parse(cfg.WaitingRoomURL)
 	mux.Handle("/", site(waiting.Scheme+"://"+waiting.Host))
@@ -56,7 +56,7 @@ func site(waiting string) http.HandlerFunc {
 			w.Header().Set(gate.EndHeader, gate.EndValue)
 			done = "yes"
 		}
-		sitePage.Execute(w, map[string]string{"Path": r.URL.RequestURI(), "Done": done})
+		_ = sitePage.Execute(w, map[string]string{"Path": r.URL.RequestURI(), "Done": done})
 	}
 }
 

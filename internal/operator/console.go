@@ -50,7 +50,7 @@ func Console(c *Client, files fs.FS) http.Handler {
 			kind = c.Auth.Kind()
 		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]string{"endpoint": c.Endpoint, "auth": kind})
+		_ = json.NewEncoder(w).Encode(map[string]string{"endpoint": c.Endpoint, "auth": kind}) // a failed write: the browser is gone
 	})
 	// Admin calls say they come from the console, for the audit log.
 	viaConsole := *c
@@ -160,7 +160,7 @@ func proxy(c *Client, w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", ct)
 	}
 	w.WriteHeader(resp.StatusCode)
-	w.Write(b)
+	_, _ = w.Write(b) // a failed write: the browser is gone
 }
 
 func consoleError(w http.ResponseWriter, status int, code, msg string) {
@@ -173,5 +173,5 @@ func consoleError(w http.ResponseWriter, status int, code, msg string) {
 		} `json:"error"`
 	}
 	e.Error.Code, e.Error.Message = code, msg
-	json.NewEncoder(w).Encode(e)
+	_ = json.NewEncoder(w).Encode(e) // a failed write: the browser is gone
 }

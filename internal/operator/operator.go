@@ -163,7 +163,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte) (*htt
 		return nil, nil, &Error{Message: fmt.Sprintf("cannot reach %s: %v", c.Endpoint, unwrapURL(err)), Err: err,
 			Hint: "check the endpoint (--endpoint, or --stack and --region), your network, and that the deployment is up (make dev for a local one)"}
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // a body read: closing it cannot lose anything
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 	if err != nil {
 		return nil, nil, &Error{Message: fmt.Sprintf("reading the answer of %s: %v", c.Endpoint, err), Err: err}
@@ -212,7 +212,7 @@ type apiProblem struct {
 // problem turns a non-2xx answer into an Error with advice.
 func (c *Client) problem(status int, body []byte, roomID string) *Error {
 	var p apiProblem
-	json.Unmarshal(body, &p)
+	_ = json.Unmarshal(body, &p) // a body that is not the API's JSON leaves p empty: the status speaks
 	e := &Error{Status: status, Code: p.Error.Code, Message: p.Error.Message}
 	if e.Message == "" {
 		e.Message = p.Message

@@ -34,9 +34,9 @@ const HoldPollAfter = 30 * time.Second
 // before the policy aims the next poll just after that tick. Over 45 s the
 // pace of a steady crowd is good to a second or two, and a wait of under a
 // minute then costs two requests (the join and the poll that sees the grant),
-// three at most: measured, the one-minute crowd spends 2.9 requests a
-// visitor-minute at 45 s against 3.4 at 12 s, the grant seen within 2.2 s at
-// p99 (docs/BENCHMARKS.md). A far poll aims to land 5–10 s (spread by the
+// three at most: measured, the one-minute crowd spends under 3 requests a
+// visitor-minute and sees its grant within 3 s at p99 (docs/BENCHMARKS.md,
+// the rows "crowd 20000 at 10000/min"). A far poll aims to land 5–10 s (spread by the
 // jitter) before the admission, inside it.
 const FinalWindow = 45 * time.Second
 

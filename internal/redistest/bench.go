@@ -20,7 +20,7 @@ func MainNoFailFile(m *testing.M) int {
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.nofailfile" })
 	if !set && flag.Lookup("rapid.nofailfile") != nil {
-		flag.Set("rapid.nofailfile", "true")
+		_ = flag.Set("rapid.nofailfile", "true")
 	}
 	return Main(m)
 }

@@ -55,7 +55,7 @@ func StopAll() {
 	started = nil
 	single, cluster = nil, nil
 	if baseDir != "" {
-		os.RemoveAll(baseDir)
+		_ = os.RemoveAll(baseDir)
 		baseDir = ""
 	}
 }
@@ -128,7 +128,7 @@ func (s *Server) run() error {
 		return err
 	}
 	s.done = make(chan struct{})
-	go func(c *exec.Cmd, done chan struct{}) { c.Wait(); close(done) }(s.cmd, s.done)
+	go func(c *exec.Cmd, done chan struct{}) { _ = c.Wait(); close(done) }(s.cmd, s.done)
 	return s.waitReady(10 * time.Second)
 }
 
@@ -143,7 +143,7 @@ func (s *Server) waitReady(limit time.Duration) error {
 		}
 		c, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
 		if err == nil {
-			c.Close()
+			_ = c.Close()
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -156,7 +156,7 @@ func (s *Server) Stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
-	s.cmd.Process.Kill()
+	_ = s.cmd.Process.Kill()
 	<-s.done
 	s.cmd = nil
 }
@@ -196,7 +196,7 @@ func Single(tb testing.TB) *redis.Client {
 			tb.Fatalf("REDIS_URL: %v", err)
 		}
 		c := redis.NewClient(opt)
-		tb.Cleanup(func() { c.Close() })
+		tb.Cleanup(func() { _ = c.Close() })
 		return c
 	}
 	mu.Lock()
@@ -209,7 +209,7 @@ func Single(tb testing.TB) *redis.Client {
 		tb.Fatalf("redistest: %v", err)
 	}
 	c := redis.NewClient(&redis.Options{Addr: s.Addr})
-	tb.Cleanup(func() { c.Close() })
+	tb.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
@@ -222,7 +222,7 @@ func Cluster(tb testing.TB) *redis.ClusterClient {
 		tb.Fatalf("redistest: %v", err)
 	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	tb.Cleanup(func() { c.Close() })
+	tb.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
@@ -279,7 +279,7 @@ func startClusterLocked(masters, replicas int, extra ...string) ([]*Server, erro
 	clients := make([]*redis.Client, len(nodes))
 	for i, n := range nodes {
 		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr})
-		defer clients[i].Close()
+		defer func() { _ = clients[i].Close() }()
 	}
 	const slots = 16384
 	for i := 0; i < masters; i++ {

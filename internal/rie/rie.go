@@ -86,7 +86,7 @@ func Start(rie, bootstrap string, env []string) (*Emulator, error) {
 	for {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil {
-			c.Close()
+			_ = c.Close()
 			return e, nil
 		}
 		if time.Now().After(deadline) {
@@ -108,7 +108,7 @@ func (e *Emulator) Invoke(ctx context.Context, event []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rie: invoke %s: %w", e.Name, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK || bytes.Contains(b, []byte(`"errorMessage"`)) {
 		return b, fmt.Errorf("rie: invoke %s: %d %s", e.Name, resp.StatusCode, b)
@@ -118,6 +118,6 @@ func (e *Emulator) Invoke(ctx context.Context, event []byte) ([]byte, error) {
 
 // Close stops the emulator and the function.
 func (e *Emulator) Close() {
-	e.cmd.Process.Kill()
-	e.cmd.Wait()
+	_ = e.cmd.Process.Kill()
+	_ = e.cmd.Wait()
 }

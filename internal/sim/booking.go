@@ -10,8 +10,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/printer"
 )
 
 // Booking drives every visitor who consumes its entry through the booking
@@ -198,7 +199,7 @@ func (b *bookEnv) start(v *Visitor, consumed []byte) *BookVisit {
 	var c struct {
 		BookingSession string `json:"bookingSession"`
 	}
-	json.Unmarshal(consumed, &c)
+	_ = json.Unmarshal(consumed, &c) // no session in the answer: the visit books nothing, and the counts show it
 	bv := &BookVisit{session: c.BookingSession, RefusedBy: map[string]int{}}
 	rng := rand.New(rand.NewPCG(b.seed^0xb00c, uint64(v.ID)))
 	units := b.cfg.Stock > 0 && (b.cfg.Seats == 0 || rng.IntN(2) == 0)
@@ -328,7 +329,7 @@ func (v *Visitor) book(ctx context.Context, e *env, now time.Time) (time.Time, b
 			return now.Add(think / 2), true
 		case http.StatusConflict:
 			var ae apiErr
-			json.Unmarshal(body, &ae)
+			_ = json.Unmarshal(body, &ae) // not the API's error JSON: no stock figure to check
 			if ae.Error.Available != nil && *ae.Error.Available < 0 {
 				bv.NegStock++
 			}
@@ -395,7 +396,7 @@ func (v *Visitor) book(ctx context.Context, e *env, now time.Time) (time.Time, b
 				var again struct {
 					Order string `json:"order"`
 				}
-				json.Unmarshal(body, &again)
+				_ = json.Unmarshal(body, &again) // not JSON: no order, so the replay counts as bad
 				bv.ReplayBad = status != http.StatusOK || again.Order != o.Order
 				break
 			}
@@ -816,49 +817,49 @@ func (s *BookingSummary) summarizeEndsAndExtensions(vs []*Visitor) {
 }
 
 // writeTable prints the booking part of the report.
-func (s *BookingSummary) writeTable(w io.Writer) {
+func (s *BookingSummary) writeTable(w io.Writer) error {
 	if s == nil {
-		return
+		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "booking: inventory\t%d seats, %d units of stock\t\n", s.Seats, s.Stock)
-	fmt.Fprintf(tw, "booking: outcomes\t%v\t\n", s.Outcomes)
-	fmt.Fprintf(tw, "booking: holds tried / granted / refused\t%d / %d / %d %v\t\n", s.HoldsTried, s.HoldsGranted, s.HoldsRefused, s.RefusedBy)
-	fmt.Fprintf(tw, "booking: orders confirmed\t%d (seats sold %d, units sold %d)\t\n", s.OrdersConfirmed, s.SeatsSold, s.UnitsSold)
-	fmt.Fprintf(tw, "booking: left at the end\t%d seats, %d units\t\n", s.SeatsLeft, s.StockLeft)
-	fmt.Fprintf(tw, "booking: engine counters\t%v\t\n", s.Counters)
-	fmt.Fprintf(tw, "booking: request errors (5xx, 429, transport)\t%d\t\n", s.Errors)
+	tw := printer.NewTable(w, 0)
+	tw.Printf("booking: inventory\t%d seats, %d units of stock\t\n", s.Seats, s.Stock)
+	tw.Printf("booking: outcomes\t%v\t\n", s.Outcomes)
+	tw.Printf("booking: holds tried / granted / refused\t%d / %d / %d %v\t\n", s.HoldsTried, s.HoldsGranted, s.HoldsRefused, s.RefusedBy)
+	tw.Printf("booking: orders confirmed\t%d (seats sold %d, units sold %d)\t\n", s.OrdersConfirmed, s.SeatsSold, s.UnitsSold)
+	tw.Printf("booking: left at the end\t%d seats, %d units\t\n", s.SeatsLeft, s.StockLeft)
+	tw.Printf("booking: engine counters\t%v\t\n", s.Counters)
+	tw.Printf("booking: request errors (5xx, 429, transport)\t%d\t\n", s.Errors)
 	if s.LastError != "" {
-		fmt.Fprintf(tw, "  one of them\t%.200s\t\n", s.LastError)
+		tw.Printf("  one of them\t%.200s\t\n", s.LastError)
 	}
-	fmt.Fprintf(tw, "booking: seats sold more than once\t%d\t%s\n", s.DoubleSold, check(s.DoubleSold == 0))
-	fmt.Fprintf(tw, "booking: sold seats ≠ the visitors' orders\t%d\t%s\n", s.SoldMismatch, check(s.SoldMismatch == 0))
-	fmt.Fprintf(tw, "booking: negative stock seen\t%d\t%s\n", s.NegativeStock, check(s.NegativeStock == 0))
-	fmt.Fprintf(tw, "booking: stock − units sold − stock left\t%d\t%s\n", s.StockMismatch, check(s.StockMismatch == 0))
-	fmt.Fprintf(tw, "booking: holds unsettled after every expiry\t%d\t%s\n", s.Unsettled, check(s.Unsettled == 0))
-	fmt.Fprintf(tw, "booking: retried confirms not the same order\t%d\t%s\n", s.ReplaysBad, check(s.ReplaysBad == 0))
+	tw.Printf("booking: seats sold more than once\t%d\t%s\n", s.DoubleSold, check(s.DoubleSold == 0))
+	tw.Printf("booking: sold seats ≠ the visitors' orders\t%d\t%s\n", s.SoldMismatch, check(s.SoldMismatch == 0))
+	tw.Printf("booking: negative stock seen\t%d\t%s\n", s.NegativeStock, check(s.NegativeStock == 0))
+	tw.Printf("booking: stock − units sold − stock left\t%d\t%s\n", s.StockMismatch, check(s.StockMismatch == 0))
+	tw.Printf("booking: holds unsettled after every expiry\t%d\t%s\n", s.Unsettled, check(s.Unsettled == 0))
+	tw.Printf("booking: retried confirms not the same order\t%d\t%s\n", s.ReplaysBad, check(s.ReplaysBad == 0))
 	counters := "ok"
 	if s.Errors > 0 {
 		counters = "not checked (requests failed)"
 	} else if s.CounterMismatch > 0 {
 		counters = "FAIL"
 	}
-	fmt.Fprintf(tw, "booking: engine's holds, confirmed, extended = visitors'\t%d, %d, %d\t%s\n", s.HoldsGranted, s.OrdersConfirmed, s.ExtensionsGranted, counters)
-	fmt.Fprintf(tw, "booking: sessions ended mid-hold\t%d (seats %d: free on the map at once %d, held again already %d, map not read %d)\t\n",
+	tw.Printf("booking: engine's holds, confirmed, extended = visitors'\t%d, %d, %d\t%s\n", s.HoldsGranted, s.OrdersConfirmed, s.ExtensionsGranted, counters)
+	tw.Printf("booking: sessions ended mid-hold\t%d (seats %d: free on the map at once %d, held again already %d, map not read %d)\t\n",
 		s.EndedMidHold, s.EndedSeats, s.EndedSeatsFree, s.EndedSeatsReheld, s.EndedSeatsUnread)
-	fmt.Fprintf(tw, "  held by the next visitor before the old hold's end\t%d of %d seats\t\n", s.EndedSeatsTaken, s.EndedSeats)
-	fmt.Fprintf(tw, "booking: seats of ended sessions still held\t%d\t%s\n", s.EndedSeatsHeld, check(s.EndedSeatsHeld == 0))
-	fmt.Fprintf(tw, "booking: confirms after the session ended accepted\t%d\t%s\n", s.LateConfirms, check(s.LateConfirms == 0))
+	tw.Printf("  held by the next visitor before the old hold's end\t%d of %d seats\t\n", s.EndedSeatsTaken, s.EndedSeats)
+	tw.Printf("booking: seats of ended sessions still held\t%d\t%s\n", s.EndedSeatsHeld, check(s.EndedSeatsHeld == 0))
+	tw.Printf("booking: confirms after the session ended accepted\t%d\t%s\n", s.LateConfirms, check(s.LateConfirms == 0))
 	ended := "ok"
 	if s.Errors > 0 {
 		ended = "not checked (requests failed)"
 	} else if s.EndedMismatch > 0 {
 		ended = "FAIL"
 	}
-	fmt.Fprintf(tw, "booking: engine's ended (want %d, up to %d more)\t%d\t%s\n", s.EndedExpected, s.EndedAmbiguous, s.Counters["ended"], ended)
-	fmt.Fprintf(tw, "booking: slow payments\t%d (extensions granted %d, confirmed after the first end %d)\t\n",
+	tw.Printf("booking: engine's ended (want %d, up to %d more)\t%d\t%s\n", s.EndedExpected, s.EndedAmbiguous, s.Counters["ended"], ended)
+	tw.Printf("booking: slow payments\t%d (extensions granted %d, confirmed after the first end %d)\t\n",
 		s.Extenders, s.ExtensionsGranted, s.ExtendedConfirmed)
-	fmt.Fprintf(tw, "booking: extensions answered wrongly\t%d\t%s\n", s.ExtendsBad, check(s.ExtendsBad == 0))
-	fmt.Fprintf(tw, "booking: extended holds lost before their confirm\t%d\t%s\n", s.ExtendNotHonoured, check(s.ExtendNotHonoured == 0))
-	tw.Flush()
+	tw.Printf("booking: extensions answered wrongly\t%d\t%s\n", s.ExtendsBad, check(s.ExtendsBad == 0))
+	tw.Printf("booking: extended holds lost before their confirm\t%d\t%s\n", s.ExtendNotHonoured, check(s.ExtendNotHonoured == 0))
+	return tw.Flush()
 }

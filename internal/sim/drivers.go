@@ -205,7 +205,7 @@ func (h *HTTP) Do(ctx context.Context, method, path, bearer string, body []byte)
 	if err != nil {
 		return 0, nil, 0, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		return 0, nil, 0, err

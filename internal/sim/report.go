@@ -2,11 +2,9 @@ package sim
 
 import (
 	"cmp"
-	"fmt"
 	"io"
 	"math"
 	"slices"
-	"text/tabwriter"
 	"time"
 
 	"gonum.org/v1/gonum/stat"
@@ -14,6 +12,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/vestibule-dev/vestibule/internal/printer"
 )
 
 // Summary is the report of a run: what the crowd cost and saw, and the
@@ -237,37 +237,40 @@ func check(ok bool) string {
 	return "FAIL"
 }
 
-// WriteTable prints the report as one aligned table.
-func (s Summary) WriteTable(w io.Writer) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "visitors\t%d (%s driver; simulated %s in %s)\t\n", s.Visitors, s.Driver,
+// WriteTable prints the report as one aligned table and returns the first
+// write error.
+func (s Summary) WriteTable(w io.Writer) error {
+	tw := printer.NewTable(w, 0)
+	tw.Printf("visitors\t%d (%s driver; simulated %s in %s)\t\n", s.Visitors, s.Driver,
 		s.Span.Round(time.Second), s.Wall.Round(100*time.Millisecond))
-	fmt.Fprintf(tw, "outcomes\t%v\t\n", s.Outcomes)
-	fmt.Fprintf(tw, "requests per visitor-minute of waiting\t%.2f (%d requests / %.0f visitor-minutes; polls alone %.2f)\t\n",
+	tw.Printf("outcomes\t%v\t\n", s.Outcomes)
+	tw.Printf("requests per visitor-minute of waiting\t%.2f (%d requests / %.0f visitor-minutes; polls alone %.2f)\t\n",
 		s.RequestsPerWaitMinute, s.WaitRequests, s.WaitMinutes, s.PollsPerWaitMinute)
 	if s.FixedEvery > 0 {
-		fmt.Fprintf(tw, "  same crowd, page polling every %s\t%.2f (grant→seen p50 %s, p99 %s)\t\n", s.FixedEvery,
+		tw.Printf("  same crowd, page polling every %s\t%.2f (grant→seen p50 %s, p99 %s)\t\n", s.FixedEvery,
 			s.FixedRequestsPerWaitMinute, s.FixedSeenP50.Round(time.Millisecond), s.FixedSeenP99.Round(time.Millisecond))
 	}
-	fmt.Fprintf(tw, "waiting requests of a visitor (least squares)\t%.2f + %.3f per minute waited (%.1f at 20 min)\t\n",
+	tw.Printf("waiting requests of a visitor (least squares)\t%.2f + %.3f per minute waited (%.1f at 20 min)\t\n",
 		s.RequestsFixed, s.RequestsPerMinute, s.RequestsAt(20))
-	fmt.Fprintf(tw, "mean wait (enqueue → grant seen, left or expired)\t%s\t\n", s.MeanWait.Round(time.Second))
-	fmt.Fprintf(tw, "grant→seen delay p50 / p99\t%s / %s\t\n", s.SeenP50.Round(time.Millisecond), s.SeenP99.Round(time.Millisecond))
-	fmt.Fprintf(tw, "time to drain (start → last grant seen)\t%s\t\n", s.Drain.Round(time.Second))
-	fmt.Fprintf(tw, "request errors (5xx, 429, transport)\t%d\t\n", s.Errors)
-	fmt.Fprintf(tw, "highest admitted+active vs maxActive\t%d ≤ %d\t%s\n", s.MaxInUse, s.MaxActive, check(s.MaxInUse <= s.MaxActive))
-	fmt.Fprintf(tw, "double consumes\t%d\t%s\n", s.DoubleConsumes, check(s.DoubleConsumes == 0))
-	fmt.Fprintf(tw, "replays not refused with 409\t%d\t%s\n", s.ReplaysAllowed, check(s.ReplaysAllowed == 0))
-	fmt.Fprintf(tw, "FIFO order inversions (abandoners excluded)\t%d\t%s\n", s.Inversions, check(s.Inversions == 0))
-	fmt.Fprintf(tw, "non-abandoners never admitted\t%d\t%s\n", s.NotAdmitted, check(s.NotAdmitted == 0))
+	tw.Printf("mean wait (enqueue → grant seen, left or expired)\t%s\t\n", s.MeanWait.Round(time.Second))
+	tw.Printf("grant→seen delay p50 / p99\t%s / %s\t\n", s.SeenP50.Round(time.Millisecond), s.SeenP99.Round(time.Millisecond))
+	tw.Printf("time to drain (start → last grant seen)\t%s\t\n", s.Drain.Round(time.Second))
+	tw.Printf("request errors (5xx, 429, transport)\t%d\t\n", s.Errors)
+	tw.Printf("highest admitted+active vs maxActive\t%d ≤ %d\t%s\n", s.MaxInUse, s.MaxActive, check(s.MaxInUse <= s.MaxActive))
+	tw.Printf("double consumes\t%d\t%s\n", s.DoubleConsumes, check(s.DoubleConsumes == 0))
+	tw.Printf("replays not refused with 409\t%d\t%s\n", s.ReplaysAllowed, check(s.ReplaysAllowed == 0))
+	tw.Printf("FIFO order inversions (abandoners excluded)\t%d\t%s\n", s.Inversions, check(s.Inversions == 0))
+	tw.Printf("non-abandoners never admitted\t%d\t%s\n", s.NotAdmitted, check(s.NotAdmitted == 0))
 	if s.Stopped {
-		fmt.Fprintf(tw, "run stopped by its time limit\t\tFAIL\n")
+		tw.Printf("run stopped by its time limit\t\tFAIL\n")
 	}
 	if s.Interrupted {
-		fmt.Fprintf(tw, "run interrupted: the report is of what ran\t%d visitors not done (left out of the checks)\tINTERRUPTED\n", s.NotDone)
+		tw.Printf("run interrupted: the report is of what ran\t%d visitors not done (left out of the checks)\tINTERRUPTED\n", s.NotDone)
 	}
-	tw.Flush()
-	s.Booking.writeTable(w)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return s.Booking.writeTable(w)
 }
 
 // Chart draws waiting, admitted, active and arrivals (per second) over time

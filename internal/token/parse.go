@@ -234,7 +234,7 @@ func claimTime(d *jwt.NumericDate, name string) (time.Time, error) {
 	if d == nil {
 		return time.Time{}, fmt.Errorf("%w: claim %s missing", ErrInvalid, name)
 	}
-	t := d.Time.UTC()
+	t := d.UTC()
 	if t.Before(minTime) || t.After(maxTime) {
 		return time.Time{}, fmt.Errorf("%w: claim %s out of range", ErrInvalid, name)
 	}

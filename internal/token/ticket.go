@@ -221,69 +221,96 @@ func (t *Tickets) Check(s string, roomID string, now time.Time) (Verified, error
 	}
 	sc := t.scratch.Get().(*ticketScratch)
 	defer t.scratch.Put(sc)
-	n, ok := decodeB64URL(sc.raw[:], s)
-	if !ok {
-		return Verified{}, fmt.Errorf("%w: encoding", ErrInvalid)
+	body, signer, err := sc.authentic(s)
+	if err != nil {
+		return Verified{}, err
 	}
-	if n < minTicketRaw || n > maxTicketRaw {
-		return Verified{}, fmt.Errorf("%w: length", ErrInvalid)
-	}
-	body, tag := sc.raw[:n-ticketTagLen], sc.raw[n-ticketTagLen:n]
-	signer := -1
-	for i, m := range sc.macs {
-		m.Reset()
-		m.Write(body)
-		if subtle.ConstantTimeCompare(m.Sum(sc.sum[:0]), tag) == 1 {
-			signer = i
-			break
-		}
-	}
-	if signer < 0 {
-		return Verified{}, fmt.Errorf("%w: signature", ErrInvalid)
-	}
-
 	// Authentic: only our Issue wrote these bytes, but they are still read
 	// strictly, so that one ticket has one meaning.
-	if body[0] != ticketFormat {
-		return Verified{}, fmt.Errorf("%w: format %d", ErrInvalid, body[0])
+	f, err := readTicketBody(body)
+	if err != nil {
+		return Verified{}, err
 	}
-	seq := int64(binary.BigEndian.Uint64(body[1:9]))
-	drawBits := binary.BigEndian.Uint64(body[9:17])
-	iatS := int64(binary.BigEndian.Uint64(body[17:25]))
-	expS := int64(binary.BigEndian.Uint64(body[25:33]))
-	rl := int(body[33])
-	if rl < 1 || rl > maxTicketRoom || ticketFixedLen+rl >= len(body) {
-		return Verified{}, fmt.Errorf("%w: room length", ErrInvalid)
-	}
-	roomB := body[ticketFixedLen : ticketFixedLen+rl]
-	vl := int(body[ticketFixedLen+rl])
-	if vl < 1 || vl > maxTicketVisitor || ticketFixedLen+rl+1+vl != len(body) {
-		return Verified{}, fmt.Errorf("%w: visitor length", ErrInvalid)
-	}
-	visitor := body[ticketFixedLen+rl+1:]
-	draw := math.Float64frombits(drawBits)
-	switch {
-	case seq < 1:
-		return Verified{}, fmt.Errorf("%w: seq below 1", ErrInvalid)
-	case drawBits != 0 && !(draw > 0 && draw < 1):
-		return Verified{}, fmt.Errorf("%w: draw outside [0,1)", ErrInvalid)
-	case iatS < minTime.Unix() || expS > maxTime.Unix():
-		return Verified{}, fmt.Errorf("%w: times out of range", ErrInvalid)
-	case expS <= iatS:
-		return Verified{}, fmt.Errorf("%w: exp not after iat", ErrInvalid)
-	case !idBytes(roomB) || !idBytes(visitor):
-		return Verified{}, fmt.Errorf("%w: room or visitor characters", ErrInvalid)
-	case string(roomB) != roomID:
+	if string(f.room) != roomID {
 		return Verified{}, ErrWrongRoom
 	}
-	iat, exp := time.Unix(iatS, 0).UTC(), time.Unix(expS, 0).UTC()
+	iat, exp := time.Unix(f.iat, 0).UTC(), time.Unix(f.exp, 0).UTC()
 	if err := checkTimes(now, iat, iat, exp); err != nil {
 		return Verified{}, err
 	}
 	return Verified{
-		Ticket:   room.Ticket{Room: roomID, Visitor: string(visitor), Seq: seq, Draw: draw},
+		Ticket:   room.Ticket{Room: roomID, Visitor: string(f.visitor), Seq: f.seq, Draw: f.draw},
 		IssuedAt: iat, Expiry: exp, Stale: signer > 0 || !t.current,
 	}, nil
+}
+
+// authentic decodes s into the scratch and checks its tag under each
+// secret: the body the tag covers, and the index of the secret that signed
+// it (0 the current one).
+func (sc *ticketScratch) authentic(s string) (body []byte, signer int, err error) {
+	n, ok := decodeB64URL(sc.raw[:], s)
+	if !ok {
+		return nil, 0, fmt.Errorf("%w: encoding", ErrInvalid)
+	}
+	if n < minTicketRaw || n > maxTicketRaw {
+		return nil, 0, fmt.Errorf("%w: length", ErrInvalid)
+	}
+	body, tag := sc.raw[:n-ticketTagLen], sc.raw[n-ticketTagLen:n]
+	for i, m := range sc.macs {
+		m.Reset()
+		m.Write(body)
+		if subtle.ConstantTimeCompare(m.Sum(sc.sum[:0]), tag) == 1 {
+			return body, i, nil
+		}
+	}
+	return nil, 0, fmt.Errorf("%w: signature", ErrInvalid)
+}
+
+// ticketFields are the fields of a format-2 ticket's body; room and visitor
+// are slices of it.
+type ticketFields struct {
+	seq           int64
+	draw          float64
+	iat, exp      int64 // Unix seconds
+	room, visitor []byte
+}
+
+// readTicketBody reads a ticket's body strictly: its format, the lengths of
+// its room and visitor, and each field in its range.
+func readTicketBody(body []byte) (ticketFields, error) {
+	if body[0] != ticketFormat {
+		return ticketFields{}, fmt.Errorf("%w: format %d", ErrInvalid, body[0])
+	}
+	f := ticketFields{
+		seq: int64(binary.BigEndian.Uint64(body[1:9])),
+		iat: int64(binary.BigEndian.Uint64(body[17:25])),
+		exp: int64(binary.BigEndian.Uint64(body[25:33])),
+	}
+	drawBits := binary.BigEndian.Uint64(body[9:17])
+	rl := int(body[33])
+	if rl < 1 || rl > maxTicketRoom || ticketFixedLen+rl >= len(body) {
+		return ticketFields{}, fmt.Errorf("%w: room length", ErrInvalid)
+	}
+	f.room = body[ticketFixedLen : ticketFixedLen+rl]
+	vl := int(body[ticketFixedLen+rl])
+	if vl < 1 || vl > maxTicketVisitor || ticketFixedLen+rl+1+vl != len(body) {
+		return ticketFields{}, fmt.Errorf("%w: visitor length", ErrInvalid)
+	}
+	f.visitor = body[ticketFixedLen+rl+1:]
+	f.draw = math.Float64frombits(drawBits)
+	switch {
+	case f.seq < 1:
+		return ticketFields{}, fmt.Errorf("%w: seq below 1", ErrInvalid)
+	case drawBits != 0 && !(f.draw > 0 && f.draw < 1):
+		return ticketFields{}, fmt.Errorf("%w: draw outside [0,1)", ErrInvalid)
+	case f.iat < minTime.Unix() || f.exp > maxTime.Unix():
+		return ticketFields{}, fmt.Errorf("%w: times out of range", ErrInvalid)
+	case f.exp <= f.iat:
+		return ticketFields{}, fmt.Errorf("%w: exp not after iat", ErrInvalid)
+	case !idBytes(f.room) || !idBytes(f.visitor):
+		return ticketFields{}, fmt.Errorf("%w: room or visitor characters", ErrInvalid)
+	}
+	return f, nil
 }
 
 // PeekTicket reads a ticket of either format without verifying anything: a

@@ -110,7 +110,7 @@ func (f *Server) WriteCount() int {
 func apiError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "text/xml")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `<?xml version="1.0"?><ErrorResponse %s><Error><Type>Sender</Type><Code>%s</Code><Message>%s</Message></Error><RequestId>5b6bd3f1-0e8d-4c1f-a7b0-c0ffee000001</RequestId></ErrorResponse>`, xmlns, code, msg)
+	_, _ = fmt.Fprintf(w, `<?xml version="1.0"?><ErrorResponse %s><Error><Type>Sender</Type><Code>%s</Code><Message>%s</Message></Error><RequestId>5b6bd3f1-0e8d-4c1f-a7b0-c0ffee000001</RequestId></ErrorResponse>`, xmlns, code, msg)
 }
 
 func xmlOK(w http.ResponseWriter, status int, etag, body string) {
@@ -119,7 +119,7 @@ func xmlOK(w http.ResponseWriter, status int, etag, body string) {
 		w.Header().Set("ETag", etag)
 	}
 	w.WriteHeader(status)
-	io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+body)
+	_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+body)
 }
 
 func tag(prefix string, n int) string { return fmt.Sprintf("%s%03dEXAMPLE", prefix, n) }
@@ -202,7 +202,7 @@ func (f *Server) summary(name string, fn *Function, stage string) string {
 		stores += `</Items></KeyValueStoreAssociations>`
 	}
 	var comment bytes.Buffer
-	xml.EscapeText(&comment, []byte(cfg.Comment))
+	_ = xml.EscapeText(&comment, []byte(cfg.Comment))
 	return fmt.Sprintf(`<FunctionSummary %s><Name>%s</Name><Status>%s</Status><FunctionConfig><Comment>%s</Comment><Runtime>%s</Runtime>%s</FunctionConfig><FunctionMetadata><FunctionARN>arn:aws:cloudfront::%s:function/%s</FunctionARN><Stage>%s</Stage><CreatedTime>2026-11-27T03:00:00.000Z</CreatedTime><LastModifiedTime>2026-11-27T03:00:00.000Z</LastModifiedTime></FunctionMetadata></FunctionSummary>`,
 		xmlns, name, status, comment.String(), cfg.Runtime, stores, Account, name, stage)
 }
@@ -255,7 +255,7 @@ func (f *Server) function(w http.ResponseWriter, r *http.Request, parts []string
 		}
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("ETag", tag("ETVPDK", fn.etag))
-		w.Write(code)
+		_, _ = w.Write(code)
 	case r.Method == http.MethodPut && len(parts) == 1 && match:
 		fn.Dev, fn.DevConfig = req.Code, req.Config
 		fn.etag++
