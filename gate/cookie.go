@@ -88,7 +88,7 @@ var (
 var cookiePattern = regexp.MustCompile(`^v1\.([A-Za-z0-9_-]{1,16})\.([A-Za-z0-9_-]{1,64})\.(0|[1-9][0-9]{0,17})\.([1-9][0-9]{0,10})(?:\.([1-9][0-9]{0,10})\.([1-9][0-9]{0,10}))?\.([A-Za-z0-9_-]{43})$`)
 
 // roomPattern is a valid room id: a copy of room.ValidRoomID's, since a
-// public package links nothing of the engine (TestRoomIDCopiesAgree keeps
+// public package links nothing else of the module (TestRoomIDCopiesAgree keeps
 // it, and the JavaScript copies, the same).
 var roomPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 

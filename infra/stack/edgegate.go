@@ -118,7 +118,7 @@ func NewEdgeGate(scope constructs.Construct, p *EdgeGateProps) (*EdgeGate, error
 		Timeout:      awscdk.Duration_Seconds(jsii.Number(30)),
 		Environment: &map[string]*string{
 			config.EnvEntryKeySecretARN: p.EntryKeySecret.SecretArn(),
-			"GATE_KVS_ARN":              g.Store.KeyValueStoreArn(),
+			config.EnvGateKVSARN:        g.Store.KeyValueStoreArn(),
 		},
 		LogGroup: logs,
 	})
