@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 func TestCloudFrontFunction(t *testing.T) {
@@ -49,7 +51,7 @@ func TestCloudFrontFunction(t *testing.T) {
 func TestFunctionSourceParses(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed")
+		testkit.Missing(t, "node", "install Node.js to run the CloudFront Function")
 	}
 	p := filepath.Join(t.TempDir(), "viewer-request.mjs")
 	if err := writeFile(p, functionSource); err != nil {

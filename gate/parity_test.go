@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // The parity test runs the real CloudFront Function in node (with only the
@@ -69,7 +71,7 @@ func runFunction(t testing.TB, cfg Config, kvs map[string]string, cases []jsCase
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed: the CloudFront Function cannot be run")
+		testkit.Missing(t, "node", "install Node.js: the CloudFront Function cannot be run")
 	}
 	src, err := CloudFrontFunction(cfg)
 	if err != nil {

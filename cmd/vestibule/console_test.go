@@ -7,8 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/vestibule-dev/vestibule/internal/browsertest"
-	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +17,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/browsertest"
+	"github.com/vestibule-dev/vestibule/internal/localstack"
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -62,7 +63,7 @@ func axeScript(t *testing.T) string {
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
-		t.Skip("npm is not installed: the accessibility check (axe-core) needs it, or AXE_CORE_JS=path/to/axe.min.js")
+		testkit.Missing(t, "npm", "the accessibility check (axe-core) needs it, or AXE_CORE_JS=path/to/axe.min.js")
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(npm, "install", "--no-save", "--no-audit", "--no-fund", "--prefix", dir, "axe-core@4.14.1")

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/vestibule-dev/vestibule/infra/stack"
 	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 func TestBucketIsPrivateAndReadableOnlyByTheDistribution(t *testing.T) {
@@ -244,7 +245,7 @@ func TestRoomPathsServeThePage(t *testing.T) {
 	// WHEN the function runs on some paths (node stands in for the CloudFront JS runtime)
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node not on PATH")
+		testkit.Missing(t, "node", "install Node.js to run the page-routing function")
 	}
 	script := code + `
 for (const uri of ["/r/demo", "/rooms/spring-tour/", "/", "/waiting.css", "/waiting.js", "/r/a/b", "/r/{x}", "/api/rooms/demo/status"]) {
