@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/api"
-	"github.com/vestibule-dev/vestibule/internal/api/apitest"
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/roomdb"
