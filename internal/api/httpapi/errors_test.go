@@ -20,8 +20,8 @@ func docsErrorTable(t *testing.T) map[int][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile("(?m)^\\| (\\d{3}) \\| ([^|]*)\\|")
-	code := regexp.MustCompile("`([a-z_]+)`")
+	row := regexp.MustCompile(`(?m)^\| (\d{3}) \| ([^|]*)\|`)
+	code := regexp.MustCompile("`" + `([a-z_]+)` + "`")
 	table := map[int][]string{}
 	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
 		status, _ := strconv.Atoi(m[1])
