@@ -1,4 +1,4 @@
--- fence.lua: the first step of a change of a room's settings (room.PutConfig,
+-- fence.lua: the first step of a change of a room's settings (roomdb.Engine.PutConfig,
 -- docs/ENGINE.md "Arrival shards"): issues the change's fence, above every one
 -- issued before and at least the server's time in microseconds (so it stays
 -- above the shards' after a loss of the room's data). The caller writes it to

@@ -110,7 +110,7 @@ local function next_seq(last, r)
   return s + (r - s) % 16
 end
 
--- fence_of is the fence of a settings version, which room.PutConfig writes as
+-- fence_of is the fence of a settings version, which roomdb.Engine.PutConfig writes as
 -- '<fence>.<random>' (fence.lua issues the fence); 0 for a version before fences.
 local function fence_of(ver)
   local f = string.match(ver or '', '^(%d+)%.')

@@ -85,7 +85,7 @@ func NewEventBridge(api eventbus.PutEventsAPI, bus string, opts ...eventbus.BusO
 }
 
 // New is the publisher the configuration asks for: EventBridge PutEvents to
-// config.BookingEventBus, or JSON lines on w when it is empty.
+// config.Config.BookingEventBus, or JSON lines on w when it is empty.
 func New(ctx context.Context, c config.Config, w io.Writer) (booking.Publisher, error) {
 	if c.BookingEventBus == "" {
 		return NewLog(w), nil

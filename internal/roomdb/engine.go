@@ -71,7 +71,8 @@ type Scripter interface {
 
 var _ Scripter = (redis.UniversalClient)(nil)
 
-// Engine is the room state machine over Redis. It implements Queue.
+// Engine is the room state machine over Redis. Each consumer declares the part
+// of it that it uses (durable.Engine, queueapi.Engine, gateapi.Engine, …).
 type Engine struct {
 	rdb         Scripter
 	clock       room.Clock

@@ -22,7 +22,7 @@ func nonce(name string, spreads bool) string {
 }
 
 // challenged is the first nonce a challenge issued for a join refused now
-// may carry, as challenge.IssueFor draws them: its NoncePrefix, then prefix0,
+// may carry, as challenge.Challenges.IssueFor draws them: its NoncePrefix, then prefix0,
 // prefix1…
 func (e *env) challenged(client, prefix string) string {
 	e.t.Helper()
