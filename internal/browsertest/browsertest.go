@@ -29,9 +29,13 @@ var (
 
 // Browser returns the context of the shared Chromium, starting it on first
 // use; each test opens its own browser context inside it. Without Chromium the
-// test is skipped, or fails under CI. Close stops it (from TestMain).
+// test is skipped, or fails under CI. Close stops it (from TestMain). The
+// fast tier (go test -short, make test-short) skips every browser test.
 func Browser(t testing.TB) context.Context {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("a Chromium test: make test runs it, make test-short does not")
+	}
 	found := false
 	for _, n := range chromiumNames {
 		if _, err := exec.LookPath(n); err == nil {
