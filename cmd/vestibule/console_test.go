@@ -21,6 +21,8 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -47,6 +49,80 @@ func waitJS(t *testing.T, ctx context.Context, js string, limit time.Duration) {
 		text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText.replace(/\s+/g, " ").slice(0, 600)`))
 		t.Fatalf("waiting for %s: %v; page shows %s", js, err, text)
 	}
+}
+
+// consoleClock is the instant the console's tests start their page's clock
+// at (fixClock): late morning, when the time axis' labels are among the
+// widest ("11:03am" beside a date).
+var consoleClock = time.Date(2026, 11, 27, 11, 3, 50, 0, time.UTC)
+
+// fixClock starts the tab's clock at the instant at, in UTC and the en-US
+// locale, whatever the hour and zone the test runs in: Date.now() and new
+// Date() count from at as real time passes. It applies to the pages the tab
+// opens after it.
+func fixClock(t *testing.T, ctx context.Context, at time.Time) {
+	t.Helper()
+	if _, err := chromedp.Call(ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "UTC"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(ctx, emulation.SetLocaleOverride, emulation.SetLocaleOverrideParams{Locale: "en_US"}); err != nil {
+		t.Fatal(err)
+	}
+	src := fmt.Sprintf(`(() => {
+		const Real = Date, off = %d - Real.now();
+		class Fixed extends Real {
+			constructor(...a) { if (a.length === 0) super(Real.now() + off); else super(...a); }
+			static now() { return Real.now() + off; }
+		}
+		globalThis.Date = Fixed;
+	})()`, at.UnixMilli())
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: src}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// axisSpans are the spans of time the console's chart axis is checked at:
+// from 10 s (a page just opened) to 26 h (the day of history it starts
+// from), each 3% longer than the one before, so that every choice of tick
+// spacing the axis makes is met near the width where it starts.
+func axisSpans() []float64 {
+	var spans []float64
+	for s := 10.0; s < 26*3600; s *= 1.03 {
+		spans = append(spans, s)
+	}
+	return spans
+}
+
+// axisOverlaps sets the time axis of room's chart to each of axisSpans(),
+// ending at consoleClock, and lists the labels that run together: each must
+// be further from its neighbour than it is wide, and 8 px, measured in the
+// font the axis draws with. It leaves the chart at its last span (the next
+// refresh rescales it).
+func axisOverlaps(t *testing.T, ctx context.Context, room string) string {
+	t.Helper()
+	js, _ := json.Marshal(map[string]any{"room": room, "end": consoleClock.Unix(), "spans": axisSpans()})
+	return browsertest.Eval[string](t, ctx, `(({room, end, spans}) => {
+		const u = window.__consoleCharts?.get(room);
+		if (!u) return "no chart";
+		const ax = u.axes[0];
+		const c = document.createElement('canvas').getContext('2d');
+		c.font = ax.font[0];
+		const px = uPlot.pxRatio || 1;
+		// A label may have two lines (the time, and the date under it).
+		const width = (v) => Math.max(...String(v).split("\n").map((l) => c.measureText(l).width)) / px;
+		const bad = [];
+		for (const span of spans) {
+			u.batch(() => u.setScale('x', {min: end - span, max: end}));
+			const splits = ax._splits || [], vals = ax._values || [];
+			if (splits.length === 0) bad.push(span + " s: no label");
+			for (let i = 1; i < splits.length; i++) {
+				const gap = u.valToPos(splits[i], 'x') - u.valToPos(splits[i-1], 'x');
+				const w = Math.max(width(vals[i-1]), width(vals[i]));
+				if (gap < w + 8) bad.push(Math.round(span) + " s: " + JSON.stringify(vals[i-1]) + "|" + JSON.stringify(vals[i]) + " gap " + Math.round(gap) + " < " + Math.round(w + 8));
+			}
+		}
+		return bad.join(", ");
+	})(`+string(js)+`)`)
 }
 
 // axeScript finds axe-core's axe.min.js: AXE_CORE_JS, or a temporary npm
@@ -86,6 +162,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	id := newRoom(t, s, map[string]any{"maxActive": 2, "admitPerMinute": 600, "claimTTLSeconds": 600})
 	enqueue(t, s, id, 5)
 	ctx := browser(t)
+	fixClock(t, ctx, consoleClock)
 	var exceptions []string
 	var emu sync.Mutex
 	go func() {
@@ -260,29 +337,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	// Both languages show back in the form.
 	waitJS(t, ctx, card+`.querySelector('[data-message="ko"]').value === "10시에 문을 엽니다" && `+card+`.querySelector('[data-message="en"]').value === "Doors open at 10:00"`, 5*time.Second)
 
-	// The chart's legend names the series without "--", and its time axis
-	// labels do not run together: each is further from the next than it is wide.
+	// The chart's legend names the series without "--".
 	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('.u-legend')?.textContent || ""`); strings.Contains(got, "--") || !strings.Contains(got, "waiting") {
 		t.Errorf("legend %q", got)
 	}
-	gaps := browsertest.Eval[string](t, ctx, `(() => {
-		const u = window.__consoleCharts?.get(`+fmt.Sprintf("%q", id)+`);
-		if (!u) return "no chart";
-		const ax = u.axes[0], splits = ax._splits || [], vals = ax._values || [];
-		const c = document.createElement('canvas').getContext('2d');
-		c.font = getComputedStyle(u.root).font || '12px sans-serif';
-		const bad = [];
-		// A label may have two lines (the time, and the date under it).
-		const width = (v) => Math.max(...String(v).split("\n").map((l) => c.measureText(l).width));
-		for (let i = 1; i < splits.length; i++) {
-			const gap = u.valToPos(splits[i], 'x') - u.valToPos(splits[i-1], 'x');
-			const w = (width(vals[i-1]) + width(vals[i])) / 2;
-			if (gap < w + 8) bad.push(vals[i-1] + "|" + vals[i] + " gap " + Math.round(gap) + " < " + Math.round(w + 8));
-		}
-		return splits.length < 2 ? "labels " + JSON.stringify(vals) : bad.join(", ");
-	})()`)
-	if gaps != "" && !strings.HasPrefix(gaps, "labels ") {
-		t.Errorf("time axis labels run together: %s", gaps)
+	if bad := axisOverlaps(t, ctx, id); bad != "" {
+		t.Errorf("time axis labels run together: %s", bad)
 	}
 
 	// Accessibility: axe-core, injected (the page's CSP does not apply to

@@ -140,6 +140,59 @@ function chartWidth(card) {
   return Math.max(260, card.plot.clientWidth || 480);
 }
 
+// The time axis: 24-hour local times ("14:05", or "14:05:30" when the ticks
+// are under a minute apart) and, under the first label and wherever the day
+// changes, the date ("Nov 27"). The ticks are spaced by the widest label the
+// range can show, measured in the axis' own font, so labels never run
+// together whatever the hour, the date or the font.
+const AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+const pad2 = (x) => String(x).padStart(2, '0');
+const dayFmt = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
+const widths = new Map(); // label → width in px, in AXIS_FONT
+let measure = null;
+// The distances between ticks the axis picks from, in seconds: whole
+// seconds at least (a label shows no fraction of one).
+const TIME_INCRS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800,
+  3600, 7200, 10800, 14400, 21600, 43200, 86400, 2 * 86400, 7 * 86400];
+
+function textWidth(text) {
+  let w = widths.get(text);
+  if (w === undefined) {
+    measure ??= document.createElement('canvas').getContext('2d');
+    measure.font = AXIS_FONT;
+    w = measure.measureText(text).width;
+    widths.set(text, w);
+  }
+  return w;
+}
+
+// timeSpace is the axis' least distance between ticks, in px: the widest
+// time ("00:00:00" in the widest digit) or date of the range, and 16 px.
+function timeSpace(u, axis, min, max) {
+  let w = 0;
+  for (let d = 0; d <= 9; d++) w = Math.max(w, textWidth(`${d}${d}:${d}${d}:${d}${d}`));
+  const day = new Date(min * 1000);
+  day.setHours(0, 0, 0, 0);
+  for (let i = 0; i < 400 && day.getTime() <= max * 1000; i++) {
+    w = Math.max(w, textWidth(dayFmt.format(day)));
+    day.setDate(day.getDate() + 1);
+  }
+  return Math.ceil(w) + 16;
+}
+
+// timeValues labels the ticks at splits (seconds), incr apart.
+function timeValues(u, splits, axis, space, incr) {
+  let last = '';
+  return splits.map((s, i) => {
+    const d = new Date(s * 1000);
+    const time = `${pad2(d.getHours())}:${pad2(d.getMinutes())}` + (incr < 60 ? `:${pad2(d.getSeconds())}` : '');
+    const day = d.toDateString();
+    const label = i === 0 || day !== last ? `${time}\n${dayFmt.format(d)}` : time;
+    last = day;
+    return label;
+  });
+}
+
 function newChart(card) {
   if (typeof uPlot === 'undefined') return null;
   const series = (label, stroke, scale, dash) => ({ label, stroke, scale, width: 2, dash, points: { show: false } });
@@ -157,9 +210,7 @@ function newChart(card) {
     // live legend shows "--" until the pointer is on the chart).
     legend: { live: false },
     axes: [
-      // Time labels at least 90 px apart: at uPlot's default 50 px, labels
-      // such as "10:09pm" ran together.
-      { stroke: '#4f5a67', space: 90 },
+      { stroke: '#4f5a67', font: AXIS_FONT, space: timeSpace, values: timeValues, incrs: TIME_INCRS },
       { scale: 'w', stroke: '#1d5c8a' },
       { scale: 'n', side: 1, stroke: '#4f5a67', grid: { show: false } },
     ],
