@@ -550,7 +550,7 @@ func TestConsoleSteers(t *testing.T) {
 	}
 	waitJS(t, ctx, card+`.dataset.audit === "2"`, 5*time.Second)
 	log := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-field="audit"]').textContent`)
-	if !strings.Contains(log, "admin key via the console") || !strings.Contains(log, `mode "queue" → "paused"`) || !strings.Contains(log, "create") {
+	if !strings.Contains(log, "admin key (says via the console)") || !strings.Contains(log, `mode "queue" → "paused"`) || !strings.Contains(log, "create") {
 		t.Errorf("the room's changes in the console: %q", log)
 	}
 }
