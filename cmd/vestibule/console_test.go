@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -181,30 +182,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}()
 
-	cctx, stop := context.WithCancel(context.Background())
-	var out, errb testkit.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(cctx, []string{"console", "--port", "0", "--endpoint", s.URL(), "--admin-key", adminKey}, &out, &errb)
-	}()
-	t.Cleanup(func() {
-		stop()
-		if code := <-done; code != 0 {
-			t.Errorf("console exited %d: %s", code, errb.String())
-		}
-	})
-	addr := regexp.MustCompile(`console: (http://127\.0\.0\.1:\d+/)`)
-	var url string
-	for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := addr.FindStringSubmatch(out.String()); m != nil {
-			url = m[1]
-		}
-	}
-	if url == "" {
-		t.Fatalf("the console did not start: %q %q", out.String(), errb.String())
-	}
-
-	if err := chromedp.Do(ctx, chromedp.Navigate(url+"?every=0.3")); err != nil {
+	url := startConsole(t, s)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url+"&every=0.3")); err != nil {
 		t.Fatal(err)
 	}
 	card := fmt.Sprintf(`document.querySelector('[data-room=%q]')`, id)
@@ -370,6 +349,74 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 }
 
+// consoleAddr is the address `vestibule console` prints: its port and its
+// run's secret.
+var consoleAddr = regexp.MustCompile(`console: (http://(127\.0\.0\.1:\d+)/\?secret=([A-Z0-9]+)) `)
+
+// startConsole runs `vestibule console` against the local stack s until the
+// test ends, and returns the address it prints (with the run's secret).
+func startConsole(t *testing.T, s *localstack.Stack) string {
+	t.Helper()
+	cctx, stop := context.WithCancel(context.Background())
+	var out, errb testkit.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(cctx, []string{"console", "--port", "0", "--endpoint", s.URL(), "--admin-key", adminKey}, &out, &errb)
+	}()
+	t.Cleanup(func() {
+		stop()
+		if code := <-done; code != 0 {
+			t.Errorf("console exited %d: %s", code, errb.String())
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := consoleAddr.FindStringSubmatch(out.String()); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatalf("the console did not start: %q %q", out.String(), errb.String())
+	return ""
+}
+
+// Another process on the operator's machine (another user of a shared host)
+// reaches 127.0.0.1 and can send the console's header, but not the run's
+// secret: it can neither read the rooms (and their origin credentials) nor
+// delete one. The console's own page, given the printed address, can.
+func TestConsoleRefusesAProcessWithoutItsSecret(t *testing.T) {
+	s := stack(t)
+	id := newRoom(t, s, nil)
+	addr := startConsole(t, s)
+	m := consoleAddr.FindStringSubmatch("console: " + addr + " ")
+	base, secret := "http://"+m[2], m[3]
+	call := func(method, path string, cookie bool) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, nil)
+		req.Header.Set("X-Vestibule-Console", "1")
+		if cookie {
+			req.AddCookie(&http.Cookie{Name: "vestibule_console", Value: secret})
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := call("GET", "/api/admin/rooms", false); code != 403 || strings.Contains(body, id) {
+		t.Errorf("rooms without the secret: %d %s", code, body)
+	}
+	if code, body := call("DELETE", "/api/admin/rooms/"+id, false); code != 403 {
+		t.Errorf("delete without the secret: %d %s", code, body)
+	}
+	if code, _ := admin(t, s, "GET", id, nil); code != 200 {
+		t.Fatalf("the room is gone: %d", code)
+	}
+	if code, body := call("GET", "/api/admin/rooms", true); code != 200 || !strings.Contains(body, id) {
+		t.Errorf("rooms with the secret: %d %s", code, body)
+	}
+}
+
 // The local stack serves the same console at /console; without the admin
 // key it asks for it, and with it shows the rooms.
 func TestConsoleOnLocalStack(t *testing.T) {
@@ -404,11 +451,10 @@ func TestConsoleShutdownWithOpenConnection(t *testing.T) {
 	go func() {
 		done <- run(cctx, []string{"console", "--port", "0", "--endpoint", s.URL(), "--admin-key", adminKey}, &out, &errb)
 	}()
-	addr := regexp.MustCompile(`console: http://(127\.0\.0\.1:\d+)/`)
 	var hostport string
 	for deadline := time.Now().Add(10 * time.Second); hostport == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := addr.FindStringSubmatch(out.String()); m != nil {
-			hostport = m[1]
+		if m := consoleAddr.FindStringSubmatch(out.String()); m != nil {
+			hostport = m[2]
 		}
 	}
 	if hostport == "" {

@@ -1,6 +1,8 @@
 package operator
 
 import (
+	"crypto/rand"
+	"crypto/subtle"
 	"encoding/json"
 	"io"
 	"io/fs"
@@ -23,17 +25,47 @@ const ConsoleHeader = "X-Vestibule-Console"
 const ConsoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
+// ConsoleCookie is the cookie that carries a console run's secret
+// (HttpOnly, SameSite=Strict); ConsoleSecretParam is the query parameter of
+// the address `vestibule console` prints, which sets it.
+const (
+	ConsoleCookie      = "vestibule_console"
+	ConsoleSecretParam = "secret"
+)
+
+// NewConsoleSecret is a fresh secret for one run of the console: 130 random
+// bits (crypto/rand.Text).
+func NewConsoleSecret() string { return rand.Text() }
+
 // Console serves the operator's console on the operator's machine: the page
 // and its files from files (console.html at "/"), and /api/admin/* proxied
 // to the client's deployment with the client's credentials added, so the
 // browser never holds them. /console-target.json tells the page where it
 // points. Only requests whose Host is a loopback name (no DNS rebinding),
-// whose Origin, if any, is the console's own, and which carry ConsoleHeader
-// reach the deployment; only the admin routes are forwarded.
-func Console(c *Client, files fs.FS) http.Handler {
+// whose Origin, if any, is the console's own, which carry ConsoleHeader and
+// the run's secret in ConsoleCookie reach the deployment; only the admin
+// routes are forwarded. The secret is given once, in the address the command
+// prints (/?secret=…): that request sets the cookie and is sent on to the
+// same address without it. Any local process can reach 127.0.0.1; only one
+// that knows the secret gets through.
+func Console(c *Client, files fs.FS, secret string) http.Handler {
 	mux := http.NewServeMux()
 	static := http.FileServerFS(files)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Has(ConsoleSecretParam) {
+			if sameSecret(q.Get(ConsoleSecretParam), secret) {
+				http.SetCookie(w, &http.Cookie{Name: ConsoleCookie, Value: secret, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			}
+			// Out of the address bar and the history, whether it was right or not.
+			q.Del(ConsoleSecretParam)
+			to := "/"
+			if len(q) > 0 {
+				to += "?" + q.Encode()
+			}
+			http.Redirect(w, r, to, http.StatusSeeOther)
+			return
+		}
 		http.ServeFileFS(w, r, files, "console.html")
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -75,8 +107,29 @@ func Console(c *Client, files fs.FS) http.Handler {
 			consoleError(w, http.StatusForbidden, "forbidden", "the console answers on 127.0.0.1 or localhost only")
 			return
 		}
+		if needsSecret(r.URL.Path) {
+			ck, err := r.Cookie(ConsoleCookie)
+			if err != nil || !sameSecret(ck.Value, secret) {
+				consoleError(w, http.StatusForbidden, "console_secret",
+					"this console wants its secret: open the address `vestibule console` printed (it carries the secret of this run)")
+				return
+			}
+		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// needsSecret reports whether a path is one only the console's own page may
+// use: what is forwarded to the deployment and what tells where it points.
+// The page's files are the same for everyone.
+func needsSecret(path string) bool {
+	return strings.HasPrefix(path, "/api/") || path == "/console-target.json"
+}
+
+// sameSecret compares a secret given with the run's, in constant time; an
+// empty run secret matches nothing.
+func sameSecret(given, secret string) bool {
+	return secret != "" && subtle.ConstantTimeCompare([]byte(given), []byte(secret)) == 1
 }
 
 // loopbackHost reports whether a Host header names this machine.

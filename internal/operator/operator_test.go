@@ -275,7 +275,7 @@ func TestSparkline(t *testing.T) {
 }
 
 // The console's proxy forwards admin routes only, only from its own page:
-// a loopback Host, its header, no foreign Origin.
+// a loopback Host, its header, its run's secret, no foreign Origin.
 func TestConsoleGuards(t *testing.T) {
 	var got []string
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -287,7 +287,7 @@ func TestConsoleGuards(t *testing.T) {
 		io.WriteString(w, `{"rooms":[]}`)
 	}))
 	defer up.Close()
-	h := Console(&Client{Endpoint: up.URL, Auth: BearerKey("k")}, emptyFS{})
+	h := Console(&Client{Endpoint: up.URL, Auth: BearerKey("k")}, emptyFS{}, "s3cret")
 	for _, c := range []struct {
 		method, path, host, origin string
 		header                     bool
@@ -309,6 +309,7 @@ func TestConsoleGuards(t *testing.T) {
 	} {
 		req := httptest.NewRequest(c.method, "http://x"+c.path, strings.NewReader("{}"))
 		req.Host = c.host
+		req.AddCookie(&http.Cookie{Name: ConsoleCookie, Value: "s3cret"})
 		if c.header {
 			req.Header.Set(ConsoleHeader, "1")
 		}
@@ -327,6 +328,69 @@ func TestConsoleGuards(t *testing.T) {
 	want := "GET /api/admin/rooms Bearer k|GET /api/admin/rooms/demo Bearer k|PUT /api/admin/rooms/demo Bearer k|POST /api/admin/rooms/demo/drain Bearer k|DELETE /api/admin/rooms/demo Bearer k|GET /api/rooms/demo/status "
 	if strings.Join(got, "|") != want {
 		t.Fatalf("upstream saw %q", got)
+	}
+}
+
+// Any process on the machine can reach 127.0.0.1 and send the console's
+// header: without the run's secret (the cookie the printed address sets)
+// nothing reaches the deployment, nor says where it is. The address with the
+// secret sets it HttpOnly and SameSite=Strict and sends the browser on without
+// it; a wrong secret sets nothing.
+func TestConsoleWantsItsSecret(t *testing.T) {
+	reached := 0
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached++
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"rooms":[]}`)
+	}))
+	defer up.Close()
+	h := Console(&Client{Endpoint: up.URL, Auth: BearerKey("k")}, emptyFS{}, "s3cret")
+	do := func(method, path, cookie string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, "http://127.0.0.1:1"+path, nil)
+		req.Header.Set(ConsoleHeader, "1")
+		if cookie != "" {
+			req.AddCookie(&http.Cookie{Name: ConsoleCookie, Value: cookie})
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+	for _, c := range []struct{ method, path, cookie string }{
+		{"GET", "/api/admin/rooms", ""},
+		{"GET", "/api/admin/rooms", "s3cre"},
+		{"GET", "/api/admin/rooms", "s3cret2"},
+		{"DELETE", "/api/admin/rooms/demo", ""},
+		{"PUT", "/api/admin/rooms/demo", "wrong"},
+		{"GET", "/api/rooms/demo/status", ""},
+		{"GET", "/console-target.json", ""},
+	} {
+		w := do(c.method, c.path, c.cookie)
+		if w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), `"console_secret"`) {
+			t.Errorf("%s %s with cookie %q: %d %s, want 403 console_secret", c.method, c.path, c.cookie, w.Code, w.Body)
+		}
+	}
+	if reached != 0 {
+		t.Fatalf("%d calls without the secret reached the deployment", reached)
+	}
+	if w := do("GET", "/api/admin/rooms", "s3cret"); w.Code != http.StatusOK || reached != 1 {
+		t.Errorf("with the secret: %d, reached %d", w.Code, reached)
+	}
+
+	w := do("GET", "/?secret=s3cret&every=0.3", "")
+	if loc := w.Header().Get("Location"); w.Code != http.StatusSeeOther || loc != "/?every=0.3" {
+		t.Errorf("the printed address: %d to %q, want 303 to /?every=0.3", w.Code, loc)
+	}
+	cks := w.Result().Cookies()
+	if len(cks) != 1 || cks[0].Name != ConsoleCookie || cks[0].Value != "s3cret" || !cks[0].HttpOnly ||
+		cks[0].SameSite != http.SameSiteStrictMode || cks[0].Path != "/" {
+		t.Errorf("the cookie it sets: %+v", cks)
+	}
+	w = do("GET", "/?secret=guess", "")
+	if loc := w.Header().Get("Location"); w.Code != http.StatusSeeOther || loc != "/" || len(w.Result().Cookies()) != 0 {
+		t.Errorf("a wrong secret: %d to %q, cookies %v", w.Code, loc, w.Result().Cookies())
+	}
+	if NewConsoleSecret() == NewConsoleSecret() || len(NewConsoleSecret()) < 26 {
+		t.Error("console secrets repeat or are short")
 	}
 }
 

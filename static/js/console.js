@@ -45,7 +45,7 @@ async function api(method, path, body) {
   if (key) headers.Authorization = 'Bearer ' + key;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const r = await fetch(path, {
-    method, headers, cache: 'no-store', credentials: 'omit',
+    method, headers, cache: 'no-store', credentials: 'same-origin', // the console's secret (a cookie)
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   let j = null;
@@ -569,7 +569,11 @@ async function refresh() {
       $('key').focus();
       return;
     }
-    if (e.status === 403 && !proxied) {
+    if (e.code === 'console_secret') {
+      // `vestibule console` wants the secret of its run (a cookie the
+      // address it printed sets).
+      status('This console wants its secret: open the address `vestibule console` printed.', true);
+    } else if (e.status === 403 && !proxied) {
       // Opened on a deployment's own site: the IAM-authorised admin routes
       // refuse unsigned calls.
       status('The admin routes refused this page (403). In AWS, run `vestibule console --stack NAME`: it serves this console on 127.0.0.1 and signs each call.', true);
@@ -633,6 +637,11 @@ addEventListener('resize', () => {
 async function target() {
   try {
     const r = await fetch('/console-target.json', { cache: 'no-store' });
+    if (r.status === 403) { // `vestibule console` without its secret
+      proxied = true;
+      $('target').textContent = 'vestibule console, without its secret';
+      return;
+    }
     if (!r.ok) throw new Error(String(r.status));
     const t = await r.json();
     proxied = true;
