@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/routes"
@@ -84,6 +85,7 @@ func Console(c *Client, files fs.FS, secret string) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]string{"endpoint": c.Endpoint, "auth": kind}) // a failed write: the browser is gone
 	})
+	mux.HandleFunc("GET "+ConsoleSettingsPath, ConsoleSettings)
 	// Admin calls say they come from the console, for the audit log.
 	viaConsole := *c
 	viaConsole.Header = http.Header{ConsoleHeader: {"1"}}
@@ -117,6 +119,66 @@ func Console(c *Client, files fs.FS, secret string) http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// ConsoleSettingsPath is where the console reads the room settings it
+// edits, with their limits (ConsoleSettings).
+const ConsoleSettingsPath = "/console-settings.json"
+
+// ConsoleSetting is one row of room.Settings as the console's page reads it:
+// the kind of control it gets and the limits the API checks.
+type ConsoleSetting struct {
+	Name    string           `json:"name"`
+	Doc     string           `json:"doc"`
+	Kind    string           `json:"kind"` // number, choice, url, time, boolean, page, text, color
+	Min     *int64           `json:"min,omitempty"`
+	Max     *int64           `json:"max,omitempty"`
+	MaxLen  int64            `json:"maxLength,omitempty"`
+	Pattern string           `json:"pattern,omitempty"`
+	Choices []string         `json:"choices,omitempty"`
+	Default any              `json:"default"`
+	Parts   []ConsoleSetting `json:"parts,omitempty"`
+}
+
+// consoleSettings converts rows of the settings table for the console.
+func consoleSettings(rows []room.Setting) []ConsoleSetting {
+	var out []ConsoleSetting
+	for _, r := range rows {
+		cs := ConsoleSetting{Name: r.Name, Doc: r.Doc, MaxLen: r.MaxLen, Pattern: r.Pattern, Choices: r.Choices,
+			Default: r.Default, Parts: consoleSettings(r.Parts)}
+		switch d := r.Default.(type) {
+		case int64:
+			cs.Kind, cs.Min, cs.Max = "number", &r.Min, &r.Max
+		case bool:
+			cs.Kind = "boolean"
+		case *time.Time:
+			cs.Kind = "time"
+		case *room.Page:
+			cs.Kind = "page"
+		case room.Mode:
+			cs.Kind, cs.Default = "choice", string(d)
+		case string:
+			switch {
+			case r.Pattern != "":
+				cs.Kind = "color"
+			case strings.HasSuffix(r.Name, "Url"):
+				cs.Kind = "url"
+			default:
+				cs.Kind = "text"
+			}
+		}
+		out = append(out, cs)
+	}
+	return out
+}
+
+// ConsoleSettings answers the room settings from the settings table
+// (room.Settings), in its order, for the console's forms: their limits are
+// the API's, from the one table that checks them.
+func ConsoleSettings(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(map[string]any{"settings": consoleSettings(room.Settings())}) // a failed write: the browser is gone
 }
 
 // needsSecret reports whether a path is one only the console's own page may
