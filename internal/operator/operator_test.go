@@ -18,6 +18,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
 // awsEnv gives the test static AWS credentials through the environment and
@@ -389,7 +391,7 @@ func TestConsoleWantsItsSecret(t *testing.T) {
 	if loc := w.Header().Get("Location"); w.Code != http.StatusSeeOther || loc != "/" || len(w.Result().Cookies()) != 0 {
 		t.Errorf("a wrong secret: %d to %q, cookies %v", w.Code, loc, w.Result().Cookies())
 	}
-	if NewConsoleSecret() == NewConsoleSecret() || len(NewConsoleSecret()) < 26 {
+	if a, b := NewConsoleSecret(), NewConsoleSecret(); a == b || len(a) < 26 {
 		t.Error("console secrets repeat or are short")
 	}
 }
@@ -423,6 +425,39 @@ func TestLocalEndpointWantsAdminKey(t *testing.T) {
 		_, err := Connect(context.Background(), Target{Endpoint: ep})
 		if err == nil || !strings.Contains(err.Error(), "pass --admin-key") || strings.Contains(err.Error(), "region") {
 			t.Errorf("%s without a key: %v", ep, err)
+		}
+	}
+}
+
+// /console-settings.json is the settings table, row for row in its order,
+// each with a control kind and the table's limits.
+func TestConsoleSettingsAreTheTable(t *testing.T) {
+	w := httptest.NewRecorder()
+	ConsoleSettings(w, httptest.NewRequest("GET", ConsoleSettingsPath, nil))
+	var got struct{ Settings []ConsoleSetting }
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != 200 {
+		t.Fatalf("%d %v: %s", w.Code, err, w.Body)
+	}
+	rows := room.Settings()
+	if len(got.Settings) != len(rows) {
+		t.Fatalf("%d settings served, the table has %d", len(got.Settings), len(rows))
+	}
+	kinds := map[string]string{"maxActive": "number", "mode": "choice", "originUrl": "url", "opensAt": "time", "page": "page", "gate": "boolean"}
+	for i, r := range rows {
+		s := got.Settings[i]
+		if s.Name != r.Name || s.Kind == "" || (kinds[r.Name] != "" && s.Kind != kinds[r.Name]) {
+			t.Errorf("row %d: %+v for %s", i, s, r.Name)
+		}
+		if r.Numeric && (s.Min == nil || s.Max == nil || *s.Min != r.Min || *s.Max != r.Max) {
+			t.Errorf("%s: range %v..%v, want %d..%d", r.Name, s.Min, s.Max, r.Min, r.Max)
+		}
+		if s.MaxLen != r.MaxLen || len(s.Parts) != len(r.Parts) {
+			t.Errorf("%s: maxLength %d, %d parts; the table says %d, %d", r.Name, s.MaxLen, len(s.Parts), r.MaxLen, len(r.Parts))
+		}
+		for j, p := range r.Parts {
+			if sp := s.Parts[j]; sp.Name != p.Name || sp.MaxLen != p.MaxLen || sp.Pattern != p.Pattern {
+				t.Errorf("page.%s: %+v", p.Name, sp)
+			}
 		}
 	}
 }
