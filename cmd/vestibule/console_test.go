@@ -508,19 +508,24 @@ func consoleOnStack(t *testing.T, s *localstack.Stack) context.Context {
 // published seed.
 func TestConsolePrequeue(t *testing.T) {
 	s := stack(t)
-	opens := time.Now().Add(3 * time.Second).UTC()
+	// An hour ahead, so the page sees the pre-queue however slowly it loads;
+	// the opening is then moved to now.
+	opens := time.Now().Add(time.Hour).UTC()
 	id := newRoom(t, s, map[string]any{"opensAt": opens.Format(time.RFC3339Nano)})
 	enqueue(t, s, id, 4)
 	ctx := consoleOnStack(t, s)
 	opening := fmt.Sprintf(`document.querySelector('[data-room=%q] [data-field="opening"]')`, id)
 	waitJS(t, ctx, opening+`?.textContent.includes("draw committed")`, 10*time.Second)
 	text := browsertest.Eval[string](t, ctx, opening+`.textContent`)
-	if !regexp.MustCompile(`^Pre-queue: opens .+ \(in 0:0[0-3]\) · 4 pre-queued · draw committed [0-9a-f]{64}$`).MatchString(text) {
+	if !regexp.MustCompile(`^Pre-queue: opens .+ \(in (59:[0-5]\d|1:00:00)\) · 4 pre-queued · draw committed [0-9a-f]{64}$`).MatchString(text) {
 		t.Errorf("before the opening: %q", text)
 	}
 	badge := fmt.Sprintf(`document.querySelector('[data-room=%q] [data-field="mode"]').textContent`, id)
 	if got := browsertest.Eval[string](t, ctx, badge); got != "pre-queue" {
 		t.Errorf("mode badge before the opening %q", got)
+	}
+	if code, m := admin(t, s, "PUT", id, map[string]any{"opensAt": time.Now().UTC().Format(time.RFC3339Nano)}); code != 200 {
+		t.Fatalf("moving the opening to now: %d %v", code, m)
 	}
 	waitJS(t, ctx, opening+`.textContent.includes("draw seed published")`, 10*time.Second)
 	if text := browsertest.Eval[string](t, ctx, opening+`.textContent`); !strings.HasPrefix(text, "Opened ") {
@@ -839,4 +844,44 @@ func TestConsoleChangesEachKindOfSetting(t *testing.T) {
 	if code, _ := admin(t, s, "GET", id, nil); code != 404 {
 		t.Errorf("after the delete the room answers %d, want 404", code)
 	}
+}
+
+// A room the API refuses to create (a plain http:// origin that is not this
+// machine) stays refused in view, with the reason, across refreshes until
+// dismissed.
+func TestConsoleKeepsARefusedCreate(t *testing.T) {
+	s := stack(t)
+	ctx := consoleOnStack(t, s)
+	waitJS(t, ctx, `document.body.dataset.refreshes >= 1`, 10*time.Second)
+	b := make([]byte, 3)
+	rand.Read(b)
+	id := "refused-" + hex.EncodeToString(b)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#new-room summary`))); err != nil {
+		t.Fatal(err)
+	}
+	for sel, v := range map[string]string{"#new-id": id, "#new-origin": "http://origin.example/"} {
+		js, _ := json.Marshal([]string{sel, v})
+		browsertest.Eval[any](t, ctx, fmt.Sprintf(`(([sel, v]) => { document.querySelector(sel).value = v; })(%s)`, js))
+	}
+	browsertest.Eval[any](t, ctx, `document.querySelector('#create-form button').click()`)
+	waitJS(t, ctx, `document.getElementById('confirm').open`, 5*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm-ok"))); err != nil {
+		t.Fatal(err)
+	}
+	box := `document.getElementById('create-refusal')`
+	waitJS(t, ctx, box+`.checkVisibility()`, 5*time.Second)
+	text := browsertest.Eval[string](t, ctx, box+`.textContent`)
+	if !strings.Contains(text, "invalid_config") || !strings.Contains(text, "https://") {
+		t.Errorf("the refusal says %q", text)
+	}
+	n := browsertest.Eval[int](t, ctx, `Number(document.body.dataset.refreshes)`)
+	waitJS(t, ctx, fmt.Sprintf(`Number(document.body.dataset.refreshes) >= %d`, n+3), 10*time.Second)
+	if !browsertest.Eval[bool](t, ctx, box+`.checkVisibility()`) {
+		t.Error("the refused create left the screen before it was dismissed")
+	}
+	if code, _ := admin(t, s, "GET", id, nil); code != 404 {
+		t.Errorf("the refused room answers %d", code)
+	}
+	browsertest.Eval[any](t, ctx, box+`.querySelector('[data-dismiss]').click()`)
+	waitJS(t, ctx, `!`+box+`.checkVisibility()`, 5*time.Second)
 }
