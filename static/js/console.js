@@ -786,10 +786,10 @@ $('create-form').addEventListener('submit', async (ev) => {
   const path = `/api/admin/rooms/${encodeURIComponent(id)}`;
   try {
     await api('GET', path);
-    status(`Room ${id} exists already: change it on its card.`, true);
+    createRefused(`Room ${id} exists already: change it on its card.`);
     return;
   } catch (e) {
-    if (e.code !== 'unknown_room') { status(`Room ${id}: ${e.message}`, true); return; }
+    if (e.code !== 'unknown_room') { createRefused(`Room ${id}: ${e.message}`); return; }
   }
   const lines = Object.entries(want).map(([k, v]) => `${k} ${shownSetting(k, v)}`);
   if (!(await confirmStep(`Create room ${id}?`, `${lines.join('\n')}\nThe other settings take the deployment's defaults.`))) return;
@@ -801,8 +801,20 @@ $('create-form').addEventListener('submit', async (ev) => {
     await refresh();
     cards.get(id)?.el.querySelector('h2')?.scrollIntoView({ block: 'nearest' });
   } catch (e) {
-    status(`Room ${id}: ${e.message}`, true);
+    createRefused(`Refused: ${e.message}${e.code ? ` (${e.status} ${e.code})` : ''}. Room ${id} was not created.`);
   }
+});
+
+// createRefused keeps why a room was not created in view until dismissed.
+function createRefused(text) {
+  const box = $('create-refusal');
+  box.querySelector('[data-field="refusal"]').textContent = text;
+  box.hidden = !text;
+  if (text) status('The new room was refused.', true);
+}
+$('create-refusal').querySelector('[data-dismiss]').addEventListener('click', () => {
+  createRefused('');
+  $('new-id').focus();
 });
 
 $('keyform').addEventListener('submit', (ev) => {
