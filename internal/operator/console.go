@@ -58,7 +58,7 @@ func Console(c *Client, files fs.FS, secret string) http.Handler {
 			if sameSecret(q.Get(ConsoleSecretParam), secret) {
 				http.SetCookie(w, &http.Cookie{Name: ConsoleCookie, Value: secret, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 			}
-			// Out of the address bar and the history, whether it was right or not.
+			// Out of the address bar (and what the page shows), right or not.
 			q.Del(ConsoleSecretParam)
 			to := "/"
 			if len(q) > 0 {
