@@ -35,7 +35,10 @@ func (c *command) console(ctx context.Context, pos []string) error {
 	if err != nil {
 		return fmt.Errorf("listening on 127.0.0.1:%d: %w (pick another with --port)", c.port, err)
 	}
-	srv := &http.Server{Handler: operator.Console(cl, static.Console), ReadHeaderTimeout: 10 * time.Second}
+	// A secret of this run, in the address printed below: other users of this
+	// machine can reach 127.0.0.1 too, but not the operator's terminal.
+	secret := operator.NewConsoleSecret()
+	srv := &http.Server{Handler: operator.Console(cl, static.Console, secret), ReadHeaderTimeout: 10 * time.Second}
 	// A browser opens connections it has not sent a request on yet
 	// (preconnects); Shutdown counts them as busy for seconds, so they are
 	// tracked here and closed when the console stops.
@@ -56,7 +59,8 @@ func (c *command) console(ctx context.Context, pos []string) error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	c.out.Printf("console: http://%s/ (admin calls to %s, %s; Ctrl-C stops)\n", ln.Addr(), cl.Endpoint, cl.Auth.Kind())
+	c.out.Printf("console: http://%s/?%s=%s (admin calls to %s, %s; the address carries this run's secret, keep it to yourself; Ctrl-C stops)\n",
+		ln.Addr(), operator.ConsoleSecretParam, secret, cl.Endpoint, cl.Auth.Kind())
 	select {
 	case err := <-done:
 		return err

@@ -237,6 +237,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	app.HandleFunc("GET /console", console)
 	app.HandleFunc("GET /console.html", console)
+	app.HandleFunc("GET "+operator.ConsoleSettingsPath, operator.ConsoleSettings)
 	s.serve(appLn, noReferrer(app))
 	originOf := func(ctx context.Context, id string) (string, error) {
 		cfg, err := engine.GetConfig(ctx, id)

@@ -18,6 +18,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
 // awsEnv gives the test static AWS credentials through the environment and
@@ -275,7 +277,7 @@ func TestSparkline(t *testing.T) {
 }
 
 // The console's proxy forwards admin routes only, only from its own page:
-// a loopback Host, its header, no foreign Origin.
+// a loopback Host, its header, its run's secret, no foreign Origin.
 func TestConsoleGuards(t *testing.T) {
 	var got []string
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -287,7 +289,7 @@ func TestConsoleGuards(t *testing.T) {
 		io.WriteString(w, `{"rooms":[]}`)
 	}))
 	defer up.Close()
-	h := Console(&Client{Endpoint: up.URL, Auth: BearerKey("k")}, emptyFS{})
+	h := Console(&Client{Endpoint: up.URL, Auth: BearerKey("k")}, emptyFS{}, "s3cret")
 	for _, c := range []struct {
 		method, path, host, origin string
 		header                     bool
@@ -309,6 +311,7 @@ func TestConsoleGuards(t *testing.T) {
 	} {
 		req := httptest.NewRequest(c.method, "http://x"+c.path, strings.NewReader("{}"))
 		req.Host = c.host
+		req.AddCookie(&http.Cookie{Name: ConsoleCookie, Value: "s3cret"})
 		if c.header {
 			req.Header.Set(ConsoleHeader, "1")
 		}
@@ -327,6 +330,69 @@ func TestConsoleGuards(t *testing.T) {
 	want := "GET /api/admin/rooms Bearer k|GET /api/admin/rooms/demo Bearer k|PUT /api/admin/rooms/demo Bearer k|POST /api/admin/rooms/demo/drain Bearer k|DELETE /api/admin/rooms/demo Bearer k|GET /api/rooms/demo/status "
 	if strings.Join(got, "|") != want {
 		t.Fatalf("upstream saw %q", got)
+	}
+}
+
+// Any process on the machine can reach 127.0.0.1 and send the console's
+// header: without the run's secret (the cookie the printed address sets)
+// nothing reaches the deployment, nor says where it is. The address with the
+// secret sets it HttpOnly and SameSite=Strict and sends the browser on without
+// it; a wrong secret sets nothing.
+func TestConsoleWantsItsSecret(t *testing.T) {
+	reached := 0
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached++
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"rooms":[]}`)
+	}))
+	defer up.Close()
+	h := Console(&Client{Endpoint: up.URL, Auth: BearerKey("k")}, emptyFS{}, "s3cret")
+	do := func(method, path, cookie string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, "http://127.0.0.1:1"+path, nil)
+		req.Header.Set(ConsoleHeader, "1")
+		if cookie != "" {
+			req.AddCookie(&http.Cookie{Name: ConsoleCookie, Value: cookie})
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+	for _, c := range []struct{ method, path, cookie string }{
+		{"GET", "/api/admin/rooms", ""},
+		{"GET", "/api/admin/rooms", "s3cre"},
+		{"GET", "/api/admin/rooms", "s3cret2"},
+		{"DELETE", "/api/admin/rooms/demo", ""},
+		{"PUT", "/api/admin/rooms/demo", "wrong"},
+		{"GET", "/api/rooms/demo/status", ""},
+		{"GET", "/console-target.json", ""},
+	} {
+		w := do(c.method, c.path, c.cookie)
+		if w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), `"console_secret"`) {
+			t.Errorf("%s %s with cookie %q: %d %s, want 403 console_secret", c.method, c.path, c.cookie, w.Code, w.Body)
+		}
+	}
+	if reached != 0 {
+		t.Fatalf("%d calls without the secret reached the deployment", reached)
+	}
+	if w := do("GET", "/api/admin/rooms", "s3cret"); w.Code != http.StatusOK || reached != 1 {
+		t.Errorf("with the secret: %d, reached %d", w.Code, reached)
+	}
+
+	w := do("GET", "/?secret=s3cret&every=0.3", "")
+	if loc := w.Header().Get("Location"); w.Code != http.StatusSeeOther || loc != "/?every=0.3" {
+		t.Errorf("the printed address: %d to %q, want 303 to /?every=0.3", w.Code, loc)
+	}
+	cks := w.Result().Cookies()
+	if len(cks) != 1 || cks[0].Name != ConsoleCookie || cks[0].Value != "s3cret" || !cks[0].HttpOnly ||
+		cks[0].SameSite != http.SameSiteStrictMode || cks[0].Path != "/" {
+		t.Errorf("the cookie it sets: %+v", cks)
+	}
+	w = do("GET", "/?secret=guess", "")
+	if loc := w.Header().Get("Location"); w.Code != http.StatusSeeOther || loc != "/" || len(w.Result().Cookies()) != 0 {
+		t.Errorf("a wrong secret: %d to %q, cookies %v", w.Code, loc, w.Result().Cookies())
+	}
+	if a, b := NewConsoleSecret(), NewConsoleSecret(); a == b || len(a) < 26 {
+		t.Error("console secrets repeat or are short")
 	}
 }
 
@@ -359,6 +425,39 @@ func TestLocalEndpointWantsAdminKey(t *testing.T) {
 		_, err := Connect(context.Background(), Target{Endpoint: ep})
 		if err == nil || !strings.Contains(err.Error(), "pass --admin-key") || strings.Contains(err.Error(), "region") {
 			t.Errorf("%s without a key: %v", ep, err)
+		}
+	}
+}
+
+// /console-settings.json is the settings table, row for row in its order,
+// each with a control kind and the table's limits.
+func TestConsoleSettingsAreTheTable(t *testing.T) {
+	w := httptest.NewRecorder()
+	ConsoleSettings(w, httptest.NewRequest("GET", ConsoleSettingsPath, nil))
+	var got struct{ Settings []ConsoleSetting }
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != 200 {
+		t.Fatalf("%d %v: %s", w.Code, err, w.Body)
+	}
+	rows := room.Settings()
+	if len(got.Settings) != len(rows) {
+		t.Fatalf("%d settings served, the table has %d", len(got.Settings), len(rows))
+	}
+	kinds := map[string]string{"maxActive": "number", "mode": "choice", "originUrl": "url", "opensAt": "time", "page": "page", "gate": "boolean"}
+	for i, r := range rows {
+		s := got.Settings[i]
+		if s.Name != r.Name || s.Kind == "" || (kinds[r.Name] != "" && s.Kind != kinds[r.Name]) {
+			t.Errorf("row %d: %+v for %s", i, s, r.Name)
+		}
+		if r.Numeric && (s.Min == nil || s.Max == nil || *s.Min != r.Min || *s.Max != r.Max) {
+			t.Errorf("%s: range %v..%v, want %d..%d", r.Name, s.Min, s.Max, r.Min, r.Max)
+		}
+		if s.MaxLen != r.MaxLen || len(s.Parts) != len(r.Parts) {
+			t.Errorf("%s: maxLength %d, %d parts; the table says %d, %d", r.Name, s.MaxLen, len(s.Parts), r.MaxLen, len(r.Parts))
+		}
+		for j, p := range r.Parts {
+			if sp := s.Parts[j]; sp.Name != p.Name || sp.MaxLen != p.MaxLen || sp.Pattern != p.Pattern {
+				t.Errorf("page.%s: %+v", p.Name, sp)
+			}
 		}
 	}
 }

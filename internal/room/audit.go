@@ -15,7 +15,8 @@ var ErrCannotDelete = errors.New("room: this deployment cannot delete rooms")
 type AuditEntry struct {
 	At time.Time `json:"at"`
 	// Who is the caller: the IAM principal's ARN in AWS, "admin key" on a
-	// local stack (with " via the console" when the console made it).
+	// local stack, with " (says via the console)" when the call said it came
+	// through the console (a claim: the API cannot check it).
 	Who string `json:"who"`
 	// Action is create, change, drain or delete.
 	Action  string        `json:"action"`

@@ -36,6 +36,16 @@ type Setting struct {
 	Min, Max int64
 	// Choices are the values a setting with a fixed set of them takes (mode); nil otherwise.
 	Choices []string
+	// MaxLen is the most characters a text setting or part takes (originUrl;
+	// a title or message in each language); 0: no such limit.
+	MaxLen int64
+	// Pattern is a regular expression, the same in Go and JavaScript, that a
+	// part's whole value matches (page.accentColor); "" for none.
+	Pattern string
+	// Parts are the rows of a structured setting's parts (page: title,
+	// message, logoUrl, accentColor), each with its own limits; their Default
+	// is "" and they have no encoding of their own.
+	Parts []Setting
 	// Default is the setting's value in DefaultConfig, of its Config field's
 	// type: int64 for a number, Mode, string (originUrl: "", there is no default
 	// origin), *time.Time (opensAt: nil, no opening time), *Page (page: nil,
@@ -149,27 +159,15 @@ var settings = []Setting{
 		s.Choices = names
 		return s
 	}(),
-	setting("originUrl", "where admitted visitors go; the entry token's audience",
-		func(c *Config) *string { return &c.OriginURL }, "",
-		func(s string) string { return s },
-		func(s string) string { return s },
-		func(s string) string {
-			if len(s) > maxOriginLen {
-				return fmt.Sprintf("longer than %d characters", maxOriginLen)
-			}
-			u, err := url.Parse(s)
-			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-				return "must be an absolute http(s) URL"
-			}
-			if reason := checkURL(s, u); reason != "" {
-				return reason
-			}
-			if u.Scheme == "http" && !Loopback(u.Hostname()) {
-				// An entry token in a URL over plain HTTP can be read on the way.
-				return "must be https:// (plain http:// only for a loopback host, in development)"
-			}
-			return ""
-		}),
+	func() Setting {
+		s := setting("originUrl", "where admitted visitors go; the entry token's audience",
+			func(c *Config) *string { return &c.OriginURL }, "",
+			func(s string) string { return s },
+			func(s string) string { return s },
+			checkOrigin)
+		s.MaxLen = maxOriginLen
+		return s
+	}(),
 	// Redis keeps it in milliseconds, 0 for none.
 	setting("opensAt", "before it, arrivals join the pre-queue; order drawn at opening",
 		func(c *Config) **time.Time { return &c.OpensAt }, nil,
@@ -200,6 +198,12 @@ var settings = []Setting{
 			func(c *Config) **Page { return &c.Page }, nil, encodePage, decodePage,
 			func(p *Page) string { _, reason := p.check(); return reason })
 		s.field = func(c Config) string { f, _ := c.Page.check(); return f }
+		s.Parts = []Setting{
+			{Name: "title", Doc: "the event's title, one text or one per language", MaxLen: maxTitleLen, Default: ""},
+			{Name: "message", Doc: "a message under the page's lead, one text or one per language", MaxLen: maxMessageLen, Default: ""},
+			{Name: "logoUrl", Doc: "an https:// image", MaxLen: maxLogoLen, Default: ""},
+			{Name: "accentColor", Doc: "the accent colour, #rrggbb", Pattern: accentColor.String(), Default: ""},
+		}
 		return s
 	}(),
 	// Redis keeps it as "1" or "0"; a room stored before the setting existed has
@@ -220,6 +224,25 @@ var settings = []Setting{
 			func(bool) string { return "" })
 		return s
 	}(),
+}
+
+// checkOrigin says why s is not an originUrl, "" when it is one.
+func checkOrigin(s string) string {
+	if len(s) > maxOriginLen {
+		return fmt.Sprintf("longer than %d characters", maxOriginLen)
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return "must be an absolute http(s) URL"
+	}
+	if reason := checkURL(s, u); reason != "" {
+		return reason
+	}
+	if u.Scheme == "http" && !Loopback(u.Hostname()) {
+		// An entry token in a URL over plain HTTP can be read on the way.
+		return "must be https:// (plain http:// only for a loopback host, in development)"
+	}
+	return ""
 }
 
 // ClientNetwork is what the per-client join limit counts a client address as:

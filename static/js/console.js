@@ -1,7 +1,11 @@
 // The operator's console: every room's figures, refreshed every few seconds,
 // charts of what this page has seen since it opened (started from the room's
-// last day as the ticks recorded it), and the actions (pause,
-// resume, close, open, capacity and rate), each confirmed in a dialog.
+// last day as the ticks recorded it), and the actions: pause, resume, close,
+// open, drain, delete and every room setting, each confirmed in a dialog that
+// shows old → new. The settings' controls and limits come from the API's
+// settings table (/console-settings.json). A refused change stays on its card
+// with the server's reason until dismissed, and after a refusal or a cancel
+// the fields show the room's actual settings.
 //
 // It calls the admin routes on its own origin. Served by `vestibule console`
 // those are a proxy on 127.0.0.1 that signs each call (or adds the admin key),
@@ -45,7 +49,7 @@ async function api(method, path, body) {
   if (key) headers.Authorization = 'Bearer ' + key;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const r = await fetch(path, {
-    method, headers, cache: 'no-store', credentials: 'omit',
+    method, headers, cache: 'no-store', credentials: 'same-origin', // the console's secret (a cookie)
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   let j = null;
@@ -85,6 +89,24 @@ const actions = {
   },
 };
 
+// The actions that are not a mode: drain (a closed room's queue) and delete.
+const roomActions = {
+  drain: {
+    can: (m) => m === 'closed',
+    title: (id) => `Drain room ${id}?`,
+    text: (c, s) => `waiting ${n(s.waiting)} → 0\nEvery waiting visitor loses their place for good; admitted and active visitors keep theirs.`,
+    run: (id) => api('POST', `/api/admin/rooms/${encodeURIComponent(id)}/drain`, {}),
+    done: (id, r) => `Room ${id} drained: ${n(r?.removed)} removed.`,
+  },
+  delete: {
+    can: (m) => m === 'closed',
+    title: (id) => `Delete room ${id}?`,
+    text: (c) => `room ${c.mode}, max active ${n(c.maxActive)} → deleted\nThe room, its settings, queue, grants and sessions are removed for good: admitted visitors' entry tokens and sessions stop working. Its log of changes stays. The API refuses while visitors wait (drain it first).`,
+    run: (id) => api('DELETE', `/api/admin/rooms/${encodeURIComponent(id)}`),
+    done: (id) => `Room ${id} deleted.`,
+  },
+};
+
 // confirm shows the dialog and resolves true when the operator confirms.
 function confirmStep(title, text) {
   const dlg = $('confirm');
@@ -111,33 +133,118 @@ function confirmStep(title, text) {
   });
 }
 
+// change sends a PUT of settings to the card's room. Done or refused, the
+// fields then show the room's actual settings; a refusal stays on the card,
+// with the server's reason, until the operator dismisses it.
 async function change(card, settings, done) {
+  return act(card, () => api('PUT', `/api/admin/rooms/${encodeURIComponent(card.id)}`, settings), () => done);
+}
+
+// act runs a write of the card's room, then refreshes the cards and puts
+// the room's actual settings in its fields; only then does it say what it
+// did (done) or show why the server refused.
+async function act(card, write, done) {
   card.busy = true;
   updateButtons(card);
+  let result;
+  let refused = null;
   try {
-    await api('PUT', `/api/admin/rooms/${encodeURIComponent(card.id)}`, settings);
-    status(done);
-    card.dirty = false;
-    await refresh();
-    if (card.el.querySelector('.audit').open) loadAudit(card);
+    result = await write();
   } catch (e) {
-    status(`Room ${card.id}: ${e.message}`, true);
-  } finally {
-    card.busy = false;
+    refused = e;
+  }
+  card.busy = false;
+  card.dirty = false;
+  await refresh();
+  const here = cards.get(card.id) === card;
+  if (here) {
+    fillForms(card);
+    if (card.el.querySelector('.audit').open) loadAudit(card);
     updateButtons(card);
   }
+  if (refused) {
+    const e = refused;
+    refuse(card, `Refused: ${e.message}${e.code ? ` (${e.status} ${e.code})` : ''}. Nothing was changed.`);
+    status(`Room ${card.id}: the change was refused.`, true);
+  } else {
+    status(done(result));
+  }
+  // Writes finished, done or refused (for a look from the tests).
+  card.el.dataset.writes = String((Number(card.el.dataset.writes) || 0) + 1);
+}
+
+// refuse shows why the server refused a change on the card ('' hides it).
+function refuse(card, text) {
+  const box = card.el.querySelector('.refusal');
+  box.querySelector('[data-field="refusal"]').textContent = text;
+  box.hidden = !text;
+  card.el.dataset.refused = text ? '1' : '';
 }
 
 function updateButtons(card) {
   const mode = card.info?.config?.mode;
   for (const b of card.el.querySelectorAll('[data-action]')) {
-    b.disabled = card.busy || !actions[b.dataset.action].can(mode);
+    const a = actions[b.dataset.action] || roomActions[b.dataset.action];
+    b.disabled = card.busy || !a.can(mode);
   }
-  card.el.querySelector('.settings button').disabled = card.busy;
+  for (const b of card.el.querySelectorAll('form button')) b.disabled = card.busy;
 }
 
 function chartWidth(card) {
   return Math.max(260, card.plot.clientWidth || 480);
+}
+
+// The time axis: 24-hour local times ("14:05", or "14:05:30" when the ticks
+// are under a minute apart) and, under the first label and wherever the day
+// changes, the date ("Nov 27"). The ticks are spaced by the widest label the
+// range can show, measured in the axis' own font, so labels never run
+// together whatever the hour, the date or the font.
+const AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+const pad2 = (x) => String(x).padStart(2, '0');
+const dayFmt = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
+const widths = new Map(); // label → width in px, in AXIS_FONT
+let measure = null;
+// The distances between ticks the axis picks from, in seconds: whole
+// seconds at least (a label shows no fraction of one).
+const TIME_INCRS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800,
+  3600, 7200, 10800, 14400, 21600, 43200, 86400, 2 * 86400, 7 * 86400];
+
+function textWidth(text) {
+  let w = widths.get(text);
+  if (w === undefined) {
+    measure ??= document.createElement('canvas').getContext('2d');
+    measure.font = AXIS_FONT;
+    w = measure.measureText(text).width;
+    widths.set(text, w);
+  }
+  return w;
+}
+
+// timeSpace is the axis' least distance between ticks, in px: the widest
+// time ("00:00:00" in the widest digit) or date of the range, and 16 px.
+function timeSpace(u, axis, min, max) {
+  let w = 0;
+  for (let d = 0; d <= 9; d++) w = Math.max(w, textWidth(`${d}${d}:${d}${d}:${d}${d}`));
+  const day = new Date(min * 1000);
+  day.setHours(0, 0, 0, 0);
+  for (let i = 0; i < 400 && day.getTime() <= max * 1000; i++) {
+    w = Math.max(w, textWidth(dayFmt.format(day)));
+    day.setDate(day.getDate() + 1);
+  }
+  return Math.ceil(w) + 16;
+}
+
+// timeValues labels the ticks at splits (seconds), incr apart.
+function timeValues(u, splits, axis, space, incr) {
+  let last = '';
+  return splits.map((s, i) => {
+    const d = new Date(s * 1000);
+    const time = `${pad2(d.getHours())}:${pad2(d.getMinutes())}` + (incr < 60 ? `:${pad2(d.getSeconds())}` : '');
+    const day = d.toDateString();
+    const label = i === 0 || day !== last ? `${time}\n${dayFmt.format(d)}` : time;
+    last = day;
+    return label;
+  });
 }
 
 function newChart(card) {
@@ -157,9 +264,7 @@ function newChart(card) {
     // live legend shows "--" until the pointer is on the chart).
     legend: { live: false },
     axes: [
-      // Time labels at least 90 px apart: at uPlot's default 50 px, labels
-      // such as "10:09pm" ran together.
-      { stroke: '#4f5a67', space: 90 },
+      { stroke: '#4f5a67', font: AXIS_FONT, space: timeSpace, values: timeValues, incrs: TIME_INCRS },
       { scale: 'w', stroke: '#1d5c8a' },
       { scale: 'n', side: 1, stroke: '#4f5a67', grid: { show: false } },
     ],
@@ -177,10 +282,88 @@ function localInput(iso) {
 
 // settingValue reads a settings control as the API wants it.
 function settingValue(input) {
-  const k = input.dataset.setting;
   if (input.type === 'number') return Number(input.value);
-  if (k === 'opensAt') return input.value ? new Date(input.value).toISOString() : null;
+  if (input.type === 'checkbox') return input.checked;
+  if (input.type === 'datetime-local') return input.value ? new Date(input.value).toISOString() : null;
   return input.value.trim();
+}
+
+// sameSetting reports whether a control shows the setting's value v.
+function sameSetting(input, v) {
+  if (input.type === 'checkbox') return input.checked === Boolean(v);
+  if (input.type === 'datetime-local') return input.value === localInput(v);
+  if (input.type === 'number') return input.value !== '' && Number(input.value) === v;
+  return input.value.trim() === String(v ?? '');
+}
+
+// table is the API's settings table (/console-settings.json): each setting
+// with its kind and limits, in the table's order.
+let table = [];
+const tableReady = fetch('/console-settings.json', { cache: 'no-store' })
+  .then((r) => (r.ok ? r.json() : Promise.reject(new Error(String(r.status)))))
+  .then((j) => { table = j.settings || []; })
+  .catch(() => { status('The console could not read the settings table (/console-settings.json).', true); });
+const row = (name) => table.find((s) => s.name === name);
+const part = (name) => row('page')?.parts?.find((p) => p.name === name);
+
+// The labels of the settings shown first; the others are under "More
+// settings", labelled by their name and described by the table's text.
+const LABELS = {
+  maxActive: 'Max active (capacity)', admitPerMinute: 'Admit per minute (rate)', mode: 'Mode',
+  opensAt: 'Opens at (empty: no pre-queue)', originUrl: 'Origin URL',
+};
+
+// limit gives a control the table's limits for its setting (or page part).
+function limit(input, s) {
+  if (!s) return;
+  if (s.kind === 'number') { input.min = s.min; input.max = s.max; input.step = 1; }
+  if (s.maxLength) input.maxLength = s.maxLength;
+  if (s.pattern) input.pattern = s.pattern;
+}
+
+// settingsFields makes the settings form's controls from the table: one per
+// setting but the page (its own forms), the first ones in view and the rest
+// under "More settings".
+function settingsFields(form) {
+  const more = form.querySelector('.more-settings');
+  for (const s of table) {
+    if (s.kind === 'page') continue;
+    const div = document.createElement('div');
+    div.className = s.kind === 'url' ? 'field wide' : s.kind === 'boolean' ? 'field check' : 'field';
+    const label = document.createElement('label');
+    label.dataset.for = s.name;
+    label.textContent = LABELS[s.name] || s.name;
+    let input;
+    if (s.kind === 'choice') {
+      input = document.createElement('select');
+      for (const c of s.choices) input.append(new Option(c, c));
+    } else {
+      input = document.createElement('input');
+      input.type = { number: 'number', url: 'url', time: 'datetime-local', boolean: 'checkbox' }[s.kind] || 'text';
+      if (s.kind === 'number' || s.kind === 'url') input.required = true;
+    }
+    input.dataset.setting = s.name;
+    input.title = s.doc;
+    limit(input, s);
+    if (s.kind === 'boolean') div.append(input, label); else div.append(label, input);
+    if (LABELS[s.name]) more.before(div); else more.append(div);
+  }
+}
+
+// fillForms shows the room's actual settings in every field of its card.
+function fillForms(card) {
+  const c = card.info?.config;
+  if (!c) return;
+  for (const input of card.el.querySelectorAll('.settings [data-setting]')) {
+    const k = input.dataset.setting;
+    if (input.type === 'checkbox') input.checked = Boolean(c[k]);
+    else input.value = input.type === 'datetime-local' ? localInput(c[k]) : (c[k] ?? '');
+  }
+  const msg = messageOf(c.page?.message);
+  for (const ta of card.el.querySelectorAll('.page-form [data-message]')) ta.value = msg[ta.dataset.message] ?? '';
+  const title = messageOf(c.page?.title);
+  for (const input of card.el.querySelectorAll('.title-form [data-title]')) input.value = title[input.dataset.title] ?? '';
+  for (const input of card.el.querySelectorAll('.brand-form [data-brand]')) input.value = c.page?.[input.dataset.brand] ?? '';
 }
 
 // shownSetting says a setting's value for a confirmation: numbers grouped,
@@ -188,6 +371,7 @@ function settingValue(input) {
 function shownSetting(k, v) {
   if (v === null || v === undefined || v === '') return 'none';
   if (typeof v === 'number') return n(v);
+  if (typeof v === 'boolean') return v ? 'on' : 'off';
   if (k === 'opensAt') return clockFmt.format(Date.parse(v));
   return String(v);
 }
@@ -223,7 +407,7 @@ function moreLanguages(form, field, noun, multiline) {
     const input = document.createElement(multiline ? 'textarea' : 'input');
     input.dataset[field] = l;
     input.lang = l;
-    input.maxLength = multiline ? 1000 : 200;
+    limit(input, part(field));
     if (multiline) input.rows = 2;
     div.append(label, input);
     more.append(div);
@@ -256,10 +440,14 @@ function newCard(id) {
   h.id = `room-${slug}`;
   h.textContent = id;
   el.querySelector('.actions').setAttribute('aria-label', `Actions on room ${id}`);
+  settingsFields(el.querySelector('.settings'));
   moreLanguages(el.querySelector('.title-form'), 'title', 'title', false);
   moreLanguages(el.querySelector('.page-form'), 'message', 'message', true);
+  for (const i of el.querySelectorAll('[data-title]')) limit(i, part('title'));
+  for (const i of el.querySelectorAll('[data-message]')) limit(i, part('message'));
+  for (const i of el.querySelectorAll('[data-brand]')) limit(i, part(i.dataset.brand));
   for (const label of el.querySelectorAll('label[data-for]')) {
-    const input = label.nextElementSibling;
+    const input = label.parentElement.querySelector('input, select, textarea');
     input.id = `${label.dataset.for}-${slug}`;
     label.htmlFor = input.id;
   }
@@ -270,12 +458,24 @@ function newCard(id) {
   el.querySelector('.chart').setAttribute('aria-label', `Chart of room ${id}`);
   const audit = el.querySelector('.audit');
   audit.addEventListener('toggle', () => { if (audit.open) loadAudit(card); });
+  el.querySelector('[data-dismiss]').addEventListener('click', () => {
+    refuse(card, '');
+    el.querySelector('.settings button').focus();
+  });
   for (const b of el.querySelectorAll('[data-action]')) {
     b.addEventListener('click', async () => {
-      const a = actions[b.dataset.action];
       const cfg = card.info.config;
-      if (await confirmStep(a.title(id), a.text(cfg))) {
-        await change(card, { mode: a.mode }, a.done(id));
+      const ra = roomActions[b.dataset.action];
+      if (ra) {
+        if (await confirmStep(ra.title(id), ra.text(cfg, card.info.stats))) {
+          await act(card, () => ra.run(id), (r) => ra.done(id, r));
+        }
+        if (!cards.has(id)) { $('rooms').focus(); return; }
+      } else {
+        const a = actions[b.dataset.action];
+        if (await confirmStep(a.title(id), `mode ${cfg.mode} → ${a.mode}\n${a.text(cfg)}`)) {
+          await change(card, { mode: a.mode }, a.done(id));
+        }
       }
       // Back where the operator was, or (the button is now disabled, e.g.
       // Pause once paused) on the action that undoes it.
@@ -292,9 +492,8 @@ function newCard(id) {
     const lines = [];
     for (const input of form.querySelectorAll('[data-setting]')) {
       const k = input.dataset.setting;
-      const v = settingValue(input);
-      const same = k === 'opensAt' ? input.value === localInput(cfg[k]) : v === (cfg[k] ?? '');
-      if (!same) {
+      if (!sameSetting(input, cfg[k])) {
+        const v = settingValue(input);
         want[k] = v;
         lines.push(`${k} ${shownSetting(k, cfg[k])} → ${shownSetting(k, v)}`);
       }
@@ -305,6 +504,8 @@ function newCard(id) {
     }
     if (await confirmStep(`Change room ${id}?`, `${lines.join('\n')}\nIt applies from the next admission tick.`)) {
       await change(card, want, `Room ${id}: ${lines.join(', ')}.`);
+    } else {
+      cancelled(card);
     }
     form.querySelector('button').focus();
   });
@@ -312,6 +513,7 @@ function newCard(id) {
   // docs/PAGE.md), one text per language.
   textForm(card, el.querySelector('.title-form'), 'title', 'title');
   textForm(card, el.querySelector('.page-form'), 'message', 'message');
+  brandForm(card, el.querySelector('.brand-form'));
   roomsEl.append(el);
   return card;
 }
@@ -344,9 +546,49 @@ function textForm(card, form, field, noun) {
     const summary = `The waiting page's ${noun}:\n${lines.join('\n')}`;
     if (await confirmStep(`Change the ${noun} of room ${id}?`, `${summary}\nOpen pages show it at their next poll.`)) {
       await change(card, { page: Object.keys(page).length ? page : null }, `Room ${id}: ${noun} changed.`);
+    } else {
+      cancelled(card);
     }
     form.querySelector('button').focus();
   });
+}
+
+// brandForm makes form edit the page's logo and accent colour; the page's
+// title and message are kept.
+function brandForm(card, form) {
+  const id = card.id;
+  form.addEventListener('input', () => { card.dirty = true; });
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    if (!form.reportValidity()) return;
+    const page = { ...(card.info.config.page || {}) };
+    const lines = [];
+    for (const input of form.querySelectorAll('[data-brand]')) {
+      const k = input.dataset.brand;
+      const v = input.value.trim();
+      if (v === (page[k] ?? '')) continue;
+      lines.push(`page.${k} ${shownSetting(k, page[k])} → ${shownSetting(k, v)}`);
+      if (v) page[k] = v; else delete page[k];
+    }
+    if (lines.length === 0) {
+      status(`Room ${id}: nothing to change.`);
+      return;
+    }
+    if (await confirmStep(`Change the branding of room ${id}?`, `${lines.join('\n')}\nOpen pages show it at their next poll.`)) {
+      await change(card, { page: Object.keys(page).length ? page : null }, `Room ${id}: ${lines.join(', ')}.`);
+    } else {
+      cancelled(card);
+    }
+    form.querySelector('button').focus();
+  });
+}
+
+// cancelled puts the room's actual settings back in the card's fields: a
+// cancelled edit is not left there for the next "Change…" to send.
+function cancelled(card) {
+  card.dirty = false;
+  fillForms(card);
+  status(`Room ${card.id}: nothing changed.`);
 }
 
 function show(card, info, t) {
@@ -368,23 +610,8 @@ function show(card, info, t) {
   mode.textContent = info.error ? `error: ${info.error.message}` : prequeue ? 'pre-queue' : c.mode;
   mode.dataset.mode = info.error ? 'error' : c.mode;
   card.el.dataset.mode = c.mode;
-  const form = card.el.querySelector('.settings');
-  if (!card.dirty && !form.contains(document.activeElement)) {
-    for (const input of form.querySelectorAll('[data-setting]')) {
-      const k = input.dataset.setting;
-      input.value = k === 'opensAt' ? localInput(c[k]) : (c[k] ?? '');
-    }
-  }
-  const pageForm = card.el.querySelector('.page-form');
-  if (!card.dirty && !pageForm.contains(document.activeElement)) {
-    const m = messageOf(c.page?.message);
-    for (const ta of pageForm.querySelectorAll('[data-message]')) ta.value = m[ta.dataset.message] ?? '';
-  }
-  const titleForm = card.el.querySelector('.title-form');
-  if (!card.dirty && !titleForm.contains(document.activeElement)) {
-    const m = messageOf(c.page?.title);
-    for (const input of titleForm.querySelectorAll('[data-title]')) input.value = m[input.dataset.title] ?? '';
-  }
+  // The fields follow the room while the operator is not editing them.
+  if (!card.dirty && !card.el.querySelector('form:focus-within')) fillForms(card);
   showOpening(card);
   updateButtons(card);
 
@@ -476,11 +703,18 @@ let timer = 0;
 let needKey = false;
 let proxied = false; // served by `vestibule console`
 
+let refreshes = 0; // refreshes started; only the latest one's answer is shown
+
 async function refresh() {
   clearTimeout(timer);
   if (needKey) return;
+  const seq = ++refreshes;
   try {
+    await tableReady;
     const { rooms } = await api('GET', '/api/admin/rooms');
+    // An answer that a later refresh overtook (one a change started) is
+    // older than what the page shows: it is dropped.
+    if (seq !== refreshes) return;
     const t = Date.now() / 1000;
     const seen = new Set();
     let added = false;
@@ -508,8 +742,10 @@ async function refresh() {
     }
     $('empty').hidden = rooms.length > 0;
     document.body.dataset.updated = String(t);
+    document.body.dataset.refreshes = String(seq);
     if (statusEl.classList.contains('error')) status('');
   } catch (e) {
+    if (seq !== refreshes) return;
     if (e.status === 401) {
       needKey = true;
       sessionStorage.removeItem(KEY);
@@ -518,7 +754,11 @@ async function refresh() {
       $('key').focus();
       return;
     }
-    if (e.status === 403 && !proxied) {
+    if (e.code === 'console_secret') {
+      // `vestibule console` wants the secret of its run (a cookie the
+      // address it printed sets).
+      status('This console wants its secret: open the address `vestibule console` printed.', true);
+    } else if (e.status === 403 && !proxied) {
       // Opened on a deployment's own site: the IAM-authorised admin routes
       // refuse unsigned calls.
       status('The admin routes refused this page (403). In AWS, run `vestibule console --stack NAME`: it serves this console on 127.0.0.1 and signs each call.', true);
@@ -546,10 +786,10 @@ $('create-form').addEventListener('submit', async (ev) => {
   const path = `/api/admin/rooms/${encodeURIComponent(id)}`;
   try {
     await api('GET', path);
-    status(`Room ${id} exists already: change it on its card.`, true);
+    createRefused(`Room ${id} exists already: change it on its card.`);
     return;
   } catch (e) {
-    if (e.code !== 'unknown_room') { status(`Room ${id}: ${e.message}`, true); return; }
+    if (e.code !== 'unknown_room') { createRefused(`Room ${id}: ${e.message}`); return; }
   }
   const lines = Object.entries(want).map(([k, v]) => `${k} ${shownSetting(k, v)}`);
   if (!(await confirmStep(`Create room ${id}?`, `${lines.join('\n')}\nThe other settings take the deployment's defaults.`))) return;
@@ -561,8 +801,20 @@ $('create-form').addEventListener('submit', async (ev) => {
     await refresh();
     cards.get(id)?.el.querySelector('h2')?.scrollIntoView({ block: 'nearest' });
   } catch (e) {
-    status(`Room ${id}: ${e.message}`, true);
+    createRefused(`Refused: ${e.message}${e.code ? ` (${e.status} ${e.code})` : ''}. Room ${id} was not created.`);
   }
+});
+
+// createRefused keeps why a room was not created in view until dismissed.
+function createRefused(text) {
+  const box = $('create-refusal');
+  box.querySelector('[data-field="refusal"]').textContent = text;
+  box.hidden = !text;
+  if (text) status('The new room was refused.', true);
+}
+$('create-refusal').querySelector('[data-dismiss]').addEventListener('click', () => {
+  createRefused('');
+  $('new-id').focus();
 });
 
 $('keyform').addEventListener('submit', (ev) => {
@@ -582,6 +834,11 @@ addEventListener('resize', () => {
 async function target() {
   try {
     const r = await fetch('/console-target.json', { cache: 'no-store' });
+    if (r.status === 403) { // `vestibule console` without its secret
+      proxied = true;
+      $('target').textContent = 'vestibule console, without its secret';
+      return;
+    }
     if (!r.ok) throw new Error(String(r.status));
     const t = await r.json();
     proxied = true;
@@ -590,6 +847,13 @@ async function target() {
     $('target').textContent = `${location.host} · the local stack`;
   }
 }
+
+// The new room's limits are the API's too.
+tableReady.then(() => {
+  limit($('new-max'), row('maxActive'));
+  limit($('new-rate'), row('admitPerMinute'));
+  limit($('new-origin'), row('originUrl'));
+});
 
 target();
 refresh();

@@ -21,9 +21,17 @@ import (
 // setting's old and new value, in the room's audit log (Auditor, a
 // capped list in Redis) and as an "admin change" log line.
 
+// ViaConsoleClaim follows the caller in an audit entry of a call that says it
+// came through the operator's console (docs/SECURITY.md, "The console's
+// secret and the audit log").
+const ViaConsoleClaim = " (says via the console)"
+
 // caller names who makes an admin call: the IAM principal API Gateway
 // authorised (its ARN; else its caller or account id), or "admin key" on a
-// local stack; " via the console" when the operator's console sent it.
+// local stack. The principal is the only part the API checked. A call that
+// carries X-Vestibule-Console gets ViaConsoleClaim after it: the operator's
+// console proxy adds the header, but so can anyone holding the same
+// credentials, so the log records it as the caller's claim, not as a fact.
 func (h *API) caller(r *httpapi.Request) string {
 	who := "admin key"
 	if h.o.AdminAuth == config.AdminIAM {
@@ -40,7 +48,7 @@ func (h *API) caller(r *httpapi.Request) string {
 		}
 	}
 	if r.Header("x-vestibule-console") != "" {
-		who += " via the console"
+		who += ViaConsoleClaim
 	}
 	return who
 }
