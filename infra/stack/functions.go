@@ -94,9 +94,9 @@ func newFunctions(st awscdk.Stack, p *functionsProps) map[string]awslambda.Funct
 			readers = append(readers, fn.Role())
 			fn.Node().AddDependency(p.Keys.Resource)
 		}
-		// Any function may find a room missing from Redis and restore it from the bucket; only
-		// admin writes settings and only admit heads (settingsWrites).
-		grantSettings(fn, p.SettingsBucket, settingsWrites(f.Name)...)
+		// Any function may find a room missing from Redis and restore it from the bucket; each
+		// writes only the keys its code writes (SettingsWrites).
+		grantSettings(fn, f.Name, p.SettingsBucket)
 		if f.Name == routes.Admin {
 			grantSettingsDelete(fn, p.SettingsBucket) // and only admin deletes a room
 		}
