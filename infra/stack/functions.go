@@ -153,7 +153,7 @@ func newFunction(st awscdk.Stack, f Function, p *functionsProps, env *map[string
 		// superseded by the next one; a failed minute is not retried, the next one is the retry.
 		maxEventAge, retries = awscdk.Duration_Seconds(jsii.Number(60)), jsii.Number(0)
 	}
-	return awslambda.NewFunction(st, jsii.String(title(f.Name)+"Function"), quietPlatformLogs(&awslambda.FunctionProps{
+	fn := awslambda.NewFunction(st, jsii.String(title(f.Name)+"Function"), quietPlatformLogs(&awslambda.FunctionProps{
 		ReservedConcurrentExecutions: reserved,
 		MaxEventAge:                  maxEventAge,
 		RetryAttempts:                retries,
@@ -170,6 +170,8 @@ func newFunction(st awscdk.Stack, f Function, p *functionsProps, env *map[string
 		SecurityGroups:               &[]awsec2.ISecurityGroup{p.Network.Functions},
 		LogGroup:                     logs,
 	}))
+	ownLogsOnly(fn, logs, true)
+	return fn
 }
 
 // newAdmitSchedule is admission's clock: EventBridge fires once a minute; the function ticks every
