@@ -90,7 +90,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	v.Distribution, v.Bucket, v.LogsBucket, v.WaitingRoomURL = front.Distribution, front.Bucket, front.LogsBucket, front.URL
 	v.Gate = newGate(st, &gateProps{
 		Settings: set, WaitingRoomURL: front.URL, LogsBucket: front.LogsBucket, APIOrigin: api.OriginDomain,
-		EntryKeySecret: secrets.EntryKey, OriginSecret: secrets.Origin,
+		EntryKeySecret: secrets.EntryKey, OriginSecret: secrets.Origin, WebACL: front.WebACL,
 	})
 	// CloudFront sends the origin value only once the keys object accepts it (a deploy that pins
 	// a new origin-secret version syncs first).
