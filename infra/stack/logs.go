@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -24,11 +23,11 @@ var vpcNetworkActions = []string{
 // function may write another's: a flaw in status could otherwise forge an admission in admit's
 // log group (TestEachFunctionWritesOnlyItsOwnLogGroup).
 func ownLogsOnly(fn awslambda.Function, logs awslogs.ILogGroup, inVPC bool) {
-	role, ok := fn.Role().Node().DefaultChild().(awscdk.CfnResource)
+	role, ok := fn.Role().Node().DefaultChild().(awsiam.CfnRole)
 	if !ok {
 		panic("stack: " + *fn.Node().Id() + " has no role resource")
 	}
-	role.AddPropertyDeletionOverride(jsii.String("ManagedPolicyArns"))
+	role.SetManagedPolicyArns(nil)
 	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
 		Resources: &[]*string{logs.LogGroupArn()},
