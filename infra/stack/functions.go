@@ -33,7 +33,7 @@ type Function struct {
 // timeout. admit ticks every second until 3 s before its deadline; with a 60 s timeout it ends
 // before the next minute's invocation, so two runs overlap only when EventBridge delivers an event
 // twice or late. No function reserves concurrency by default (Settings.AdmitReservedConcurrency):
-// a reservation must leave the account's unreserved pool at 10 or more, which a new account with
+// a reservation must leave the account's unreserved pool at 100 or more, which a new account with
 // a total of 10 cannot, and the first deploy would roll back. admit needs none: every tick is one
 // atomic script whose token bucket refills by elapsed time, so overlapping or duplicate ticks
 // admit nothing extra (docs/ARCHITECTURE.md, "Admission timing and polling").
