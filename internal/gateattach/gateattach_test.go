@@ -148,6 +148,13 @@ func TestAttach(t *testing.T) {
 	if !strings.Contains(out.String(), "nothing to change") {
 		t.Errorf("the second attach said:\n%s", out.String())
 	}
+	// and without --behaviour, /checkout/* is not called ungated: the first attach gated it
+	g.Behaviours = nil
+	out.Reset()
+	if err := a.Attach(ctx, g); err != nil || strings.Contains(out.String(), "ungated") {
+		t.Errorf("attach again without --behaviour: %v\n%s", err, out.String())
+	}
+	g.Behaviours = []string{"/checkout/*"}
 
 	// A changed open path updates and republishes the function only.
 	g.OpenPaths = append(g.OpenPaths, "/health")
