@@ -18,6 +18,11 @@ const (
 	// functions of the account; each function also scales by at most 1,000
 	// execution environments every 10 seconds.
 	accountLambdaConcurrency = 1_000
+	// lambdaRPSPerConcurrency: Lambda answers at most 10 requests a second
+	// for each unit of a function's concurrency, however short its calls
+	// (so 1,000 concurrent executions serve 10,000 requests a second, not
+	// the 100,000 that 10 ms calls would take).
+	lambdaRPSPerConcurrency = 10
 	// stackAPIRateLimit: the stack's API stage throttle (apiRateLimit; the
 	// burst, apiBurstLimit, is as large).
 	stackAPIRateLimit = 5_000
@@ -50,7 +55,8 @@ type quotas struct {
 	// throttle, each call lambdaBilledSeconds long.
 	ConcurrencyAtStageLimit float64
 	// WaitingAtLambdaLimit: the waiting visitors the account's unreserved
-	// concurrency serves at that duration.
+	// concurrency serves: at that duration, and at most
+	// lambdaRPSPerConcurrency requests a second per unit.
 	WaitingAtLambdaLimit float64
 	// JoinsPerMinuteAtStageLimit: the largest join burst the stage throttle
 	// lets through in a minute, nobody else calling.
@@ -63,7 +69,8 @@ type quotas struct {
 func quotasAt(perMinute, peak float64) quotas {
 	peak = max(peak, 1)
 	waiting := func(rps float64) float64 { return math.Floor(rps * 60 / (perMinute * peak)) }
-	lambdaRPS := float64(accountLambdaConcurrency-stackReservedConcurrency) / lambdaBilledSeconds
+	unreserved := float64(accountLambdaConcurrency - stackReservedConcurrency)
+	lambdaRPS := min(unreserved/lambdaBilledSeconds, unreserved*lambdaRPSPerConcurrency)
 	return quotas{
 		PerMinute:                  perMinute,
 		Peak:                       peak,
@@ -77,9 +84,9 @@ func quotasAt(perMinute, peak float64) quotas {
 
 func (q quotas) String() string {
 	return fmt.Sprintf("at a peak %.2f × the mean: %.0f waiting within the stage throttle (%d req/s), %.0f within API Gateway's account quota (%d req/s); "+
-		"%.0f Lambda executions in flight at the stage throttle (%.0f ms a call), the unreserved %d serve %.0f waiting; "+
+		"%.0f Lambda executions in flight at the stage throttle (%.0f ms a call), the unreserved %d serve %.0f waiting (at most %d requests a second per unit); "+
 		"joins: at most %.0f a minute through the stage throttle",
 		q.Peak, q.WaitingAtStageLimit, stackAPIRateLimit, q.WaitingAtAccountLimit, accountAPIGatewayRPS,
 		q.ConcurrencyAtStageLimit, lambdaBilledSeconds*1000, accountLambdaConcurrency-stackReservedConcurrency,
-		q.WaitingAtLambdaLimit, q.JoinsPerMinuteAtStageLimit)
+		q.WaitingAtLambdaLimit, lambdaRPSPerConcurrency, q.JoinsPerMinuteAtStageLimit)
 }

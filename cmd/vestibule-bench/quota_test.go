@@ -69,6 +69,7 @@ func TestDeployDocStatesTheQuotaFigures(t *testing.T) {
 		thousands(stackAPIRateLimit) + " requests a second",
 		thousands(accountAPIGatewayRPS) + " requests a second",
 		thousands(accountLambdaConcurrency) + " concurrent executions",
+		fmt.Sprintf("%d requests a second for each unit", lambdaRPSPerConcurrency),
 		thousands(q.JoinsPerMinuteAtStageLimit) + " joins a minute",
 		fmt.Sprintf("%.0f executions in flight", q.ConcurrencyAtStageLimit),
 	} {
@@ -92,6 +93,12 @@ func TestQuotasAt(t *testing.T) {
 	}
 	if q.ConcurrencyAtStageLimit != 50 || q.JoinsPerMinuteAtStageLimit != 300_000 {
 		t.Errorf("at 0.7: %+v", q)
+	}
+	// Lambda answers at most 10 requests a second per unit of concurrency: the
+	// account's 1,000 serve 10,000 a second (as many as API Gateway's account
+	// quota), not the 100,000 that 10 ms calls would take.
+	if q.WaitingAtLambdaLimit != 857_142 {
+		t.Errorf("at 0.7: %.0f waiting within Lambda's concurrency, want 857,142 (10,000 requests a second)", q.WaitingAtLambdaLimit)
 	}
 }
 

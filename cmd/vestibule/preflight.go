@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -24,12 +25,29 @@ import (
 // Gateway's account throttle against the stage's, the region's offer of every service the
 // template uses, and the cdk-nag rules the template suppresses, each with its reason. A failed check stops the deploy; a warning is printed.
 
-// Lambda keeps at least this much of an account's concurrency unreserved (some accounts 50):
-// a reservation that leaves less makes the deploy roll back.
-const minUnreserved = 10
+// Lambda keeps at least this much of an account's concurrency unreserved: a reservation that
+// leaves less makes the deploy roll back.
+const minUnreserved = 100
 
 // onSaleConcurrency is the account concurrency an on-sale needs (docs/DEPLOY.md, "Quotas").
 const onSaleConcurrency = 1000
+
+// lambdaRPSPerConcurrency: Lambda answers at most 10 requests a second for each unit of a
+// function's concurrency, however short its calls (docs/DEPLOY.md, "Quotas: how many can wait").
+const lambdaRPSPerConcurrency = 10
+
+// stackZones is how many Availability Zones the stack's VPC takes: the region's first two by
+// name (Fn::GetAZs), as infra/stack's network sets MaxAzs.
+const stackZones = 2
+
+// unsupportedZones are the zone IDs where AWS's documentation says a service the stack needs
+// does not run: VPC-connected Lambda functions, and ElastiCache Serverless. A zone's name maps
+// to a different ID in each account, so only the account's own mapping tells whether the
+// stack's zones are among them.
+var unsupportedZones = map[string][]string{
+	"Lambda in a VPC":        {"use1-az3", "usw1-az2", "apne1-az3"},
+	"ElastiCache Serverless": {"use1-az3", "usw1-az2", "apne1-az3"},
+}
 
 // API Gateway's account-level throttle, requests a second per region (Service Quotas).
 const (
@@ -103,7 +121,8 @@ func (c *command) preflight(ctx context.Context, pos []string) error {
 		return errors.New("no AWS region: pass --region, or set AWS_REGION")
 	}
 	infra := ssm.NewFromConfig(cfg, func(o *ssm.Options) { o.Region = infrastructureRegion })
-	return runPreflight(ctx, tmpl, account{lambda.NewFromConfig(cfg), servicequotas.NewFromConfig(cfg), infra, cfg.Region}, c.stdout)
+	zones := ec2Zones{cfg: cfg, endpoint: "https://ec2." + cfg.Region + ".amazonaws.com/"}
+	return runPreflight(ctx, tmpl, account{lambda.NewFromConfig(cfg), servicequotas.NewFromConfig(cfg), infra, zones, cfg.Region}, c.stdout)
 }
 
 // account is what preflight asks of the AWS account, in the region deployed to.
@@ -111,6 +130,7 @@ type account struct {
 	lambda  LambdaAccount
 	quotas  QuotaReader
 	regions RegionServices
+	zones   ZoneReader
 	region  string
 }
 
@@ -145,9 +165,10 @@ func runPreflight(ctx context.Context, raw []byte, acc account, out io.Writer) e
 	}
 	r := &checkReport{Printer: printer.New(out)}
 	reserved, stageRate := t.asks()
-	checkConcurrency(ctx, acc.lambda, reserved, r)
+	checkConcurrency(ctx, acc.lambda, reserved, stageRate, r)
 	checkThrottle(ctx, acc.quotas, stageRate, r)
 	checkRegion(ctx, acc, t.services(), r)
+	checkZones(ctx, acc.zones, t.has("AWS::ElastiCache::ServerlessCache"), r)
 	reportNag(t, r)
 	if r.failed {
 		return errPreflight
@@ -189,6 +210,16 @@ func (t *template) asks() (reserved, stageRate float64) {
 	return reserved, stageRate
 }
 
+// has reports whether the template has a resource of the type.
+func (t *template) has(typ string) bool {
+	for _, r := range t.Resources {
+		if r.Type == typ {
+			return true
+		}
+	}
+	return false
+}
+
 // services are the ids of the regional services the template uses.
 func (t *template) services() map[string]bool {
 	need := map[string]bool{}
@@ -202,8 +233,10 @@ func (t *template) services() map[string]bool {
 	return need
 }
 
-// checkConcurrency checks the account's Lambda concurrency against what the template reserves.
-func checkConcurrency(ctx context.Context, lam LambdaAccount, reserved float64, r *checkReport) {
+// checkConcurrency checks the account's Lambda concurrency against what the template reserves
+// and what its stage lets through: Lambda answers at most lambdaRPSPerConcurrency requests a
+// second per unit, so stageRate requests a second need a tenth as many unreserved.
+func checkConcurrency(ctx context.Context, lam LambdaAccount, reserved, stageRate float64, r *checkReport) {
 	acct, err := lam.GetAccountSettings(ctx, &lambda.GetAccountSettingsInput{})
 	if err != nil {
 		// Not a failure: a deploy role may lack the permission and the deploy still work.
@@ -216,15 +249,22 @@ func checkConcurrency(ctx context.Context, lam LambdaAccount, reserved float64, 
 		return
 	}
 	total, unreserved := float64(l.ConcurrentExecutions), float64(aws.ToInt32(l.UnreservedConcurrentExecutions))
+	left := unreserved - reserved
 	switch {
-	case unreserved-reserved < minUnreserved:
+	case reserved > 0 && left < minUnreserved:
 		r.line("FAIL", "lambda concurrency", fmt.Sprintf("the template reserves %.0f, leaving %.0f of %.0f unreserved: Lambda keeps at least %d, "+
-			"so the deploy would roll back (deploy without admitReservedConcurrency, or raise the quota)", reserved, unreserved-reserved, total, minUnreserved))
+			"so the deploy would roll back (deploy without admitReservedConcurrency, or raise the quota)", reserved, left, total, minUnreserved))
+	case stageRate > left*lambdaRPSPerConcurrency:
+		r.line("warn", "lambda concurrency", fmt.Sprintf("%.0f unreserved serve at most %.0f requests a second (%d a unit), the stage lets "+
+			"through %.0f: enough to deploy, too few for an on-sale; ask for %.0f through Service Quotas (Lambda, Concurrent executions)",
+			left, left*lambdaRPSPerConcurrency, lambdaRPSPerConcurrency, stageRate,
+			max(onSaleConcurrency, math.Ceil(stageRate/lambdaRPSPerConcurrency)+reserved+minUnreserved)))
 	case total < onSaleConcurrency:
 		r.line("warn", "lambda concurrency", fmt.Sprintf("%.0f concurrent executions: enough to deploy, too few for an on-sale; "+
 			"ask for %d through Service Quotas (Lambda, Concurrent executions)", total, onSaleConcurrency))
 	default:
-		r.line("ok", "lambda concurrency", fmt.Sprintf("%.0f, %.0f unreserved; the template reserves %.0f", total, unreserved, reserved))
+		r.line("ok", "lambda concurrency", fmt.Sprintf("%.0f, %.0f unreserved; the template reserves %.0f; %.0f requests a second "+
+			"at most, the stage lets through %.0f", total, unreserved, reserved, left*lambdaRPSPerConcurrency, stageRate))
 	}
 }
 

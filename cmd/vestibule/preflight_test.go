@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -26,10 +27,32 @@ type fakeAccount struct {
 	quotaAsked        string   // ServiceCode/QuotaCode of the last GetServiceQuota
 	services          []string // what the region offers (nil: every service the template uses)
 	pathAsked         string   // the Path of the last GetParametersByPath
+	zones             []zone   // the account's zones (nil: three that support everything)
 }
 
 func (a *fakeAccount) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
+	if r.Method == http.MethodPost && r.Header.Get("X-Amz-Target") == "" {
+		// EC2's query API, signed
+		b, _ := io.ReadAll(r.Body)
+		if string(b) != "Action=DescribeAvailabilityZones&Version=2016-11-15" || !strings.Contains(r.Header.Get("Authorization"), "/ec2/aws4_request") {
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`<Response><Errors><Error><Code>Bad</Code><Message>unexpected</Message></Error></Errors></Response>`))
+			return
+		}
+		zones := a.zones
+		if zones == nil {
+			zones = []zone{{"eu-west-1c", "euw1-az3", "availability-zone", "available"},
+				{"eu-west-1a", "euw1-az1", "availability-zone", "available"}, {"eu-west-1b", "euw1-az2", "availability-zone", "available"}}
+		}
+		w.Header().Set("Content-Type", "text/xml")
+		w.Write([]byte(`<DescribeAvailabilityZonesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><availabilityZoneInfo>`))
+		for _, z := range zones {
+			fmt.Fprintf(w, "<item><zoneName>%s</zoneName><zoneId>%s</zoneId><zoneType>%s</zoneType><zoneState>%s</zoneState></item>", z.Name, z.ID, z.Type, z.State)
+		}
+		w.Write([]byte(`</availabilityZoneInfo></DescribeAvailabilityZonesResponse>`))
+		return
+	}
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/2016-08-19/account-settings" && a.total == 0:
 		w.Header().Set("X-Amzn-Errortype", "AccessDeniedException")
@@ -82,6 +105,7 @@ func (a *fakeAccount) clients(t *testing.T) account {
 		lambda:  lambda.New(lambda.Options{BaseEndpoint: aws.String(srv.URL), Region: "eu-west-1", Credentials: creds}),
 		quotas:  servicequotas.New(servicequotas.Options{BaseEndpoint: aws.String(srv.URL), Region: "eu-west-1", Credentials: creds}),
 		regions: ssm.New(ssm.Options{BaseEndpoint: aws.String(srv.URL), Region: infrastructureRegion, Credentials: creds}),
+		zones:   ec2Zones{cfg: aws.Config{Region: "eu-west-1", Credentials: creds}, endpoint: srv.URL + "/"},
 		region:  "eu-west-1",
 	}
 }
@@ -119,25 +143,35 @@ func TestPreflight(t *testing.T) {
 		fails             bool
 		want              []string
 		services          []string
+		zones             []zone
 	}{
 		{"an on-sale account", 1000, 1000, 10000, 0, false,
 			[]string{"ok    lambda concurrency", "ok    api gateway throttle   the account allows 10000 requests a second, the stage 5000",
 				"ok    region                 eu-west-1 offers the 3 services the template uses",
-				"cdk-nag VPC7", "accepted stack-wide: isolated subnets only", "cdk-nag CFR4", "accepted on 1 resources: default certificate"}, nil},
+				"ok    availability zones     the stack takes eu-west-1a (euw1-az1) and eu-west-1b (euw1-az2): both support Lambda in a VPC and ElastiCache Serverless",
+				"cdk-nag VPC7", "accepted stack-wide: isolated subnets only", "cdk-nag CFR4", "accepted on 1 resources: default certificate"}, nil, nil},
 		{"a new account of 10, nothing reserved", 10, 10, 10000, 0, false,
-			[]string{"warn  lambda concurrency     10 concurrent executions: enough to deploy, too few for an on-sale"}, nil},
+			[]string{"warn  lambda concurrency     10 unreserved serve at most 100 requests a second (10 a unit), the stage lets through 5000"}, nil, nil},
 		{"a new account of 10, admit reserving 1", 10, 10, 10000, 1, true,
-			[]string{"FAIL  lambda concurrency     the template reserves 1, leaving 9 of 10 unreserved"}, nil},
+			[]string{"FAIL  lambda concurrency     the template reserves 1, leaving 9 of 10 unreserved: Lambda keeps at least 100"}, nil, nil},
+		{"admit reserving 10 of 105: 95 left", 105, 105, 10000, 10, true,
+			[]string{"FAIL  lambda concurrency     the template reserves 10, leaving 95 of 105 unreserved: Lambda keeps at least 100"}, nil, nil},
+		{"1,000, but 300 unreserved: 3,000 a second for a stage of 5,000", 1000, 300, 10000, 0, false,
+			[]string{"warn  lambda concurrency     300 unreserved serve at most 3000 requests a second (10 a unit), the stage lets through 5000", "ask for 1000"}, nil, nil},
 		{"a role that may not read Lambda's settings", 0, 0, 10000, 0, false,
-			[]string{"warn  lambda concurrency     cannot read the account's settings (lambda:GetAccountSettings)"}, nil},
+			[]string{"warn  lambda concurrency     cannot read the account's settings (lambda:GetAccountSettings)"}, nil, nil},
 		{"an account throttle below the stage's", 1000, 1000, 2500, 0, false,
-			[]string{"warn  api gateway throttle   the account allows 2500 requests a second, the stage 5000"}, nil},
+			[]string{"warn  api gateway throttle   the account allows 2500 requests a second, the stage 5000"}, nil, nil},
 		{"a region without ElastiCache", 1000, 1000, 10000, 0, true,
-			[]string{"FAIL  region                 eu-west-1 does not offer elasticache, which the template uses"}, []string{"apigateway", "lambda", "s3"}},
+			[]string{"FAIL  region                 eu-west-1 does not offer elasticache, which the template uses"}, []string{"apigateway", "lambda", "s3"}, nil},
+		{"the stack's zones include one without Lambda in a VPC", 1000, 1000, 10000, 0, true,
+			[]string{"FAIL  availability zones     the stack takes us-east-1a (use1-az6) and us-east-1b (use1-az3): us-east-1b (use1-az3) has no Lambda in a VPC"},
+			nil, []zone{{"us-east-1c", "use1-az1", "availability-zone", "available"}, {"us-east-1b", "use1-az3", "availability-zone", "available"},
+				{"us-east-1-bos-1a", "use1-bos1-az1", "local-zone", "available"}, {"us-east-1a", "use1-az6", "availability-zone", "available"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// GIVEN an account and a template
-			acct := &fakeAccount{total: c.total, unreserved: c.unreserved, apiQuota: c.quota, services: c.services}
+			acct := &fakeAccount{total: c.total, unreserved: c.unreserved, apiQuota: c.quota, services: c.services, zones: c.zones}
 			var out bytes.Buffer
 			// WHEN preflight checks them
 			err := runPreflight(context.Background(), testTemplate(c.reserved), acct.clients(t), &out)

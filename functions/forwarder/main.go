@@ -6,7 +6,9 @@
 // most 256 KiB a call, refused entries retried alone, what still fails
 // reported and the batch failed so Lambda retries it. It runs outside the
 // VPC, so it reaches EventBridge without a NAT or an interface endpoint; it
-// needs no Redis and no secret. Its own log group has no subscription, and
+// needs no Redis and no secret. It takes events only from the log groups
+// VESTIBULE_EVENT_LOG_GROUPS names (the stack names those of the functions
+// that emit events). Its own log group has no subscription, and
 // its log lines carry no "source" field, so nothing it writes is forwarded.
 package main
 
@@ -14,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
@@ -34,7 +37,7 @@ func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	lambda.Start(eventbus.NewBus(eventbridge.NewFromConfig(cfg, func(o *eventbridge.Options) {
 		o.BaseEndpoint = awsenv.Endpoint("EventBridge", o.BaseEndpoint)
-	}), bus, eventbus.WithLogger(log)).Forward)
+	}), bus, eventbus.WithLogger(log), eventbus.WithLogGroups(strings.Split(os.Getenv(eventbus.EnvLogGroups), ",")...)).Forward)
 }
 
 func fail(err error) {

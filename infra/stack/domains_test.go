@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
 	"github.com/vestibule-dev/vestibule/infra/stack"
 )
 
@@ -181,6 +182,40 @@ func TestDomainSettingsFromContext(t *testing.T) {
 		}
 		if c.bad != "" && (!errors.Is(err, stack.ErrBadSetting) || !strings.Contains(err.Error(), c.bad)) {
 			t.Errorf("%s: err %v, want ErrBadSetting naming %s", c.name, err, c.bad)
+		}
+	}
+}
+
+// TestAPICertificateRegionIsCheckedWhateverTheEnvironment: a certificate from another region
+// than the stack's is refused, and so is any certificate when the stack's region is unknown
+// (it could not be checked).
+func TestAPICertificateRegionIsCheckedWhateverTheEnvironment(t *testing.T) {
+	for _, c := range []struct {
+		name, region, cert, bad string
+	}{
+		{"unknown region", "", testAPICert, "region is unknown"},
+		{"another region", "eu-west-1", testAPICert, "stack's region, eu-west-1"},
+		{"the stack's region", "us-east-1", testAPICert, ""},
+		{"the stack's region, not us-east-1", "eu-west-1", strings.Replace(testAPICert, "us-east-1", "eu-west-1", 1), ""},
+	} {
+		// GIVEN an API domain and its certificate, and the stack's region
+		set := stack.DefaultSettings()
+		set.AssetDir, set.StaticDir = placeholderAssets(t, false)
+		set.APIDomain, set.APICertificateArn = "api.queue.example.com", c.cert
+		props := &stack.Props{Settings: set}
+		if c.region != "" {
+			props.Env = &awscdk.Environment{Region: jsii.String(c.region)}
+		}
+		// WHEN the stack is built
+		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+		v := stack.New(app, set.StackName(), props)
+		// THEN it is refused with the reason, or taken
+		got := errorAnnotation(v, stack.CtxAPICertificateArn)
+		if c.bad == "" && got != "" {
+			t.Errorf("%s: %s", c.name, got)
+		}
+		if c.bad != "" && !strings.Contains(got, c.bad) {
+			t.Errorf("%s: error %q, want one saying %q", c.name, got, c.bad)
 		}
 	}
 }

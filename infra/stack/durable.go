@@ -10,13 +10,12 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/routes"
 )
 
-// SettingsPrefixes are the key prefixes package durable writes in the settings bucket (the
-// stack sets SETTINGS_BUCKET to the bare bucket name, so no further prefix): each room's
-// settings under SettingsRoomsPrefix, its admission head under SettingsHeadsPrefix. Every
-// function may read those objects (any of them may restore a room lost with Redis); only the
-// admin function writes settings (PUT /api/admin/rooms/{room}) and only admit writes heads
-// (its ticks record them), so a flaw in status, consume or booking cannot rewrite a room's
-// originUrl.
+// SettingsPrefixes are the key prefixes package durable keeps objects under in the settings
+// bucket (the stack sets SETTINGS_BUCKET to the bare bucket name, so no further prefix): each
+// room's settings (rooms/<room>.json) and the booking kit's event definitions
+// (rooms/<event>.event) under SettingsRoomsPrefix, each room's admission head under
+// SettingsHeadsPrefix. Every function may read and list them (any of them may restore a room
+// or an event lost with Redis); what each function writes is SettingsWrites.
 var SettingsPrefixes = []string{SettingsRoomsPrefix, SettingsHeadsPrefix}
 
 // The settings bucket's two prefixes.
@@ -25,8 +24,49 @@ const (
 	SettingsHeadsPrefix = "heads/"
 )
 
-// SettingsListPrefix is the one prefix the functions list (durable.S3 lists the rooms).
-const SettingsListPrefix = SettingsRoomsPrefix
+// SettingsWrite is one key pattern a function writes in the settings bucket (s3:PutObject),
+// and the code that writes it.
+type SettingsWrite struct {
+	Keys string // an IAM resource pattern relative to the bucket, e.g. "heads/*"
+	Why  string
+}
+
+// The key patterns of the settings bucket.
+const (
+	roomSettingsKeys = SettingsRoomsPrefix + "*.json" // durable.S3.PutSettings: rooms/<room>.json
+	roomKeys         = SettingsRoomsPrefix + "*"      // rooms/<event>.event and any rooms/<event>.<kind>
+	headKeys         = SettingsHeadsPrefix + "*"      // durable.S3.PutHead: heads/<room>
+)
+
+// SettingsWrites are the keys each function's code writes, and so all its role may write
+// (TestFunctionsWriteOnlyWhatTheirRolesAllow runs every route of each function against an S3
+// stand-in that enforces the synthesized policy, and fails on a write it refuses or a grant no
+// code path uses). A room's settings are written by admin only, so a flaw in a public function
+// cannot rewrite a room's originUrl: booking writes its events' keys under rooms/ but is denied
+// rooms/*.json (SettingsDenies).
+var SettingsWrites = map[string][]SettingsWrite{
+	routes.Admin: {
+		{roomSettingsKeys, "PUT /api/admin/rooms/{room} stores the settings (durable.Queue.PutConfig)"},
+		{headKeys, "PUT /api/admin/rooms/{room} records a new room's first head, so a restore finds one"},
+	},
+	Admit: {
+		{headKeys, "every tick records the room's head (durable.Queue.Tick)"},
+	},
+	routes.Enqueue: {
+		{headKeys, "a join's request-driven tick that admits records the head (durable.Queue.nudge)"},
+	},
+	routes.Poll: {
+		{headKeys, "a poll's request-driven tick that admits records the head (durable.Queue.nudge)"},
+	},
+	routes.Booking: {
+		{roomKeys, "PUT /api/admin/events/{event} stores the definition, rooms/<event>.event " +
+			"(bookingdb.WithDefinitions); the kit's other records of an event are rooms/<event>.<kind>"},
+	},
+}
+
+// SettingsDenies are the keys a function may never write though a pattern of SettingsWrites
+// covers them: booking's rooms/* holds the rooms' settings too.
+var SettingsDenies = map[string][]string{routes.Booking: {roomSettingsKeys}}
 
 // newSettingsBucket creates the bucket of the durable room settings (docs/DEPLOY.md, "Durable
 // room settings (S3)") and the way to it from the isolated subnets: the S3 gateway endpoint,
@@ -65,7 +105,7 @@ func newSettingsBucket(st awscdk.Stack, vpc awsec2.Vpc, isolated *awsec2.SubnetS
 	// The endpoint carries requests to this bucket only (and reads of the keys object, which
 	// Keys.allowThroughGateway adds), so the open egress rule below cannot carry data to any
 	// other bucket.
-	for _, s := range append(settingsStatements(bucket, SettingsPrefixes...), settingsDelete(bucket)) {
+	for _, s := range append(settingsStatements(bucket, roomKeys, headKeys), settingsDelete(bucket)) {
 		s.AddAnyPrincipal()
 		gateway.AddToPolicy(s)
 	}
@@ -77,28 +117,31 @@ func newSettingsBucket(st awscdk.Stack, vpc awsec2.Vpc, isolated *awsec2.SubnetS
 }
 
 // settingsStatements are the permissions package durable needs on the settings bucket:
-// s3:GetObject on the objects under SettingsPrefixes, s3:ListBucket on the bucket for
-// SettingsListPrefix only (without it a missing object answers 403, not 404), and s3:PutObject
-// under the prefixes given in writes.
+// s3:GetObject on the objects under SettingsPrefixes, s3:ListBucket on the bucket, and
+// s3:PutObject on the key patterns of writes. ListBucket has no prefix condition: S3 answers a
+// GetObject of a missing key with 404 only to a caller that may list the bucket, and with 403
+// otherwise, which durable reads as an outage rather than "no such room" or "no head yet". The
+// bucket holds nothing but what every function may read anyway (SettingsPrefixes).
 func settingsStatements(bucket awss3.IBucket, writes ...string) []awsiam.PolicyStatement {
-	objects := func(prefixes []string) *[]*string {
-		out := make([]*string, len(prefixes))
-		for i, p := range prefixes {
-			out[i] = bucket.ArnForObjects(jsii.String(p + "*"))
+	objects := func(patterns []string) *[]*string {
+		out := make([]*string, len(patterns))
+		for i, p := range patterns {
+			out[i] = bucket.ArnForObjects(jsii.String(p))
 		}
 		return &out
+	}
+	reads := make([]string, len(SettingsPrefixes))
+	for i, p := range SettingsPrefixes {
+		reads[i] = p + "*"
 	}
 	sts := []awsiam.PolicyStatement{
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions:   jsii.Strings("s3:GetObject"),
-			Resources: objects(SettingsPrefixes),
+			Resources: objects(reads),
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions:   jsii.Strings("s3:ListBucket"),
 			Resources: &[]*string{bucket.BucketArn()},
-			Conditions: &map[string]any{
-				"StringEquals": map[string]any{"s3:prefix": SettingsListPrefix},
-			},
 		}),
 	}
 	if len(writes) > 0 {
@@ -110,21 +153,29 @@ func settingsStatements(bucket awss3.IBucket, writes ...string) []awsiam.PolicyS
 	return sts
 }
 
-// settingsWrites are the prefixes a function writes: admin the settings, admit the heads.
+// settingsWrites are the key patterns a function writes (SettingsWrites).
 func settingsWrites(function string) []string {
-	switch function {
-	case routes.Admin:
-		return []string{SettingsRoomsPrefix}
-	case Admit:
-		return []string{SettingsHeadsPrefix}
+	var out []string
+	for _, w := range SettingsWrites[function] {
+		out = append(out, w.Keys)
 	}
-	return nil
+	return out
 }
 
-// grantSettings lets fn read the room settings and heads, and write under writes.
-func grantSettings(fn awsiam.IGrantable, bucket awss3.IBucket, writes ...string) {
-	for _, s := range settingsStatements(bucket, writes...) {
+// grantSettings lets fn read the room settings and heads, write the keys of writes, and
+// never write those SettingsDenies names for it.
+func grantSettings(fn awsiam.IGrantable, function string, bucket awss3.IBucket) {
+	for _, s := range settingsStatements(bucket, settingsWrites(function)...) {
 		fn.GrantPrincipal().AddToPrincipalPolicy(s)
+	}
+	if deny := SettingsDenies[function]; len(deny) > 0 {
+		res := make([]*string, len(deny))
+		for i, k := range deny {
+			res[i] = bucket.ArnForObjects(jsii.String(k))
+		}
+		fn.GrantPrincipal().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Effect: awsiam.Effect_DENY, Actions: jsii.Strings("s3:PutObject"), Resources: &res,
+		}))
 	}
 }
 

@@ -131,7 +131,11 @@ func settingsGrants(t *testing.T, sts []map[string]any, bucket string) map[strin
 				res = "bucket/" + strings.TrimSuffix(strings.TrimPrefix(res, `{"Fn::Join":["",[`+arn+`,"/`), `"]]}`)
 			}
 			for _, a := range actions {
-				out[a.(string)+" "+res] = string(cond)
+				k := a.(string) + " " + res
+				if st["Effect"] == "Deny" {
+					k = "Deny " + k
+				}
+				out[k] = string(cond)
 			}
 		}
 	}
@@ -146,21 +150,28 @@ func TestSettingsLeastPrivilege(t *testing.T) {
 		role := props(r)["Role"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)
 		// WHEN the S3 permissions of its role are read
 		got := settingsGrants(t, s3Statements(f, role), id)
-		// THEN every function may read the settings and heads and list rooms/
+		// THEN every function may read the settings and heads and list the bucket (so a missing
+		// key answers 404, not 403)
 		want := map[string]string{
 			"s3:GetObject bucket/rooms/*": "null",
 			"s3:GetObject bucket/heads/*": "null",
-			"s3:ListBucket bucket":        `{"StringEquals":{"s3:prefix":"` + stack.SettingsListPrefix + `"}}`,
+			"s3:ListBucket bucket":        "null",
 		}
-		// and only admin writes a room's settings, only admit (the ticks) a room's head
+		// and write what its code writes: admin a room's settings and first head, admit and
+		// the request-driven ticks of enqueue and poll a head, booking its events' keys but
+		// never a room's settings
 		switch name {
 		case routes.Admin:
-			want["s3:PutObject bucket/rooms/*"] = "null"
+			want["s3:PutObject bucket/rooms/*.json"] = "null"
+			want["s3:PutObject bucket/heads/*"] = "null"
 			// and only admin deletes a room (DELETE /api/admin/rooms/{room})
 			want["s3:DeleteObject bucket/rooms/*"] = "null"
 			want["s3:DeleteObject bucket/heads/*"] = "null"
-		case stack.Admit:
+		case stack.Admit, routes.Enqueue, routes.Poll:
 			want["s3:PutObject bucket/heads/*"] = "null"
+		case routes.Booking:
+			want["s3:PutObject bucket/rooms/*"] = "null"
+			want["Deny s3:PutObject bucket/rooms/*.json"] = "null"
 		}
 		// and the API functions read the keys object (TestKeysObjectIsReadOnlyByTheAPIFunctions)
 		for k := range got {

@@ -122,6 +122,7 @@ func NewEdgeGate(scope constructs.Construct, p *EdgeGateProps) (*EdgeGate, error
 		},
 		LogGroup: logs,
 	})
+	ownLogsOnly(g.Keys, logs, false)
 	p.EntryKeySecret.GrantRead(g.Keys, nil)
 	g.Keys.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions: jsii.Strings("cloudfront-keyvaluestore:DescribeKeyValueStore",

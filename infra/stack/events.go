@@ -78,13 +78,15 @@ func newEvents(st awscdk.Stack, p *eventsProps) *Events {
 		Timeout: awscdk.Duration_Seconds(jsii.Number(30)),
 		// Outside the VPC: it reaches EventBridge's public endpoint without a NAT or an interface
 		// endpoint, and it needs neither Redis nor a secret.
-		Environment: &map[string]*string{eventbus.EnvBus: ev.Bus.EventBusArn()},
+		// It takes events only from the log groups of EventFunctions.
+		Environment: &map[string]*string{eventbus.EnvBus: ev.Bus.EventBusArn(), eventbus.EnvLogGroups: eventLogGroups(p.Functions)},
 		LogGroup:    logs,
 		// CloudWatch Logs invokes it asynchronously: a failed batch is retried twice, then kept in
 		// the dead-letter queue.
 		RetryAttempts:   jsii.Number(2),
 		DeadLetterQueue: ev.DeadLetters,
 	}))
+	ownLogsOnly(ev.Forwarder, logs, false)
 	// events:PutEvents on this bus, and nothing else.
 	ev.Bus.GrantPutEventsTo(ev.Forwarder, nil)
 
@@ -101,4 +103,14 @@ func newEvents(st awscdk.Stack, p *eventsProps) *Events {
 		Value:       ev.Bus.EventBusArn(),
 	})
 	return ev
+}
+
+// eventLogGroups is the forwarder's VESTIBULE_EVENT_LOG_GROUPS: the names of the log groups of
+// EventFunctions, comma-separated.
+func eventLogGroups(fns map[string]awslambda.Function) *string {
+	names := make([]*string, len(EventFunctions))
+	for i, name := range EventFunctions {
+		names[i] = fns[name].LogGroup().LogGroupName()
+	}
+	return awscdk.Fn_Join(jsii.String(","), &names)
 }

@@ -59,7 +59,9 @@ type Front struct {
 	// LogsBucket receives the distributions' standard logs.
 	LogsBucket awss3.Bucket
 	// URL is the waiting room's https URL: its domain, or the distribution's name.
-	URL     string
+	URL string
+	// WebACL is the web ACL's ARN with waf=true (every distribution of the stack gets it), or nil.
+	WebACL  *string
 	headers awscloudfront.ResponseHeadersPolicy
 }
 
@@ -83,6 +85,7 @@ func newFront(st awscdk.Stack, p *frontProps) *Front {
 	if set.WAF {
 		webACL = newWebACL(st, set)
 	}
+	f.WebACL = webACL
 	shortCache := newShortCache(st)
 	f.LogsBucket = newLogsBucket(st, set)
 	f.Distribution = awscloudfront.NewDistribution(st, jsii.String("Distribution"), f.distributionProps(st, set, webACL))
@@ -290,7 +293,14 @@ func (f *Front) deployPage(st awscdk.Stack, set Settings, retention awslogs.Rete
 
 // newWebACL creates the CloudFront-scoped web ACL. Such an ACL can only be created in us-east-1, so
 // the stack refuses to synthesize with waf=true in any other (or an unknown) region rather than
-// fail half-way through a deployment.
+// fail half-way through a deployment. Every distribution of the stack gets it.
+//
+// Its one rule blocks an address that made more than WAFRateLimit counted requests in 5
+// minutes. WAF sees every request, before CloudFront's cache, so the rule counts only those that
+// reach the API (rateCounted): the page, the room status and the JWKS are answered from the cache
+// and are not counted. A waiting page reads the status every few seconds, which would otherwise
+// let about 65 open tabs behind one carrier-NAT address use up the default limit (docs/DEPLOY.md,
+// "WAF").
 func newWebACL(st awscdk.Stack, set Settings) *string {
 	region := st.Region()
 	if *awscdk.Token_IsUnresolved(region) || *region != "us-east-1" {
@@ -316,12 +326,52 @@ func newWebACL(st awscdk.Stack, set Settings) *string {
 			Action:   &awswafv2.CfnWebACL_RuleActionProperty{Block: &awswafv2.CfnWebACL_BlockActionProperty{}},
 			Statement: &awswafv2.CfnWebACL_StatementProperty{
 				RateBasedStatement: &awswafv2.CfnWebACL_RateBasedStatementProperty{
-					Limit:            jsii.Number(float64(set.WAFRateLimit)),
-					AggregateKeyType: jsii.String("IP"),
+					Limit:              jsii.Number(float64(set.WAFRateLimit)),
+					AggregateKeyType:   jsii.String("IP"),
+					ScopeDownStatement: rateCounted(),
 				},
 			},
 			VisibilityConfig: visibility(*st.StackName() + "-rate-per-ip"),
 		}},
 	})
 	return acl.AttrArn()
+}
+
+// RateCountedPrefixes are the paths whose requests the WAF's rate rule counts: those CloudFront
+// sends to the API (the gate's /.vestibule/ routes included), less CachedRoomStatus and
+// CachedJWKS, which it answers from its cache.
+var RateCountedPrefixes = []string{"/api/", routes.GatePrefix}
+
+// CachedRoomStatus matches the path of a room's status (CachedAPIPaths), as WAF's regular
+// expressions are written; CachedJWKS is the JWKS path.
+const (
+	CachedRoomStatus = `^/api/rooms/[A-Za-z0-9_-]{1,64}/status$`
+	CachedJWKS       = "/api/jwks.json"
+)
+
+// rateCounted is the rate rule's scope-down statement: a path under RateCountedPrefixes that is
+// neither a room's status nor the JWKS.
+func rateCounted() *awswafv2.CfnWebACL_StatementProperty {
+	uriPath := &awswafv2.CfnWebACL_FieldToMatchProperty{UriPath: map[string]any{}}
+	none := &[]any{&awswafv2.CfnWebACL_TextTransformationProperty{Priority: jsii.Number(0), Type: jsii.String("NONE")}}
+	byteMatch := func(position, s string) *awswafv2.CfnWebACL_StatementProperty {
+		return &awswafv2.CfnWebACL_StatementProperty{ByteMatchStatement: &awswafv2.CfnWebACL_ByteMatchStatementProperty{
+			FieldToMatch: uriPath, PositionalConstraint: jsii.String(position), SearchString: jsii.String(s), TextTransformations: none,
+		}}
+	}
+	var prefixes []any
+	for _, p := range RateCountedPrefixes {
+		prefixes = append(prefixes, byteMatch("STARTS_WITH", p))
+	}
+	return &awswafv2.CfnWebACL_StatementProperty{AndStatement: &awswafv2.CfnWebACL_AndStatementProperty{Statements: &[]any{
+		&awswafv2.CfnWebACL_StatementProperty{OrStatement: &awswafv2.CfnWebACL_OrStatementProperty{Statements: &prefixes}},
+		&awswafv2.CfnWebACL_StatementProperty{NotStatement: &awswafv2.CfnWebACL_NotStatementProperty{
+			Statement: &awswafv2.CfnWebACL_StatementProperty{OrStatement: &awswafv2.CfnWebACL_OrStatementProperty{Statements: &[]any{
+				&awswafv2.CfnWebACL_StatementProperty{RegexMatchStatement: &awswafv2.CfnWebACL_RegexMatchStatementProperty{
+					FieldToMatch: uriPath, RegexString: jsii.String(CachedRoomStatus), TextTransformations: none,
+				}},
+				byteMatch("EXACTLY", CachedJWKS),
+			}}},
+		}},
+	}}}
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -298,23 +299,38 @@ func TestWAFIsOptInAndRateBased(t *testing.T) {
 	// GIVEN the default stack THEN it has no web ACL
 	defaultStack().count(t, "AWS::WAFv2::WebACL", 0)
 
-	// GIVEN waf=true in us-east-1
-	f := synth(t, "us-east-1", true, func(s *stack.Settings) { s.WAF, s.WAFRateLimit = true, 1234 })
-	// THEN a CloudFront-scoped ACL blocks an IP over the rate, and the distribution uses it
+	// GIVEN waf=true in us-east-1, with a gate
+	f := synth(t, "us-east-1", true, func(s *stack.Settings) { protectGate(s); s.WAF, s.WAFRateLimit = true, 1234 })
+	// THEN a CloudFront-scoped ACL blocks an IP over the rate
 	f.has(t, "AWS::WAFv2::WebACL", map[string]any{
 		"Scope": "CLOUDFRONT",
 		"Rules": []any{assertions.Match_ObjectLike(&map[string]any{
 			"Action":    map[string]any{"Block": map[string]any{}},
-			"Statement": map[string]any{"RateBasedStatement": map[string]any{"Limit": 1234, "AggregateKeyType": "IP"}},
+			"Statement": map[string]any{"RateBasedStatement": assertions.Match_ObjectLike(&map[string]any{"Limit": 1234, "AggregateKeyType": "IP"})},
 		})},
 	})
+	// and every distribution, the waiting room's and the gate's, uses it
 	var acl string
 	for id := range f.ofType("AWS::WAFv2::WebACL") {
 		acl = id
 	}
-	f.has(t, "AWS::CloudFront::Distribution", map[string]any{
+	f.count(t, "AWS::CloudFront::Distribution", 2)
+	f.all(t, "AWS::CloudFront::Distribution", map[string]any{
 		"DistributionConfig": assertions.Match_ObjectLike(&map[string]any{"WebACLId": getAtt(acl, "Arn")}),
 	})
+	// and the rule counts what reaches the API, not what CloudFront answers from its cache: the
+	// page, a room's status, the JWKS
+	rule := asSlice(props(f.resources[acl])["Rules"])[0].(map[string]any)
+	scope, _ := rule["Statement"].(map[string]any)["RateBasedStatement"].(map[string]any)["ScopeDownStatement"].(map[string]any)
+	for path, counted := range map[string]bool{
+		"/": false, "/index.html": false, "/waiting.js": false, "/api/rooms/r-1_A/status": false, "/api/jwks.json": false,
+		"/api/rooms/r1/enqueue": true, "/api/rooms/r1/poll": true, "/api/rooms/r1/leave": true, "/api/consume": true,
+		"/api/events/e1/holds": true, "/.vestibule/enter": true, "/api/rooms/a/b/status": true, "/api/jwks.json/x": true,
+	} {
+		if got := scope != nil && wafMatches(t, scope, path); got != counted {
+			t.Errorf("%s: counted by the rate rule %v, want %v", path, got, counted)
+		}
+	}
 	assert(t, func() {
 		assertions.Annotations_FromStack(f.stack).HasNoError(jsii.String("*"), assertions.Match_AnyValue())
 	})
@@ -397,4 +413,60 @@ func TestPriceClass(t *testing.T) {
 	synth(t, "", false, func(s *stack.Settings) { s.PriceClass = "All" }).has(t, "AWS::CloudFront::Distribution", map[string]any{
 		"DistributionConfig": assertions.Match_ObjectLike(&map[string]any{"PriceClass": "PriceClass_All"}),
 	})
+}
+
+// wafMatches evaluates a WAF statement on a request's URI path: the byte, regex, and, or and not
+// statements the stack uses, on UriPath with no text transformation.
+func wafMatches(t *testing.T, st map[string]any, path string) bool {
+	t.Helper()
+	switch {
+	case st["AndStatement"] != nil:
+		for _, s := range asSlice(st["AndStatement"].(map[string]any)["Statements"]) {
+			if !wafMatches(t, s.(map[string]any), path) {
+				return false
+			}
+		}
+		return true
+	case st["OrStatement"] != nil:
+		for _, s := range asSlice(st["OrStatement"].(map[string]any)["Statements"]) {
+			if wafMatches(t, s.(map[string]any), path) {
+				return true
+			}
+		}
+		return false
+	case st["NotStatement"] != nil:
+		return !wafMatches(t, st["NotStatement"].(map[string]any)["Statement"].(map[string]any), path)
+	case st["ByteMatchStatement"] != nil:
+		b := st["ByteMatchStatement"].(map[string]any)
+		wafUriPathOnly(t, b)
+		s := b["SearchString"].(string)
+		switch b["PositionalConstraint"] {
+		case "STARTS_WITH":
+			return strings.HasPrefix(path, s)
+		case "EXACTLY":
+			return path == s
+		case "ENDS_WITH":
+			return strings.HasSuffix(path, s)
+		case "CONTAINS":
+			return strings.Contains(path, s)
+		}
+	case st["RegexMatchStatement"] != nil:
+		r := st["RegexMatchStatement"].(map[string]any)
+		wafUriPathOnly(t, r)
+		return regexp.MustCompile(r["RegexString"].(string)).MatchString(path)
+	}
+	t.Fatalf("WAF statement not evaluated here: %v", st)
+	return false
+}
+
+func wafUriPathOnly(t *testing.T, m map[string]any) {
+	t.Helper()
+	if _, ok := m["FieldToMatch"].(map[string]any)["UriPath"]; !ok {
+		t.Fatalf("matches %v, not the URI path", m["FieldToMatch"])
+	}
+	for _, tt := range asSlice(m["TextTransformations"]) {
+		if tt.(map[string]any)["Type"] != "NONE" {
+			t.Fatalf("text transformation %v", tt)
+		}
+	}
 }

@@ -33,7 +33,7 @@ type Function struct {
 // timeout. admit ticks every second until 3 s before its deadline; with a 60 s timeout it ends
 // before the next minute's invocation, so two runs overlap only when EventBridge delivers an event
 // twice or late. No function reserves concurrency by default (Settings.AdmitReservedConcurrency):
-// a reservation must leave the account's unreserved pool at 10 or more, which a new account with
+// a reservation must leave the account's unreserved pool at 100 or more, which a new account with
 // a total of 10 cannot, and the first deploy would roll back. admit needs none: every tick is one
 // atomic script whose token bucket refills by elapsed time, so overlapping or duplicate ticks
 // admit nothing extra (docs/ARCHITECTURE.md, "Admission timing and polling").
@@ -94,9 +94,9 @@ func newFunctions(st awscdk.Stack, p *functionsProps) map[string]awslambda.Funct
 			readers = append(readers, fn.Role())
 			fn.Node().AddDependency(p.Keys.Resource)
 		}
-		// Any function may find a room missing from Redis and restore it from the bucket; only
-		// admin writes settings and only admit heads (settingsWrites).
-		grantSettings(fn, p.SettingsBucket, settingsWrites(f.Name)...)
+		// Any function may find a room missing from Redis and restore it from the bucket; each
+		// writes only the keys its code writes (SettingsWrites).
+		grantSettings(fn, f.Name, p.SettingsBucket)
 		if f.Name == routes.Admin {
 			grantSettingsDelete(fn, p.SettingsBucket) // and only admin deletes a room
 		}
@@ -153,7 +153,7 @@ func newFunction(st awscdk.Stack, f Function, p *functionsProps, env *map[string
 		// superseded by the next one; a failed minute is not retried, the next one is the retry.
 		maxEventAge, retries = awscdk.Duration_Seconds(jsii.Number(60)), jsii.Number(0)
 	}
-	return awslambda.NewFunction(st, jsii.String(title(f.Name)+"Function"), quietPlatformLogs(&awslambda.FunctionProps{
+	fn := awslambda.NewFunction(st, jsii.String(title(f.Name)+"Function"), quietPlatformLogs(&awslambda.FunctionProps{
 		ReservedConcurrentExecutions: reserved,
 		MaxEventAge:                  maxEventAge,
 		RetryAttempts:                retries,
@@ -170,6 +170,8 @@ func newFunction(st awscdk.Stack, f Function, p *functionsProps, env *map[string
 		SecurityGroups:               &[]awsec2.ISecurityGroup{p.Network.Functions},
 		LogGroup:                     logs,
 	}))
+	ownLogsOnly(fn, logs, true)
+	return fn
 }
 
 // newAdmitSchedule is admission's clock: EventBridge fires once a minute; the function ticks every

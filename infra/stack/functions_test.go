@@ -113,7 +113,7 @@ func TestAdmitRunsEveryMinuteOneAtATime(t *testing.T) {
 		}),
 	})
 	// and no function reserves concurrency (a reservation must leave the account's unreserved
-	// pool at 10 or more, so on a new account whose total is 10 the first deploy would roll
+	// pool at 100 or more, so on a new account whose total is 10 the first deploy would roll
 	// back), and admit's timeout ends its run before the next minute's
 	for name, r := range f.ours(t) {
 		if rc, has := props(r)["ReservedConcurrentExecutions"]; has {

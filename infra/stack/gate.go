@@ -127,6 +127,8 @@ type gateProps struct {
 	APIOrigin      *string
 	// EntryKeySecret gives the gate's keys, OriginSecret the header its API origin sends.
 	EntryKeySecret, OriginSecret awssecretsmanager.ISecret
+	// WebACL is the stack's web ACL (Front.WebACL), nil without waf.
+	WebACL *string
 }
 
 // newGate adds the protected site's distribution when the settings name an origin.
@@ -158,6 +160,7 @@ func newGate(st awscdk.Stack, p *gateProps) *Gate {
 	// since a viewer-request function runs before the cache.
 	distProps := &awscloudfront.DistributionProps{
 		Comment:     jsii.String("Vestibule gate: " + set.ProtectOrigin + " behind room " + set.ProtectRoom),
+		WebAclId:    p.WebACL,
 		HttpVersion: awscloudfront.HttpVersion_HTTP2_AND_3,
 		DefaultBehavior: &awscloudfront.BehaviorOptions{
 			Origin: awscloudfrontorigins.NewHttpOrigin(jsii.String(set.ProtectOrigin), &awscloudfrontorigins.HttpOriginProps{

@@ -161,6 +161,7 @@ func newKeys(st awscdk.Stack, set Settings, retention awslogs.RetentionDays, arn
 		},
 		LogGroup: logs,
 	})
+	ownLogsOnly(k.Sync, logs, false)
 	for _, s := range arns {
 		s.GrantRead(k.Sync, nil)
 	}

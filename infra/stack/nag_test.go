@@ -1,7 +1,9 @@
 package stack_test
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -97,6 +99,7 @@ func TestNagAwsSolutions(t *testing.T) {
 		{"waf", "us-east-1", func(s *stack.Settings) { s.WAF = true }},
 		{"staging", "", func(s *stack.Settings) { s.Stage = "staging" }},
 		{"gate", "", protectGate},
+		{"gate-waf", "us-east-1", func(s *stack.Settings) { protectGate(s); s.WAF = true }},
 		{"domains", "us-east-1", withDomains},
 		{"everything", "us-east-1", func(s *stack.Settings) {
 			withDomains(s)
@@ -119,5 +122,34 @@ func TestNagAwsSolutions(t *testing.T) {
 			t.Errorf("%s: cdk-nag reported nothing, suppressed or not", v.name)
 		}
 		t.Logf("%s: %d findings, all suppressed with their reasons", v.name, suppressed)
+	}
+}
+
+// TestNagSuppressionsAreScoped: every suppression is on the resources it is about, none on the
+// stack as a whole, so a new resource that breaks a rule is reported until it gets a reason.
+func TestNagSuppressionsAreScoped(t *testing.T) {
+	for name, fx := range map[string]func() fixture{"default": defaultStack, "gate": gateStack, "waf": wafStack} {
+		// GIVEN a synthesized stack WHEN its template's metadata is read
+		f := fx()
+		// THEN it holds no stack-wide cdk-nag suppression
+		if md, _ := f.raw["Metadata"].(map[string]any); md["cdk_nag"] != nil {
+			t.Errorf("%s: stack-wide cdk-nag suppressions: %v", name, md["cdk_nag"])
+		}
+		// and some resources hold their own
+		scoped := 0
+		for id, r := range f.resources {
+			md, _ := r["Metadata"].(map[string]any)
+			if md["cdk_nag"] == nil {
+				continue
+			}
+			scoped++
+			// and with WAF on no distribution is excused from having one (CFR2)
+			if name == "waf" && r["Type"] == "AWS::CloudFront::Distribution" && strings.Contains(fmt.Sprint(md["cdk_nag"]), "CFR2") {
+				t.Errorf("%s: %s: CFR2 suppressed with waf=true", name, id)
+			}
+		}
+		if scoped == 0 {
+			t.Errorf("%s: no resource carries a cdk-nag suppression", name)
+		}
 	}
 }

@@ -69,7 +69,7 @@ type Settings struct {
 	// AlarmEmail, when set, is subscribed to the alarm topic.
 	AlarmEmail string
 	// AdmitReservedConcurrency, when above 0, reserves that much of the account's Lambda
-	// concurrency for admit. 0 (the default) reserves none: the account must keep 10 unreserved,
+	// concurrency for admit. 0 (the default) reserves none: the account must keep 100 unreserved,
 	// so on a new account with a total of 10 a reservation makes the deploy roll back.
 	AdmitReservedConcurrency int
 

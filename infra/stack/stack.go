@@ -90,7 +90,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	v.Distribution, v.Bucket, v.LogsBucket, v.WaitingRoomURL = front.Distribution, front.Bucket, front.LogsBucket, front.URL
 	v.Gate = newGate(st, &gateProps{
 		Settings: set, WaitingRoomURL: front.URL, LogsBucket: front.LogsBucket, APIOrigin: api.OriginDomain,
-		EntryKeySecret: secrets.EntryKey, OriginSecret: secrets.Origin,
+		EntryKeySecret: secrets.EntryKey, OriginSecret: secrets.Origin, WebACL: front.WebACL,
 	})
 	// CloudFront sends the origin value only once the keys object accepts it (a deploy that pins
 	// a new origin-secret version syncs first).
@@ -105,7 +105,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	})
 	helperLogs(st, retention)
 	customResourceTimeouts(st)
-	suppressNag(st, v, set)
+	suppressNag(st, v, set, nagTargets{Secrets: secrets, Network: net})
 	return v
 }
 
@@ -124,11 +124,30 @@ func checkSettings(st awscdk.Stack, set Settings) awslogs.RetentionDays {
 	if err := ValidateDomains(set); err != nil {
 		awscdk.Annotations_Of(st).AddError(jsii.String(err.Error()))
 	}
-	if m := certificateARN.FindStringSubmatch(set.APICertificateArn); m != nil && !*awscdk.Token_IsUnresolved(st.Region()) && m[1] != *st.Region() {
-		awscdk.Annotations_Of(st).AddError(jsii.String(fmt.Sprintf("%s: %s=%q: API Gateway takes a regional domain's certificate from the stack's region, %s",
-			ErrBadSetting, CtxAPICertificateArn, set.APICertificateArn, *st.Region())))
+	if err := checkCertificateRegion(st, set); err != nil {
+		awscdk.Annotations_Of(st).AddError(jsii.String(err.Error()))
 	}
 	return retention
+}
+
+// checkCertificateRegion checks that the API's certificate is in the stack's region, where API
+// Gateway takes a regional domain's certificate from. A stack whose region is unknown at
+// synthesis cannot be checked, so it is refused: infra/main.go pins the stack to the deploying
+// credentials' region (CDK_DEFAULT_REGION, which the CLI sets from AWS_REGION or the profile)
+// whenever a certificate is given, as it does for waf=true.
+func checkCertificateRegion(st awscdk.Stack, set Settings) error {
+	m := certificateARN.FindStringSubmatch(set.APICertificateArn)
+	switch {
+	case m == nil:
+		return nil // no certificate, or not an ARN: ValidateDomains says so
+	case *awscdk.Token_IsUnresolved(st.Region()):
+		return fmt.Errorf("%w: %s=%q: the stack's region is unknown, so the certificate's (%s) cannot be checked: "+
+			"deploy with AWS_REGION (or the profile's region) set", ErrBadSetting, CtxAPICertificateArn, set.APICertificateArn, m[1])
+	case m[1] != *st.Region():
+		return fmt.Errorf("%w: %s=%q: API Gateway takes a regional domain's certificate from the stack's region, %s",
+			ErrBadSetting, CtxAPICertificateArn, set.APICertificateArn, *st.Region())
+	}
+	return nil
 }
 
 // Custom resources' timeouts. CloudFormation waits an hour for a custom resource's provider to

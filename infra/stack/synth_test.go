@@ -75,3 +75,32 @@ func TestCDKSynth(t *testing.T) {
 		t.Errorf("the page bucket gets %v, want %v", staged, want)
 	}
 }
+
+// TestCDKSynthRefusesAnAPICertificateOfAnotherRegion: the CLI, with the deploying credentials in
+// one region and the API's certificate in another, fails the synthesis instead of a deploy.
+func TestCDKSynthRefusesAnAPICertificateOfAnotherRegion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the CLI synth takes a minute on a busy machine")
+	}
+	cdk, err := exec.LookPath("cdk")
+	if err != nil {
+		t.Skip("cdk CLI not on PATH; `make deps-cdk` installs it into .tools/")
+	}
+	// GIVEN AWS_REGION=eu-west-1 and an API certificate in us-east-1
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	must(t, err)
+	dist, _ := placeholderAssets(t, false)
+	cmd := exec.Command(cdk, "synth", "--quiet", "--no-notices", "-o", t.TempDir(), "-c", stack.CtxAssetDir+"="+dist,
+		"-c", stack.CtxAPIDomain+"=api.queue.example.com", "-c", stack.CtxAPICertificateArn+"="+testAPICert)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "AWS_REGION=eu-west-1", "AWS_DEFAULT_REGION=eu-west-1",
+		"JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20", "CDK_DISABLE_VERSION_CHECK=1", "CDK_DISABLE_CLI_TELEMETRY=true")
+	// WHEN `cdk synth` runs THEN it fails, naming the setting and the stack's region
+	b, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("cdk synth exited 0:\n%s", b)
+	}
+	if !strings.Contains(string(b), stack.CtxAPICertificateArn) || !strings.Contains(string(b), "eu-west-1") {
+		t.Errorf("cdk synth failed without naming %s and eu-west-1:\n%s", stack.CtxAPICertificateArn, b)
+	}
+}

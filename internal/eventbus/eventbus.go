@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -47,6 +48,11 @@ const (
 // EnvBus is the forwarder function's one variable: the bus it puts events
 // on (a name or an ARN). The functions in the VPC do not read it.
 const EnvBus = "VESTIBULE_EVENT_BUS"
+
+// EnvLogGroups is the forwarder's list of the log groups it takes events
+// from, comma-separated: a subscription payload from any other group is
+// logged and dropped. Unset, every group's lines are taken.
+const EnvLogGroups = "VESTIBULE_EVENT_LOG_GROUPS"
 
 // Sources are every source the forwarder forwards.
 func Sources() []string { return []string{SourceAdmission, SourceBooking} }
@@ -132,6 +138,7 @@ type Bus struct {
 	attempts int
 	backoff  func(retry int) time.Duration
 	log      *slog.Logger
+	groups   []string // the log groups Forward takes events from; nil: any
 }
 
 // BusOption changes a Bus.
@@ -147,6 +154,19 @@ func WithBackoff(f func(retry int) time.Duration) BusOption { return func(b *Bus
 
 // WithLogger sets where the forwarder reports what it skipped or could not put.
 func WithLogger(l *slog.Logger) BusOption { return func(b *Bus) { b.log = l } }
+
+// WithLogGroups sets the log groups Forward takes events from: a payload
+// from any other group is logged and dropped (no function may write another's
+// log group, and no other group carries events). None: any group.
+func WithLogGroups(groups ...string) BusOption {
+	return func(b *Bus) {
+		for _, g := range groups {
+			if g = strings.TrimSpace(g); g != "" {
+				b.groups = append(b.groups, g)
+			}
+		}
+	}
+}
 
 // NewBus returns the publisher putting entries on bus (a name or an ARN).
 func NewBus(api PutEventsAPI, bus string, opts ...BusOption) *Bus {
@@ -336,6 +356,12 @@ func (b *Bus) Forward(ctx context.Context, ev events.CloudwatchLogsEvent) error 
 	}
 	if data.MessageType == "CONTROL_MESSAGE" {
 		return nil // CloudWatch Logs checking that it can reach the function
+	}
+	if len(b.groups) > 0 && !slices.Contains(b.groups, data.LogGroup) {
+		// Not retried: the same payload would be refused again.
+		b.log.LogAttrs(ctx, slog.LevelError, "forwarder: dropped events from a log group it does not take",
+			slog.String("log_group", data.LogGroup), slog.Int("lines", len(data.LogEvents)))
+		return nil
 	}
 	var entries []Entry
 	for _, l := range data.LogEvents {

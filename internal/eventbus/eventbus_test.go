@@ -271,6 +271,24 @@ func TestForward(t *testing.T) {
 	}
 }
 
+// A forwarder given its log groups drops a payload from any other group:
+// events are taken only from where the functions that emit them write.
+func TestForwardTakesOnlyItsLogGroups(t *testing.T) {
+	line, _ := json.Marshal(entry(t, 0, 1))
+	payload := func(group string) events.CloudwatchLogsEvent {
+		return subscription(t, events.CloudwatchLogsData{MessageType: "DATA_MESSAGE", LogGroup: group,
+			LogEvents: []events.CloudwatchLogsLogEvent{{ID: "1", Message: string(line)}}})
+	}
+	srv := &putEventsServer{}
+	bus := newBus(t, srv, eventbus.WithLogGroups("/vst/admit", " /vst/booking", ""))
+	if err := bus.Forward(context.Background(), payload("/vst/status")); err != nil || len(srv.put) != 0 {
+		t.Fatalf("from another group: %v, put %+v; want nothing put and no retry", err, srv.put)
+	}
+	if err := bus.Forward(context.Background(), payload("/vst/booking")); err != nil || len(srv.put) != 1 {
+		t.Fatalf("from its group: %v, put %+v; want the entry put", err, srv.put)
+	}
+}
+
 // Entries still refused fail the invocation, so Lambda retries the batch;
 // an entry that can never be put does not.
 func TestForwardFailsTheBatchOnlyForRetryableFailures(t *testing.T) {

@@ -284,3 +284,31 @@ func anyFunction(c *types.DistributionConfig, match func(arn string) bool) bool 
 func usesFunction(c *types.DistributionConfig, name string) bool {
 	return anyFunction(c, func(arn string) bool { return functionARNOf(arn, name) })
 }
+
+// ungated are the path patterns of c's behaviours that send requests to the default
+// behaviour's origin and are left without the room's gate: neither named in behaviours nor
+// already running the gate's function (n.Function). They serve the site, so unless they are
+// meant to stay open (assets, a health check) a visitor reaches those pages without waiting:
+// Attach lists them, dry run or not.
+func ungated(c *types.DistributionConfig, n Names, behaviours []string) (origin string, open []string) {
+	if c == nil || c.DefaultCacheBehavior == nil {
+		return "", nil
+	}
+	origin = aws.ToString(c.DefaultCacheBehavior.TargetOriginId)
+	if c.CacheBehaviors == nil {
+		return origin, nil
+	}
+	for _, b := range c.CacheBehaviors.Items {
+		p := aws.ToString(b.PathPattern)
+		if p == PathPattern || aws.ToString(b.TargetOriginId) != origin || slices.Contains(behaviours, p) {
+			continue
+		}
+		gated := b.FunctionAssociations != nil && slices.ContainsFunc(b.FunctionAssociations.Items, func(f types.FunctionAssociation) bool {
+			return functionARNOf(aws.ToString(f.FunctionARN), n.Function)
+		})
+		if !gated {
+			open = append(open, p)
+		}
+	}
+	return origin, open
+}

@@ -189,6 +189,10 @@ func (a *Attacher) Attach(ctx context.Context, g Gate) error {
 	if _, err := withGate(got.DistributionConfig, n, placeholder(n.Function), placeholder(n.Host), apiHost, apiPath, g.OriginSecret, g.Behaviours); err != nil {
 		return err
 	}
+	if origin, open := ungated(got.DistributionConfig, n, g.Behaviours); len(open) > 0 {
+		a.say("warning: %d behaviours send to the default behaviour's origin %q and stay ungated: %s; "+
+			"give each that serves the room's pages to --behaviour (attach again adds it)", len(open), origin, strings.Join(open, ", "))
+	}
 
 	storeARN, err := a.ensureStore(ctx, n.Store, g.Room)
 	if err != nil {

@@ -58,6 +58,20 @@ func ptr(s string) *string { return &s }
 // both functions and sends one UpdateDistribution with the origin, the behaviour and the
 // associations; a second attach writes nothing.
 func TestAttach(t *testing.T) {
+	t.Run("no behaviour of the site's origin left open", func(t *testing.T) {
+		f := gateattachtest.NewServer(t, dist, gateattachtest.DistributionConfig)
+		var out bytes.Buffer
+		a := newAttacher(f, &gateattachtest.MemKVS{}, &out)
+		a.DryRun = true
+		g := testGate(t)
+		g.Behaviours = []string{"/checkout/*"}
+		if err := a.Attach(context.Background(), g); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out.String(), "ungated") {
+			t.Errorf("warned with every behaviour of the origin gated:\n%s", out.String())
+		}
+	})
 	ctx := context.Background()
 	f := gateattachtest.NewServer(t, dist, gateattachtest.DistributionConfig)
 	kvs := &gateattachtest.MemKVS{}
@@ -134,6 +148,13 @@ func TestAttach(t *testing.T) {
 	if !strings.Contains(out.String(), "nothing to change") {
 		t.Errorf("the second attach said:\n%s", out.String())
 	}
+	// and without --behaviour, /checkout/* is not called ungated: the first attach gated it
+	g.Behaviours = nil
+	out.Reset()
+	if err := a.Attach(ctx, g); err != nil || strings.Contains(out.String(), "ungated") {
+		t.Errorf("attach again without --behaviour: %v\n%s", err, out.String())
+	}
+	g.Behaviours = []string{"/checkout/*"}
 
 	// A changed open path updates and republishes the function only.
 	g.OpenPaths = append(g.OpenPaths, "/health")
@@ -170,6 +191,8 @@ func TestAttachDryRun(t *testing.T) {
 		`"FunctionARN": "arn:aws:cloudfront::<account>:function/vestibule-gate-` + dist + `-spring-tour"`,
 		`"EventType": "viewer-response",`,
 		`(the origin secret)`,
+		// /checkout/* sends to the site's origin too, and no --behaviour named it
+		`warning: 1 behaviours send to the default behaviour's origin "booking-origin" and stay ungated: /checkout/*`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the dry run's output lacks %q:\n%s", want, text)
