@@ -60,9 +60,7 @@ func TestDefinitionsRestore(t *testing.T) {
 		if err := eng.Define(ctx, ev, booking.Inventory{Seats: seats(2), SessionLimit: 1, HoldTTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
-		if err := redistest.FlushAll(ctx, rdb); err != nil {
-			t.Fatal(err)
-		}
+		lose(t, rdb, ev)
 		h, err := eng.Hold(ctx, ev, "r:1", booking.Request{Seats: []string{"S1"}})
 		if err != nil {
 			t.Fatalf("Hold after a total loss: %v", err)
@@ -95,4 +93,23 @@ func TestDefinitionsRestore(t *testing.T) {
 			t.Fatalf("restore with the store down: %v", err)
 		}
 	})
+}
+
+// lose deletes every key of the events ids, as a total loss of Redis would,
+// and only theirs: the Redis is shared with other tests (other packages' too,
+// with REDIS_URL), and a FLUSHALL would take their keys.
+func lose(t testing.TB, rdb redis.UniversalClient, ids ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, id := range ids {
+		k := append(bookingdb.KeysFor(id).List(), bookingdb.RoomEventsKey(id))
+		for _, key := range k {
+			if err := rdb.Del(ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rdb.SRem(ctx, bookingdb.RegistryKey, id).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
