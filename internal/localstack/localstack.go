@@ -189,7 +189,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	// Plain HTTP on this machine: the gate's cookie goes without Secure on a
 	// loopback host (and only there).
 	// The booking kit over the same Redis; its order events go out as JSON lines.
-	bopts := []bookingdb.Option{bookingdb.WithClock(o.Clock), bookingdb.WithDefinitions(durable.Events(store))}
+	bopts := []bookingdb.Option{bookingdb.WithClock(o.Clock), bookingdb.WithDefinitions(durable.Events(store)), bookingdb.WithLogger(o.Logger)}
 	bk, pub := bookingdb.New(s.rdb, bopts...), orders.NewLog(o.Orders)
 	h := apiapp.NewHandler(engine, keys, cfg, apiapp.Options{TickInterval: o.TickInterval, Clock: o.Clock, Logger: o.Logger,
 		InsecureLoopback: true, Booking: bk, Orders: pub})

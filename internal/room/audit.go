@@ -17,8 +17,11 @@ type AuditEntry struct {
 	// Who is the caller: the IAM principal's ARN in AWS, "admin key" on a
 	// local stack (with " via the console" when the console made it).
 	Who string `json:"who"`
-	// Action is create, change, drain or delete.
-	Action  string        `json:"action"`
+	// Action is create, change, drain or delete; for an event of the room's
+	// (Event set), "define event" or "rebuild event" (docs/BOOKING.md).
+	Action string `json:"action"`
+	// Event is the booking event the entry is about, in its room's log.
+	Event   string        `json:"event,omitempty"`
 	Changes []AuditChange `json:"changes,omitempty"`
 	// Removed is how many visitors a drain or delete removed.
 	Removed int64 `json:"removed,omitempty"`
