@@ -256,6 +256,11 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		return nil, err
 	}
 	s.closers = append(s.closers, db.Close)
+	if err := rebuildDemoEvent(ctx, bk, db, o.Logger); err != nil {
+		_ = manualLn.Close()
+		_ = originLn.Close()
+		return nil, err
+	}
 	picker := newSeatPicker(s.url, origins.Credential, db, o.Logger)
 	s.serve(manualLn, noReferrer(newOrigin(s.url, s.manualURL, origins.Credential, originOf, picker, o.Logger)))
 	if gated {
