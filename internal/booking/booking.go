@@ -95,6 +95,9 @@ const (
 	DefaultHoldTTL  = 5 * time.Minute
 	MaxExtensions   = 100           // the most extensions of one hold an event may allow
 	MaxHoldLife     = 2 * time.Hour // the longest an event may let a hold last, extensions included
+	// MaxRebuildOrders is the most orders one Rebuild takes: the script checks
+	// and writes them all at once, so a venue's worth goes in several calls.
+	MaxRebuildOrders = 5000
 )
 
 var (

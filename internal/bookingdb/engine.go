@@ -640,10 +640,6 @@ func (e *Engine) Ack(ctx context.Context, event string, ids ...string) error {
 	return nil
 }
 
-// RebuildBatch is the most orders one Rebuild call takes: the script checks
-// and writes them all at once, so a venue's worth goes in several calls.
-const RebuildBatch = 5000
-
 // Rebuild puts back, after a total loss, the orders the origin recorded (its
 // export: docs/BOOKING.md, "Reconciliation") into an event that came back
 // closed to holds: their seats sold, their units out of the stock, the fence
@@ -657,8 +653,8 @@ func (e *Engine) Rebuild(ctx context.Context, event string, orders []booking.Sol
 	if !booking.ValidEventID(event) {
 		return booking.Rebuilt{}, booking.ErrInvalidEvent
 	}
-	if len(orders) > RebuildBatch {
-		return booking.Rebuilt{}, fmt.Errorf("%w: %d orders in one call, at most %d", booking.ErrInvalidRequest, len(orders), RebuildBatch)
+	if len(orders) > booking.MaxRebuildOrders {
+		return booking.Rebuilt{}, fmt.Errorf("%w: %d orders in one call, at most %d", booking.ErrInvalidRequest, len(orders), booking.MaxRebuildOrders)
 	}
 	args := make([]any, 0, 3+3*len(orders))
 	args = append(args, e.nowMS(), map[bool]string{true: "1"}[reopen], len(orders))

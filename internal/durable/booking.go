@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/bookingdb"
+	"github.com/vestibule-dev/vestibule/internal/jsonkey"
 )
 
 // The booking kit's event definitions are kept in the same store as the
@@ -135,7 +135,7 @@ func (d Definitions) Definition(ctx context.Context, event string) (booking.Inve
 	unreadable := func(why string, err error) error {
 		return fmt.Errorf("%w: durable: event %s: %s: %v", booking.ErrNotRestorable, event, why, err)
 	}
-	if k, dup := httpapi.DuplicateKey(b); dup {
+	if k, dup := jsonkey.Duplicate(b); dup {
 		// encoding/json would keep the last: which one was meant is not known.
 		return booking.Inventory{}, unreadable("unreadable definition", fmt.Errorf("key %.64q twice", k))
 	}
