@@ -253,85 +253,21 @@ func printable(s string, n int) string {
 
 // readOrigin reads the origin's record of event: JSON lines from a file, stdin or a URL.
 func readOrigin(ctx context.Context, src, event string) (sold, error) {
-	var r io.Reader
-	switch {
-	case src == "-":
-		r = os.Stdin
-	case strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://"):
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
-		if err != nil {
-			return sold{}, err
-		}
-		resp, err := originClient.Do(req)
-		if err != nil {
-			return sold{}, fmt.Errorf("the origin's record: %w", err)
-		}
-		defer func() { _ = resp.Body.Close() }() // a body read: closing it cannot lose anything
-		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-			return sold{}, fmt.Errorf("the origin's record: %s answered %d, a redirect, which is not followed: give the final URL", src, resp.StatusCode)
-		}
-		if resp.StatusCode != http.StatusOK {
-			return sold{}, fmt.Errorf("the origin's record: %s answered %d", src, resp.StatusCode)
-		}
-		r = resp.Body
-	default:
-		f, err := os.Open(src)
-		if err != nil {
-			return sold{}, fmt.Errorf("the origin's record: %w", err)
-		}
-		defer func() { _ = f.Close() }() // a file read: closing it cannot lose anything
-		r = f
+	r, done, err := openOrigin(ctx, src)
+	if err != nil {
+		return sold{}, err
 	}
+	defer done()
 	s := newSold()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, maxOriginLine), maxOriginLine)
-	bad := func(n int, format string, a ...any) error {
-		return fmt.Errorf("the origin's record, line %d: %s", n, fmt.Sprintf(format, a...))
-	}
 	n := 0
 	for sc.Scan() {
 		if n++; n > maxOriginLines {
 			return sold{}, fmt.Errorf("the origin's record: more than %d lines", maxOriginLines)
 		}
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		var l originLine
-		dec := json.NewDecoder(strings.NewReader(line))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&l); err != nil {
-			return sold{}, bad(n, "%s", printable(err.Error(), 200))
-		}
-		if dec.More() {
-			return sold{}, bad(n, "more than one JSON value")
-		}
-		if l.Event != "" && l.Event != event {
-			continue
-		}
-		switch {
-		case l.Order == "" || (l.Seat == "") == (l.SKU == ""):
-			return sold{}, bad(n, "want an order and either a seat or a sku with units")
-		case !orderName.MatchString(l.Order):
-			return sold{}, bad(n, "order %q: 1 to 128 of [A-Za-z0-9_.:@-]", printable(l.Order, 140))
-		case l.FencingToken != nil && (*l.FencingToken <= 0 || strconv.FormatInt(*l.FencingToken, 10) != l.Order):
-			return sold{}, bad(n, "fencingToken %d is not order %s's (the kit's order id is its fencing token)", *l.FencingToken, l.Order)
-		case l.Seat != "":
-			if !booking.ValidItemID(l.Seat) {
-				return sold{}, bad(n, "seat %q: 1 to 64 of [A-Za-z0-9_.-]", printable(l.Seat, 80))
-			}
-			if prev, dup := s.seats[l.Seat]; dup && prev != l.Order {
-				return sold{}, bad(n, "seat %s in orders %s and %s", l.Seat, prev, l.Order)
-			}
-			s.seats[l.Seat] = l.Order
-		default:
-			if !booking.ValidItemID(l.SKU) {
-				return sold{}, bad(n, "sku %q: 1 to 64 of [A-Za-z0-9_.-]", printable(l.SKU, 80))
-			}
-			if l.Units < 1 || l.Units > booking.MaxUnits {
-				return sold{}, bad(n, "sku %s: %d units, want 1 to %d", l.SKU, l.Units, int64(booking.MaxUnits))
-			}
-			s.addUnits(l.Order, l.SKU, l.Units)
+		if err := s.addLine(strings.TrimSpace(sc.Text()), event); err != nil {
+			return sold{}, fmt.Errorf("the origin's record, line %d: %w", n, err)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -341,6 +277,85 @@ func readOrigin(ctx context.Context, src, event string) (sold, error) {
 		return sold{}, fmt.Errorf("the origin's record: %w", err)
 	}
 	return s, nil
+}
+
+// openOrigin opens the record: stdin ("-"), an http(s) URL, or a file; done
+// closes it (a read: closing it cannot lose anything).
+func openOrigin(ctx context.Context, src string) (r io.Reader, done func(), err error) {
+	switch {
+	case src == "-":
+		return os.Stdin, func() {}, nil
+	case strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://"):
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		resp, err := originClient.Do(req)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the origin's record: %w", err)
+		}
+		done = func() { _ = resp.Body.Close() }
+		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+			done()
+			return nil, nil, fmt.Errorf("the origin's record: %s answered %d, a redirect, which is not followed: give the final URL", src, resp.StatusCode)
+		}
+		if resp.StatusCode != http.StatusOK {
+			done()
+			return nil, nil, fmt.Errorf("the origin's record: %s answered %d", src, resp.StatusCode)
+		}
+		return resp.Body, done, nil
+	default:
+		f, err := os.Open(src)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the origin's record: %w", err)
+		}
+		return f, func() { _ = f.Close() }, nil
+	}
+}
+
+// addLine adds one line of the record of event to s (a blank line or one of
+// another event adds nothing), or says what is wrong with it, escaped.
+func (s sold) addLine(line, event string) error {
+	if line == "" {
+		return nil
+	}
+	var l originLine
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		return errors.New(printable(err.Error(), 200))
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value")
+	}
+	if l.Event != "" && l.Event != event {
+		return nil
+	}
+	switch {
+	case l.Order == "" || (l.Seat == "") == (l.SKU == ""):
+		return errors.New("want an order and either a seat or a sku with units")
+	case !orderName.MatchString(l.Order):
+		return fmt.Errorf("order %q: 1 to 128 of [A-Za-z0-9_.:@-]", printable(l.Order, 140))
+	case l.FencingToken != nil && (*l.FencingToken <= 0 || strconv.FormatInt(*l.FencingToken, 10) != l.Order):
+		return fmt.Errorf("fencingToken %d is not order %s's (the kit's order id is its fencing token)", *l.FencingToken, l.Order)
+	case l.Seat != "":
+		if !booking.ValidItemID(l.Seat) {
+			return fmt.Errorf("seat %q: 1 to 64 of [A-Za-z0-9_.-]", printable(l.Seat, 80))
+		}
+		if prev, dup := s.seats[l.Seat]; dup && prev != l.Order {
+			return fmt.Errorf("seat %s in orders %s and %s", l.Seat, prev, l.Order)
+		}
+		s.seats[l.Seat] = l.Order
+	default:
+		if !booking.ValidItemID(l.SKU) {
+			return fmt.Errorf("sku %q: 1 to 64 of [A-Za-z0-9_.-]", printable(l.SKU, 80))
+		}
+		if l.Units < 1 || l.Units > booking.MaxUnits {
+			return fmt.Errorf("sku %s: %d units, want 1 to %d", l.SKU, l.Units, int64(booking.MaxUnits))
+		}
+		s.addUnits(l.Order, l.SKU, l.Units)
+	}
+	return nil
 }
 
 // compareSold lists every difference, sorted: seats, then units per order.
