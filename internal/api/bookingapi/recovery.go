@@ -46,7 +46,7 @@ func (h *API) rebuildEvent(ctx context.Context, r *httpapi.Request) (events.APIG
 	if err := httpapi.DecodeJSON(r.Body, &b); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	before, err := eng.View(ctx, r.Path.Event) // restores the event (closed) if Redis lost it
+	roomID, err := eng.Room(ctx, r.Path.Event) // restores the event (closed) if Redis lost it
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
@@ -55,9 +55,9 @@ func (h *API) rebuildEvent(ctx context.Context, r *httpapi.Request) (events.APIG
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	if res.Added > 0 || !res.Recovering {
-		h.audit(ctx, r, before.Room, room.AuditEntry{Action: "rebuild event", Changes: changes(
-			map[string]any{"recovering": true, "rebuiltOrders": before.Restore.Rebuilt},
-			map[string]any{"recovering": res.Recovering, "rebuiltOrders": before.Restore.Rebuilt + res.Added})})
+		h.audit(ctx, r, roomID, room.AuditEntry{Action: "rebuild event", Changes: changes(
+			map[string]any{"recovering": true, "ordersAdded": 0},
+			map[string]any{"recovering": res.Recovering, "ordersAdded": res.Added})})
 	}
 	return httpapi.JSON(http.StatusOK, rebuildResponse{Event: r.Path.Event, Added: res.Added, Kept: res.Kept, Recovering: res.Recovering}), nil
 }
