@@ -20,7 +20,8 @@
 -- booking_rebuild.lua marks what the origin recorded as sold and reopens it.
 -- A later definition keeps it closed.
 -- Returns {'ok', fence, closed} (the token counter, kept across definitions;
--- closed '1' when the event is closed to holds, '' otherwise), or
+-- closed 'now' when this call closed the event to holds, '1' when it was
+-- closed already, '' when it is open), or
 -- {'inuse', holds, orders}: an event with live holds or confirmed, uncancelled
 -- orders is never replaced (release or cancel them first).
 local now = tonumber(ARGV[1])
@@ -62,6 +63,7 @@ redis.call('HSETNX', K_INV, 'fence', '0')
 redis.call('HSETNX', K_INV, 'iepoch', member(now))
 if not existed and (ARGV[7] == '1' or ARGV[7] == '2') then
   redis.call('HSET', K_INV, 'recover', '1', 'restored', member(now))
+  return {'ok', redis.call('HGET', K_INV, 'fence'), 'now'}
 end
 local st = redis.call('HMGET', K_INV, 'fence', 'recover')
 return {'ok', st[1], st[2] or ''}

@@ -194,7 +194,10 @@ func unitsArgs(args []any, units map[string]int64) []any {
 // or confirmed, uncancelled orders is never replaced (ErrInUse). The fencing
 // token counter survives a replacement. With definitions (WithDefinitions)
 // the definition is stored too, after Redis took it; a failure to store it
-// is ErrUnavailable (the event is defined in Redis: define it again).
+// is ErrUnavailable (the event is defined in Redis: define it again). An
+// event the store has already but Redis lacks was lost with Redis: it is
+// created closed to holds (ErrRecovering) until Rebuild, and a definition
+// never reopens an event closed so.
 func (e *Engine) Define(ctx context.Context, event string, inv booking.Inventory) error {
 	how := defineNew
 	if e.defs != nil && booking.ValidEventID(event) {
@@ -259,7 +262,7 @@ func (e *Engine) define(ctx context.Context, event string, inv booking.Inventory
 		if err := e.rdb.SAdd(ctx, RoomEventsKey(roomID), event).Err(); err != nil {
 			return fmt.Errorf("%w: the room's events: %w", booking.ErrUnavailable, err)
 		}
-		if how != defineNew && len(reply) >= 3 && str(reply[2]) == "1" {
+		if len(reply) >= 3 && str(reply[2]) == "now" {
 			e.log.LogAttrs(ctx, slog.LevelWarn, RestoredClosedMsg, slog.String("event", event),
 				slog.String("restore", "closed to holds until its sold state is rebuilt from the origin's record (booking reconcile --apply)"))
 		}

@@ -3,7 +3,9 @@ package bookingdb_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,7 +28,9 @@ func TestSaleAcrossTotalLossSellsNothingTwice(t *testing.T) {
 		ctx := context.Background()
 		clk := testkit.EngineClock()
 		defs := &memDefs{defs: map[string]booking.Inventory{}}
-		eng := bookingdb.New(rdb, bookingdb.WithClock(clk.Now), bookingdb.WithDefinitions(defs))
+		var logs testkit.Buffer
+		eng := bookingdb.New(rdb, bookingdb.WithClock(clk.Now), bookingdb.WithDefinitions(defs),
+			bookingdb.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 		ev := redistest.Room(t)
 		inv := booking.Inventory{Seats: seats(3), Stock: map[string]int64{"ga": 3}, SessionLimit: 10, HoldTTL: time.Minute}
 		if err := eng.Define(ctx, ev, inv); err != nil {
@@ -101,6 +105,11 @@ func TestSaleAcrossTotalLossSellsNothingTwice(t *testing.T) {
 			if err != nil || v.Restore.Recovering || v.Restore.Rebuilt != 2 || v.Restore.ReopenedAt.IsZero() ||
 				v.Seats["S1"] != booking.SeatSold || v.Stock["ga"] != 0 || v.Live != 2 {
 				t.Fatalf("round %d: the view after the rebuild: %+v %+v, %v", round, v.Restore, v, err)
+			}
+			// The log says it once each way, naming the event.
+			if strings.Count(logs.String(), bookingdb.RestoredClosedMsg) != round+1 || strings.Count(logs.String(), bookingdb.ReopenedMsg) != round+1 ||
+				!strings.Contains(logs.String(), `"event":"`+ev+`"`) {
+				t.Fatalf("round %d: the log: %s", round, logs.String())
 			}
 		}
 		// A rebuilt order is an order: its cancel returns its items.
