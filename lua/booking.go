@@ -53,6 +53,9 @@ var bookingOrders string
 //go:embed booking_sessions.lua
 var bookingSessions string
 
+//go:embed booking_rebuild.lua
+var bookingRebuild string
+
 // BookingEnded names which of a room's sessions ended, for the sweep. It
 // stands alone (no booking_lib.lua): its one key is the room's.
 //
@@ -82,4 +85,5 @@ var (
 	BookingExtend   = withLib(bookingLib, bookingExtend)   // a hold gets more time, within the event's bounds
 	BookingOrders   = withLib(bookingLib, bookingOrders)   // a page of the event's orders
 	BookingSessions = withLib(bookingLib, bookingSessions) // the room sessions that hold something
+	BookingRebuild  = withLib(bookingLib, bookingRebuild)  // after a total loss: the origin's orders sold again, the event reopened
 )

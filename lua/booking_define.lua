@@ -7,17 +7,28 @@
 -- ARGV[5] -> the most extensions of one hold (0: none)
 -- ARGV[6] -> the longest a hold may last from its creation, extensions included (ms)
 -- ARGV[7] -> '1' for a restore (the event lost with Redis, defined again from
---            the store): only if the event is missing, else {'exists'}; '' otherwise
+--            the store): only if the event is missing, else {'exists'}; the
+--            event comes back closed to holds (below). '2' for a definition
+--            of an event the store already has: an event missing here was lost
+--            with Redis, so it comes back closed too. '' otherwise
+
 -- ARGV[8] -> n, the number of seats
 -- ARGV[9 .. 8+n] -> seat names (distinct)
 -- ARGV[9+n ..] -> pairs: sku name, units (distinct skus, units >= 0)
--- Returns {'ok', fence} (the token counter, kept across definitions), or
+-- An event that comes back closed ('recover' = '1', 'restored' its time) sells
+-- nothing it may have sold before the loss: holds are refused until
+-- booking_rebuild.lua marks what the origin recorded as sold and reopens it.
+-- A later definition keeps it closed.
+-- Returns {'ok', fence, closed} (the token counter, kept across definitions;
+-- closed 'now' when this call closed the event to holds, '1' when it was
+-- closed already, '' when it is open), or
 -- {'inuse', holds, orders}: an event with live holds or confirmed, uncancelled
 -- orders is never replaced (release or cancel them first).
 local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[8])
 
-if redis.call('EXISTS', K_INV) == 1 then
+local existed = redis.call('EXISTS', K_INV) == 1
+if existed then
   if ARGV[7] == '1' then return {'exists'} end
   local holds = redis.call('HLEN', K_HOLD)
   local live = tonumber(redis.call('HGET', K_INV, 'live')) or 0
@@ -50,4 +61,9 @@ redis.call('HSET', K_INV, 'ttl', ARGV[2], 'limit', ARGV[3], 'room', ARGV[4], 'ma
   'defined', member(now), 'live', '0')
 redis.call('HSETNX', K_INV, 'fence', '0')
 redis.call('HSETNX', K_INV, 'iepoch', member(now))
-return {'ok', redis.call('HGET', K_INV, 'fence')}
+if not existed and (ARGV[7] == '1' or ARGV[7] == '2') then
+  redis.call('HSET', K_INV, 'recover', '1', 'restored', member(now))
+  return {'ok', redis.call('HGET', K_INV, 'fence'), 'now'}
+end
+local st = redis.call('HMGET', K_INV, 'fence', 'recover')
+return {'ok', st[1], st[2] or ''}

@@ -13,7 +13,8 @@
 -- be in it with the end ARGV[6], not yet passed. Without it the caller checked.
 -- A hold for a room session is listed under the session in K_SH, so the
 -- session's end (complete, leave, expiry) drops it at once (booking_end.lua).
--- Returns {'ok', token, expires (ms)}; {'noevent'}; {'room'} (the event is not
+-- Returns {'ok', token, expires (ms)}; {'noevent'}; {'recovering'} (the event
+-- came back from a total loss closed to holds: booking_define.lua); {'room'} (the event is not
 -- the room's); {'ended'} (the session is no longer active); {'unknownseat', seat};
 -- {'unknownsku', sku}; {'limit', items the session has, limit};
 -- {'taken', seat, ...} (every requested seat held or sold by someone);
@@ -28,8 +29,9 @@ local now = tonumber(ARGV[1])
 local session = ARGV[2]
 local n = tonumber(ARGV[3])
 
-local cfg = redis.call('HMGET', K_INV, 'ttl', 'limit', 'fence', 'holds', 'room')
+local cfg = redis.call('HMGET', K_INV, 'ttl', 'limit', 'fence', 'holds', 'room', 'recover')
 if not cfg[1] then return {'noevent'} end
+if cfg[6] == '1' then return {'recovering'} end
 if ARGV[4] ~= '' then
   if cfg[5] ~= ARGV[4] then return {'room'} end
   if KEYS[11] then

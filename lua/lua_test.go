@@ -17,7 +17,7 @@ func TestWithLibKeepsWhatIsUsed(t *testing.T) {
 		{bookingLib, map[string]string{"define": bookingDefine, "hold": bookingHold, "confirm": bookingConfirm,
 			"release": bookingRelease, "cancel": bookingCancel, "sweep": bookingSweep, "view": bookingView,
 			"room": bookingRoom, "outbox": bookingOutbox, "ack": bookingAck, "end": bookingEnd,
-			"sessions": bookingSessions, "extend": bookingExtend, "orders": bookingOrders}},
+			"sessions": bookingSessions, "extend": bookingExtend, "orders": bookingOrders, "rebuild": bookingRebuild}},
 	} {
 		checkWithLib(t, set.lib, set.scripts)
 	}

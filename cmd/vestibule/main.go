@@ -55,7 +55,8 @@ Usage:
                                                 against the synthesized template, the region's services, and the
                                                 cdk-nag rules it accepts
   vestibule booking reconcile EVENT --origin F  the kit's sold seats and units against the origin's record
-                                                (JSON lines: a file, - for stdin, or a URL); exit 1 on a difference
+                                                (JSON lines: a file, - for stdin, or a URL); exit 1 on a difference;
+                                                --apply: after a total loss, put the record back and reopen
   vestibule gate attach --distribution ID --room ROOM [--dry-run]
                                                 the edge gate on a CloudFront distribution you already have
                                                 (store, functions, /.vestibule/* behaviour, associations; needs
@@ -268,6 +269,7 @@ func (c *command) bind(cmd string, fs *flag.FlagSet) (runFunc, error) {
 		return c.verifyDraw, nil
 	case "booking reconcile":
 		fs.StringVar(&c.origin, "origin", "", "the origin's record: a file of JSON lines, - for stdin, or an http(s) URL")
+		fs.BoolVar(&c.apply, "apply", false, "first put the origin's orders back into the event closed after a total loss, and reopen it")
 		return c.reconcile, nil
 	case "gate attach", "gate detach":
 		return c.bindGate(cmd == "gate attach", fs), nil
@@ -313,6 +315,7 @@ type command struct {
 	timeout        time.Duration    // smoke
 	visitor        string           // verify-draw
 	origin         string           // booking reconcile
+	apply          bool             // booking reconcile
 	gate           gateFlags        // gate attach, detach
 }
 

@@ -20,6 +20,7 @@
 package api
 
 import (
+	"context"
 	crand "crypto/rand"
 	"crypto/sha256"
 	"log/slog"
@@ -147,9 +148,12 @@ func New(o Options) *Handler {
 		panic("api: Queue, Tickets and Entries are required")
 	}
 	o = withDefaults(o)
+	var q *queueapi.API
 	b := bookingapi.New(bookingapi.Options{Booking: o.Booking, Sessions: o.Sessions, Orders: o.Orders,
-		Origins: o.Origins, Logger: o.Logger})
-	q := queueapi.New(queueapi.Options{Queue: o.Queue, Tickets: o.Tickets, Entries: o.Entries,
+		Origins: o.Origins, Logger: o.Logger, Audit: func(ctx context.Context, r *httpapi.Request, roomID string, a room.AuditEntry) {
+			q.Record(ctx, r, roomID, a) // the rooms' audit trail, in the event's room's log
+		}})
+	q = queueapi.New(queueapi.Options{Queue: o.Queue, Tickets: o.Tickets, Entries: o.Entries,
 		Challenges: o.Challenges, Origins: o.Origins, Sessions: o.Sessions, EndHolds: b.EndHolds,
 		AdminAuth: o.AdminAuth, DefaultRoom: o.DefaultRoom, TickInterval: o.TickInterval,
 		Clock: o.Clock, Logger: o.Logger, Jitter: o.Jitter})

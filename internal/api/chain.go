@@ -131,7 +131,7 @@ func logLine(x *exchange) (slog.Level, []slog.Attr) {
 		// operator needs to see, and only ever in the log.
 		attrs = append(attrs, slog.String("error", x.err.Cause.Error()))
 	}
-	if x.resp.StatusCode == http.StatusServiceUnavailable && (x.err == nil || x.err.Code != "room_unrestorable") {
+	if x.resp.StatusCode == http.StatusServiceUnavailable && (x.err == nil || !httpapi.NotRedisTrouble[x.err.Code]) {
 		attrs = append(attrs, metrics.RedisErrorAttrs(x.start)...)
 	}
 	return slog.LevelError, attrs
@@ -228,7 +228,7 @@ func readBody(_ *Handler, _ context.Context, x *exchange) *httpapi.Error {
 
 // bodyLimit is the largest body a route accepts.
 func bodyLimit(key string) int {
-	if key == "PUT /api/admin/events/{event}" {
+	if key == "PUT /api/admin/events/{event}" || key == "POST /api/admin/events/{event}/rebuild" {
 		return MaxEventBody
 	}
 	return MaxBody

@@ -96,6 +96,7 @@ func New(c config.Config, o Options) (*Core, error) {
 		bopts = append(bopts, bookingdb.WithClock(o.Clock))
 	}
 	bopts = append(bopts, bookingdb.WithDefinitions(durable.Events(store))) // event definitions beside the rooms' settings
+	bopts = append(bopts, bookingdb.WithLogger(log))                        // how an event came back from a total loss
 	eng := NewEngine(rdb, o.Clock)
 	var under durable.Engine = eng
 	if o.Events != nil {

@@ -45,6 +45,16 @@ var (
 	ErrWrongRoom        = errors.New("booking: session of another room")         // the event belongs to another room
 	ErrSessionEnded     = errors.New("booking: session ended")                   // not (or no longer) in the room's active set
 	ErrUnavailable      = errors.New("booking: redis unavailable")               // wraps the Redis error and names the script; maps to 503
+	// ErrRecovering: the event came back from a total loss of Redis closed to
+	// holds, until what it sold before is rebuilt from the origin's record
+	// (Rebuild; docs/BOOKING.md, "After a total loss").
+	ErrRecovering = errors.New("booking: event closed to holds until its sold state is rebuilt")
+	// ErrNotRecovering: Rebuild of an event that is open (nothing to rebuild).
+	ErrNotRecovering = errors.New("booking: event is open; only an event closed after a loss is rebuilt")
+	// ErrNotRestorable: the event is missing in Redis and its stored
+	// definition cannot be read (not JSON, a field twice or unknown, a value
+	// out of range): an operator must define it again.
+	ErrNotRestorable = errors.New("booking: stored definition unreadable; define the event again")
 )
 
 // TakenError is ErrSeatTaken with the seats of the request that someone else
@@ -85,6 +95,9 @@ const (
 	DefaultHoldTTL  = 5 * time.Minute
 	MaxExtensions   = 100           // the most extensions of one hold an event may allow
 	MaxHoldLife     = 2 * time.Hour // the longest an event may let a hold last, extensions included
+	// MaxRebuildOrders is the most orders one Rebuild takes: the script checks
+	// and writes them all at once, so a venue's worth goes in several calls.
+	MaxRebuildOrders = 5000
 )
 
 var (
@@ -182,6 +195,8 @@ var (
 		maxSeats: MaxSeats, minUnits: 0, maxUnits: MaxUnits}
 	requestItems = itemRules{err: ErrInvalidRequest, empty: "nothing to hold",
 		maxSeats: MaxRequestSeats, minUnits: 1, maxUnits: MaxHoldItems}
+	soldItems = itemRules{err: ErrInvalidRequest, empty: "an order with nothing in it", idHint: ": 1 to 64 of [A-Za-z0-9_.-]",
+		maxSeats: MaxSeats, minUnits: 1, maxUnits: MaxUnits}
 )
 
 // check checks seats and skus against the rules: something named, at most
@@ -312,6 +327,42 @@ type View struct {
 	// when their room session ended), extended (extensions made; all time),
 	// live (confirmed, not cancelled).
 	Holds, Confirmed, Cancelled, Released, Expired, Ended, Extended, Live int64
+	// Restore says whether and how the event came back from a total loss.
+	Restore Restore
+}
+
+// Restore is how an event came back from a total loss of Redis: defined again
+// from the stored definition, closed to holds (Recovering) until Rebuild put
+// back the origin's orders and reopened it. The zero value: never lost.
+type Restore struct {
+	Recovering bool      // closed to holds now
+	RestoredAt time.Time // when it came back closed; zero: never lost
+	ReopenedAt time.Time // when Rebuild reopened it; zero: not yet
+	Rebuilt    int64     // the origin's orders put back
+}
+
+// SoldOrder is an order the origin recorded, to sell again after a total
+// loss (Rebuild): the order id (the kit's, its fencing token in decimal) and
+// its seats and units.
+type SoldOrder struct {
+	Order string           `json:"order"`
+	Seats []string         `json:"seats,omitempty"`
+	Units map[string]int64 `json:"units,omitempty"`
+}
+
+// Validate checks an order's shape: a positive decimal id in its one
+// spelling, valid distinct seats, skus with 1 or more units.
+func (o SoldOrder) Validate() error {
+	if t, err := strconv.ParseInt(o.Order, 10, 64); err != nil || t <= 0 || strconv.FormatInt(t, 10) != o.Order {
+		return invalid(ErrInvalidRequest, "order %.40q: the kit's order id, a positive decimal (its fencing token)", o.Order)
+	}
+	return soldItems.check(o.Seats, o.Units)
+}
+
+// Rebuilt is what a Rebuild did.
+type Rebuilt struct {
+	Added, Kept int64 // orders put back now; orders the event had already
+	Recovering  bool  // still closed to holds (the call did not reopen it)
 }
 
 // CounterFields are the view's counters by the names the event's state and the

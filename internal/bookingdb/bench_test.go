@@ -74,3 +74,38 @@ func BenchmarkHoldHotSeat(b *testing.B) {
 func BenchmarkHold10kSeats(b *testing.B) {
 	benchHold(b, 10_000, func(r *rand.Rand) string { return "S" + strconv.Itoa(r.IntN(10_000)) })
 }
+
+// BenchmarkRebuild5000 is one full Rebuild call after a total loss: 5,000
+// orders of one seat each (booking.MaxRebuildOrders) into an event of 5,000
+// seats closed to holds. The cost of bringing a sold-out venue back is a
+// handful of these; compare with BenchmarkRawGET.
+func BenchmarkRebuild5000(b *testing.B) {
+	rdb := redistest.BenchClient(b)
+	ctx := context.Background()
+	defs := &memDefs{defs: map[string]booking.Inventory{}}
+	eng := bookingdb.New(rdb, bookingdb.WithDefinitions(defs))
+	const n = booking.MaxRebuildOrders
+	orders := make([]booking.SoldOrder, n)
+	for i := range orders {
+		orders[i] = booking.SoldOrder{Order: strconv.Itoa(1_000_000 + i), Seats: []string{"S" + strconv.Itoa(i)}}
+	}
+	for b.Loop() {
+		b.StopTimer()
+		event := redistest.Room(b)
+		if err := eng.Define(ctx, event, booking.Inventory{Seats: seats(n), SessionLimit: 1}); err != nil {
+			b.Fatal(err)
+		}
+		lose(b, rdb, event)
+		if _, err := eng.View(ctx, event); err != nil { // restored, closed to holds
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if r, err := eng.Rebuild(ctx, event, orders, true); err != nil || r.Added != n {
+			b.Fatalf("Rebuild = %+v, %v", r, err)
+		}
+		b.StopTimer()
+		lose(b, rdb, event)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/order")
+}

@@ -11,7 +11,9 @@ package bookingdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -47,6 +49,7 @@ var (
 	ordersCmd  = lua.NewScript("booking_orders.lua", lua.BookingOrders)
 	sessCmd    = lua.NewScript("booking_sessions.lua", lua.BookingSessions)
 	endedCmd   = lua.NewScript("booking_ended.lua", lua.BookingEnded)
+	rebuildCmd = lua.NewScript("booking_rebuild.lua", lua.BookingRebuild)
 )
 
 // Scripter is the narrowest Redis client the engine needs: a client, a
@@ -67,6 +70,7 @@ type Engine struct {
 	rdb   Scripter
 	clock func() time.Time
 	defs  *restorer // nil: definitions live only in Redis
+	log   *slog.Logger
 }
 
 // Option configures an Engine.
@@ -75,10 +79,20 @@ type Option func(*Engine)
 // WithClock replaces the clock (tests drive time with it).
 func WithClock(c func() time.Time) Option { return func(e *Engine) { e.clock = c } }
 
+// WithLogger is where the engine says how an event came back from a total
+// loss (closed to holds, reopened); nil, or without it, nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(e *Engine) {
+		if l != nil {
+			e.log = l
+		}
+	}
+}
+
 // New returns an engine over the given Redis client (a client, a cluster
 // client or a ring).
 func New(rdb Scripter, opts ...Option) *Engine {
-	e := &Engine{rdb: rdb, clock: time.Now}
+	e := &Engine{rdb: rdb, clock: time.Now, log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(e)
 	}
@@ -126,17 +140,23 @@ func unexpected(s script, reply []any) error {
 // refusals are the errors of the booking scripts' refusal words: one
 // vocabulary, in which a word means the same in every script.
 var refusals = map[string]error{
-	"noevent":   booking.ErrUnknownEvent,     // every script but define: no such event
-	"room":      booking.ErrWrongRoom,        // hold: the event belongs to another room
-	"ended":     booking.ErrSessionEnded,     // hold: the room's entry session is not active
-	"session":   booking.ErrWrongSession,     // confirm, release: the hold is another session's
-	"confirmed": booking.ErrAlreadyConfirmed, // confirm, release: the hold is an order already
-	"conflict":  booking.ErrIdempotencyKey,   // confirm: the key confirmed another hold
-	"expired":   booking.ErrHoldExpired,      // confirm: the hold's time passed; its items returned
-	"stale":     booking.ErrStaleToken,       // confirm: no live hold with this token
-	"unknown":   booking.ErrUnknownOrder,     // cancel: no such order
-	"extlimit":  booking.ErrExtensionLimit,   // extend: past the event's bounds
+	"noevent":    booking.ErrUnknownEvent,     // every script but define: no such event
+	"room":       booking.ErrWrongRoom,        // hold: the event belongs to another room
+	"ended":      booking.ErrSessionEnded,     // hold: the room's entry session is not active
+	"session":    booking.ErrWrongSession,     // confirm, release: the hold is another session's
+	"confirmed":  booking.ErrAlreadyConfirmed, // confirm, release: the hold is an order already
+	"conflict":   booking.ErrIdempotencyKey,   // confirm: the key confirmed another hold
+	"expired":    booking.ErrHoldExpired,      // confirm: the hold's time passed; its items returned
+	"stale":      booking.ErrStaleToken,       // confirm: no live hold with this token
+	"unknown":    booking.ErrUnknownOrder,     // cancel: no such order
+	"extlimit":   booking.ErrExtensionLimit,   // extend: past the event's bounds
+	"recovering": booking.ErrRecovering,       // hold: the event came back from a loss closed to holds
+	"open":       booking.ErrNotRecovering,    // rebuild: the event is open
 }
+
+// RestoredClosedMsg is the log line of an event that came back from a total
+// loss closed to holds (docs/OPERATING.md, "After a total loss").
+const RestoredClosedMsg = "event restored closed to holds: its sold state awaits the origin's record"
 
 // refusal is the error of s's reply when its word is one of words (the
 // refusals s's contract gives), and unexpected otherwise.
@@ -174,9 +194,24 @@ func unitsArgs(args []any, units map[string]int64) []any {
 // or confirmed, uncancelled orders is never replaced (ErrInUse). The fencing
 // token counter survives a replacement. With definitions (WithDefinitions)
 // the definition is stored too, after Redis took it; a failure to store it
-// is ErrUnavailable (the event is defined in Redis: define it again).
+// is ErrUnavailable (the event is defined in Redis: define it again). An
+// event the store has already but Redis lacks was lost with Redis: it is
+// created closed to holds (ErrRecovering) until Rebuild, and a definition
+// never reopens an event closed so.
 func (e *Engine) Define(ctx context.Context, event string, inv booking.Inventory) error {
-	if err := e.define(ctx, event, inv, false); err != nil {
+	how := defineNew
+	if e.defs != nil && booking.ValidEventID(event) {
+		// A definition the store has already: an event missing in Redis now
+		// was lost with it, and what it sold is not known here.
+		_, err := e.defs.d.Definition(ctx, event)
+		switch {
+		case err == nil, errors.Is(err, booking.ErrNotRestorable):
+			how = defineKnown
+		case !errors.Is(err, booking.ErrUnknownEvent):
+			return fmt.Errorf("%w: the stored definition: %w", booking.ErrUnavailable, err)
+		}
+	}
+	if err := e.define(ctx, event, inv, how); err != nil {
 		return err
 	}
 	if e.defs != nil {
@@ -188,9 +223,15 @@ func (e *Engine) Define(ctx context.Context, event string, inv booking.Inventory
 	return nil
 }
 
-// define runs booking_define.lua; restore defines only a missing event
-// (ErrInUse when it exists).
-func (e *Engine) define(ctx context.Context, event string, inv booking.Inventory, restore bool) error {
+// How define defines: booking_define.lua's ARGV[7].
+const (
+	defineNew     = ""  // as asked
+	defineRestore = "1" // only a missing event (ErrInUse when it exists), closed to holds
+	defineKnown   = "2" // an event the store has: closed to holds if missing
+)
+
+// define runs booking_define.lua.
+func (e *Engine) define(ctx context.Context, event string, inv booking.Inventory, how string) error {
 	if !booking.ValidEventID(event) {
 		return booking.ErrInvalidEvent
 	}
@@ -204,7 +245,7 @@ func (e *Engine) define(ctx context.Context, event string, inv booking.Inventory
 	}
 	args := make([]any, 0, 5+len(inv.Seats)+2*len(inv.Stock))
 	args = append(args, e.nowMS(), ttl.Milliseconds(), inv.SessionLimit, roomID, inv.MaxHoldExtensions, life.Milliseconds(),
-		map[bool]string{true: "1"}[restore], len(inv.Seats))
+		how, len(inv.Seats))
 	for _, s := range inv.Seats {
 		args = append(args, s)
 	}
@@ -220,6 +261,10 @@ func (e *Engine) define(ctx context.Context, event string, inv booking.Inventory
 		}
 		if err := e.rdb.SAdd(ctx, RoomEventsKey(roomID), event).Err(); err != nil {
 			return fmt.Errorf("%w: the room's events: %w", booking.ErrUnavailable, err)
+		}
+		if len(reply) >= 3 && str(reply[2]) == "now" {
+			e.log.LogAttrs(ctx, slog.LevelWarn, RestoredClosedMsg, slog.String("event", event),
+				slog.String("restore", "closed to holds until its sold state is rebuilt from the origin's record (booking reconcile --apply)"))
 		}
 		return nil
 	case "exists":
@@ -325,7 +370,7 @@ func (e *Engine) hold(ctx context.Context, event, session string, s *booking.Roo
 			return booking.Hold{}, &booking.SoldOutError{SKU: str(reply[1]), Available: num(reply[2])}
 		}
 	}
-	return booking.Hold{}, refusal(holdCmd, reply, "noevent", "room", "ended")
+	return booking.Hold{}, refusal(holdCmd, reply, "noevent", "recovering", "room", "ended")
 }
 
 // Confirm turns the session's hold into an order, once per idempotency key:
@@ -464,14 +509,22 @@ func (e *Engine) View(ctx context.Context, event string) (booking.View, error) {
 	fields["fence"] = &v.Fence
 	fields["limit"] = &v.SessionLimit
 	fields["maxext"] = &v.MaxHoldExtensions
-	var ttl, life int64
+	var ttl, life, recover, restored, reopened int64
 	fields["ttl"], fields["maxhold"] = &ttl, &life
+	fields["recover"], fields["restored"], fields["reopened"], fields["rebuilt"] = &recover, &restored, &reopened, &v.Restore.Rebuilt
 	for i := 0; i+1 < len(inv); i += 2 {
 		if name := str(inv[i]); name == "room" {
 			v.Room = str(inv[i+1])
 		} else if p := fields[name]; p != nil {
 			*p = num(inv[i+1])
 		}
+	}
+	v.Restore.Recovering = recover == 1
+	if restored > 0 {
+		v.Restore.RestoredAt = time.UnixMilli(restored).UTC()
+	}
+	if reopened > 0 {
+		v.Restore.ReopenedAt = time.UnixMilli(reopened).UTC()
 	}
 	if life == 0 {
 		life = ttl // defined before holds could be extended
@@ -589,3 +642,68 @@ func (e *Engine) Ack(ctx context.Context, event string, ids ...string) error {
 	}
 	return nil
 }
+
+// Rebuild puts back, after a total loss, the orders the origin recorded (its
+// export: docs/BOOKING.md, "Reconciliation") into an event that came back
+// closed to holds: their seats sold, their units out of the stock, the fence
+// past every token. An order the event has already is kept as it is, so a
+// retried or split rebuild adds nothing twice. With reopen, the event then
+// takes holds again. All or nothing per call: errors ErrNotRecovering (the
+// event is open), ErrUnknownSeat, ErrUnknownSKU, a *TakenError (a seat of
+// another order, or in two orders), a *SoldOutError (more units than the
+// stock), ErrInvalidRequest, ErrUnknownEvent.
+func (e *Engine) Rebuild(ctx context.Context, event string, orders []booking.SoldOrder, reopen bool) (booking.Rebuilt, error) {
+	if !booking.ValidEventID(event) {
+		return booking.Rebuilt{}, booking.ErrInvalidEvent
+	}
+	if len(orders) > booking.MaxRebuildOrders {
+		return booking.Rebuilt{}, fmt.Errorf("%w: %d orders in one call, at most %d", booking.ErrInvalidRequest, len(orders), booking.MaxRebuildOrders)
+	}
+	args := make([]any, 0, 3+3*len(orders))
+	args = append(args, e.nowMS(), map[bool]string{true: "1"}[reopen], len(orders))
+	seen := make(map[string]bool, len(orders))
+	for _, o := range orders {
+		if err := o.Validate(); err != nil {
+			return booking.Rebuilt{}, err
+		}
+		if seen[o.Order] {
+			return booking.Rebuilt{}, fmt.Errorf("%w: order %s twice", booking.ErrInvalidRequest, o.Order)
+		}
+		seen[o.Order] = true
+		var units []string
+		for _, k := range slices.Sorted(maps.Keys(o.Units)) {
+			units = append(units, k+"="+strconv.FormatInt(o.Units[k], 10))
+		}
+		args = append(args, o.Order, strings.Join(o.Seats, ","), strings.Join(units, ","))
+	}
+	reply, err := e.run(ctx, rebuildCmd, event, args...)
+	if err != nil {
+		return booking.Rebuilt{}, err
+	}
+	switch str(reply[0]) {
+	case "ok":
+		if len(reply) < 4 {
+			break
+		}
+		r := booking.Rebuilt{Added: num(reply[1]), Kept: num(reply[2]), Recovering: str(reply[3]) == "1"}
+		if reopen {
+			e.log.LogAttrs(ctx, slog.LevelInfo, ReopenedMsg, slog.String("event", event), slog.Int64("rebuilt", r.Added), slog.Int64("kept", r.Kept))
+		}
+		return r, nil
+	case "unknownseat":
+		return booking.Rebuilt{}, fmt.Errorf("%w: %s", booking.ErrUnknownSeat, str(reply[len(reply)-1]))
+	case "unknownsku":
+		return booking.Rebuilt{}, fmt.Errorf("%w: %s", booking.ErrUnknownSKU, str(reply[len(reply)-1]))
+	case "taken":
+		return booking.Rebuilt{}, &booking.TakenError{Seats: []string{str(reply[1])}}
+	case "soldout":
+		if len(reply) >= 3 {
+			return booking.Rebuilt{}, &booking.SoldOutError{SKU: str(reply[1]), Available: num(reply[2])}
+		}
+	}
+	return booking.Rebuilt{}, refusal(rebuildCmd, reply, "noevent", "open")
+}
+
+// ReopenedMsg is the log line of an event reopened to holds once its sold
+// state was rebuilt from the origin's record.
+const ReopenedMsg = "event reopened to holds: its sold state rebuilt from the origin's record"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/bookingdb"
+	"github.com/vestibule-dev/vestibule/internal/jsonkey"
 )
 
 // The booking kit's event definitions are kept in the same store as the
@@ -119,7 +120,10 @@ func (d Definitions) PutDefinition(ctx context.Context, event string, inv bookin
 }
 
 // Definition reads an event's definition: booking.ErrUnknownEvent when the
-// store has none; an error naming the event when its record is unreadable.
+// store has none; an error wrapping booking.ErrNotRestorable when its record
+// is no definition (not JSON, a field unknown or given twice, a value the
+// engine refuses), which names the cause for the log only: it wraps nothing
+// else, so no caller answers it as the client's mistake.
 func (d Definitions) Definition(ctx context.Context, event string) (booking.Inventory, error) {
 	b, err := d.Store.Event(ctx, event)
 	if errors.Is(err, ErrNotFound) {
@@ -128,16 +132,26 @@ func (d Definitions) Definition(ctx context.Context, event string) (booking.Inve
 	if err != nil {
 		return booking.Inventory{}, err
 	}
+	unreadable := func(why string, err error) error {
+		return fmt.Errorf("%w: durable: event %s: %s: %v", booking.ErrNotRestorable, event, why, err)
+	}
+	if k, dup := jsonkey.Duplicate(b); dup {
+		// encoding/json would keep the last: which one was meant is not known.
+		return booking.Inventory{}, unreadable("unreadable definition", fmt.Errorf("key %.64q twice", k))
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var r eventRecord
 	if err := dec.Decode(&r); err != nil {
-		return booking.Inventory{}, fmt.Errorf("durable: event %s: unreadable definition: %w", event, err)
+		return booking.Inventory{}, unreadable("unreadable definition", err)
+	}
+	if dec.More() {
+		return booking.Inventory{}, unreadable("unreadable definition", errors.New("more than one JSON value"))
 	}
 	inv := booking.Inventory{Room: r.Room, Seats: r.Seats, Stock: r.Stock, HoldTTL: time.Duration(r.HoldTTLMillis) * time.Millisecond,
 		SessionLimit: r.SessionLimit, MaxHoldExtensions: r.MaxHoldExtensions, MaxHold: time.Duration(r.MaxHoldMillis) * time.Millisecond}
 	if err := inv.Validate(); err != nil {
-		return booking.Inventory{}, fmt.Errorf("durable: event %s: stored definition: %w", event, err)
+		return booking.Inventory{}, unreadable("stored definition", err)
 	}
 	return inv, nil
 }

@@ -58,8 +58,24 @@ func TestEventDefinitions(t *testing.T) {
 			if err := s.(durable.EventStore).PutEvent(ctx, "broken", []byte(`{"seats":["A1"],"sessionLimit":1,"extra":1}`)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := d.Definition(ctx, "broken"); err == nil || errors.Is(err, booking.ErrUnknownEvent) || !strings.Contains(err.Error(), "broken") {
+			if _, err := d.Definition(ctx, "broken"); !errors.Is(err, booking.ErrNotRestorable) || !strings.Contains(err.Error(), "broken") {
 				t.Fatalf("unreadable definition: %v", err)
+			}
+			// A key given twice (JSON would keep the last) and a value the
+			// engine refuses are unrestorable too, and never the client's
+			// mistake (ErrInvalidInventory would answer 400 with this text).
+			for rec, body := range map[string]string{
+				"twice":   `{"seats":["A1"],"sessionLimit":1,"sessionLimit":2}`,
+				"invalid": `{"seats":["A1"],"sessionLimit":0}`,
+				"trailer": `{"seats":["A1"],"sessionLimit":1} {}`,
+			} {
+				if err := s.(durable.EventStore).PutEvent(ctx, rec, []byte(body)); err != nil {
+					t.Fatal(err)
+				}
+				_, err := d.Definition(ctx, rec)
+				if !errors.Is(err, booking.ErrNotRestorable) || errors.Is(err, booking.ErrInvalidInventory) {
+					t.Errorf("%s: %v, want ErrNotRestorable only", body, err)
+				}
 			}
 		})
 	}

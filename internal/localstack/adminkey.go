@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/config"
 )
 
@@ -52,7 +53,8 @@ func storedAdminKey(dir string) (string, error) {
 const restoreMsg = "room restored from the durable store"
 
 // expectedRestores is a log handler for the embedded Redis, which starts
-// empty at every run: putting the rooms back from .vestibule/rooms is then
+// empty at every run: putting the rooms back from .vestibule/rooms, and the
+// demo event (closed, then rebuilt from the demo origin's store), is then
 // the normal start, logged at info rather than as a warning (with a real
 // Redis, REDIS_URL, it stays a warning: that Redis lost them).
 type expectedRestores struct{ slog.Handler }
@@ -62,7 +64,7 @@ func (h expectedRestores) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h expectedRestores) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level == slog.LevelWarn && r.Message == restoreMsg {
+	if r.Level == slog.LevelWarn && (r.Message == restoreMsg || r.Message == bookingdb.RestoredClosedMsg) {
 		r = r.Clone()
 		r.Level = slog.LevelInfo
 	}

@@ -189,7 +189,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	// Plain HTTP on this machine: the gate's cookie goes without Secure on a
 	// loopback host (and only there).
 	// The booking kit over the same Redis; its order events go out as JSON lines.
-	bopts := []bookingdb.Option{bookingdb.WithClock(o.Clock), bookingdb.WithDefinitions(durable.Events(store))}
+	bopts := []bookingdb.Option{bookingdb.WithClock(o.Clock), bookingdb.WithDefinitions(durable.Events(store)), bookingdb.WithLogger(o.Logger)}
 	bk, pub := bookingdb.New(s.rdb, bopts...), orders.NewLog(o.Orders)
 	h := apiapp.NewHandler(engine, keys, cfg, apiapp.Options{TickInterval: o.TickInterval, Clock: o.Clock, Logger: o.Logger,
 		InsecureLoopback: true, Booking: bk, Orders: pub})
@@ -257,6 +257,11 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		return nil, err
 	}
 	s.closers = append(s.closers, db.Close)
+	if err := rebuildDemoEvent(ctx, bk, db, o.Logger); err != nil {
+		_ = manualLn.Close()
+		_ = originLn.Close()
+		return nil, err
+	}
 	picker := newSeatPicker(s.url, origins.Credential, db, o.Logger)
 	s.serve(manualLn, noReferrer(newOrigin(s.url, s.manualURL, origins.Credential, originOf, picker, o.Logger)))
 	if gated {

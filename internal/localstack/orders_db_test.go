@@ -10,9 +10,10 @@ import (
 	"testing"
 )
 
-// TestSeatOrdersFencing checks the origin's own fencing guard on the real
-// SQLite driver and a file: a token not newer than the seat's last is refused,
-// a newer one replaces it, and of racing writers only the largest token stays.
+// TestSeatOrdersFencing checks the origin's own guard on the real SQLite
+// driver and a file: a token not newer than the seat's last is refused, a
+// confirmed order is never replaced by another unless it was cancelled (then
+// only by a newer token), and of racing writers one order gets the seat.
 func TestSeatOrdersFencing(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "orders.db")
@@ -34,9 +35,23 @@ func TestSeatOrdersFencing(t *testing.T) {
 	if order, tok, _ := db.Seat(ctx, "ev", "A1"); order != "100" || tok != 100 {
 		t.Errorf("after stale writes: %q %d, want 100 100", order, tok)
 	}
-	// A newer one (the seat cancelled and sold again) is accepted.
+	// A newer token of another order while the seat's order stands (what a
+	// kit that lost Redis would send) replaces nothing.
+	if err := db.Record(ctx, "ev", "A1", 5000, "5000"); !errors.Is(err, ErrSeatSold) {
+		t.Fatalf("another order over a confirmed one: %v, want ErrSeatSold", err)
+	}
+	// Once the order is cancelled, a newer one is accepted, an older one not.
+	if n, err := db.Cancel(ctx, "ev", "100"); err != nil || n != 1 {
+		t.Fatalf("cancel: %d, %v", n, err)
+	}
+	if n, _ := db.Cancel(ctx, "ev", "100"); n != 0 {
+		t.Fatalf("a second cancel marked %d seats", n)
+	}
+	if err := db.Record(ctx, "ev", "A1", 99, "99"); !errors.Is(err, ErrStaleWrite) {
+		t.Fatalf("an older order over a cancelled one: %v, want ErrStaleWrite", err)
+	}
 	if err := db.Record(ctx, "ev", "A1", 101, "101"); err != nil {
-		t.Fatalf("newer write: %v", err)
+		t.Fatalf("newer write after the cancel: %v", err)
 	}
 	// Another seat and another event are other rows.
 	if err := db.Record(ctx, "ev", "A2", 5, "5"); err != nil {
@@ -57,20 +72,29 @@ func TestSeatOrdersFencing(t *testing.T) {
 		t.Errorf("after reopen: err = %v, want ErrStaleWrite", err)
 	}
 
-	// Racing writers: whatever the order, the largest token is what stays.
+	// Racing writers of different orders for one seat: exactly one gets it.
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var won []string
 	for tok := int64(200); tok < 232; tok++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := db.Record(ctx, "ev", "B1", tok, "o"); err != nil && !errors.Is(err, ErrStaleWrite) {
+			order := strconv.FormatInt(tok, 10)
+			err := db.Record(ctx, "ev", "B1", tok, order)
+			switch {
+			case err == nil:
+				mu.Lock()
+				won = append(won, order)
+				mu.Unlock()
+			case !errors.Is(err, ErrStaleWrite) && !errors.Is(err, ErrSeatSold):
 				t.Errorf("token %d: %v", tok, err)
 			}
 		}()
 	}
 	wg.Wait()
-	if _, tok, err := db.Seat(ctx, "ev", "B1"); err != nil || tok != 231 {
-		t.Errorf("after the race: token %d (%v), want 231", tok, err)
+	if order, _, err := db.Seat(ctx, "ev", "B1"); err != nil || len(won) != 1 || order != won[0] {
+		t.Errorf("after the race: %q (%v), winners %v: want one", order, err, won)
 	}
 }
 
@@ -98,5 +122,13 @@ func TestSeatOrdersExport(t *testing.T) {
 	want := `{"event":"ev","seat":"A1","order":"5","fencingToken":5}` + "\n" + `{"event":"ev","seat":"A2","order":"7","fencingToken":7}` + "\n"
 	if buf.String() != want {
 		t.Fatalf("export:\n%s\nwant:\n%s", buf.String(), want)
+	}
+	// A cancelled order's seats are no longer sold: out of the export.
+	if _, err := db.Cancel(ctx, "ev", "7"); err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	if err := db.Export(ctx, &buf, "ev"); err != nil || buf.String() != `{"event":"ev","seat":"A1","order":"5","fencingToken":5}`+"\n" {
+		t.Fatalf("export after a cancel: %q, %v", buf.String(), err)
 	}
 }

@@ -42,6 +42,28 @@ func defineDemoEvent(ctx context.Context, bk *bookingdb.Engine) error {
 	return nil
 }
 
+// rebuildDemoEvent puts back the seats the demo origin sold when the demo
+// event came back from a total loss closed to holds (the embedded Redis
+// starts empty at every run of make dev): the origin's own record is what the
+// kit rebuilds from, as `vestibule booking reconcile --apply` does for any
+// origin (docs/BOOKING.md, "After a total loss"). An open event is left alone.
+func rebuildDemoEvent(ctx context.Context, bk *bookingdb.Engine, db *orderDB, log *slog.Logger) error {
+	v, err := bk.View(ctx, DemoEventID)
+	if err != nil || !v.Restore.Recovering {
+		return err
+	}
+	sold, err := db.Sold(ctx, DemoEventID)
+	if err != nil {
+		return err
+	}
+	r, err := bk.Rebuild(ctx, DemoEventID, sold, true)
+	if err != nil {
+		return fmt.Errorf("demo event %s: rebuild from the origin's record: %w", DemoEventID, err)
+	}
+	log.Info("demo origin: its event rebuilt from its order store", "event", DemoEventID, "orders", r.Added+r.Kept)
+	return nil
+}
+
 // seatPicker is the demo origin's backend for the seat map. The page holds
 // the visitor's booking session (consume's bookingSession) in memory and
 // sends it with each call; the backend calls the waiting room server to
@@ -228,10 +250,17 @@ func (p *seatPicker) confirm(w http.ResponseWriter, r *http.Request) {
 			if cur, _, _ := p.db.Seat(r.Context(), o.Event, seat); cur == o.Order {
 				continue // this very order, written by a retry before
 			}
-			p.log.Warn("demo origin: stale order refused by the store; cancelling it", "order", o.Order, "seat", seat)
-			_, _, _ = p.call(r.Context(), http.MethodPost, "/api/events/"+DemoEventID+"/orders/"+o.Order+"/cancel",
-				p.credential(DemoAPIRoomID), nil, map[string]string{"reason": "stale_fencing_token"})
-			writeJSON(w, http.StatusConflict, apiErr("stale_order", "seat "+seat+" has a newer order"))
+		}
+		if errors.Is(err, ErrStaleWrite) || errors.Is(err, ErrSeatSold) {
+			code, reason := "stale_order", "stale_fencing_token"
+			if errors.Is(err, ErrSeatSold) {
+				code, reason = "seat_sold", "seat_sold_before"
+			}
+			p.log.Warn("demo origin: order refused by the store; cancelling it", "order", o.Order, "seat", seat, "error", err.Error())
+			if err := p.cancelOrder(r.Context(), o.Order, reason); err != nil {
+				p.log.Error("demo origin: the refused order is not cancelled", "order", o.Order, "error", err.Error())
+			}
+			writeJSON(w, http.StatusConflict, apiErr(code, "seat "+seat+" belongs to another order"))
 			return
 		}
 		if err != nil {
@@ -245,4 +274,21 @@ func (p *seatPicker) confirm(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 	writeJSON(w, http.StatusCreated, map[string]any{"order": o.Order, "seats": o.Seats,
 		"fencingToken": strconv.FormatInt(o.FencingToken, 10), "confirmedAt": o.ConfirmedAt, "stored": true})
+}
+
+// cancelOrder is the origin's compensation: the order is cancelled in the kit
+// (its seats return there) and then in the origin's own record, so its seats
+// may be sold again here too (to a later token). A cancel the kit refused is
+// not recorded: the seats stay the order's on both sides.
+func (p *seatPicker) cancelOrder(ctx context.Context, order, reason string) error {
+	status, raw, err := p.call(ctx, http.MethodPost, "/api/events/"+DemoEventID+"/orders/"+order+"/cancel",
+		p.credential(DemoAPIRoomID), nil, map[string]string{"reason": reason})
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK {
+		return fmt.Errorf("cancel of order %s: %d %.200s", order, status, raw)
+	}
+	_, err = p.db.Cancel(ctx, DemoEventID, order)
+	return err
 }

@@ -16,8 +16,10 @@ import (
 
 // TestSeatPickerBackend drives the origin's /hold and /confirm against a fake
 // waiting room: the confirm carries the origin credential and the
-// Idempotency-Key, only the hold's booking session may confirm it, and an order the store refuses (a newer
-// token has the seat) is cancelled and answered 409 stale_order.
+// Idempotency-Key, only the hold's booking session may confirm it, an order
+// the store refuses (a newer token has the seat: 409 stale_order; another
+// order, not cancelled, has it: 409 seat_sold) is cancelled, and the
+// origin's cancel reaches its own record, so the seat sells again.
 func TestSeatPickerBackend(t *testing.T) {
 	var (
 		mu       sync.Mutex
@@ -106,5 +108,34 @@ func TestSeatPickerBackend(t *testing.T) {
 	}
 	if order, tok, _ := db.Seat(ctx, "demo-api", "A1"); order != "1000" || tok != 500 {
 		t.Errorf("store after the stale write: %q %d", order, tok)
+	}
+
+	// A kit that lost Redis sells A1 again, with a larger token: the store
+	// keeps order 1000 (not cancelled), the new order is cancelled, 409.
+	post("/hold", map[string]string{"bookingSession": "bs-1", "seat": "A1"})
+	mu.Lock()
+	fence = 9000
+	mu.Unlock()
+	if c, b := post("/confirm", map[string]string{"bookingSession": "bs-1", "hold": "1002"}); c != http.StatusConflict || code(b) != "seat_sold" {
+		t.Errorf("an order over a standing one: %d %v", c, b)
+	}
+	if len(cancels) != 2 || cancels[1] != "1002" {
+		t.Errorf("cancels = %v, want the second order cancelled", cancels)
+	}
+	if order, tok, _ := db.Seat(ctx, "demo-api", "A1"); order != "1000" || tok != 500 {
+		t.Errorf("store after an order over a standing one: %q %d", order, tok)
+	}
+
+	// The origin's cancel reaches its own record: then A1 sells again.
+	p := newSeatPicker(wr.URL, func(room string) string { return "cred-" + room }, db, slog.New(slog.DiscardHandler))
+	if err := p.cancelOrder(ctx, "1000", "refund"); err != nil {
+		t.Fatal(err)
+	}
+	post("/hold", map[string]string{"bookingSession": "bs-1", "seat": "A1"})
+	if c, b := post("/confirm", map[string]string{"bookingSession": "bs-1", "hold": "1003"}); c != http.StatusCreated {
+		t.Errorf("a new order after the cancel: %d %v", c, b)
+	}
+	if order, tok, _ := db.Seat(ctx, "demo-api", "A1"); order != "1003" || tok != 9000 {
+		t.Errorf("store after the cancel and a new order: %q %d", order, tok)
 	}
 }

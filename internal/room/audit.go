@@ -18,8 +18,11 @@ type AuditEntry struct {
 	// local stack, with " (says via the console)" when the call said it came
 	// through the console (a claim: the API cannot check it).
 	Who string `json:"who"`
-	// Action is create, change, drain or delete.
-	Action  string        `json:"action"`
+	// Action is create, change, drain or delete; for an event of the room's
+	// (Event set), "define event" or "rebuild event" (docs/BOOKING.md).
+	Action string `json:"action"`
+	// Event is the booking event the entry is about, in its room's log.
+	Event   string        `json:"event,omitempty"`
 	Changes []AuditChange `json:"changes,omitempty"`
 	// Removed is how many visitors a drain or delete removed.
 	Removed int64 `json:"removed,omitempty"`

@@ -64,6 +64,7 @@ var All = []Route{
 	{"PUT", "/api/admin/events/{event}", Booking, true},
 	{"GET", "/api/admin/events/{event}", Booking, true},
 	{"GET", "/api/admin/events/{event}/orders", Booking, true},
+	{"POST", "/api/admin/events/{event}/rebuild", Booking, true},
 	// The edge gate's routes (docs/GATE.md): on a protected site's distribution
 	// CloudFront sends /.vestibule/* to the API. HTML for a person, not JSON.
 	{"POST", "/.vestibule/enter", Consume, false},

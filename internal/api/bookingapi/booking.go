@@ -126,6 +126,9 @@ type eventViewResponse struct {
 	Event string                       `json:"event"`
 	Seats map[string]booking.SeatState `json:"seats"`
 	Stock map[string]int64             `json:"stock"`
+	// Recovering: the event came back from a data loss closed to holds
+	// (a hold answers 503 event_recovering) until its sales are restored.
+	Recovering bool `json:"recovering,omitempty"`
 }
 
 // eventView is GET /api/events/{event}: what is left, for everyone.
@@ -134,7 +137,7 @@ func (h *API) eventView(ctx context.Context, r *httpapi.Request) (events.APIGate
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	resp := httpapi.JSON(http.StatusOK, eventViewResponse{Event: r.Path.Event, Seats: v.Seats, Stock: v.Stock})
+	resp := httpapi.JSON(http.StatusOK, eventViewResponse{Event: r.Path.Event, Seats: v.Seats, Stock: v.Stock, Recovering: v.Restore.Recovering})
 	// Public and the same for everyone: CloudFront can absorb the crowd.
 	resp.Headers["Cache-Control"] = "public, max-age=1"
 	return resp, nil
@@ -339,6 +342,14 @@ func (h *API) putEvent(ctx context.Context, r *httpapi.Request) (events.APIGatew
 	if err := httpapi.DecodeJSON(r.Body, &d); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
+	// The definition before, for the audit log: none for a new event (or one
+	// whose stored definition is unreadable: nothing before it can be read).
+	var before *booking.View
+	if v, err := eng.View(ctx, r.Path.Event); err == nil {
+		before = &v
+	} else if !errors.Is(err, booking.ErrUnknownEvent) && !errors.Is(err, booking.ErrNotRestorable) {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
 	ttl := int64(booking.DefaultHoldTTL / time.Second)
 	if d.HoldTTLSeconds != nil {
 		ttl = *d.HoldTTLSeconds
@@ -360,10 +371,22 @@ func (h *API) putEvent(ctx context.Context, r *httpapi.Request) (events.APIGatew
 	if d.Room == "" {
 		d.Room = r.Path.Event
 	}
+	after, err := eng.View(ctx, r.Path.Event)
+	if err != nil {
+		// Defined and stored: only the answer's detail is missing. Define again to see it.
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if ch := changes(definitionFields(before), definitionFields(&after)); before == nil || len(ch) > 0 {
+		a := room.AuditEntry{Action: "define event", Changes: ch}
+		h.audit(ctx, r, d.Room, a)
+		if before != nil && before.Room != "" && before.Room != d.Room {
+			h.audit(ctx, r, before.Room, a) // the room it leaves keeps the record too
+		}
+	}
 	return httpapi.JSON(http.StatusOK, map[string]any{
 		"event": r.Path.Event, "room": d.Room, "seats": len(d.Seats), "stock": d.Stock,
 		"holdTTLSeconds": ttl, "sessionLimit": d.SessionLimit, "maxHoldExtensions": d.MaxHoldExtensions,
-		"maxHoldSeconds": int64(holdLife(inv) / time.Second),
+		"maxHoldSeconds": int64(holdLife(inv) / time.Second), "recovering": after.Restore.Recovering,
 	}), nil
 }
 
@@ -378,6 +401,8 @@ type eventInfo struct {
 	Stock             map[string]int64             `json:"stock"`
 	Fence             string                       `json:"fence"` // the last fencing token issued
 	Counters          map[string]int64             `json:"counters"`
+	// Restore says how the event came back from a total loss; absent: never lost.
+	Restore *restoreInfo `json:"restore,omitempty"`
 }
 
 // getEvent is GET /api/admin/events/{event}: the view and the counters.
@@ -392,7 +417,7 @@ func (h *API) getEvent(ctx context.Context, r *httpapi.Request) (events.APIGatew
 	return httpapi.JSON(http.StatusOK, eventInfo{
 		Event: r.Path.Event, Room: v.Room, HoldTTLSeconds: int64(v.HoldTTL / time.Second), SessionLimit: v.SessionLimit,
 		MaxHoldExtensions: v.MaxHoldExtensions, MaxHoldSeconds: int64(v.MaxHold / time.Second), Seats: v.Seats, Stock: v.Stock, Fence: strconv.FormatInt(v.Fence, 10),
-		Counters: v.Counters(),
+		Counters: v.Counters(), Restore: restoreOf(v.Restore),
 	}), nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
 	"github.com/vestibule-dev/vestibule/internal/booking"
+	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
@@ -27,6 +28,7 @@ type Engine interface {
 	Orders(ctx context.Context, event, cursor string) ([]booking.OrderEvent, string, error)
 	Ack(ctx context.Context, event string, ids ...string) error
 	EndSession(ctx context.Context, roomID string, seq int64) (int64, error)
+	Rebuild(ctx context.Context, event string, orders []booking.SoldOrder, reopen bool) (booking.Rebuilt, error)
 }
 
 // Options are the booking API's dependencies.
@@ -40,6 +42,10 @@ type Options struct {
 	// Origins checks the origin credential of confirm, extend, release and cancel.
 	Origins *token.Origins
 	Logger  *slog.Logger
+	// Audit keeps an admin write of an event (define, rebuild) in the audit
+	// log of the event's room, naming the caller of the request
+	// (queueapi.API.Record); nil: not kept.
+	Audit func(ctx context.Context, r *httpapi.Request, roomID string, a room.AuditEntry)
 }
 
 // API serves the booking routes.
@@ -62,5 +68,6 @@ func (h *API) Handlers() map[string]httpapi.HandlerFunc {
 		"PUT /api/admin/events/{event}":                  h.putEvent,
 		"GET /api/admin/events/{event}":                  h.getEvent,
 		"GET /api/admin/events/{event}/orders":           h.eventOrders,
+		"POST /api/admin/events/{event}/rebuild":         h.rebuildEvent, // recovery.go
 	}
 }

@@ -138,7 +138,24 @@ var errorAnswers = []struct {
 	{err: booking.ErrExtensionLimit, status: http.StatusConflict, code: "extension_limit"},
 	{err: booking.ErrHoldExpired, status: http.StatusGone, code: "hold_expired", message: "the hold expired; its items were returned"},
 	{err: booking.ErrIdempotencyKey, status: http.StatusUnprocessableEntity, code: "idempotency_key_reused", message: "the idempotency key confirmed another hold"},
+	// Neither is a Redis outage (no RedisErrors metric): the event came back
+	// from a total loss closed to holds until an operator rebuilds what it
+	// sold; or its stored definition cannot be read, and an operator defines it again.
+	{err: booking.ErrRecovering, status: http.StatusServiceUnavailable, code: "event_recovering",
+		message: "the event is closed to holds until its sales are restored after a data loss; retry later",
+		detail:  func(e *Error, _ error) { e.RetryAfter = RecoveringRetryAfter }},
+	{err: booking.ErrNotRestorable, status: http.StatusServiceUnavailable, code: "event_unrestorable",
+		message: "the event's stored definition cannot be read; an operator must define the event again"},
+	{err: booking.ErrNotRecovering, status: http.StatusConflict, code: "event_open", message: "the event is open to holds: only an event closed after a data loss is rebuilt"},
 }
+
+// RecoveringRetryAfter is the Retry-After of 503 event_recovering, in
+// seconds: an operator's rebuild takes minutes, not the seconds of a failover.
+const RecoveringRetryAfter = 30
+
+// NotRedisTrouble are the codes of 503s that are no Redis outage: the
+// request log leaves the RedisErrors metric off them.
+var NotRedisTrouble = map[string]bool{"room_unrestorable": true, "event_unrestorable": true, "event_recovering": true}
 
 // ErrorBody is the JSON body of an error answer.
 type ErrorBody struct {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/vestibule-dev/vestibule/internal/jsonkey"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -39,58 +40,9 @@ func DecodeJSON(body []byte, v any) error {
 	return nil
 }
 
-// DuplicateKey returns the first key that an object in body gives twice, as
-// decoded (so "a" and "\u0061" are the same key). A body that is not JSON has
-// none: the decoder reports that.
-func DuplicateKey(body []byte) (string, bool) {
-	type object struct {
-		keys    map[string]bool
-		wantKey bool
-	}
-	var open []*object // nil for an array
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	// value marks the end of a value in the innermost container.
-	value := func() {
-		if n := len(open); n > 0 && open[n-1] != nil {
-			open[n-1].wantKey = true
-		}
-	}
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		top := (*object)(nil)
-		if n := len(open); n > 0 {
-			top = open[n-1]
-		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{':
-				open = append(open, &object{keys: map[string]bool{}, wantKey: true})
-			case '[':
-				open = append(open, nil)
-			default:
-				open = open[:len(open)-1]
-				value()
-			}
-		case string:
-			if top != nil && top.wantKey {
-				if top.keys[t] {
-					return t, true
-				}
-				top.keys[t] = true
-				top.wantKey = false
-				continue
-			}
-			value()
-		default:
-			value()
-		}
-	}
-}
+// DuplicateKey returns the first key that an object in body gives twice
+// (jsonkey.Duplicate, which the durable store's readers use too).
+var DuplicateKey = jsonkey.Duplicate
 
 // jsonProblem describes a decoding error without echoing the input.
 func jsonProblem(err error) string {

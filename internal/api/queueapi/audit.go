@@ -94,19 +94,29 @@ func settingChanges(before, after *room.Config) []room.AuditChange {
 	return out
 }
 
-// record keeps an audit entry and logs it. Failing to keep it does not undo
-// the change: it is logged as an error.
+// record keeps an audit entry of the request's room and logs it.
 func (h *API) record(ctx context.Context, r *httpapi.Request, a room.AuditEntry) {
+	h.Record(ctx, r, r.Room, a)
+}
+
+// Record keeps an audit entry in the log of roomID and logs it, naming the
+// caller of r: the rooms' admin writes and the booking kit's (an event's
+// entries go to its room's log). Failing to keep it does not undo the
+// change: it is logged as an error.
+func (h *API) Record(ctx context.Context, r *httpapi.Request, roomID string, a room.AuditEntry) {
 	a.At, a.Who = r.Now.UTC(), h.caller(r)
 	changes, _ := json.Marshal(a.Changes)
-	attrs := []slog.Attr{slog.String("room", r.Room), slog.String("who", a.Who), slog.String("action", a.Action),
+	attrs := []slog.Attr{slog.String("room", roomID), slog.String("who", a.Who), slog.String("action", a.Action),
 		slog.String("changes", string(changes)), slog.Int64("removed", a.Removed)}
+	if a.Event != "" {
+		attrs = append(attrs, slog.String("event", a.Event))
+	}
 	h.o.Logger.LogAttrs(ctx, slog.LevelInfo, "admin change", attrs...)
 	au, ok := h.o.Queue.(Auditor)
 	if !ok {
 		return
 	}
-	if err := au.AppendAudit(context.WithoutCancel(ctx), r.Room, a); err != nil {
+	if err := au.AppendAudit(context.WithoutCancel(ctx), roomID, a); err != nil {
 		h.o.Logger.LogAttrs(ctx, slog.LevelError, "admin change not kept in the audit log",
 			append(attrs, slog.String("error", err.Error()))...)
 	}

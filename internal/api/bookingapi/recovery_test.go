@@ -1,0 +1,155 @@
+package bookingapi_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/bookingdb"
+	"github.com/vestibule-dev/vestibule/internal/durable"
+	"github.com/vestibule-dev/vestibule/internal/metrics"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
+	"github.com/vestibule-dev/vestibule/internal/token"
+)
+
+// storedFixture is the booking fixture with event definitions kept in a
+// store of its own (a temp folder), as a deployment keeps them.
+func storedFixture(t *testing.T, rdb redis.UniversalClient) (*bookingFixture, durable.Disk) {
+	t.Helper()
+	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
+	store := durable.Disk{Dir: t.TempDir()}
+	b := &bookingFixture{pub: &recorder{}, rdb: rdb}
+	b.fixture = newFixtureOn(t, roomdb.New(rdb, roomdb.WithClock(clk.Now)), clk, func(k *token.Keys, o *api.Options) {
+		b.eng = bookingdb.New(rdb, bookingdb.WithClock(clk.Now), bookingdb.WithDefinitions(durable.Events(store)))
+		o.Booking, o.Sessions, o.Orders = b.eng, token.NewBookingSessions(k.TicketSecret, "vestibule"), b.pub
+	})
+	return b, store
+}
+
+// Over HTTP, a sale across a total loss sells nothing twice: after the loss
+// the event's holds answer 503 event_recovering (Retry-After 30, not a Redis
+// error), both views say it, the rebuild route puts the origin's order back
+// and reopens the event, the sold seat is then taken, and every step is in
+// the room's audit log.
+func TestBookingSaleAcrossTotalLossSellsNothingTwice(t *testing.T) {
+	for name, rdb := range redistest.Clients(t) {
+		t.Run(name, func(t *testing.T) {
+			f, _ := storedFixture(t, rdb)
+			id := f.passthrough()
+			wantStatus(t, f.define(id, `{"seats":["A1","A2"],"stock":{"ga":3},"sessionLimit":4}`), 200, "")
+			_, s := f.visitor(id)
+			h := f.hold(id, s, `{"seats":["A1"],"units":{"ga":3}}`)
+			wantStatus(t, h, 201, "")
+			o := f.confirm(id, id, h.str("token"), h.str("session"), "pay-1")
+			wantStatus(t, o, 201, "")
+
+			lose(t, rdb, id)
+			_, s2 := f.visitor(id)
+			r := f.hold(id, s2, `{"seats":["A1"]}`)
+			wantStatus(t, r, 503, "event_recovering")
+			if r.Headers["Retry-After"] != "30" || strings.Contains(f.logs.String(), metrics.RedisErrors) {
+				t.Fatalf("a closed event's hold: Retry-After %q; counted as a Redis error: %v", r.Headers["Retry-After"],
+					strings.Contains(f.logs.String(), metrics.RedisErrors))
+			}
+			if v := f.do("GET", "/api/events/"+id, "", nil); v.StatusCode != 200 || v.json["recovering"] != true {
+				t.Fatalf("the public view while closed: %d %s", v.StatusCode, v.Body)
+			}
+			g := f.admin("GET", "/api/admin/events/"+id, "")
+			if rs, _ := g.json["restore"].(map[string]any); rs["state"] != "recovering" || rs["restoredAt"] == nil {
+				t.Fatalf("the admin view while closed: %s", g.Body)
+			}
+			body := `{"orders":[{"order":"` + o.str("order") + `","seats":["A1"],"units":{"ga":3}}],"reopen":true}`
+			rb := f.admin("POST", "/api/admin/events/"+id+"/rebuild", body)
+			if rb.StatusCode != 200 || rb.num("added") != 1 || rb.json["recovering"] != false {
+				t.Fatalf("rebuild: %d %s", rb.StatusCode, rb.Body)
+			}
+			wantStatus(t, f.admin("POST", "/api/admin/events/"+id+"/rebuild", body), 409, "event_open")
+			taken := f.hold(id, s2, `{"seats":["A1"]}`)
+			wantStatus(t, taken, 409, "seat_taken")
+			wantStatus(t, f.hold(id, s2, `{"units":{"ga":1}}`), 409, "sold_out")
+			h2 := f.hold(id, s2, `{"seats":["A2"]}`)
+			wantStatus(t, h2, 201, "")
+			if h2.str("token") <= o.str("order") { // same length: decimal order is numeric order
+				t.Fatalf("a hold after the rebuild has token %s, not above the recorded %s", h2.str("token"), o.str("order"))
+			}
+			g = f.admin("GET", "/api/admin/events/"+id, "")
+			if rs, _ := g.json["restore"].(map[string]any); rs["state"] != "reopened" || rs["rebuiltOrders"] != float64(1) {
+				t.Fatalf("the admin view after the rebuild: %s", g.Body)
+			}
+			log := f.admin("GET", "/api/admin/rooms/"+id+"/log", "")
+			if !strings.Contains(log.Body, `"action":"define event"`) || !strings.Contains(log.Body, `"action":"rebuild event"`) ||
+				!strings.Contains(log.Body, `"event":"`+id+`"`) {
+				t.Fatalf("the room's audit log: %s", log.Body)
+			}
+		})
+	}
+}
+
+// A stored definition that is no definition (a value out of range, a key
+// twice, not JSON) makes the event's routes answer 503 event_unrestorable,
+// like a room's: no internals in the answer, not counted as a Redis error,
+// and a PUT of the event brings it back.
+func TestBookingUnreadableDefinitionIsUnrestorable(t *testing.T) {
+	f, store := storedFixture(t, redistest.Single(t))
+	for rec, body := range map[string]string{
+		"invalid": `{"seats":["A1"],"sessionLimit":0}`,
+		"twice":   `{"seats":["A1"],"sessionLimit":1,"sessionLimit":2}`,
+		"garbage": `{"seats":`,
+	} {
+		ev := redistest.Room(t) + rec
+		if err := store.PutEvent(t.Context(), ev, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []response{
+			f.do("GET", "/api/events/"+ev, "", nil),
+			f.admin("GET", "/api/admin/events/"+ev, ""),
+		} {
+			msg, _ := r.json["error"].(map[string]any)["message"].(string)
+			if r.StatusCode != 503 || r.code() != "event_unrestorable" || strings.Contains(msg, "durable") ||
+				strings.Contains(msg, "session limit") || strings.Contains(msg, ev) {
+				t.Fatalf("%s: %d %s", rec, r.StatusCode, r.Body)
+			}
+		}
+		if strings.Contains(f.logs.String(), metrics.RedisErrors) {
+			t.Fatalf("%s: counted as a Redis error: %s", rec, f.logs.String())
+		}
+		wantStatus(t, f.define(ev, `{"seats":["A1"],"sessionLimit":1}`), 200, "")
+		wantStatus(t, f.do("GET", "/api/events/"+ev, "", nil), 200, "")
+	}
+}
+
+// An admin PUT of an event is kept in its room's audit log, as a room's
+// admin writes are: who, the event, and each setting's old and new value; a
+// PUT that changes nothing adds no entry.
+func TestBookingEventDefinitionIsAudited(t *testing.T) {
+	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
+		id := f.passthrough()
+		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1}`), 200, "")
+		wantStatus(t, f.define(id, `{"seats":["A1","A2"],"sessionLimit":1}`), 200, "")
+		wantStatus(t, f.define(id, `{"seats":["A1","A2"],"sessionLimit":1}`), 200, "")
+		log := f.admin("GET", "/api/admin/rooms/"+id+"/log", "")
+		entries, _ := log.json["entries"].([]any)
+		var events []map[string]any
+		for _, e := range entries {
+			if m := e.(map[string]any); m["action"] == "define event" {
+				events = append(events, m)
+			}
+		}
+		if len(events) != 2 || events[0]["event"] != id || events[0]["who"] != "admin key" {
+			t.Fatalf("audit log: %s", log.Body)
+		}
+		ch, _ := events[1]["changes"].([]any)
+		if len(ch) != 1 || ch[0].(map[string]any)["setting"] != "seats" || ch[0].(map[string]any)["old"] != float64(1) ||
+			ch[0].(map[string]any)["new"] != float64(2) {
+			t.Fatalf("the second definition's changes: %v", events[1])
+		}
+		if !strings.Contains(f.logs.String(), `"msg":"admin change"`) || !strings.Contains(f.logs.String(), `"event":"`+id+`"`) {
+			t.Fatalf("no admin change line: %s", f.logs.String())
+		}
+	})
+}
