@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -35,13 +34,8 @@ type placeResponse struct {
 	// RatePerMinute is, while waiting, the pace behind EtaSeconds: what the
 	// room admits a minute for this visitor (room.Place.RatePerMinute, never
 	// above admitPerMinute): the page counts the place down at it between polls.
-	RatePerMinute *float64 `json:"ratePerMinute,omitempty"`
-	// AheadShare is, in the pre-queue, the share of the line ahead of the
-	// visitor as it stands ((place at the opening − 1) ÷ waiting): at the
-	// opening the page places itself at about AheadShare × the status's
-	// waiting + 1 without asking (docs/PAGE.md).
-	AheadShare *float64   `json:"aheadShare,omitempty"`
-	OpensAt    *time.Time `json:"opensAt,omitempty"`
+	RatePerMinute *float64   `json:"ratePerMinute,omitempty"`
+	OpensAt       *time.Time `json:"opensAt,omitempty"`
 	// Set when admitted.
 	EntryToken     string     `json:"entryToken,omitempty"`
 	OriginURL      string     `json:"originUrl,omitempty"`
@@ -54,6 +48,13 @@ type placeResponse struct {
 	// EnterURL is set when admitted in a gated room: the page posts the entry
 	// token there (a form with token and return) instead of going to OriginURL.
 	EnterURL string `json:"enterUrl,omitempty"`
+}
+
+// drawSecret says whether, at now, the room's pre-queue draw is still secret:
+// the room has an opening and it has not come. Until then no answer may
+// depend on a visitor's draw (TestPrequeueAnswersHideTheDraw).
+func drawSecret(cfg room.Config, now time.Time) bool {
+	return cfg.OpensAt != nil && now.Before(*cfg.OpensAt)
 }
 
 // newVisitorID is the visitor's identity: random, made here, never taken from
@@ -168,19 +169,20 @@ func (h *API) joinResponse(r *httpapi.Request, p room.Place, ticket string, join
 		out.EtaSeconds = pollpolicy.ETASeconds(p.Position, rate)
 		out.RatePerMinute = &rate
 	case room.StateClosed:
-		// Not shown, but the told poll is bounded by it (the room may open again).
-		in.Position = p.OpeningRank
+		// Not shown, but the told poll is bounded by it (the room may open
+		// again); before a pre-queue's opening it is the draw's rank, secret.
+		if !drawSecret(p.Config, r.Now) {
+			in.Position = p.OpeningRank
+		}
 	case room.StatePrequeue:
 		if p.Config.OpensAt != nil {
 			in.UntilOpen = p.Config.OpensAt.Sub(r.Now)
 		}
-		// The place at the opening spreads the opening's polls; it is not shown,
-		// but the share of the line ahead lets the page place itself when it opens.
-		in.Position = p.OpeningRank
-		if p.OpeningRank > 0 && p.Waiting > 0 {
-			share := math.Round(float64(p.OpeningRank-1)/float64(p.Waiting)*1e4) / 1e4
-			out.AheadShare = &share
-		}
+		// The place at the opening is the draw's rank: nothing answered before
+		// the opening depends on it (not the told poll either, which is spread
+		// over the claim window after the opening as for a place not known).
+		// The page learns its place from the seed the status reveals then
+		// (docs/PAGE.md).
 	case room.StateAdmitted:
 		zero := int64(0)
 		out.EtaSeconds = &zero
