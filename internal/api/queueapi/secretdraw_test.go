@@ -8,13 +8,15 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
 // The pre-queue's draw is secret until the opening: before it, nothing the
 // server answers (status code, headers, body but the ticket) depends on the
 // visitor's draw, neither a join's answer nor a poll's, far from the opening
 // or within the last minutes (where the polls after the opening are planned),
-// nor in a room closed before it. Otherwise a bot joins until it holds a good draw and drops the rest.
+// nor in a room closed before it; nor can the visitor read it from the
+// ticket (token.TestTicketHidesTheDraw). Otherwise a bot joins until it holds a good draw and drops the rest.
 func TestPrequeueAnswersHideTheDraw(t *testing.T) {
 	f := newFixture(t, redistest.Single(t))
 	opens := f.clock.Now().Add(10 * time.Minute)
@@ -83,5 +85,12 @@ func TestPrequeueAnswersHideTheDraw(t *testing.T) {
 	wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"mode":"closed"}`), 200, "")
 	f.clock.Advance(time.Second)
 	poll("polls in a room closed before the opening")
+
+	// Nor does the ticket show it to a reader without the secret.
+	for _, tk := range tickets {
+		if peek, ok := token.PeekTicket(tk); !ok || peek.Draw != 0 {
+			t.Fatalf("the ticket shows its draw to its holder: %+v", peek)
+		}
+	}
 
 }
