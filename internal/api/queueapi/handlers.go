@@ -36,6 +36,10 @@ type placeResponse struct {
 	// above admitPerMinute): the page counts the place down at it between polls.
 	RatePerMinute *float64   `json:"ratePerMinute,omitempty"`
 	OpensAt       *time.Time `json:"opensAt,omitempty"`
+	// Draw is the visitor's pre-queue draw, the one the room orders them by,
+	// once the opening has revealed the seed: the page checks it against
+	// the seed (docs/PAGE.md). Never before the opening.
+	Draw *float64 `json:"draw,omitempty"`
 	// Set when admitted.
 	EntryToken     string     `json:"entryToken,omitempty"`
 	OriginURL      string     `json:"originUrl,omitempty"`
@@ -156,6 +160,9 @@ func (h *API) joinResponse(r *httpapi.Request, p room.Place, ticket string, join
 		Room: r.Room, Ticket: ticket, State: p.State,
 		Position: p.Position, Waiting: p.Waiting, OpensAt: p.Config.OpensAt,
 		PageVersion: room.PageVersion(p.Config.Page),
+	}
+	if d := p.Ticket.Draw; d > 0 && !drawSecret(p.Config, r.Now) {
+		out.Draw = &d
 	}
 	in := pollpolicy.Input{
 		State: p.State, Position: p.Position, RatePerMinute: rate,

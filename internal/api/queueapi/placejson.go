@@ -85,6 +85,7 @@ func appendPlaceJSON(b []byte, out *placeResponse) ([]byte, bool) {
 	}
 	flt(`,"ratePerMinute":`, out.RatePerMinute)
 	tm(`,"opensAt":`, out.OpensAt)
+	flt(`,"draw":`, out.Draw)
 	str(`,"entryToken":`, out.EntryToken, true)
 	str(`,"originUrl":`, out.OriginURL, true)
 	tm(`,"grantExpiresAt":`, out.GrantExpiresAt)

@@ -22,6 +22,8 @@ func TestPlaceJSONIsEncodingJSONs(t *testing.T) {
 		{Room: "demo", State: room.StateClosed, PollAfterMs: 30000},
 		{Room: "demo", State: room.StateWaiting, Position: 7, EtaSeconds: &eta, RatePerMinute: &slow},
 		{Room: "demo", Ticket: "t", State: room.StatePrequeue, OpensAt: &opens},
+		{Room: "demo", Ticket: "t", State: room.StateWaiting, Position: 3, OpensAt: &opens, Draw: &tiny},
+		{Room: "demo", Ticket: "t", State: room.StateWaiting, Position: 3, Draw: &share},
 		{Room: "demo", State: room.StateWaiting, Position: 3, RatePerMinute: &share},
 		{Room: "demo", Ticket: "t", State: room.StateWaiting, RatePerMinute: &tiny},
 		{Room: "demo", Ticket: "t", State: room.StatePrequeue, OpensAt: &opens, Position: 0, Waiting: math.MaxInt64, EtaSeconds: &neg},
