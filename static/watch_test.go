@@ -16,6 +16,12 @@ func TestWatch(t *testing.T) {
 	nodeTest(t, "watch.test.js", "watch.js")
 }
 
+// TestEstimate runs the unit tests of js/estimate.js (js/estimate.test.js:
+// the place and the line's count between polls).
+func TestEstimate(t *testing.T) {
+	nodeTest(t, "estimate.test.js", "estimate.js")
+}
+
 // TestI18n runs the unit tests of js/i18n.js (js/i18n.test.js: every text
 // translated in every language with its placeholders, how a language is
 // chosen, the direction) and of brand.js's choice of a room's text.

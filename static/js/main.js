@@ -203,7 +203,7 @@ function renderPlace(v) {
     show($('approx'), known && (e.counting || !!v.approx));
     $('position').textContent = known ? count(pos) : '–';
     $('ahead').textContent = known ? count(Math.max(0, pos - 1)) : '–';
-    $('waiting').textContent = count(v.waiting);
+    $('waiting').textContent = count(known ? Math.max(e.waiting, pos) : v.waiting);
     $('eta').textContent = s === 'waiting' && known ? etaRange(e.etaSeconds) : '–';
     show($('place-note'), !!v.placing);
     $('place-note').textContent = v.placing ? t('findingPlace') : '';
