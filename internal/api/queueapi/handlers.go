@@ -235,6 +235,9 @@ type statusResponse struct {
 	Admitted       int64     `json:"admitted"`
 	MaxActive      int64     `json:"maxActive"`
 	AdmitPerMinute int64     `json:"admitPerMinute"`
+	// ClaimTTLSeconds is the claim window: the page keeps the poll it plans
+	// at a pre-queue's opening within it (docs/PAGE.md).
+	ClaimTTLSeconds int64 `json:"claimTTLSeconds"`
 	// RatePerMinute is the pace for someone joining now (room.Stats.PacePerMinute):
 	// what enqueue would tell them; the page counts down at it (docs/PAGE.md).
 	RatePerMinute float64 `json:"ratePerMinute"`
@@ -264,7 +267,7 @@ func (h *API) status(ctx context.Context, r *httpapi.Request) (events.APIGateway
 	}
 	out := statusResponse{
 		Room: r.Room, Mode: cfg.Mode, Waiting: st.Waiting, Active: st.Active, Admitted: st.Admitted,
-		MaxActive: cfg.MaxActive, AdmitPerMinute: cfg.AdmitPerMinute, RatePerMinute: rate,
+		MaxActive: cfg.MaxActive, AdmitPerMinute: cfg.AdmitPerMinute, ClaimTTLSeconds: cfg.ClaimTTLSeconds, RatePerMinute: rate,
 		EtaSeconds: pollpolicy.ETASeconds(st.Waiting+1, rate), OpensAt: cfg.OpensAt,
 		Page: cfg.Page, PageVersion: room.PageVersion(cfg.Page),
 	}
