@@ -175,12 +175,14 @@ export function decide(s, v, ctx) {
   // A pre-queue (or a closing that held one) whose room is open again.
   if (v.state === 'prequeue' || (v.state === 'closed' && v.was === 'prequeue')) {
     const p = v.state === 'prequeue' ? v : { ...v, state: 'prequeue', was: undefined };
-    // Opened: the status's opening has passed by the server's clock; or it is
-    // the one the page counts down to, and the count reached it (the clock
-    // read from a Date header can lag by up to a second); or, without an
-    // opening time in the answer, the lottery's seed is out.
+    // Opened: the lottery's seed is out (the server reveals it from the
+    // opening on, by its own clock); or the status's opening has passed by
+    // the server's clock as the Date header tells it; or it is the one the
+    // page counts down to, and the count reached it (that clock can lag by up
+    // to a second); or, without an opening time in the answer, the count
+    // reached the page's.
     const counted = p.opensAt > 0 && p.opensAt <= now + (p.skew || 0);
-    const opened = opensAt ? opensAt <= serverNow || (opensAt === p.opensAt && counted) : !!s.drawSeed || counted;
+    const opened = !!s.drawSeed || (opensAt ? opensAt <= serverNow || (opensAt === p.opensAt && counted) : counted);
     if (opened) {
       // The opening's instant, local: the status's (an opening moved earlier
       // or removed: now at the latest).

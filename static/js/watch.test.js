@@ -239,6 +239,9 @@ test('the opening is the countdown reaching it, or a seed out, not an answer mis
   assert.equal(w.decide(status({ opensAt: iso(NOW + 300) }), pre, ctx(0)).view, null);
   // No opening time in the answer: the seed says it opened, else nothing.
   assert.equal(w.decide(status({ drawSeed: 'ab' }), pre, ctx(0)).view.state, 'waiting');
+  // The seed out says it, whatever the clocks say: the server reveals it
+  // from the opening on by its own clock.
+  assert.equal(w.decide(status({ opensAt: iso(NOW + 300), drawSeed: 'ab' }), pre, ctx(0)).view.state, 'waiting');
   assert.equal(w.decide(status(), pre, ctx(0)).view, null);
 });
 
