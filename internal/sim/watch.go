@@ -302,17 +302,17 @@ func estimatePlace(d float64, n int64) (pos, sigma float64, sure bool) {
 // window), or, when the draw cannot tell, a poll within 1–3 s.
 func (v *Visitor) placeAtOpening(e *env, now time.Time, s *statusAnswer) {
 	tk, _ := token.PeekTicket(v.ticket)
-	if s.DrawSeed == "" || tk.Visitor == "" || s.Waiting <= 0 {
+	if s.DrawSeed == "" || tk.Visitor == "" {
 		return
 	}
 	d := room.DrawOf(s.DrawSeed, tk.Visitor)
-	pos, sigma, sure := estimatePlace(d, s.Waiting)
+	pos, sigma, sure := estimatePlace(d, max(s.Waiting, 1))
 	pace := s.RatePerMinute
 	if pace <= 0 {
 		pace = float64(s.AdmitPerMinute)
 	}
 	soonest := now.Add(time.Second)
-	if !sure || pace <= 0 {
+	if !sure || pace <= 0 || s.Waiting <= 0 {
 		if t := soonest.Add(v.uniform(0, soonSpread)); t.Before(v.pollAt) {
 			v.pollAt = t
 		}

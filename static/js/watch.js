@@ -100,8 +100,9 @@ export function estimatePlace(d, n) {
 // replaces the poll the server told before the opening, which could not
 // depend on the draw (a crowd told the claim window after the opening comes
 // in it at once). A place not sure enough to show ("finding your place"):
-// a poll within POLL_SOONEST_MS + SOON_SPREAD_MS, brought forward only.
-// Without a draw (an older server), the server's poll stays. It returns
+// a poll within POLL_SOONEST_MS + SOON_SPREAD_MS, brought forward only (so
+// too when nobody is left waiting). Without a draw (an older server), the
+// server's poll stays. It returns
 // {view, pollAt, replace}: replace says the poll replaces the server's
 // (else it only brings it forward).
 export function placeAtOpening(v, s, now, openingLocal, rand) {
@@ -109,8 +110,9 @@ export function placeAtOpening(v, s, now, openingLocal, rand) {
   const base = { ...v, state: 'waiting', waiting, at: now, skew: skewOf(s, v), was: undefined };
   const placing = { ...base, position: 0, placing: true, etaSeconds: null, ratePerMinute: null };
   const d = drawOf(v);
-  if (d === null || !waiting) return { view: placing, pollAt: 0 };
   const soon = now + POLL_SOONEST_MS + rand() * SOON_SPREAD_MS;
+  if (!waiting) return { view: placing, pollAt: soon, replace: false }; // nobody else waits: the poll says
+  if (d === null) return { view: placing, pollAt: 0 };
   const e = estimatePlace(d, waiting);
   const pace = openingPace(s);
   if (!e.sure || !pace) return { view: placing, pollAt: soon, replace: false };
@@ -188,6 +190,11 @@ export function decide(s, v, ctx) {
       // or removed: now at the latest).
       const openingLocal = Math.min(opensAt || serverNow, serverNow) - skewOf(s, p);
       const o = placeAtOpening(p, s, now, openingLocal, ctx.rand);
+      // Without a draw, an opening before the one the server planned the poll
+      // from (moved earlier, or removed) brings that poll forward as for a
+      // moved opening, from now: it may come after the turn.
+      const early = p.opensAt > 0 && (opensAt || serverNow) < p.opensAt - 1000;
+      if (!o.pollAt && early) return { view: o.view, pollAt: now + spreadPoll(placeEta(s, ctx), ctx.rand()), replace: false };
       return { view: o.view, pollAt: o.pollAt, replace: !!o.replace };
     }
     if (opensAt && opensAt !== p.opensAt) return moved(p, s, opensAt, ctx);

@@ -220,8 +220,17 @@ test('the last of a small pre-queue is not shown a guess: the poll, soon, gives 
   const unknown = w.decide(opened(), { ...pre, draw: undefined }, ctx(0));
   assert.equal(unknown.view.placing, true);
   assert.equal(unknown.pollAt, 0);
-  // Nor with a count of nobody.
-  assert.equal(w.decide(opened({ waiting: 0 }), pre, ctx(0)).view.placing, true);
+  // Nor with a count of nobody; the poll, soon, says where the visitor is.
+  const nobody = w.decide(opened({ waiting: 0 }), pre, ctx(0, 0));
+  assert.equal(nobody.view.placing, true);
+  assert.equal(nobody.pollAt, NOW + 1000);
+  // Without a draw, an opening an hour early brings the server's poll forward
+  // (a place drawn at random: rand 0.5 → 50,001 of 100,000, then 0; the
+  // first is the unused soon's).
+  const early = w.decide(opened({ opensAt: iso(NOW - 2000) }), { ...pre, opensAt: NOW + 3600000, draw: undefined }, ctx(0, 0.9, 0.5, 0));
+  assert.equal(early.view.placing, true);
+  near(early.pollAt, NOW + 0.3 * 50001 * 12);
+  assert.equal(early.replace, false);
   // The estimate itself: the place, σ and whether it is sure.
   const e = w.estimatePlace(0.45, 7);
   assert.equal(e.position, 4);
