@@ -25,7 +25,8 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
-// TestLotteryAtTheOpening: a pre-queue of 31 (30 through the API, one page)
+// TestLotteryAtTheOpening: a pre-queue of 31 or more (one page, the rest
+// through the API)
 // on the local stack, whose clock the test moves past the opening. Before it
 // the page shows its lottery reference but no draw. At the opening it learns
 // its place: the true one, below everyone still waiting who drew lower and
@@ -35,8 +36,9 @@ import (
 // verifies the draw as printed.
 func TestLotteryAtTheOpening(t *testing.T) {
 	clk := testkit.EngineClock()
+	rdb := redistest.Single(t)
 	s, err := localstack.Start(context.Background(), localstack.Options{
-		RedisURL: "redis://" + redistest.Single(t).Options().Addr, Addr: "127.0.0.1:0", OriginAddr: "127.0.0.1:0",
+		RedisURL: "redis://" + rdb.Options().Addr, Addr: "127.0.0.1:0", OriginAddr: "127.0.0.1:0",
 		StaticDir: repoPath(t, "static"), KeyDir: t.TempDir(), AdminKey: "e2e-admin-key-0123456789",
 		TickInterval: tick, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: clk.Now,
 	})
@@ -50,14 +52,6 @@ func TestLotteryAtTheOpening(t *testing.T) {
 	cfg := baseSettings(s)
 	cfg["admitPerMinute"], cfg["opensAt"] = 1, opens.UTC().Format(time.RFC3339)
 	putRoom(t, s, id, cfg)
-	var others []string
-	for range 30 {
-		tk, body := enqueueAPI(t, s, id)
-		if body["state"] != "prequeue" {
-			t.Fatalf("join: %v", body)
-		}
-		others = append(others, tk)
-	}
 
 	v := visitor(t)
 	do(t, v, chromedp.Navigate(pageURL(s.URL(), id)))
@@ -65,6 +59,24 @@ func TestLotteryAtTheOpening(t *testing.T) {
 	me, ok := token.PeekTicket(ticketOf(t, v, id))
 	if !ok || me.Visitor == "" {
 		t.Fatalf("the page's ticket: %+v", me)
+	}
+	// Thirty more, at least one of whom drew lower than the page: the
+	// opening's first tick admits the lowest draw (maxActive 1), which must
+	// not be the page's. The test reads the secret seed from Redis for that.
+	secret, err := rdb.HGet(context.Background(), "vst:{"+id+"}:cfg", "seed").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var others []string
+	lower := false
+	for len(others) < 30 || !lower {
+		tk, body := enqueueAPI(t, s, id)
+		if body["state"] != "prequeue" {
+			t.Fatalf("join: %v", body)
+		}
+		others = append(others, tk)
+		peek, _ := token.PeekTicket(tk)
+		lower = lower || room.DrawOf(secret, peek.Visitor) < room.DrawOf(secret, me.Visitor)
 	}
 	waitJS(t, v, `document.getElementById("lottery").checkVisibility()`, wait)
 	if ref := text(t, v, "draw-ref"); !strings.Contains(ref, me.Visitor) || regexp.MustCompile(`0\.\d{6}`).MatchString(ref) {
@@ -126,9 +138,10 @@ func TestLotteryAtTheOpening(t *testing.T) {
 		t.Errorf("after the opening the reference is %q: want %s and draw %.6f", ref, me.Visitor, mine)
 	}
 	do(t, v, chromedp.Click(chromedp.ID("draw-check")))
-	waitJS(t, v, `document.body.dataset.drawCheck === "ok"`, wait)
-	if got := text(t, v, "draw-result"); !strings.HasPrefix(got, "Checked in this page") {
-		t.Errorf("the check says %q", got)
+	waitJS(t, v, `!!document.body.dataset.drawCheck`, wait)
+	if got := text(t, v, "draw-result"); browsertest.Eval[string](t, v, `document.body.dataset.drawCheck`) != "ok" ||
+		!strings.HasPrefix(got, "Checked in this page") {
+		t.Errorf("the check says %q; the view %s", got, browsertest.Eval[string](t, v, `localStorage.getItem("vestibule:view:`+id+`")`))
 	}
 	checkAxe(t, v)
 
