@@ -5,8 +5,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 
+	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
@@ -14,6 +16,24 @@ import (
 // status answer changes on the waiting page) under node's test runner.
 func TestWatch(t *testing.T) {
 	nodeTest(t, "watch.test.js", "watch.js")
+}
+
+// TestEstimate runs the unit tests of js/estimate.js (js/estimate.test.js:
+// the place and the line's count between polls).
+func TestEstimate(t *testing.T) {
+	nodeTest(t, "estimate.test.js", "estimate.js")
+}
+
+// TestDraw runs the unit tests of js/draw.js (js/draw.test.js: the draw and
+// the commitment the page computes, and its check of the lottery) against
+// the server's own formula: room.DrawOf and room.DrawCommitment.
+func TestDraw(t *testing.T) {
+	seed, visitor := "3f9c1e0a7b6d5c4e3f2a1b0c9d8e7f60", "hG3k2cQ_visitor-id0123"
+	t.Setenv("DRAW_SEED", seed)
+	t.Setenv("DRAW_VISITOR", visitor)
+	t.Setenv("DRAW_WANT", strconv.FormatFloat(room.DrawOf(seed, visitor), 'g', -1, 64))
+	t.Setenv("DRAW_COMMITMENT", room.DrawCommitment(seed))
+	nodeTest(t, "draw.test.js", "draw.js")
 }
 
 // TestI18n runs the unit tests of js/i18n.js (js/i18n.test.js: every text

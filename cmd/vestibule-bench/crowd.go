@@ -219,6 +219,11 @@ func moreParts(d time.Duration, chart string) map[string]func(context.Context) (
 		// tickparts alone: a tick admitting 10,000 taken apart (not in the default run).
 		"tickparts": benchTickParts,
 		"moments":   func(ctx context.Context) ([]Row, error) { return benchMoments(ctx, *visitorsFlag) },
+		// prequeue alone: the moments' pre-queue rows (scaled by -visitors), not in the default run.
+		"prequeue": func(ctx context.Context) ([]Row, error) {
+			f := float64(*visitorsFlag) / longVisitors
+			return prequeueRows(ctx, max(int(prequeueVisitors*f), 100), max(int64(prequeueRate*f), 60))
+		},
 		// prequeue-million: the moments' pre-queue rows with 1,000,000 visitors (BENCH_MILLION=1).
 		"prequeue-million": func(ctx context.Context) ([]Row, error) { return benchMillionPrequeue(ctx, *millionRateFlag) },
 	}

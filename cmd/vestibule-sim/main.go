@@ -1,7 +1,8 @@
 // Command vestibule-sim plays a flash crowd against Vestibule and reports what
 // it cost and what the visitors saw: requests per visitor-minute of waiting,
 // grant-to-seen delays, time to drain, and the invariant checks (capacity,
-// double consumes, FIFO order), plus a chart of the room over time.
+// double consumes, FIFO order), and with -chart FILE a chart of the room over
+// time. It writes nothing else: a rehearsal leaves no file behind.
 //
 //	go run ./cmd/vestibule-sim -visitors 2000                 # real local stack over HTTP
 //	go run ./cmd/vestibule-sim -driver virtual -visitors 100000 # in-process, virtual time
@@ -41,7 +42,7 @@ func run() int {
 		redisAddr = flag.String("redis", "", "Redis host:port (default: start a redis-server)")
 		c         sim.Config
 		rc        = room.DefaultConfig()
-		chart     = flag.String("chart", "crowd.png", "chart file (.png, .svg or .pdf); empty for none")
+		chart     = flag.String("chart", "", "write a chart of the room over time to this file (.png, .svg or .pdf); none by default")
 		tick      = flag.Duration("tick", time.Second, "admission tick interval")
 		fixed3s   = flag.Duration("replay", 3*time.Second, "also report the same crowd replayed with a page polling at this fixed interval (0: no)")
 	)

@@ -58,8 +58,12 @@ func scriptedRoom(t *testing.T, reply func(n int) map[string]any) *scripted {
 		s.mu.Unlock()
 		writeJSON(w, 200, body)
 	})
+	given := fakeTicket // the ticket the last answer gave
 	place := func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/poll") && r.Header.Get("Authorization") != "Bearer "+fakeTicket {
+		s.mu.Lock()
+		want := given
+		s.mu.Unlock()
+		if strings.HasSuffix(r.URL.Path, "/poll") && r.Header.Get("Authorization") != "Bearer "+want {
 			t.Errorf("a poll carried %q, not the ticket as it was given", r.Header.Get("Authorization"))
 			writeJSON(w, 401, map[string]any{"error": map[string]any{"code": "invalid_ticket"}})
 			return
@@ -71,6 +75,7 @@ func scriptedRoom(t *testing.T, reply func(n int) map[string]any) *scripted {
 		for k, v := range s.reply(n) {
 			body[k] = v
 		}
+		given, _ = body["ticket"].(string)
 		ms, _ := body["pollAfterMs"].(int)
 		s.after = append(s.after, ms)
 		s.mu.Unlock()

@@ -2,6 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"math"
 	"regexp"
 	"testing"
 	"time"
@@ -69,15 +74,34 @@ func beforeLoad(t *testing.T, ctx context.Context, scripts ...string) {
 
 // TestPrequeueOpening: a pre-queue across its opening. The countdown never
 // shows 00:00: from the opening the page says the line is opening; it reads
-// the room's status a few seconds after the opening, and with its share of
-// the pre-queue (aheadShare) shows its place, "about" a quarter of the line,
-// counting down, with no poll; without a share it shows that it is finding
-// the place, until the poll gives it.
+// the room's status a few seconds after the opening, computes its draw from
+// the seed the status reveals and the visitor id of its ticket, and shows the
+// place the draw gives, "about", counting down, with no poll; a page that
+// cannot read its visitor id shows that it is finding the place, until the
+// poll gives it.
 func TestPrequeueOpening(t *testing.T) {
-	const line = 2000
-	opens := time.Now().Add(4 * time.Second).Truncate(time.Second) // 3–4 s from now, as the server writes it
+	const line = 200_000
+	// The browser first, then the opening (5–6 s from now, as the server
+	// writes it): a browser slow to start does not load the page after it.
+	a, b := visitor(t), visitor(t)
+	do(t, a, chromedp.Navigate("about:blank"))
+	do(t, b, chromedp.Navigate("about:blank"))
+	opens := time.Now().Add(6 * time.Second).Truncate(time.Second)
 	opensAt := opens.UTC().Format(time.RFC3339)
-	status := map[string]any{"opensAt": opensAt, "waiting": line, "admitPerMinute": 600, "ratePerMinute": 600}
+	// A seed whose draw for the visitor is in the middle of the line, where
+	// the draw tells the place within a tenth.
+	const visitorID = "hG3k2cQ_visitor-id0123"
+	var seed string
+	var d float64
+	for i := 0; ; i++ {
+		seed = fmt.Sprintf("%032x", i)
+		if d = room.DrawOf(seed, visitorID); d > 0.2 && d < 0.8 {
+			break
+		}
+	}
+	want := int(math.Floor(d*line)) + 1
+	status := map[string]any{"opensAt": opensAt, "waiting": line, "admitPerMinute": 600, "ratePerMinute": 600,
+		"claimTTLSeconds": 120, "drawCommitment": room.DrawCommitment(seed), "drawSeed": seed}
 	prequeue := func(extra map[string]any) map[string]any {
 		r := map[string]any{"state": "prequeue", "position": 0, "waiting": line, "etaSeconds": nil, "opensAt": opensAt, "pollAfterMs": 60000}
 		for k, v := range extra {
@@ -85,9 +109,12 @@ func TestPrequeueOpening(t *testing.T) {
 		}
 		return r
 	}
-	shared := scriptedRoom(t, func(int) map[string]any { return prequeue(map[string]any{"aheadShare": 0.25}) })
-	shared.setStatus(status)
-	// Without a share, the server's poll, planned after the opening, gives the place.
+	drawn := scriptedRoom(t, func(int) map[string]any {
+		return prequeue(map[string]any{"ticket": ticketShape(3, "opening", visitorID)})
+	})
+	drawn.setStatus(status)
+	// Without a visitor id to draw from (an opaque ticket), the server's
+	// poll, planned after the opening, gives the place.
 	unshared := scriptedRoom(t, func(n int) map[string]any {
 		if n == 0 {
 			return prequeue(map[string]any{"pollAfterMs": int(time.Until(opens.Add(10*time.Second)) / time.Millisecond)})
@@ -95,8 +122,8 @@ func TestPrequeueOpening(t *testing.T) {
 		return map[string]any{"state": "waiting", "position": 480, "waiting": line, "etaSeconds": 48, "ratePerMinute": 600, "pollAfterMs": 60000}
 	})
 	unshared.setStatus(status)
+	shared := drawn
 
-	a, b := visitor(t), visitor(t)
 	beforeLoad(t, a, watchMoments)
 	beforeLoad(t, b, watchMoments)
 	do(t, a, chromedp.Navigate(pageURL(shared.srv.URL, "opening")))
@@ -137,7 +164,7 @@ func TestPrequeueOpening(t *testing.T) {
 		seen := false
 		for _, g := range got[:placed] {
 			if g.time().After(opens.Add(1500*time.Millisecond)) && g.Countdown != "Opening now…" {
-				t.Errorf("%s: %v after the opening the countdown shows %q", name, g.time().Sub(opens), g.Countdown)
+				t.Errorf("%s: %v after the opening the countdown shows %q: %+v", name, g.time().Sub(opens), g.Countdown, g)
 			}
 			seen = seen || g.Countdown == "Opening now…"
 		}
@@ -147,15 +174,15 @@ func TestPrequeueOpening(t *testing.T) {
 		first(p)
 		return p.time()
 	}
-	placed := check("with its share", browsertest.Eval[[]sample](t, a, `__samples`), func(p sample) {
-		// A quarter of 2,000 ahead: about 501st, counting down at 10 a second.
-		if n := shownPosition(t, p.Pos); !p.About || n > 501 || n < 480 {
-			t.Errorf("first shown as %+v, want about 501", p)
+	placed := check("with its draw", browsertest.Eval[[]sample](t, a, `__samples`), func(p sample) {
+		// ⌊draw × 200,000⌋ + 1, counting down at 10 a second.
+		if n := shownPosition(t, p.Pos); !p.About || n > want || n < want-100 {
+			t.Errorf("first shown as %+v, want about %d", p, want)
 		}
 	})
-	waitJS(t, a, `document.body.dataset.counting === "1" && document.getElementById("announce").textContent.includes("about number 501")`, wait)
+	waitJS(t, a, `document.body.dataset.counting === "1" && document.getElementById("announce").textContent.includes("about number ")`, wait)
 	if n := shared.requests(); n != 1 {
-		t.Errorf("with its share: %d place requests, want the join alone", n)
+		t.Errorf("with its draw: %d place requests, want the join alone", n)
 	}
 	// Before the place: the join's read of the room's page, and the opening's.
 	var before []time.Duration
@@ -165,10 +192,10 @@ func TestPrequeueOpening(t *testing.T) {
 		}
 	}
 	if len(before) > 2 || len(before) == 0 || before[len(before)-1] < 0 {
-		t.Errorf("with its share: status reads at %v from the opening before the place; want the join's and one after the opening", before)
+		t.Errorf("with its draw: status reads at %v from the opening before the place; want the join's and one after the opening", before)
 	}
 	got := browsertest.Eval[[]sample](t, b, `__samples`)
-	check("without a share", got, func(p sample) {
+	check("without a visitor id", got, func(p sample) {
 		if p.Pos != "–" || p.About || p.Note != "Finding your place…" || p.ETA != "–" {
 			t.Errorf("first shown as %+v, want the place unknown, finding it", p)
 		}
@@ -308,4 +335,21 @@ func TestPauseResumeByStatus(t *testing.T) {
 	if n := s.requests(); n != 1 {
 		t.Errorf("%d place requests by the end; want the join alone", n)
 	}
+}
+
+// ticketShape is a ticket in the layout of internal/token (format, seq,
+// draw, iat, exp, room, visitor, a tag) that no server signed: the page reads
+// the visitor id from it, as from any ticket, and sends it back as it is.
+func ticketShape(format byte, roomID, visitorID string) string {
+	b := []byte{format}
+	b = binary.BigEndian.AppendUint64(b, 7)
+	b = binary.BigEndian.AppendUint64(b, 0x0123456789abcdef) // a masked draw
+	b = binary.BigEndian.AppendUint64(b, uint64(time.Now().Unix()))
+	b = binary.BigEndian.AppendUint64(b, uint64(time.Now().Add(time.Hour).Unix()))
+	b = append(b, byte(len(roomID)))
+	b = append(b, roomID...)
+	b = append(b, byte(len(visitorID)))
+	b = append(b, visitorID...)
+	b = append(b, make([]byte, 32)...)
+	return base64.RawURLEncoding.EncodeToString(b)
 }

@@ -132,7 +132,7 @@ type place struct {
 	Waiting        int64      `json:"waiting"`
 	EtaSeconds     *int64     `json:"etaSeconds"`
 	RatePerMinute  *float64   `json:"ratePerMinute"`
-	AheadShare     *float64   `json:"aheadShare"`
+	Draw           *float64   `json:"draw"` // from the opening: the pre-queue draw the room orders the visitor by
 	OpensAt        *time.Time `json:"opensAt"`
 	PollAfterMs    int64      `json:"pollAfterMs"`
 	EntryToken     string     `json:"entryToken"`
@@ -334,7 +334,10 @@ func (v *Visitor) next(now time.Time) (time.Time, bool) {
 // the ETA it tells.
 func (v *Visitor) showPlace(e *env, now time.Time, p place) {
 	w := v.view
-	w.state, w.at = p.State, now
+	w.state, w.at, w.repliedAt = p.State, now, now
+	if p.Draw != nil {
+		v.Score = *p.Draw // the ticket hides it; the room says it from the opening
+	}
 	switch p.State {
 	case "waiting":
 		w.pos, w.pace = float64(p.Position), 0
@@ -349,10 +352,6 @@ func (v *Visitor) showPlace(e *env, now time.Time, p place) {
 			w.pos = float64(p.Position)
 		}
 	case "prequeue":
-		w.aheadShare = -1
-		if p.AheadShare != nil {
-			w.aheadShare = *p.AheadShare
-		}
 		if p.OpensAt != nil {
 			w.opensAt = *p.OpensAt
 		}
@@ -370,7 +369,9 @@ func (v *Visitor) finish(now time.Time, o Outcome) (time.Time, bool) {
 
 // ticketOrder reads the sequence and the queue's score of a ticket (the
 // draw of a pre-queue ticket, or else the sequence) without verifying it:
-// the simulator is a client and only wants its own place in the order.
+// the simulator is a client and only wants its own place in the order. A
+// ticket hides its draw (format 3): the room's answers say it from the
+// opening (showPlace).
 func ticketOrder(tok string) (int64, float64) {
 	tk, _ := token.PeekTicket(tok)
 	if tk.Draw > 0 {

@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/token"
 	"math"
 	"net/http"
 	"sync"
@@ -36,7 +38,10 @@ type statusAnswer struct {
 	EtaSeconds     *int64     `json:"etaSeconds"`
 	OpensAt        *time.Time `json:"opensAt"`
 	DrawSeed       string     `json:"drawSeed"`
-	PageVersion    string     `json:"pageVersion"`
+	// ClaimTTLSeconds is the room's claim window: the opening's poll planned
+	// from the draw stays within it (static/js/watch.js placeAtOpening).
+	ClaimTTLSeconds int64  `json:"claimTTLSeconds"`
+	PageVersion     string `json:"pageVersion"`
 
 	at    time.Time // when the edge fetched it
 	bytes int       // the body's length
@@ -103,9 +108,10 @@ type view struct {
 	pos  float64
 	at   time.Time
 	pace float64
-	// Pre-queue: the share of the line ahead (−1 unknown) and the opening.
-	aheadShare float64
-	opensAt    time.Time
+	// Pre-queue: the opening, and when the last API answer came (its budget
+	// bounds the poll planned at the opening).
+	opensAt   time.Time
+	repliedAt time.Time
 }
 
 // estimate is the place the page shows at now.
@@ -245,22 +251,18 @@ func (v *Visitor) watch(ctx context.Context, e *env, now time.Time) {
 		if w.state == "prequeue" && s.OpensAt != nil && !w.opensAt.IsZero() && s.OpensAt.Before(w.opensAt) {
 			w.opensAt = *s.OpensAt
 			v.view = w
-			if place, ok := w.placeAt(s.Waiting); ok && s.RatePerMinute > 0 {
+			if s.RatePerMinute > 0 && s.Waiting > 0 {
+				// The draw is secret until the opening: a place drawn at random.
+				place := float64(1 + v.rng.IntN(int(s.Waiting)))
 				v.pollSoon(w.opensAt, place*60/s.RatePerMinute)
 			}
 		}
 	case w.state == "prequeue":
-		// The opening: the page places itself from its share of the line and
-		// keeps the poll the server scheduled.
-		place, ok := w.placeAt(s.Waiting)
-		if !ok {
-			return
-		}
-		w.state, w.pos, w.at, w.pace = "waiting", place, now, s.RatePerMinute
-		v.show(e, now, w, ViaStatus)
-		if s.RatePerMinute > 0 {
-			v.toldETA(e, now, place*60/s.RatePerMinute, place)
-		}
+		// The opening: the page computes its draw from the seed and its
+		// visitor id, places itself by it and plans its poll from it
+		// (static/js/watch.js placeAtOpening), or, when the draw cannot tell
+		// the place (a small line, the front), polls soon.
+		v.placeAtOpening(e, now, s)
 	case w.state == "paused" || (w.state == "waiting" && !samePace(s.RatePerMinute, w.pace)):
 		// A resume, or a new pace: count on from the place shown, at the new pace.
 		pos := w.estimate(now)
@@ -274,13 +276,80 @@ func (v *Visitor) watch(ctx context.Context, e *env, now time.Time) {
 	}
 }
 
-// placeAt is the place a pre-queue page takes at the opening from its share
-// of the line: min(waiting, ⌊aheadShare × waiting⌋ + 1).
-func (w *view) placeAt(waiting int64) (float64, bool) {
-	if w.aheadShare < 0 || waiting <= 0 {
-		return 0, false
+// The page's opening (static/js/watch.js): the share of the nearest place's
+// wait its poll comes at, the share of a place within which 3 σ makes the
+// estimate sure, the poll of a place not sure, the budget of a place and its
+// margin.
+const (
+	openSpreadLo, openSpreadHi = 0.3, 0.5
+	placeSure                  = 0.1
+	soonSpread                 = 2 * time.Second
+	maxPollAfter               = 5 * time.Minute
+	budgetMargin               = 10 * time.Second
+)
+
+// estimatePlace is watch.js estimatePlace: the place the draw d gives in a
+// line of n, its standard deviation, and whether it is sure enough to show.
+func estimatePlace(d float64, n int64) (pos, sigma float64, sure bool) {
+	pos = float64(min(n, int64(math.Floor(d*float64(n)))+1))
+	sigma = math.Sqrt(float64(n) * d * (1 - d))
+	return pos, sigma, 3*sigma <= placeSure*pos
+}
+
+// placeAtOpening is watch.js placeAtOpening at a status read at now that
+// shows the room open: the place the visitor's draw gives, shown, and the
+// next poll planned from it (replacing the server's when within the claim
+// window), or, when the draw cannot tell, a poll within 1–3 s.
+func (v *Visitor) placeAtOpening(e *env, now time.Time, s *statusAnswer) {
+	tk, _ := token.PeekTicket(v.ticket)
+	if s.DrawSeed == "" || tk.Visitor == "" {
+		return
 	}
-	return float64(min(waiting, int64(math.Floor(w.aheadShare*float64(waiting)))+1)), true
+	d := room.DrawOf(s.DrawSeed, tk.Visitor)
+	pos, sigma, sure := estimatePlace(d, max(s.Waiting, 1))
+	pace := s.RatePerMinute
+	if pace <= 0 {
+		pace = float64(s.AdmitPerMinute)
+	}
+	soonest := now.Add(time.Second)
+	if !sure || pace <= 0 || s.Waiting <= 0 {
+		if t := soonest.Add(v.uniform(0, soonSpread)); t.Before(v.pollAt) {
+			v.pollAt = t
+		}
+		return
+	}
+	w := v.view
+	w.state, w.pos, w.at, w.pace = "waiting", pos, now, s.RatePerMinute
+	v.show(e, now, w, ViaStatus)
+	v.toldETA(e, now, pos*60/pace, pos)
+	opening := now
+	if s.OpensAt != nil && s.OpensAt.Before(now) {
+		opening = *s.OpensAt
+	}
+	nearest := max(1, pos-3*sigma)
+	share := openSpreadLo + (openSpreadHi-openSpreadLo)*v.rng.Float64()
+	at := opening.Add(time.Duration(share * nearest * 60 / pace * float64(time.Second)))
+	if !w.repliedAt.IsZero() {
+		if end := w.repliedAt.Add(maxPollAfter - budgetMargin); at.After(end) {
+			at = end
+		}
+	}
+	if at.Before(soonest) {
+		at = soonest
+	}
+	if s.ClaimTTLSeconds <= 0 {
+		return
+	}
+	rate := float64(s.AdmitPerMinute)
+	if rate <= 0 {
+		rate = pace
+	}
+	claim := time.Duration(s.ClaimTTLSeconds) * time.Second
+	earliest := time.Duration(max(0, (nearest-rate/30)/(2*rate)) * float64(time.Minute))
+	slack := min(claim/2, max(2*time.Second, min(10*time.Second, claim/10)))
+	if !at.After(opening.Add(earliest + claim - slack)) {
+		v.pollAt = at
+	}
 }
 
 // paceTolerance is the page's (static/js/watch.js PACE_TOLERANCE): a pace

@@ -3,6 +3,10 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/token"
+	"maps"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -115,7 +119,7 @@ func TestEdgeCache(t *testing.T) {
 // newWatcher is a visitor waiting at pos, told at pace at `at`, next poll at pollAt.
 func newWatcher(at time.Time, pos, pace float64, pollAt time.Time) *Visitor {
 	v := &Visitor{rng: rand.New(rand.NewPCG(1, 2)), pollAt: pollAt, phase: waiting}
-	v.view = view{state: "waiting", pos: pos, at: at, pace: pace, aheadShare: -1}
+	v.view = view{state: "waiting", pos: pos, at: at, pace: pace}
 	return v
 }
 
@@ -204,11 +208,23 @@ func TestWatchOpening(t *testing.T) {
 	start := time.Unix(1000, 0)
 	ctx := context.Background()
 	opens := start.Add(time.Minute)
-	tr := &scripted{answer: map[string]any{"mode": "queue", "waiting": 1000, "ratePerMinute": 600, "opensAt": opens}}
+	const line = 1_000_000
+	status := func(o map[string]any) map[string]any {
+		a := map[string]any{"mode": "queue", "waiting": line, "ratePerMinute": 600, "admitPerMinute": 600, "claimTTLSeconds": 120, "opensAt": opens}
+		maps.Copy(a, o)
+		return a
+	}
+	tr := &scripted{answer: status(nil)}
 	e := testEnv(tr, start)
 	poll := opens.Add(3 * time.Minute)
-	v := &Visitor{rng: rand.New(rand.NewPCG(3, 4)), pollAt: poll, phase: waiting}
-	v.view = view{state: "prequeue", aheadShare: 0.25, opensAt: opens}
+	tk, err := token.NewTickets([]byte("ticket-secret-of-the-watch-test-0123"), "vestibule").
+		Issue(room.Ticket{Room: "r", Visitor: "hG3k2cQ_visitor-id0123", Seq: 7, Draw: 0.5}, start, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replied := opens.Add(-30 * time.Second)
+	v := &Visitor{rng: rand.New(rand.NewPCG(3, 4)), pollAt: poll, phase: waiting, ticket: tk}
+	v.view = view{state: "prequeue", opensAt: opens, repliedAt: replied}
 
 	// Before the opening: nothing changes; the read after the opening is moved
 	// within OpeningRead of it.
@@ -220,30 +236,42 @@ func TestWatchOpening(t *testing.T) {
 	if v.watchAt.Before(opens) || !v.watchAt.Before(opens.Add(OpeningRead)) {
 		t.Errorf("the opening's read at %v, want within %v after it", v.watchAt.Sub(opens), OpeningRead)
 	}
-	// An opening moved earlier brings the poll to just after it.
+	// An opening moved earlier brings the poll to just after it, by a place
+	// drawn at random (the draw is secret until the opening).
 	earlier := opens.Add(-5 * time.Second)
-	tr.set(map[string]any{"mode": "queue", "waiting": 1000, "ratePerMinute": 600, "opensAt": earlier})
+	tr.set(status(map[string]any{"opensAt": earlier}))
 	v.watch(ctx, e, now.Add(-10*time.Second)) // the cache holds the old answer until then: read after it
-	place := 251.0                            // ⌊0.25 × 1000⌋ + 1
-	if d := v.pollAt.Sub(earlier).Seconds(); d < 0.3*place/10 || d > 0.6*place/10 || !v.view.opensAt.Equal(earlier) {
-		t.Errorf("earlier opening: poll %.1f s after it, want %.1f–%.1f; view %+v", d, 0.3*place/10, 0.6*place/10, v.view)
+	if d := v.pollAt.Sub(earlier).Seconds(); d < 0.3*1/10 || d > 0.6*line/10 || !v.view.opensAt.Equal(earlier) {
+		t.Errorf("earlier opening: poll %.1f s after it; view %+v", d, v.view)
 	}
-	// Open: the page places itself and keeps its poll.
+	// Open: the page places itself by the draw the seed gives its visitor id,
+	// and its poll comes at the end of its last answer's budget (its place's
+	// wait is far longer).
 	e.applied.Store(0)
-	scheduled := v.pollAt
-	tr.set(map[string]any{"mode": "queue", "waiting": 1000, "ratePerMinute": 600, "opensAt": earlier, "drawSeed": "ab"})
+	seed := "3f9c1e0a7b6d5c4e3f2a1b0c9d8e7f60"
+	d := room.DrawOf(seed, "hG3k2cQ_visitor-id0123")
+	tr.set(status(map[string]any{"opensAt": earlier, "drawSeed": seed}))
 	at := earlier.Add(2 * time.Second)
 	v.watch(ctx, e, at)
-	if v.view.state != "waiting" || v.view.pos != place || v.view.pace != 600 || !v.pollAt.Equal(scheduled) {
-		t.Errorf("open: view %+v, poll moved %v", v.view, v.pollAt.Sub(scheduled))
+	place := math.Floor(d*line) + 1
+	if v.view.state != "waiting" || v.view.pos != place || v.view.pace != 600 || !v.pollAt.Equal(replied.Add(maxPollAfter-budgetMargin)) {
+		t.Errorf("open: view %+v (want place %v), poll %v after the last answer", v.view, place, v.pollAt.Sub(replied))
 	}
-	// A line shorter than the share says (visitors left): at most the last place.
-	w := view{state: "prequeue", aheadShare: 0.999}
-	if p, ok := w.placeAt(10); !ok || p != 10 {
-		t.Errorf("placeAt(10) = %v, want 10", p)
+	// A line of seven: the draw cannot tell the place; nothing is shown, the
+	// poll comes within 1–3 s.
+	v.view = view{state: "prequeue", opensAt: earlier, repliedAt: replied}
+	v.pollAt = poll
+	tr.set(status(map[string]any{"opensAt": earlier, "drawSeed": seed, "waiting": 7}))
+	at = at.Add(10 * time.Second)
+	v.watch(ctx, e, at)
+	if v.view.state != "prequeue" || v.pollAt.Before(at.Add(time.Second)) || v.pollAt.After(at.Add(3*time.Second)) {
+		t.Errorf("a line of 7: view %+v, poll %v after the read", v.view, v.pollAt.Sub(at))
 	}
-	if _, ok := (&view{aheadShare: -1}).placeAt(10); ok {
-		t.Error("an unknown share placed the visitor")
+	if pos, _, sure := estimatePlace(0.45, 7); pos != 4 || sure {
+		t.Errorf("estimatePlace(0.45, 7) = %v, sure %v; want 4, not sure", pos, sure)
+	}
+	if pos, _, _ := estimatePlace(0.9999999, 10); pos != 10 {
+		t.Errorf("estimatePlace past the end: %v", pos)
 	}
 }
 

@@ -16,13 +16,14 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// A ticket (format 2) is a fixed binary layout and its HMAC-SHA256, in
-// base64url without padding (strict: one spelling per ticket):
+// A ticket (format 2, or 3 with a draw) is a fixed binary layout and its
+// HMAC-SHA256, in base64url without padding (strict: one spelling per ticket):
 //
 //	offset   size  field
-//	0        1     format: 2
+//	0        1     format: 2 (no draw), 3 (a pre-queue draw, masked)
 //	1        8     seq: int64, big-endian, ≥ 1
-//	9        8     draw: IEEE 754 bits, big-endian; 0 (no draw) or in (0, 1)
+//	9        8     draw: format 2: 0; format 3: the draw's IEEE 754 bits, in
+//	               (0, 1), XOR the pad, big-endian
 //	17       8     iat: Unix seconds, int64, big-endian
 //	25       8     exp: Unix seconds, int64, big-endian, after iat
 //	33       1     n: length of room, 1–64
@@ -30,6 +31,14 @@ import (
 //	34+n     1     m: length of visitor, 1–128
 //	35+n     m     visitor
 //	35+n+m   32    tag: HMAC-SHA256(K, bytes 0 to 35+n+m−1)
+//
+// The pad hides the draw from whoever holds the ticket (the draw is the
+// visitor's place in the pre-queue's lottery, secret until the opening: a bot
+// that could read it would join until it held a good one):
+// pad = the first 8 bytes of HMAC-SHA256(P, bytes 1–8 ‖ bytes 33 to the tag),
+// the sequence, room and visitor, under P = HMAC-SHA256(K, "draw-pad"); one
+// visitor id is one join, so no pad is used twice. A format 2 ticket with a
+// draw in plain (issued before format 3) is still accepted, Stale.
 //
 // K = HMAC-SHA256(ticket secret, "vestibule-ticket-v2\x00" || issuer): a key
 // of tickets alone (origin credentials, booking sessions and format 1
@@ -43,7 +52,9 @@ import (
 // JWT (ticket_jwt.go), still verified during the transition.
 const (
 	ticketFormat     = 2
+	ticketFormatDraw = 3 // format 2 with a draw, masked
 	ticketKeyLabel   = "vestibule-ticket-v2\x00"
+	ticketPadLabel   = "draw-pad"
 	ticketFixedLen   = 34 // format, seq, draw, iat, exp, room length
 	ticketTagLen     = sha256.Size
 	maxTicketRoom    = 64  // room.ValidRoomID's limit
@@ -66,10 +77,12 @@ type Tickets struct {
 	scratch sync.Pool // *ticketScratch
 }
 
-// ticketKey is one secret: raw for format 1, derived (K) for format 2.
+// ticketKey is one secret: raw for format 1, derived (K) for format 2, and
+// the key of format 3's draw pad (P).
 type ticketKey struct {
 	secret  []byte
 	derived []byte
+	pad     []byte
 }
 
 // ticketScratch is what one verification needs, pooled so that a poll
@@ -77,6 +90,7 @@ type ticketKey struct {
 type ticketScratch struct {
 	raw  [maxTicketRaw + 3]byte // a base64 quantum more than the longest ticket
 	macs []hash.Hash
+	pads []hash.Hash
 	sum  [ticketTagLen]byte
 }
 
@@ -92,7 +106,11 @@ func NewTickets(secret []byte, issuer string, previous ...[]byte) *Tickets {
 		m := hmac.New(sha256.New, s)
 		m.Write([]byte(ticketKeyLabel))
 		m.Write([]byte(issuer))
-		t.keys = append(t.keys, ticketKey{secret: s, derived: m.Sum(nil)})
+		k := ticketKey{secret: s, derived: m.Sum(nil)}
+		m = hmac.New(sha256.New, k.derived)
+		m.Write([]byte(ticketPadLabel))
+		k.pad = m.Sum(nil)
+		t.keys = append(t.keys, k)
 	}
 	if len(secret) >= MinSecretLen {
 		t.current = true
@@ -104,9 +122,10 @@ func NewTickets(secret []byte, issuer string, previous ...[]byte) *Tickets {
 		}
 	}
 	t.scratch.New = func() any {
-		sc := &ticketScratch{macs: make([]hash.Hash, len(t.keys))}
+		sc := &ticketScratch{macs: make([]hash.Hash, len(t.keys)), pads: make([]hash.Hash, len(t.keys))}
 		for i, k := range t.keys {
 			sc.macs[i] = hmac.New(sha256.New, k.derived)
+			sc.pads[i] = hmac.New(sha256.New, k.pad)
 		}
 		return sc
 	}
@@ -176,17 +195,18 @@ func (t *Tickets) issue(tk room.Ticket, iat, exp time.Time) (string, error) {
 	b := make([]byte, 0, ticketFixedLen+len(tk.Room)+1+len(tk.Visitor)+ticketTagLen)
 	b = append(b, ticketFormat)
 	b = binary.BigEndian.AppendUint64(b, uint64(tk.Seq))
-	draw := uint64(0)
-	if tk.Draw != 0 {
-		draw = math.Float64bits(tk.Draw) // -0 is 0: one spelling of no draw
-	}
-	b = binary.BigEndian.AppendUint64(b, draw)
+	b = binary.BigEndian.AppendUint64(b, 0) // the draw, below
 	b = binary.BigEndian.AppendUint64(b, uint64(iat.Unix()))
 	b = binary.BigEndian.AppendUint64(b, uint64(exp.Unix()))
 	b = append(b, byte(len(tk.Room)))
 	b = append(b, tk.Room...)
 	b = append(b, byte(len(tk.Visitor)))
 	b = append(b, tk.Visitor...)
+	if tk.Draw != 0 { // -0 is 0: one spelling of no draw
+		b[0] = ticketFormatDraw
+		pad := drawPad(hmac.New(sha256.New, t.keys[0].pad), b, nil)
+		binary.BigEndian.PutUint64(b[9:17], math.Float64bits(tk.Draw)^pad)
+	}
 	m := hmac.New(sha256.New, t.keys[0].derived)
 	m.Write(b)
 	b = m.Sum(b)
@@ -227,6 +247,10 @@ func (t *Tickets) Check(s string, roomID string, now time.Time) (Verified, error
 	}
 	// Authentic: only our Issue wrote these bytes, but they are still read
 	// strictly, so that one ticket has one meaning.
+	if body[0] == ticketFormatDraw {
+		pad := drawPad(sc.pads[signer], body, sc.sum[:0])
+		binary.BigEndian.PutUint64(body[9:17], binary.BigEndian.Uint64(body[9:17])^pad)
+	}
 	f, err := readTicketBody(body)
 	if err != nil {
 		return Verified{}, err
@@ -240,8 +264,19 @@ func (t *Tickets) Check(s string, roomID string, now time.Time) (Verified, error
 	}
 	return Verified{
 		Ticket:   room.Ticket{Room: roomID, Visitor: string(f.visitor), Seq: f.seq, Draw: f.draw},
-		IssuedAt: iat, Expiry: exp, Stale: signer > 0 || !t.current,
+		IssuedAt: iat, Expiry: exp,
+		// A draw in plain (format 2 from before format 3) is reissued masked.
+		Stale: signer > 0 || !t.current || (body[0] == ticketFormat && f.draw != 0),
 	}, nil
+}
+
+// drawPad is the pad of format 3's draw for the ticket body b (its draw field
+// not read), under m, a fresh or reset HMAC of the pad key P; buf is scratch.
+func drawPad(m hash.Hash, b []byte, buf []byte) uint64 {
+	m.Reset()
+	m.Write(b[1:9])
+	m.Write(b[33:])
+	return binary.BigEndian.Uint64(m.Sum(buf)[:8])
 }
 
 // authentic decodes s into the scratch and checks its tag under each
@@ -278,7 +313,7 @@ type ticketFields struct {
 // readTicketBody reads a ticket's body strictly: its format, the lengths of
 // its room and visitor, and each field in its range.
 func readTicketBody(body []byte) (ticketFields, error) {
-	if body[0] != ticketFormat {
+	if body[0] != ticketFormat && body[0] != ticketFormatDraw {
 		return ticketFields{}, fmt.Errorf("%w: format %d", ErrInvalid, body[0])
 	}
 	f := ticketFields{
@@ -301,7 +336,7 @@ func readTicketBody(body []byte) (ticketFields, error) {
 	switch {
 	case f.seq < 1:
 		return ticketFields{}, fmt.Errorf("%w: seq below 1", ErrInvalid)
-	case drawBits != 0 && !(f.draw > 0 && f.draw < 1):
+	case (drawBits != 0 || body[0] == ticketFormatDraw) && !(f.draw > 0 && f.draw < 1):
 		return ticketFields{}, fmt.Errorf("%w: draw outside [0,1)", ErrInvalid)
 	case f.iat < minTime.Unix() || f.exp > maxTime.Unix():
 		return ticketFields{}, fmt.Errorf("%w: times out of range", ErrInvalid)
@@ -313,9 +348,9 @@ func readTicketBody(body []byte) (ticketFields, error) {
 	return f, nil
 }
 
-// PeekTicket reads a ticket of either format without verifying anything: a
+// PeekTicket reads a ticket of any format without verifying anything: a
 // client's own view of its place (the simulator's order, verify-draw's
-// visitor and draw). Never trust it.
+// visitor). Never trust it. The draw of format 3 is masked: Draw is 0.
 func PeekTicket(s string) (room.Ticket, bool) {
 	if len(s) > MaxTokenLen {
 		return room.Ticket{}, false
@@ -328,8 +363,12 @@ func PeekTicket(s string) (room.Ticket, bool) {
 		return room.Ticket{}, false
 	}
 	n, ok := decodeB64URL(raw[:], s)
-	if !ok || n < minTicketRaw || n > maxTicketRaw || raw[0] != ticketFormat {
+	if !ok || n < minTicketRaw || n > maxTicketRaw || (raw[0] != ticketFormat && raw[0] != ticketFormatDraw) {
 		return room.Ticket{}, false
+	}
+	draw := math.Float64frombits(binary.BigEndian.Uint64(raw[9:17]))
+	if raw[0] == ticketFormatDraw {
+		draw = 0
 	}
 	body := raw[:n-ticketTagLen]
 	rl := int(body[33])
@@ -344,7 +383,7 @@ func PeekTicket(s string) (room.Ticket, bool) {
 		Room:    string(body[ticketFixedLen : ticketFixedLen+rl]),
 		Visitor: string(body[ticketFixedLen+rl+1:]),
 		Seq:     int64(binary.BigEndian.Uint64(body[1:9])),
-		Draw:    math.Float64frombits(binary.BigEndian.Uint64(body[9:17])),
+		Draw:    draw,
 	}, true
 }
 

@@ -16,10 +16,24 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// ticketBody writes tk in the format 2 layout as ticket.go documents it,
-// independently of Issue, so a test can sign any bytes a forger could want
-// signed.
+// ticketBody writes tk in the format 2 layout (3 with a draw, masked under
+// testSecret and testIssuer) as ticket.go documents it, independently of
+// Issue, so a test can sign any bytes a forger could want signed.
 func ticketBody(tk room.Ticket, iat, exp time.Time) []byte {
+	b := plainBody(tk, iat, exp)
+	if tk.Draw != 0 {
+		b[0] = 3
+		pad := hmac.New(sha256.New, hs256(ticketKeyOf(testSecret, testIssuer))("draw-pad"))
+		pad.Write(b[1:9])
+		pad.Write(b[33:])
+		binary.BigEndian.PutUint64(b[9:], math.Float64bits(tk.Draw)^binary.BigEndian.Uint64(pad.Sum(nil)))
+	}
+	return b
+}
+
+// plainBody is the format 2 layout with any draw in plain, as tickets were
+// issued before format 3.
+func plainBody(tk room.Ticket, iat, exp time.Time) []byte {
 	b := []byte{2}
 	b = binary.BigEndian.AppendUint64(b, uint64(tk.Seq))
 	b = binary.BigEndian.AppendUint64(b, math.Float64bits(tk.Draw))
@@ -136,7 +150,8 @@ func TestTicketVerify(t *testing.T) {
 
 		// Fields, signed with the real key: only a bug of ours could write them.
 		{name: "format 1 byte", token: edited(func(b []byte) []byte { b[0] = 1; return b }), want: ErrInvalid},
-		{name: "format 3 byte", token: edited(func(b []byte) []byte { b[0] = 3; return b }), want: ErrInvalid},
+		{name: "format 3 byte without a draw", token: edited(func(b []byte) []byte { b[0] = 3; return b }), want: ErrInvalid},
+		{name: "format 4 byte", token: edited(func(b []byte) []byte { b[0] = 4; return b }), want: ErrInvalid},
 		{name: "seq zero", token: edited(put64(1, 0)), want: ErrInvalid},
 		{name: "seq negative", token: edited(put64(1, math.MaxUint64)), want: ErrInvalid},
 		{name: "draw one", token: edited(put64(9, math.Float64bits(1))), want: ErrInvalid},
@@ -337,17 +352,19 @@ func TestTicketVerifyAllocates(t *testing.T) {
 		t.Skip("the race detector's sync.Pool drops entries on purpose: counted without -race")
 	}
 	tickets := NewTickets(testSecret, testIssuer, []byte("ticket-secret-previous-0123456789abcdef"))
-	s, err := tickets.Issue(room.Ticket{Room: "demo", Visitor: "hG3k2cQ_visitor-id0123", Seq: 1<<52 + 1}, testNow, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tickets.Verify(s, "demo", testNow) // fill the pool
-	if n := testing.AllocsPerRun(200, func() {
-		if _, err := tickets.Verify(s, "demo", testNow); err != nil {
+	for _, draw := range []float64{0, 0.25} { // format 2, and 3 (its pad)
+		s, err := tickets.Issue(room.Ticket{Room: "demo", Visitor: "hG3k2cQ_visitor-id0123", Seq: 1<<52 + 1, Draw: draw}, testNow, time.Hour)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}); n > 1 {
-		t.Errorf("Verify allocates %v times; want at most 1", n)
+		tickets.Verify(s, "demo", testNow) // fill the pool
+		if n := testing.AllocsPerRun(200, func() {
+			if _, err := tickets.Verify(s, "demo", testNow); err != nil {
+				t.Fatal(err)
+			}
+		}); n > 1 {
+			t.Errorf("draw %v: Verify allocates %v times; want at most 1", draw, n)
+		}
 	}
 }
 
@@ -358,10 +375,12 @@ func TestPeekTicket(t *testing.T) {
 		t.Fatal(err)
 	}
 	format1 := forge(ticketHeader, claimsJSON(ticketClaimsFor(tk), nil), hs256(testSecret))
-	for _, tok := range []string{s, format1} {
+	masked := tk
+	masked.Draw = 0 // format 3 hides it
+	for tok, want := range map[string]room.Ticket{s: masked, format1: tk} {
 		got, ok := PeekTicket(tok)
-		if !ok || !cmp.Equal(got, tk) {
-			t.Errorf("PeekTicket(%.20s…) = %+v, %v; want %+v", tok, got, ok, tk)
+		if !ok || !cmp.Equal(got, want) {
+			t.Errorf("PeekTicket(%.20s…) = %+v, %v; want %+v", tok, got, ok, want)
 		}
 	}
 	for _, bad := range []string{"", "a.b.c", "x", strings.Repeat("A", 96), strings.Repeat("a", MaxTokenLen+1), s[:len(s)-1]} {
@@ -410,4 +429,48 @@ func nonCanonicalLast(s string) string {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 	i := strings.IndexByte(alphabet, s[len(s)-1])
 	return s[:len(s)-1] + string(alphabet[i^1])
+}
+
+// The draw is the visitor's place in a pre-queue's lottery, secret until the
+// opening: a ticket hides it from its holder (format 3), and only Verify reads
+// it. A ticket that showed it in plain (format 2 before format 3) is accepted,
+// Stale, and reissued hidden with the same place.
+func TestTicketHidesTheDraw(t *testing.T) {
+	tickets := NewTickets(testSecret, testIssuer)
+	for _, draw := range []float64{0.5, 0.001, 0.999999} {
+		tk := room.Ticket{Room: "r1", Visitor: "hG3k2cQ_visitor-id0123", Seq: 7, Draw: draw}
+		s, err := tickets.Issue(tk, testNow, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := base64.RawURLEncoding.DecodeString(s)
+		if raw[0] != 3 || math.Float64frombits(binary.BigEndian.Uint64(raw[9:17])) == draw {
+			t.Fatalf("draw %v: format %d, field %x: readable by the holder", draw, raw[0], raw[9:17])
+		}
+		if got, ok := PeekTicket(s); !ok || got.Draw != 0 {
+			t.Fatalf("PeekTicket reads the draw: %+v", got)
+		}
+		v, err := tickets.Check(s, "r1", testNow)
+		if err != nil || v.Draw != draw || v.Stale {
+			t.Fatalf("Check = %+v, %v; want draw %v, not stale", v, err, draw)
+		}
+		// Another visitor of the same draw shows other bytes: no pad twice.
+		other := tk
+		other.Visitor += "x"
+		s2, _ := tickets.Issue(other, testNow, time.Minute)
+		raw2, _ := base64.RawURLEncoding.DecodeString(s2)
+		if string(raw2[9:17]) == string(raw[9:17]) {
+			t.Fatalf("two visitors' equal draws look alike: %x", raw[9:17])
+		}
+		// A plain one (format 2) is Stale and comes back hidden, same place.
+		plain := signBody(testSecret, testIssuer, plainBody(tk, testNow, testNow.Add(time.Minute)))
+		v, err = tickets.Check(plain, "r1", testNow)
+		if err != nil || !v.Stale || v.Draw != draw {
+			t.Fatalf("plain draw: %+v, %v; want stale, draw %v", v, err, draw)
+		}
+		again, err := tickets.Reissue(v)
+		if err != nil || again != s {
+			t.Fatalf("reissued %s, %v; want %s", again, err, s)
+		}
+	}
 }

@@ -25,20 +25,24 @@ export function rateOf(v) {
 // admissions may have stopped too, and goes on from the next reply).
 // prev is the last estimate shown (or null): between two replies the shown
 // position never rises, even when the device's clock steps back. It returns
-// {position, etaSeconds, counting, ratePerSecond, key}:
+// {position, waiting, etaSeconds, counting, ratePerSecond, key}:
 //   - position: whole places, from the reply's down to 1, never below 1 (only
 //     the server says "admitted") and never above the reply's;
+//   - waiting: the line's count as it follows: those the count lets in ahead
+//     leave it, those behind stay (the shown position plus the reply's count
+//     behind), so the last in line is counted last, never "place 4 of 7";
 //   - etaSeconds: the shown position over the rate, never above the reply's;
 //   - counting: whether the numbers are counted down (an estimate), so the
 //     page says "about".
 export function estimate(v, now, prev) {
   const r = rateOf(v);
   const key = v ? v.at + ':' + v.position + ':' + v.etaSeconds : '';
-  if (!r) return { position: v ? v.position : 0, etaSeconds: v ? v.etaSeconds : null, counting: false, ratePerSecond: 0, key };
+  if (!r) return { position: v ? v.position : 0, waiting: v ? v.waiting : 0, etaSeconds: v ? v.etaSeconds : null, counting: false, ratePerSecond: 0, key };
   const until = v.heldAt > 0 ? Math.min(now, v.heldAt) : now;
   const elapsed = Math.max(0, (until - v.at) / 1000);
   let position = Math.min(v.position, Math.max(1, Math.ceil(v.position - r * elapsed)));
   if (prev && prev.key === key && prev.position > 0) position = Math.min(position, prev.position);
   const etaSeconds = Math.min(v.etaSeconds, position / r);
-  return { position, etaSeconds, counting: true, ratePerSecond: r, key };
+  const behind = Math.max(0, (v.waiting || 0) - v.position);
+  return { position, waiting: position + behind, etaSeconds, counting: true, ratePerSecond: r, key };
 }

@@ -12,6 +12,7 @@ import { estimate } from './estimate.js';
 import * as turn from './turn.js';
 import * as watch from './watch.js';
 import { ticketRef } from './ticket.js';
+import { drawOf, check } from './draw.js';
 
 const ROOM_RE = /^[A-Za-z0-9_-]{1,64}$/;
 const MOVE_DELAY_MS = 1500;        // long enough to read "It's your turn"
@@ -47,6 +48,7 @@ const storage = {
 const TICKET = 'vestibule:ticket:' + room; // {ticket, start}
 const VIEW = 'vestibule:view:' + room;     // the last view, for followers and refreshes
 const PAGE = 'vestibule:page:' + room;     // {page, version}: the room's page setting, as last read
+const LOTTERY = 'vestibule:lottery:' + room; // {visitor, commitment, draw}: the pre-queue's lottery, as this visitor saw it
 
 // The room's page setting (title, message, logo, accent) and its version, as
 // the status route gave them; a refresh or a new tab shows the stored one at once.
@@ -159,13 +161,13 @@ function render(v) {
       if (!opening) tickTimer = setTimeout(tick, (left % 1000 || 1000) + 20);
     };
     tick();
-    renderDrawRef();
   } else if (counting && !v.heldAt) {
     // Between polls the place counts down by itself; nothing is sent, and the
     // live region is not touched (announce() speaks at polls only).
     tickTimer = setInterval(() => renderPlace(view), COUNT_EVERY_MS);
   }
 
+  renderLottery(v);
   show($('notice'), !!v.reconnecting);
   $('notice').textContent = v.reconnecting ? t('reconnecting') : '';
 
@@ -177,15 +179,53 @@ function render(v) {
   announce(v, branded.closedMessage ? $('lead').textContent : '');
 }
 
-// renderDrawRef shows, in the pre-queue, what the visitor can check the
-// lottery with: their visitor id and draw, from their ticket, and the command
-// that checks them against the seed published at the opening.
-function renderDrawRef() {
+// lotteryOf is the lottery this visitor joined (LOTTERY), when it is the
+// ticket's: its visitor id is the reference the page shows.
+function lotteryOf() {
+  const lot = storage.get(LOTTERY);
   const saved = storage.get(TICKET);
   const ref = saved && ticketRef(saved.ticket);
-  const el = $('draw-ref');
-  show(el, !!(ref && ref.draw > 0));
-  el.textContent = ref && ref.draw > 0 ? t('drawRef', { visitor: ref.visitor, draw: ref.draw.toFixed(6), room }) : '';
+  return lot && ref && lot.visitor === ref.visitor ? lot : null;
+}
+
+// renderLottery shows a pre-queue visitor the lottery's reference: before the
+// opening the visitor id (the draw is secret until then), after it the draw
+// too, a button that checks the lottery in the page (draw.js) and the
+// command that checks it from anywhere, as printed.
+function renderLottery(v) {
+  const lot = lotteryOf();
+  const on = !!lot && ['prequeue', 'waiting', 'paused', 'closed'].includes(v.state);
+  show($('lottery'), on);
+  const before = on && v.state === 'prequeue';
+  show($('draw-check'), on && !before);
+  if (!on) { $('draw-ref').textContent = ''; $('draw-result').textContent = ''; return; }
+  const draw = typeof lot.draw === 'number' ? lot.draw : typeof v.roomDraw === 'number' ? v.roomDraw : null;
+  $('draw-ref').textContent = before ? t('drawRefBefore', { visitor: lot.visitor }) : t('drawRef', {
+    visitor: lot.visitor, draw: draw === null ? '–' : draw.toFixed(6),
+    command: 'vestibule verify-draw --endpoint ' + location.origin + ' --room ' + room + ' --visitor ' + lot.visitor,
+  });
+  if (before) $('draw-result').textContent = '';
+}
+
+// checkDraw runs the lottery's check in the page: the seed the status reveals
+// against the commitment kept from before the opening, and the draw the room
+// orders the visitor by against the seed's (draw.js).
+async function checkDraw() {
+  const lot = lotteryOf();
+  if (!lot) return;
+  const out = $('draw-result');
+  let r;
+  try {
+    r = await check(lot.commitment || '', await api.status(room), lot.visitor, typeof view.roomDraw === 'number' ? view.roomDraw : null);
+  } catch {
+    out.textContent = t('drawWait');
+    return;
+  }
+  if (r.draw !== null) storage.set(LOTTERY, { ...lot, draw: r.draw });
+  const wait = r.problems.includes('notOpen') || r.problems.includes('noDraw');
+  out.textContent = r.ok ? t('drawOk') : wait ? t('drawWait') : t('drawBad', { what: r.problems.join(', ') });
+  body.dataset.drawCheck = r.ok ? 'ok' : wait ? 'wait' : 'failed';
+  render(view);
 }
 
 // renderPlace shows the place in line, the people ahead, the wait and the
@@ -203,7 +243,7 @@ function renderPlace(v) {
     show($('approx'), known && (e.counting || !!v.approx));
     $('position').textContent = known ? count(pos) : '–';
     $('ahead').textContent = known ? count(Math.max(0, pos - 1)) : '–';
-    $('waiting').textContent = count(v.waiting);
+    $('waiting').textContent = count(known ? Math.max(e.waiting, pos) : v.waiting);
     $('eta').textContent = s === 'waiting' && known ? etaRange(e.etaSeconds) : '–';
     show($('place-note'), !!v.placing);
     $('place-note').textContent = v.placing ? t('findingPlace') : '';
@@ -410,6 +450,13 @@ async function enqueue(ticket) {
 async function accepted(r, saved) {
   const start = Math.max(saved && saved.start || 0, r.position || 0);
   if (r.ticket) storage.set(TICKET, { ticket: r.ticket, start });
+  if (r.state === 'prequeue' && r.ticket) {
+    // The lottery this visitor joined: the reference is the ticket's visitor
+    // id; the commitment comes with the watch's reads before the opening.
+    const ref = ticketRef(r.ticket);
+    const lot = storage.get(LOTTERY);
+    if (ref && (!lot || lot.visitor !== ref.visitor)) storage.set(LOTTERY, { visitor: ref.visitor, commitment: '' });
+  }
   // Place replies name the page's version; a closed room's answer to a
   // visitor without a ticket does not, so then the status is read each time.
   // The new state waits (briefly) for the new page, so a changed message (a
@@ -427,11 +474,11 @@ async function accepted(r, saved) {
   const v = {
     state: r.state, position: r.position || 0, waiting: r.waiting || 0, etaSeconds: r.etaSeconds ?? null,
     ratePerMinute: typeof r.ratePerMinute === 'number' ? r.ratePerMinute : null,
-    opensAt, skew: r.clockSkewMs || 0, start, at: Date.now(),
+    opensAt, skew: r.clockSkewMs || 0, start, at: Date.now(), repliedAt: Date.now(),
   };
-  // The pre-queue's share ahead of this visitor, for the place the page
-  // estimates at the opening (watch.js).
-  if (r.state === 'prequeue' && typeof r.aheadShare === 'number') v.aheadShare = r.aheadShare;
+  // From the opening, the draw the room orders the visitor by: the lottery's
+  // check compares it with the seed's.
+  if (typeof r.draw === 'number') v.roomDraw = r.draw;
   if (r.state === 'admitted') {
     storage.del(TICKET); // spent: coming back later starts a new visit
     nextAt = 0;          // nothing more to poll: a tab coming back to view must not ask again
@@ -617,14 +664,40 @@ async function readStatus() {
     publish(back);
   }
   if (s) pageFrom(s);
+  let v = view;
+  const lot = lotteryOf();
+  const pre = v.state === 'prequeue' || (v.state === 'closed' && v.was === 'prequeue');
+  if (s && lot && pre && s.drawCommitment && !s.drawSeed && lot.commitment !== s.drawCommitment) {
+    // The commitment before the opening: what the seed revealed must hash to.
+    storage.set(LOTTERY, { ...lot, commitment: s.drawCommitment });
+  }
+  if (s && lot && pre && s.drawSeed) {
+    // Opened: the visitor's draw, from the seed and the visitor id, places
+    // the page (watch.js) without asking the server.
+    try {
+      const draw = await drawOf(s.drawSeed, lot.visitor);
+      storage.set(LOTTERY, { ...lotteryOf() || lot, draw });
+      v = { ...view, draw };
+    } catch { /* no Web Crypto: the poll places the visitor */ }
+    if (my !== epoch || !coord.isLeader()) return;
+  }
   // A reply that came meanwhile is fresher than this answer.
   if (s && !(view.at > sent)) {
     const now = Date.now();
-    const d = watch.decide(s, view, { now, shown: estimate(view, now, shown).position, rand: Math.random });
+    const d = watch.decide(s, { ...view, draw: v.draw }, { now, shown: estimate(view, now, shown).position, rand: Math.random });
     if (d.view) publish(d.view);
-    if (d.pollAt) pollBy(d.pollAt);
+    if (d.replace) pollAt(d.pollAt);
+    else if (d.pollAt) pollBy(d.pollAt);
   }
   watchOn();
+}
+
+// pollAt moves the next poll to at (local ms), earlier or later: at a
+// pre-queue's opening, the poll planned from the draw (watch.js) replaces the
+// one the server told before it. A poll under way, or none planned, is left.
+function pollAt(at) {
+  if (!nextAt) return;
+  schedule(Math.max(0, at - Date.now()));
 }
 
 // pollBy brings the next poll forward to at (local ms) when it was planned
@@ -664,6 +737,7 @@ function failed(e) {
 function rejoin() {
   stop();
   storage.del(TICKET);
+  storage.del(LOTTERY);
   join = true;
   target = '';
   publish({ state: 'loading' });
@@ -674,6 +748,7 @@ function leave() {
   const saved = storage.get(TICKET);
   stop();
   storage.del(TICKET);
+  storage.del(LOTTERY);
   const v = { state: 'left', at: Date.now() };
   storage.set(VIEW, v);
   coord.post({ type: 'left', view: v });
@@ -734,6 +809,7 @@ function boot() {
   if (last && storage.get(TICKET)) render({ ...last, reconnecting: false, heldAt: last.at || 0 });
   $('leave').addEventListener('click', leave);
   $('notify').addEventListener('click', askNotify);
+  $('draw-check').addEventListener('click', checkDraw);
   turn.armSound();
   $('rejoin').addEventListener('click', () => (coord.isLeader() ? rejoin() : coord.post({ type: 'rejoin' })));
   coord = coordinate(room, { onLead: lead, onMessage: message });

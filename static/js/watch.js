@@ -68,26 +68,78 @@ export function samePace(a, b) {
 
 const statusPace = s => (s.ratePerMinute > 0 ? s.ratePerMinute : 0);
 const openingPace = s => statusPace(s) || (s.admitPerMinute > 0 ? s.admitPerMinute : 0);
-const share = v => (typeof v.aheadShare === 'number' && v.aheadShare >= 0 && v.aheadShare < 1 ? v.aheadShare : null);
+const drawOf = v => (typeof v.draw === 'number' && v.draw > 0 && v.draw < 1 ? v.draw : null);
 const count = n => (n >= 1 ? Math.floor(n) : 0);
 
-// placeAtOpening is the view of a visitor of the pre-queue once the room has
-// opened, before the server's poll gives the exact place: about
-// floor(aheadShare × waiting) + 1 (never past the end of the line), counting
-// down at the room's pace; without aheadShare (or a count of the line), the
-// place is unknown ("finding your place") until the poll.
-export function placeAtOpening(v, s, now) {
+export const MAX_POLL_MS = 300000;     // the longest budget of a place (room.MaxPollAfter): a poll within it keeps the place
+export const BUDGET_MARGIN_MS = 10000; // …less this, for a late timer
+export const OPEN_POLL_SPREAD = [0.3, 0.5]; // the opening's poll: this share of the wait of the nearest place the visitor may have
+export const PLACE_SURE = 0.1;         // the place is shown when 3 σ of the estimate is within this share of it
+export const SOON_SPREAD_MS = 2000;    // a place not estimated is polled for within this after POLL_SOONEST_MS
+
+// estimatePlace is the place a pre-queue visitor's draw d (uniform in (0, 1),
+// the lowest first) gives in a line of n: ⌊d × n⌋ + 1 (never past the end),
+// its standard deviation (the others' draws are unknown: binomial), and
+// whether it is sure enough to show (3 σ within PLACE_SURE of it): a small
+// pre-queue's, or the front's, is not, and the poll says it.
+export function estimatePlace(d, n) {
+  const position = Math.min(n, Math.floor(d * n) + 1);
+  const sigma = Math.sqrt(n * d * (1 - d));
+  return { position, sigma, sure: 3 * sigma <= PLACE_SURE * position };
+}
+
+// placeAtOpening is what a pre-queue visitor's page does once the room has
+// opened, before the server gives the exact place: with the visitor's draw
+// (v.draw, computed by the page from the seed the status reveals and the
+// visitor id) and the line's count, the place the draw gives, "about",
+// counting down at the room's pace, and the poll planned from it: at the
+// opening (local ms) plus 30–50 % of the wait of the nearest place the
+// visitor may have (3 σ ahead), within the budget of the last answer
+// (repliedAt + MAX_POLL_MS − BUDGET_MARGIN_MS, which keeps the place), never
+// sooner than a second from now, and checked against the claim window. It
+// replaces the poll the server told before the opening, which could not
+// depend on the draw (a crowd told the claim window after the opening comes
+// in it at once). A place not sure enough to show ("finding your place"):
+// a poll within POLL_SOONEST_MS + SOON_SPREAD_MS, brought forward only (so
+// too when nobody is left waiting). Without a draw (an older server), the
+// server's poll stays. It returns
+// {view, pollAt, replace}: replace says the poll replaces the server's
+// (else it only brings it forward).
+export function placeAtOpening(v, s, now, openingLocal, rand) {
   const waiting = count(s.waiting);
   const base = { ...v, state: 'waiting', waiting, at: now, skew: skewOf(s, v), was: undefined };
-  const sh = share(v);
-  if (sh === null || !waiting) {
-    return { ...base, position: 0, placing: true, etaSeconds: null, ratePerMinute: null };
-  }
-  const position = Math.min(waiting, Math.floor(sh * waiting) + 1);
+  const placing = { ...base, position: 0, placing: true, etaSeconds: null, ratePerMinute: null };
+  const d = drawOf(v);
+  const soon = now + POLL_SOONEST_MS + rand() * SOON_SPREAD_MS;
+  if (!waiting) return { view: placing, pollAt: soon, replace: false }; // nobody else waits: the poll says
+  if (d === null) return { view: placing, pollAt: 0 };
+  const e = estimatePlace(d, waiting);
   const pace = openingPace(s);
+  if (!e.sure || !pace) return { view: placing, pollAt: soon, replace: false };
+  const nearest = Math.max(1, e.position - 3 * e.sigma);
+  const share = OPEN_POLL_SPREAD[0] + (OPEN_POLL_SPREAD[1] - OPEN_POLL_SPREAD[0]) * rand();
+  // Within the budget of the last answer (a far place's poll comes at its
+  // end, which the crowd's last answers spread).
+  const budgetEnd = v.repliedAt > 0 ? v.repliedAt + MAX_POLL_MS - BUDGET_MARGIN_MS : Infinity;
+  const pollAt = Math.max(now + POLL_SOONEST_MS, Math.min(budgetEnd, openingLocal + share * nearest * 60000 / pace));
+  // And within the claim window after the nearest place's earliest admission
+  // (a full bucket at once, then twice the configured rate), less a tenth of
+  // it: otherwise (and from an older server, which does not say the claim
+  // window) the server's poll stays, which is within that of the opening.
+  let replace = false;
+  const rate = s.admitPerMinute > 0 ? s.admitPerMinute : pace;
+  if (s.claimTTLSeconds > 0) {
+    const claim = s.claimTTLSeconds * 1000;
+    const earliest = Math.max(0, (nearest - rate / 30) / (2 * rate)) * 60000;
+    replace = pollAt <= openingLocal + earliest + claim - Math.min(claim / 2, Math.max(2000, Math.min(10000, claim / 10)));
+  }
   return {
-    ...base, position, approx: true, placing: false, start: Math.max(v.start || 0, position),
-    etaSeconds: pace ? position * 60 / pace : null, ratePerMinute: pace || null,
+    view: {
+      ...base, position: e.position, approx: true, placing: false, start: Math.max(v.start || 0, e.position),
+      etaSeconds: e.position * 60 / pace, ratePerMinute: pace,
+    },
+    pollAt: replace ? pollAt : 0,
+    replace,
   };
 }
 
@@ -98,7 +150,8 @@ function skewOf(s, v) {
 // decide compares a status answer s with the view v shown and says what
 // changes: {view} the view to show instead (or null), {pollAt} the time (local
 // ms) to poll by (0: the poll stays as the server scheduled it; a later time
-// than the one scheduled changes nothing either). ctx: {now} local ms,
+// than the one scheduled changes nothing either, but with {replace}: at a
+// pre-queue's opening, the poll planned from the draw replaces the server's). ctx: {now} local ms,
 // {shown} the place shown now (the count-down's estimate), {rand} a function
 // returning a number in [0, 1).
 export function decide(s, v, ctx) {
@@ -124,18 +177,25 @@ export function decide(s, v, ctx) {
   // A pre-queue (or a closing that held one) whose room is open again.
   if (v.state === 'prequeue' || (v.state === 'closed' && v.was === 'prequeue')) {
     const p = v.state === 'prequeue' ? v : { ...v, state: 'prequeue', was: undefined };
-    // Opened: the status's opening has passed by the server's clock; or it is
-    // the one the page counts down to, and the count reached it (the clock
-    // read from a Date header can lag by up to a second); or, without an
-    // opening time in the answer, the lottery's seed is out.
+    // Opened: the lottery's seed is out (the server reveals it from the
+    // opening on, by its own clock); or the status's opening has passed by
+    // the server's clock as the Date header tells it; or it is the one the
+    // page counts down to, and the count reached it (that clock can lag by up
+    // to a second); or, without an opening time in the answer, the count
+    // reached the page's.
     const counted = p.opensAt > 0 && p.opensAt <= now + (p.skew || 0);
-    const opened = opensAt ? opensAt <= serverNow || (opensAt === p.opensAt && counted) : !!s.drawSeed || counted;
+    const opened = !!s.drawSeed || (opensAt ? opensAt <= serverNow || (opensAt === p.opensAt && counted) : counted);
     if (opened) {
-      // Opened before the opening the server planned the poll from (moved
-      // earlier, or the opening removed): that poll may come after the turn,
-      // so it is brought forward as for a moved opening, from now.
+      // The opening's instant, local: the status's (an opening moved earlier
+      // or removed: now at the latest).
+      const openingLocal = Math.min(opensAt || serverNow, serverNow) - skewOf(s, p);
+      const o = placeAtOpening(p, s, now, openingLocal, ctx.rand);
+      // Without a draw, an opening before the one the server planned the poll
+      // from (moved earlier, or removed) brings that poll forward as for a
+      // moved opening, from now: it may come after the turn.
       const early = p.opensAt > 0 && (opensAt || serverNow) < p.opensAt - 1000;
-      return { view: placeAtOpening(p, s, now), pollAt: early ? now + spreadPoll(placeEta(p, s, ctx), ctx.rand()) : 0 };
+      if (!o.pollAt && early) return { view: o.view, pollAt: now + spreadPoll(placeEta(s, ctx), ctx.rand()), replace: false };
+      return { view: o.view, pollAt: o.pollAt, replace: !!o.replace };
     }
     if (opensAt && opensAt !== p.opensAt) return moved(p, s, opensAt, ctx);
     return p === v ? none : { view: p, pollAt: 0 };
@@ -174,25 +234,21 @@ function held(v, state, ctx) {
 
 // moved is the pre-queue view for an opening moved to opensAt (server ms).
 // Moved earlier, the poll the server planned may come after it: it is brought
-// to the opening plus 30–60 % of the wait the visitor's estimated place
-// gives (aheadShare × waiting + 1, or a place drawn among the waiting when the
-// share is unknown), as the server would plan it, spread the same way.
+// to the opening plus 30–60 % of the wait of a place drawn at random among
+// the waiting (the draw is secret until the opening), spread the same way.
 function moved(v, s, opensAt, ctx) {
   const view = { ...v, opensAt, skew: skewOf(s, v), at: ctx.now };
   if (!(v.opensAt > 0) || opensAt >= v.opensAt) return { view, pollAt: 0 };
   if (!openingPace(s)) return { view, pollAt: 0 };
   const local = opensAt - view.skew;
-  return { view, pollAt: local + spreadPoll(placeEta(v, s, ctx), ctx.rand()) };
+  return { view, pollAt: local + spreadPoll(placeEta(s, ctx), ctx.rand()) };
 }
 
-// placeEta is the wait (s) of a pre-queue visitor's estimated place at the
-// opening: aheadShare × waiting + 1, or a place drawn among the waiting when
-// the share is unknown, at the room's pace; 0 (poll soon) without a pace.
-function placeEta(v, s, ctx) {
+// placeEta is the wait (s) of a place drawn at random among the waiting, at
+// the room's pace; 0 (poll soon) without a pace.
+function placeEta(s, ctx) {
   const pace = openingPace(s);
   if (!pace) return 0;
   const waiting = Math.max(1, count(s.waiting));
-  const sh = share(v);
-  const place = sh !== null ? sh * waiting + 1 : 1 + Math.floor(ctx.rand() * waiting);
-  return place * 60 / pace;
+  return (1 + Math.floor(ctx.rand() * waiting)) * 60 / pace;
 }

@@ -74,7 +74,7 @@ test('a closing shows closed and keeps what it held, which a reopening resumes',
   near(open.view.etaSeconds, 12);
   near(open.pollAt, NOW + 3600);
   // A pre-queue closed and reopened before its opening is a pre-queue again.
-  const pre = { state: 'prequeue', opensAt: NOW + 60000, skew: 0, aheadShare: 0.5 };
+  const pre = { state: 'prequeue', opensAt: NOW + 60000, skew: 0 };
   const c = w.decide(status({ mode: 'closed', opensAt: iso(NOW + 60000) }), pre, ctx(0)).view;
   assert.equal(c.state, 'closed');
   const back = w.decide(status({ opensAt: iso(NOW + 60000) }), c, ctx(0)).view;
@@ -154,35 +154,92 @@ test('a crowd that sees the same change polls spread over time', () => {
   assert.ok(busiest <= 60, `the busiest second has ${busiest} polls`);
 });
 
-test('at the opening the page places itself from its share of the pre-queue', () => {
-  const pre = { state: 'prequeue', opensAt: NOW - 500, skew: 0, aheadShare: 0.25, waiting: 0, start: 0, at: NOW - 30000 };
-  const d = w.decide(status({ waiting: 1000, opensAt: iso(NOW - 500), ratePerMinute: 100 }), pre, ctx(0));
+// The room of the opening's tests: 100,000 in the pre-queue, 5,000 a minute,
+// a claim window of 120 s.
+const opened = (o = {}) => status({ waiting: 100000, opensAt: iso(NOW - 500), ratePerMinute: 5000, admitPerMinute: 5000, claimTTLSeconds: 120, ...o });
+
+test('at the opening the page places itself by its draw and plans its poll from it', () => {
+  const pre = { state: 'prequeue', opensAt: NOW - 500, skew: 0, draw: 0.25, waiting: 0, start: 0, at: NOW - 30000, repliedAt: NOW - 30000 };
+  const d = w.decide(opened(), pre, ctx(0, 0));
   assert.equal(d.view.state, 'waiting');
-  assert.equal(d.view.position, 251);
-  assert.equal(d.view.waiting, 1000);
+  assert.equal(d.view.position, 25001);
+  assert.equal(d.view.waiting, 100000);
   assert.equal(d.view.approx, true);
-  assert.equal(d.view.ratePerMinute, 100);
-  near(d.view.etaSeconds, 150.6);
+  assert.equal(d.view.ratePerMinute, 5000);
+  near(d.view.etaSeconds, 300.012);
   assert.equal(d.view.at, NOW);
-  assert.equal(d.pollAt, 0, 'the poll the server planned from the exact place stays');
-  // Never past the end of the line; the admission rate when no pace is known.
-  const last = w.decide(status({ waiting: 3, opensAt: iso(NOW - 500), ratePerMinute: undefined }), { ...pre, aheadShare: 0.999 }, ctx(0)).view;
-  assert.equal(last.position, 3);
-  near(last.etaSeconds, 0.3);
-  // Without a share: the place is unknown until the poll.
-  const unknown = w.decide(status({ waiting: 1000, opensAt: iso(NOW - 500) }), { ...pre, aheadShare: undefined }, ctx(0)).view;
-  assert.equal(unknown.state, 'waiting');
-  assert.equal(unknown.placing, true);
-  assert.equal(unknown.position, 0);
-  assert.equal(unknown.etaSeconds, null);
-  // Nor with a count of nobody.
-  assert.equal(w.decide(status({ waiting: 0, opensAt: iso(NOW - 500) }), pre, ctx(0)).view.placing, true);
+  // The nearest place it may have, 3 σ ahead (σ = √(n d (1 − d)) = 136.9):
+  // 24,590.2; its wait at 5,000 a minute 295.08 s; the poll 30 % of it after
+  // the opening (rand 0), replacing the server's.
+  const nearest = 25001 - 3 * Math.sqrt(100000 * 0.25 * 0.75);
+  near(d.pollAt, NOW - 500 + 0.3 * nearest * 12);
+  assert.equal(d.replace, true);
+  // 50 % at most (rand → 1).
+  near(w.decide(opened(), pre, ctx(0, 0.999999999)).pollAt, NOW - 500 + 0.5 * nearest * 12, 'the latest share');
+  // Within the budget of the last answer (5 min less 10 s): a far place comes
+  // at its end.
+  const late = w.decide(opened(), { ...pre, repliedAt: NOW - 250000 }, ctx(0, 0));
+  near(late.pollAt, NOW + 40000);
+  assert.equal(late.replace, true);
+  // 50 % of the nearest place's wait is within any claim window after its
+  // earliest admission (a full bucket, then twice the rate): 5 s here.
+  assert.equal(w.decide(opened({ claimTTLSeconds: 5 }), pre, ctx(0, 0.999999999)).replace, true);
+  // But a tab that reads a minute after the opening (hidden) cannot poll
+  // before a second from now: past a 5-s claim window of a place 2,001st, so
+  // the server's poll stays.
+  const slow = w.decide(opened({ claimTTLSeconds: 5, opensAt: iso(NOW - 60000) }), { ...pre, opensAt: NOW - 60000, draw: 0.02 }, ctx(0, 0));
+  assert.equal(slow.view.position, 2001);
+  assert.equal(slow.replace, false);
+  assert.equal(slow.pollAt, 0);
+  // An older server, which says no claim window: the server's poll stays.
+  assert.equal(w.decide(opened({ claimTTLSeconds: undefined }), pre, ctx(0, 0)).replace, false);
+  // Never past the end of the line.
+  assert.equal(w.decide(opened(), { ...pre, draw: 0.9999999 }, ctx(0, 0)).view.position, 100000);
   // A pause at the opening leaves the pre-queue as it is; the poll says.
   assert.equal(w.decide(status({ mode: 'paused', waiting: 1000 }), pre, ctx(0)).view, null);
 });
 
+test('the last of a small pre-queue is not shown a guess: the poll, soon, gives its place', () => {
+  // Seven in the line; this visitor drew 0.45, the highest of the seven. The
+  // draw alone says "about 4" (3 ahead of 7): the others' draws decide, and
+  // the page does not know them. No place is shown; the poll comes within
+  // 1–3 s, brought forward only.
+  const pre = { state: 'prequeue', opensAt: NOW - 500, skew: 0, draw: 0.45, at: NOW - 30000, repliedAt: NOW - 30000 };
+  for (const r of [0, 0.5, 0.999]) {
+    const d = w.decide(opened({ waiting: 7, ratePerMinute: 60, admitPerMinute: 60 }), pre, ctx(0, r));
+    assert.equal(d.view.state, 'waiting');
+    assert.equal(d.view.placing, true, 'a place the draw cannot tell is not shown');
+    assert.equal(d.view.position, 0);
+    assert.equal(d.view.etaSeconds, null);
+    assert.ok(d.pollAt >= NOW + 1000 && d.pollAt <= NOW + 3000, `poll at +${d.pollAt - NOW} ms`);
+    assert.equal(d.replace, false);
+  }
+  // The front of a large one neither (3 σ is most of the place).
+  assert.equal(w.decide(opened(), { ...pre, draw: 0.00001 }, ctx(0, 0)).view.placing, true);
+  // Without a draw (no seed, or no Web Crypto): unknown, the server's poll.
+  const unknown = w.decide(opened(), { ...pre, draw: undefined }, ctx(0));
+  assert.equal(unknown.view.placing, true);
+  assert.equal(unknown.pollAt, 0);
+  // Nor with a count of nobody; the poll, soon, says where the visitor is.
+  const nobody = w.decide(opened({ waiting: 0 }), pre, ctx(0, 0));
+  assert.equal(nobody.view.placing, true);
+  assert.equal(nobody.pollAt, NOW + 1000);
+  // Without a draw, an opening an hour early brings the server's poll forward
+  // (a place drawn at random: rand 0.5 → 50,001 of 100,000, then 0; the
+  // first is the unused soon's).
+  const early = w.decide(opened({ opensAt: iso(NOW - 2000) }), { ...pre, opensAt: NOW + 3600000, draw: undefined }, ctx(0, 0.9, 0.5, 0));
+  assert.equal(early.view.placing, true);
+  near(early.pollAt, NOW + 0.3 * 50001 * 12);
+  assert.equal(early.replace, false);
+  // The estimate itself: the place, σ and whether it is sure.
+  const e = w.estimatePlace(0.45, 7);
+  assert.equal(e.position, 4);
+  assert.equal(e.sure, false);
+  assert.equal(w.estimatePlace(0.5, 100000).sure, true);
+});
+
 test('the opening is the countdown reaching it, or a seed out, not an answer missing the time', () => {
-  const pre = { state: 'prequeue', opensAt: NOW + 300, skew: 0, aheadShare: 0.5 };
+  const pre = { state: 'prequeue', opensAt: NOW + 300, skew: 0 };
   // The status's clock (a Date header) says 0.6 s before; the countdown,
   // with its own correction, reached the opening: opened.
   const early = { ...pre, opensAt: NOW - 100 };
@@ -191,42 +248,41 @@ test('the opening is the countdown reaching it, or a seed out, not an answer mis
   assert.equal(w.decide(status({ opensAt: iso(NOW + 300) }), pre, ctx(0)).view, null);
   // No opening time in the answer: the seed says it opened, else nothing.
   assert.equal(w.decide(status({ drawSeed: 'ab' }), pre, ctx(0)).view.state, 'waiting');
+  // The seed out says it, whatever the clocks say: the server reveals it
+  // from the opening on by its own clock.
+  assert.equal(w.decide(status({ opensAt: iso(NOW + 300), drawSeed: 'ab' }), pre, ctx(0)).view.state, 'waiting');
   assert.equal(w.decide(status(), pre, ctx(0)).view, null);
 });
 
 test('an opening moved later updates the countdown; moved earlier, the poll comes by the new one', () => {
-  const pre = { state: 'prequeue', opensAt: NOW + 3600000, skew: 0, aheadShare: 0.1, at: NOW - 1000 };
+  const pre = { state: 'prequeue', opensAt: NOW + 3600000, skew: 0, at: NOW - 1000 };
   const later = w.decide(status({ opensAt: iso(NOW + 7200000) }), pre, ctx(0));
   assert.equal(later.view.state, 'prequeue');
   assert.equal(later.view.opensAt, NOW + 7200000);
   assert.equal(later.pollAt, 0);
-  // Earlier, 60 s from now: the place about 0.1 × 1000 + 1 = 101 at 100 a
-  // minute is 60.6 s; the poll by the opening plus 30 % of it (rand 0).
-  const earlier = w.decide(status({ opensAt: iso(NOW + 60000), waiting: 1000, ratePerMinute: 100 }), pre, ctx(0, 0));
+  // Earlier, 60 s from now: the draw is secret, so a place drawn among the
+  // waiting (rand 0.5 → 501 of 1,000) at 100 a minute is 300.6 s; the poll by
+  // the opening plus 30 % of it (rand 0).
+  const earlier = w.decide(status({ opensAt: iso(NOW + 60000), waiting: 1000, ratePerMinute: 100 }), pre, ctx(0, 0.5, 0));
   assert.equal(earlier.view.opensAt, NOW + 60000);
-  near(earlier.pollAt, NOW + 60000 + 0.3 * 60600);
+  near(earlier.pollAt, NOW + 60000 + 0.3 * 300600);
   // The clock's correction: the opening is server time, the poll local time.
-  const skewed = w.decide(status({ opensAt: iso(NOW + 60000), waiting: 1000, ratePerMinute: 100, clockSkewMs: 5000 }), pre, ctx(0, 0));
-  near(skewed.pollAt, NOW + 55000 + 0.3 * 60600);
-  // Without a share, a place drawn among the waiting (rand 0.5 → 501, then 0 for the spread).
-  const drawn = w.decide(status({ opensAt: iso(NOW + 60000), waiting: 1000, ratePerMinute: 100 }), { ...pre, aheadShare: undefined }, ctx(0, 0.5, 0));
-  near(drawn.pollAt, NOW + 60000 + 0.3 * 501 * 600);
+  const skewed = w.decide(status({ opensAt: iso(NOW + 60000), waiting: 1000, ratePerMinute: 100, clockSkewMs: 5000 }), pre, ctx(0, 0.5, 0));
+  near(skewed.pollAt, NOW + 55000 + 0.3 * 300600);
 });
 
-test('an opening that came before the one the poll was planned from brings the poll forward', () => {
-  const pre = { state: 'prequeue', opensAt: NOW + 3600000, skew: 0, aheadShare: 0.1, at: NOW - 1000 };
-  // Opened 2 s ago, an hour early: about 101st at 100 a minute, 60.6 s; the
-  // poll 30 % of that from now (rand 0), placed at once.
-  const d = w.decide(status({ opensAt: iso(NOW - 2000), waiting: 1000, ratePerMinute: 100 }), pre, ctx(0, 0));
+test('an opening that came before the one the poll was planned from plans the poll from it', () => {
+  const pre = { state: 'prequeue', opensAt: NOW + 3600000, skew: 0, draw: 0.1, at: NOW - 1000, repliedAt: NOW - 1000 };
+  // Opened 2 s ago, an hour early: about 10,001st; the poll 30 % of the
+  // nearest place's wait after the opening (rand 0), placed at once.
+  const nearest = 10001 - 3 * Math.sqrt(100000 * 0.1 * 0.9);
+  const d = w.decide(opened({ opensAt: iso(NOW - 2000) }), pre, ctx(0, 0));
   assert.equal(d.view.state, 'waiting');
-  assert.equal(d.view.position, 101);
-  near(d.pollAt, NOW + 0.3 * 60600);
-  // The opening removed (the room opens now): the same.
-  const removed = w.decide(status({ waiting: 1000, ratePerMinute: 100, drawSeed: 'ab' }), pre, ctx(0, 0));
-  near(removed.pollAt, NOW + 0.3 * 60600);
-  // Opened as planned: the server's poll stays.
-  const onTime = { ...pre, opensAt: NOW - 2000 };
-  assert.equal(w.decide(status({ opensAt: iso(NOW - 2000), waiting: 1000, ratePerMinute: 100 }), onTime, ctx(0, 0)).pollAt, 0);
+  assert.equal(d.view.position, 10001);
+  near(d.pollAt, NOW - 2000 + 0.3 * nearest * 12);
+  // The opening removed (the room opens now): from now.
+  const removed = w.decide(opened({ opensAt: undefined, drawSeed: 'ab' }), pre, ctx(0, 0));
+  near(removed.pollAt, NOW + 0.3 * nearest * 12);
 });
 
 test('a placing view resumes as placing; its place is not counted', () => {

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -35,13 +34,12 @@ type placeResponse struct {
 	// RatePerMinute is, while waiting, the pace behind EtaSeconds: what the
 	// room admits a minute for this visitor (room.Place.RatePerMinute, never
 	// above admitPerMinute): the page counts the place down at it between polls.
-	RatePerMinute *float64 `json:"ratePerMinute,omitempty"`
-	// AheadShare is, in the pre-queue, the share of the line ahead of the
-	// visitor as it stands ((place at the opening − 1) ÷ waiting): at the
-	// opening the page places itself at about AheadShare × the status's
-	// waiting + 1 without asking (docs/PAGE.md).
-	AheadShare *float64   `json:"aheadShare,omitempty"`
-	OpensAt    *time.Time `json:"opensAt,omitempty"`
+	RatePerMinute *float64   `json:"ratePerMinute,omitempty"`
+	OpensAt       *time.Time `json:"opensAt,omitempty"`
+	// Draw is the visitor's pre-queue draw, the one the room orders them by,
+	// once the opening has revealed the seed: the page checks it against
+	// the seed (docs/PAGE.md). Never before the opening.
+	Draw *float64 `json:"draw,omitempty"`
 	// Set when admitted.
 	EntryToken     string     `json:"entryToken,omitempty"`
 	OriginURL      string     `json:"originUrl,omitempty"`
@@ -54,6 +52,13 @@ type placeResponse struct {
 	// EnterURL is set when admitted in a gated room: the page posts the entry
 	// token there (a form with token and return) instead of going to OriginURL.
 	EnterURL string `json:"enterUrl,omitempty"`
+}
+
+// drawSecret says whether, at now, the room's pre-queue draw is still secret:
+// the room has an opening and it has not come. Until then no answer may
+// depend on a visitor's draw (TestPrequeueAnswersHideTheDraw).
+func drawSecret(cfg room.Config, now time.Time) bool {
+	return cfg.OpensAt != nil && now.Before(*cfg.OpensAt)
 }
 
 // newVisitorID is the visitor's identity: random, made here, never taken from
@@ -156,6 +161,9 @@ func (h *API) joinResponse(r *httpapi.Request, p room.Place, ticket string, join
 		Position: p.Position, Waiting: p.Waiting, OpensAt: p.Config.OpensAt,
 		PageVersion: room.PageVersion(p.Config.Page),
 	}
+	if d := p.Ticket.Draw; d > 0 && !drawSecret(p.Config, r.Now) {
+		out.Draw = &d
+	}
 	in := pollpolicy.Input{
 		State: p.State, Position: p.Position, RatePerMinute: rate,
 		AdmitPerMinute: float64(p.Config.AdmitPerMinute),
@@ -168,19 +176,20 @@ func (h *API) joinResponse(r *httpapi.Request, p room.Place, ticket string, join
 		out.EtaSeconds = pollpolicy.ETASeconds(p.Position, rate)
 		out.RatePerMinute = &rate
 	case room.StateClosed:
-		// Not shown, but the told poll is bounded by it (the room may open again).
-		in.Position = p.OpeningRank
+		// Not shown, but the told poll is bounded by it (the room may open
+		// again); before a pre-queue's opening it is the draw's rank, secret.
+		if !drawSecret(p.Config, r.Now) {
+			in.Position = p.OpeningRank
+		}
 	case room.StatePrequeue:
 		if p.Config.OpensAt != nil {
 			in.UntilOpen = p.Config.OpensAt.Sub(r.Now)
 		}
-		// The place at the opening spreads the opening's polls; it is not shown,
-		// but the share of the line ahead lets the page place itself when it opens.
-		in.Position = p.OpeningRank
-		if p.OpeningRank > 0 && p.Waiting > 0 {
-			share := math.Round(float64(p.OpeningRank-1)/float64(p.Waiting)*1e4) / 1e4
-			out.AheadShare = &share
-		}
+		// The place at the opening is the draw's rank: nothing answered before
+		// the opening depends on it (not the told poll either, which is spread
+		// over the claim window after the opening as for a place not known).
+		// The page learns its place from the seed the status reveals then
+		// (docs/PAGE.md).
 	case room.StateAdmitted:
 		zero := int64(0)
 		out.EtaSeconds = &zero
@@ -226,6 +235,9 @@ type statusResponse struct {
 	Admitted       int64     `json:"admitted"`
 	MaxActive      int64     `json:"maxActive"`
 	AdmitPerMinute int64     `json:"admitPerMinute"`
+	// ClaimTTLSeconds is the claim window: the page keeps the poll it plans
+	// at a pre-queue's opening within it (docs/PAGE.md).
+	ClaimTTLSeconds int64 `json:"claimTTLSeconds"`
 	// RatePerMinute is the pace for someone joining now (room.Stats.PacePerMinute):
 	// what enqueue would tell them; the page counts down at it (docs/PAGE.md).
 	RatePerMinute float64 `json:"ratePerMinute"`
@@ -255,7 +267,7 @@ func (h *API) status(ctx context.Context, r *httpapi.Request) (events.APIGateway
 	}
 	out := statusResponse{
 		Room: r.Room, Mode: cfg.Mode, Waiting: st.Waiting, Active: st.Active, Admitted: st.Admitted,
-		MaxActive: cfg.MaxActive, AdmitPerMinute: cfg.AdmitPerMinute, RatePerMinute: rate,
+		MaxActive: cfg.MaxActive, AdmitPerMinute: cfg.AdmitPerMinute, ClaimTTLSeconds: cfg.ClaimTTLSeconds, RatePerMinute: rate,
 		EtaSeconds: pollpolicy.ETASeconds(st.Waiting+1, rate), OpensAt: cfg.OpensAt,
 		Page: cfg.Page, PageVersion: room.PageVersion(cfg.Page),
 	}

@@ -65,6 +65,11 @@ func TestAuditableLottery(t *testing.T) {
 		if p.str("state") != "waiting" {
 			t.Fatalf("poll after opening: %s", p.Body)
 		}
+		// From the opening the answer says the draw the room orders the
+		// visitor by, for the page to check against the seed.
+		if d, _ := p.json["draw"].(float64); d != tk.Draw {
+			t.Fatalf("poll after opening: draw %v, want %v: %s", d, tk.Draw, p.Body)
+		}
 		line = append(line, drawn{tk.Draw, p.num("position")})
 	}
 	slices.SortFunc(line, func(a, b drawn) int { return int(a.pos - b.pos) })

@@ -84,8 +84,8 @@ func appendPlaceJSON(b []byte, out *placeResponse) ([]byte, bool) {
 		b = strconv.AppendFloat(b, *v, 'f', -1, 64)
 	}
 	flt(`,"ratePerMinute":`, out.RatePerMinute)
-	flt(`,"aheadShare":`, out.AheadShare)
 	tm(`,"opensAt":`, out.OpensAt)
+	flt(`,"draw":`, out.Draw)
 	str(`,"entryToken":`, out.EntryToken, true)
 	str(`,"originUrl":`, out.OriginURL, true)
 	tm(`,"grantExpiresAt":`, out.GrantExpiresAt)
