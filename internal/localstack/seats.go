@@ -35,12 +35,27 @@ const (
 )
 
 // defineDemoEvent defines the demo event. An event with live holds or orders
-// (a real Redis kept from a previous run) is left as it is.
-func defineDemoEvent(ctx context.Context, bk *bookingdb.Engine) error {
+// (a real Redis kept from a previous run) is left as it is; when its hold
+// rules are not the demo's (a run before holds could be extended), a warning
+// says so and what to do.
+func defineDemoEvent(ctx context.Context, bk *bookingdb.Engine, log *slog.Logger) error {
 	err := bk.Define(ctx, DemoEventID, booking.Inventory{Seats: DemoSeats, HoldTTL: DemoHoldTTL,
 		MaxHoldExtensions: DemoMaxHoldExtensions, SessionLimit: DemoSessionLimit})
-	if err != nil && !errors.Is(err, booking.ErrInUse) {
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, booking.ErrInUse) {
 		return fmt.Errorf("demo event %s: %w", DemoEventID, err)
+	}
+	v, err := bk.View(ctx, DemoEventID)
+	if err != nil {
+		return fmt.Errorf("demo event %s: %w", DemoEventID, err)
+	}
+	if v.HoldTTL != DemoHoldTTL || v.MaxHoldExtensions != DemoMaxHoldExtensions || v.SessionLimit != DemoSessionLimit {
+		log.Warn("the demo event keeps an earlier definition: it has holds or orders in this Redis; "+
+			"cancel its orders (vestibule events orders "+DemoEventID+" lists them) and restart to redefine it",
+			"event", DemoEventID, "holdTTLSeconds", int64(v.HoldTTL/time.Second), "maxHoldExtensions", v.MaxHoldExtensions,
+			"sessionLimit", v.SessionLimit)
 	}
 	return nil
 }
