@@ -56,7 +56,8 @@ Usage:
                                                 cdk-nag rules it accepts
   vestibule booking reconcile EVENT --origin F  the kit's sold seats and units against the origin's record
                                                 (JSON lines: a file, - for stdin, or a URL); exit 1 on a difference
-  vestibule events define EVENT --file DEF.json define or replace an event's seats, stock and hold rules
+  vestibule events define EVENT --file DEF.json
+                                                define or replace an event's seats, stock and hold rules
                                                 (the JSON of PUT /api/admin/events/{event}; - for stdin)
   vestibule events get EVENT                    an event's definition, seat states, units left and counters
   vestibule events orders EVENT                 an event's orders, confirmed and cancelled
