@@ -13,7 +13,7 @@ import (
 // TestSeatHoldExtended: the demo origin's visitor holds a seat, asks for
 // more time twice (the waiting room counts two extensions), is told at the
 // third that no more can be added (409 extension_limit), and still books
-// the seat.
+// the seat. The page with the hold shown passes axe-core.
 func TestSeatHoldExtended(t *testing.T) {
 	s := seatsStack(t)
 	v := seatPickerOf(t, s)
@@ -39,6 +39,9 @@ func TestSeatHoldExtended(t *testing.T) {
 	}
 	if got := text(t, v, "extended"); !strings.HasPrefix(got, "Extended (2 times): held until ") {
 		t.Errorf("the page says %q", got)
+	}
+	if ids := axeAll(t, v); len(ids) > 0 {
+		t.Errorf("axe-core on the held seat with its More time button: %v", ids)
 	}
 	browsertest.Eval[any](t, v, `document.getElementById("extend").click()`+";0")
 	waitJS(t, v, `document.getElementById("msg").dataset.code === "extension_limit"`, 5*time.Second)
