@@ -15,10 +15,9 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/printer"
 )
 
-// maxDefinition is the largest definition file read: the API's own limit
-// for PUT /api/admin/events/{event} (1 MiB), and a byte more so that the
-// API, not a silent cut, refuses a larger one.
-const maxDefinition = 1<<20 + 1
+// maxDefinition is the API's limit for the body of PUT
+// /api/admin/events/{event}: a larger file is refused before it is sent.
+const maxDefinition = 1 << 20
 
 // eventClient is the one event id of pos and a client of the deployment.
 func (c *command) eventClient(ctx context.Context, pos []string, what string) (string, *operator.Client, error) {
@@ -70,9 +69,13 @@ func readDefinition(name string) ([]byte, error) {
 		defer func() { _ = f.Close() }() // read only
 		r = f
 	}
-	b, err := io.ReadAll(io.LimitReader(r, maxDefinition))
+	b, err := io.ReadAll(io.LimitReader(r, maxDefinition+1))
 	if err != nil {
 		return nil, fmt.Errorf("the event's definition %s: %w", name, err)
+	}
+	if len(b) > maxDefinition {
+		return nil, &operator.Error{Message: fmt.Sprintf("the event's definition %s is larger than 1 MiB, the API's limit", name),
+			Hint: "a venue's seats fit easily: leave out spaces and line breaks"}
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(b, &obj); err != nil {

@@ -154,6 +154,7 @@ func TestEventsErrors(t *testing.T) {
 		{"orders of an unknown event", []string{"events", "orders", ev + "-none"}, 1, []string{`there is no event "` + ev + `-none" here`}},
 		{"missing file", []string{"events", "define", ev, "--file", filepath.Join(t.TempDir(), "none.json")}, 1, []string{"the event's definition", "no such file"}},
 		{"not JSON", []string{"events", "define", ev, "--file", writeFile(t, "seats: A1")}, 1, []string{"is not a JSON object", "docs/API.md"}},
+		{"too large", []string{"events", "define", ev, "--file", writeFile(t, `{"seats":["A1"],"sessionLimit":1}`+strings.Repeat(" ", 1<<20))}, 1, []string{"larger than 1 MiB"}},
 		{"refused", []string{"events", "define", ev, "--file", writeFile(t, `{"seats":["A1"],"sessionLimit":0}`)}, 1, []string{"the deployment refused the definition: invalid inventory: session limit 0", "docs/API.md"}},
 		{"unknown field", []string{"events", "define", ev, "--file", writeFile(t, `{"seats":["A1"],"sessionLimit":1,"holdTTL":60}`)}, 1, []string{"the deployment refused the definition", "holdTTL"}},
 	} {
