@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -188,46 +187,30 @@ func (c *command) rebuild(ctx context.Context, event string, origin sold) error 
 	return nil
 }
 
-// kitSold reads the event's orders from the kit, page by page.
+// kitSold reads the event's orders from the kit (every page, each order once).
 func (c *command) kitSold(ctx context.Context, event string) (sold, map[string]bool, error) {
 	cl, err := c.client(ctx)
 	if err != nil {
 		return sold{}, nil, err
 	}
+	orders, err := cl.EventOrders(ctx, event)
+	if err != nil {
+		return sold{}, nil, err
+	}
 	s, cancelled := newSold(), map[string]bool{}
-	cursor := "0"
-	for range 100_000 {
-		resp, body, err := cl.Do(ctx, http.MethodGet, "/api/admin/events/"+event+"/orders?cursor="+url.QueryEscape(cursor), nil)
-		if err != nil {
-			return sold{}, nil, err
+	for _, o := range orders {
+		if o.Type == booking.OrderCancelled {
+			cancelled[o.Order] = true
+			continue
 		}
-		if resp.StatusCode != http.StatusOK {
-			return sold{}, nil, fmt.Errorf("the kit's orders of %s: %d %s", event, resp.StatusCode, printable(string(body), 300))
+		for _, seat := range o.Seats {
+			s.seats[seat] = o.Order
 		}
-		var page struct {
-			Orders []booking.OrderEvent `json:"orders"`
-			Next   string               `json:"next"`
-		}
-		if err := json.Unmarshal(body, &page); err != nil {
-			return sold{}, nil, fmt.Errorf("the kit's orders of %s: %w", event, err)
-		}
-		for _, o := range page.Orders {
-			if o.Type == booking.OrderCancelled {
-				cancelled[o.Order] = true
-				continue
-			}
-			for _, seat := range o.Seats {
-				s.seats[seat] = o.Order
-			}
-			if len(o.Units) > 0 {
-				s.units[o.Order] = maps.Clone(o.Units) // a page repeated gives the same order again: set, not add
-			}
-		}
-		if cursor = page.Next; cursor == "0" || cursor == "" {
-			return s, cancelled, nil
+		if len(o.Units) > 0 {
+			s.units[o.Order] = maps.Clone(o.Units)
 		}
 	}
-	return sold{}, nil, fmt.Errorf("the kit's orders of %s: too many pages", event)
+	return s, cancelled, nil
 }
 
 // originClient fetches an origin's record: a bounded wait, and no redirect

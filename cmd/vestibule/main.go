@@ -57,6 +57,11 @@ Usage:
   vestibule booking reconcile EVENT --origin F  the kit's sold seats and units against the origin's record
                                                 (JSON lines: a file, - for stdin, or a URL); exit 1 on a difference;
                                                 --apply: after a total loss, put the record back and reopen
+  vestibule events define EVENT --file DEF.json
+                                                define or replace an event's seats, stock and hold rules
+                                                (the JSON of PUT /api/admin/events/{event}; - for stdin)
+  vestibule events get EVENT                    an event's definition, seat states, units left and counters
+  vestibule events orders EVENT                 an event's orders, confirmed and cancelled
   vestibule gate attach --distribution ID --room ROOM [--dry-run]
                                                 the edge gate on a CloudFront distribution you already have
                                                 (store, functions, /.vestibule/* behaviour, associations; needs
@@ -70,7 +75,7 @@ Which deployment (every command but "rooms settings"):
   --admin-key KEY     a local stack's admin key; without it calls are signed  (env VESTIBULE_ADMIN_KEY)
   --profile NAME      AWS profile (default: the standard chain, AWS_PROFILE)
   --region REGION     AWS region (default: the profile's, AWS_REGION)
-  --json              print the API's JSON (list, get, set, pause…, drain)
+  --json              print the API's JSON (list, get, set, pause…, drain, events)
   --client-cert FILE, --client-key FILE
                       a client certificate (PEM), for a stack whose API domain requires mutual TLS
                       (env VESTIBULE_CLIENT_CERT, VESTIBULE_CLIENT_KEY)
@@ -146,7 +151,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": true, "profile": true, "region": true,
 	"interval": true, "count": true, "port": true, "template": true, "public": true, "timeout": true,
 	"client-cert": true, "client-key": true, "room": true, "ticket": true, "visitor": true, "origin": true,
-	"distribution": true, "open-paths": true, "behaviour": true, "origin-secret-file": true}
+	"distribution": true, "open-paths": true, "behaviour": true, "origin-secret-file": true, "file": true}
 
 // commandFirst moves the command words (e.g. "rooms", "list") before any
 // flags given ahead of them, so "vestibule --stack S rooms list" works too.
@@ -164,7 +169,7 @@ func commandFirst(args []string) []string {
 				i++
 				rest = append(rest, args[i])
 			}
-		case len(words) == 0 || (len(words) == 1 && (words[0] == "rooms" || words[0] == "booking" || words[0] == "gate")):
+		case len(words) == 0 || (len(words) == 1 && (words[0] == "rooms" || words[0] == "booking" || words[0] == "gate" || words[0] == "events")):
 			words = append(words, a)
 		default:
 			return append(append(words, rest...), args[i:]...)
@@ -178,6 +183,7 @@ var subcommands = map[string]string{
 	"rooms":   "list, get, set, pause, resume, close, open, drain, delete, log, settings",
 	"booking": "reconcile",
 	"gate":    "attach, detach",
+	"events":  "define, get, orders",
 }
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -271,6 +277,13 @@ func (c *command) bind(cmd string, fs *flag.FlagSet) (runFunc, error) {
 		fs.StringVar(&c.origin, "origin", "", "the origin's record: a file of JSON lines, - for stdin, or an http(s) URL")
 		fs.BoolVar(&c.apply, "apply", false, "first put the origin's orders back into the event closed after a total loss, and reopen it")
 		return c.reconcile, nil
+	case "events define":
+		fs.StringVar(&c.file, "file", "", "the event's definition: a JSON file, - for stdin")
+		return c.eventDefine, nil
+	case "events get":
+		return c.eventGet, nil
+	case "events orders":
+		return c.eventOrders, nil
 	case "gate attach", "gate detach":
 		return c.bindGate(cmd == "gate attach", fs), nil
 	case "console":
@@ -317,6 +330,7 @@ type command struct {
 	origin         string           // booking reconcile
 	apply          bool             // booking reconcile
 	gate           gateFlags        // gate attach, detach
+	file           string           // events define
 }
 
 // client connects to the deployment the flags name.

@@ -245,7 +245,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	// The hand-integration origin sells the demo event's seats and keeps its
 	// orders in its own SQLite file beside the keys (.vestibule/orders.db).
-	if err := defineDemoEvent(ctx, bk); err != nil {
+	if err := defineDemoEvent(ctx, bk, o.Logger); err != nil {
 		_ = manualLn.Close()
 		_ = originLn.Close()
 		return nil, err

@@ -28,7 +28,7 @@ import (
 //
 // Once in, the page is a seat picker of the demo event (picker, seats.go):
 // consume's answer carries the visitor's bookingSession, which the page keeps
-// in memory and sends to the backend's /seats, /hold and /confirm.
+// in memory and sends to the backend's /seats, /hold, /extend and /confirm.
 func newOrigin(waitingRoom, self string, credential func(room string) string, originOf func(ctx context.Context, room string) (string, error), picker *seatPicker, log *slog.Logger) http.Handler {
 	client := &http.Client{Timeout: 5 * time.Second}
 	forward := func(route string) http.HandlerFunc {
@@ -123,7 +123,9 @@ redeemed it at the waiting room, server to server.</p>
   <div id="map" role="group" aria-label="Seats"></div>
   <div id="hold" hidden><p>Seat <strong id="hold-seat"></strong> is held for you for
     <strong id="countdown" aria-live="off"></strong>.</p>
-    <button id="confirm" type="button">Confirm booking</button></div>
+    <p id="extended" hidden></p>
+    <button id="confirm" type="button">Confirm booking</button>
+    <button id="extend" type="button">More time</button></div>
   <div id="msg" role="alert"></div>
   <div id="order" class="card" hidden></div>
 </section>
@@ -149,6 +151,7 @@ redeemed it at the waiting room, server to server.</p>
   const picker = document.getElementById('picker'), map = document.getElementById('map');
   const msg = document.getElementById('msg'), holdBox = document.getElementById('hold');
   const orderBox = document.getElementById('order');
+  const extended = document.getElementById('extended'), extendButton = document.getElementById('extend');
   let bookingSession = '', hold = null, timer = 0;
   const mine = new Set();
   function say(text, code) { msg.textContent = text; msg.className = code ? 'err' : ''; msg.dataset.code = code || ''; }
@@ -185,6 +188,7 @@ redeemed it at the waiting room, server to server.</p>
     }
     hold = body; mine.add(id);
     say('');
+    extended.hidden = true; extendButton.disabled = false;
     document.getElementById('hold-seat').textContent = id;
     holdBox.hidden = false;
     picker.dataset.state = 'held';
@@ -203,6 +207,28 @@ redeemed it at the waiting room, server to server.</p>
       loadSeats();
     }
   }
+
+  // More time for the hold (the backend extends it with the origin
+  // credential). Each extension is numbered, so a retry never extends twice.
+  extendButton.addEventListener('click', async () => {
+    if (!hold) return;
+    const n = (hold.extensions || 0) + 1, held = hold;
+    const {status, body} = await post('/extend', {bookingSession, hold: held.token, extension: n});
+    if (hold !== held) return;
+    if (status !== 200) {
+      const e = body.error || {};
+      if (e.code === 'extension_limit') extendButton.disabled = true;
+      say(e.code === 'extension_limit' ? 'No more time can be added to this hold.' :
+        'Could not extend the hold (' + status + ' ' + (e.code || '') + '): ' + (e.message || ''), e.code || 'error');
+      return;
+    }
+    hold.expiresAt = body.expiresAt; hold.extensions = body.extensions;
+    say('');
+    extended.hidden = false; extended.dataset.extensions = String(body.extensions);
+    extended.textContent = 'Extended (' + body.extensions + (body.extensions === 1 ? ' time' : ' times') +
+      '): held until ' + new Date(body.expiresAt).toLocaleTimeString() + '.';
+    tick();
+  });
 
   document.getElementById('confirm').addEventListener('click', async () => {
     if (!hold) return;

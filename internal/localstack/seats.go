@@ -25,19 +25,37 @@ const DemoEventID = DemoAPIRoomID
 // DemoSeats are the demo event's seats.
 var DemoSeats = []string{"A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8"}
 
-// Demo event settings: a hold lasts two minutes; a session holds or buys at
-// most two seats.
+// Demo event settings: a hold lasts two minutes and may be extended twice
+// (each time to two minutes from then, six at most from its creation); a
+// session holds or buys at most two seats.
 const (
-	DemoHoldTTL      = 120 * time.Second
-	DemoSessionLimit = 2
+	DemoHoldTTL           = 120 * time.Second
+	DemoMaxHoldExtensions = 2
+	DemoSessionLimit      = 2
 )
 
 // defineDemoEvent defines the demo event. An event with live holds or orders
-// (a real Redis kept from a previous run) is left as it is.
-func defineDemoEvent(ctx context.Context, bk *bookingdb.Engine) error {
-	err := bk.Define(ctx, DemoEventID, booking.Inventory{Seats: DemoSeats, HoldTTL: DemoHoldTTL, SessionLimit: DemoSessionLimit})
-	if err != nil && !errors.Is(err, booking.ErrInUse) {
+// (a real Redis kept from a previous run) is left as it is; when its hold
+// rules are not the demo's (a run before holds could be extended), a warning
+// says so and what to do.
+func defineDemoEvent(ctx context.Context, bk *bookingdb.Engine, log *slog.Logger) error {
+	err := bk.Define(ctx, DemoEventID, booking.Inventory{Seats: DemoSeats, HoldTTL: DemoHoldTTL,
+		MaxHoldExtensions: DemoMaxHoldExtensions, SessionLimit: DemoSessionLimit})
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, booking.ErrInUse) {
 		return fmt.Errorf("demo event %s: %w", DemoEventID, err)
+	}
+	v, err := bk.View(ctx, DemoEventID)
+	if err != nil {
+		return fmt.Errorf("demo event %s: %w", DemoEventID, err)
+	}
+	if v.HoldTTL != DemoHoldTTL || v.MaxHoldExtensions != DemoMaxHoldExtensions || v.SessionLimit != DemoSessionLimit {
+		log.Warn("the demo event keeps an earlier definition: it has holds or orders in this Redis; "+
+			"cancel its orders (vestibule events orders "+DemoEventID+" lists them) and restart to redefine it",
+			"event", DemoEventID, "holdTTLSeconds", int64(v.HoldTTL/time.Second), "maxHoldExtensions", v.MaxHoldExtensions,
+			"sessionLimit", v.SessionLimit)
 	}
 	return nil
 }
@@ -95,10 +113,11 @@ func newSeatPicker(waitingRoom string, credential func(room string) string, db *
 		client: &http.Client{Timeout: 5 * time.Second}, holds: map[string]pickerHold{}}
 }
 
-// routes adds GET /seats, POST /hold and POST /confirm to mux.
+// routes adds GET /seats, POST /hold, POST /extend and POST /confirm to mux.
 func (p *seatPicker) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /seats", p.seats)
 	mux.HandleFunc("POST /hold", p.hold)
+	mux.HandleFunc("POST /extend", p.extend)
 	mux.HandleFunc("POST /confirm", p.confirm)
 	mux.HandleFunc("GET /orders.jsonl", p.export)
 }
@@ -174,6 +193,8 @@ type pickerRequest struct {
 	BookingSession string `json:"bookingSession"`
 	Seat           string `json:"seat"`
 	Hold           string `json:"hold"`
+	// Extension numbers the hold's extensions (extend): 1 for its first.
+	Extension int64 `json:"extension"`
 }
 
 func decodePicker(w http.ResponseWriter, r *http.Request) (pickerRequest, bool) {
@@ -209,6 +230,39 @@ func (p *seatPicker) hold(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			p.holds[h.Token] = pickerHold{bookingSession: in.BookingSession, session: h.Session, expires: h.ExpiresAt}
+			p.mu.Unlock()
+		}
+	}
+	relay(w, status, raw, err)
+}
+
+// extend is POST /extend {bookingSession, hold, extension}: more time for
+// the visitor's hold (a payment that takes a while), with the room's origin
+// credential. The page numbers the extension, so a retry never extends
+// twice; the waiting room's answer (200 with the new expiresAt, or 409
+// extension_limit, 410 hold_expired …) goes back as it is.
+func (p *seatPicker) extend(w http.ResponseWriter, r *http.Request) {
+	in, ok := decodePicker(w, r)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	h, ok := p.holds[in.Hold]
+	p.mu.Unlock()
+	if !ok || h.bookingSession != in.BookingSession {
+		writeJSON(w, http.StatusNotFound, apiErr("unknown_hold", "no such hold of yours"))
+		return
+	}
+	status, raw, err := p.call(r.Context(), http.MethodPost, "/api/events/"+DemoEventID+"/holds/"+in.Hold+"/extend",
+		p.credential(DemoAPIRoomID), nil, map[string]any{"session": h.session, "extension": in.Extension})
+	if err == nil && status == http.StatusOK {
+		var x struct{ ExpiresAt time.Time }
+		if json.Unmarshal(raw, &x) == nil && !x.ExpiresAt.IsZero() {
+			p.mu.Lock()
+			if cur, ok := p.holds[in.Hold]; ok {
+				cur.expires = x.ExpiresAt
+				p.holds[in.Hold] = cur
+			}
 			p.mu.Unlock()
 		}
 	}
