@@ -70,19 +70,7 @@ func suppressNag(st awscdk.Stack, v *Vestibule, set Settings, t nagTargets) {
 		"The public routes are the visitors': nobody has an identity before joining. Each route checks what it is given "+
 			"itself (ticket, entry token, origin credential, booking token; docs/SECURITY.md) and the CloudFront origin "+
 			"header; the admin routes are IAM-authorized by API Gateway (TestRoutesAndIAMOnAdmin)."))
-	distributions := []constructs.IConstruct{v.Distribution}
-	if v.Gate != nil {
-		distributions = append(distributions, v.Gate.Distribution)
-	}
-	suppress(distributions, nagSuppression("AwsSolutions-CFR1",
-		"A waiting room serves every country its booking site sells to; a geo restriction is the site's business "+
-			"decision, not a default."))
-	if !set.WAF {
-		suppress(distributions, nagSuppression("AwsSolutions-CFR2",
-			"Deployed with waf=false: WAF costs about $6 a month idle and $0.60 per million requests; the API stage's "+
-				"throttle and the enqueue limit apply without it. With waf=true every distribution of the stack gets the "+
-				"web ACL (docs/DEPLOY.md, \"Traffic comes through CloudFront\")."))
-	}
+	suppressDistributionNag(v, set)
 	var roles, vpcRoles []constructs.IConstruct
 	for _, fn := range v.Functions {
 		roles = append(roles, fn.Role())
@@ -134,7 +122,24 @@ func suppressNag(st awscdk.Stack, v *Vestibule, set Settings, t nagTargets) {
 	suppress([]constructs.IConstruct{t.Network.Vpc}, nagSuppression("AwsSolutions-VPC7",
 		"The VPC has isolated subnets only, with no route out but the S3 gateway endpoint; flow logs would bill per GB "+
 			"the busiest path of an on-sale, the functions' traffic to the cache."))
+}
 
+// suppressDistributionNag adds the suppressions of the stack's distributions: the
+// page's and, with a protected origin, the gate's.
+func suppressDistributionNag(v *Vestibule, set Settings) {
+	distributions := []constructs.IConstruct{v.Distribution}
+	if v.Gate != nil {
+		distributions = append(distributions, v.Gate.Distribution)
+	}
+	suppress(distributions, nagSuppression("AwsSolutions-CFR1",
+		"A waiting room serves every country its booking site sells to; a geo restriction is the site's business "+
+			"decision, not a default."))
+	if !set.WAF {
+		suppress(distributions, nagSuppression("AwsSolutions-CFR2",
+			"Deployed with waf=false: WAF costs about $6 a month idle and $0.60 per million requests; the API stage's "+
+				"throttle and the enqueue limit apply without it. With waf=true every distribution of the stack gets the "+
+				"web ACL (docs/DEPLOY.md, \"Traffic comes through CloudFront\")."))
+	}
 	// Without a domain of its own a distribution has CloudFront's default certificate, whose
 	// minimum protocol CloudFront fixes; with one it requires TLSv1.2_2021 (domains.go).
 	cfr4 := func(d awscloudfront.Distribution, domain string) {
