@@ -202,7 +202,7 @@ func (q *Queue) restore(ctx context.Context, id string) error {
 			slog.String("room", id), slog.String("error", err.Error()))
 		return fmt.Errorf("%w: restore %s: stored settings: %v", room.ErrNotRestorable, id, err)
 	}
-	head, err := q.o.Store.Head(ctx, id)
+	head, err := q.storedHead(ctx, id)
 	var noHead error
 	switch {
 	case err == nil:
@@ -349,7 +349,7 @@ func (q *Queue) recordHead(ctx context.Context, id string) {
 	if err == nil && !ok {
 		// The first record of this process: never lower what the store holds
 		// (a record that is not a score is overwritten: Redis has the room).
-		last.head, err = q.o.Store.Head(ctx, id)
+		last.head, err = q.storedHead(ctx, id)
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrBadHead) {
 			last.head, err = -1, nil
 		}
@@ -365,6 +365,17 @@ func (q *Queue) recordHead(ctx context.Context, id string) {
 	q.mu.Lock()
 	q.recorded[id] = record{head: last.head, at: now}
 	q.mu.Unlock()
+}
+
+// storedHead is the store's head record of the room, refused (ErrBadHead)
+// when it is a sequence more than HeadAhead past the clock: the store's own
+// checks (parseHead) cannot know the time.
+func (q *Queue) storedHead(ctx context.Context, id string) (float64, error) {
+	h, err := q.o.Store.Head(ctx, id)
+	if err == nil && h > float64(q.o.Clock().Add(HeadAhead).UnixMicro()) {
+		return 0, fmt.Errorf("%w: %s is more than %s ahead of the clock", ErrBadHead, formatHead(h), HeadAhead)
+	}
+	return h, err
 }
 
 // ErrNotDurable wraps the error of a PutConfig whose settings Redis took but
@@ -407,7 +418,7 @@ func (q *Queue) PutConfig(ctx context.Context, id string, cfg room.Config) (room
 // a record that is not a score): a restore finds one, so a room that never
 // admitted anyone does not come back closed (Restore).
 func (q *Queue) firstHead(ctx context.Context, id string) error {
-	_, err := q.o.Store.Head(ctx, id)
+	_, err := q.storedHead(ctx, id)
 	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrBadHead) {
 		return err
 	}

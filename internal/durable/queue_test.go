@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -299,7 +300,12 @@ func served(t *testing.T, f *fixture, corrupt func()) []room.Ticket {
 // set the floor at the instant it ran.
 func TestRestoreWithoutHeadStaysClosed(t *testing.T) {
 	for name, head := range map[string]string{"missing": "", "NaN": "NaN", "-Inf": "-Inf", "+Inf": "+Inf",
-		"negative": "-3", "garbage": "{]", "empty": " "} {
+		"negative": "-3", "garbage": "{]", "empty": " ",
+		// Implausible: no code of ours writes hex, and neither a draw (below 1)
+		// nor a sequence (microseconds since 2020, below 2^53, not ahead of the clock).
+		"hex": "0x1p-2", "one": "1", "not a draw's grain": "0.3", "not whole": "1764150000123456.5",
+		"2^53": "9.007199254740992e+15", "a year ahead": formatSeq(time.Now().Add(365 * 24 * time.Hour)),
+		"spelled otherwise": "1.76415e15"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			f := newFixture(t, durable.Disk{Dir: dir})
@@ -522,3 +528,6 @@ func TestHeadRecordCost(t *testing.T) {
 		}
 	}
 }
+
+// formatSeq is the sequence the engine would issue at t, as a head record.
+func formatSeq(t time.Time) string { return strconv.FormatFloat(float64(t.UnixMicro()), 'g', -1, 64) }

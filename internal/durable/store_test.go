@@ -46,7 +46,9 @@ func exercise(t *testing.T, s durable.Store, rooms int) {
 	if b, err := s.Settings(ctx, want[0]); err != nil || string(b) != `{"maxActive":99}` {
 		t.Errorf("Settings after an overwrite: %s %v", b, err)
 	}
-	for _, h := range []float64{1764123456789012, 0.4217, 1764123456789999} {
+	// Plausible heads only (a sequence, a pre-queue draw, none yet): a store
+	// refuses any other as ErrBadHead.
+	for _, h := range []float64{1764123456789012, float64(0x6bf3a1c2d4e5f) / (1 << 52), 0, 1764123456789999} {
 		if err := s.PutHead(ctx, want[1], h); err != nil {
 			t.Fatal(err)
 		}
