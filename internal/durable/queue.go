@@ -36,6 +36,7 @@ type Engine interface {
 	TickGuarded(ctx context.Context, room string, guard time.Duration) (room.TickResult, error)
 	Head(ctx context.Context, room string, floor float64) (float64, error)
 	FloorNow(ctx context.Context, room string) (float64, error)
+	Bury(ctx context.Context, room string, dead int64) (int64, error)
 }
 
 var _ Engine = (*roomdb.Engine)(nil)
@@ -201,6 +202,9 @@ func (q *Queue) restore(ctx context.Context, id string) error {
 		q.o.Logger.LogAttrs(ctx, slog.LevelError, "room not restored: stored settings unreadable",
 			slog.String("room", id), slog.String("error", err.Error()))
 		return fmt.Errorf("%w: restore %s: stored settings: %v", room.ErrNotRestorable, id, err)
+	}
+	if err := q.buryFromStore(ctx, id); err != nil {
+		return err
 	}
 	head, err := q.storedHead(ctx, id)
 	var noHead error
@@ -389,6 +393,11 @@ var ErrNotDurable = errors.New("durable: settings applied but not stored durably
 // again: a room whose settings are not in the store would not come back after
 // a total loss.
 func (q *Queue) PutConfig(ctx context.Context, id string, cfg room.Config) (room.Config, error) {
+	if q.o.Store != nil {
+		if err := q.buryFromStore(ctx, id); err != nil {
+			return room.Config{}, err
+		}
+	}
 	stored, err := q.eng.PutConfig(ctx, id, cfg)
 	if err != nil || q.o.Store == nil {
 		return stored, err
