@@ -16,8 +16,18 @@ RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 # staticcheck, the Go checker make test runs after go vet (from the module proxy, pinned)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
+# govulncheck and the Go vulnerability database it reads, both pinned and both from the module
+# proxy: the database is built from golang.org/x/vulndb's OSV reports (its cmd/indexdb) into
+# .tools/, once per version, so make test needs no other network. Bump VULNDB_VERSION
+# (go list -m golang.org/x/vulndb@latest) to learn of newer vulnerabilities.
+GOVULNCHECK := golang.org/x/vuln/cmd/govulncheck@v1.9.0
+VULNDB_VERSION := v0.0.0-20261105234957-e22db6528018
+VULNDB := $(CURDIR)/.tools/vulndb/$(VULNDB_VERSION)
+# VULNCHECK_STDLIB=fail also fails make test on a vulnerability of the standard library (the
+# machine's Go toolchain fixes those, not go.mod); by default they are listed as warnings.
+VULNCHECK_STDLIB ?= warn
 
-.PHONY: dev test build build-host page page-build synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint clean
+.PHONY: dev test vulncheck build build-host page page-build synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint clean
 
 ## dev: run the whole product locally on http://localhost:8080 (embedded Redis unless REDIS_URL is set)
 ## (it rebuilds the page's bundles first where `make deps-esbuild` installed esbuild, so an edited module shows)
@@ -29,10 +39,22 @@ dev:
 ## test: install what the tests need, check the Go code with go vet and staticcheck (pinned),
 ## then run every test (infra/stack's TestCfnLint runs cfn-lint on every synthesized variant and
 ## fails on any error)
-test: deps build
+test: deps build vulncheck
 	go vet ./...
 	go run $(STATICCHECK) ./...
 	go test $(GO_TEST_FLAGS) ./...
+
+## vulncheck: govulncheck (pinned) over the code, against the vulnerability database of
+## golang.org/x/vulndb at VULNDB_VERSION, built offline from the module proxy; it fails on a
+## vulnerability the code calls in a required module (internal/vulngate)
+vulncheck:
+	@[ -f $(VULNDB)/index/db.json ] || { \
+	  dir=$$(go mod download -json golang.org/x/vulndb@$(VULNDB_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
+	  [ -d "$$dir/data/osv" ] && rm -rf $(VULNDB).tmp && \
+	  go run golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION) -vulns "$$dir/data/osv" -out $(VULNDB).tmp && \
+	  mv $(VULNDB).tmp $(VULNDB); } || { echo "make vulncheck: could not build the vulnerability database" >&2; exit 1; }
+	set -o pipefail; go run $(GOVULNCHECK) -db file://$(VULNDB) -format json ./... | \
+	  go run ./internal/vulngate -stdlib=$(VULNCHECK_STDLIB)
 
 ## build: dist/<function>/bootstrap for linux/arm64, as deployed
 build:

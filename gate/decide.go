@@ -387,6 +387,12 @@ func SessionFromContext(ctx context.Context) (s Session, ok bool) {
 // read and written is DevCookieName, the one the API writes without Secure
 // there (CookieOptions).
 func Middleware(cfg Config, next http.Handler) (http.Handler, error) {
+	return middleware(cfg, next, time.Now)
+}
+
+// middleware is Middleware with its clock: tests fix the time, so what a
+// cookie's Max-Age should be does not depend on how fast the machine is.
+func middleware(cfg Config, next http.Handler, clock func() time.Time) (http.Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -398,7 +404,7 @@ func Middleware(cfg Config, next http.Handler) (http.Handler, error) {
 			target = r.URL.RequestURI()
 		}
 		opts := CookieOptions{InsecureLoopback: dev, Host: r.Host}
-		now := time.Now()
+		now := clock()
 		cookies := strings.Join(r.Header.Values("Cookie"), "; ")
 		navigate := Navigation(r.Header.Get("Sec-Fetch-Mode"), r.Header.Get("Accept"))
 		d := decide(cfg, opts.Name(), r.Method, target, cookies, navigate, now)

@@ -58,7 +58,9 @@
 // (room ids are case-sensitive); /.vestibule/leave finds the session without
 // knowing the room; and the room must be inside the MAC anyway, since a
 // cookie's name is not signed. The cost: two rooms guarding paths of one host
-// share the cookie, and entering one replaces the other's.
+// share the cookie, and a visitor holding a valid session of one enters the
+// other only once it has ended (/.vestibule/enter keeps a valid session, so
+// that no other site's form can replace it).
 //
 // # Keys
 //

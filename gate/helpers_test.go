@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // testKey is a fixed key, so failures reproduce.
@@ -44,6 +45,16 @@ func parityConfig(t testing.TB) (cfg Config, k0, k1, k2 Key) {
 func mustMiddleware(t *testing.T, cfg Config, next http.Handler) http.Handler {
 	t.Helper()
 	h, err := Middleware(cfg, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// mustMiddlewareAt is mustMiddleware with its clock fixed at now.
+func mustMiddlewareAt(t *testing.T, cfg Config, now time.Time, next http.Handler) http.Handler {
+	t.Helper()
+	h, err := middleware(cfg, next, func() time.Time { return now })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@
 --                                   kept by every script that changes q, so poll needs no ZCARD;
 --                                   full: '1' while the tick finds every slot taken, share: the
 --                                   share of the front admitted, not skipped; see pace())
--- KEYS[2] -> vst:{room}:st    HASH  engine state: seq, head, tokens, refill, ring r0..r59, sweep, epoch, created, floor, tickat, counters
+-- KEYS[2] -> vst:{room}:st    HASH  engine state: seq, head, tokens, refill, ring r0..r59, sweep, epoch, created, floor, dead, tickat, counters
 -- KEYS[3] -> vst:{room}:q     ZSET  waiting (and pre-queue): member seq, score seq or draw
 -- KEYS[4] -> vst:{room}:hb    HASH  heartbeats: field = seq as 7-byte integer, value = told class x 2^42 + last seen (ms), 6 bytes
 -- KEYS[5] -> vst:{room}:adm   ZSET  grants: member seq, score claim deadline (ms)
@@ -248,6 +248,13 @@ local function passed(cfg, now, seq, score)
   if score > (tonumber(st[1]) or -1) then return false end
   local ends, epoch = recovery(cfg, now, st[2], st[3])
   return not (ends and seq < epoch)
+end
+
+-- buried reports whether a sequence was issued by an incarnation of the room
+-- that was deleted: at or below its tombstone ('dead' in st, drop.lua, bury.lua).
+-- Such a ticket never comes back, whatever the head, the floor or the epoch say.
+local function buried(seq)
+  return seq <= (tonumber(redis.call('HGET', K_ST, 'dead')) or -1)
 end
 
 -- refill adds admitPerMinute x elapsed to the admission bucket (cap: two

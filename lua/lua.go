@@ -69,6 +69,12 @@ var fence string
 //go:embed arrfence.lua
 var arrfence string
 
+//go:embed bury.lua
+var bury string
+
+//go:embed drop.lua
+var drop string
+
 // The scripts, ready to load: what each uses of lib.lua, then the operation.
 var (
 	Enqueue  = withLib(lib, enqueue)
@@ -96,6 +102,10 @@ var (
 	// runs on the room's shard, arrfence on each arrival shard.
 	Fence    = withLib(lib, fence)
 	ArrFence = withLib(lib, arrfence)
+	// A room deleted keeps a tombstone (drop); bury raises it before the
+	// delete and when the durable store gives one back.
+	Bury = withLib(lib, bury)
+	Drop = withLib(lib, drop)
 )
 
 // libDef is one top-level definition of lib.lua: the lines from the comment

@@ -38,6 +38,8 @@ if not rank then
   if e then return reply(cfg, 'active', m, '', 0, 0, tonumber(e)) end
   -- A visitor who left (or was drained, drain.lua) has no place, even in a closed room.
   if redis.call('ZSCORE', K_LEFT, m) then return reply(cfg, 'expired', m, '', 0, 0, 0) end
+  -- A ticket of a deleted incarnation of the room (lib.lua buried) is dead in this one.
+  if buried(tonumber(m)) then return reply(cfg, 'expired', m, '', 0, 0, 0) end
   if cfg.mode == 'closed' then return reply(cfg, 'closed', m, '', 0, redis.call('ZCARD', K_Q), 0) end
   -- A join to a room whose joins are spread waits in an arrival list until
   -- the tick merges it (merge.lua): above the merged mark it is not lost but

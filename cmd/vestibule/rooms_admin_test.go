@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,8 +62,12 @@ func TestRoomsLogAndDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(keys) != 1 || !strings.HasSuffix(keys[0], ":audit") {
+	// The audit log stays, and the state holds only the tombstone (docs/ENGINE.md, "Deleting a room").
+	slices.Sort(keys)
+	if len(keys) != 2 || !strings.HasSuffix(keys[0], ":audit") || !strings.HasSuffix(keys[1], ":st") {
 		t.Errorf("keys left of the room: %q", keys)
+	} else if f, err := rdb.HKeys(context.Background(), keys[1]).Result(); err != nil || len(f) != 2 || !slices.Contains(f, "dead") || !slices.Contains(f, "seq") {
+		t.Errorf("state left of the room: %q %v, want the tombstone alone (dead, seq)", f, err)
 	}
 	if ok, _ := rdb.SIsMember(context.Background(), "vst:rooms", id).Result(); ok {
 		t.Error("the room is still in the registry")

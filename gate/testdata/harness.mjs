@@ -9,7 +9,7 @@
 // returning the request, for the timing baseline), node_modules/cloudfront
 // (cloudfront-stub.mjs) and input.json:
 //
-//   {"kvs": {name: value}, "cases": [{"name", "method", "target", "cookie", "headers", "response"}],
+//   {"kvs": {name: value}, "now": ms, "cases": [{"name", "method", "target", "cookie", "headers", "response"}],
 //    "bench": {"iterations": n, "cases": [{"name", "method", "target", "cookie"}]}}
 //
 // The events are built as CloudFront builds them for a viewer request, from
@@ -26,6 +26,12 @@ import { pathToFileURL } from 'node:url';
 
 const dir = process.argv[2];
 const input = JSON.parse(readFileSync(join(dir, 'input.json'), 'utf8'));
+// "now" (ms, 0 for none) fixes the function's clock at the instant the Go
+// side decides at, so a verdict or a Max-Age never depends on how long node
+// took to start.
+if (input.now) {
+    Date.now = () => input.now;
+}
 globalThis.__vestibuleKVS = { entries: input.kvs, reads: 0 };
 
 // Every HMAC the function sets up is counted (the function's 'crypto' is

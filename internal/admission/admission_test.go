@@ -42,11 +42,26 @@ func TestRunTicks(t *testing.T) {
 				}
 				rooms = append(rooms, id)
 			}
-			tctx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
+			// Ticks go on until both rooms are empty (a condition awaited,
+			// not a window timed); the deadline only stops a broken loop.
+			tctx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
-			sum := admission.Run(tctx, q, 50*time.Millisecond, nil)
-			if sum.Ticks < 2 || sum.Errors != 0 {
-				t.Fatalf("summary %+v: want several ticks and no errors", sum)
+			done := func() bool {
+				for _, id := range rooms {
+					st, err := q.Stats(ctx, id)
+					if err != nil || st.Waiting != 0 || st.Admitted != 3 {
+						return false
+					}
+				}
+				return true
+			}
+			sum := admission.Run(tctx, q, 50*time.Millisecond, nil, func(context.Context) {
+				if done() {
+					cancel()
+				}
+			})
+			if sum.Ticks < 1 || sum.Errors != 0 {
+				t.Fatalf("summary %+v: want ticks and no errors", sum)
 			}
 			for _, id := range rooms {
 				st, err := q.Stats(ctx, id)
@@ -76,7 +91,8 @@ func TestAdmitHandler(t *testing.T) {
 	if _, err := q.Enqueue(context.Background(), id, "waiting"); err != nil { // not idle
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	// The margin is half the time left: the handler ticks for about a second.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	sum, err := admission.Handler(q, 100*time.Millisecond, nil)(ctx, events.EventBridgeEvent{ID: "e1", DetailType: "Scheduled Event"})
 	if err != nil {
@@ -93,12 +109,16 @@ func TestAdmitHandler(t *testing.T) {
 // The also tasks (the booking sweep) run once per tick, after the rooms.
 func TestRunAlso(t *testing.T) {
 	q := roomdb.New(redistest.Single(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	n := 0
-	sum := admission.Run(ctx, q, 50*time.Millisecond, nil, func(context.Context) { n++ })
-	if n == 0 || n > sum.Ticks || n < sum.Ticks-1 { // the last tick may end with the context
-		t.Fatalf("also ran %d times in %d ticks", n, sum.Ticks)
+	sum := admission.Run(ctx, q, time.Millisecond, nil, func(context.Context) {
+		if n++; n == 3 {
+			cancel()
+		}
+	})
+	if n != 3 || sum.Ticks != 3 {
+		t.Fatalf("also ran %d times in %d ticks, want 3 in 3", n, sum.Ticks)
 	}
 }
 
@@ -133,17 +153,22 @@ func TestAdmitHandlerIdle(t *testing.T) {
 	if err != nil || !sum.Idle || sum.Ticks != 0 {
 		t.Fatalf("idle deployment: %+v %v, want idle and no ticks", sum, err)
 	}
-	if took > 100*time.Millisecond {
-		t.Errorf("the idle handler took %s", took)
-	}
+	// How fast is make bench's to say; a test's verdict does not hang on it.
 	t.Logf("idle admit invocation over 3 rooms: %s", took)
 
 	if _, err := q.Enqueue(context.Background(), ids[1], "someone"); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel = context.WithTimeout(context.Background(), 500*time.Millisecond)
+	// It ticks until the visitor is admitted (awaited, not timed; the deadline
+	// only stops a broken loop).
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if sum, err := handler(ctx, events.EventBridgeEvent{ID: "busy"}); err != nil || sum.Idle || sum.Ticks < 1 || sum.Admitted != 1 {
+	busy := admission.Handler(q, 100*time.Millisecond, nil, func(context.Context) {
+		if st, err := q.Stats(context.Background(), ids[1]); err == nil && st.Admitted == 1 {
+			cancel()
+		}
+	})
+	if sum, err := busy(ctx, events.EventBridgeEvent{ID: "busy"}); err != nil || sum.Idle || sum.Ticks < 1 || sum.Admitted != 1 {
 		t.Errorf("one visitor waiting: %+v %v, want ticks that admit them", sum, err)
 	}
 }
@@ -172,11 +197,17 @@ func TestAdmitHandlerIdleWhileARoomHoldsVisitors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	handler := admission.Handler(q, 100*time.Millisecond, nil)
-	run := func() admission.TickSummary {
+	// run invokes admit until until holds after a tick (awaited, not timed;
+	// the deadline only stops a broken loop); an idle invocation returns at once.
+	run := func(until func() bool) admission.TickSummary {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
+		handler := admission.Handler(q, 100*time.Millisecond, nil, func(context.Context) {
+			if until() {
+				cancel()
+			}
+		})
 		sum, err := handler(ctx, events.EventBridgeEvent{ID: "held"})
 		if err != nil {
 			t.Fatal(err)
@@ -196,17 +227,22 @@ func TestAdmitHandlerIdleWhileARoomHoldsVisitors(t *testing.T) {
 	}
 	put(closed, room.ModeClosed)
 	// WHEN admit is invoked THEN it returns at once, idle
-	if sum := run(); !sum.Idle || sum.Ticks != 0 {
+	once := func() bool { return true }
+	if sum := run(once); !sum.Idle || sum.Ticks != 0 {
 		t.Errorf("rooms holding visitors, nobody admitted: %+v, want idle", sum)
 	}
 	// GIVEN the paused room opens WHEN admit is invoked THEN it ticks and admits
 	put(paused, room.ModeQueue)
-	if sum := run(); sum.Idle || sum.Admitted < 1 {
+	admitted := func() bool {
+		st, err := q.Stats(ctx, paused)
+		return err == nil && st.Admitted >= 1
+	}
+	if sum := run(admitted); sum.Idle || sum.Admitted < 1 {
 		t.Fatalf("an open room with visitors waiting: %+v, want ticks that admit", sum)
 	}
 	// GIVEN it is paused again with a grant outstanding THEN admit ticks (the grant must be reclaimed)
 	put(paused, room.ModePaused)
-	if sum := run(); sum.Idle {
+	if sum := run(once); sum.Idle {
 		t.Errorf("a paused room with an admitted visitor: %+v, want ticks", sum)
 	}
 }

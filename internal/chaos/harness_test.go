@@ -173,8 +173,9 @@ func (l *ledger) check(t *testing.T) {
 // sampler reads a room's state in one MULTI every few milliseconds and checks
 // I1 (admitted + active ≤ maxActive) and, in queue mode, I3 (every waiting
 // score is above the head, the highest score admitted: nobody was admitted
-// past a visitor still waiting). Reads that fail during a fault are counted,
-// not judged.
+// past a visitor still waiting; a ticket from before the room's epoch, back in
+// a recovery window, is the exception by design). Reads that fail during a
+// fault are counted, not judged.
 type sampler struct {
 	rdb       redis.UniversalClient
 	room      string
@@ -214,12 +215,13 @@ func (s *sampler) sample() {
 	defer cancel()
 	var adm, act *redis.IntCmd
 	var first *redis.ZSliceCmd
-	var head *redis.StringCmd
+	var head, epoch *redis.StringCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		adm = p.ZCard(ctx, s.keys.Grants)
 		act = p.ZCard(ctx, s.keys.Active)
 		first = p.ZRangeWithScores(ctx, s.keys.Queue, 0, 0)
 		head = p.HGet(ctx, s.keys.State, "head")
+		epoch = p.HGet(ctx, s.keys.State, "epoch")
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -236,7 +238,12 @@ func (s *sampler) sample() {
 		return
 	}
 	h, _ := strconv.ParseFloat(head.Val(), 64)
-	if w := first.Val()[0].Score; w <= h && len(s.violations) < 10 {
+	// A ticket from before the room's epoch (issued before a loss re-created
+	// the room) may wait behind the head in the recovery window, by design
+	// (docs/ENGINE.md, "Recovery window"): it is admitted at the next tick,
+	// which a loaded machine may run after this sample.
+	e, err := strconv.ParseFloat(epoch.Val(), 64)
+	if w := first.Val()[0].Score; w <= h && (err != nil || w >= e) && len(s.violations) < 10 {
 		s.violations = append(s.violations, fmt.Sprintf("I3: score %.0f still waits behind head %.0f", w, h))
 	}
 }

@@ -36,6 +36,7 @@ type Engine interface {
 	TickGuarded(ctx context.Context, room string, guard time.Duration) (room.TickResult, error)
 	Head(ctx context.Context, room string, floor float64) (float64, error)
 	FloorNow(ctx context.Context, room string) (float64, error)
+	Bury(ctx context.Context, room string, dead int64) (int64, error)
 }
 
 var _ Engine = (*roomdb.Engine)(nil)
@@ -202,7 +203,10 @@ func (q *Queue) restore(ctx context.Context, id string) error {
 			slog.String("room", id), slog.String("error", err.Error()))
 		return fmt.Errorf("%w: restore %s: stored settings: %v", room.ErrNotRestorable, id, err)
 	}
-	head, err := q.o.Store.Head(ctx, id)
+	if err := q.buryFromStore(ctx, id); err != nil {
+		return err
+	}
+	head, err := q.storedHead(ctx, id)
 	var noHead error
 	switch {
 	case err == nil:
@@ -349,7 +353,7 @@ func (q *Queue) recordHead(ctx context.Context, id string) {
 	if err == nil && !ok {
 		// The first record of this process: never lower what the store holds
 		// (a record that is not a score is overwritten: Redis has the room).
-		last.head, err = q.o.Store.Head(ctx, id)
+		last.head, err = q.storedHead(ctx, id)
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrBadHead) {
 			last.head, err = -1, nil
 		}
@@ -367,6 +371,17 @@ func (q *Queue) recordHead(ctx context.Context, id string) {
 	q.mu.Unlock()
 }
 
+// storedHead is the store's head record of the room, refused (ErrBadHead)
+// when it is a sequence more than HeadAhead past the clock: the store's own
+// checks (parseHead) cannot know the time.
+func (q *Queue) storedHead(ctx context.Context, id string) (float64, error) {
+	h, err := q.o.Store.Head(ctx, id)
+	if err == nil && h > float64(q.o.Clock().Add(HeadAhead).UnixMicro()) {
+		return 0, fmt.Errorf("%w: %s is more than %s ahead of the clock", ErrBadHead, formatHead(h), HeadAhead)
+	}
+	return h, err
+}
+
 // ErrNotDurable wraps the error of a PutConfig whose settings Redis took but
 // the store did not: it also wraps room.ErrUnavailable, so the admin gets a
 // 503 and PUTs again (the admin route is idempotent).
@@ -378,6 +393,11 @@ var ErrNotDurable = errors.New("durable: settings applied but not stored durably
 // again: a room whose settings are not in the store would not come back after
 // a total loss.
 func (q *Queue) PutConfig(ctx context.Context, id string, cfg room.Config) (room.Config, error) {
+	if q.o.Store != nil {
+		if err := q.buryFromStore(ctx, id); err != nil {
+			return room.Config{}, err
+		}
+	}
 	stored, err := q.eng.PutConfig(ctx, id, cfg)
 	if err != nil || q.o.Store == nil {
 		return stored, err
@@ -407,7 +427,7 @@ func (q *Queue) PutConfig(ctx context.Context, id string, cfg room.Config) (room
 // a record that is not a score): a restore finds one, so a room that never
 // admitted anyone does not come back closed (Restore).
 func (q *Queue) firstHead(ctx context.Context, id string) error {
-	_, err := q.o.Store.Head(ctx, id)
+	_, err := q.storedHead(ctx, id)
 	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrBadHead) {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -299,7 +300,12 @@ func served(t *testing.T, f *fixture, corrupt func()) []room.Ticket {
 // set the floor at the instant it ran.
 func TestRestoreWithoutHeadStaysClosed(t *testing.T) {
 	for name, head := range map[string]string{"missing": "", "NaN": "NaN", "-Inf": "-Inf", "+Inf": "+Inf",
-		"negative": "-3", "garbage": "{]", "empty": " "} {
+		"negative": "-3", "garbage": "{]", "empty": " ",
+		// Implausible: no code of ours writes hex, and neither a draw (below 1)
+		// nor a sequence (microseconds since 2020, below 2^53, not ahead of the clock).
+		"hex": "0x1p-2", "one": "1", "not a draw's grain": "0.3", "not whole": "1764150000123456.5",
+		"2^53": "9.007199254740992e+15", "a year ahead": formatSeq(time.Now().Add(365 * 24 * time.Hour)),
+		"spelled otherwise": "1.76415e15"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			f := newFixture(t, durable.Disk{Dir: dir})
@@ -520,5 +526,66 @@ func TestHeadRecordCost(t *testing.T) {
 		if hc.puts < want-1 || hc.puts > want+1 {
 			t.Errorf("interval %s: %d head records in %d s, want about %d", every, hc.puts, seconds, want)
 		}
+	}
+}
+
+// formatSeq is the sequence the engine would issue at t, as a head record.
+func formatSeq(t time.Time) string { return strconv.FormatFloat(float64(t.UnixMicro()), 'g', -1, 64) }
+
+// A room deleted, created again under its id, then a total loss of Redis:
+// the tombstone the store kept keeps every ticket of the deleted room dead
+// (the served one is not admitted again, the waiting ones do not come back
+// ahead of the new room's visitors), while the new room's own visitors get
+// their places back. Redis alone forgot the tombstone with everything else.
+func TestDeletedRoomStaysDeadAfterTotalLoss(t *testing.T) {
+	for name, store := range map[string]func(t *testing.T) durable.Store{
+		"disk": func(t *testing.T) durable.Store { return durable.Disk{Dir: t.TempDir()} },
+		"s3":   func(t *testing.T) durable.Store { return durable.NewS3(fakeS3(t, "rooms"), "rooms/vst") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, store(t))
+			ts := served(t, f, func() {})
+			// The loss above restores the room (served's first poll below).
+			if _, err := f.q.Poll(f.ctx, ts[7]); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.q.Delete(f.ctx, f.room); err != nil {
+				t.Fatalf("delete: %v", err)
+			}
+			f.clk.Advance(time.Second)
+			if _, err := f.q.PutConfig(f.ctx, f.room, testConfig()); err != nil {
+				t.Fatal(err)
+			}
+			fresh, err := f.q.Join(f.ctx, f.room, "fresh", room.JoinProof{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := redistest.FlushAll(f.ctx, f.rdb); err != nil {
+				t.Fatal(err)
+			}
+			// The new room comes back from the store on the first call.
+			if p, err := f.q.Poll(f.ctx, fresh.Ticket); err != nil || p.State != room.StateWaiting || p.Position != 1 {
+				t.Fatalf("the new room's visitor after the loss: %+v %v, want waiting first", p, err)
+			}
+			for i, tk := range ts {
+				if p, err := f.q.Poll(f.ctx, tk); err != nil || p.State != room.StateExpired {
+					t.Errorf("ticket %d of the deleted room after the loss: %s %v, want expired", i, p.State, err)
+				}
+			}
+			for range 3 {
+				f.clk.Advance(time.Second)
+				if _, err := f.q.Tick(f.ctx, f.room); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, tk := range ts {
+				if _, err := f.q.Consume(f.ctx, f.room, tk.Seq, origin); err == nil {
+					t.Errorf("ticket %d of the deleted room consumed in the new one", i)
+				}
+			}
+			if _, err := f.q.Consume(f.ctx, f.room, fresh.Ticket.Seq, origin); err != nil {
+				t.Errorf("the new room's visitor: %v, want admitted and consumed", err)
+			}
+		})
 	}
 }

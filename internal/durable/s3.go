@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -26,8 +27,11 @@ type S3API interface {
 }
 
 // S3 is a Store in an S3 bucket: one object per room under the prefix,
-// <prefix>rooms/<room>.json for the settings and <prefix>heads/<room> for the
-// head. It needs s3:GetObject and s3:PutObject on <prefix>* and s3:ListBucket
+// <prefix>rooms/<room>.json for the settings, <prefix>heads/<room> for the
+// head and, once the room was deleted, <prefix>rooms/<room>.dead for its
+// tombstone (beside the settings, so what may write and read settings may
+// write and read it: the admin deletes, every function restores; Rooms lists
+// only the .json). It needs s3:GetObject and s3:PutObject on <prefix>* and s3:ListBucket
 // on the bucket (docs/DEPLOY.md); Delete needs s3:DeleteObject.
 type S3 struct {
 	Client S3API
@@ -49,6 +53,7 @@ func NewS3(c S3API, bucketAndPrefix string) *S3 {
 
 func (s *S3) settingsKey(id string) string { return s.Prefix + "rooms/" + id + ".json" }
 func (s *S3) headKey(id string) string     { return s.Prefix + "heads/" + id }
+func (s *S3) deadKey(id string) string     { return s.Prefix + "rooms/" + id + ".dead" }
 
 func (s *S3) put(ctx context.Context, key string, b []byte, contentType string) error {
 	_, err := s.Client.PutObject(ctx, &s3.PutObjectInput{
@@ -112,6 +117,26 @@ func (s *S3) Delete(ctx context.Context, id string) error {
 		}
 	}
 	return nil
+}
+
+// PutTombstone writes <prefix>rooms/<room>.dead.
+func (s *S3) PutTombstone(ctx context.Context, id string, dead int64) error {
+	if !room.ValidRoomID(id) {
+		return room.ErrInvalidRoom
+	}
+	return s.put(ctx, s.deadKey(id), []byte(strconv.FormatInt(dead, 10)), "text/plain")
+}
+
+// Tombstone reads <prefix>rooms/<room>.dead.
+func (s *S3) Tombstone(ctx context.Context, id string) (int64, error) {
+	if !room.ValidRoomID(id) {
+		return 0, room.ErrInvalidRoom
+	}
+	b, err := s.get(ctx, s.deadKey(id))
+	if err != nil {
+		return 0, err
+	}
+	return parseTombstone(b)
 }
 
 // Rooms lists <prefix>rooms/, every page.

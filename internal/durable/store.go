@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
@@ -26,8 +27,8 @@ import (
 // ErrNotFound is a Store's answer for a room it holds nothing of.
 var ErrNotFound = errors.New("durable: not in the store")
 
-// ErrBadHead is a Store's answer for a head record that is not a finite
-// score of 0 or more.
+// ErrBadHead is a Store's answer for a head record that is not a plausible
+// head (parseHead).
 var ErrBadHead = errors.New("durable: bad head record")
 
 // Store is durable storage of each room's settings (the JSON of room.Config)
@@ -42,7 +43,7 @@ type Store interface {
 	Rooms(ctx context.Context) ([]string, error)
 	PutHead(ctx context.Context, room string, head float64) error
 	// Head returns ErrNotFound for a room whose head was never recorded and
-	// ErrBadHead for a record that is not a finite score of 0 or more.
+	// ErrBadHead for a record that is not a plausible head (parseHead).
 	Head(ctx context.Context, room string) (float64, error)
 }
 
@@ -144,13 +145,51 @@ func (d Disk) Head(_ context.Context, id string) (float64, error) {
 
 func formatHead(h float64) string { return strconv.FormatFloat(h, 'g', -1, 64) }
 
-// parseHead reads a head record: a finite score, 0 or more (a sequence or a
-// pre-queue draw). Anything else (NaN, an infinity, a negative number, text)
-// is ErrBadHead: a restore must not take it for a floor.
+// The plausible head records (parseHead): what a head can be, as the engine
+// makes its scores (lib.lua next_seq and the pre-queue draw).
+const (
+	// SeqMin is the least plausible sequence: 2020-01-01T00:00:00Z in
+	// microseconds. A sequence is at least the Redis server's time in
+	// microseconds when it was issued, so a smaller whole number (such as 1)
+	// is no head the engine recorded.
+	SeqMin = 1_577_836_800_000_000
+	// SeqMax bounds sequences: they stay below 2^53, so each is an exact
+	// float64 and an exact 7-byte heartbeat field.
+	SeqMax = 1 << 53
+	// drawUnit is the grain of a pre-queue draw: 13 hex digits of a SHA-1
+	// over 2^52, so every draw is a whole multiple of 2^-52 in [0, 1).
+	drawUnit = 1.0 / (1 << 52)
+	// HeadAhead is how far past the store's clock a sequence may lie
+	// (Queue.storedHead): the clocks of Redis and of the functions differ
+	// by far less. A head further ahead would be a floor above every
+	// ticket for years, the room dead until then.
+	HeadAhead = 24 * time.Hour
+)
+
+// parseHead reads a head record and refuses (ErrBadHead) any that is not
+// plausible: a restore must not take it for a floor. A plausible record is
+// written exactly as formatHead writes its value, blanks around it aside (so
+// "0x1p-2", "1e15" or "1.0" are refused: no code of ours wrote them), and its value is one of
+//   - 0, a room that has admitted nobody (Queue.firstHead);
+//   - a pre-queue draw: in (0, 1), a whole multiple of 2^-52;
+//   - a sequence: a whole number in [SeqMin, SeqMax).
+//
+// NaN, infinities, negative numbers, text, and whole numbers below SeqMin
+// (such as 1) are none of these. Queue.storedHead also refuses a sequence
+// more than HeadAhead past its clock.
 func parseHead(b []byte) (float64, error) {
-	h, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
-	if err != nil || math.IsNaN(h) || math.IsInf(h, 0) || h < 0 {
-		return 0, fmt.Errorf("%w: %.40q", ErrBadHead, b)
+	bad := fmt.Errorf("%w: %.40q", ErrBadHead, b)
+	text := strings.TrimSpace(string(b))
+	h, err := strconv.ParseFloat(text, 64)
+	if err != nil || math.IsNaN(h) || math.IsInf(h, 0) || formatHead(h) != text {
+		return 0, bad
+	}
+	switch {
+	case h == 0:
+	case h > 0 && h < 1 && math.Mod(h, drawUnit) == 0:
+	case h >= SeqMin && h < SeqMax && h == math.Trunc(h):
+	default:
+		return 0, bad
 	}
 	return h, nil
 }

@@ -46,7 +46,9 @@ func exercise(t *testing.T, s durable.Store, rooms int) {
 	if b, err := s.Settings(ctx, want[0]); err != nil || string(b) != `{"maxActive":99}` {
 		t.Errorf("Settings after an overwrite: %s %v", b, err)
 	}
-	for _, h := range []float64{1764123456789012, 0.4217, 1764123456789999} {
+	// Plausible heads only (a sequence, a pre-queue draw, none yet): a store
+	// refuses any other as ErrBadHead.
+	for _, h := range []float64{1764123456789012, float64(0x6bf3a1c2d4e5f) / (1 << 52), 0, 1764123456789999} {
 		if err := s.PutHead(ctx, want[1], h); err != nil {
 			t.Fatal(err)
 		}
@@ -66,8 +68,18 @@ func exercise(t *testing.T, s durable.Store, rooms int) {
 	if !ok {
 		t.Fatalf("%T cannot delete", s)
 	}
+	if _, err := d.Tombstone(ctx, want[1]); !errors.Is(err, durable.ErrNotFound) {
+		t.Errorf("Tombstone of a room never deleted: %v, want ErrNotFound", err)
+	}
+	if err := d.PutTombstone(ctx, want[1], 1764123456789999); err != nil {
+		t.Fatalf("PutTombstone: %v", err)
+	}
 	if err := d.Delete(ctx, want[1]); err != nil {
 		t.Fatalf("Delete: %v", err)
+	}
+	// The tombstone outlives the settings, and is no room.
+	if dead, err := d.Tombstone(ctx, want[1]); err != nil || dead != 1764123456789999 {
+		t.Errorf("Tombstone after Delete = %d %v, want 1764123456789999", dead, err)
 	}
 	if err := d.Delete(ctx, "never-put"); err != nil {
 		t.Errorf("Delete of a room never put: %v", err)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -97,6 +98,21 @@ func startLocked(extra ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A free port can be taken by another process (another test binary's
+	// server) between FreePort and the server's bind: then try another.
+	for range 5 {
+		s, err := startOn(base, extra)
+		if !errors.Is(err, errPortTaken) {
+			return s, err
+		}
+	}
+	return nil, fmt.Errorf("redistest: %w five times", errPortTaken)
+}
+
+// errPortTaken is a start whose port another process took first.
+var errPortTaken = errors.New("the port was taken by another process")
+
+func startOn(base string, extra []string) (*Server, error) {
 	port, err := testkit.FreePort()
 	if err != nil {
 		return nil, err
@@ -138,17 +154,44 @@ func (s *Server) waitReady(limit time.Duration) error {
 		select {
 		case <-s.done:
 			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+			if strings.Contains(string(log), "Address already in use") {
+				return fmt.Errorf("redis-server on %s: %w", s.Addr, errPortTaken)
+			}
 			return fmt.Errorf("redis-server on %s exited: %s", s.Addr, log)
 		default:
 		}
 		c, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
 		if err == nil {
 			_ = c.Close()
-			return nil
+			// The server answering must be this process's: another test
+			// binary's may hold the port (ours then fails to bind), and its
+			// flushes and its stop would be this binary's faults.
+			return s.ours()
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("redis-server on %s did not start in %s", s.Addr, limit)
+}
+
+// ours checks that the server on s.Addr is s's process (INFO's
+// process_id); errPortTaken, with s's process stopped, when it is another's.
+func (s *Server) ours() error {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	defer func() { _ = c.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return fmt.Errorf("redis-server on %s: %w", s.Addr, err)
+	}
+	want := "process_id:" + strconv.Itoa(s.cmd.Process.Pid)
+	for _, l := range strings.Split(info, "\n") {
+		if strings.TrimSpace(l) == want {
+			return nil
+		}
+	}
+	s.Stop()
+	return fmt.Errorf("redis-server on %s: %w", s.Addr, errPortTaken)
 }
 
 // Stop kills the server (SIGKILL: as abrupt as a crash) and waits for it.

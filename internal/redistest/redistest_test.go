@@ -2,7 +2,9 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"regexp"
 	"testing"
 )
@@ -37,4 +39,30 @@ func TestRoomIsValidID(t *testing.T) {
 			t.Fatalf("Room() = %q, not a valid room id", r)
 		}
 	})
+}
+
+// A server whose port another process's server took answers as that one:
+// the start must tell (INFO's process_id), or a test binary would run on
+// another binary's Redis, which flushes and stops it under the tests' feet
+// when two make test runs share the machine.
+func TestStartRefusesAnotherProcesssServer(t *testing.T) {
+	other, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Stop)
+	// A process of ours that is not the server on that port.
+	s := &Server{Addr: other.Addr, Dir: t.TempDir(), Args: []string{"--port", "0"}}
+	s.cmd = exec.Command("sleep", "30")
+	if err := s.cmd.Start(); err != nil {
+		t.Skip("no sleep command:", err)
+	}
+	s.done = make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(s.done) }()
+	if err := s.ours(); !errors.Is(err, errPortTaken) {
+		t.Fatalf("another process's server taken for ours: %v", err)
+	}
+	if err := other.ours(); err != nil {
+		t.Fatalf("a server of ours: %v", err)
+	}
 }

@@ -2,6 +2,8 @@ package gateapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"html"
 	"net"
@@ -160,17 +162,46 @@ func seeOther(path, cookie string) events.APIGatewayV2HTTPResponse {
 	return resp
 }
 
+// cookiesHidden reports whether the browser kept the session cookie
+// (SameSite=Lax) off this post, so that the route cannot tell whether the
+// visitor holds a session: a post from another site (Sec-Fetch-Site
+// cross-site; from a browser that does not send it, an Origin that is not the
+// site's, which may be a sibling: the cookie may or may not have come). A
+// post from the site itself or a sibling site carries the cookie the browser has.
+func cookiesHidden(r *httpapi.Request) bool {
+	switch r.Header("sec-fetch-site") {
+	case "cross-site":
+		return true
+	case "":
+		return crossSite(r)
+	}
+	return false
+}
+
 // gateEnter is POST /.vestibule/enter, the form the waiting page posts when a
 // visitor of a gated room is admitted: token (the entry token) and return (the
 // path to come back to). It checks the token as consume does (signature,
-// issuer, key, times), that the room is gated and that the token's audience
-// (which the engine checks is the room's originUrl) is the site the request
-// came to; redeems it once (the engine's consume script); and answers 303 to
-// gate.SafeReturn(return) with the session cookie, signed by the current key,
-// expiring with the session. Errors are pages: 401 for an invalid token or
-// another site's, 409 for a replay, 410 for an expired entry, 503 when Redis
-// is down. A replay by a browser that already holds this very session's
-// cookie (a form posted twice) is sent on to the return path instead.
+// issuer, key, times) and that the token's audience (which the engine checks
+// is the room's originUrl) is the site the request came to. Then:
+//
+//   - a request that carries a valid session cookie (of any room) keeps it:
+//     303 to gate.SafeReturn(return), the token not redeemed. So no other
+//     site's form, posting its own token, can replace a visitor's session
+//     (the visitor's session would linger, holding its slot, and a visitor of
+//     one of two gated rooms on a host would be locked out of the other);
+//     this covers a form posted twice too;
+//   - a post whose cookies the browser kept off (cookiesHidden: another site's,
+//     as the waiting room's usually is) gets a page of the site's own holding
+//     the same form, which its script (or, without scripts, a button) posts
+//     again to this route from the site, with the cookie (enterPage);
+//   - otherwise it checks that the room is gated, redeems the token once (the
+//     engine's consume script) and answers 303 to gate.SafeReturn(return)
+//     with the session cookie, signed by the current key, expiring with the
+//     session.
+//
+// Errors are pages: 400 without a token, 401 for an invalid token, another
+// site's or a room without gate, 409 for a replay, 410 for an expired entry,
+// 503 when Redis is down.
 func (h *API) gateEnter(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	none := events.APIGatewayV2HTTPResponse{}
 	if h.o.Cookies == nil {
@@ -192,6 +223,12 @@ func (h *API) gateEnter(ctx context.Context, r *httpapi.Request) (events.APIGate
 	if !sameHost(site(r), c.Audience) {
 		return none, pageError(errOtherSite, back)
 	}
+	if _, ok := h.session(r, false); ok {
+		return seeOther(back, ""), nil
+	}
+	if cookiesHidden(r) {
+		return enterPage(tok, back), nil
+	}
 	cfg, err := h.o.Queue.GetConfig(ctx, c.Room)
 	if err != nil {
 		return none, pageError(httpapi.RedeemError(err), back)
@@ -200,11 +237,6 @@ func (h *API) gateEnter(ctx context.Context, r *httpapi.Request) (events.APIGate
 		return none, pageError(errNotGated, back)
 	}
 	sess, err := h.o.Queue.Consume(ctx, c.Room, c.Seq, c.Audience)
-	if errors.Is(err, room.ErrAlreadyConsumed) {
-		if s, ok := h.session(r, false); ok && s.Room == c.Room && s.Seq == c.Seq {
-			return seeOther(back, ""), nil
-		}
-	}
 	if err != nil {
 		return none, pageError(httpapi.RedeemError(err), back)
 	}
@@ -391,10 +423,43 @@ func pageRenderer(back string) func(*httpapi.Error) events.APIGatewayV2HTTPRespo
 	}
 }
 
+// enterScript posts the page's one form at once; the page's policy allows
+// this script alone, by its hash (enterPage).
+const enterScript = "document.forms[0].submit()"
+
+// enterScriptHash is enterScript's CSP source.
+var enterScriptHash = func() string {
+	sum := sha256.Sum256([]byte(enterScript))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}()
+
+// enterPage is the answer to an enter post whose cookies the browser kept
+// off (cookiesHidden): a page of the site holding the same form, which its
+// script posts again at once, now from the site, so the browser sends the
+// session cookie it has (gateEnter keeps a valid one). It changes nothing:
+// the token is not redeemed. Its policy allows the script by its hash; like
+// the other pages it sets no form-action, which browsers check along the
+// form's redirects (the gate may send the return path on to the waiting
+// room). Without scripts the visitor presses the button.
+func enterPage(tok, back string) events.APIGatewayV2HTTPResponse {
+	resp := renderPage(http.StatusOK, pageData{
+		Title: "Entering the site",
+		Text:  "You are being let in. If nothing happens, press Continue.",
+		Enter: &enterForm{Token: tok, Return: back},
+	})
+	resp.Headers["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'; script-src " + enterScriptHash +
+		"; frame-ancestors 'none'; base-uri 'none'"
+	return resp
+}
+
+// enterForm is the form enterPage posts again.
+type enterForm struct{ Token, Return string }
+
 // pageData fills pageTemplate.
 type pageData struct {
 	Title, Text, Code, Back string
-	Leave                   bool // show the leave form's button
+	Leave                   bool       // show the leave form's button
+	Enter                   *enterForm // the enter form to post again (enterPage)
 }
 
 // pageHeaders are the headers of every answer of the gate's routes: never
@@ -437,7 +502,12 @@ a,button{font:inherit}button{padding:.5rem 1rem}.code{color:#555;font-size:.875r
 <h1>` + e(d.Title) + `</h1>
 <p>` + e(d.Text) + `</p>
 `)
-	if d.Leave {
+	if d.Enter != nil {
+		b.WriteString(`<form method="post" action="/.vestibule/enter"><input type="hidden" name="token" value="` + e(d.Enter.Token) +
+			`"><input type="hidden" name="return" value="` + e(d.Enter.Return) + `"><button type="submit" id="enter">Continue</button></form>
+<script>` + enterScript + `</script>
+`)
+	} else if d.Leave {
 		b.WriteString(`<form method="post" action="/.vestibule/leave"><button type="submit" id="leave">Leave now</button></form>
 <p><a id="back" href="` + e(back) + `">Stay on the site</a></p>
 `)

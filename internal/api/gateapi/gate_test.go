@@ -1,6 +1,8 @@
 package gateapi_test
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -160,6 +162,100 @@ func TestGateEnter(t *testing.T) {
 		late, _ := f.admit(`{"mode":"passthrough","gate":true,"claimTTLSeconds":5,"originUrl":"` + site + `"}`)
 		f.clock.Advance(10 * time.Second)
 		wantPage(t, f.enter("site.example", late, "/"), 410, "/")
+	})
+}
+
+// enterFrom posts the enter form as a browser would from where headers say,
+// with the cookies the browser sends along.
+func (f *fixture) enterFrom(headers map[string]string, tok, ret string, cookies ...string) response {
+	f.t.Helper()
+	h := map[string]string{"content-type": "application/x-www-form-urlencoded", "host": "site.example"}
+	for k, v := range headers {
+		h[k] = v
+	}
+	ev := event("POST", "/.vestibule/enter", "", h)
+	ev.Body, ev.Cookies = url.Values{"token": {tok}, "return": {ret}}.Encode(), cookies
+	return f.send(ev)
+}
+
+// Another site's form post of the attacker's own entry token to
+// /.vestibule/enter must not replace a visitor's valid session: the session
+// is kept and the visitor goes on to the return path, the attacker's token
+// unspent. The browser keeps the SameSite=Lax cookie off a cross-site post,
+// so such a post gets a page of the site's own that posts the form again,
+// from the site: that post carries the cookie.
+func TestGateEnterKeepsAValidSession(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, f *fixture) {
+		f, ring := gateFixture(t, f, false)
+		settings := `{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`
+		tok, _ := f.admit(settings)
+		victim := gate.CookieName + "=" + setCookie(t, f.enter("site.example", tok, "/")).Value
+		// The attacker's own token: of another gated room on the same site,
+		// and of the victim's room.
+		other, _ := f.admit(settings)
+		same := func() string {
+			claims, _ := f.entries.Verify(tok, f.clock.Now())
+			r := f.do("POST", "/api/rooms/"+claims.Room+"/enqueue", "", nil)
+			return r.str("entryToken")
+		}()
+		spent := func(tk string) bool {
+			claims, err := f.entries.Verify(tk, f.clock.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.q.Consume(t.Context(), claims.Room, claims.Seq, claims.Audience)
+			return err != nil // a token already redeemed cannot be again
+		}
+		crossSite := map[string]string{"sec-fetch-site": "cross-site", "origin": "https://evil.example"}
+		sameOrigin := map[string]string{"sec-fetch-site": "same-origin", "origin": "https://site.example"}
+		for name, attack := range map[string]string{"another room's token": other, "a token of the same room": same} {
+			// A browser that sends the cookie along (no SameSite, or a post
+			// from a sibling site): the session is kept at once.
+			r := f.enterFrom(map[string]string{"sec-fetch-site": "same-site", "origin": "https://evil.site.example"}, attack, "/tickets", victim)
+			if r.StatusCode != 303 || r.Headers["Location"] != "/tickets" || len(r.Cookies) != 0 {
+				t.Errorf("%s, with the victim's cookie: %d %v cookies %v, want 303 to /tickets and no cookie", name, r.StatusCode, r.Headers, r.Cookies)
+			}
+			// A cross-site post, the cookie kept off: the site's page posts
+			// the form again, from the site, and changes nothing yet.
+			r = f.enterFrom(crossSite, attack, "/tickets", nil...)
+			if r.StatusCode != 200 || len(r.Cookies) != 0 || !strings.Contains(r.Body, `<form method="post" action="/.vestibule/enter"`) ||
+				!strings.Contains(r.Body, `name="token" value="`+attack+`"`) || !strings.Contains(r.Body, `name="return" value="/tickets"`) {
+				t.Fatalf("%s, cross-site: %d cookies %v: %s", name, r.StatusCode, r.Cookies, r.Body)
+			}
+			// The policy allows exactly the page's script, by its hash.
+			_, script, _ := strings.Cut(r.Body, "<script>")
+			script, _, _ = strings.Cut(script, "</script>")
+			sum := sha256.Sum256([]byte(script))
+			if csp := r.Headers["Content-Security-Policy"]; script == "" || !strings.Contains(csp, "script-src 'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"';") {
+				t.Errorf("%s, cross-site: the page's policy %q for its script %q", name, csp, script)
+			}
+			// That post carries the victim's cookie: kept, on to the return path.
+			r = f.enterFrom(sameOrigin, attack, "/tickets", victim)
+			if r.StatusCode != 303 || r.Headers["Location"] != "/tickets" || len(r.Cookies) != 0 {
+				t.Errorf("%s, posted again by the site's page: %d %v cookies %v", name, r.StatusCode, r.Headers, r.Cookies)
+			}
+			if spent(attack) {
+				t.Errorf("%s: the attacker's token was redeemed against the victim's session", name)
+			}
+		}
+		// The victim's session is the one that still holds the cookie's room.
+		if s, err := gate.Verify(ring, strings.TrimPrefix(victim, gate.CookieName+"="), gate.CookieRoom(strings.TrimPrefix(victim, gate.CookieName+"=")), f.clock.Now()); err != nil || s.Seq == 0 {
+			t.Fatalf("victim's cookie: %+v %v", s, err)
+		}
+		// A visitor without a session, entering from the waiting room on
+		// another site: the page posts again, and that post enters.
+		fresh, _ := f.admit(settings)
+		if r := f.enterFrom(crossSite, fresh, "/"); r.StatusCode != 200 || len(r.Cookies) != 0 {
+			t.Fatalf("cross-site entry without a session: %d %v", r.StatusCode, r.Cookies)
+		}
+		if c := setCookie(t, f.enterFrom(sameOrigin, fresh, "/")); c.Name != gate.CookieName || c.Value == "" {
+			t.Fatalf("the page's post: cookie %+v", c)
+		}
+		// From a sibling site the browser sends the cookie it has: no page.
+		sibling, _ := f.admit(settings)
+		if c := setCookie(t, f.enterFrom(map[string]string{"sec-fetch-site": "same-site", "origin": "https://queue.site.example"}, sibling, "/")); c.Value == "" {
+			t.Fatalf("same-site entry without a session: %+v", c)
+		}
 	})
 }
 
