@@ -34,6 +34,7 @@ type SettingsWrite struct {
 // The key patterns of the settings bucket.
 const (
 	roomSettingsKeys = SettingsRoomsPrefix + "*.json" // durable.S3.PutSettings: rooms/<room>.json
+	roomTombKeys     = SettingsRoomsPrefix + "*.dead" // durable.Queue.Delete: rooms/<room>.dead, a deleted room's tombstone
 	roomKeys         = SettingsRoomsPrefix + "*"      // rooms/<event>.event and any rooms/<event>.<kind>
 	headKeys         = SettingsHeadsPrefix + "*"      // durable.S3.PutHead: heads/<room>
 )
@@ -41,13 +42,15 @@ const (
 // SettingsWrites are the keys each function's code writes, and so all its role may write
 // (TestFunctionsWriteOnlyWhatTheirRolesAllow runs every route of each function against an S3
 // stand-in that enforces the synthesized policy, and fails on a write it refuses or a grant no
-// code path uses). A room's settings are written by admin only, so a flaw in a public function
-// cannot rewrite a room's originUrl: booking writes its events' keys under rooms/ but is denied
-// rooms/*.json (SettingsDenies).
+// code path uses). A room's settings and tombstone are written by admin only, so a flaw in a
+// public function cannot rewrite a room's originUrl or bury a live room: booking writes its
+// events' keys under rooms/ but is denied rooms/*.json and rooms/*.dead (SettingsDenies).
 var SettingsWrites = map[string][]SettingsWrite{
 	routes.Admin: {
 		{roomSettingsKeys, "PUT /api/admin/rooms/{room} stores the settings (durable.Queue.PutConfig)"},
 		{headKeys, "PUT /api/admin/rooms/{room} records a new room's first head, so a restore finds one"},
+		{roomTombKeys, "DELETE /api/admin/rooms/{room} keeps the room's tombstone, so its tickets stay dead " +
+			"across a total loss (durable.Queue.Delete)"},
 	},
 	Admit: {
 		{headKeys, "every tick records the room's head (durable.Queue.Tick)"},
@@ -65,8 +68,8 @@ var SettingsWrites = map[string][]SettingsWrite{
 }
 
 // SettingsDenies are the keys a function may never write though a pattern of SettingsWrites
-// covers them: booking's rooms/* holds the rooms' settings too.
-var SettingsDenies = map[string][]string{routes.Booking: {roomSettingsKeys}}
+// covers them: booking's rooms/* holds the rooms' settings and tombstones too.
+var SettingsDenies = map[string][]string{routes.Booking: {roomSettingsKeys, roomTombKeys}}
 
 // newSettingsBucket creates the bucket of the durable room settings (docs/DEPLOY.md, "Durable
 // room settings (S3)") and the way to it from the isolated subnets: the S3 gateway endpoint,

@@ -159,10 +159,11 @@ func TestSettingsLeastPrivilege(t *testing.T) {
 		}
 		// and write what its code writes: admin a room's settings and first head, admit and
 		// the request-driven ticks of enqueue and poll a head, booking its events' keys but
-		// never a room's settings
+		// never a room's settings nor its tombstone
 		switch name {
 		case routes.Admin:
 			want["s3:PutObject bucket/rooms/*.json"] = "null"
+			want["s3:PutObject bucket/rooms/*.dead"] = "null"
 			want["s3:PutObject bucket/heads/*"] = "null"
 			// and only admin deletes a room (DELETE /api/admin/rooms/{room})
 			want["s3:DeleteObject bucket/rooms/*"] = "null"
@@ -172,6 +173,7 @@ func TestSettingsLeastPrivilege(t *testing.T) {
 		case routes.Booking:
 			want["s3:PutObject bucket/rooms/*"] = "null"
 			want["Deny s3:PutObject bucket/rooms/*.json"] = "null"
+			want["Deny s3:PutObject bucket/rooms/*.dead"] = "null"
 		}
 		// and the API functions read the keys object (TestKeysObjectIsReadOnlyByTheAPIFunctions)
 		for k := range got {
