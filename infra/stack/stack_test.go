@@ -459,6 +459,9 @@ var cfnLintIgnored = map[string]string{
 // lints the very templates the assertion tests check, without a CLI synthesis per variant,
 // and runs wherever `go test ./...` does. Skipped without cfn-lint, except in CI.
 func TestCfnLint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cfn-lint over every variant: make test runs it, make test-short does not")
+	}
 	lint, err := exec.LookPath("cfn-lint")
 	if err != nil {
 		if os.Getenv("CI") != "" {
