@@ -27,7 +27,7 @@ VULNDB := $(CURDIR)/.tools/vulndb/$(VULNDB_VERSION)
 # machine's Go toolchain fixes those, not go.mod); by default they are listed as warnings.
 VULNCHECK_STDLIB ?= warn
 
-.PHONY: dev test vulncheck build build-host page page-build synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint clean
+.PHONY: dev test test-short vulncheck build build-host page page-build synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint clean
 
 ## dev: run the whole product locally on http://localhost:8080 (embedded Redis unless REDIS_URL is set)
 ## (it rebuilds the page's bundles first where `make deps-esbuild` installed esbuild, so an edited module shows)
@@ -36,13 +36,22 @@ dev:
 	  $(MAKE) --no-print-directory page-build || echo "make dev: serving the committed page bundles" >&2; fi
 	go run ./cmd/vestibule-dev
 
-## test: install what the tests need, check the Go code with go vet and staticcheck (pinned),
-## then run every test (infra/stack's TestCfnLint runs cfn-lint on every synthesized variant and
-## fails on any error)
+## test: install what the tests need, check the Go code with go vet, staticcheck (pinned) and
+## govulncheck, run every test (infra/stack's TestCfnLint runs cfn-lint on every synthesized
+## variant and fails on any error), then the fast tier again under the race detector (all but the
+## CDK app, whose constructs run in the CDK's node process)
 test: deps build vulncheck
 	go vet ./...
 	go run $(STATICCHECK) ./...
 	go test $(GO_TEST_FLAGS) ./...
+	go test -race -short $(GO_TEST_FLAGS) $$(go list ./... | grep -v /infra/)
+
+## test-short: the fast tier, an answer in a few minutes: go vet, then the unit, Redis and
+## template tests; Chromium, cfn-lint, cdk synth and cdk-nag, and the Lambda emulator's tests
+## skip under -short
+test-short: deps-redis
+	go vet ./...
+	go test -short $(GO_TEST_FLAGS) ./...
 
 ## vulncheck: govulncheck (pinned) over the code, against the vulnerability database of
 ## golang.org/x/vulndb at VULNDB_VERSION, built offline from the module proxy; it fails on a
