@@ -18,11 +18,12 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 # govulncheck and the Go vulnerability database it reads, both pinned and both from the module
 # proxy: the database is built from golang.org/x/vulndb's OSV reports (its cmd/indexdb) into
-# .tools/, once per version, so make test needs no other network. Bump VULNDB_VERSION
+# the user's cache (beside Go's), once per version, so make test needs no other network and a
+# fresh clone on the same machine reuses it. Bump VULNDB_VERSION
 # (go list -m golang.org/x/vulndb@latest) to learn of newer vulnerabilities.
 GOVULNCHECK := golang.org/x/vuln/cmd/govulncheck@v1.9.0
 VULNDB_VERSION := v0.0.0-20261105234957-e22db6528018
-VULNDB := $(CURDIR)/.tools/vulndb/$(VULNDB_VERSION)
+VULNDB := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/vestibule/vulndb/$(VULNDB_VERSION)
 # VULNCHECK_STDLIB=fail also fails make test on a vulnerability of the standard library (the
 # machine's Go toolchain fixes those, not go.mod); by default they are listed as warnings.
 VULNCHECK_STDLIB ?= warn
@@ -59,7 +60,7 @@ test-short: deps-redis
 vulncheck:
 	@[ -f $(VULNDB)/index/db.json ] || { \
 	  dir=$$(go mod download -json golang.org/x/vulndb@$(VULNDB_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
-	  [ -d "$$dir/data/osv" ] && rm -rf $(VULNDB).tmp && \
+	  [ -d "$$dir/data/osv" ] && rm -rf $(VULNDB).tmp && mkdir -p $(dir $(VULNDB)) && \
 	  go run golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION) -vulns "$$dir/data/osv" -out $(VULNDB).tmp && \
 	  mv $(VULNDB).tmp $(VULNDB); } || { echo "make vulncheck: could not build the vulnerability database" >&2; exit 1; }
 	set -o pipefail; go run $(GOVULNCHECK) -db file://$(VULNDB) -format json ./... | \
