@@ -175,9 +175,12 @@ func TestTwoTabs(t *testing.T) {
 		t.Errorf("positions: first tab %q, second tab %q; want both 1", a, b)
 	}
 
-	// Let a few polls happen: the first tab polls, the second only follows.
+	// Let a few polls happen: the first tab polls, the second only follows. Four polls take
+	// at least 10 s of real time by design (one each 3.3 s), two thirds of wait: awaited with a
+	// deadline of its own, so a loaded machine's late timers do not decide the verdict.
+	const pollsWait = 60 * time.Second
 	before := firstReqs.get("poll")
-	waitJS(t, first, `+document.body.dataset.polls >= 4`, wait)
+	waitJS(t, first, `+document.body.dataset.polls >= 4`, pollsWait)
 	if firstReqs.get("poll") <= before {
 		t.Errorf("the leading tab sent no poll requests")
 	}
@@ -190,7 +193,7 @@ func TestTwoTabs(t *testing.T) {
 	// Close the leader: the second tab takes over with the same ticket.
 	ticket := ticketOf(t, first, room)
 	closeFirst()
-	waitJS(t, second, `document.body.dataset.leader === "1" && +document.body.dataset.polls >= 2`, wait)
+	waitJS(t, second, `document.body.dataset.leader === "1" && +document.body.dataset.polls >= 2`, pollsWait)
 	if secondReqs.get("poll")+secondReqs.get("enqueue") == 0 {
 		t.Errorf("the new leader sent no requests")
 	}
