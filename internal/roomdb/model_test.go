@@ -107,8 +107,13 @@ func TestModel(t *testing.T) {
 				m.check(a)
 			}
 		})
-		// The run is only worth something if it reached every branch.
+		// The run is only worth something if it reached every branch. The fast tier (-short)
+		// makes rapid run a fifth of the checks, too few to reach the rarest branches every
+		// time: there the invariants are checked, and the coverage is left to the full run.
 		t.Logf("events over %d runs: %v", run, seen)
+		if testing.Short() {
+			return
+		}
 		for _, ev := range []string{"admitted by tick", "admitted on arrival", "evicted", "restored", "expired on poll",
 			"grant reclaimed", "session ended", "consumed", "replay refused", "consume too late", "paused tick",
 			"left", "completed"} {
