@@ -242,15 +242,8 @@ func (p *seatPicker) hold(w http.ResponseWriter, r *http.Request) {
 // twice; the waiting room's answer (200 with the new expiresAt, or 409
 // extension_limit, 410 hold_expired …) goes back as it is.
 func (p *seatPicker) extend(w http.ResponseWriter, r *http.Request) {
-	in, ok := decodePicker(w, r)
+	in, h, ok := p.ownHold(w, r)
 	if !ok {
-		return
-	}
-	p.mu.Lock()
-	h, ok := p.holds[in.Hold]
-	p.mu.Unlock()
-	if !ok || h.bookingSession != in.BookingSession {
-		writeJSON(w, http.StatusNotFound, apiErr("unknown_hold", "no such hold of yours"))
 		return
 	}
 	status, raw, err := p.call(r.Context(), http.MethodPost, "/api/events/"+DemoEventID+"/holds/"+in.Hold+"/extend",
@@ -269,6 +262,24 @@ func (p *seatPicker) extend(w http.ResponseWriter, r *http.Request) {
 	relay(w, status, raw, err)
 }
 
+// ownHold decodes a request about one hold and finds that hold, made by
+// the same booking session; otherwise it has answered (400, or 404
+// unknown_hold) and says false.
+func (p *seatPicker) ownHold(w http.ResponseWriter, r *http.Request) (pickerRequest, pickerHold, bool) {
+	in, ok := decodePicker(w, r)
+	if !ok {
+		return in, pickerHold{}, false
+	}
+	p.mu.Lock()
+	h, ok := p.holds[in.Hold]
+	p.mu.Unlock()
+	if !ok || h.bookingSession != in.BookingSession {
+		writeJSON(w, http.StatusNotFound, apiErr("unknown_hold", "no such hold of yours"))
+		return in, pickerHold{}, false
+	}
+	return in, h, true
+}
+
 // confirm is POST /confirm {bookingSession, hold}: (the demo takes no
 // payment) confirms the hold with the room's origin credential, the
 // Idempotency-Key derived from the hold (so a retry returns the same order),
@@ -276,15 +287,8 @@ func (p *seatPicker) extend(w http.ResponseWriter, r *http.Request) {
 // fencing token. A write the store refuses (a newer order has the seat) is
 // compensated: the order is cancelled and the page told 409 stale_order.
 func (p *seatPicker) confirm(w http.ResponseWriter, r *http.Request) {
-	in, ok := decodePicker(w, r)
+	in, h, ok := p.ownHold(w, r)
 	if !ok {
-		return
-	}
-	p.mu.Lock()
-	h, ok := p.holds[in.Hold]
-	p.mu.Unlock()
-	if !ok || h.bookingSession != in.BookingSession {
-		writeJSON(w, http.StatusNotFound, apiErr("unknown_hold", "no such hold of yours"))
 		return
 	}
 	status, raw, err := p.call(r.Context(), http.MethodPost, "/api/events/"+DemoEventID+"/holds/"+in.Hold+"/confirm",
