@@ -24,20 +24,8 @@ type Defined struct {
 	MaxHoldSeconds    int64            `json:"maxHoldSeconds"`
 }
 
-// EventInfo is GET /api/admin/events/{event}: the definition, every seat's
-// state, the units left per sku, the last fencing token and the counters.
-type EventInfo struct {
-	Event             string                       `json:"event"`
-	Room              string                       `json:"room"`
-	HoldTTLSeconds    int64                        `json:"holdTTLSeconds"`
-	SessionLimit      int64                        `json:"sessionLimit"`
-	MaxHoldExtensions int64                        `json:"maxHoldExtensions"`
-	MaxHoldSeconds    int64                        `json:"maxHoldSeconds"`
-	Seats             map[string]booking.SeatState `json:"seats"`
-	Stock             map[string]int64             `json:"stock"`
-	Fence             string                       `json:"fence"`
-	Counters          map[string]int64             `json:"counters"`
-}
+// EventInfo is GET /api/admin/events/{event}, the booking API's admin view.
+type EventInfo = booking.EventView
 
 func eventPath(id string) (string, error) {
 	if !booking.ValidEventID(id) {

@@ -390,21 +390,6 @@ func (h *API) putEvent(ctx context.Context, r *httpapi.Request) (events.APIGatew
 	}), nil
 }
 
-type eventInfo struct {
-	Event             string                       `json:"event"`
-	Room              string                       `json:"room"`
-	HoldTTLSeconds    int64                        `json:"holdTTLSeconds"`
-	SessionLimit      int64                        `json:"sessionLimit"`
-	MaxHoldExtensions int64                        `json:"maxHoldExtensions"`
-	MaxHoldSeconds    int64                        `json:"maxHoldSeconds"`
-	Seats             map[string]booking.SeatState `json:"seats"`
-	Stock             map[string]int64             `json:"stock"`
-	Fence             string                       `json:"fence"` // the last fencing token issued
-	Counters          map[string]int64             `json:"counters"`
-	// Restore says how the event came back from a total loss; absent: never lost.
-	Restore *restoreInfo `json:"restore,omitempty"`
-}
-
 // getEvent is GET /api/admin/events/{event}: the view and the counters.
 func (h *API) getEvent(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	v, err := h.view(ctx, r)
@@ -414,7 +399,7 @@ func (h *API) getEvent(ctx context.Context, r *httpapi.Request) (events.APIGatew
 	if v.Room == "" {
 		v.Room = r.Path.Event
 	}
-	return httpapi.JSON(http.StatusOK, eventInfo{
+	return httpapi.JSON(http.StatusOK, booking.EventView{
 		Event: r.Path.Event, Room: v.Room, HoldTTLSeconds: int64(v.HoldTTL / time.Second), SessionLimit: v.SessionLimit,
 		MaxHoldExtensions: v.MaxHoldExtensions, MaxHoldSeconds: int64(v.MaxHold / time.Second), Seats: v.Seats, Stock: v.Stock, Fence: strconv.FormatInt(v.Fence, 10),
 		Counters: v.Counters(), Restore: restoreOf(v.Restore),

@@ -62,21 +62,11 @@ func (h *API) rebuildEvent(ctx context.Context, r *httpapi.Request) (events.APIG
 	return httpapi.JSON(http.StatusOK, rebuildResponse{Event: r.Path.Event, Added: res.Added, Kept: res.Kept, Recovering: res.Recovering}), nil
 }
 
-// restoreInfo is how an event came back from a total loss, as the admin view
-// shows it (absent: never lost).
-type restoreInfo struct {
-	// State is "recovering" (closed to holds until rebuilt) or "reopened".
-	State      string     `json:"state"`
-	RestoredAt time.Time  `json:"restoredAt"`
-	ReopenedAt *time.Time `json:"reopenedAt,omitempty"`
-	Rebuilt    int64      `json:"rebuiltOrders"`
-}
-
-func restoreOf(r booking.Restore) *restoreInfo {
+func restoreOf(r booking.Restore) *booking.RestoreView {
 	if r.RestoredAt.IsZero() && !r.Recovering {
 		return nil
 	}
-	out := &restoreInfo{State: "recovering", RestoredAt: r.RestoredAt, Rebuilt: r.Rebuilt}
+	out := &booking.RestoreView{State: "recovering", RestoredAt: r.RestoredAt, Rebuilt: r.Rebuilt}
 	if !r.Recovering {
 		out.State = "reopened"
 		at := r.ReopenedAt
