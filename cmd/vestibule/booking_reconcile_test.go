@@ -26,17 +26,7 @@ func TestBookingReconcile(t *testing.T) {
 		t.Fatalf("define: %d %v", code, m)
 	}
 	eng := bookingdb.New(redistest.Single(t))
-	buy := func(req booking.Request) string {
-		h, err := eng.Hold(ctx, ev, "v:1", req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := eng.Confirm(ctx, ev, "v:1", h.Token, "k"+strconv.FormatInt(h.Token, 10))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o.Order
-	}
+	buy := buyer(t, eng, ev)
 	o1 := buy(booking.Request{Seats: []string{"A1"}, Units: map[string]int64{"ga": 2}})
 	o2 := buy(booking.Request{Seats: []string{"A2"}})
 	o3 := buy(booking.Request{Seats: []string{"A3"}})
@@ -79,5 +69,23 @@ func TestBookingReconcile(t *testing.T) {
 	_, errs, code = vestibule(t, s, "booking", "reconcile", ev, "--origin", write(`{"seat":"A1"}`))
 	if code != 1 || !strings.Contains(errs, "line 1") {
 		t.Fatalf("a bad line: %d %q", code, errs)
+	}
+}
+
+// buyer returns a function that holds and confirms req in event ev for one
+// visitor, straight on the engine, and returns the order's id.
+func buyer(t *testing.T, eng *bookingdb.Engine, ev string) func(booking.Request) string {
+	return func(req booking.Request) string {
+		t.Helper()
+		ctx := context.Background()
+		h, err := eng.Hold(ctx, ev, "v:1", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := eng.Confirm(ctx, ev, "v:1", h.Token, "k"+strconv.FormatInt(h.Token, 10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.Order
 	}
 }

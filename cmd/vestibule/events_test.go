@@ -57,17 +57,7 @@ func TestEvents(t *testing.T) {
 
 	ctx := context.Background()
 	eng := bookingdb.New(redistest.Single(t))
-	buy := func(req booking.Request) string {
-		h, err := eng.Hold(ctx, ev, "v:1", req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := eng.Confirm(ctx, ev, "v:1", h.Token, "k"+strconv.FormatInt(h.Token, 10))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o.Order
-	}
+	buy := buyer(t, eng, ev)
 	o1 := buy(booking.Request{Seats: []string{"A1"}, Units: map[string]int64{"parking": 2}})
 	o2 := buy(booking.Request{Seats: []string{"A2"}})
 	if _, err := eng.Cancel(ctx, ev, o2, "refund"); err != nil {
