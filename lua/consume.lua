@@ -3,6 +3,9 @@
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> member (the entry token's sequence)
 -- ARGV[3] -> audience (the entry token's aud): must be the room's originUrl
+-- The session ends after sessionTTLSeconds; in a gated room with
+-- sessionIdleSeconds, after that (at most its longest life, maxSessionSeconds
+-- or else sessionTTLSeconds): room.Config.SessionLimits.
 -- Returns {'ok', session end (ms)}, {'consumed'} (already), {'expired'},
 -- {'nogrant'} (no such grant), {'audience'} (the token is for another origin:
 -- nothing changes), or {'noroom'}.
@@ -18,6 +21,15 @@ if d then
   redis.call('ZREM', K_ADM, m)
   if tonumber(d) < now then return {'expired'} end
   local ends = now + cfg.sessionTTL
+  -- A gated room with sessionIdleSeconds: the session first lasts its idle
+  -- window (renew.lua extends it on navigations), never past its longest life.
+  local g = redis.call('HMGET', K_CFG, 'gate', 'sessionIdleSeconds', 'maxSessionSeconds')
+  local idle = (tonumber(g[2]) or 0) * 1000
+  if g[1] == '1' and idle > 0 then
+    local max = (tonumber(g[3]) or 0) * 1000
+    if max == 0 then max = cfg.sessionTTL end
+    ends = now + math.min(idle, max)
+  end
   redis.call('ZADD', K_ACT, ends, m)
   -- GT: a record kept to the end of a recovery window (tick.lua) stays that long.
   redis.call('ZADD', K_USED, 'GT', now, m)

@@ -1,6 +1,7 @@
 -- renew.lua: an active visitor renews a gated session (/.vestibule/renew): its
--- end moves to min(now + sessionTTL, start + maxSessionSeconds), never earlier.
--- sessionTTL is then the idle timeout, and no session is held past its maximum.
+-- end moves to min(now + idle, start + longest), never earlier, where idle is
+-- sessionIdleSeconds (sessionTTLSeconds when 0) and longest maxSessionSeconds
+-- (sessionTTLSeconds when 0). No session is held past its longest life.
 -- KEYS: the room's keys (lib.lua)
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> member (the session's sequence)
@@ -20,8 +21,15 @@ if redis.call('HGET', K_CFG, 'originUrl') ~= ARGV[3] then return {'audience'} en
 local ends = tonumber(redis.call('ZSCORE', K_ACT, m))
 -- A session whose end has passed is over, whether or not a tick removed it.
 if not ends or ends <= now then return {'nogrant'} end
-local max = (tonumber(redis.call('HGET', K_CFG, 'maxSessionSeconds')) or 0) * 1000
-local want = math.min(now + cfg.sessionTTL, start + max)
+-- room.Config.SessionLimits: the idle window is sessionIdleSeconds, or
+-- sessionTTL without it; the longest life maxSessionSeconds, or sessionTTL
+-- without it (then a room with neither renews nothing).
+local g = redis.call('HMGET', K_CFG, 'sessionIdleSeconds', 'maxSessionSeconds')
+local idle = (tonumber(g[1]) or 0) * 1000
+if idle == 0 then idle = cfg.sessionTTL end
+local max = (tonumber(g[2]) or 0) * 1000
+if max == 0 then max = cfg.sessionTTL end
+local want = math.min(now + idle, start + max)
 if want > ends then
   -- XX: only a session that exists; GT: never earlier.
   redis.call('ZADD', K_ACT, 'XX', 'GT', want, m)

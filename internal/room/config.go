@@ -121,6 +121,27 @@ var settings = []Setting{
 		}
 		return s
 	}(),
+	// A gated session ends this long after entry or its last renewal, up to
+	// its longest life (SessionLimits); 0 keeps sessionTTLSeconds the window.
+	func() Setting {
+		s := number("sessionIdleSeconds", "a gated session with no navigation for this long ends (the edge gate renews it on navigations, up to maxSessionSeconds, or sessionTTLSeconds without it); 0: sessionTTLSeconds is the idle window",
+			func(c *Config) *int64 { return &c.SessionIdleSeconds }, 0, 0, 86_400)
+		inRange := s.check
+		s.check = func(c Config) string {
+			if reason := inRange(c); reason != "" {
+				return reason
+			}
+			_, longest := c.SessionLimits()
+			switch {
+			case c.SessionIdleSeconds != 0 && c.SessionIdleSeconds < minIdleSeconds:
+				return fmt.Sprintf("%d is below %d: 0, or at least %d", c.SessionIdleSeconds, minIdleSeconds, minIdleSeconds)
+			case c.SessionIdleSeconds > longest:
+				return fmt.Sprintf("%d is above the session's longest life (%d: maxSessionSeconds, or sessionTTLSeconds without it)", c.SessionIdleSeconds, longest)
+			}
+			return ""
+		}
+		return s
+	}(),
 	number("claimTTLSeconds", "a grant not consumed in this time is reclaimed",
 		func(c *Config) *int64 { return &c.ClaimTTLSeconds }, 120, 5, 3_600),
 	number("heartbeatTTLSeconds", "the grace beyond the told poll: a waiting visitor who misses the poll the server asked for by more than this is evicted (and may come back before the head passes)",
@@ -224,6 +245,28 @@ var settings = []Setting{
 			func(bool) string { return "" })
 		return s
 	}(),
+}
+
+// minIdleSeconds is the shortest sessionIdleSeconds: the gate renews a
+// session half way to its end, so a shorter window would send a navigation
+// through /.vestibule/renew every few seconds.
+const minIdleSeconds = 10
+
+// SessionLimits are a gated session's idle window (the time it lasts after
+// entry or a renewal without another) and its longest life from its start, in
+// seconds: sessionIdleSeconds, or sessionTTLSeconds when it is 0; and
+// maxSessionSeconds, or sessionTTLSeconds when it is 0. A session renews while
+// idle < longest; in a room with neither set both are sessionTTLSeconds, and
+// nothing renews. consume.lua and renew.lua compute the same.
+func (c Config) SessionLimits() (idle, longest int64) {
+	idle, longest = c.SessionTTLSeconds, c.SessionTTLSeconds
+	if c.SessionIdleSeconds > 0 {
+		idle = c.SessionIdleSeconds
+	}
+	if c.MaxSessionSeconds > 0 {
+		longest = c.MaxSessionSeconds
+	}
+	return idle, longest
 }
 
 // checkOrigin says why s is not an originUrl, "" when it is one.

@@ -38,3 +38,37 @@ func TestGateNeedsASecureOrigin(t *testing.T) {
 		}
 	}
 }
+
+// sessionIdleSeconds is 0 (off) or at least 10 s and at most the session's
+// longest life: maxSessionSeconds, or sessionTTLSeconds without it.
+func TestSessionIdleSecondsRange(t *testing.T) {
+	for _, c := range []struct {
+		idle, ttl, max int64
+		ok             bool
+	}{
+		{0, 600, 0, true},
+		{30, 600, 0, true},
+		{600, 600, 0, true},
+		{601, 600, 0, false},
+		{900, 600, 3600, true},
+		{3601, 600, 3600, false},
+		{9, 600, 0, false},
+		{-1, 600, 0, false},
+	} {
+		cfg := room.DefaultConfig()
+		cfg.OriginURL, cfg.Gate = "https://booking.example.com/", true
+		cfg.SessionIdleSeconds, cfg.SessionTTLSeconds, cfg.MaxSessionSeconds = c.idle, c.ttl, c.max
+		err := cfg.Validate()
+		var fe *room.FieldError
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%+v: %v, want valid", c, err)
+		case !c.ok && (!errors.As(err, &fe) || fe.Field != "sessionIdleSeconds"):
+			t.Errorf("%+v: %v, want a FieldError for sessionIdleSeconds", c, err)
+		}
+	}
+	idle, longest := room.Config{SessionTTLSeconds: 600}.SessionLimits()
+	if idle != 600 || longest != 600 {
+		t.Errorf("without either setting: idle %d, longest %d, want 600 and 600 (no renewal)", idle, longest)
+	}
+}

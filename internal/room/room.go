@@ -44,7 +44,10 @@ type Config struct {
 	SessionTTLSeconds int64 `json:"sessionTTLSeconds"`
 	// MaxSessionSeconds is the longest a gated session can be renewed to
 	// (from its start); 0: no renewal, a session lasts SessionTTLSeconds.
-	MaxSessionSeconds   int64      `json:"maxSessionSeconds"`
+	MaxSessionSeconds int64 `json:"maxSessionSeconds"`
+	// SessionIdleSeconds ends a gated session this long after its last
+	// renewal (0: sessionTTLSeconds is the idle window, as without it).
+	SessionIdleSeconds  int64      `json:"sessionIdleSeconds"`
 	ClaimTTLSeconds     int64      `json:"claimTTLSeconds"`
 	HeartbeatTTLSeconds int64      `json:"heartbeatTTLSeconds"`
 	Mode                Mode       `json:"mode"`

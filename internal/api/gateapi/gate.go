@@ -251,13 +251,15 @@ func (h *API) gateEnter(ctx context.Context, r *httpapi.Request) (events.APIGate
 // cookieSession is what the cookie of a session that started at start and
 // ends at end (the engine's) says at now: it expires with the session (whole
 // seconds, never after it), and while the room renews sessions
-// (maxSessionSeconds) and this one can still grow, it says when to renew: half
-// way to its end. The gate then sends a navigation through /.vestibule/renew.
+// (room.Config.SessionLimits: an idle window shorter than the longest life)
+// and this one can still grow, it says when to renew: half way to its end.
+// The gate then sends a navigation through /.vestibule/renew.
 func cookieSession(cfg room.Config, id string, seq int64, start, end, now time.Time) gate.Session {
 	s := gate.Session{Room: id, Seq: seq, Expires: end.Truncate(time.Second).UTC()}
 	start = start.Truncate(time.Second).UTC()
 	half := s.Expires.Sub(now) / 2
-	if cfg.MaxSessionSeconds == 0 || !s.Expires.Before(start.Add(time.Duration(cfg.MaxSessionSeconds)*time.Second)) || half < time.Second {
+	idle, longest := cfg.SessionLimits()
+	if idle >= longest || !s.Expires.Before(start.Add(time.Duration(longest)*time.Second)) || half < time.Second {
 		return s // no renewal, at the maximum already, or too close to its end
 	}
 	s.RenewAt, s.Start = now.Add(half).Truncate(time.Second).UTC(), start
@@ -266,8 +268,9 @@ func cookieSession(cfg room.Config, id string, seq int64, start, end, now time.T
 
 // gateRenew is GET /.vestibule/renew?return=<path>, where the gate sends an
 // active visitor's navigation once the session cookie's time to renew has
-// come. It extends the session in the engine (Renew: to min(now +
-// sessionTTLSeconds, start + maxSessionSeconds), never shorter), signs a new
+// come. It extends the session in the engine (Renew: to min(now + the idle
+// window, start + the longest life), room.Config.SessionLimits, never
+// shorter), signs a new
 // cookie that expires with the session's new end, and answers 303 to
 // gate.SafeReturn(return). A session that is over (completed, expired, the
 // room gone) loses its cookie, and the gate then sends the visitor to wait;

@@ -607,3 +607,87 @@ func TestGateRenew(t *testing.T) {
 		}
 	})
 }
+
+// An idle session ending: in a gated room with sessionIdleSeconds, a visitor
+// who stops navigating (a closed tab) frees the slot the idle window after
+// entry, at the first tick past it, long before sessionTTLSeconds, and the
+// edge refuses the cookie from that second; a visitor who keeps navigating
+// renews the session (/.vestibule/renew) up to its longest life
+// (sessionTTLSeconds here, as maxSessionSeconds is 0), then it ends too.
+func TestGateIdleSessionEnds(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, f *fixture) {
+		f, ring := gateFixture(t, f, false)
+		id := f.room(`{"mode":"passthrough","gate":true,"sessionTTLSeconds":300,"sessionIdleSeconds":30,"originUrl":"` + site + `"}`)
+		edge := gate.Config{Room: id, WaitingRoomURL: "https://queue.example/", Keys: ring}
+		t0 := f.clock.Now()
+		enter := func() gate.Session {
+			t.Helper()
+			r := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+			c := setCookie(t, f.enter("site.example", r.str("entryToken"), "/"))
+			s, err := gate.Verify(ring, c.Value, id, f.clock.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		closed, active := enter(), enter()
+		if closed.Expires != t0.Add(30*time.Second).Truncate(time.Second).UTC() || !closed.Renews() {
+			t.Fatalf("a session of a room with a 30 s idle window: %+v", closed)
+		}
+		closedCookie := gate.CookieName + "=" + gate.Sign(ring.Current, closed)
+		sessions := func() int64 {
+			t.Helper()
+			if _, err := f.q.Tick(t.Context(), id); err != nil {
+				t.Fatal(err)
+			}
+			st, err := f.q.Stats(t.Context(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st.Active
+		}
+		renew := func(s gate.Session) gate.Session {
+			t.Helper()
+			r := f.renew("/book", gate.CookieName+"="+gate.Sign(ring.Current, s))
+			c := setCookie(t, r)
+			ns, err := gate.Verify(ring, c.Value, id, f.clock.Now())
+			if r.StatusCode != 303 || err != nil {
+				t.Fatalf("renew at %v: %d %v %v", f.clock.Now().Sub(t0), r.StatusCode, r.Headers, err)
+			}
+			return ns
+		}
+		f.clock.Advance(20 * time.Second)
+		active = renew(active)
+		f.clock.Advance(9 * time.Second) // t0 + 29 s: both still hold their slot
+		if n := sessions(); n != 2 {
+			t.Fatalf("at t0+29s: %d sessions, want 2", n)
+		}
+		if d := gate.Decide(edge, "GET", "/book", closedCookie, false, f.clock.Now()); d.Reason != gate.ReasonSession {
+			t.Fatalf("at t0+29s the edge: %+v", d)
+		}
+		f.clock.Advance(time.Second) // t0 + 30 s: the idle window is over
+		if d := gate.Decide(edge, "GET", "/book", closedCookie, false, f.clock.Now()); d.Pass || d.Reason != gate.ReasonInvalid {
+			t.Fatalf("at t0+30s the edge lets the idle cookie through: %+v", d)
+		}
+		f.clock.Advance(time.Second) // the first tick after it frees the slot
+		if n := sessions(); n != 1 {
+			t.Fatalf("at t0+31s: %d sessions, want the active one alone", n)
+		}
+		// The active visitor navigates every 15 s (t0 + 46 s, 61 s, …): renewed each time, up to
+		// t0 + 300 s, then the session ends with nothing left to renew.
+		for active.Renews() {
+			f.clock.Advance(15 * time.Second)
+			if n := sessions(); n != 1 {
+				t.Fatalf("at t0+%v an active visitor: %d sessions", f.clock.Now().Sub(t0), n)
+			}
+			active = renew(active)
+		}
+		if end := t0.Add(300 * time.Second).Truncate(time.Second).UTC(); active.Expires != end {
+			t.Fatalf("the last renewal ends at %v, want the longest life %v", active.Expires, end)
+		}
+		f.clock.Set(active.Expires.Add(time.Second))
+		if n := sessions(); n != 0 {
+			t.Fatalf("past the longest life: %d sessions", n)
+		}
+	})
+}
