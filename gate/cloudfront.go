@@ -37,9 +37,18 @@ const configLine = "const CONFIG = "
 
 // edgeConfig is what the function reads from CONFIG.
 type edgeConfig struct {
-	Room     string   `json:"room"`
-	Redirect string   `json:"redirect"` // the redirect Location up to the escaped return path
-	Open     []string `json:"open"`
+	// Wait is the redirect Location up to "room=": the room's id (escaped),
+	// "&return=" and the escaped return path follow.
+	Wait   string      `json:"wait"`
+	Routes []edgeRoute `json:"routes"`
+	Open   []string    `json:"open"`
+}
+
+// edgeRoute is a Route with short names: the function's code holds them all.
+type edgeRoute struct {
+	Host   string `json:"h"`
+	Prefix string `json:"p"`
+	Room   string `json:"r"`
 }
 
 // CloudFrontFunction returns the deployable source of the gate's CloudFront
@@ -61,11 +70,19 @@ func CloudFrontFunction(cfg Config) (string, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(edgeConfig{Room: cfg.Room, Redirect: cfg.redirectPrefix(), Open: open}); err != nil {
+	var routes []edgeRoute
+	for _, r := range cfg.routes() {
+		routes = append(routes, edgeRoute(r))
+	}
+	if err := enc.Encode(edgeConfig{Wait: strings.TrimSuffix(cfg.redirectPrefix(""), "&return="), Routes: routes, Open: open}); err != nil {
 		return "", fmt.Errorf("gate: %w", err)
 	}
 	var out strings.Builder
-	out.WriteString("// Vestibule edge gate for room " + cfg.Room + ", made by gate.CloudFrontFunction from gate/cloudfront/gate.js.\n")
+	rooms := cfg.Room
+	if rooms == "" {
+		rooms = "by path"
+	}
+	out.WriteString("// Vestibule edge gate for room " + rooms + ", made by gate.CloudFrontFunction from gate/cloudfront/gate.js.\n")
 	replaced := 0
 	for line := range strings.Lines(functionSource) {
 		line = strings.TrimLeft(line, " \t")
@@ -80,6 +97,9 @@ func CloudFrontFunction(cfg Config) (string, error) {
 	}
 	if replaced != 1 {
 		return "", fmt.Errorf("gate: the function source has %d CONFIG lines, not 1", replaced)
+	}
+	if out.Len() > MaxFunctionSize {
+		return "", fmt.Errorf("%w: the function would be %d bytes, over CloudFront's limit of %d: fewer or shorter routes or open paths", ErrConfig, out.Len(), MaxFunctionSize)
 	}
 	return out.String(), nil
 }

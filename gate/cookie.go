@@ -280,20 +280,39 @@ type CookieOptions struct {
 	// Host is the request's Host header (with or without a port); read only
 	// when InsecureLoopback is set.
 	Host string
+	// Room names the cookie: RoomCookieName(Room) (DevCookieName + "-" + Room
+	// without Secure); "" for CookieName, the name every room shared.
+	Room string
+	// name, when set, is the name itself (the gate's receipt replaces the
+	// cookie it found under whichever name it came).
+	name string
 }
+
+// RoomCookieName is the name of room's session cookie: CookieName, "-" and
+// the room id. A site with rooms by path holds one session per room, each
+// under its own name, so entering one room never touches another's session.
+func RoomCookieName(room string) string { return CookieName + "-" + room }
 
 // secure reports whether the Secure attribute is set.
 func (o CookieOptions) secure() bool {
 	return !o.InsecureLoopback || !isLoopback(o.Host)
 }
 
-// Name is the cookie's name: CookieName, or DevCookieName when the cookie
-// goes without Secure (a loopback host with InsecureLoopback).
+// Name is the cookie's name: RoomCookieName(Room), or CookieName without a
+// Room; DevCookieName (+ "-" + Room) when the cookie goes without Secure (a
+// loopback host with InsecureLoopback).
 func (o CookieOptions) Name() string {
-	if o.secure() {
-		return CookieName
+	name := CookieName
+	if !o.secure() {
+		name = DevCookieName
 	}
-	return DevCookieName
+	switch {
+	case o.name != "":
+		return o.name
+	case o.Room != "":
+		return name + "-" + o.Room
+	}
+	return name
 }
 
 // isLoopback reports whether host (maybe with a port) names this machine.

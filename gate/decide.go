@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -55,9 +57,129 @@ type Config struct {
 	// and never for a path holding "..", "\", "%2e" or "%5c" (any case), so a
 	// dot-segment cannot climb out of an open prefix.
 	OpenPaths []string
+	// Routes put rooms on paths of the site (rooms by path): a request goes to
+	// the room of the route with the longest Prefix that matches it, and a
+	// request no route matches passes without a session. Room and Routes are
+	// one or the other: Room alone guards every path, as the route {"", "/",
+	// Room} would.
+	Routes []Route
 	// Keys verify the cookies. The CloudFront function reads them from its
 	// KeyValueStore instead (KeyRing.KVSEntries).
 	Keys KeyRing
+}
+
+// Route is one rule of rooms by path: the pages under Prefix, on Host, are
+// guarded by Room.
+type Route struct {
+	// Host is the site's host name in lower case, without a port ("" for
+	// every host the site answers to).
+	Host string `json:"host,omitempty"`
+	// Prefix is "/" (every path) or a path without a trailing "/" that
+	// matches itself and the paths under it at a segment boundary: "/tickets"
+	// matches "/tickets" and "/tickets/42", not "/ticketsale". Matching is on
+	// the path as sent, case-sensitive, like open paths.
+	Prefix string `json:"prefix"`
+	// Room guards the pages the route matches.
+	Room string `json:"room"`
+}
+
+// MaxRoutes is how many routes a Config may hold (the CloudFront function
+// carries them in its code, whose size CloudFront limits).
+const MaxRoutes = 32
+
+// hostPattern is a route's host: a DNS name in lower case.
+var hostPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$`)
+
+// routes are the configuration's routes: Routes, or the one route of Room.
+func (c Config) routes() []Route {
+	if len(c.Routes) > 0 {
+		return c.Routes
+	}
+	return []Route{{Prefix: "/", Room: c.Room}}
+}
+
+// RoomFor returns the room that guards path (as sent, without the query) on
+// host (the request's Host header; case and a port are ignored), and false
+// when no route matches: the path is unprotected. Of the routes that match,
+// the one with the longest prefix wins, and of two with the same prefix the
+// one that names the host.
+func (c Config) RoomFor(host, path string) (string, bool) {
+	host = normalHost(host)
+	best, bestLen := "", -1
+	for _, r := range c.routes() {
+		if r.Host != "" && r.Host != host || !underPrefix(path, r.Prefix) {
+			continue
+		}
+		n := 2 * len(r.Prefix)
+		if r.Host != "" {
+			n++
+		}
+		if n > bestLen {
+			best, bestLen = r.Room, n
+		}
+	}
+	return best, bestLen >= 0
+}
+
+// underPrefix reports whether path is prefix or under it at a segment
+// boundary; the prefix "/" matches everything.
+func underPrefix(path, prefix string) bool {
+	if prefix == "/" {
+		return true // every path, even a target that is not one ("https://…")
+	}
+	rest, ok := strings.CutPrefix(path, prefix)
+	return ok && (rest == "" || rest[0] == '/')
+}
+
+// normalHost is a Host header in lower case, without a port or a final dot.
+func normalHost(h string) string {
+	if name, _, err := net.SplitHostPort(h); err == nil {
+		h = name
+	}
+	return strings.TrimSuffix(strings.ToLower(h), ".")
+}
+
+// validateRoutes checks Room and Routes.
+func (c Config) validateRoutes() error {
+	if len(c.Routes) == 0 {
+		if !roomPattern.MatchString(c.Room) {
+			return fmt.Errorf("%w: room %q is not 1-64 characters of [A-Za-z0-9_-]", ErrConfig, c.Room)
+		}
+		return nil
+	}
+	if c.Room != "" {
+		return fmt.Errorf("%w: a room (%q) and routes: give one or the other (the route \"/\" guards the rest of the site)", ErrConfig, c.Room)
+	}
+	if len(c.Routes) > MaxRoutes {
+		return fmt.Errorf("%w: %d routes, at most %d", ErrConfig, len(c.Routes), MaxRoutes)
+	}
+	seen := map[Route]bool{}
+	rooms := map[string]string{} // lower case → as given
+	for _, r := range c.Routes {
+		where := r.Host + r.Prefix
+		switch {
+		case !roomPattern.MatchString(r.Room):
+			return fmt.Errorf("%w: route %s: room %q is not 1-64 characters of [A-Za-z0-9_-]", ErrConfig, where, r.Room)
+		case r.Host != "" && !hostPattern.MatchString(r.Host):
+			return fmt.Errorf("%w: route %s: host %q is not a host name in lower case, without a port", ErrConfig, where, r.Host)
+		case len(r.Prefix) > MaxOpenPathLen || !strings.HasPrefix(r.Prefix, "/"):
+			return fmt.Errorf("%w: route %s: prefix %q does not start with / or is longer than %d", ErrConfig, where, r.Prefix, MaxOpenPathLen)
+		case r.Prefix != "/" && strings.HasSuffix(r.Prefix, "/"):
+			return fmt.Errorf("%w: route %s: prefix %q ends with /: write %q, which matches it and the paths under it", ErrConfig, where, r.Prefix, strings.TrimRight(r.Prefix, "/"))
+		case strings.Contains(r.Prefix, "*") || strings.Trim(r.Prefix, pathChars) != "" || traversal(r.Prefix) || strings.Contains(r.Prefix, "//"):
+			return fmt.Errorf("%w: route %s: prefix %q holds characters a prefix cannot match (no *, %%, space, // or dot-segment)", ErrConfig, where, r.Prefix)
+		}
+		key := Route{Host: r.Host, Prefix: r.Prefix}
+		if seen[key] {
+			return fmt.Errorf("%w: route %s is given twice", ErrConfig, where)
+		}
+		seen[key] = true
+		if other, ok := rooms[strings.ToLower(r.Room)]; ok && other != r.Room {
+			return fmt.Errorf("%w: rooms %q and %q differ only in case: their cookies could be taken for each other", ErrConfig, other, r.Room)
+		}
+		rooms[strings.ToLower(r.Room)] = r.Room
+	}
+	return nil
 }
 
 // pathChars are the bytes an open path may hold (a "*" only at its end):
@@ -67,8 +189,8 @@ const pathChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678
 // validateEdge checks everything but the keys: what the CloudFront function
 // needs.
 func (c Config) validateEdge() error {
-	if !roomPattern.MatchString(c.Room) {
-		return fmt.Errorf("%w: room %q is not 1-64 characters of [A-Za-z0-9_-]", ErrConfig, c.Room)
+	if err := c.validateRoutes(); err != nil {
+		return err
 	}
 	u, err := url.Parse(c.WaitingRoomURL)
 	switch {
@@ -111,8 +233,9 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// redirectPrefix is the redirect Location up to the escaped return path.
-func (c Config) redirectPrefix() string {
+// redirectPrefix is the redirect Location to room's waiting room up to the
+// escaped return path.
+func (c Config) redirectPrefix(room string) string {
 	sep := "?"
 	if strings.Contains(c.WaitingRoomURL, "?") {
 		sep = "&"
@@ -120,7 +243,7 @@ func (c Config) redirectPrefix() string {
 			sep = ""
 		}
 	}
-	return c.WaitingRoomURL + sep + "room=" + escapeComponent(c.Room) + "&return="
+	return c.WaitingRoomURL + sep + "room=" + escapeComponent(room) + "&return="
 }
 
 // Reason says why Decide decided as it did (for logs and metrics; the
@@ -131,6 +254,8 @@ type Reason string
 const (
 	ReasonVestibule Reason = "vestibule" // a /.vestibule/ route: passes
 	ReasonOpen      Reason = "open"      // an open path: passes
+	ReasonNoRoute   Reason = "noroute"   // no route's prefix matches (rooms by path): passes
+	ReasonTraversal Reason = "traversal" // no route matches, but the path holds a dot-segment or a backslash: 400
 	ReasonSession   Reason = "session"   // a valid session cookie: passes
 	ReasonMissing   Reason = "missing"   // no session cookie: redirected
 	ReasonInvalid   Reason = "invalid"   // session cookies, none valid: redirected
@@ -144,7 +269,11 @@ type Decision struct {
 	Pass bool
 	// Reason is why.
 	Reason Reason
-	// Status is http.StatusFound when the request is redirected, else 0.
+	// Room is the room whose route matched the request ("" for the gate's
+	// routes, open paths and paths no route matches).
+	Room string
+	// Status is http.StatusFound when the request is redirected,
+	// http.StatusBadRequest for ReasonTraversal, else 0.
 	Status int
 	// Location is the waiting room URL the visitor is redirected to, with the
 	// room and the path to come back to; LeavePath for ReasonEnded; RenewPath
@@ -170,33 +299,50 @@ func Navigation(secFetchMode, accept string) bool {
 	return strings.Contains(accept, "text/html")
 }
 
-// Decide is the gate: the one decision the Go middleware and the CloudFront
-// function both make. target is the request target as sent, the path
-// (percent-encoded) with its query if any; cookieHeader is the Cookie
-// header, all of it; navigate is Navigation of the request's headers. In
-// order:
+// Request is what the gate reads of a request: the Host header, the method,
+// the target as sent (the path, percent-encoded, with its query if any), the
+// Cookie header (all of it) and whether it is a navigation (Navigation of its
+// headers).
+type Request struct {
+	Host, Method, Target, Cookie string
+	Navigate                     bool
+}
+
+// Decide is DecideRequest for a request without a Host: routes that name a
+// host never match it.
+func Decide(cfg Config, method, target, cookieHeader string, navigate bool, now time.Time) Decision {
+	return DecideRequest(cfg, Request{Method: method, Target: target, Cookie: cookieHeader, Navigate: navigate}, now)
+}
+
+// DecideRequest is the gate: the one decision the Go middleware and the
+// CloudFront function both make. In order:
 //
 //  1. the gate's routes, EnterPath, LeavePath and RenewPath, pass;
 //  2. a path matching an open path passes;
-//  3. a request carrying a valid session cookie of the room passes: of the
-//     first MaxCookieValues cookies named CookieName, those of the grammar,
-//     the room and an unexpired session are candidates, and the first
-//     MaxCookieCandidates of them have their MAC checked; except that a GET
-//     navigation with a session past its RenewAt gets a 302 to RenewPath,
-//     with the path to return to, which renews the session and comes back;
-//  4. a request carrying a receipt (ReceiptPrefix) of an unexpired session of
+//  3. a path no route matches (Config.RoomFor) passes, unless it holds "..",
+//     "\\", "%2e" or "%5c": a 400, since an origin could normalize it into a
+//     room's path; the others belong to the room of the route that matched;
+//  4. a request carrying a valid session cookie of the room passes: of the
+//     first MaxCookieValues cookies named RoomCookieName(room), then
+//     CookieName, those of the grammar, the room and an unexpired session
+//     are candidates, and the first MaxCookieCandidates of them have their
+//     MAC checked; except that a GET navigation with a session past its
+//     RenewAt gets a 302 to RenewPath, with the path to return to, which
+//     renews the session and comes back;
+//  5. a request carrying a receipt (ReceiptPrefix) of an unexpired session of
 //     the room gets a 302 to LeavePath, which completes that session;
-//  5. anything else gets a 302 to the waiting room with the path to return
-//     to (see returnPath).
+//  6. anything else gets a 302 to the room's waiting room with the path to
+//     return to (see returnPath).
 //
 // Steps 1 and 2 never match a path holding "..", "\", "%2e" or "%5c".
-func Decide(cfg Config, method, target, cookieHeader string, navigate bool, now time.Time) Decision {
-	return decide(cfg, CookieName, method, target, cookieHeader, navigate, now)
+func DecideRequest(cfg Config, r Request, now time.Time) Decision {
+	return decide(cfg, false, r, now)
 }
 
-// decide is Decide with the cookie's name.
-func decide(cfg Config, name, method, target, cookieHeader string, navigate bool, now time.Time) Decision {
-	path, query, _ := strings.Cut(target, "?")
+// decide is DecideRequest, reading the development cookie names when dev is
+// set (Middleware on a loopback host).
+func decide(cfg Config, dev bool, r Request, now time.Time) Decision {
+	path, query, _ := strings.Cut(r.Target, "?")
 	if !traversal(path) {
 		if path == EnterPath || path == LeavePath || path == RenewPath {
 			return Decision{Pass: true, Reason: ReasonVestibule}
@@ -205,23 +351,31 @@ func decide(cfg Config, name, method, target, cookieHeader string, navigate bool
 			return Decision{Pass: true, Reason: ReasonOpen}
 		}
 	}
-	f := findSession(cfg, name, cookieHeader, now)
+	room, ok := cfg.RoomFor(r.Host, path)
+	switch {
+	case !ok && traversal(path):
+		// "/about/../tickets" matches no route, but an origin that
+		// normalizes it serves a room's page.
+		return Decision{Reason: ReasonTraversal, Status: http.StatusBadRequest}
+	case !ok:
+		return Decision{Pass: true, Reason: ReasonNoRoute}
+	}
+	f := findSession(cfg.Keys, room, dev, r.Cookie, now)
 	if f.value != "" {
-		if f.session.Renews() && f.session.RenewAt.Unix() <= now.Unix() && method == http.MethodGet && navigate {
-			return Decision{Reason: ReasonRenew, Status: http.StatusFound, Session: f.session, Cookie: f.value,
-				Location: RenewPath + "?return=" + escapeComponent(returnPath(method, path, query))}
+		if f.session.Renews() && f.session.RenewAt.Unix() <= now.Unix() && r.Method == http.MethodGet && r.Navigate {
+			return Decision{Reason: ReasonRenew, Room: room, Status: http.StatusFound, Session: f.session, Cookie: f.value,
+				Location: RenewPath + "?return=" + escapeComponent(returnPath(r.Method, path, query))}
 		}
-		return Decision{Pass: true, Reason: ReasonSession, Session: f.session, Cookie: f.value}
+		return Decision{Pass: true, Reason: ReasonSession, Room: room, Session: f.session, Cookie: f.value}
 	}
-	receipt, values, first := f.receipt, f.values, f.first
-	if receipt {
-		return Decision{Reason: ReasonEnded, Status: http.StatusFound, Location: LeavePath}
+	if f.receipt {
+		return Decision{Reason: ReasonEnded, Room: room, Status: http.StatusFound, Location: LeavePath}
 	}
-	d := Decision{Reason: ReasonMissing, Status: http.StatusFound,
-		Location: cfg.redirectPrefix() + escapeComponent(returnPath(method, path, query))}
-	if values > 0 {
-		d.Reason, d.Err = ReasonInvalid, first
-		if first == nil { // only receipts that are not of this room, or expired
+	d := Decision{Reason: ReasonMissing, Room: room, Status: http.StatusFound,
+		Location: cfg.redirectPrefix(room) + escapeComponent(returnPath(r.Method, path, query))}
+	if f.values > 0 {
+		d.Reason, d.Err = ReasonInvalid, f.first
+		if f.first == nil { // only receipts that are not of this room, or expired
 			d.Err = ErrMalformed
 		}
 	}
@@ -232,40 +386,54 @@ func decide(cfg Config, name, method, target, cookieHeader string, navigate bool
 type found struct {
 	session Session
 	value   string // the cookie of the valid session, "" if none
+	name    string // the name of that cookie
 	receipt bool   // a receipt of an unexpired session of the room came
-	values  int    // how many cookies of the name came (up to MaxCookieValues)
+	values  int    // how many cookies of the names came (up to MaxCookieValues)
 	first   error  // why the first refused cookie was refused
 }
 
-// findSession is step 3 and the look for step 4 of Decide, and what the
-// response side reads: the first valid session among the request's cookies
-// named name.
-func findSession(cfg Config, name, cookieHeader string, now time.Time) found {
+// sessionNames are the names a session of room may come under: the room's
+// own (RoomCookieName), then the one every room shared (CookieName), whose
+// cookies still pass until they expire; their development names when dev.
+func sessionNames(room string, dev bool) [2]string {
+	if dev {
+		return [2]string{DevCookieName + "-" + room, DevCookieName}
+	}
+	return [2]string{RoomCookieName(room), CookieName}
+}
+
+// findSession is step 4 and the look for step 5 of Decide, and what the
+// response side reads: the first valid session of room among the request's
+// cookies of its names (sessionNames), at most MaxCookieValues of them.
+func findSession(keys KeyRing, room string, dev bool, cookieHeader string, now time.Time) found {
 	var f found
-	values := CookieValues(cookieHeader, name)
-	f.values = len(values)
 	checked := 0
-	for _, v := range values {
-		if inner, ok := strings.CutPrefix(v, ReceiptPrefix); ok {
-			if _, err := parse(inner, cfg.Room, now); err == nil {
-				f.receipt = true
-			}
-			continue
-		}
-		p, err := parse(v, cfg.Room, now)
-		if err == nil {
-			if checked == MaxCookieCandidates {
+	for _, name := range sessionNames(room, dev) {
+		values := CookieValues(cookieHeader, name)
+		values = values[:min(len(values), MaxCookieValues-f.values)]
+		f.values += len(values)
+		for _, v := range values {
+			if inner, ok := strings.CutPrefix(v, ReceiptPrefix); ok {
+				if _, err := parse(inner, room, now); err == nil {
+					f.receipt = true
+				}
 				continue
 			}
-			checked++
-			var s Session
-			if s, err = p.verify(cfg.Keys); err == nil {
-				f.session, f.value = s, v
-				return f
+			p, err := parse(v, room, now)
+			if err == nil {
+				if checked == MaxCookieCandidates {
+					continue
+				}
+				checked++
+				var s Session
+				if s, err = p.verify(keys); err == nil {
+					f.session, f.value, f.name = s, v, name
+					return f
+				}
 			}
-		}
-		if f.first == nil {
-			f.first = err
+			if f.first == nil {
+				f.first = err
+			}
 		}
 	}
 	return f
@@ -407,15 +575,18 @@ func middleware(cfg Config, next http.Handler, clock func() time.Time) (http.Han
 		now := clock()
 		cookies := strings.Join(r.Header.Values("Cookie"), "; ")
 		navigate := Navigation(r.Header.Get("Sec-Fetch-Mode"), r.Header.Get("Accept"))
-		d := decide(cfg, opts.Name(), r.Method, target, cookies, navigate, now)
+		d := decide(cfg, !opts.secure(), Request{Host: r.Host, Method: r.Method, Target: target, Cookie: cookies, Navigate: navigate}, now)
 		if d.Pass {
 			if d.Reason == ReasonSession {
 				r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, d.Session))
 			}
-			next.ServeHTTP(&endWriter{ResponseWriter: w, cfg: &cfg, opts: opts, now: now, cookies: cookies}, r)
+			room, _ := cfg.RoomFor(r.Host, strings.SplitN(target, "?", 2)[0])
+			next.ServeHTTP(&endWriter{ResponseWriter: w, cfg: &cfg, room: room, opts: opts, now: now, cookies: cookies}, r)
 			return
 		}
-		w.Header().Set("Location", d.Location)
+		if d.Location != "" {
+			w.Header().Set("Location", d.Location)
+		}
 		w.Header().Set("Cache-Control", "no-store")
 		w.WriteHeader(d.Status)
 	}), nil
@@ -428,6 +599,7 @@ func middleware(cfg Config, next http.Handler, clock func() time.Time) (http.Han
 type endWriter struct {
 	http.ResponseWriter
 	cfg     *Config
+	room    string // the room whose route the request matched; "" for none
 	opts    CookieOptions
 	now     time.Time
 	cookies string // the request's Cookie header
@@ -448,8 +620,13 @@ func (w *endWriter) end() {
 	if !Ends(values...) {
 		return
 	}
-	if f := findSession(*w.cfg, w.opts.Name(), w.cookies, w.now); f.value != "" {
-		h.Add("Set-Cookie", EndCookie(f.value, f.session, w.now, w.opts))
+	if w.room == "" {
+		return
+	}
+	if f := findSession(w.cfg.Keys, w.room, !w.opts.secure(), w.cookies, w.now); f.value != "" {
+		opts := w.opts
+		opts.name = f.name
+		h.Add("Set-Cookie", EndCookie(f.value, f.session, w.now, opts))
 	}
 }
 

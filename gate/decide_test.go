@@ -62,7 +62,7 @@ func TestRedirectPrefix(t *testing.T) {
 		"https://q.example.com/w?":         "https://q.example.com/w?room=r&return=",
 		"https://q.example.com/w?lang=fr&": "https://q.example.com/w?lang=fr&room=r&return=",
 	} {
-		if got := (Config{Room: "r", WaitingRoomURL: url}).redirectPrefix(); got != want {
+		if got := (Config{Room: "r", WaitingRoomURL: url}).redirectPrefix("r"); got != want {
 			t.Errorf("%s: %s, want %s", url, got, want)
 		}
 	}

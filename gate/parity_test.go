@@ -3,6 +3,7 @@ package gate
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -497,10 +498,32 @@ func TestCloudFrontFunctionSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("deployable function: %d bytes (source file %d bytes; with 8 open paths of 63 characters: %d) of %d",
-		len(src), len(functionSource), len(bigSrc), MaxFunctionSize)
-	if len(src) > MaxFunctionSize/2 || len(bigSrc) > MaxFunctionSize*3/5 {
-		t.Errorf("the function is %d bytes (%d with a big config): keep it under a half (three fifths) of %d", len(src), len(bigSrc), MaxFunctionSize)
+	// Rooms by path: 16 routes of a host, a prefix and a room of 24
+	// characters each, a large site's rule set.
+	byPath := cfg
+	byPath.Room = ""
+	for i := range 16 {
+		n := strconv.Itoa(i)
+		byPath.Routes = append(byPath.Routes, Route{Host: "booking-example-site.com", Prefix: "/" + strings.Repeat(n, 23/len(n)), Room: "room-" + strings.Repeat(n, 19/len(n))})
+	}
+	routesSrc, err := CloudFrontFunction(byPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deployable function: %d bytes (source file %d bytes; with 8 open paths of 63 characters: %d; with 16 routes: %d) of %d",
+		len(src), len(functionSource), len(bigSrc), len(routesSrc), MaxFunctionSize)
+	if len(src) > MaxFunctionSize*3/5 || len(bigSrc) > MaxFunctionSize*13/20 || len(routesSrc) > MaxFunctionSize*3/4 {
+		t.Errorf("the function is %d bytes (%d with a big config, %d with 16 routes): keep it under three fifths (13/20, three quarters) of %d", len(src), len(bigSrc), len(routesSrc), MaxFunctionSize)
+	}
+	// A rule set that would not fit is a clear error, not a function
+	// CloudFront refuses at deploy.
+	huge := byPath
+	huge.Routes = nil
+	for i := range MaxRoutes {
+		huge.Routes = append(huge.Routes, Route{Prefix: "/" + strconv.Itoa(i) + strings.Repeat("p", 200), Room: strings.Repeat("r", 60) + strconv.Itoa(i)})
+	}
+	if _, err := CloudFrontFunction(huge); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "over CloudFront's limit") {
+		t.Errorf("a function over the limit: %v", err)
 	}
 }
 

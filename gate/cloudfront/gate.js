@@ -7,13 +7,19 @@
 //   1. the gate's routes, /.vestibule/enter, /.vestibule/leave and
 //      /.vestibule/renew, pass;
 //   2. an open path passes ("/x" exact, "/x/*" prefix);
-//   3. a request with a valid "__Host-vestibule" session cookie of the room
-//      passes (of the cookies of the grammar, room and an unexpired session,
-//      the first three have their MAC checked), except a GET navigation past
-//      the session's time to renew: a 302 to /.vestibule/renew?return=…;
-//   4. a request with a receipt of an ended session ("end." + the session's
+//   3. a path no route matches passes (a 400 if it holds a dot-segment or a
+//      backslash, as below); the route with the longest prefix
+//      that matches (at a segment boundary; on equal prefixes, the one that
+//      names the host) gives the room (gate.Config.RoomFor);
+//   4. a request with a valid session cookie of the room, named
+//      "__Host-vestibule-<room>" or "__Host-vestibule", passes (of the
+//      cookies of the grammar, room and an unexpired session, the first three
+//      have their MAC checked), except a GET navigation past the session's
+//      time to renew: a 302 to /.vestibule/renew?return=…;
+//   5. a request with a receipt of an ended session ("end." + the session's
 //      cookie) gets a 302 to /.vestibule/leave, which completes it;
-//   5. anything else gets a 302 to the waiting room, with the path to return to.
+//   6. anything else gets a 302 to the room's waiting room, with the path to
+//      return to.
 //
 // Steps 1 and 2 never match a path holding "..", "\", "%2e" or "%5c".
 //
@@ -30,7 +36,7 @@
 import cf from 'cloudfront';
 import crypto from 'crypto';
 
-const CONFIG = {"room":"demo","redirect":"http://localhost:8080/?room=demo&return=","open":["/favicon.ico","/robots.txt","/static/*"]};
+const CONFIG = {"wait":"http://localhost:8080/?room=","routes":[{"h":"","p":"/","r":"demo"}],"open":["/favicon.ico","/robots.txt","/static/*"]};
 
 const kvs = cf.kvs();
 const COOKIE = '__Host-vestibule';
@@ -58,11 +64,18 @@ async function handler(event) {
     if (!TRAVERSAL.test(path) && (path === '/.vestibule/enter' || path === '/.vestibule/leave' || path === '/.vestibule/renew' || isOpen(path))) {
         return req;
     }
-    const s = await session(req);
+    const room = roomFor(req.headers && req.headers.host ? String(req.headers.host.value) : '', path);
+    if (room === null && TRAVERSAL.test(path)) {
+        return { statusCode: 400, statusDescription: 'Bad Request', headers: { 'cache-control': { value: 'no-store' } } };
+    }
+    if (room === null) {
+        return req;
+    }
+    const s = await session(req, room);
     if (s.value && !(s.renew && s.renew <= Math.floor(Date.now() / 1000) && req.method === 'GET' && navigation(req.headers || {}))) {
         return req;
     }
-    let to = CONFIG.redirect + encodeURIComponent(returnPath(req));
+    let to = CONFIG.wait + encodeURIComponent(room) + '&return=' + encodeURIComponent(returnPath(req));
     if (s.value) {
         to = '/.vestibule/renew?return=' + encodeURIComponent(returnPath(req));
     } else if (s.receipt) {
@@ -87,35 +100,66 @@ function navigation(h) {
     return !!h.accept && String(h.accept.value).indexOf('text/html') >= 0;
 }
 
-// session finds the request's session as gate's decide does: value is the
-// cookie that holds a valid session ('' if none), receipt whether a receipt
-// of an unexpired session of the room came instead.
-async function session(req) {
-    const out = { value: '', expiry: 0, renew: 0, receipt: false };
-    const c = req.cookies ? req.cookies[COOKIE] : undefined;
-    if (!c) {
-        return out;
+// roomFor is gate.Config.RoomFor: the room of the route with the longest
+// prefix that path is under at a segment boundary (on equal prefixes, the one
+// naming host), or null when none matches.
+function roomFor(host, path) {
+    host = host.toLowerCase().replace(/:[0-9]*$/, '').replace(/\.$/, '');
+    let best = null;
+    let bestLen = -1;
+    for (let i = 0; i < CONFIG.routes.length; i++) {
+        const r = CONFIG.routes[i];
+        const p = r.p;
+        if (r.h !== '' && r.h !== host) {
+            continue;
+        }
+        if (p !== '/' && !(path.indexOf(p) === 0 && (path.length === p.length || path.charAt(p.length) === '/'))) {
+            continue;
+        }
+        const n = 2 * p.length + (r.h !== '' ? 1 : 0);
+        if (n > bestLen) {
+            best = r.r;
+            bestLen = n;
+        }
     }
-    const values = c.multiValue || [c];
+    return best;
+}
+
+// session finds the request's session of room as gate's findSession does:
+// value is the cookie that holds a valid session ('' if none) and name its
+// name, receipt whether a receipt of an unexpired session of the room came
+// instead. The room's own name is read first, then the shared one.
+async function session(req, room) {
+    const out = { value: '', name: '', expiry: 0, renew: 0, receipt: false };
+    const names = [COOKIE + '-' + room, COOKIE];
+    let seen = 0;
     let checked = 0;
-    for (let i = 0; i < values.length && i < VALUES; i++) {
-        const v = values[i].value;
-        if (typeof v === 'string' && v.indexOf(RECEIPT) === 0) {
-            if (parse(v.slice(RECEIPT.length))) {
-                out.receipt = true;
+    for (let n = 0; n < names.length; n++) {
+        const c = req.cookies ? req.cookies[names[n]] : undefined;
+        if (!c) {
+            continue;
+        }
+        const values = c.multiValue || [c];
+        for (let i = 0; i < values.length && seen < VALUES; i++, seen++) {
+            const v = values[i].value;
+            if (typeof v === 'string' && v.indexOf(RECEIPT) === 0) {
+                if (parse(v.slice(RECEIPT.length), room)) {
+                    out.receipt = true;
+                }
+                continue;
             }
-            continue;
-        }
-        const m = parse(v);
-        if (!m || checked === CANDIDATES) {
-            continue;
-        }
-        checked++;
-        if (await valid(v, m)) {
-            out.value = v;
-            out.expiry = Number(m[3]);
-            out.renew = m[4] ? Number(m[4]) : 0;
-            return out;
+            const m = parse(v, room);
+            if (!m || checked === CANDIDATES) {
+                continue;
+            }
+            checked++;
+            if (await valid(v, m)) {
+                out.value = v;
+                out.name = names[n];
+                out.expiry = Number(m[3]);
+                out.renew = m[4] ? Number(m[4]) : 0;
+                return out;
+            }
         }
     }
     return out;
@@ -138,13 +182,17 @@ async function respond(req, res) {
     if (!end) {
         return res;
     }
-    const s = await session(req);
+    const room = roomFor(req.headers && req.headers.host ? String(req.headers.host.value) : '', req.uri);
+    if (room === null) {
+        return res;
+    }
+    const s = await session(req, room);
     if (!s.value) {
         return res;
     }
     const maxAge = s.expiry - Math.floor(Date.now() / 1000);
     res.cookies = res.cookies || {};
-    res.cookies[COOKIE] = {
+    res.cookies[s.name] = {
         value: RECEIPT + s.value,
         attributes: 'Path=/; Expires=' + new Date(s.expiry * 1000).toUTCString() + '; Max-Age=' + maxAge + '; HttpOnly; Secure; SameSite=Lax'
     };
@@ -164,12 +212,12 @@ function isOpen(path) {
 
 // parse makes gate.Verify's checks that need no key: size, grammar, room,
 // expiry. It returns the match, or null.
-function parse(v) {
+function parse(v, room) {
     if (typeof v !== 'string' || v.length > MAX_COOKIE) {
         return null;
     }
     const m = FORMAT.exec(v);
-    if (!m || m[2] !== CONFIG.room || Number(m[3]) <= Math.floor(Date.now() / 1000)) {
+    if (!m || m[2] !== room || Number(m[3]) <= Math.floor(Date.now() / 1000)) {
         return null;
     }
     return m;
