@@ -270,6 +270,45 @@ func CookieValues(header, name string) []string {
 	return out
 }
 
+// SessionCookie is one session cookie of a request: its value, and the room
+// its name gives ("" for CookieName, which every room shared).
+type SessionCookie struct {
+	Room, Value string
+}
+
+// SessionCookies returns the request's session cookies of every room, in the
+// order of the Cookie header, at most MaxCookieValues of them: those named
+// CookieName, and those named RoomCookieName of a valid room id (dev: the
+// same names with DevCookieName). A route that serves every room
+// (/.vestibule/leave, /.vestibule/renew) reads them; a value whose room is
+// not the one its name gives is no session of that name (Verify refuses it).
+func SessionCookies(header string, dev bool) []SessionCookie {
+	base := CookieName
+	if dev {
+		base = DevCookieName
+	}
+	var out []SessionCookie
+	for part := range strings.SplitSeq(header, ";") {
+		n, value, ok := strings.Cut(part, "=")
+		if !ok {
+			continue
+		}
+		n = strings.Trim(n, " \t")
+		room, named := strings.CutPrefix(n, base+"-")
+		switch {
+		case n == base:
+			room = ""
+		case !named || !roomPattern.MatchString(room):
+			continue
+		}
+		out = append(out, SessionCookie{Room: room, Value: strings.Trim(value, " \t")})
+		if len(out) == MaxCookieValues {
+			break
+		}
+	}
+	return out
+}
+
 // CookieOptions say how SetCookie and ClearCookie write the cookie.
 type CookieOptions struct {
 	// InsecureLoopback leaves out the Secure attribute, so that a browser keeps

@@ -79,56 +79,79 @@ func sameHost(host, originURL string) bool {
 	return norm(host) == norm(u.Host)
 }
 
-// cookieOptions are the cookie's attributes for this request's site.
+// cookieOptions are the cookie's attributes for this request's site, under
+// the shared name.
 func (h *API) cookieOptions(r *httpapi.Request) gate.CookieOptions {
 	return gate.CookieOptions{InsecureLoopback: h.o.Cookies.InsecureLoopback, Host: site(r)}
 }
 
-// sessionCookies returns the values of the request's session cookies (the
-// name of cookieOptions: gate.CookieName, or gate.DevCookieName on make dev's
-// loopback site), at most gate.MaxCookieValues of them: from the event's
-// cookies (payload 2.0) or, in a hand-made event, a Cookie header.
-func (h *API) sessionCookies(r *httpapi.Request) []string {
+// cookieOptionsFor are cookieOptions under room's own name (the shared one
+// for "").
+func (h *API) cookieOptionsFor(r *httpapi.Request, room string) gate.CookieOptions {
+	o := h.cookieOptions(r)
+	o.Room = room
+	return o
+}
+
+// sessionCookies returns the request's session cookies of every room
+// (gate.SessionCookies: __Host-vestibule-<room> and __Host-vestibule, or
+// their development names on make dev's loopback site), at most
+// gate.MaxCookieValues of them: from the event's cookies (payload 2.0) or, in
+// a hand-made event, a Cookie header.
+func (h *API) sessionCookies(r *httpapi.Request) []gate.SessionCookie {
 	header := strings.Join(r.Event.Cookies, "; ")
 	if len(r.Event.Cookies) == 0 {
 		header = r.Header("cookie")
 	}
-	return gate.CookieValues(header, h.cookieOptions(r).Name())
+	return gate.SessionCookies(header, h.cookieOptions(r).Name() != gate.CookieName)
 }
 
-// session returns the first of the request's session cookies that
-// verifies, for whichever room it names; with receipts, also the first valid
-// receipt (an ended session's cookie, gate.ReceiptPrefix). At most
-// gate.MaxCookieCandidates MACs are checked.
-func (h *API) session(r *httpapi.Request, receipts bool) (gate.Session, bool) {
+// held is a valid session a request holds, with the room its cookie's name
+// gives ("" for the shared name), and whether it came as a receipt.
+type held struct {
+	s       gate.Session
+	name    string
+	receipt bool
+}
+
+// sessions returns the request's valid sessions, of every room, and with
+// receipts also its valid receipts (an ended session's cookie,
+// gate.ReceiptPrefix). A cookie under a room's own name must be of that room.
+// At most gate.MaxCookieCandidates MACs are checked.
+func (h *API) sessions(r *httpapi.Request, receipts bool) []held {
+	var out []held
 	checked := 0
-	for _, v := range h.sessionCookies(r) {
+	for _, c := range h.sessionCookies(r) {
+		v := c.Value
 		room := gate.CookieRoom(v)
-		if room == "" || strings.HasPrefix(v, gate.ReceiptPrefix) && !receipts || checked == gate.MaxCookieCandidates {
+		isReceipt := strings.HasPrefix(v, gate.ReceiptPrefix)
+		if room == "" || c.Room != "" && c.Room != room || isReceipt && !receipts || checked == gate.MaxCookieCandidates {
 			continue
 		}
 		checked++
 		verify := gate.Verify
-		if strings.HasPrefix(v, gate.ReceiptPrefix) {
+		if isReceipt {
 			verify = gate.VerifyReceipt
 		}
 		if s, err := verify(h.o.Cookies.Keys, v, room, r.Now); err == nil {
-			return s, true
+			out = append(out, held{s: s, name: c.Room, receipt: isReceipt})
 		}
 	}
-	return gate.Session{}, false
+	return out
 }
 
-// receipt returns the session of the request's first valid receipt.
-func (h *API) receipt(r *httpapi.Request) (gate.Session, bool) {
-	for _, v := range h.sessionCookies(r) {
-		if room := gate.CookieRoom(v); room != "" && strings.HasPrefix(v, gate.ReceiptPrefix) {
-			if s, err := gate.VerifyReceipt(h.o.Cookies.Keys, v, room, r.Now); err == nil {
-				return s, true
-			}
+// clearAll returns the Set-Cookie values that clear every session cookie
+// name the request carried (each once).
+func (h *API) clearAll(r *httpapi.Request) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range h.sessionCookies(r) {
+		if !seen[c.Room] {
+			seen[c.Room] = true
+			out = append(out, gate.ClearCookie(h.cookieOptionsFor(r, c.Room)))
 		}
 	}
-	return gate.Session{}, false
+	return out
 }
 
 // crossSite reports whether the browser says that another site sent this
@@ -152,12 +175,15 @@ func crossSite(r *httpapi.Request) bool {
 	return err != nil || u.Host == "" || !strings.EqualFold(u.Host, site(r))
 }
 
-// seeOther is a 303 to path on the site, with Set-Cookie when cookie is set.
-func seeOther(path, cookie string) events.APIGatewayV2HTTPResponse {
+// seeOther is a 303 to path on the site, with a Set-Cookie for each cookie
+// that is set.
+func seeOther(path string, cookies ...string) events.APIGatewayV2HTTPResponse {
 	resp := pageHeaders(http.StatusSeeOther)
 	resp.Headers["Location"] = path
-	if cookie != "" {
-		resp.Cookies = []string{cookie}
+	for _, c := range cookies {
+		if c != "" {
+			resp.Cookies = append(resp.Cookies, c)
+		}
 	}
 	return resp
 }
@@ -184,12 +210,12 @@ func cookiesHidden(r *httpapi.Request) bool {
 // issuer, key, times) and that the token's audience (which the engine checks
 // is the room's originUrl) is the site the request came to. Then:
 //
-//   - a request that carries a valid session cookie (of any room) keeps it:
-//     303 to gate.SafeReturn(return), the token not redeemed. So no other
-//     site's form, posting its own token, can replace a visitor's session
-//     (the visitor's session would linger, holding its slot, and a visitor of
-//     one of two gated rooms on a host would be locked out of the other);
-//     this covers a form posted twice too;
+//   - a request that carries a valid session cookie of the token's room
+//     keeps it: 303 to gate.SafeReturn(return), the token not redeemed. So no
+//     other site's form, posting its own token, can replace a visitor's
+//     session (the visitor's session would linger, holding its slot); this
+//     covers a form posted twice too. A session of another room (rooms by
+//     path) is under another name, which the new cookie leaves alone;
 //   - a post whose cookies the browser kept off (cookiesHidden: another site's,
 //     as the waiting room's usually is) gets a page of the site's own holding
 //     the same form, which its script (or, without scripts, a button) posts
@@ -223,8 +249,10 @@ func (h *API) gateEnter(ctx context.Context, r *httpapi.Request) (events.APIGate
 	if !sameHost(site(r), c.Audience) {
 		return none, pageError(errOtherSite, back)
 	}
-	if _, ok := h.session(r, false); ok {
-		return seeOther(back, ""), nil
+	for _, held := range h.sessions(r, false) {
+		if held.s.Room == c.Room {
+			return seeOther(back), nil
+		}
 	}
 	if cookiesHidden(r) {
 		return enterPage(tok, back), nil
@@ -245,7 +273,7 @@ func (h *API) gateEnter(ctx context.Context, r *httpapi.Request) (events.APIGate
 		return none, pageError(httpapi.InternalError(err), back)
 	}
 	value := gate.Sign(h.o.Cookies.Keys.Current, s)
-	return seeOther(back, gate.SetCookie(value, s, r.Now, h.cookieOptions(r))), nil
+	return seeOther(back, gate.SetCookie(value, s, r.Now, h.cookieOptionsFor(r, c.Room))), nil
 }
 
 // cookieSession is what the cookie of a session that started at start and
@@ -285,10 +313,33 @@ func (h *API) gateRenew(ctx context.Context, r *httpapi.Request) (events.APIGate
 	if q, err := url.ParseQuery(r.Event.RawQueryString); err == nil {
 		back = gate.SafeReturn(q.Get("return"))
 	}
-	s, ok := h.session(r, false)
-	if !ok || !s.Renews() {
-		return seeOther(back, ""), nil
+	var renew []held
+	for _, x := range h.sessions(r, false) {
+		switch {
+		case !x.s.Renews():
+		case x.s.RenewAt.Unix() <= r.Now.Unix():
+			renew = append(renew, x) // due: every room's whose time has come
+		case len(renew) == 0:
+			renew = []held{x} // none due (yet): the first that renews
+		}
 	}
+	var cookies []string
+	for _, x := range renew {
+		c, err := h.renewOne(ctx, r, x)
+		if err != nil {
+			return none, pageError(err, back)
+		}
+		cookies = append(cookies, c...)
+	}
+	return seeOther(back, cookies...), nil
+}
+
+// renewOne renews the session x in the engine and returns the Set-Cookie
+// values that follow: the new cookie under its room's own name (and the
+// shared name cleared when it came under that), or its name cleared when the
+// session is over.
+func (h *API) renewOne(ctx context.Context, r *httpapi.Request, x held) ([]string, error) {
+	s := x.s
 	cfg, err := h.o.Queue.GetConfig(ctx, s.Room)
 	var sess room.Session
 	if err == nil {
@@ -296,15 +347,19 @@ func (h *API) gateRenew(ctx context.Context, r *httpapi.Request) (events.APIGate
 	}
 	switch {
 	case errors.Is(err, room.ErrUnknownRoom), errors.Is(err, room.ErrUnknownGrant), errors.Is(err, room.ErrWrongAudience):
-		return seeOther(back, gate.ClearCookie(h.cookieOptions(r))), nil
+		return []string{gate.ClearCookie(h.cookieOptionsFor(r, x.name))}, nil
 	case err != nil:
-		return none, pageError(err, back)
+		return nil, err
 	}
 	ns := cookieSession(cfg, s.Room, s.Seq, s.Start, sess.ExpiresAt, r.Now)
 	if err := ns.Validate(); err != nil {
-		return none, pageError(httpapi.InternalError(err), back)
+		return nil, httpapi.InternalError(err)
 	}
-	return seeOther(back, gate.SetCookie(gate.Sign(h.o.Cookies.Keys.Current, ns), ns, r.Now, h.cookieOptions(r))), nil
+	out := []string{gate.SetCookie(gate.Sign(h.o.Cookies.Keys.Current, ns), ns, r.Now, h.cookieOptionsFor(r, s.Room))}
+	if x.name == "" {
+		out = append(out, gate.ClearCookie(h.cookieOptions(r)))
+	}
+	return out, nil
 }
 
 // gateLeave is POST /.vestibule/leave: it ends the session the cookie names
@@ -325,15 +380,12 @@ func (h *API) gateLeave(ctx context.Context, r *httpapi.Request) (events.APIGate
 	if crossSite(r) {
 		return none, pageError(errCrossSite, "/")
 	}
-	if s, ok := h.session(r, true); ok {
-		if err := h.endSession(ctx, s); err != nil {
+	for _, x := range h.sessions(r, true) {
+		if err := h.endSession(ctx, x.s); err != nil {
 			return none, pageError(err, "/")
 		}
 	}
-	if len(h.sessionCookies(r)) == 0 {
-		return seeOther("/", ""), nil
-	}
-	return seeOther("/", gate.ClearCookie(h.cookieOptions(r))), nil
+	return seeOther("/", h.clearAll(r)...), nil
 }
 
 // endSession completes s; a session already over is no error.
@@ -362,11 +414,18 @@ func (h *API) gateLeavePage(ctx context.Context, r *httpapi.Request) (events.API
 	if h.o.Cookies == nil {
 		return none, pageError(errNoGate, "/")
 	}
-	if s, ok := h.receipt(r); ok {
-		if err := h.endSession(ctx, s); err != nil {
+	var cleared []string
+	for _, x := range h.sessions(r, true) {
+		if !x.receipt {
+			continue
+		}
+		if err := h.endSession(ctx, x.s); err != nil {
 			return none, pageError(err, "/")
 		}
-		return seeOther("/", gate.ClearCookie(h.cookieOptions(r))), nil
+		cleared = append(cleared, gate.ClearCookie(h.cookieOptionsFor(r, x.name)))
+	}
+	if len(cleared) > 0 {
+		return seeOther("/", cleared...), nil
 	}
 	return renderPage(http.StatusOK, pageData{
 		Title: "Leave this site?",

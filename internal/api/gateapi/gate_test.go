@@ -110,7 +110,7 @@ func TestGateEnter(t *testing.T) {
 			t.Fatalf("enter: %d %v %s", r.StatusCode, r.Headers, r.Body)
 		}
 		c := setCookie(t, r)
-		if c.Name != gate.CookieName || !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.Domain != "" || c.MaxAge != 300 {
+		if c.Name != gate.RoomCookieName(gate.CookieRoom(c.Value)) || !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.Domain != "" || c.MaxAge != 300 {
 			t.Fatalf("cookie attributes: %q", r.Cookies[0])
 		}
 		claims, err := f.entries.Verify(tok, f.clock.Now())
@@ -128,7 +128,7 @@ func TestGateEnter(t *testing.T) {
 		// A replay: 409, no cookie. The browser that holds this session's
 		// cookie (the form posted twice) is sent on instead.
 		wantPage(t, f.enter("site.example", tok, "/tickets?show=42"), 409, "/tickets?show=42")
-		again := f.enter("site.example", tok, "/tickets", gate.CookieName+"="+c.Value)
+		again := f.enter("site.example", tok, "/tickets", c.Name+"="+c.Value)
 		if again.StatusCode != 303 || again.Headers["Location"] != "/tickets" || len(again.Cookies) != 0 {
 			t.Fatalf("replay with the session's cookie: %d %v %v", again.StatusCode, again.Headers, again.Cookies)
 		}
@@ -189,7 +189,8 @@ func TestGateEnterKeepsAValidSession(t *testing.T) {
 		f, ring := gateFixture(t, f, false)
 		settings := `{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`
 		tok, _ := f.admit(settings)
-		victim := gate.CookieName + "=" + setCookie(t, f.enter("site.example", tok, "/")).Value
+		vc := setCookie(t, f.enter("site.example", tok, "/"))
+		victim := vc.Name + "=" + vc.Value
 		// The attacker's own token: of another gated room on the same site,
 		// and of the victim's room.
 		other, _ := f.admit(settings)
@@ -208,7 +209,13 @@ func TestGateEnterKeepsAValidSession(t *testing.T) {
 		}
 		crossSite := map[string]string{"sec-fetch-site": "cross-site", "origin": "https://evil.example"}
 		sameOrigin := map[string]string{"sec-fetch-site": "same-origin", "origin": "https://site.example"}
-		for name, attack := range map[string]string{"another room's token": other, "a token of the same room": same} {
+		// Another room's session is under another name: entering it leaves
+		// the victim's session alone (rooms by path).
+		if r := f.enterFrom(map[string]string{"sec-fetch-site": "same-site", "origin": "https://evil.site.example"}, other, "/tickets", victim); r.StatusCode != 303 || len(r.Cookies) != 1 ||
+			!strings.HasPrefix(r.Cookies[0], gate.RoomCookieName(gate.CookieRoom(other2cookie(t, f, ring, r)))+"=") || strings.HasPrefix(r.Cookies[0], vc.Name+"=") {
+			t.Errorf("another room's token, with the victim's cookie: %d %v", r.StatusCode, r.Cookies)
+		}
+		for name, attack := range map[string]string{"a token of the same room": same} {
 			// A browser that sends the cookie along (no SameSite, or a post
 			// from a sibling site): the session is kept at once.
 			r := f.enterFrom(map[string]string{"sec-fetch-site": "same-site", "origin": "https://evil.site.example"}, attack, "/tickets", victim)
@@ -239,7 +246,7 @@ func TestGateEnterKeepsAValidSession(t *testing.T) {
 			}
 		}
 		// The victim's session is the one that still holds the cookie's room.
-		if s, err := gate.Verify(ring, strings.TrimPrefix(victim, gate.CookieName+"="), gate.CookieRoom(strings.TrimPrefix(victim, gate.CookieName+"=")), f.clock.Now()); err != nil || s.Seq == 0 {
+		if s, err := gate.Verify(ring, vc.Value, gate.CookieRoom(vc.Value), f.clock.Now()); err != nil || s.Seq == 0 {
 			t.Fatalf("victim's cookie: %+v %v", s, err)
 		}
 		// A visitor without a session, entering from the waiting room on
@@ -248,7 +255,7 @@ func TestGateEnterKeepsAValidSession(t *testing.T) {
 		if r := f.enterFrom(crossSite, fresh, "/"); r.StatusCode != 200 || len(r.Cookies) != 0 {
 			t.Fatalf("cross-site entry without a session: %d %v", r.StatusCode, r.Cookies)
 		}
-		if c := setCookie(t, f.enterFrom(sameOrigin, fresh, "/")); c.Name != gate.CookieName || c.Value == "" {
+		if c := setCookie(t, f.enterFrom(sameOrigin, fresh, "/")); c.Name != gate.RoomCookieName(gate.CookieRoom(c.Value)) || c.Value == "" {
 			t.Fatalf("the page's post: cookie %+v", c)
 		}
 		// From a sibling site the browser sends the cookie it has: no page.
@@ -281,10 +288,14 @@ func TestGateLeave(t *testing.T) {
 			ev.Cookies = cookies
 			return f.send(ev)
 		}
-		for i, cookies := range [][]string{{"other=1", gate.CookieName + "=" + c.Value}, {gate.CookieName + "=" + c.Value}, {gate.CookieName + "=v1.junk"}} {
+		// The cookie under the room's name, the shared name (of sessions
+		// entered before rooms by path), a junk one: each name that came is
+		// cleared.
+		for i, cookies := range [][]string{{"other=1", c.Name + "=" + c.Value}, {gate.CookieName + "=" + c.Value}, {gate.CookieName + "=v1.junk"}} {
 			r := leave(cookies...)
 			cleared := setCookie(t, r)
-			if r.StatusCode != 303 || r.Headers["Location"] != "/" || cleared.Name != gate.CookieName || cleared.Value != "" || cleared.MaxAge >= 0 || !cleared.Secure {
+			name, _, _ := strings.Cut(cookies[len(cookies)-1], "=")
+			if r.StatusCode != 303 || r.Headers["Location"] != "/" || cleared.Name != name || cleared.Value != "" || cleared.MaxAge >= 0 || !cleared.Secure {
 				t.Fatalf("leave %d: %d %v %v", i, r.StatusCode, r.Headers, r.Cookies)
 			}
 			if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 0 {
@@ -319,7 +330,7 @@ func TestGateLeaveCrossSite(t *testing.T) {
 			ev.Cookies = cookies
 			return f.send(ev)
 		}
-		session := gate.CookieName + "=" + c.Value
+		session := c.Name + "=" + c.Value
 		for _, tc := range []struct {
 			name    string
 			headers map[string]string
@@ -438,22 +449,22 @@ func TestGateLoopbackCookie(t *testing.T) {
 		f, _ = gateFixture(t, f, true)
 		tok, _ := f.admit(`{"mode":"passthrough","gate":true,"originUrl":"http://127.0.0.1:8081/"}`)
 		c := setCookie(t, f.enter("127.0.0.1:8081", tok, "/"))
-		if c.Secure || c.Name != gate.DevCookieName {
+		if c.Secure || c.Name != gate.DevCookieName+"-"+gate.CookieRoom(c.Value) {
 			t.Errorf("loopback: %v", c)
 		}
 		// make dev's leave reads and clears the development cookie.
 		claims, _ := f.entries.Verify(tok, f.clock.Now())
 		ev := event("POST", "/.vestibule/leave", "", map[string]string{"host": "127.0.0.1:8081", "sec-fetch-site": "same-origin"})
-		ev.Cookies = []string{gate.DevCookieName + "=" + c.Value}
+		ev.Cookies = []string{c.Name + "=" + c.Value}
 		r := f.send(ev)
-		if cleared := setCookie(t, r); r.StatusCode != 303 || cleared.Name != gate.DevCookieName || cleared.Secure {
+		if cleared := setCookie(t, r); r.StatusCode != 303 || cleared.Name != c.Name || cleared.Secure {
 			t.Errorf("loopback leave: %d %v", r.StatusCode, r.Cookies)
 		}
 		if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 0 {
 			t.Errorf("loopback leave: %+v", st)
 		}
 		tok, _ = f.admit(`{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`)
-		if c := setCookie(t, f.enter("site.example", tok, "/")); !c.Secure || c.Name != gate.CookieName {
+		if c := setCookie(t, f.enter("site.example", tok, "/")); !c.Secure || c.Name != gate.RoomCookieName(gate.CookieRoom(c.Value)) {
 			t.Errorf("a real host with InsecureLoopback: cookie without Secure %v", c)
 		}
 	})
@@ -564,23 +575,23 @@ func TestGateRenew(t *testing.T) {
 
 		// Past its time to renew: extended to now + 60, back to the page.
 		f.clock.Advance(40 * time.Second)
-		c, s = cookieOf(f.renew("/book?a=1", gate.CookieName+"="+c.Value), 303, "/book?a=1")
+		c, s = cookieOf(f.renew("/book?a=1", c.Name+"="+c.Value), 303, "/book?a=1")
 		want(s, t0.Add(100*time.Second), t0.Add(70*time.Second))
 		// A hostile return path goes to "/".
 		for _, ret := range []string{"//evil.example/", "https://evil.example/", ""} {
-			_, s = cookieOf(f.renew(ret, gate.CookieName+"="+c.Value), 303, "/")
+			_, s = cookieOf(f.renew(ret, c.Name+"="+c.Value), 303, "/")
 			want(s, t0.Add(100*time.Second), t0.Add(70*time.Second))
 		}
 		// Capped at start + 150: the last cookie says no more renewal.
 		f.clock.Advance(50 * time.Second)
-		c, s = cookieOf(f.renew("/book", gate.CookieName+"="+c.Value), 303, "/book")
+		c, s = cookieOf(f.renew("/book", c.Name+"="+c.Value), 303, "/book")
 		want(s, t0.Add(150*time.Second), time.Time{})
 		if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 1 {
 			t.Fatalf("after renewals: %+v, want one session", st)
 		}
 		// A cookie that does not renew, none, a forged one, another site's
 		// cookie name: the 303 and nothing changed.
-		for _, cookies := range [][]string{{gate.CookieName + "=" + c.Value}, nil, {gate.CookieName + "=" + tampered(first)}, {"vestibule=" + first}} {
+		for _, cookies := range [][]string{{c.Name + "=" + c.Value}, nil, {gate.CookieName + "=" + tampered(first)}, {"vestibule=" + first}} {
 			if r := f.renew("/x", cookies...); r.StatusCode != 303 || r.Headers["Location"] != "/x" || len(r.Cookies) != 0 {
 				t.Errorf("renew with %v: %d %v %v", cookies, r.StatusCode, r.Headers, r.Cookies)
 			}
@@ -591,7 +602,7 @@ func TestGateRenew(t *testing.T) {
 		tok2, _ := f.admit(settings)
 		c2, _ := cookieOf(f.enter("site.example", tok2, "/"), 303, "/")
 		ev := event("POST", "/.vestibule/leave", "", map[string]string{"host": "site.example", "sec-fetch-site": "same-origin"})
-		ev.Cookies = []string{gate.CookieName + "=" + c2.Value}
+		ev.Cookies = []string{c2.Name + "=" + c2.Value}
 		if r := f.send(ev); r.StatusCode != 303 {
 			t.Fatalf("leave: %d %s", r.StatusCode, r.Body)
 		}
@@ -634,7 +645,7 @@ func TestGateIdleSessionEnds(t *testing.T) {
 		if closed.Expires != t0.Add(30*time.Second).Truncate(time.Second).UTC() || !closed.Renews() {
 			t.Fatalf("a session of a room with a 30 s idle window: %+v", closed)
 		}
-		closedCookie := gate.CookieName + "=" + gate.Sign(ring.Current, closed)
+		closedCookie := gate.RoomCookieName(id) + "=" + gate.Sign(ring.Current, closed)
 		sessions := func() int64 {
 			t.Helper()
 			if _, err := f.q.Tick(t.Context(), id); err != nil {
@@ -648,7 +659,7 @@ func TestGateIdleSessionEnds(t *testing.T) {
 		}
 		renew := func(s gate.Session) gate.Session {
 			t.Helper()
-			r := f.renew("/book", gate.CookieName+"="+gate.Sign(ring.Current, s))
+			r := f.renew("/book", gate.RoomCookieName(id)+"="+gate.Sign(ring.Current, s))
 			c := setCookie(t, r)
 			ns, err := gate.Verify(ring, c.Value, id, f.clock.Now())
 			if r.StatusCode != 303 || err != nil {
@@ -690,4 +701,11 @@ func TestGateIdleSessionEnds(t *testing.T) {
 			t.Fatalf("past the longest life: %d sessions", n)
 		}
 	})
+}
+
+// other2cookie is the room of the cookie a response sets.
+func other2cookie(t *testing.T, f *fixture, ring gate.KeyRing, r response) string {
+	t.Helper()
+	_, v, _ := strings.Cut(strings.SplitN(r.Cookies[0], ";", 2)[0], "=")
+	return v
 }
