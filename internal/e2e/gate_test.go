@@ -38,7 +38,7 @@ func sessionCookie(t *testing.T, ctx context.Context, site string) *network.Cook
 		t.Fatalf("read cookies: %v", err)
 	}
 	for _, c := range cookies {
-		if c.Name == gate.DevCookieName {
+		if c.Name == gate.DevCookieName+"-"+localstack.DemoRoomID {
 			return c
 		}
 	}

@@ -31,7 +31,7 @@ func siteGet(t *testing.T, s *localstack.Stack, path, cookie string) (*http.Resp
 	t.Helper()
 	req, _ := http.NewRequest("GET", s.OriginURL()+path, nil)
 	if cookie != "" {
-		req.AddCookie(&http.Cookie{Name: gate.DevCookieName, Value: cookie})
+		req.AddCookie(&http.Cookie{Name: demoCookie, Value: cookie})
 	}
 	return do(t, req)
 }
@@ -48,14 +48,18 @@ func do(t *testing.T, req *http.Request) (*http.Response, string) {
 }
 
 // sessionCookie is the response's vestibule cookie.
+// demoCookie is the session cookie of make dev's demo room on its loopback
+// site: the development name of the room's own cookie.
+const demoCookie = gate.DevCookieName + "-demo"
+
 func sessionCookie(t *testing.T, resp *http.Response) *http.Cookie {
 	t.Helper()
 	for _, c := range resp.Cookies() {
-		if c.Name == gate.DevCookieName {
+		if c.Name == demoCookie {
 			return c
 		}
 	}
-	t.Fatalf("no %s cookie in %v", gate.DevCookieName, resp.Header.Values("Set-Cookie"))
+	t.Fatalf("no %s cookie in %v", demoCookie, resp.Header.Values("Set-Cookie"))
 	return nil
 }
 
@@ -104,7 +108,7 @@ func TestGatedDemoSite(t *testing.T) {
 		req, _ := http.NewRequest("POST", enter, strings.NewReader(form))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		if cookie != "" {
-			req.AddCookie(&http.Cookie{Name: gate.DevCookieName, Value: cookie})
+			req.AddCookie(&http.Cookie{Name: demoCookie, Value: cookie})
 		}
 		return do(t, req)
 	}
@@ -136,7 +140,7 @@ func TestGatedDemoSite(t *testing.T) {
 	// Leave: the session ends at once, the cookie is cleared, and the site
 	// sends the visitor (now without it) to the waiting room again.
 	req, _ := http.NewRequest("POST", s.OriginURL()+"/.vestibule/leave", nil)
-	req.AddCookie(&http.Cookie{Name: gate.DevCookieName, Value: c.Value})
+	req.AddCookie(&http.Cookie{Name: demoCookie, Value: c.Value})
 	resp, _ = do(t, req)
 	if cleared := sessionCookie(t, resp); resp.StatusCode != 303 || resp.Header.Get("Location") != "/" || cleared.Value != "" || cleared.MaxAge >= 0 {
 		t.Fatalf("leave: %d %v", resp.StatusCode, resp.Header)
@@ -197,7 +201,7 @@ func TestGatedDemoSiteRenews(t *testing.T) {
 	get := func(mode, cookie string) (*http.Response, string) {
 		req, _ := http.NewRequest("GET", s.OriginURL()+"/tickets?show=1", nil)
 		req.Header.Set("Sec-Fetch-Mode", mode)
-		req.AddCookie(&http.Cookie{Name: gate.DevCookieName, Value: cookie})
+		req.AddCookie(&http.Cookie{Name: demoCookie, Value: cookie})
 		return do(t, req)
 	}
 	if resp, _ := get("navigate", c.Value); resp.StatusCode != 200 {
@@ -212,7 +216,7 @@ func TestGatedDemoSiteRenews(t *testing.T) {
 		t.Fatalf("a navigation past the time to renew: %d %v", resp.StatusCode, resp.Header)
 	}
 	req, _ = http.NewRequest("GET", s.OriginURL()+resp.Header.Get("Location"), nil)
-	req.AddCookie(&http.Cookie{Name: gate.DevCookieName, Value: c.Value})
+	req.AddCookie(&http.Cookie{Name: demoCookie, Value: c.Value})
 	resp, body = do(t, req)
 	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/tickets?show=1" {
 		t.Fatalf("renew: %d %v %s", resp.StatusCode, resp.Header, body)
