@@ -83,6 +83,27 @@ type Route struct {
 	Room string `json:"room"`
 }
 
+// ParseRoutes reads routes written as comma-separated [HOST]/PREFIX=ROOM
+// ("/tickets=spring-tour,/merch=merch,shop.example.com/vip=vip"), the form
+// `vestibule gate attach --routes` takes; "" is none. It checks the form
+// only: Config.Validate checks the routes.
+func ParseRoutes(s string) ([]Route, error) {
+	var out []Route
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		where, room, ok := strings.Cut(part, "=")
+		slash := strings.Index(where, "/")
+		if !ok || slash < 0 {
+			return nil, fmt.Errorf("%w: route %q is not [HOST]/PREFIX=ROOM", ErrConfig, part)
+		}
+		out = append(out, Route{Host: where[:slash], Prefix: where[slash:], Room: room})
+	}
+	return out, nil
+}
+
 // MaxRoutes is how many routes a Config may hold (the CloudFront function
 // carries them in its code, whose size CloudFront limits).
 const MaxRoutes = 32

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudfrontkeyvaluestore"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/vestibule-dev/vestibule/gate"
 	"github.com/vestibule-dev/vestibule/internal/gateattach"
 	"github.com/vestibule-dev/vestibule/internal/gatekeys"
 	"github.com/vestibule-dev/vestibule/internal/operator"
@@ -37,6 +38,7 @@ const (
 type gateFlags struct {
 	distribution     string
 	openPaths        string
+	routes           string
 	behaviours       []string
 	originSecretFile string
 	dryRun, delete   bool
@@ -193,6 +195,9 @@ func (c *command) gateFromStack(ctx context.Context, cl gateAWS) (gateattach.Gat
 		if p = strings.TrimSpace(p); p != "" {
 			g.OpenPaths = append(g.OpenPaths, p)
 		}
+	}
+	if g.Routes, err = gate.ParseRoutes(c.gate.routes); err != nil {
+		return gateattach.Gate{}, usageError(err.Error())
 	}
 	return g, nil
 }

@@ -189,3 +189,38 @@ func TestGateAttachDetach(t *testing.T) {
 		t.Fatalf("detach left the gate in the config: %s", srv.Updates[1])
 	}
 }
+
+// Rooms by path through the command: --routes puts the rules in the
+// function's code; a rule that is not [HOST]/PREFIX=ROOM, or that the gate
+// refuses, is an error before anything is written.
+func TestGateAttachRoutes(t *testing.T) {
+	const dist = "E2QWRUHAPOMQZL"
+	srv := gateattachtest.NewServer(t, dist, gateattachtest.DistributionConfig)
+	cl := stackAWS(srv.Client())
+	cl.kvs = &gateattachtest.MemKVS{}
+	cl.poll = time.Millisecond
+	old := newGateAWS
+	t.Cleanup(func() { newGateAWS = old })
+	newGateAWS = func(context.Context, *globals) (gateAWS, error) { return cl, nil }
+	attach := func(routes string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"--stack", "Vestibule", "gate", "attach", "--distribution", dist, "--room", "site",
+			"--routes", routes}, &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+	for _, bad := range []string{"tickets=tix", "/tickets", "/tickets/=tix", "/a=x,/a=y", "Shop.example.com/a=x"} {
+		if code, out := attach(bad); code == 0 || !strings.Contains(out, "route") || srv.WriteCount() != 0 {
+			t.Errorf("--routes %q: exit %d, %d writes: %s", bad, code, srv.WriteCount(), out)
+		}
+	}
+	if code, out := attach("/tickets=tix, shop.example.com/merch=merch"); code != 0 {
+		t.Fatalf("attach with routes: exit %d: %s", code, out)
+	}
+	found := false
+	for _, fn := range srv.Funcs {
+		found = found || bytes.Contains(fn.Dev, []byte(`"routes":[{"h":"","p":"/tickets","r":"tix"},{"h":"shop.example.com","p":"/merch","r":"merch"}]`))
+	}
+	if !found {
+		t.Fatal("no function holds the routes")
+	}
+}

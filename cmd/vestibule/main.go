@@ -151,7 +151,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": true, "profile": true, "region": true,
 	"interval": true, "count": true, "port": true, "template": true, "public": true, "timeout": true,
 	"client-cert": true, "client-key": true, "room": true, "ticket": true, "visitor": true, "origin": true,
-	"distribution": true, "open-paths": true, "behaviour": true, "origin-secret-file": true, "file": true}
+	"distribution": true, "open-paths": true, "routes": true, "behaviour": true, "origin-secret-file": true, "file": true}
 
 // commandFirst moves the command words (e.g. "rooms", "list") before any
 // flags given ahead of them, so "vestibule --stack S rooms list" works too.
@@ -303,6 +303,7 @@ func (c *command) bindGate(attach bool, fs *flag.FlagSet) runFunc {
 		return c.gateDetach
 	}
 	fs.StringVar(&c.gate.openPaths, "open-paths", "", "comma-separated paths that pass without a session, e.g. /robots.txt,/static/*")
+	fs.StringVar(&c.gate.routes, "routes", "", "rooms by path, comma-separated [HOST]/PREFIX=ROOM, e.g. /tickets=spring-tour,/merch=merch (the rest unprotected; --room still names the gate)")
 	fs.Func("behaviour", "another behaviour's path pattern whose pages the room guards (repeatable)", func(v string) error {
 		c.gate.behaviours = append(c.gate.behaviours, v)
 		return nil

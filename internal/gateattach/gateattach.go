@@ -74,6 +74,10 @@ type Gate struct {
 	// WaitingRoomUrl output).
 	WaitingRoomURL string
 	OpenPaths      []string // paths that pass without a session (gate.Config.OpenPaths)
+	// Routes put rooms on the site's paths (gate.Config.Routes, rooms by
+	// path); without them Room guards every path. Room still names the
+	// gate's resources.
+	Routes []gate.Route
 	// APIURL is the Vestibule API (the stack's ApiUrl output): its host (and path, if any)
 	// becomes the /.vestibule/* behaviour's origin.
 	APIURL string
@@ -166,7 +170,11 @@ func (a *Attacher) Attach(ctx context.Context, g Gate) error {
 	if err != nil {
 		return err
 	}
-	src, err := gate.CloudFrontFunction(gate.Config{Room: g.Room, WaitingRoomURL: g.WaitingRoomURL, OpenPaths: g.OpenPaths})
+	cfg := gate.Config{Room: g.Room, WaitingRoomURL: g.WaitingRoomURL, OpenPaths: g.OpenPaths}
+	if len(g.Routes) > 0 {
+		cfg.Room, cfg.Routes = "", g.Routes
+	}
+	src, err := gate.CloudFrontFunction(cfg)
 	if err != nil {
 		return fmt.Errorf("the gate's function: %w", err)
 	}
