@@ -25,10 +25,13 @@
 //
 // # The session cookie
 //
-// One cookie, named "__Host-vestibule" (CookieName: browsers take it only with
-// Secure, Path=/ and no Domain, from the host itself), for every room; on a
-// loopback host over plain HTTP, local development, it is "vestibule"
-// (DevCookieName) without Secure. Its value is
+// One cookie per room, named "__Host-vestibule-<room>" (RoomCookieName; the
+// __Host- prefix makes browsers take it only with Secure, Path=/ and no
+// Domain, from the host itself), so a site with rooms by path (Config.Routes)
+// holds a session of each; the gate also reads the name every room once
+// shared, "__Host-vestibule" (CookieName). On a loopback host over plain
+// HTTP, local development, the names start "vestibule" (DevCookieName) and
+// the cookie goes without Secure. Its value is
 //
 //	v1.<kid>.<room>.<seq>.<expiry>.<mac>
 //

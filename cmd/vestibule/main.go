@@ -65,7 +65,8 @@ Usage:
   vestibule gate attach --distribution ID --room ROOM [--dry-run]
                                                 the edge gate on a CloudFront distribution you already have
                                                 (store, functions, /.vestibule/* behaviour, associations; needs
-                                                --stack; --open-paths /a,/b/*  --behaviour PATTERN  --origin-secret-file F)
+                                                --stack; --open-paths /a,/b/*  --behaviour PATTERN  --origin-secret-file F;
+                                                --routes /tickets=ROOM,HOST/merch=ROOM2: rooms by path, the rest open)
   vestibule gate detach --distribution ID --room ROOM [--delete] [--dry-run]
                                                 take it off again (--delete: also its functions and store)
 
