@@ -186,3 +186,62 @@ func TestCloudFrontParityRoutes(t *testing.T) {
 		}
 	}
 }
+
+// The site's end of a session on a site with rooms by path: the function at
+// viewer response and Middleware both replace the session of the path's room
+// with its receipt, under the name the cookie came by, and leave the other
+// room's session alone; on a path no route matches nothing is ended.
+func TestCloudFrontParityRoutesResponse(t *testing.T) {
+	cfg, k2 := routesConfig(t)
+	now := time.Now()
+	tixS := Session{Room: "tix", Seq: 7, Expires: now.Add(time.Hour)}
+	merchS := Session{Room: "merch", Seq: 8, Expires: now.Add(time.Hour)}
+	tix, merch := Sign(k2, tixS), Sign(k2, merchS)
+	both := RoomCookieName("tix") + "=" + tix + "; " + RoomCookieName("merch") + "=" + merch
+	tests := []struct {
+		name, target, cookie string
+		setName, value       string // the receipt's cookie name and value; "" for none
+		s                    Session
+	}{
+		{"tickets ends tix", "/tickets/done", both, RoomCookieName("tix"), ReceiptPrefix + tix, tixS},
+		{"merch ends merch", "/merch/done", both, RoomCookieName("merch"), ReceiptPrefix + merch, merchS},
+		{"the shared name", "/tickets/done", CookieName + "=" + tix, CookieName, ReceiptPrefix + tix, tixS},
+		{"no route", "/about", both, "", "", Session{}},
+	}
+	cases := make([]jsCase, len(tests))
+	for i, tc := range tests {
+		cases[i] = jsCase{Name: tc.name, Method: "GET", Target: tc.target, Cookie: tc.cookie,
+			Headers: map[string]string{"host": "booking.example.com"}, Response: map[string][]string{"vestibule-session": {"end"}}}
+	}
+	out := runFunction(t, cfg, cfg.Keys.KVSEntries(), now, cases, 0, nil)
+	if len(out.Results) != len(tests) {
+		t.Fatalf("%d results for %d cases", len(out.Results), len(tests))
+	}
+	h := mustMiddlewareAt(t, cfg, now, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(EndHeader, "end")
+		w.WriteHeader(http.StatusOK)
+	}))
+	for i, tc := range tests {
+		js := out.Results[i]
+		r := httptest.NewRequest("GET", "https://booking.example.com"+tc.target, nil)
+		r.Header.Set("Cookie", tc.cookie)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		goSet := w.Result().Header.Values("Set-Cookie")
+		if tc.setName == "" {
+			if len(goSet) != 0 || len(js.Cookies) != 0 {
+				t.Errorf("%s: cookies set: Middleware %q, function %v", tc.name, goSet, js.Cookies)
+			}
+			continue
+		}
+		o := CookieOptions{name: tc.setName}
+		want := EndCookie(tc.value[len(ReceiptPrefix):], tc.s, now, o)
+		if len(goSet) != 1 || goSet[0] != want {
+			t.Errorf("%s: Middleware set %q\nwant %s", tc.name, goSet, want)
+		}
+		jc, ok := js.Cookies[tc.setName]
+		if g := tc.setName + "=" + jc.Value + "; " + jc.Attributes; !ok || len(js.Cookies) != 1 || g != want {
+			t.Errorf("%s: the function set %v\nwant %s", tc.name, js.Cookies, want)
+		}
+	}
+}
