@@ -611,6 +611,15 @@ func TestGateRenew(t *testing.T) {
 		if cl := setCookie(t, r); r.StatusCode != 303 || r.Headers["Location"] != "/book" || cl.MaxAge >= 0 || cl.Value != "" {
 			t.Fatalf("renew of a completed session: %d %v %v", r.StatusCode, r.Headers, r.Cookies)
 		}
+		// A cookie under the shared name (entered before rooms by path):
+		// renewed under the room's own name, the shared one cleared.
+		tok3, _ := f.admit(settings)
+		c3, _ := cookieOf(f.enter("site.example", tok3, "/"), 303, "/")
+		f.clock.Advance(40 * time.Second)
+		r = f.renew("/book", gate.CookieName+"="+c3.Value)
+		if len(r.Cookies) != 2 || !strings.HasPrefix(r.Cookies[0], c3.Name+"=v1.") || !strings.HasPrefix(r.Cookies[1], gate.CookieName+"=;") {
+			t.Fatalf("renew under the shared name: %d %v", r.StatusCode, r.Cookies)
+		}
 		// A room without a maximum: its cookies never renew.
 		plain, _ := f.admit(`{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`)
 		if _, s := cookieOf(f.enter("site.example", plain, "/"), 303, "/"); s.Renews() {
