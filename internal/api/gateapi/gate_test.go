@@ -14,6 +14,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
@@ -717,4 +718,39 @@ func other2cookie(t *testing.T, f *fixture, ring gate.KeyRing, r response) strin
 	t.Helper()
 	_, v, _ := strings.Cut(strings.SplitN(r.Cookies[0], ";", 2)[0], "=")
 	return v
+}
+
+// An idle-window session across the loss of Redis's sessions (what a total
+// loss leaves once the room's settings come back from the settings bucket):
+// the cookie passes the edge until its own end, at most the idle window, and
+// the first renewal finds no session, clears the cookie and sends the
+// visitor back; nothing holds a slot.
+func TestGateIdleSessionAfterSessionsLost(t *testing.T) {
+	for name, c := range redistest.Clients(t) {
+		t.Run(name, func(t *testing.T) {
+			f, ring := gateFixture(t, newFixture(t, c), false)
+			id := f.room(`{"mode":"passthrough","gate":true,"sessionTTLSeconds":300,"sessionIdleSeconds":30,"originUrl":"` + site + `"}`)
+			r := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+			ck := setCookie(t, f.enter("site.example", r.str("entryToken"), "/"))
+			if err := c.Del(t.Context(), roomdb.KeysFor(id).Active).Err(); err != nil {
+				t.Fatal(err)
+			}
+			edge := gate.Config{Room: id, WaitingRoomURL: "https://queue.example/", Keys: ring}
+			f.clock.Advance(20 * time.Second)
+			if d := gate.Decide(edge, "GET", "/book", ck.Name+"="+ck.Value, false, f.clock.Now()); !d.Pass {
+				t.Fatalf("the cookie within its idle window: %+v", d)
+			}
+			rr := f.renew("/book", ck.Name+"="+ck.Value)
+			if cl := setCookie(t, rr); rr.StatusCode != 303 || cl.Name != ck.Name || cl.Value != "" || cl.MaxAge >= 0 {
+				t.Fatalf("renew of a lost session: %d %v", rr.StatusCode, rr.Cookies)
+			}
+			if st, err := f.q.Stats(t.Context(), id); err != nil || st.Active != 0 {
+				t.Fatalf("after the loss: %+v %v", st, err)
+			}
+			f.clock.Advance(10 * time.Second)
+			if d := gate.Decide(edge, "GET", "/book", ck.Name+"="+ck.Value, false, f.clock.Now()); d.Pass {
+				t.Fatalf("the cookie past its idle window: %+v", d)
+			}
+		})
+	}
 }
