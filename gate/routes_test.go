@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -243,5 +244,37 @@ func TestCloudFrontParityRoutesResponse(t *testing.T) {
 		if g := tc.setName + "=" + jc.Value + "; " + jc.Attributes; !ok || len(js.Cookies) != 1 || g != want {
 			t.Errorf("%s: the function set %v\nwant %s", tc.name, js.Cookies, want)
 		}
+	}
+}
+
+// BenchmarkCloudFrontFunctionRoutes times the function with 16 routes (the
+// last one the match) against a function that only returns the request, as
+// BenchmarkCloudFrontFunction does for one room:
+//
+//	go test ./gate -run '^$' -bench CloudFrontFunctionRoutes -benchtime 1x
+func BenchmarkCloudFrontFunctionRoutes(b *testing.B) {
+	cfg, _, _, k2 := parityConfig(b)
+	cfg.Room = ""
+	for i := range 16 {
+		cfg.Routes = append(cfg.Routes, Route{Host: "booking.example.com", Prefix: "/section-" + strconv.Itoa(i), Room: "room-" + strconv.Itoa(i)})
+	}
+	cookie := RoomCookieName("room-15") + "=" + Sign(k2, Session{Room: "room-15", Seq: 1764150000123456, Expires: time.Now().Add(time.Hour)})
+	host := map[string]string{"host": "booking.example.com"}
+	cases := []jsCase{
+		{Name: "valid session", Method: "GET", Target: "/section-15/book?id=42", Cookie: "theme=dark; " + cookie, Headers: host},
+		{Name: "no cookie", Method: "GET", Target: "/section-15/book?id=42", Cookie: "theme=dark", Headers: host},
+		{Name: "no route", Method: "GET", Target: "/about", Cookie: "theme=dark", Headers: host},
+	}
+	out := runFunction(b, cfg, cfg.Keys.KVSEntries(), time.Time{}, nil, 10000, cases)
+	if len(out.Bench) != len(cases) {
+		b.Fatalf("the harness timed %d cases of %d", len(out.Bench), len(cases))
+	}
+	for _, r := range out.Bench {
+		b.Run(strings.ReplaceAll(r.Name, " ", "_"), func(b *testing.B) {
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(r.GateNs, "gate-ns")
+			b.ReportMetric(r.PassthroughNs, "passthrough-ns")
+			b.ReportMetric(r.GateNs/r.PassthroughNs, "ratio")
+		})
 	}
 }
