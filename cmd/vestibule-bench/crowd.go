@@ -238,6 +238,8 @@ func moreParts(d time.Duration, chart string) map[string]func(context.Context) (
 		},
 		// prequeue-million: the moments' pre-queue rows with 1,000,000 visitors (BENCH_MILLION=1).
 		"prequeue-million": func(ctx context.Context) ([]Row, error) { return benchMillionPrequeue(ctx, *millionRateFlag) },
+		// tenmillion: the 10,000,000-visitor on-sale (BENCH_TEN_MILLION=1), sized by -ten-million-visitors.
+		"tenmillion": func(ctx context.Context) ([]Row, error) { return benchTenMillion(ctx, *tenMillionFlag) },
 	}
 }
 
