@@ -242,8 +242,10 @@ func Crowd(c Config, start time.Time) []*Visitor {
 				off = time.Duration(u * float64(10*time.Second))
 			}
 			i := len(vs)
-			v := &Visitor{ID: i, Arrive: start.Add(w.At + off), JoinETA: -1,
-				rng: rand.New(rand.NewPCG(c.Seed^0x9a9e, uint64(i)))}
+			v := &Visitor{ID: i, Arrive: start.Add(w.At + off), JoinETA: -1}
+			if !c.NoWatch { // the generator times the watch alone
+				v.rng = rand.New(rand.NewPCG(c.Seed^0x9a9e, uint64(i)))
+			}
 			switch b := rng.Float64(); {
 			case b < c.CloseTab:
 				v.Behavior = CloseTab
