@@ -219,6 +219,10 @@ func tenMillionRows(visitors int, rate int64, run *tenMillionRun) []Row {
 		wallGoal = nil
 	}
 	rows := append(crowdRows(label, run.Sum, 0.7, wallGoal), pollPeakRow(label, run.Res))
+	from, to := run.Res.Span()
+	peak, around := localPeak(run.Res.Log, from, to)
+	rows = append(rows, row(fmt.Sprintf("%s: peak %d-s poll rate ÷ the mean of its %d min", label, peakWindow, localMinutes),
+		peak, "polls/s", around, nil))
 	requests := apiRequests(run.Res)
 	cpu := (run.ProcessCPU + run.RedisCPU).Seconds()
 	logf("tenmillion: %d API requests; CPU: this process %s, Redis %s; wall %s, of it the clock (ticks, samples) %s",
@@ -260,4 +264,31 @@ func grouped(n int64) string {
 // the edge's status fetches.
 func apiRequests(res *sim.Result) int64 {
 	return res.Log.Total(sim.APIKinds, 0, res.Log.Seconds())
+}
+
+// localMinutes is the span localPeak compares a window with.
+const localMinutes = 5
+
+// localPeak is the 10-second window of polls (peakWindow) within [from, to)
+// whose rate is the highest multiple of the mean rate of the localMinutes
+// centred on it: how much the polls bunch, apart from the crowd's own
+// growth and shrinking, which the peak over the whole span's mean counts
+// too (a queue draining at a steady rate polls half as much, on average, as
+// at its longest). It returns that window's rate and the mean around it.
+func localPeak(log *sim.RequestLog, from, to int) (peak, around float64) {
+	polls := sim.KindSet(sim.KindPoll)
+	half := localMinutes * 60 / 2
+	best := 0.0
+	for i := from; i+peakWindow <= to; i++ {
+		lo, hi := max(from, i+peakWindow/2-half), min(to, i+peakWindow/2+half)
+		mean := float64(log.Total(polls, lo, hi)) / float64(hi-lo)
+		if mean <= 0 {
+			continue
+		}
+		rate := float64(log.Total(polls, i, i+peakWindow)) / peakWindow
+		if rate/mean > best {
+			best, peak, around = rate/mean, rate, mean
+		}
+	}
+	return peak, around
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -52,7 +53,7 @@ func TestTenMillionWiring(t *testing.T) {
 	}
 	want := []string{
 		"requests per visitor-minute waiting", "grant→seen delay p99", "invariant violations",
-		"simulation wall time", "peak 10-s poll rate", "API requests per visitor", "CPU per API request",
+		"simulation wall time", "peak 10-s poll rate (baseline", "÷ the mean of its 5 min", "API requests per visitor", "CPU per API request",
 		"simulator heap per visitor", "Redis memory at the peak", "wall time projected to 10,000,000",
 		"least wall time at 10,000,000", "simulator heap projected to 10,000,000",
 	}
@@ -104,5 +105,39 @@ func TestTenMillionShape(t *testing.T) {
 		if strings.Contains(r.Name, "wall time") && r.Goal != "≤ 3600 s" {
 			t.Errorf("%s: goal %q", r.Name, r.Goal)
 		}
+	}
+}
+
+// localPeak finds a bunch of polls against the minutes around it, and finds
+// none in a crowd that only shrinks, whose peak over the whole span's mean
+// is 2.
+func TestLocalPeak(t *testing.T) {
+	start := time.Unix(0, 0)
+	at := func(sec int) time.Time { return start.Add(time.Duration(sec) * time.Second) }
+	bunch := sim.NewRequestLog(start, time.Hour)
+	for sec := range 1000 {
+		n := 10
+		if sec >= 500 && sec < 510 {
+			n = 30
+		}
+		for range n {
+			bunch.Add(sim.KindPoll, at(sec))
+		}
+	}
+	if peak, around := localPeak(bunch, 0, 1000); peak != 30 || math.Abs(around-(290*10+10*30)/300.0) > 1e-9 {
+		t.Errorf("bunch: peak %v around %v", peak, around)
+	}
+	shrinking := sim.NewRequestLog(start, time.Hour)
+	for sec := range 3000 {
+		for range (3000 - sec) / 30 {
+			shrinking.Add(sim.KindPoll, at(sec))
+		}
+	}
+	peak, mean := shrinking.Peak(sim.KindSet(sim.KindPoll), peakWindow, 0, 3000)
+	if r := peak / mean; r < 1.9 {
+		t.Errorf("shrinking: peak ÷ mean %v, want about 2", r)
+	}
+	if peak, around := localPeak(shrinking, 0, 3000); peak/around > 1.1 {
+		t.Errorf("shrinking: local peak %v ÷ %v", peak, around)
 	}
 }
