@@ -81,7 +81,11 @@ type tenMillionRun struct {
 
 // playTenMillion plays c on a cluster of its own of tenMillionNodes primaries.
 func playTenMillion(ctx context.Context, c sim.Config) (*tenMillionRun, error) {
-	nodes, err := redistest.StartCluster(tenMillionNodes, 0)
+	// The nodes wait a minute before holding a silent peer failed: the
+	// tests' second is for failing over, and on a loaded machine a node
+	// busy with the room's scripts can stay silent longer than that,
+	// which would take its slots down with the run.
+	nodes, err := redistest.StartClusterWith(tenMillionNodes, 0, "cluster-node-timeout", "60000")
 	if err != nil {
 		return nil, err
 	}
