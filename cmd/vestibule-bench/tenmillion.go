@@ -48,7 +48,7 @@ func tenMillionShape(visitors int, rate int64) sim.Config {
 	}
 	c.RoomConfig.JoinShards = room.MaxJoinShards
 	// The page's status reads between polls (sim's watch) are left out: a
-	// visitor waiting 100 minutes reads the status about 860 times, 6 × 10⁹
+	// visitor waiting 70 minutes reads the status about 600 times, 6 × 10⁹
 	// reads for the crowd, which the edge answers from its cache without an
 	// API request, and in a room whose settings do not change they move no
 	// poll (sim.TestWatchMovesNoPollOfASteadyRoom).
