@@ -118,7 +118,7 @@ deploy: build deps-cdk deps-cfn-lint
 
 ## bench: measure against the goals and print one table (BENCH_JSON=file also writes JSON);
 ## BENCH_MILLION=1: the 1,000,000-visitor on-sale instead; BENCH_TEN_MILLION=1: the 10,000,000-visitor
-## on-sale instead (about an hour and some 15 GB on an idle 2-core machine; docs/BENCHMARKS.md)
+## on-sale instead (hours on a 2-core machine; docs/BENCHMARKS.md, "The 10,000,000-visitor on-sale")
 bench: deps build build-host
 	BENCH_MILLION=$(BENCH_MILLION) BENCH_TEN_MILLION=$(BENCH_TEN_MILLION) go run ./cmd/vestibule-bench
 
