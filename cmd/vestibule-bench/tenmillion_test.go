@@ -48,14 +48,15 @@ func TestTenMillionWiring(t *testing.T) {
 	if shard < visitors/2 {
 		t.Errorf("%d of %d joins went through an arrival shard", shard, visitors)
 	}
-	if run.ProcessCPU <= 0 || run.RedisCPU <= 0 || run.HeapPeak == 0 || run.RedisPeak == 0 {
+	if run.ProcessCPU <= 0 || run.RedisCPU <= 0 || run.BusiestCPU <= 0 || run.BusiestCPU > run.RedisCPU || run.HeapPeak == 0 || run.RedisPeak == 0 {
 		t.Errorf("meter: process CPU %s, Redis CPU %s, heap %d B, Redis %d B", run.ProcessCPU, run.RedisCPU, run.HeapPeak, run.RedisPeak)
 	}
 	want := []string{
 		"requests per visitor-minute waiting", "grant→seen delay p99", "invariant violations",
 		"simulation wall time", "peak 10-s poll rate (baseline", "÷ the mean of its 5 min", "API requests per visitor", "CPU per API request",
 		"simulator heap per visitor", "Redis memory at the peak", "wall time projected to 10,000,000",
-		"least wall time at 10,000,000", "simulator heap projected to 10,000,000",
+		"least wall time at 10,000,000 on 2 idle cores", "least wall time at 10,000,000 on any cores",
+		"the busiest node's CPU per API request", "simulator heap projected to 10,000,000",
 	}
 	for _, w := range want {
 		var found *Row
