@@ -119,13 +119,13 @@ func playTenMillion(ctx context.Context, c sim.Config) (*tenMillionRun, error) {
 // process has in use and the memory the Redis nodes use together, and
 // counts the CPU time both spend from its start to its stop.
 type meter struct {
-	nodes          []*redis.Client
-	heap0          uint64
-	cpu0           time.Duration
-	nodeCPU0       []time.Duration
-	done           chan struct{}
-	wg             sync.WaitGroup
-	heapPeak, rds  uint64
+	nodes         []*redis.Client
+	heap0         uint64
+	cpu0          time.Duration
+	nodeCPU0      []time.Duration
+	done          chan struct{}
+	wg            sync.WaitGroup
+	heapPeak, rds uint64
 }
 
 func startMeter(ctx context.Context, addrs []string) *meter {
