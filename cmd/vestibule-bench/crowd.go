@@ -8,6 +8,8 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/sim"
 )
@@ -96,6 +98,17 @@ var measured crowdFigures
 // playCrowd runs one crowd on a redis-server of its own, prints its report
 // and returns the run with its summary.
 func playCrowd(ctx context.Context, c sim.Config, chart string) (*sim.Result, sim.Summary, error) {
+	rdb, stop, err := benchRedis(2 * workers)
+	if err != nil {
+		return nil, sim.Summary{}, err
+	}
+	defer stop()
+	return playCrowdOn(ctx, rdb, c, chart)
+}
+
+// playCrowdOn is playCrowd on a Redis the caller started (a single node or a
+// cluster).
+func playCrowdOn(ctx context.Context, rdb redis.UniversalClient, c sim.Config, chart string) (*sim.Result, sim.Summary, error) {
 	// BENCH_CROWD_CPUPROFILE=file profiles the crowds (the last one run overwrites it) (go tool pprof).
 	if path := os.Getenv("BENCH_CROWD_CPUPROFILE"); path != "" {
 		f, err := os.Create(path + "." + c.Room)
@@ -108,11 +121,6 @@ func playCrowd(ctx context.Context, c sim.Config, chart string) (*sim.Result, si
 		}
 		defer pprof.StopCPUProfile()
 	}
-	rdb, stop, err := benchRedis(2 * workers)
-	if err != nil {
-		return nil, sim.Summary{}, err
-	}
-	defer stop()
 	d, err := sim.NewVirtual(rdb, time.Now().Truncate(time.Second), time.Second)
 	if err != nil {
 		return nil, sim.Summary{}, err
@@ -129,8 +137,12 @@ func playCrowd(ctx context.Context, c sim.Config, chart string) (*sim.Result, si
 		return nil, sim.Summary{}, err
 	}
 	if chart != "" {
-		title := fmt.Sprintf("%d visitors in a 10 s burst; maxActive %d, %d admitted/min (virtual time)",
-			c.Visitors, c.RoomConfig.MaxActive, c.RoomConfig.AdmitPerMinute)
+		arrive := "in a 10 s burst"
+		if len(c.Waves) > 0 {
+			arrive = fmt.Sprintf("in %d waves", len(c.Waves))
+		}
+		title := fmt.Sprintf("%d visitors %s; maxActive %d, %d admitted/min (virtual time)",
+			c.Visitors, arrive, c.RoomConfig.MaxActive, c.RoomConfig.AdmitPerMinute)
 		if err := res.Chart(chart, title); err != nil {
 			return res, s, err
 		}
@@ -226,6 +238,8 @@ func moreParts(d time.Duration, chart string) map[string]func(context.Context) (
 		},
 		// prequeue-million: the moments' pre-queue rows with 1,000,000 visitors (BENCH_MILLION=1).
 		"prequeue-million": func(ctx context.Context) ([]Row, error) { return benchMillionPrequeue(ctx, *millionRateFlag) },
+		// tenmillion: the 10,000,000-visitor on-sale (BENCH_TEN_MILLION=1), sized by -ten-million-visitors.
+		"tenmillion": func(ctx context.Context) ([]Row, error) { return benchTenMillion(ctx, *tenMillionFlag) },
 	}
 }
 

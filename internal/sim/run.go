@@ -159,13 +159,17 @@ type Sample struct {
 
 // Result is everything a run measured.
 type Result struct {
-	Config   Config
-	Driver   string
-	Start    time.Time
-	End      time.Time
-	Wall     time.Duration // real time the run took
-	Visitors []*Visitor
-	Samples  []Sample
+	Config Config
+	Driver string
+	Start  time.Time
+	End    time.Time
+	Wall   time.Duration // real time the run took
+	// ClockWall is the part of Wall spent on the run's clock rather than on
+	// its visitors: the admission ticks and the samples, one each a second
+	// of the run however large the crowd.
+	ClockWall time.Duration
+	Visitors  []*Visitor
+	Samples   []Sample
 	// MaxInUse is the highest admitted + active seen in any sample.
 	MaxInUse int64
 	// StatsErrors counts failed samples.
@@ -238,8 +242,10 @@ func Crowd(c Config, start time.Time) []*Visitor {
 				off = time.Duration(u * float64(10*time.Second))
 			}
 			i := len(vs)
-			v := &Visitor{ID: i, Arrive: start.Add(w.At + off), JoinETA: -1,
-				rng: rand.New(rand.NewPCG(c.Seed^0x9a9e, uint64(i)))}
+			v := &Visitor{ID: i, Arrive: start.Add(w.At + off), JoinETA: -1}
+			if !c.NoWatch { // the generator times the watch alone
+				v.rng = rand.New(rand.NewPCG(c.Seed^0x9a9e, uint64(i)))
+			}
 			switch b := rng.Float64(); {
 			case b < c.CloseTab:
 				v.Behavior = CloseTab
@@ -390,6 +396,7 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 			}
 			e.applied.Store(int32(marked + 1))
 		}
+		clockStart := time.Now()
 		if ticks && !tickAt.After(now) {
 			if err := d.Tick(ctx, c.Room); err != nil {
 				return res, err
@@ -400,6 +407,7 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 			lastArrived = arrived
 			nextSample = nextSample.Add(c.SampleEvery)
 		}
+		res.ClockWall += time.Since(clockStart)
 		// Everything due within the driver's granularity runs now, in parallel.
 		batch = batch[:0]
 		limit := now.Add(d.Granularity())

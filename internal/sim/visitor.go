@@ -361,6 +361,9 @@ func (v *Visitor) showPlace(e *env, now time.Time, p place) {
 
 func (v *Visitor) finish(now time.Time, o Outcome) (time.Time, bool) {
 	v.phase, v.Outcome = done, o
+	// A visitor done holds no ticket nor token any more: a crowd of
+	// millions keeps only what the report reads.
+	v.ticket, v.entryToken, v.rng = "", "", nil
 	if v.EndWaitAt.IsZero() && !v.EnqueuedAt.IsZero() {
 		v.EndWaitAt = now
 	}
