@@ -339,7 +339,15 @@ function langSwitch() {
     o.textContent = name;
     sel.append(o);
   }
-  sel.addEventListener('change', () => { i18n.set(sel.value); applyLanguage(); });
+  // The table of the language picked is fetched first (the page carries
+  // English alone); meanwhile the page stays as it is.
+  sel.addEventListener('change', async () => {
+    const l = sel.value;
+    await i18n.load(l);
+    if (sel.value !== l) return; // another was picked meanwhile
+    i18n.set(l);
+    applyLanguage();
+  });
 }
 
 // ---- the leader: joins, polls, backs off ----
@@ -844,4 +852,6 @@ function boot() {
   });
 }
 
-boot();
+// The page starts once the table of its language is here (English needs
+// none), so that nothing is shown or read out in another language first.
+i18n.load(i18n.wanted()).finally(boot);
