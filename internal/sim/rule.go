@@ -1,6 +1,9 @@
 package sim
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // MarkShares are, for each visitor waiting at mark k and seen granted later,
 // how long after the mark the page first showed the change, as a share of
@@ -43,4 +46,13 @@ func (r *Result) StatusReadsPerMinute() float64 {
 		return 0
 	}
 	return reads / minutes
+}
+
+// ReadsPerSecond is the status reads a second of one visible page whose
+// remaining wait is remaining: the mean of 1 ÷ ReadInterval over its
+// uniform spread.
+func ReadsPerSecond(remaining time.Duration) float64 {
+	hi := ReadInterval(remaining, 1).Seconds()
+	lo := ReadInterval(remaining, 0).Seconds()
+	return math.Log(hi/lo) / (hi - lo)
 }
