@@ -24,6 +24,10 @@ const (
 	ShownFloor = 10 * time.Second
 	ShownShare = 0.1
 	ShownCap   = 60 * time.Second
+	// WaitTrust: the page plans its reads by this share of the remaining wait
+	// it estimates, which errs long by up to about 15 % (static/js/watch.js
+	// WAIT_TRUST).
+	WaitTrust = 0.85
 	// ReadMargin: a read comes this much before the rule's bound (the edge's
 	// cached second, a late timer), and up to ReadSpread sooner still,
 	// uniformly: 7 s ± 1 s near the turn, 57 s ± 1 s ten minutes from it.
@@ -44,15 +48,11 @@ func ShownWithin(remaining time.Duration) time.Duration {
 }
 
 // ReadInterval is the wait before a visible page's next status read for a
-// remaining wait (0: unknown) and u uniform in [0, 1): ShownWithin less
-// ReadMargin and (1 − u) × ReadSpread (static/js/watch.js readDelay).
+// remaining wait it estimates (0: unknown) and u uniform in [0, 1):
+// ShownWithin of WaitTrust of it, less ReadMargin and (1 − u) × ReadSpread
+// (static/js/watch.js readDelay).
 func ReadInterval(remaining time.Duration, u float64) time.Duration {
-	return ShownWithin(remaining) - ReadMargin - time.Duration((1-u)*float64(ReadSpread))
-}
-
-// MeanReadInterval is ReadInterval's mean for a remaining wait.
-func MeanReadInterval(remaining time.Duration) time.Duration {
-	return ShownWithin(remaining) - ReadMargin - ReadSpread/2
+	return ShownWithin(time.Duration(WaitTrust*float64(remaining))) - ReadMargin - time.Duration((1-u)*float64(ReadSpread))
 }
 
 // statusAnswer is the part of GET /api/rooms/{room}/status the page reads.
