@@ -2,10 +2,12 @@ package static
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,5 +98,60 @@ func TestPageLoadsBundle(t *testing.T) {
 	}
 	if regexp.MustCompile(`\bimport\s*["'{*\w]|\bimport\(`).Match(worker) {
 		t.Errorf("the worker %s imports a module; it must be bundled whole", m[0][1])
+	}
+}
+
+// The page's languages: every one but English is a table of its own in
+// lang/, which the page fetches for the language it shows; the bundle
+// carries English and each language's name (the switch), and no other
+// language's texts.
+func TestPageCarriesOneLanguage(t *testing.T) {
+	bundle, err := os.ReadFile("waiting.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	english, err := os.ReadFile(filepath.Join("js", "i18n.js")) // a text as in English is English's
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"de", "es", "fr", "ja", "ko", "pt-BR", "zh-Hans"}
+	var got []string
+	entries, err := os.ReadDir("lang")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		tag, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			t.Errorf("lang/%s: not a language table", e.Name())
+			continue
+		}
+		got = append(got, tag)
+		b, err := os.ReadFile(filepath.Join("lang", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var table map[string]string
+		if err := json.Unmarshal(b, &table); err != nil || len(table) == 0 {
+			t.Fatalf("lang/%s: %v (%d texts)", e.Name(), err, len(table))
+		}
+		if !bytes.Contains(bundle, []byte(`"`+tag+`"`)) && !bytes.Contains(bundle, []byte(tag+":")) {
+			t.Errorf("the bundle does not name %s (the switch)", tag)
+		}
+		in := 0
+		for key, text := range table {
+			if len(text) >= 12 && bytes.Contains(bundle, []byte(text)) && !bytes.Contains(english, []byte(text)) {
+				in++
+				if in <= 3 {
+					t.Errorf("the bundle carries %s's %s: %q", tag, key, text)
+				}
+			}
+		}
+		if in > 3 {
+			t.Errorf("…and %d more of %s's texts", in-3, tag)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("language tables %v, want %v", got, want)
 	}
 }

@@ -54,7 +54,15 @@ func nodeTest(t *testing.T, test string, modules ...string) {
 	if err != nil {
 		testkit.Missing(t, "node (to run js/"+test+")", "install node (make deps-esbuild needs it too)")
 	}
-	dir := t.TempDir()
+	// The modules in <tmp>/js, the language tables in <tmp>/lang, as in static/.
+	root := t.TempDir()
+	dir := filepath.Join(root, "js")
+	if err := os.CopyFS(filepath.Join(root, "lang"), os.DirFS("lang")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	files := map[string]string{"package.json": `{"type": "module"}`}
 	for _, name := range append([]string{test}, modules...) {
 		b, err := os.ReadFile(filepath.Join("js", name))

@@ -60,6 +60,35 @@ const (
 	valkeyGBHoursPerSale = 0.5 * 2
 )
 
+// Issue 40's goals: the cost per million visitor-minutes waiting of the API
+// path (the requests made while waiting) and of the page's status reads, and
+// of a million visitors waiting 20 minutes with both. todaysReadsIn20Minutes
+// is the 7 s page's reads in 20 minutes (the baseline of the reads).
+const (
+	costPerMinuteAPIGoal     = 1.25
+	costPerMinuteReadsGoal   = 1.75
+	costWithReadsGoalDollars = 60.0
+	todaysReadsIn20Minutes   = 20 * 60 / 7.0
+)
+
+// perRequestCost is what a million more requests while waiting add to the
+// bill (API Gateway, CloudFront's request and bytes, Lambda, Valkey, logs):
+// the price of a million visitor-minutes is it times the requests a
+// visitor makes a minute. The page's first load, the origin's calls and the
+// storage are a visitor's, not a minute's.
+func perRequestCost(in costInput) float64 {
+	in.StatusReads = 0
+	more := in
+	more.WaitRequests++
+	return total(costPerMillion(more)) - total(costPerMillion(in))
+}
+
+// perRead is the price of a million status reads of bodyBytes: CloudFront's
+// requests and its bytes out (the answer's headers with it).
+func perRead(bodyBytes float64) float64 {
+	return 1e6 * (priceCloudFrontHTTPSRequest + (bodyBytes+responseHeaderBytes)/1e9*priceCloudFrontGB)
+}
+
 // costItem is one line of the bill.
 type costItem struct {
 	what, arithmetic string
@@ -189,7 +218,12 @@ func benchCost(_ context.Context) ([]Row, error) {
 		base = total(costPerMillion(fixed))
 	}
 	measured.CostAPIPath, measured.CostFixed = total(items), base
+	page, err := pageRow()
+	if err != nil {
+		return nil, err
+	}
 	return []Row{
+		page,
 		row(costAPIPathLabel, total(items), "$", base, atMost(costGoalDollars)),
 		row(fmt.Sprintf("waiting visitors within the default stack's API throttle (at the long crowd's peak, %.2f × its mean)", q.Peak), q.WaitingAtStageLimit, "visitors", 0, nil),
 	}, nil

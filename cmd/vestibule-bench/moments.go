@@ -166,10 +166,24 @@ func benchMoments(ctx context.Context, visitors int) ([]Row, error) {
 	for k, what := range []string{"pause", "resume"} {
 		shown, poll, via, unseen := res.MarkDelays(k)
 		logf("moments: %s: %d waiting, %d shown by the status, %d never shown (walked away)", what, len(shown)+unseen, via, unseen)
+		// A figure: the rule (the row after it) is the goal, and a far
+		// visitor's page reads about once a minute.
 		rows = append(rows, row(fmt.Sprintf("%d at %d/min, paused at %s for %s: the %s shown, p95", pauseVisitors, pauseRate, pauseAt, pauseFor, what),
-			sec(sim.QuantileDuration(shown, 0.95)), "s", sec(sim.QuantileDuration(poll, 0.95)), atMost(10)))
+			sec(sim.QuantileDuration(shown, 0.95)), "s", sec(sim.QuantileDuration(poll, 0.95)), nil))
+	}
+	for k, what := range []string{"pause", "resume"} {
+		stopped := time.Duration(0)
+		if k == 0 {
+			stopped = pauseFor // the wait that remained at the pause, without the pause
+		}
+		shares, base := res.MarkShares(k, stopped)
+		logf("moments: %s: %d waiting and later granted; shown p50 %.2f, p95 %.2f, max %.2f of the rule's bound",
+			what, len(shares), sim.Quantile(shares, 0.5), sim.Quantile(shares, 0.95), sim.Quantile(shares, 1))
+		rows = append(rows, row(fmt.Sprintf("%d at %d/min, paused at %s for %s: the %s shown, p95, as a share of the remaining wait (floor 10 s, cap 60 s)",
+			pauseVisitors, pauseRate, pauseAt, pauseFor, what), sim.Quantile(shares, 0.95), "", sim.Quantile(base, 0.95), atMost(1)))
 	}
 	rows = append(rows, row("pause and resume: invariant violations", violations(s), "", 0, atMost(0)))
+	rows = append(rows, tenMillionEdgeRow())
 
 	// What the long crowd's API path and the page's status reads cost.
 	lr := measured.Long
@@ -190,11 +204,22 @@ func benchMoments(ctx context.Context, visitors int) ([]Row, error) {
 	fmt.Fprintf(os.Stderr, "cost of %d visitors making %.2f requests and %.1f status reads in a %.0f-minute wait (measured):\n",
 		costVisitors, in.WaitRequests, in.StatusReads, costWaitMinutes)
 	writeCost(os.Stderr, items)
-	if measured.CostAPIPath == 0 { // the cost part did not run: its row here
-		rows = append(rows, row(costAPIPathLabel, api, "$", fixedCost, atMost(costGoalDollars)))
+	if measured.CostAPIPath == 0 { // the cost part did not run: its rows here
+		page, err := pageRow()
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, row(costAPIPathLabel, api, "$", fixedCost, atMost(costGoalDollars)), page)
 	}
 	rows = append(rows, row(fmt.Sprintf("cost per 1,000,000 visitors waiting 20 min, with the page's status reads (%.1f a visitor)", in.StatusReads),
-		total(items), "$", fixedCost, atMost(costGoalDollars)))
+		total(items), "$", api+todaysReadsIn20Minutes*perRead(in.StatusBytes), atMost(costWithReadsGoalDollars)))
+	perMinute := lr.StatusReadsPerMinute()
+	logf("moments: crowd %d: %.2f status reads per visitor-minute waiting (the 7 s page: %.2f)", len(lr.Visitors), perMinute, 60/7.0)
+	rows = append(rows,
+		row("cost per 1,000,000 visitor-minutes waiting, API path", perRequestCost(in)*measured.LongPerMinute, "$",
+			perRequestCost(in)*measured.FixedPerMinute, atMost(costPerMinuteAPIGoal)),
+		row(fmt.Sprintf("cost per 1,000,000 visitor-minutes waiting, the page's status reads (%.2f a minute)", perMinute), perRead(in.StatusBytes)*perMinute, "$",
+			perRead(in.StatusBytes)*60/7.0, atMost(costPerMinuteReadsGoal)))
 	return rows, nil
 }
 

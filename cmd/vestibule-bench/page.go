@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -23,6 +25,10 @@ const pageDir = "static"
 // src>) and, for module scripts, their static imports (import … from '…',
 // import '…', export … from '…'), and counts index.html itself.
 //
+// A visitor of one language also fetches that language's table,
+// lang/<tag>.json (English's is in the bundle): the heaviest table is
+// counted, so the figure is what a visitor of any one language loads at most.
+//
 // The join challenge's worker is not counted: it is started by new Worker(…),
 // not imported, and only when a room turns a challenge on. Dynamic import()
 // is not followed either (the page has none). Images (a room's logo) are the
@@ -31,6 +37,13 @@ func pageWeight() (objects int, gzipBytes int, err error) {
 	files, err := pageFiles(pageDir)
 	if err != nil {
 		return 0, 0, err
+	}
+	tables, err := pageTables(pageDir)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(tables) > 0 {
+		files = append(files, tables[0].path)
 	}
 	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join(pageDir, filepath.FromSlash(f)))
@@ -170,4 +183,69 @@ func pageGzipSize(b []byte) (int, error) {
 		return 0, err
 	}
 	return buf.Len(), nil
+}
+
+// pageTable is a language's table of the page: its path under the page's
+// folder and its size before and after compression.
+type pageTable struct {
+	path    string
+	raw, gz int
+}
+
+// pageTables lists dir/lang/*.json, the heaviest (compressed) first.
+func pageTables(dir string) ([]pageTable, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "lang", "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var tables []pageTable
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		gz, err := pageGzipSize(b)
+		if err != nil {
+			return nil, err
+		}
+		tables = append(tables, pageTable{path: "lang/" + filepath.Base(n), raw: len(b), gz: gz})
+	}
+	slices.SortFunc(tables, func(a, b pageTable) int { return cmp.Or(b.gz-a.gz, strings.Compare(a.path, b.path)) })
+	return tables, nil
+}
+
+// pageScripts is the script a visitor of one language loads, before
+// compression: the page's bundle and the heaviest language table (the page
+// bar of issue 40); and the same with every language's table, as the page
+// carried them all before it fetched one.
+func pageScripts(dir string) (oneLanguage, every int, err error) {
+	st, err := os.Stat(filepath.Join(dir, "waiting.js"))
+	if err != nil {
+		return 0, 0, err
+	}
+	tables, err := pageTables(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	oneLanguage, every = int(st.Size()), int(st.Size())
+	for i, tb := range tables {
+		every += tb.raw
+		if i == 0 {
+			oneLanguage += tb.raw
+		}
+	}
+	return oneLanguage, every, nil
+}
+
+// pageScriptsGoal is the bar: the page's script in one language, in bytes.
+const pageScriptsGoal = 40_000
+
+// pageRow states pageScripts against the bar.
+func pageRow() (Row, error) {
+	one, every, err := pageScripts(pageDir)
+	if err != nil {
+		return Row{}, err
+	}
+	return row("waiting page's script for a visitor of one language (waiting.js + the heaviest lang/*.json), before compression",
+		float64(one)/1000, "KB", float64(every)/1000, atMost(pageScriptsGoal/1000)), nil
 }

@@ -22,8 +22,8 @@ func TestPageWeight(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("first load: %d objects, %d bytes gzipped: %v", objects, gz, files)
-	if objects != len(files) || objects < 2 || files[0] != "index.html" {
-		t.Fatalf("%d objects %v, want index.html and what it loads", objects, files)
+	if objects != len(files)+1 || objects < 3 || files[0] != "index.html" { // and one language table
+		t.Fatalf("%d objects %v, want index.html, what it loads and one language table", objects, files)
 	}
 	html, err := os.ReadFile(filepath.Join(pageDir, "index.html"))
 	if err != nil {
@@ -96,5 +96,47 @@ const w = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' }
 	}
 	if _, err := pageFiles(dir); err == nil {
 		t.Error("no error for an import of a missing file")
+	}
+}
+
+// The page in one language: the bundle and the heaviest table are within
+// the bar, every table is counted in the figure with all of them, and the
+// first load counts one table.
+func TestPageInOneLanguage(t *testing.T) {
+	t.Chdir(filepath.Join("..", ".."))
+	tables, err := pageTables(pageDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tables) < 7 {
+		t.Fatalf("%d language tables", len(tables))
+	}
+	for _, tb := range tables[1:] {
+		if tb.gz > tables[0].gz {
+			t.Errorf("%s is heavier than %s, counted as the heaviest", tb.path, tables[0].path)
+		}
+	}
+	one, every, err := pageScripts(pageDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the page's script: %d B in one language, %d B with every table", one, every)
+	if one > pageScriptsGoal {
+		t.Errorf("the page's script in one language is %d B, the bar %d", one, pageScriptsGoal)
+	}
+	if every-one < 6*3000 {
+		t.Errorf("the other tables weigh %d B", every-one)
+	}
+	files, err := pageFiles(pageDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects, _, err := pageWeight()
+	if err != nil || objects != len(files)+1 {
+		t.Errorf("first load %d objects (%v), want the page's %d and a table", objects, err, len(files))
+	}
+	r, err := pageRow()
+	if err != nil || r.Met == nil || !*r.Met || r.Baseline <= r.Value {
+		t.Errorf("row %+v, %v", r, err)
 	}
 }

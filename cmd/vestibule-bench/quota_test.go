@@ -111,7 +111,7 @@ var docCost = costInput{WaitRequests: 8.14, BodyBytes: 327, LogLineByte: 1.9, Pa
 // from the long crowd's line, and a status answer's body.
 var docCostWithReads = func() costInput {
 	c := docCost
-	c.StatusReads, c.StatusBytes = 171.57, 187
+	c.StatusReads, c.StatusBytes = 57.8, 203
 	return c
 }()
 

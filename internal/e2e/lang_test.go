@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,10 +126,14 @@ func TestPageInEveryLanguage(t *testing.T) {
 	putRoom(t, s, room, cfg)
 	fillRoom(t, s, room) // everyone after waits
 
-	// The page's texts, from the module the bundle is built from.
+	// The page's texts: English from the module the bundle is built from, the
+	// others from the tables the page fetches (lang/<tag>.json).
 	probe := visitor(t)
 	do(t, probe, chromedp.Navigate(s.URL()+"/?lang=en"))
-	texts, err := chromedp.Run(probe, chromedp.Evaluate[string](`import("/js/i18n.js").then(m => JSON.stringify(m.texts))`, chromedp.EvalAwaitPromise))
+	texts, err := chromedp.Run(probe, chromedp.Evaluate[string](`import("/js/i18n.js").then(async m => {
+		for (const l of Object.keys(m.LANGUAGES)) if (!await m.load(l)) throw new Error("no table for " + l);
+		return JSON.stringify(m.texts);
+	})`, chromedp.EvalAwaitPromise))
 	if err != nil {
 		t.Fatalf("import i18n.js: %v", err)
 	}
@@ -163,16 +168,24 @@ func TestPageInEveryLanguage(t *testing.T) {
 				t.Errorf("%s: the waiting page shows English: %v", lang, found)
 			}
 		}
+		// One language loaded: its own table (English's is in the bundle).
+		tables := browsertest.Eval[[]string](t, v, `performance.getEntriesByType("resource")
+			.map(e => new URL(e.name).pathname).filter(p => p.startsWith("/lang/"))`)
+		if want := []string{"/lang/" + lang + ".json"}; lang == "en" && len(tables) != 0 || lang != "en" && !slices.Equal(tables, want) {
+			t.Errorf("%s: the page fetched the language tables %v", lang, tables)
+		}
 		checkAxe(t, v)
 	}
 
-	// Paused, then closed: every page says so in its language.
+	// Paused, then closed: every page says so in its language, within the
+	// rule's 60 s at most (a page whose wait is minutes reads the status
+	// about once a minute).
 	inEveryLang := func(state string) {
 		t.Helper()
 		putRoom(t, s, room, map[string]any{"mode": state})
 		for _, lang := range pageLangs {
 			v := pages[lang]
-			waitState(t, v, state, wait)
+			waitState(t, v, state, 65*time.Second)
 			if got, want := text(t, v, "title"), table[lang][state+"Title"]; got != want {
 				t.Errorf("%s: %s title %q, want %q", lang, state, got, want)
 			}

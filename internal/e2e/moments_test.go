@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -274,12 +275,12 @@ func TestPaceChange(t *testing.T) {
 }
 
 // TestPauseResumeByStatus: a pause and a resume seen in the status show on
-// the page within a read, without a poll; the status is read every 7 s ± 1 s
-// while the page is visible, not at all for a while when hidden, and at once
-// when it is visible again.
+// the page within a read, without a poll; near the turn (90 s away) the
+// status is read every 7 s ± 1 s while the page is visible, not at all for a
+// while when hidden, and at once when it is visible again.
 func TestPauseResumeByStatus(t *testing.T) {
 	s := scriptedRoom(t, func(int) map[string]any {
-		return map[string]any{"state": "waiting", "position": 40, "etaSeconds": 400, "ratePerMinute": 6, "pollAfterMs": 300000}
+		return map[string]any{"state": "waiting", "position": 9, "etaSeconds": 90, "ratePerMinute": 6, "pollAfterMs": 300000}
 	})
 	s.setStatus(map[string]any{"ratePerMinute": 6})
 	v := visitor(t)
@@ -292,7 +293,7 @@ func TestPauseResumeByStatus(t *testing.T) {
 	if got := text(t, v, "title"); got != "The line is paused" {
 		t.Errorf("paused title %q", got)
 	}
-	if n := shownPosition(t, text(t, v, "position")); n > 40 || n < 38 || text(t, v, "eta") != "–" {
+	if n := shownPosition(t, text(t, v, "position")); n > 9 || n < 7 || text(t, v, "eta") != "–" {
 		t.Errorf("paused at %d (wait %q); want the place shown when it paused, no wait", n, text(t, v, "eta"))
 	}
 	waitJS(t, v, `document.getElementById("announce").textContent.includes("paused")`, wait)
@@ -352,4 +353,83 @@ func ticketShape(format byte, roomID, visitorID string) string {
 	b = append(b, visitorID...)
 	b = append(b, make([]byte, 32)...)
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// runVirtual runs the page's virtual time d forward, firing its timers as
+// they fall due and standing still while a request is under way (so an
+// answer is handled at the virtual instant it would be in real time, give or
+// take the server's milliseconds); it returns when the budget is spent.
+func runVirtual(t *testing.T, v context.Context, d time.Duration) {
+	t.Helper()
+	spent := chromedp.Events(v, emulation.VirtualTimeBudgetExpired)
+	budget := float64(d.Milliseconds())
+	if _, err := chromedp.Call(v, emulation.SetVirtualTimePolicy, emulation.SetVirtualTimePolicyParams{
+		Policy: emulation.VirtualTimePolicyPauseIfNetworkFetchesPending, Budget: &budget,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range spent {
+		if err != nil {
+			t.Fatalf("virtual time: %v", err)
+		}
+		return
+	}
+}
+
+// TestFarPauseWithinTheRule: a visitor 30 minutes from the turn (30,000 at
+// 1,000 a minute) reads the status about once a minute, not every 7 s, and a
+// pause made just after one of those reads is still shown within the rule
+// (max(10 s, 10 % of the 30 minutes), at most 60 s). The page runs on
+// virtual time, so the minutes pass without the test waiting for them.
+func TestFarPauseWithinTheRule(t *testing.T) {
+	s := scriptedRoom(t, func(int) map[string]any {
+		return map[string]any{"state": "waiting", "position": 30000, "etaSeconds": 1800, "ratePerMinute": 1000, "pollAfterMs": 300000}
+	})
+	s.setStatus(map[string]any{"ratePerMinute": 1000, "waiting": 40000})
+	v := visitor(t)
+	beforeLoad(t, v, `(() => { window.__reads = []; const f = window.fetch;
+		window.fetch = (u, ...a) => { if (String(u).includes("/status")) __reads.push(Date.now()); return f(u, ...a); }; })()`)
+	do(t, v, chromedp.Navigate(pageURL(s.srv.URL, "far")))
+	waitState(t, v, "waiting", wait)
+
+	// Three minutes of the page's time: about three reads (one every 57 s ± 1 s).
+	runVirtual(t, v, 3*time.Minute)
+	reads := browsertest.Eval[[]float64](t, v, `__reads`)
+	if len(reads) < 2 || len(reads) > 4 {
+		t.Fatalf("%d status reads in 3 minutes 30 minutes from the turn, want about 3 (7 s apart would be 25)", len(reads))
+	}
+	for i := 1; i < len(reads); i++ {
+		if gap := reads[i] - reads[i-1]; gap < 55900 || gap > 58100 {
+			t.Errorf("read %d came %.0f ms after the one before, want 57 s ± 1 s", i, gap)
+		}
+	}
+	// Paused just after a read (the worst moment): shown at the next one,
+	// within 60 s of the page's time.
+	last := len(reads)
+	for browsertest.Eval[int](t, v, `__reads.length`) == last {
+		runVirtual(t, v, time.Second)
+	}
+	s.setStatus(map[string]any{"mode": "paused", "ratePerMinute": 1000, "waiting": 40000})
+	pausedAt := browsertest.Eval[float64](t, v, `Date.now()`)
+	for range 70 {
+		if browsertest.Eval[string](t, v, `document.body.dataset.state`) == "paused" {
+			break
+		}
+		runVirtual(t, v, time.Second)
+	}
+	shown := browsertest.Eval[float64](t, v, `document.body.dataset.state === "paused" ? Date.now() : 0`)
+	if shown == 0 {
+		t.Fatalf("the pause was not shown within 70 s of the page's time; page shows %s", pageSummary(v))
+	}
+	delay := time.Duration(shown-pausedAt) * time.Millisecond
+	t.Logf("paused just after a read; shown %v later (the rule: 60 s)", delay)
+	if delay > 60*time.Second {
+		t.Errorf("the pause was shown %v after it, past the rule's 60 s", delay)
+	}
+	if delay < 30*time.Second {
+		t.Errorf("the pause was shown %v after it: the page read sooner than its cadence", delay)
+	}
+	if n := s.requests(); n != 1 {
+		t.Errorf("%d place requests; want the join alone (the poll is 5 minutes away)", n)
+	}
 }

@@ -15,12 +15,24 @@ import (
 // The page's watch (docs/PAGE.md): between its API polls, the leading tab of a
 // visitor who holds a ticket reads the room's public status, which CloudFront
 // caches for a second, and shows a pause, a resume, a change of pace or the
-// opening from it without waiting for its next poll.
+// opening from it without waiting for its next poll. It reads as often as the
+// visitor's remaining wait asks (static/js/watch.js readDelay): a change is
+// shown within ShownWithin of it.
 const (
-	// WatchEvery is the mean interval of the page's status reads, WatchJitter
-	// how far either side of it a read lands (uniformly).
-	WatchEvery  = 7 * time.Second
-	WatchJitter = time.Second
+	// ShownFloor, ShownShare and ShownCap are the rule: a change is shown
+	// within max(ShownFloor, ShownShare × the remaining wait), at most ShownCap.
+	ShownFloor = 10 * time.Second
+	ShownShare = 0.1
+	ShownCap   = 60 * time.Second
+	// WaitTrust: the page plans its reads by this share of the remaining wait
+	// it estimates, which errs long by up to about 15 % (static/js/watch.js
+	// WAIT_TRUST).
+	WaitTrust = 0.85
+	// ReadMargin: a read comes this much before the rule's bound (the edge's
+	// cached second, a late timer), and up to ReadSpread sooner still,
+	// uniformly: 7 s ± 1 s near the turn, 57 s ± 1 s ten minutes from it.
+	ReadMargin = 2 * time.Second
+	ReadSpread = 2 * time.Second
 	// OpeningRead: at the opening the page reads the status within this
 	// after opensAt (uniformly), instead of its next regular read.
 	OpeningRead = 6 * time.Second
@@ -28,6 +40,20 @@ const (
 	// (the route's Cache-Control: public, max-age=1).
 	EdgeMaxAge = time.Second
 )
+
+// ShownWithin is how soon a change must be shown to a visitor whose
+// remaining wait is remaining (0 or less: unknown, the floor).
+func ShownWithin(remaining time.Duration) time.Duration {
+	return max(ShownFloor, min(ShownCap, time.Duration(ShownShare*float64(remaining))))
+}
+
+// ReadInterval is the wait before a visible page's next status read for a
+// remaining wait it estimates (0: unknown) and u uniform in [0, 1):
+// ShownWithin of WaitTrust of it, less ReadMargin and (1 − u) × ReadSpread
+// (static/js/watch.js readDelay).
+func ReadInterval(remaining time.Duration, u float64) time.Duration {
+	return ShownWithin(time.Duration(WaitTrust*float64(remaining))) - ReadMargin - time.Duration((1-u)*float64(ReadSpread))
+}
 
 // statusAnswer is the part of GET /api/rooms/{room}/status the page reads.
 type statusAnswer struct {
@@ -112,6 +138,8 @@ type view struct {
 	// bounds the poll planned at the opening).
 	opensAt   time.Time
 	repliedAt time.Time
+	// readAt: the last status read (zero before the first).
+	readAt time.Time
 }
 
 // estimate is the place the page shows at now.
@@ -185,10 +213,24 @@ func (v *Visitor) answered(e *env, now time.Time) {
 	}
 }
 
-// show sets the view and records a change of it.
+// show sets the view and records a change of it. As the page does, a read
+// planned later than the new view's remaining wait allows is planned again
+// (the first answer after the join, a poll that finds the place nearer).
 func (v *Visitor) show(e *env, now time.Time, w view, via Channel) {
 	changed := w.state != v.view.state || (w.state == "waiting" && w.pace != v.view.pace)
+	first := v.view.state == ""
 	v.view = w
+	if first && e.watch && !v.watchAt.IsZero() {
+		// The page's first read: a wait of its first view after the join,
+		// which counts as the watch's last read until the first.
+		v.view.readAt = now
+		v.scheduleWatch(now)
+	} else if e.watch && via == ViaPoll && !v.watchAt.IsZero() && w.state != "prequeue" && !w.readAt.IsZero() {
+		rem := w.remaining(now)
+		if v.watchAt.After(w.readAt.Add(ReadInterval(rem, 1))) {
+			v.watchAt = maxTime(now, w.readAt.Add(ReadInterval(rem, v.rng.Float64())))
+		}
+	}
 	if !changed {
 		return
 	}
@@ -205,11 +247,31 @@ func (v *Visitor) uniform(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(v.rng.Float64()*float64(hi-lo))
 }
 
-// scheduleWatch sets the next status read after one at now: WatchEvery ±
-// WatchJitter later, or, in the pre-queue, within OpeningRead after the
-// opening when that comes first.
+// remaining is the visitor's remaining wait as its page knows it at now
+// (static/js/watch.js remainingMs): the place shown at the pace counted at
+// (paused or closed: the pace before), in the pre-queue the time to the
+// opening; 0 when unknown.
+func (w *view) remaining(now time.Time) time.Duration {
+	switch w.state {
+	case "prequeue":
+		if w.opensAt.IsZero() {
+			return 0
+		}
+		return max(0, w.opensAt.Sub(now))
+	case "waiting", "paused", "closed":
+		if w.pace <= 0 || w.pos <= 0 {
+			return 0
+		}
+		return time.Duration(w.estimate(now) * 60 / w.pace * float64(time.Second))
+	}
+	return 0
+}
+
+// scheduleWatch sets the next status read after one at now: ReadInterval of
+// the remaining wait later, or, in the pre-queue, within OpeningRead after
+// the opening when that comes first.
 func (v *Visitor) scheduleWatch(now time.Time) {
-	next := now.Add(v.uniform(WatchEvery-WatchJitter, WatchEvery+WatchJitter))
+	next := now.Add(ReadInterval(v.view.remaining(now), v.rng.Float64()))
 	if v.view.state == "prequeue" && !v.view.opensAt.IsZero() && now.Before(v.view.opensAt) && !next.Before(v.view.opensAt) {
 		next = v.view.opensAt.Add(v.uniform(0, OpeningRead))
 	}
@@ -230,6 +292,7 @@ func (v *Visitor) pollSoon(at time.Time, eta float64) {
 func (v *Visitor) watch(ctx context.Context, e *env, now time.Time) {
 	s := e.edge.read(ctx, e, now)
 	v.StatusReads++
+	v.view.readAt = now
 	defer v.scheduleWatch(now)
 	if s == nil {
 		return

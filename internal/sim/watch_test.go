@@ -147,8 +147,8 @@ func TestWatchReactions(t *testing.T) {
 	if m := v.Marks[0]; !m.ShownAt.Equal(now) || m.ShownVia != ViaStatus || !m.ETAAt.IsZero() {
 		t.Errorf("pause: mark %+v", m)
 	}
-	if d := v.watchAt.Sub(now); d < WatchEvery-WatchJitter || d >= WatchEvery+WatchJitter {
-		t.Errorf("next read %v later, want 7 s ± 1 s", d)
+	if d := v.watchAt.Sub(now); d < 6*time.Second || d > 8*time.Second {
+		t.Errorf("next read %v later, want 7 s ± 1 s (40 s from the turn)", d)
 	}
 	// Still paused a minute later: the place holds, nothing moves.
 	later := now.Add(time.Minute)
@@ -201,6 +201,78 @@ func TestWatchReactions(t *testing.T) {
 	v.watch(ctx, e, at)
 	if !v.pollAt.Equal(at.Add(time.Second)) {
 		t.Errorf("front: poll %v after the read, want 1 s", v.pollAt.Sub(at))
+	}
+}
+
+// The page's cadence (static/js/watch.js readDelay): a visitor's next status
+// read comes at the rule's bound for its remaining wait less 2–4 s: 7 s ± 1 s
+// near the turn, 57 s ± 1 s ten minutes and more from it; and every interval,
+// with the edge's second and a late second, keeps the rule.
+func TestWatchCadence(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, c := range []struct {
+		pos, pace float64
+		lo, hi    time.Duration
+	}{
+		{30_000, 1_000, 56 * time.Second, 58 * time.Second}, // 30 minutes
+		{5_000, 1_000, 21 * time.Second, 24 * time.Second},  // 5 minutes: within 10 % of 85 % of it
+		{50, 60, 6 * time.Second, 8 * time.Second},          // 50 s: the floor
+		{50, 0, 6 * time.Second, 8 * time.Second},           // no pace: the floor
+	} {
+		for i := range 50 {
+			v := newWatcher(now, c.pos, c.pace, now.Add(time.Hour))
+			v.rng = rand.New(rand.NewPCG(uint64(i), 9))
+			v.scheduleWatch(now)
+			if d := v.watchAt.Sub(now); d < c.lo || d > c.hi {
+				t.Fatalf("place %v at %v a minute: next read %v later, want %v–%v", c.pos, c.pace, d, c.lo, c.hi)
+			}
+		}
+	}
+	// Paused at a place 20 minutes away: a resume is shown within a minute.
+	v := newWatcher(now, 20_000, 1_000, now.Add(time.Hour))
+	v.view.state = "paused"
+	v.scheduleWatch(now.Add(time.Hour))
+	if d := v.watchAt.Sub(now.Add(time.Hour)); d < 56*time.Second || d > 58*time.Second {
+		t.Errorf("paused 20 minutes away: next read %v later", d)
+	}
+	// A pre-queue 15 minutes before its opening: a minute's reads, and the
+	// opening's read within 6 s of it once it is nearer than the next.
+	v = newWatcher(now, 0, 0, now.Add(time.Hour))
+	v.view = view{state: "prequeue", opensAt: now.Add(15 * time.Minute)}
+	v.scheduleWatch(now)
+	if d := v.watchAt.Sub(now); d < 56*time.Second || d > 58*time.Second {
+		t.Errorf("pre-queue 15 minutes before the opening: next read %v later", d)
+	}
+	v.scheduleWatch(now.Add(15*time.Minute - 5*time.Second))
+	if d := v.watchAt.Sub(v.view.opensAt); d < 0 || d >= OpeningRead {
+		t.Errorf("the opening's read %v after it", d)
+	}
+	for r := time.Duration(0); r <= 2*time.Hour; r += 5 * time.Second {
+		if worst := ReadInterval(r, 0.999999) + EdgeMaxAge + time.Second; worst > ShownWithin(r) {
+			t.Fatalf("remaining %v: a read %v late, the rule %v", r, worst, ShownWithin(r))
+		}
+	}
+	if ShownWithin(0) != 10*time.Second || ShownWithin(5*time.Minute) != 30*time.Second || ShownWithin(time.Hour) != time.Minute {
+		t.Error("ShownWithin")
+	}
+}
+
+// A far visitor's first read comes a far wait after its join, as the page's
+// (its first view, not an empty one, sets it); a poll that finds the place
+// near brings a read planned far away to the near cadence.
+func TestWatchFollowsTheView(t *testing.T) {
+	start := time.Unix(1000, 0)
+	e := testEnv(&scripted{}, start)
+	v := &Visitor{rng: rand.New(rand.NewPCG(5, 6)), phase: waiting}
+	v.scheduleWatch(start) // at the join, before the answer is shown
+	pace := 1000.0
+	v.showPlace(e, start, place{State: "waiting", Position: 30_000, RatePerMinute: &pace})
+	if d := v.watchAt.Sub(start); d < 56*time.Second {
+		t.Fatalf("first read %v after a join 30 minutes from the turn", d)
+	}
+	v.showPlace(e, start.Add(10*time.Second), place{State: "waiting", Position: 40, RatePerMinute: &pace})
+	if !v.watchAt.Equal(start.Add(10 * time.Second)) {
+		t.Errorf("a place 2 s from the turn, 10 s after the watch began: the next read %v after it, want at once", v.watchAt.Sub(start))
 	}
 }
 
@@ -309,12 +381,23 @@ func TestVirtualCrowdChanges(t *testing.T) {
 			t.Logf("watch %v, change %d: %d waiting, shown p95 %v (%d via status, %d unseen), next poll p95 %v",
 				watch, k, len(shown), p95, via, unseen, polled)
 			switch {
-			case watch && p95 > WatchEvery+WatchJitter+EdgeMaxAge:
+			case watch && p95 > ShownFloor:
 				t.Errorf("change %d shown at p95 %v, want within a read", k, p95)
 			case watch && via < len(shown)/2:
 				t.Errorf("change %d: %d of %d shown by the status", k, via, len(shown))
 			case !watch && via != 0:
 				t.Errorf("no watch, yet %d shown by the status", via)
+			}
+		}
+		// Each change shown within the rule for the wait that remained (the
+		// pause's minute left out of it), at p95.
+		for k, stopped := range []time.Duration{30 * time.Second, 0, 0} {
+			shares, base := res.MarkShares(k, stopped)
+			if len(shares) == 0 || len(base) == 0 {
+				t.Fatalf("watch %v, change %d: no shares", watch, k)
+			}
+			if p95 := Quantile(shares, 0.95); watch && p95 > 1 {
+				t.Errorf("change %d shown at p95 %.2f of the rule's bound", k, p95)
 			}
 		}
 		// The pace change tells ETAs at the new pace.
@@ -363,7 +446,7 @@ func TestVirtualPrequeueOpening(t *testing.T) {
 	}
 	p50, p99 := QuantileDuration(shown, 0.5), QuantileDuration(shown, 0.99)
 	t.Logf("opening → place seen p50 %v p99 %v (%d via status); first API answer p50 %v", p50, p99, via, QuantileDuration(poll, 0.5))
-	if p99 > OpeningRead+WatchEvery+WatchJitter+EdgeMaxAge {
+	if p99 > OpeningRead+ShownFloor {
 		t.Errorf("place seen p99 %v", p99)
 	}
 	for _, v := range res.Visitors {

@@ -3,8 +3,17 @@
 // TestI18n runs them).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import * as i18n from './i18n.js';
 import { texts, LANGUAGES, match, choose, dir, chinese } from './i18n.js';
 import { pickText } from './brand.js';
+
+// The tables: English from the module, every other language from its file
+// (lang/<tag>.json beside js/, which the page fetches).
+const tables = { en: texts.en };
+for (const l of Object.keys(LANGUAGES)) {
+  if (l !== 'en') tables[l] = JSON.parse(readFileSync(new URL(`../lang/${l}.json`, import.meta.url), 'utf8'));
+}
 
 // Texts a language may leave as in English, because they read the same there.
 const SAME = {
@@ -15,9 +24,9 @@ const SAME = {
 const placeholders = s => [...s.matchAll(/\{(\w+)\}/g)].map(m => m[1]).sort();
 
 test('the page speaks at least eight languages, each named in the switch', () => {
-  const langs = Object.keys(texts);
+  const langs = Object.keys(tables);
   assert.ok(langs.length >= 8, `${langs.length} languages`);
-  for (const l of ['en', 'ko', 'ja', 'zh-Hans', 'es', 'fr', 'de', 'pt-BR']) assert.ok(texts[l], l);
+  for (const l of ['en', 'ko', 'ja', 'zh-Hans', 'es', 'fr', 'de', 'pt-BR']) assert.ok(tables[l], l);
   assert.deepEqual(Object.keys(LANGUAGES).sort(), langs.sort());
   for (const [l, name] of Object.entries(LANGUAGES)) {
     assert.ok(name.trim(), `${l} has no name`);
@@ -25,7 +34,7 @@ test('the page speaks at least eight languages, each named in the switch', () =>
   }
 });
 
-for (const [l, table] of Object.entries(texts)) {
+for (const [l, table] of Object.entries(tables)) {
   if (l === 'en') continue;
   test(`every English text is translated in ${l}, with the same placeholders`, () => {
     for (const [key, en] of Object.entries(texts.en)) {
@@ -67,7 +76,7 @@ test('?lang= first, then the remembered choice, then the browser, then English',
 });
 
 test('the direction follows the language', () => {
-  for (const l of Object.keys(texts)) assert.equal(dir(l), 'ltr', l);
+  for (const l of Object.keys(tables)) assert.equal(dir(l), 'ltr', l);
   for (const l of ['ar', 'ar-EG', 'he', 'fa-IR', 'ur', 'az-Arab']) assert.equal(dir(l), 'rtl', l);
   for (const l of ['en', 'ku-Latn', 'pa', '']) assert.equal(dir(l), 'ltr', l);
 });
@@ -96,9 +105,44 @@ test("a room's text in the visitor's language, with the page's fallbacks", () =>
 });
 
 test('numbers and times format in every language', () => {
-  for (const l of Object.keys(texts)) {
+  for (const l of Object.keys(tables)) {
     assert.ok(new Intl.NumberFormat(l).format(12345).length >= 5, l);
     assert.ok(new Intl.DateTimeFormat(l, { hour: 'numeric', minute: '2-digit' }).format(new Date(0)), l);
     assert.equal(new Intl.NumberFormat(l).resolvedOptions().locale.split('-')[0], l.split('-')[0], l);
   }
+});
+
+test('the page carries English and fetches the one language it shows', async () => {
+  // The module holds English alone; the others come from lang/<tag>.json.
+  assert.deepEqual(Object.keys(texts), ['en']);
+  const asked = [];
+  globalThis.fetch = async url => {
+    asked.push(url);
+    const l = /\/lang\/([\w-]+)\.json$/.exec(url)?.[1];
+    if (l === 'de') throw new TypeError('offline');
+    if (!tables[l]) return { ok: false, json: async () => ({}) };
+    return { ok: true, json: async () => tables[l] };
+  };
+  assert.equal(i18n.current(), 'en');
+  // Picked before its table is here: still English.
+  i18n.set('ko');
+  assert.equal(i18n.wanted(), 'ko');
+  assert.equal(i18n.current(), 'en');
+  assert.equal(i18n.t('loading'), texts.en.loading);
+  assert.equal(await i18n.load('ko'), true);
+  assert.equal(i18n.current(), 'ko');
+  assert.equal(i18n.t('loading'), tables.ko.loading);
+  assert.equal(i18n.t('room', { room: 'x' }), tables.ko.room.replace('{room}', 'x'));
+  // Once: a second load asks nothing.
+  assert.equal(await i18n.load('ko'), true);
+  assert.deepEqual(asked, ['/lang/ko.json']);
+  // English needs no table; a language the page does not speak is not asked for.
+  assert.equal(await i18n.load('en'), true);
+  assert.equal(await i18n.load('it'), false);
+  assert.deepEqual(asked, ['/lang/ko.json']);
+  // A table that cannot be fetched leaves the page in English.
+  assert.equal(await i18n.load('de'), false);
+  i18n.set('de');
+  assert.equal(i18n.current(), 'en');
+  assert.equal(i18n.t('loading'), texts.en.loading);
 });

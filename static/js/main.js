@@ -339,7 +339,15 @@ function langSwitch() {
     o.textContent = name;
     sel.append(o);
   }
-  sel.addEventListener('change', () => { i18n.set(sel.value); applyLanguage(); });
+  // The table of the language picked is fetched first (the page carries
+  // English alone); meanwhile the page stays as it is.
+  sel.addEventListener('change', async () => {
+    const l = sel.value;
+    await i18n.load(l);
+    if (sel.value !== l) return; // another was picked meanwhile
+    i18n.set(l);
+    applyLanguage();
+  });
 }
 
 // ---- the leader: joins, polls, backs off ----
@@ -595,6 +603,7 @@ function submitOnce(form) {
 // ---- the leader watches the room between polls (watch.js decides) ----
 
 let watchTimer = 0;
+let watchAt = 0;        // when the planned read comes (local ms)
 let watchKey = null;    // what the planned read was planned for (the pre-queue's opening)
 let lastRead = 0;       // when the status was last read (local ms); 0: not since the watch began
 let statusReading = false;
@@ -607,9 +616,25 @@ let opening = { opensAt: 0, at: 0 }; // the read at the pre-queue's opening: ope
 function watchOn() {
   if (!coord || !coord.isLeader() || !watch.watches(view, storage.get(TICKET))) { watchOff(); return; }
   const key = view.state === 'prequeue' ? view.opensAt || 0 : 0;
-  if (statusReading || (watchTimer && key === watchKey)) return;
+  if (statusReading) return;
+  // A read planned stays planned, unless the opening it was planned around
+  // moved, or the view now asks for a sooner one (a place nearer the turn).
+  if (watchTimer && key === watchKey && watchAt <= readBy()) return;
   if (!lastRead) lastRead = Date.now(); // the first read comes a regular wait after the reply
   planRead();
+}
+
+// remaining is the visitor's remaining wait as the page shows it now (ms, or
+// null), which the cadence of the reads follows (watch.js readDelay).
+function remaining() {
+  const now = Date.now();
+  return watch.remainingMs(view, now, estimate(view, now, shown).position);
+}
+
+// readBy is the latest a visible tab's next read may come after the last:
+// the cadence's longest wait for the remaining wait now.
+function readBy() {
+  return lastRead + watch.readDelay(document.visibilityState === 'visible', 1, remaining());
 }
 
 function watchOff() {
@@ -629,7 +654,8 @@ function planRead() {
     openAt = opening.at;
   }
   watchKey = view.state === 'prequeue' ? view.opensAt || 0 : 0;
-  const at = watch.nextRead(lastRead, watch.readDelay(document.visibilityState === 'visible', Math.random()), openAt, opensAtLocal);
+  const at = watch.nextRead(lastRead, watch.readDelay(document.visibilityState === 'visible', Math.random(), remaining()), openAt, opensAtLocal);
+  watchAt = at;
   watchTimer = setTimeout(readStatus, Math.max(0, at - now));
 }
 
@@ -638,7 +664,7 @@ function planRead() {
 // the next read is planned at the new cadence.
 function watchVisibility() {
   if (!watchTimer || statusReading) return;
-  if (document.visibilityState === 'visible' && Date.now() - lastRead > watch.READ_EVERY_MS) readStatus();
+  if (document.visibilityState === 'visible' && Date.now() - lastRead > watch.readDelay(true, 0, remaining())) readStatus();
   else planRead();
 }
 
@@ -826,4 +852,6 @@ function boot() {
   });
 }
 
-boot();
+// The page starts once the table of its language is here (English needs
+// none), so that nothing is shown or read out in another language first.
+i18n.load(i18n.wanted()).finally(boot);

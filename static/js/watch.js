@@ -1,13 +1,24 @@
 // Watching the room between polls. The leading tab reads the room's status
-// (public, cached a second at the edge, so a read costs no API call) every
-// 7 s ± 1 s while the tab is visible and every minute while it is hidden, and
-// asks these functions what an answer changes on the page: a pause, a
-// closing, a resume, a new pace, a moved opening, the opening itself. They are
-// pure (the time and the random numbers are passed in), so they are tested
-// without a browser (watch.test.js, run under node by static's TestWatch).
+// (public, cached a second at the edge, so a read costs no API call) as often
+// as the visitor's remaining wait asks: a change (a pause, a resume, a
+// closing, a new pace, a moved opening, the opening itself) is shown within
+// max(10 s, 10 % of the remaining wait), and never more than 60 s late; every
+// minute while the tab is hidden. These functions say when to read and what an
+// answer changes on the page. They are pure (the time and the random numbers
+// are passed in), so they are tested without a browser (watch.test.js, run
+// under node by static's TestWatch).
 
-export const READ_EVERY_MS = 7000;     // a visible tab reads the status this often…
-export const READ_SPREAD_MS = 1000;    // …give or take this much, drawn afresh for each read
+export const SHOWN_FLOOR_MS = 10000;   // a change is shown within this…
+export const SHOWN_SHARE = 0.1;        // …or this share of the remaining wait, when longer…
+export const SHOWN_CAP_MS = 60000;     // …but never later than this
+export const EDGE_AGE_MS = 1000;       // an answer the edge serves may be this old (max-age=1)
+// The page plans its reads by this share of the remaining wait it estimates:
+// the estimate errs long by up to about 15 % (people ahead who leave, a pace
+// measured over the last minute), and the rule is the real wait's.
+export const WAIT_TRUST = 0.85;
+export const READ_MARGIN_MS = 2000;    // a read comes this much before the rule's bound (the edge's second, a late timer)…
+export const READ_SPREAD_MS = 2000;    // …and up to this much sooner still, drawn afresh for each read
+export const READ_EVERY_MS = SHOWN_FLOOR_MS - READ_MARGIN_MS - READ_SPREAD_MS / 2; // the floor's mean: 7 s
 export const READ_HIDDEN_MS = 60000;   // a hidden tab reads it this often
 export const OPEN_SPREAD_MS = 6000;    // the opening's read comes this long after it, at most
 export const POLL_SOONEST_MS = 1000;   // a poll brought forward comes no sooner than this
@@ -27,10 +38,40 @@ export function watches(v, ticket) {
   return !!ticket && !!v && WATCHED.includes(v.state);
 }
 
-// readDelay is the wait before the next read: 7 s ± 1 s (uniform) while the
-// tab is visible, a minute while it is hidden. rand is in [0, 1).
-export function readDelay(visible, rand) {
-  return visible ? READ_EVERY_MS + (2 * rand - 1) * READ_SPREAD_MS : READ_HIDDEN_MS;
+// shownWithin is how soon (ms) a change must be shown to a visitor whose
+// remaining wait is remaining ms (null: unknown, the floor): max(10 s, 10 %
+// of it), at most 60 s.
+export function shownWithin(remaining) {
+  if (!(remaining > 0)) return SHOWN_FLOOR_MS;
+  return Math.max(SHOWN_FLOOR_MS, Math.min(SHOWN_CAP_MS, SHOWN_SHARE * remaining));
+}
+
+// readDelay is the wait before the next read while the tab is visible: the
+// rule's bound for WAIT_TRUST of the remaining wait (ms, or null) less
+// READ_MARGIN_MS and a random share of READ_SPREAD_MS (rand in [0, 1)): 7 s ±
+// 1 s near the turn or when the wait is unknown (the page's speed before the
+// rule), 57 s ± 1 s twelve minutes and more from it. A minute while the tab
+// is hidden.
+export function readDelay(visible, rand, remaining) {
+  if (!visible) return READ_HIDDEN_MS;
+  return shownWithin(remaining * WAIT_TRUST) - READ_MARGIN_MS - (1 - rand) * READ_SPREAD_MS;
+}
+
+// remainingMs is the visitor's remaining wait as the page knows it at now
+// (local ms), for the cadence: the place shown (shown, the count's estimate;
+// else the view's) at the pace counted at (paused or closed: the pace before,
+// so that a resume is shown within the rule of the wait it resumes); an older
+// server's etaSeconds; in the pre-queue the time to the opening by the
+// server's clock. null when unknown (no pace, a place not known yet).
+export function remainingMs(v, now, shown) {
+  if (!v) return null;
+  if (v.state === 'prequeue') {
+    return v.opensAt > 0 ? Math.max(0, v.opensAt - (now + (v.skew || 0))) : null;
+  }
+  if (v.placing || !(v.position > 0)) return null;
+  const position = shown > 0 ? Math.min(shown, v.position) : v.position;
+  if (typeof v.ratePerMinute === 'number') return v.ratePerMinute > 0 ? position * 60000 / v.ratePerMinute : null;
+  return v.etaSeconds > 0 ? v.etaSeconds * 1000 * position / v.position : null;
 }
 
 // nextRead is when (local ms) to read next: delay after the last read, except

@@ -14,12 +14,66 @@ const ctx = (shown, ...xs) => ({ now: NOW, shown, rand: rand(...(xs.length ? xs 
 const waiting = (o = {}) => ({ state: 'waiting', position: 7, waiting: 100, etaSeconds: 7, ratePerMinute: 60, at: NOW - 2000, skew: 0, start: 7, ...o });
 const status = (o = {}) => ({ mode: 'queue', waiting: 100, admitPerMinute: 600, ratePerMinute: 60, clockSkewMs: 0, pageVersion: 'v', ...o });
 
-test('the status is read every 7 s ± 1 s while visible, every minute while hidden', () => {
-  assert.equal(w.readDelay(true, 0), 6000);
-  assert.equal(w.readDelay(true, 0.5), 7000);
-  assert.ok(w.readDelay(true, 0.999999) < 8000 && w.readDelay(true, 0.999999) > 7999);
-  assert.equal(w.readDelay(false, 0), 60000);
-  assert.equal(w.readDelay(false, 0.9), 60000);
+test('the status is read as often as the remaining wait asks, at most every 58 s while visible', () => {
+  // Near the turn, or with the wait unknown: 7 s ± 1 s (today's speed).
+  for (const r of [null, 0, 30000, 117000]) {
+    assert.equal(w.readDelay(true, 0, r), 6000, `at ${r}`);
+    assert.equal(w.readDelay(true, 0.5, r), 7000, `at ${r}`);
+    assert.ok(w.readDelay(true, 0.999999, r) <= 8000 && w.readDelay(true, 0.999999, r) > 7999);
+  }
+  // 5 minutes away by the page's estimate, which may err long by 15 %: a
+  // change is shown within 10 % of 85 % of it, 25.5 s: read every 22.5 s ± 1 s.
+  near(w.readDelay(true, 0.5, 300000), 22500);
+  // 12 minutes (10 / 0.85) and more: within 60 s: every 57 s ± 1 s.
+  assert.equal(w.readDelay(true, 0.5, 706000), 57000);
+  assert.equal(w.readDelay(true, 0.5, 3 * 3600000), 57000);
+  // Hidden: a minute, wherever the visitor is.
+  assert.equal(w.readDelay(false, 0, 30000), 60000);
+  assert.equal(w.readDelay(false, 0.9, 3600000), 60000);
+});
+
+test('a change is shown within max(10 s, 10 % of the remaining wait), never more than 60 s late', () => {
+  assert.equal(w.shownWithin(null), 10000);
+  assert.equal(w.shownWithin(50000), 10000);
+  assert.equal(w.shownWithin(300000), 30000);
+  assert.equal(w.shownWithin(3600000), 60000);
+  // The longest wait between reads, plus the edge's cached second and a
+  // timer a second late, is within the rule, everywhere.
+  for (let r = 0; r <= 7200000; r += 5000) {
+    const worst = w.readDelay(true, 0.999999, r) + w.EDGE_AGE_MS + 1000;
+    assert.ok(worst <= w.shownWithin(r), `remaining ${r} ms: a read ${worst} ms late, the rule ${w.shownWithin(r)}`);
+  }
+  // A change δ after a read is shown at the next one, planned from the wait
+  // at the read: its delay is δ shorter, the rule at the change 10 % of δ
+  // narrower, so it holds there too.
+});
+
+test('a 20-minute wait reads the status about 50 times, not 171', () => {
+  // The cadence over a wait counted down from 20 minutes (the mean delay).
+  let t = 0;
+  let reads = 0;
+  while (t < 1200000) { t += w.readDelay(true, 0.5, 1200000 - t); reads++; }
+  assert.ok(reads >= 38 && reads <= 55, `${reads} reads`);
+});
+
+test('the remaining wait the cadence follows', () => {
+  // Waiting: the place shown at the pace counted at.
+  assert.equal(w.remainingMs(waiting({ position: 600, ratePerMinute: 60 }), NOW, 300), 300000);
+  assert.equal(w.remainingMs(waiting({ position: 600, ratePerMinute: 60 }), NOW, 0), 600000);
+  // An older server without the pace: its etaSeconds.
+  assert.equal(w.remainingMs(waiting({ position: 600, ratePerMinute: undefined, etaSeconds: 120 }), NOW, 0), 120000);
+  // No pace (a full room, the first minute): unknown, read at the floor.
+  assert.equal(w.remainingMs(waiting({ ratePerMinute: 0, etaSeconds: null }), NOW, 0), null);
+  // Paused or closed at a place: that place at the last pace (a resume is
+  // shown within the rule of the wait it resumes).
+  assert.equal(w.remainingMs(waiting({ state: 'paused', position: 1200, ratePerMinute: 60 }), NOW, 0), 1200000);
+  assert.equal(w.remainingMs(waiting({ state: 'closed', position: 1200, ratePerMinute: 60 }), NOW, 0), 1200000);
+  // Placing (the opening's place not known yet): unknown.
+  assert.equal(w.remainingMs(waiting({ placing: true, position: 0 }), NOW, 0), null);
+  // The pre-queue: the time to the opening, by the server's clock.
+  assert.equal(w.remainingMs({ state: 'prequeue', opensAt: NOW + 900000, skew: 5000 }, NOW, 0), 895000);
+  assert.equal(w.remainingMs({ state: 'prequeue', opensAt: NOW - 1000, skew: 0 }, NOW, 0), 0);
+  assert.equal(w.remainingMs({ state: 'prequeue' }, NOW, 0), null);
 });
 
 test('the watch runs while a place is held, not once the visit is over', () => {
