@@ -227,6 +227,7 @@ func (q *Queue) restore(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	q.restoreSchedule(ctx, id) // schedule.go
 	// The next tick records the head afresh (over a record that is not one).
 	q.mu.Lock()
 	delete(q.recorded, id)
