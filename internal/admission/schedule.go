@@ -213,6 +213,7 @@ type scheduleKeeper interface {
 	ReleaseScheduled(ctx context.Context, room, id string) error
 	RemoveScheduled(ctx context.Context, room, id string) error
 	RestoreSchedule(ctx context.Context, room string, cs []room.ScheduledChange) error
+	DropSchedule(ctx context.Context, room string) error
 }
 
 var _ scheduleKeeper = (*Emitter)(nil)
@@ -280,4 +281,13 @@ func (e *Emitter) RestoreSchedule(ctx context.Context, id string, cs []room.Sche
 		return err
 	}
 	return s.RestoreSchedule(ctx, id, cs)
+}
+
+// DropSchedule is the engine's.
+func (e *Emitter) DropSchedule(ctx context.Context, id string) error {
+	s, err := e.keeper()
+	if err != nil {
+		return err
+	}
+	return s.DropSchedule(ctx, id)
 }

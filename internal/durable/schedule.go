@@ -62,6 +62,7 @@ type scheduler interface {
 	ReleaseScheduled(ctx context.Context, room, id string) error
 	RemoveScheduled(ctx context.Context, room, id string) error
 	RestoreSchedule(ctx context.Context, room string, cs []room.ScheduledChange) error
+	DropSchedule(ctx context.Context, room string) error
 }
 
 var _ scheduler = (*roomdb.Engine)(nil)
@@ -192,4 +193,23 @@ func (q *Queue) restoreSchedule(ctx context.Context, id string) {
 	if len(cs) > 0 {
 		q.o.Logger.LogAttrs(ctx, slog.LevelWarn, "room schedule restored from the durable store", slog.String("room", id), slog.Int("changes", len(cs)))
 	}
+}
+
+// dropSchedule removes a room's schedule from Redis and the store before the
+// room is deleted, so that a room created again under the id starts with
+// none.
+func (q *Queue) dropSchedule(ctx context.Context, id string) error {
+	s, err := q.scheduler()
+	if err != nil {
+		return nil
+	}
+	if err := s.DropSchedule(ctx, id); err != nil {
+		return err
+	}
+	if st, ok := q.o.Store.(ScheduleStore); ok {
+		if err := st.PutSchedule(ctx, id, []byte("[]")); err != nil {
+			return errors.Join(room.ErrUnavailable, err)
+		}
+	}
+	return nil
 }

@@ -161,3 +161,14 @@ func (e *Engine) RestoreSchedule(ctx context.Context, roomID string, cs []room.S
 	}
 	return nil
 }
+
+// DropSchedule removes the room's schedule (the room is being deleted).
+func (e *Engine) DropSchedule(ctx context.Context, roomID string) error {
+	if !room.ValidRoomID(roomID) {
+		return room.ErrInvalidRoom
+	}
+	if err := e.rdb.Del(ctx, KeysFor(roomID).Schedule()).Err(); err != nil {
+		return fmt.Errorf("%w: schedule %s: %w", room.ErrUnavailable, roomID, err)
+	}
+	return nil
+}
