@@ -197,10 +197,14 @@ func scheduledSoon(ctx context.Context, q Ticker, id string) bool {
 	return false
 }
 
-// applyDue runs ApplySchedules when the loop's engine is a Planner.
+// applyDue runs ApplySchedules when the loop's engine is a Planner, and
+// ArchiveHistories when it is an Archiver (history.go).
 func applyDue(ctx context.Context, q Ticker, log *slog.Logger) {
 	if p, ok := q.(Planner); ok {
 		ApplySchedules(ctx, p, log)
+	}
+	if a, ok := q.(Archiver); ok {
+		ArchiveHistories(ctx, a, log)
 	}
 }
 
