@@ -58,6 +58,7 @@ var All = []Route{
 	{"GET", "/api/admin/rooms/{room}/schedule", Admin, true},
 	{"POST", "/api/admin/rooms/{room}/schedule", Admin, true},
 	{"POST", "/api/admin/rooms/{room}/schedule/cancel", Admin, true},
+	{"GET", "/api/admin/rooms/{room}/report", Admin, true},
 	{"GET", "/api/events/{event}", Booking, false},
 	{"POST", "/api/events/{event}/holds", Booking, false},
 	{"POST", "/api/events/{event}/holds/{token}/confirm", Booking, false},

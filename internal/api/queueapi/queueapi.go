@@ -101,6 +101,7 @@ func (h *API) Handlers() map[string]httpapi.HandlerFunc {
 		"GET /api/admin/rooms/{room}/schedule":         h.schedule, // schedule.go
 		"POST /api/admin/rooms/{room}/schedule":        h.plan,
 		"POST /api/admin/rooms/{room}/schedule/cancel": h.unplan,
+		"GET /api/admin/rooms/{room}/report":           h.roomReport, // report.go
 	}
 }
 
