@@ -45,6 +45,11 @@ Usage:
   vestibule rooms delete ROOM [--force]         delete the room, its grants and sessions (--force: close and drain it first)
   vestibule rooms log ROOM                      who changed what: the room's audit log
   vestibule rooms settings                      the settings "rooms set" takes, with their types
+  vestibule rooms schedule ROOM --at TIME key=value…
+                                                plan a change for TIME (RFC 3339, or +15m): the ticks apply it then
+  vestibule rooms schedule ROOM                 what is planned for the room (and any change refused at its time)
+  vestibule rooms unschedule ROOM ID            cancel a planned change
+  vestibule report ROOM [--csv]                 the room's sale: per-minute figures for its whole life, and totals
   vestibule watch ROOM [--interval 3s]          a live view of one room in the terminal
   vestibule console [--port 8484]               the console in your browser on 127.0.0.1
   vestibule verify-draw --room ROOM --ticket T  check a pre-queue draw against the room's published seed
@@ -152,7 +157,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": true, "profile": true, "region": true,
 	"interval": true, "count": true, "port": true, "template": true, "public": true, "timeout": true,
 	"client-cert": true, "client-key": true, "room": true, "ticket": true, "visitor": true, "origin": true,
-	"distribution": true, "open-paths": true, "routes": true, "behaviour": true, "origin-secret-file": true, "file": true}
+	"distribution": true, "open-paths": true, "routes": true, "behaviour": true, "origin-secret-file": true, "file": true, "at": true}
 
 // commandFirst moves the command words (e.g. "rooms", "list") before any
 // flags given ahead of them, so "vestibule --stack S rooms list" works too.
@@ -181,7 +186,7 @@ func commandFirst(args []string) []string {
 
 // subcommands are the command groups and the subcommands each takes.
 var subcommands = map[string]string{
-	"rooms":   "list, get, set, pause, resume, close, open, drain, delete, log, settings",
+	"rooms":   "list, get, set, pause, resume, close, open, drain, delete, log, settings, schedule, unschedule",
 	"booking": "reconcile",
 	"gate":    "attach, detach",
 	"events":  "define, get, orders",
@@ -258,6 +263,14 @@ func (c *command) bind(cmd string, fs *flag.FlagSet) (runFunc, error) {
 		return c.roomLog, nil
 	case "rooms settings":
 		return c.settings, nil
+	case "rooms schedule":
+		fs.StringVar(&c.at, "at", "", "when to apply the change: an RFC 3339 time, or +DURATION from now")
+		return c.schedule, nil
+	case "rooms unschedule":
+		return c.unschedule, nil
+	case "report":
+		fs.BoolVar(&c.csv, "csv", false, "print the per-minute figures as CSV")
+		return c.report, nil
 	case "watch":
 		fs.DurationVar(&c.interval, "interval", defaultInterval, "time between refreshes")
 		fs.IntVar(&c.count, "count", 0, "stop after this many refreshes (0: until Ctrl-C)")
@@ -333,6 +346,8 @@ type command struct {
 	apply          bool             // booking reconcile
 	gate           gateFlags        // gate attach, detach
 	file           string           // events define
+	at             string           // rooms schedule
+	csv            bool             // report
 }
 
 // client connects to the deployment the flags name.

@@ -89,6 +89,12 @@ func auditText(e room.AuditEntry) string {
 		return fmt.Sprintf("drained (%s removed)", num(e.Removed))
 	case "delete":
 		return "deleted"
+	case "schedule":
+		return "planned " + e.Schedule + ": " + what
+	case "unschedule":
+		return "cancelled scheduled change " + e.Schedule
+	case "scheduled change refused":
+		return "scheduled change " + e.Schedule + " refused: " + e.Refused
 	}
 	if what == "" {
 		return e.Action

@@ -54,7 +54,8 @@ type Statuser interface {
 // it has nothing to do: visitors held there leave the deployment idle (their
 // own polls still tick it, guarded, and the first invocation after it opens
 // ticks for its minute). A room it cannot read is not idle (the loop ticks it
-// and logs the error).
+// and logs the error). Nor is a room with a change scheduled within
+// ScheduleLookahead (schedule.go).
 func Idle(ctx context.Context, q Ticker, s Statuser) bool {
 	ids, err := q.Rooms(ctx)
 	if err != nil {
@@ -66,6 +67,9 @@ func Idle(ctx context.Context, q Ticker, s Statuser) bool {
 			return false
 		}
 		if st.Waiting > 0 && cfg.Mode != room.ModePaused && cfg.Mode != room.ModeClosed {
+			return false
+		}
+		if scheduledSoon(ctx, q, id) { // schedule.go
 			return false
 		}
 	}
@@ -95,6 +99,7 @@ func Run(ctx context.Context, q Ticker, interval time.Duration, log *slog.Logger
 			return sum
 		}
 		sum.Ticks++
+		applyDue(ctx, q, log) // scheduled changes first (schedule.go)
 		tickAll(ctx, q, log, &sum)
 		for _, f := range also {
 			if ctx.Err() == nil {

@@ -116,6 +116,9 @@ func (q *Queue) Delete(ctx context.Context, id string) error {
 			return errors.Join(room.ErrUnavailable, err)
 		}
 	}
+	if err := q.dropSchedule(ctx, id); err != nil { // schedule.go
+		return err
+	}
 	q.mu.Lock()
 	q.listed = slices.DeleteFunc(q.listed, func(s string) bool { return s == id })
 	delete(q.recorded, id)

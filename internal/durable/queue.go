@@ -94,6 +94,7 @@ type Queue struct {
 	// again for MissingFor, so a crowd polling such a room costs no S3 GET each
 	unreadable map[string]failed
 	restores   singleflight.Group // one restore of a room at a time in this process
+	archived   map[string]archive // what this process archived of each room's history (history.go)
 }
 
 type failed struct {
@@ -227,6 +228,7 @@ func (q *Queue) restore(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	q.restoreSchedule(ctx, id) // schedule.go
 	// The next tick records the head afresh (over a record that is not one).
 	q.mu.Lock()
 	delete(q.recorded, id)

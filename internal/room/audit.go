@@ -18,7 +18,9 @@ type AuditEntry struct {
 	// local stack, with " (says via the console)" when the call said it came
 	// through the console (a claim: the API cannot check it).
 	Who string `json:"who"`
-	// Action is create, change, drain or delete; for an event of the room's
+	// Action is create, change, drain or delete; schedule, unschedule,
+	// scheduled change or scheduled change refused for the room's schedule
+	// (Who is then "schedule" for what the ticks applied); for an event of the room's
 	// (Event set), "define event" or "rebuild event" (docs/BOOKING.md).
 	Action string `json:"action"`
 	// Event is the booking event the entry is about, in its room's log.
@@ -26,6 +28,10 @@ type AuditEntry struct {
 	Changes []AuditChange `json:"changes,omitempty"`
 	// Removed is how many visitors a drain or delete removed.
 	Removed int64 `json:"removed,omitempty"`
+	// Schedule is the id of the scheduled change the entry is about
+	// (ScheduledChange); Refused why it was not applied at its time.
+	Schedule string `json:"schedule,omitempty"`
+	Refused  string `json:"refused,omitempty"`
 }
 
 // AuditChange is one setting's change.

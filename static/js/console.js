@@ -13,6 +13,8 @@
 // (make dev, /console) it asks for the admin key and keeps it in this tab.
 /* global uPlot */
 
+import { reportSection, scheduleSection } from './console-sale.js';
+
 const KEY = 'vestibule.console.adminKey';
 const params = new URLSearchParams(location.search);
 // ?every=SECONDS changes the refresh (tests use a short one).
@@ -458,6 +460,8 @@ function newCard(id) {
   el.querySelector('.chart').setAttribute('aria-label', `Chart of room ${id}`);
   const audit = el.querySelector('.audit');
   audit.addEventListener('toggle', () => { if (audit.open) loadAudit(card); });
+  scheduleSection(card, api); // console-sale.js
+  reportSection(card, api);
   el.querySelector('[data-dismiss]').addEventListener('click', () => {
     refuse(card, '');
     el.querySelector('.settings button').focus();

@@ -1,13 +1,11 @@
 package queueapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
-	"slices"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -54,44 +52,9 @@ func (h *API) caller(r *httpapi.Request) string {
 }
 
 // settingChanges lists the settings whose JSON differs between two configs
-// (nil: none, every value null), by name.
+// (room.SettingChanges).
 func settingChanges(before, after *room.Config) []room.AuditChange {
-	fields := func(c *room.Config) map[string]json.RawMessage {
-		m := map[string]json.RawMessage{}
-		if c != nil {
-			// A Config always marshals, and its JSON is an object: neither
-			// error can happen, so both are dropped.
-			b, _ := json.Marshal(c)
-			_ = json.Unmarshal(b, &m)
-		}
-		return m
-	}
-	old, cur := fields(before), fields(after)
-	var names []string
-	for k := range old {
-		names = append(names, k)
-	}
-	for k := range cur {
-		if _, ok := old[k]; !ok {
-			names = append(names, k)
-		}
-	}
-	slices.Sort(names)
-	null := json.RawMessage("null")
-	var out []room.AuditChange
-	for _, k := range names {
-		o, n := old[k], cur[k]
-		if o == nil {
-			o = null
-		}
-		if n == nil {
-			n = null
-		}
-		if !bytes.Equal(o, n) {
-			out = append(out, room.AuditChange{Setting: k, Old: o, New: n})
-		}
-	}
-	return out
+	return room.SettingChanges(before, after)
 }
 
 // record keeps an audit entry of the request's room and logs it.

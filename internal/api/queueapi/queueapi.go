@@ -84,20 +84,24 @@ func New(o Options) *API { return &API{o: o} }
 // Handlers binds the queue's route keys (internal/routes) to their handlers.
 func (h *API) Handlers() map[string]httpapi.HandlerFunc {
 	return map[string]httpapi.HandlerFunc{
-		"POST /api/rooms/{room}/enqueue":      h.enqueue,
-		"GET /api/rooms/{room}/poll":          h.poll,
-		"POST /api/rooms/{room}/leave":        h.leave,
-		"GET /api/rooms/{room}/status":        h.status,
-		"POST /api/consume":                   h.consume,
-		"POST /api/complete":                  h.complete,
-		"GET /api/jwks.json":                  h.jwks,
-		"PUT /api/admin/rooms/{room}":         h.putRoomAudited, // audit.go
-		"DELETE /api/admin/rooms/{room}":      h.deleteRoom,     // admin_delete.go
-		"GET /api/admin/rooms/{room}/log":     h.roomLog,        // audit.go
-		"GET /api/admin/rooms/{room}":         h.getRoom,
-		"GET /api/admin/rooms":                h.listRooms,
-		"POST /api/admin/rooms/{room}/drain":  h.drainRoomAudited, // audit.go
-		"GET /api/admin/rooms/{room}/history": h.roomHistory,
+		"POST /api/rooms/{room}/enqueue":               h.enqueue,
+		"GET /api/rooms/{room}/poll":                   h.poll,
+		"POST /api/rooms/{room}/leave":                 h.leave,
+		"GET /api/rooms/{room}/status":                 h.status,
+		"POST /api/consume":                            h.consume,
+		"POST /api/complete":                           h.complete,
+		"GET /api/jwks.json":                           h.jwks,
+		"PUT /api/admin/rooms/{room}":                  h.putRoomAudited, // audit.go
+		"DELETE /api/admin/rooms/{room}":               h.deleteRoom,     // admin_delete.go
+		"GET /api/admin/rooms/{room}/log":              h.roomLog,        // audit.go
+		"GET /api/admin/rooms/{room}":                  h.getRoom,
+		"GET /api/admin/rooms":                         h.listRooms,
+		"POST /api/admin/rooms/{room}/drain":           h.drainRoomAudited, // audit.go
+		"GET /api/admin/rooms/{room}/history":          h.roomHistory,
+		"GET /api/admin/rooms/{room}/schedule":         h.schedule, // schedule.go
+		"POST /api/admin/rooms/{room}/schedule":        h.plan,
+		"POST /api/admin/rooms/{room}/schedule/cancel": h.unplan,
+		"GET /api/admin/rooms/{room}/report":           h.roomReport, // report.go
 	}
 }
 

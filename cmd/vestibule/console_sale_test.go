@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"strings"
+
+	"github.com/vestibule-dev/vestibule/internal/browsertest"
+)
+
+// The console's Schedule section plans a change for an hour on, lists it
+// and cancels it; a change the API refuses shows its reason; the Report
+// section shows the sale's totals and exports the CSV of `vestibule report`.
+func TestConsoleScheduleAndReport(t *testing.T) {
+	s := stack(t)
+	id := newRoom(t, s, nil)
+	ctx := browser(t)
+	url := startConsole(t, s)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url+"&every=0.3")); err != nil {
+		t.Fatal(err)
+	}
+	card := fmt.Sprintf(`document.querySelector('[data-room=%q]')`, id)
+	waitJS(t, ctx, card+` !== null`, 10*time.Second)
+	plan := func(settings string) {
+		browsertest.Eval[any](t, ctx, `(() => {
+			const c = `+card+`;
+			c.querySelector('.schedule').open = true;
+			const d = new Date(Date.now() + 3600e3), p = (x) => String(x).padStart(2, '0');
+			c.querySelector('[data-schedule="at"]').value = d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + 'T' + p(d.getHours()) + ':' + p(d.getMinutes());
+			c.querySelector('[data-schedule="settings"]').value = `+fmt.Sprintf("%q", settings)+`;
+			c.querySelector('.schedule-form button').click();
+			return null; })()`)
+	}
+	plan(`{"maxActive": -1}`)
+	waitJS(t, ctx, card+`.querySelector('[data-field="schedule-error"]').textContent.includes('maxActive')`, 10*time.Second)
+	plan(`{"admitPerMinute": 3000}`)
+	waitJS(t, ctx, card+`.dataset.schedule === "1" && `+card+`.querySelector('[data-field="schedule"]').textContent.includes('3000')`, 10*time.Second)
+	if hidden := browsertest.Eval[bool](t, ctx, card+`.querySelector('[data-field="schedule-error"]').hidden`); !hidden {
+		t.Error("the refusal stays shown after a change was planned")
+	}
+	browsertest.Eval[any](t, ctx, card+`.querySelector('[data-field="schedule"] button').click()`)
+	waitJS(t, ctx, card+`.dataset.schedule === "0"`, 10*time.Second)
+
+	browsertest.Eval[any](t, ctx, card+`.querySelector('.report').open = true`)
+	waitJS(t, ctx, `Number(`+card+`.dataset.report) >= 1`, 30*time.Second)
+	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-field="report-totals"]').textContent`); !contains(got, "Visitors", "Wait p50 / p95") {
+		t.Errorf("report totals %q", got)
+	}
+	browsertest.Eval[any](t, ctx, `(import('/js/console-sale.js').then((m) => { window.csvHead = m.reportCSV({minutes: []}); }), null)`)
+	waitJS(t, ctx, `typeof window.csvHead === 'string'`, 10*time.Second)
+	head := browsertest.Eval[string](t, ctx, `window.csvHead`)
+	if head != "minute,waiting,admitted,active,admittedPerMinute,evictedPerMinute,joinsPerMinute,waitSeconds\n" {
+		t.Errorf("CSV header %q, want the command's columns", head)
+	}
+}
+
+func contains(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"strconv"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/operator"
+	"github.com/vestibule-dev/vestibule/internal/printer"
+)
+
+// reportColumns are the CSV's columns, a row a minute.
+var reportColumns = []string{"minute", "waiting", "admitted", "active", "admittedPerMinute", "evictedPerMinute", "joinsPerMinute", "waitSeconds"}
+
+// report prints a room's sale: the totals, or with --csv a row a minute
+// (--json: the API's JSON).
+func (c *command) report(ctx context.Context, pos []string) error {
+	id, cl, err := c.roomClient(ctx, pos, "report")
+	if err != nil {
+		return err
+	}
+	rep, err := cl.Report(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case c.g.json:
+		return c.printJSON(rep)
+	case c.csv:
+		return writeReportCSV(c, rep)
+	}
+	t := rep.Totals
+	if t.Minutes == 0 {
+		c.out.Printf("%s: no minutes recorded yet (the admission ticks record one a minute)\n", id)
+		return nil
+	}
+	tw := printer.NewTable(c.stdout, 0)
+	tw.Printf("room\t%s\n", id)
+	tw.Printf("from\t%s\n", t.From.Local().Format("2006-01-02 15:04"))
+	tw.Printf("to\t%s\t(%s minutes recorded)\n", t.To.Local().Format("2006-01-02 15:04"), num(int64(t.Minutes)))
+	tw.Printf("visitors\t%s\t(waiting at the start, and every join that stayed)\n", num(t.Visitors))
+	tw.Printf("peak joins a minute\t%s\n", num(t.PeakJoins))
+	tw.Printf("peak waiting\t%s\n", num(t.PeakWaiting))
+	tw.Printf("admitted\t%s\n", num(t.Admitted))
+	tw.Printf("evicted\t%s\t(silent past their deadline)\n", num(t.Evicted))
+	tw.Printf("wait p50 / p95\t%s / %s\t(estimated: queue length over the pace)\n", dur(t.WaitP50Seconds), dur(t.WaitP95Seconds))
+	tw.Printf("consumed\t%s\t(entries redeemed at the origin, counted since the room was created or restored)\n", num(rep.Now.Consumed))
+	tw.Printf("now\t%s waiting, %s admitted, %s active\n", num(rep.Now.Waiting), num(rep.Now.Admitted), num(rep.Now.Active))
+	tw.Println("\n`vestibule report " + id + " --csv` gives the minutes.")
+	return tw.Flush()
+}
+
+func dur(s float64) string {
+	return (time.Duration(s) * time.Second).Round(time.Second).String()
+}
+
+func writeReportCSV(c *command, rep operator.Report) error {
+	w := csv.NewWriter(c.stdout)
+	_ = w.Write(reportColumns) // errors surface at Flush
+	for _, m := range rep.Minutes {
+		_ = w.Write([]string{m.Minute.UTC().Format(time.RFC3339), i64(m.Waiting), i64(m.Admitted), i64(m.Active),
+			i64(m.AdmittedPerMinute), i64(m.EvictedPerMinute), i64(m.JoinsPerMinute), strconv.FormatFloat(m.WaitSeconds, 'f', 0, 64)})
+	}
+	w.Flush()
+	return w.Error()
+}
+
+func i64(n int64) string { return strconv.FormatInt(n, 10) }

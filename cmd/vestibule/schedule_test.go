@@ -1,0 +1,80 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/testkit"
+)
+
+// rooms schedule plans a change that the local stack's ticks apply at its
+// time, audited as the schedule's; the list shows what is planned, and
+// rooms unschedule cancels a change.
+func TestScheduledChangeFromTheCommandLine(t *testing.T) {
+	s := stack(t)
+	id := newRoom(t, s, nil)
+	out, errs, code := vestibule(t, s, "rooms", "schedule", id, "--at", "+2s", "admitPerMinute=90")
+	if code != 0 || !strings.Contains(out, "planned") {
+		t.Fatalf("schedule: %d %q %q", code, out, errs)
+	}
+	// Awaited with a deadline: the stack's ticks apply it once its time comes.
+	applied := testkit.WaitFor(30*time.Second, func() bool {
+		_, m := admin(t, s, "GET", id, nil)
+		cfg, _ := m["config"].(map[string]any)
+		return cfg["admitPerMinute"] == float64(90)
+	})
+	if !applied {
+		t.Fatal("the scheduled change was not applied")
+	}
+	out, _, _ = vestibule(t, s, "rooms", "log", id)
+	if !strings.Contains(out, "schedule (planned by admin key)") || !strings.Contains(out, "admitPerMinute 60 → 90") {
+		t.Fatalf("log:\n%s", out)
+	}
+	if out, _, _ = vestibule(t, s, "rooms", "schedule", id); !strings.Contains(out, "nothing scheduled") {
+		t.Fatalf("schedule after it applied:\n%s", out)
+	}
+	out, _, code = vestibule(t, s, "rooms", "schedule", id, "--at", time.Now().Add(time.Hour).Format(time.RFC3339), "mode=closed")
+	if code != 0 {
+		t.Fatal(out)
+	}
+	change := strings.Fields(out)[2]
+	if out, _, _ = vestibule(t, s, "rooms", "schedule", id); !strings.Contains(out, change) || !strings.Contains(out, `{"mode":"closed"}`) {
+		t.Fatalf("list:\n%s", out)
+	}
+	if out, errs, code = vestibule(t, s, "rooms", "unschedule", id, change); code != 0 || !strings.Contains(out, "cancelled "+change) {
+		t.Fatalf("unschedule: %d %q %q", code, out, errs)
+	}
+	if _, errs, code = vestibule(t, s, "rooms", "unschedule", id, change); code != 1 || !strings.Contains(errs, "scheduled change") {
+		t.Fatalf("unschedule again: %d %q", code, errs)
+	}
+	if _, errs, code = vestibule(t, s, "rooms", "schedule", id, "--at", "tomorrow", "mode=closed"); code != 2 {
+		t.Fatalf("a bad --at: %d %q", code, errs)
+	}
+}
+
+// report prints the sale's totals and, with --csv, a row a minute; help
+// lists both new commands.
+func TestReportCommand(t *testing.T) {
+	s := stack(t)
+	id := newRoom(t, s, nil)
+	// The stack's ticks record a point at the first tick of each minute.
+	testkit.WaitFor(30*time.Second, func() bool {
+		out, _, _ := vestibule(t, s, "report", id)
+		return strings.Contains(out, "visitors")
+	})
+	out, errs, code := vestibule(t, s, "report", id)
+	if code != 0 || !strings.Contains(out, "visitors") || !strings.Contains(out, "wait p50 / p95") {
+		t.Fatalf("report: %d %q %q", code, out, errs)
+	}
+	out, _, code = vestibule(t, s, "report", id, "--csv")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || lines[0] != strings.Join(reportColumns, ",") || len(lines) < 2 {
+		t.Fatalf("csv: %d\n%s", code, out)
+	}
+	out, _, _ = vestibule(t, s, "help")
+	for _, want := range []string{"rooms schedule ROOM --at TIME", "rooms unschedule ROOM ID", "report ROOM [--csv]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,297 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/durable"
+	"github.com/vestibule-dev/vestibule/internal/metrics"
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// Scheduled changes (docs/OPERATING.md, "Scheduled changes"): every round of
+// the loop, before it ticks the rooms, applies each change whose time has
+// come, through the same path as an admin PUT: the settings as they are then
+// with the change's on top, validated and stored by PutConfig (fences, the
+// durable write), and an entry in the room's audit log made by "schedule". A
+// change that is no longer valid is refused: kept in the schedule with the
+// reason, audited, shown until an operator cancels it. The loop runs every
+// second, so a change applies within a second of its time.
+
+// Planner is what applying scheduled changes needs of the engine
+// (durable.Queue fits).
+type Planner interface {
+	Rooms(ctx context.Context) ([]string, error)
+	Now() time.Time
+	Schedule(ctx context.Context, room string) ([]room.ScheduledChange, error)
+	PutScheduled(ctx context.Context, room string, c room.ScheduledChange) error
+	LeaseScheduled(ctx context.Context, room, id string) (room.ScheduledChange, bool, error)
+	ReleaseScheduled(ctx context.Context, room, id string) error
+	RemoveScheduled(ctx context.Context, room, id string) error
+	GetConfig(ctx context.Context, room string) (room.Config, error)
+	PutConfig(ctx context.Context, room string, cfg room.Config) (room.Config, error)
+	AppendAudit(ctx context.Context, room string, e room.AuditEntry) error
+}
+
+// ScheduleWho is who the audit log names for a change the ticks applied.
+const ScheduleWho = "schedule"
+
+// The audit log's actions of the schedule.
+const (
+	ActionScheduled = "scheduled change"         // applied at its time
+	ActionRefused   = "scheduled change refused" // not valid at its time: kept, with the reason
+)
+
+// ScheduleLookahead is how far ahead Idle looks for scheduled changes: an
+// admit invocation that finds one due before the next invocation has ticked
+// for a while ticks for its minute, so the change applies on time even in a
+// deployment where nobody waits.
+const ScheduleLookahead = time.Minute + 15*time.Second
+
+// ApplySchedules applies the due changes of every room, up to roomsAtOnce
+// rooms at a time, and returns how many it applied. Errors are logged; a
+// change that could not be applied for Redis or the store stays planned and
+// the next round tries again.
+func ApplySchedules(ctx context.Context, p Planner, log *slog.Logger) int {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ids, err := p.Rooms(ctx)
+	if err != nil {
+		return 0
+	}
+	now := p.Now()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	applied := 0
+	slots := make(chan struct{}, roomsAtOnce)
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			break
+		}
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			n := applyRoom(ctx, p, id, now, log)
+			mu.Lock()
+			applied += n
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return applied
+}
+
+// due reports whether a change is planned (not refused) for at or before t.
+func due(c room.ScheduledChange, t time.Time) bool { return c.Refused == "" && !c.At.After(t) }
+
+func applyRoom(ctx context.Context, p Planner, id string, now time.Time, log *slog.Logger) int {
+	cs, err := p.Schedule(ctx, id)
+	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, room.ErrUnknownRoom) {
+			log.LogAttrs(ctx, slog.LevelError, "schedule: read", append(metrics.RedisErrorAttrs(now), slog.String("room", id), slog.String("error", err.Error()))...)
+		}
+		return 0
+	}
+	n := 0
+	for _, c := range cs { // by time: changes due together apply in their order
+		if due(c, now) && applyChange(ctx, p, id, c.ID, now, log) {
+			n++
+		}
+	}
+	return n
+}
+
+// applyChange applies one due change under its lease and reports whether it
+// was applied.
+func applyChange(ctx context.Context, p Planner, id, change string, now time.Time, log *slog.Logger) bool {
+	c, ok, err := p.LeaseScheduled(ctx, id, change)
+	if err != nil || !ok || !due(c, now) {
+		if ok {
+			_ = p.ReleaseScheduled(ctx, id, change) // it was refused or moved meanwhile
+		}
+		return false // another process has it, or it is gone
+	}
+	before, err := p.GetConfig(ctx, id)
+	var next, stored room.Config
+	if err == nil {
+		if next, err = room.ApplySettings(before, c.Settings); err == nil {
+			stored, err = p.PutConfig(ctx, id, next)
+		}
+	}
+	attrs := []slog.Attr{slog.String("room", id), slog.String("schedule", c.ID)}
+	switch {
+	case err == nil:
+	case errors.Is(err, durable.ErrNotDurable):
+		// Applied in Redis, not in the store (the queue logged it): the
+		// change is made, and the store catches up at the next admin write.
+		stored = next
+	case errors.Is(err, room.ErrInvalidConfig), errors.Is(err, room.ErrUnknownRoom):
+		refuse(ctx, p, id, c, now, err, log)
+		return false
+	default:
+		_ = p.ReleaseScheduled(ctx, id, change)
+		if ctx.Err() == nil {
+			log.LogAttrs(ctx, slog.LevelError, "schedule: apply", append(attrs, slog.String("error", err.Error()))...)
+		}
+		return false
+	}
+	a := room.AuditEntry{At: now.UTC(), Who: who(c), Action: ActionScheduled, Schedule: c.ID,
+		Changes: room.SettingChanges(&before, &stored)}
+	if err := p.AppendAudit(context.WithoutCancel(ctx), id, a); err != nil {
+		log.LogAttrs(ctx, slog.LevelError, "schedule: audit", append(attrs, slog.String("error", err.Error()))...)
+	}
+	if err := p.RemoveScheduled(context.WithoutCancel(ctx), id, change); err != nil {
+		log.LogAttrs(ctx, slog.LevelError, "schedule: remove applied change", append(attrs, slog.String("error", err.Error()))...)
+	}
+	log.LogAttrs(ctx, slog.LevelInfo, "scheduled change applied", attrs...)
+	return true
+}
+
+// who names the schedule and who planned the change.
+func who(c room.ScheduledChange) string {
+	if c.CreatedBy == "" {
+		return ScheduleWho
+	}
+	return ScheduleWho + " (planned by " + c.CreatedBy + ")"
+}
+
+// refuse keeps a change that is not valid at its time in the schedule, with
+// the reason, and audits it.
+func refuse(ctx context.Context, p Planner, id string, c room.ScheduledChange, now time.Time, why error, log *slog.Logger) {
+	ctx = context.WithoutCancel(ctx)
+	at := now.UTC()
+	c.Refused, c.RefusedAt = why.Error(), &at
+	attrs := []slog.Attr{slog.String("room", id), slog.String("schedule", c.ID), slog.String("refused", c.Refused)}
+	if err := p.PutScheduled(ctx, id, c); err != nil && !errors.Is(err, room.ErrUnknownRoom) {
+		log.LogAttrs(ctx, slog.LevelError, "schedule: keep refused change", append(attrs, slog.String("error", err.Error()))...)
+	}
+	_ = p.ReleaseScheduled(ctx, id, c.ID) // else it expires
+	if err := p.AppendAudit(ctx, id, room.AuditEntry{At: at, Who: who(c), Action: ActionRefused, Schedule: c.ID, Refused: c.Refused}); err != nil {
+		log.LogAttrs(ctx, slog.LevelError, "schedule: audit", append(attrs, slog.String("error", err.Error()))...)
+	}
+	log.LogAttrs(ctx, slog.LevelWarn, "scheduled change refused", attrs...)
+}
+
+// scheduledSoon reports whether the room has a change planned within
+// ScheduleLookahead (Idle); a schedule it cannot read counts as one.
+func scheduledSoon(ctx context.Context, q Ticker, id string) bool {
+	p, ok := q.(Planner)
+	if !ok {
+		return false
+	}
+	cs, err := p.Schedule(ctx, id)
+	if err != nil {
+		return !errors.Is(err, room.ErrUnknownRoom)
+	}
+	soon := p.Now().Add(ScheduleLookahead)
+	for _, c := range cs {
+		if due(c, soon) {
+			return true
+		}
+	}
+	return false
+}
+
+// applyDue runs ApplySchedules when the loop's engine is a Planner, and
+// ArchiveHistories when it is an Archiver (history.go).
+func applyDue(ctx context.Context, q Ticker, log *slog.Logger) {
+	if p, ok := q.(Planner); ok {
+		ApplySchedules(ctx, p, log)
+	}
+	if a, ok := q.(Archiver); ok {
+		ArchiveHistories(ctx, a, log)
+	}
+}
+
+// scheduleKeeper is an engine that keeps schedules (*roomdb.Engine): the
+// Emitter passes its calls on.
+type scheduleKeeper interface {
+	Schedule(ctx context.Context, room string) ([]room.ScheduledChange, error)
+	PutScheduled(ctx context.Context, room string, c room.ScheduledChange) error
+	LeaseScheduled(ctx context.Context, room, id string) (room.ScheduledChange, bool, error)
+	ReleaseScheduled(ctx context.Context, room, id string) error
+	RemoveScheduled(ctx context.Context, room, id string) error
+	RestoreSchedule(ctx context.Context, room string, cs []room.ScheduledChange) error
+	DropSchedule(ctx context.Context, room string) error
+}
+
+var _ scheduleKeeper = (*Emitter)(nil)
+
+// errNoSchedule: the engine under the Emitter keeps no schedules.
+var errNoSchedule = errors.New("admission: this engine keeps no schedules")
+
+func (e *Emitter) keeper() (scheduleKeeper, error) {
+	s, ok := e.Engine.(scheduleKeeper)
+	if !ok {
+		return nil, errNoSchedule
+	}
+	return s, nil
+}
+
+// Schedule is the engine's.
+func (e *Emitter) Schedule(ctx context.Context, id string) ([]room.ScheduledChange, error) {
+	s, err := e.keeper()
+	if err != nil {
+		return nil, err
+	}
+	return s.Schedule(ctx, id)
+}
+
+// PutScheduled is the engine's.
+func (e *Emitter) PutScheduled(ctx context.Context, id string, c room.ScheduledChange) error {
+	s, err := e.keeper()
+	if err != nil {
+		return err
+	}
+	return s.PutScheduled(ctx, id, c)
+}
+
+// LeaseScheduled is the engine's.
+func (e *Emitter) LeaseScheduled(ctx context.Context, id, change string) (room.ScheduledChange, bool, error) {
+	s, err := e.keeper()
+	if err != nil {
+		return room.ScheduledChange{}, false, err
+	}
+	return s.LeaseScheduled(ctx, id, change)
+}
+
+// ReleaseScheduled is the engine's.
+func (e *Emitter) ReleaseScheduled(ctx context.Context, id, change string) error {
+	s, err := e.keeper()
+	if err != nil {
+		return err
+	}
+	return s.ReleaseScheduled(ctx, id, change)
+}
+
+// RemoveScheduled is the engine's.
+func (e *Emitter) RemoveScheduled(ctx context.Context, id, change string) error {
+	s, err := e.keeper()
+	if err != nil {
+		return err
+	}
+	return s.RemoveScheduled(ctx, id, change)
+}
+
+// RestoreSchedule is the engine's.
+func (e *Emitter) RestoreSchedule(ctx context.Context, id string, cs []room.ScheduledChange) error {
+	s, err := e.keeper()
+	if err != nil {
+		return err
+	}
+	return s.RestoreSchedule(ctx, id, cs)
+}
+
+// DropSchedule is the engine's.
+func (e *Emitter) DropSchedule(ctx context.Context, id string) error {
+	s, err := e.keeper()
+	if err != nil {
+		return err
+	}
+	return s.DropSchedule(ctx, id)
+}

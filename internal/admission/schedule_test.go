@@ -1,0 +1,270 @@
+package admission_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/internal/admission"
+	"github.com/vestibule-dev/vestibule/internal/durable"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
+)
+
+// schedFixture is a room behind durable.Queue (a store on disk) on a
+// virtual clock, as the admit function sees it.
+type schedFixture struct {
+	ctx   context.Context
+	rdb   redis.UniversalClient
+	clk   *testkit.Clock
+	store durable.Disk
+	q     *durable.Queue
+	room  string
+	cfg   room.Config
+}
+
+func newSchedFixture(t *testing.T, rdb redis.UniversalClient) *schedFixture {
+	t.Helper()
+	f := &schedFixture{ctx: context.Background(), rdb: rdb, clk: testkit.EngineClock(),
+		store: durable.Disk{Dir: t.TempDir()}, room: redistest.Room(t)}
+	eng := roomdb.New(rdb, roomdb.WithClock(f.clk.Now))
+	f.q = durable.New(eng, durable.Options{Store: f.store, Clock: f.clk.Now, NoNudge: true})
+	cfg := room.DefaultConfig()
+	cfg.OriginURL, cfg.AdmitPerMinute, cfg.MaxActive = "https://shop.example.com/", 60, 10
+	var err error
+	if f.cfg, err = f.q.PutConfig(f.ctx, f.room, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// plan schedules settings (JSON) at at, as the admin route does.
+func (f *schedFixture) plan(t *testing.T, id string, at time.Time, settings string) {
+	t.Helper()
+	c := room.ScheduledChange{ID: id, At: at, Settings: json.RawMessage(settings), CreatedBy: "admin key", CreatedAt: f.clk.Now()}
+	if err := f.q.PutScheduled(f.ctx, f.room, c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *schedFixture) config(t *testing.T) room.Config {
+	t.Helper()
+	c, err := f.q.GetConfig(f.ctx, f.room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (f *schedFixture) audit(t *testing.T) []room.AuditEntry {
+	t.Helper()
+	a, err := f.q.Audit(f.ctx, f.room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// storedSchedule is the store's copy of the room's schedule.
+func (f *schedFixture) storedSchedule(t *testing.T) []room.ScheduledChange {
+	t.Helper()
+	b, err := f.store.Schedule(f.ctx, f.room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs []room.ScheduledChange
+	if err := json.Unmarshal(b, &cs); err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// A change planned for T applies at the first round at or after T (the
+// loop's rounds are a second apart: within a second of its time), never
+// before, through the PUT path, audited as made by the schedule, and leaves
+// the schedule, in Redis and in the store.
+func TestScheduledChangeAppliesAtItsTime(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		f := newSchedFixture(t, rdb)
+		at := f.clk.Now().Add(5 * time.Minute)
+		f.plan(t, "a1", at, `{"admitPerMinute": 600, "mode": "paused"}`)
+		f.clk.Set(at.Add(-time.Millisecond))
+		if n := admission.ApplySchedules(f.ctx, f.q, nil); n != 0 || f.config(t).AdmitPerMinute != 60 {
+			t.Fatalf("before its time: %d applied, admitPerMinute %d; want none, 60", n, f.config(t).AdmitPerMinute)
+		}
+		f.clk.Set(at)
+		if n := admission.ApplySchedules(f.ctx, f.q, nil); n != 1 {
+			t.Fatalf("at its time: %d applied, want 1", n)
+		}
+		if c := f.config(t); c.AdmitPerMinute != 600 || c.Mode != room.ModePaused || c.MaxActive != 10 {
+			t.Fatalf("config after: %+v, want admitPerMinute 600, paused, maxActive kept at 10", c)
+		}
+		a := f.audit(t)
+		last := a[len(a)-1]
+		if last.Action != admission.ActionScheduled || !strings.HasPrefix(last.Who, admission.ScheduleWho) || last.Schedule != "a1" || len(last.Changes) != 2 {
+			t.Fatalf("audit entry %+v, want a scheduled change of two settings by the schedule", last)
+		}
+		if cs, _ := f.q.Schedule(f.ctx, f.room); len(cs) != 0 {
+			t.Fatalf("schedule after: %+v, want empty", cs)
+		}
+		if cs := f.storedSchedule(t); len(cs) != 0 {
+			t.Fatalf("stored schedule after: %+v, want empty", cs)
+		}
+		var stored room.Config
+		b, _ := f.store.Settings(f.ctx, f.room)
+		if err := json.Unmarshal(b, &stored); err != nil || stored.AdmitPerMinute != 600 {
+			t.Fatalf("stored settings %s (%v), want admitPerMinute 600: the durable write of a PUT", b, err)
+		}
+		if n := admission.ApplySchedules(f.ctx, f.q, nil); n != 0 || len(f.audit(t)) != len(a) {
+			t.Fatalf("a second round applied %d more", n)
+		}
+	})
+}
+
+// A change that is not valid at its time is refused: the settings stay,
+// the change stays in the schedule with the reason, the audit log says so,
+// and later rounds do not try it again.
+func TestScheduledChangeRefusedWhenInvalid(t *testing.T) {
+	f := newSchedFixture(t, redistest.Single(t))
+	at := f.clk.Now().Add(time.Minute)
+	f.plan(t, "bad", at, `{"maxActive": -5}`)
+	f.clk.Set(at.Add(300 * time.Millisecond))
+	if n := admission.ApplySchedules(f.ctx, f.q, nil); n != 0 {
+		t.Fatalf("%d applied, want 0", n)
+	}
+	if c := f.config(t); c.MaxActive != 10 {
+		t.Fatalf("maxActive %d, want 10 kept", c.MaxActive)
+	}
+	cs, err := f.q.Schedule(f.ctx, f.room)
+	if err != nil || len(cs) != 1 || cs[0].Refused == "" || !strings.Contains(cs[0].Refused, "maxActive") || cs[0].RefusedAt == nil {
+		t.Fatalf("schedule %+v %v, want the change kept, refused for maxActive", cs, err)
+	}
+	if s := f.storedSchedule(t); len(s) != 1 || s[0].Refused == "" {
+		t.Fatalf("stored schedule %+v, want the refused change", s)
+	}
+	a := f.audit(t)
+	if last := a[len(a)-1]; last.Action != admission.ActionRefused || last.Refused == "" || last.Schedule != "bad" {
+		t.Fatalf("audit entry %+v, want the refusal", last)
+	}
+	f.clk.Advance(time.Second)
+	admission.ApplySchedules(f.ctx, f.q, nil)
+	if n := len(f.audit(t)); n != len(a) {
+		t.Fatalf("audit grew to %d from %d: a refused change was tried again", n, len(a))
+	}
+}
+
+// Rounds running at once (a duplicate admit invocation) apply a change
+// once: one audit entry.
+func TestScheduledChangeAppliesOnceUnderConcurrentRounds(t *testing.T) {
+	f := newSchedFixture(t, redistest.Single(t))
+	at := f.clk.Now().Add(time.Minute)
+	f.plan(t, "once", at, `{"admitPerMinute": 120}`)
+	f.clk.Set(at)
+	before := len(f.audit(t))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := admission.ApplySchedules(f.ctx, f.q, nil)
+			mu.Lock()
+			total += n
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if total != 1 || len(f.audit(t)) != before+1 {
+		t.Fatalf("applied %d times, %d audit entries added; want 1, 1", total, len(f.audit(t))-before)
+	}
+}
+
+// loseRoom drops every key of the room and its registry entry: the room's
+// total loss of Redis.
+func loseRoom(t *testing.T, ctx context.Context, rdb redis.UniversalClient, id string) {
+	t.Helper()
+	k := roomdb.KeysFor(id)
+	keys := []string{k.Config, k.State, k.Queue, k.Heartbeats, k.Grants, k.Active, k.Used, k.Left, k.History(), k.Audit(), k.Schedule(), k.Fence()}
+	for _, key := range keys {
+		if err := rdb.Del(ctx, key).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rdb.SRem(ctx, roomdb.RegistryKey, id).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A schedule survives a total loss of Redis like the settings: the admit
+// loop's round finds the room in the store, restores it with its schedule,
+// and applies the change at its time.
+func TestScheduledChangeSurvivesTotalLoss(t *testing.T) {
+	f := newSchedFixture(t, redistest.Single(t))
+	at := f.clk.Now().Add(10 * time.Minute)
+	f.plan(t, "later", at, `{"admitPerMinute": 900}`)
+	f.plan(t, "sooner", at.Add(-time.Minute), `{"maxActive": 20}`)
+	loseRoom(t, f.ctx, f.rdb, f.room)
+	if n, _ := f.rdb.HLen(f.ctx, roomdb.KeysFor(f.room).Schedule()).Result(); n != 0 {
+		t.Fatal("the loss left the schedule")
+	}
+	f.clk.Set(at)
+	if n := admission.ApplySchedules(f.ctx, f.q, nil); n != 2 {
+		t.Fatalf("%d applied after the loss, want 2", n)
+	}
+	if c := f.config(t); c.AdmitPerMinute != 900 || c.MaxActive != 20 {
+		t.Fatalf("config %+v, want admitPerMinute 900, maxActive 20", c)
+	}
+}
+
+// A deployment where nobody waits is not idle while a change is planned
+// within the lookahead, so the admit function ticks for its minute and
+// applies it on time.
+func TestScheduledChangeKeepsTheAdmitFunctionAwake(t *testing.T) {
+	f := newSchedFixture(t, redistest.Single(t))
+	only := onlyRoom{f.q, f.room}
+	if !admission.Idle(f.ctx, only, only) {
+		t.Fatal("an empty room with no schedule is not idle")
+	}
+	f.plan(t, "far", f.clk.Now().Add(admission.ScheduleLookahead+time.Second), `{"mode": "closed"}`)
+	if !admission.Idle(f.ctx, only, only) {
+		t.Fatal("a change beyond the lookahead wakes the deployment")
+	}
+	f.plan(t, "near", f.clk.Now().Add(admission.ScheduleLookahead-time.Second), `{"mode": "closed"}`)
+	if admission.Idle(f.ctx, only, only) {
+		t.Fatal("idle with a change due within the lookahead")
+	}
+}
+
+// onlyRoom is the queue with one room listed: the test owns what Idle counts.
+type onlyRoom struct {
+	*durable.Queue
+	id string
+}
+
+func (o onlyRoom) Rooms(context.Context) ([]string, error) { return []string{o.id}, nil }
+
+// The admission loop applies due changes in its rounds, before it ticks.
+func TestScheduledChangeAppliedByTheLoop(t *testing.T) {
+	f := newSchedFixture(t, redistest.Single(t))
+	at := f.clk.Now().Add(time.Hour)
+	f.plan(t, "loop", at, `{"admitPerMinute": 240}`)
+	f.clk.Set(at)
+	ctx, cancel := context.WithTimeout(f.ctx, time.Minute) // stops a broken loop only
+	defer cancel()
+	admission.Run(ctx, onlyRoom{f.q, f.room}, 10*time.Millisecond, nil, func(context.Context) {
+		if c, err := f.q.GetConfig(f.ctx, f.room); err == nil && c.AdmitPerMinute == 240 {
+			cancel()
+		}
+	})
+	if c := f.config(t); c.AdmitPerMinute != 240 {
+		t.Fatalf("admitPerMinute %d after the loop, want 240", c.AdmitPerMinute)
+	}
+}

@@ -1,0 +1,170 @@
+package queueapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// Scheduler is an Engine that keeps each room's scheduled changes
+// (durable.Queue): the admission ticks apply them at their time
+// (docs/OPERATING.md, "Scheduled changes"). Without it the schedule's
+// routes answer 501.
+type Scheduler interface {
+	Schedule(ctx context.Context, room string) ([]room.ScheduledChange, error)
+	PutScheduled(ctx context.Context, room string, c room.ScheduledChange) error
+	LeaseScheduled(ctx context.Context, room, id string) (room.ScheduledChange, bool, error)
+	ReleaseScheduled(ctx context.Context, room, id string) error
+	RemoveScheduled(ctx context.Context, room, id string) error
+}
+
+// ScheduleAhead is how far ahead a change may be planned.
+const ScheduleAhead = 366 * 24 * time.Hour
+
+var (
+	errNoSchedule = &httpapi.Error{Status: http.StatusNotImplemented, Code: "not_supported",
+		Message: "this deployment keeps no schedules"}
+	errScheduleAt = &httpapi.Error{Status: http.StatusBadRequest, Code: "invalid_schedule",
+		Message: `body must be {"at": "<RFC 3339 time, in the future, within a year>", "settings": {<settings>}}`}
+	errUnknownChange = &httpapi.Error{Status: http.StatusNotFound, Code: "unknown_change",
+		Message: "the room has no scheduled change of that id"}
+	errScheduleFull = &httpapi.Error{Status: http.StatusConflict, Code: "schedule_full",
+		Message: "the room's schedule is full: cancel a change first"}
+	errChangeBusy = &httpapi.Error{Status: http.StatusConflict, Code: "change_busy", RetryAfter: 1,
+		Message: "the change is being applied at this instant: read the schedule again"}
+)
+
+func (h *API) scheduler() (Scheduler, error) {
+	s, ok := h.o.Queue.(Scheduler)
+	if !ok {
+		return nil, errNoSchedule
+	}
+	return s, nil
+}
+
+// schedule answers the room's scheduled changes, by time (refused ones
+// with their reason).
+func (h *API) schedule(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
+	s, err := h.scheduler()
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	cs, err := s.Schedule(ctx, r.Room)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return httpapi.JSON(http.StatusOK, struct {
+		Room    string                 `json:"room"`
+		Changes []room.ScheduledChange `json:"changes"`
+	}{r.Room, cs}), nil
+}
+
+// plan adds a change to the room's schedule. Its settings are checked now
+// as a PUT's would be, over the room's settings now (400 invalid_config);
+// at its time they are checked again over the settings then.
+func (h *API) plan(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
+	s, err := h.scheduler()
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	var in struct {
+		At       *time.Time      `json:"at"`
+		Settings json.RawMessage `json:"settings"`
+	}
+	if err := httpapi.DecodeJSON(r.Body, &in); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if in.At == nil || !in.At.After(r.Now) || in.At.Sub(r.Now) > ScheduleAhead || len(in.Settings) == 0 || in.Settings[0] != '{' {
+		return events.APIGatewayV2HTTPResponse{}, errScheduleAt
+	}
+	before, err := h.o.Queue.GetConfig(ctx, r.Room)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	after := before
+	if before.Page != nil {
+		page := *before.Page
+		after.Page = &page
+	}
+	if err := httpapi.DecodeJSON(in.Settings, &after); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if err := after.Validate(); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	c := room.ScheduledChange{ID: newChangeID(), At: in.At.UTC(), Settings: in.Settings, CreatedBy: h.caller(r), CreatedAt: r.Now.UTC()}
+	if err := s.PutScheduled(ctx, r.Room, c); err != nil {
+		if errors.Is(err, room.ErrScheduleFull) {
+			return events.APIGatewayV2HTTPResponse{}, errScheduleFull
+		}
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	h.record(ctx, r, room.AuditEntry{Action: "schedule", Schedule: c.ID, Changes: room.SettingChanges(&before, &after)})
+	return httpapi.JSON(http.StatusOK, struct {
+		Room   string               `json:"room"`
+		Change room.ScheduledChange `json:"change"`
+	}{r.Room, c}), nil
+}
+
+// unplan cancels a scheduled change, planned or refused.
+func (h *API) unplan(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
+	s, err := h.scheduler()
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	var in struct {
+		ID string `json:"id"`
+	}
+	if err := httpapi.DecodeJSON(r.Body, &in); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if !validChangeID(in.ID) {
+		return events.APIGatewayV2HTTPResponse{}, errUnknownChange
+	}
+	if _, err := h.o.Queue.GetConfig(ctx, r.Room); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	c, ok, err := s.LeaseScheduled(ctx, r.Room, in.ID)
+	switch {
+	case errors.Is(err, room.ErrUnknownChange):
+		return events.APIGatewayV2HTTPResponse{}, errUnknownChange
+	case err != nil:
+		return events.APIGatewayV2HTTPResponse{}, err
+	case !ok:
+		return events.APIGatewayV2HTTPResponse{}, errChangeBusy
+	}
+	if err := s.RemoveScheduled(ctx, r.Room, in.ID); err != nil {
+		_ = s.ReleaseScheduled(context.WithoutCancel(ctx), r.Room, in.ID) // else it expires
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	h.record(ctx, r, room.AuditEntry{Action: "unschedule", Schedule: c.ID})
+	return httpapi.JSON(http.StatusOK, struct {
+		Room      string               `json:"room"`
+		Cancelled room.ScheduledChange `json:"cancelled"`
+	}{r.Room, c}), nil
+}
+
+// newChangeID is 16 random hex digits.
+func newChangeID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// validChangeID reports whether id is what newChangeID makes.
+func validChangeID(id string) bool {
+	if len(id) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(id)
+	return err == nil
+}

@@ -1,0 +1,106 @@
+package room
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+)
+
+// ScheduledChange is a change of a room's settings planned for a time
+// (docs/OPERATING.md, "Scheduled changes"): at At the admission ticks apply
+// Settings as an admin PUT would (validation, fences, the durable write, the
+// audit log), and remove it. A change that is no longer valid at its time is
+// kept with Refused set, shown until an operator cancels it.
+type ScheduledChange struct {
+	ID string    `json:"id"` // 16 hex digits, chosen by the server
+	At time.Time `json:"at"` // when to apply it
+	// Settings is a JSON object of settings, as in the body of a PUT: each
+	// one given is set, the others keep their value at the time.
+	Settings  json.RawMessage `json:"settings"`
+	CreatedBy string          `json:"createdBy"` // who planned it, as the audit log names callers
+	CreatedAt time.Time       `json:"createdAt"`
+	// Refused is why the change could not be applied at its time; RefusedAt
+	// when. Empty while it is planned.
+	Refused   string     `json:"refused,omitempty"`
+	RefusedAt *time.Time `json:"refusedAt,omitempty"`
+}
+
+// ScheduleKeep is how many changes a room's schedule holds at most.
+const ScheduleKeep = 100
+
+// Errors of the schedule, for errors.Is.
+var (
+	ErrUnknownChange = errors.New("room: no such scheduled change")
+	ErrScheduleFull  = errors.New("room: the room's schedule is full")
+	// ErrChangeBusy: the change is being applied at this instant; try again.
+	ErrChangeBusy = errors.New("room: the scheduled change is being applied")
+)
+
+// SortSchedule orders changes by time, then id.
+func SortSchedule(cs []ScheduledChange) {
+	slices.SortFunc(cs, func(a, b ScheduledChange) int {
+		if c := a.At.Compare(b.At); c != 0 {
+			return c
+		}
+		return bytes.Compare([]byte(a.ID), []byte(b.ID))
+	})
+}
+
+// SettingChanges lists the settings whose JSON differs between two configs
+// (nil: none, every value null), by name: the changes an audit entry records.
+func SettingChanges(before, after *Config) []AuditChange {
+	fields := func(c *Config) map[string]json.RawMessage {
+		m := map[string]json.RawMessage{}
+		if c != nil {
+			// A Config always marshals, and its JSON is an object: neither
+			// error can happen, so both are dropped.
+			b, _ := json.Marshal(c)
+			_ = json.Unmarshal(b, &m)
+		}
+		return m
+	}
+	old, cur := fields(before), fields(after)
+	var names []string
+	for k := range old {
+		names = append(names, k)
+	}
+	for k := range cur {
+		if _, ok := old[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	null := json.RawMessage("null")
+	var out []AuditChange
+	for _, k := range names {
+		o, n := old[k], cur[k]
+		if o == nil {
+			o = null
+		}
+		if n == nil {
+			n = null
+		}
+		if !bytes.Equal(o, n) {
+			out = append(out, AuditChange{Setting: k, Old: o, New: n})
+		}
+	}
+	return out
+}
+
+// ApplySettings decodes a JSON object of settings onto cfg, as a PUT's body
+// is (a page given replaces the whole page), refusing a name that is no
+// setting. It does not validate the result.
+func ApplySettings(cfg Config, settings json.RawMessage) (Config, error) {
+	if cfg.Page != nil {
+		page := *cfg.Page
+		cfg.Page = &page
+	}
+	d := json.NewDecoder(bytes.NewReader(settings))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&cfg); err != nil {
+		return Config{}, &FieldError{Field: "settings", Reason: err.Error()}
+	}
+	return cfg, nil
+}

@@ -1,0 +1,151 @@
+// The console's sections of a room's sale (docs/OPERATING.md, "Scheduled
+// changes" and "A sale's report"): its schedule (plan, list, cancel) and its
+// report (totals, a chart of the minutes, CSV and JSON export). Each takes
+// the room's card and the console's api function.
+/* global uPlot */
+
+const fmt = new Intl.NumberFormat('en');
+const n = (v) => fmt.format(Math.round(v ?? 0));
+const when = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+const roomPath = (card) => `/api/admin/rooms/${encodeURIComponent(card.id)}`;
+
+function sayError(el, err) {
+  el.textContent = err ? err.message : '';
+  el.hidden = !err;
+}
+
+// scheduleSection wires the card's Schedule section: the list of planned
+// (and refused) changes, each with Cancel, and the form that plans one.
+export function scheduleSection(card, api) {
+  const box = card.el.querySelector('.schedule');
+  if (!box) return;
+  const list = box.querySelector('[data-field="schedule"]');
+  const form = box.querySelector('.schedule-form');
+  const alert = box.querySelector('[data-field="schedule-error"]');
+  const load = async () => {
+    let changes;
+    try {
+      ({ changes } = await api('GET', `${roomPath(card)}/schedule`));
+    } catch (err) { sayError(alert, err); return; }
+    list.replaceChildren(...(changes || []).map((c) => {
+      const li = document.createElement('li');
+      li.dataset.change = c.id;
+      const text = document.createElement('span');
+      const state = c.refused ? `REFUSED: ${c.refused}` : `planned by ${c.createdBy}`;
+      text.textContent = `${when.format(Date.parse(c.at))} · ${JSON.stringify(c.settings)} · ${state}`;
+      const cancel = document.createElement('button');
+      cancel.type = 'button';
+      cancel.className = 'button';
+      cancel.textContent = 'Cancel';
+      cancel.setAttribute('aria-label', `Cancel the change at ${when.format(Date.parse(c.at))}`);
+      cancel.addEventListener('click', async () => {
+        try {
+          await api('POST', `${roomPath(card)}/schedule/cancel`, { id: c.id });
+          sayError(alert, null);
+        } catch (err) { sayError(alert, err); }
+        load();
+      });
+      li.append(text, ' ', cancel);
+      return li;
+    }));
+    if (!changes?.length) {
+      const li = document.createElement('li');
+      li.textContent = 'Nothing scheduled.';
+      list.replaceChildren(li);
+    }
+    card.el.dataset.schedule = String((changes || []).length);
+  };
+  box.addEventListener('toggle', () => { if (box.open) load(); });
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const at = form.querySelector('[data-schedule="at"]').value;
+    let settings;
+    try {
+      settings = JSON.parse(form.querySelector('[data-schedule="settings"]').value);
+    } catch {
+      sayError(alert, new Error('Settings must be a JSON object, e.g. {"admitPerMinute": 3000}'));
+      return;
+    }
+    try {
+      await api('POST', `${roomPath(card)}/schedule`, { at: at ? new Date(at).toISOString() : null, settings });
+      sayError(alert, null);
+      form.reset();
+    } catch (err) { sayError(alert, err); }
+    load();
+  });
+}
+
+const COLUMNS = ['minute', 'waiting', 'admitted', 'active', 'admittedPerMinute', 'evictedPerMinute', 'joinsPerMinute', 'waitSeconds'];
+
+// reportCSV is the report's minutes as CSV, the columns of `vestibule report --csv`.
+export function reportCSV(report) {
+  const rows = (report.minutes || []).map((m) => COLUMNS.map((c) => (c === 'waitSeconds' ? Math.round(m[c]) : m[c])).join(','));
+  return [COLUMNS.join(','), ...rows].join('\n') + '\n';
+}
+
+function download(name, type, text) {
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(new Blob([text], { type }));
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+}
+
+function duration(sec) {
+  const s = Math.round(sec || 0);
+  return s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`;
+}
+
+// reportSection wires the card's Report section: read on opening, the
+// totals, a chart of joins and admissions a minute and the queue, exports.
+export function reportSection(card, api) {
+  const box = card.el.querySelector('.report');
+  if (!box) return;
+  const totals = box.querySelector('[data-field="report-totals"]');
+  const plot = box.querySelector('.report-plot');
+  const alert = box.querySelector('[data-field="report-error"]');
+  let report = null;
+  let chart = null;
+  const load = async () => {
+    try {
+      report = await api('GET', `${roomPath(card)}/report`);
+      sayError(alert, null);
+    } catch (err) { sayError(alert, err); return; }
+    const t = report.totals;
+    const rows = [
+      ['Minutes recorded', n(t.minutes)], ['Visitors', n(t.visitors)], ['Peak joins a minute', n(t.peakJoinsPerMinute)],
+      ['Peak waiting', n(t.peakWaiting)], ['Admitted', n(t.admitted)], ['Evicted', n(t.evicted)],
+      ['Wait p50 / p95 (estimated)', `${duration(t.waitP50Seconds)} / ${duration(t.waitP95Seconds)}`],
+      ['Consumed (entries redeemed)', n(report.now?.consumed)],
+    ];
+    totals.replaceChildren(...rows.map(([k, v]) => {
+      const d = document.createElement('div');
+      const dt = document.createElement('dt');
+      const dd = document.createElement('dd');
+      dt.textContent = k;
+      dd.textContent = v;
+      d.append(dt, dd);
+      return d;
+    }));
+    card.el.dataset.report = String(t.minutes);
+    const ms = report.minutes || [];
+    const data = [ms.map((m) => Date.parse(m.minute) / 1000), ms.map((m) => m.waiting), ms.map((m) => m.joinsPerMinute),
+      ms.map((m) => m.admittedPerMinute)];
+    if (typeof uPlot === 'undefined') return;
+    if (chart) { chart.setData(data); return; }
+    const series = (label, stroke, scale, dash) => ({ label, stroke, scale, width: 2, dash, points: { show: false } });
+    chart = new uPlot({
+      width: Math.max(300, plot.clientWidth || 600), height: 200, legend: { live: false },
+      series: [{}, series('waiting', '#1d5c8a', 'w'), series('joins/min', '#9b1c1c', 'n'), series('admitted/min', '#1e6b43', 'n', [2, 3])],
+      scales: { x: { time: true }, w: { range: (u, lo, hi) => [0, Math.max(1, hi)] }, n: { range: (u, lo, hi) => [0, Math.max(1, hi)] } },
+      axes: [{}, { scale: 'w', stroke: '#1d5c8a' }, { scale: 'n', side: 1, grid: { show: false } }],
+    }, data, plot);
+  };
+  box.addEventListener('toggle', () => { if (box.open) load(); });
+  box.querySelector('[data-export="csv"]').addEventListener('click', () => {
+    if (report) download(`${card.id}-report.csv`, 'text/csv', reportCSV(report));
+  });
+  box.querySelector('[data-export="json"]').addEventListener('click', () => {
+    if (report) download(`${card.id}-report.json`, 'application/json', JSON.stringify(report, null, 2));
+  });
+}
