@@ -33,10 +33,12 @@ type SettingsWrite struct {
 
 // The key patterns of the settings bucket.
 const (
-	roomSettingsKeys = SettingsRoomsPrefix + "*.json" // durable.S3.PutSettings: rooms/<room>.json
-	roomTombKeys     = SettingsRoomsPrefix + "*.dead" // durable.Queue.Delete: rooms/<room>.dead, a deleted room's tombstone
-	roomKeys         = SettingsRoomsPrefix + "*"      // rooms/<event>.event and any rooms/<event>.<kind>
-	headKeys         = SettingsHeadsPrefix + "*"      // durable.S3.PutHead: heads/<room>
+	roomSettingsKeys = SettingsRoomsPrefix + "*.json"      // durable.S3.PutSettings: rooms/<room>.json
+	roomTombKeys     = SettingsRoomsPrefix + "*.dead"      // durable.Queue.Delete: rooms/<room>.dead, a deleted room's tombstone
+	roomKeys         = SettingsRoomsPrefix + "*"           // rooms/<event>.event and any rooms/<event>.<kind>
+	headKeys         = SettingsHeadsPrefix + "*"           // durable.S3.PutHead: heads/<room>
+	roomPlanKeys     = SettingsRoomsPrefix + "*.schedule"  // durable.S3.PutSchedule: rooms/<room>.schedule, a room's scheduled changes
+	roomHistoryKeys  = SettingsRoomsPrefix + "*.history/*" // durable.S3.PutHistory: rooms/<room>.history/<hour>
 )
 
 // SettingsWrites are the keys each function's code writes, and so all its role may write
@@ -44,16 +46,23 @@ const (
 // stand-in that enforces the synthesized policy, and fails on a write it refuses or a grant no
 // code path uses). A room's settings and tombstone are written by admin only, so a flaw in a
 // public function cannot rewrite a room's originUrl or bury a live room: booking writes its
-// events' keys under rooms/ but is denied rooms/*.json and rooms/*.dead (SettingsDenies).
+// events' keys under rooms/ but is denied rooms/*.json, rooms/*.dead and the rooms' schedules and histories (SettingsDenies).
+// Admit writes settings too, but only a change an admin planned (a scheduled change), which the
+// schedule stores as admin wrote it.
 var SettingsWrites = map[string][]SettingsWrite{
 	routes.Admin: {
 		{roomSettingsKeys, "PUT /api/admin/rooms/{room} stores the settings (durable.Queue.PutConfig)"},
 		{headKeys, "PUT /api/admin/rooms/{room} records a new room's first head, so a restore finds one"},
 		{roomTombKeys, "DELETE /api/admin/rooms/{room} keeps the room's tombstone, so its tickets stay dead " +
 			"across a total loss (durable.Queue.Delete)"},
+		{roomPlanKeys, "POST /api/admin/rooms/{room}/schedule and .../schedule/cancel store the room's scheduled changes"},
 	},
 	Admit: {
 		{headKeys, "every tick records the room's head (durable.Queue.Tick)"},
+		{roomSettingsKeys, "a scheduled change applied at its time stores the settings as an admin's PUT does " +
+			"(admission.ApplySchedules → durable.Queue.PutConfig)"},
+		{roomPlanKeys, "a scheduled change applied or refused is stored out of the room's schedule"},
+		{roomHistoryKeys, "each completed hour of a room's per-minute history is archived (durable.Queue.ArchiveHistory)"},
 	},
 	routes.Enqueue: {
 		{headKeys, "a join's request-driven tick that admits records the head (durable.Queue.nudge)"},
@@ -69,7 +78,7 @@ var SettingsWrites = map[string][]SettingsWrite{
 
 // SettingsDenies are the keys a function may never write though a pattern of SettingsWrites
 // covers them: booking's rooms/* holds the rooms' settings and tombstones too.
-var SettingsDenies = map[string][]string{routes.Booking: {roomSettingsKeys, roomTombKeys}}
+var SettingsDenies = map[string][]string{routes.Booking: {roomSettingsKeys, roomTombKeys, roomPlanKeys, roomHistoryKeys}}
 
 // newSettingsBucket creates the bucket of the durable room settings (docs/DEPLOY.md, "Durable
 // room settings (S3)") and the way to it from the isolated subnets: the S3 gateway endpoint,

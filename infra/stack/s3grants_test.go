@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/infra/stack"
+	"github.com/vestibule-dev/vestibule/internal/admission"
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"github.com/vestibule-dev/vestibule/internal/app"
@@ -343,6 +344,23 @@ func TestFunctionsWriteOnlyWhatTheirRolesAllow(t *testing.T) {
 		t.Fatalf("admit's tick: %v", err)
 	}
 	w.send("POST", "/api/rooms/"+id+"/leave", "", apitest.Bearer(apitest.Str(v1.JSON, "ticket")), 200)
+	// and an admin plans two changes and cancels one; admit applies the other at its time
+	at := w.clk.Now().Add(90 * time.Second).UTC().Format(time.RFC3339)
+	w.admin("POST", "/api/admin/rooms/"+id+"/schedule", `{"at":"`+at+`","settings":{"admitPerMinute":1200}}`, 200)
+	later := w.admin("POST", "/api/admin/rooms/"+id+"/schedule", `{"at":"`+w.clk.Now().Add(time.Hour).UTC().Format(time.RFC3339)+`","settings":{"mode":"closed"}}`, 200)
+	w.admin("POST", "/api/admin/rooms/"+id+"/schedule/cancel", `{"id":"`+apitest.Str(later.JSON["change"].(map[string]any), "id")+`"}`, 200)
+	w.admin("GET", "/api/admin/rooms/"+id+"/schedule", "", 200)
+	w.clk.Advance(2 * time.Minute)
+	if n := admission.ApplySchedules(ctx, w.queues[stack.Admit], nil); n != 1 {
+		t.Errorf("admit applied %d scheduled changes, want 1", n)
+	}
+	// and an hour later admit archives the room's completed hour, which the report reads
+	w.clk.Advance(time.Hour)
+	if _, err := w.queues[stack.Admit].Tick(ctx, id); err != nil {
+		t.Fatalf("admit's tick: %v", err)
+	}
+	admission.ArchiveHistories(ctx, w.queues[stack.Admit], nil)
+	w.admin("GET", "/api/admin/rooms/"+id+"/report", "", 200)
 	// and Redis loses everything: the room and the event come back from the bucket
 	if err := w.rdb.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
