@@ -12,6 +12,8 @@ FUNCTIONS := enqueue poll admit consume status admin booking gatekeys keysync fo
 CDK_CLI_VERSION := 2.1148.1
 ESBUILD_VERSION := 0.28.2
 CFN_LINT_VERSION := 1.51.0
+# axe-core, the accessibility checker the page and console tests inject (testkit.AxeCoreVersion)
+AXE_CORE_VERSION := 4.14.1
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 # staticcheck, the Go checker make test runs after go vet (from the module proxy, pinned)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -28,7 +30,7 @@ VULNDB := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/vestibule/vulndb/$(VULNDB_VERSI
 # machine's Go toolchain fixes those, not go.mod); by default they are listed as warnings.
 VULNCHECK_STDLIB ?= warn
 
-.PHONY: dev test test-short vulncheck build build-host page page-build synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint clean
+.PHONY: dev test test-short vulncheck build build-host page page-build synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint deps-axe clean
 
 ## dev: run the whole product locally on http://localhost:8080 (embedded Redis unless REDIS_URL is set)
 ## (it rebuilds the page's bundles first where `make deps-esbuild` installed esbuild, so an edited module shows)
@@ -133,7 +135,7 @@ fuzz:
 	  done; \
 	done
 
-deps: deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint
+deps: deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint deps-axe
 
 APT_UPDATED := .tools/.apt-updated
 $(APT_UPDATED):
@@ -166,6 +168,13 @@ deps-cfn-lint:
 	@command -v cfn-lint >/dev/null || { python3 -m venv .tools/cfn-lint && \
 	  .tools/cfn-lint/bin/pip install --quiet --disable-pip-version-check cfn-lint==$(CFN_LINT_VERSION); }
 	@cfn-lint --version
+
+# axe-core under its own prefix (as esbuild), where testkit.AxeCore finds it.
+deps-axe:
+	@[ -f .tools/axe/node_modules/axe-core/axe.min.js ] && \
+	  [ "$$(node -p 'require("./.tools/axe/node_modules/axe-core/package.json").version' 2>/dev/null)" = "$(AXE_CORE_VERSION)" ] || \
+	  npm install --prefix .tools/axe --no-save --no-audit --no-fund --loglevel=error axe-core@$(AXE_CORE_VERSION)
+	@echo "axe-core $(AXE_CORE_VERSION)"
 
 deps-rie:
 	@command -v aws-lambda-rie >/dev/null || GOBIN=$(CURDIR)/.tools/bin go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
