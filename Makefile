@@ -12,9 +12,12 @@ FUNCTIONS := enqueue poll admit consume status admin booking gatekeys keysync fo
 CDK_CLI_VERSION := 2.1148.1
 ESBUILD_VERSION := 0.28.2
 CFN_LINT_VERSION := 1.51.0
+# axe-core, the accessibility checker the page and console tests inject (testkit.AxeCoreVersion)
+AXE_CORE_VERSION := 4.14.1
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
-# staticcheck, the Go checker make test runs after go vet (from the module proxy, pinned)
-STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# golangci-lint, the Go checks make test runs after go vet (.golangci.yml: errcheck, staticcheck,
+# gocognit, context first; from the module proxy, pinned)
+GOLANGCI_LINT := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 # govulncheck and the Go vulnerability database it reads, both pinned and both from the module
 # proxy: the database is built from golang.org/x/vulndb's OSV reports (its cmd/indexdb) into
@@ -28,7 +31,7 @@ VULNDB := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/vestibule/vulndb/$(VULNDB_VERSI
 # machine's Go toolchain fixes those, not go.mod); by default they are listed as warnings.
 VULNCHECK_STDLIB ?= warn
 
-.PHONY: dev test test-short vulncheck build build-host page page-build synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint clean
+.PHONY: dev test test-short lint vulncheck build build-host page page-build synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint deps-axe clean
 
 ## dev: run the whole product locally on http://localhost:8080 (embedded Redis unless REDIS_URL is set)
 ## (it rebuilds the page's bundles first where `make deps-esbuild` installed esbuild, so an edited module shows)
@@ -37,15 +40,20 @@ dev:
 	  $(MAKE) --no-print-directory page-build || echo "make dev: serving the committed page bundles" >&2; fi
 	go run ./cmd/vestibule-dev
 
-## test: install what the tests need, check the Go code with go vet, staticcheck (pinned) and
+## test: install what the tests need, check the Go code with go vet, golangci-lint (make lint) and
 ## govulncheck, run every test (infra/stack's TestCfnLint runs cfn-lint on every synthesized
 ## variant and fails on any error), then the fast tier again under the race detector (all but the
 ## CDK app, whose constructs run in the CDK's node process)
 test: deps build vulncheck
 	go vet ./...
-	go run $(STATICCHECK) ./...
+	$(MAKE) --no-print-directory lint
 	go test $(GO_TEST_FLAGS) ./...
 	go test -race -short $(GO_TEST_FLAGS) $$(go list ./... | grep -v /infra/)
+
+## lint: golangci-lint (pinned) with the repository's .golangci.yml: errcheck, staticcheck,
+## gocognit ≤ 30 outside tests, the bench and the simulator, a context.Context first
+lint:
+	go run $(GOLANGCI_LINT) run ./...
 
 ## test-short: the fast tier, an answer in a few minutes: go vet, then the unit, Redis and
 ## template tests; Chromium, cfn-lint, cdk synth and cdk-nag, and the Lambda emulator's tests
@@ -135,7 +143,7 @@ fuzz:
 	  done; \
 	done
 
-deps: deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint
+deps: deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint deps-axe
 
 APT_UPDATED := .tools/.apt-updated
 $(APT_UPDATED):
@@ -168,6 +176,13 @@ deps-cfn-lint:
 	@command -v cfn-lint >/dev/null || { python3 -m venv .tools/cfn-lint && \
 	  .tools/cfn-lint/bin/pip install --quiet --disable-pip-version-check cfn-lint==$(CFN_LINT_VERSION); }
 	@cfn-lint --version
+
+# axe-core under its own prefix (as esbuild), where testkit.AxeCore finds it.
+deps-axe:
+	@[ -f .tools/axe/node_modules/axe-core/axe.min.js ] && \
+	  [ "$$(node -p 'require("./.tools/axe/node_modules/axe-core/package.json").version' 2>/dev/null)" = "$(AXE_CORE_VERSION)" ] || \
+	  npm install --prefix .tools/axe --no-save --no-audit --no-fund --loglevel=error axe-core@$(AXE_CORE_VERSION)
+	@echo "axe-core $(AXE_CORE_VERSION)"
 
 deps-rie:
 	@command -v aws-lambda-rie >/dev/null || GOBIN=$(CURDIR)/.tools/bin go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -127,32 +126,11 @@ func axisOverlaps(t *testing.T, ctx context.Context, room string) string {
 	})(`+string(js)+`)`)
 }
 
-// axeScript finds axe-core's axe.min.js: AXE_CORE_JS, or a temporary npm
-// install of the pinned version. It skips the check, saying why, when npm
-// is not there.
+// axeScript is axe-core's axe.min.js as `make deps-axe` installed it
+// (testkit.AxeCore).
 func axeScript(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("AXE_CORE_JS"); p != "" {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		testkit.Missing(t, "npm", "the accessibility check (axe-core) needs it, or AXE_CORE_JS=path/to/axe.min.js")
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(npm, "install", "--no-save", "--no-audit", "--no-fund", "--prefix", dir, "axe-core@4.14.1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install axe-core: %v\n%s", err, out)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "node_modules", "axe-core", "axe.min.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return testkit.AxeCore(t)
 }
 
 // The console served by `vestibule console`: the figures of a room with

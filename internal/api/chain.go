@@ -153,9 +153,9 @@ type check func(h *Handler, ctx context.Context, x *exchange) *httpapi.Error
 // checks run in this order on a matched request.
 var checks = []check{
 	(*Handler).checkEdge,
-	readBody,
+	(*Handler).readBody,
 	(*Handler).checkAdmin,
-	checkRoomID,
+	(*Handler).checkRoomID,
 }
 
 // serve matches the request's route, runs the checks and the route's handler.
@@ -220,7 +220,7 @@ func (h *Handler) checkEdge(ctx context.Context, x *exchange) *httpapi.Error {
 
 // readBody decodes the request's body into the handler's request, within the
 // route's limit.
-func readBody(_ *Handler, _ context.Context, x *exchange) *httpapi.Error {
+func (*Handler) readBody(_ context.Context, x *exchange) *httpapi.Error {
 	b, e := decodeBody(x.ev, bodyLimit(x.route.key))
 	x.req.Body = b
 	return e
@@ -285,7 +285,7 @@ func (h *Handler) checkAdmin(_ context.Context, x *exchange) *httpapi.Error {
 }
 
 // checkRoomID refuses a route's {room} that is not a valid room id.
-func checkRoomID(_ *Handler, _ context.Context, x *exchange) *httpapi.Error {
+func (*Handler) checkRoomID(_ context.Context, x *exchange) *httpapi.Error {
 	if x.route.HasRoom() && !room.ValidRoomID(x.req.Room) {
 		return &httpapi.Error{Status: http.StatusBadRequest, Code: "invalid_room", Message: "invalid room id"}
 	}

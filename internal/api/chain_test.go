@@ -208,16 +208,16 @@ func TestChecks(t *testing.T) {
 	}
 	x = matchedExchange(t, h, "POST", "/api/rooms/r1/enqueue", nil)
 	x.ev.Body = strings.Repeat("x", MaxBody+1)
-	if e := readBody(h, ctx, x); e == nil || e.Status != 413 {
+	if e := h.readBody(ctx, x); e == nil || e.Status != 413 {
 		t.Errorf("body over the limit: %v", e)
 	}
 	x = matchedExchange(t, h, "PUT", "/api/admin/events/e1", nil)
 	x.ev.Body = strings.Repeat("x", MaxBody+1)
-	if e := readBody(h, ctx, x); e != nil || len(x.req.Body) != MaxBody+1 {
+	if e := h.readBody(ctx, x); e != nil || len(x.req.Body) != MaxBody+1 {
 		t.Errorf("an event's definition over MaxBody: %v", e)
 	}
 	x = matchedExchange(t, h, "GET", "/api/rooms/bad.id/status", nil)
-	if e := checkRoomID(h, ctx, x); e == nil || e.Code != "invalid_room" {
+	if e := h.checkRoomID(ctx, x); e == nil || e.Code != "invalid_room" {
 		t.Errorf("an invalid room id: %v", e)
 	}
 }

@@ -124,7 +124,7 @@ func New(eng Engine, o Options) *Queue {
 
 // retry runs f, and once more after restoring the room when f found it
 // missing (room.ErrUnknownRoom) and the store has it.
-func retry[T any](q *Queue, ctx context.Context, id string, f func() (T, error)) (T, error) {
+func retry[T any](ctx context.Context, q *Queue, id string, f func() (T, error)) (T, error) {
 	v, err := f()
 	if !errors.Is(err, room.ErrUnknownRoom) || q.o.Store == nil {
 		return v, err
@@ -287,50 +287,50 @@ func (q *Queue) nudge(ctx context.Context, id string) {
 // Join ticks the room (nudge), then joins.
 func (q *Queue) Join(ctx context.Context, id, visitor string, proof room.JoinProof) (room.Place, error) {
 	q.nudge(ctx, id)
-	return retry(q, ctx, id, func() (room.Place, error) { return q.eng.Join(ctx, id, visitor, proof) })
+	return retry(ctx, q, id, func() (room.Place, error) { return q.eng.Join(ctx, id, visitor, proof) })
 }
 
 // Poll ticks the room (nudge), then polls: the first visitors of a quiet room
 // are admitted without waiting for the scheduled admit function.
 func (q *Queue) Poll(ctx context.Context, t room.Ticket) (room.Place, error) {
 	q.nudge(ctx, t.Room)
-	return retry(q, ctx, t.Room, func() (room.Place, error) { return q.eng.Poll(ctx, t) })
+	return retry(ctx, q, t.Room, func() (room.Place, error) { return q.eng.Poll(ctx, t) })
 }
 
 // AllowEnqueue is the engine's, restoring a lost room.
 func (q *Queue) AllowEnqueue(ctx context.Context, id, client string) error {
-	_, err := retry(q, ctx, id, func() (struct{}, error) { return struct{}{}, q.eng.AllowEnqueue(ctx, id, client) })
+	_, err := retry(ctx, q, id, func() (struct{}, error) { return struct{}{}, q.eng.AllowEnqueue(ctx, id, client) })
 	return err
 }
 
 // Leave is the engine's, restoring a lost room.
 func (q *Queue) Leave(ctx context.Context, t room.Ticket) error {
-	_, err := retry(q, ctx, t.Room, func() (struct{}, error) { return struct{}{}, q.eng.Leave(ctx, t) })
+	_, err := retry(ctx, q, t.Room, func() (struct{}, error) { return struct{}{}, q.eng.Leave(ctx, t) })
 	return err
 }
 
 // Consume is the engine's, restoring a lost room (whose grants are gone: the
 // answer is then room.ErrUnknownGrant).
 func (q *Queue) Consume(ctx context.Context, id string, seq int64, audience string) (room.Session, error) {
-	return retry(q, ctx, id, func() (room.Session, error) { return q.eng.Consume(ctx, id, seq, audience) })
+	return retry(ctx, q, id, func() (room.Session, error) { return q.eng.Consume(ctx, id, seq, audience) })
 }
 
 // Renew is the engine's, restoring a lost room (whose sessions are gone: the
 // answer is then room.ErrUnknownGrant).
 func (q *Queue) Renew(ctx context.Context, id string, seq int64, audience string, start time.Time) (room.Session, error) {
-	return retry(q, ctx, id, func() (room.Session, error) { return q.eng.Renew(ctx, id, seq, audience, start) })
+	return retry(ctx, q, id, func() (room.Session, error) { return q.eng.Renew(ctx, id, seq, audience, start) })
 }
 
 // Complete is the engine's, restoring a lost room.
 func (q *Queue) Complete(ctx context.Context, id string, seq int64, audience string) error {
-	_, err := retry(q, ctx, id, func() (struct{}, error) { return struct{}{}, q.eng.Complete(ctx, id, seq, audience) })
+	_, err := retry(ctx, q, id, func() (struct{}, error) { return struct{}{}, q.eng.Complete(ctx, id, seq, audience) })
 	return err
 }
 
 // Tick is the engine's (the scheduled admit loop's), restoring a lost room;
 // then, at most every HeadEvery, it records the room's head in the store.
 func (q *Queue) Tick(ctx context.Context, id string) (room.TickResult, error) {
-	r, err := retry(q, ctx, id, func() (room.TickResult, error) { return q.eng.Tick(ctx, id) })
+	r, err := retry(ctx, q, id, func() (room.TickResult, error) { return q.eng.Tick(ctx, id) })
 	if err == nil {
 		q.recordHead(ctx, id)
 	}
@@ -442,7 +442,7 @@ func (q *Queue) firstHead(ctx context.Context, id string) error {
 
 // GetConfig is the engine's, restoring a lost room.
 func (q *Queue) GetConfig(ctx context.Context, id string) (room.Config, error) {
-	return retry(q, ctx, id, func() (room.Config, error) { return q.eng.GetConfig(ctx, id) })
+	return retry(ctx, q, id, func() (room.Config, error) { return q.eng.GetConfig(ctx, id) })
 }
 
 // Rooms is Redis's registry and the store's rooms together, so the admit loop
@@ -480,7 +480,7 @@ func (q *Queue) Status(ctx context.Context, id string) (room.Config, room.Stats,
 		c room.Config
 		s room.Stats
 	}
-	v, err := retry(q, ctx, id, func() (cs, error) {
+	v, err := retry(ctx, q, id, func() (cs, error) {
 		c, s, err := q.eng.Status(ctx, id)
 		return cs{c, s}, err
 	})

@@ -10,9 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -316,49 +314,11 @@ func watchDialogs(ctx context.Context) func() int {
 	return func() int { mu.Lock(); defer mu.Unlock(); return n }
 }
 
-var (
-	axeOnce   sync.Once
-	axeSource string
-	axeErr    error
-)
-
-// axeScript is axe-core's axe.min.js: AXE_CORE_JS, or a temporary npm
-// install of the pinned version (the same as the console's check). Without
-// npm the check is skipped, or fails under CI.
+// axeScript is axe-core's axe.min.js as `make deps-axe` installed it
+// (testkit.AxeCore).
 func axeScript(t *testing.T) string {
 	t.Helper()
-	axeOnce.Do(func() {
-		if p := os.Getenv("AXE_CORE_JS"); p != "" {
-			b, err := os.ReadFile(p)
-			axeSource, axeErr = string(b), err
-			return
-		}
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			axeErr = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "vestibule-axe-")
-		if err != nil {
-			axeErr = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		cmd := exec.Command(npm, "install", "--no-save", "--no-audit", "--no-fund", "--prefix", dir, "axe-core@4.14.1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			axeErr = fmt.Errorf("npm install axe-core: %v\n%s", err, out)
-			return
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "node_modules", "axe-core", "axe.min.js"))
-		axeSource, axeErr = string(b), err
-	})
-	if axeErr != nil {
-		if os.Getenv("CI") == "" && strings.Contains(axeErr.Error(), "executable file not found") {
-			t.Skip("npm is not installed: the accessibility check (axe-core) needs it, or AXE_CORE_JS=path/to/axe.min.js")
-		}
-		t.Fatalf("axe-core: %v", axeErr)
-	}
-	return axeSource
+	return testkit.AxeCore(t)
 }
 
 // checkAxe runs axe-core on the page (injected through the DevTools protocol,

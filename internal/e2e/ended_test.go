@@ -18,7 +18,7 @@ import (
 // waiting page, against a scripted room.
 
 // waitOrigin waits until the tab has gone to the scripted room's origin page.
-func waitOrigin(t *testing.T, navigations iter.Seq2[page.EventFrameNavigated, error], s *scripted, ctx context.Context) {
+func waitOrigin(t *testing.T, ctx context.Context, navigations iter.Seq2[page.EventFrameNavigated, error], s *scripted) {
 	t.Helper()
 	for ev, err := range navigations {
 		if err != nil {
@@ -53,7 +53,7 @@ func TestVisitEnded(t *testing.T) {
 	v := visitor(t)
 	navigations := chromedp.Events(v, page.FrameNavigated)
 	do(t, v, chromedp.Navigate(pageURL(s.srv.URL, "ended")))
-	waitOrigin(t, navigations, s, v)
+	waitOrigin(t, v, navigations, s)
 
 	do(t, v, chromedp.Navigate(pageURL(s.srv.URL, "ended")))
 	waitState(t, v, "ended", wait)
@@ -119,7 +119,7 @@ func TestVisitEndedInAnotherTab(t *testing.T) {
 	mu.Lock()
 	admitted = true
 	mu.Unlock()
-	waitOrigin(t, navigations, s, first)
+	waitOrigin(t, first, navigations, s)
 	// The first tab left the page: the second leads now, and still says where the turn went.
 	waitJS(t, second, `document.body.dataset.leader === "1"`, wait)
 	if got := browsertest.Eval[string](t, second, `document.body.dataset.state + ": " + document.getElementById("lead").textContent`); got != "admitted: Your turn is being used in another tab or window of this browser." {

@@ -80,42 +80,49 @@ func Sweep(ctx context.Context, eng Engine, pub booking.Publisher, now time.Time
 		if pub == nil {
 			continue
 		}
-		for {
-			p, err := eng.Outbox(ctx, id, outboxMax, now.Add(-Grace))
-			if err != nil {
-				fail("booking outbox", id, err)
-				break
-			}
-			if len(p) == 0 {
-				break
-			}
-			var evs []booking.OrderEvent
-			var invs []booking.InventoryEvent
-			acks := make([]string, len(p))
-			for i, x := range p {
-				acks[i] = x.ID
-				if x.Inventory != nil {
-					invs = append(invs, *x.Inventory)
-				} else {
-					evs = append(evs, x.Event)
-				}
-			}
-			if err := publishAll(ctx, pub, evs, invs); err != nil {
-				fail("booking outbox: publish", id, err)
-				break
-			}
-			if err := eng.Ack(ctx, id, acks...); err != nil {
-				fail("booking outbox: ack", id, err)
-				break
-			}
-			sum.Published += len(evs)
-			sum.Inventory += len(invs)
-			if len(p) < outboxMax {
-				break
-			}
-		}
+		drainOutbox(ctx, eng, pub, id, now.Add(-Grace), fail, &sum)
 	}
 	return sum
+}
+
+// drainOutbox publishes what event id's outbox holds from before until and
+// acknowledges it, outboxMax at a time, adding to sum; a failure is reported
+// through fail and leaves the rest for the next sweep.
+func drainOutbox(ctx context.Context, eng Engine, pub booking.Publisher, id string, until time.Time, fail func(msg, event string, err error), sum *SweepSummary) {
+	for {
+		p, err := eng.Outbox(ctx, id, outboxMax, until)
+		if err != nil {
+			fail("booking outbox", id, err)
+			return
+		}
+		if len(p) == 0 {
+			return
+		}
+		var evs []booking.OrderEvent
+		var invs []booking.InventoryEvent
+		acks := make([]string, len(p))
+		for i, x := range p {
+			acks[i] = x.ID
+			if x.Inventory != nil {
+				invs = append(invs, *x.Inventory)
+			} else {
+				evs = append(evs, x.Event)
+			}
+		}
+		if err := publishAll(ctx, pub, evs, invs); err != nil {
+			fail("booking outbox: publish", id, err)
+			return
+		}
+		if err := eng.Ack(ctx, id, acks...); err != nil {
+			fail("booking outbox: ack", id, err)
+			return
+		}
+		sum.Published += len(evs)
+		sum.Inventory += len(invs)
+		if len(p) < outboxMax {
+			return
+		}
+	}
 }
 
 // publishAll publishes order events, then inventory events when pub takes

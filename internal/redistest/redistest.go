@@ -337,30 +337,49 @@ func startClusterLocked(masters, replicas int, extra ...string) ([]*Server, erro
 			return nil, fmt.Errorf("cluster meet: %w", err)
 		}
 	}
+	if err := meetAndReplicate(ctx, clients, masters, replicas); err != nil {
+		return nil, err
+	}
+	if err := waitSettled(ctx, clients); err != nil {
+		return nil, err
+	}
+	return nodes, nil
+}
+
+// meetAndReplicate waits until every node knows every other, then makes the
+// nodes after the masters their replicas, r-th replica of master m at
+// masters + r*masters + m.
+func meetAndReplicate(ctx context.Context, clients []*redis.Client, masters, replicas int) error {
 	// Wait until every node knows every other, then attach replicas.
 	if err := waitFor(15*time.Second, func() bool {
 		for _, c := range clients {
 			ns, err := c.ClusterNodes(ctx).Result()
-			if err != nil || strings.Count(strings.TrimSpace(ns), "\n")+1 != len(nodes) {
+			if err != nil || strings.Count(strings.TrimSpace(ns), "\n")+1 != len(clients) {
 				return false
 			}
 		}
 		return true
 	}); err != nil {
-		return nil, fmt.Errorf("cluster nodes did not meet: %w", err)
+		return fmt.Errorf("cluster nodes did not meet: %w", err)
 	}
 	for r := 0; r < replicas; r++ {
 		for m := 0; m < masters; m++ {
 			id, err := clients[m].Do(ctx, "CLUSTER", "MYID").Text()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			rep := clients[masters+r*masters+m]
 			if err := rep.Do(ctx, "CLUSTER", "REPLICATE", id).Err(); err != nil {
-				return nil, fmt.Errorf("cluster replicate: %w", err)
+				return fmt.Errorf("cluster replicate: %w", err)
 			}
 		}
 	}
+	return nil
+}
+
+// waitSettled waits until every node reports the cluster ok and every node
+// agrees on who serves which slot.
+func waitSettled(ctx context.Context, clients []*redis.Client) error {
 	if err := waitFor(20*time.Second, func() bool {
 		for _, c := range clients {
 			info, err := c.ClusterInfo(ctx).Result()
@@ -370,7 +389,7 @@ func startClusterLocked(masters, replicas int, extra ...string) ([]*Server, erro
 		}
 		return true
 	}); err != nil {
-		return nil, fmt.Errorf("cluster not healthy: %w", err)
+		return fmt.Errorf("cluster not healthy: %w", err)
 	}
 	// Every node reporting ok is not every node agreeing on who serves which
 	// slot: a client that loads a node's view before the others' gossip lands
@@ -388,9 +407,9 @@ func startClusterLocked(masters, replicas int, extra ...string) ([]*Server, erro
 		}
 		return true
 	}); err != nil {
-		return nil, fmt.Errorf("cluster nodes disagree on the slots: %w", err)
+		return fmt.Errorf("cluster nodes disagree on the slots: %w", err)
 	}
-	return nodes, nil
+	return nil
 }
 
 // slotView is a node's CLUSTER SHARDS as text: each slot range and the id of

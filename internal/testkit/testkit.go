@@ -6,10 +6,13 @@ package testkit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -173,4 +176,54 @@ func Missing(t TB, what, install string) {
 		return
 	}
 	t.Skipf("%s is missing; %s", what, install)
+}
+
+// AxeCoreVersion is the axe-core whose axe.min.js the accessibility checks
+// inject; `make deps-axe` installs it under .tools/axe (the Makefile pins the
+// same version: TestAxeCorePinnedOnce).
+const AxeCoreVersion = "4.14.1"
+
+// AxeCore returns axe-core's axe.min.js: the file AXE_CORE_JS names, or the
+// one `make deps-axe` installed under the module's .tools/axe. A test never
+// installs it itself; without it the check is Missing.
+func AxeCore(t TB) string {
+	t.Helper()
+	p := os.Getenv("AXE_CORE_JS")
+	if p == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			t.Fatalf("axe-core: %v", err)
+			return ""
+		}
+		p = filepath.Join(root, ".tools", "axe", "node_modules", "axe-core", "axe.min.js")
+	}
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		Missing(t, "axe-core "+AxeCoreVersion+" ("+p+")", "install it with `make deps-axe`, or set AXE_CORE_JS=path/to/axe.min.js")
+		return ""
+	}
+	if err != nil {
+		t.Fatalf("axe-core: %v", err)
+		return ""
+	}
+	return string(b)
+}
+
+// moduleRoot is the nearest directory at or above the working directory
+// that holds go.mod (a test runs in its package's directory).
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = up
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -105,5 +106,17 @@ func TestMissing(t *testing.T) {
 	testkit.Missing(&ci, "node", "install node")
 	if ci.failed == "" || ci.skipped != "" || !strings.Contains(ci.failed, "install node") {
 		t.Errorf("in CI: failed %q, skipped %q; want a failure naming the install", ci.failed, ci.skipped)
+	}
+}
+
+// The Makefile's deps-axe installs the axe-core version AxeCore names.
+func TestAxeCorePinnedOnce(t *testing.T) {
+	b, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "AXE_CORE_VERSION := " + testkit.AxeCoreVersion + "\n"
+	if !strings.Contains(string(b), want) {
+		t.Fatalf("the Makefile does not pin axe-core %s (%q)", testkit.AxeCoreVersion, want)
 	}
 }

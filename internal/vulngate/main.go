@@ -88,8 +88,10 @@ func judge(r io.Reader, w io.Writer, stdlibFail bool) (int, error) {
 		} else {
 			failed++
 		}
-		fmt.Fprintf(w, "%s %s %s: %s\n", word, id, called[id], summaries[id])
+		if _, err := fmt.Fprintf(w, "%s %s %s: %s\n", word, id, called[id], summaries[id]); err != nil {
+			return failed, err
+		}
 	}
-	fmt.Fprintf(w, "govulncheck: %d vulnerabilities called, %d failing\n", len(ids), failed)
-	return failed, nil
+	_, err := fmt.Fprintf(w, "govulncheck: %d vulnerabilities called, %d failing\n", len(ids), failed)
+	return failed, err
 }
