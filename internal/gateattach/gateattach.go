@@ -414,42 +414,10 @@ func (a *Attacher) ensureFunction(ctx context.Context, name, comment, src, store
 		}
 		etag, arn = out.ETag, summaryARN(out.FunctionSummary)
 	} else {
-		code, err := a.CF.GetFunction(ctx, &cloudfront.GetFunctionInput{Name: &name, Stage: types.FunctionStageDevelopment})
-		if err != nil {
-			return "", fmt.Errorf("reading function %s: %w", name, err)
-		}
-		// DescribeFunction's ETag is the one the API names for UpdateFunction and PublishFunction.
-		etag, arn = dev.ETag, summaryARN(dev.FunctionSummary)
-		if string(code.FunctionCode) != src || !sameFunctionConfig(dev.FunctionSummary, cfg) {
-			a.say("%s function %s", a.would("update"), name)
-			if !a.DryRun {
-				out, err := a.CF.UpdateFunction(ctx, &cloudfront.UpdateFunctionInput{Name: &name, IfMatch: etag, FunctionConfig: cfg, FunctionCode: []byte(src)})
-				if err != nil {
-					return "", fmt.Errorf("updating function %s: %w", name, err)
-				}
-				etag = out.ETag
-				if etag == nil { // the answer's header is spelt ETtag; should it ever be ETag
-					d, err := a.describeFunction(ctx, name, types.FunctionStageDevelopment)
-					if err != nil || d == nil {
-						return "", fmt.Errorf("reading function %s after its update: %v", name, err)
-					}
-					etag = d.ETag
-				}
-			}
-		} else {
-			live, err := a.describeFunction(ctx, name, types.FunctionStageLive)
-			if err != nil {
-				return "", err
-			}
-			if live != nil && sameFunctionConfig(live.FunctionSummary, cfg) {
-				code, err := a.CF.GetFunction(ctx, &cloudfront.GetFunctionInput{Name: &name, Stage: types.FunctionStageLive})
-				if err != nil {
-					return "", fmt.Errorf("reading function %s: %w", name, err)
-				}
-				if string(code.FunctionCode) == src {
-					return arn, nil
-				}
-			}
+		var live bool
+		etag, arn, live, err = a.updateFunction(ctx, name, dev, cfg, src)
+		if err != nil || live {
+			return arn, err
 		}
 	}
 	a.say("%s function %s", a.would("publish"), name)
@@ -463,6 +431,53 @@ func (a *Attacher) ensureFunction(ctx context.Context, name, comment, src, store
 		return "", fmt.Errorf("function %s: CloudFront answered without its ARN", name)
 	}
 	return arn, nil
+}
+
+// updateFunction brings the existing function's development stage (dev) to
+// src and cfg, and gives the ETag to publish it with and its ARN; live
+// reports that the live stage is already src and cfg, so there is nothing
+// to publish. In a dry run it only says what it would update.
+func (a *Attacher) updateFunction(ctx context.Context, name string, dev *cloudfront.DescribeFunctionOutput, cfg *types.FunctionConfig, src string) (etag *string, arn string, live bool, err error) {
+	code, err := a.CF.GetFunction(ctx, &cloudfront.GetFunctionInput{Name: &name, Stage: types.FunctionStageDevelopment})
+	if err != nil {
+		return nil, "", false, fmt.Errorf("reading function %s: %w", name, err)
+	}
+	// DescribeFunction's ETag is the one the API names for UpdateFunction and PublishFunction.
+	etag, arn = dev.ETag, summaryARN(dev.FunctionSummary)
+	if string(code.FunctionCode) == src && sameFunctionConfig(dev.FunctionSummary, cfg) {
+		live, err := a.liveIs(ctx, name, cfg, src)
+		return etag, arn, live, err
+	}
+	a.say("%s function %s", a.would("update"), name)
+	if a.DryRun {
+		return etag, arn, false, nil
+	}
+	out, err := a.CF.UpdateFunction(ctx, &cloudfront.UpdateFunctionInput{Name: &name, IfMatch: etag, FunctionConfig: cfg, FunctionCode: []byte(src)})
+	if err != nil {
+		return nil, "", false, fmt.Errorf("updating function %s: %w", name, err)
+	}
+	etag = out.ETag
+	if etag == nil { // the answer's header is spelt ETtag; should it ever be ETag
+		d, err := a.describeFunction(ctx, name, types.FunctionStageDevelopment)
+		if err != nil || d == nil {
+			return nil, "", false, fmt.Errorf("reading function %s after its update: %v", name, err)
+		}
+		etag = d.ETag
+	}
+	return etag, arn, false, nil
+}
+
+// liveIs reports whether the function's live stage runs src with cfg.
+func (a *Attacher) liveIs(ctx context.Context, name string, cfg *types.FunctionConfig, src string) (bool, error) {
+	live, err := a.describeFunction(ctx, name, types.FunctionStageLive)
+	if err != nil || live == nil || !sameFunctionConfig(live.FunctionSummary, cfg) {
+		return false, err
+	}
+	code, err := a.CF.GetFunction(ctx, &cloudfront.GetFunctionInput{Name: &name, Stage: types.FunctionStageLive})
+	if err != nil {
+		return false, fmt.Errorf("reading function %s: %w", name, err)
+	}
+	return string(code.FunctionCode) == src, nil
 }
 
 // describeFunction is the function's summary at stage, nil when there is none.

@@ -91,44 +91,9 @@ type Stack struct {
 
 // Start starts the stack and returns once it serves. Close stops it.
 func Start(ctx context.Context, o Options) (*Stack, error) {
-	if o.Addr == "" {
-		o.Addr = "127.0.0.1:0"
+	if err := o.defaults(); err != nil {
+		return nil, err
 	}
-	if o.OriginAddr == "" {
-		o.OriginAddr = "127.0.0.1:0"
-	}
-	if o.ManualOriginAddr == "" {
-		o.ManualOriginAddr = "127.0.0.1:0"
-	}
-	if o.StaticDir == "" {
-		o.StaticDir = "static"
-	}
-	if o.KeyDir == "" {
-		o.KeyDir = config.DefaultKeyDir
-	}
-	if o.TickInterval <= 0 {
-		o.TickInterval = time.Second
-	}
-	if o.Clock == nil {
-		o.Clock = time.Now
-	}
-	if o.Orders == nil {
-		o.Orders = io.Discard
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.AdminKey != "" && len(o.AdminKey) < config.MinAdminKeyLen {
-		return nil, fmt.Errorf("the admin key must be at least %d characters", config.MinAdminKeyLen)
-	}
-	if o.AdminKey == "" {
-		k, err := storedAdminKey(filepath.Dir(o.KeyDir))
-		if err != nil {
-			return nil, err
-		}
-		o.AdminKey = k
-	}
-
 	s := &Stack{adminKey: o.AdminKey}
 	ok := false
 	defer func() {
@@ -137,20 +102,8 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		}
 	}()
 
-	if o.RedisURL == "" {
-		m, err := miniredis.Run()
-		if err != nil {
-			return nil, fmt.Errorf("embedded redis: %w", err)
-		}
-		s.mini = m
-		s.rdb = redis.NewClient(&redis.Options{Addr: m.Addr()})
-		o.Logger = slog.New(expectedRestores{o.Logger.Handler()})
-	} else {
-		rdb, err := app.NewRedis(o.RedisURL, o.RedisCluster, o.RedisCAFile)
-		if err != nil {
-			return nil, err
-		}
-		s.rdb = rdb
+	if err := s.connect(&o); err != nil {
+		return nil, err
 	}
 	cfg := config.Config{
 		KeyDir: o.KeyDir, Issuer: config.DefaultIssuer,
@@ -288,6 +241,70 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}()
 	ok = true
 	return s, nil
+}
+
+// defaults fills what the options leave empty, the admin key from the one
+// stored beside the keys, and refuses an admin key too short.
+func (o *Options) defaults() error {
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:0"
+	}
+	if o.OriginAddr == "" {
+		o.OriginAddr = "127.0.0.1:0"
+	}
+	if o.ManualOriginAddr == "" {
+		o.ManualOriginAddr = "127.0.0.1:0"
+	}
+	if o.StaticDir == "" {
+		o.StaticDir = "static"
+	}
+	if o.KeyDir == "" {
+		o.KeyDir = config.DefaultKeyDir
+	}
+	if o.TickInterval <= 0 {
+		o.TickInterval = time.Second
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Orders == nil {
+		o.Orders = io.Discard
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.AdminKey != "" && len(o.AdminKey) < config.MinAdminKeyLen {
+		return fmt.Errorf("the admin key must be at least %d characters", config.MinAdminKeyLen)
+	}
+	if o.AdminKey == "" {
+		k, err := storedAdminKey(filepath.Dir(o.KeyDir))
+		if err != nil {
+			return err
+		}
+		o.AdminKey = k
+	}
+	return nil
+}
+
+// connect opens the stack's Redis: the embedded one when o names none (its
+// expected restores are then not logged as errors).
+func (s *Stack) connect(o *Options) error {
+	if o.RedisURL == "" {
+		m, err := miniredis.Run()
+		if err != nil {
+			return fmt.Errorf("embedded redis: %w", err)
+		}
+		s.mini = m
+		s.rdb = redis.NewClient(&redis.Options{Addr: m.Addr()})
+		o.Logger = slog.New(expectedRestores{o.Logger.Handler()})
+	} else {
+		rdb, err := app.NewRedis(o.RedisURL, o.RedisCluster, o.RedisCAFile)
+		if err != nil {
+			return err
+		}
+		s.rdb = rdb
+	}
+	return nil
 }
 
 // settingsPutter is what the demo rooms need of the queue.
