@@ -325,7 +325,9 @@ func (e *Engine) trimArrivals(ctx context.Context, roomID string, keys [][]strin
 			failed = append(failed, fmt.Errorf("%w: arrival shard %d: %w", room.ErrUnavailable, i, err))
 		}
 	}
-	if grace := num(reply[mergedGrace]); grace > 0 {
+	// A shard that could not be trimmed is not swept either: its node is
+	// slow or gone, and the next tick's read holds the merges back.
+	if grace := num(reply[mergedGrace]); grace > 0 && len(failed) == 0 {
 		evicted, err = e.sweepShards(ctx, roomID, len(keys), grace)
 	}
 	return evicted, errors.Join(append(failed, err)...)

@@ -164,6 +164,11 @@ func (e *Engine) sweepShards(ctx context.Context, roomID string, shards int, gra
 	var failed []error
 	for i, v := range replies {
 		if errs[i] != nil {
+			// As a failed read does (readArrivals): the shard's node is slow
+			// or gone, so the room's merges wait a while.
+			if ctx.Err() == nil && len(failed) == 0 {
+				e.holdMerges(roomID)
+			}
 			failed = append(failed, fmt.Errorf("%w: arrival shard %d: %w", room.ErrUnavailable, i, errs[i]))
 			continue
 		}
