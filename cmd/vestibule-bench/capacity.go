@@ -399,6 +399,9 @@ func joinCapacitySpreadOn(ctx context.Context, d time.Duration, spreadNodes int)
 		per[i] = redis.NewClient(&redis.Options{Addr: n.Addr})
 		defer func() { _ = per[i].Close() }()
 	}
+	if err := clusterReady(ctx, per); err != nil {
+		return nil, err
+	}
 	// A long read timeout: the fill's pipelines of 1,000 scripts outlast the
 	// default 3 s on a loaded machine.
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: workers, ReadTimeout: 30 * time.Second})

@@ -225,6 +225,9 @@ func tenMillionPolls(ctx context.Context, d time.Duration) ([]Row, error) {
 		per[i] = redis.NewClient(&redis.Options{Addr: n.Addr})
 		defer func() { _ = per[i].Close() }()
 	}
+	if err := clusterReady(ctx, per); err != nil {
+		return nil, err
+	}
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: workers, ReadTimeout: 30 * time.Second})
 	defer func() { _ = rdb.Close() }()
 	var nowNanos atomic.Int64
@@ -354,4 +357,24 @@ func tenMillionPolls(ctx context.Context, d time.Duration) ([]Row, error) {
 	return []Row{
 		row("poll capacity, 10,000,000 waiting (busiest of 5 nodes) ÷ their poll rate", bound, "polls/s", demand, timesBaseline(capacityGoal)),
 	}, nil
+}
+
+// clusterReady waits, up to a minute, until every node says the cluster is
+// ok: on a loaded machine a node may still see the cluster down just after
+// its start, and the first command fails with CLUSTERDOWN.
+func clusterReady(ctx context.Context, per []*redis.Client) error {
+	deadline := time.Now().Add(time.Minute)
+	for _, c := range per {
+		for {
+			info, err := c.ClusterInfo(ctx).Result()
+			if err == nil && strings.Contains(info, "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("cluster not ready: %v %.80s", err, info)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
 }
