@@ -41,9 +41,6 @@ const (
 	spollLen
 )
 
-// wordRoom is spoll's answer when the room's shard must answer the poll.
-const wordRoom = "room"
-
 // pollOnShard polls a ticket of an arrival shard there (spoll.lua). ok is
 // false when the room's shard must answer instead (spoll's 'room', or a shard
 // that cannot be reached: the room's shard answers every poll it can). A
