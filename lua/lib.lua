@@ -39,7 +39,7 @@ local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
 local function load_cfg()
   local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
     'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits', 'clientEnqueuePerMinute',
-    'waiting', 'arrk', 'full', 'share')
+    'waiting', 'arrk', 'full', 'share', 'zone')
   if not v[1] then return nil end
   return {
     mode = v[1],
@@ -60,6 +60,10 @@ local function load_cfg()
     full = v[14] or '0',
     -- share: the share of the front admitted rather than skipped as stale (tick.lua), 0.5–1.
     share = tonumber(v[15]) or 1,
+    -- zone: in a room whose joins spread, the first places whose heartbeats the
+    -- room's shard keeps (merge.lua); the visitors of arrival shards behind it keep
+    -- theirs on their shard (spoll.lua).
+    zone = tonumber(v[16]),
   }
 end
 
@@ -164,6 +168,17 @@ local function hbraw(v)
   for i = 1, #v do n = n * 256 + string.byte(v, i) end
   return n
 end
+-- ROOM_HOME is the class of an arrival shard's heartbeat that says "ask the room's
+-- shard" (spoll.lua): the visitor came near the front, or left. A marker, not a
+-- heartbeat: the shard's sweep drops it once the head passes its sequence.
+local ROOM_HOME = 63
+-- hbseq is the sequence of a heartbeat field (hbf's inverse).
+local function hbseq(f)
+  if S then return (S.unpack('>I7', f)) end
+  local n = 0
+  for i = 1, #f do n = n * 256 + string.byte(f, i) end
+  return n
+end
 -- told_ms is the silence class c allows before the grace (room.ToldMS),
 -- remembered per call: a tick reads thousands of heartbeats of a few classes.
 local TOLD = {[0] = 0}
@@ -183,6 +198,16 @@ local function hbt(v)
   local c = math.floor(n / SEEN)
   local seen = n - c * SEEN
   return seen, seen + told_ms(c)
+end
+
+-- on_shard reports whether sequence s was issued by one of the room's arrival
+-- shards (residue 1..shards, lib next_seq). In a room whose joins spread, such a
+-- visitor's heartbeat lives on that shard while far from the front (spoll.lua,
+-- docs/ENGINE.md "Heartbeats on the arrival shards"): no heartbeat of theirs on
+-- the room's shard means "on the shard", not "lost".
+local function on_shard(s, shards)
+  local r = s % 16
+  return r >= 1 and r <= shards
 end
 
 -- MAX_TOLD is the longest a waiting visitor is told to stay away (ms,
@@ -325,7 +350,8 @@ local function free_slots(cfg)
 end
 
 -- The fields of the settings hash that are the engine's own, not settings.
-local INTERNAL = {seed = true, ver = true, rate = true, waiting = true, arrk = true, full = true, share = true}
+local INTERNAL = {seed = true, ver = true, rate = true, waiting = true, arrk = true, full = true, share = true,
+  zone = true}
 
 -- settings appends the room's settings to out as field, value pairs (the
 -- settings hash without its internal fields; the Go side reads them by name).

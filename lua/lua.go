@@ -72,6 +72,18 @@ var arrfence string
 //go:embed bury.lua
 var bury string
 
+//go:embed spoll.lua
+var spoll string
+
+//go:embed ssweep.lua
+var ssweep string
+
+//go:embed sevict.lua
+var sevict string
+
+//go:embed sleave.lua
+var sleave string
+
 //go:embed drop.lua
 var drop string
 
@@ -106,6 +118,14 @@ var (
 	// delete and when the durable store gives one back.
 	Bury = withLib(lib, bury)
 	Drop = withLib(lib, drop)
+	// The heartbeats of a spread room's far visitors live on their arrival
+	// shards (docs/ENGINE.md, "Heartbeats on the arrival shards"): a poll
+	// there, a shard's sweep, the room's eviction of what it found, and the
+	// mark a leave leaves there.
+	SPoll  = withLib(lib, spoll)
+	SSweep = withLib(lib, ssweep)
+	SEvict = withLib(lib, sevict)
+	SLeave = withLib(lib, sleave)
 )
 
 // libDef is one top-level definition of lib.lua: the lines from the comment

@@ -27,6 +27,7 @@ if not cfg then return {'noroom'} end
 cfg.known = ARGV[5]
 
 local rank = redis.call('ZRANK', K_Q, m)
+local nohb = false -- no heartbeat here (read only in a room whose joins spread)
 local f = hbf(m)
 if not rank then
   local d = redis.call('ZSCORE', K_ADM, m)
@@ -53,15 +54,20 @@ if not rank then
   end
   redis.call('ZADD', K_Q, ARGV[3], m)
   redis.call('HINCRBY', K_ST, 'restored', 1)
+  nohb = true
   rank = redis.call('ZRANK', K_Q, m)
   -- A restore follows a loss that may have taken the queue but not the count: set it exact.
   cfg.waiting = redis.call('ZCARD', K_Q)
   redis.call('HSET', K_CFG, 'waiting', cfg.waiting)
 else
   local minInterval = tonumber(ARGV[4]) or 0
-  if minInterval > 0 then
-    local seen = hbt(redis.call('HGET', K_HB, f))
-    if seen and now - seen < minInterval and now >= seen then return {'slow', minInterval - (now - seen)} end
+  if minInterval > 0 or cfg.shards > 0 then
+    local v = redis.call('HGET', K_HB, f)
+    local seen = hbt(v)
+    if seen and minInterval > 0 and now - seen < minInterval and now >= seen then
+      return {'slow', minInterval - (now - seen)}
+    end
+    if not v then nohb = true end
   end
 end
 
@@ -76,7 +82,15 @@ elseif cfg.mode == 'paused' then
 end
 local class, within
 if state == 'waiting' then class, within = told(cfg, pos) else class, within = told(cfg) end
-redis.call('HSET', K_HB, f, hbv(now, class))
+-- A visitor of an arrival shard with no heartbeat here, behind the zone, keeps it on
+-- the shard (spoll.lua): the shard had none (a loss, a restore, a merge whose
+-- heartbeats it could not write). No heartbeat here; a negative budget asks the
+-- engine to start it there (spoll.lua's adopt).
+if nohb and state ~= 'closed' and cfg.zone and pos > cfg.zone and on_shard(tonumber(m), cfg.shards) then
+  within = -within
+else
+  redis.call('HSET', K_HB, f, hbv(now, class))
+end
 -- The count kept with the settings (lib.lua: no ZCARD); never below the position.
 local waiting = math.max(cfg.waiting, pos)
 -- A pre-queued visitor's position is not shown (a lottery's draw stays hidden

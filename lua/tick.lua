@@ -157,10 +157,14 @@ if budget > 0 and not (st[8] and cutoff <= tonumber(st[8])) then
     for k = 1, #fields do
       local _, t = hbt(seen[k])
       if not t then
-        -- No heartbeat (lost with a partial data loss): it starts now, with
-        -- the longest told poll the visitor may have been given.
-        fresh[#fresh + 1] = fields[k]
-        fresh[#fresh + 1] = hbv(now, maxclass)
+        -- No heartbeat: a visitor of an arrival shard keeps it there while far
+        -- from the front (the shard's sweep checks it); any other lost it with a
+        -- partial data loss: it starts now, with the longest told poll the
+        -- visitor may have been given.
+        if not (cfg.shards > 0 and on_shard(tonumber(got[2 * (i + k - 1) - 1]), cfg.shards)) then
+          fresh[#fresh + 1] = fields[k]
+          fresh[#fresh + 1] = hbv(now, maxclass)
+        end
       elseif t < cutoff then
         stale[#stale + 1] = got[2 * (i + k - 1) - 1]
         stalef[#stalef + 1] = fields[k]

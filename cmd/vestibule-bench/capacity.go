@@ -266,7 +266,12 @@ func benchCapacity(ctx context.Context, d time.Duration) ([]Row, error) {
 		return append(polls, joins...), err
 	}
 	spread, err := joinCapacitySpread(ctx, d)
-	return append(append(polls, joins...), spread...), err
+	rows := append(append(polls, joins...), spread...)
+	if err != nil {
+		return rows, err
+	}
+	ten, err := tenMillionPolls(ctx, d)
+	return append(rows, ten...), err
 }
 
 // capacityRoom starts a Redis of its own, the routes over it at the clock t0
@@ -394,7 +399,12 @@ func joinCapacitySpreadOn(ctx context.Context, d time.Duration, spreadNodes int)
 		per[i] = redis.NewClient(&redis.Options{Addr: n.Addr})
 		defer func() { _ = per[i].Close() }()
 	}
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: workers})
+	if err := clusterReady(ctx, per); err != nil {
+		return nil, err
+	}
+	// A long read timeout: the fill's pipelines of 1,000 scripts outlast the
+	// default 3 s on a loaded machine.
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: workers, ReadTimeout: 30 * time.Second})
 	defer func() { _ = rdb.Close() }()
 	t0 := time.Now().Truncate(time.Second)
 	rt, err := newRoute(rdb, t0)
@@ -523,9 +533,14 @@ func joinCapacitySpreadOn(ctx context.Context, d time.Duration, spreadNodes int)
 	bound := n / busiest
 	logf("enqueue route, joins spread over %d arrival shards on %d nodes: %.0f joins, %.0f/s in-process; CPU of each node %s; %.0f joins per CPU-second of the busiest",
 		spreadShards, spreadNodes, n, wall, strings.Join(used, ", "), bound)
-	return []Row{
+	rows := []Row{
 		row(fmt.Sprintf("join capacity, joins spread over %d arrival shards (busiest of %d nodes) ÷ 1,000,000 in 60 s", spreadShards, spreadNodes), bound, "joins/s", burstJoinsPerSecond, timesBaseline(capacityGoal)),
-	}, nil
+	}
+	if spreadNodes == 5 {
+		// The same run against the first minute of a 10,000,000 on-sale.
+		rows = append(rows, row("join capacity, 10,000,000 on-sale (busiest of 5 nodes) ÷ 2,000,000 joins in the first minute", bound, "joins/s", tenMillionBurst, timesBaseline(capacityGoal)))
+	}
+	return rows, nil
 }
 
 // joinCapacity measures the enqueue route, per-client limit on, each join from

@@ -181,12 +181,12 @@ func (e *Engine) spreadOver(ctx context.Context, roomID string) (int, error) {
 // arrk), merges what they handed over into the queue, and drops it from them.
 // A shard that cannot be read holds the merge back (nothing below its mark may
 // be skipped), not the tick.
-func (e *Engine) merge(ctx context.Context, roomID string, shards int) (int64, error) {
+func (e *Engine) merge(ctx context.Context, roomID string, shards int) (added, evicted int64, err error) {
 	if shards == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if e.mergeHeld(roomID) {
-		return 0, room.ErrMergeHeld
+		return 0, 0, room.ErrMergeHeld
 	}
 	// Every shard at once (one pipeline; a cluster's nodes in parallel), and
 	// every shard's trim below: a spread room's tick costs two round trips
@@ -198,17 +198,18 @@ func (e *Engine) merge(ctx context.Context, roomID string, shards int) (int64, e
 	}
 	mark, got, err := e.readArrivals(ctx, roomID, keys)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	take, err := below(mark, got)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	added, reply, err := e.mergeChunks(ctx, roomID, mark, take)
 	if err != nil {
-		return added, err
+		return added, 0, err
 	}
-	return added, e.trimArrivals(ctx, keys, str(reply[mergedMark]), num(reply[mergedWaiting]))
+	evicted, err = e.trimArrivals(ctx, roomID, keys, reply)
+	return added, evicted, err
 }
 
 // readArrivals reads every arrival shard of keys (arrivals.lua, within
@@ -268,8 +269,12 @@ func (e *Engine) mergeChunks(ctx context.Context, roomID string, mark int64, tak
 		if end < len(take) {
 			upTo = take[end-1].seq
 		}
-		args := make([]any, 0, 2+2*(end-start))
-		args = append(args, e.nowMS(), "")
+		args := make([]any, 0, 3+2*(end-start))
+		last := "0"
+		if end == len(take) {
+			last = "1" // the last call publishes the progress too
+		}
+		args = append(args, e.nowMS(), "", last)
 		if upTo >= 0 {
 			args[1] = strconv.FormatInt(upTo, 10)
 		}
@@ -283,7 +288,7 @@ func (e *Engine) mergeChunks(ctx context.Context, roomID string, mark int64, tak
 		if word(reply) == wordNoRoom {
 			return added, nil, room.ErrUnknownRoom
 		}
-		if len(reply) != mergedLen {
+		if len(reply) < mergedLen || (end == len(take) && len(reply) <= mergedStride) {
 			return added, nil, unexpected(mergeCmd, reply)
 		}
 		added += num(reply[mergedAdded])
@@ -293,14 +298,26 @@ func (e *Engine) mergeChunks(ctx context.Context, roomID string, mark int64, tak
 	}
 }
 
-// trimArrivals drops from every shard of keys what the merge took
-// (arrtrim.lua: merged is merge.lua's mark, waiting the room's count).
-func (e *Engine) trimArrivals(ctx context.Context, keys [][]string, merged string, waiting int64) error {
+// trimArrivals drops from every shard of keys what the merge took and
+// publishes there what the shard's polls need (arrtrim.lua, from merge.lua's
+// last reply): the far arrivals' first heartbeats, the pace, the zone, the
+// head and the progress. Then it sweeps the shards' heartbeats (sweepShards).
+func (e *Engine) trimArrivals(ctx context.Context, roomID string, keys [][]string, reply []any) (evicted int64, err error) {
+	now := e.nowMS()
 	for i := range keys {
-		keys[i][0], keys[i][1] = keys[i][1], keys[i][0] // arrtrim: the list, then the state
+		a := ArrivalKeysFor(roomID, i)
+		keys[i] = []string{a.Arrivals, a.State, a.Heartbeats(), a.Progress()}
+	}
+	args := []any{str(reply[mergedMark]), num(reply[mergedWaiting]), str(reply[mergedNear]),
+		num(reply[mergedClass]), num(reply[mergedPace]), num(reply[mergedZone]), str(reply[mergedHead]), now, ""}
+	if len(reply) > mergedStride {
+		args[len(args)-1] = num(reply[mergedStride])
+		for _, v := range reply[mergedStride+1:] {
+			args = append(args, str(v))
+		}
 	}
 	tctx, cancel := context.WithTimeout(ctx, shardBudget)
-	_, errs := arrtrimCmd.Each(tctx, e.rdb, keys, merged, waiting)
+	_, errs := arrtrimCmd.Each(tctx, e.rdb, keys, args...)
 	cancel()
 	var failed []error
 	for i, err := range errs {
@@ -308,7 +325,12 @@ func (e *Engine) trimArrivals(ctx context.Context, keys [][]string, merged strin
 			failed = append(failed, fmt.Errorf("%w: arrival shard %d: %w", room.ErrUnavailable, i, err))
 		}
 	}
-	return errors.Join(failed...)
+	// A shard that could not be trimmed is not swept either: its node is
+	// slow or gone, and the next tick's read holds the merges back.
+	if grace := num(reply[mergedGrace]); grace > 0 && len(failed) == 0 {
+		evicted, err = e.sweepShards(ctx, roomID, len(keys), grace)
+	}
+	return evicted, errors.Join(append(failed, err)...)
 }
 
 // arrival is an entry of an arrival list ('sequence:join ms'), split: its

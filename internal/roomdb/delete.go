@@ -45,7 +45,7 @@ func (e *Engine) Delete(ctx context.Context, roomID string) error {
 	existed := num(reply[0]) == 1
 	for i := range room.MaxJoinShards {
 		a := ArrivalKeysFor(roomID, i)
-		if err := e.rdb.Del(ctx, a.State, a.Arrivals).Err(); err != nil {
+		if err := e.rdb.Del(ctx, a.State, a.Arrivals, a.Heartbeats(), a.Progress()).Err(); err != nil {
 			return fmt.Errorf("%w: delete %s: %w", room.ErrUnavailable, roomID, err)
 		}
 	}

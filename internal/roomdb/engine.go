@@ -53,6 +53,10 @@ var (
 	arrdropCmd   = lua.NewScript("arrdrop", lua.ArrDrop)
 	fenceCmd     = lua.NewScript("fence", lua.Fence)
 	arrfenceCmd  = lua.NewScript("arrfence", lua.ArrFence)
+	spollCmd     = lua.NewScript("spoll", lua.SPoll)
+	ssweepCmd    = lua.NewScript("ssweep", lua.SSweep)
+	sevictCmd    = lua.NewScript("sevict", lua.SEvict)
+	sleaveCmd    = lua.NewScript("sleave", lua.SLeave)
 )
 
 // Scripter is the narrowest Redis client the engine needs: a client, a
@@ -260,6 +264,22 @@ func (e *Engine) Poll(ctx context.Context, t room.Ticket) (room.Place, error) {
 }
 
 func (e *Engine) poll(ctx context.Context, t room.Ticket, minInterval time.Duration) (room.Place, error) {
+	if p, ok, err := e.pollOnShard(ctx, t, minInterval); ok || err != nil {
+		return p, err
+	}
+	p, err := e.pollRoom(ctx, t, minInterval)
+	if err == nil && p.PollWithin < 0 {
+		// Far, with no heartbeat on either shard: it starts on the visitor's.
+		p.PollWithin = -p.PollWithin
+		if sp, ok := e.adopt(ctx, t, p.Position); ok {
+			return sp, nil
+		}
+	}
+	return p, err
+}
+
+// pollRoom is a poll on the room's shard (poll.lua).
+func (e *Engine) pollRoom(ctx context.Context, t room.Ticket, minInterval time.Duration) (room.Place, error) {
 	have := e.cached(t.Room)
 	reply, err := e.run(ctx, pollCmd, t.Room, e.nowMS(), strconv.FormatInt(t.Seq, 10), score(t),
 		minInterval.Milliseconds(), have.ver)
@@ -318,7 +338,7 @@ func (e *Engine) Leave(ctx context.Context, t room.Ticket) error {
 	}
 	switch word(reply) {
 	case wordOK:
-		return nil
+		return e.leaveShard(ctx, t)
 	case wordNoRoom:
 		return room.ErrUnknownRoom
 	}
@@ -437,7 +457,9 @@ func (e *Engine) tick(ctx context.Context, roomID string, guardMS int64) (room.T
 	}
 	// After the admissions, so a guarded tick that was busy merges nothing
 	// either: what it merges is admitted from the next tick on.
-	r.Merged, r.MergeErr = e.merge(ctx, roomID, min(max(int(num(reply[tickShards])), 0), room.MaxJoinShards))
+	var evicted int64
+	r.Merged, evicted, r.MergeErr = e.merge(ctx, roomID, min(max(int(num(reply[tickShards])), 0), room.MaxJoinShards))
+	r.Evicted += evicted
 	return r, nil
 }
 
@@ -682,6 +704,9 @@ func (e *Engine) Drain(ctx context.Context, roomID string) (int64, error) {
 		total += num(reply[drainRemoved])
 		if num(reply[drainWaiting]) == 0 || num(reply[drainRemoved]) == 0 {
 			n, err := e.dropArrivals(ctx, roomID)
+			if err == nil {
+				err = e.dropShardHeartbeats(ctx, roomID)
+			}
 			return total + n, err
 		}
 	}

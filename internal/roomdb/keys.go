@@ -177,6 +177,17 @@ var crc16Table = func() (t [256]uint16) {
 	return t
 }()
 
+// Heartbeats is the shard's HASH of heartbeats (fields and values as the
+// room's: HeartbeatField, HeartbeatValueTold) of the visitors who joined there
+// and wait behind the room's zone (docs/ENGINE.md, "Heartbeats on the arrival
+// shards"; spoll.lua).
+func (k ArrivalKeys) Heartbeats() string { return k.prefix + "hb" }
+
+// Progress is the shard's copy of the room's progress (ZSET: member = a rank
+// from 0, score = the queue's score at that rank), from which its polls
+// estimate positions (arrtrim.lua writes it each tick).
+func (k ArrivalKeys) Progress() string { return k.prefix + "prog" }
+
 // Limiter is the key of one client's join limiter on this shard: a client
 // always joins through the same shard, so its limit is whole.
 func (k ArrivalKeys) Limiter(client string) string { return k.prefix + "rl:" + client }

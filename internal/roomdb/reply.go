@@ -94,7 +94,14 @@ const (
 	mergedAdded     = 0 // arrivals put in the queue by this merge
 	mergedMark      = 1 // every sequence at or below it is merged
 	mergedWaiting   = 2 // the queue's count after the merge
-	mergedLen       = 3
+	mergedNear      = 3 // the score at the zone's end: arrivals above it keep their heartbeat on their shard
+	mergedClass     = 4 // the told class of the merged arrivals' first heartbeat
+	mergedPace      = 5 // the pace × 1000
+	mergedZone      = 6 // the zone: the first places, whose polls go to the room's shard
+	mergedHead      = 7 // the room's head
+	mergedGrace     = 8 // heartbeatTTLSeconds in ms, for the shards' sweeps
+	mergedLen       = 9
+	mergedStride    = 9 // on the last call: the progress's stride, then rank, score pairs
 )
 
 // The consume reply (consume.lua) when it is wordOK, and poll's when it is wordSlow.
