@@ -41,6 +41,15 @@ const (
 type Config struct {
 	MaxActive         int64 `json:"maxActive"`
 	AdmitPerMinute    int64 `json:"admitPerMinute"`
+	// AdmitPerMinuteMin is the floor of the pace that follows the origin's
+	// load (docs/ENGINE.md, "Steering"); 0: the pace is AdmitPerMinute.
+	AdmitPerMinuteMin int64 `json:"admitPerMinuteMin"`
+	// QueueAbovePerMinute, QueueBelowPerMinute and CalmSeconds are the auto
+	// mode's safety net: it queues once arrivals pass the first, and stops
+	// once they stayed below the second for CalmSeconds with nobody waiting.
+	QueueAbovePerMinute int64 `json:"queueAbovePerMinute"`
+	QueueBelowPerMinute int64 `json:"queueBelowPerMinute"`
+	CalmSeconds         int64 `json:"calmSeconds"`
 	SessionTTLSeconds int64 `json:"sessionTTLSeconds"`
 	// MaxSessionSeconds is the longest a gated session can be renewed to
 	// (from its start); 0: no renewal, a session lasts SessionTTLSeconds.
