@@ -75,6 +75,9 @@ var bury string
 //go:embed drop.lua
 var drop string
 
+//go:embed load.lua
+var load string
+
 // The scripts, ready to load: what each uses of lib.lua, then the operation.
 var (
 	Enqueue  = withLib(lib, enqueue)
@@ -106,6 +109,8 @@ var (
 	// delete and when the durable store gives one back.
 	Bury = withLib(lib, bury)
 	Drop = withLib(lib, drop)
+	// Load records the origin's load, which the tick's pace follows.
+	Load = withLib(lib, load)
 )
 
 // libDef is one top-level definition of lib.lua: the lines from the comment
