@@ -18,12 +18,16 @@ type AuditEntry struct {
 	// local stack, with " (says via the console)" when the call said it came
 	// through the console (a claim: the API cannot check it).
 	Who string `json:"who"`
-	// Action is create, change, drain or delete; for an event of the room's
+	// Action is create, change, drain or delete; "net on", "net off" or
+	// "pace" for a change the room made itself (steer.go); for an event of the room's
 	// (Event set), "define event" or "rebuild event" (docs/BOOKING.md).
 	Action string `json:"action"`
 	// Event is the booking event the entry is about, in its room's log.
 	Event   string        `json:"event,omitempty"`
 	Changes []AuditChange `json:"changes,omitempty"`
+	// Why is why the room changed itself (Who admission.SteeredBy: a
+	// NetChange's or PaceChange's Why).
+	Why string `json:"why,omitempty"`
 	// Removed is how many visitors a drain or delete removed.
 	Removed int64 `json:"removed,omitempty"`
 }

@@ -103,22 +103,9 @@ var settings = []Setting{
 	number("admitPerMinute", "admission rate; quota per tick carries the fraction",
 		func(c *Config) *int64 { return &c.AdmitPerMinute }, 600, 1, 1_000_000),
 	// The pace follows the origin's load between this and admitPerMinute
-	// (docs/ENGINE.md, "Steering").
-	func() Setting {
-		s := number("admitPerMinuteMin", "the least admission rate while the pace follows the origin's load (Vestibule-Load); 0: the pace is admitPerMinute",
-			func(c *Config) *int64 { return &c.AdmitPerMinuteMin }, 0, 0, 1_000_000)
-		inRange := s.check
-		s.check = func(c Config) string {
-			if reason := inRange(c); reason != "" {
-				return reason
-			}
-			if c.AdmitPerMinuteMin > c.AdmitPerMinute {
-				return fmt.Sprintf("%d is above admitPerMinute (%d)", c.AdmitPerMinuteMin, c.AdmitPerMinute)
-			}
-			return ""
-		}
-		return s
-	}(),
+	// (docs/ENGINE.md, "Steering"); above admitPerMinute, the pace is that.
+	number("admitPerMinuteMin", "the least admission rate while the pace follows the origin's load (Vestibule-Load); 0: the pace is admitPerMinute",
+		func(c *Config) *int64 { return &c.AdmitPerMinuteMin }, 0, 0, 1_000_000),
 	// The auto mode's safety net (docs/ENGINE.md, "Steering").
 	number("queueAbovePerMinute", "auto: arrivals a minute above which the room queues (0: it queues only once full or out of rate)",
 		func(c *Config) *int64 { return &c.QueueAbovePerMinute }, 0, 0, 100_000_000),

@@ -431,7 +431,8 @@ func (e *Engine) tick(ctx context.Context, roomID string, guardMS int64) (room.T
 	}
 	r := room.TickResult{Admitted: num(reply[tickAdmitted]), Evicted: num(reply[tickEvicted]),
 		GrantsReclaimed: num(reply[tickReclaimed]), SessionsEnded: num(reply[tickEnded])}
-	if len(reply) == tickLenEvent {
+	// A tick that only steered (tickLenSteer) changed no count: no event fields.
+	if len(reply) >= tickLenEvent && r.Admitted+r.Evicted+r.GrantsReclaimed+r.SessionsEnded > 0 {
 		r.FirstSeq, r.LastSeq = num(reply[tickFirst]), num(reply[tickLast])
 		r.After = room.TickCounts{Waiting: num(reply[tickWaiting]), Admitted: num(reply[tickGranted]), Active: num(reply[tickActive])}
 	}

@@ -138,7 +138,11 @@ func str(v any) string { s, _ := v.(string); return s }
 func TestNetSwitchesOnWhenFull(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := steerEnv(t, rdb)
-		e.put(func() room.Config { c := baseConfig(); c.Mode, c.MaxActive, c.CalmSeconds = room.ModeAuto, 1, 30; return c }())
+		e.put(func() room.Config {
+			c := baseConfig()
+			c.Mode, c.MaxActive, c.CalmSeconds = room.ModeAuto, 1, 30
+			return c
+		}())
 		e.clk.Advance(time.Second)
 		var log []netSwitch
 		first := e.enqueue("first")
