@@ -54,6 +54,7 @@ if created then
   if redis.call('HSETNX', K_ST, 'epoch', member(server_us())) == 1 then
     redis.call('HSET', K_ST, 'created', tostring(now))
   end
+  steer_created(now)
   return {'created'}
 end
 return {'updated'}

@@ -15,7 +15,8 @@
 -- ARGV[6] -> 1 when the join counts for a client, whose limiter is a key; 0 (or absent) for none
 -- ARGV[7] -> with 'spend', the challenge's time left (ms)
 -- Returns the place shape of lib.lua's reply, state one of:
---   'prequeue' (draw set; position: the place at the opening, not shown), 'waiting', 'admitted' (deadline set);
+--   'prequeue' (draw set; position: the place at the opening, not shown), 'waiting', 'admitted' (deadline set;
+--   auto, while the safety net is off: lib.lua net_join);
 --   or {'noroom'} for an unknown room, {'closed'} for a closed one,
 --   {'challenge', bits} when the room asks more work than proven, {'spent'} for a used proof,
 --   {'limited', wait ms} when the client joined more often than clientEnqueuePerMinute.
@@ -90,15 +91,10 @@ if open_for_arrivals(cfg, now) then
   return reply(cfg, 'waiting', m, '', pos, pos, 0, within)
 end
 
-if cfg.mode == 'auto' and redis.call('ZCARD', K_Q) == 0 and free_slots(cfg) > 0 then
-  local st = redis.call('HMGET', K_ST, 'tokens', 'refill')
-  local tokens, refilled = refill(cfg, now, st[1], st[2])
-  if tokens >= 1 then
-    store_bucket(tokens - 1, refilled)
-    local deadline = grant(cfg, now, m, seq)
-    count_admissions(now, 1)
-    return reply(cfg, 'admitted', m, '', 0, 0, deadline)
-  end
+-- auto: through at once while the safety net is off (lib.lua net_join).
+if cfg.mode == 'auto' then
+  local deadline = net_join(cfg, now, m, seq)
+  if deadline then return reply(cfg, 'admitted', m, '', 0, 0, deadline) end
 end
 
 -- The newest sequence is the highest score in the queue (restored places and

@@ -32,6 +32,16 @@
 local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 
+-- steer_rate is the admission rate the room runs at: admitPerMinute, or,
+-- while the pace follows the origin (admitPerMinuteMin > 0), the effective
+-- rate the ticks steer (eff in cfg: pace_tick), within admitPerMinuteMin..admitPerMinute
+-- and admitPerMinuteMin until a tick set one (a new room, a room restored after a loss).
+-- Read with the settings, so a lower rate is believed by the next reply.
+local function steer_rate(c, eff)
+  if c.rateMin <= 0 then return c.configured end
+  return math.min(c.configured, math.max(c.rateMin, tonumber(eff) or c.rateMin))
+end
+
 -- load_cfg returns the settings as a table (times in ms), or nil when the room
 -- is unknown. cfg.ver is the settings' version ('<fence>.<random>', new per
 -- PUT): replies carry it instead of the settings, which the Go side caches by
@@ -39,9 +49,9 @@ local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
 local function load_cfg()
   local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
     'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits', 'clientEnqueuePerMinute',
-    'waiting', 'arrk', 'full', 'share', 'zone')
+    'waiting', 'arrk', 'full', 'share', 'zone', 'admitPerMinuteMin', 'eff', 'net', 'queueAbovePerMinute')
   if not v[1] then return nil end
-  return {
+  local c = {
     mode = v[1],
     maxActive = tonumber(v[2]),
     rate = tonumber(v[3]),
@@ -64,7 +74,15 @@ local function load_cfg()
     -- room's shard keeps (merge.lua); the visitors of arrival shards behind it keep
     -- theirs on their shard (spoll.lua).
     zone = tonumber(v[16]),
+    -- The steering (steer_rate below): the configured rate, the pace's floor
+    -- and its effective value; the net ('1' while it is on) and its threshold.
+    configured = tonumber(v[3]),
+    rateMin = tonumber(v[17]) or 0,
+    net = v[19] or '0',
+    queueAbove = tonumber(v[20]) or 0,
   }
+  c.rate = steer_rate(c, v[18])
+  return c
 end
 
 -- open_for_arrivals reports whether a room's joins go to arrival lists rather
@@ -351,7 +369,7 @@ end
 
 -- The fields of the settings hash that are the engine's own, not settings.
 local INTERNAL = {seed = true, ver = true, rate = true, waiting = true, arrk = true, full = true, share = true,
-  zone = true}
+  zone = true, eff = true, effwhy = true, net = true, netwhy = true, netat = true}
 
 -- settings appends the room's settings to out as field, value pairs (the
 -- settings hash without its internal fields; the Go side reads them by name).
@@ -378,4 +396,152 @@ local function reply(cfg, state, m, draw, pos, waiting, deadline, within)
     within or 0}
   if cfg.ver == '' or cfg.ver ~= cfg.known then settings(out) end
   return out
+end
+
+-- The steering (docs/ENGINE.md, "Steering"): an auto room's safety net, and
+-- the pace that follows the origin's load. ARRIVAL_TAU is the time constant
+-- (ms) of the arrival rate (ar in st, arrivals a minute, decayed
+-- exponentially from art: a steady stream of n a minute reads n).
+local ARRIVAL_TAU = 10000
+local function arrival_rate(ar, art, now)
+  ar, art = tonumber(ar) or 0, tonumber(art) or now
+  if now > art then ar = ar * math.exp((art - now) / ARRIVAL_TAU) end
+  return ar
+end
+
+-- net_on switches the net on, for why ('arrivals', 'queue', 'full', 'rate',
+-- 'restored'); the next tick reports the switch (steer).
+local function net_on(why, now)
+  redis.call('HSET', K_CFG, 'net', '1', 'netwhy', why, 'netat', tostring(now))
+  redis.call('HDEL', K_ST, 'calm')
+end
+
+-- net_join is an auto room's join (enqueue.lua). It counts the arrival and,
+-- while the net is off, grants at once when arrivals are not above
+-- queueAbovePerMinute, nobody waits, a slot is free and the bucket holds a
+-- token; else it switches the net on. Returns the grant's deadline, or nil:
+-- the visitor queues.
+local function net_join(cfg, now, m, seq)
+  local st = redis.call('HMGET', K_ST, 'ar', 'art', 'tokens', 'refill')
+  local ar = arrival_rate(st[1], st[2], now) + 60000 / ARRIVAL_TAU
+  redis.call('HSET', K_ST, 'ar', num(ar), 'art', tostring(now))
+  if cfg.net == '1' then return nil end
+  local why = 'arrivals'
+  if cfg.queueAbove > 0 and ar > cfg.queueAbove then
+    why = 'arrivals'
+  elseif redis.call('ZCARD', K_Q) > 0 then
+    why = 'queue'
+  elseif free_slots(cfg) <= 0 then
+    why = 'full'
+  else
+    local tokens, refilled = refill(cfg, now, st[3], st[4])
+    if tokens >= 1 then
+      store_bucket(tokens - 1, refilled)
+      count_admissions(now, 1)
+      return grant(cfg, now, m, seq)
+    end
+    why = 'rate'
+  end
+  net_on(why, now)
+  return nil
+end
+
+-- net_tick is a tick's turn of an auto room's net: on when arrivals passed
+-- queueAbovePerMinute or anyone waits (a restored place, a merged arrival);
+-- off once arrivals stayed below queueBelowPerMinute (0: any) for calmSeconds
+-- with nobody waiting (calm in st: when that spell began).
+local function net_tick(cfg, now, waiting)
+  local v = redis.call('HMGET', K_CFG, 'queueBelowPerMinute', 'calmSeconds')
+  local st = redis.call('HMGET', K_ST, 'ar', 'art', 'calm')
+  local ar = arrival_rate(st[1], st[2], now)
+  if cfg.net ~= '1' then
+    if cfg.queueAbove > 0 and ar > cfg.queueAbove then
+      net_on('arrivals', now)
+    elseif waiting > 0 then
+      net_on('queue', now)
+    end
+    return
+  end
+  local below = tonumber(v[1]) or 0
+  if waiting > 0 or (below > 0 and ar >= below) then
+    if st[3] then redis.call('HDEL', K_ST, 'calm') end
+    return
+  end
+  local calm = tonumber(st[3])
+  if not calm then
+    calm = now
+    redis.call('HSET', K_ST, 'calm', tostring(now))
+  end
+  if now - calm >= (tonumber(v[2]) or 0) * 1000 then
+    redis.call('HSET', K_CFG, 'net', '0', 'netwhy', 'calm', 'netat', tostring(now))
+    redis.call('HDEL', K_ST, 'calm')
+  end
+end
+
+-- The pace that follows the origin: at an origin load (Vestibule-Load, 0..1:
+-- load and loadat in st) of LOAD_HIGH or more it backs off to BACKOFF of itself,
+-- at most once every BACKOFF_EVERY ms (the load answers admissions seconds
+-- later); from LOAD_OK to LOAD_HIGH it holds; below LOAD_OK, or with no report
+-- for LOAD_STALE ms, it climbs by (admitPerMinute - admitPerMinuteMin) every
+-- CLIMB_MS. Never below admitPerMinuteMin, never above admitPerMinute.
+local LOAD_HIGH, LOAD_OK, LOAD_STALE = 0.9, 0.75, 30000
+local BACKOFF, BACKOFF_EVERY, CLIMB_MS = 0.75, 5000, 180000
+
+-- pace_tick is a tick's step of the pace (eff and effwhy in cfg: 'backoff',
+-- 'floor', 'hold', 'climb', 'quiet' (climbing without reports), 'top').
+-- Returns the rate before and after and why, when a step is worth a report (a
+-- back-off, or a change of why); else nil.
+local function pace_tick(cfg, now)
+  if cfg.rateMin <= 0 or (cfg.mode ~= 'queue' and cfg.mode ~= 'auto') then return nil end
+  local st = redis.call('HMGET', K_ST, 'load', 'loadat', 'effat', 'effcut')
+  local was = redis.call('HGET', K_CFG, 'effwhy') or ''
+  local load = tonumber(st[1])
+  if load and now - (tonumber(st[2]) or 0) > LOAD_STALE then load = nil end
+  local old, lo, hi = cfg.rate, cfg.rateMin, cfg.configured
+  local rate, why, cut = old, was, false
+  if load and load >= LOAD_HIGH then
+    if now - (tonumber(st[4]) or 0) >= BACKOFF_EVERY then
+      rate, why, cut = math.max(lo, old * BACKOFF), 'backoff', true
+      redis.call('HSET', K_ST, 'effcut', tostring(now))
+    end
+    if rate <= lo then why = 'floor' end
+  elseif load and load >= LOAD_OK then
+    why = 'hold'
+  else
+    local dt = math.min(5000, math.max(0, now - (tonumber(st[3]) or now)))
+    rate = math.min(hi, old + (hi - lo) * dt / CLIMB_MS)
+    why = 'climb'
+    if not load then why = 'quiet' end
+    if rate >= hi then why = 'top' end
+  end
+  redis.call('HSET', K_ST, 'effat', tostring(now))
+  redis.call('HSET', K_CFG, 'eff', num(rate), 'effwhy', why)
+  if (cut and rate < old) or why ~= was then return old, rate, why end
+  return nil
+end
+
+-- steer is a tick's turn of the net (auto, opened) and the pace. Returns nil,
+-- or what the tick reports (tick.lua): {net ('1', '0' or '' when it did not
+-- switch since the last report), why, pace before x 1000, after x 1000 (both 0
+-- when it did not change), why ('' for none)}.
+local function steer(cfg, now, waiting)
+  if cfg.mode == 'auto' and cfg.opensAt <= now then net_tick(cfg, now, waiting) end
+  local old, new, pwhy = pace_tick(cfg, now)
+  local v = redis.call('HMGET', K_CFG, 'net', 'netwhy')
+  local net, seen = v[1] or '0', redis.call('HGET', K_ST, 'netseen') or '0'
+  if net == seen and not pwhy then return nil end
+  local out = {'', '', 0, 0, ''}
+  if net ~= seen then
+    redis.call('HSET', K_ST, 'netseen', net)
+    out[1], out[2] = net, v[2] or ''
+  end
+  if pwhy then out[3], out[4], out[5] = math.floor(old * 1000), math.floor(new * 1000), pwhy end
+  return out
+end
+
+-- steer_created is a new room's net and pace (config.lua): a room created
+-- over a floor (restored after a total loss, head.lua) comes back with the net
+-- on, and every new room's pace starts at admitPerMinuteMin (steer_rate).
+local function steer_created(now)
+  if redis.call('HEXISTS', K_ST, 'floor') == 1 then net_on('restored', now) end
 end

@@ -87,6 +87,9 @@ var sleave string
 //go:embed drop.lua
 var drop string
 
+//go:embed load.lua
+var load string
+
 // The scripts, ready to load: what each uses of lib.lua, then the operation.
 var (
 	Enqueue  = withLib(lib, enqueue)
@@ -126,6 +129,8 @@ var (
 	SSweep = withLib(lib, ssweep)
 	SEvict = withLib(lib, sevict)
 	SLeave = withLib(lib, sleave)
+	// Load records the origin's load, which the tick's pace follows.
+	Load = withLib(lib, load)
 )
 
 // libDef is one top-level definition of lib.lua: the lines from the comment

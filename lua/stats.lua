@@ -2,7 +2,8 @@
 -- KEYS: the room's keys (lib.lua)
 -- ARGV[1] -> now (ms)
 -- Returns {waiting, admitted, active, admitted last minute, evicted, consumed,
--- replays refused, the pre-queue lottery's seed ('' for none), the pace x 1000 (lib.lua pace), then the settings as
+-- replays refused, the pre-queue lottery's seed ('' for none), the pace x 1000 (lib.lua pace), the safety
+-- net ('1' on), why it last switched, why the pace is where it is (lib.lua pace_tick), then the settings as
 -- field, value pairs (lib.lua settings)}, or {'noroom'}.
 local now = tonumber(ARGV[1])
 local cfg = load_cfg()
@@ -10,4 +11,5 @@ if not cfg then return {'noroom'} end
 local c = redis.call('HMGET', K_ST, 'evicted', 'consumed', 'replays')
 return settings({redis.call('ZCARD', K_Q), redis.call('ZCARD', K_ADM), redis.call('ZCARD', K_ACT),
   admitted_last_minute(now), tonumber(c[1]) or 0, tonumber(c[2]) or 0, tonumber(c[3]) or 0,
-  redis.call('HGET', K_CFG, 'seed') or '', math.floor(pace(cfg) * 1000)})
+  redis.call('HGET', K_CFG, 'seed') or '', math.floor(pace(cfg) * 1000), cfg.net,
+  redis.call('HGET', K_CFG, 'netwhy') or '', redis.call('HGET', K_CFG, 'effwhy') or ''})

@@ -10,7 +10,9 @@
 -- (arrival shards: the settings' arrk, the most the room's joins ever spread over, so the engine's merge
 -- needs no read of its own; 0 for a room that never spread); a tick that
 -- changed something adds, for its admission event (internal/admission), {…, lowest sequence admitted,
--- highest sequence admitted (both 0 when none), waiting, admitted, active} (the counts after the tick).
+-- highest sequence admitted (both 0 when none), waiting, admitted, active} (the counts after the tick);
+-- a tick that switched the safety net or stepped the pace worth a report adds lib.lua steer's five to
+-- that, and answers it even when no count changed.
 -- The first tick of each minute (ms / 60000) writes that minute's point, the counts at the end
 -- of the tick, to the history ring: field = minute % 1440 (room.HistoryMinutes), value =
 -- 'minute:waiting:admitted:active:admitted in the last 60 s:evicted ever' (the state's histmin
@@ -92,9 +94,14 @@ local function finish()
       redis.call('ZCARD', K_ADM), redis.call('ZCARD', K_ACT), sum, (tonumber(st[13]) or 0) + evicted}, ':'))
     redis.call('HSET', K_ST, 'histmin', member(minute))
   end
-  if admitted + evicted + reclaimed + ended == 0 then return {admitted, evicted, reclaimed, ended, cfg.shards} end
-  return {admitted, evicted, reclaimed, ended, cfg.shards, member(lo or 0), member(hi or 0),
+  local steered = steer(cfg, now, waiting)
+  if admitted + evicted + reclaimed + ended == 0 and not steered then
+    return {admitted, evicted, reclaimed, ended, cfg.shards}
+  end
+  local out = {admitted, evicted, reclaimed, ended, cfg.shards, member(lo or 0), member(hi or 0),
     redis.call('ZCARD', K_Q), redis.call('ZCARD', K_ADM), redis.call('ZCARD', K_ACT)}
+  if steered then for i = 1, #steered do out[#out + 1] = steered[i] end end
+  return out
 end
 
 if cfg.mode == 'paused' or cfg.mode == 'closed' or cfg.opensAt > now then

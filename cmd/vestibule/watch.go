@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -132,6 +133,9 @@ func (v *watchView) frame(n int, r operator.RoomInfo, st *operator.Status, lastE
 		}
 	}
 	b.WriteString("\n")
+	if line := steerLine(r); line != "" {
+		b.WriteString(line + "\n")
+	}
 	if line := prequeueLine(r, st, now); line != "" {
 		b.WriteString(line + "\n")
 	}
@@ -209,4 +213,30 @@ func prequeueLine(r operator.RoomInfo, st *operator.Status, now time.Time) strin
 		fmt.Fprintf(&b, "; draw seed published %s (vestibule verify-draw checks a ticket)", st.DrawSeed)
 	}
 	return b.String()
+}
+
+// netWhy and paceWhy say what each why of the room's steering means
+// (room.NetChange, room.PaceChange).
+var (
+	netWhy = map[string]string{"arrivals": "arrivals above queueAbovePerMinute", "queue": "visitors waiting",
+		"full": "every slot taken", "rate": "the admission bucket empty", "restored": "restored after a loss of Redis",
+		"calm": "calm for calmSeconds"}
+	paceWhy = map[string]string{"backoff": "backing off: the origin reports a load of 0.9 or more",
+		"floor": "at admitPerMinuteMin: the origin reports a load of 0.9 or more", "hold": "holding: the origin reports 0.75-0.9",
+		"climb": "climbing: the origin reports below 0.75", "quiet": "climbing: no report from the origin for 30 s",
+		"top": "at admitPerMinute"}
+)
+
+// steerLine says how the room steers itself: an auto room's safety net, and
+// the pace that follows the origin, each with why; "" when it does neither.
+func steerLine(r operator.RoomInfo) string {
+	var parts []string
+	if n := r.Stats.Net; n != "" {
+		parts = append(parts, "safety net "+n+" ("+cmp.Or(netWhy[r.Stats.NetWhy], r.Stats.NetWhy, "never switched")+")")
+	}
+	if w := r.Stats.PaceWhy; w != "" {
+		parts = append(parts, fmt.Sprintf("pace %s/min of %s..%s, %s", strconv.FormatFloat(r.Stats.PacePerMinute, 'f', 1, 64),
+			num(r.Config.AdmitPerMinuteMin), num(r.Config.AdmitPerMinute), cmp.Or(paceWhy[w], w)))
+	}
+	return strings.Join(parts, "   ")
 }

@@ -115,6 +115,7 @@ func (e *Emitter) ticked(ctx context.Context, id string, at time.Time, r room.Ti
 		if ev, ok := TickEventOf(id, at, r); ok {
 			e.publish(ctx, TypeTick, ev)
 		}
+		e.steered(ctx, id, at, r)
 	}
 	return r, err
 }

@@ -27,6 +27,10 @@ type Status struct {
 	// the opening on.
 	DrawCommitment string `json:"drawCommitment,omitempty"`
 	DrawSeed       string `json:"drawSeed,omitempty"`
+	// Net, NetWhy and PaceWhy are how the room steers itself (room.Stats).
+	Net     string `json:"net,omitempty"`
+	NetWhy  string `json:"netWhy,omitempty"`
+	PaceWhy string `json:"paceWhy,omitempty"`
 }
 
 // Status reads a room's public status. It sends no credentials: the route

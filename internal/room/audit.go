@@ -20,12 +20,16 @@ type AuditEntry struct {
 	Who string `json:"who"`
 	// Action is create, change, drain or delete; schedule, unschedule,
 	// scheduled change or scheduled change refused for the room's schedule
-	// (Who is then "schedule" for what the ticks applied); for an event of the room's
+	// (Who is then "schedule" for what the ticks applied); "net on", "net off"
+	// or "pace" for a change the room made itself (steer.go); for an event of the room's
 	// (Event set), "define event" or "rebuild event" (docs/BOOKING.md).
 	Action string `json:"action"`
 	// Event is the booking event the entry is about, in its room's log.
 	Event   string        `json:"event,omitempty"`
 	Changes []AuditChange `json:"changes,omitempty"`
+	// Why is why the room changed itself (Who admission.SteeredBy: a
+	// NetChange's or PaceChange's Why).
+	Why string `json:"why,omitempty"`
 	// Removed is how many visitors a drain or delete removed.
 	Removed int64 `json:"removed,omitempty"`
 	// Schedule is the id of the scheduled change the entry is about

@@ -102,6 +102,30 @@ var settings = []Setting{
 		func(c *Config) *int64 { return &c.MaxActive }, 100, 1, 1_000_000),
 	number("admitPerMinute", "admission rate; quota per tick carries the fraction",
 		func(c *Config) *int64 { return &c.AdmitPerMinute }, 600, 1, 1_000_000),
+	// The pace follows the origin's load between this and admitPerMinute
+	// (docs/ENGINE.md, "Steering"); above admitPerMinute, the pace is that.
+	number("admitPerMinuteMin", "the least admission rate while the pace follows the origin's load (Vestibule-Load); 0: the pace is admitPerMinute",
+		func(c *Config) *int64 { return &c.AdmitPerMinuteMin }, 0, 0, 1_000_000),
+	// The auto mode's safety net (docs/ENGINE.md, "Steering").
+	number("queueAbovePerMinute", "auto: arrivals a minute above which the room queues (0: it queues only once full or out of rate)",
+		func(c *Config) *int64 { return &c.QueueAbovePerMinute }, 0, 0, 100_000_000),
+	func() Setting {
+		s := number("queueBelowPerMinute", "auto: the room stops queueing once arrivals a minute stayed below this for calmSeconds and nobody waits (0: nobody waiting is enough)",
+			func(c *Config) *int64 { return &c.QueueBelowPerMinute }, 0, 0, 100_000_000)
+		inRange := s.check
+		s.check = func(c Config) string {
+			if reason := inRange(c); reason != "" {
+				return reason
+			}
+			if c.QueueAbovePerMinute > 0 && c.QueueBelowPerMinute > c.QueueAbovePerMinute {
+				return fmt.Sprintf("%d is above queueAbovePerMinute (%d)", c.QueueBelowPerMinute, c.QueueAbovePerMinute)
+			}
+			return ""
+		}
+		return s
+	}(),
+	number("calmSeconds", "auto: how long arrivals stay below queueBelowPerMinute, with nobody waiting, before the room stops queueing",
+		func(c *Config) *int64 { return &c.CalmSeconds }, 180, 0, 3_600),
 	number("sessionTTLSeconds", "a consumed grant's session ends after this unless completed",
 		func(c *Config) *int64 { return &c.SessionTTLSeconds }, 600, 10, 86_400),
 	// With it, sessionTTLSeconds is an idle timeout: the edge gate renews an

@@ -39,9 +39,18 @@ const (
 // Settings): its JSON key, which is also its Redis hash field, its range and
 // its default; a new setting is a field here and a row there.
 type Config struct {
-	MaxActive         int64 `json:"maxActive"`
-	AdmitPerMinute    int64 `json:"admitPerMinute"`
-	SessionTTLSeconds int64 `json:"sessionTTLSeconds"`
+	MaxActive      int64 `json:"maxActive"`
+	AdmitPerMinute int64 `json:"admitPerMinute"`
+	// AdmitPerMinuteMin is the floor of the pace that follows the origin's
+	// load (docs/ENGINE.md, "Steering"); 0: the pace is AdmitPerMinute.
+	AdmitPerMinuteMin int64 `json:"admitPerMinuteMin"`
+	// QueueAbovePerMinute, QueueBelowPerMinute and CalmSeconds are the auto
+	// mode's safety net: it queues once arrivals pass the first, and stops
+	// once they stayed below the second for CalmSeconds with nobody waiting.
+	QueueAbovePerMinute int64 `json:"queueAbovePerMinute"`
+	QueueBelowPerMinute int64 `json:"queueBelowPerMinute"`
+	CalmSeconds         int64 `json:"calmSeconds"`
+	SessionTTLSeconds   int64 `json:"sessionTTLSeconds"`
 	// MaxSessionSeconds is the longest a gated session can be renewed to
 	// (from its start); 0: no renewal, a session lasts SessionTTLSeconds.
 	MaxSessionSeconds int64 `json:"maxSessionSeconds"`
@@ -154,6 +163,10 @@ type TickResult struct {
 	// the tick itself still counts).
 	Merged   int64
 	MergeErr error
+	// Net and Pace are the tick's switch of the safety net and its step of
+	// the pace worth a report (steer.go), nil for none.
+	Net  *NetChange
+	Pace *PaceChange
 }
 
 // TickCounts are a room's counts at the end of a tick.
@@ -175,6 +188,13 @@ type Stats struct {
 	// PacePerMinute is the pace of Place.RatePerMinute for someone joining
 	// now: the rate of the ETAs a status shows.
 	PacePerMinute float64 `json:"pacePerMinute"`
+	// Net is an auto room's safety net, NetOn or NetOff ("" in other modes),
+	// and NetWhy the reason of its last switch (NetChange.Why).
+	Net    string `json:"net,omitempty"`
+	NetWhy string `json:"netWhy,omitempty"`
+	// PaceWhy is why the pace that follows the origin is where it is
+	// (PaceChange.Why); "" when the pace is admitPerMinute.
+	PaceWhy string `json:"paceWhy,omitempty"`
 	// DrawSeed is the seed of the pre-queue lottery (a visitor's draw is
 	// DrawOf(seed, visitor)). Secret until the room opens: the status route
 	// publishes its commitment (DrawCommitment) before and the seed after.

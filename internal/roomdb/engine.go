@@ -446,14 +446,18 @@ func (e *Engine) tick(ctx context.Context, roomID string, guardMS int64) (room.T
 	case wordBusy:
 		return room.TickResult{}, room.ErrTickBusy
 	}
-	if len(reply) != tickLen && len(reply) != tickLenEvent {
+	if len(reply) != tickLen && len(reply) != tickLenEvent && len(reply) != tickLenSteer {
 		return room.TickResult{}, unexpected(tickCmd, reply)
 	}
 	r := room.TickResult{Admitted: num(reply[tickAdmitted]), Evicted: num(reply[tickEvicted]),
 		GrantsReclaimed: num(reply[tickReclaimed]), SessionsEnded: num(reply[tickEnded])}
-	if len(reply) == tickLenEvent {
+	// A tick that only steered (tickLenSteer) changed no count: no event fields.
+	if len(reply) >= tickLenEvent && r.Admitted+r.Evicted+r.GrantsReclaimed+r.SessionsEnded > 0 {
 		r.FirstSeq, r.LastSeq = num(reply[tickFirst]), num(reply[tickLast])
 		r.After = room.TickCounts{Waiting: num(reply[tickWaiting]), Admitted: num(reply[tickGranted]), Active: num(reply[tickActive])}
+	}
+	if len(reply) == tickLenSteer {
+		r.Net, r.Pace = steered(reply)
 	}
 	// After the admissions, so a guarded tick that was busy merges nothing
 	// either: what it merges is admitted from the next tick on.
@@ -633,7 +637,8 @@ func (e *Engine) Status(ctx context.Context, roomID string) (room.Config, room.S
 		Active: num(reply[statsActive]), AdmittedLastMinute: num(reply[statsLastMinute]),
 		Evicted: num(reply[statsEvicted]), Consumed: num(reply[statsConsumed]),
 		ReplaysRefused: num(reply[statsReplays]), DrawSeed: str(reply[statsSeed]),
-		PacePerMinute: float64(num(reply[statsPace])) / 1000}, nil
+		PacePerMinute: float64(num(reply[statsPace])) / 1000, Net: netState(cfg, str(reply[statsNet])),
+		NetWhy: str(reply[statsNetWhy]), PaceWhy: paceWhy(cfg, str(reply[statsPaceWhy]))}, nil
 }
 
 // Stats returns a snapshot of the room's counts: Status without the settings.

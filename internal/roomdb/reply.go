@@ -63,6 +63,13 @@ const (
 	tickGranted            // admitted (grants),
 	tickActive             // active (sessions)
 	tickLenEvent
+	// A tick that switched the net or stepped the pace adds these (lib.lua steer).
+	tickNet      = iota - 2 // '1' on, '0' off, '' no switch
+	tickNetWhy              // why it switched
+	tickPaceFrom            // the pace before × 1000, 0 when no step
+	tickPaceTo              // after × 1000
+	tickPaceWhy             // why
+	tickLenSteer
 )
 
 // The stats reply (stats.lua), by position.
@@ -76,6 +83,9 @@ const (
 	statsReplays           // replayed consumes refused, ever
 	statsSeed              // the pre-queue lottery's seed ('' for none)
 	statsPace              // the pace, admissions a minute × 1000 (lib.lua pace)
+	statsNet               // the safety net: '1' on, else off
+	statsNetWhy            // why it last switched
+	statsPaceWhy           // why the pace is where it is (lib.lua pace_tick), '' for none
 	statsSettings          // first of the settings' field, value pairs
 )
 

@@ -617,6 +617,7 @@ function show(card, info, t) {
   // The fields follow the room while the operator is not editing them.
   if (!card.dirty && !card.el.querySelector('form:focus-within')) fillForms(card);
   showOpening(card);
+  showSteering(card);
   updateButtons(card);
 
   const d = card.data;
@@ -628,6 +629,33 @@ function show(card, info, t) {
     charts.set(card.id, card.chart);
   }
   else card.chart.setData(d);
+}
+
+// What each why of the room's own steering means (docs/ENGINE.md, "Steering").
+const netWhy = {
+  arrivals: 'arrivals above queueAbovePerMinute', queue: 'visitors waiting', full: 'every slot taken',
+  rate: 'the admission bucket empty', restored: 'restored after a loss of Redis', calm: 'calm for calmSeconds',
+};
+const paceWhy = {
+  backoff: 'backing off: the origin reports a load of 0.9 or more',
+  floor: 'at admitPerMinuteMin: the origin reports a load of 0.9 or more',
+  hold: 'holding: the origin reports 0.75–0.9', climb: 'climbing: the origin reports below 0.75',
+  quiet: 'climbing: no report from the origin for 30 s', top: 'at admitPerMinute',
+};
+
+// showSteering says how the room steers itself: an auto room's safety net
+// and the pace that follows the origin, each with why; hidden when neither.
+function showSteering(card) {
+  const el = card.el.querySelector('[data-field="steering"]');
+  const { config: c, stats: s } = card.info;
+  const parts = [];
+  if (s.net) parts.push(`Safety net ${s.net} (${netWhy[s.netWhy] || s.netWhy || 'never switched'})`);
+  if (s.paceWhy) {
+    parts.push(`pace ${n(Math.round(s.pacePerMinute * 10) / 10)}/min of ${n(c.admitPerMinuteMin)}..${n(c.admitPerMinute)}, ${paceWhy[s.paceWhy] || s.paceWhy}`);
+  }
+  el.textContent = parts.join(' · ');
+  el.hidden = parts.length === 0;
+  card.el.dataset.net = s.net || '';
 }
 
 // duration says a number of seconds as 1:02:03, 2:03 or 0:05.

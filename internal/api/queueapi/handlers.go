@@ -253,6 +253,12 @@ type statusResponse struct {
 	// (docs/ENGINE.md, "Auditable lottery").
 	DrawCommitment string `json:"drawCommitment,omitempty"`
 	DrawSeed       string `json:"drawSeed,omitempty"`
+	// Net is an auto room's safety net, "on" or "off", and NetWhy why it last
+	// switched; PaceWhy is why a pace that follows the origin is where it is
+	// (room.Stats; docs/ENGINE.md, "Steering").
+	Net     string `json:"net,omitempty"`
+	NetWhy  string `json:"netWhy,omitempty"`
+	PaceWhy string `json:"paceWhy,omitempty"`
 }
 
 func (h *API) status(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
@@ -270,6 +276,7 @@ func (h *API) status(ctx context.Context, r *httpapi.Request) (events.APIGateway
 		MaxActive: cfg.MaxActive, AdmitPerMinute: cfg.AdmitPerMinute, ClaimTTLSeconds: cfg.ClaimTTLSeconds, RatePerMinute: rate,
 		EtaSeconds: pollpolicy.ETASeconds(st.Waiting+1, rate), OpensAt: cfg.OpensAt,
 		Page: cfg.Page, PageVersion: room.PageVersion(cfg.Page),
+		Net: st.Net, NetWhy: st.NetWhy, PaceWhy: st.PaceWhy,
 	}
 	if cfg.OpensAt != nil && st.DrawSeed != "" {
 		out.DrawCommitment = room.DrawCommitment(st.DrawSeed)
@@ -333,9 +340,16 @@ func (h *API) consume(ctx context.Context, r *httpapi.Request) (events.APIGatewa
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
+	load, loaded, err := originLoad(r)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
 	sess, err := h.o.Queue.Consume(ctx, c.Room, c.Seq, c.Audience)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, httpapi.RedeemError(err)
+	}
+	if loaded {
+		h.reportLoad(ctx, c.Room, load)
 	}
 	resp := consumeResponse{Room: c.Room, Visitor: c.Visitor, SessionExpiresAt: sess.ExpiresAt.UTC(),
 		BookingSession: h.bookingSession(ctx, c, sess)}
@@ -350,10 +364,17 @@ func (h *API) complete(ctx context.Context, r *httpapi.Request) (events.APIGatew
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
+	load, loaded, err := originLoad(r)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
 	err = h.o.Queue.Complete(ctx, c.Room, c.Seq, c.Audience)
 	h.endHolds(ctx, c.Room, c.Seq, err) // the session's holds go with it (Options.EndHolds)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, httpapi.RedeemError(err)
+	}
+	if loaded {
+		h.reportLoad(ctx, c.Room, load)
 	}
 	return httpapi.JSON(http.StatusOK, map[string]any{"room": c.Room, "visitor": c.Visitor, "completed": true}), nil
 }
