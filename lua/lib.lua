@@ -312,6 +312,18 @@ local function admitted_last_minute(now)
   return sum
 end
 
+-- remember records a join for support (roomdb's Visitor: the waiting page's
+-- reference is the visitor id): in key, the day's reference HASH (field = visitor
+-- id, value = sequence), which expires two days after its day ends. A script
+-- whose caller keeps none passes no key (nil).
+local function remember(key, visitor, m, now)
+  if not key then return end
+  redis.call('HSET', key, visitor, m)
+  if redis.call('HLEN', key) == 1 then
+    redis.call('EXPIREAT', key, (math.floor(now / 86400000) + 3) * 86400)
+  end
+end
+
 -- grant turns a new arrival into an admission with a claim deadline.
 local function grant(cfg, now, m, score)
   local deadline = now + cfg.claimTTL
