@@ -98,6 +98,12 @@ func (h *API) Handlers() map[string]httpapi.HandlerFunc {
 		"GET /api/admin/rooms":                h.listRooms,
 		"POST /api/admin/rooms/{room}/drain":  h.drainRoomAudited, // audit.go
 		"GET /api/admin/rooms/{room}/history": h.roomHistory,
+		// invitations.go
+		"POST /api/admin/rooms/{room}/invitations":        h.createInvitation,
+		"GET /api/admin/rooms/{room}/invitations":         h.showInvitation,
+		"POST /api/admin/rooms/{room}/invitations/revoke": h.revokeInvitation,
+		"GET /api/admin/rooms/{room}/visitors":            h.lookupVisitor,
+		"POST /api/admin/rooms/{room}/visitors/restore":   h.restorePlace,
 	}
 }
 
