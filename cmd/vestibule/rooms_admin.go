@@ -89,6 +89,8 @@ func auditText(e room.AuditEntry) string {
 		return fmt.Sprintf("drained (%s removed)", num(e.Removed))
 	case "delete":
 		return "deleted"
+	case "invite", "revoke invitation", "restore place":
+		return e.Action + ": " + what
 	}
 	if what == "" {
 		return e.Action

@@ -159,3 +159,23 @@ func (e *Engine) RestorePlace(ctx context.Context, roomID, visitor string) (room
 	}
 	return room.VisitorState{}, unexpected(restoreCmd, reply)
 }
+
+// dropRefs deletes the room's reference hashes (Delete): no lookup finds a
+// visitor of a deleted room. Its invitations' uses and revocations stay: an
+// invitation is signed under a key of the room's id, so it would verify for
+// a room created again under it.
+func (e *Engine) dropRefs(ctx context.Context, roomID string) error {
+	now := e.nowMS()
+	p := e.rdb.Pipeline()
+	for d := range int64(refDays) {
+		at := now - d*86_400_000
+		p.Del(ctx, KeysFor(roomID).Refs(at))
+		for i := range room.MaxJoinShards {
+			p.Del(ctx, ArrivalKeysFor(roomID, i).Refs(at))
+		}
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return fmt.Errorf("%w: delete %s: %w", room.ErrUnavailable, roomID, err)
+	}
+	return nil
+}
