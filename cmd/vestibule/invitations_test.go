@@ -2,11 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/chromedp/chromedp"
+
+	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -82,4 +87,51 @@ func TestInvitationsAndVisitorsCommands(t *testing.T) {
 			t.Errorf("help does not list %q", c)
 		}
 	}
+}
+
+// TestConsoleSupportLookup: the console (through its proxy) looks a visitor
+// up by the page's reference, and gives a place left by mistake back with a
+// reason.
+func TestConsoleSupportLookup(t *testing.T) {
+	s := stack(t)
+	id := newRoom(t, s, map[string]any{"mode": "paused"})
+	resp, err := http.Post(s.URL()+"/api/rooms/"+id+"/enqueue", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	resp.Body.Close()
+	tk, ok := token.PeekTicket(m["ticket"].(string))
+	if !ok {
+		t.Fatal("no ticket")
+	}
+	req, _ := http.NewRequest("POST", s.URL()+"/api/rooms/"+id+"/leave", nil)
+	req.Header.Set("Authorization", "Bearer "+m["ticket"].(string))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("leave: %v %v", resp, err)
+	}
+	ctx := browser(t)
+	u := startConsole(t, s)
+	if err := chromedp.Do(ctx, chromedp.Navigate(u+"&every=0.3")); err != nil {
+		t.Fatal(err)
+	}
+	card := fmt.Sprintf(`document.querySelector('[data-room=%q]')`, id)
+	waitJS(t, ctx, card+` !== null`, 10*time.Second)
+	browsertest.Eval[bool](t, ctx, card+`.querySelector('details.support').open = true`)
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(fmt.Sprintf(`[data-room=%q] [data-support="ref"]`, id), tk.Visitor),
+		chromedp.Click(fmt.Sprintf(`[data-room=%q] .support-form button`, id)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, card+`.dataset.support === "left"`, 10*time.Second)
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(fmt.Sprintf(`[data-room=%q] [data-support="reason"]`, id), "left by mistake"),
+		chromedp.Click(fmt.Sprintf(`[data-room=%q] .restore-form button`, id)),
+		chromedp.Click(`#confirm-ok`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, card+`.dataset.support === "waiting"`, 10*time.Second)
 }
