@@ -39,7 +39,7 @@ local visitor = ARGV[2]
 local cfg = load_cfg()
 if not cfg then return {'noroom'} end
 if cfg.mode == 'closed' then return {'closed'} end
-if ARGV[8] ~= '1' and redis.call('HGET', K_CFG, 'inviteOnly') == '1' then return {'uninvited'} end
+if cfg.inviteOnly and ARGV[8] ~= '1' then return {'uninvited'} end
 cfg.known = ARGV[3]
 -- The join challenge: enough work, and each proof joins once.
 if cfg.challengeBits > (tonumber(ARGV[4]) or 0) then return {'challenge', cfg.challengeBits} end

@@ -39,7 +39,7 @@ local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
 local function load_cfg()
   local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
     'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits', 'clientEnqueuePerMinute',
-    'waiting', 'arrk', 'full', 'share')
+    'waiting', 'arrk', 'full', 'share', 'inviteOnly')
   if not v[1] then return nil end
   return {
     mode = v[1],
@@ -60,6 +60,8 @@ local function load_cfg()
     full = v[14] or '0',
     -- share: the share of the front admitted rather than skipped as stale (tick.lua), 0.5–1.
     share = tonumber(v[15]) or 1,
+    -- inviteOnly: '1' when only invited visitors may join (enqueue.lua).
+    inviteOnly = v[16] == '1',
   }
 end
 
