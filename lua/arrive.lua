@@ -15,6 +15,8 @@
 -- ARGV[8] -> the fence of the settings these are (lib.lua fence_of of their version)
 -- ARGV[9] -> 1 when the join brings a proof, whose key is KEYS[3]; 0 for none
 -- ARGV[10] -> 1 when the join counts for a client, whose limiter is the next key; 0 for none
+-- ARGV[11] -> the visitor id when the last key is the shard's reference hash of the day
+--             (vst:{room~i}:ref:<day>, lib.lua remember); '' (or absent) for none
 -- Returns {'arrived', seq, position estimate}, or {'challenge', bits}, {'spent'},
 -- {'limited', wait ms}, checked in enqueue.lua's order; first of all {'stale'}
 -- when a change of the settings fenced this shard after them (fence.lua,
@@ -36,6 +38,7 @@ if proof_key and not redis.call('SET', proof_key, '1', 'NX', 'PX', ARGV[5]) and 
 end
 local m = member(next_seq(tonumber(st[1]), tonumber(ARGV[2])))
 redis.call('HSET', KEYS[1], 'seq', m)
+if (ARGV[11] or '') ~= '' then remember(KEYS[#KEYS], ARGV[11], m, now) end
 local n = redis.call('RPUSH', KEYS[2], m .. ':' .. ARGV[1])
 -- The shards fill about evenly: the count at the last merge, then this shard's share.
 return {'arrived', m, (tonumber(st[2]) or 0) + n * tonumber(ARGV[7])}

@@ -14,6 +14,9 @@
 --            when it was spent before
 -- ARGV[6] -> 1 when the join counts for a client, whose limiter is a key; 0 (or absent) for none
 -- ARGV[7] -> with 'spend', the challenge's time left (ms)
+-- ARGV[8] -> 1 when the join holds an invitation the engine counted (an inviteOnly
+--            room refuses any other with {'uninvited'}, after closed)
+-- ARGV[9] -> 1 when the last key is the day's reference hash (lib.lua remember)
 -- Returns the place shape of lib.lua's reply, state one of:
 --   'prequeue' (draw set; position: the place at the opening, not shown), 'waiting', 'admitted' (deadline set;
 --   auto, while the safety net is off: lib.lua net_join);
@@ -37,6 +40,7 @@ local visitor = ARGV[2]
 local cfg = load_cfg()
 if not cfg then return {'noroom'} end
 if cfg.mode == 'closed' then return {'closed'} end
+if cfg.inviteOnly and ARGV[8] ~= '1' then return {'uninvited'} end
 cfg.known = ARGV[3]
 -- The join challenge: enough work, and each proof joins once.
 if cfg.challengeBits > (tonumber(ARGV[4]) or 0) then return {'challenge', cfg.challengeBits} end
@@ -56,6 +60,7 @@ if spent and cfg.challengeBits > 0 then return {'spent'} end
 local seq = next_seq(tonumber(redis.call('HGET', K_ST, 'seq')), 0)
 local m = member(seq)
 redis.call('HSET', K_ST, 'seq', m)
+if ARGV[9] == '1' then remember(KEYS[#KEYS], visitor, m, now) end
 
 if cfg.mode == 'passthrough' then
   local deadline = grant(cfg, now, m, seq)

@@ -49,7 +49,7 @@ end
 local function load_cfg()
   local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
     'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits', 'clientEnqueuePerMinute',
-    'waiting', 'arrk', 'full', 'share', 'zone', 'admitPerMinuteMin', 'eff', 'net', 'queueAbovePerMinute')
+    'waiting', 'arrk', 'full', 'share', 'zone', 'admitPerMinuteMin', 'eff', 'net', 'queueAbovePerMinute', 'inviteOnly')
   if not v[1] then return nil end
   local c = {
     mode = v[1],
@@ -80,6 +80,8 @@ local function load_cfg()
     rateMin = tonumber(v[17]) or 0,
     net = v[19] or '0',
     queueAbove = tonumber(v[20]) or 0,
+    -- inviteOnly: '1' when only invited visitors may join (enqueue.lua).
+    inviteOnly = v[21] == '1',
   }
   c.rate = steer_rate(c, v[18])
   return c
@@ -353,6 +355,18 @@ local function admitted_last_minute(now)
     end
   end
   return sum
+end
+
+-- remember records a join for support (roomdb's Visitor: the waiting page's
+-- reference is the visitor id): in key, the day's reference HASH (field = visitor
+-- id, value = sequence), which expires two days after its day ends. A script
+-- whose caller keeps none passes no key (nil).
+local function remember(key, visitor, m, now)
+  if not key then return end
+  redis.call('HSET', key, visitor, m)
+  if redis.call('HLEN', key) == 1 then
+    redis.call('EXPIREAT', key, (math.floor(now / 86400000) + 3) * 86400)
+  end
 end
 
 -- grant turns a new arrival into an admission with a claim deadline.

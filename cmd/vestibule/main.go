@@ -50,6 +50,15 @@ Usage:
   vestibule rooms schedule ROOM                 what is planned for the room (and any change refused at its time)
   vestibule rooms unschedule ROOM ID            cancel a planned change
   vestibule report ROOM [--csv]                 the room's sale: per-minute figures for its whole life, and totals
+  vestibule invitations create ROOM [--uses N] [--expires D] [--bypass] [--id ID]
+                                                an invitation to the room; prints the waiting page's link
+                                                (--expires 90m, 48h, 30d; default 7d; --bypass: skips the line)
+  vestibule invitations show ROOM ID            an invitation's uses, each with its visitor, and revocation
+  vestibule invitations revoke ROOM ID          refuse every later join with the invitation
+  vestibule visitors show ROOM REF              support lookup by the reference the waiting page shows:
+                                                state, place, join, last poll, admission, consume, session end
+  vestibule visitors restore ROOM REF --reason TEXT
+                                                give a lost place back (audited, with the reason)
   vestibule watch ROOM [--interval 3s]          a live view of one room in the terminal
   vestibule console [--port 8484]               the console in your browser on 127.0.0.1
   vestibule verify-draw --room ROOM --ticket T  check a pre-queue draw against the room's published seed
@@ -157,7 +166,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": true, "profile": true, "region": true,
 	"interval": true, "count": true, "port": true, "template": true, "public": true, "timeout": true,
 	"client-cert": true, "client-key": true, "room": true, "ticket": true, "visitor": true, "origin": true,
-	"distribution": true, "open-paths": true, "routes": true, "behaviour": true, "origin-secret-file": true, "file": true, "at": true}
+	"distribution": true, "open-paths": true, "routes": true, "behaviour": true, "origin-secret-file": true, "file": true, "at": true,
+	"uses": true, "expires": true, "id": true, "reason": true}
 
 // commandFirst moves the command words (e.g. "rooms", "list") before any
 // flags given ahead of them, so "vestibule --stack S rooms list" works too.
@@ -175,7 +185,7 @@ func commandFirst(args []string) []string {
 				i++
 				rest = append(rest, args[i])
 			}
-		case len(words) == 0 || (len(words) == 1 && (words[0] == "rooms" || words[0] == "booking" || words[0] == "gate" || words[0] == "events")):
+		case len(words) == 0 || (len(words) == 1 && subcommands[words[0]] != ""):
 			words = append(words, a)
 		default:
 			return append(append(words, rest...), args[i:]...)
@@ -190,6 +200,9 @@ var subcommands = map[string]string{
 	"booking": "reconcile",
 	"gate":    "attach, detach",
 	"events":  "define, get, orders",
+	// invitations.go, visitors.go
+	"invitations": "create, show, revoke",
+	"visitors":    "show, restore",
 }
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -303,6 +316,8 @@ func (c *command) bind(cmd string, fs *flag.FlagSet) (runFunc, error) {
 	case "console":
 		fs.IntVar(&c.port, "port", defaultConsolePort, "port on 127.0.0.1 (0: any free port)")
 		return c.console, nil
+	case "invitations create", "invitations show", "invitations revoke", "visitors show", "visitors restore":
+		return c.bindInvitations(cmd, fs), nil // invitations.go
 	}
 	return nil, usageError(fmt.Sprintf("unknown command %q", cmd))
 }
@@ -348,6 +363,7 @@ type command struct {
 	file           string           // events define
 	at             string           // rooms schedule
 	csv            bool             // report
+	inv            invitationFlags  // invitations, visitors
 }
 
 // client connects to the deployment the flags name.

@@ -95,6 +95,8 @@ func auditText(e room.AuditEntry) string {
 		return "cancelled scheduled change " + e.Schedule
 	case "scheduled change refused":
 		return "scheduled change " + e.Schedule + " refused: " + e.Refused
+	case "invite", "revoke invitation", "restore place":
+		return e.Action + ": " + what
 	}
 	if what == "" {
 		return e.Action

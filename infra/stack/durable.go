@@ -39,6 +39,7 @@ const (
 	headKeys         = SettingsHeadsPrefix + "*"           // durable.S3.PutHead: heads/<room>
 	roomPlanKeys     = SettingsRoomsPrefix + "*.schedule"  // durable.S3.PutSchedule: rooms/<room>.schedule, a room's scheduled changes
 	roomHistoryKeys  = SettingsRoomsPrefix + "*.history/*" // durable.S3.PutHistory: rooms/<room>.history/<hour>
+	roomRevokedKeys  = SettingsRoomsPrefix + "*.revoked"   // durable.S3.PutRevocations: rooms/<room>.revoked
 )
 
 // SettingsWrites are the keys each function's code writes, and so all its role may write
@@ -46,7 +47,8 @@ const (
 // stand-in that enforces the synthesized policy, and fails on a write it refuses or a grant no
 // code path uses). A room's settings and tombstone are written by admin only, so a flaw in a
 // public function cannot rewrite a room's originUrl or bury a live room: booking writes its
-// events' keys under rooms/ but is denied rooms/*.json, rooms/*.dead and the rooms' schedules and histories (SettingsDenies).
+// events' keys under rooms/ but is denied rooms/*.json, rooms/*.dead and the rooms' schedules, histories and revoked
+// invitations (SettingsDenies).
 // Admit writes settings too, but only a change an admin planned (a scheduled change), which the
 // schedule stores as admin wrote it.
 var SettingsWrites = map[string][]SettingsWrite{
@@ -56,6 +58,8 @@ var SettingsWrites = map[string][]SettingsWrite{
 		{roomTombKeys, "DELETE /api/admin/rooms/{room} keeps the room's tombstone, so its tickets stay dead " +
 			"across a total loss (durable.Queue.Delete)"},
 		{roomPlanKeys, "POST /api/admin/rooms/{room}/schedule and .../schedule/cancel store the room's scheduled changes"},
+		{roomRevokedKeys, "POST /api/admin/rooms/{room}/invitations/revoke stores the room's revoked invitations, " +
+			"so a revocation holds across a total loss"},
 	},
 	Admit: {
 		{headKeys, "every tick records the room's head (durable.Queue.Tick)"},
@@ -78,7 +82,7 @@ var SettingsWrites = map[string][]SettingsWrite{
 
 // SettingsDenies are the keys a function may never write though a pattern of SettingsWrites
 // covers them: booking's rooms/* holds the rooms' settings and tombstones too.
-var SettingsDenies = map[string][]string{routes.Booking: {roomSettingsKeys, roomTombKeys, roomPlanKeys, roomHistoryKeys}}
+var SettingsDenies = map[string][]string{routes.Booking: {roomSettingsKeys, roomTombKeys, roomPlanKeys, roomHistoryKeys, roomRevokedKeys}}
 
 // newSettingsBucket creates the bucket of the durable room settings (docs/DEPLOY.md, "Durable
 // room settings (S3)") and the way to it from the isolated subnets: the S3 gateway endpoint,

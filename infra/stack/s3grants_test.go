@@ -344,6 +344,9 @@ func TestFunctionsWriteOnlyWhatTheirRolesAllow(t *testing.T) {
 		t.Fatalf("admit's tick: %v", err)
 	}
 	w.send("POST", "/api/rooms/"+id+"/leave", "", apitest.Bearer(apitest.Str(v1.JSON, "ticket")), 200)
+	// and an admin makes an invitation and revokes it
+	w.admin("POST", "/api/admin/rooms/"+id+"/invitations", `{"id":"presale-1","uses":2}`, 201)
+	w.admin("POST", "/api/admin/rooms/"+id+"/invitations/revoke", `{"id":"presale-1"}`, 200)
 	// and an admin plans two changes and cancels one; admit applies the other at its time
 	at := w.clk.Now().Add(90 * time.Second).UTC().Format(time.RFC3339)
 	w.admin("POST", "/api/admin/rooms/"+id+"/schedule", `{"at":"`+at+`","settings":{"admitPerMinute":1200}}`, 200)

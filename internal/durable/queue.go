@@ -93,8 +93,9 @@ type Queue struct {
 	// rooms whose stored settings could not be read, when, and why: not read
 	// again for MissingFor, so a crowd polling such a room costs no S3 GET each
 	unreadable map[string]failed
-	restores   singleflight.Group // one restore of a room at a time in this process
-	archived   map[string]archive // what this process archived of each room's history (history.go)
+	restores   singleflight.Group    // one restore of a room at a time in this process
+	archived   map[string]archive    // what this process archived of each room's history (history.go)
+	revoked    map[string]revokedSet // revoked invitations as last read from the store (invitations.go)
 }
 
 type failed struct {
@@ -287,6 +288,9 @@ func (q *Queue) nudge(ctx context.Context, id string) {
 // Join ticks the room (nudge), then joins.
 func (q *Queue) Join(ctx context.Context, id, visitor string, proof room.JoinProof) (room.Place, error) {
 	q.nudge(ctx, id)
+	if err := q.checkRevoked(ctx, id, proof); err != nil {
+		return room.Place{}, err
+	}
 	return retry(ctx, q, id, func() (room.Place, error) { return q.eng.Join(ctx, id, visitor, proof) })
 }
 

@@ -249,7 +249,15 @@ func proxy(c *Client, w http.ResponseWriter, r *http.Request) {
 		consoleError(w, http.StatusForbidden, "forbidden", "cross-site admin calls are refused")
 		return
 	}
-	if !adminRoute(r.Method, r.URL.Path) || r.URL.RawQuery != "" {
+	path := r.URL.Path
+	if r.URL.RawQuery != "" {
+		q, ok := lookupQuery(r.Method, path, r.URL.Query()) // console_lookup.go
+		if !ok {
+			path = "" // a query on any other route: refused below
+		}
+		path += "?" + q
+	}
+	if !adminRoute(r.Method, r.URL.Path) || strings.HasPrefix(path, "?") {
 		consoleError(w, http.StatusNotFound, "unknown_route", "not an admin route")
 		return
 	}
@@ -266,7 +274,7 @@ func proxy(c *Client, w http.ResponseWriter, r *http.Request) {
 		}
 		body = b
 	}
-	resp, b, err := c.Do(r.Context(), r.Method, r.URL.Path, body)
+	resp, b, err := c.Do(r.Context(), r.Method, path, body)
 	if err != nil {
 		consoleError(w, http.StatusBadGateway, "upstream", err.Error())
 		return

@@ -269,6 +269,11 @@ var settings = []Setting{
 			func(bool) string { return "" })
 		return s
 	}(),
+	// Redis keeps it as "1" or "0"; a room stored before the setting existed has
+	// none, which reads as off.
+	setting("inviteOnly", "only holders of an invitation may join (docs/API.md, \"Invitations\"); a join without one is refused",
+		func(c *Config) *bool { return &c.InviteOnly }, false, encodeBool, decodeBool,
+		func(bool) string { return "" }),
 }
 
 // minIdleSeconds is the shortest sessionIdleSeconds: the gate renews a
@@ -292,6 +297,17 @@ func (c Config) SessionLimits() (idle, longest int64) {
 	}
 	return idle, longest
 }
+
+// encodeBool and decodeBool are a flag's stored form: "1" or "0", anything
+// else (a room stored before the flag existed: none) off.
+func encodeBool(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func decodeBool(s string) bool { return s == "1" }
 
 // checkOrigin says why s is not an originUrl, "" when it is one.
 func checkOrigin(s string) string {

@@ -21,6 +21,10 @@ type JoinProof struct {
 	// Client is the client's address ("" skips the per-client limit: for
 	// callers that are not a client's request).
 	Client string
+	// Invitation is the join's invitation, its signature checked by the
+	// caller (nil: none). The engine counts its use and keeps its
+	// revocation (docs/API.md, "Invitations").
+	Invitation *Invitation
 }
 
 // ChallengeError refuses a join without enough proven work: the room asks a

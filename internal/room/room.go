@@ -83,6 +83,9 @@ type Config struct {
 	// which redeems it for a session cookie. Off, the token goes to originUrl in
 	// the URL fragment and the origin redeems it with its credential.
 	Gate bool `json:"gate"`
+	// InviteOnly says only holders of an invitation may join (invitation.go):
+	// a join without one is refused with ErrInvitationRequired.
+	InviteOnly bool `json:"inviteOnly"`
 }
 
 // State is where a visitor stands.

@@ -43,6 +43,9 @@ func (e *Engine) Delete(ctx context.Context, roomID string) error {
 		return unexpected(dropCmd, reply)
 	}
 	existed := num(reply[0]) == 1
+	if err := e.dropRefs(ctx, roomID); err != nil { // visitor.go
+		return err
+	}
 	for i := range room.MaxJoinShards {
 		a := ArrivalKeysFor(roomID, i)
 		if err := e.rdb.Del(ctx, a.State, a.Arrivals, a.Heartbeats(), a.Progress()).Err(); err != nil {

@@ -30,7 +30,19 @@ import (
 // round trip (AllowEnqueue is the limit alone), but for a proof of a spread
 // room that joins on the room's shard, spent on its arrival shard first.
 func (e *Engine) Join(ctx context.Context, roomID, visitor string, proof room.JoinProof) (room.Place, error) {
+	if proof.Invitation != nil {
+		return e.joinInvited(ctx, roomID, visitor, proof) // invite.go
+	}
+	return e.join(ctx, roomID, visitor, proof)
+}
+
+// join is Join once the invitation, if any, is counted: an inviteOnly room
+// refuses a join without one (here by the settings held, and by enqueue.lua).
+func (e *Engine) join(ctx context.Context, roomID, visitor string, proof room.JoinProof) (room.Place, error) {
 	have := e.joinSettings(ctx, roomID, proof)
+	if have.cfg.InviteOnly && proof.Invitation == nil {
+		return room.Place{}, room.ErrInvitationRequired
+	}
 	if proof.Client != "" {
 		proof.Client = room.ClientNetwork(proof.Client, have.cfg)
 	}
@@ -153,7 +165,10 @@ func (e *Engine) joinRoomShard(ctx context.Context, roomID, visitor string, proo
 	if proof.Client != "" {
 		keys, counted = append(keys, k.Limiter(clientHash(proof.Client))), 1
 	}
-	reply, err := e.runKeys(ctx, enqueueCmd, roomID, keys, e.nowMS(), visitor, have.ver, proof.Bits, spent.how, counted, spent.leftMS)
+	now := e.nowMS()
+	keys = append(keys, k.Refs(now))
+	reply, err := e.runKeys(ctx, enqueueCmd, roomID, keys, now, visitor, have.ver, proof.Bits, spent.how, counted, spent.leftMS,
+		invitedArg(proof), 1)
 	if err != nil {
 		return room.Place{}, err
 	}
@@ -198,8 +213,10 @@ func (e *Engine) arrive(ctx context.Context, roomID, visitor string, proof room.
 		keys, counted = append(keys, k.Limiter(clientHash(proof.Client))), 1
 		limit = c.ClientEnqueuePerMinute
 	}
-	reply, err := arriveCmd.Reply(ctx, e.rdb, keys, e.nowMS(), i+1, c.JoinChallengeBits, proof.Bits, leftMS, limit,
-		c.JoinShards, fenceOf(have.ver), proved, counted)
+	now := e.nowMS()
+	keys = append(keys, k.Refs(now))
+	reply, err := arriveCmd.Reply(ctx, e.rdb, keys, now, i+1, c.JoinChallengeBits, proof.Bits, leftMS, limit,
+		c.JoinShards, fenceOf(have.ver), proved, counted, visitor)
 	if err != nil {
 		return room.Place{}, fmt.Errorf("%w: %w", room.ErrUnavailable, err)
 	}
@@ -254,6 +271,8 @@ func joinRefusal(s script, reply []any) (refused bool, err error) {
 		return true, &room.ChallengeError{Bits: int(num(reply[1]))}
 	case wordSpent:
 		return true, room.ErrChallengeSpent
+	case wordUninvited:
+		return true, room.ErrInvitationRequired
 	case wordLimited:
 		if len(reply) != 2 || num(reply[1]) <= 0 {
 			return true, unexpected(s, reply)

@@ -23,12 +23,16 @@ const (
 	wordArrived   = "arrived"   // arrive: the join is on an arrival shard; followed by the sequence and a position estimate
 	wordStale     = "stale"     // arrive: a change of the settings fenced the shard after the ones the join was sent with
 	wordRaced     = "raced"     // config: settings of a later change were stored first; nothing stored
+	wordUninvited = "uninvited" // enqueue: an inviteOnly room, and the join holds no invitation
+	wordRevoked   = "revoked"   // invite: the invitation was revoked
+	wordUsed      = "used"      // invite: every use of the invitation was taken
+	wordStands    = "stands"    // restore: the visitor's place is not lost
 )
 
 // replyWords is every reply word, for the test that the scripts use no other.
 var replyWords = []string{wordOK, wordNoRoom, wordNoGrant, wordClosed, wordConsumed, wordExpired,
 	wordAudience, wordSlow, wordChallenge, wordSpent, wordLimited, wordCreated, wordUpdated, wordBusy, wordOpen, wordArrived,
-	wordStale, wordRaced}
+	wordStale, wordRaced, wordUninvited, wordRevoked, wordUsed, wordStands}
 
 // stateActive is the place state of a consumed grant (a running session); the
 // API reports it as StateAdmitted with Place.Active.

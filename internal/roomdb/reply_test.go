@@ -16,7 +16,8 @@ func TestReplyWords(t *testing.T) {
 	scripts := map[string]string{"enqueue": lua.Enqueue, "poll": lua.Poll, "tick": lua.Tick, "consume": lua.Consume,
 		"complete": lua.Complete, "leave": lua.Leave, "config": lua.Config, "stats": lua.Stats, "ratelimit": lua.RateLimit,
 		"drain": lua.Drain, "arrive": lua.Arrive, "arrivals": lua.Arrivals, "arrtrim": lua.ArrTrim, "merge": lua.Merge,
-		"arrdrop": lua.ArrDrop, "fence": lua.Fence, "arrfence": lua.ArrFence}
+		"arrdrop": lua.ArrDrop, "fence": lua.Fence, "arrfence": lua.ArrFence,
+		"invite": lua.Invite, "bypass": lua.Bypass, "visitor": lua.Visitor, "restore": lua.Restore}
 	seen := map[string]bool{}
 	for name, src := range scripts {
 		for _, m := range word.FindAllStringSubmatch(src, -1) {

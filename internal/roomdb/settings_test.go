@@ -129,7 +129,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 		MaxSessionSeconds:   1400,
 		HeartbeatTTLSeconds: 17, Mode: room.ModeAuto, OpensAt: &opens, OriginURL: "http://localhost:3000/buy?x=1",
 		ClientEnqueuePerMinute: 7, ClientIPv4Prefix: 24, ClientIPv6Prefix: 56, JoinChallengeBits: 5, JoinShards: 3, Gate: true,
-		AdmitPerMinuteMin: 7, QueueAbovePerMinute: 700, QueueBelowPerMinute: 70, CalmSeconds: 17}
+		AdmitPerMinuteMin: 7, QueueAbovePerMinute: 700, QueueBelowPerMinute: 70, CalmSeconds: 17, InviteOnly: true}
 	def := room.DefaultConfig()
 	want.Page = &room.Page{
 		Title:   room.Text{All: "Spring Concert <2031> & \"friends\""},
@@ -168,8 +168,11 @@ func TestSettingsRoundTrip(t *testing.T) {
 				t.Errorf("Status = %v (-want +got):\n%s", err, cmp.Diff(c, st))
 			}
 			// A fresh engine has no cached settings: the place reply carries them.
-			p, err := roomdb.New(rdb, roomdb.WithClock(e.clk.Now)).Join(e.ctx, e.room, "v",
-				room.JoinProof{Bits: int(c.JoinChallengeBits), Nonce: "roundtrip", Until: e.clk.Now().Add(time.Minute)})
+			proof := room.JoinProof{Bits: int(c.JoinChallengeBits), Nonce: "roundtrip", Until: e.clk.Now().Add(time.Minute)}
+			if c.InviteOnly {
+				proof.Invitation = &room.Invitation{ID: "roundtrip", Room: e.room, Uses: 1}
+			}
+			p, err := roomdb.New(rdb, roomdb.WithClock(e.clk.Now)).Join(e.ctx, e.room, "v", proof)
 			if err != nil || !cmp.Equal(c, p.Config) {
 				t.Errorf("Join's Config = %v (-want +got):\n%s", err, cmp.Diff(c, p.Config))
 			}

@@ -23,13 +23,14 @@ function retryAfter(h) {
   return Number.isFinite(d) ? Math.max(0, d - Date.now()) : 0;
 }
 
-async function call(method, path, ticket, extra, credentials, cache) {
+async function call(method, path, ticket, extra, credentials, cache, sent) {
   const headers = { Accept: 'application/json', ...extra };
+  if (sent) headers['Content-Type'] = 'application/json';
   if (ticket) headers.Authorization = 'Bearer ' + ticket;
   let res;
   try {
     res = await fetch(path, {
-      method, headers, cache: cache || 'no-store', credentials: credentials || 'omit', referrerPolicy: 'no-referrer',
+      method, headers, body: sent, cache: cache || 'no-store', credentials: credentials || 'omit', referrerPolicy: 'no-referrer',
       signal: AbortSignal.timeout ? AbortSignal.timeout(TIMEOUT_MS) : undefined,
     });
   } catch (e) {
@@ -52,8 +53,10 @@ const base = room => '/api/rooms/' + encodeURIComponent(room);
 
 // Enqueue sends this site's cookies (only a WAF challenge token, where the
 // deployment puts one on joins) and, when it has one, a join challenge's proof.
-export const enqueue = (room, ticket, proof) => call('POST', base(room) + '/enqueue', ticket,
-  proof ? { 'X-Vestibule-Challenge': proof.challenge, 'X-Vestibule-Solution': proof.solution } : {}, 'same-origin');
+// An invitation (an invite link's) goes in the body.
+export const enqueue = (room, ticket, proof, invitation) => call('POST', base(room) + '/enqueue', ticket,
+  proof ? { 'X-Vestibule-Challenge': proof.challenge, 'X-Vestibule-Solution': proof.solution } : {}, 'same-origin',
+  undefined, invitation ? JSON.stringify({ invitation }) : undefined);
 export const poll = (room, ticket) => call('GET', base(room) + '/poll', ticket);
 export const leave = (room, ticket) => call('POST', base(room) + '/leave', ticket);
 // The status is public and cached a second at the edge: read with the

@@ -518,8 +518,51 @@ function newCard(id) {
   textForm(card, el.querySelector('.title-form'), 'title', 'title');
   textForm(card, el.querySelector('.page-form'), 'message', 'message');
   brandForm(card, el.querySelector('.brand-form'));
+  supportForm(card);
   roomsEl.append(el);
   return card;
+}
+
+// supportForm is the room's support lookup (docs/OPERATING.md, "Support
+// lookup"): the visitor of a reference, and a lost place restored with a reason.
+function supportForm(card) {
+  const form = card.el.querySelector('.support-form');
+  const restore = card.el.querySelector('.restore-form');
+  const out = card.el.querySelector('[data-field="support"]');
+  const ref = form.querySelector('[data-support="ref"]');
+  const base = `/api/admin/rooms/${encodeURIComponent(card.id)}/visitors`;
+  const at = (iso) => (iso ? clockFmt.format(Date.parse(iso)) : '–');
+  const showVisitor = (v) => {
+    const place = v.position ? ` at place ${n(v.position)}` : '';
+    out.textContent = `${v.visitor}: ${v.state}${place}${v.bypass ? ' (bypass)' : ''} · joined ${at(v.joinedAt)}` +
+      ` · last poll ${at(v.lastPoll)} · admitted ${at(v.admittedAt)} · consumed ${v.consumed ? 'yes' : 'no'}` +
+      ` · session end ${at(v.sessionEnd)}`;
+    card.el.dataset.support = v.state;
+    restore.hidden = v.state !== 'lost' && v.state !== 'left';
+  };
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    if (!form.reportValidity()) return;
+    try {
+      showVisitor(await api('GET', `${base}?ref=${encodeURIComponent(ref.value)}`));
+    } catch (e) {
+      out.textContent = e.message;
+      card.el.dataset.support = 'error';
+      restore.hidden = true;
+    }
+  });
+  restore.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    if (!restore.reportValidity()) return;
+    const reason = restore.querySelector('[data-support="reason"]').value;
+    if (!await confirmStep(`Restore ${ref.value}'s place in ${card.id}?`, `Reason: ${reason}\nThe place comes back at its sequence.`)) return;
+    try {
+      showVisitor(await api('POST', `${base}/restore`, { ref: ref.value, reason }));
+      status(`Room ${card.id}: ${ref.value}'s place restored.`);
+    } catch (e) {
+      out.textContent = e.message;
+    }
+  });
 }
 
 // textForm makes form edit the page's text field (title or message), one

@@ -29,6 +29,8 @@ const ENDED = ['admitted', 'left', 'expired', 'ended'];
 const $ = id => document.getElementById(id);
 const body = document.body;
 const room = roomFromURL();
+// An invitation link's invitation (?invite=), sent with each fresh join.
+const invitation = new URLSearchParams(location.search).get('invite') || '';
 
 function roomFromURL() {
   const q = new URLSearchParams(location.search).get('room');
@@ -128,12 +130,13 @@ function render(v) {
   const titles = {
     loading: 'loading', waiting: 'waitingTitle', prequeue: 'prequeueTitle', paused: 'pausedTitle',
     closed: 'closedTitle', expired: 'expiredTitle', left: 'leftTitle', admitted: 'admittedTitle',
-    ended: 'endedTitle', unknown: 'unknownRoom', noroom: 'noRoom', error: 'errorTitle',
+    ended: 'endedTitle', unknown: 'unknownRoom', noroom: 'noRoom', error: 'errorTitle', uninvited: 'uninvitedTitle',
   };
   const leads = {
     waiting: 'waitingLead', prequeue: 'prequeueLead', paused: 'pausedLead', closed: 'closedLead',
     expired: 'expiredLead', left: 'leftLead', unknown: 'unknownRoomLead', noroom: 'noRoomLead', error: 'errorLead',
     admitted: v.moving ? 'admittedLead' : 'admittedOther', ended: 'endedLead',
+    uninvited: v.reason === 'invitation_required' ? 'uninvitedLead' : 'inviteRefusedLead',
   };
   $('title').textContent = t(titles[s] || 'loading');
   $('lead').textContent = leads[s] ? t(leads[s]) : '';
@@ -443,7 +446,7 @@ async function step() {
 // is solved (about a second) and sent with the join once.
 async function enqueue(ticket) {
   try {
-    return await api.enqueue(room, ticket);
+    return await api.enqueue(room, ticket, null, invitation);
   } catch (e) {
     const c = e.code === 'challenge_required' && e.body && e.body.challenge;
     if (!c || !c.challenge) throw e;
@@ -451,7 +454,7 @@ async function enqueue(ticket) {
     const started = performance.now();
     const solution = await solve(c.challenge, c.bits);
     body.dataset.challenge = String(Math.round(performance.now() - started)); // ms, for tests and curious people
-    return api.enqueue(room, ticket, { challenge: c.challenge, solution });
+    return api.enqueue(room, ticket, { challenge: c.challenge, solution }, invitation);
   }
 }
 
@@ -745,6 +748,7 @@ function failed(e) {
     schedule(wait);
     return;
   }
+  if (uninvited(e)) return;
   if (e.status === 401 || e.status === 403) {
     storage.del(TICKET); // the ticket is no good any more; the place cannot be proven
     publish({ state: 'expired', at: Date.now() });
@@ -758,6 +762,14 @@ function failed(e) {
     return;
   }
   publish({ state: 'error', at: Date.now() });
+}
+
+// uninvited shows an invite-only room's refusal of a join (no invitation, or
+// one that cannot be used), in the visitor's language; nothing is retried.
+function uninvited(e) {
+  if (e.status !== 403 || !/^invitation_/.test(e.code)) return false;
+  publish({ state: 'uninvited', reason: e.code, at: Date.now() });
+  return true;
 }
 
 function rejoin() {

@@ -97,6 +97,12 @@ var errorAnswers = []struct {
 	{err: room.ErrGrantExpired, status: http.StatusGone, code: "grant_expired", message: "the entry expired before it was used"},
 	{err: room.ErrWrongAudience, status: http.StatusUnauthorized, code: "invalid_token", message: "entry token is for another origin"},
 	{err: room.ErrUnknownGrant, status: http.StatusUnauthorized, code: "unknown_grant", message: "no such entry"},
+	{err: room.ErrInvitationRequired, status: http.StatusForbidden, code: "invitation_required", message: "this room admits invited visitors only"},
+	{err: room.ErrInvitationInvalid, status: http.StatusForbidden, code: "invitation_invalid", message: "the invitation is invalid, expired or for another room"},
+	{err: room.ErrInvitationRevoked, status: http.StatusForbidden, code: "invitation_revoked", message: "the invitation was revoked"},
+	{err: room.ErrInvitationUsedUp, status: http.StatusForbidden, code: "invitation_used", message: "every use of the invitation was taken"},
+	{err: room.ErrUnknownVisitor, status: http.StatusNotFound, code: "unknown_visitor", message: "no visitor of the last two days has that reference"},
+	{err: room.ErrPlaceStands, status: http.StatusConflict, code: "place_not_lost", message: "the visitor still waits, holds a grant or a session, or was served: nothing to restore"},
 	{err: room.ErrChallengeSpent, status: http.StatusForbidden, code: "challenge_used", message: "this join challenge was used already; solve a new one"},
 	{err: room.ErrRateLimited, status: http.StatusTooManyRequests, code: "rate_limited", message: "too many requests, retry later",
 		detail: func(e *Error, err error) {

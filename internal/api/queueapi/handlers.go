@@ -98,6 +98,11 @@ func (h *API) enqueue(ctx context.Context, r *httpapi.Request) (events.APIGatewa
 	}
 	// The per-address join limit is checked in the join's own script (one round trip).
 	proof.Client = r.ClientAddress()
+	inv, err := h.joinInvitation(r) // invitations.go
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	proof.Invitation = inv
 	p, err := h.o.Queue.Join(ctx, r.Room, newVisitorID(), proof)
 	var ce *room.ChallengeError
 	if errors.As(err, &ce) {

@@ -102,6 +102,12 @@ func (h *API) Handlers() map[string]httpapi.HandlerFunc {
 		"POST /api/admin/rooms/{room}/schedule":        h.plan,
 		"POST /api/admin/rooms/{room}/schedule/cancel": h.unplan,
 		"GET /api/admin/rooms/{room}/report":           h.roomReport, // report.go
+		// invitations.go
+		"POST /api/admin/rooms/{room}/invitations":        h.createInvitation,
+		"GET /api/admin/rooms/{room}/invitations":         h.showInvitation,
+		"POST /api/admin/rooms/{room}/invitations/revoke": h.revokeInvitation,
+		"GET /api/admin/rooms/{room}/visitors":            h.lookupVisitor,
+		"POST /api/admin/rooms/{room}/visitors/restore":   h.restorePlace,
 	}
 }
 

@@ -1,0 +1,181 @@
+package roomdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/lua"
+)
+
+// Support lookup (docs/OPERATING.md, "Support lookup"): the waiting page
+// shows a visitor their visitor id as the reference; every join records it
+// against its sequence in the reference hash of its day (lib.lua remember:
+// the room's, or the arrival shard's that took the join), kept two days
+// after the day ends. From the sequence the room's keys say the rest.
+
+var (
+	visitorCmd = lua.NewScript("visitor", lua.Visitor)
+	restoreCmd = lua.NewScript("restore", lua.Restore)
+)
+
+// refDays is how many days back a lookup reads: today's hash and the two
+// before it, which is as long as they live.
+const refDays = 3
+
+var visitorRef = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// seqOf finds the sequence of a visitor's join in the reference hashes.
+func (e *Engine) seqOf(ctx context.Context, roomID, visitor string) (int64, error) {
+	if !room.ValidRoomID(roomID) {
+		return 0, room.ErrInvalidRoom
+	}
+	if !visitorRef.MatchString(visitor) {
+		return 0, room.ErrUnknownVisitor
+	}
+	now := e.nowMS()
+	p := e.rdb.Pipeline()
+	var cmds []*redis.StringCmd
+	for d := range int64(refDays) {
+		at := now - d*86_400_000
+		cmds = append(cmds, p.HGet(ctx, KeysFor(roomID).Refs(at), visitor))
+		for i := range room.MaxJoinShards {
+			cmds = append(cmds, p.HGet(ctx, ArrivalKeysFor(roomID, i).Refs(at), visitor))
+		}
+	}
+	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("%w: look up %s: %w", room.ErrUnavailable, roomID, err)
+	}
+	for _, c := range cmds {
+		if seq, err := strconv.ParseInt(c.Val(), 10, 64); err == nil && seq > 0 {
+			return seq, nil
+		}
+	}
+	return 0, room.ErrUnknownVisitor
+}
+
+// Visitor is where the visitor whose reference (visitor id) is given stands
+// in the room, with the times the engine holds; room.ErrUnknownVisitor when
+// no join of the last two days has that reference.
+func (e *Engine) Visitor(ctx context.Context, roomID, visitor string) (room.VisitorState, error) {
+	seq, err := e.seqOf(ctx, roomID, visitor)
+	if err != nil {
+		return room.VisitorState{}, err
+	}
+	m := strconv.FormatInt(seq, 10)
+	reply, err := e.run(ctx, visitorCmd, roomID, m)
+	if err != nil {
+		return room.VisitorState{}, err
+	}
+	if word(reply) == wordNoRoom {
+		return room.VisitorState{}, room.ErrUnknownRoom
+	}
+	if len(reply) != 10 || str(reply[0]) != wordOK {
+		return room.VisitorState{}, unexpected(visitorCmd, reply)
+	}
+	v := room.VisitorState{Room: roomID, Visitor: visitor, Seq: seq,
+		// The sequence is the Redis server's time of the join in µs (lib.lua next_seq).
+		JoinedAt: time.UnixMicro(seq).UTC().Truncate(time.Millisecond)}
+	readVisitor(&v, reply, e.clock())
+	return v, nil
+}
+
+// msTime is a reply's time in ms, nil for none.
+func msTime(x any) *time.Time {
+	f, err := strconv.ParseFloat(str(x), 64)
+	if err != nil {
+		return nil
+	}
+	t := time.UnixMilli(int64(f)).UTC()
+	return &t
+}
+
+// readVisitor fills v from visitor.lua's reply.
+func readVisitor(v *room.VisitorState, reply []any, now time.Time) {
+	score, rank, hb := str(reply[1]), num(reply[2]), str(reply[3])
+	deadline, ends, used, left := msTime(reply[4]), msTime(reply[5]), str(reply[6]), str(reply[7])
+	claimTTL, _ := strconv.ParseInt(str(reply[8]), 10, 64)
+	if seen, _, ok := ParseHeartbeat(hb); ok {
+		t := time.UnixMilli(seen).UTC()
+		v.LastPoll = &t
+	}
+	v.State = "lost"
+	switch {
+	case rank >= 0:
+		v.State, v.Position = "waiting", rank+1
+		if f, err := strconv.ParseFloat(score, 64); err == nil {
+			v.Bypass = f < 0
+			if f >= 0 && f < 1 {
+				v.State = "prequeue"
+			}
+		}
+	case deadline != nil:
+		v.ClaimDeadline = deadline
+		admitted := deadline.Add(-time.Duration(claimTTL) * time.Second)
+		v.AdmittedAt = &admitted
+		if deadline.After(now) {
+			v.State = "admitted"
+		}
+	case ends != nil:
+		v.State, v.Consumed, v.SessionEnd = "active", true, ends
+	case used != "":
+		v.State, v.Consumed = "served", true
+	case left != "":
+		v.State = "left"
+	default:
+		if mark, err := strconv.ParseInt(str(reply[9]), 10, 64); err == nil && v.Seq > mark {
+			v.State = "arriving" // on an arrival shard, not merged yet
+		}
+	}
+}
+
+// RestorePlace gives the visitor back a lost place (evicted, left, an
+// unclaimed grant that expired, a place the head passed): at its sequence,
+// so below the head it is the next admitted, within maxActive (I1). A
+// visitor still waiting, admitted, active or served gets room.ErrPlaceStands.
+// The caller audits it (who, why).
+func (e *Engine) RestorePlace(ctx context.Context, roomID, visitor string) (room.VisitorState, error) {
+	seq, err := e.seqOf(ctx, roomID, visitor)
+	if err != nil {
+		return room.VisitorState{}, err
+	}
+	reply, err := e.run(ctx, restoreCmd, roomID, e.nowMS(), strconv.FormatInt(seq, 10))
+	if err != nil {
+		return room.VisitorState{}, err
+	}
+	switch str(reply[0]) {
+	case wordNoRoom:
+		return room.VisitorState{}, room.ErrUnknownRoom
+	case wordStands:
+		return room.VisitorState{}, room.ErrPlaceStands
+	case wordOK:
+		return e.Visitor(ctx, roomID, visitor)
+	}
+	return room.VisitorState{}, unexpected(restoreCmd, reply)
+}
+
+// dropRefs deletes the room's reference hashes (Delete): no lookup finds a
+// visitor of a deleted room. Its invitations' uses and revocations stay: an
+// invitation is signed under a key of the room's id, so it would verify for
+// a room created again under it.
+func (e *Engine) dropRefs(ctx context.Context, roomID string) error {
+	now := e.nowMS()
+	p := e.rdb.Pipeline()
+	for d := range int64(refDays) {
+		at := now - d*86_400_000
+		p.Del(ctx, KeysFor(roomID).Refs(at))
+		for i := range room.MaxJoinShards {
+			p.Del(ctx, ArrivalKeysFor(roomID, i).Refs(at))
+		}
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return fmt.Errorf("%w: delete %s: %w", room.ErrUnavailable, roomID, err)
+	}
+	return nil
+}

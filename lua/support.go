@@ -1,0 +1,31 @@
+package lua
+
+import (
+	_ "embed" // the scripts below are //go:embed files
+)
+
+// The scripts of invitations and support (issue 42): each takes the room's
+// KEYS (lib.lua) and opens with its contract.
+
+//go:embed invite.lua
+var invite string
+
+//go:embed bypass.lua
+var bypass string
+
+//go:embed visitor.lua
+var visitor string
+
+//go:embed restore.lua
+var restore string
+
+var (
+	// Invite takes (or gives back) one use of an invitation, refusing a revoked one.
+	Invite = withLib(lib, invite)
+	// Bypass is a bypass invitation's join, ahead of the line.
+	Bypass = withLib(lib, bypass)
+	// Visitor reads where one visitor stands, for support.
+	Visitor = withLib(lib, visitor)
+	// Restore gives a visitor back a lost place.
+	Restore = withLib(lib, restore)
+)

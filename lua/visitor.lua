@@ -1,0 +1,17 @@
+-- visitor.lua: where one visitor stands, for support (roomdb's Visitor). Reads only.
+-- KEYS: the room's keys (lib.lua)
+-- ARGV[1] -> member (the visitor's sequence, decimal)
+-- Returns {'noroom'}, or {'ok', queue score, rank (0-based), heartbeat, grant deadline (ms),
+-- session end (ms), used score (ms), left score, claimTTLSeconds, arrivals mark}, each
+-- '' (rank -1) when the visitor is not there. arrivals mark: the highest sequence merged
+-- from the arrival lists of a room that spreads (or spread) its joins (st arrw, 0 before the
+-- first merge; '' for a room that never spread): above it, a join still arriving (poll.lua).
+local m = ARGV[1]
+if not redis.call('HGET', K_CFG, 'mode') then return {'noroom'} end
+local rank = redis.call('ZRANK', K_Q, m)
+local mark = ''
+if (tonumber(redis.call('HGET', K_CFG, 'arrk')) or 0) > 0 then mark = redis.call('HGET', K_ST, 'arrw') or '0' end
+return {'ok', redis.call('ZSCORE', K_Q, m) or '', rank or -1, redis.call('HGET', K_HB, hbf(m)) or '',
+  redis.call('ZSCORE', K_ADM, m) or '', redis.call('ZSCORE', K_ACT, m) or '', redis.call('ZSCORE', K_USED, m) or '',
+  redis.call('ZSCORE', K_LEFT, m) or '', redis.call('HGET', K_CFG, 'claimTTLSeconds') or '',
+  mark}
