@@ -93,15 +93,3 @@ export function search(value, bits) {
     if (zeroBits(h) >= bits) return digits;
   }
 }
-
-// solve finds the solution in a worker, or here when workers are unavailable.
-export function solve(value, bits) {
-  return new Promise(resolve => {
-    let w;
-    try { w = new Worker(new URL('./challenge-worker.js', import.meta.url), { type: 'module' }); }
-    catch { resolve(search(value, bits)); return; }
-    w.onmessage = e => { w.terminate(); resolve(e.data); };
-    w.onerror = () => { w.terminate(); resolve(search(value, bits)); };
-    w.postMessage({ value, bits });
-  });
-}

@@ -2,7 +2,7 @@
 // and polls when the server says; every tab renders the same view. The ticket
 // lives in localStorage, so a refresh or a second tab keeps the place.
 import * as api from './api.js';
-import { solve } from './challenge.js';
+import { solve } from './solve.js';
 import { coordinate } from './tabs.js';
 import * as i18n from './i18n.js';
 import { t } from './i18n.js';
