@@ -229,6 +229,18 @@ func TestQuotaRows(t *testing.T) {
 	if r.Baseline >= r.Value || r.Baseline <= 0 {
 		t.Errorf("the baseline, the mean ÷ the quota: %+v", r)
 	}
+	// and docs/BENCHMARKS.md states the row as the model gives it
+	b, err := os.ReadFile("../../docs/BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Join(strings.Fields(string(b)), " ")
+	if want := fmt.Sprintf("0.692 (%s requests in its busiest second ÷ the %s", thousands(n.OnSale.Peak.API()), thousands(n.APIRequest)); fmt.Sprintf("%.3f", r.Value) != "0.692" || !strings.Contains(doc, want) {
+		t.Errorf("docs/BENCHMARKS.md does not say %q (the row: %.3f)", want, r.Value)
+	}
+	if want := fmt.Sprintf("its mean ÷ the same, %.3f", r.Baseline); !strings.Contains(doc, want) {
+		t.Errorf("docs/BENCHMARKS.md does not say %q", want)
+	}
 	m := quotaShareRow("pre-queue", 1_000_000, quota.PrequeueMeasuredPeak, 5_550)
 	if m.Value != quota.PrequeueMeasuredPeak/quota.For(1_000_000).APIRequest || m.Met == nil || !*m.Met {
 		t.Errorf("the million's pre-queue row: %+v", m)
