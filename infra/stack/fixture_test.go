@@ -2,6 +2,7 @@ package stack_test
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -158,6 +159,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	sharedDir = d
+	flag.Parse()
+	startCLISynths()
 	code := m.Run()
 	os.RemoveAll(d)
 	os.Exit(code)

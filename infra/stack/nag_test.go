@@ -25,7 +25,7 @@ type nagFinding struct {
 func nagReport(t testing.TB, outdir string) []nagFinding {
 	files, _ := filepath.Glob(filepath.Join(outdir, "AwsSolutions-*NagReport.csv"))
 	if len(files) != 1 {
-		t.Fatal(fmt.Sprintf("%d cdk-nag reports in %s, want 1", len(files), outdir))
+		must(t, fmt.Errorf("%d cdk-nag reports in %s, want 1", len(files), outdir))
 	}
 	f, err := os.Open(files[0])
 	must(t, err)
