@@ -104,15 +104,23 @@ func startCLISynths() {
 	}
 }
 
-// selected reports whether -run would run the top-level test name.
+// selected reports whether -run and -skip would run the top-level test name.
 func selected(name string) bool {
-	f := flag.Lookup("test.run")
-	if f == nil || f.Value.String() == "" {
-		return true
+	matches := func(flagName string) (matched, given bool) {
+		f := flag.Lookup(flagName)
+		if f == nil || f.Value.String() == "" {
+			return false, false
+		}
+		top, _, _ := strings.Cut(f.Value.String(), "/")
+		ok, err := regexp.MatchString(top, name)
+		return err != nil || ok, true
 	}
-	top, _, _ := strings.Cut(f.Value.String(), "/")
-	ok, err := regexp.MatchString(top, name)
-	return err != nil || ok
+	// a -skip of subtests (a pattern with /) still runs the top-level test
+	if skip, given := matches("test.skip"); given && skip && !strings.Contains(flag.Lookup("test.skip").Value.String(), "/") {
+		return false
+	}
+	run, given := matches("test.run")
+	return !given || run
 }
 
 // TestCDKSynth runs the real CDK CLI on the app, as `make synth` does, so cdk.json, package main and
