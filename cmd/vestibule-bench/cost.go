@@ -226,5 +226,6 @@ func benchCost(_ context.Context) ([]Row, error) {
 		page,
 		row(costAPIPathLabel, total(items), "$", base, atMost(costGoalDollars)),
 		row(fmt.Sprintf("waiting visitors within the default stack's API throttle (at the long crowd's peak, %.2f × its mean)", q.Peak), q.WaitingAtStageLimit, "visitors", 0, nil),
+		tenMillionRow(),
 	}, nil
 }

@@ -265,6 +265,7 @@ func prequeueRows(ctx context.Context, visitors int, rate int64) ([]Row, error) 
 		row(label+": opening → place seen p50", sec(sim.QuantileDuration(shown, 0.5)), "s", sec(sim.QuantileDuration(poll, 0.5)), atMost(5)),
 		row(label+": opening → place seen p99", sec(sim.QuantileDuration(shown, 0.99)), "s", sec(sim.QuantileDuration(poll, 0.99)), atMost(30)),
 		row(label+": peak API requests in a second after the opening ÷ the stage throttle", peak/stackAPIRateLimit, "", mean/stackAPIRateLimit, atMost(openingPeakShare)),
+		quotaShareRow(label+": peak API requests in a second after the opening ÷ the quota docs/DEPLOY.md asks for", visitors, peak, mean),
 		// From the opening: the pre-queue's polls wait for it (their mean over
 		// the joins before it says little). A figure: the goal is the
 		// crowds' and the million's.

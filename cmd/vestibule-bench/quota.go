@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"math"
+
+	"github.com/vestibule-dev/vestibule/infra/quota"
 )
 
 // AWS's default account quotas the stack runs within (per account, per Region),
@@ -89,4 +91,33 @@ func (q quotas) String() string {
 		q.Peak, q.WaitingAtStageLimit, stackAPIRateLimit, q.WaitingAtAccountLimit, accountAPIGatewayRPS,
 		q.ConcurrencyAtStageLimit, lambdaBilledSeconds*1000, accountLambdaConcurrency-stackReservedConcurrency,
 		q.WaitingAtLambdaLimit, lambdaRPSPerConcurrency, q.JoinsPerMinuteAtStageLimit)
+}
+
+// The quota rows (issue 40): a crowd's busiest API second ÷ the quota
+// docs/DEPLOY.md ("Quotas") tells a team to request for it, quota.For: the
+// same function writes DEPLOY's table (quota_test.go holds them equal), so the
+// row judges the peak against what the team was told to ask for, not against
+// the default stage. The baseline is the crowd's mean over the same quota.
+
+// tenMillionLabel names the 10,000,000 on-sale's row.
+const tenMillionLabel = "on-sale of 10,000,000 at 50000/min (model): peak API requests a second ÷ the quota docs/DEPLOY.md asks for"
+
+// quotaShareRow is a crowd of visitors' peak and mean API requests a second
+// against the quota DEPLOY asks for it.
+func quotaShareRow(label string, visitors int, peak, mean float64) Row {
+	q := quota.For(visitors).APIRequest
+	return row(label, peak/q, "", mean/q, atMost(quota.Headroom))
+}
+
+// tenMillionRow is the row of issue 40's 10,000,000 on-sale, from its shape
+// (quota.OnSale): 2,000,000 joins in the first minute, the rest over nine,
+// 50,000 admitted a minute, a far poll every quota.FarPollSeconds while
+// waiting, and per admission the descent's polls, a consume and a complete.
+func tenMillionRow() Row {
+	n := quota.For(10_000_000)
+	logf("quotas of 10,000,000: busiest API second %.0f (%.0f s after the first join, %.0f waiting), mean %.0f; ask API Gateway for %.0f, "+
+		"Lambda for %.0f concurrent executions, CloudFront for %.0f a second (peak %.0f); %.0f ECPU/s; %.0f events and %.0f log lines a second",
+		n.OnSale.Peak.API(), float64(n.OnSale.PeakAt), n.OnSale.Peak.Waiting, n.OnSale.Mean, n.APIRequest, n.LambdaConcurrency,
+		n.CloudFrontRequest, n.CloudFrontPeak, n.CacheECPU, n.EventEntries, n.LogLines)
+	return quotaShareRow(tenMillionLabel, 10_000_000, n.OnSale.Peak.API(), n.OnSale.Mean)
 }

@@ -22,8 +22,9 @@ import (
 
 // vestibule preflight: what the account must give the synthesized stack before `cdk deploy`
 // (make deploy runs it after cfn-lint): Lambda concurrency for what the template reserves, API
-// Gateway's account throttle against the stage's, the region's offer of every service the
-// template uses, and the cdk-nag rules the template suppresses, each with its reason. A failed check stops the deploy; a warning is printed.
+// Gateway's account throttle against the stage's, with expectedVisitors the other quotas of the
+// crowd (preflight_quotas.go), the region's offer of every service the template uses, and the
+// cdk-nag rules the template suppresses, each with its reason. A failed check stops the deploy; a warning is printed.
 
 // Lambda keeps at least this much of an account's concurrency unreserved: a reservation that
 // leaves less makes the deploy roll back.
@@ -144,9 +145,15 @@ type nagMetadata struct {
 	} `json:"cdk_nag"`
 }
 
+// templateMetadata is the template's own metadata: cdk-nag's, and the crowd it was sized for.
+type templateMetadata struct {
+	nagMetadata
+	Quotas quotasMetadata `json:"VestibuleQuotas"`
+}
+
 // template is the part of a synthesized template preflight reads.
 type template struct {
-	Metadata  nagMetadata `json:"Metadata"`
+	Metadata  templateMetadata `json:"Metadata"`
 	Resources map[string]struct {
 		Type       string         `json:"Type"`
 		Properties map[string]any `json:"Properties"`
@@ -167,6 +174,7 @@ func runPreflight(ctx context.Context, raw []byte, acc account, out io.Writer) e
 	reserved, stageRate := t.asks()
 	checkConcurrency(ctx, acc.lambda, reserved, stageRate, r)
 	checkThrottle(ctx, acc.quotas, stageRate, r)
+	checkCrowd(ctx, acc.quotas, t.Metadata.Quotas.ExpectedVisitors, stageRate, r)
 	checkRegion(ctx, acc, t.services(), r)
 	checkZones(ctx, acc.zones, t.has("AWS::ElastiCache::ServerlessCache"), r)
 	reportNag(t, r)
@@ -328,7 +336,7 @@ func reportNag(t template, r *checkReport) {
 			}
 		}
 	}
-	add(t.Metadata, false)
+	add(t.Metadata.nagMetadata, false)
 	for _, res := range t.Resources {
 		add(res.Metadata, true)
 	}

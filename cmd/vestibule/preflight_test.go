@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/servicequotas"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/vestibule-dev/vestibule/infra/quota"
 )
 
 // fakeAccount is a loopback server speaking the two APIs preflight calls: Lambda's
@@ -24,7 +27,8 @@ import (
 type fakeAccount struct {
 	total, unreserved int
 	apiQuota          float64
-	quotaAsked        string   // ServiceCode/QuotaCode of the last GetServiceQuota
+	quotas            map[string]float64 // other quotas by ServiceCode/QuotaCode (missing: NoSuchResourceException)
+	quotaAsked        []string           // ServiceCode/QuotaCode of every GetServiceQuota
 	services          []string // what the region offers (nil: every service the template uses)
 	pathAsked         string   // the Path of the last GetParametersByPath
 	zones             []zone   // the account's zones (nil: three that support everything)
@@ -66,8 +70,19 @@ func (a *fakeAccount) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var in struct{ ServiceCode, QuotaCode string }
 		b, _ := io.ReadAll(r.Body)
 		json.Unmarshal(b, &in)
-		a.quotaAsked = in.ServiceCode + "/" + in.QuotaCode
-		json.NewEncoder(w).Encode(map[string]any{"Quota": map[string]any{"Value": a.apiQuota}})
+		code := in.ServiceCode + "/" + in.QuotaCode
+		a.quotaAsked = append(a.quotaAsked, code)
+		v, ok := a.quotas[code]
+		if code == "apigateway/L-8A5B8E43" {
+			v, ok = a.apiQuota, true
+		}
+		if !ok {
+			w.Header().Set("X-Amzn-Errortype", "NoSuchResourceException")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"__type":"NoSuchResourceException","message":"no such quota"}`))
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"Quota": map[string]any{"Value": v}})
 	case r.Header.Get("X-Amz-Target") == "AmazonSSM.GetParametersByPath":
 		// AWS's public parameters of a region's services, one a page, as the API pages them
 		var in struct{ Path, NextToken string }
@@ -112,20 +127,28 @@ func (a *fakeAccount) clients(t *testing.T) account {
 
 // testTemplate is a synthesized template's shape: a stage's throttle, a function, perhaps a
 // reservation, and cdk-nag suppressions on the stack and on a resource.
-func testTemplate(reserved int) []byte {
+func testTemplate(reserved int) []byte { return sizedTemplate(reserved, 5000, 0) }
+
+// sizedTemplate is testTemplate with a stage throttle, and the crowd the stack was sized for
+// (0: none), as the stack records it.
+func sizedTemplate(reserved int, stage float64, visitors int) []byte {
 	fn := map[string]any{"Type": "AWS::Lambda::Function", "Properties": map[string]any{"Timeout": 60}}
 	if reserved > 0 {
 		fn["Properties"].(map[string]any)["ReservedConcurrentExecutions"] = reserved
 	}
+	md := map[string]any{"cdk_nag": map[string]any{"rules_to_suppress": []any{
+		map[string]any{"id": "AwsSolutions-VPC7", "reason": "isolated subnets only"},
+	}}}
+	if visitors > 0 {
+		md["VestibuleQuotas"] = map[string]any{"expectedVisitors": visitors}
+	}
 	b, _ := json.Marshal(map[string]any{
-		"Metadata": map[string]any{"cdk_nag": map[string]any{"rules_to_suppress": []any{
-			map[string]any{"id": "AwsSolutions-VPC7", "reason": "isolated subnets only"},
-		}}},
+		"Metadata": md,
 		"Resources": map[string]any{
 			"AdmitFunction": fn,
 			"Cache":         map[string]any{"Type": "AWS::ElastiCache::ServerlessCache"},
 			"ApiStage": map[string]any{"Type": "AWS::ApiGatewayV2::Stage", "Properties": map[string]any{
-				"DefaultRouteSettings": map[string]any{"ThrottlingRateLimit": 5000, "ThrottlingBurstLimit": 5000}}},
+				"DefaultRouteSettings": map[string]any{"ThrottlingRateLimit": stage, "ThrottlingBurstLimit": stage}}},
 			"Distribution": map[string]any{"Type": "AWS::CloudFront::Distribution",
 				"Metadata": map[string]any{"cdk_nag": map[string]any{"rules_to_suppress": []any{
 					map[string]any{"id": "AwsSolutions-CFR4", "reason": "default certificate"}}}}},
@@ -149,7 +172,8 @@ func TestPreflight(t *testing.T) {
 			[]string{"ok    lambda concurrency", "ok    api gateway throttle   the account allows 10000 requests a second, the stage 5000",
 				"ok    region                 eu-west-1 offers the 3 services the template uses",
 				"ok    availability zones     the stack takes eu-west-1a (euw1-az1) and eu-west-1b (euw1-az2): both support Lambda in a VPC and ElastiCache Serverless",
-				"cdk-nag VPC7", "accepted stack-wide: isolated subnets only", "cdk-nag CFR4", "accepted on 1 resources: default certificate"}, nil, nil},
+				"cdk-nag VPC7", "accepted stack-wide: isolated subnets only", "cdk-nag CFR4", "accepted on 1 resources: default certificate",
+				"ok    expected visitors      not set"}, nil, nil},
 		{"a new account of 10, nothing reserved", 10, 10, 10000, 0, false,
 			[]string{"warn  lambda concurrency     10 unreserved serve at most 100 requests a second (10 a unit), the stage lets through 5000"}, nil, nil},
 		{"a new account of 10, admit reserving 1", 10, 10, 10000, 1, true,
@@ -184,8 +208,8 @@ func TestPreflight(t *testing.T) {
 					t.Errorf("report lacks %q:\n%s", w, out.String())
 				}
 			}
-			if acct.quotaAsked != "apigateway/L-8A5B8E43" {
-				t.Errorf("asked for quota %q", acct.quotaAsked)
+			if !slices.Contains(acct.quotaAsked, "apigateway/L-8A5B8E43") {
+				t.Errorf("asked for quotas %q", acct.quotaAsked)
 			}
 			if acct.pathAsked != "/aws/service/global-infrastructure/regions/eu-west-1/services" {
 				t.Errorf("asked for the services under %q", acct.pathAsked)
@@ -237,5 +261,65 @@ func TestOutputThatCannotBeWrittenFails(t *testing.T) {
 	var errs bytes.Buffer
 	if code := run(context.Background(), []string{"rooms", "settings"}, failingWriter{}, &errs); code != 1 || !strings.Contains(errs.String(), "broken pipe") {
 		t.Errorf("rooms settings into a broken pipe: exit %d, stderr %q", code, errs.String())
+	}
+}
+
+func TestPreflightOfALargeSale(t *testing.T) {
+	ten := quota.For(10_000_000)
+	for _, c := range []struct {
+		name     string
+		acct     fakeAccount
+		stage    float64
+		visitors int
+		want     []string
+	}{
+		{"10,000,000 on an account with the defaults", fakeAccount{total: 1000, unreserved: 1000, apiQuota: 10000,
+			quotas: map[string]float64{"events/L-9B653E91": 10000, "logs/L-7E1FAE88": 5000}}, ten.APIRequest, 10_000_000, []string{
+			"ok    expected visitors      10000000: busiest second 61500 API requests, the stage lets through 80000",
+			"warn  lambda concurrency     1000 unreserved serve at most 10000 requests a second (10 a unit), the stage lets through 80000",
+			"ask for 8100 through Service Quotas",
+			"warn  api gateway throttle   the account allows 10000 requests a second, the stage 80000",
+			"ok    lambda scaling         from nothing, enqueue takes 40 s",
+			"warn  cloudfront requests    272824 a second at the busiest, over 80 % of the default 250000 per distribution: ask AWS Support for 350000",
+			"ok    eventbridge putevents  10000 calls a second, the sale's events up to 1668 a second",
+			"ok    cloudwatch logs        73886 log lines a second at the busiest, delivered in batches; PutLogEvents 5000 calls a second",
+		}},
+		{"10,000,000 on an account raised for it, in a Region of few PutEvents", fakeAccount{total: 9000, unreserved: 9000, apiQuota: 80000,
+			quotas: map[string]float64{"events/L-9B653E91": 600}}, ten.APIRequest, 10_000_000, []string{
+			"ok    lambda concurrency", "ok    api gateway throttle   the account allows 80000 requests a second, the stage 80000",
+			"warn  eventbridge putevents  600 calls a second, the sale's events up to 1668 a second",
+			"warn  cloudwatch logs        cannot read the quota (L-7E1FAE88)",
+		}},
+		{"a stage edited below the crowd's need", fakeAccount{total: 1000, unreserved: 1000, apiQuota: 10000,
+			quotas: map[string]float64{"events/L-9B653E91": 10000, "logs/L-7E1FAE88": 5000}}, 5000, 10_000_000, []string{
+			"warn  expected visitors      10000000 need a stage of 80000 requests a second, the template's lets through 5000: the sale would be throttled",
+		}},
+		{"a million", fakeAccount{total: 1000, unreserved: 1000, apiQuota: 10000,
+			quotas: map[string]float64{"events/L-9B653E91": 10000, "logs/L-7E1FAE88": 5000}}, quota.For(1_000_000).APIRequest, 1_000_000, []string{
+			"ok    expected visitors      1000000: busiest second 9150 API requests, the stage lets through 15000",
+			"ok    cloudfront requests    34471 a second at the busiest, within the default 250000",
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// GIVEN a template sized for a crowd, and an account
+			var out bytes.Buffer
+			acct := c.acct
+			// WHEN preflight checks them
+			err := runPreflight(context.Background(), sizedTemplate(0, c.stage, c.visitors), acct.clients(t), &out)
+			// THEN the quotas the crowd needs are checked, each a warning at most
+			if err != nil {
+				t.Errorf("err %v", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("report lacks %q:\n%s", w, out.String())
+				}
+			}
+			for _, code := range []string{"events/L-9B653E91", "logs/L-7E1FAE88"} {
+				if !slices.Contains(acct.quotaAsked, code) {
+					t.Errorf("%s not read: %v", code, acct.quotaAsked)
+				}
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package stack_test
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 	"github.com/vestibule-dev/vestibule/infra/stack"
 	"github.com/vestibule-dev/vestibule/internal/config"
 )
@@ -20,12 +22,14 @@ import (
 // The fixtures every test file of the package shares: stacks synthesized in-process from settings
 // (the shared ones once, sync.OnceValue), and helpers to look into their templates.
 
-// fixture is one synthesized stack: the CDK template for assertions, and its JSON for Go checks.
+// fixture is one synthesized stack: the CDK template for assertions, and its JSON for Go checks;
+// for the shared variants also cdk-nag's findings of the same synthesis (nag_test.go).
 type fixture struct {
 	tmpl      assertions.Template
 	stack     awscdk.Stack
 	resources map[string]map[string]any
 	raw       map[string]any
+	nag       []nagFinding
 }
 
 // placeholderAssets makes a dist/ of empty bootstraps and, if page is true, a static/ with a page,
@@ -63,20 +67,59 @@ func must(t testing.TB, err error) {
 // synth builds a stack from settings changed by edit and synthesizes it.
 func synth(t testing.TB, region string, page bool, edit func(*stack.Settings)) fixture {
 	t.Helper()
+	return synthWith(t, region, page, false, edit)
+}
+
+// synthChecked is synth with cdk-nag's AwsSolutions pack run in the same synthesis: a shared
+// variant's assertions, nag findings and cfn-lint all take its one synthesis (each takes seconds
+// of the CDK's node process, which serves one call at a time).
+func synthChecked(t testing.TB, region string, edit func(*stack.Settings)) fixture {
+	t.Helper()
+	return synthWith(t, region, true, true, edit)
+}
+
+// newApp builds, in an app of its own, the stack of the settings changed by edit, with cdk-nag's
+// AwsSolutions pack on it when nag is set (its report goes to the app's outdir: nagReport).
+func newApp(t testing.TB, region string, page, nag bool, edit func(*stack.Settings)) (awscdk.App, *stack.Vestibule, string) {
 	set := stack.DefaultSettings()
 	set.AssetDir, set.StaticDir = placeholderAssets(t, page)
 	if edit != nil {
 		edit(&set)
 	}
 	ctx := cdkContext(t)
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir()), Context: &ctx})
+	out := t.TempDir()
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out), Context: &ctx})
 	props := &stack.Props{Settings: set}
 	if region != "" {
 		// as infra/main.go does with waf=true: the region only, so nothing is looked up
 		props.Env = &awscdk.Environment{Region: jsii.String(region)}
 	}
 	v := stack.New(app, set.StackName(), props)
-	tmpl := assertions.Template_FromStack(v.Stack, nil)
+	if nag {
+		awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{
+			Reports: jsii.Bool(true), ReportFormats: &[]cdknag.NagReportFormat{cdknag.NagReportFormat_CSV},
+		}), nil)
+	}
+	return app, v, out
+}
+
+func synthWith(t testing.TB, region string, page, nag bool, edit func(*stack.Settings)) fixture {
+	t.Helper()
+	_, v, out := newApp(t, region, page, nag, edit)
+	var tmpl assertions.Template
+	failed := func() (failed bool) {
+		defer func() { failed = recover() != nil && nag }()
+		tmpl = assertions.Template_FromStack(v.Stack, nil)
+		return false
+	}()
+	if failed {
+		// cdk-nag's unsuppressed findings are error annotations, which fail the synthesis after
+		// its report is written: the variant's other tests get their template from a synthesis
+		// without it, and TestNagAwsSolutions the findings.
+		f := synthWith(t, region, page, false, edit)
+		f.nag = nagReport(t, out)
+		return f
+	}
 	b, err := json.Marshal(tmpl.ToJSON())
 	must(t, err)
 	var raw map[string]any
@@ -85,7 +128,11 @@ func synth(t testing.TB, region string, page bool, edit func(*stack.Settings)) f
 	for id, r := range raw["Resources"].(map[string]any) {
 		res[id] = r.(map[string]any)
 	}
-	return fixture{tmpl: tmpl, stack: v.Stack, resources: res, raw: raw}
+	f := fixture{tmpl: tmpl, stack: v.Stack, resources: res, raw: raw}
+	if nag {
+		f.nag = nagReport(t, out)
+	}
+	return f
 }
 
 // cdkContext is the context of cdk.json (the feature flags), so the stacks synthesized
@@ -101,7 +148,7 @@ func cdkContext(t testing.TB) map[string]any {
 }
 
 // The default stack is synthesized once and shared: synthesis runs through jsii and takes seconds.
-var defaultStack = sync.OnceValue(func() fixture { return synth(onceT{}, "", true, nil) })
+var defaultStack = sync.OnceValue(func() fixture { return synthChecked(onceT{}, "", nil) })
 
 // sharedDir holds the shared fixtures' files; TestMain removes it.
 var sharedDir string
@@ -112,6 +159,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	sharedDir = d
+	flag.Parse()
+	startCLISynths()
 	code := m.Run()
 	os.RemoveAll(d)
 	os.Exit(code)
@@ -133,20 +182,20 @@ func (onceT) TempDir() string {
 func (onceT) Fatal(args ...any) { panic(fmt.Sprint(args...)) }
 
 var nodesStack = sync.OnceValue(func() fixture {
-	return synth(onceT{}, "", true, func(s *stack.Settings) { s.Cache = stack.CacheNodes })
+	return synthChecked(onceT{}, "", func(s *stack.Settings) { s.Cache = stack.CacheNodes })
 })
 
 var (
 	stagingStack = sync.OnceValue(func() fixture {
-		return synth(onceT{}, "", true, func(s *stack.Settings) { s.Stage = "staging" })
+		return synthChecked(onceT{}, "", func(s *stack.Settings) { s.Stage = "staging" })
 	})
 	wafStack = sync.OnceValue(func() fixture {
-		return synth(onceT{}, "us-east-1", true, func(s *stack.Settings) { s.WAF = true })
+		return synthChecked(onceT{}, "us-east-1", func(s *stack.Settings) { s.WAF = true })
 	})
 )
 
 // domainsStack is the stack with every custom domain, in us-east-1, synthesized once.
-var domainsStack = sync.OnceValue(func() fixture { return synth(onceT{}, "us-east-1", true, withDomains) })
+var domainsStack = sync.OnceValue(func() fixture { return synthChecked(onceT{}, "us-east-1", withDomains) })
 
 // constructed builds a stack without synthesizing it: for settings whose error annotation
 // would stop the synthesis.

@@ -31,7 +31,7 @@ func protectGate(s *stack.Settings) {
 }
 
 // gateStack is the stack with a protected origin, synthesized once.
-var gateStack = sync.OnceValue(func() fixture { return synth(onceT{}, "", true, protectGate) })
+var gateStack = sync.OnceValue(func() fixture { return synthChecked(onceT{}, "", protectGate) })
 
 // stagingGateStack is the gate in a second stage.
 var stagingGateStack = sync.OnceValue(func() fixture {

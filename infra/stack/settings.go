@@ -68,6 +68,11 @@ type Settings struct {
 	APIBurstLimit float64
 	// AlarmEmail, when set, is subscribed to the alarm topic.
 	AlarmEmail string
+	// ExpectedVisitors, when above 0, is the crowd the stack is sized for (visitors.go): the
+	// stage's throttle and the CacheECPU alarm from the quotas it needs (quota.For), unless
+	// apiRateLimit, apiBurstLimit or cacheEcpuAlarm are given; preflight checks the account
+	// against the same quotas.
+	ExpectedVisitors int
 	// AdmitReservedConcurrency, when above 0, reserves that much of the account's Lambda
 	// concurrency for admit. 0 (the default) reserves none: the account must keep 100 unreserved,
 	// so on a new account with a total of 10 a reservation makes the deploy roll back.
@@ -188,6 +193,7 @@ const (
 	CtxOriginVersion = "originSecretVersion"
 	CtxCacheECPU     = "cacheEcpuAlarm"
 	CtxAdmitReserved = "admitReservedConcurrency"
+	CtxVisitors      = "expectedVisitors"
 	// The gate's keys (CtxProtectOrigin, CtxProtectRoom, CtxProtectOpenPaths) are in gate.go.
 )
 
@@ -209,6 +215,7 @@ func FromContext(node constructs.Node) (Settings, error) {
 			}
 		}
 	}
+	errs = append(errs, sizeFromContext(node, &s)...)
 	errs = append(errs, gateFromContext(node, &s)...)
 	errs = append(errs, domainsFromContext(node, &s)...)
 	return s, errors.Join(errs...)
@@ -261,6 +268,7 @@ var contextSettings = []contextSetting{
 	{key: CtxCacheECPU, parse: whole(func(s *Settings) *int { return &s.CacheECPUAlarm })},
 	{key: CtxAdmitReserved, parse: parseAdmitReserved},
 	{key: CtxRoomDefaults, parse: parseRoomDefaultsContext},
+	{key: CtxVisitors, parse: whole(func(s *Settings) *int { return &s.ExpectedVisitors })},
 }
 
 // text sets a string setting to the value as written.

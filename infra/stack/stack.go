@@ -105,6 +105,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	})
 	helperLogs(st, retention)
 	customResourceTimeouts(st)
+	recordQuotas(st, set)
 	suppressNag(st, v, set, nagTargets{Secrets: secrets, Network: net})
 	return v
 }

@@ -7,10 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -455,9 +457,13 @@ var cfnLintIgnored = map[string]string{
 }
 
 // TestCfnLint runs cfn-lint on the template of every variant (default, node cache, WAF, a
-// second stage) and fails on any error. It is a Go test rather than a Makefile step so it
-// lints the very templates the assertion tests check, without a CLI synthesis per variant,
-// and runs wherever `go test ./...` does. Skipped without cfn-lint, except in CI.
+// second stage, the gate, every custom domain) and fails on any error. It is a Go test rather than
+// a Makefile step so it lints the very templates the assertion tests check, without a CLI
+// synthesis per variant, and runs wherever `go test ./...` does. Skipped without cfn-lint, except
+// in CI. It runs in parallel, after the package's other tests, beside the CLI's synthesis: it
+// calls into the CDK only for a variant no earlier test synthesized, and no other parallel test
+// calls into it (the jsii runtime serves one call at a time). The variants are linted by
+// cfnLintProcesses processes at once (about 3 s of start-up each, then 5 s a template).
 func TestCfnLint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cfn-lint over every variant: make test runs it, make test-short does not")
@@ -469,6 +475,7 @@ func TestCfnLint(t *testing.T) {
 		}
 		t.Skip("cfn-lint not on PATH (pip install cfn-lint)")
 	}
+	t.Parallel()
 	dir := t.TempDir()
 	var files []string
 	for name, f := range map[string]func() fixture{"default": defaultStack, "nodes": nodesStack, "waf": wafStack, "staging": stagingStack, "gate": gateStack, "domains": domainsStack} {
@@ -484,7 +491,24 @@ func TestCfnLint(t *testing.T) {
 		args = append(args, "--ignore-checks", rule)
 	}
 	args = append(args, "--")
-	out, err := exec.Command(lint, append(args, files...)...).CombinedOutput()
+	var wg sync.WaitGroup
+	for i := range cfnLintProcesses {
+		var part []string
+		for j := i; j < len(files); j += cfnLintProcesses {
+			part = append(part, files[j])
+		}
+		wg.Go(func() { cfnLint(t, lint, append(slices.Clone(args), part...)) })
+	}
+	wg.Wait()
+}
+
+// cfnLintProcesses is how many cfn-lint processes TestCfnLint runs at once: the machine's cores
+// (CI's two), which cfn-lint, one Python thread each, does not share.
+var cfnLintProcesses = max(runtime.NumCPU(), 1)
+
+// cfnLint runs cfn-lint with args and fails the test on any error it reports.
+func cfnLint(t *testing.T, lint string, args []string) {
+	out, err := exec.Command(lint, args...).CombinedOutput()
 	// cfn-lint exits with a bit mask: 2 errors, 4 warnings, 8 informational; anything else
 	// (1, 32 for a bad command line) is a failure too. Warnings are shown, not fatal: they are
 	// advice (cfnLintIgnored lists none today).
@@ -492,7 +516,8 @@ func TestCfnLint(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return
 	}
 	if code&^(4|8) != 0 {
 		t.Errorf("cfn-lint found errors (exit %d):\n%s", code, out)
