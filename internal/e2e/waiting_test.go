@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 const wait = 15 * time.Second
@@ -75,6 +77,16 @@ func TestJourney(t *testing.T) {
 	ticket := ticketOf(t, v, room)
 	if ticket == "" {
 		t.Fatal("no ticket in localStorage")
+	}
+	// The page shows the reference a visitor gives support, and support finds
+	// the visitor by it (docs/OPERATING.md, "Support lookup").
+	ref := browsertest.Eval[string](t, v, `document.getElementById("support-ref").textContent`)
+	visitorID := regexp.MustCompile(`[A-Za-z0-9_-]{16,}`).FindString(ref)
+	if visitorID == "" {
+		t.Fatalf("the page shows no support reference: %q", ref)
+	}
+	if code, _, who := testkit.CallJSON(t, http.MethodGet, s.URL()+"/api/admin/rooms/"+room+"/visitors?ref="+visitorID, s.AdminKey(), nil); code != 200 || who["state"] != "waiting" {
+		t.Errorf("support lookup of the page's reference %q: %d %v, want the visitor waiting", visitorID, code, who)
 	}
 	// The page is three objects, each a CloudFront request: index.html, its CSS and the
 	// bundle (`make page`); the API calls are not objects of the page.

@@ -65,6 +65,7 @@ export const texts = {
     sayPosition: 'You are number {n} in line. Estimated wait: {eta}.',
     sayPositionAbout: 'You are about number {n} in line. Estimated wait: {eta}.',
     sayPrequeue: 'The line opens in {eta}.',
+    supportRef: 'Your reference, if you write to support: {visitor}',
     drawRefBefore: 'Your lottery reference: {visitor}. Your draw stays secret until the line opens; then you can check it here.',
     drawRef: 'Your lottery reference: {visitor}, draw {draw}. Anyone can check that the draw was fair, in this page or with: {command}',
     drawCheck: 'Check the draw',

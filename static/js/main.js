@@ -171,6 +171,7 @@ function render(v) {
   }
 
   renderLottery(v);
+  renderSupportRef(v);
   show($('notice'), !!v.reconnecting);
   $('notice').textContent = v.reconnecting ? t('reconnecting') : '';
 
@@ -208,6 +209,17 @@ function renderLottery(v) {
     command: 'vestibule verify-draw --endpoint ' + location.origin + ' --room ' + room + ' --visitor ' + lot.visitor,
   });
   if (before) $('draw-result').textContent = '';
+}
+
+// renderSupportRef shows the reference a visitor gives support (their
+// ticket's visitor id: `vestibule visitors show ROOM REF`) while they hold a
+// place or a turn; a pre-queue's lottery line shows the same id instead.
+function renderSupportRef(v) {
+  const saved = storage.get(TICKET);
+  const ref = saved && ticketRef(saved.ticket);
+  const on = !!ref && !lotteryOf() && ['waiting', 'paused', 'closed', 'admitted'].includes(v.state);
+  show($('support-ref'), on);
+  $('support-ref').textContent = on ? t('supportRef', { visitor: ref.visitor }) : '';
 }
 
 // checkDraw runs the lottery's check in the page: the seed the status reveals
