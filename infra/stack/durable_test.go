@@ -164,16 +164,25 @@ func TestSettingsLeastPrivilege(t *testing.T) {
 		case routes.Admin:
 			want["s3:PutObject bucket/rooms/*.json"] = "null"
 			want["s3:PutObject bucket/rooms/*.dead"] = "null"
+			want["s3:PutObject bucket/rooms/*.schedule"] = "null"
+			want["s3:PutObject bucket/rooms/*.revoked"] = "null"
 			want["s3:PutObject bucket/heads/*"] = "null"
 			// and only admin deletes a room (DELETE /api/admin/rooms/{room})
 			want["s3:DeleteObject bucket/rooms/*"] = "null"
 			want["s3:DeleteObject bucket/heads/*"] = "null"
-		case stack.Admit, routes.Enqueue, routes.Poll:
+		case stack.Admit:
+			// and admit applies scheduled changes and archives the rooms' history
+			want["s3:PutObject bucket/heads/*"] = "null"
+			want["s3:PutObject bucket/rooms/*.json"] = "null"
+			want["s3:PutObject bucket/rooms/*.schedule"] = "null"
+			want["s3:PutObject bucket/rooms/*.history/*"] = "null"
+		case routes.Enqueue, routes.Poll:
 			want["s3:PutObject bucket/heads/*"] = "null"
 		case routes.Booking:
 			want["s3:PutObject bucket/rooms/*"] = "null"
-			want["Deny s3:PutObject bucket/rooms/*.json"] = "null"
-			want["Deny s3:PutObject bucket/rooms/*.dead"] = "null"
+			for _, k := range []string{"json", "dead", "schedule", "revoked", "history/*"} {
+				want["Deny s3:PutObject bucket/rooms/*."+k] = "null"
+			}
 		}
 		// and the API functions read the keys object (TestKeysObjectIsReadOnlyByTheAPIFunctions)
 		for k := range got {

@@ -74,7 +74,7 @@ func TestGateDistribution(t *testing.T) {
 	}
 	// and its code is gate.CloudFrontFunction's, with the waiting room's domain and the settings in it
 	code, _ := json.Marshal(props(fn)["FunctionCode"])
-	for _, s := range []string{`\"room\":\"spring-tour\"`, `\"open\":[\"/assets/*\",\"/robots.txt\"]`, "cf.kvs()", "DomainName"} {
+	for _, s := range []string{`\"r\":\"spring-tour\"`, `\"open\":[\"/assets/*\",\"/robots.txt\"]`, "cf.kvs()", "DomainName"} {
 		if !strings.Contains(string(code), s) {
 			t.Errorf("function code lacks %s: %.300s", s, code)
 		}

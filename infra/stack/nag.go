@@ -85,7 +85,7 @@ func suppressNag(st awscdk.Stack, v *Vestibule, set Settings, t nagTargets) {
 		"Rooms and events are created at run time by the admin API, so the functions reach the objects of any room under "+
 			"rooms/ and heads/ of the settings bucket, and nothing else of it: reads for all, writes of what each one's "+
 			"code writes (stack.SettingsWrites, TestFunctionsWriteOnlyWhatTheirRolesAllow).",
-		nagRegex(`/^Resource::<SettingsBucket[A-Z0-9]+\.Arn>\/(rooms|heads)\/\*(\.json|\.dead)?$/`)))
+		nagRegex(`/^Resource::<SettingsBucket[A-Z0-9]+\.Arn>\/(rooms|heads)\/\*(\.json|\.dead|\.schedule|\.revoked|\.history\/\*)?$/`)))
 	suppress(vpcRoles, nagSuppression("AwsSolutions-IAM5",
 		"The network interfaces of a function in the VPC (ec2:CreateNetworkInterface and the others of "+
 			"AWSLambdaVPCAccessExecutionRole), which EC2 grants on \"*\" only; the statement has no other action "+
