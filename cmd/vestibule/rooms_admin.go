@@ -77,6 +77,14 @@ func (c *command) roomLog(ctx context.Context, pos []string) error {
 
 // auditText says what an audit entry changed.
 func auditText(e room.AuditEntry) string {
+	if e.Why == "" {
+		return auditWhat(e)
+	}
+	return auditWhat(e) + " (why: " + e.Why + ")"
+}
+
+// auditWhat is what an entry changed, without why.
+func auditWhat(e room.AuditEntry) string {
 	var parts []string
 	for _, ch := range e.Changes {
 		parts = append(parts, fmt.Sprintf("%s %s → %s", ch.Setting, auditValue(ch.Old), auditValue(ch.New)))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
 // rooms log after three changes shows each with its author (the admin key
@@ -75,5 +76,23 @@ func TestRoomsLogAndDelete(t *testing.T) {
 	out, _, _ = vestibule(t, s, "rooms", "log", id)
 	if !strings.Contains(out, "drained (2 removed)") || !strings.Contains(out, "deleted") {
 		t.Errorf("log after delete:\n%s", out)
+	}
+}
+
+// A change the room made itself (its safety net, its pace) says why in
+// rooms log, as the audit entry does.
+func TestAuditTextSaysWhyTheRoomChangedItself(t *testing.T) {
+	for _, c := range []struct {
+		e    room.AuditEntry
+		want string
+	}{
+		{room.AuditEntry{Action: "net on", Why: "arrivals"}, "net on (why: arrivals)"},
+		{room.AuditEntry{Action: "pace", Why: "backoff", Changes: []room.AuditChange{{Setting: "pace", Old: []byte("600"), New: []byte("450")}}},
+			"pace 600 → 450 (why: backoff)"},
+		{room.AuditEntry{Action: "delete"}, "deleted"},
+	} {
+		if got := auditText(c.e); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.e, got, c.want)
+		}
 	}
 }
