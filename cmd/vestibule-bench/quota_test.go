@@ -177,7 +177,9 @@ func quotaTable() string {
 	line("Lambda scaling to the first minute's joins (1,000 environments a function every 10 s)", "—",
 		func(n quota.Needs) string { return fmt.Sprintf("%.0f s", n.LambdaRampSeconds) })
 	line("**CloudFront** requests a second per distribution (a Support case): busiest second → request", "250,000",
-		func(n quota.Needs) string { return thousands(n.CloudFrontPeak) + " → **" + thousands(n.CloudFrontRequest) + "**" })
+		func(n quota.Needs) string {
+			return thousands(n.CloudFrontPeak) + " → **" + thousands(n.CloudFrontRequest) + "**"
+		})
 	line("ElastiCache ECPUs a second at the peak (`cacheEcpuAlarm` ÷ 0.8 of it)", "—",
 		func(n quota.Needs) string { return thousands(n.CacheECPU) })
 	line("EventBridge PutEvents entries a second (`L-9B653E91`, calls a second: one an entry at worst)", "10,000 in us-east-1, us-west-2, eu-west-1; less elsewhere",

@@ -29,9 +29,9 @@ type fakeAccount struct {
 	apiQuota          float64
 	quotas            map[string]float64 // other quotas by ServiceCode/QuotaCode (missing: NoSuchResourceException)
 	quotaAsked        []string           // ServiceCode/QuotaCode of every GetServiceQuota
-	services          []string // what the region offers (nil: every service the template uses)
-	pathAsked         string   // the Path of the last GetParametersByPath
-	zones             []zone   // the account's zones (nil: three that support everything)
+	services          []string           // what the region offers (nil: every service the template uses)
+	pathAsked         string             // the Path of the last GetParametersByPath
+	zones             []zone             // the account's zones (nil: three that support everything)
 }
 
 func (a *fakeAccount) ServeHTTP(w http.ResponseWriter, r *http.Request) {
