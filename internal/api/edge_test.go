@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"log/slog"
 	"strings"
 	"testing"
@@ -16,12 +17,12 @@ import (
 
 // withEdge is a handler over the fixture's engine and keys that, as deployed,
 // requires CloudFront's origin header on the public routes.
-func withEdge(f *fixture, g *api.EdgeGuard) *api.Handler {
+func withEdge(f *apitest.Fixture, g *api.EdgeGuard) *api.Handler {
 	return api.New(api.Options{
-		Queue: f.q, Tickets: f.tickets, Entries: f.entries, Origins: f.origins,
-		AdminAuth: api.AdminKey, AdminKey: adminKey, Edge: g,
-		Clock: f.clock.Now, Jitter: func() float64 { return 1 },
-		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
+		Queue: f.Q, Tickets: f.Tickets, Entries: f.Entries, Origins: f.Origins,
+		AdminAuth: api.AdminKey, AdminKey: apitest.AdminKey, Edge: g,
+		Clock: f.Clock.Now, Jitter: func() float64 { return 1 },
+		Logger: slog.New(slog.NewJSONHandler(f.Logs, nil)),
 	})
 }
 
@@ -29,40 +30,40 @@ func withEdge(f *fixture, g *api.EdgeGuard) *api.Handler {
 // or previous, with a JSON 403 otherwise; admin routes never need it; without
 // a guard (make dev, tests) nothing is required.
 func TestPublicRoutesNeedTheOriginHeader(t *testing.T) {
-	f := newFixture(t, redistest.Single(t))
-	id := f.room(`{"originUrl":"https://origin.example/"}`)
-	h := withEdge(f, api.NewEdgeGuard([]string{edgeCurrent, edgePrevious}, nil, nil))
-	enqueue := func(secret string) response {
-		return send(t, h, viaCloudFront(event("POST", "/api/rooms/"+id+"/enqueue", "", nil), secret, ""))
+	f := apitest.NewFixture(t, redistest.Single(t))
+	id := f.Room(`{"originUrl":"https://origin.example/"}`)
+	h := withEdge(f, api.NewEdgeGuard([]string{apitest.EdgeCurrent, apitest.EdgePrevious}, nil, nil))
+	enqueue := func(secret string) apitest.Response {
+		return apitest.Send(t, h, apitest.ViaCloudFront(apitest.Event("POST", "/api/rooms/"+id+"/enqueue", "", nil), secret, ""))
 	}
 
 	// WHEN a public route is called without the header, or with a wrong one
-	for _, secret := range []string{"", "wrong", edgeCurrent + "x", " " + edgeCurrent} {
+	for _, secret := range []string{"", "wrong", apitest.EdgeCurrent + "x", " " + apitest.EdgeCurrent} {
 		r := enqueue(secret)
 		// THEN it is refused with 403 forbidden, in the API's error shape
-		wantStatus(t, r, 403, "forbidden")
-		if r.json == nil {
+		apitest.WantStatus(t, r, 403, "forbidden")
+		if r.JSON == nil {
 			t.Fatalf("403 is not JSON: %v %q", r.Headers, r.Body)
 		}
 	}
 	for _, path := range []string{"/api/rooms/" + id + "/status", "/api/jwks.json", "/api/rooms/" + id + "/poll"} {
-		wantStatus(t, send(t, h, event("GET", path, "", nil)), 403, "forbidden")
+		apitest.WantStatus(t, apitest.Send(t, h, apitest.Event("GET", path, "", nil)), 403, "forbidden")
 	}
-	wantStatus(t, send(t, h, event("POST", "/api/consume", `{"token":"x"}`, nil)), 403, "forbidden")
+	apitest.WantStatus(t, apitest.Send(t, h, apitest.Event("POST", "/api/consume", `{"token":"x"}`, nil)), 403, "forbidden")
 
 	// WHEN it carries the current or the previous value THEN it is served
-	wantStatus(t, enqueue(edgeCurrent), 200, "")
-	wantStatus(t, enqueue(edgePrevious), 200, "")
-	wantStatus(t, send(t, h, viaCloudFront(event("GET", "/api/rooms/"+id+"/status", "", nil), edgeCurrent, "")), 200, "")
+	apitest.WantStatus(t, enqueue(apitest.EdgeCurrent), 200, "")
+	apitest.WantStatus(t, enqueue(apitest.EdgePrevious), 200, "")
+	apitest.WantStatus(t, apitest.Send(t, h, apitest.ViaCloudFront(apitest.Event("GET", "/api/rooms/"+id+"/status", "", nil), apitest.EdgeCurrent, "")), 200, "")
 
 	// and admin routes need their own credential, not the origin header
-	wantStatus(t, send(t, h, event("GET", "/api/admin/rooms/"+id, "", bearer(adminKey))), 200, "")
-	wantStatus(t, send(t, h, event("GET", "/api/admin/rooms/"+id, "", nil)), 401, "unauthorized")
+	apitest.WantStatus(t, apitest.Send(t, h, apitest.Event("GET", "/api/admin/rooms/"+id, "", apitest.Bearer(apitest.AdminKey))), 200, "")
+	apitest.WantStatus(t, apitest.Send(t, h, apitest.Event("GET", "/api/admin/rooms/"+id, "", nil)), 401, "unauthorized")
 
 	// and without a guard (the local stack) no header is needed
-	wantStatus(t, f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil), 200, "")
+	apitest.WantStatus(t, f.Do("POST", "/api/rooms/"+id+"/enqueue", "", nil), 200, "")
 	// and the secret never reaches the log
-	if s := f.logs.String(); strings.Contains(s, edgeCurrent) || strings.Contains(s, edgePrevious) {
+	if s := f.Logs.String(); strings.Contains(s, apitest.EdgeCurrent) || strings.Contains(s, apitest.EdgePrevious) {
 		t.Fatal("the origin secret is in the log")
 	}
 }
@@ -72,13 +73,13 @@ func TestPublicRoutesNeedTheOriginHeader(t *testing.T) {
 // request came through CloudFront, and on the source address otherwise, so a
 // spoofed viewer address buys nothing.
 func TestEnqueueLimitKeysOnTheViewerAddress(t *testing.T) {
-	f := newFixture(t, redistest.Single(t))
-	id := f.room(`{"clientEnqueuePerMinute":60,"originUrl":"https://origin.example/"}`) // burst 6
-	h := withEdge(f, api.NewEdgeGuard([]string{edgeCurrent}, nil, nil))
-	join := func(h *api.Handler, sourceIP, secret, viewer string) response {
-		ev := viaCloudFront(event("POST", "/api/rooms/"+id+"/enqueue", "", nil), secret, viewer)
+	f := apitest.NewFixture(t, redistest.Single(t))
+	id := f.Room(`{"clientEnqueuePerMinute":60,"originUrl":"https://origin.example/"}`) // burst 6
+	h := withEdge(f, api.NewEdgeGuard([]string{apitest.EdgeCurrent}, nil, nil))
+	join := func(h *api.Handler, sourceIP, secret, viewer string) apitest.Response {
+		ev := apitest.ViaCloudFront(apitest.Event("POST", "/api/rooms/"+id+"/enqueue", "", nil), secret, viewer)
 		ev.RequestContext.HTTP.SourceIP = sourceIP
-		return send(t, h, ev)
+		return apitest.Send(t, h, ev)
 	}
 	const edge = "130.176.0.1" // one CloudFront edge server, in front of everybody
 
@@ -87,12 +88,12 @@ func TestEnqueueLimitKeysOnTheViewerAddress(t *testing.T) {
 	// THEN all of them join (the source address alone would have stopped the seventh)
 	for i := 0; i < 20; i++ {
 		viewer := []string{"198.51.100.%d:4431", "2001:db8:%x::1:50123", "[2001:db8:1:%x::1]:443"}[i%3]
-		wantStatus(t, join(h, edge, edgeCurrent, fmt.Sprintf(viewer, i+1)), 200, "")
+		apitest.WantStatus(t, join(h, edge, apitest.EdgeCurrent, fmt.Sprintf(viewer, i+1)), 200, "")
 	}
 	// GIVEN one visitor reaching several edge servers THEN the limit still holds them to the burst
 	joined := 0
 	for i := 0; i < 12; i++ {
-		if join(h, fmt.Sprintf("130.176.0.%d", i+2), edgeCurrent, "203.0.113.50:1234").StatusCode == 200 {
+		if join(h, fmt.Sprintf("130.176.0.%d", i+2), apitest.EdgeCurrent, "203.0.113.50:1234").StatusCode == 200 {
 			joined++
 		}
 	}
@@ -100,15 +101,15 @@ func TestEnqueueLimitKeysOnTheViewerAddress(t *testing.T) {
 		t.Fatalf("one viewer joined %d times through several edges, want the burst of 6", joined)
 	}
 	// GIVEN an IPv4-mapped or bracketed form of that same viewer THEN it is the same client
-	wantStatus(t, join(h, edge, edgeCurrent, "[::ffff:203.0.113.50]:9"), 429, "rate_limited")
+	apitest.WantStatus(t, join(h, edge, apitest.EdgeCurrent, "[::ffff:203.0.113.50]:9"), 429, "rate_limited")
 
 	// GIVEN requests straight to the API with spoofed viewer addresses and no origin secret
 	// THEN the guarded handler refuses them
-	wantStatus(t, join(h, "192.0.2.77", "", "198.51.100.250:1"), 403, "forbidden")
+	apitest.WantStatus(t, join(h, "192.0.2.77", "", "198.51.100.250:1"), 403, "forbidden")
 	// and the local handler (no guard) ignores the header and keys on the source address
 	joined = 0
 	for i := 0; i < 12; i++ {
-		if join(f.h, "192.0.2.77", "", fmt.Sprintf("198.51.100.%d:1", 100+i)).StatusCode == 200 {
+		if join(f.H, "192.0.2.77", "", fmt.Sprintf("198.51.100.%d:1", 100+i)).StatusCode == 200 {
 			joined++
 		}
 	}
@@ -117,9 +118,9 @@ func TestEnqueueLimitKeysOnTheViewerAddress(t *testing.T) {
 	}
 	// and an unparseable viewer address through CloudFront falls back to the source address
 	for i := 0; i < 6; i++ {
-		wantStatus(t, join(h, "130.176.9.9", edgeCurrent, "not-an-address"), 200, "")
+		apitest.WantStatus(t, join(h, "130.176.9.9", apitest.EdgeCurrent, "not-an-address"), 200, "")
 	}
-	wantStatus(t, join(h, "130.176.9.9", edgeCurrent, "garbage:port"), 429, "rate_limited")
+	apitest.WantStatus(t, join(h, "130.176.9.9", apitest.EdgeCurrent, "garbage:port"), 429, "rate_limited")
 }
 
 func TestParseViewerAddress(t *testing.T) {

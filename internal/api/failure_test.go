@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"net"
 	"net/url"
 	"strconv"
@@ -64,9 +65,9 @@ func (f failing) History(context.Context, string) ([]room.HistoryPoint, error) {
 func (f failing) Drain(context.Context, string) (int64, error) { return 0, f.fail() }
 
 func handlerOver(t *testing.T, q api.Queue) *api.Handler {
-	k := keys(t)
+	k := apitest.Keys(t)
 	return api.New(api.Options{Queue: q, Tickets: token.NewTickets(k.TicketSecret, "vestibule"),
-		Entries: token.NewEntries(k.Entry, "vestibule"), AdminAuth: api.AdminKey, AdminKey: adminKey})
+		Entries: token.NewEntries(k.Entry, "vestibule"), AdminAuth: api.AdminKey, AdminKey: apitest.AdminKey})
 }
 
 // Every engine error maps to its status in one place; Redis trouble and the
@@ -97,8 +98,8 @@ func TestErrorMapping(t *testing.T) {
 			for _, ev := range []struct{ method, path string }{
 				{"POST", "/api/rooms/r1/enqueue"}, {"GET", "/api/rooms/r1/status"}, {"GET", "/api/admin/rooms"},
 			} {
-				r := send(t, h, event(ev.method, ev.path, "", bearer(adminKey)))
-				wantStatus(t, r, c.status, c.code)
+				r := apitest.Send(t, h, apitest.Event(ev.method, ev.path, "", apitest.Bearer(apitest.AdminKey)))
+				apitest.WantStatus(t, r, c.status, c.code)
 				if got := r.Headers["Retry-After"]; got != c.retryAfter {
 					t.Errorf("%s %s: Retry-After %q, want %q", ev.method, ev.path, got, c.retryAfter)
 				}
@@ -114,8 +115,8 @@ func TestErrorMapping(t *testing.T) {
 // crashed Lambda. (No input causes one; this proves the net is there.)
 func TestPanicIsA500(t *testing.T) {
 	h := handlerOver(t, failing{nil})
-	r := send(t, h, event("GET", "/api/rooms/r1/status", "", nil))
-	wantStatus(t, r, 500, "internal")
+	r := apitest.Send(t, h, apitest.Event("GET", "/api/rooms/r1/status", "", nil))
+	apitest.WantStatus(t, r, 500, "internal")
 	if strings.Contains(r.Body, "boom") {
 		t.Errorf("body leaks the panic: %s", r.Body)
 	}
@@ -150,7 +151,7 @@ func TestRedisDown(t *testing.T) {
 			held = append(held, c)
 		}
 	}()
-	k := keys(t)
+	k := apitest.Keys(t)
 	for _, c := range []struct {
 		name    string
 		addr    string
@@ -168,14 +169,14 @@ func TestRedisDown(t *testing.T) {
 			}
 			defer rdb.Close()
 			h := api.New(api.Options{Queue: roomdb.New(rdb), Tickets: token.NewTickets(k.TicketSecret, "vestibule"),
-				Entries: token.NewEntries(k.Entry, "vestibule"), AdminAuth: api.AdminKey, AdminKey: adminKey})
+				Entries: token.NewEntries(k.Entry, "vestibule"), AdminAuth: api.AdminKey, AdminKey: apitest.AdminKey})
 			for _, ev := range []struct{ method, path, body string }{
 				{"POST", "/api/rooms/r1/enqueue", ""},
 				{"GET", "/api/rooms/r1/status", ""},
 				{"PUT", "/api/admin/rooms/r1", `{"originUrl":"https://o.example/"}`},
 			} {
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-				resp, err := h.Handle(ctx, event(ev.method, ev.path, ev.body, bearer(adminKey)))
+				resp, err := h.Handle(ctx, apitest.Event(ev.method, ev.path, ev.body, apitest.Bearer(apitest.AdminKey)))
 				late := ctx.Err()
 				cancel()
 				if err != nil || resp.StatusCode != 503 || resp.Headers["Retry-After"] == "" {
@@ -192,7 +193,7 @@ func TestRedisDown(t *testing.T) {
 // Redis down: a page with 503 and Retry-After, never a 500 or a cookie; a
 // deployment without gate keys answers the gate's routes 404.
 func TestGateFailures(t *testing.T) {
-	k := keys(t)
+	k := apitest.Keys(t)
 	ring, err := k.GateKeys()
 	if err != nil {
 		t.Fatal(err)
@@ -201,33 +202,33 @@ func TestGateFailures(t *testing.T) {
 	down := api.New(api.Options{Queue: failing{fmt.Errorf("%w: refused", room.ErrUnavailable)},
 		Tickets: token.NewTickets(k.TicketSecret, "vestibule"), Entries: entries, Gate: &api.GateOptions{Keys: ring}})
 	now := time.Now()
-	tok, err := entries.Issue(token.EntryClaims{Room: "r1", Visitor: "v", Seq: 7, Audience: site,
+	tok, err := entries.Issue(token.EntryClaims{Room: "r1", Visitor: "v", Seq: 7, Audience: apitest.Site,
 		IssuedAt: now, NotBefore: now, Expiry: now.Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := event("POST", "/.vestibule/enter", "", map[string]string{"host": "site.example"})
+	ev := apitest.Event("POST", "/.vestibule/enter", "", map[string]string{"host": "site.example"})
 	ev.Body = url.Values{"token": {tok}, "return": {"/a"}}.Encode()
-	r := send(t, down, ev)
+	r := apitest.Send(t, down, ev)
 	if r.StatusCode != 503 || r.Headers["Retry-After"] == "" || len(r.Cookies) != 0 || strings.Contains(r.Body, "refused") {
 		t.Fatalf("enter with Redis down: %d %v %s", r.StatusCode, r.Headers, r.Body)
 	}
 	cookie := gate.Sign(ring.Current, gate.Session{Room: "r1", Seq: 7, Expires: now.Add(time.Minute)})
-	ev = event("POST", "/.vestibule/leave", "", nil)
+	ev = apitest.Event("POST", "/.vestibule/leave", "", nil)
 	ev.Cookies = []string{gate.CookieName + "=" + cookie}
-	if r := send(t, down, ev); r.StatusCode != 503 || len(r.Cookies) != 0 {
+	if r := apitest.Send(t, down, ev); r.StatusCode != 503 || len(r.Cookies) != 0 {
 		t.Fatalf("leave with Redis down: %d %v", r.StatusCode, r.Cookies)
 	}
 	renewing := gate.Sign(ring.Current, gate.Session{Room: "r1", Seq: 7, Expires: now.Add(time.Minute), RenewAt: now.Add(-time.Second), Start: now.Add(-time.Minute)})
-	ev = event("GET", "/.vestibule/renew?return=%2Fa", "", nil)
+	ev = apitest.Event("GET", "/.vestibule/renew?return=%2Fa", "", nil)
 	ev.Cookies = []string{gate.CookieName + "=" + renewing}
-	if r := send(t, down, ev); r.StatusCode != 503 || r.Headers["Location"] != "" || len(r.Cookies) != 0 || !strings.Contains(r.Body, `href="/a"`) {
+	if r := apitest.Send(t, down, ev); r.StatusCode != 503 || r.Headers["Location"] != "" || len(r.Cookies) != 0 || !strings.Contains(r.Body, `href="/a"`) {
 		t.Fatalf("renew with Redis down: %d %v %v", r.StatusCode, r.Headers, r.Cookies)
 	}
 
 	none := handlerOver(t, failing{room.ErrUnavailable})
-	for _, e := range []events.APIGatewayV2HTTPRequest{event("POST", "/.vestibule/enter", "token=x", nil), event("GET", "/.vestibule/leave", "", nil), event("GET", "/.vestibule/renew", "", nil)} {
-		if r := send(t, none, e); r.StatusCode != 404 || !strings.HasPrefix(r.Headers["Content-Type"], "text/html") {
+	for _, e := range []events.APIGatewayV2HTTPRequest{apitest.Event("POST", "/.vestibule/enter", "token=x", nil), apitest.Event("GET", "/.vestibule/leave", "", nil), apitest.Event("GET", "/.vestibule/renew", "", nil)} {
+		if r := apitest.Send(t, none, e); r.StatusCode != 404 || !strings.HasPrefix(r.Headers["Content-Type"], "text/html") {
 			t.Errorf("no gate keys: %s %d %s", e.RawPath, r.StatusCode, r.Body)
 		}
 	}

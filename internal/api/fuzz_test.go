@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"net/url"
 	"os"
 	"regexp"
@@ -124,7 +125,7 @@ type fuzzEnv struct {
 func newFuzzEnv(f *testing.F) *fuzzEnv {
 	f.Helper()
 	rdb := redistest.Single(f)
-	k := keys(f)
+	k := apitest.Keys(f)
 	e := &fuzzEnv{rdb: rdb, clock: testkit.SkewedClock(), room: redistest.Room(f),
 		// Random per process: nothing but an echo can put them in a response.
 		adminKey: "adm-" + randomHex(16), canary: "cny" + randomHex(12),
@@ -155,11 +156,11 @@ func newFuzzEnv(f *testing.F) *fuzzEnv {
 		f.Fatal(err)
 	}
 	enqueue := func() string {
-		r := send(f, e.live, event("POST", "/api/rooms/"+e.room+"/enqueue", "", nil))
-		if r.StatusCode != 200 || r.str("ticket") == "" {
+		r := apitest.Send(f, e.live, apitest.Event("POST", "/api/rooms/"+e.room+"/enqueue", "", nil))
+		if r.StatusCode != 200 || r.Str("ticket") == "" {
 			f.Fatalf("setup enqueue: %d %s", r.StatusCode, r.Body)
 		}
-		return r.str("ticket")
+		return r.Str("ticket")
 	}
 	admitted, waiting := enqueue(), enqueue()
 	var entry string
@@ -168,8 +169,8 @@ func newFuzzEnv(f *testing.F) *fuzzEnv {
 		if _, err := e.q.Tick(ctx, e.room); err != nil {
 			f.Fatal(err)
 		}
-		r := send(f, e.live, event("GET", "/api/rooms/"+e.room+"/poll", "", bearer(admitted)))
-		entry = r.str("entryToken")
+		r := apitest.Send(f, e.live, apitest.Event("GET", "/api/rooms/"+e.room+"/poll", "", apitest.Bearer(admitted)))
+		entry = r.Str("entryToken")
 	}
 	if entry == "" {
 		f.Fatal("setup: the first visitor was never admitted")
@@ -447,7 +448,7 @@ func (e *fuzzEnv) forget(ev events.APIGatewayV2HTTPRequest, resp events.APIGatew
 // answered 400 and leaves the room as it was (the previous config, or 404).
 func FuzzConfigJSON(f *testing.F) {
 	rdb := redistest.Single(f)
-	k := keys(f)
+	k := apitest.Keys(f)
 	adminKey := "adm-" + randomHex(16)
 	q := roomdb.New(rdb)
 	def := room.DefaultConfig()
@@ -496,9 +497,9 @@ func FuzzConfigJSON(f *testing.F) {
 			err = want.Validate()
 		}
 
-		put := send(t, h, event("PUT", path, string(body), bearer(adminKey)))
+		put := apitest.Send(t, h, apitest.Event("PUT", path, string(body), apitest.Bearer(adminKey)))
 		checkResponse(t, put.APIGatewayV2HTTPResponse, nil)
-		get := send(t, h, event("GET", path, "", bearer(adminKey)))
+		get := apitest.Send(t, h, apitest.Event("GET", path, "", apitest.Bearer(adminKey)))
 		checkResponse(t, get.APIGatewayV2HTTPResponse, nil)
 
 		if len(body) > api.MaxBody {
@@ -506,7 +507,7 @@ func FuzzConfigJSON(f *testing.F) {
 				t.Fatalf("PUT of %d bytes: %d %s, want 413", len(body), put.StatusCode, put.Body)
 			}
 		} else if err != nil {
-			if put.StatusCode != 400 || (put.code() != "bad_json" && put.code() != "invalid_config") {
+			if put.StatusCode != 400 || (put.Code() != "bad_json" && put.Code() != "invalid_config") {
 				t.Fatalf("PUT %q (invalid: %v): %d %s, want 400", body, err, put.StatusCode, put.Body)
 			}
 		} else if put.StatusCode != 200 {
@@ -516,10 +517,10 @@ func FuzzConfigJSON(f *testing.F) {
 		if put.StatusCode != 200 {
 			// Nothing was stored: the room is as it was.
 			if !exists {
-				wantStatus(t, get, 404, "unknown_room")
+				apitest.WantStatus(t, get, 404, "unknown_room")
 				return
 			}
-			wantStatus(t, get, 200, "")
+			apitest.WantStatus(t, get, 200, "")
 			if got := configOf(t, get.Body); !cmp.Equal(got, prev) {
 				t.Fatalf("a refused PUT %q changed the room (-before +after):\n%s", body, cmp.Diff(prev, got))
 			}
@@ -544,7 +545,7 @@ func FuzzConfigJSON(f *testing.F) {
 		if err := json.Unmarshal(b, &again); err != nil || !cmp.Equal(again, answered) {
 			t.Fatalf("config %s does not round-trip through JSON: %+v, %v", b, again, err)
 		}
-		wantStatus(t, get, 200, "")
+		apitest.WantStatus(t, get, 200, "")
 		if stored := configOf(t, get.Body); !cmp.Equal(stored, answered) {
 			t.Fatalf("PUT %q stored a config other than the one answered (-answered +stored):\n%s", body, cmp.Diff(answered, stored))
 		}

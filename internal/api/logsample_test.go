@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"log/slog"
 	"strings"
 	"testing"
@@ -18,18 +19,18 @@ import (
 )
 
 // sampledFixture is the fixture with Options.LogSample = api.SampleLog(f).
-func sampledFixture(t *testing.T, f float64) *fixture {
+func sampledFixture(t *testing.T, f float64) *apitest.Fixture {
 	t.Helper()
 	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
 	q := app.NewEngine(redistest.Single(t), clk.Now)
-	return newFixtureOn(t, q, clk, func(_ *token.Keys, o *api.Options) { o.LogSample = api.SampleLog(f) })
+	return apitest.NewFixtureOn(t, q, clk, func(_ *token.Keys, o *api.Options) { o.LogSample = api.SampleLog(f) })
 }
 
 // requestLines are the routes and statuses of the request lines logged since the last call.
-func (f *fixture) requestLines() []string {
-	f.t.Helper()
+func requestLines(f *apitest.Fixture) []string {
+	f.T.Helper()
 	var out []string
-	for _, l := range strings.Split(strings.TrimSpace(f.logs.String()), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(f.Logs.String()), "\n") {
 		var line struct {
 			Msg, Route string
 			Status     int
@@ -38,13 +39,13 @@ func (f *fixture) requestLines() []string {
 			continue
 		}
 		if err := json.Unmarshal([]byte(l), &line); err != nil {
-			f.t.Fatalf("log line %q: %v", l, err)
+			f.T.Fatalf("log line %q: %v", l, err)
 		}
 		if line.Msg == "request" {
 			out = append(out, fmt.Sprintf("%s %d", line.Route, line.Status))
 		}
 	}
-	f.logs.Reset()
+	f.Logs.Reset()
 	return out
 }
 
@@ -52,14 +53,14 @@ func (f *fixture) requestLines() []string {
 // a failed poll does, and so does every request of another route.
 func TestLogSampleNone(t *testing.T) {
 	f := sampledFixture(t, 0)
-	id := f.room(`{"originUrl":"https://origin.example/"}`)
-	f.logs.Reset()
-	e := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
-	f.clock.Advance(pollpolicy.MinInterval)
-	wantStatus(t, f.do("GET", "/api/rooms/"+id+"/poll", "", bearer(e.str("ticket"))), 200, "")
-	wantStatus(t, f.do("GET", "/api/rooms/"+id+"/status", "", nil), 200, "")
-	wantStatus(t, f.do("GET", "/api/rooms/"+id+"/poll", "", bearer("not-a-ticket")), 401, "")
-	got := strings.Join(f.requestLines(), ", ")
+	id := f.Room(`{"originUrl":"https://origin.example/"}`)
+	f.Logs.Reset()
+	e := f.Do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+	f.Clock.Advance(pollpolicy.MinInterval)
+	apitest.WantStatus(t, f.Do("GET", "/api/rooms/"+id+"/poll", "", apitest.Bearer(e.Str("ticket"))), 200, "")
+	apitest.WantStatus(t, f.Do("GET", "/api/rooms/"+id+"/status", "", nil), 200, "")
+	apitest.WantStatus(t, f.Do("GET", "/api/rooms/"+id+"/poll", "", apitest.Bearer("not-a-ticket")), 401, "")
+	got := strings.Join(requestLines(f), ", ")
 	want := "POST /api/rooms/{room}/enqueue 200, GET /api/rooms/{room}/poll 401"
 	if got != want {
 		t.Fatalf("request lines %q, want %q", got, want)
@@ -69,15 +70,15 @@ func TestLogSampleNone(t *testing.T) {
 // With LOG_SAMPLE=1 every request writes its line.
 func TestLogSampleAll(t *testing.T) {
 	f := sampledFixture(t, 1)
-	id := f.room(`{"originUrl":"https://origin.example/"}`)
-	f.logs.Reset()
-	e := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+	id := f.Room(`{"originUrl":"https://origin.example/"}`)
+	f.Logs.Reset()
+	e := f.Do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
 	for range 3 {
-		f.clock.Advance(pollpolicy.MinInterval)
-		wantStatus(t, f.do("GET", "/api/rooms/"+id+"/poll", "", bearer(e.str("ticket"))), 200, "")
+		f.Clock.Advance(pollpolicy.MinInterval)
+		apitest.WantStatus(t, f.Do("GET", "/api/rooms/"+id+"/poll", "", apitest.Bearer(e.Str("ticket"))), 200, "")
 	}
-	wantStatus(t, f.do("GET", "/api/rooms/"+id+"/status", "", nil), 200, "")
-	if got := len(f.requestLines()); got != 5 {
+	apitest.WantStatus(t, f.Do("GET", "/api/rooms/"+id+"/status", "", nil), 200, "")
+	if got := len(requestLines(f)); got != 5 {
 		t.Fatalf("%d request lines for 5 requests", got)
 	}
 }
@@ -90,20 +91,20 @@ func TestLogSampleFraction(t *testing.T) {
 		t.Skip("10,000 polls")
 	}
 	f := sampledFixture(t, 0.01)
-	id := f.room(`{"originUrl":"https://origin.example/"}`)
-	tok := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil).str("ticket")
-	f.logs.Reset()
+	id := f.Room(`{"originUrl":"https://origin.example/"}`)
+	tok := f.Do("POST", "/api/rooms/"+id+"/enqueue", "", nil).Str("ticket")
+	f.Logs.Reset()
 	const n = 10_000
 	for i := range n {
-		f.clock.Advance(pollpolicy.MinInterval)
-		if r := f.do("GET", "/api/rooms/"+id+"/poll", "", bearer(tok)); r.StatusCode != 200 {
+		f.Clock.Advance(pollpolicy.MinInterval)
+		if r := f.Do("GET", "/api/rooms/"+id+"/poll", "", apitest.Bearer(tok)); r.StatusCode != 200 {
 			t.Fatalf("poll %d: %d %s", i, r.StatusCode, r.Body)
 		}
-		if s := f.do("GET", "/api/rooms/"+id+"/poll", "", bearer(tok)); s.StatusCode == 200 {
+		if s := f.Do("GET", "/api/rooms/"+id+"/poll", "", apitest.Bearer(tok)); s.StatusCode == 200 {
 			t.Fatalf("poll %d again at once: %d", i, s.StatusCode) // too early: an error, always logged
 		}
 	}
-	lines := f.requestLines()
+	lines := requestLines(f)
 	ok, errs := 0, 0
 	for _, l := range lines {
 		if strings.HasSuffix(l, " 200") {
@@ -143,13 +144,13 @@ func TestSampleLog(t *testing.T) {
 // (issue: a 100,000-character id made a 100 KB log line).
 func TestLogCarriesOnlyValidRoomIDs(t *testing.T) {
 	var buf bytes.Buffer
-	k := keys(t)
+	k := apitest.Keys(t)
 	h := api.New(api.Options{Queue: failing{nil}, Tickets: token.NewTickets(k.TicketSecret, "vestibule"),
-		Entries: token.NewEntries(k.Entry, "vestibule"), AdminAuth: api.AdminKey, AdminKey: adminKey,
+		Entries: token.NewEntries(k.Entry, "vestibule"), AdminAuth: api.AdminKey, AdminKey: apitest.AdminKey,
 		Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
 	long := strings.Repeat("x", 100_000)
-	r := send(t, h, event("GET", "/api/rooms/"+long+"/status", "", nil))
-	wantStatus(t, r, 400, "invalid_room")
+	r := apitest.Send(t, h, apitest.Event("GET", "/api/rooms/"+long+"/status", "", nil))
+	apitest.WantStatus(t, r, 400, "invalid_room")
 	var line map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
 		t.Fatalf("log: %v", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"log/slog"
 	"testing"
 
@@ -18,16 +19,16 @@ import (
 // format, counting RedisErrors in the namespace the stack's alarm watches,
 // with no dimensions; other requests carry no metric.
 func TestRedisErrorsMetric(t *testing.T) {
-	k := keys(t)
+	k := apitest.Keys(t)
 	for _, c := range []struct {
 		err    error
 		metric bool
 	}{{room.ErrUnavailable, true}, {room.ErrUnknownRoom, false}, {fmt.Errorf("%w: restore demo", room.ErrNotRestorable), false}} {
 		var buf bytes.Buffer
 		h := api.New(api.Options{Queue: failing{c.err}, Tickets: token.NewTickets(k.TicketSecret, "vestibule"),
-			Entries: token.NewEntries(k.Entry, "vestibule"), AdminAuth: api.AdminKey, AdminKey: adminKey,
+			Entries: token.NewEntries(k.Entry, "vestibule"), AdminAuth: api.AdminKey, AdminKey: apitest.AdminKey,
 			Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
-		resp, err := h.Handle(context.Background(), event("GET", "/api/rooms/demo/status", "", nil))
+		resp, err := h.Handle(context.Background(), apitest.Event("GET", "/api/rooms/demo/status", "", nil))
 		if err != nil {
 			t.Fatal(err)
 		}

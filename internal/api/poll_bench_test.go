@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"strconv"
 	"testing"
 	"time"
@@ -79,7 +80,7 @@ func BenchmarkPollRoute(b *testing.B) {
 		clk := testkit.FixedClock(now)
 		q := app.NewEngine(c, clk.Now)
 		h := api.New(api.Options{Queue: q, Tickets: tickets, Entries: token.NewEntries(k.Entry, "vestibule"),
-			Clock: clk.Now, AdminKey: adminKey})
+			Clock: clk.Now, AdminKey: apitest.AdminKey})
 		id := redistest.Room(b)
 		cfg := room.DefaultConfig()
 		cfg.OriginURL = "https://origin.example/"

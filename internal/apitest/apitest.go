@@ -1,8 +1,7 @@
 // Package apitest is what the HTTP API's tests share: a handler over a real
 // room engine on a real Redis with a test clock (Fixture), API Gateway events
-// as API Gateway sends them, and the answers decoded. Each test package of
-// internal/api and its products names these in its own helpers_test.go.
-// Only tests import it.
+// as API Gateway sends them, and the answers decoded. The test packages of
+// internal/api and its products use it as it is; only tests import it.
 package apitest
 
 import (
@@ -42,7 +41,9 @@ const (
 )
 
 // Fixture is a handler over a real engine on a real Redis, with a test clock.
+// A test may replace its handler and keys.
 type Fixture struct {
+	T       *testing.T // the test that made it: its helpers fail this test
 	H       *api.Handler
 	Q       *roomdb.Engine
 	Clock   *testkit.Clock
@@ -75,7 +76,7 @@ func NewFixture(t *testing.T, rdb redis.UniversalClient) *Fixture {
 func NewFixtureOn(t *testing.T, q *roomdb.Engine, clk *testkit.Clock, more func(k *token.Keys, o *api.Options)) *Fixture {
 	t.Helper()
 	k := Keys(t)
-	f := &Fixture{Q: q, Clock: clk, Logs: &testkit.Buffer{},
+	f := &Fixture{T: t, Q: q, Clock: clk, Logs: &testkit.Buffer{},
 		Tickets: token.NewTickets(k.TicketSecret, "vestibule"),
 		Entries: token.NewEntries(k.Entry, "vestibule"),
 		Origins: token.NewOrigins(k.TicketSecret),
@@ -93,6 +94,68 @@ func NewFixtureOn(t *testing.T, q *roomdb.Engine, clk *testkit.Clock, more func(
 	}
 	f.H = api.New(o)
 	return f
+}
+
+// ForEachRedis runs fn against the single node and the 3-node cluster, each
+// with a fresh fixture.
+func ForEachRedis(t *testing.T, fn func(t *testing.T, f *Fixture)) {
+	for name, c := range redistest.Clients(t) {
+		t.Run(name, func(t *testing.T) { fn(t, NewFixture(t, c)) })
+	}
+}
+
+// Send has the fixture's handler handle ev (see Send).
+func (f *Fixture) Send(ev events.APIGatewayV2HTTPRequest) Response {
+	f.T.Helper()
+	return Send(f.T, f.H, ev)
+}
+
+// Do sends the request of Event(method, path, body, headers).
+func (f *Fixture) Do(method, path, body string, headers map[string]string) Response {
+	f.T.Helper()
+	return f.Send(Event(method, path, body, headers))
+}
+
+// Admin sends a request with the admin key.
+func (f *Fixture) Admin(method, path, body string) Response {
+	f.T.Helper()
+	return f.Do(method, path, body, Bearer(AdminKey))
+}
+
+// Redeem posts an entry token to consume or complete as the room's origin does.
+func (f *Fixture) Redeem(path, tok string) Response {
+	f.T.Helper()
+	return f.Do("POST", path, `{"token":"`+tok+`"}`, OriginOf(f.Entries, f.Origins, f.Clock.Now(), tok))
+}
+
+// Room creates a room with the given settings over the defaults (NewRoom).
+func (f *Fixture) Room(settings string) string {
+	f.T.Helper()
+	return NewRoom(f.T, f.H, settings)
+}
+
+// Tick advances the fixture's clock a second and ticks the room (Tick).
+func (f *Fixture) Tick(id string) room.TickResult {
+	f.T.Helper()
+	return Tick(f.T, f.Q, f.Clock, id)
+}
+
+// Admit creates a passthrough room with settings and returns an entry token
+// of it and the enqueue answer.
+func (f *Fixture) Admit(settings string) (string, Response) {
+	f.T.Helper()
+	id := f.Room(settings)
+	r := f.Do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+	if r.StatusCode != 200 || r.Str("entryToken") == "" {
+		f.T.Fatalf("enqueue in a passthrough room: %d %s", r.StatusCode, r.Body)
+	}
+	return r.Str("entryToken"), r
+}
+
+// Enter posts the waiting page's form to /.vestibule/enter on host (EnterForm).
+func (f *Fixture) Enter(host, tok, ret string, cookies ...string) Response {
+	f.T.Helper()
+	return f.Send(EnterForm(host, tok, ret, cookies...))
 }
 
 // Event builds an API Gateway HTTP API (payload 2.0) request as API Gateway sends it.
@@ -132,6 +195,24 @@ func ViaCloudFront(ev events.APIGatewayV2HTTPRequest, secret, viewer string) eve
 type Response struct {
 	events.APIGatewayV2HTTPResponse
 	JSON map[string]any
+}
+
+// Str is the string at k of the JSON body ("" if none).
+func (r Response) Str(k string) string { return Str(r.JSON, k) }
+
+// Num is the number at k of the JSON body (0 if none).
+func (r Response) Num(k string) int64 { return Num(r.JSON, k) }
+
+// Code is the error code of an error body ("" if none).
+func (r Response) Code() string { return Code(r.JSON) }
+
+// WantStatus fails the test unless r has the status and, unless code is "",
+// the error code.
+func WantStatus(t testing.TB, r Response, status int, code string) {
+	t.Helper()
+	if r.StatusCode != status || (code != "" && r.Code() != code) {
+		t.Fatalf("got %d %s, want %d %s", r.StatusCode, r.Body, status, code)
+	}
 }
 
 // Send has h handle ev within 3 s; a handler error, or a JSON answer whose
@@ -212,8 +293,9 @@ func EnterForm(host, tok, ret string, cookies ...string) events.APIGatewayV2HTTP
 }
 
 // SetCookie parses the answer's one Set-Cookie.
-func SetCookie(t testing.TB, cookies []string) *http.Cookie {
+func SetCookie(t testing.TB, r Response) *http.Cookie {
 	t.Helper()
+	cookies := r.Cookies
 	if len(cookies) != 1 {
 		t.Fatalf("%d cookies set, want 1: %v", len(cookies), cookies)
 	}

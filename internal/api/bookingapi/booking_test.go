@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,12 +66,12 @@ func (o own) Events(context.Context) ([]string, error) { return o.ids, nil }
 
 // sweep is orders.Sweep over the test's own events only.
 func (f *bookingFixture) sweep(pub booking.Publisher, ids ...string) orders.SweepSummary {
-	return orders.Sweep(context.Background(), own{f.eng, ids}, pub, f.clock.Now(), nil)
+	return orders.Sweep(context.Background(), own{f.eng, ids}, pub, f.Clock.Now(), nil)
 }
 
 // bookingFixture is the API fixture with the booking kit wired in.
 type bookingFixture struct {
-	*fixture
+	*apitest.Fixture
 	eng *bookingdb.Engine
 	pub *recorder
 	rdb redis.UniversalClient
@@ -80,7 +81,7 @@ func newBookingFixture(t *testing.T, rdb redis.UniversalClient) *bookingFixture 
 	t.Helper()
 	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
 	b := &bookingFixture{eng: bookingdb.New(rdb, bookingdb.WithClock(clk.Now)), pub: &recorder{}, rdb: rdb}
-	b.fixture = newFixtureOn(t, roomdb.New(rdb, roomdb.WithClock(clk.Now)), clk, func(k *token.Keys, o *api.Options) {
+	b.Fixture = apitest.NewFixtureOn(t, roomdb.New(rdb, roomdb.WithClock(clk.Now)), clk, func(k *token.Keys, o *api.Options) {
 		o.Booking, o.Sessions, o.Orders = b.eng, token.NewBookingSessions(k.TicketSecret, "vestibule"), b.pub
 	})
 	return b
@@ -94,55 +95,55 @@ func forEachBooking(t *testing.T, fn func(t *testing.T, f *bookingFixture)) {
 
 // passthrough creates a room that admits at once.
 func (f *bookingFixture) passthrough() string {
-	f.t.Helper()
-	return f.room(`{"mode":"passthrough","maxActive":100,"sessionTTLSeconds":600}`)
+	f.T.Helper()
+	return f.Room(`{"mode":"passthrough","maxActive":100,"sessionTTLSeconds":600}`)
 }
 
 // visitor joins the room, is admitted, and the origin consumes the entry:
 // it returns the entry token and the booking session consume answered.
 func (f *bookingFixture) visitor(roomID string) (entry, session string) {
-	f.t.Helper()
-	e := f.do("POST", "/api/rooms/"+roomID+"/enqueue", "", nil)
-	entry = e.str("entryToken")
+	f.T.Helper()
+	e := f.Do("POST", "/api/rooms/"+roomID+"/enqueue", "", nil)
+	entry = e.Str("entryToken")
 	if entry == "" {
-		f.t.Fatalf("not admitted: %s", e.Body)
+		f.T.Fatalf("not admitted: %s", e.Body)
 	}
-	c := f.redeem("/api/consume", entry)
-	wantStatus(f.t, c, 200, "")
-	if session = c.str("bookingSession"); session == "" {
-		f.t.Fatalf("consume without bookingSession: %s", c.Body)
+	c := f.Redeem("/api/consume", entry)
+	apitest.WantStatus(f.T, c, 200, "")
+	if session = c.Str("bookingSession"); session == "" {
+		f.T.Fatalf("consume without bookingSession: %s", c.Body)
 	}
 	return entry, session
 }
 
 // define defines an event as the admin.
-func (f *bookingFixture) define(event, body string) response {
-	f.t.Helper()
-	return f.admin("PUT", "/api/admin/events/"+event, body)
+func (f *bookingFixture) define(event, body string) apitest.Response {
+	f.T.Helper()
+	return f.Admin("PUT", "/api/admin/events/"+event, body)
 }
 
-func (f *bookingFixture) hold(event, session, body string) response {
-	f.t.Helper()
-	return f.do("POST", "/api/events/"+event+"/holds", body, bearer(session))
+func (f *bookingFixture) hold(event, session, body string) apitest.Response {
+	f.T.Helper()
+	return f.Do("POST", "/api/events/"+event+"/holds", body, apitest.Bearer(session))
 }
 
 // origin calls an origin route with the credential of roomID.
-func (f *bookingFixture) origin(roomID, path, body string, headers ...string) response {
-	f.t.Helper()
-	h := bearer(f.origins.Credential(roomID))
+func (f *bookingFixture) origin(roomID, path, body string, headers ...string) apitest.Response {
+	f.T.Helper()
+	h := apitest.Bearer(f.Origins.Credential(roomID))
 	for i := 0; i+1 < len(headers); i += 2 {
 		h[headers[i]] = headers[i+1]
 	}
-	return f.do("POST", path, body, h)
+	return f.Do("POST", path, body, h)
 }
 
-func (f *bookingFixture) confirm(roomID, event, tok, session, key string) response {
-	f.t.Helper()
+func (f *bookingFixture) confirm(roomID, event, tok, session, key string) apitest.Response {
+	f.T.Helper()
 	return f.origin(roomID, "/api/events/"+event+"/holds/"+tok+"/confirm", `{"session":"`+session+`"}`, "Idempotency-Key", key)
 }
 
-func errField(r response, k string) any {
-	e, _ := r.json["error"].(map[string]any)
+func errField(r apitest.Response, k string) any {
+	e, _ := r.JSON["error"].(map[string]any)
 	return e[k]
 }
 
@@ -154,21 +155,21 @@ func TestBookingJourney(t *testing.T) {
 		id := f.passthrough()
 		ev := id // the event is named after its room: the hold checks the session in one script
 
-		wantStatus(t, f.do("PUT", "/api/admin/events/"+ev, `{"seats":["A1"],"sessionLimit":1}`, nil), 401, "unauthorized")
+		apitest.WantStatus(t, f.Do("PUT", "/api/admin/events/"+ev, `{"seats":["A1"],"sessionLimit":1}`, nil), 401, "unauthorized")
 		d := f.define(ev, `{"seats":["A1","A2","A3"],"stock":{"parking":2},"sessionLimit":4,"holdTTLSeconds":60}`)
-		wantStatus(t, d, 200, "")
-		if d.str("room") != id || d.num("seats") != 3 || d.num("holdTTLSeconds") != 60 {
+		apitest.WantStatus(t, d, 200, "")
+		if d.Str("room") != id || d.Num("seats") != 3 || d.Num("holdTTLSeconds") != 60 {
 			t.Fatalf("define: %s", d.Body)
 		}
-		g := f.admin("GET", "/api/admin/events/"+ev, "")
-		wantStatus(t, g, 200, "")
-		if g.str("room") != id || g.json["seats"].(map[string]any)["A2"] != "available" {
+		g := f.Admin("GET", "/api/admin/events/"+ev, "")
+		apitest.WantStatus(t, g, 200, "")
+		if g.Str("room") != id || g.JSON["seats"].(map[string]any)["A2"] != "available" {
 			t.Fatalf("admin get: %s", g.Body)
 		}
-		wantStatus(t, f.do("GET", "/api/admin/events/"+ev, "", nil), 401, "unauthorized")
-		v := f.do("GET", "/api/events/"+ev, "", nil)
-		wantStatus(t, v, 200, "")
-		if v.Headers["Cache-Control"] != "public, max-age=1" || v.json["stock"].(map[string]any)["parking"] != float64(2) {
+		apitest.WantStatus(t, f.Do("GET", "/api/admin/events/"+ev, "", nil), 401, "unauthorized")
+		v := f.Do("GET", "/api/events/"+ev, "", nil)
+		apitest.WantStatus(t, v, 200, "")
+		if v.Headers["Cache-Control"] != "public, max-age=1" || v.JSON["stock"].(map[string]any)["parking"] != float64(2) {
 			t.Fatalf("view: %v %s", v.Headers, v.Body)
 		}
 
@@ -177,97 +178,97 @@ func TestBookingJourney(t *testing.T) {
 
 		// Who may hold: a booking session, nothing else.
 		body := `{"seats":["A1"],"units":{"parking":1}}`
-		wantStatus(t, f.do("POST", "/api/events/"+ev+"/holds", body, nil), 401, "missing_session")
-		wantStatus(t, f.hold(ev, "garbage", body), 401, "invalid_session")
-		wantStatus(t, f.hold(ev, entry, body), 401, "invalid_session")
-		wantStatus(t, f.hold(ev, f.origins.Credential(id), body), 401, "invalid_session")
+		apitest.WantStatus(t, f.Do("POST", "/api/events/"+ev+"/holds", body, nil), 401, "missing_session")
+		apitest.WantStatus(t, f.hold(ev, "garbage", body), 401, "invalid_session")
+		apitest.WantStatus(t, f.hold(ev, entry, body), 401, "invalid_session")
+		apitest.WantStatus(t, f.hold(ev, f.Origins.Credential(id), body), 401, "invalid_session")
 
 		h := f.hold(ev, s1, body)
-		wantStatus(t, h, 201, "")
-		tok := h.str("token")
-		if tok == "" || !strings.HasPrefix(h.str("session"), id+":") || h.str("expiresAt") == "" {
+		apitest.WantStatus(t, h, 201, "")
+		tok := h.Str("token")
+		if tok == "" || !strings.HasPrefix(h.Str("session"), id+":") || h.Str("expiresAt") == "" {
 			t.Fatalf("hold: %s", h.Body)
 		}
 		taken := f.hold(ev, s2, `{"seats":["A1","A2"]}`)
-		wantStatus(t, taken, 409, "seat_taken")
+		apitest.WantStatus(t, taken, 409, "seat_taken")
 		if s, _ := errField(taken, "seats").([]any); len(s) != 1 || s[0] != "A1" {
 			t.Fatalf("seat_taken names %v", errField(taken, "seats"))
 		}
 		short := f.hold(ev, s2, `{"units":{"parking":2}}`)
-		wantStatus(t, short, 409, "sold_out")
+		apitest.WantStatus(t, short, 409, "sold_out")
 		if errField(short, "sku") != "parking" || errField(short, "available") != float64(1) {
 			t.Fatalf("sold_out: %s", short.Body)
 		}
-		wantStatus(t, f.hold(ev, s2, `{"seats":["A2","A3"],"units":{"parking":1},"x":1}`), 400, "bad_json")
-		wantStatus(t, f.hold(ev, s1, `{"seats":["A2","A3","B9"]}`), 404, "unknown_seat")
-		wantStatus(t, f.hold(ev, s1, `{"seats":["A2","A3"],"units":{"parking":1}}`), 409, "session_limit")
+		apitest.WantStatus(t, f.hold(ev, s2, `{"seats":["A2","A3"],"units":{"parking":1},"x":1}`), 400, "bad_json")
+		apitest.WantStatus(t, f.hold(ev, s1, `{"seats":["A2","A3","B9"]}`), 404, "unknown_seat")
+		apitest.WantStatus(t, f.hold(ev, s1, `{"seats":["A2","A3"],"units":{"parking":1}}`), 409, "session_limit")
 		h2 := f.hold(ev, s2, `{"seats":["A2"]}`)
-		wantStatus(t, h2, 201, "")
+		apitest.WantStatus(t, h2, 201, "")
 
 		// Confirm: the origin, with the room's credential and an idempotency key.
-		sess1 := h.str("session")
+		sess1 := h.Str("session")
 		path := "/api/events/" + ev + "/holds/" + tok + "/confirm"
-		wantStatus(t, f.origin(id, path, `{"session":"`+sess1+`"}`), 400, "missing_idempotency_key")
-		wantStatus(t, f.do("POST", path, `{"session":"`+sess1+`"}`, map[string]string{"Idempotency-Key": "pi_1"}), 401, "invalid_origin_credential")
-		wantStatus(t, f.confirm(id+"x", ev, tok, sess1, "pi_1"), 401, "invalid_origin_credential")
-		wantStatus(t, f.confirm(id, ev, tok, h2.str("session"), "pi_1"), 403, "wrong_session")
+		apitest.WantStatus(t, f.origin(id, path, `{"session":"`+sess1+`"}`), 400, "missing_idempotency_key")
+		apitest.WantStatus(t, f.Do("POST", path, `{"session":"`+sess1+`"}`, map[string]string{"Idempotency-Key": "pi_1"}), 401, "invalid_origin_credential")
+		apitest.WantStatus(t, f.confirm(id+"x", ev, tok, sess1, "pi_1"), 401, "invalid_origin_credential")
+		apitest.WantStatus(t, f.confirm(id, ev, tok, h2.Str("session"), "pi_1"), 403, "wrong_session")
 		c := f.confirm(id, ev, tok, sess1, "pi_1")
-		wantStatus(t, c, 201, "")
-		if c.str("type") != booking.OrderConfirmed || c.str("order") != tok || c.str("idempotencyKey") != "pi_1" || c.Headers["Idempotent-Replayed"] != "" {
+		apitest.WantStatus(t, c, 201, "")
+		if c.Str("type") != booking.OrderConfirmed || c.Str("order") != tok || c.Str("idempotencyKey") != "pi_1" || c.Headers["Idempotent-Replayed"] != "" {
 			t.Fatalf("confirm: %v %s", c.Headers, c.Body)
 		}
 		if evs := f.pub.events(); len(evs) != 1 || evs[0].Type != booking.OrderConfirmed || evs[0].Order != tok {
 			t.Fatalf("published %+v, want the one confirmed order", evs)
 		}
-		if p, err := f.eng.Outbox(context.Background(), ev, 100, f.clock.Now().Add(time.Hour)); err != nil || slices.ContainsFunc(p, func(x booking.Pending) bool { return x.Inventory == nil }) {
+		if p, err := f.eng.Outbox(context.Background(), ev, 100, f.Clock.Now().Add(time.Hour)); err != nil || slices.ContainsFunc(p, func(x booking.Pending) bool { return x.Inventory == nil }) {
 			t.Fatalf("outbox after a published confirm: %+v, %v", p, err)
 		}
 		// A retry with the same key: the same order, no second event.
 		r := f.confirm(id, ev, tok, sess1, "pi_1")
-		wantStatus(t, r, 200, "")
-		if r.Headers["Idempotent-Replayed"] != "true" || r.str("order") != tok || r.str("confirmedAt") != c.str("confirmedAt") {
+		apitest.WantStatus(t, r, 200, "")
+		if r.Headers["Idempotent-Replayed"] != "true" || r.Str("order") != tok || r.Str("confirmedAt") != c.Str("confirmedAt") {
 			t.Fatalf("replay: %v %s", r.Headers, r.Body)
 		}
 		if n := len(f.pub.events()); n != 1 {
 			t.Fatalf("%d events after a replay, want 1", n)
 		}
-		wantStatus(t, f.confirm(id, ev, h2.str("token"), h2.str("session"), "pi_1"), 422, "idempotency_key_reused")
-		wantStatus(t, f.confirm(id, ev, tok, sess1, "pi_2"), 409, "already_confirmed")
-		wantStatus(t, f.origin(id, "/api/events/"+ev+"/holds/"+tok+"/release", `{"session":"`+sess1+`"}`), 409, "already_confirmed")
+		apitest.WantStatus(t, f.confirm(id, ev, h2.Str("token"), h2.Str("session"), "pi_1"), 422, "idempotency_key_reused")
+		apitest.WantStatus(t, f.confirm(id, ev, tok, sess1, "pi_2"), 409, "already_confirmed")
+		apitest.WantStatus(t, f.origin(id, "/api/events/"+ev+"/holds/"+tok+"/release", `{"session":"`+sess1+`"}`), 409, "already_confirmed")
 
 		// Compensation: the payment failed after confirm; cancel gives everything back, once.
 		cancel := "/api/events/" + ev + "/orders/" + tok + "/cancel"
-		wantStatus(t, f.do("POST", cancel, `{"reason":"payment_failed"}`, nil), 401, "invalid_origin_credential")
+		apitest.WantStatus(t, f.Do("POST", cancel, `{"reason":"payment_failed"}`, nil), 401, "invalid_origin_credential")
 		x := f.origin(id, cancel, `{"reason":"payment_failed"}`)
-		wantStatus(t, x, 200, "")
-		if x.str("type") != booking.OrderCancelled || x.str("reason") != "payment_failed" || x.str("cancelledAt") == "" {
+		apitest.WantStatus(t, x, 200, "")
+		if x.Str("type") != booking.OrderCancelled || x.Str("reason") != "payment_failed" || x.Str("cancelledAt") == "" {
 			t.Fatalf("cancel: %s", x.Body)
 		}
 		evs := f.pub.events()
 		if len(evs) != 2 || evs[1].Type != booking.OrderCancelled || evs[1].Order != tok {
 			t.Fatalf("published %+v, want confirmed then cancelled", evs)
 		}
-		v = f.do("GET", "/api/events/"+ev, "", nil)
-		if v.json["seats"].(map[string]any)["A1"] != "available" || v.json["stock"].(map[string]any)["parking"] != float64(2) {
+		v = f.Do("GET", "/api/events/"+ev, "", nil)
+		if v.JSON["seats"].(map[string]any)["A1"] != "available" || v.JSON["stock"].(map[string]any)["parking"] != float64(2) {
 			t.Fatalf("after cancel: %s", v.Body)
 		}
 		again := f.origin(id, cancel, `{"reason":"webhook twice"}`)
-		wantStatus(t, again, 200, "")
-		if again.Headers["Idempotent-Replayed"] != "true" || again.str("reason") != "payment_failed" || len(f.pub.events()) != 2 {
+		apitest.WantStatus(t, again, 200, "")
+		if again.Headers["Idempotent-Replayed"] != "true" || again.Str("reason") != "payment_failed" || len(f.pub.events()) != 2 {
 			t.Fatalf("second cancel: %v %s, %d events", again.Headers, again.Body, len(f.pub.events()))
 		}
-		wantStatus(t, f.confirm(id, ev, tok, sess1, "pi_1"), 409, "order_cancelled")
-		wantStatus(t, f.origin(id, "/api/events/"+ev+"/orders/123/cancel", ``), 404, "unknown_order")
+		apitest.WantStatus(t, f.confirm(id, ev, tok, sess1, "pi_1"), 409, "order_cancelled")
+		apitest.WantStatus(t, f.origin(id, "/api/events/"+ev+"/orders/123/cancel", ``), 404, "unknown_order")
 
 		// Release: the hold's seat returns; a second release is no error.
-		rel := "/api/events/" + ev + "/holds/" + h2.str("token") + "/release"
-		wantStatus(t, f.origin(id, rel, `{"session":"`+sess1+`"}`), 403, "wrong_session")
-		wantStatus(t, f.origin(id, rel, `{"session":"`+h2.str("session")+`"}`), 200, "")
-		wantStatus(t, f.origin(id, rel, `{"session":"`+h2.str("session")+`"}`), 200, "")
+		rel := "/api/events/" + ev + "/holds/" + h2.Str("token") + "/release"
+		apitest.WantStatus(t, f.origin(id, rel, `{"session":"`+sess1+`"}`), 403, "wrong_session")
+		apitest.WantStatus(t, f.origin(id, rel, `{"session":"`+h2.Str("session")+`"}`), 200, "")
+		apitest.WantStatus(t, f.origin(id, rel, `{"session":"`+h2.Str("session")+`"}`), 200, "")
 
-		g = f.admin("GET", "/api/admin/events/"+ev, "")
-		cnt := g.json["counters"].(map[string]any)
-		if cnt["holds"] != float64(2) || cnt["confirmed"] != float64(1) || cnt["cancelled"] != float64(1) || cnt["released"] != float64(1) || cnt["live"] != float64(0) || g.str("fence") != h2.str("token") {
+		g = f.Admin("GET", "/api/admin/events/"+ev, "")
+		cnt := g.JSON["counters"].(map[string]any)
+		if cnt["holds"] != float64(2) || cnt["confirmed"] != float64(1) || cnt["cancelled"] != float64(1) || cnt["released"] != float64(1) || cnt["live"] != float64(0) || g.Str("fence") != h2.Str("token") {
 			t.Fatalf("counters: %s", g.Body)
 		}
 	})
@@ -279,21 +280,21 @@ func TestBookingJourney(t *testing.T) {
 func TestBookingStaleAndExpired(t *testing.T) {
 	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
 		id := f.passthrough()
-		wantStatus(t, f.define(id, `{"seats":["A1","A2"],"sessionLimit":2,"holdTTLSeconds":60}`), 200, "")
+		apitest.WantStatus(t, f.define(id, `{"seats":["A1","A2"],"sessionLimit":2,"holdTTLSeconds":60}`), 200, "")
 		_, s1 := f.visitor(id)
 		_, s2 := f.visitor(id)
 		a := f.hold(id, s1, `{"seats":["A1"]}`)
 		b := f.hold(id, s1, `{"seats":["A2"]}`)
-		f.clock.Advance(61 * time.Second)
-		wantStatus(t, f.confirm(id, id, a.str("token"), a.str("session"), "k1"), 410, "hold_expired")
+		f.Clock.Advance(61 * time.Second)
+		apitest.WantStatus(t, f.confirm(id, id, a.Str("token"), a.Str("session"), "k1"), 410, "hold_expired")
 		// b expired too; s2 holds its seat now, with a larger token.
 		c := f.hold(id, s2, `{"seats":["A2"]}`)
-		wantStatus(t, c, 201, "")
-		if nc, nb := atoi(t, c.str("token")), atoi(t, b.str("token")); nc <= nb {
-			t.Fatalf("new token %s not above %s", c.str("token"), b.str("token"))
+		apitest.WantStatus(t, c, 201, "")
+		if nc, nb := atoi(t, c.Str("token")), atoi(t, b.Str("token")); nc <= nb {
+			t.Fatalf("new token %s not above %s", c.Str("token"), b.Str("token"))
 		}
-		wantStatus(t, f.confirm(id, id, b.str("token"), b.str("session"), "k2"), 409, "stale_token")
-		wantStatus(t, f.confirm(id, id, "999", b.str("session"), "k3"), 409, "stale_token")
+		apitest.WantStatus(t, f.confirm(id, id, b.Str("token"), b.Str("session"), "k2"), 409, "stale_token")
+		apitest.WantStatus(t, f.confirm(id, id, "999", b.Str("session"), "k3"), 409, "stale_token")
 		if n := len(f.pub.events()); n != 0 {
 			t.Fatalf("%d events published, want none", n)
 		}
@@ -305,18 +306,18 @@ func TestBookingSessionChecks(t *testing.T) {
 	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
 		id := f.passthrough()
 		other := f.passthrough()
-		wantStatus(t, f.define(id, `{"seats":["A1","A2","A3"],"sessionLimit":3}`), 200, "")
+		apitest.WantStatus(t, f.define(id, `{"seats":["A1","A2","A3"],"sessionLimit":3}`), 200, "")
 		entry, s := f.visitor(id)
 		_, stranger := f.visitor(other)
-		wantStatus(t, f.hold(id, stranger, `{"seats":["A1"]}`), 401, "invalid_session")
-		wantStatus(t, f.hold(id, s, `{"seats":["A1"]}`), 201, "")
+		apitest.WantStatus(t, f.hold(id, stranger, `{"seats":["A1"]}`), 401, "invalid_session")
+		apitest.WantStatus(t, f.hold(id, s, `{"seats":["A1"]}`), 201, "")
 		// The origin completes the session: no more holds.
-		wantStatus(t, f.redeem("/api/complete", entry), 200, "")
-		wantStatus(t, f.hold(id, s, `{"seats":["A2"]}`), 401, "session_ended")
+		apitest.WantStatus(t, f.Redeem("/api/complete", entry), 200, "")
+		apitest.WantStatus(t, f.hold(id, s, `{"seats":["A2"]}`), 401, "session_ended")
 		// A session past its end (600 s): the token itself says so.
 		_, s3 := f.visitor(id)
-		f.clock.Advance(601*time.Second + token.Leeway)
-		wantStatus(t, f.hold(id, s3, `{"seats":["A3"]}`), 401, "session_ended")
+		f.Clock.Advance(601*time.Second + token.Leeway)
+		apitest.WantStatus(t, f.hold(id, s3, `{"seats":["A3"]}`), 401, "session_ended")
 	})
 }
 
@@ -326,14 +327,14 @@ func TestBookingEventOfAnotherRoom(t *testing.T) {
 	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
 		id := f.passthrough()
 		ev := redistest.Room(t)
-		wantStatus(t, f.define(ev, `{"room":"`+id+`","stock":{"ga":10},"sessionLimit":2}`), 200, "")
+		apitest.WantStatus(t, f.define(ev, `{"room":"`+id+`","stock":{"ga":10},"sessionLimit":2}`), 200, "")
 		entry, s := f.visitor(id)
 		h := f.hold(ev, s, `{"units":{"ga":2}}`)
-		wantStatus(t, h, 201, "")
-		wantStatus(t, f.confirm(ev, ev, h.str("token"), h.str("session"), "k"), 401, "invalid_origin_credential")
-		wantStatus(t, f.confirm(id, ev, h.str("token"), h.str("session"), "k"), 201, "")
-		wantStatus(t, f.redeem("/api/complete", entry), 200, "")
-		wantStatus(t, f.hold(ev, s, `{"units":{"ga":1}}`), 401, "session_ended")
+		apitest.WantStatus(t, h, 201, "")
+		apitest.WantStatus(t, f.confirm(ev, ev, h.Str("token"), h.Str("session"), "k"), 401, "invalid_origin_credential")
+		apitest.WantStatus(t, f.confirm(id, ev, h.Str("token"), h.Str("session"), "k"), 201, "")
+		apitest.WantStatus(t, f.Redeem("/api/complete", entry), 200, "")
+		apitest.WantStatus(t, f.hold(ev, s, `{"units":{"ga":1}}`), 401, "session_ended")
 	})
 }
 
@@ -342,31 +343,31 @@ func TestBookingEventOfAnotherRoom(t *testing.T) {
 func TestBookingOutboxWhenPublishFails(t *testing.T) {
 	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
 		id := f.passthrough()
-		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1}`), 200, "")
+		apitest.WantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1}`), 200, "")
 		_, s := f.visitor(id)
 		h := f.hold(id, s, `{"seats":["A1"]}`)
 		f.pub.setFail(true)
-		wantStatus(t, f.confirm(id, id, h.str("token"), h.str("session"), "k"), 201, "")
-		if !strings.Contains(f.logs.String(), "order event left in the outbox") {
-			t.Fatalf("no log of the failed publication: %s", f.logs.String())
+		apitest.WantStatus(t, f.confirm(id, id, h.Str("token"), h.Str("session"), "k"), 201, "")
+		if !strings.Contains(f.Logs.String(), "order event left in the outbox") {
+			t.Fatalf("no log of the failed publication: %s", f.Logs.String())
 		}
 		// Within the grace the sweep leaves it to the route.
 		if sum := f.sweep(f.pub, id); sum.Published != 0 {
 			t.Fatalf("sweep within the grace: %+v", sum)
 		}
 		f.pub.setFail(false)
-		wantStatus(t, f.confirm(id, id, h.str("token"), h.str("session"), "k"), 200, "") // a replay publishes nothing
+		apitest.WantStatus(t, f.confirm(id, id, h.Str("token"), h.Str("session"), "k"), 200, "") // a replay publishes nothing
 		if n := len(f.pub.events()); n != 0 {
 			t.Fatalf("a replay published %d events", n)
 		}
-		f.clock.Advance(orders.Grace)
+		f.Clock.Advance(orders.Grace)
 		if sum := f.sweep(f.pub, id); sum.Published != 1 || sum.Errors != 0 {
 			t.Fatalf("sweep: %+v", sum)
 		}
 		if sum := f.sweep(f.pub, id); sum.Published != 0 {
 			t.Fatalf("second sweep: %+v", sum)
 		}
-		if evs := f.pub.events(); len(evs) != 1 || evs[0].Order != h.str("token") || evs[0].Type != booking.OrderConfirmed {
+		if evs := f.pub.events(); len(evs) != 1 || evs[0].Order != h.Str("token") || evs[0].Type != booking.OrderConfirmed {
 			t.Fatalf("published %+v", evs)
 		}
 	})
@@ -377,15 +378,15 @@ func TestBookingBadInput(t *testing.T) {
 	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
 		id := f.passthrough()
 		_, s := f.visitor(id)
-		wantStatus(t, f.do("GET", "/api/events/bad.id", "", nil), 400, "invalid_event")
-		wantStatus(t, f.do("GET", "/api/events/"+id, "", nil), 404, "unknown_event")
-		wantStatus(t, f.hold(id, s, `{"seats":["A1"]}`), 404, "unknown_event")
-		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":0}`), 400, "invalid_inventory")
-		wantStatus(t, f.define(id, `{"seats":["A1","A1"],"sessionLimit":1}`), 400, "invalid_inventory")
-		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1,"holdTTLSeconds":7200}`), 400, "invalid_inventory")
-		wantStatus(t, f.define(id, `{"room":"no room!","seats":["A1"],"sessionLimit":1}`), 400, "invalid_inventory")
-		wantStatus(t, f.define(id, `{"seats":"A1"}`), 400, "bad_json")
-		wantStatus(t, f.define("bad.id", `{"seats":["A1"],"sessionLimit":1}`), 400, "invalid_event")
+		apitest.WantStatus(t, f.Do("GET", "/api/events/bad.id", "", nil), 400, "invalid_event")
+		apitest.WantStatus(t, f.Do("GET", "/api/events/"+id, "", nil), 404, "unknown_event")
+		apitest.WantStatus(t, f.hold(id, s, `{"seats":["A1"]}`), 404, "unknown_event")
+		apitest.WantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":0}`), 400, "invalid_inventory")
+		apitest.WantStatus(t, f.define(id, `{"seats":["A1","A1"],"sessionLimit":1}`), 400, "invalid_inventory")
+		apitest.WantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1,"holdTTLSeconds":7200}`), 400, "invalid_inventory")
+		apitest.WantStatus(t, f.define(id, `{"room":"no room!","seats":["A1"],"sessionLimit":1}`), 400, "invalid_inventory")
+		apitest.WantStatus(t, f.define(id, `{"seats":"A1"}`), 400, "bad_json")
+		apitest.WantStatus(t, f.define("bad.id", `{"seats":["A1"],"sessionLimit":1}`), 400, "invalid_event")
 		// A venue's seat list is larger than 8 KiB: this route takes up to 1 MiB.
 		many := make([]string, 3000)
 		for i := range many {
@@ -395,34 +396,34 @@ func TestBookingBadInput(t *testing.T) {
 		if len(big) <= api.MaxBody {
 			t.Fatalf("seat list of %d bytes is not over MaxBody", len(big))
 		}
-		wantStatus(t, f.define(id, big), 200, "")
-		wantStatus(t, f.define(id, `{"seats":["`+strings.Repeat("A", api.MaxEventBody)+`"],"sessionLimit":1}`), 413, "body_too_large")
-		wantStatus(t, f.hold(id, s, `{"seats":["`+strings.Repeat("A", api.MaxBody)+`"]}`), 413, "body_too_large")
+		apitest.WantStatus(t, f.define(id, big), 200, "")
+		apitest.WantStatus(t, f.define(id, `{"seats":["`+strings.Repeat("A", api.MaxEventBody)+`"],"sessionLimit":1}`), 413, "body_too_large")
+		apitest.WantStatus(t, f.hold(id, s, `{"seats":["`+strings.Repeat("A", api.MaxBody)+`"]}`), 413, "body_too_large")
 
-		wantStatus(t, f.hold(id, s, ``), 400, "bad_json")
-		wantStatus(t, f.hold(id, s, `{"seats":["S1","S1"]}`), 400, "invalid_request")
-		wantStatus(t, f.hold(id, s, `{}`), 400, "invalid_request")
-		wantStatus(t, f.hold(id, s, `{"units":{"ga":1}}`), 404, "unknown_sku")
+		apitest.WantStatus(t, f.hold(id, s, ``), 400, "bad_json")
+		apitest.WantStatus(t, f.hold(id, s, `{"seats":["S1","S1"]}`), 400, "invalid_request")
+		apitest.WantStatus(t, f.hold(id, s, `{}`), 400, "invalid_request")
+		apitest.WantStatus(t, f.hold(id, s, `{"units":{"ga":1}}`), 404, "unknown_sku")
 		h := f.hold(id, s, `{"seats":["S1"]}`)
-		wantStatus(t, h, 201, "")
+		apitest.WantStatus(t, h, 201, "")
 		// A new definition while a hold is live is refused.
-		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1}`), 409, "event_in_use")
+		apitest.WantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1}`), 409, "event_in_use")
 		for _, tok := range []string{"abc", "0", "-1", "0012", "99999999999999999999"} {
-			wantStatus(t, f.confirm(id, id, tok, h.str("session"), "k"), 400, "invalid_request")
+			apitest.WantStatus(t, f.confirm(id, id, tok, h.Str("session"), "k"), 400, "invalid_request")
 		}
-		wantStatus(t, f.confirm(id, id, h.str("token"), h.str("session"), "bad key!"), 400, "invalid_request")
-		wantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+h.str("token")+"/confirm", `not json`, "Idempotency-Key", "k"), 400, "bad_json")
-		wantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+h.str("token")+"/release", `{"session":""}`), 400, "invalid_request")
-		wantStatus(t, f.origin(id, "/api/events/"+id+"/orders/"+h.str("token")+"/cancel", `{"reason":"`+strings.Repeat("x", 201)+`"}`), 400, "invalid_request")
-		wantStatus(t, f.do("DELETE", "/api/events/"+id, "", nil), 405, "method_not_allowed")
-		wantStatus(t, f.do("POST", "/api/events/"+id+"/holds//confirm", "", nil), 404, "unknown_route")
+		apitest.WantStatus(t, f.confirm(id, id, h.Str("token"), h.Str("session"), "bad key!"), 400, "invalid_request")
+		apitest.WantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+h.Str("token")+"/confirm", `not json`, "Idempotency-Key", "k"), 400, "bad_json")
+		apitest.WantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+h.Str("token")+"/release", `{"session":""}`), 400, "invalid_request")
+		apitest.WantStatus(t, f.origin(id, "/api/events/"+id+"/orders/"+h.Str("token")+"/cancel", `{"reason":"`+strings.Repeat("x", 201)+`"}`), 400, "invalid_request")
+		apitest.WantStatus(t, f.Do("DELETE", "/api/events/"+id, "", nil), 405, "method_not_allowed")
+		apitest.WantStatus(t, f.Do("POST", "/api/events/"+id+"/holds//confirm", "", nil), 404, "unknown_route")
 	})
 }
 
 // Without a booking engine the booking routes do not exist.
 func TestBookingDisabled(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, f *fixture) {
-		wantStatus(t, f.do("GET", "/api/events/ev", "", nil), 404, "unknown_route")
+	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
+		apitest.WantStatus(t, f.Do("GET", "/api/events/ev", "", nil), 404, "unknown_route")
 	})
 }
 
@@ -443,26 +444,26 @@ func TestBookingHoldsEndWithTheSession(t *testing.T) {
 	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
 		id := f.passthrough()
 		ev2 := redistest.Room(t)
-		wantStatus(t, f.define(id, `{"seats":["A1","A2","A3"],"sessionLimit":4,"holdTTLSeconds":3600}`), 200, "")
-		wantStatus(t, f.define(ev2, `{"room":"`+id+`","stock":{"ga":3},"sessionLimit":4,"holdTTLSeconds":3600}`), 200, "")
+		apitest.WantStatus(t, f.define(id, `{"seats":["A1","A2","A3"],"sessionLimit":4,"holdTTLSeconds":3600}`), 200, "")
+		apitest.WantStatus(t, f.define(ev2, `{"room":"`+id+`","stock":{"ga":3},"sessionLimit":4,"holdTTLSeconds":3600}`), 200, "")
 		entry, s1 := f.visitor(id)
 		h := f.hold(id, s1, `{"seats":["A1"]}`)
-		wantStatus(t, h, 201, "")
+		apitest.WantStatus(t, h, 201, "")
 		u := f.hold(ev2, s1, `{"units":{"ga":2}}`)
-		wantStatus(t, u, 201, "")
+		apitest.WantStatus(t, u, 201, "")
 
-		wantStatus(t, f.redeem("/api/complete", entry), 200, "")
-		v := f.do("GET", "/api/events/"+id, "", nil)
-		if v.json["seats"].(map[string]any)["A1"] != "available" {
+		apitest.WantStatus(t, f.Redeem("/api/complete", entry), 200, "")
+		v := f.Do("GET", "/api/events/"+id, "", nil)
+		if v.JSON["seats"].(map[string]any)["A1"] != "available" {
 			t.Fatalf("A1 after complete: %s", v.Body)
 		}
-		if v := f.do("GET", "/api/events/"+ev2, "", nil); v.json["stock"].(map[string]any)["ga"] != float64(3) {
+		if v := f.Do("GET", "/api/events/"+ev2, "", nil); v.JSON["stock"].(map[string]any)["ga"] != float64(3) {
 			t.Fatalf("stock after complete: %s", v.Body)
 		}
-		wantStatus(t, f.confirm(id, id, h.str("token"), h.str("session"), "late"), 409, "stale_token")
-		wantStatus(t, f.confirm(id, ev2, u.str("token"), u.str("session"), "late"), 409, "stale_token")
-		g := f.admin("GET", "/api/admin/events/"+id, "")
-		if g.json["counters"].(map[string]any)["ended"] != float64(1) || atoi(t, g.str("fence")) <= atoi(t, h.str("token")) {
+		apitest.WantStatus(t, f.confirm(id, id, h.Str("token"), h.Str("session"), "late"), 409, "stale_token")
+		apitest.WantStatus(t, f.confirm(id, ev2, u.Str("token"), u.Str("session"), "late"), 409, "stale_token")
+		g := f.Admin("GET", "/api/admin/events/"+id, "")
+		if g.JSON["counters"].(map[string]any)["ended"] != float64(1) || atoi(t, g.Str("fence")) <= atoi(t, h.Str("token")) {
 			t.Fatalf("after complete: %s", g.Body)
 		}
 
@@ -471,18 +472,18 @@ func TestBookingHoldsEndWithTheSession(t *testing.T) {
 		_, s3 := f.visitor(id)
 		h2 := f.hold(id, s2, `{"seats":["A2"]}`)
 		h3 := f.hold(id, s3, `{"seats":["A3"]}`)
-		wantStatus(t, h3, 201, "")
-		f.clock.Advance(601 * time.Second)
-		wantStatus(t, f.confirm(id, id, h2.str("token"), h2.str("session"), "late2"), 409, "stale_token")
-		if _, err := f.q.Tick(context.Background(), id); err != nil {
+		apitest.WantStatus(t, h3, 201, "")
+		f.Clock.Advance(601 * time.Second)
+		apitest.WantStatus(t, f.confirm(id, id, h2.Str("token"), h2.Str("session"), "late2"), 409, "stale_token")
+		if _, err := f.Q.Tick(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
 		sum := f.sweep(nil, id)
 		if sum.Ended != 1 || sum.Errors != 0 {
 			t.Fatalf("sweep: %+v, want session 3's hold ended", sum)
 		}
-		v = f.do("GET", "/api/events/"+id, "", nil)
-		if st := v.json["seats"].(map[string]any); st["A2"] != "available" || st["A3"] != "available" {
+		v = f.Do("GET", "/api/events/"+id, "", nil)
+		if st := v.JSON["seats"].(map[string]any); st["A2"] != "available" || st["A3"] != "available" {
 			t.Fatalf("after the timeout and the sweep: %s", v.Body)
 		}
 	})
@@ -494,22 +495,22 @@ func TestBookingHoldsEndWithTheSession(t *testing.T) {
 func TestBookingDefinitionEdges(t *testing.T) {
 	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
 		id := f.passthrough()
-		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1,"holdTTLSeconds":0}`), 400, "invalid_inventory")
-		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1,"holdTTLSeconds":-1}`), 400, "invalid_inventory")
-		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1,"holdTTLSeconds":3601}`), 400, "invalid_inventory")
-		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1,"holdTTLSeconds":1}`), 200, "")
+		apitest.WantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1,"holdTTLSeconds":0}`), 400, "invalid_inventory")
+		apitest.WantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1,"holdTTLSeconds":-1}`), 400, "invalid_inventory")
+		apitest.WantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1,"holdTTLSeconds":3601}`), 400, "invalid_inventory")
+		apitest.WantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1,"holdTTLSeconds":1}`), 200, "")
 		d := f.define(id, `{"seats":["A1"],"sessionLimit":1}`)
-		wantStatus(t, d, 200, "")
-		if d.num("holdTTLSeconds") != 300 {
+		apitest.WantStatus(t, d, 200, "")
+		if d.Num("holdTTLSeconds") != 300 {
 			t.Fatalf("default TTL: %s", d.Body)
 		}
-		e := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
-		c := f.redeem("/api/consume", e.str("entryToken"))
-		wantStatus(t, c, 200, "")
-		h := f.hold(id, c.str("bookingSession"), `{"seats":["A1"]}`)
-		wantStatus(t, h, 201, "")
-		if c.str("session") == "" || c.str("session") != h.str("session") || !strings.HasPrefix(c.str("session"), id+":") {
-			t.Fatalf("consume's session %q, the hold's %q", c.str("session"), h.str("session"))
+		e := f.Do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+		c := f.Redeem("/api/consume", e.Str("entryToken"))
+		apitest.WantStatus(t, c, 200, "")
+		h := f.hold(id, c.Str("bookingSession"), `{"seats":["A1"]}`)
+		apitest.WantStatus(t, h, 201, "")
+		if c.Str("session") == "" || c.Str("session") != h.Str("session") || !strings.HasPrefix(c.Str("session"), id+":") {
+			t.Fatalf("consume's session %q, the hold's %q", c.Str("session"), h.Str("session"))
 		}
 	})
 }
@@ -520,42 +521,42 @@ func TestBookingExtend(t *testing.T) {
 	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
 		id := f.passthrough()
 		d := f.define(id, `{"seats":["A1","A2"],"sessionLimit":2,"holdTTLSeconds":60,"maxHoldExtensions":2,"maxHoldSeconds":150}`)
-		wantStatus(t, d, 200, "")
-		if d.num("maxHoldExtensions") != 2 || d.num("maxHoldSeconds") != 150 {
+		apitest.WantStatus(t, d, 200, "")
+		if d.Num("maxHoldExtensions") != 2 || d.Num("maxHoldSeconds") != 150 {
 			t.Fatalf("define: %s", d.Body)
 		}
 		_, s := f.visitor(id)
 		h := f.hold(id, s, `{"seats":["A1"]}`)
-		tok, sess := h.str("token"), h.str("session")
-		ext := func(n int) response {
+		tok, sess := h.Str("token"), h.Str("session")
+		ext := func(n int) apitest.Response {
 			return f.origin(id, "/api/events/"+id+"/holds/"+tok+"/extend", `{"session":"`+sess+`","extension":`+strconv.Itoa(n)+`}`)
 		}
-		f.clock.Advance(50 * time.Second)
+		f.Clock.Advance(50 * time.Second)
 		x := ext(1)
-		wantStatus(t, x, 200, "")
-		want := f.clock.Now().Add(time.Minute).UTC().Format(time.RFC3339)
-		if x.str("expiresAt") != want || x.num("extensions") != 1 || x.str("token") != tok || x.Headers["Idempotent-Replayed"] != "" {
+		apitest.WantStatus(t, x, 200, "")
+		want := f.Clock.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+		if x.Str("expiresAt") != want || x.Num("extensions") != 1 || x.Str("token") != tok || x.Headers["Idempotent-Replayed"] != "" {
 			t.Fatalf("extend: %s, want expiresAt %s", x.Body, want)
 		}
 		r := ext(1)
-		wantStatus(t, r, 200, "")
-		if r.Headers["Idempotent-Replayed"] != "true" || r.str("expiresAt") != want {
+		apitest.WantStatus(t, r, 200, "")
+		if r.Headers["Idempotent-Replayed"] != "true" || r.Str("expiresAt") != want {
 			t.Fatalf("retried extend: %v %s", r.Headers, r.Body)
 		}
-		wantStatus(t, ext(3), 409, "extension_limit")
-		wantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+tok+"/extend", `{"session":"`+sess+`"}`), 400, "bad_json")
-		wantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+tok+"/extend", `{"session":"`+sess+`","extension":0}`), 400, "invalid_request")
-		wantStatus(t, f.do("POST", "/api/events/"+id+"/holds/"+tok+"/extend", `{"session":"`+sess+`","extension":2}`, nil), 401, "invalid_origin_credential")
-		f.clock.Advance(30 * time.Second) // past the first TTL: still held
-		wantStatus(t, f.confirm(id, id, tok, sess, "pay"), 201, "")
-		wantStatus(t, ext(2), 409, "already_confirmed")
+		apitest.WantStatus(t, ext(3), 409, "extension_limit")
+		apitest.WantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+tok+"/extend", `{"session":"`+sess+`"}`), 400, "bad_json")
+		apitest.WantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+tok+"/extend", `{"session":"`+sess+`","extension":0}`), 400, "invalid_request")
+		apitest.WantStatus(t, f.Do("POST", "/api/events/"+id+"/holds/"+tok+"/extend", `{"session":"`+sess+`","extension":2}`, nil), 401, "invalid_origin_credential")
+		f.Clock.Advance(30 * time.Second) // past the first TTL: still held
+		apitest.WantStatus(t, f.confirm(id, id, tok, sess, "pay"), 201, "")
+		apitest.WantStatus(t, ext(2), 409, "already_confirmed")
 
 		_, s2 := f.visitor(id)
 		h2 := f.hold(id, s2, `{"seats":["A2"]}`)
-		f.clock.Advance(61 * time.Second)
-		wantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+h2.str("token")+"/extend", `{"session":"`+h2.str("session")+`","extension":1}`), 410, "hold_expired")
-		g := f.admin("GET", "/api/admin/events/"+id, "")
-		if g.json["counters"].(map[string]any)["extended"] != float64(1) || g.num("maxHoldSeconds") != 150 || g.num("holdTTLSeconds") != 60 {
+		f.Clock.Advance(61 * time.Second)
+		apitest.WantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+h2.Str("token")+"/extend", `{"session":"`+h2.Str("session")+`","extension":1}`), 410, "hold_expired")
+		g := f.Admin("GET", "/api/admin/events/"+id, "")
+		if g.JSON["counters"].(map[string]any)["extended"] != float64(1) || g.Num("maxHoldSeconds") != 150 || g.Num("holdTTLSeconds") != 60 {
 			t.Fatalf("admin get: %s", g.Body)
 		}
 	})
@@ -588,29 +589,29 @@ func TestBookingDefinitionsSurviveTotalLoss(t *testing.T) {
 			clk := testkit.FixedClock(time.Now().Truncate(time.Second))
 			store := durable.Disk{Dir: t.TempDir()}
 			b := &bookingFixture{eng: bookingdb.New(rdb, bookingdb.WithClock(clk.Now), bookingdb.WithDefinitions(durable.Events(store))), pub: &recorder{}}
-			b.fixture = newFixtureOn(t, roomdb.New(rdb, roomdb.WithClock(clk.Now)), clk, func(k *token.Keys, o *api.Options) {
+			b.Fixture = apitest.NewFixtureOn(t, roomdb.New(rdb, roomdb.WithClock(clk.Now)), clk, func(k *token.Keys, o *api.Options) {
 				o.Booking, o.Sessions, o.Orders = b.eng, token.NewBookingSessions(k.TicketSecret, "vestibule"), b.pub
 			})
 			f := b
 			id := f.passthrough()
 			ev2 := redistest.Room(t)
-			wantStatus(t, f.define(id, `{"seats":["A1","A2"],"stock":{"ga":5},"sessionLimit":2,"holdTTLSeconds":90,"maxHoldExtensions":1}`), 200, "")
-			wantStatus(t, f.define(ev2, `{"room":"`+id+`","stock":{"ga":3},"sessionLimit":1}`), 200, "")
+			apitest.WantStatus(t, f.define(id, `{"seats":["A1","A2"],"stock":{"ga":5},"sessionLimit":2,"holdTTLSeconds":90,"maxHoldExtensions":1}`), 200, "")
+			apitest.WantStatus(t, f.define(ev2, `{"room":"`+id+`","stock":{"ga":3},"sessionLimit":1}`), 200, "")
 			_, s := f.visitor(id)
 			h := f.hold(id, s, `{"seats":["A1"]}`)
-			wantStatus(t, h, 201, "")
+			apitest.WantStatus(t, h, 201, "")
 
 			lose(t, rdb, id, ev2)
-			g := f.admin("GET", "/api/admin/events/"+id, "")
-			wantStatus(t, g, 200, "")
-			if g.str("room") != id || g.num("holdTTLSeconds") != 90 || g.num("sessionLimit") != 2 || g.num("maxHoldExtensions") != 1 ||
-				g.json["seats"].(map[string]any)["A1"] != "available" || g.json["stock"].(map[string]any)["ga"] != float64(5) {
+			g := f.Admin("GET", "/api/admin/events/"+id, "")
+			apitest.WantStatus(t, g, 200, "")
+			if g.Str("room") != id || g.Num("holdTTLSeconds") != 90 || g.Num("sessionLimit") != 2 || g.Num("maxHoldExtensions") != 1 ||
+				g.JSON["seats"].(map[string]any)["A1"] != "available" || g.JSON["stock"].(map[string]any)["ga"] != float64(5) {
 				t.Fatalf("after a total loss: %s", g.Body)
 			}
-			if v := f.do("GET", "/api/events/"+ev2, "", nil); v.StatusCode != 200 || v.json["stock"].(map[string]any)["ga"] != float64(3) {
+			if v := f.Do("GET", "/api/events/"+ev2, "", nil); v.StatusCode != 200 || v.JSON["stock"].(map[string]any)["ga"] != float64(3) {
 				t.Fatalf("the other event after a total loss: %d %s", v.StatusCode, v.Body)
 			}
-			wantStatus(t, f.do("GET", "/api/events/"+redistest.Room(t), "", nil), 404, "unknown_event")
+			apitest.WantStatus(t, f.Do("GET", "/api/events/"+redistest.Room(t), "", nil), 404, "unknown_event")
 		})
 	}
 }
@@ -621,15 +622,15 @@ func TestBookingDefinitionsSurviveTotalLoss(t *testing.T) {
 func TestBookingInventoryEventsReachTheBus(t *testing.T) {
 	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
 		id := f.passthrough()
-		wantStatus(t, f.define(id, `{"seats":["A1","A2"],"sessionLimit":2,"maxHoldExtensions":1}`), 200, "")
+		apitest.WantStatus(t, f.define(id, `{"seats":["A1","A2"],"sessionLimit":2,"maxHoldExtensions":1}`), 200, "")
 		entry, s := f.visitor(id)
 		h := f.hold(id, s, `{"seats":["A1"]}`)
-		f.clock.Advance(time.Second)
-		wantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+h.str("token")+"/extend", `{"session":"`+h.str("session")+`","extension":1}`), 200, "")
-		wantStatus(t, f.confirm(id, id, h.str("token"), h.str("session"), "pay"), 201, "")
-		wantStatus(t, f.hold(id, s, `{"seats":["A2"]}`), 201, "")
-		wantStatus(t, f.redeem("/api/complete", entry), 200, "")
-		f.clock.Advance(orders.Grace)
+		f.Clock.Advance(time.Second)
+		apitest.WantStatus(t, f.origin(id, "/api/events/"+id+"/holds/"+h.Str("token")+"/extend", `{"session":"`+h.Str("session")+`","extension":1}`), 200, "")
+		apitest.WantStatus(t, f.confirm(id, id, h.Str("token"), h.Str("session"), "pay"), 201, "")
+		apitest.WantStatus(t, f.hold(id, s, `{"seats":["A2"]}`), 201, "")
+		apitest.WantStatus(t, f.Redeem("/api/complete", entry), 200, "")
+		f.Clock.Advance(orders.Grace)
 		var buf strings.Builder
 		sum := f.sweep(orders.NewLog(&buf), id)
 		if sum.Errors != 0 {
@@ -669,7 +670,7 @@ func TestBookingOrdersPages(t *testing.T) {
 		for i := range seats {
 			seats[i] = `"S` + strconv.Itoa(i) + `"`
 		}
-		wantStatus(t, f.define(id, `{"seats":[`+strings.Join(seats, ",")+`],"sessionLimit":1000}`), 200, "")
+		apitest.WantStatus(t, f.define(id, `{"seats":[`+strings.Join(seats, ",")+`],"sessionLimit":1000}`), 200, "")
 		for i := range 600 {
 			h, err := f.eng.Hold(context.Background(), id, "r:1", booking.Request{Seats: []string{"S" + strconv.Itoa(i)}})
 			if err != nil {
@@ -687,8 +688,8 @@ func TestBookingOrdersPages(t *testing.T) {
 		}
 		seen, cancelled, pages := map[string]bool{}, 0, 0
 		for cursor := "0"; pages < 100; pages++ {
-			g := f.admin("GET", "/api/admin/events/"+id+"/orders?cursor="+cursor, "")
-			wantStatus(t, g, 200, "")
+			g := f.Admin("GET", "/api/admin/events/"+id+"/orders?cursor="+cursor, "")
+			apitest.WantStatus(t, g, 200, "")
 			var page struct {
 				Orders []booking.OrderEvent
 				Next   string
@@ -712,7 +713,7 @@ func TestBookingOrdersPages(t *testing.T) {
 		// The orders were made on the engine, not the routes: their events stay in the outbox of the
 		// shared Redis, where another test's sweep would find them. Take them out.
 		for {
-			p, err := f.eng.Outbox(context.Background(), id, 1000, f.clock.Now().Add(time.Hour))
+			p, err := f.eng.Outbox(context.Background(), id, 1000, f.Clock.Now().Add(time.Hour))
 			if err != nil || len(p) == 0 {
 				break
 			}
@@ -724,9 +725,9 @@ func TestBookingOrdersPages(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		wantStatus(t, f.admin("GET", "/api/admin/events/"+id+"/orders?cursor=x", ""), 400, "invalid_request")
-		wantStatus(t, f.admin("GET", "/api/admin/events/"+redistest.Room(t)+"/orders", ""), 404, "unknown_event")
-		wantStatus(t, f.do("GET", "/api/admin/events/"+id+"/orders", "", nil), 401, "unauthorized")
+		apitest.WantStatus(t, f.Admin("GET", "/api/admin/events/"+id+"/orders?cursor=x", ""), 400, "invalid_request")
+		apitest.WantStatus(t, f.Admin("GET", "/api/admin/events/"+redistest.Room(t)+"/orders", ""), 404, "unknown_event")
+		apitest.WantStatus(t, f.Do("GET", "/api/admin/events/"+id+"/orders", "", nil), 401, "unauthorized")
 	})
 }
 
@@ -734,27 +735,27 @@ func TestBookingOrdersPages(t *testing.T) {
 // Complete, so it releases the session's holds at once too.
 func TestBookingGateLeaveReleasesHolds(t *testing.T) {
 	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
-		k := keys(t)
+		k := apitest.Keys(t)
 		ring, err := k.GateKeys()
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.entries = token.NewEntries(k.Entry, "vestibule")
-		f.tickets = token.NewTickets(k.TicketSecret, "vestibule")
-		f.origins = token.NewOrigins(k.TicketSecret)
+		f.Entries = token.NewEntries(k.Entry, "vestibule")
+		f.Tickets = token.NewTickets(k.TicketSecret, "vestibule")
+		f.Origins = token.NewOrigins(k.TicketSecret)
 		def := room.DefaultConfig()
-		def.OriginURL = site
-		f.h = api.New(api.Options{
-			Queue: f.q, Tickets: f.tickets, Entries: f.entries, Origins: f.origins,
-			AdminAuth: api.AdminKey, AdminKey: adminKey, DefaultRoom: def,
-			Clock: f.clock.Now, Jitter: func() float64 { return 1 },
+		def.OriginURL = apitest.Site
+		f.H = api.New(api.Options{
+			Queue: f.Q, Tickets: f.Tickets, Entries: f.Entries, Origins: f.Origins,
+			AdminAuth: api.AdminKey, AdminKey: apitest.AdminKey, DefaultRoom: def,
+			Clock: f.Clock.Now, Jitter: func() float64 { return 1 },
 			Gate: &api.GateOptions{Keys: ring}, Booking: f.eng,
 		})
-		tok, _ := f.admit(`{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`)
-		claims, _ := f.entries.Verify(tok, f.clock.Now())
+		tok, _ := f.Admit(`{"mode":"passthrough","gate":true,"originUrl":"` + apitest.Site + `"}`)
+		claims, _ := f.Entries.Verify(tok, f.Clock.Now())
 		id := claims.Room
-		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1}`), 200, "")
-		c := setCookie(t, f.enter("site.example", tok, "/"))
+		apitest.WantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1}`), 200, "")
+		c := apitest.SetCookie(t, f.Enter("site.example", tok, "/"))
 		ends, err := f.rdb.ZScore(t.Context(), roomdb.KeysFor(id).Active, strconv.FormatInt(claims.Seq, 10)).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -764,15 +765,15 @@ func TestBookingGateLeaveReleasesHolds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev := event("POST", "/.vestibule/leave", "", map[string]string{"x-forwarded-host": "site.example",
+		ev := apitest.Event("POST", "/.vestibule/leave", "", map[string]string{"x-forwarded-host": "site.example",
 			"origin": "https://site.example", "sec-fetch-site": "same-origin"})
 		ev.Cookies = []string{gate.CookieName + "=" + c.Value}
-		if r := f.send(ev); r.StatusCode != 303 {
+		if r := f.Send(ev); r.StatusCode != 303 {
 			t.Fatalf("leave: %d %s", r.StatusCode, r.Body)
 		}
 		if v, err := f.eng.View(t.Context(), id); err != nil || v.Seats["A1"] != booking.SeatAvailable || v.Ended != 1 {
 			t.Fatalf("after the gate's leave: %+v, %v", v, err)
 		}
-		wantStatus(t, f.confirm(id, id, strconv.FormatInt(h.Token, 10), h.Session, "late"), 409, "stale_token")
+		apitest.WantStatus(t, f.confirm(id, id, strconv.FormatInt(h.Token, 10), h.Session, "late"), 409, "stale_token")
 	})
 }

@@ -1,6 +1,7 @@
 package bookingapi_test
 
 import (
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func storedFixture(t *testing.T, rdb redis.UniversalClient) (*bookingFixture, du
 	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
 	store := durable.Disk{Dir: t.TempDir()}
 	b := &bookingFixture{pub: &recorder{}, rdb: rdb}
-	b.fixture = newFixtureOn(t, roomdb.New(rdb, roomdb.WithClock(clk.Now)), clk, func(k *token.Keys, o *api.Options) {
+	b.Fixture = apitest.NewFixtureOn(t, roomdb.New(rdb, roomdb.WithClock(clk.Now)), clk, func(k *token.Keys, o *api.Options) {
 		b.eng = bookingdb.New(rdb, bookingdb.WithClock(clk.Now), bookingdb.WithDefinitions(durable.Events(store)))
 		o.Booking, o.Sessions, o.Orders = b.eng, token.NewBookingSessions(k.TicketSecret, "vestibule"), b.pub
 	})
@@ -41,47 +42,47 @@ func TestBookingSaleAcrossTotalLossSellsNothingTwice(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f, _ := storedFixture(t, rdb)
 			id := f.passthrough()
-			wantStatus(t, f.define(id, `{"seats":["A1","A2"],"stock":{"ga":3},"sessionLimit":4}`), 200, "")
+			apitest.WantStatus(t, f.define(id, `{"seats":["A1","A2"],"stock":{"ga":3},"sessionLimit":4}`), 200, "")
 			_, s := f.visitor(id)
 			h := f.hold(id, s, `{"seats":["A1"],"units":{"ga":3}}`)
-			wantStatus(t, h, 201, "")
-			o := f.confirm(id, id, h.str("token"), h.str("session"), "pay-1")
-			wantStatus(t, o, 201, "")
+			apitest.WantStatus(t, h, 201, "")
+			o := f.confirm(id, id, h.Str("token"), h.Str("session"), "pay-1")
+			apitest.WantStatus(t, o, 201, "")
 
 			lose(t, rdb, id)
 			_, s2 := f.visitor(id)
 			r := f.hold(id, s2, `{"seats":["A1"]}`)
-			wantStatus(t, r, 503, "event_recovering")
-			if r.Headers["Retry-After"] != "30" || strings.Contains(f.logs.String(), metrics.RedisErrors) {
+			apitest.WantStatus(t, r, 503, "event_recovering")
+			if r.Headers["Retry-After"] != "30" || strings.Contains(f.Logs.String(), metrics.RedisErrors) {
 				t.Fatalf("a closed event's hold: Retry-After %q; counted as a Redis error: %v", r.Headers["Retry-After"],
-					strings.Contains(f.logs.String(), metrics.RedisErrors))
+					strings.Contains(f.Logs.String(), metrics.RedisErrors))
 			}
-			if v := f.do("GET", "/api/events/"+id, "", nil); v.StatusCode != 200 || v.json["recovering"] != true {
+			if v := f.Do("GET", "/api/events/"+id, "", nil); v.StatusCode != 200 || v.JSON["recovering"] != true {
 				t.Fatalf("the public view while closed: %d %s", v.StatusCode, v.Body)
 			}
-			g := f.admin("GET", "/api/admin/events/"+id, "")
-			if rs, _ := g.json["restore"].(map[string]any); rs["state"] != "recovering" || rs["restoredAt"] == nil {
+			g := f.Admin("GET", "/api/admin/events/"+id, "")
+			if rs, _ := g.JSON["restore"].(map[string]any); rs["state"] != "recovering" || rs["restoredAt"] == nil {
 				t.Fatalf("the admin view while closed: %s", g.Body)
 			}
-			body := `{"orders":[{"order":"` + o.str("order") + `","seats":["A1"],"units":{"ga":3}}],"reopen":true}`
-			rb := f.admin("POST", "/api/admin/events/"+id+"/rebuild", body)
-			if rb.StatusCode != 200 || rb.num("added") != 1 || rb.json["recovering"] != false {
+			body := `{"orders":[{"order":"` + o.Str("order") + `","seats":["A1"],"units":{"ga":3}}],"reopen":true}`
+			rb := f.Admin("POST", "/api/admin/events/"+id+"/rebuild", body)
+			if rb.StatusCode != 200 || rb.Num("added") != 1 || rb.JSON["recovering"] != false {
 				t.Fatalf("rebuild: %d %s", rb.StatusCode, rb.Body)
 			}
-			wantStatus(t, f.admin("POST", "/api/admin/events/"+id+"/rebuild", body), 409, "event_open")
+			apitest.WantStatus(t, f.Admin("POST", "/api/admin/events/"+id+"/rebuild", body), 409, "event_open")
 			taken := f.hold(id, s2, `{"seats":["A1"]}`)
-			wantStatus(t, taken, 409, "seat_taken")
-			wantStatus(t, f.hold(id, s2, `{"units":{"ga":1}}`), 409, "sold_out")
+			apitest.WantStatus(t, taken, 409, "seat_taken")
+			apitest.WantStatus(t, f.hold(id, s2, `{"units":{"ga":1}}`), 409, "sold_out")
 			h2 := f.hold(id, s2, `{"seats":["A2"]}`)
-			wantStatus(t, h2, 201, "")
-			if h2.str("token") <= o.str("order") { // same length: decimal order is numeric order
-				t.Fatalf("a hold after the rebuild has token %s, not above the recorded %s", h2.str("token"), o.str("order"))
+			apitest.WantStatus(t, h2, 201, "")
+			if h2.Str("token") <= o.Str("order") { // same length: decimal order is numeric order
+				t.Fatalf("a hold after the rebuild has token %s, not above the recorded %s", h2.Str("token"), o.Str("order"))
 			}
-			g = f.admin("GET", "/api/admin/events/"+id, "")
-			if rs, _ := g.json["restore"].(map[string]any); rs["state"] != "reopened" || rs["rebuiltOrders"] != float64(1) {
+			g = f.Admin("GET", "/api/admin/events/"+id, "")
+			if rs, _ := g.JSON["restore"].(map[string]any); rs["state"] != "reopened" || rs["rebuiltOrders"] != float64(1) {
 				t.Fatalf("the admin view after the rebuild: %s", g.Body)
 			}
-			log := f.admin("GET", "/api/admin/rooms/"+id+"/log", "")
+			log := f.Admin("GET", "/api/admin/rooms/"+id+"/log", "")
 			if !strings.Contains(log.Body, `"action":"define event"`) || !strings.Contains(log.Body, `"action":"rebuild event"`) ||
 				!strings.Contains(log.Body, `"event":"`+id+`"`) {
 				t.Fatalf("the room's audit log: %s", log.Body)
@@ -105,21 +106,21 @@ func TestBookingUnreadableDefinitionIsUnrestorable(t *testing.T) {
 		if err := store.PutEvent(t.Context(), ev, []byte(body)); err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range []response{
-			f.do("GET", "/api/events/"+ev, "", nil),
-			f.admin("GET", "/api/admin/events/"+ev, ""),
+		for _, r := range []apitest.Response{
+			f.Do("GET", "/api/events/"+ev, "", nil),
+			f.Admin("GET", "/api/admin/events/"+ev, ""),
 		} {
-			msg, _ := r.json["error"].(map[string]any)["message"].(string)
-			if r.StatusCode != 503 || r.code() != "event_unrestorable" || strings.Contains(msg, "durable") ||
+			msg, _ := r.JSON["error"].(map[string]any)["message"].(string)
+			if r.StatusCode != 503 || r.Code() != "event_unrestorable" || strings.Contains(msg, "durable") ||
 				strings.Contains(msg, "session limit") || strings.Contains(msg, ev) {
 				t.Fatalf("%s: %d %s", rec, r.StatusCode, r.Body)
 			}
 		}
-		if strings.Contains(f.logs.String(), metrics.RedisErrors) {
-			t.Fatalf("%s: counted as a Redis error: %s", rec, f.logs.String())
+		if strings.Contains(f.Logs.String(), metrics.RedisErrors) {
+			t.Fatalf("%s: counted as a Redis error: %s", rec, f.Logs.String())
 		}
-		wantStatus(t, f.define(ev, `{"seats":["A1"],"sessionLimit":1}`), 200, "")
-		wantStatus(t, f.do("GET", "/api/events/"+ev, "", nil), 200, "")
+		apitest.WantStatus(t, f.define(ev, `{"seats":["A1"],"sessionLimit":1}`), 200, "")
+		apitest.WantStatus(t, f.Do("GET", "/api/events/"+ev, "", nil), 200, "")
 	}
 }
 
@@ -129,11 +130,11 @@ func TestBookingUnreadableDefinitionIsUnrestorable(t *testing.T) {
 func TestBookingEventDefinitionIsAudited(t *testing.T) {
 	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
 		id := f.passthrough()
-		wantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1}`), 200, "")
-		wantStatus(t, f.define(id, `{"seats":["A1","A2"],"sessionLimit":1}`), 200, "")
-		wantStatus(t, f.define(id, `{"seats":["A1","A2"],"sessionLimit":1}`), 200, "")
-		log := f.admin("GET", "/api/admin/rooms/"+id+"/log", "")
-		entries, _ := log.json["entries"].([]any)
+		apitest.WantStatus(t, f.define(id, `{"seats":["A1"],"sessionLimit":1}`), 200, "")
+		apitest.WantStatus(t, f.define(id, `{"seats":["A1","A2"],"sessionLimit":1}`), 200, "")
+		apitest.WantStatus(t, f.define(id, `{"seats":["A1","A2"],"sessionLimit":1}`), 200, "")
+		log := f.Admin("GET", "/api/admin/rooms/"+id+"/log", "")
+		entries, _ := log.JSON["entries"].([]any)
 		var events []map[string]any
 		for _, e := range entries {
 			if m := e.(map[string]any); m["action"] == "define event" {
@@ -148,8 +149,8 @@ func TestBookingEventDefinitionIsAudited(t *testing.T) {
 			ch[0].(map[string]any)["new"] != float64(2) {
 			t.Fatalf("the second definition's changes: %v", events[1])
 		}
-		if !strings.Contains(f.logs.String(), `"msg":"admin change"`) || !strings.Contains(f.logs.String(), `"event":"`+id+`"`) {
-			t.Fatalf("no admin change line: %s", f.logs.String())
+		if !strings.Contains(f.Logs.String(), `"msg":"admin change"`) || !strings.Contains(f.Logs.String(), `"event":"`+id+`"`) {
+			t.Fatalf("no admin change line: %s", f.Logs.String())
 		}
 	})
 }

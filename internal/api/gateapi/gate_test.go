@@ -3,6 +3,7 @@ package gateapi_test
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -18,73 +19,32 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
-// site is the protected site of the gate tests. Without an EdgeGuard (as
-// here, and in make dev, whose proxy keeps the site's Host) the request's Host
-// is the site; behind CloudFront it is X-Forwarded-Host (TestGateSiteHost).
-const site = "https://site.example/"
-
-// gateFixture is newFixture with the edge gate's routes on.
-func gateFixture(t *testing.T, f *fixture, loopback bool) (*fixture, gate.KeyRing) {
+// gateFixture is the fixture f with the edge gate's routes on.
+func gateFixture(t *testing.T, f *apitest.Fixture, loopback bool) (*apitest.Fixture, gate.KeyRing) {
 	t.Helper()
-	k := keys(t)
+	k := apitest.Keys(t)
 	ring, err := k.GateKeys()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.entries = token.NewEntries(k.Entry, "vestibule")
-	f.tickets = token.NewTickets(k.TicketSecret, "vestibule")
-	f.origins = token.NewOrigins(k.TicketSecret)
+	f.Entries = token.NewEntries(k.Entry, "vestibule")
+	f.Tickets = token.NewTickets(k.TicketSecret, "vestibule")
+	f.Origins = token.NewOrigins(k.TicketSecret)
 	def := room.DefaultConfig()
-	def.OriginURL = site
-	f.h = api.New(api.Options{
-		Queue: f.q, Tickets: f.tickets, Entries: f.entries, Origins: f.origins,
-		AdminAuth: api.AdminKey, AdminKey: adminKey, DefaultRoom: def,
-		Clock: f.clock.Now, Jitter: func() float64 { return 1 },
-		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
+	def.OriginURL = apitest.Site
+	f.H = api.New(api.Options{
+		Queue: f.Q, Tickets: f.Tickets, Entries: f.Entries, Origins: f.Origins,
+		AdminAuth: api.AdminKey, AdminKey: apitest.AdminKey, DefaultRoom: def,
+		Clock: f.Clock.Now, Jitter: func() float64 { return 1 },
+		Logger: slog.New(slog.NewJSONHandler(f.Logs, nil)),
 		Gate:   &api.GateOptions{Keys: ring, InsecureLoopback: loopback},
 	})
 	return f, ring
 }
 
-// admit creates a passthrough room with settings and returns an entry token
-// of it and the enqueue answer.
-func (f *fixture) admit(settings string) (string, response) {
-	f.t.Helper()
-	id := f.room(settings)
-	r := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
-	if r.StatusCode != 200 || r.str("entryToken") == "" {
-		f.t.Fatalf("enqueue in a passthrough room: %d %s", r.StatusCode, r.Body)
-	}
-	return r.str("entryToken"), r
-}
-
-// enter posts the waiting page's form to /.vestibule/enter on host.
-func (f *fixture) enter(host, tok, ret string, cookies ...string) response {
-	f.t.Helper()
-	form := url.Values{"token": {tok}, "return": {ret}}.Encode()
-	ev := event("POST", "/.vestibule/enter", "", map[string]string{
-		"content-type": "application/x-www-form-urlencoded", "host": host,
-	})
-	ev.Body, ev.Cookies = form, cookies
-	return f.send(ev)
-}
-
-// setCookie parses the response's one Set-Cookie.
-func setCookie(t *testing.T, r response) *http.Cookie {
-	t.Helper()
-	if len(r.Cookies) != 1 {
-		t.Fatalf("%d cookies set, want 1: %v", len(r.Cookies), r.Cookies)
-	}
-	c, err := http.ParseSetCookie(r.Cookies[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // wantPage checks an HTML answer of the gate: status, no cookie, never cached,
 // a link back.
-func wantPage(t *testing.T, r response, status int, back string) {
+func wantPage(t *testing.T, r apitest.Response, status int, back string) {
 	t.Helper()
 	if r.StatusCode != status || !strings.HasPrefix(r.Headers["Content-Type"], "text/html") ||
 		r.Headers["Cache-Control"] != "no-store" || len(r.Cookies) != 0 {
@@ -98,46 +58,46 @@ func wantPage(t *testing.T, r response, status int, back string) {
 // The contract of /.vestibule/enter: a good token once gives a 303 to the
 // return path with the session cookie; everything else a page and no cookie.
 func TestGateEnter(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, f *fixture) {
+	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
 		f, ring := gateFixture(t, f, false)
-		settings := `{"mode":"passthrough","gate":true,"sessionTTLSeconds":300,"originUrl":"` + site + `shop"}`
-		tok, adm := f.admit(settings)
-		if got := adm.str("enterUrl"); got != "https://site.example/.vestibule/enter" {
+		settings := `{"mode":"passthrough","gate":true,"sessionTTLSeconds":300,"originUrl":"` + apitest.Site + `shop"}`
+		tok, adm := f.Admit(settings)
+		if got := adm.Str("enterUrl"); got != "https://site.example/.vestibule/enter" {
 			t.Fatalf("enterUrl = %q", got)
 		}
 
-		r := f.enter("site.example", tok, "/tickets?show=42")
+		r := f.Enter("site.example", tok, "/tickets?show=42")
 		if r.StatusCode != 303 || r.Headers["Location"] != "/tickets?show=42" || r.Headers["Cache-Control"] != "no-store" {
 			t.Fatalf("enter: %d %v %s", r.StatusCode, r.Headers, r.Body)
 		}
-		c := setCookie(t, r)
+		c := apitest.SetCookie(t, r)
 		if c.Name != gate.RoomCookieName(gate.CookieRoom(c.Value)) || !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.Domain != "" || c.MaxAge != 300 {
 			t.Fatalf("cookie attributes: %q", r.Cookies[0])
 		}
-		claims, err := f.entries.Verify(tok, f.clock.Now())
+		claims, err := f.Entries.Verify(tok, f.Clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := gate.Verify(ring, c.Value, gate.CookieRoom(c.Value), f.clock.Now())
-		if err != nil || s.Seq != claims.Seq || !s.Expires.Equal(f.clock.Now().Add(300*time.Second)) {
+		s, err := gate.Verify(ring, c.Value, gate.CookieRoom(c.Value), f.Clock.Now())
+		if err != nil || s.Seq != claims.Seq || !s.Expires.Equal(f.Clock.Now().Add(300*time.Second)) {
 			t.Fatalf("cookie %q: %+v %v", c.Value, s, err)
 		}
-		if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 1 {
+		if st, _ := f.Q.Stats(t.Context(), claims.Room); st.Active != 1 {
 			t.Fatalf("after enter: %+v, want one session", st)
 		}
 
 		// A replay: 409, no cookie. The browser that holds this session's
 		// cookie (the form posted twice) is sent on instead.
-		wantPage(t, f.enter("site.example", tok, "/tickets?show=42"), 409, "/tickets?show=42")
-		again := f.enter("site.example", tok, "/tickets", c.Name+"="+c.Value)
+		wantPage(t, f.Enter("site.example", tok, "/tickets?show=42"), 409, "/tickets?show=42")
+		again := f.Enter("site.example", tok, "/tickets", c.Name+"="+c.Value)
 		if again.StatusCode != 303 || again.Headers["Location"] != "/tickets" || len(again.Cookies) != 0 {
 			t.Fatalf("replay with the session's cookie: %d %v %v", again.StatusCode, again.Headers, again.Cookies)
 		}
 
 		// Hostile return paths become "/".
 		for _, ret := range []string{"//evil.example/", "https://evil.example/", `/\evil.example`, "javascript:alert(1)", ""} {
-			tok, _ := f.admit(settings)
-			r := f.enter("site.example", tok, ret)
+			tok, _ := f.Admit(settings)
+			r := f.Enter("site.example", tok, ret)
 			if r.StatusCode != 303 || r.Headers["Location"] != "/" {
 				t.Errorf("return %q: %d Location %q, want 303 to /", ret, r.StatusCode, r.Headers["Location"])
 			}
@@ -145,38 +105,38 @@ func TestGateEnter(t *testing.T) {
 
 		// Another site's request, a tampered or missing token, a room that is
 		// not gated: 401 or 400, and the grant is still there.
-		tok2, _ := f.admit(settings)
-		wantPage(t, f.enter("evil.example", tok2, "/"), 401, "/")
-		wantPage(t, f.enter("site.example:8443", tok2, "/"), 401, "/")
-		wantPage(t, f.enter("site.example", tampered(tok2), "/x"), 401, "/x")
-		wantPage(t, f.enter("site.example", "", "/"), 400, "/")
-		if r := f.enter("SITE.example:443", tok2, "/"); r.StatusCode != 303 {
+		tok2, _ := f.Admit(settings)
+		wantPage(t, f.Enter("evil.example", tok2, "/"), 401, "/")
+		wantPage(t, f.Enter("site.example:8443", tok2, "/"), 401, "/")
+		wantPage(t, f.Enter("site.example", tampered(tok2), "/x"), 401, "/x")
+		wantPage(t, f.Enter("site.example", "", "/"), 400, "/")
+		if r := f.Enter("SITE.example:443", tok2, "/"); r.StatusCode != 303 {
 			t.Errorf("the site's host in another case, with its default port: %d %s", r.StatusCode, r.Body)
 		}
-		plain, _ := f.admit(`{"mode":"passthrough","originUrl":"` + site + `"}`)
-		wantPage(t, f.enter("site.example", plain, "/"), 401, "/")
-		if r := f.redeem("/api/consume", plain); r.StatusCode != 200 {
+		plain, _ := f.Admit(`{"mode":"passthrough","originUrl":"` + apitest.Site + `"}`)
+		wantPage(t, f.Enter("site.example", plain, "/"), 401, "/")
+		if r := f.Redeem("/api/consume", plain); r.StatusCode != 200 {
 			t.Errorf("the plain room's token after the gate refused it: %d %s", r.StatusCode, r.Body)
 		}
 
 		// An entry past its claim window: 410.
-		late, _ := f.admit(`{"mode":"passthrough","gate":true,"claimTTLSeconds":5,"originUrl":"` + site + `"}`)
-		f.clock.Advance(10 * time.Second)
-		wantPage(t, f.enter("site.example", late, "/"), 410, "/")
+		late, _ := f.Admit(`{"mode":"passthrough","gate":true,"claimTTLSeconds":5,"originUrl":"` + apitest.Site + `"}`)
+		f.Clock.Advance(10 * time.Second)
+		wantPage(t, f.Enter("site.example", late, "/"), 410, "/")
 	})
 }
 
 // enterFrom posts the enter form as a browser would from where headers say,
 // with the cookies the browser sends along.
-func (f *fixture) enterFrom(headers map[string]string, tok, ret string, cookies ...string) response {
-	f.t.Helper()
+func enterFrom(f *apitest.Fixture, headers map[string]string, tok, ret string, cookies ...string) apitest.Response {
+	f.T.Helper()
 	h := map[string]string{"content-type": "application/x-www-form-urlencoded", "host": "site.example"}
 	for k, v := range headers {
 		h[k] = v
 	}
-	ev := event("POST", "/.vestibule/enter", "", h)
+	ev := apitest.Event("POST", "/.vestibule/enter", "", h)
 	ev.Body, ev.Cookies = url.Values{"token": {tok}, "return": {ret}}.Encode(), cookies
-	return f.send(ev)
+	return f.Send(ev)
 }
 
 // Another site's form post of the attacker's own entry token to
@@ -186,46 +146,46 @@ func (f *fixture) enterFrom(headers map[string]string, tok, ret string, cookies 
 // so such a post gets a page of the site's own that posts the form again,
 // from the site: that post carries the cookie.
 func TestGateEnterKeepsAValidSession(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, f *fixture) {
+	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
 		f, ring := gateFixture(t, f, false)
-		settings := `{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`
-		tok, _ := f.admit(settings)
-		vc := setCookie(t, f.enter("site.example", tok, "/"))
+		settings := `{"mode":"passthrough","gate":true,"originUrl":"` + apitest.Site + `"}`
+		tok, _ := f.Admit(settings)
+		vc := apitest.SetCookie(t, f.Enter("site.example", tok, "/"))
 		victim := vc.Name + "=" + vc.Value
 		// The attacker's own token: of another gated room on the same site,
 		// and of the victim's room.
-		other, _ := f.admit(settings)
+		other, _ := f.Admit(settings)
 		same := func() string {
-			claims, _ := f.entries.Verify(tok, f.clock.Now())
-			r := f.do("POST", "/api/rooms/"+claims.Room+"/enqueue", "", nil)
-			return r.str("entryToken")
+			claims, _ := f.Entries.Verify(tok, f.Clock.Now())
+			r := f.Do("POST", "/api/rooms/"+claims.Room+"/enqueue", "", nil)
+			return r.Str("entryToken")
 		}()
 		spent := func(tk string) bool {
-			claims, err := f.entries.Verify(tk, f.clock.Now())
+			claims, err := f.Entries.Verify(tk, f.Clock.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = f.q.Consume(t.Context(), claims.Room, claims.Seq, claims.Audience)
+			_, err = f.Q.Consume(t.Context(), claims.Room, claims.Seq, claims.Audience)
 			return err != nil // a token already redeemed cannot be again
 		}
 		crossSite := map[string]string{"sec-fetch-site": "cross-site", "origin": "https://evil.example"}
 		sameOrigin := map[string]string{"sec-fetch-site": "same-origin", "origin": "https://site.example"}
 		// Another room's session is under another name: entering it leaves
 		// the victim's session alone (rooms by path).
-		if r := f.enterFrom(map[string]string{"sec-fetch-site": "same-site", "origin": "https://evil.site.example"}, other, "/tickets", victim); r.StatusCode != 303 || len(r.Cookies) != 1 ||
+		if r := enterFrom(f, map[string]string{"sec-fetch-site": "same-site", "origin": "https://evil.site.example"}, other, "/tickets", victim); r.StatusCode != 303 || len(r.Cookies) != 1 ||
 			!strings.HasPrefix(r.Cookies[0], gate.RoomCookieName(gate.CookieRoom(other2cookie(t, f, ring, r)))+"=") || strings.HasPrefix(r.Cookies[0], vc.Name+"=") {
 			t.Errorf("another room's token, with the victim's cookie: %d %v", r.StatusCode, r.Cookies)
 		}
 		for name, attack := range map[string]string{"a token of the same room": same} {
 			// A browser that sends the cookie along (no SameSite, or a post
 			// from a sibling site): the session is kept at once.
-			r := f.enterFrom(map[string]string{"sec-fetch-site": "same-site", "origin": "https://evil.site.example"}, attack, "/tickets", victim)
+			r := enterFrom(f, map[string]string{"sec-fetch-site": "same-site", "origin": "https://evil.site.example"}, attack, "/tickets", victim)
 			if r.StatusCode != 303 || r.Headers["Location"] != "/tickets" || len(r.Cookies) != 0 {
 				t.Errorf("%s, with the victim's cookie: %d %v cookies %v, want 303 to /tickets and no cookie", name, r.StatusCode, r.Headers, r.Cookies)
 			}
 			// A cross-site post, the cookie kept off: the site's page posts
 			// the form again, from the site, and changes nothing yet.
-			r = f.enterFrom(crossSite, attack, "/tickets", nil...)
+			r = enterFrom(f, crossSite, attack, "/tickets", nil...)
 			if r.StatusCode != 200 || len(r.Cookies) != 0 || !strings.Contains(r.Body, `<form method="post" action="/.vestibule/enter"`) ||
 				!strings.Contains(r.Body, `name="token" value="`+attack+`"`) || !strings.Contains(r.Body, `name="return" value="/tickets"`) {
 				t.Fatalf("%s, cross-site: %d cookies %v: %s", name, r.StatusCode, r.Cookies, r.Body)
@@ -238,7 +198,7 @@ func TestGateEnterKeepsAValidSession(t *testing.T) {
 				t.Errorf("%s, cross-site: the page's policy %q for its script %q", name, csp, script)
 			}
 			// That post carries the victim's cookie: kept, on to the return path.
-			r = f.enterFrom(sameOrigin, attack, "/tickets", victim)
+			r = enterFrom(f, sameOrigin, attack, "/tickets", victim)
 			if r.StatusCode != 303 || r.Headers["Location"] != "/tickets" || len(r.Cookies) != 0 {
 				t.Errorf("%s, posted again by the site's page: %d %v cookies %v", name, r.StatusCode, r.Headers, r.Cookies)
 			}
@@ -247,21 +207,21 @@ func TestGateEnterKeepsAValidSession(t *testing.T) {
 			}
 		}
 		// The victim's session is the one that still holds the cookie's room.
-		if s, err := gate.Verify(ring, vc.Value, gate.CookieRoom(vc.Value), f.clock.Now()); err != nil || s.Seq == 0 {
+		if s, err := gate.Verify(ring, vc.Value, gate.CookieRoom(vc.Value), f.Clock.Now()); err != nil || s.Seq == 0 {
 			t.Fatalf("victim's cookie: %+v %v", s, err)
 		}
 		// A visitor without a session, entering from the waiting room on
 		// another site: the page posts again, and that post enters.
-		fresh, _ := f.admit(settings)
-		if r := f.enterFrom(crossSite, fresh, "/"); r.StatusCode != 200 || len(r.Cookies) != 0 {
+		fresh, _ := f.Admit(settings)
+		if r := enterFrom(f, crossSite, fresh, "/"); r.StatusCode != 200 || len(r.Cookies) != 0 {
 			t.Fatalf("cross-site entry without a session: %d %v", r.StatusCode, r.Cookies)
 		}
-		if c := setCookie(t, f.enterFrom(sameOrigin, fresh, "/")); c.Name != gate.RoomCookieName(gate.CookieRoom(c.Value)) || c.Value == "" {
+		if c := apitest.SetCookie(t, enterFrom(f, sameOrigin, fresh, "/")); c.Name != gate.RoomCookieName(gate.CookieRoom(c.Value)) || c.Value == "" {
 			t.Fatalf("the page's post: cookie %+v", c)
 		}
 		// From a sibling site the browser sends the cookie it has: no page.
-		sibling, _ := f.admit(settings)
-		if c := setCookie(t, f.enterFrom(map[string]string{"sec-fetch-site": "same-site", "origin": "https://queue.site.example"}, sibling, "/")); c.Value == "" {
+		sibling, _ := f.Admit(settings)
+		if c := apitest.SetCookie(t, enterFrom(f, map[string]string{"sec-fetch-site": "same-site", "origin": "https://queue.site.example"}, sibling, "/")); c.Value == "" {
 			t.Fatalf("same-site entry without a session: %+v", c)
 		}
 	})
@@ -270,36 +230,36 @@ func TestGateEnterKeepsAValidSession(t *testing.T) {
 // /.vestibule/leave ends the session the cookie names and clears the cookie;
 // without a cookie it only clears; GET shows the button and changes nothing.
 func TestGateLeave(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, f *fixture) {
+	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
 		f, _ = gateFixture(t, f, false)
-		tok, _ := f.admit(`{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`)
-		c := setCookie(t, f.enter("site.example", tok, "/"))
-		claims, _ := f.entries.Verify(tok, f.clock.Now())
+		tok, _ := f.Admit(`{"mode":"passthrough","gate":true,"originUrl":"` + apitest.Site + `"}`)
+		c := apitest.SetCookie(t, f.Enter("site.example", tok, "/"))
+		claims, _ := f.Entries.Verify(tok, f.Clock.Now())
 
-		page := f.do("GET", "/.vestibule/leave", "", map[string]string{"host": "site.example"})
+		page := f.Do("GET", "/.vestibule/leave", "", map[string]string{"host": "site.example"})
 		if page.StatusCode != 200 || !strings.Contains(page.Body, `<form method="post" action="/.vestibule/leave">`) {
 			t.Fatalf("leave page: %d %s", page.StatusCode, page.Body)
 		}
-		if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 1 {
+		if st, _ := f.Q.Stats(t.Context(), claims.Room); st.Active != 1 {
 			t.Fatalf("GET leave changed the room: %+v", st)
 		}
 
-		leave := func(cookies ...string) response {
-			ev := event("POST", "/.vestibule/leave", "", map[string]string{"host": "site.example"})
+		leave := func(cookies ...string) apitest.Response {
+			ev := apitest.Event("POST", "/.vestibule/leave", "", map[string]string{"host": "site.example"})
 			ev.Cookies = cookies
-			return f.send(ev)
+			return f.Send(ev)
 		}
 		// The cookie under the room's name, the shared name (of sessions
 		// entered before rooms by path), a junk one: each name that came is
 		// cleared.
 		for i, cookies := range [][]string{{"other=1", c.Name + "=" + c.Value}, {gate.CookieName + "=" + c.Value}, {gate.CookieName + "=v1.junk"}} {
 			r := leave(cookies...)
-			cleared := setCookie(t, r)
+			cleared := apitest.SetCookie(t, r)
 			name, _, _ := strings.Cut(cookies[len(cookies)-1], "=")
 			if r.StatusCode != 303 || r.Headers["Location"] != "/" || cleared.Name != name || cleared.Value != "" || cleared.MaxAge >= 0 || !cleared.Secure {
 				t.Fatalf("leave %d: %d %v %v", i, r.StatusCode, r.Headers, r.Cookies)
 			}
-			if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 0 {
+			if st, _ := f.Q.Stats(t.Context(), claims.Room); st.Active != 0 {
 				t.Fatalf("leave %d: the session still runs: %+v", i, st)
 			}
 		}
@@ -317,19 +277,19 @@ func TestGateLeave(t *testing.T) {
 // nothing: browsers say where a request comes from (Sec-Fetch-Site, Origin),
 // and the route refuses every origin but the site's own with a page.
 func TestGateLeaveCrossSite(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, f *fixture) {
+	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
 		f, _ = gateFixture(t, f, false)
-		tok, _ := f.admit(`{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`)
-		c := setCookie(t, f.enter("site.example", tok, "/"))
-		claims, _ := f.entries.Verify(tok, f.clock.Now())
-		leave := func(headers map[string]string, cookies ...string) response {
+		tok, _ := f.Admit(`{"mode":"passthrough","gate":true,"originUrl":"` + apitest.Site + `"}`)
+		c := apitest.SetCookie(t, f.Enter("site.example", tok, "/"))
+		claims, _ := f.Entries.Verify(tok, f.Clock.Now())
+		leave := func(headers map[string]string, cookies ...string) apitest.Response {
 			h := map[string]string{"host": "site.example", "content-type": "application/x-www-form-urlencoded"}
 			for k, v := range headers {
 				h[k] = v
 			}
-			ev := event("POST", "/.vestibule/leave", "", h)
+			ev := apitest.Event("POST", "/.vestibule/leave", "", h)
 			ev.Cookies = cookies
-			return f.send(ev)
+			return f.Send(ev)
 		}
 		session := c.Name + "=" + c.Value
 		for _, tc := range []struct {
@@ -350,7 +310,7 @@ func TestGateLeaveCrossSite(t *testing.T) {
 			if !strings.Contains(r.Body, "cross_site") {
 				t.Errorf("%s: %s", tc.name, r.Body)
 			}
-			if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 1 {
+			if st, _ := f.Q.Stats(t.Context(), claims.Room); st.Active != 1 {
 				t.Fatalf("%s: the session ended: %+v", tc.name, st)
 			}
 		}
@@ -364,7 +324,7 @@ func TestGateLeaveCrossSite(t *testing.T) {
 				t.Fatalf("same origin %v: %d %v %s", h, r.StatusCode, r.Cookies, r.Body)
 			}
 		}
-		if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 0 {
+		if st, _ := f.Q.Stats(t.Context(), claims.Room); st.Active != 0 {
 			t.Fatalf("the site's own leave: %+v", st)
 		}
 	})
@@ -376,34 +336,34 @@ func TestGateLeaveCrossSite(t *testing.T) {
 // receipt is proof that the site ended the session, so this GET, which any
 // page can link to, ends nothing the site had not ended.
 func TestGateLeaveReceipt(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, f *fixture) {
+	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
 		f, ring := gateFixture(t, f, false)
-		tok, _ := f.admit(`{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`)
-		c := setCookie(t, f.enter("site.example", tok, "/"))
-		claims, _ := f.entries.Verify(tok, f.clock.Now())
-		get := func(cookies ...string) response {
-			ev := event("GET", "/.vestibule/leave", "", map[string]string{"host": "site.example", "sec-fetch-site": "cross-site"})
+		tok, _ := f.Admit(`{"mode":"passthrough","gate":true,"originUrl":"` + apitest.Site + `"}`)
+		c := apitest.SetCookie(t, f.Enter("site.example", tok, "/"))
+		claims, _ := f.Entries.Verify(tok, f.Clock.Now())
+		get := func(cookies ...string) apitest.Response {
+			ev := apitest.Event("GET", "/.vestibule/leave", "", map[string]string{"host": "site.example", "sec-fetch-site": "cross-site"})
 			ev.Cookies = cookies
-			return f.send(ev)
+			return f.Send(ev)
 		}
 		// A forged receipt (another session's MAC) or a session cookie: the
 		// page, nothing ended.
-		forged := gate.ReceiptPrefix + gate.Sign(gate.Key{ID: ring.Current.ID, Secret: make([]byte, 32)}, gate.Session{Room: claims.Room, Seq: claims.Seq, Expires: f.clock.Now().Add(time.Minute)})
+		forged := gate.ReceiptPrefix + gate.Sign(gate.Key{ID: ring.Current.ID, Secret: make([]byte, 32)}, gate.Session{Room: claims.Room, Seq: claims.Seq, Expires: f.Clock.Now().Add(time.Minute)})
 		for _, cookie := range []string{forged, c.Value, "end.junk"} {
 			r := get(gate.CookieName + "=" + cookie)
 			if r.StatusCode != 200 || len(r.Cookies) != 0 || !strings.Contains(r.Body, `action="/.vestibule/leave"`) {
 				t.Fatalf("GET leave with %q: %d %v", cookie, r.StatusCode, r.Cookies)
 			}
-			if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 1 {
+			if st, _ := f.Q.Stats(t.Context(), claims.Room); st.Active != 1 {
 				t.Fatalf("GET leave with %q ended the session: %+v", cookie, st)
 			}
 		}
 		r := get(gate.CookieName + "=" + gate.ReceiptPrefix + c.Value)
-		cleared := setCookie(t, r)
+		cleared := apitest.SetCookie(t, r)
 		if r.StatusCode != 303 || r.Headers["Location"] != "/" || cleared.Name != gate.CookieName || cleared.Value != "" || cleared.MaxAge >= 0 {
 			t.Fatalf("GET leave with the receipt: %d %v %v", r.StatusCode, r.Headers, r.Cookies)
 		}
-		if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 0 {
+		if st, _ := f.Q.Stats(t.Context(), claims.Room); st.Active != 0 {
 			t.Fatalf("the receipt did not complete the session: %+v", st)
 		}
 		// Again (a second tab): the session is over; the cookie still goes.
@@ -416,7 +376,7 @@ func TestGateLeaveReceipt(t *testing.T) {
 // N10: the gate's routes answer a person, so even the errors the router
 // makes before them (a body too large, a method not allowed) are pages.
 func TestGateRouterErrorsArePages(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, f *fixture) {
+	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
 		f, _ = gateFixture(t, f, false)
 		h := map[string]string{"host": "site.example", "content-type": "application/x-www-form-urlencoded"}
 		big := "token=" + strings.Repeat("a", 64<<10)
@@ -429,15 +389,15 @@ func TestGateRouterErrorsArePages(t *testing.T) {
 			{"PUT", "/.vestibule/leave", "", http.StatusMethodNotAllowed},
 			{"GET", "/.vestibule/enter", "", http.StatusMethodNotAllowed},
 		} {
-			ev := event(tc.method, tc.path, "", h)
+			ev := apitest.Event(tc.method, tc.path, "", h)
 			ev.Body = tc.body
-			r := f.send(ev)
+			r := f.Send(ev)
 			if r.StatusCode != tc.status || !strings.HasPrefix(r.Headers["Content-Type"], "text/html") || r.Headers["Cache-Control"] != "no-store" {
 				t.Errorf("%s %s: %d %v %.80s", tc.method, tc.path, r.StatusCode, r.Headers, r.Body)
 			}
 		}
 		// The API's own routes keep their JSON.
-		if r := f.do("PUT", "/api/consume", "", nil); r.StatusCode != http.StatusMethodNotAllowed || !strings.HasPrefix(r.Headers["Content-Type"], "application/json") {
+		if r := f.Do("PUT", "/api/consume", "", nil); r.StatusCode != http.StatusMethodNotAllowed || !strings.HasPrefix(r.Headers["Content-Type"], "application/json") {
 			t.Errorf("PUT /api/consume: %d %v", r.StatusCode, r.Headers)
 		}
 	})
@@ -446,26 +406,26 @@ func TestGateRouterErrorsArePages(t *testing.T) {
 // On a loopback site (make dev) the cookie may go without Secure; on any
 // other host it is Secure whatever the option says.
 func TestGateLoopbackCookie(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, f *fixture) {
+	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
 		f, _ = gateFixture(t, f, true)
-		tok, _ := f.admit(`{"mode":"passthrough","gate":true,"originUrl":"http://127.0.0.1:8081/"}`)
-		c := setCookie(t, f.enter("127.0.0.1:8081", tok, "/"))
+		tok, _ := f.Admit(`{"mode":"passthrough","gate":true,"originUrl":"http://127.0.0.1:8081/"}`)
+		c := apitest.SetCookie(t, f.Enter("127.0.0.1:8081", tok, "/"))
 		if c.Secure || c.Name != gate.DevCookieName+"-"+gate.CookieRoom(c.Value) {
 			t.Errorf("loopback: %v", c)
 		}
 		// make dev's leave reads and clears the development cookie.
-		claims, _ := f.entries.Verify(tok, f.clock.Now())
-		ev := event("POST", "/.vestibule/leave", "", map[string]string{"host": "127.0.0.1:8081", "sec-fetch-site": "same-origin"})
+		claims, _ := f.Entries.Verify(tok, f.Clock.Now())
+		ev := apitest.Event("POST", "/.vestibule/leave", "", map[string]string{"host": "127.0.0.1:8081", "sec-fetch-site": "same-origin"})
 		ev.Cookies = []string{c.Name + "=" + c.Value}
-		r := f.send(ev)
-		if cleared := setCookie(t, r); r.StatusCode != 303 || cleared.Name != c.Name || cleared.Secure {
+		r := f.Send(ev)
+		if cleared := apitest.SetCookie(t, r); r.StatusCode != 303 || cleared.Name != c.Name || cleared.Secure {
 			t.Errorf("loopback leave: %d %v", r.StatusCode, r.Cookies)
 		}
-		if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 0 {
+		if st, _ := f.Q.Stats(t.Context(), claims.Room); st.Active != 0 {
 			t.Errorf("loopback leave: %+v", st)
 		}
-		tok, _ = f.admit(`{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`)
-		if c := setCookie(t, f.enter("site.example", tok, "/")); !c.Secure || c.Name != gate.RoomCookieName(gate.CookieRoom(c.Value)) {
+		tok, _ = f.Admit(`{"mode":"passthrough","gate":true,"originUrl":"` + apitest.Site + `"}`)
+		if c := apitest.SetCookie(t, f.Enter("site.example", tok, "/")); !c.Secure || c.Name != gate.RoomCookieName(gate.CookieRoom(c.Value)) {
 			t.Errorf("a real host with InsecureLoopback: cookie without Secure %v", c)
 		}
 	})
@@ -476,38 +436,38 @@ func TestGateLoopbackCookie(t *testing.T) {
 // forge it and get a cookie for a host it did not come to, so there the
 // request's Host is the site.
 func TestGateSiteHost(t *testing.T) {
-	f, _ := gateFixture(t, newFixture(t, redistest.Single(t)), false)
-	settings := `{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`
-	tok, _ := f.admit(settings)
-	forged := func(h *api.Handler, secret string) response {
-		ev := event("POST", "/.vestibule/enter", "", map[string]string{
+	f, _ := gateFixture(t, apitest.NewFixture(t, redistest.Single(t)), false)
+	settings := `{"mode":"passthrough","gate":true,"originUrl":"` + apitest.Site + `"}`
+	tok, _ := f.Admit(settings)
+	forged := func(h *api.Handler, secret string) apitest.Response {
+		ev := apitest.Event("POST", "/.vestibule/enter", "", map[string]string{
 			"content-type": "application/x-www-form-urlencoded", "x-forwarded-host": "site.example"})
 		ev.Body = url.Values{"token": {tok}, "return": {"/"}}.Encode()
-		return send(t, h, viaCloudFront(ev, secret, ""))
+		return apitest.Send(t, h, apitest.ViaCloudFront(ev, secret, ""))
 	}
 	// No origin secret configured: the header is not believed, Host
 	// (api.example) is not the site, nothing is consumed (the token still
 	// enters below).
-	wantPage(t, forged(f.h, ""), 401, "/")
+	wantPage(t, forged(f.H, ""), 401, "/")
 	// Behind CloudFront (a guard, the secret sent) the header is the site.
-	k := keys(t)
+	k := apitest.Keys(t)
 	ring, err := k.GateKeys()
 	if err != nil {
 		t.Fatal(err)
 	}
 	def := room.DefaultConfig()
-	def.OriginURL = site
+	def.OriginURL = apitest.Site
 	edge := api.New(api.Options{
-		Queue: f.q, Tickets: f.tickets, Entries: f.entries, Origins: f.origins,
-		AdminAuth: api.AdminKey, AdminKey: adminKey, DefaultRoom: def, Edge: api.NewEdgeGuard([]string{edgeCurrent}, nil, nil),
-		Clock: f.clock.Now, Jitter: func() float64 { return 1 },
-		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
+		Queue: f.Q, Tickets: f.Tickets, Entries: f.Entries, Origins: f.Origins,
+		AdminAuth: api.AdminKey, AdminKey: apitest.AdminKey, DefaultRoom: def, Edge: api.NewEdgeGuard([]string{apitest.EdgeCurrent}, nil, nil),
+		Clock: f.Clock.Now, Jitter: func() float64 { return 1 },
+		Logger: slog.New(slog.NewJSONHandler(f.Logs, nil)),
 		Gate:   &api.GateOptions{Keys: ring},
 	})
 	if r := forged(edge, ""); r.StatusCode != 403 || len(r.Cookies) != 0 {
 		t.Fatalf("without the secret behind a guard: %d %v", r.StatusCode, r.Cookies)
 	}
-	if r := forged(edge, edgeCurrent); r.StatusCode != 303 || len(r.Cookies) != 1 {
+	if r := forged(edge, apitest.EdgeCurrent); r.StatusCode != 303 || len(r.Cookies) != 1 {
 		t.Fatalf("through CloudFront: %d %v %s", r.StatusCode, r.Cookies, r.Body)
 	}
 }
@@ -525,37 +485,37 @@ func tampered(tok string) string {
 }
 
 // renew asks GET /.vestibule/renew?return=ret on the site with cookies.
-func (f *fixture) renew(ret string, cookies ...string) response {
-	f.t.Helper()
-	ev := event("GET", "/.vestibule/renew?return="+url.QueryEscape(ret), "", map[string]string{"host": "site.example", "sec-fetch-mode": "navigate"})
+func renew(f *apitest.Fixture, ret string, cookies ...string) apitest.Response {
+	f.T.Helper()
+	ev := apitest.Event("GET", "/.vestibule/renew?return="+url.QueryEscape(ret), "", map[string]string{"host": "site.example", "sec-fetch-mode": "navigate"})
 	ev.Cookies = cookies
-	return f.send(ev)
+	return f.Send(ev)
 }
 
 // /.vestibule/renew extends an active session up to the room's maximum and
 // signs a cookie that expires with the session's new end; a session that is
 // over loses its cookie; nothing else changes anything.
 func TestGateRenew(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, f *fixture) {
+	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
 		f, ring := gateFixture(t, f, false)
-		settings := `{"mode":"passthrough","gate":true,"sessionTTLSeconds":60,"maxSessionSeconds":150,"originUrl":"` + site + `"}`
-		tok, _ := f.admit(settings)
-		claims, err := f.entries.Verify(tok, f.clock.Now())
+		settings := `{"mode":"passthrough","gate":true,"sessionTTLSeconds":60,"maxSessionSeconds":150,"originUrl":"` + apitest.Site + `"}`
+		tok, _ := f.Admit(settings)
+		claims, err := f.Entries.Verify(tok, f.Clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		t0 := f.clock.Now()
-		cookieOf := func(r response, status int, location string) (*http.Cookie, gate.Session) {
+		t0 := f.Clock.Now()
+		cookieOf := func(r apitest.Response, status int, location string) (*http.Cookie, gate.Session) {
 			t.Helper()
 			if r.StatusCode != status || r.Headers["Location"] != location || r.Headers["Cache-Control"] != "no-store" {
 				t.Fatalf("got %d %v, want %d to %s: %s", r.StatusCode, r.Headers, status, location, r.Body)
 			}
-			c := setCookie(t, r)
-			s, err := gate.Verify(ring, c.Value, gate.CookieRoom(c.Value), f.clock.Now())
+			c := apitest.SetCookie(t, r)
+			s, err := gate.Verify(ring, c.Value, gate.CookieRoom(c.Value), f.Clock.Now())
 			if err != nil {
 				t.Fatalf("cookie %q: %v", c.Value, err)
 			}
-			if c.MaxAge != int(s.Expires.Sub(f.clock.Now())/time.Second) {
+			if c.MaxAge != int(s.Expires.Sub(f.Clock.Now())/time.Second) {
 				t.Fatalf("cookie Max-Age %d, session ends %v", c.MaxAge, s.Expires)
 			}
 			return c, s
@@ -570,60 +530,60 @@ func TestGateRenew(t *testing.T) {
 				t.Fatalf("session %+v, want %+v", s, w)
 			}
 		}
-		c, s := cookieOf(f.enter("site.example", tok, "/book"), 303, "/book")
+		c, s := cookieOf(f.Enter("site.example", tok, "/book"), 303, "/book")
 		want(s, t0.Add(60*time.Second), t0.Add(30*time.Second))
 		first := c.Value
 
 		// Past its time to renew: extended to now + 60, back to the page.
-		f.clock.Advance(40 * time.Second)
-		c, s = cookieOf(f.renew("/book?a=1", c.Name+"="+c.Value), 303, "/book?a=1")
+		f.Clock.Advance(40 * time.Second)
+		c, s = cookieOf(renew(f, "/book?a=1", c.Name+"="+c.Value), 303, "/book?a=1")
 		want(s, t0.Add(100*time.Second), t0.Add(70*time.Second))
 		// A hostile return path goes to "/".
 		for _, ret := range []string{"//evil.example/", "https://evil.example/", ""} {
-			_, s = cookieOf(f.renew(ret, c.Name+"="+c.Value), 303, "/")
+			_, s = cookieOf(renew(f, ret, c.Name+"="+c.Value), 303, "/")
 			want(s, t0.Add(100*time.Second), t0.Add(70*time.Second))
 		}
 		// Capped at start + 150: the last cookie says no more renewal.
-		f.clock.Advance(50 * time.Second)
-		c, s = cookieOf(f.renew("/book", c.Name+"="+c.Value), 303, "/book")
+		f.Clock.Advance(50 * time.Second)
+		c, s = cookieOf(renew(f, "/book", c.Name+"="+c.Value), 303, "/book")
 		want(s, t0.Add(150*time.Second), time.Time{})
-		if st, _ := f.q.Stats(t.Context(), claims.Room); st.Active != 1 {
+		if st, _ := f.Q.Stats(t.Context(), claims.Room); st.Active != 1 {
 			t.Fatalf("after renewals: %+v, want one session", st)
 		}
 		// A cookie that does not renew, none, a forged one, another site's
 		// cookie name: the 303 and nothing changed.
 		for _, cookies := range [][]string{{c.Name + "=" + c.Value}, nil, {gate.CookieName + "=" + tampered(first)}, {"vestibule=" + first}} {
-			if r := f.renew("/x", cookies...); r.StatusCode != 303 || r.Headers["Location"] != "/x" || len(r.Cookies) != 0 {
+			if r := renew(f, "/x", cookies...); r.StatusCode != 303 || r.Headers["Location"] != "/x" || len(r.Cookies) != 0 {
 				t.Errorf("renew with %v: %d %v %v", cookies, r.StatusCode, r.Headers, r.Cookies)
 			}
 		}
 
 		// A session that is over: the renewing cookie is cleared, and the
 		// engine holds nothing past the end it had.
-		tok2, _ := f.admit(settings)
-		c2, _ := cookieOf(f.enter("site.example", tok2, "/"), 303, "/")
-		ev := event("POST", "/.vestibule/leave", "", map[string]string{"host": "site.example", "sec-fetch-site": "same-origin"})
+		tok2, _ := f.Admit(settings)
+		c2, _ := cookieOf(f.Enter("site.example", tok2, "/"), 303, "/")
+		ev := apitest.Event("POST", "/.vestibule/leave", "", map[string]string{"host": "site.example", "sec-fetch-site": "same-origin"})
 		ev.Cookies = []string{c2.Name + "=" + c2.Value}
-		if r := f.send(ev); r.StatusCode != 303 {
+		if r := f.Send(ev); r.StatusCode != 303 {
 			t.Fatalf("leave: %d %s", r.StatusCode, r.Body)
 		}
-		f.clock.Advance(40 * time.Second)
-		r := f.renew("/book", gate.CookieName+"="+c2.Value)
-		if cl := setCookie(t, r); r.StatusCode != 303 || r.Headers["Location"] != "/book" || cl.MaxAge >= 0 || cl.Value != "" {
+		f.Clock.Advance(40 * time.Second)
+		r := renew(f, "/book", gate.CookieName+"="+c2.Value)
+		if cl := apitest.SetCookie(t, r); r.StatusCode != 303 || r.Headers["Location"] != "/book" || cl.MaxAge >= 0 || cl.Value != "" {
 			t.Fatalf("renew of a completed session: %d %v %v", r.StatusCode, r.Headers, r.Cookies)
 		}
 		// A cookie under the shared name (entered before rooms by path):
 		// renewed under the room's own name, the shared one cleared.
-		tok3, _ := f.admit(settings)
-		c3, _ := cookieOf(f.enter("site.example", tok3, "/"), 303, "/")
-		f.clock.Advance(40 * time.Second)
-		r = f.renew("/book", gate.CookieName+"="+c3.Value)
+		tok3, _ := f.Admit(settings)
+		c3, _ := cookieOf(f.Enter("site.example", tok3, "/"), 303, "/")
+		f.Clock.Advance(40 * time.Second)
+		r = renew(f, "/book", gate.CookieName+"="+c3.Value)
 		if len(r.Cookies) != 2 || !strings.HasPrefix(r.Cookies[0], c3.Name+"=v1.") || !strings.HasPrefix(r.Cookies[1], gate.CookieName+"=;") {
 			t.Fatalf("renew under the shared name: %d %v", r.StatusCode, r.Cookies)
 		}
 		// A room without a maximum: its cookies never renew.
-		plain, _ := f.admit(`{"mode":"passthrough","gate":true,"originUrl":"` + site + `"}`)
-		if _, s := cookieOf(f.enter("site.example", plain, "/"), 303, "/"); s.Renews() {
+		plain, _ := f.Admit(`{"mode":"passthrough","gate":true,"originUrl":"` + apitest.Site + `"}`)
+		if _, s := cookieOf(f.Enter("site.example", plain, "/"), 303, "/"); s.Renews() {
 			t.Fatalf("a room without maxSessionSeconds: %+v", s)
 		}
 	})
@@ -636,16 +596,16 @@ func TestGateRenew(t *testing.T) {
 // renews the session (/.vestibule/renew) up to its longest life
 // (sessionTTLSeconds here, as maxSessionSeconds is 0), then it ends too.
 func TestGateIdleSessionEnds(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, f *fixture) {
+	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
 		f, ring := gateFixture(t, f, false)
-		id := f.room(`{"mode":"passthrough","gate":true,"sessionTTLSeconds":300,"sessionIdleSeconds":30,"originUrl":"` + site + `"}`)
+		id := f.Room(`{"mode":"passthrough","gate":true,"sessionTTLSeconds":300,"sessionIdleSeconds":30,"originUrl":"` + apitest.Site + `"}`)
 		edge := gate.Config{Room: id, WaitingRoomURL: "https://queue.example/", Keys: ring}
-		t0 := f.clock.Now()
+		t0 := f.Clock.Now()
 		enter := func() gate.Session {
 			t.Helper()
-			r := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
-			c := setCookie(t, f.enter("site.example", r.str("entryToken"), "/"))
-			s, err := gate.Verify(ring, c.Value, id, f.clock.Now())
+			r := f.Do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+			c := apitest.SetCookie(t, f.Enter("site.example", r.Str("entryToken"), "/"))
+			s, err := gate.Verify(ring, c.Value, id, f.Clock.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -658,10 +618,10 @@ func TestGateIdleSessionEnds(t *testing.T) {
 		closedCookie := gate.RoomCookieName(id) + "=" + gate.Sign(ring.Current, closed)
 		sessions := func() int64 {
 			t.Helper()
-			if _, err := f.q.Tick(t.Context(), id); err != nil {
+			if _, err := f.Q.Tick(t.Context(), id); err != nil {
 				t.Fatal(err)
 			}
-			st, err := f.q.Stats(t.Context(), id)
+			st, err := f.Q.Stats(t.Context(), id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -669,44 +629,44 @@ func TestGateIdleSessionEnds(t *testing.T) {
 		}
 		renew := func(s gate.Session) gate.Session {
 			t.Helper()
-			r := f.renew("/book", gate.RoomCookieName(id)+"="+gate.Sign(ring.Current, s))
-			c := setCookie(t, r)
-			ns, err := gate.Verify(ring, c.Value, id, f.clock.Now())
+			r := renew(f, "/book", gate.RoomCookieName(id)+"="+gate.Sign(ring.Current, s))
+			c := apitest.SetCookie(t, r)
+			ns, err := gate.Verify(ring, c.Value, id, f.Clock.Now())
 			if r.StatusCode != 303 || err != nil {
-				t.Fatalf("renew at %v: %d %v %v", f.clock.Now().Sub(t0), r.StatusCode, r.Headers, err)
+				t.Fatalf("renew at %v: %d %v %v", f.Clock.Now().Sub(t0), r.StatusCode, r.Headers, err)
 			}
 			return ns
 		}
-		f.clock.Advance(20 * time.Second)
+		f.Clock.Advance(20 * time.Second)
 		active = renew(active)
-		f.clock.Advance(9 * time.Second) // t0 + 29 s: both still hold their slot
+		f.Clock.Advance(9 * time.Second) // t0 + 29 s: both still hold their slot
 		if n := sessions(); n != 2 {
 			t.Fatalf("at t0+29s: %d sessions, want 2", n)
 		}
-		if d := gate.Decide(edge, "GET", "/book", closedCookie, false, f.clock.Now()); d.Reason != gate.ReasonSession {
+		if d := gate.Decide(edge, "GET", "/book", closedCookie, false, f.Clock.Now()); d.Reason != gate.ReasonSession {
 			t.Fatalf("at t0+29s the edge: %+v", d)
 		}
-		f.clock.Advance(time.Second) // t0 + 30 s: the idle window is over
-		if d := gate.Decide(edge, "GET", "/book", closedCookie, false, f.clock.Now()); d.Pass || d.Reason != gate.ReasonInvalid {
+		f.Clock.Advance(time.Second) // t0 + 30 s: the idle window is over
+		if d := gate.Decide(edge, "GET", "/book", closedCookie, false, f.Clock.Now()); d.Pass || d.Reason != gate.ReasonInvalid {
 			t.Fatalf("at t0+30s the edge lets the idle cookie through: %+v", d)
 		}
-		f.clock.Advance(time.Second) // the first tick after it frees the slot
+		f.Clock.Advance(time.Second) // the first tick after it frees the slot
 		if n := sessions(); n != 1 {
 			t.Fatalf("at t0+31s: %d sessions, want the active one alone", n)
 		}
 		// The active visitor navigates every 15 s (t0 + 46 s, 61 s, …): renewed each time, up to
 		// t0 + 300 s, then the session ends with nothing left to renew.
 		for active.Renews() {
-			f.clock.Advance(15 * time.Second)
+			f.Clock.Advance(15 * time.Second)
 			if n := sessions(); n != 1 {
-				t.Fatalf("at t0+%v an active visitor: %d sessions", f.clock.Now().Sub(t0), n)
+				t.Fatalf("at t0+%v an active visitor: %d sessions", f.Clock.Now().Sub(t0), n)
 			}
 			active = renew(active)
 		}
 		if end := t0.Add(300 * time.Second).Truncate(time.Second).UTC(); active.Expires != end {
 			t.Fatalf("the last renewal ends at %v, want the longest life %v", active.Expires, end)
 		}
-		f.clock.Set(active.Expires.Add(time.Second))
+		f.Clock.Set(active.Expires.Add(time.Second))
 		if n := sessions(); n != 0 {
 			t.Fatalf("past the longest life: %d sessions", n)
 		}
@@ -714,7 +674,7 @@ func TestGateIdleSessionEnds(t *testing.T) {
 }
 
 // other2cookie is the room of the cookie a response sets.
-func other2cookie(t *testing.T, f *fixture, ring gate.KeyRing, r response) string {
+func other2cookie(t *testing.T, f *apitest.Fixture, ring gate.KeyRing, r apitest.Response) string {
 	t.Helper()
 	_, v, _ := strings.Cut(strings.SplitN(r.Cookies[0], ";", 2)[0], "=")
 	return v
@@ -728,27 +688,27 @@ func other2cookie(t *testing.T, f *fixture, ring gate.KeyRing, r response) strin
 func TestGateIdleSessionAfterSessionsLost(t *testing.T) {
 	for name, c := range redistest.Clients(t) {
 		t.Run(name, func(t *testing.T) {
-			f, ring := gateFixture(t, newFixture(t, c), false)
-			id := f.room(`{"mode":"passthrough","gate":true,"sessionTTLSeconds":300,"sessionIdleSeconds":30,"originUrl":"` + site + `"}`)
-			r := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
-			ck := setCookie(t, f.enter("site.example", r.str("entryToken"), "/"))
+			f, ring := gateFixture(t, apitest.NewFixture(t, c), false)
+			id := f.Room(`{"mode":"passthrough","gate":true,"sessionTTLSeconds":300,"sessionIdleSeconds":30,"originUrl":"` + apitest.Site + `"}`)
+			r := f.Do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+			ck := apitest.SetCookie(t, f.Enter("site.example", r.Str("entryToken"), "/"))
 			if err := c.Del(t.Context(), roomdb.KeysFor(id).Active).Err(); err != nil {
 				t.Fatal(err)
 			}
 			edge := gate.Config{Room: id, WaitingRoomURL: "https://queue.example/", Keys: ring}
-			f.clock.Advance(20 * time.Second)
-			if d := gate.Decide(edge, "GET", "/book", ck.Name+"="+ck.Value, false, f.clock.Now()); !d.Pass {
+			f.Clock.Advance(20 * time.Second)
+			if d := gate.Decide(edge, "GET", "/book", ck.Name+"="+ck.Value, false, f.Clock.Now()); !d.Pass {
 				t.Fatalf("the cookie within its idle window: %+v", d)
 			}
-			rr := f.renew("/book", ck.Name+"="+ck.Value)
-			if cl := setCookie(t, rr); rr.StatusCode != 303 || cl.Name != ck.Name || cl.Value != "" || cl.MaxAge >= 0 {
+			rr := renew(f, "/book", ck.Name+"="+ck.Value)
+			if cl := apitest.SetCookie(t, rr); rr.StatusCode != 303 || cl.Name != ck.Name || cl.Value != "" || cl.MaxAge >= 0 {
 				t.Fatalf("renew of a lost session: %d %v", rr.StatusCode, rr.Cookies)
 			}
-			if st, err := f.q.Stats(t.Context(), id); err != nil || st.Active != 0 {
+			if st, err := f.Q.Stats(t.Context(), id); err != nil || st.Active != 0 {
 				t.Fatalf("after the loss: %+v %v", st, err)
 			}
-			f.clock.Advance(10 * time.Second)
-			if d := gate.Decide(edge, "GET", "/book", ck.Name+"="+ck.Value, false, f.clock.Now()); d.Pass {
+			f.Clock.Advance(10 * time.Second)
+			if d := gate.Decide(edge, "GET", "/book", ck.Name+"="+ck.Value, false, f.Clock.Now()); d.Pass {
 				t.Fatalf("the cookie past its idle window: %+v", d)
 			}
 		})

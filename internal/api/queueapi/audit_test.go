@@ -2,6 +2,7 @@ package queueapi_test
 
 import (
 	"encoding/json"
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"log/slog"
 	"strings"
 	"testing"
@@ -21,30 +22,30 @@ import (
 // holder of the credentials can send) is recorded as saying so, never as a
 // fact: bob here sends the header without any console.
 func TestAuditTrailIAM(t *testing.T) {
-	f := newFixture(t, redistest.Single(t))
+	f := apitest.NewFixture(t, redistest.Single(t))
 	var logs strings.Builder
-	h := api.New(api.Options{Queue: f.q, Tickets: f.tickets, Entries: f.entries, AdminAuth: api.AdminIAM, DefaultRoom: room.DefaultConfig(),
+	h := api.New(api.Options{Queue: f.Q, Tickets: f.Tickets, Entries: f.Entries, AdminAuth: api.AdminIAM, DefaultRoom: room.DefaultConfig(),
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
-	as := func(arn, method, path, body string, console bool) response {
+	as := func(arn, method, path, body string, console bool) apitest.Response {
 		t.Helper()
 		hdr := map[string]string{}
 		if console {
 			hdr["X-Vestibule-Console"] = "1"
 		}
-		ev := event(method, path, body, hdr)
+		ev := apitest.Event(method, path, body, hdr)
 		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
 			IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "123456789012", UserARN: arn},
 		}
-		return send(t, h, ev)
+		return apitest.Send(t, h, ev)
 	}
 	id := redistest.Room(t)
 	alice, bob := "arn:aws:iam::123456789012:user/alice", "arn:aws:sts::123456789012:assumed-role/ops/bob"
-	wantStatus(t, as(alice, "PUT", "/api/admin/rooms/"+id, `{"originUrl":"https://origin.example/","maxActive":5}`, false), 200, "")
-	wantStatus(t, as(bob, "PUT", "/api/admin/rooms/"+id, `{"mode":"paused"}`, true), 200, "")
-	wantStatus(t, as(bob, "PUT", "/api/admin/rooms/"+id, `{"mode":"paused"}`, false), 200, "") // no change
-	wantStatus(t, as(alice, "PUT", "/api/admin/rooms/"+id, `{"maxActive":7,"admitPerMinute":90}`, false), 200, "")
+	apitest.WantStatus(t, as(alice, "PUT", "/api/admin/rooms/"+id, `{"originUrl":"https://origin.example/","maxActive":5}`, false), 200, "")
+	apitest.WantStatus(t, as(bob, "PUT", "/api/admin/rooms/"+id, `{"mode":"paused"}`, true), 200, "")
+	apitest.WantStatus(t, as(bob, "PUT", "/api/admin/rooms/"+id, `{"mode":"paused"}`, false), 200, "") // no change
+	apitest.WantStatus(t, as(alice, "PUT", "/api/admin/rooms/"+id, `{"maxActive":7,"admitPerMinute":90}`, false), 200, "")
 	r := as(bob, "GET", "/api/admin/rooms/"+id+"/log", "", false)
-	wantStatus(t, r, 200, "")
+	apitest.WantStatus(t, r, 200, "")
 	var out struct{ Entries []room.AuditEntry }
 	json.Unmarshal([]byte(r.Body), &out)
 	if len(out.Entries) != 3 {
@@ -68,12 +69,12 @@ func TestAuditTrailIAM(t *testing.T) {
 		t.Errorf("the change is not logged: %s", logs.String())
 	}
 	// Deleted, the room's log stays, with who deleted it.
-	wantStatus(t, as(bob, "DELETE", "/api/admin/rooms/"+id, "", false), 200, "")
-	wantStatus(t, as(bob, "GET", "/api/admin/rooms/"+id, "", false), 404, "unknown_room")
+	apitest.WantStatus(t, as(bob, "DELETE", "/api/admin/rooms/"+id, "", false), 200, "")
+	apitest.WantStatus(t, as(bob, "GET", "/api/admin/rooms/"+id, "", false), 404, "unknown_room")
 	r = as(alice, "GET", "/api/admin/rooms/"+id+"/log", "", false)
 	json.Unmarshal([]byte(r.Body), &out)
 	if n := len(out.Entries); n != 4 || out.Entries[3].Action != "delete" || out.Entries[3].Who != bob {
 		t.Errorf("after the delete: %s", r.Body)
 	}
-	wantStatus(t, as(alice, "GET", "/api/admin/rooms/never-was/log", "", false), 404, "unknown_room")
+	apitest.WantStatus(t, as(alice, "GET", "/api/admin/rooms/never-was/log", "", false), 404, "unknown_room")
 }

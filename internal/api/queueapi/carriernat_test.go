@@ -2,6 +2,7 @@ package queueapi_test
 
 import (
 	"fmt"
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"testing"
 	"time"
 
@@ -23,17 +24,17 @@ func TestJoinLimitBehindCarrierNAT(t *testing.T) {
 	if got := room.DefaultConfig().ClientEnqueuePerMinute; got != 0 {
 		t.Fatalf("clientEnqueuePerMinute defaults to %d: a shared address's honest joins are refused (below)", got)
 	}
-	f := newFixture(t, redistest.Single(t))
+	f := apitest.NewFixture(t, redistest.Single(t))
 	const addresses = 20
 	refused := func(limit, k int) (int, int) {
-		opens := f.clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-		id := f.room(fmt.Sprintf(`{"clientEnqueuePerMinute":%d,"opensAt":%q,"originUrl":"https://origin.example/"}`, limit, opens))
+		opens := f.Clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+		id := f.Room(fmt.Sprintf(`{"clientEnqueuePerMinute":%d,"opensAt":%q,"originUrl":"https://origin.example/"}`, limit, opens))
 		n, no := 0, 0
 		for range k { // k joins a minute behind each address, the addresses interleaved
 			for a := range addresses {
-				ev := event("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+				ev := apitest.Event("POST", "/api/rooms/"+id+"/enqueue", "", nil)
 				ev.RequestContext.HTTP.SourceIP = fmt.Sprintf("198.51.100.%d", a+1)
-				r := f.send(ev)
+				r := f.Send(ev)
 				n++
 				switch r.StatusCode {
 				case 200:
@@ -43,7 +44,7 @@ func TestJoinLimitBehindCarrierNAT(t *testing.T) {
 					t.Fatalf("join %d: %d %s", n, r.StatusCode, r.Body)
 				}
 			}
-			f.clock.Advance(time.Minute / time.Duration(k))
+			f.Clock.Advance(time.Minute / time.Duration(k))
 		}
 		return no, n
 	}

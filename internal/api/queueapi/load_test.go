@@ -13,51 +13,51 @@ import (
 // the pace and why. A header that is not a load in 0..1 is a 400 that
 // consumes nothing.
 func TestConsumeAndCompleteCarryTheOriginsLoad(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, f *fixture) {
-		id := f.room(`{"maxActive":50,"admitPerMinute":600,"admitPerMinuteMin":60,"claimTTLSeconds":600,"originUrl":"https://origin.example/"}`)
+	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
+		id := f.Room(`{"maxActive":50,"admitPerMinute":600,"admitPerMinuteMin":60,"claimTTLSeconds":600,"originUrl":"https://origin.example/"}`)
 		for range 185 {
-			f.clock.Advance(time.Second)
-			f.tick(id)
+			f.Clock.Advance(time.Second)
+			f.Tick(id)
 		}
-		st := f.do("GET", "/api/rooms/"+id+"/status", "", nil)
-		if rateOf(t, st) != 600 || st.str("paceWhy") != "top" {
+		st := f.Do("GET", "/api/rooms/"+id+"/status", "", nil)
+		if rateOf(t, st) != 600 || st.Str("paceWhy") != "top" {
 			t.Fatalf("status after the climb: %s", st.Body)
 		}
 		admit := func() string {
 			t.Helper()
-			e := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+			e := f.Do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
 			for range 5 {
-				p := f.do("GET", "/api/rooms/"+id+"/poll", "", bearer(e.str("ticket")))
-				if tok := p.str("entryToken"); tok != "" {
+				p := f.Do("GET", "/api/rooms/"+id+"/poll", "", apitest.Bearer(e.Str("ticket")))
+				if tok := p.Str("entryToken"); tok != "" {
 					return tok
 				}
-				f.clock.Advance(time.Second)
-				f.tick(id)
+				f.Clock.Advance(time.Second)
+				f.Tick(id)
 			}
 			t.Fatal("not admitted")
 			return ""
 		}
-		redeem := func(path, tok, load string) response {
+		redeem := func(path, tok, load string) apitest.Response {
 			t.Helper()
-			h := apitest.OriginOf(f.entries, f.origins, f.clock.Now(), tok)
+			h := apitest.OriginOf(f.Entries, f.Origins, f.Clock.Now(), tok)
 			h["Vestibule-Load"] = load
-			return f.do("POST", path, `{"token":"`+tok+`"}`, h)
+			return f.Do("POST", path, `{"token":"`+tok+`"}`, h)
 		}
 		tok := admit()
 		for _, bad := range []string{"1.5", "-0.1", "NaN", "high", "0x1p-1"} {
-			wantStatus(t, redeem("/api/consume", tok, bad), 400, "bad_load")
+			apitest.WantStatus(t, redeem("/api/consume", tok, bad), 400, "bad_load")
 		}
-		wantStatus(t, redeem("/api/consume", tok, "0.95"), 200, "")
-		f.clock.Advance(time.Second)
-		f.tick(id)
-		st = f.do("GET", "/api/rooms/"+id+"/status", "", nil)
-		if rateOf(t, st) != 450 || st.str("paceWhy") != "backoff" {
+		apitest.WantStatus(t, redeem("/api/consume", tok, "0.95"), 200, "")
+		f.Clock.Advance(time.Second)
+		f.Tick(id)
+		st = f.Do("GET", "/api/rooms/"+id+"/status", "", nil)
+		if rateOf(t, st) != 450 || st.Str("paceWhy") != "backoff" {
 			t.Errorf("status after a consume at 0.95: %s, want 450 (backoff)", st.Body)
 		}
-		f.clock.Advance(5 * time.Second)
-		wantStatus(t, redeem("/api/complete", tok, "1"), 200, "")
-		f.tick(id)
-		st = f.do("GET", "/api/rooms/"+id+"/status", "", nil)
+		f.Clock.Advance(5 * time.Second)
+		apitest.WantStatus(t, redeem("/api/complete", tok, "1"), 200, "")
+		f.Tick(id)
+		st = f.Do("GET", "/api/rooms/"+id+"/status", "", nil)
 		if rateOf(t, st) != 337.5 {
 			t.Errorf("status after a complete at 1: %s, want 337.5", st.Body)
 		}
@@ -65,7 +65,7 @@ func TestConsumeAndCompleteCarryTheOriginsLoad(t *testing.T) {
 }
 
 // rateOf is a status answer's ratePerMinute.
-func rateOf(t *testing.T, r response) float64 {
+func rateOf(t *testing.T, r apitest.Response) float64 {
 	t.Helper()
 	var v struct{ RatePerMinute float64 }
 	if err := json.Unmarshal([]byte(r.Body), &v); err != nil {

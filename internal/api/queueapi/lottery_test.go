@@ -3,6 +3,7 @@ package queueapi_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"slices"
 	"testing"
 	"time"
@@ -16,36 +17,36 @@ import (
 // the commitment, and every ticket's draw is recomputed from the seed and
 // its visitor id and orders the line.
 func TestAuditableLottery(t *testing.T) {
-	f := newFixture(t, redistest.Single(t))
-	opens := f.clock.Now().Add(10 * time.Minute)
-	id := f.room(`{"opensAt":"` + opens.UTC().Format(time.RFC3339) + `","originUrl":"https://origin.example/"}`)
-	status := func() response {
+	f := apitest.NewFixture(t, redistest.Single(t))
+	opens := f.Clock.Now().Add(10 * time.Minute)
+	id := f.Room(`{"opensAt":"` + opens.UTC().Format(time.RFC3339) + `","originUrl":"https://origin.example/"}`)
+	status := func() apitest.Response {
 		t.Helper()
-		s := f.do("GET", "/api/rooms/"+id+"/status", "", nil)
-		wantStatus(t, s, 200, "")
+		s := f.Do("GET", "/api/rooms/"+id+"/status", "", nil)
+		apitest.WantStatus(t, s, 200, "")
 		return s
 	}
-	commitment := status().str("drawCommitment")
+	commitment := status().Str("drawCommitment")
 	if len(commitment) != 64 {
 		t.Fatalf("no commitment before the first join: %q", commitment)
 	}
 	var tickets []string
 	for range 8 {
-		r := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
-		if r.str("state") != "prequeue" {
+		r := f.Do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+		if r.Str("state") != "prequeue" {
 			t.Fatalf("join: %s", r.Body)
 		}
-		tickets = append(tickets, r.str("ticket"))
-		if s := status(); s.str("drawCommitment") != commitment || s.str("drawSeed") != "" {
+		tickets = append(tickets, r.Str("ticket"))
+		if s := status(); s.Str("drawCommitment") != commitment || s.Str("drawSeed") != "" {
 			t.Fatalf("pre-queue status: %s", s.Body)
 		}
-		f.clock.Advance(time.Second)
+		f.Clock.Advance(time.Second)
 	}
-	f.clock.Set(opens.Add(time.Second))
+	f.Clock.Set(opens.Add(time.Second))
 	s := status()
-	seed := s.str("drawSeed")
+	seed := s.Str("drawSeed")
 	sum := sha256.Sum256([]byte(seed))
-	if seed == "" || s.str("drawCommitment") != commitment || hex.EncodeToString(sum[:]) != commitment {
+	if seed == "" || s.Str("drawCommitment") != commitment || hex.EncodeToString(sum[:]) != commitment {
 		t.Fatalf("after opening: %s", s.Body)
 	}
 	type drawn struct {
@@ -54,23 +55,23 @@ func TestAuditableLottery(t *testing.T) {
 	}
 	var line []drawn
 	for _, tok := range tickets {
-		tk, err := f.tickets.Verify(tok, id, f.clock.Now())
+		tk, err := f.Tickets.Verify(tok, id, f.Clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := room.DrawOf(seed, tk.Visitor); got != tk.Draw {
 			t.Fatalf("visitor %s: recomputed draw %v, ticket says %v", tk.Visitor, got, tk.Draw)
 		}
-		p := f.do("GET", "/api/rooms/"+id+"/poll", "", bearer(tok))
-		if p.str("state") != "waiting" {
+		p := f.Do("GET", "/api/rooms/"+id+"/poll", "", apitest.Bearer(tok))
+		if p.Str("state") != "waiting" {
 			t.Fatalf("poll after opening: %s", p.Body)
 		}
 		// From the opening the answer says the draw the room orders the
 		// visitor by, for the page to check against the seed.
-		if d, _ := p.json["draw"].(float64); d != tk.Draw {
+		if d, _ := p.JSON["draw"].(float64); d != tk.Draw {
 			t.Fatalf("poll after opening: draw %v, want %v: %s", d, tk.Draw, p.Body)
 		}
-		line = append(line, drawn{tk.Draw, p.num("position")})
+		line = append(line, drawn{tk.Draw, p.Num("position")})
 	}
 	slices.SortFunc(line, func(a, b drawn) int { return int(a.pos - b.pos) })
 	for i := 1; i < len(line); i++ {
@@ -80,11 +81,11 @@ func TestAuditableLottery(t *testing.T) {
 	}
 	// Admission follows the line: whoever a tick admits drew lower than
 	// everyone still waiting.
-	f.tick(id)
+	f.Tick(id)
 	maxAdmitted, minWaiting := -1.0, 2.0
 	for _, tok := range tickets {
-		tk, _ := f.tickets.Verify(tok, id, f.clock.Now())
-		switch p := f.do("GET", "/api/rooms/"+id+"/poll", "", bearer(tok)); p.str("state") {
+		tk, _ := f.Tickets.Verify(tok, id, f.Clock.Now())
+		switch p := f.Do("GET", "/api/rooms/"+id+"/poll", "", apitest.Bearer(tok)); p.Str("state") {
 		case "admitted":
 			maxAdmitted = max(maxAdmitted, tk.Draw)
 		case "waiting":

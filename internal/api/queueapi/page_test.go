@@ -2,6 +2,7 @@ package queueapi_test
 
 import (
 	"encoding/json"
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"strings"
 	"testing"
 
@@ -17,31 +18,31 @@ const brandPage = `{"title":"Spring Concert","message":{"en":"Sold out. Thank yo
 // The public status carries the page and its version; place replies carry
 // the version only, and it changes when the page does, and only then.
 func TestStatusCarriesThePage(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, f *fixture) {
-		id := f.room(`{"maxActive":1,"originUrl":"https://origin.example/"}`)
+	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
+		id := f.Room(`{"maxActive":1,"originUrl":"https://origin.example/"}`)
 		base := "/api/rooms/" + id
 
 		// No page: the status has none, and a version all the same.
-		s := f.do("GET", base+"/status", "", nil)
-		wantStatus(t, s, 200, "")
-		if _, ok := s.json["page"]; ok {
+		s := f.Do("GET", base+"/status", "", nil)
+		apitest.WantStatus(t, s, 200, "")
+		if _, ok := s.JSON["page"]; ok {
 			t.Errorf("status of a room without a page has one: %s", s.Body)
 		}
-		none := s.str("pageVersion")
-		e := f.do("POST", base+"/enqueue", "", nil)
-		wantStatus(t, e, 200, "")
-		if none == "" || e.str("pageVersion") != none {
-			t.Errorf("versions without a page: status %q, enqueue %q", none, e.str("pageVersion"))
+		none := s.Str("pageVersion")
+		e := f.Do("POST", base+"/enqueue", "", nil)
+		apitest.WantStatus(t, e, 200, "")
+		if none == "" || e.Str("pageVersion") != none {
+			t.Errorf("versions without a page: status %q, enqueue %q", none, e.Str("pageVersion"))
 		}
-		tk := e.str("ticket")
+		tk := e.Str("ticket")
 
 		// A PUT of the page alone keeps the other settings.
-		wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"page":`+brandPage+`}`), 200, "")
-		if c, _ := f.q.GetConfig(t.Context(), id); c.MaxActive != 1 || c.Page == nil {
+		apitest.WantStatus(t, f.Admin("PUT", "/api/admin/rooms/"+id, `{"page":`+brandPage+`}`), 200, "")
+		if c, _ := f.Q.GetConfig(t.Context(), id); c.MaxActive != 1 || c.Page == nil {
 			t.Errorf("after a page-only PUT: %+v", c)
 		}
-		s = f.do("GET", base+"/status", "", nil)
-		wantStatus(t, s, 200, "")
+		s = f.Do("GET", base+"/status", "", nil)
+		apitest.WantStatus(t, s, 200, "")
 		if s.Headers["Cache-Control"] != "public, max-age=1" {
 			t.Errorf("status Cache-Control = %q", s.Headers["Cache-Control"])
 		}
@@ -59,50 +60,50 @@ func TestStatusCarriesThePage(t *testing.T) {
 		if branded == "" || branded == none {
 			t.Errorf("the page's version did not change: %q", branded)
 		}
-		f.clock.Advance(2e9) // past the min poll interval
-		p := f.do("GET", base+"/poll", "", bearer(tk))
-		wantStatus(t, p, 200, "")
-		if p.str("pageVersion") != branded {
-			t.Errorf("poll pageVersion = %q, status's = %q", p.str("pageVersion"), branded)
+		f.Clock.Advance(2e9) // past the min poll interval
+		p := f.Do("GET", base+"/poll", "", apitest.Bearer(tk))
+		apitest.WantStatus(t, p, 200, "")
+		if p.Str("pageVersion") != branded {
+			t.Errorf("poll pageVersion = %q, status's = %q", p.Str("pageVersion"), branded)
 		}
 		if strings.Contains(p.Body, "Spring Concert") {
 			t.Errorf("a poll reply carries the page itself: %s", p.Body)
 		}
 
 		// Another setting changes: the page's version does not.
-		wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"maxActive":2}`), 200, "")
-		f.clock.Advance(2e9)
-		if p := f.do("GET", base+"/poll", "", bearer(tk)); p.str("pageVersion") != branded {
-			t.Errorf("poll pageVersion after a maxActive change = %q, want %q", p.str("pageVersion"), branded)
+		apitest.WantStatus(t, f.Admin("PUT", "/api/admin/rooms/"+id, `{"maxActive":2}`), 200, "")
+		f.Clock.Advance(2e9)
+		if p := f.Do("GET", base+"/poll", "", apitest.Bearer(tk)); p.Str("pageVersion") != branded {
+			t.Errorf("poll pageVersion after a maxActive change = %q, want %q", p.Str("pageVersion"), branded)
 		}
 		// The message changes while visitors wait: a new version.
-		wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"page":{"title":"Spring Concert","message":"Two seats left"}}`), 200, "")
-		f.clock.Advance(2e9)
-		p = f.do("GET", base+"/poll", "", bearer(tk))
-		if v := p.str("pageVersion"); v == branded || v == none {
+		apitest.WantStatus(t, f.Admin("PUT", "/api/admin/rooms/"+id, `{"page":{"title":"Spring Concert","message":"Two seats left"}}`), 200, "")
+		f.Clock.Advance(2e9)
+		p = f.Do("GET", base+"/poll", "", apitest.Bearer(tk))
+		if v := p.Str("pageVersion"); v == branded || v == none {
 			t.Errorf("poll pageVersion after a message change = %q", v)
 		}
-		s = f.do("GET", base+"/status", "", nil)
-		if pg, _ := s.json["page"].(map[string]any); pg["message"] != "Two seats left" || pg["logoUrl"] != nil || s.str("pageVersion") != p.str("pageVersion") {
+		s = f.Do("GET", base+"/status", "", nil)
+		if pg, _ := s.JSON["page"].(map[string]any); pg["message"] != "Two seats left" || pg["logoUrl"] != nil || s.Str("pageVersion") != p.Str("pageVersion") {
 			t.Errorf("status after the change: %s", s.Body)
 		}
 
 		// Closed: a waiting visitor's poll still carries the version; a
 		// newcomer without a ticket gets none (the page reads the status).
-		wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"mode":"closed"}`), 200, "")
-		f.clock.Advance(2e9)
-		p = f.do("GET", base+"/poll", "", bearer(tk))
-		if p.str("state") != "closed" || p.str("pageVersion") != s.str("pageVersion") {
+		apitest.WantStatus(t, f.Admin("PUT", "/api/admin/rooms/"+id, `{"mode":"closed"}`), 200, "")
+		f.Clock.Advance(2e9)
+		p = f.Do("GET", base+"/poll", "", apitest.Bearer(tk))
+		if p.Str("state") != "closed" || p.Str("pageVersion") != s.Str("pageVersion") {
 			t.Errorf("closed poll: %s", p.Body)
 		}
-		if c := f.do("POST", base+"/enqueue", "", nil); c.str("state") != "closed" || c.str("ticket") != "" {
+		if c := f.Do("POST", base+"/enqueue", "", nil); c.Str("state") != "closed" || c.Str("ticket") != "" {
 			t.Errorf("closed enqueue: %s", c.Body)
 		}
 
 		// null removes the page.
-		wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"page":null}`), 200, "")
-		s = f.do("GET", base+"/status", "", nil)
-		if _, ok := s.json["page"]; ok || s.str("pageVersion") != none {
+		apitest.WantStatus(t, f.Admin("PUT", "/api/admin/rooms/"+id, `{"page":null}`), 200, "")
+		s = f.Do("GET", base+"/status", "", nil)
+		if _, ok := s.JSON["page"]; ok || s.Str("pageVersion") != none {
 			t.Errorf("status after page null: %s", s.Body)
 		}
 	})
@@ -111,9 +112,9 @@ func TestStatusCarriesThePage(t *testing.T) {
 // Every rule of the page setting is refused by the admin API with 400
 // invalid_config naming the field, and leaves the room as it was.
 func TestPageSettingsRefused(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, f *fixture) {
-		id := f.room(`{"page":` + brandPage + `}`)
-		before, err := f.q.GetConfig(t.Context(), id)
+	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
+		id := f.Room(`{"page":` + brandPage + `}`)
+		before, err := f.Q.GetConfig(t.Context(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,15 +141,15 @@ func TestPageSettingsRefused(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				r := f.admin("PUT", "/api/admin/rooms/"+id, `{"maxActive":9,"page":`+c.page+`}`)
-				wantStatus(t, r, 400, "invalid_config")
-				e, _ := r.json["error"].(map[string]any)
+				r := f.Admin("PUT", "/api/admin/rooms/"+id, `{"maxActive":9,"page":`+c.page+`}`)
+				apitest.WantStatus(t, r, 400, "invalid_config")
+				e, _ := r.JSON["error"].(map[string]any)
 				if msg, _ := e["message"].(string); !strings.HasPrefix(msg, "room: invalid "+c.field+": ") {
 					t.Errorf("message %q does not name %s", msg, c.field)
 				}
 			})
 		}
-		after, err := f.q.GetConfig(t.Context(), id)
+		after, err := f.Q.GetConfig(t.Context(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,8 +158,8 @@ func TestPageSettingsRefused(t *testing.T) {
 		}
 		// A new room refused for its page is not created.
 		n := "never-" + id
-		wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+n, `{"page":{"accentColor":"blue"}}`), 400, "invalid_config")
-		if _, err := f.q.GetConfig(t.Context(), n); err != room.ErrUnknownRoom {
+		apitest.WantStatus(t, f.Admin("PUT", "/api/admin/rooms/"+n, `{"page":{"accentColor":"blue"}}`), 400, "invalid_config")
+		if _, err := f.Q.GetConfig(t.Context(), n); err != room.ErrUnknownRoom {
 			t.Errorf("a refused new room exists: %v", err)
 		}
 	})

@@ -2,6 +2,7 @@ package queueapi_test
 
 import (
 	"context"
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,12 +37,12 @@ func TestOneUnreadableRoomHidesNoOther(t *testing.T) {
 			dir := t.TempDir()
 			clk := testkit.FixedClock(time.Now().Truncate(time.Second))
 			eng := app.NewEngine(rdb, clk.Now)
-			f := newFixtureOn(t, eng, clk, func(_ *token.Keys, o *api.Options) {
+			f := apitest.NewFixtureOn(t, eng, clk, func(_ *token.Keys, o *api.Options) {
 				o.Queue = durable.New(eng, durable.Options{Store: durable.Disk{Dir: dir}, Clock: clk.Now, NoNudge: true})
 			})
 			ids := []string{"room-a", "room-b", "room-c"}
 			for _, id := range ids {
-				wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"maxActive":7}`), 200, "")
+				apitest.WantStatus(t, f.Admin("PUT", "/api/admin/rooms/"+id, `{"maxActive":7}`), 200, "")
 			}
 			if err := rdb.FlushAll(context.Background()).Err(); err != nil {
 				t.Fatal(err)
@@ -49,10 +50,10 @@ func TestOneUnreadableRoomHidesNoOther(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "room-b.json"), []byte(body), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			f.logs.Reset()
-			r := f.admin("GET", "/api/admin/rooms", "")
-			wantStatus(t, r, 200, "")
-			rooms, _ := r.json["rooms"].([]any)
+			f.Logs.Reset()
+			r := f.Admin("GET", "/api/admin/rooms", "")
+			apitest.WantStatus(t, r, 200, "")
+			rooms, _ := r.JSON["rooms"].([]any)
 			if len(rooms) != 3 {
 				t.Fatalf("listed %d rooms, want 3: %s", len(rooms), r.Body)
 			}
@@ -73,15 +74,15 @@ func TestOneUnreadableRoomHidesNoOther(t *testing.T) {
 					t.Errorf("room %s: %v", ids[i], m)
 				}
 			}
-			s := f.do("GET", "/api/rooms/room-b/status", "", nil)
-			wantStatus(t, s, 503, "room_unrestorable")
-			wantStatus(t, f.admin("GET", "/api/admin/rooms/room-b", ""), 503, "room_unrestorable")
-			if strings.Contains(f.logs.String(), "RedisErrors") {
-				t.Errorf("an unreadable record counted as a Redis error: %s", f.logs.String())
+			s := f.Do("GET", "/api/rooms/room-b/status", "", nil)
+			apitest.WantStatus(t, s, 503, "room_unrestorable")
+			apitest.WantStatus(t, f.Admin("GET", "/api/admin/rooms/room-b", ""), 503, "room_unrestorable")
+			if strings.Contains(f.Logs.String(), "RedisErrors") {
+				t.Errorf("an unreadable record counted as a Redis error: %s", f.Logs.String())
 			}
 			// The operator PUTs the room again (all of it: nothing could be read).
-			wantStatus(t, f.admin("PUT", "/api/admin/rooms/room-b", `{"maxActive":9}`), 200, "")
-			wantStatus(t, f.do("GET", "/api/rooms/room-b/status", "", nil), 200, "")
+			apitest.WantStatus(t, f.Admin("PUT", "/api/admin/rooms/room-b", `{"maxActive":9}`), 200, "")
+			apitest.WantStatus(t, f.Do("GET", "/api/rooms/room-b/status", "", nil), 200, "")
 		})
 	}
 }

@@ -2,6 +2,7 @@ package queueapi_test
 
 import (
 	"encoding/json"
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"testing"
 	"time"
 
@@ -13,45 +14,45 @@ import (
 // future, its settings valid over the room's now), listed, cancelled, and
 // each step is in the audit log; mistakes get their 4xx.
 func TestScheduledChangeRoutes(t *testing.T) {
-	f := newFixture(t, redistest.Single(t))
-	id := f.room(`{"maxActive": 5}`)
+	f := apitest.NewFixture(t, redistest.Single(t))
+	id := f.Room(`{"maxActive": 5}`)
 	base := "/api/admin/rooms/" + id + "/schedule"
-	at := f.clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	past := f.clock.Now().Add(-time.Second).UTC().Format(time.RFC3339)
+	at := f.Clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	past := f.Clock.Now().Add(-time.Second).UTC().Format(time.RFC3339)
 
-	wantStatus(t, f.admin("POST", base, `{"at":"`+past+`","settings":{"maxActive":9}}`), 400, "invalid_schedule")
-	wantStatus(t, f.admin("POST", base, `{"settings":{"maxActive":9}}`), 400, "invalid_schedule")
-	wantStatus(t, f.admin("POST", base, `{"at":"`+at+`","settings":{"maxActive":-1}}`), 400, "invalid_config")
-	wantStatus(t, f.admin("POST", base, `{"at":"`+at+`","settings":{"maxActiv":9}}`), 400, "bad_json")
-	wantStatus(t, f.admin("POST", base, `{"at":"`+at+`","settings":{"maxActive":9},"x":1}`), 400, "bad_json")
-	wantStatus(t, f.admin("POST", "/api/admin/rooms/no-such-room/schedule", `{"at":"`+at+`","settings":{"maxActive":9}}`), 404, "unknown_room")
-	wantStatus(t, f.do("POST", base, `{"at":"`+at+`","settings":{"maxActive":9}}`, nil), 401, "")
+	apitest.WantStatus(t, f.Admin("POST", base, `{"at":"`+past+`","settings":{"maxActive":9}}`), 400, "invalid_schedule")
+	apitest.WantStatus(t, f.Admin("POST", base, `{"settings":{"maxActive":9}}`), 400, "invalid_schedule")
+	apitest.WantStatus(t, f.Admin("POST", base, `{"at":"`+at+`","settings":{"maxActive":-1}}`), 400, "invalid_config")
+	apitest.WantStatus(t, f.Admin("POST", base, `{"at":"`+at+`","settings":{"maxActiv":9}}`), 400, "bad_json")
+	apitest.WantStatus(t, f.Admin("POST", base, `{"at":"`+at+`","settings":{"maxActive":9},"x":1}`), 400, "bad_json")
+	apitest.WantStatus(t, f.Admin("POST", "/api/admin/rooms/no-such-room/schedule", `{"at":"`+at+`","settings":{"maxActive":9}}`), 404, "unknown_room")
+	apitest.WantStatus(t, f.Do("POST", base, `{"at":"`+at+`","settings":{"maxActive":9}}`, nil), 401, "")
 
-	r := f.admin("POST", base, `{"at":"`+at+`","settings":{"maxActive":9,"mode":"closed"}}`)
-	wantStatus(t, r, 200, "")
+	r := f.Admin("POST", base, `{"at":"`+at+`","settings":{"maxActive":9,"mode":"closed"}}`)
+	apitest.WantStatus(t, r, 200, "")
 	var planned struct{ Change room.ScheduledChange }
 	if err := json.Unmarshal([]byte(r.Body), &planned); err != nil || len(planned.Change.ID) != 16 || planned.Change.CreatedBy != "admin key" {
 		t.Fatalf("plan answered %s", r.Body)
 	}
-	r = f.admin("GET", base, "")
-	wantStatus(t, r, 200, "")
+	r = f.Admin("GET", base, "")
+	apitest.WantStatus(t, r, 200, "")
 	var list struct{ Changes []room.ScheduledChange }
 	if err := json.Unmarshal([]byte(r.Body), &list); err != nil || len(list.Changes) != 1 || list.Changes[0].ID != planned.Change.ID ||
 		string(list.Changes[0].Settings) != `{"maxActive":9,"mode":"closed"}` {
 		t.Fatalf("schedule %s", r.Body)
 	}
-	if c := f.admin("GET", "/api/admin/rooms/"+id, ""); c.json["config"].(map[string]any)["maxActive"] != 5.0 {
+	if c := f.Admin("GET", "/api/admin/rooms/"+id, ""); c.JSON["config"].(map[string]any)["maxActive"] != 5.0 {
 		t.Fatalf("planning changed the room: %s", c.Body)
 	}
-	wantStatus(t, f.admin("POST", base+"/cancel", `{"id":"0123456789abcdef"}`), 404, "unknown_change")
-	wantStatus(t, f.admin("POST", base+"/cancel", `{"id":"../x"}`), 404, "unknown_change")
-	wantStatus(t, f.admin("POST", base+"/cancel", `{"id":"`+planned.Change.ID+`"}`), 200, "")
-	wantStatus(t, f.admin("POST", base+"/cancel", `{"id":"`+planned.Change.ID+`"}`), 404, "unknown_change")
-	r = f.admin("GET", base, "")
+	apitest.WantStatus(t, f.Admin("POST", base+"/cancel", `{"id":"0123456789abcdef"}`), 404, "unknown_change")
+	apitest.WantStatus(t, f.Admin("POST", base+"/cancel", `{"id":"../x"}`), 404, "unknown_change")
+	apitest.WantStatus(t, f.Admin("POST", base+"/cancel", `{"id":"`+planned.Change.ID+`"}`), 200, "")
+	apitest.WantStatus(t, f.Admin("POST", base+"/cancel", `{"id":"`+planned.Change.ID+`"}`), 404, "unknown_change")
+	r = f.Admin("GET", base, "")
 	if json.Unmarshal([]byte(r.Body), &list) != nil || len(list.Changes) != 0 {
 		t.Fatalf("schedule after the cancel: %s", r.Body)
 	}
-	r = f.admin("GET", "/api/admin/rooms/"+id+"/log", "")
+	r = f.Admin("GET", "/api/admin/rooms/"+id+"/log", "")
 	var log struct{ Entries []room.AuditEntry }
 	_ = json.Unmarshal([]byte(r.Body), &log)
 	n := len(log.Entries)

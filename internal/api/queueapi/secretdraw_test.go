@@ -3,6 +3,7 @@ package queueapi_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"maps"
 	"testing"
 	"time"
@@ -18,16 +19,16 @@ import (
 // nor in a room closed before it; nor can the visitor read it from the
 // ticket (token.TestTicketHidesTheDraw). Otherwise a bot joins until it holds a good draw and drops the rest.
 func TestPrequeueAnswersHideTheDraw(t *testing.T) {
-	f := newFixture(t, redistest.Single(t))
-	opens := f.clock.Now().Add(10 * time.Minute)
-	id := f.room(`{"opensAt":"` + opens.UTC().Format(time.RFC3339) + `","originUrl":"https://origin.example/"}`)
+	f := apitest.NewFixture(t, redistest.Single(t))
+	opens := f.Clock.Now().Add(10 * time.Minute)
+	id := f.Room(`{"opensAt":"` + opens.UTC().Format(time.RFC3339) + `","originUrl":"https://origin.example/"}`)
 	const joins = 12
 	// same says that every answer is the first, but for the ticket (and the
 	// fields named in but, which must hold their own values).
-	same := func(what string, rs []response, but func(i int, r response) error) {
+	same := func(what string, rs []apitest.Response, but func(i int, r apitest.Response) error) {
 		t.Helper()
-		strip := func(r response) string {
-			m := maps.Clone(r.json)
+		strip := func(r apitest.Response) string {
+			m := maps.Clone(r.JSON)
 			delete(m, "ticket")
 			if but != nil {
 				delete(m, "waiting")
@@ -48,18 +49,18 @@ func TestPrequeueAnswersHideTheDraw(t *testing.T) {
 		}
 	}
 	var tickets []string
-	var answers []response
+	var answers []apitest.Response
 	for range joins {
-		r := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
-		if r.str("state") != "prequeue" {
+		r := f.Do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+		if r.Str("state") != "prequeue" {
 			t.Fatalf("join: %s", r.Body)
 		}
-		tickets = append(tickets, r.str("ticket"))
+		tickets = append(tickets, r.Str("ticket"))
 		answers = append(answers, r)
 	}
-	same("joins", answers, func(i int, r response) error {
-		if r.num("waiting") != int64(i+1) {
-			return fmt.Errorf("waiting %d, want %d", r.num("waiting"), i+1)
+	same("joins", answers, func(i int, r apitest.Response) error {
+		if r.Num("waiting") != int64(i+1) {
+			return fmt.Errorf("waiting %d, want %d", r.Num("waiting"), i+1)
 		}
 		return nil
 	})
@@ -70,20 +71,20 @@ func TestPrequeueAnswersHideTheDraw(t *testing.T) {
 		t.Helper()
 		answers = answers[:0]
 		for _, tk := range tickets {
-			r := f.do("GET", "/api/rooms/"+id+"/poll", "", bearer(tk))
-			wantStatus(t, r, 200, "")
+			r := f.Do("GET", "/api/rooms/"+id+"/poll", "", apitest.Bearer(tk))
+			apitest.WantStatus(t, r, 200, "")
 			answers = append(answers, r)
 		}
 		same(what, answers, nil)
 	}
-	f.clock.Advance(time.Second)
+	f.Clock.Advance(time.Second)
 	poll("polls 10 minutes before the opening")
-	f.clock.Set(opens.Add(-3 * time.Minute))
+	f.Clock.Set(opens.Add(-3 * time.Minute))
 	poll("polls 3 minutes before the opening")
-	f.clock.Set(opens.Add(-30 * time.Second))
+	f.Clock.Set(opens.Add(-30 * time.Second))
 	poll("polls 30 s before the opening")
-	wantStatus(t, f.admin("PUT", "/api/admin/rooms/"+id, `{"mode":"closed"}`), 200, "")
-	f.clock.Advance(time.Second)
+	apitest.WantStatus(t, f.Admin("PUT", "/api/admin/rooms/"+id, `{"mode":"closed"}`), 200, "")
+	f.Clock.Advance(time.Second)
 	poll("polls in a room closed before the opening")
 
 	// Nor does the ticket show it to a reader without the secret.

@@ -1,6 +1,7 @@
 package queueapi_test
 
 import (
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"strings"
 	"testing"
 	"time"
@@ -42,42 +43,42 @@ func TestFormat1TicketKeepsItsPlace(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var secret []byte
 			clk := testkit.FixedClock(time.Now().Truncate(time.Second))
-			f := newFixtureOn(t, app.NewEngine(c, clk.Now), clk, func(k *token.Keys, o *api.Options) { secret = k.TicketSecret })
-			id := f.room(`{"originUrl":"https://origin.example/"}`)
-			first := f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
-			f.do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
-			tk, err := f.tickets.Verify(first.str("ticket"), id, f.clock.Now())
+			f := apitest.NewFixtureOn(t, app.NewEngine(c, clk.Now), clk, func(k *token.Keys, o *api.Options) { secret = k.TicketSecret })
+			id := f.Room(`{"originUrl":"https://origin.example/"}`)
+			first := f.Do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+			f.Do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+			tk, err := f.Tickets.Verify(first.Str("ticket"), id, f.Clock.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
-			issued := f.clock.Now().Add(-time.Minute)
+			issued := f.Clock.Now().Add(-time.Minute)
 			old := format1Ticket(t, secret, tk, issued)
 
 			for i, path := range []string{"/poll", "/enqueue"} {
-				f.clock.Advance(time.Second) // past the minimum poll interval
+				f.Clock.Advance(time.Second) // past the minimum poll interval
 				method := map[string]string{"/poll": "GET", "/enqueue": "POST"}[path]
-				p := f.do(method, "/api/rooms/"+id+path, "", bearer(old))
-				wantStatus(t, p, 200, "")
-				if p.num("position") != 1 || p.str("state") != "waiting" {
+				p := f.Do(method, "/api/rooms/"+id+path, "", apitest.Bearer(old))
+				apitest.WantStatus(t, p, 200, "")
+				if p.Num("position") != 1 || p.Str("state") != "waiting" {
 					t.Fatalf("%d: %s with a format 1 ticket: %s", i, path, p.Body)
 				}
-				upgraded := p.str("ticket")
+				upgraded := p.Str("ticket")
 				if upgraded == old || strings.Contains(upgraded, ".") {
 					t.Fatalf("%s answered ticket %q; want format 2", path, upgraded)
 				}
-				v, err := f.tickets.Check(upgraded, id, f.clock.Now())
+				v, err := f.Tickets.Check(upgraded, id, f.Clock.Now())
 				if err != nil || v.Stale || v.Ticket != tk || !v.Expiry.Equal(issued.Add(api.TicketTTL)) {
 					t.Fatalf("upgraded ticket: %+v, %v; want %+v expiring %v", v, err, tk, issued.Add(api.TicketTTL))
 				}
-				f.clock.Advance(time.Second)
-				again := f.do("GET", "/api/rooms/"+id+"/poll", "", bearer(upgraded))
-				if again.num("position") != 1 || again.str("ticket") != upgraded {
+				f.Clock.Advance(time.Second)
+				again := f.Do("GET", "/api/rooms/"+id+"/poll", "", apitest.Bearer(upgraded))
+				if again.Num("position") != 1 || again.Str("ticket") != upgraded {
 					t.Fatalf("poll with the upgraded ticket: %s", again.Body)
 				}
 			}
 			// A format 1 ticket of another room is refused, as it always was.
-			f.clock.Advance(time.Second)
-			wantStatus(t, f.do("GET", "/api/rooms/"+id+"/poll", "", bearer(format1Ticket(t, secret, room.Ticket{Room: "elsewhere", Visitor: tk.Visitor, Seq: tk.Seq}, issued))), 401, "invalid_ticket")
+			f.Clock.Advance(time.Second)
+			apitest.WantStatus(t, f.Do("GET", "/api/rooms/"+id+"/poll", "", apitest.Bearer(format1Ticket(t, secret, room.Ticket{Room: "elsewhere", Visitor: tk.Visitor, Seq: tk.Seq}, issued))), 401, "invalid_ticket")
 		})
 	}
 }
