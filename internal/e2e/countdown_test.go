@@ -1,178 +1,18 @@
 package e2e
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
 )
-
-// fakeTicket is what the scripted server hands out: not a JWT, with
-// characters a JWT never has, so the page must keep and send it as it is.
-const fakeTicket = "v9.opaque~ticket/with+odd=chars"
-
-// scripted is a waiting room whose answers the test writes: the page (the
-// real static/) against an API that says what the test needs, when the test
-// wants (a far-back place, a long pollAfterMs, an admission on cue).
-type scripted struct {
-	t      *testing.T
-	srv    *httptest.Server
-	mu     sync.Mutex
-	reply  func(n int) map[string]any // the n-th place request's answer (0: the enqueue)
-	times  []time.Time                // when each place request arrived
-	after  []int                      // the pollAfterMs each answer carried
-	status map[string]any             // what the status route answers besides room, mode and pageVersion (setStatus)
-	reads  []time.Time                // when each status read arrived
-}
-
-func scriptedRoom(t *testing.T, reply func(n int) map[string]any) *scripted {
-	t.Helper()
-	s := &scripted{t: t, reply: reply}
-	mux := http.NewServeMux()
-	mux.Handle("/", http.FileServer(http.Dir(repoPath(t, "static"))))
-	mux.HandleFunc("/origin/", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprint(w, `<!doctype html><title>origin</title><p id="origin">the booking site</p>`)
-	})
-	mux.HandleFunc("GET /api/rooms/{room}/status", func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.reads = append(s.reads, time.Now())
-		body := map[string]any{"room": r.PathValue("room"), "mode": "queue", "pageVersion": "scripted"}
-		for k, v := range s.status {
-			body[k] = v
-		}
-		s.mu.Unlock()
-		writeJSON(w, 200, body)
-	})
-	given := fakeTicket // the ticket the last answer gave
-	place := func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		want := given
-		s.mu.Unlock()
-		if strings.HasSuffix(r.URL.Path, "/poll") && r.Header.Get("Authorization") != "Bearer "+want {
-			t.Errorf("a poll carried %q, not the ticket as it was given", r.Header.Get("Authorization"))
-			writeJSON(w, 401, map[string]any{"error": map[string]any{"code": "invalid_ticket"}})
-			return
-		}
-		s.mu.Lock()
-		n := len(s.times)
-		s.times = append(s.times, time.Now())
-		body := map[string]any{"room": r.PathValue("room"), "ticket": fakeTicket, "waiting": 8000, "pageVersion": "scripted"}
-		for k, v := range s.reply(n) {
-			body[k] = v
-		}
-		given, _ = body["ticket"].(string)
-		ms, _ := body["pollAfterMs"].(int)
-		s.after = append(s.after, ms)
-		s.mu.Unlock()
-		writeJSON(w, 200, body)
-	}
-	mux.HandleFunc("POST /api/rooms/{room}/enqueue", place)
-	mux.HandleFunc("GET /api/rooms/{room}/poll", place)
-	s.srv = httptest.NewServer(mux)
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
-}
-
-// requests is how many place requests (enqueue, poll) the server answered.
-func (s *scripted) requests() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.times)
-}
-
-// setStatus sets what the status route answers from now on (over room,
-// mode "queue" and pageVersion "scripted", which it may replace).
-func (s *scripted) setStatus(m map[string]any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.status = m
-}
-
-// statusReads is when each status read arrived.
-func (s *scripted) statusReads() []time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.reads)
-}
-
-// requestTimes is when each place request (enqueue, poll) arrived.
-func (s *scripted) requestTimes() []time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.times)
-}
-
-// checkPace fails the test when the page asked sooner than an answer told it to.
-func (s *scripted) checkPace() {
-	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := 1; i < len(s.times); i++ {
-		if gap := s.times[i].Sub(s.times[i-1]); gap < time.Duration(s.after[i-1])*time.Millisecond {
-			s.t.Errorf("request %d came %v after the answer that said pollAfterMs %d", i, gap, s.after[i-1])
-		}
-	}
-}
-
-// watchPlace runs in the page before its scripts: it records every value the
-// place shows (set each second while counting), with what is beside it (the
-// state, "about", the wait, the line under the card) and how many API requests
-// the page had sent by then, and every announcement of the live region. The
-// test judges the page from this record, not from what it reads when it gets
-// round to it, so a slow machine cannot blur "between two polls".
-const watchPlace = `(() => {
-	window.__seen = []; window.__said = [];
-	document.addEventListener("readystatechange", () => {
-		if (document.readyState !== "interactive") return;
-		const $ = id => document.getElementById(id);
-		const note = () => __seen.push({pos: $("position").textContent, about: !$("approx").hidden,
-			state: document.body.dataset.state, polls: +document.body.dataset.polls,
-			eta: $("eta").textContent, updated: $("updated").textContent});
-		const watch = (el, f) => new MutationObserver(f).observe(el, {childList: true, characterData: true, subtree: true});
-		watch($("position"), note);
-		watch($("announce"), () => __said.push($("announce").textContent));
-	});
-})()`
-
-type seen struct {
-	Pos     string `json:"pos"`
-	About   bool   `json:"about"`
-	State   string `json:"state"`
-	Polls   int    `json:"polls"`
-	ETA     string `json:"eta"`
-	Updated string `json:"updated"`
-}
-
-func shownPosition(t *testing.T, s string) int {
-	t.Helper()
-	n, err := strconv.Atoi(strings.ReplaceAll(s, ",", ""))
-	if err != nil {
-		t.Fatalf("position shows %q, not a number", s)
-	}
-	return n
-}
 
 // TestCountdownBetweenPolls: a visitor far back is told to come back after a
 // while; in between, the place and the estimate count down on screen (said to
@@ -202,10 +42,7 @@ func TestCountdownBetweenPolls(t *testing.T) {
 	answered := map[int]bool{5560: true, 5470: true, 5440: true, 5430: true, 3: true, 40: true}
 	s := scriptedRoom(t, func(n int) map[string]any { return replies[min(n, len(replies)-1)] })
 	v := visitor(t)
-	if _, err := chromedp.Call(v, page.AddScriptToEvaluateOnNewDocument,
-		page.AddScriptToEvaluateOnNewDocumentParams{Source: watchPlace}); err != nil {
-		t.Fatal(err)
-	}
+	beforeLoad(t, v, watchPage)
 	do(t, v, chromedp.Navigate(pageURL(s.srv.URL, "far")))
 	waitState(t, v, "waiting", wait)
 	// The "notify me" button is offered while the browser has not been asked.
@@ -219,8 +56,14 @@ func TestCountdownBetweenPolls(t *testing.T) {
 	// The last answer: a slow count from 40, which stays put long enough to
 	// check the page's accessibility while it counts.
 	waitJS(t, v, `+document.body.dataset.polls >= 6 && +document.getElementById("position").textContent <= 40`, 3*wait)
-	checkAxe(t, v) // "about", the counting line and the "notify me" button
-	got := browsertest.Eval[[]seen](t, v, `__seen`)
+	checkAxe(t, v)   // "about", the counting line and the "notify me" button
+	var got []sample // the places shown, each change once
+	for _, g := range browsertest.Eval[[]sample](t, v, `__samples`) {
+		g.At = 0
+		if g.Pos != "" && g.Pos != "–" && (len(got) == 0 || got[len(got)-1] != g) {
+			got = append(got, g)
+		}
+	}
 	said := browsertest.Eval[[]string](t, v, `__said`)
 	t.Logf("shown: %v", got)
 	t.Logf("said: %q", said)
@@ -313,48 +156,6 @@ func TestCountdownBetweenPolls(t *testing.T) {
 	s.checkPace()
 }
 
-// backgroundHooks runs in the page before its scripts: it records the
-// notifications made and the tones started, and lets the test hide the page
-// (headless Chromium has no window to put behind another).
-const backgroundHooks = `(() => {
-	window.__notes = []; window.__tones = 0; window.__audio = 0;
-	const N = window.Notification;
-	if (N) window.Notification = class extends N {
-		constructor(title, options) { window.__notes.push({title, body: options && options.body}); super(title, options); }
-	};
-	const start = OscillatorNode.prototype.start;
-	OscillatorNode.prototype.start = function (...a) { window.__tones++; return start.apply(this, a); };
-	const AC = window.AudioContext;
-	window.AudioContext = class extends AC { constructor(...a) { super(...a); window.__audio++; } };
-	window.__hide = hidden => {
-		Object.defineProperty(document, "visibilityState", {configurable: true, get: () => hidden ? "hidden" : "visible"});
-		Object.defineProperty(document, "hidden", {configurable: true, get: () => hidden});
-		document.hasFocus = () => !hidden;
-		document.dispatchEvent(new Event("visibilitychange"));
-		return true;
-	};
-})()`
-
-// advance runs the page's virtual time d forward, firing its timers as they
-// fall due, and returns when the budget is spent; virtual time then stands
-// still until the next advance.
-func advance(t *testing.T, v context.Context, d time.Duration) {
-	t.Helper()
-	spent := chromedp.Events(v, emulation.VirtualTimeBudgetExpired)
-	budget := float64(d.Milliseconds())
-	if _, err := chromedp.Call(v, emulation.SetVirtualTimePolicy, emulation.SetVirtualTimePolicyParams{
-		Policy: emulation.VirtualTimePolicyAdvance, Budget: &budget,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, err := range spent {
-		if err != nil {
-			t.Fatalf("virtual time: %v", err)
-		}
-		return
-	}
-}
-
 // TestBackgroundTurn: a visitor who allowed notifications and clicked on the
 // page once waits in a tab in the background. When the poll says admitted,
 // the tab's title changes, a tone plays and a notification says it is their
@@ -375,10 +176,7 @@ func TestBackgroundTurn(t *testing.T) {
 			"grantExpiresAt": time.Now().Add(2 * time.Minute).UTC().Format(time.RFC3339)}
 	})
 	v := visitor(t)
-	if _, err := chromedp.Call(v, page.AddScriptToEvaluateOnNewDocument,
-		page.AddScriptToEvaluateOnNewDocumentParams{Source: backgroundHooks}); err != nil {
-		t.Fatal(err)
-	}
+	beforeLoad(t, v, backgroundHooks)
 	// The visitor allowed notifications for the room's site (as the "notify
 	// me" button would have asked).
 	if _, err := chromedp.CallBrowser(v, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{

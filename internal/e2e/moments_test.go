@@ -1,77 +1,21 @@
 package e2e
 
 import (
-	"context"
-	"encoding/base64"
-	"encoding/binary"
 	"fmt"
-	"github.com/vestibule-dev/vestibule/internal/room"
 	"math"
-	"regexp"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
+	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // The moments of a visit the page follows through the room's status between
 // polls (watch.js): against scripted rooms whose status answers the tests
 // change.
-
-// watchMoments runs in the page before its scripts: it records what the page
-// shows at every change of the document and every 200 ms, with the time (the
-// browser's clock, which is this machine's), so the test judges what was on
-// screen at each moment, not what it reads when it gets round to it.
-const watchMoments = `(() => {
-	window.__samples = [];
-	const $ = id => document.getElementById(id);
-	const note = () => {
-		const b = document.body.dataset;
-		__samples.push({at: Date.now(), state: b.state, polls: +b.polls,
-			countdown: $("countdown-box").hidden ? "" : $("countdown").textContent,
-			pos: $("place").hidden ? "" : $("position").textContent, about: !$("approx").hidden,
-			note: $("place-note").hidden ? "" : $("place-note").textContent,
-			eta: $("eta").textContent, title: $("title").textContent});
-	};
-	document.addEventListener("readystatechange", () => {
-		if (document.readyState !== "interactive") return;
-		new MutationObserver(note).observe(document.body, {childList: true, characterData: true, subtree: true, attributes: true});
-		setInterval(note, 200);
-	});
-})()`
-
-type sample struct {
-	At        int64  `json:"at"`
-	State     string `json:"state"`
-	Polls     int    `json:"polls"`
-	Countdown string `json:"countdown"`
-	Pos       string `json:"pos"`
-	About     bool   `json:"about"`
-	Note      string `json:"note"`
-	ETA       string `json:"eta"`
-	Title     string `json:"title"`
-}
-
-func (s sample) time() time.Time { return time.UnixMilli(s.At) }
-
-// minutes is a wait shown in minutes ("4–8 min"), not "Under 1 min".
-var minutes = regexp.MustCompile(`^\d+–\d+ min$`)
-
-// beforeLoad adds scripts that run in every document of the tab before its own.
-func beforeLoad(t *testing.T, ctx context.Context, scripts ...string) {
-	t.Helper()
-	for _, src := range scripts {
-		if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument,
-			page.AddScriptToEvaluateOnNewDocumentParams{Source: src}); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // TestPrequeueOpening: a pre-queue across its opening. The countdown never
 // shows 00:00: from the opening the page says the line is opening; it reads
@@ -125,8 +69,8 @@ func TestPrequeueOpening(t *testing.T) {
 	unshared.setStatus(status)
 	shared := drawn
 
-	beforeLoad(t, a, watchMoments)
-	beforeLoad(t, b, watchMoments)
+	beforeLoad(t, a, watchPage)
+	beforeLoad(t, b, watchPage)
 	do(t, a, chromedp.Navigate(pageURL(shared.srv.URL, "opening")))
 	do(t, b, chromedp.Navigate(pageURL(unshared.srv.URL, "opening")))
 	waitState(t, a, "prequeue", wait)
@@ -221,7 +165,7 @@ func TestPaceChange(t *testing.T) {
 	})
 	s.setStatus(map[string]any{"ratePerMinute": 60})
 	v := visitor(t)
-	beforeLoad(t, v, watchMoments)
+	beforeLoad(t, v, watchPage)
 	do(t, v, chromedp.Navigate(pageURL(s.srv.URL, "pace")))
 	waitState(t, v, "waiting", wait)
 	// At 60 a minute, 7 reaches the front within seconds: under a minute.
@@ -284,7 +228,7 @@ func TestPauseResumeByStatus(t *testing.T) {
 	})
 	s.setStatus(map[string]any{"ratePerMinute": 6})
 	v := visitor(t)
-	beforeLoad(t, v, watchMoments, backgroundHooks)
+	beforeLoad(t, v, watchPage, backgroundHooks)
 	do(t, v, chromedp.Navigate(pageURL(s.srv.URL, "pause")))
 	waitState(t, v, "waiting", wait)
 
@@ -338,44 +282,6 @@ func TestPauseResumeByStatus(t *testing.T) {
 	}
 }
 
-// ticketShape is a ticket in the layout of internal/token (format, seq,
-// draw, iat, exp, room, visitor, a tag) that no server signed: the page reads
-// the visitor id from it, as from any ticket, and sends it back as it is.
-func ticketShape(format byte, roomID, visitorID string) string {
-	b := []byte{format}
-	b = binary.BigEndian.AppendUint64(b, 7)
-	b = binary.BigEndian.AppendUint64(b, 0x0123456789abcdef) // a masked draw
-	b = binary.BigEndian.AppendUint64(b, uint64(time.Now().Unix()))
-	b = binary.BigEndian.AppendUint64(b, uint64(time.Now().Add(time.Hour).Unix()))
-	b = append(b, byte(len(roomID)))
-	b = append(b, roomID...)
-	b = append(b, byte(len(visitorID)))
-	b = append(b, visitorID...)
-	b = append(b, make([]byte, 32)...)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// runVirtual runs the page's virtual time d forward, firing its timers as
-// they fall due and standing still while a request is under way (so an
-// answer is handled at the virtual instant it would be in real time, give or
-// take the server's milliseconds); it returns when the budget is spent.
-func runVirtual(t *testing.T, v context.Context, d time.Duration) {
-	t.Helper()
-	spent := chromedp.Events(v, emulation.VirtualTimeBudgetExpired)
-	budget := float64(d.Milliseconds())
-	if _, err := chromedp.Call(v, emulation.SetVirtualTimePolicy, emulation.SetVirtualTimePolicyParams{
-		Policy: emulation.VirtualTimePolicyPauseIfNetworkFetchesPending, Budget: &budget,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, err := range spent {
-		if err != nil {
-			t.Fatalf("virtual time: %v", err)
-		}
-		return
-	}
-}
-
 // TestFarPauseWithinTheRule: a visitor 30 minutes from the turn (30,000 at
 // 1,000 a minute) reads the status about once a minute, not every 7 s, and a
 // pause made just after one of those reads is still shown within the rule
@@ -387,13 +293,12 @@ func TestFarPauseWithinTheRule(t *testing.T) {
 	})
 	s.setStatus(map[string]any{"ratePerMinute": 1000, "waiting": 40000})
 	v := visitor(t)
-	beforeLoad(t, v, `(() => { window.__reads = []; const f = window.fetch;
-		window.fetch = (u, ...a) => { if (String(u).includes("/status")) __reads.push(Date.now()); return f(u, ...a); }; })()`)
+	beforeLoad(t, v, watchPage)
 	do(t, v, chromedp.Navigate(pageURL(s.srv.URL, "far")))
 	waitState(t, v, "waiting", wait)
 
 	// Three minutes of the page's time: about three reads (one every 57 s ± 1 s).
-	runVirtual(t, v, 3*time.Minute)
+	advance(t, v, 3*time.Minute)
 	reads := browsertest.Eval[[]float64](t, v, `__reads`)
 	if len(reads) < 2 || len(reads) > 4 {
 		t.Fatalf("%d status reads in 3 minutes 30 minutes from the turn, want about 3 (7 s apart would be 25)", len(reads))
@@ -407,7 +312,7 @@ func TestFarPauseWithinTheRule(t *testing.T) {
 	// within 60 s of the page's time.
 	last := len(reads)
 	for browsertest.Eval[int](t, v, `__reads.length`) == last {
-		runVirtual(t, v, time.Second)
+		advance(t, v, time.Second)
 	}
 	s.setStatus(map[string]any{"mode": "paused", "ratePerMinute": 1000, "waiting": 40000})
 	pausedAt := browsertest.Eval[float64](t, v, `Date.now()`)
@@ -415,7 +320,7 @@ func TestFarPauseWithinTheRule(t *testing.T) {
 		if browsertest.Eval[string](t, v, `document.body.dataset.state`) == "paused" {
 			break
 		}
-		runVirtual(t, v, time.Second)
+		advance(t, v, time.Second)
 	}
 	shown := browsertest.Eval[float64](t, v, `document.body.dataset.state === "paused" ? Date.now() : 0`)
 	if shown == 0 {
