@@ -123,13 +123,6 @@ func (s *scripted) statusReads() []time.Time {
 	return slices.Clone(s.reads)
 }
 
-// requestTimes is when each place request (enqueue, poll) arrived.
-func (s *scripted) requestTimes() []time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.times)
-}
-
 // checkPace fails the test when the page asked sooner than an answer told it to.
 func (s *scripted) checkPace() {
 	s.t.Helper()

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"github.com/vestibule-dev/vestibule/internal/room"
-	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // The moments of a visit the page follows through the room's status between
@@ -79,7 +79,11 @@ func TestPrequeueOpening(t *testing.T) {
 	// correction, a Date header being whole seconds).
 	waitState(t, a, "waiting", time.Until(opens.Add(9*time.Second)))
 	waitJS(t, b, `+document.body.dataset.polls >= 2 && document.body.dataset.state === "waiting"`, time.Until(opens.Add(15*time.Second)))
-	time.Sleep(500 * time.Millisecond) // a few samples of each page after the last change
+	// A few samples of each page after the last change.
+	for _, v := range []context.Context{a, b} {
+		n := browsertest.Eval[int](t, v, `__samples.length`)
+		waitJS(t, v, fmt.Sprintf(`__samples.length >= %d`, n+3), wait)
+	}
 
 	check := func(name string, got []sample, first func(sample)) time.Time {
 		t.Helper()
@@ -153,9 +157,10 @@ func TestPrequeueOpening(t *testing.T) {
 
 // TestPaceChange: the status's pace changes while the page counts down
 // between polls. Slower (60 → 1 a minute): the wait shown follows within a
-// read (minutes, not "under 1 min"), and the poll planned stays where it was;
-// faster (1 → 600 with a poll planned 5 minutes away): a poll comes a second
-// after the read that saw it.
+// read (minutes, not "under 1 min"), stays so, and the poll planned stays
+// where it was; faster (1 → 600 with a poll planned 5 minutes away): a poll
+// comes a second after the read that saw it. From the first change the page
+// runs on virtual time: its seconds are counted, not waited for.
 func TestPaceChange(t *testing.T) {
 	s := scriptedRoom(t, func(n int) map[string]any {
 		if n == 0 {
@@ -172,9 +177,9 @@ func TestPaceChange(t *testing.T) {
 	waitJS(t, v, `document.getElementById("eta").textContent === "Under 1 min"`, wait)
 
 	s.setStatus(map[string]any{"ratePerMinute": 1})
-	slower := time.Now()
-	waitJS(t, v, `/^\d+–\d+ min$/.test(document.getElementById("eta").textContent)`, 10*time.Second)
-	t.Logf("slower: shown %v after the change", time.Since(slower).Round(time.Millisecond))
+	slower := pageNow(t, v)
+	took := advanceUntil(t, v, `/^\d+–\d+ min$/.test(document.getElementById("eta").textContent)`, 10*time.Second)
+	t.Logf("slower: shown %v after the change", took)
 	// The wait is the place shown at the new pace: a minute for each.
 	ok, err := chromedp.Run(v, chromedp.Evaluate[bool](`import("/js/format.js").then(f => {
 		const pos = +document.getElementById("position").textContent;
@@ -183,14 +188,22 @@ func TestPaceChange(t *testing.T) {
 	if err != nil || !ok {
 		t.Errorf("the wait shown is not the place shown at one a minute (%v): %s", err, pageSummary(v))
 	}
-	time.Sleep(2 * time.Second)
+	// Ten seconds of the page's time at the slower pace, a read or two more.
+	// (The place counted down to 1 meanwhile, a minute from the turn at the
+	// new pace: the page brings its poll forward to 18–36 s after the read, as
+	// it should, so the test looks no further.)
+	advance(t, v, 10*time.Second)
+	if n := len(after(browsertest.Eval[[]float64](t, v, `__reads`), slower)); n < 2 {
+		t.Errorf("%d status reads in the %v after the slower pace, want one every 7 s ± 1 s", n, took+10*time.Second)
+	}
 	shown := false
 	for _, g := range browsertest.Eval[[]sample](t, v, `__samples`) {
-		if g.time().Before(slower) {
+		if float64(g.At) < slower {
 			continue
 		}
 		if shown && !minutes.MatchString(g.ETA) {
 			t.Errorf("after the slower pace was shown, the wait went back to %q", g.ETA)
+			break
 		}
 		shown = shown || minutes.MatchString(g.ETA)
 	}
@@ -199,29 +212,24 @@ func TestPaceChange(t *testing.T) {
 	}
 
 	s.setStatus(map[string]any{"ratePerMinute": 600})
-	faster := time.Now()
-	if !testkit.WaitFor(12*time.Second, func() bool { return s.requests() > 1 }) {
-		t.Fatalf("no poll within 12 s of the faster pace (the one planned is 5 minutes away); page shows %s", pageSummary(v))
-	}
-	polled := s.requestTimes()[1]
-	var saw time.Time
-	for _, r := range s.statusReads() {
-		if r.After(faster) {
-			saw = r
-			break
-		}
-	}
+	faster := pageNow(t, v)
+	advanceUntil(t, v, `__asks.length > 1`, 12*time.Second) // the poll planned is 5 minutes away
+	saw := after(browsertest.Eval[[]float64](t, v, `__reads`), faster)[0]
+	polled := browsertest.Eval[[]float64](t, v, `__asks`)[1]
 	// At place 1 the new wait is 0.1 s: the poll comes a second after the read.
-	if gap := polled.Sub(saw); saw.IsZero() || gap < 900*time.Millisecond || gap > 2500*time.Millisecond {
-		t.Errorf("the poll came %v after the read that saw the faster pace (at %v), want about a second", gap, saw)
+	gap := time.Duration(polled-saw) * time.Millisecond
+	t.Logf("faster: read %v after the change, polled %v after the read", time.Duration(saw-faster)*time.Millisecond, gap)
+	if gap < time.Second || gap > 1500*time.Millisecond {
+		t.Errorf("the poll came %v after the read that saw the faster pace, want a second", gap)
 	}
-	waitJS(t, v, `+document.body.dataset.polls === 2`, wait)
+	advanceUntil(t, v, `+document.body.dataset.polls === 2`, 5*time.Second)
 }
 
 // TestPauseResumeByStatus: a pause and a resume seen in the status show on
 // the page within a read, without a poll; near the turn (90 s away) the
 // status is read every 7 s ± 1 s while the page is visible, not at all for a
-// while when hidden, and at once when it is visible again.
+// while when hidden, and at once when it is visible again. From the pause the
+// page runs on virtual time.
 func TestPauseResumeByStatus(t *testing.T) {
 	s := scriptedRoom(t, func(int) map[string]any {
 		return map[string]any{"state": "waiting", "position": 9, "etaSeconds": 90, "ratePerMinute": 6, "pollAfterMs": 300000}
@@ -233,52 +241,68 @@ func TestPauseResumeByStatus(t *testing.T) {
 	waitState(t, v, "waiting", wait)
 
 	s.setStatus(map[string]any{"mode": "paused"})
-	waitState(t, v, "paused", 10*time.Second)
+	advanceUntil(t, v, `document.body.dataset.state === "paused"`, 10*time.Second)
 	if got := text(t, v, "title"); got != "The line is paused" {
 		t.Errorf("paused title %q", got)
 	}
 	if n := shownPosition(t, text(t, v, "position")); n > 9 || n < 7 || text(t, v, "eta") != "–" {
 		t.Errorf("paused at %d (wait %q); want the place shown when it paused, no wait", n, text(t, v, "eta"))
 	}
-	waitJS(t, v, `document.getElementById("announce").textContent.includes("paused")`, wait)
-	paused := text(t, v, "position")
-	time.Sleep(1500 * time.Millisecond)
-	if got := text(t, v, "position"); got != paused || browsertest.Eval[string](t, v, `document.body.dataset.counting`) != "0" {
-		t.Errorf("paused, the place moved from %s to %s", paused, got)
+	advanceUntil(t, v, `document.getElementById("announce").textContent.includes("paused")`, 5*time.Second)
+	paused, pausedAt := text(t, v, "position"), pageNow(t, v)
+	// Twenty seconds of the page's time paused: at 6 a minute a count would
+	// have moved the place twice.
+	advance(t, v, 20*time.Second)
+	for _, g := range browsertest.Eval[[]sample](t, v, `__samples`) {
+		if float64(g.At) >= pausedAt && g.Pos != paused {
+			t.Errorf("paused, the place moved from %s to %s", paused, g.Pos)
+			break
+		}
+	}
+	if c := browsertest.Eval[string](t, v, `document.body.dataset.counting`); c != "0" {
+		t.Errorf("paused, the page is counting (%q)", c)
 	}
 
 	s.setStatus(map[string]any{"ratePerMinute": 6})
-	waitState(t, v, "waiting", 10*time.Second)
-	waitJS(t, v, `document.body.dataset.counting === "1" && /^\d+–\d+ min$/.test(document.getElementById("eta").textContent)`, wait)
-	waitJS(t, v, `document.getElementById("announce").textContent.includes("in line")`, wait)
+	advanceUntil(t, v, `document.body.dataset.state === "waiting"`, 10*time.Second)
+	advanceUntil(t, v, `document.body.dataset.counting === "1" && /^\d+–\d+ min$/.test(document.getElementById("eta").textContent)`, 5*time.Second)
+	advanceUntil(t, v, `document.getElementById("announce").textContent.includes("in line")`, 5*time.Second)
 	if n := s.requests(); n != 1 {
 		t.Errorf("%d place requests: the pause and the resume came through the status, with no poll", n)
 	}
-	reads := s.statusReads()
+	reads := browsertest.Eval[[]float64](t, v, `__reads`)
 	for i := 1; i < len(reads); i++ {
-		if gap := reads[i].Sub(reads[i-1]); gap < 5900*time.Millisecond || gap > 9500*time.Millisecond {
-			t.Errorf("status read %d came %v after the one before, want 7 s ± 1 s", i, gap)
+		if gap := reads[i] - reads[i-1]; gap < 5900 || gap > 8100 {
+			t.Errorf("status read %d came %.0f ms after the one before, want 7 s ± 1 s", i, gap)
 		}
 	}
 
-	// Hidden: read once a minute, so not in the next 9 s; visible again after
-	// more than 7 s: read at once.
-	waitJS(t, v, `__hide(true)`, wait)
-	time.Sleep(200 * time.Millisecond) // a read under way when it hid
-	hidden := len(s.statusReads())
-	time.Sleep(9 * time.Second)
-	if n := len(s.statusReads()); n != hidden {
-		t.Errorf("%d status reads in the 9 s the page was hidden", n-hidden)
+	// Hidden: read once a minute, so not in the next 45 s (at 7 s, six
+	// reads); visible again after more than 7 s: read at once.
+	browsertest.Eval[bool](t, v, `__hide(true)`)
+	hidden := pageNow(t, v)
+	advance(t, v, 45*time.Second)
+	if n := len(after(browsertest.Eval[[]float64](t, v, `__reads`), hidden)); n != 0 {
+		t.Errorf("%d status reads in the 45 s the page was hidden", n)
 	}
-	back := time.Now()
-	waitJS(t, v, `__hide(false)`, wait)
-	if !testkit.WaitFor(1500*time.Millisecond, func() bool { return len(s.statusReads()) > hidden }) {
+	browsertest.Eval[bool](t, v, `__hide(false)`)
+	back := pageNow(t, v)
+	advance(t, v, 1500*time.Millisecond)
+	if r := after(browsertest.Eval[[]float64](t, v, `__reads`), back); len(r) == 0 {
 		t.Errorf("no status read within 1.5 s of the page becoming visible again")
 	} else {
-		t.Logf("read %v after the page was visible again", s.statusReads()[hidden].Sub(back).Round(time.Millisecond))
+		t.Logf("read %v after the page was visible again", time.Duration(r[0]-back)*time.Millisecond)
 	}
-	if n := s.requests(); n != 1 {
-		t.Errorf("%d place requests by the end; want the join alone", n)
+	// The visibility changes bring no poll: the only place request after the
+	// join is the one the count plans near the turn (30–60 % of the wait).
+	asks := browsertest.Eval[[]float64](t, v, `__asks`)
+	if len(asks) > 2 {
+		t.Errorf("%d place requests, want the join and at most the poll the count plans", len(asks))
+	}
+	for _, at := range asks[1:] {
+		if math.Abs(at-hidden) < 1000 || at >= back {
+			t.Errorf("a place request %.0f ms after the page was hidden (visible again at %.0f ms)", at-hidden, back-hidden)
+		}
 	}
 }
 
