@@ -383,28 +383,13 @@ func joinCapacitySpread(ctx context.Context, d time.Duration) ([]Row, error) {
 // joinCapacitySpreadOn is joinCapacitySpread on a cluster of that many primaries.
 func joinCapacitySpreadOn(ctx context.Context, d time.Duration, spreadNodes int) ([]Row, error) {
 	const roomID = "bench-join-spread"
-	nodes, err := redistest.StartCluster(spreadNodes, 0)
+	cl, err := startCluster(ctx, spreadNodes)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, n := range nodes {
-			n.Stop()
-		}
-	}()
-	addrs := make([]string, len(nodes))
-	per := make([]*redis.Client, len(nodes))
-	for i, n := range nodes {
-		addrs[i] = n.Addr
-		per[i] = redis.NewClient(&redis.Options{Addr: n.Addr})
-		defer func() { _ = per[i].Close() }()
-	}
-	if err := clusterReady(ctx, per); err != nil {
-		return nil, err
-	}
-	// A long read timeout: the fill's pipelines of 1,000 scripts outlast the
-	// default 3 s on a loaded machine.
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: workers, ReadTimeout: 30 * time.Second})
+	defer cl.stop()
+	addrs, per := cl.addrs, cl.per
+	rdb := cl.client(workers)
 	defer func() { _ = rdb.Close() }()
 	t0 := time.Now().Truncate(time.Second)
 	rt, err := newRoute(rdb, t0)
@@ -431,45 +416,13 @@ func joinCapacitySpreadOn(ctx context.Context, d time.Duration, spreadNodes int)
 	tc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	defer func() { _ = tc.Close() }()
 	ticker := app.NewEngine(tc, rt.clock)
-	cpu := func() ([]float64, error) {
-		out := make([]float64, len(per))
-		for i, c := range per {
-			v, err := redisCPU(ctx, c)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = v
-		}
-		return out, nil
-	}
 	// A merge that fails (a shard's read over its budget, docs/ENGINE.md)
 	// fails the part: the merges held back after it would leave their work
 	// out of the figure.
-	ticks, stop := make(chan error, 1), make(chan struct{})
-	go func() {
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				ticks <- nil
-				return
-			case <-t.C:
-				r, err := ticker.Tick(ctx, roomID)
-				if err == nil && r.MergeErr != nil {
-					err = fmt.Errorf("merge: %w", r.MergeErr)
-				}
-				if err != nil {
-					<-stop
-					ticks <- err
-					return
-				}
-			}
-		}
-	}()
-	cpu0, err := cpu()
+	stopTicks := tickEvery(ctx, ticker, roomID, 250*time.Millisecond)
+	cpu0, err := cl.cpu(ctx)
 	if err != nil {
-		close(stop)
+		_ = stopTicks()
 		return nil, err
 	}
 	var next, done atomic.Int64
@@ -481,8 +434,7 @@ func joinCapacitySpreadOn(ctx context.Context, d time.Duration, spreadNodes int)
 		done.Add(1)
 		return nil
 	})
-	close(stop)
-	if terr := <-ticks; err == nil {
+	if terr := stopTicks(); err == nil {
 		err = terr
 	}
 	if err != nil {
@@ -492,26 +444,19 @@ func joinCapacitySpreadOn(ctx context.Context, d time.Duration, spreadNodes int)
 	if r, err := ticker.Tick(ctx, roomID); err != nil || r.MergeErr != nil {
 		return nil, fmt.Errorf("last merge: %v %v", err, r.MergeErr)
 	}
-	cpu1, err := cpu()
+	cpu1, err := cl.cpu(ctx)
 	if err != nil {
 		return nil, err
 	}
 	// Which node holds the room and how many shards each holds.
 	holds := make([]string, len(per))
-	owner := func(key string) int {
-		c, err := rdb.MasterForKey(ctx, key)
-		if err != nil {
-			return -1
-		}
-		return slices.Index(addrs, c.Options().Addr)
-	}
 	shardsOn := make([]int, len(per))
 	for i := range spreadShards {
-		if o := owner(roomdb.ArrivalKeysFor(roomID, i).Arrivals); o >= 0 {
+		if o := cl.owner(ctx, rdb, roomdb.ArrivalKeysFor(roomID, i).Arrivals); o >= 0 {
 			shardsOn[o]++
 		}
 	}
-	roomOn := owner(roomdb.KeysFor(roomID).Queue)
+	roomOn := cl.owner(ctx, rdb, roomdb.KeysFor(roomID).Queue)
 	busiest, used := 0.0, make([]string, len(per))
 	for i := range per {
 		busiest = max(busiest, cpu1[i]-cpu0[i])
@@ -579,4 +524,105 @@ func adminGet(roomID, key string) events.APIGatewayV2HTTPRequest {
 		Headers: map[string]string{"authorization": "Bearer " + key}}
 	ev.RequestContext.HTTP.Method, ev.RequestContext.HTTP.Path, ev.RequestContext.HTTP.SourceIP = "GET", ev.RawPath, "127.0.0.1"
 	return ev
+}
+
+// cluster is a cluster of redis-server primaries a part starts for itself:
+// their addresses and a client to each node (for its CPU time).
+type cluster struct {
+	nodes []*redistest.Server
+	addrs []string
+	per   []*redis.Client
+}
+
+// startCluster starts n primaries (with the redis-server settings given) and
+// waits until every node says the cluster is ok (clusterReady).
+func startCluster(ctx context.Context, n int, settings ...string) (*cluster, error) {
+	nodes, err := redistest.StartClusterWith(n, 0, settings...)
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{nodes: nodes, addrs: make([]string, n), per: make([]*redis.Client, n)}
+	for i, node := range nodes {
+		c.addrs[i] = node.Addr
+		c.per[i] = redis.NewClient(&redis.Options{Addr: node.Addr})
+	}
+	if err := clusterReady(ctx, c.per); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// client is a cluster client of pool connections. Its read timeout is long:
+// a fill's pipelines outlast the default 3 s on a loaded machine.
+func (c *cluster) client(pool int) *redis.ClusterClient {
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.addrs, PoolSize: pool, ReadTimeout: 30 * time.Second})
+}
+
+// stop closes the clients and stops the nodes.
+func (c *cluster) stop() {
+	for i, n := range c.nodes {
+		_ = c.per[i].Close()
+		n.Stop()
+	}
+}
+
+// cpu is the CPU time (s) each node's main thread has used (redisCPU).
+func (c *cluster) cpu(ctx context.Context) ([]float64, error) {
+	out := make([]float64, len(c.per))
+	for i, p := range c.per {
+		v, err := redisCPU(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// owner is the index of the node rdb sends key to (-1 when it cannot say).
+func (c *cluster) owner(ctx context.Context, rdb *redis.ClusterClient, key string) int {
+	m, err := rdb.MasterForKey(ctx, key)
+	if err != nil {
+		return -1
+	}
+	return slices.Index(c.addrs, m.Options().Addr)
+}
+
+// roomTicker is what tickEvery needs of an engine.
+type roomTicker interface {
+	Tick(ctx context.Context, roomID string) (room.TickResult, error)
+}
+
+// tickEvery ticks the room every period on its own goroutine, as the
+// admission loop does, until the returned stop is called; stop returns the
+// first failure, a merge's (r.MergeErr) included, after which it ticked no
+// more.
+func tickEvery(ctx context.Context, e roomTicker, roomID string, period time.Duration) (stop func() error) {
+	ticks, done := make(chan error, 1), make(chan struct{})
+	go func() {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				ticks <- nil
+				return
+			case <-t.C:
+				r, err := e.Tick(ctx, roomID)
+				if err == nil && r.MergeErr != nil {
+					err = fmt.Errorf("merge: %w", r.MergeErr)
+				}
+				if err != nil {
+					<-done
+					ticks <- err
+					return
+				}
+			}
+		}
+	}()
+	return func() error {
+		close(done)
+		return <-ticks
+	}
 }

@@ -31,7 +31,17 @@ func fillRange(ctx context.Context, rdb redis.UniversalClient, roomID string, fr
 		return err
 	}
 	keys := roomdb.KeysFor(roomID).List()
-	const batch, par = 1000, 4
+	return pipelined(ctx, rdb, n, 1000, func(pipe redis.Pipeliner, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			enqueueScript.EvalSha(ctx, pipe, keys, nowMS, "f"+strconv.Itoa(from+i))
+		}
+	})
+}
+
+// pipelined runs fill over [0, n) in pipelines of batch from 4 workers, each
+// batch [lo, hi) one pipeline, and returns the first failure.
+func pipelined(ctx context.Context, rdb redis.UniversalClient, n, batch int, fill func(pipe redis.Pipeliner, lo, hi int)) error {
+	const par = 4
 	var wg sync.WaitGroup
 	errs := make(chan error, par)
 	for w := range par {
@@ -40,9 +50,7 @@ func fillRange(ctx context.Context, rdb redis.UniversalClient, roomID string, fr
 			defer wg.Done()
 			for lo := w * batch; lo < n; lo += par * batch {
 				pipe := rdb.Pipeline()
-				for i := lo; i < min(lo+batch, n); i++ {
-					enqueueScript.EvalSha(ctx, pipe, keys, nowMS, "f"+strconv.Itoa(from+i))
-				}
+				fill(pipe, lo, min(lo+batch, n))
 				if _, err := pipe.Exec(ctx); err != nil {
 					errs <- err
 					return

@@ -12,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/sim"
 )
@@ -90,19 +89,12 @@ func playTenMillion(ctx context.Context, c sim.Config) (*tenMillionRun, error) {
 	// tests' second is for failing over, and on a loaded machine a node
 	// busy with the room's scripts can stay silent longer than that,
 	// which would take its slots down with the run.
-	nodes, err := redistest.StartClusterWith(tenMillionNodes, 0, "cluster-node-timeout", "60000")
+	cl, err := startCluster(ctx, tenMillionNodes, "cluster-node-timeout", "60000")
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, n := range nodes {
-			n.Stop()
-		}
-	}()
-	addrs := make([]string, len(nodes))
-	for i, n := range nodes {
-		addrs[i] = n.Addr
-	}
+	defer cl.stop()
+	addrs := cl.addrs
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 2 * workers})
 	defer func() { _ = rdb.Close() }()
 	m := startMeter(ctx, addrs)

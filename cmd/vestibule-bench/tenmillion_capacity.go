@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,49 +46,31 @@ func fillSpread(ctx context.Context, rdb redis.UniversalClient, roomID string, n
 	base -= base % 16
 	k := roomdb.KeysFor(roomID)
 	hbv := roomdb.HeartbeatValueTold(nowMS, room.ToldClass(room.MaxPollAfter.Milliseconds()))
-	const batch, par = 2000, 4
-	var wg sync.WaitGroup
-	errs := make(chan error, par)
-	for w := range par {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for lo := w * batch; lo < n; lo += par * batch {
-				pipe := rdb.Pipeline()
-				for c := lo; c < min(lo+batch, n); c += batch {
-					zs := make([]redis.Z, 0, batch)
-					own := make([]any, 0, 2*batch)
-					shards := make([][]any, room.MaxJoinShards)
-					for i := c; i < min(c+batch, n); i++ {
-						r := 1 + i%room.MaxJoinShards
-						seq := base + int64(i)*16 + int64(r)
-						zs = append(zs, redis.Z{Score: float64(seq), Member: strconv.FormatInt(seq, 10)})
-						if i < zone {
-							own = append(own, roomdb.HeartbeatField(seq), hbv)
-						} else {
-							shards[r-1] = append(shards[r-1], roomdb.HeartbeatField(seq), hbv)
-						}
-					}
-					pipe.ZAdd(ctx, k.Queue, zs...)
-					if len(own) > 0 {
-						pipe.HSet(ctx, k.Heartbeats, own...)
-					}
-					for s, f := range shards {
-						if len(f) > 0 {
-							pipe.HSet(ctx, roomdb.ArrivalKeysFor(roomID, s).Heartbeats(), f...)
-						}
-					}
-				}
-				if _, err := pipe.Exec(ctx); err != nil {
-					errs <- err
-					return
-				}
+	err := pipelined(ctx, rdb, n, 2000, func(pipe redis.Pipeliner, lo, hi int) {
+		zs := make([]redis.Z, 0, hi-lo)
+		own := make([]any, 0, 2*(hi-lo))
+		shards := make([][]any, room.MaxJoinShards)
+		for i := lo; i < hi; i++ {
+			r := 1 + i%room.MaxJoinShards
+			seq := base + int64(i)*16 + int64(r)
+			zs = append(zs, redis.Z{Score: float64(seq), Member: strconv.FormatInt(seq, 10)})
+			if i < zone {
+				own = append(own, roomdb.HeartbeatField(seq), hbv)
+			} else {
+				shards[r-1] = append(shards[r-1], roomdb.HeartbeatField(seq), hbv)
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+		}
+		pipe.ZAdd(ctx, k.Queue, zs...)
+		if len(own) > 0 {
+			pipe.HSet(ctx, k.Heartbeats, own...)
+		}
+		for s, f := range shards {
+			if len(f) > 0 {
+				pipe.HSet(ctx, roomdb.ArrivalKeysFor(roomID, s).Heartbeats(), f...)
+			}
+		}
+	})
+	if err != nil {
 		return 0, err
 	}
 	return base, nil
@@ -208,26 +189,13 @@ func tickFromSpread(ctx context.Context, rdb *redis.Client, roomID string, n int
 // against the poll rate of 10,000,000 (pollDemand's × 10).
 func tenMillionPolls(ctx context.Context, d time.Duration) ([]Row, error) {
 	const roomID, nodesN, polled = "bench-poll-ten-million", 5, 30_000
-	nodes, err := redistest.StartCluster(nodesN, 0)
+	cl, err := startCluster(ctx, nodesN)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, n := range nodes {
-			n.Stop()
-		}
-	}()
-	addrs := make([]string, len(nodes))
-	per := make([]*redis.Client, len(nodes))
-	for i, n := range nodes {
-		addrs[i] = n.Addr
-		per[i] = redis.NewClient(&redis.Options{Addr: n.Addr})
-		defer func() { _ = per[i].Close() }()
-	}
-	if err := clusterReady(ctx, per); err != nil {
-		return nil, err
-	}
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: workers, ReadTimeout: 30 * time.Second})
+	defer cl.stop()
+	addrs, per := cl.addrs, cl.per
+	rdb := cl.client(workers)
 	defer func() { _ = rdb.Close() }()
 	var nowNanos atomic.Int64
 	t0 := time.Now().Truncate(time.Second)
@@ -267,38 +235,10 @@ func tenMillionPolls(ctx context.Context, d time.Duration) ([]Row, error) {
 		r := 1 + at%room.MaxJoinShards
 		tickets = append(tickets, room.Ticket{Room: roomID, Visitor: "f" + strconv.Itoa(at), Seq: base + int64(at)*16 + int64(r)})
 	}
-	cpu := func() ([]float64, error) {
-		out := make([]float64, len(per))
-		for i, c := range per {
-			v, err := redisCPU(ctx, c)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = v
-		}
-		return out, nil
-	}
-	ticks, stop := make(chan error, 1), make(chan struct{})
-	go func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				ticks <- nil
-				return
-			case <-t.C:
-				if r, err := ticker.Tick(ctx, roomID); err != nil || r.MergeErr != nil {
-					<-stop
-					ticks <- fmt.Errorf("tick: %v %v", err, r.MergeErr)
-					return
-				}
-			}
-		}
-	}()
-	cpu0, err := cpu()
+	stopTicks := tickEvery(ctx, ticker, roomID, time.Second)
+	cpu0, err := cl.cpu(ctx)
 	if err != nil {
-		close(stop)
+		_ = stopTicks()
 		return nil, err
 	}
 	var next, done, onRoom atomic.Int64
@@ -321,21 +261,17 @@ func tenMillionPolls(ctx context.Context, d time.Duration) ([]Row, error) {
 		done.Add(1)
 		return nil
 	})
-	close(stop)
-	if terr := <-ticks; err == nil {
+	if terr := stopTicks(); err == nil {
 		err = terr
 	}
 	if err != nil {
 		return nil, err
 	}
-	cpu1, err := cpu()
+	cpu1, err := cl.cpu(ctx)
 	if err != nil {
 		return nil, err
 	}
-	roomNode := -1
-	if c, err := rdb.MasterForKey(ctx, roomdb.KeysFor(roomID).Queue); err == nil {
-		roomNode = slices.Index(addrs, c.Options().Addr)
-	}
+	roomNode := cl.owner(ctx, rdb, roomdb.KeysFor(roomID).Queue)
 	busiest, used := 0.0, make([]string, len(per))
 	for i := range per {
 		busiest = max(busiest, cpu1[i]-cpu0[i])
