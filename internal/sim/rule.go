@@ -1,13 +1,14 @@
 package sim
 
 import (
-	"math"
 	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/cadence"
 )
 
 // MarkShares are, for each visitor waiting at mark k and seen granted later,
 // how long after the mark the page first showed the change, as a share of
-// the rule's bound for the wait that remained (ShownWithin of mark → grant
+// the rule's bound for the wait that remained (cadence.ShownWithin of mark → grant
 // seen, less stopped: the time the room stood still after the mark, such as
 // a pause's length); baseline is the same share for the visitor's next API
 // answer after the mark (a page without the watch). A share of 1 or less
@@ -22,7 +23,7 @@ func (r *Result) MarkShares(k int, stopped time.Duration) (shares, baseline []fl
 		if m.ShownAt.IsZero() {
 			continue
 		}
-		bound := ShownWithin(v.SeenAt.Sub(at) - stopped).Seconds()
+		bound := cadence.ShownWithin(v.SeenAt.Sub(at) - stopped).Seconds()
 		shares = append(shares, m.ShownAt.Sub(at).Seconds()/bound)
 		if !m.PollAt.IsZero() {
 			baseline = append(baseline, m.PollAt.Sub(at).Seconds()/bound)
@@ -46,13 +47,4 @@ func (r *Result) StatusReadsPerMinute() float64 {
 		return 0
 	}
 	return reads / minutes
-}
-
-// ReadsPerSecond is the status reads a second of one visible page whose
-// remaining wait is remaining: the mean of 1 ÷ ReadInterval over its
-// uniform spread.
-func ReadsPerSecond(remaining time.Duration) float64 {
-	hi := ReadInterval(remaining, 1).Seconds()
-	lo := ReadInterval(remaining, 0).Seconds()
-	return math.Log(hi/lo) / (hi - lo)
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"github.com/vestibule-dev/vestibule/internal/cadence"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 	"math"
@@ -16,23 +17,9 @@ import (
 // visitor who holds a ticket reads the room's public status, which CloudFront
 // caches for a second, and shows a pause, a resume, a change of pace or the
 // opening from it without waiting for its next poll. It reads as often as the
-// visitor's remaining wait asks (static/js/watch.js readDelay): a change is
-// shown within ShownWithin of it.
+// visitor's remaining wait asks (internal/cadence): a change is shown within
+// cadence.ShownWithin of it.
 const (
-	// ShownFloor, ShownShare and ShownCap are the rule: a change is shown
-	// within max(ShownFloor, ShownShare × the remaining wait), at most ShownCap.
-	ShownFloor = 10 * time.Second
-	ShownShare = 0.1
-	ShownCap   = 60 * time.Second
-	// WaitTrust: the page plans its reads by this share of the remaining wait
-	// it estimates, which errs long by up to about 15 % (static/js/watch.js
-	// WAIT_TRUST).
-	WaitTrust = 0.85
-	// ReadMargin: a read comes this much before the rule's bound (the edge's
-	// cached second, a late timer), and up to ReadSpread sooner still,
-	// uniformly: 7 s ± 1 s near the turn, 57 s ± 1 s ten minutes from it.
-	ReadMargin = 2 * time.Second
-	ReadSpread = 2 * time.Second
 	// OpeningRead: at the opening the page reads the status within this
 	// after opensAt (uniformly), instead of its next regular read.
 	OpeningRead = 6 * time.Second
@@ -40,20 +27,6 @@ const (
 	// (the route's Cache-Control: public, max-age=1).
 	EdgeMaxAge = time.Second
 )
-
-// ShownWithin is how soon a change must be shown to a visitor whose
-// remaining wait is remaining (0 or less: unknown, the floor).
-func ShownWithin(remaining time.Duration) time.Duration {
-	return max(ShownFloor, min(ShownCap, time.Duration(ShownShare*float64(remaining))))
-}
-
-// ReadInterval is the wait before a visible page's next status read for a
-// remaining wait it estimates (0: unknown) and u uniform in [0, 1):
-// ShownWithin of WaitTrust of it, less ReadMargin and (1 − u) × ReadSpread
-// (static/js/watch.js readDelay).
-func ReadInterval(remaining time.Duration, u float64) time.Duration {
-	return ShownWithin(time.Duration(WaitTrust*float64(remaining))) - ReadMargin - time.Duration((1-u)*float64(ReadSpread))
-}
 
 // statusAnswer is the part of GET /api/rooms/{room}/status the page reads.
 type statusAnswer struct {
@@ -227,8 +200,8 @@ func (v *Visitor) show(e *env, now time.Time, w view, via Channel) {
 		v.scheduleWatch(now)
 	} else if e.watch && via == ViaPoll && !v.watchAt.IsZero() && w.state != "prequeue" && !w.readAt.IsZero() {
 		rem := w.remaining(now)
-		if v.watchAt.After(w.readAt.Add(ReadInterval(rem, 1))) {
-			v.watchAt = maxTime(now, w.readAt.Add(ReadInterval(rem, v.rng.Float64())))
+		if v.watchAt.After(w.readAt.Add(cadence.ReadInterval(rem, 1))) {
+			v.watchAt = maxTime(now, w.readAt.Add(cadence.ReadInterval(rem, v.rng.Float64())))
 		}
 	}
 	if !changed {
@@ -271,7 +244,7 @@ func (w *view) remaining(now time.Time) time.Duration {
 // the remaining wait later, or, in the pre-queue, within OpeningRead after
 // the opening when that comes first.
 func (v *Visitor) scheduleWatch(now time.Time) {
-	next := now.Add(ReadInterval(v.view.remaining(now), v.rng.Float64()))
+	next := now.Add(cadence.ReadInterval(v.view.remaining(now), v.rng.Float64()))
 	if v.view.state == "prequeue" && !v.view.opensAt.IsZero() && now.Before(v.view.opensAt) && !next.Before(v.view.opensAt) {
 		next = v.view.opensAt.Add(v.uniform(0, OpeningRead))
 	}

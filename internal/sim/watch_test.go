@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vestibule-dev/vestibule/internal/cadence"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 )
 
@@ -248,11 +249,11 @@ func TestWatchCadence(t *testing.T) {
 		t.Errorf("the opening's read %v after it", d)
 	}
 	for r := time.Duration(0); r <= 2*time.Hour; r += 5 * time.Second {
-		if worst := ReadInterval(r, 0.999999) + EdgeMaxAge + time.Second; worst > ShownWithin(r) {
-			t.Fatalf("remaining %v: a read %v late, the rule %v", r, worst, ShownWithin(r))
+		if worst := cadence.ReadInterval(r, 0.999999) + EdgeMaxAge + time.Second; worst > cadence.ShownWithin(r) {
+			t.Fatalf("remaining %v: a read %v late, the rule %v", r, worst, cadence.ShownWithin(r))
 		}
 	}
-	if ShownWithin(0) != 10*time.Second || ShownWithin(5*time.Minute) != 30*time.Second || ShownWithin(time.Hour) != time.Minute {
+	if cadence.ShownWithin(0) != 10*time.Second || cadence.ShownWithin(5*time.Minute) != 30*time.Second || cadence.ShownWithin(time.Hour) != time.Minute {
 		t.Error("ShownWithin")
 	}
 }
@@ -381,7 +382,7 @@ func TestVirtualCrowdChanges(t *testing.T) {
 			t.Logf("watch %v, change %d: %d waiting, shown p95 %v (%d via status, %d unseen), next poll p95 %v",
 				watch, k, len(shown), p95, via, unseen, polled)
 			switch {
-			case watch && p95 > ShownFloor:
+			case watch && p95 > cadence.ShownFloor:
 				t.Errorf("change %d shown at p95 %v, want within a read", k, p95)
 			case watch && via < len(shown)/2:
 				t.Errorf("change %d: %d of %d shown by the status", k, via, len(shown))
@@ -446,7 +447,7 @@ func TestVirtualPrequeueOpening(t *testing.T) {
 	}
 	p50, p99 := QuantileDuration(shown, 0.5), QuantileDuration(shown, 0.99)
 	t.Logf("opening → place seen p50 %v p99 %v (%d via status); first API answer p50 %v", p50, p99, via, QuantileDuration(poll, 0.5))
-	if p99 > OpeningRead+ShownFloor {
+	if p99 > OpeningRead+cadence.ShownFloor {
 		t.Errorf("place seen p99 %v", p99)
 	}
 	for _, v := range res.Visitors {
