@@ -205,7 +205,7 @@ func TestDeployDocStatesTheQuotasToRequest(t *testing.T) {
 	for _, want := range []string{
 		fmt.Sprintf("every %.0f s", quota.FarPollSeconds),
 		fmt.Sprintf("%.0f %% of it", quota.Headroom*100),
-		"max(10 s, 10 % of the remaining wait), at most 60 s apart",
+		"7 s ± 1 s apart near the turn, 57 s ± 1 s far from it",
 		fmt.Sprintf("%s requests a second", thousands(quota.PrequeueMeasuredPeak)),
 		fmt.Sprintf("%.0f s in, with %s waiting: %s joins, %s polls and %s calls of the booking", float64(ten.OnSale.PeakAt), thousands(p.Waiting),
 			thousands(p.Joins), thousands(p.Polls), thousands(p.OriginCalls)),

@@ -280,7 +280,7 @@ func TestPreflightOfALargeSale(t *testing.T) {
 			"ask for 8100 through Service Quotas",
 			"warn  api gateway throttle   the account allows 10000 requests a second, the stage 80000",
 			"ok    lambda scaling         from nothing, enqueue takes 40 s",
-			"warn  cloudfront requests    272824 a second at the busiest, over 80 % of the default 250000 per distribution: ask AWS Support for 350000",
+			"warn  cloudfront requests    290605 a second at the busiest, over 80 % of the default 250000 per distribution: ask AWS Support for 400000",
 			"ok    eventbridge putevents  10000 calls a second, the sale's events up to 1668 a second",
 			"ok    cloudwatch logs        73886 log lines a second at the busiest, delivered in batches; PutLogEvents 5000 calls a second",
 		}},
@@ -297,7 +297,7 @@ func TestPreflightOfALargeSale(t *testing.T) {
 		{"a million", fakeAccount{total: 1000, unreserved: 1000, apiQuota: 10000,
 			quotas: map[string]float64{"events/L-9B653E91": 10000, "logs/L-7E1FAE88": 5000}}, quota.For(1_000_000).APIRequest, 1_000_000, []string{
 			"ok    expected visitors      1000000: busiest second 9150 API requests, the stage lets through 15000",
-			"ok    cloudfront requests    34471 a second at the busiest, within the default 250000",
+			"ok    cloudfront requests    44214 a second at the busiest, within the default 250000",
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ package quota
 import (
 	"math"
 
+	"github.com/vestibule-dev/vestibule/internal/cadence"
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
@@ -48,14 +49,6 @@ const (
 	EventsPerAdmission = 2
 	// LogSample is the share of successful polls that log their request line (LOG_SAMPLE).
 	LogSample = 0.01
-)
-
-// The status reads of the waiting page through CloudFront (docs/PAGE.md): a read every
-// max(StatusMinSeconds, StatusShare of the remaining wait), at most StatusMaxSeconds apart.
-const (
-	StatusMinSeconds = 10
-	StatusShare      = 0.1
-	StatusMaxSeconds = 60
 )
 
 // The pre-queue of a million, measured: `make bench BENCH_MILLION=1` (main at ea51372,
@@ -118,7 +111,9 @@ type Second struct {
 	Joins, Polls, OriginCalls, Admitted float64
 	// Waiting is the visitors waiting at the second's start.
 	Waiting float64
-	// StatusReads are the page's reads of the status through CloudFront.
+	// StatusReads are the page's reads of the status through CloudFront, every waiting
+	// page visible and reading at the page's cadence (cadence.LineReads): a hidden tab
+	// reads once a minute, so this is the most they read.
 	StatusReads float64
 }
 
@@ -165,32 +160,11 @@ func (c Crowd) Seconds() []Second {
 			OriginCalls: adm * OriginCalls,
 			Admitted:    adm,
 			Waiting:     waiting,
-			StatusReads: statusReads(waiting, perSecond),
+			StatusReads: cadence.LineReads(waiting, perSecond),
 		}
 		out = append(out, s)
 		admitted += adm
 	}
-}
-
-// statusReads is the waiting page's status reads a second with waiting visitors in line, at
-// an admission rate of perSecond: the visitor at place p has about p ÷ perSecond seconds left
-// and reads every max(StatusMinSeconds, StatusShare of that), at most StatusMaxSeconds apart.
-func statusReads(waiting, perSecond float64) float64 {
-	if waiting <= 0 {
-		return 0
-	}
-	// Places up to near read every StatusMinSeconds, beyond far every StatusMaxSeconds, and
-	// in between every StatusShare × p ÷ perSecond: the integral of perSecond ÷ (share × p).
-	near := StatusMinSeconds / StatusShare * perSecond
-	far := StatusMaxSeconds / StatusShare * perSecond
-	reads := math.Min(waiting, near) / StatusMinSeconds
-	if waiting > near {
-		reads += perSecond / StatusShare * math.Log(math.Min(waiting, far)/near)
-	}
-	if waiting > far {
-		reads += (waiting - far) / StatusMaxSeconds
-	}
-	return reads
 }
 
 // Load is a crowd's busiest second against its mean.
