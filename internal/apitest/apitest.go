@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vestibule-dev/vestibule/gate"
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
@@ -94,6 +95,36 @@ func NewFixtureOn(t *testing.T, q *roomdb.Engine, clk *testkit.Clock, more func(
 	}
 	f.H = api.New(o)
 	return f
+}
+
+// Gate rebuilds the fixture's handler with fresh keys and the edge gate's
+// routes on (InsecureLoopback as loopback), Site the default room's origin;
+// more, unless nil, adds to the handler's options. It returns the gate's
+// key ring.
+func (f *Fixture) Gate(loopback bool, more func(o *api.Options)) gate.KeyRing {
+	f.T.Helper()
+	k := Keys(f.T)
+	ring, err := k.GateKeys()
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	f.Entries = token.NewEntries(k.Entry, "vestibule")
+	f.Tickets = token.NewTickets(k.TicketSecret, "vestibule")
+	f.Origins = token.NewOrigins(k.TicketSecret)
+	def := room.DefaultConfig()
+	def.OriginURL = Site
+	o := api.Options{
+		Queue: f.Q, Tickets: f.Tickets, Entries: f.Entries, Origins: f.Origins,
+		AdminAuth: api.AdminKey, AdminKey: AdminKey, DefaultRoom: def,
+		Clock: f.Clock.Now, Jitter: func() float64 { return 1 },
+		Logger: slog.New(slog.NewJSONHandler(f.Logs, nil)),
+		Gate:   &api.GateOptions{Keys: ring, InsecureLoopback: loopback},
+	}
+	if more != nil {
+		more(&o)
+	}
+	f.H = api.New(o)
+	return ring
 }
 
 // ForEachRedis runs fn against the single node and the 3-node cluster, each

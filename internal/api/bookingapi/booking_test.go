@@ -22,7 +22,6 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
 	"github.com/vestibule-dev/vestibule/internal/orders"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
-	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -735,22 +734,7 @@ func TestBookingOrdersPages(t *testing.T) {
 // Complete, so it releases the session's holds at once too.
 func TestBookingGateLeaveReleasesHolds(t *testing.T) {
 	forEachBooking(t, func(t *testing.T, f *bookingFixture) {
-		k := apitest.Keys(t)
-		ring, err := k.GateKeys()
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.Entries = token.NewEntries(k.Entry, "vestibule")
-		f.Tickets = token.NewTickets(k.TicketSecret, "vestibule")
-		f.Origins = token.NewOrigins(k.TicketSecret)
-		def := room.DefaultConfig()
-		def.OriginURL = apitest.Site
-		f.H = api.New(api.Options{
-			Queue: f.Q, Tickets: f.Tickets, Entries: f.Entries, Origins: f.Origins,
-			AdminAuth: api.AdminKey, AdminKey: apitest.AdminKey, DefaultRoom: def,
-			Clock: f.Clock.Now, Jitter: func() float64 { return 1 },
-			Gate: &api.GateOptions{Keys: ring}, Booking: f.eng,
-		})
+		f.Gate(false, func(o *api.Options) { o.Booking = f.eng })
 		tok, _ := f.Admit(`{"mode":"passthrough","gate":true,"originUrl":"` + apitest.Site + `"}`)
 		claims, _ := f.Entries.Verify(tok, f.Clock.Now())
 		id := claims.Room

@@ -16,31 +16,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/roomdb"
-	"github.com/vestibule-dev/vestibule/internal/token"
 )
-
-// gateFixture is the fixture f with the edge gate's routes on.
-func gateFixture(t *testing.T, f *apitest.Fixture, loopback bool) (*apitest.Fixture, gate.KeyRing) {
-	t.Helper()
-	k := apitest.Keys(t)
-	ring, err := k.GateKeys()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Entries = token.NewEntries(k.Entry, "vestibule")
-	f.Tickets = token.NewTickets(k.TicketSecret, "vestibule")
-	f.Origins = token.NewOrigins(k.TicketSecret)
-	def := room.DefaultConfig()
-	def.OriginURL = apitest.Site
-	f.H = api.New(api.Options{
-		Queue: f.Q, Tickets: f.Tickets, Entries: f.Entries, Origins: f.Origins,
-		AdminAuth: api.AdminKey, AdminKey: apitest.AdminKey, DefaultRoom: def,
-		Clock: f.Clock.Now, Jitter: func() float64 { return 1 },
-		Logger: slog.New(slog.NewJSONHandler(f.Logs, nil)),
-		Gate:   &api.GateOptions{Keys: ring, InsecureLoopback: loopback},
-	})
-	return f, ring
-}
 
 // wantPage checks an HTML answer of the gate: status, no cookie, never cached,
 // a link back.
@@ -59,7 +35,7 @@ func wantPage(t *testing.T, r apitest.Response, status int, back string) {
 // return path with the session cookie; everything else a page and no cookie.
 func TestGateEnter(t *testing.T) {
 	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
-		f, ring := gateFixture(t, f, false)
+		ring := f.Gate(false, nil)
 		settings := `{"mode":"passthrough","gate":true,"sessionTTLSeconds":300,"originUrl":"` + apitest.Site + `shop"}`
 		tok, adm := f.Admit(settings)
 		if got := adm.Str("enterUrl"); got != "https://site.example/.vestibule/enter" {
@@ -147,7 +123,7 @@ func enterFrom(f *apitest.Fixture, headers map[string]string, tok, ret string, c
 // from the site: that post carries the cookie.
 func TestGateEnterKeepsAValidSession(t *testing.T) {
 	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
-		f, ring := gateFixture(t, f, false)
+		ring := f.Gate(false, nil)
 		settings := `{"mode":"passthrough","gate":true,"originUrl":"` + apitest.Site + `"}`
 		tok, _ := f.Admit(settings)
 		vc := apitest.SetCookie(t, f.Enter("site.example", tok, "/"))
@@ -231,7 +207,7 @@ func TestGateEnterKeepsAValidSession(t *testing.T) {
 // without a cookie it only clears; GET shows the button and changes nothing.
 func TestGateLeave(t *testing.T) {
 	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
-		f, _ = gateFixture(t, f, false)
+		f.Gate(false, nil)
 		tok, _ := f.Admit(`{"mode":"passthrough","gate":true,"originUrl":"` + apitest.Site + `"}`)
 		c := apitest.SetCookie(t, f.Enter("site.example", tok, "/"))
 		claims, _ := f.Entries.Verify(tok, f.Clock.Now())
@@ -278,7 +254,7 @@ func TestGateLeave(t *testing.T) {
 // and the route refuses every origin but the site's own with a page.
 func TestGateLeaveCrossSite(t *testing.T) {
 	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
-		f, _ = gateFixture(t, f, false)
+		f.Gate(false, nil)
 		tok, _ := f.Admit(`{"mode":"passthrough","gate":true,"originUrl":"` + apitest.Site + `"}`)
 		c := apitest.SetCookie(t, f.Enter("site.example", tok, "/"))
 		claims, _ := f.Entries.Verify(tok, f.Clock.Now())
@@ -337,7 +313,7 @@ func TestGateLeaveCrossSite(t *testing.T) {
 // page can link to, ends nothing the site had not ended.
 func TestGateLeaveReceipt(t *testing.T) {
 	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
-		f, ring := gateFixture(t, f, false)
+		ring := f.Gate(false, nil)
 		tok, _ := f.Admit(`{"mode":"passthrough","gate":true,"originUrl":"` + apitest.Site + `"}`)
 		c := apitest.SetCookie(t, f.Enter("site.example", tok, "/"))
 		claims, _ := f.Entries.Verify(tok, f.Clock.Now())
@@ -377,7 +353,7 @@ func TestGateLeaveReceipt(t *testing.T) {
 // makes before them (a body too large, a method not allowed) are pages.
 func TestGateRouterErrorsArePages(t *testing.T) {
 	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
-		f, _ = gateFixture(t, f, false)
+		f.Gate(false, nil)
 		h := map[string]string{"host": "site.example", "content-type": "application/x-www-form-urlencoded"}
 		big := "token=" + strings.Repeat("a", 64<<10)
 		for _, tc := range []struct {
@@ -407,7 +383,7 @@ func TestGateRouterErrorsArePages(t *testing.T) {
 // other host it is Secure whatever the option says.
 func TestGateLoopbackCookie(t *testing.T) {
 	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
-		f, _ = gateFixture(t, f, true)
+		f.Gate(true, nil)
 		tok, _ := f.Admit(`{"mode":"passthrough","gate":true,"originUrl":"http://127.0.0.1:8081/"}`)
 		c := apitest.SetCookie(t, f.Enter("127.0.0.1:8081", tok, "/"))
 		if c.Secure || c.Name != gate.DevCookieName+"-"+gate.CookieRoom(c.Value) {
@@ -436,7 +412,8 @@ func TestGateLoopbackCookie(t *testing.T) {
 // forge it and get a cookie for a host it did not come to, so there the
 // request's Host is the site.
 func TestGateSiteHost(t *testing.T) {
-	f, _ := gateFixture(t, apitest.NewFixture(t, redistest.Single(t)), false)
+	f := apitest.NewFixture(t, redistest.Single(t))
+	f.Gate(false, nil)
 	settings := `{"mode":"passthrough","gate":true,"originUrl":"` + apitest.Site + `"}`
 	tok, _ := f.Admit(settings)
 	forged := func(h *api.Handler, secret string) apitest.Response {
@@ -497,7 +474,7 @@ func renew(f *apitest.Fixture, ret string, cookies ...string) apitest.Response {
 // over loses its cookie; nothing else changes anything.
 func TestGateRenew(t *testing.T) {
 	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
-		f, ring := gateFixture(t, f, false)
+		ring := f.Gate(false, nil)
 		settings := `{"mode":"passthrough","gate":true,"sessionTTLSeconds":60,"maxSessionSeconds":150,"originUrl":"` + apitest.Site + `"}`
 		tok, _ := f.Admit(settings)
 		claims, err := f.Entries.Verify(tok, f.Clock.Now())
@@ -597,7 +574,7 @@ func TestGateRenew(t *testing.T) {
 // (sessionTTLSeconds here, as maxSessionSeconds is 0), then it ends too.
 func TestGateIdleSessionEnds(t *testing.T) {
 	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
-		f, ring := gateFixture(t, f, false)
+		ring := f.Gate(false, nil)
 		id := f.Room(`{"mode":"passthrough","gate":true,"sessionTTLSeconds":300,"sessionIdleSeconds":30,"originUrl":"` + apitest.Site + `"}`)
 		edge := gate.Config{Room: id, WaitingRoomURL: "https://queue.example/", Keys: ring}
 		t0 := f.Clock.Now()
@@ -688,7 +665,8 @@ func other2cookie(t *testing.T, f *apitest.Fixture, ring gate.KeyRing, r apitest
 func TestGateIdleSessionAfterSessionsLost(t *testing.T) {
 	for name, c := range redistest.Clients(t) {
 		t.Run(name, func(t *testing.T) {
-			f, ring := gateFixture(t, apitest.NewFixture(t, c), false)
+			f := apitest.NewFixture(t, c)
+			ring := f.Gate(false, nil)
 			id := f.Room(`{"mode":"passthrough","gate":true,"sessionTTLSeconds":300,"sessionIdleSeconds":30,"originUrl":"` + apitest.Site + `"}`)
 			r := f.Do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
 			ck := apitest.SetCookie(t, f.Enter("site.example", r.Str("entryToken"), "/"))
