@@ -10,6 +10,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/sim"
 )
 
@@ -140,5 +141,29 @@ func TestLocalPeak(t *testing.T) {
 	}
 	if peak, around := localPeak(shrinking, 0, 3000); peak/around > 1.1 {
 		t.Errorf("shrinking: local peak %v ÷ %v", peak, around)
+	}
+}
+
+// fillSpread writes every visitor once, over its batches and workers: each
+// in the queue, each with one heartbeat, on the room's slot for the zone and
+// on its arrival shard behind it.
+func TestFillSpread(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Single(t)
+	id := redistest.Room(t)
+	const n, zone = 4_321, 1_000 // batches of 2,000: two full, one not
+	if _, err := fillSpread(ctx, rdb, id, n, zone, time.Now().UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	if q := rdb.ZCard(ctx, roomdb.KeysFor(id).Queue).Val(); q != n {
+		t.Errorf("%d in the queue, want %d", q, n)
+	}
+	own := rdb.HLen(ctx, roomdb.KeysFor(id).Heartbeats).Val()
+	var shards int64
+	for s := range room.MaxJoinShards {
+		shards += rdb.HLen(ctx, roomdb.ArrivalKeysFor(id, s).Heartbeats()).Val()
+	}
+	if own != zone || shards != n-zone {
+		t.Errorf("heartbeats: %d on the room's slot, %d on the shards; want %d and %d", own, shards, zone, n-zone)
 	}
 }
