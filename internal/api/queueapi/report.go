@@ -33,7 +33,7 @@ func (h *API) roomReport(ctx context.Context, r *httpapi.Request) (events.APIGat
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	rep := room.ReportOf(pts)
+	rep := room.ReportOf(pts, nil)
 	return httpapi.JSON(http.StatusOK, struct {
 		Room string `json:"room"`
 		room.Report
