@@ -60,18 +60,8 @@ func (e *Engine) history(ctx context.Context, roomID string) ([]room.HistoryPoin
 			*point(minute) = p
 		}
 	}
-	if vals := cur.Val(); len(vals) == len(waitFields) {
-		if minute, err := strconv.ParseInt(fmt.Sprint(vals[0]), 10, 64); vals[0] != nil && err == nil && fresh(minute) {
-			h := room.WaitHistogram{}
-			for b, v := range vals[1:] {
-				if n, err := strconv.ParseInt(fmt.Sprint(v), 10, 64); v != nil && err == nil && n > 0 {
-					h[b] = n
-				}
-			}
-			if len(h) > 0 {
-				waits[minute] = h
-			}
-		}
+	if minute, h, ok := currentWaits(cur.Val()); ok && fresh(minute) {
+		waits[minute] = h
 	}
 	for minute, h := range waits {
 		point(minute).Waits = h
@@ -120,4 +110,23 @@ func parseWaits(v string) (int64, room.WaitHistogram, bool) {
 		h[b] += n
 	}
 	return minute, h, true
+}
+
+// currentWaits decodes the state's fields of the current minute's waits
+// (waitFields): the minute and its histogram, ok when it holds any.
+func currentWaits(vals []any) (int64, room.WaitHistogram, bool) {
+	if len(vals) != len(waitFields) || vals[0] == nil {
+		return 0, nil, false
+	}
+	minute, err := strconv.ParseInt(fmt.Sprint(vals[0]), 10, 64)
+	if err != nil {
+		return 0, nil, false
+	}
+	h := room.WaitHistogram{}
+	for b, v := range vals[1:] {
+		if n, err := strconv.ParseInt(fmt.Sprint(v), 10, 64); v != nil && err == nil && n > 0 {
+			h[b] = n
+		}
+	}
+	return minute, h, len(h) > 0
 }
