@@ -241,7 +241,10 @@ local keep = rec_end and num(rec_end)
 -- The admission loop runs once per visitor admitted: hbf and hbt inlined, the
 -- struct functions and math.floor held in locals (docs/ENGINE.md, "Scripts").
 local floor, pack, unpk, log = math.floor, S and S.pack, S and S.unpack, math.log
-local opensAt = cfg.opensAt
+-- The waits (above): the opening as a sequence, the bucket being counted, the
+-- sequences it holds (wlo, whi], and how many of this tick so far.
+local opened = cfg.opensAt * 1000
+local wb, wlo, whi, wn = 0, 0, -1, 0
 local newtop = top
 local pops = 0
 while admitted < n and pops < n + batch do
@@ -293,11 +296,27 @@ while admitted < n and pops < n + batch do
         served[sv + 2] = m
         sv = sv + 2
       end
-      -- The wait, from the join (the sequence's µs) or the opening.
-      local w = now - math.max(s / 1000, opensAt)
-      local b = 0
-      if w >= 1000 then b = math.min(WAIT_BUCKETS - 1, floor(log(w / 1000) * WAIT_PER_LN) + 1) end
-      waits[b] = (waits[b] or 0) + 1
+      -- The wait, from the join (the sequence's µs) or the opening: counted in
+      -- the bucket of the visitor before while the sequence is in its range
+      -- (neighbours in the queue joined together), else found by its log.
+      local j = s
+      if j < opened then j = opened end
+      if j > wlo and j <= whi then
+        wn = wn + 1
+      else
+        if wn > 0 then waits[wb] = (waits[wb] or 0) + wn end
+        local w = now - j / 1000
+        if w < 1000 then
+          wb, wlo, whi = 0, (now - 1000) * 1000, math.huge
+        else
+          wb = math.min(WAIT_BUCKETS - 1, floor(log(w / 1000) * WAIT_PER_LN) + 1)
+          wlo, whi = (now - 1000 * 2 ^ (wb / 4)) * 1000, (now - 1000 * 2 ^ ((wb - 1) / 4)) * 1000
+          if wb == WAIT_BUCKETS - 1 then wlo = -math.huge end
+          -- the log's rounding at a bound: keep s inside the range it counts in
+          if j <= wlo then wlo = j - 1 elseif j > whi then whi = j end
+        end
+        wn = 1
+      end
     end
   end
   -- The head is the highest score admitted: the queue is in score order, so
@@ -312,6 +331,7 @@ while admitted < n and pops < n + batch do
   if g > 0 then redis.call('ZADD', K_ADM, unpack(grants)) end
   if sv > 0 then redis.call('ZADD', K_USED, 'GT', unpack(served)) end
 end
+if wn > 0 then waits[wb] = (waits[wb] or 0) + wn end
 if newtop > top then redis.call('HSET', K_ST, 'head', num(newtop)) end
 if cfg.mode ~= 'passthrough' then
   store_bucket(tokens - admitted, refilled)

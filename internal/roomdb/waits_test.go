@@ -115,3 +115,43 @@ func within(t *testing.T, what string, got, want float64) {
 		t.Errorf("%s: %.1f s, want %.1f s within a bucket's width", what, got, want)
 	}
 }
+
+// The tick's buckets are room.WaitBucket's, exactly, for waits across many
+// buckets admitted in one tick (the tick counts a run of neighbours in one
+// bucket without its log).
+func TestWaitBucketsAgreeWithGo(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, cfgWith(func(c *room.Config) {
+			c.AdmitPerMinute, c.MaxActive, c.HeartbeatTTLSeconds, c.ClaimTTLSeconds = 6000, 1000, 3600, 60
+		}))
+		admit := e.clk.Now().Add(3 * time.Hour).Truncate(time.Minute).Add(10 * time.Second)
+		want := room.WaitHistogram{}
+		for i, ms := range []int64{3_000_000, 2_000_000, 1_500_000, 1_000_000, 700_000, 400_000, 200_000, 100_000, 60_000,
+			59_000, 58_000, 30_000, 10_000, 5_000, 2_000, 1_999, 1_500, 1_000, 500, 1} {
+			tk := e.joinAt(admit.Add(-time.Duration(ms)*time.Millisecond), "v"+strconv.Itoa(i))
+			want[room.WaitBucket(admit.Sub(time.UnixMicro(tk.Seq)))]++
+		}
+		e.clk.Set(admit)
+		if r := e.tick(); r.Admitted != 20 {
+			t.Fatalf("admitted %d, want 20", r.Admitted)
+		}
+		h, err := e.eng.History(e.ctx, e.room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got room.WaitHistogram
+		for _, p := range h {
+			if p.Minute.Equal(admit.Truncate(time.Minute)) {
+				got = p.Waits
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("buckets %v, want %v", got, want)
+		}
+		for b, n := range want {
+			if got[b] != n {
+				t.Errorf("bucket %d: %d, want %d (all: %v, want %v)", b, got[b], n, got, want)
+			}
+		}
+	})
+}
