@@ -13,6 +13,7 @@ if redis.call('ZREM', K_ACT, m) == 1 then return {'ok'} end
 if redis.call('ZREM', K_ADM, m) == 1 then
   -- A grant given up before use: record it as used so the token cannot be redeemed after.
   redis.call('ZADD', K_USED, 'GT', now, m)
+  redis.call('HINCRBY', K_ST, 'lapsed', 1) -- ended unused (tick.lua's history)
   return {'ok'}
 end
 return {'nogrant'}

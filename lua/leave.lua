@@ -9,9 +9,17 @@ local m = ARGV[2]
 local score = tonumber(ARGV[3])
 local cfg = load_cfg()
 if not cfg then return {'noroom'} end
-if redis.call('ZREM', K_Q, m) == 1 then redis.call('HINCRBY', K_CFG, 'waiting', -1) end
+-- The state's counters for the report (tick.lua's history): left, waiting
+-- visitors who left; lapsed, grants that ended unused.
+if redis.call('ZREM', K_Q, m) == 1 then
+  redis.call('HINCRBY', K_CFG, 'waiting', -1)
+  redis.call('HINCRBY', K_ST, 'left', 1)
+end
 redis.call('HDEL', K_HB, hbf(m))
 -- GT: a record kept to the end of a recovery window (tick.lua) stays that long.
-if redis.call('ZREM', K_ADM, m) == 1 then redis.call('ZADD', K_USED, 'GT', now, m) end
+if redis.call('ZREM', K_ADM, m) == 1 then
+  redis.call('ZADD', K_USED, 'GT', now, m)
+  redis.call('HINCRBY', K_ST, 'lapsed', 1)
+end
 if not passed(cfg, now, tonumber(m), score) then redis.call('ZADD', K_LEFT, ARGV[3], m) end
 return {'ok'}

@@ -16,7 +16,14 @@
 -- The first tick of each minute (ms / 60000) writes that minute's point, the counts at the end
 -- of the tick, to the history ring: field = minute % 1440 (room.HistoryMinutes), value =
 -- 'minute:waiting:admitted:active:admitted in the last 60 s:evicted ever' (the state's histmin
--- is the last minute written), so the hash never holds more than 60 fields.
+-- is the last minute written), then ':left ever:lapsed ever' (the state's counters: waiting
+-- visitors who left by the leave route; grants that ended unused, reclaimed at their claim
+-- deadline or given up). A hash of at most 2 x 1440 fields (with the waits below).
+-- The waits: each visitor the tick admits from the queue waited now - its join time, the sequence
+-- read as Redis time in µs (lib.lua next_seq), or, for a pre-queue arrival, now - opensAt. The tick
+-- counts them in log-spaced buckets (room.WaitBucket: 0 below 1 s, then four a doubling) in the
+-- state's fields w<bucket>, for the minute in wm; the first tick of the next minute moves them to
+-- the history as field 'w' .. minute % 1440, value 'minute:bucket=count,…'.
 -- Every tick that runs records now as tickat.
 -- Reclaims expired grants and sessions always; in a paused or closed room and
 -- before opensAt it does nothing else. In passthrough it admits up to `batch`
@@ -27,11 +34,15 @@
 -- (evicting) stale visitors, carrying the fraction of a token.
 local now = tonumber(ARGV[1])
 local batch = tonumber(ARGV[2])
+-- The waits' buckets (room.WaitBucket, room.WaitBuckets): 0 below 1 s, then
+-- bucket b holds waits in [2^((b-1)/4), 2^(b/4)) s; the last holds every longer one.
+local WAIT_BUCKETS = 81
+local WAIT_PER_LN = 4 / math.log(2)
 
 local cfg = load_cfg()
 if not cfg then return {'noroom'} end
 local st = redis.call('HMGET', K_ST, 'head', 'tokens', 'refill', 'sweep', 'created', 'epoch', 'since', 'oldest',
-  'hbgrace', 'hbgraceuntil', 'tickat', 'histmin', 'evicted', 'fa', 'fs', 'fl')
+  'hbgrace', 'hbgraceuntil', 'tickat', 'histmin', 'evicted', 'fa', 'fs', 'fl', 'wm', 'left', 'lapsed')
 local guard = tonumber(ARGV[3]) or 0
 local last = tonumber(st[11])
 if guard > 0 and last and now >= last and now - last < guard then return {'busy'} end
@@ -52,8 +63,35 @@ else
 end
 
 local admitted, evicted, skipped = 0, 0, 0 -- skipped: stale visitors evicted at the front
+local waits = {} -- bucket -> visitors admitted with that wait (room.WaitBucket)
 local full = cfg.full -- '1' while the ticks find every slot taken (below)
 local lo, hi -- the lowest and highest sequence admitted (for the admission event)
+-- flush_waits moves the waits counted in an earlier minute to the history,
+-- then adds this tick's to the current minute's.
+local function flush_waits(minute)
+  local wm = tonumber(st[17])
+  if wm and wm ~= minute then
+    local fields = {}
+    for b = 0, WAIT_BUCKETS - 1 do fields[b + 1] = 'w' .. b end
+    local got = redis.call('HMGET', K_ST, unpack(fields))
+    local parts = {}
+    for b = 0, WAIT_BUCKETS - 1 do
+      if got[b + 1] then parts[#parts + 1] = b .. '=' .. got[b + 1] end
+    end
+    if #parts > 0 and KEYS[9] then
+      redis.call('HSET', KEYS[9], 'w' .. (wm % 1440), member(wm) .. ':' .. table.concat(parts, ','))
+    end
+    redis.call('HDEL', K_ST, 'wm', unpack(fields))
+    wm = nil
+  end
+  local any = false
+  for b, n in pairs(waits) do
+    redis.call('HINCRBY', K_ST, 'w' .. b, n)
+    any = true
+  end
+  if any and not wm then redis.call('HSET', K_ST, 'wm', member(minute)) end
+end
+
 local function finish()
   if evicted > 0 then redis.call('HINCRBY', K_ST, 'evicted', evicted) end
   count_admissions(now, admitted)
@@ -89,11 +127,15 @@ local function finish()
     redis.call('HSET', K_CFG, 'rate', rate, 'waiting', waiting, 'full', full, 'share', share)
   end
   local minute = math.floor(now / 60000)
+  local lapsed = (tonumber(st[19]) or 0) + reclaimed
+  if reclaimed > 0 then redis.call('HINCRBY', K_ST, 'lapsed', reclaimed) end
   if KEYS[9] and minute ~= tonumber(st[12]) then
     redis.call('HSET', KEYS[9], tostring(minute % 1440), table.concat({member(minute), waiting,
-      redis.call('ZCARD', K_ADM), redis.call('ZCARD', K_ACT), sum, (tonumber(st[13]) or 0) + evicted}, ':'))
+      redis.call('ZCARD', K_ADM), redis.call('ZCARD', K_ACT), sum, (tonumber(st[13]) or 0) + evicted,
+      tonumber(st[18]) or 0, lapsed}, ':'))
     redis.call('HSET', K_ST, 'histmin', member(minute))
   end
+  flush_waits(minute)
   local steered = steer(cfg, now, waiting)
   if admitted + evicted + reclaimed + ended == 0 and not steered then
     return {admitted, evicted, reclaimed, ended, cfg.shards}
@@ -198,7 +240,11 @@ local deadline = num(now + cfg.claimTTL)
 local keep = rec_end and num(rec_end)
 -- The admission loop runs once per visitor admitted: hbf and hbt inlined, the
 -- struct functions and math.floor held in locals (docs/ENGINE.md, "Scripts").
-local floor, pack, unpk = math.floor, S and S.pack, S and S.unpack
+local floor, pack, unpk, log = math.floor, S and S.pack, S and S.unpack, math.log
+-- The waits (above): the opening as a sequence, the bucket being counted, the
+-- sequences it holds (wlo, whi], and how many of this tick so far.
+local opened = cfg.opensAt * 1000
+local wb, wlo, whi, wn = 0, 0, -1, 0
 local newtop = top
 local pops = 0
 while admitted < n and pops < n + batch do
@@ -250,6 +296,27 @@ while admitted < n and pops < n + batch do
         served[sv + 2] = m
         sv = sv + 2
       end
+      -- The wait, from the join (the sequence's µs) or the opening: counted in
+      -- the bucket of the visitor before while the sequence is in its range
+      -- (neighbours in the queue joined together), else found by its log.
+      local j = s
+      if j < opened then j = opened end
+      if j > wlo and j <= whi then
+        wn = wn + 1
+      else
+        if wn > 0 then waits[wb] = (waits[wb] or 0) + wn end
+        local w = now - j / 1000
+        if w < 1000 then
+          wb, wlo, whi = 0, (now - 1000) * 1000, math.huge
+        else
+          wb = math.min(WAIT_BUCKETS - 1, floor(log(w / 1000) * WAIT_PER_LN) + 1)
+          wlo, whi = (now - 1000 * 2 ^ (wb / 4)) * 1000, (now - 1000 * 2 ^ ((wb - 1) / 4)) * 1000
+          if wb == WAIT_BUCKETS - 1 then wlo = -math.huge end
+          -- the log's rounding at a bound: keep s inside the range it counts in
+          if j <= wlo then wlo = j - 1 elseif j > whi then whi = j end
+        end
+        wn = 1
+      end
     end
   end
   -- The head is the highest score admitted: the queue is in score order, so
@@ -264,6 +331,7 @@ while admitted < n and pops < n + batch do
   if g > 0 then redis.call('ZADD', K_ADM, unpack(grants)) end
   if sv > 0 then redis.call('ZADD', K_USED, 'GT', unpack(served)) end
 end
+if wn > 0 then waits[wb] = (waits[wb] or 0) + wn end
 if newtop > top then redis.call('HSET', K_ST, 'head', num(newtop)) end
 if cfg.mode ~= 'passthrough' then
   store_bucket(tokens - admitted, refilled)

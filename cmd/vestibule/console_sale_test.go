@@ -46,13 +46,16 @@ func TestConsoleScheduleAndReport(t *testing.T) {
 
 	browsertest.Eval[any](t, ctx, card+`.querySelector('.report').open = true`)
 	waitJS(t, ctx, `Number(`+card+`.dataset.report) >= 1`, 30*time.Second)
-	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-field="report-totals"]').textContent`); !contains(got, "Visitors", "Wait p50 / p95") {
+	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-field="report-totals"]').textContent`); !contains(got, "Visitors", "Wait p50 / p95 (measured)", "Abandoned", "Lapsed", "Orders confirmed") {
 		t.Errorf("report totals %q", got)
+	}
+	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('.report-plot').textContent`); !contains(got, "abandoned/min", "orders/min", "wait p50 (s)", "wait p95 (s)") {
+		t.Errorf("the report's chart has the series %q", got)
 	}
 	browsertest.Eval[any](t, ctx, `(import('/js/console-sale.js').then((m) => { window.csvHead = m.reportCSV({minutes: []}); }), null)`)
 	waitJS(t, ctx, `typeof window.csvHead === 'string'`, 10*time.Second)
 	head := browsertest.Eval[string](t, ctx, `window.csvHead`)
-	if head != "minute,waiting,admitted,active,admittedPerMinute,evictedPerMinute,joinsPerMinute,waitSeconds\n" {
+	if head != strings.Join(reportColumns, ",")+"\n" {
 		t.Errorf("CSV header %q, want the command's columns", head)
 	}
 }

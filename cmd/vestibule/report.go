@@ -10,8 +10,11 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/printer"
 )
 
-// reportColumns are the CSV's columns, a row a minute.
-var reportColumns = []string{"minute", "waiting", "admitted", "active", "admittedPerMinute", "evictedPerMinute", "joinsPerMinute", "waitSeconds"}
+// reportColumns are the CSV's columns, a row a minute: every figure of
+// room.ReportMinute, in the JSON's names.
+var reportColumns = []string{"minute", "waiting", "admitted", "active", "admittedPerMinute", "evictedPerMinute",
+	"leftPerMinute", "abandonedPerMinute", "lapsedPerMinute", "joinsPerMinute", "waitsMeasured", "waitP50Seconds",
+	"waitP95Seconds", "ordersConfirmed", "ordersCancelled"}
 
 // report prints a room's sale: the totals, or with --csv a row a minute
 // (--json: the API's JSON).
@@ -43,8 +46,14 @@ func (c *command) report(ctx context.Context, pos []string) error {
 	tw.Printf("peak joins a minute\t%s\n", num(t.PeakJoins))
 	tw.Printf("peak waiting\t%s\n", num(t.PeakWaiting))
 	tw.Printf("admitted\t%s\n", num(t.Admitted))
-	tw.Printf("evicted\t%s\t(silent past their deadline)\n", num(t.Evicted))
-	tw.Printf("wait p50 / p95\t%s / %s\t(estimated: queue length over the pace)\n", dur(t.WaitP50Seconds), dur(t.WaitP95Seconds))
+	tw.Printf("abandoned\t%s\t(waited, never admitted: %s left, %s evicted, silent past their deadline)\n",
+		num(t.Abandoned), num(t.Left), num(t.Evicted))
+	tw.Printf("lapsed\t%s\t(admitted, the grant never redeemed)\n", num(t.Lapsed))
+	tw.Printf("wait p50 / p95\t%s / %s\t(measured, %s waits, within a bucket's width: about 19 %%)\n",
+		dur(t.WaitP50Seconds), dur(t.WaitP95Seconds), num(t.WaitsMeasured))
+	if t.OrdersConfirmed+t.OrdersCancelled > 0 {
+		tw.Printf("orders\t%s confirmed, %s cancelled\t(the booking kit's, of the room's events)\n", num(t.OrdersConfirmed), num(t.OrdersCancelled))
+	}
 	tw.Printf("consumed\t%s\t(entries redeemed at the origin, counted since the room was created or restored)\n", num(rep.Now.Consumed))
 	tw.Printf("now\t%s waiting, %s admitted, %s active\n", num(rep.Now.Waiting), num(rep.Now.Admitted), num(rep.Now.Active))
 	tw.Println("\n`vestibule report " + id + " --csv` gives the minutes.")
@@ -60,10 +69,14 @@ func writeReportCSV(c *command, rep operator.Report) error {
 	_ = w.Write(reportColumns) // errors surface at Flush
 	for _, m := range rep.Minutes {
 		_ = w.Write([]string{m.Minute.UTC().Format(time.RFC3339), i64(m.Waiting), i64(m.Admitted), i64(m.Active),
-			i64(m.AdmittedPerMinute), i64(m.EvictedPerMinute), i64(m.JoinsPerMinute), strconv.FormatFloat(m.WaitSeconds, 'f', 0, 64)})
+			i64(m.AdmittedPerMinute), i64(m.EvictedPerMinute), i64(m.LeftPerMinute), i64(m.AbandonedPerMinute),
+			i64(m.LapsedPerMinute), i64(m.JoinsPerMinute), i64(m.WaitsMeasured), secs(m.WaitP50Seconds),
+			secs(m.WaitP95Seconds), i64(m.OrdersConfirmed), i64(m.OrdersCancelled)})
 	}
 	w.Flush()
 	return w.Error()
 }
 
 func i64(n int64) string { return strconv.FormatInt(n, 10) }
+
+func secs(s float64) string { return strconv.FormatFloat(s, 'f', 1, 64) }

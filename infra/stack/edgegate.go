@@ -26,8 +26,10 @@ import (
 
 // EdgeGateProps configure an edge gate.
 type EdgeGateProps struct {
-	// Room is the room that guards the site.
-	Room string
+	// Room is the room that guards the site; or Routes put rooms on paths of the site
+	// (gate.Config.Routes), one or the other.
+	Room   string
+	Routes []gate.Route
 	// WaitingRoomURL is where the gate sends visitors without a session: the waiting room's
 	// https URL (the Vestibule stack's WaitingRoomUrl output), ending in "/". A token is fine.
 	WaitingRoomURL string
@@ -58,7 +60,10 @@ type EdgeGate struct {
 // ValidateEdgeGate checks the props NewEdgeGate needs.
 func ValidateEdgeGate(p *EdgeGateProps) error {
 	var errs []error
-	if !room.ValidRoomID(p.Room) {
+	switch {
+	case len(p.Routes) > 0 && p.Room != "":
+		errs = append(errs, fmt.Errorf("%w: edge gate: a room and routes are one or the other", ErrBadSetting))
+	case len(p.Routes) == 0 && !room.ValidRoomID(p.Room):
 		errs = append(errs, fmt.Errorf("%w: edge gate: room %q is not a room id (1-64 of [A-Za-z0-9_-])", ErrBadSetting, p.Room))
 	}
 	if p.WaitingRoomURL == "" {
@@ -67,10 +72,16 @@ func ValidateEdgeGate(p *EdgeGateProps) error {
 	if p.EntryKeySecret == nil || p.KeysCode == nil {
 		errs = append(errs, fmt.Errorf("%w: edge gate: the entry-key secret and the gatekeys code are required", ErrBadSetting))
 	}
-	if _, err := gate.CloudFrontFunction(gate.Config{Room: p.Room, WaitingRoomURL: waitingRoomPlaceholder, OpenPaths: p.OpenPaths}); err != nil && len(errs) == 0 {
+	if _, err := gate.CloudFrontFunction(p.config()); err != nil && len(errs) == 0 {
 		errs = append(errs, fmt.Errorf("%w: edge gate: %v", ErrBadSetting, err))
 	}
 	return errors.Join(errs...)
+}
+
+// config is the gate's configuration as the function is rendered from it, with the placeholder
+// waiting room.
+func (p *EdgeGateProps) config() gate.Config {
+	return gate.Config{Room: p.Room, Routes: p.Routes, WaitingRoomURL: waitingRoomPlaceholder, OpenPaths: p.OpenPaths}
 }
 
 // NewEdgeGate defines the gate's pieces in scope (their ids start with "Gate"; one gate per
@@ -83,7 +94,7 @@ func NewEdgeGate(scope constructs.Construct, p *EdgeGateProps) (*EdgeGate, error
 	}
 	st := awscdk.Stack_Of(scope)
 	// The function is rendered with a placeholder, then the URL (which may be a token) put in.
-	src, _ := gate.CloudFrontFunction(gate.Config{Room: p.Room, WaitingRoomURL: waitingRoomPlaceholder, OpenPaths: p.OpenPaths})
+	src, _ := gate.CloudFrontFunction(p.config())
 	if strings.Count(src, waitingRoomPlaceholder) != 1 {
 		return nil, errors.New("edge gate: the gate's function does not hold the waiting room URL once")
 	}
@@ -140,7 +151,7 @@ func NewEdgeGate(scope constructs.Construct, p *EdgeGateProps) (*EdgeGate, error
 	})
 
 	g.Function = awscloudfront.NewFunction(scope, jsii.String("GateFunction"), &awscloudfront.FunctionProps{
-		Comment:       jsii.String("Vestibule gate for room " + p.Room),
+		Comment:       jsii.String("Vestibule gate for room " + gateRooms(p.Room, p.Routes)),
 		Runtime:       awscloudfront.FunctionRuntime_JS_2_0(),
 		Code:          awscloudfront.FunctionCode_FromInline(jsii.String(src)),
 		KeyValueStore: g.Store,

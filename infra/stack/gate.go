@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -32,6 +33,7 @@ import (
 const (
 	CtxProtectOrigin    = "protectOrigin"    // the booking site's origin domain, e.g. booking-origin.example.com
 	CtxProtectRoom      = "protectRoom"      // the room that guards it
+	CtxProtectRoutes    = "protectRoutes"    // or rooms by path: /tickets=ROOM,/merch=ROOM2 (or a JSON list in cdk.json)
 	CtxProtectOpenPaths = "protectOpenPaths" // comma-separated (or a JSON list in cdk.json): /robots.txt,/assets/*
 )
 
@@ -63,19 +65,14 @@ func gateFromContext(node constructs.Node, s *Settings) []error {
 		s.ProtectRoom = fmt.Sprint(v)
 	}
 	if v, ok := get(CtxProtectOpenPaths); ok {
-		s.ProtectOpenPaths = nil
-		switch list := v.(type) {
-		case []any:
-			for _, p := range list {
-				s.ProtectOpenPaths = append(s.ProtectOpenPaths, fmt.Sprint(p))
-			}
-		default:
-			for p := range strings.SplitSeq(fmt.Sprint(v), ",") {
-				if p = strings.TrimSpace(p); p != "" {
-					s.ProtectOpenPaths = append(s.ProtectOpenPaths, p)
-				}
-			}
+		s.ProtectOpenPaths = contextList(v)
+	}
+	if v, ok := get(CtxProtectRoutes); ok {
+		routes, err := gate.ParseRoutes(strings.Join(contextList(v), ","))
+		if err != nil {
+			return []error{fmt.Errorf("%w: %s: %v", ErrBadSetting, CtxProtectRoutes, err)}
 		}
+		s.ProtectRoutes = routes
 	}
 	if err := ValidateGate(*s); err != nil {
 		return []error{err}
@@ -83,12 +80,31 @@ func gateFromContext(node constructs.Node, s *Settings) []error {
 	return nil
 }
 
-// ValidateGate checks the gate's settings: none, or an origin domain, a room id and open paths the
-// gate accepts.
+// contextList is a context value that is a list: a JSON list in cdk.json, or comma-separated
+// text on the command line.
+func contextList(v any) []string {
+	var out []string
+	switch list := v.(type) {
+	case []any:
+		for _, p := range list {
+			out = append(out, fmt.Sprint(p))
+		}
+	default:
+		for p := range strings.SplitSeq(fmt.Sprint(v), ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// ValidateGate checks the gate's settings: none, or an origin domain, a room id or routes (one or
+// the other), and open paths the gate accepts.
 func ValidateGate(s Settings) error {
 	if s.ProtectOrigin == "" {
-		if s.ProtectRoom != "" || len(s.ProtectOpenPaths) > 0 {
-			return fmt.Errorf("%w: %s and %s need %s", ErrBadSetting, CtxProtectRoom, CtxProtectOpenPaths, CtxProtectOrigin)
+		if s.ProtectRoom != "" || len(s.ProtectOpenPaths) > 0 || len(s.ProtectRoutes) > 0 {
+			return fmt.Errorf("%w: %s, %s and %s need %s", ErrBadSetting, CtxProtectRoom, CtxProtectRoutes, CtxProtectOpenPaths, CtxProtectOrigin)
 		}
 		return nil
 	}
@@ -96,17 +112,38 @@ func ValidateGate(s Settings) error {
 	if !originDomain.MatchString(s.ProtectOrigin) {
 		errs = append(errs, fmt.Errorf("%w: %s=%q is not a domain name (no scheme, port or path)", ErrBadSetting, CtxProtectOrigin, s.ProtectOrigin))
 	}
-	if !room.ValidRoomID(s.ProtectRoom) {
-		errs = append(errs, fmt.Errorf("%w: %s=%q is not a room id (1-64 of [A-Za-z0-9_-]); it is required with %s", ErrBadSetting, CtxProtectRoom, s.ProtectRoom, CtxProtectOrigin))
-	} else if _, err := gateFunctionSource(s); err != nil {
-		errs = append(errs, fmt.Errorf("%w: %s: %v", ErrBadSetting, CtxProtectOpenPaths, err))
+	switch {
+	case len(s.ProtectRoutes) > 0 && s.ProtectRoom != "":
+		errs = append(errs, fmt.Errorf("%w: %s and %s are one or the other", ErrBadSetting, CtxProtectRoom, CtxProtectRoutes))
+	case len(s.ProtectRoutes) == 0 && !room.ValidRoomID(s.ProtectRoom):
+		errs = append(errs, fmt.Errorf("%w: %s=%q is not a room id (1-64 of [A-Za-z0-9_-]); it (or %s) is required with %s",
+			ErrBadSetting, CtxProtectRoom, s.ProtectRoom, CtxProtectRoutes, CtxProtectOrigin))
+	default:
+		if _, err := gateFunctionSource(s); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s, %s: %v", ErrBadSetting, CtxProtectRoutes, CtxProtectOpenPaths, err))
+		}
 	}
 	return errors.Join(errs...)
 }
 
 // gateFunctionSource is the gate's function for the settings, with the placeholder waiting room.
 func gateFunctionSource(s Settings) (string, error) {
-	return gate.CloudFrontFunction(gate.Config{Room: s.ProtectRoom, WaitingRoomURL: waitingRoomPlaceholder, OpenPaths: s.ProtectOpenPaths})
+	return gate.CloudFrontFunction(gate.Config{Room: s.ProtectRoom, Routes: s.ProtectRoutes,
+		WaitingRoomURL: waitingRoomPlaceholder, OpenPaths: s.ProtectOpenPaths})
+}
+
+// gateRooms names the rooms of a gate: its room, or its routes' rooms in order, once each.
+func gateRooms(single string, routes []gate.Route) string {
+	if len(routes) == 0 {
+		return single
+	}
+	var rooms []string
+	for _, r := range routes {
+		if !slices.Contains(rooms, r.Room) {
+			rooms = append(rooms, r.Room)
+		}
+	}
+	return strings.Join(rooms, ", ")
 }
 
 // Gate is what newGate made, for tests and outputs.
@@ -143,6 +180,7 @@ func newGate(st awscdk.Stack, p *gateProps) *Gate {
 	}
 	eg, err := NewEdgeGate(st, &EdgeGateProps{
 		Room:           set.ProtectRoom,
+		Routes:         set.ProtectRoutes,
 		WaitingRoomURL: p.WaitingRoomURL,
 		OpenPaths:      set.ProtectOpenPaths,
 		EntryKeySecret: p.EntryKeySecret,
@@ -159,7 +197,7 @@ func newGate(st awscdk.Stack, p *gateProps) *Gate {
 	// keeps its own name and certificate); a team that caches pages can change the cache policy,
 	// since a viewer-request function runs before the cache.
 	distProps := &awscloudfront.DistributionProps{
-		Comment:     jsii.String("Vestibule gate: " + set.ProtectOrigin + " behind room " + set.ProtectRoom),
+		Comment:     jsii.String("Vestibule gate: " + set.ProtectOrigin + " behind room " + gateRooms(set.ProtectRoom, set.ProtectRoutes)),
 		WebAclId:    p.WebACL,
 		HttpVersion: awscloudfront.HttpVersion_HTTP2_AND_3,
 		DefaultBehavior: &awscloudfront.BehaviorOptions{
@@ -182,8 +220,9 @@ func newGate(st awscdk.Stack, p *gateProps) *Gate {
 	originMTLS(g.Distribution, set)
 
 	awscdk.NewCfnOutput(st, jsii.String("ProtectedSiteUrl"), &awscdk.CfnOutputProps{
-		Description: jsii.String("The booking site behind the gate; set room " + set.ProtectRoom + "'s originUrl to it and gate to true"),
-		Value:       jsii.String(distributionURL(set.ProtectDomain, g.Distribution)),
+		Description: jsii.String("The booking site behind the gate; set the originUrl of room " + gateRooms(set.ProtectRoom, set.ProtectRoutes) +
+			" to it (with the room's path) and gate to true"),
+		Value: jsii.String(distributionURL(set.ProtectDomain, g.Distribution)),
 	})
 	awscdk.NewCfnOutput(st, jsii.String("GateKeysFunctionName"), &awscdk.CfnOutputProps{
 		Description: jsii.String("After rotating the entry-key secret: aws lambda invoke --function-name <this> /dev/stdout"),

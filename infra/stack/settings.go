@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
 
+	"github.com/vestibule-dev/vestibule/gate"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
@@ -94,10 +95,12 @@ type Settings struct {
 	CacheECPUAlarm int
 	// ProtectOrigin, when set, is the domain of a booking site's origin to put behind the edge gate:
 	// the stack adds a distribution in front of it with the gate's function (gate.go). ProtectRoom
-	// is the room that guards it; ProtectOpenPaths pass without a session.
+	// is the room that guards it; ProtectOpenPaths pass without a session. ProtectRoutes, instead
+	// of ProtectRoom, put rooms on paths of the site (gate.Config.Routes).
 	ProtectOrigin    string
 	ProtectRoom      string
 	ProtectOpenPaths []string
+	ProtectRoutes    []gate.Route
 
 	// Domain and CertificateArn put the waiting room on a domain of the team's (an ACM certificate
 	// in us-east-1); ProtectDomain and ProtectCertificateArn the gate's distribution (domains.go).
@@ -194,7 +197,7 @@ const (
 	CtxCacheECPU     = "cacheEcpuAlarm"
 	CtxAdmitReserved = "admitReservedConcurrency"
 	CtxVisitors      = "expectedVisitors"
-	// The gate's keys (CtxProtectOrigin, CtxProtectRoom, CtxProtectOpenPaths) are in gate.go.
+	// The gate's keys (CtxProtectOrigin, CtxProtectRoom, CtxProtectRoutes, CtxProtectOpenPaths) are in gate.go.
 )
 
 // FromContext reads the settings from the CDK context of node, starting from DefaultSettings.

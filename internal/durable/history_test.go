@@ -65,7 +65,7 @@ func TestHistoryArchivedForTheRoomsLife(t *testing.T) {
 	if err != nil || len(b) < 10 {
 		t.Fatalf("hour 10 after a second look: %q %v", b, err)
 	}
-	rep := room.ReportOf(life)
+	rep := room.ReportOf(life, nil)
 	if rep.Totals.Minutes != 3 {
 		t.Fatalf("report of %d minutes, want 3", rep.Totals.Minutes)
 	}

@@ -1,29 +1,42 @@
 package room
 
-import (
-	"slices"
-	"time"
-)
+import "time"
 
 // ReportMinute is one minute of a sale's report, derived from the history
-// points (HistoryPoint) of that minute and the next.
+// points (HistoryPoint) of that minute and the next, and the room's orders
+// (OrderMinute) of that minute.
 type ReportMinute struct {
 	Minute   time.Time `json:"minute"`
 	Waiting  int64     `json:"waiting"`  // at the minute's first tick
 	Admitted int64     `json:"admitted"` // grants not yet redeemed, then
 	Active   int64     `json:"active"`   // sessions at the origin, then
 	// AdmittedPerMinute: admitted during the minute; EvictedPerMinute: waiting
-	// visitors evicted during it (silent past their deadline); both from
-	// the next minute's point (0 for the last minute).
-	AdmittedPerMinute int64 `json:"admittedPerMinute"`
-	EvictedPerMinute  int64 `json:"evictedPerMinute"`
+	// visitors evicted during it (silent past their deadline);
+	// LeftPerMinute: waiting visitors who left by the leave route;
+	// AbandonedPerMinute: the two together, visitors who waited and were
+	// never admitted; LapsedPerMinute: grants that ended unused (never
+	// redeemed at the origin). All from the next minute's point (0 for the
+	// last minute).
+	AdmittedPerMinute  int64 `json:"admittedPerMinute"`
+	EvictedPerMinute   int64 `json:"evictedPerMinute"`
+	LeftPerMinute      int64 `json:"leftPerMinute"`
+	AbandonedPerMinute int64 `json:"abandonedPerMinute"`
+	LapsedPerMinute    int64 `json:"lapsedPerMinute"`
 	// JoinsPerMinute is the arrivals that stayed: the change of the queue
-	// plus those admitted and evicted (a visitor who joined and left by the
-	// leave route within the minute is not counted).
+	// plus those admitted, evicted and who left.
 	JoinsPerMinute int64 `json:"joinsPerMinute"`
-	// WaitSeconds estimates the wait of those admitted in the minute:
-	// the queue's length over the pace (Little's law), 0 when nobody was.
-	WaitSeconds float64 `json:"waitSeconds"`
+	// WaitsMeasured is the visitors the ticks admitted from the queue in the
+	// minute whose wait was measured (HistoryPoint.Waits); WaitP50Seconds and
+	// WaitP95Seconds the median and 95th percentile of their waits, exact
+	// to a bucket's width (about 19 %); 0 when none was.
+	WaitsMeasured  int64   `json:"waitsMeasured"`
+	WaitP50Seconds float64 `json:"waitP50Seconds"`
+	WaitP95Seconds float64 `json:"waitP95Seconds"`
+	// OrdersConfirmed and OrdersCancelled are the booking kit's orders of
+	// the room's events confirmed and cancelled in the minute (0 without
+	// the booking kit).
+	OrdersConfirmed int64 `json:"ordersConfirmed"`
+	OrdersCancelled int64 `json:"ordersCancelled"`
 }
 
 // ReportTotals sums a sale.
@@ -36,11 +49,17 @@ type ReportTotals struct {
 	PeakJoins   int64     `json:"peakJoinsPerMinute"`
 	Admitted    int64     `json:"admitted"`
 	Evicted     int64     `json:"evicted"`
+	Left        int64     `json:"left"`
+	Abandoned   int64     `json:"abandoned"` // evicted + left
+	Lapsed      int64     `json:"lapsed"`
 	// WaitP50Seconds and WaitP95Seconds are the median and 95th percentile
-	// of WaitSeconds over the visitors admitted (each minute weighs as many
-	// as it admitted): estimates, not each visitor's measured wait.
-	WaitP50Seconds float64 `json:"waitP50Seconds"`
-	WaitP95Seconds float64 `json:"waitP95Seconds"`
+	// of the measured waits over the sale (every minute's histogram
+	// together), exact to a bucket's width; WaitsMeasured how many.
+	WaitsMeasured   int64   `json:"waitsMeasured"`
+	WaitP50Seconds  float64 `json:"waitP50Seconds"`
+	WaitP95Seconds  float64 `json:"waitP95Seconds"`
+	OrdersConfirmed int64   `json:"ordersConfirmed"`
+	OrdersCancelled int64   `json:"ordersCancelled"`
 }
 
 // Report is a sale's report: a row a minute and the totals.
@@ -49,20 +68,37 @@ type Report struct {
 	Totals  ReportTotals   `json:"totals"`
 }
 
-// ReportOf derives the report from history points, oldest first. A minute
-// without a point (no tick ran) breaks the per-minute figures of the minute
-// before it, which are then 0; an evicted counter that went down (a data loss
-// reset it) counts from 0.
-func ReportOf(pts []HistoryPoint) Report {
+// OrderMinute is the orders of a room's booking events in one minute.
+type OrderMinute struct {
+	Minute    time.Time `json:"minute"`
+	Confirmed int64     `json:"confirmed"`
+	Cancelled int64     `json:"cancelled"`
+}
+
+// counted is the rise of a counter from cur to next: next itself when it
+// went down (a data loss reset it).
+func counted(cur, next int64) int64 {
+	if next < cur {
+		return next
+	}
+	return next - cur
+}
+
+// ReportOf derives the report from history points, oldest first, and the
+// room's orders a minute (nil without the booking kit; a minute of orders
+// without a point is left out). A minute without a point (no tick ran)
+// breaks the per-minute counts of the minute before it, which are then 0; a
+// counter that went down (a data loss reset it) counts from 0.
+func ReportOf(pts []HistoryPoint, orders []OrderMinute) Report {
 	r := Report{Minutes: make([]ReportMinute, 0, len(pts))}
 	if len(pts) == 0 {
 		return r
 	}
-	type weighed struct {
-		wait float64
-		n    int64
+	byMinute := make(map[int64]OrderMinute, len(orders))
+	for _, o := range orders {
+		byMinute[o.Minute.Unix()] = o
 	}
-	var waits []weighed
+	all := WaitHistogram{}
 	t := &r.Totals
 	t.From, t.To, t.Minutes, t.Visitors = pts[0].Minute, pts[len(pts)-1].Minute, len(pts), pts[0].Waiting
 	for i, p := range pts {
@@ -70,45 +106,30 @@ func ReportOf(pts []HistoryPoint) Report {
 		if i+1 < len(pts) && pts[i+1].Minute.Sub(p.Minute) == time.Minute {
 			next := pts[i+1]
 			m.AdmittedPerMinute = next.AdmittedLastMinute
-			m.EvictedPerMinute = next.Evicted - p.Evicted
-			if m.EvictedPerMinute < 0 {
-				m.EvictedPerMinute = next.Evicted
-			}
-			m.JoinsPerMinute = max(0, next.Waiting-p.Waiting+m.AdmittedPerMinute+m.EvictedPerMinute)
-			if m.AdmittedPerMinute > 0 {
-				m.WaitSeconds = 60 * float64(p.Waiting) / float64(m.AdmittedPerMinute)
-				waits = append(waits, weighed{m.WaitSeconds, m.AdmittedPerMinute})
-			}
+			m.EvictedPerMinute = counted(p.Evicted, next.Evicted)
+			m.LeftPerMinute = counted(p.Left, next.Left)
+			m.LapsedPerMinute = counted(p.Lapsed, next.Lapsed)
+			m.AbandonedPerMinute = m.EvictedPerMinute + m.LeftPerMinute
+			m.JoinsPerMinute = max(0, next.Waiting-p.Waiting+m.AdmittedPerMinute+m.AbandonedPerMinute)
 		}
+		m.WaitsMeasured = p.Waits.Count()
+		m.WaitP50Seconds, m.WaitP95Seconds = p.Waits.Quantile(0.5), p.Waits.Quantile(0.95)
+		all.Add(p.Waits)
+		o := byMinute[p.Minute.Unix()]
+		m.OrdersConfirmed, m.OrdersCancelled = o.Confirmed, o.Cancelled
 		t.Visitors += m.JoinsPerMinute
 		t.Admitted += m.AdmittedPerMinute
 		t.Evicted += m.EvictedPerMinute
+		t.Left += m.LeftPerMinute
+		t.Abandoned += m.AbandonedPerMinute
+		t.Lapsed += m.LapsedPerMinute
+		t.OrdersConfirmed += m.OrdersConfirmed
+		t.OrdersCancelled += m.OrdersCancelled
 		t.PeakWaiting = max(t.PeakWaiting, p.Waiting)
 		t.PeakJoins = max(t.PeakJoins, m.JoinsPerMinute)
 		r.Minutes = append(r.Minutes, m)
 	}
-	slices.SortFunc(waits, func(a, b weighed) int {
-		switch {
-		case a.wait < b.wait:
-			return -1
-		case a.wait > b.wait:
-			return 1
-		}
-		return 0
-	})
-	quantile := func(q float64) float64 {
-		var total, seen int64
-		for _, w := range waits {
-			total += w.n
-		}
-		for _, w := range waits {
-			seen += w.n
-			if float64(seen) >= q*float64(total) {
-				return w.wait
-			}
-		}
-		return 0
-	}
-	t.WaitP50Seconds, t.WaitP95Seconds = quantile(0.5), quantile(0.95)
+	t.WaitsMeasured = all.Count()
+	t.WaitP50Seconds, t.WaitP95Seconds = all.Quantile(0.5), all.Quantile(0.95)
 	return r
 }

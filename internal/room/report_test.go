@@ -1,53 +1,101 @@
 package room_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// The report's minutes take admissions and evictions from the next minute's
-// point, joins from the queue's change, a gap leaves the minute before it
-// without them, a reset counter counts from 0, and the wait percentiles
-// weigh each minute by its admissions.
+// The report's minutes take admissions, evictions, leaves and lapsed grants
+// from the next minute's point, joins from the queue's change, a gap leaves
+// the minute before it without them, a reset counter counts from 0; waits
+// come from each minute's histogram and the sale's from all of them; orders
+// from the minute they were made.
 func TestReportOf(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	m := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
+	b := func(d time.Duration) int { return room.WaitBucket(d) }
 	pts := []room.HistoryPoint{
-		{Minute: m(0), Waiting: 100, Evicted: 5},
-		{Minute: m(1), Waiting: 400, AdmittedLastMinute: 60, Evicted: 9}, // 60 admitted, 4 evicted in minute 0
-		{Minute: m(2), Waiting: 200, AdmittedLastMinute: 300, Evicted: 9},
+		{Minute: m(0), Waiting: 100, Evicted: 5, Left: 1, Lapsed: 2},
+		// 60 admitted, 4 evicted, 2 left, 3 lapsed in minute 0
+		{Minute: m(1), Waiting: 400, AdmittedLastMinute: 60, Evicted: 9, Left: 3, Lapsed: 5,
+			Waits: room.WaitHistogram{b(100 * time.Second): 300}},
+		{Minute: m(2), Waiting: 200, AdmittedLastMinute: 300, Evicted: 9, Left: 3, Lapsed: 5},
 		// a gap: minute 3 has no point
-		{Minute: m(4), Waiting: 50, AdmittedLastMinute: 100, Evicted: 2}, // counter reset by a loss
-		{Minute: m(5), Waiting: 0, AdmittedLastMinute: 50, Evicted: 3},
+		{Minute: m(4), Waiting: 50, AdmittedLastMinute: 100, Evicted: 2, Waits: room.WaitHistogram{b(10 * time.Second): 90, b(1000 * time.Second): 10}}, // counters reset by a loss
+		{Minute: m(5), Waiting: 0, AdmittedLastMinute: 50, Evicted: 3, Left: 1, Lapsed: 4},
 	}
-	r := room.ReportOf(pts)
-	want := []room.ReportMinute{
-		{Minute: m(0), Waiting: 100, AdmittedPerMinute: 60, EvictedPerMinute: 4, JoinsPerMinute: 364, WaitSeconds: 100},
-		{Minute: m(1), Waiting: 400, AdmittedPerMinute: 300, EvictedPerMinute: 0, JoinsPerMinute: 100, WaitSeconds: 80},
-		{Minute: m(2), Waiting: 200},
-		{Minute: m(4), Waiting: 50, AdmittedPerMinute: 50, EvictedPerMinute: 1, JoinsPerMinute: 1, WaitSeconds: 60},
-		{Minute: m(5)},
+	orders := []room.OrderMinute{{Minute: m(1), Confirmed: 7, Cancelled: 1}, {Minute: m(4), Confirmed: 2}}
+	r := room.ReportOf(pts, orders)
+	type row struct{ adm, ev, left, aband, lapsed, joins, waits, conf, canc int64 }
+	want := []row{
+		{60, 4, 2, 6, 3, 366, 0, 0, 0},
+		{300, 0, 0, 0, 0, 100, 300, 7, 1},
+		{0, 0, 0, 0, 0, 0, 0, 0, 0},
+		{50, 1, 1, 2, 4, 2, 100, 2, 0},
+		{0, 0, 0, 0, 0, 0, 0, 0, 0},
 	}
 	if len(r.Minutes) != len(want) {
 		t.Fatalf("%d minutes, want %d", len(r.Minutes), len(want))
 	}
-	for i := range want {
-		if r.Minutes[i] != want[i] {
-			t.Errorf("minute %d: %+v, want %+v", i, r.Minutes[i], want[i])
+	for i, w := range want {
+		g := r.Minutes[i]
+		got := row{g.AdmittedPerMinute, g.EvictedPerMinute, g.LeftPerMinute, g.AbandonedPerMinute, g.LapsedPerMinute,
+			g.JoinsPerMinute, g.WaitsMeasured, g.OrdersConfirmed, g.OrdersCancelled}
+		if got != w {
+			t.Errorf("minute %d: %+v, want %+v", i, got, w)
 		}
 	}
+	within := func(what string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > want*0.19 {
+			t.Errorf("%s: %v, want %v within a bucket", what, got, want)
+		}
+	}
+	within("minute 1 p50", r.Minutes[1].WaitP50Seconds, 100)
+	within("minute 4 p50", r.Minutes[3].WaitP50Seconds, 10)
+	within("minute 4 p95", r.Minutes[3].WaitP95Seconds, 1000)
 	tot := r.Totals
-	if tot.Visitors != 100+364+100+1 || tot.Admitted != 410 || tot.Evicted != 5 || tot.PeakWaiting != 400 || tot.PeakJoins != 364 ||
-		tot.Minutes != 5 || !tot.From.Equal(m(0)) || !tot.To.Equal(m(5)) {
+	if tot.Visitors != 100+366+100+2 || tot.Admitted != 410 || tot.Evicted != 5 || tot.Left != 3 || tot.Abandoned != 8 ||
+		tot.Lapsed != 7 || tot.PeakWaiting != 400 || tot.PeakJoins != 366 || tot.OrdersConfirmed != 9 || tot.OrdersCancelled != 1 ||
+		tot.Minutes != 5 || !tot.From.Equal(m(0)) || !tot.To.Equal(m(5)) || tot.WaitsMeasured != 400 {
 		t.Errorf("totals %+v", tot)
 	}
-	// Waits weighed by admissions: 50 at 60 s, 300 at 80 s, 60 at 100 s (410).
-	if tot.WaitP50Seconds != 80 || tot.WaitP95Seconds != 100 {
-		t.Errorf("wait p50 %v p95 %v, want 80 and 100", tot.WaitP50Seconds, tot.WaitP95Seconds)
-	}
-	if e := room.ReportOf(nil); len(e.Minutes) != 0 || e.Totals.Minutes != 0 {
+	// Over the sale: 90 at 10 s, 300 at 100 s, 10 at 1000 s.
+	within("sale p50", tot.WaitP50Seconds, 100)
+	within("sale p95", tot.WaitP95Seconds, 100)
+	if e := room.ReportOf(nil, nil); len(e.Minutes) != 0 || e.Totals.Minutes != 0 {
 		t.Errorf("empty history: %+v", e)
+	}
+}
+
+// Every wait lands in the bucket whose bounds hold it, and a histogram's
+// quantile is within the bucket's width of the true one.
+func TestWaitHistogram(t *testing.T) {
+	for _, d := range []time.Duration{0, 999 * time.Millisecond, time.Second, 1500 * time.Millisecond, 2 * time.Second,
+		time.Minute, 17*time.Minute + 3*time.Second, 5 * time.Hour} {
+		b := room.WaitBucket(d)
+		if s := d.Seconds(); s < room.WaitBucketLow(b) || s >= room.WaitBucketHigh(b) {
+			t.Errorf("%v in bucket %d [%v, %v)", d, b, room.WaitBucketLow(b), room.WaitBucketHigh(b))
+		}
+	}
+	if b := room.WaitBucket(1000 * time.Hour); b != room.WaitBuckets-1 {
+		t.Errorf("a very long wait in bucket %d", b)
+	}
+	// 1..100 s, one each: p50 = 50 s, p95 = 95 s.
+	h := room.WaitHistogram{}
+	for s := 1; s <= 100; s++ {
+		h[room.WaitBucket(time.Duration(s)*time.Second)]++
+	}
+	for _, c := range []struct{ q, want float64 }{{0.5, 50}, {0.95, 95}} {
+		b := room.WaitBucket(time.Duration(c.want * float64(time.Second)))
+		if got := h.Quantile(c.q); got < room.WaitBucketLow(b) || got > room.WaitBucketHigh(b) {
+			t.Errorf("q%.2f = %v, want in [%v, %v]", c.q, got, room.WaitBucketLow(b), room.WaitBucketHigh(b))
+		}
+	}
+	if (room.WaitHistogram{}).Quantile(0.5) != 0 || h.Count() != 100 {
+		t.Error("empty quantile or count")
 	}
 }

@@ -17,9 +17,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -649,35 +647,11 @@ func (e *Engine) Stats(ctx context.Context, roomID string) (room.Stats, error) {
 
 // History returns the room's points of the last day (at most
 // HistoryMinutes, oldest first), as the admission ticks recorded them once a
-// minute (tick.lua); a minute without a tick has no point. An unknown room
-// has none.
+// minute (tick.lua), with the waits of each minute, the current one's so far
+// (history.go); a minute without a tick has no point. An unknown room has
+// none.
 func (e *Engine) History(ctx context.Context, roomID string) ([]room.HistoryPoint, error) {
-	if !room.ValidRoomID(roomID) {
-		return nil, room.ErrInvalidRoom
-	}
-	m, err := e.rdb.HGetAll(ctx, KeysFor(roomID).History()).Result()
-	if err != nil {
-		return nil, fmt.Errorf("%w: read history: %w", room.ErrUnavailable, err)
-	}
-	now := e.nowMS() / 60000
-	out := make([]room.HistoryPoint, 0, len(m))
-	for _, v := range m {
-		var f [6]int64
-		parts := strings.Split(v, ":")
-		if len(parts) != len(f) {
-			continue
-		}
-		for i, p := range parts {
-			f[i], _ = strconv.ParseInt(p, 10, 64)
-		}
-		if f[0] <= now-room.HistoryMinutes || f[0] > now {
-			continue // a point of an earlier day that no tick overwrote
-		}
-		out = append(out, room.HistoryPoint{Minute: time.UnixMilli(f[0] * 60000).UTC(), Waiting: f[1],
-			Admitted: f[2], Active: f[3], AdmittedLastMinute: f[4], Evicted: f[5]})
-	}
-	slices.SortFunc(out, func(a, b room.HistoryPoint) int { return a.Minute.Compare(b.Minute) })
-	return out, nil
+	return e.history(ctx, roomID)
 }
 
 // drainBatch is the most waiting visitors one drain script removes: the

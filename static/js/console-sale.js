@@ -75,11 +75,15 @@ export function scheduleSection(card, api) {
   });
 }
 
-const COLUMNS = ['minute', 'waiting', 'admitted', 'active', 'admittedPerMinute', 'evictedPerMinute', 'joinsPerMinute', 'waitSeconds'];
+// COLUMNS are every figure of a report's minute, the columns of `vestibule report --csv`.
+const COLUMNS = ['minute', 'waiting', 'admitted', 'active', 'admittedPerMinute', 'evictedPerMinute',
+  'leftPerMinute', 'abandonedPerMinute', 'lapsedPerMinute', 'joinsPerMinute', 'waitsMeasured', 'waitP50Seconds',
+  'waitP95Seconds', 'ordersConfirmed', 'ordersCancelled'];
 
 // reportCSV is the report's minutes as CSV, the columns of `vestibule report --csv`.
 export function reportCSV(report) {
-  const rows = (report.minutes || []).map((m) => COLUMNS.map((c) => (c === 'waitSeconds' ? Math.round(m[c]) : m[c])).join(','));
+  const cell = (m, c) => (c.endsWith('Seconds') ? (m[c] || 0).toFixed(1) : (m[c] ?? 0));
+  const rows = (report.minutes || []).map((m) => COLUMNS.map((c) => cell(m, c)).join(','));
   return [COLUMNS.join(','), ...rows].join('\n') + '\n';
 }
 
@@ -97,7 +101,8 @@ function duration(sec) {
 }
 
 // reportSection wires the card's Report section: read on opening, the
-// totals, a chart of joins and admissions a minute and the queue, exports.
+// totals, a chart of the queue, joins, admissions, abandons and orders a minute
+// and the measured waits, exports.
 export function reportSection(card, api) {
   const box = card.el.querySelector('.report');
   if (!box) return;
@@ -114,9 +119,12 @@ export function reportSection(card, api) {
     const t = report.totals;
     const rows = [
       ['Minutes recorded', n(t.minutes)], ['Visitors', n(t.visitors)], ['Peak joins a minute', n(t.peakJoinsPerMinute)],
-      ['Peak waiting', n(t.peakWaiting)], ['Admitted', n(t.admitted)], ['Evicted', n(t.evicted)],
-      ['Wait p50 / p95 (estimated)', `${duration(t.waitP50Seconds)} / ${duration(t.waitP95Seconds)}`],
+      ['Peak waiting', n(t.peakWaiting)], ['Admitted', n(t.admitted)],
+      ['Abandoned (left / evicted)', `${n(t.abandoned)} (${n(t.left)} / ${n(t.evicted)})`],
+      ['Lapsed (grants never redeemed)', n(t.lapsed)],
+      ['Wait p50 / p95 (measured)', `${duration(t.waitP50Seconds)} / ${duration(t.waitP95Seconds)} (${n(t.waitsMeasured)} waits)`],
       ['Consumed (entries redeemed)', n(report.now?.consumed)],
+      ['Orders confirmed / cancelled', `${n(t.ordersConfirmed)} / ${n(t.ordersCancelled)}`],
     ];
     totals.replaceChildren(...rows.map(([k, v]) => {
       const d = document.createElement('div');
@@ -129,16 +137,23 @@ export function reportSection(card, api) {
     }));
     card.el.dataset.report = String(t.minutes);
     const ms = report.minutes || [];
+    // A minute without measured waits has no point on the waits' lines (a gap, not 0).
+    const wait = (k) => ms.map((m) => (m.waitsMeasured > 0 ? m[k] : null));
     const data = [ms.map((m) => Date.parse(m.minute) / 1000), ms.map((m) => m.waiting), ms.map((m) => m.joinsPerMinute),
-      ms.map((m) => m.admittedPerMinute)];
+      ms.map((m) => m.admittedPerMinute), ms.map((m) => m.abandonedPerMinute), ms.map((m) => m.ordersConfirmed),
+      wait('waitP50Seconds'), wait('waitP95Seconds')];
     if (typeof uPlot === 'undefined') return;
     if (chart) { chart.setData(data); return; }
     const series = (label, stroke, scale, dash) => ({ label, stroke, scale, width: 2, dash, points: { show: false } });
     chart = new uPlot({
       width: Math.max(300, plot.clientWidth || 600), height: 200, legend: { live: false },
-      series: [{}, series('waiting', '#1d5c8a', 'w'), series('joins/min', '#9b1c1c', 'n'), series('admitted/min', '#1e6b43', 'n', [2, 3])],
-      scales: { x: { time: true }, w: { range: (u, lo, hi) => [0, Math.max(1, hi)] }, n: { range: (u, lo, hi) => [0, Math.max(1, hi)] } },
-      axes: [{}, { scale: 'w', stroke: '#1d5c8a' }, { scale: 'n', side: 1, grid: { show: false } }],
+      series: [{}, series('waiting', '#1d5c8a', 'w'), series('joins/min', '#9b1c1c', 'n'), series('admitted/min', '#1e6b43', 'n', [2, 3]),
+        series('abandoned/min', '#b45309', 'n', [6, 3]), series('orders/min', '#6b21a8', 'n'),
+        series('wait p50 (s)', '#475569', 's'), series('wait p95 (s)', '#475569', 's', [1, 3])],
+      scales: { x: { time: true }, w: { range: (u, lo, hi) => [0, Math.max(1, hi)] }, n: { range: (u, lo, hi) => [0, Math.max(1, hi)] },
+        s: { range: (u, lo, hi) => [0, Math.max(1, hi)] } },
+      axes: [{}, { scale: 'w', stroke: '#1d5c8a' }, { scale: 'n', side: 1, grid: { show: false } },
+        { scale: 's', side: 1, grid: { show: false }, stroke: '#475569' }],
     }, data, plot);
   };
   box.addEventListener('toggle', () => { if (box.open) load(); });

@@ -64,6 +64,9 @@ type Options struct {
 	// EndHolds releases the holds of a session that complete ended, given
 	// Complete's error (bookingapi.API.EndHolds); nil: nothing to release.
 	EndHolds func(ctx context.Context, roomID string, seq int64, completeErr error)
+	// Orders counts the orders of a room's booking events for its report;
+	// nil: the report has none.
+	Orders OrderCounter
 
 	AdminAuth    config.AdminAuth // names the caller in the audit trail
 	DefaultRoom  room.Config      // the base of an admin PUT of a new room

@@ -17,8 +17,16 @@ type LifeHistorian interface {
 	LifeHistory(ctx context.Context, room string) ([]room.HistoryPoint, error)
 }
 
+// OrderCounter counts the orders of a room's booking events a minute
+// (bookingdb.Engine.OrdersByMinute): the booking kit's engine when the API
+// runs it.
+type OrderCounter interface {
+	OrdersByMinute(ctx context.Context, room string) ([]room.OrderMinute, error)
+}
+
 // roomReport answers the sale's report (room.ReportOf): a row a minute for
-// the room's life and the totals, with the room's counters now.
+// the room's life and the totals, with the room's counters now, and the
+// orders of its booking events when the API runs the booking kit.
 func (h *API) roomReport(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	_, st, err := h.o.Queue.Status(ctx, r.Room)
 	if err != nil {
@@ -33,7 +41,13 @@ func (h *API) roomReport(ctx context.Context, r *httpapi.Request) (events.APIGat
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	rep := room.ReportOf(pts)
+	var orders []room.OrderMinute
+	if h.o.Orders != nil {
+		if orders, err = h.o.Orders.OrdersByMinute(ctx, r.Room); err != nil {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+	}
+	rep := room.ReportOf(pts, orders)
 	return httpapi.JSON(http.StatusOK, struct {
 		Room string `json:"room"`
 		room.Report

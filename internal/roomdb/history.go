@@ -1,0 +1,132 @@
+package roomdb
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
+)
+
+// waitFields are the state's fields of the current minute's waits
+// (tick.lua): wm, the minute, then w0…w80, the buckets.
+var waitFields = func() []string {
+	f := []string{"wm"}
+	for b := range room.WaitBuckets {
+		f = append(f, "w"+strconv.Itoa(b))
+	}
+	return f
+}()
+
+// history reads the history hash and the current minute's waits from the
+// state (one slot, one pipeline) and decodes them: a point field is
+// 'minute:waiting:admitted:active:admitted in the last 60 s:evicted ever'
+// and, since the report counts them, ':left ever:lapsed ever'; a waits
+// field is 'w' + minute % 1440 with 'minute:bucket=count,…'.
+func (e *Engine) history(ctx context.Context, roomID string) ([]room.HistoryPoint, error) {
+	if !room.ValidRoomID(roomID) {
+		return nil, room.ErrInvalidRoom
+	}
+	k := KeysFor(roomID)
+	pl := e.rdb.Pipeline()
+	all := pl.HGetAll(ctx, k.History())
+	cur := pl.HMGet(ctx, k.State, waitFields...)
+	if _, err := pl.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("%w: read history: %w", room.ErrUnavailable, err)
+	}
+	now := e.nowMS() / 60000
+	fresh := func(minute int64) bool { return minute > now-room.HistoryMinutes && minute <= now }
+	by := map[int64]*room.HistoryPoint{}
+	point := func(minute int64) *room.HistoryPoint {
+		p := by[minute]
+		if p == nil {
+			p = &room.HistoryPoint{Minute: time.UnixMilli(minute * 60000).UTC()}
+			by[minute] = p
+		}
+		return p
+	}
+	waits := map[int64]room.WaitHistogram{}
+	for f, v := range all.Val() {
+		if strings.HasPrefix(f, "w") {
+			if minute, h, ok := parseWaits(v); ok && fresh(minute) {
+				waits[minute] = h
+			}
+			continue
+		}
+		if minute, p, ok := parsePoint(v); ok && fresh(minute) {
+			*point(minute) = p
+		}
+	}
+	if minute, h, ok := currentWaits(cur.Val()); ok && fresh(minute) {
+		waits[minute] = h
+	}
+	for minute, h := range waits {
+		point(minute).Waits = h
+	}
+	out := make([]room.HistoryPoint, 0, len(by))
+	for _, p := range by {
+		out = append(out, *p)
+	}
+	slices.SortFunc(out, func(a, b room.HistoryPoint) int { return a.Minute.Compare(b.Minute) })
+	return out, nil
+}
+
+// parsePoint decodes a point field's value (history): six or eight numbers.
+func parsePoint(v string) (int64, room.HistoryPoint, bool) {
+	parts := strings.Split(v, ":")
+	if len(parts) != 6 && len(parts) != 8 {
+		return 0, room.HistoryPoint{}, false
+	}
+	var f [8]int64
+	for i, s := range parts {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, room.HistoryPoint{}, false
+		}
+		f[i] = n
+	}
+	return f[0], room.HistoryPoint{Minute: time.UnixMilli(f[0] * 60000).UTC(), Waiting: f[1],
+		Admitted: f[2], Active: f[3], AdmittedLastMinute: f[4], Evicted: f[5], Left: f[6], Lapsed: f[7]}, true
+}
+
+// parseWaits decodes a waits field's value (history).
+func parseWaits(v string) (int64, room.WaitHistogram, bool) {
+	m, rest, ok := strings.Cut(v, ":")
+	minute, err := strconv.ParseInt(m, 10, 64)
+	if !ok || err != nil {
+		return 0, nil, false
+	}
+	h := room.WaitHistogram{}
+	for _, kv := range strings.Split(rest, ",") {
+		bs, ns, ok := strings.Cut(kv, "=")
+		b, err1 := strconv.Atoi(bs)
+		n, err2 := strconv.ParseInt(ns, 10, 64)
+		if !ok || err1 != nil || err2 != nil || b < 0 || b >= room.WaitBuckets {
+			return 0, nil, false
+		}
+		h[b] += n
+	}
+	return minute, h, true
+}
+
+// currentWaits decodes the state's fields of the current minute's waits
+// (waitFields): the minute and its histogram, ok when it holds any.
+func currentWaits(vals []any) (int64, room.WaitHistogram, bool) {
+	if len(vals) != len(waitFields) || vals[0] == nil {
+		return 0, nil, false
+	}
+	minute, err := strconv.ParseInt(fmt.Sprint(vals[0]), 10, 64)
+	if err != nil {
+		return 0, nil, false
+	}
+	h := room.WaitHistogram{}
+	for b, v := range vals[1:] {
+		if n, err := strconv.ParseInt(fmt.Sprint(v), 10, 64); v != nil && err == nil && n > 0 {
+			h[b] = n
+		}
+	}
+	return minute, h, len(h) > 0
+}
