@@ -6,6 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/api"
+	"github.com/vestibule-dev/vestibule/internal/apitest"
 	"github.com/vestibule-dev/vestibule/internal/app"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/bookingdb"
@@ -27,9 +28,9 @@ func TestReportCountsOrders(t *testing.T) {
 func reportCountsOrders(t *testing.T, rdb redis.UniversalClient) {
 	clk := testkit.EngineClock()
 	bk := bookingdb.New(rdb, bookingdb.WithClock(clk.Now))
-	f := newFixtureOn(t, app.NewEngine(rdb, clk.Now), clk, func(_ *token.Keys, o *api.Options) { o.Booking = bk })
-	id := f.room(`{"maxActive":10}`)
-	f.tick(id)
+	f := apitest.NewFixtureOn(t, app.NewEngine(rdb, clk.Now), clk, func(_ *token.Keys, o *api.Options) { o.Booking = bk })
+	id := f.Room(`{"maxActive":10}`)
+	f.Tick(id)
 	if err := bk.Define(t.Context(), id, booking.Inventory{Seats: []string{"A1", "A2"}, SessionLimit: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -50,9 +51,9 @@ func reportCountsOrders(t *testing.T, rdb redis.UniversalClient) {
 	if _, err := bk.Cancel(t.Context(), id, first.Order, "refund"); err != nil {
 		t.Fatal(err)
 	}
-	r := f.admin("GET", "/api/admin/rooms/"+id+"/report", "")
-	wantStatus(t, r, 200, "")
-	tot, _ := r.json["totals"].(map[string]any)
+	r := f.Admin("GET", "/api/admin/rooms/"+id+"/report", "")
+	apitest.WantStatus(t, r, 200, "")
+	tot, _ := r.JSON["totals"].(map[string]any)
 	if tot["ordersConfirmed"] != float64(2) || tot["ordersCancelled"] != float64(1) {
 		t.Fatalf("report totals %v, want 2 orders confirmed and 1 cancelled", tot)
 	}
