@@ -4,7 +4,40 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/vestibule-dev/vestibule/internal/bookingdb"
+	"github.com/vestibule-dev/vestibule/internal/durable"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
+
+// The engines over Redis fit the interfaces durable declares of them: held
+// here, where the composition root joins them, so that durable links no Redis
+// client (TestDurableLinksNoRedis).
+var (
+	_ durable.Engine           = (*roomdb.Engine)(nil)
+	_ durable.Inviter          = (*roomdb.Engine)(nil)
+	_ bookingdb.Definitions    = durable.Definitions{}
+	_ durable.EventDefinitions = bookingdb.Definitions(nil)
+)
+
+// durable keeps settings, heads and definitions in S3 or on disk: it links
+// neither the Redis client nor the engines over it, only the interfaces it
+// declares of them.
+func TestDurableLinksNoRedis(t *testing.T) {
+	const mod = "github.com/vestibule-dev/vestibule/"
+	out, err := exec.Command("go", "list", "-deps", mod+"internal/durable").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if !strings.Contains(string(out), mod+"internal/durable\n") {
+		t.Fatalf("go list -deps gave no durable package:\n%s", out)
+	}
+	for _, bad := range []string{"github.com/redis/go-redis", mod + "internal/roomdb\n", mod + "internal/bookingdb\n", mod + "lua\n"} {
+		if strings.Contains(string(out), bad) {
+			t.Errorf("internal/durable links %s", strings.TrimSpace(bad))
+		}
+	}
+}
 
 // The admit function only ticks: it links neither the token library nor the
 // Secrets Manager client (the composition root keeps them in app/apiapp).

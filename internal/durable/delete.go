@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
-	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
 // StoreDeleter is a Store that can forget a room and keep its tombstone
@@ -80,7 +79,6 @@ type deleter interface {
 
 var (
 	_ deleter = (*Queue)(nil)
-	_ deleter = (*roomdb.Engine)(nil)
 )
 
 // Delete removes a room for good. With a store: the room's tombstone first,
@@ -165,7 +163,6 @@ type auditor interface {
 
 var (
 	_ auditor = (*Queue)(nil)
-	_ auditor = (*roomdb.Engine)(nil)
 )
 
 // AppendAudit passes the entry on to the engine.

@@ -2,8 +2,6 @@ package durable
 
 import (
 	"context"
-
-	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
 // loadReporter is an engine that records the origin's load (*roomdb.Engine,
@@ -14,7 +12,6 @@ type loadReporter interface {
 
 var (
 	_ loadReporter = (*Queue)(nil)
-	_ loadReporter = (*roomdb.Engine)(nil)
 )
 
 // ReportLoad passes the origin's load on to the engine (nothing when it keeps

@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
-	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
 // Engine is what Queue needs of the room engine (*roomdb.Engine fits): the
@@ -38,8 +37,6 @@ type Engine interface {
 	FloorNow(ctx context.Context, room string) (float64, error)
 	Bury(ctx context.Context, room string, dead int64) (int64, error)
 }
-
-var _ Engine = (*roomdb.Engine)(nil)
 
 // Defaults of Options.
 const (

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
-	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
 // ScheduleStore is a Store that keeps each room's scheduled changes (Disk
@@ -64,8 +63,6 @@ type scheduler interface {
 	RestoreSchedule(ctx context.Context, room string, cs []room.ScheduledChange) error
 	DropSchedule(ctx context.Context, room string) error
 }
-
-var _ scheduler = (*roomdb.Engine)(nil)
 
 // ErrNoSchedule is the answer of the schedule's calls over an engine that
 // keeps none.
