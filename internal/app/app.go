@@ -98,7 +98,7 @@ func New(c config.Config, o Options) (*Core, error) {
 	bopts = append(bopts, bookingdb.WithDefinitions(durable.Events(store))) // event definitions beside the rooms' settings
 	bopts = append(bopts, bookingdb.WithLogger(log))                        // how an event came back from a total loss
 	eng := NewEngine(rdb, o.Clock)
-	var under durable.Engine = eng
+	var under room.Engine = eng
 	if o.Events != nil {
 		under = admission.Emit(eng, o.Events, o.Clock, log)
 	}

@@ -7,15 +7,15 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/durable"
+	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
-// The engines over Redis fit the interfaces durable declares of them: held
+// The engines over Redis fit the interfaces declared of them: held
 // here, where the composition root joins them, so that durable links no Redis
 // client (TestDurableLinksNoRedis).
 var (
-	_ durable.Engine           = (*roomdb.Engine)(nil)
-	_ durable.Inviter          = (*roomdb.Engine)(nil)
+	_ room.Engine              = (*roomdb.Engine)(nil)
 	_ bookingdb.Definitions    = durable.Definitions{}
 	_ durable.EventDefinitions = bookingdb.Definitions(nil)
 )

@@ -75,8 +75,8 @@ type Scripter interface {
 
 var _ Scripter = (redis.UniversalClient)(nil)
 
-// Engine is the room state machine over Redis. Each consumer declares the part
-// of it that it uses (durable.Engine, queueapi.Engine, gateapi.Engine, …).
+// Engine is the room state machine over Redis; room.Engine is its interface,
+// which the wrappers above it (durable.Queue) take.
 type Engine struct {
 	rdb         Scripter
 	clock       room.Clock
