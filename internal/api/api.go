@@ -63,9 +63,8 @@ const (
 // write the cookie (gateapi.Cookies).
 type GateOptions = gateapi.Cookies
 
-// Queue is the room engine, as the queue API and the gate's routes use it.
-// An engine that also implements queueapi.Deleter can delete rooms, and one
-// that implements queueapi.Auditor keeps the audit log.
+// Queue is the room engine, as the queue API and the gate's routes use it
+// (durable.Queue).
 type Queue interface {
 	queueapi.Engine
 	gateapi.Engine

@@ -1,7 +1,11 @@
 package app_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -98,6 +102,49 @@ func TestTypesLinkNoRedis(t *testing.T) {
 			if strings.Contains(string(out), bad) {
 				t.Errorf("%s links %s", pkg, strings.TrimSpace(bad))
 			}
+		}
+	}
+}
+
+// The wrappers of the room engine and the queue API call it through one
+// interface (room.Engine, queueapi.Engine) that has every capability: none
+// asks the engine under it whether it has one (a type assertion on the
+// wrapped engine). The report's whole-life history stays optional: without a
+// settings store there is none, and the report covers what Redis keeps.
+func TestNoCapabilityAssertions(t *testing.T) {
+	allowed := map[string]bool{"internal/api/queueapi/report.go LifeHistorian": true}
+	for _, dir := range []string{"internal/durable", "internal/admission", "internal/api/queueapi"} {
+		files, err := filepath.Glob(filepath.Join("..", "..", dir, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: no Go files (%v)", dir, err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			af, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel := dir + "/" + filepath.Base(f)
+			ast.Inspect(af, func(n ast.Node) bool {
+				ta, ok := n.(*ast.TypeAssertExpr)
+				if !ok || ta.Type == nil {
+					return true
+				}
+				sel, ok := ta.X.(*ast.SelectorExpr)
+				if !ok || (sel.Sel.Name != "eng" && sel.Sel.Name != "Engine" && sel.Sel.Name != "Queue") {
+					return true
+				}
+				name := "interface"
+				if id, ok := ta.Type.(*ast.Ident); ok {
+					name = id.Name
+				}
+				if !allowed[rel+" "+name] {
+					t.Errorf("%s asserts %s on the engine %s: add it to the engine's interface", rel, name, sel.Sel.Name)
+				}
+				return true
+			})
 		}
 	}
 }
