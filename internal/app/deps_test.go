@@ -148,3 +148,29 @@ func TestNoCapabilityAssertions(t *testing.T) {
 		}
 	}
 }
+
+// The engine's events are published by roomevents.Emitter, under durable;
+// the admission loop ticks through it without knowing it. So the loop links
+// no event bus, and the emitter links neither the loop nor durable (no
+// admission → durable → admission loop).
+func TestEventsApartFromTheLoop(t *testing.T) {
+	const mod = "github.com/vestibule-dev/vestibule/"
+	rules := map[string][]string{
+		"internal/admission":  {mod + "internal/eventbus\n", mod + "internal/roomevents\n"},
+		"internal/roomevents": {mod + "internal/admission\n", mod + "internal/durable\n", "github.com/redis/go-redis"},
+	}
+	for pkg, bad := range rules {
+		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		if !strings.Contains(string(out), mod+pkg+"\n") {
+			t.Fatalf("go list -deps %s does not list the package itself:\n%s", pkg, out)
+		}
+		for _, b := range bad {
+			if strings.Contains(string(out), b) {
+				t.Errorf("%s links %s", pkg, strings.TrimSpace(b))
+			}
+		}
+	}
+}

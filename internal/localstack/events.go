@@ -1,9 +1,9 @@
 package localstack
 
 import (
-	"github.com/vestibule-dev/vestibule/internal/admission"
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomevents"
 )
 
 // emitting is the engine with admission events written to o.Events as JSON
@@ -13,5 +13,5 @@ func emitting(eng room.Engine, o Options) room.Engine {
 	if o.Events == nil {
 		return eng
 	}
-	return admission.Emit(eng, eventbus.NewLog(o.Events), o.Clock, o.Logger)
+	return roomevents.Emit(eng, eventbus.NewLog(o.Events), o.Clock, o.Logger)
 }

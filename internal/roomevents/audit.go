@@ -1,4 +1,4 @@
-package admission
+package roomevents
 
 import (
 	"context"

@@ -1,4 +1,10 @@
-package admission
+// Package roomevents publishes the room engine's events: Emitter wraps a
+// room.Engine so that every tick that changed something, every consume and
+// complete, every switch of the safety net, step of the pace and admin
+// change goes to an eventbus.Publisher (docs/API.md, "Events"). It sits under
+// durable.Queue (app.New); the admission loop (internal/admission) ticks
+// through it and does not know it.
+package roomevents
 
 import (
 	"context"
