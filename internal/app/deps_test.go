@@ -174,3 +174,22 @@ func TestEventsApartFromTheLoop(t *testing.T) {
 		}
 	}
 }
+
+// Each product answers its own engine's errors: the HTTP layer under them
+// all (api/httpapi) links no domain package, so no product's errors, tokens
+// or types pass through it.
+func TestHTTPLayerLinksNoDomain(t *testing.T) {
+	const mod = "github.com/vestibule-dev/vestibule/"
+	out, err := exec.Command("go", "list", "-deps", mod+"internal/api/httpapi").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if !strings.Contains(string(out), mod+"internal/api/httpapi\n") {
+		t.Fatalf("go list -deps gave no httpapi package:\n%s", out)
+	}
+	for _, bad := range []string{"room", "roomdb", "booking", "bookingdb", "token"} {
+		if strings.Contains(string(out), mod+"internal/"+bad+"\n") {
+			t.Errorf("internal/api/httpapi links internal/%s", bad)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/api/roomhttp"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/routes"
@@ -78,7 +79,7 @@ func (h *API) eventOrigin(ctx context.Context, eng Engine, r *httpapi.Request) e
 	if err != nil {
 		return err
 	}
-	return httpapi.FromOrigin(h.o.Origins, r, roomID)
+	return roomhttp.FromOrigin(h.o.Origins, r, roomID)
 }
 
 // holdToken parses the {token} parameter: a hold's fencing token, in its one

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/api/roomhttp"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -90,9 +91,10 @@ type API struct {
 // New returns the queue API over o.
 func New(o Options) *API { return &API{o: o} }
 
-// Handlers binds the queue's route keys (internal/routes) to their handlers.
+// Handlers binds the queue's route keys (internal/routes) to their handlers,
+// which answer the room engine's errors (roomhttp.Answers).
 func (h *API) Handlers() map[string]httpapi.HandlerFunc {
-	return map[string]httpapi.HandlerFunc{
+	return httpapi.Answering(map[string]httpapi.HandlerFunc{
 		"POST /api/rooms/{room}/enqueue":               h.enqueue,
 		"GET /api/rooms/{room}/poll":                   h.poll,
 		"POST /api/rooms/{room}/leave":                 h.leave,
@@ -117,7 +119,7 @@ func (h *API) Handlers() map[string]httpapi.HandlerFunc {
 		"POST /api/admin/rooms/{room}/invitations/revoke": h.revokeInvitation,
 		"GET /api/admin/rooms/{room}/visitors":            h.lookupVisitor,
 		"POST /api/admin/rooms/{room}/visitors/restore":   h.restorePlace,
-	}
+	}, roomhttp.Answers)
 }
 
 // endHolds calls Options.EndHolds, when set.
