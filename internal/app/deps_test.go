@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -191,5 +192,30 @@ func TestHTTPLayerLinksNoDomain(t *testing.T) {
 		if strings.Contains(string(out), mod+"internal/"+bad+"\n") {
 			t.Errorf("internal/api/httpapi links internal/%s", bad)
 		}
+	}
+}
+
+// A route's sampling and body limit are fields of its row in routes.All: the
+// router and its chain (internal/api) spell no route key of their own.
+func TestRouteKeysSpelledOnce(t *testing.T) {
+	key := regexp.MustCompile(`^"(GET|POST|PUT|DELETE) /`)
+	files, err := filepath.Glob(filepath.Join("..", "api", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("internal/api: no Go files (%v)", err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(af, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && key.MatchString(lit.Value) {
+				t.Errorf("internal/api/%s spells the route key %s: make it a field of routes.Route", filepath.Base(f), lit.Value)
+			}
+			return true
+		})
 	}
 }

@@ -19,10 +19,8 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
-// MaxEventBody is the body limit of PUT /api/admin/events/{event}: a venue's
-// seat list is larger than the other routes' limit (api.MaxBody, 8 KiB): about
-// 80,000 seats of 10-character names.
-const MaxEventBody = 1 << 20
+// MaxEventBody is the body limit of an event's definition (routes.MaxEventBody).
+const MaxEventBody = routes.MaxEventBody
 
 // PublishTimeout bounds how long a confirm or cancel waits for its order
 // event to be published before it answers (the event then waits in the outbox).
