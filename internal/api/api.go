@@ -35,14 +35,16 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/routes"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
-// MaxBody is the largest request body accepted (decoded); larger gets 413.
-const MaxBody = 8 << 10
+// MaxBody is the largest request body most routes accept (decoded); larger
+// gets 413 (routes.Route.MaxBody).
+const MaxBody = routes.DefaultMaxBody
 
-// MaxEventBody is the body limit of PUT /api/admin/events/{event} (bookingapi.MaxEventBody).
-const MaxEventBody = bookingapi.MaxEventBody
+// MaxEventBody is the body limit of an event's definition and rebuild.
+const MaxEventBody = routes.MaxEventBody
 
 // TicketTTL is how long a ticket stays valid (queueapi.TicketTTL).
 const TicketTTL = queueapi.TicketTTL
@@ -63,9 +65,8 @@ const (
 // write the cookie (gateapi.Cookies).
 type GateOptions = gateapi.Cookies
 
-// Queue is the room engine, as the queue API and the gate's routes use it.
-// An engine that also implements queueapi.Deleter can delete rooms, and one
-// that implements queueapi.Auditor keeps the audit log.
+// Queue is the room engine, as the queue API and the gate's routes use it
+// (durable.Queue).
 type Queue interface {
 	queueapi.Engine
 	gateapi.Engine

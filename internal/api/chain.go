@@ -101,7 +101,7 @@ func (h *Handler) logged(ctx context.Context, x *exchange, next func()) {
 // sampledOut reports whether the request's line is left out of the log: a
 // success (below 400) of a sampled route, not drawn by Options.LogSample.
 func (h *Handler) sampledOut(x *exchange) bool {
-	return x.route != nil && x.route.sampled && x.resp.StatusCode < 400 && h.o.LogSample != nil && !h.o.LogSample()
+	return x.route != nil && x.route.Sampled && x.resp.StatusCode < 400 && h.o.LogSample != nil && !h.o.LogSample()
 }
 
 // logLine is the level and attributes of the request's log line: an answer
@@ -221,17 +221,9 @@ func (h *Handler) checkEdge(ctx context.Context, x *exchange) *httpapi.Error {
 // readBody decodes the request's body into the handler's request, within the
 // route's limit.
 func (*Handler) readBody(_ context.Context, x *exchange) *httpapi.Error {
-	b, e := decodeBody(x.ev, bodyLimit(x.route.key))
+	b, e := decodeBody(x.ev, x.route.BodyLimit())
 	x.req.Body = b
 	return e
-}
-
-// bodyLimit is the largest body a route accepts.
-func bodyLimit(key string) int {
-	if key == "PUT /api/admin/events/{event}" || key == "POST /api/admin/events/{event}/rebuild" {
-		return MaxEventBody
-	}
-	return MaxBody
 }
 
 var errTooLarge = &httpapi.Error{Status: http.StatusRequestEntityTooLarge, Code: "body_too_large", Message: "request body over 8 KiB"}

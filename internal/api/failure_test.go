@@ -63,6 +63,33 @@ func (f failing) History(context.Context, string) ([]room.HistoryPoint, error) {
 	return nil, f.fail()
 }
 func (f failing) Drain(context.Context, string) (int64, error) { return 0, f.fail() }
+func (f failing) Delete(context.Context, string) error         { return f.fail() }
+func (f failing) AppendAudit(context.Context, string, room.AuditEntry) error {
+	return f.fail()
+}
+func (f failing) Audit(context.Context, string) ([]room.AuditEntry, error) { return nil, f.fail() }
+func (f failing) Schedule(context.Context, string) ([]room.ScheduledChange, error) {
+	return nil, f.fail()
+}
+func (f failing) PutScheduled(context.Context, string, room.ScheduledChange) error { return f.fail() }
+func (f failing) LeaseScheduled(context.Context, string, string) (room.ScheduledChange, bool, error) {
+	return room.ScheduledChange{}, false, f.fail()
+}
+func (f failing) ReleaseScheduled(context.Context, string, string) error { return f.fail() }
+func (f failing) RemoveScheduled(context.Context, string, string) error  { return f.fail() }
+func (f failing) Invitation(context.Context, string, string) (room.InvitationState, error) {
+	return room.InvitationState{}, f.fail()
+}
+func (f failing) RevokeInvitation(context.Context, string, string) (time.Time, error) {
+	return time.Time{}, f.fail()
+}
+func (f failing) Visitor(context.Context, string, string) (room.VisitorState, error) {
+	return room.VisitorState{}, f.fail()
+}
+func (f failing) RestorePlace(context.Context, string, string) (room.VisitorState, error) {
+	return room.VisitorState{}, f.fail()
+}
+func (f failing) ReportLoad(context.Context, string, float64) error { return f.fail() }
 
 func handlerOver(t *testing.T, q api.Queue) *api.Handler {
 	k := apitest.Keys(t)

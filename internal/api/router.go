@@ -16,18 +16,6 @@ type route struct {
 	// segs is Path split at "/" and key is Key(), made once, not on every request.
 	segs []string
 	key  string
-	// sampled: a successful request logs its line only as Options.LogSample's
-	// sample (sampledRoutes).
-	sampled bool
-}
-
-// sampledRoutes are the hot routes: a waiting visitor polls every few seconds,
-// and the page reads its room's status. Their successful requests are logged
-// as a sample; their errors, and every request of the other routes (joins,
-// consumes, admin calls, bookings), always are.
-var sampledRoutes = map[string]bool{
-	"GET /api/rooms/{room}/poll":   true,
-	"GET /api/rooms/{room}/status": true,
 }
 
 // bind is the router's view of routes.All: each route, by key, with the
@@ -53,7 +41,7 @@ func bind(products ...map[string]httpapi.HandlerFunc) []route {
 		if !ok {
 			panic("api: no handler for " + r.Key())
 		}
-		t[i] = route{r, fn, strings.Split(r.Path, "/"), r.Key(), sampledRoutes[r.Key()]}
+		t[i] = route{r, fn, strings.Split(r.Path, "/"), r.Key()}
 	}
 	return t
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/vestibule-dev/vestibule/internal/admission"
 	"github.com/vestibule-dev/vestibule/internal/awsenv"
 	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/config"
@@ -31,6 +30,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/roomdb"
+	"github.com/vestibule-dev/vestibule/internal/roomevents"
 )
 
 // Redis client timeouts. A Lambda must answer 503 quickly when Redis is down
@@ -62,7 +62,7 @@ type Options struct {
 	Redis  redis.UniversalClient // nil: a client of the config's REDIS_URL
 	Logger *slog.Logger          // nil: JSON on stdout at the config's level
 	Store  durable.Store         // nil: S3 of the config's SETTINGS_BUCKET, or none when it is unset
-	// Events receives the admission events (admission.Emit): ticks that
+	// Events receives the admission events (roomevents.Emit): ticks that
 	// changed something, consumes, completes. nil: none. The functions
 	// (Main) write them to stdout, where the stack's log subscription finds them.
 	Events eventbus.Publisher
@@ -98,9 +98,9 @@ func New(c config.Config, o Options) (*Core, error) {
 	bopts = append(bopts, bookingdb.WithDefinitions(durable.Events(store))) // event definitions beside the rooms' settings
 	bopts = append(bopts, bookingdb.WithLogger(log))                        // how an event came back from a total loss
 	eng := NewEngine(rdb, o.Clock)
-	var under durable.Engine = eng
+	var under room.Engine = eng
 	if o.Events != nil {
-		under = admission.Emit(eng, o.Events, o.Clock, log)
+		under = roomevents.Emit(eng, o.Events, o.Clock, log)
 	}
 	q := durable.New(under, durable.Options{Store: store, Logger: log, Clock: o.Clock, HeadEvery: c.HeadRecordEvery})
 	return &Core{Config: c, Redis: rdb, Engine: eng, Booking: bookingdb.New(rdb, bopts...), Queue: q, Logger: log}, nil

@@ -1,10 +1,48 @@
 package app_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/vestibule-dev/vestibule/internal/bookingdb"
+	"github.com/vestibule-dev/vestibule/internal/durable"
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
+
+// The engines over Redis fit the interfaces declared of them: held
+// here, where the composition root joins them, so that durable links no Redis
+// client (TestDurableLinksNoRedis).
+var (
+	_ room.Engine              = (*roomdb.Engine)(nil)
+	_ bookingdb.Definitions    = durable.Definitions{}
+	_ durable.EventDefinitions = bookingdb.Definitions(nil)
+)
+
+// durable keeps settings, heads and definitions in S3 or on disk: it links
+// neither the Redis client nor the engines over it, only the interfaces it
+// declares of them.
+func TestDurableLinksNoRedis(t *testing.T) {
+	const mod = "github.com/vestibule-dev/vestibule/"
+	out, err := exec.Command("go", "list", "-deps", mod+"internal/durable").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if !strings.Contains(string(out), mod+"internal/durable\n") {
+		t.Fatalf("go list -deps gave no durable package:\n%s", out)
+	}
+	for _, bad := range []string{"github.com/redis/go-redis", mod + "internal/roomdb\n", mod + "internal/bookingdb\n", mod + "lua\n"} {
+		if strings.Contains(string(out), bad) {
+			t.Errorf("internal/durable links %s", strings.TrimSpace(bad))
+		}
+	}
+}
 
 // The admit function only ticks: it links neither the token library nor the
 // Secrets Manager client (the composition root keeps them in app/apiapp).
@@ -66,5 +104,118 @@ func TestTypesLinkNoRedis(t *testing.T) {
 				t.Errorf("%s links %s", pkg, strings.TrimSpace(bad))
 			}
 		}
+	}
+}
+
+// The wrappers of the room engine and the queue API call it through one
+// interface (room.Engine, queueapi.Engine) that has every capability: none
+// asks the engine under it whether it has one (a type assertion on the
+// wrapped engine). The report's whole-life history stays optional: without a
+// settings store there is none, and the report covers what Redis keeps.
+func TestNoCapabilityAssertions(t *testing.T) {
+	allowed := map[string]bool{"internal/api/queueapi/report.go LifeHistorian": true}
+	for _, dir := range []string{"internal/durable", "internal/admission", "internal/api/queueapi"} {
+		files, err := filepath.Glob(filepath.Join("..", "..", dir, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: no Go files (%v)", dir, err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			af, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel := dir + "/" + filepath.Base(f)
+			ast.Inspect(af, func(n ast.Node) bool {
+				ta, ok := n.(*ast.TypeAssertExpr)
+				if !ok || ta.Type == nil {
+					return true
+				}
+				sel, ok := ta.X.(*ast.SelectorExpr)
+				if !ok || (sel.Sel.Name != "eng" && sel.Sel.Name != "Engine" && sel.Sel.Name != "Queue") {
+					return true
+				}
+				name := "interface"
+				if id, ok := ta.Type.(*ast.Ident); ok {
+					name = id.Name
+				}
+				if !allowed[rel+" "+name] {
+					t.Errorf("%s asserts %s on the engine %s: add it to the engine's interface", rel, name, sel.Sel.Name)
+				}
+				return true
+			})
+		}
+	}
+}
+
+// The engine's events are published by roomevents.Emitter, under durable;
+// the admission loop ticks through it without knowing it. So the loop links
+// no event bus, and the emitter links neither the loop nor durable (no
+// admission → durable → admission loop).
+func TestEventsApartFromTheLoop(t *testing.T) {
+	const mod = "github.com/vestibule-dev/vestibule/"
+	rules := map[string][]string{
+		"internal/admission":  {mod + "internal/eventbus\n", mod + "internal/roomevents\n"},
+		"internal/roomevents": {mod + "internal/admission\n", mod + "internal/durable\n", "github.com/redis/go-redis"},
+	}
+	for pkg, bad := range rules {
+		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		if !strings.Contains(string(out), mod+pkg+"\n") {
+			t.Fatalf("go list -deps %s does not list the package itself:\n%s", pkg, out)
+		}
+		for _, b := range bad {
+			if strings.Contains(string(out), b) {
+				t.Errorf("%s links %s", pkg, strings.TrimSpace(b))
+			}
+		}
+	}
+}
+
+// Each product answers its own engine's errors: the HTTP layer under them
+// all (api/httpapi) links no domain package, so no product's errors, tokens
+// or types pass through it.
+func TestHTTPLayerLinksNoDomain(t *testing.T) {
+	const mod = "github.com/vestibule-dev/vestibule/"
+	out, err := exec.Command("go", "list", "-deps", mod+"internal/api/httpapi").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if !strings.Contains(string(out), mod+"internal/api/httpapi\n") {
+		t.Fatalf("go list -deps gave no httpapi package:\n%s", out)
+	}
+	for _, bad := range []string{"room", "roomdb", "booking", "bookingdb", "token"} {
+		if strings.Contains(string(out), mod+"internal/"+bad+"\n") {
+			t.Errorf("internal/api/httpapi links internal/%s", bad)
+		}
+	}
+}
+
+// A route's sampling and body limit are fields of its row in routes.All: the
+// router and its chain (internal/api) spell no route key of their own.
+func TestRouteKeysSpelledOnce(t *testing.T) {
+	key := regexp.MustCompile(`^"(GET|POST|PUT|DELETE) /`)
+	files, err := filepath.Glob(filepath.Join("..", "api", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("internal/api: no Go files (%v)", err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(af, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && key.MatchString(lit.Value) {
+				t.Errorf("internal/api/%s spells the route key %s: make it a field of routes.Route", filepath.Base(f), lit.Value)
+			}
+			return true
+		})
 	}
 }

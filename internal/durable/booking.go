@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/vestibule-dev/vestibule/internal/booking"
-	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/jsonkey"
 )
 
@@ -94,13 +93,21 @@ type eventRecord struct {
 	MaxHoldMillis     int64            `json:"maxHoldMillis,omitempty"`
 }
 
-// Definitions are bookingdb.Definitions over an EventStore.
+// EventDefinitions is where the booking engine keeps events' definitions
+// (bookingdb.Definitions, which app's tests hold to it): declared here so that
+// this package links no Redis client.
+type EventDefinitions interface {
+	PutDefinition(ctx context.Context, event string, inv booking.Inventory) error
+	Definition(ctx context.Context, event string) (booking.Inventory, error)
+}
+
+// Definitions are EventDefinitions over an EventStore.
 type Definitions struct{ Store EventStore }
 
-var _ bookingdb.Definitions = Definitions{}
+var _ EventDefinitions = Definitions{}
 
 // Events returns the definitions kept in s, or nil when s is nil or keeps none.
-func Events(s Store) bookingdb.Definitions {
+func Events(s Store) EventDefinitions {
 	es, ok := s.(EventStore)
 	if !ok || es == nil {
 		return nil

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
-	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
 // StoreDeleter is a Store that can forget a room and keep its tombstone
@@ -72,17 +71,6 @@ func parseTombstone(b []byte) (int64, error) {
 	return n, nil
 }
 
-// deleter is an engine that can remove a room for good, keeping its
-// tombstone (*roomdb.Engine).
-type deleter interface {
-	Delete(ctx context.Context, room string) error
-}
-
-var (
-	_ deleter = (*Queue)(nil)
-	_ deleter = (*roomdb.Engine)(nil)
-)
-
 // Delete removes a room for good. With a store: the room's tombstone first,
 // in Redis (Engine.Bury: every sequence it issued) and then in the store, so
 // that no ticket of this incarnation comes back even in a room created again
@@ -92,10 +80,6 @@ var (
 func (q *Queue) Delete(ctx context.Context, id string) error {
 	if !room.ValidRoomID(id) {
 		return room.ErrInvalidRoom
-	}
-	eng, ok := q.eng.(deleter)
-	if !ok {
-		return room.ErrCannotDelete
 	}
 	stored := false
 	if q.o.Store != nil {
@@ -123,7 +107,7 @@ func (q *Queue) Delete(ctx context.Context, id string) error {
 	q.listed = slices.DeleteFunc(q.listed, func(s string) bool { return s == id })
 	delete(q.recorded, id)
 	q.mu.Unlock()
-	err := eng.Delete(ctx, id)
+	err := q.eng.Delete(ctx, id)
 	if errors.Is(err, room.ErrUnknownRoom) && stored {
 		return nil
 	}
@@ -157,31 +141,12 @@ func (q *Queue) buryFromStore(ctx context.Context, id string) error {
 	return err
 }
 
-// auditor is an engine that keeps each room's audit log (*roomdb.Engine).
-type auditor interface {
-	AppendAudit(ctx context.Context, room string, e room.AuditEntry) error
-	Audit(ctx context.Context, room string) ([]room.AuditEntry, error)
-}
-
-var (
-	_ auditor = (*Queue)(nil)
-	_ auditor = (*roomdb.Engine)(nil)
-)
-
 // AppendAudit passes the entry on to the engine.
 func (q *Queue) AppendAudit(ctx context.Context, id string, a room.AuditEntry) error {
-	au, ok := q.eng.(auditor)
-	if !ok {
-		return nil
-	}
-	return au.AppendAudit(ctx, id, a)
+	return q.eng.AppendAudit(ctx, id, a)
 }
 
 // Audit reads the engine's audit log of the room.
 func (q *Queue) Audit(ctx context.Context, id string) ([]room.AuditEntry, error) {
-	au, ok := q.eng.(auditor)
-	if !ok {
-		return nil, nil
-	}
-	return au.Audit(ctx, id)
+	return q.eng.Audit(ctx, id)
 }

@@ -66,66 +66,32 @@ func (s *S3) Revocations(ctx context.Context, id string) ([]byte, error) {
 	return s.get(ctx, s.revokedKey(id))
 }
 
-// Inviter is the engine's part for invitations and support (*roomdb.Engine fits).
-type Inviter interface {
-	Invitation(ctx context.Context, room, id string) (room.InvitationState, error)
-	RevokeInvitation(ctx context.Context, room, id string) (time.Time, error)
-	PutRevocations(ctx context.Context, room string, revs []room.Revocation) error
-	Revocations(ctx context.Context, room string) ([]room.Revocation, error)
-	Visitor(ctx context.Context, room, visitor string) (room.VisitorState, error)
-	RestorePlace(ctx context.Context, room, visitor string) (room.VisitorState, error)
-}
-
 // revokedSet is a room's revocations as this process last read them from the store.
 type revokedSet struct {
 	at  time.Time
 	ids map[string]bool
 }
 
-func (q *Queue) inviter() (Inviter, error) {
-	i, ok := q.eng.(Inviter)
-	if !ok {
-		return nil, fmt.Errorf("%w: this engine keeps no invitations", room.ErrUnavailable)
-	}
-	return i, nil
-}
-
 // Invitation is the engine's, restoring a lost room.
 func (q *Queue) Invitation(ctx context.Context, id, inv string) (room.InvitationState, error) {
-	i, err := q.inviter()
-	if err != nil {
-		return room.InvitationState{}, err
-	}
-	return retry(ctx, q, id, func() (room.InvitationState, error) { return i.Invitation(ctx, id, inv) })
+	return retry(ctx, q, id, func() (room.InvitationState, error) { return q.eng.Invitation(ctx, id, inv) })
 }
 
 // Visitor is the engine's support lookup, restoring a lost room.
 func (q *Queue) Visitor(ctx context.Context, id, visitor string) (room.VisitorState, error) {
-	i, err := q.inviter()
-	if err != nil {
-		return room.VisitorState{}, err
-	}
-	return retry(ctx, q, id, func() (room.VisitorState, error) { return i.Visitor(ctx, id, visitor) })
+	return retry(ctx, q, id, func() (room.VisitorState, error) { return q.eng.Visitor(ctx, id, visitor) })
 }
 
 // RestorePlace is the engine's, restoring a lost room.
 func (q *Queue) RestorePlace(ctx context.Context, id, visitor string) (room.VisitorState, error) {
-	i, err := q.inviter()
-	if err != nil {
-		return room.VisitorState{}, err
-	}
-	return retry(ctx, q, id, func() (room.VisitorState, error) { return i.RestorePlace(ctx, id, visitor) })
+	return retry(ctx, q, id, func() (room.VisitorState, error) { return q.eng.RestorePlace(ctx, id, visitor) })
 }
 
 // RevokeInvitation revokes in Redis, then writes the room's revocations to
 // the store; an error writing them is the call's (503: the caller retries,
 // the revocation already holds in Redis).
 func (q *Queue) RevokeInvitation(ctx context.Context, id, inv string) (time.Time, error) {
-	i, err := q.inviter()
-	if err != nil {
-		return time.Time{}, err
-	}
-	at, err := retry(ctx, q, id, func() (time.Time, error) { return i.RevokeInvitation(ctx, id, inv) })
+	at, err := retry(ctx, q, id, func() (time.Time, error) { return q.eng.RevokeInvitation(ctx, id, inv) })
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -133,7 +99,7 @@ func (q *Queue) RevokeInvitation(ctx context.Context, id, inv string) (time.Time
 	if !ok {
 		return at, nil
 	}
-	revs, err := i.Revocations(ctx, id)
+	revs, err := q.eng.Revocations(ctx, id)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -227,8 +193,8 @@ func (q *Queue) checkRevoked(ctx context.Context, id string, proof room.JoinProo
 			q.o.Logger.LogAttrs(ctx, slog.LevelWarn, "revocations not read from the store", slog.String("room", id), slog.String("error", err.Error()))
 			return nil
 		}
-		if i, iok := q.eng.(Inviter); iok && len(revs) > 0 {
-			_ = i.PutRevocations(ctx, id, revs) // best effort: the check below refuses anyway
+		if len(revs) > 0 {
+			_ = q.eng.PutRevocations(ctx, id, revs) // best effort: the check below refuses anyway
 		}
 		q.keepRevoked(id, revs)
 		q.mu.Lock()

@@ -13,33 +13,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
-	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
-
-// Engine is what Queue needs of the room engine (*roomdb.Engine fits): the
-// calls it passes on, and the head and the ticks its restores and nudges use.
-type Engine interface {
-	Join(ctx context.Context, room, visitor string, proof room.JoinProof) (room.Place, error)
-	Poll(ctx context.Context, t room.Ticket) (room.Place, error)
-	AllowEnqueue(ctx context.Context, room, client string) error
-	Leave(ctx context.Context, t room.Ticket) error
-	Consume(ctx context.Context, room string, seq int64, audience string) (room.Session, error)
-	Complete(ctx context.Context, room string, seq int64, audience string) error
-	Renew(ctx context.Context, room string, seq int64, audience string, start time.Time) (room.Session, error)
-	Tick(ctx context.Context, room string) (room.TickResult, error)
-	PutConfig(ctx context.Context, room string, cfg room.Config) (room.Config, error)
-	GetConfig(ctx context.Context, room string) (room.Config, error)
-	Rooms(ctx context.Context) ([]string, error)
-	Status(ctx context.Context, room string) (room.Config, room.Stats, error)
-	Drain(ctx context.Context, room string) (int64, error)
-	History(ctx context.Context, room string) ([]room.HistoryPoint, error)
-	TickGuarded(ctx context.Context, room string, guard time.Duration) (room.TickResult, error)
-	Head(ctx context.Context, room string, floor float64) (float64, error)
-	FloorNow(ctx context.Context, room string) (float64, error)
-	Bury(ctx context.Context, room string, dead int64) (int64, error)
-}
-
-var _ Engine = (*roomdb.Engine)(nil)
 
 // Defaults of Options.
 const (
@@ -77,11 +51,11 @@ type Options struct {
 	NoNudge   bool             // true: requests drive no ticks (the scheduled loop does it all)
 }
 
-// Queue passes the room engine's calls on (Engine's, but for the head and the
+// Queue passes the room engine's calls on (room.Engine's, but for the head and the
 // guarded tick), making the rooms' settings durable and letting requests tick
 // quiet rooms. See the package doc.
 type Queue struct {
-	eng Engine
+	eng room.Engine
 	o   Options
 
 	mu       sync.Mutex
@@ -109,7 +83,7 @@ type record struct {
 }
 
 // New wraps an engine.
-func New(eng Engine, o Options) *Queue {
+func New(eng room.Engine, o Options) *Queue {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
-	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
 // ScheduleStore is a Store that keeps each room's scheduled changes (Disk
@@ -53,46 +52,16 @@ func (s *S3) Schedule(ctx context.Context, id string) ([]byte, error) {
 	return s.get(ctx, s.scheduleKey(id))
 }
 
-// scheduler is an engine that keeps rooms' schedules in Redis
-// (*roomdb.Engine, admission.Emitter).
-type scheduler interface {
-	Schedule(ctx context.Context, room string) ([]room.ScheduledChange, error)
-	PutScheduled(ctx context.Context, room string, c room.ScheduledChange) error
-	LeaseScheduled(ctx context.Context, room, id string) (room.ScheduledChange, bool, error)
-	ReleaseScheduled(ctx context.Context, room, id string) error
-	RemoveScheduled(ctx context.Context, room, id string) error
-	RestoreSchedule(ctx context.Context, room string, cs []room.ScheduledChange) error
-	DropSchedule(ctx context.Context, room string) error
-}
-
-var _ scheduler = (*roomdb.Engine)(nil)
-
-// ErrNoSchedule is the answer of the schedule's calls over an engine that
-// keeps none.
-var ErrNoSchedule = errors.New("durable: this engine keeps no schedules")
-
-func (q *Queue) scheduler() (scheduler, error) {
-	s, ok := q.eng.(scheduler)
-	if !ok {
-		return nil, ErrNoSchedule
-	}
-	return s, nil
-}
-
 // Now is the queue's clock: the time scheduled changes fall due by.
 func (q *Queue) Now() time.Time { return q.o.Clock() }
 
 // Schedule reads the room's scheduled changes, by time, restoring a lost
 // room (and with it its schedule).
 func (q *Queue) Schedule(ctx context.Context, id string) ([]room.ScheduledChange, error) {
-	s, err := q.scheduler()
-	if err != nil {
-		return nil, err
-	}
 	if _, err := q.GetConfig(ctx, id); err != nil {
 		return nil, err
 	}
-	return s.Schedule(ctx, id)
+	return q.eng.Schedule(ctx, id)
 }
 
 // PutScheduled adds a change to an existing room's schedule (or replaces
@@ -100,58 +69,42 @@ func (q *Queue) Schedule(ctx context.Context, id string) ([]room.ScheduledChange
 // the change stays planned in Redis and the error wraps ErrNotDurable and
 // room.ErrUnavailable (a 503: plan it again).
 func (q *Queue) PutScheduled(ctx context.Context, id string, c room.ScheduledChange) error {
-	s, err := q.scheduler()
-	if err != nil {
-		return err
-	}
 	if _, err := q.GetConfig(ctx, id); err != nil {
 		return err
 	}
-	if err := s.PutScheduled(ctx, id, c); err != nil {
+	if err := q.eng.PutScheduled(ctx, id, c); err != nil {
 		return err
 	}
-	return q.storeSchedule(ctx, s, id)
+	return q.storeSchedule(ctx, id)
 }
 
 // LeaseScheduled takes the lease on a change (roomdb.Engine.LeaseScheduled).
 func (q *Queue) LeaseScheduled(ctx context.Context, id, change string) (room.ScheduledChange, bool, error) {
-	s, err := q.scheduler()
-	if err != nil {
-		return room.ScheduledChange{}, false, err
-	}
-	return s.LeaseScheduled(ctx, id, change)
+	return q.eng.LeaseScheduled(ctx, id, change)
 }
 
 // ReleaseScheduled gives a change's lease back.
 func (q *Queue) ReleaseScheduled(ctx context.Context, id, change string) error {
-	s, err := q.scheduler()
-	if err != nil {
-		return err
-	}
-	return s.ReleaseScheduled(ctx, id, change)
+	return q.eng.ReleaseScheduled(ctx, id, change)
 }
 
 // RemoveScheduled removes a leased change (applied or cancelled) from the
 // schedule in Redis, then from the store's copy (ErrNotDurable as
 // PutScheduled).
 func (q *Queue) RemoveScheduled(ctx context.Context, id, change string) error {
-	s, err := q.scheduler()
-	if err != nil {
+	if err := q.eng.RemoveScheduled(ctx, id, change); err != nil {
 		return err
 	}
-	if err := s.RemoveScheduled(ctx, id, change); err != nil {
-		return err
-	}
-	return q.storeSchedule(ctx, s, id)
+	return q.storeSchedule(ctx, id)
 }
 
 // storeSchedule writes the room's schedule, as Redis holds it, to the store.
-func (q *Queue) storeSchedule(ctx context.Context, s scheduler, id string) error {
+func (q *Queue) storeSchedule(ctx context.Context, id string) error {
 	st, ok := q.o.Store.(ScheduleStore)
 	if !ok {
 		return nil
 	}
-	cs, err := s.Schedule(ctx, id)
+	cs, err := q.eng.Schedule(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -171,8 +124,7 @@ func (q *Queue) storeSchedule(ctx context.Context, s scheduler, id string) error
 // without it (an operator plans again), as its settings need no schedule.
 func (q *Queue) restoreSchedule(ctx context.Context, id string) {
 	st, ok := q.o.Store.(ScheduleStore)
-	s, err := q.scheduler()
-	if !ok || err != nil {
+	if !ok {
 		return
 	}
 	b, err := st.Schedule(ctx, id)
@@ -184,7 +136,7 @@ func (q *Queue) restoreSchedule(ctx context.Context, id string) {
 		err = json.Unmarshal(b, &cs)
 	}
 	if err == nil {
-		err = s.RestoreSchedule(ctx, id, cs)
+		err = q.eng.RestoreSchedule(ctx, id, cs)
 	}
 	if err != nil {
 		q.o.Logger.LogAttrs(ctx, slog.LevelError, "room schedule not restored", slog.String("room", id), slog.String("error", err.Error()))
@@ -199,11 +151,7 @@ func (q *Queue) restoreSchedule(ctx context.Context, id string) {
 // room is deleted, so that a room created again under the id starts with
 // none.
 func (q *Queue) dropSchedule(ctx context.Context, id string) error {
-	s, err := q.scheduler()
-	if err != nil {
-		return nil
-	}
-	if err := s.DropSchedule(ctx, id); err != nil {
+	if err := q.eng.DropSchedule(ctx, id); err != nil {
 		return err
 	}
 	if st, ok := q.o.Store.(ScheduleStore); ok {

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vestibule-dev/vestibule/internal/admission"
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
+	"github.com/vestibule-dev/vestibule/internal/roomevents"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
@@ -31,13 +31,13 @@ func TestStackRoomChangedEvent(t *testing.T) {
 	if code, _, m := testkit.CallJSON(t, "PUT", s.URL()+"/api/admin/rooms/demo", s.AdminKey(), map[string]any{"mode": "paused"}); code != 200 {
 		t.Fatalf("pause: %d %v", code, m)
 	}
-	var got *admission.RoomChangedEvent
+	var got *roomevents.RoomChangedEvent
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		en, err := eventbus.ParseLine(line)
-		if err != nil || en.DetailType != admission.TypeRoomChanged {
+		if err != nil || en.DetailType != roomevents.TypeRoomChanged {
 			continue
 		}
-		var ev admission.RoomChangedEvent
+		var ev roomevents.RoomChangedEvent
 		if err := json.Unmarshal(en.Detail, &ev); err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func TestStackRoomChangedEvent(t *testing.T) {
 		got = &ev
 	}
 	if got == nil {
-		t.Fatalf("no %s event in %s", admission.TypeRoomChanged, out.String())
+		t.Fatalf("no %s event in %s", roomevents.TypeRoomChanged, out.String())
 	}
 	if got.Room != "demo" || got.Who != "admin key" || got.Action != "change" || len(got.Changes) != 1 ||
 		got.Changes[0].Setting != "mode" || string(got.Changes[0].New) != `"paused"` || got.At.IsZero() {

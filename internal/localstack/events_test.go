@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vestibule-dev/vestibule/internal/admission"
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
+	"github.com/vestibule-dev/vestibule/internal/roomevents"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
@@ -53,24 +53,24 @@ func TestStackAdmissionEvents(t *testing.T) {
 		t.Fatalf("complete: %d %v", code, r)
 	}
 
-	var tick admission.TickEvent
-	var consumed admission.ConsumedEvent
-	var completed admission.CompletedEvent
+	var tick roomevents.TickEvent
+	var consumed roomevents.ConsumedEvent
+	var completed roomevents.CompletedEvent
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		en, err := eventbus.ParseLine(line)
 		if err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
 		switch en.DetailType {
-		case admission.TypeTick:
-			var d admission.TickEvent
+		case roomevents.TypeTick:
+			var d roomevents.TickEvent
 			json.Unmarshal(en.Detail, &d)
 			if d.Room == "demo-api" && d.Admitted > 0 {
 				tick = d
 			}
-		case admission.TypeConsumed:
+		case roomevents.TypeConsumed:
 			json.Unmarshal(en.Detail, &consumed)
-		case admission.TypeCompleted:
+		case roomevents.TypeCompleted:
 			json.Unmarshal(en.Detail, &completed)
 		}
 	}

@@ -27,7 +27,7 @@ type AuditEntry struct {
 	// Event is the booking event the entry is about, in its room's log.
 	Event   string        `json:"event,omitempty"`
 	Changes []AuditChange `json:"changes,omitempty"`
-	// Why is why the room changed itself (Who admission.SteeredBy: a
+	// Why is why the room changed itself (Who roomevents.SteeredBy: a
 	// NetChange's or PaceChange's Why).
 	Why string `json:"why,omitempty"`
 	// Removed is how many visitors a drain or delete removed.

@@ -437,27 +437,21 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// EncodeConfig is the settings as the field, value pairs config.lua stores.
-func EncodeConfig(c Config) []any {
-	out := make([]any, 0, 2*len(settings))
-	for _, s := range settings {
-		out = append(out, s.Name, s.encode(c))
+// Encode is the setting's value in c as the room's Redis settings hash
+// stores it (roomdb.EncodeConfig writes them all); "" for a part, which has
+// no encoding of its own.
+func (s Setting) Encode(c Config) string {
+	if s.encode == nil {
+		return ""
 	}
-	return out
+	return s.encode(c)
 }
 
-// DecodeConfig reads the settings by name; a setting missing from the hash
-// (a room stored before the setting existed) is its type's zero value, as the
-// Lua scripts read it, and names that are not settings (the hash's internal
-// fields) are ignored.
-func DecodeConfig(m map[string]string) Config {
-	var c Config
-	for _, s := range settings {
-		if v, ok := m[s.Name]; ok {
-			s.decode(&c, v)
-		}
+// Decode sets the setting in c from the hash's string (roomdb.DecodeConfig).
+func (s Setting) Decode(c *Config, v string) {
+	if s.decode != nil {
+		s.decode(c, v)
 	}
-	return c
 }
 
 // decimal reads a stored number as the Lua scripts write it: an integer, or

@@ -6,36 +6,19 @@ import (
 	"testing"
 )
 
-// Each setting's default survives the Redis encoding, and so does a value away from it.
-func TestSettingsEncoding(t *testing.T) {
+// Each setting's value survives its Redis encoding (roomdb.DecodeConfig and
+// roomdb.EncodeConfig, over them all: roomdb.TestSettingsEncoding).
+func TestSettingEncoding(t *testing.T) {
 	c := DefaultConfig()
 	c.OriginURL = "https://shop.example.com/checkout"
-	if got := DecodeConfig(pairsMap(EncodeConfig(c))); got != c {
-		t.Errorf("defaults through the Redis encoding: %+v; want %+v", got, c)
-	}
 	for _, s := range settings {
-		v := s.encode(c)
+		v := s.Encode(c)
 		var d Config
-		s.decode(&d, v)
-		if s.encode(d) != v {
-			t.Errorf("%s: %q decodes to something that encodes as %q", s.Name, v, s.encode(d))
+		s.Decode(&d, v)
+		if s.Encode(d) != v {
+			t.Errorf("%s: %q decodes to something that encodes as %q", s.Name, v, s.Encode(d))
 		}
 	}
-	// A name that is not a setting (the hash's internal fields) is ignored;
-	// a missing setting is the zero value.
-	got := DecodeConfig(map[string]string{"seed": "x", "ver": "y", "rate": "3", "maxActive": "5"})
-	if got != (Config{MaxActive: 5}) {
-		t.Errorf("DecodeConfig = %+v", got)
-	}
-}
-
-// pairsMap is EncodeConfig's field, value pairs as a hash.
-func pairsMap(pairs []any) map[string]string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(pairs); i += 2 {
-		m[pairs[i].(string)] = pairs[i+1].(string)
-	}
-	return m
 }
 
 // The limits the settings table states (the console's fields take them from

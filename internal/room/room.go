@@ -7,8 +7,9 @@
 // token code, the configuration, the poll policy, the CDK app and the
 // operator's command use these names without the engine.
 //
-// The engine that keeps rooms in Redis is package roomdb; each consumer of
-// it declares the methods it uses (durable.Engine, queueapi.Engine, …).
+// The engine that keeps rooms in Redis is package roomdb; room.Engine is the
+// one interface of it that its wrappers (durable, the event emitter) pass on,
+// every capability included.
 package room
 
 import (

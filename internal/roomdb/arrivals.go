@@ -141,7 +141,7 @@ func (e *Engine) reconfirm(ctx context.Context, roomID string, have versioned) v
 	if err != nil || m["ver"] == "" {
 		return have
 	}
-	v := versioned{m["ver"], room.DecodeConfig(m), e.clock()}
+	v := versioned{m["ver"], DecodeConfig(m), e.clock()}
 	e.keep(roomID, v)
 	return v
 }

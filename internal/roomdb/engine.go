@@ -73,8 +73,8 @@ type Scripter interface {
 
 var _ Scripter = (redis.UniversalClient)(nil)
 
-// Engine is the room state machine over Redis. Each consumer declares the part
-// of it that it uses (durable.Engine, queueapi.Engine, gateapi.Engine, …).
+// Engine is the room state machine over Redis; room.Engine is its interface,
+// which the wrappers above it (durable.Queue) take.
 type Engine struct {
 	rdb         Scripter
 	clock       room.Clock
@@ -477,7 +477,7 @@ func (e *Engine) PutConfig(ctx context.Context, roomID string, cfg room.Config) 
 	}
 	seed := make([]byte, 16)
 	rand.Read(seed) // never fails (crypto/rand, Go ≥ 1.24)
-	pairs := room.EncodeConfig(cfg)
+	pairs := EncodeConfig(cfg)
 	for try := 1; ; try++ {
 		stored, err := e.putConfig(ctx, roomID, hex.EncodeToString(seed), pairs)
 		if err != nil {
@@ -602,7 +602,7 @@ func (e *Engine) GetConfig(ctx context.Context, roomID string) (room.Config, err
 	if len(m) == 0 {
 		return room.Config{}, room.ErrUnknownRoom
 	}
-	return room.DecodeConfig(m), nil
+	return DecodeConfig(m), nil
 }
 
 // Rooms lists the registered rooms.
@@ -701,5 +701,5 @@ func decodePairs(pairs []any) (room.Config, error) {
 	for i := 0; i < len(pairs); i += 2 {
 		m[str(pairs[i])] = str(pairs[i+1])
 	}
-	return room.DecodeConfig(m), nil
+	return DecodeConfig(m), nil
 }

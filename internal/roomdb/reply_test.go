@@ -42,7 +42,7 @@ func TestReplyWords(t *testing.T) {
 func TestSettingsPairs(t *testing.T) {
 	c := room.DefaultConfig()
 	c.OriginURL = "https://shop.example.com/checkout"
-	got, err := decodePairs(room.EncodeConfig(c))
+	got, err := decodePairs(EncodeConfig(c))
 	if err != nil || got != c {
 		t.Errorf("defaults through the Redis encoding: %+v, %v; want %+v", got, err, c)
 	}

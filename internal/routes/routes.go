@@ -31,6 +31,30 @@ type Route struct {
 	Path     string // e.g. /api/rooms/{room}/enqueue; under /api/ or, for the edge gate, /.vestibule/
 	Function string // the function API Gateway sends it to
 	Admin    bool   // IAM-authorised in AWS, the admin key locally
+	// Sampled marks a hot route (a waiting visitor polls every few seconds,
+	// the page reads its room's status): its successful requests log their
+	// line only as a sample; its errors, and every request of the other
+	// routes, always do.
+	Sampled bool
+	// MaxBody is the largest body (decoded) the route accepts, larger gets
+	// 413; 0: DefaultMaxBody.
+	MaxBody int
+}
+
+// DefaultMaxBody is the largest request body most routes accept (8 KiB).
+const DefaultMaxBody = 8 << 10
+
+// MaxEventBody is the body limit of an event's definition and rebuild: a
+// venue's seat list is larger than the other routes' limit, about 80,000
+// seats of 10-character names.
+const MaxEventBody = 1 << 20
+
+// BodyLimit is the route's MaxBody, or DefaultMaxBody.
+func (r Route) BodyLimit() int {
+	if r.MaxBody > 0 {
+		return r.MaxBody
+	}
+	return DefaultMaxBody
 }
 
 // Key is the API Gateway route key, "METHOD /path".
@@ -41,45 +65,45 @@ func (r Route) HasRoom() bool { return strings.Contains(r.Path, "{room}") }
 
 // All is the whole API, in the order docs/API.md lists it.
 var All = []Route{
-	{"POST", "/api/rooms/{room}/enqueue", Enqueue, false},
-	{"GET", "/api/rooms/{room}/poll", Poll, false},
-	{"POST", "/api/rooms/{room}/leave", Poll, false},
-	{"GET", "/api/rooms/{room}/status", Status, false},
-	{"GET", "/api/jwks.json", Status, false},
-	{"POST", "/api/consume", Consume, false},
-	{"POST", "/api/complete", Consume, false},
-	{"PUT", "/api/admin/rooms/{room}", Admin, true},
-	{"GET", "/api/admin/rooms/{room}", Admin, true},
-	{"GET", "/api/admin/rooms", Admin, true},
-	{"POST", "/api/admin/rooms/{room}/drain", Admin, true},
-	{"GET", "/api/admin/rooms/{room}/history", Admin, true},
-	{"DELETE", "/api/admin/rooms/{room}", Admin, true},
-	{"GET", "/api/admin/rooms/{room}/log", Admin, true},
-	{"GET", "/api/admin/rooms/{room}/schedule", Admin, true},
-	{"POST", "/api/admin/rooms/{room}/schedule", Admin, true},
-	{"POST", "/api/admin/rooms/{room}/schedule/cancel", Admin, true},
-	{"GET", "/api/admin/rooms/{room}/report", Admin, true},
-	{"POST", "/api/admin/rooms/{room}/invitations", Admin, true},
-	{"GET", "/api/admin/rooms/{room}/invitations", Admin, true},
-	{"POST", "/api/admin/rooms/{room}/invitations/revoke", Admin, true},
-	{"GET", "/api/admin/rooms/{room}/visitors", Admin, true},
-	{"POST", "/api/admin/rooms/{room}/visitors/restore", Admin, true},
-	{"GET", "/api/events/{event}", Booking, false},
-	{"POST", "/api/events/{event}/holds", Booking, false},
-	{"POST", "/api/events/{event}/holds/{token}/confirm", Booking, false},
-	{"POST", "/api/events/{event}/holds/{token}/extend", Booking, false},
-	{"POST", "/api/events/{event}/holds/{token}/release", Booking, false},
-	{"POST", "/api/events/{event}/orders/{order}/cancel", Booking, false},
-	{"PUT", "/api/admin/events/{event}", Booking, true},
-	{"GET", "/api/admin/events/{event}", Booking, true},
-	{"GET", "/api/admin/events/{event}/orders", Booking, true},
-	{"POST", "/api/admin/events/{event}/rebuild", Booking, true},
+	{Method: "POST", Path: "/api/rooms/{room}/enqueue", Function: Enqueue},
+	{Method: "GET", Path: "/api/rooms/{room}/poll", Function: Poll, Sampled: true},
+	{Method: "POST", Path: "/api/rooms/{room}/leave", Function: Poll},
+	{Method: "GET", Path: "/api/rooms/{room}/status", Function: Status, Sampled: true},
+	{Method: "GET", Path: "/api/jwks.json", Function: Status},
+	{Method: "POST", Path: "/api/consume", Function: Consume},
+	{Method: "POST", Path: "/api/complete", Function: Consume},
+	{Method: "PUT", Path: "/api/admin/rooms/{room}", Function: Admin, Admin: true},
+	{Method: "GET", Path: "/api/admin/rooms/{room}", Function: Admin, Admin: true},
+	{Method: "GET", Path: "/api/admin/rooms", Function: Admin, Admin: true},
+	{Method: "POST", Path: "/api/admin/rooms/{room}/drain", Function: Admin, Admin: true},
+	{Method: "GET", Path: "/api/admin/rooms/{room}/history", Function: Admin, Admin: true},
+	{Method: "DELETE", Path: "/api/admin/rooms/{room}", Function: Admin, Admin: true},
+	{Method: "GET", Path: "/api/admin/rooms/{room}/log", Function: Admin, Admin: true},
+	{Method: "GET", Path: "/api/admin/rooms/{room}/schedule", Function: Admin, Admin: true},
+	{Method: "POST", Path: "/api/admin/rooms/{room}/schedule", Function: Admin, Admin: true},
+	{Method: "POST", Path: "/api/admin/rooms/{room}/schedule/cancel", Function: Admin, Admin: true},
+	{Method: "GET", Path: "/api/admin/rooms/{room}/report", Function: Admin, Admin: true},
+	{Method: "POST", Path: "/api/admin/rooms/{room}/invitations", Function: Admin, Admin: true},
+	{Method: "GET", Path: "/api/admin/rooms/{room}/invitations", Function: Admin, Admin: true},
+	{Method: "POST", Path: "/api/admin/rooms/{room}/invitations/revoke", Function: Admin, Admin: true},
+	{Method: "GET", Path: "/api/admin/rooms/{room}/visitors", Function: Admin, Admin: true},
+	{Method: "POST", Path: "/api/admin/rooms/{room}/visitors/restore", Function: Admin, Admin: true},
+	{Method: "GET", Path: "/api/events/{event}", Function: Booking},
+	{Method: "POST", Path: "/api/events/{event}/holds", Function: Booking},
+	{Method: "POST", Path: "/api/events/{event}/holds/{token}/confirm", Function: Booking},
+	{Method: "POST", Path: "/api/events/{event}/holds/{token}/extend", Function: Booking},
+	{Method: "POST", Path: "/api/events/{event}/holds/{token}/release", Function: Booking},
+	{Method: "POST", Path: "/api/events/{event}/orders/{order}/cancel", Function: Booking},
+	{Method: "PUT", Path: "/api/admin/events/{event}", Function: Booking, Admin: true, MaxBody: MaxEventBody},
+	{Method: "GET", Path: "/api/admin/events/{event}", Function: Booking, Admin: true},
+	{Method: "GET", Path: "/api/admin/events/{event}/orders", Function: Booking, Admin: true},
+	{Method: "POST", Path: "/api/admin/events/{event}/rebuild", Function: Booking, Admin: true, MaxBody: MaxEventBody},
 	// The edge gate's routes (docs/GATE.md): on a protected site's distribution
 	// CloudFront sends /.vestibule/* to the API. HTML for a person, not JSON.
-	{"POST", "/.vestibule/enter", Consume, false},
-	{"POST", "/.vestibule/leave", Consume, false},
-	{"GET", "/.vestibule/leave", Consume, false},
-	{"GET", "/.vestibule/renew", Consume, false},
+	{Method: "POST", Path: "/.vestibule/enter", Function: Consume},
+	{Method: "POST", Path: "/.vestibule/leave", Function: Consume},
+	{Method: "GET", Path: "/.vestibule/leave", Function: Consume},
+	{Method: "GET", Path: "/.vestibule/renew", Function: Consume},
 }
 
 // GatePrefix is where the edge gate's routes live on a protected site; every

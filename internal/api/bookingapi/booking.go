@@ -12,16 +12,15 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/api/roomhttp"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/routes"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
-// MaxEventBody is the body limit of PUT /api/admin/events/{event}: a venue's
-// seat list is larger than the other routes' limit (api.MaxBody, 8 KiB): about
-// 80,000 seats of 10-character names.
-const MaxEventBody = 1 << 20
+// MaxEventBody is the body limit of an event's definition (routes.MaxEventBody).
+const MaxEventBody = routes.MaxEventBody
 
 // PublishTimeout bounds how long a confirm or cancel waits for its order
 // event to be published before it answers (the event then waits in the outbox).
@@ -78,7 +77,7 @@ func (h *API) eventOrigin(ctx context.Context, eng Engine, r *httpapi.Request) e
 	if err != nil {
 		return err
 	}
-	return httpapi.FromOrigin(h.o.Origins, r, roomID)
+	return roomhttp.FromOrigin(h.o.Origins, r, roomID)
 }
 
 // holdToken parses the {token} parameter: a hold's fencing token, in its one

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/api/roomhttp"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -56,9 +57,11 @@ type API struct {
 // New returns the booking API over o.
 func New(o Options) *API { return &API{o: o} }
 
-// Handlers binds the booking route keys (internal/routes) to their handlers.
+// Handlers binds the booking route keys (internal/routes) to their handlers,
+// which answer the booking engine's errors (Answers) and the room's
+// (roomhttp.Answers).
 func (h *API) Handlers() map[string]httpapi.HandlerFunc {
-	return map[string]httpapi.HandlerFunc{
+	return httpapi.Answering(map[string]httpapi.HandlerFunc{
 		"GET /api/events/{event}":                        h.eventView,
 		"POST /api/events/{event}/holds":                 h.holdSeats,
 		"POST /api/events/{event}/holds/{token}/confirm": h.confirmHold,
@@ -69,5 +72,5 @@ func (h *API) Handlers() map[string]httpapi.HandlerFunc {
 		"GET /api/admin/events/{event}":                  h.getEvent,
 		"GET /api/admin/events/{event}/orders":           h.eventOrders,
 		"POST /api/admin/events/{event}/rebuild":         h.rebuildEvent, // recovery.go
-	}
+	}, Answers, roomhttp.Answers)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/gate"
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/api/roomhttp"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -242,7 +243,7 @@ func (h *API) gateEnter(ctx context.Context, r *httpapi.Request) (events.APIGate
 	if tok == "" {
 		return none, pageError(errMissingForm, back)
 	}
-	c, err := httpapi.VerifyEntry(h.o.Entries, r, tok, false)
+	c, err := roomhttp.VerifyEntry(h.o.Entries, r, tok, false)
 	if err != nil {
 		return none, pageError(err, back)
 	}
@@ -259,14 +260,14 @@ func (h *API) gateEnter(ctx context.Context, r *httpapi.Request) (events.APIGate
 	}
 	cfg, err := h.o.Queue.GetConfig(ctx, c.Room)
 	if err != nil {
-		return none, pageError(httpapi.RedeemError(err), back)
+		return none, pageError(roomhttp.RedeemError(err), back)
 	}
 	if !cfg.Gate {
 		return none, pageError(errNotGated, back)
 	}
 	sess, err := h.o.Queue.Consume(ctx, c.Room, c.Seq, c.Audience)
 	if err != nil {
-		return none, pageError(httpapi.RedeemError(err), back)
+		return none, pageError(roomhttp.RedeemError(err), back)
 	}
 	s := cookieSession(cfg, c.Room, c.Seq, r.Now, sess.ExpiresAt, r.Now)
 	if err := s.Validate(); err != nil {
@@ -452,11 +453,11 @@ func ErrorPage(e *httpapi.Error) events.APIGatewayV2HTTPResponse {
 	return httpapi.ErrorResponse(e)
 }
 
-// pageError is httpapi.ToError's answer for err, shown as a page whose link
+// pageError is httpapi.ToError's answer for err (roomhttp.Answers), shown as a page whose link
 // goes to back (a path on the site: without a session the gate sends it on to
 // the waiting room).
 func pageError(err error, back string) error {
-	e := *httpapi.ToError(err) // a copy: the packages' errors are shared values
+	e := *httpapi.ToError(err, roomhttp.Answers) // a copy: the packages' errors are shared values
 	e.Render = pageRenderer(back)
 	return &e
 }

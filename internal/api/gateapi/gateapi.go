@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/api/roomhttp"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -44,14 +45,15 @@ type API struct {
 // New returns the gate's routes over o.
 func New(o Options) *API { return &API{o: o} }
 
-// Handlers binds the gate's route keys (internal/routes) to their handlers.
+// Handlers binds the gate's route keys (internal/routes) to their handlers,
+// which answer the room engine's errors (roomhttp.Answers).
 func (h *API) Handlers() map[string]httpapi.HandlerFunc {
-	return map[string]httpapi.HandlerFunc{
+	return httpapi.Answering(map[string]httpapi.HandlerFunc{
 		"POST /.vestibule/enter": h.gateEnter,
 		"POST /.vestibule/leave": h.gateLeave,
 		"GET /.vestibule/leave":  h.gateLeavePage,
 		"GET /.vestibule/renew":  h.gateRenew,
-	}
+	}, roomhttp.Answers)
 }
 
 // endHolds calls Options.EndHolds, when set.

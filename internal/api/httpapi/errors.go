@@ -1,16 +1,13 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
 	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
-
-	"github.com/vestibule-dev/vestibule/internal/booking"
-	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
 // RetryAfterSeconds is the Retry-After of 503 and 429 responses: long enough for
@@ -49,110 +46,81 @@ var (
 )
 
 // ToError maps an error from a route handler to the response it deserves.
-// This is the one place where errors become statuses: an *Error is its
-// own answer, the engines' errors are answered by errorAnswers, and anything
-// else is a 503.
-func ToError(err error) *Error {
+// This is the one place where errors become statuses: an *Error is its own
+// answer, an engine's error is answered by the first of the answers that
+// knows it (each product's own: Answering), and anything else is a 503.
+func ToError(err error, answers ...Answers) *Error {
 	var ae *Error
 	if errors.As(err, &ae) {
 		return ae
 	}
-	for _, a := range errorAnswers {
-		if !errors.Is(err, a.err) {
-			continue
-		}
-		e := &Error{Status: a.status, Code: a.code, Message: a.message}
-		if e.Message == "" {
-			// The engine's message names the field and the reason, and carries no secret.
-			e.Message = err.Error()
-		}
-		if a.detail != nil {
-			a.detail(e, err)
-		}
+	if e := ToErrorOf(err, answers...); e != nil {
 		return e
 	}
-	// room.ErrUnavailable, booking.ErrUnavailable, context deadlines, and anything unforeseen from
+	// The engines' ErrUnavailable, context deadlines, and anything unforeseen from
 	// Redis: the visitor retries shortly; the cause goes to the log only.
 	return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "temporarily unavailable, retry shortly", Cause: err}
 }
 
-// errorAnswers are the answers to the engines' errors, tried in order: the
-// status, the code and the message ("": the error's own text); detail adds
-// what the error carries.
-var errorAnswers = []struct {
-	err           error
-	status        int
-	code, message string
-	detail        func(e *Error, err error)
-}{
-	{err: room.ErrInvalidRoom, status: http.StatusBadRequest, code: "invalid_room", message: "invalid room id"},
-	{err: room.ErrInvalidConfig, status: http.StatusBadRequest, code: "invalid_config"},
-	{err: room.ErrUnknownRoom, status: http.StatusNotFound, code: "unknown_room", message: "no such room"},
-	// Not a Redis outage (no RedisErrors metric): an operator PUTs the room again.
-	{err: room.ErrNotRestorable, status: http.StatusServiceUnavailable, code: "room_unrestorable",
-		message: "the room's stored settings cannot be read; an operator must PUT the room again"},
-	{err: room.ErrNotClosed, status: http.StatusConflict, code: "room_not_closed", message: "only a closed room can be drained"},
-	{err: room.ErrClosed, status: http.StatusConflict, code: "room_closed", message: "the room is closed"},
-	{err: room.ErrAlreadyConsumed, status: http.StatusConflict, code: "already_consumed", message: "this entry was already used"},
-	{err: room.ErrGrantExpired, status: http.StatusGone, code: "grant_expired", message: "the entry expired before it was used"},
-	{err: room.ErrWrongAudience, status: http.StatusUnauthorized, code: "invalid_token", message: "entry token is for another origin"},
-	{err: room.ErrUnknownGrant, status: http.StatusUnauthorized, code: "unknown_grant", message: "no such entry"},
-	{err: room.ErrInvitationRequired, status: http.StatusForbidden, code: "invitation_required", message: "this room admits invited visitors only"},
-	{err: room.ErrInvitationInvalid, status: http.StatusForbidden, code: "invitation_invalid", message: "the invitation is invalid, expired or for another room"},
-	{err: room.ErrInvitationRevoked, status: http.StatusForbidden, code: "invitation_revoked", message: "the invitation was revoked"},
-	{err: room.ErrInvitationUsedUp, status: http.StatusForbidden, code: "invitation_used", message: "every use of the invitation was taken"},
-	{err: room.ErrUnknownVisitor, status: http.StatusNotFound, code: "unknown_visitor", message: "no visitor of the last two days has that reference"},
-	{err: room.ErrPlaceStands, status: http.StatusConflict, code: "place_not_lost", message: "the visitor still waits, holds a grant or a session, or was served: nothing to restore"},
-	{err: room.ErrChallengeSpent, status: http.StatusForbidden, code: "challenge_used", message: "this join challenge was used already; solve a new one"},
-	{err: room.ErrRateLimited, status: http.StatusTooManyRequests, code: "rate_limited", message: "too many requests, retry later",
-		detail: func(e *Error, err error) {
-			e.RetryAfter = RetryAfterSeconds
-			var re *room.RetryError
-			if errors.As(err, &re) {
-				e.RetryAfter = max(1, int(math.Ceil(re.After.Seconds())))
+// Answer is a product's answer to one of its engine's errors: the status,
+// the code and the message ("": the error's own text, which names the field
+// and the reason and carries no secret); Detail adds what the error carries.
+type Answer struct {
+	Err           error
+	Status        int
+	Code, Message string
+	Detail        func(e *Error, err error)
+}
+
+// Answers are a product's answers to its engine's errors, tried in order.
+type Answers []Answer
+
+func (as Answers) answer(err error) *Error {
+	for _, a := range as {
+		if !errors.Is(err, a.Err) {
+			continue
+		}
+		e := &Error{Status: a.Status, Code: a.Code, Message: a.Message}
+		if e.Message == "" {
+			e.Message = err.Error()
+		}
+		if a.Detail != nil {
+			a.Detail(e, err)
+		}
+		return e
+	}
+	return nil
+}
+
+// Answering wraps a product's handlers so that an error one returns is
+// answered by answers (ToError) before it leaves the product.
+func Answering(hs map[string]HandlerFunc, answers ...Answers) map[string]HandlerFunc {
+	out := make(map[string]HandlerFunc, len(hs))
+	for k, fn := range hs {
+		out[k] = func(ctx context.Context, r *Request) (events.APIGatewayV2HTTPResponse, error) {
+			resp, err := fn(ctx, r)
+			if err != nil {
+				var ae *Error
+				if !errors.As(err, &ae) {
+					if e := ToErrorOf(err, answers...); e != nil {
+						return resp, e
+					}
+				}
 			}
-		}},
-	{err: booking.ErrInvalidEvent, status: http.StatusBadRequest, code: "invalid_event", message: "invalid event id"},
-	{err: booking.ErrInvalidInventory, status: http.StatusBadRequest, code: "invalid_inventory"},
-	{err: booking.ErrInvalidRequest, status: http.StatusBadRequest, code: "invalid_request"},
-	{err: booking.ErrUnknownEvent, status: http.StatusNotFound, code: "unknown_event", message: "no such event"},
-	{err: booking.ErrUnknownSeat, status: http.StatusNotFound, code: "unknown_seat"},
-	{err: booking.ErrUnknownSKU, status: http.StatusNotFound, code: "unknown_sku"},
-	{err: booking.ErrUnknownOrder, status: http.StatusNotFound, code: "unknown_order", message: "no such order"},
-	{err: booking.ErrWrongRoom, status: http.StatusUnauthorized, code: "invalid_session", message: "booking session of another room"},
-	{err: booking.ErrSessionEnded, status: http.StatusUnauthorized, code: "session_ended", message: "the entry session ended"},
-	{err: booking.ErrWrongSession, status: http.StatusForbidden, code: "wrong_session", message: "the hold belongs to another session"},
-	{err: booking.ErrSeatTaken, status: http.StatusConflict, code: "seat_taken", message: "seats held or sold by someone else",
-		detail: func(e *Error, err error) {
-			var te *booking.TakenError
-			if errors.As(err, &te) {
-				e.Seats = te.Seats
-			}
-		}},
-	{err: booking.ErrSoldOut, status: http.StatusConflict, code: "sold_out", message: "not enough units left",
-		detail: func(e *Error, err error) {
-			var se *booking.SoldOutError
-			if errors.As(err, &se) {
-				e.SKU, e.Available = se.SKU, &se.Available
-			}
-		}},
-	{err: booking.ErrLimit, status: http.StatusConflict, code: "session_limit"},
-	{err: booking.ErrStaleToken, status: http.StatusConflict, code: "stale_token", message: "no live hold with this token: released, expired, or never issued"},
-	{err: booking.ErrAlreadyConfirmed, status: http.StatusConflict, code: "already_confirmed", message: "the hold is already an order (under another idempotency key)"},
-	{err: booking.ErrOrderCancelled, status: http.StatusConflict, code: "order_cancelled", message: "the order of this idempotency key was cancelled"},
-	{err: booking.ErrInUse, status: http.StatusConflict, code: "event_in_use"},
-	{err: booking.ErrExtensionLimit, status: http.StatusConflict, code: "extension_limit"},
-	{err: booking.ErrHoldExpired, status: http.StatusGone, code: "hold_expired", message: "the hold expired; its items were returned"},
-	{err: booking.ErrIdempotencyKey, status: http.StatusUnprocessableEntity, code: "idempotency_key_reused", message: "the idempotency key confirmed another hold"},
-	// Neither is a Redis outage (no RedisErrors metric): the event came back
-	// from a total loss closed to holds until an operator rebuilds what it
-	// sold; or its stored definition cannot be read, and an operator defines it again.
-	{err: booking.ErrRecovering, status: http.StatusServiceUnavailable, code: "event_recovering",
-		message: "the event is closed to holds until its sales are restored after a data loss; retry later",
-		detail:  func(e *Error, _ error) { e.RetryAfter = RecoveringRetryAfter }},
-	{err: booking.ErrNotRestorable, status: http.StatusServiceUnavailable, code: "event_unrestorable",
-		message: "the event's stored definition cannot be read; an operator must define the event again"},
-	{err: booking.ErrNotRecovering, status: http.StatusConflict, code: "event_open", message: "the event is open to holds: only an event closed after a data loss is rebuilt"},
+			return resp, err
+		}
+	}
+	return out
+}
+
+// ToErrorOf is the answer of answers to err, or nil when none knows it.
+func ToErrorOf(err error, answers ...Answers) *Error {
+	for _, as := range answers {
+		if e := as.answer(err); e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 // RecoveringRetryAfter is the Retry-After of 503 event_recovering, in

@@ -9,13 +9,13 @@ import (
 	"net/http"
 
 	"github.com/vestibule-dev/vestibule/internal/jsonkey"
-	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
 // DecodeJSON decodes exactly one JSON object, refusing unknown fields so that
 // a typo in a setting is an error rather than silently ignored. A setting
-// that decodes itself strictly (room.Page) reports its own *room.FieldError,
-// which stays an invalid_config naming the field.
+// that decodes itself strictly (room.Page) reports its own error, one that
+// wraps its engine's (*room.FieldError wraps room.ErrInvalidConfig): it
+// stays itself, for the product's answers (an invalid_config naming the field).
 func DecodeJSON(body []byte, v any) error {
 	if k, ok := DuplicateKey(body); ok {
 		// encoding/json would take the last of them: what the caller meant
@@ -28,9 +28,9 @@ func DecodeJSON(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var fe *room.FieldError
-		if errors.As(err, &fe) {
-			return fe
+		var own interface{ Unwrap() error }
+		if errors.As(err, &own) {
+			return err
 		}
 		return &Error{Status: http.StatusBadRequest, Code: "bad_json", Message: "request body is not the expected JSON: " + jsonProblem(err)}
 	}

@@ -12,15 +12,11 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// deleteRoom removes a room for good (Deleter): its settings, queue,
+// deleteRoom removes a room for good (Engine.Delete): its settings, queue,
 // grants, sessions and history. It refuses while visitors wait (409
 // room_not_empty): close and drain the room first. Admitted visitors and
 // sessions are removed with it (their entries stop working).
 func (h *API) deleteRoom(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
-	d, ok := h.o.Queue.(Deleter)
-	if !ok {
-		return events.APIGatewayV2HTTPResponse{}, errCannotDelete
-	}
 	cfg, st, err := h.o.Queue.Status(ctx, r.Room)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
@@ -29,7 +25,7 @@ func (h *API) deleteRoom(ctx context.Context, r *httpapi.Request) (events.APIGat
 		return events.APIGatewayV2HTTPResponse{}, &httpapi.Error{Status: http.StatusConflict, Code: "room_not_empty",
 			Message: fmt.Sprintf("%d visitors are waiting: close the room and drain it first", st.Waiting)}
 	}
-	if err := d.Delete(ctx, r.Room); err != nil {
+	if err := h.o.Queue.Delete(ctx, r.Room); err != nil {
 		if errors.Is(err, room.ErrCannotDelete) {
 			return events.APIGatewayV2HTTPResponse{}, errCannotDelete
 		}

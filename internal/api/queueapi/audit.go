@@ -75,11 +75,7 @@ func (h *API) Record(ctx context.Context, r *httpapi.Request, roomID string, a r
 		attrs = append(attrs, slog.String("event", a.Event))
 	}
 	h.o.Logger.LogAttrs(ctx, slog.LevelInfo, "admin change", attrs...)
-	au, ok := h.o.Queue.(Auditor)
-	if !ok {
-		return
-	}
-	if err := au.AppendAudit(context.WithoutCancel(ctx), roomID, a); err != nil {
+	if err := h.o.Queue.AppendAudit(context.WithoutCancel(ctx), roomID, a); err != nil {
 		h.o.Logger.LogAttrs(ctx, slog.LevelError, "admin change not kept in the audit log",
 			append(attrs, slog.String("error", err.Error()))...)
 	}
@@ -143,12 +139,9 @@ func (h *API) drainRoomAudited(ctx context.Context, r *httpapi.Request) (events.
 // roomLog answers the room's audit log, oldest first. A deleted room's log
 // stays readable; a room that never had an entry and does not exist is 404.
 func (h *API) roomLog(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
-	var entries []room.AuditEntry
-	if au, ok := h.o.Queue.(Auditor); ok {
-		var err error
-		if entries, err = au.Audit(ctx, r.Room); err != nil {
-			return events.APIGatewayV2HTTPResponse{}, err
-		}
+	entries, err := h.o.Queue.Audit(ctx, r.Room)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	if len(entries) == 0 {
 		if _, err := h.o.Queue.GetConfig(ctx, r.Room); err != nil {

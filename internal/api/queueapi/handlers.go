@@ -15,6 +15,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/gate"
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/api/roomhttp"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
@@ -312,18 +313,18 @@ func (h *API) entryToken(r *httpapi.Request) (string, error) {
 }
 
 // redeemClaims are the claims of the entry token in the body of consume
-// (allowExpired false) or complete (true), verified (httpapi.VerifyEntry), once the
-// caller has shown itself to be the origin of the token's room (httpapi.FromOrigin).
+// (allowExpired false) or complete (true), verified (roomhttp.VerifyEntry), once the
+// caller has shown itself to be the origin of the token's room (roomhttp.FromOrigin).
 func (h *API) redeemClaims(r *httpapi.Request, allowExpired bool) (token.EntryClaims, error) {
 	s, err := h.entryToken(r)
 	if err != nil {
 		return token.EntryClaims{}, err
 	}
-	c, err := httpapi.VerifyEntry(h.o.Entries, r, s, allowExpired)
+	c, err := roomhttp.VerifyEntry(h.o.Entries, r, s, allowExpired)
 	if err != nil {
 		return token.EntryClaims{}, err
 	}
-	if err := httpapi.FromOrigin(h.o.Origins, r, c.Room); err != nil {
+	if err := roomhttp.FromOrigin(h.o.Origins, r, c.Room); err != nil {
 		return token.EntryClaims{}, err
 	}
 	return c, nil
@@ -351,7 +352,7 @@ func (h *API) consume(ctx context.Context, r *httpapi.Request) (events.APIGatewa
 	}
 	sess, err := h.o.Queue.Consume(ctx, c.Room, c.Seq, c.Audience)
 	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, httpapi.RedeemError(err)
+		return events.APIGatewayV2HTTPResponse{}, roomhttp.RedeemError(err)
 	}
 	if loaded {
 		h.reportLoad(ctx, c.Room, load)
@@ -376,7 +377,7 @@ func (h *API) complete(ctx context.Context, r *httpapi.Request) (events.APIGatew
 	err = h.o.Queue.Complete(ctx, c.Room, c.Seq, c.Audience)
 	h.endHolds(ctx, c.Room, c.Seq, err) // the session's holds go with it (Options.EndHolds)
 	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, httpapi.RedeemError(err)
+		return events.APIGatewayV2HTTPResponse{}, roomhttp.RedeemError(err)
 	}
 	if loaded {
 		h.reportLoad(ctx, c.Room, load)
@@ -479,7 +480,7 @@ func (h *API) listRooms(ctx context.Context, r *httpapi.Request) (events.APIGate
 		if err != nil {
 			// Listed with its error: one room that cannot be read (its durable
 			// record unreadable, its shard down) hides no other.
-			e := httpapi.ToError(err)
+			e := httpapi.ToError(err, roomhttp.Answers)
 			if e.Cause != nil {
 				h.o.Logger.LogAttrs(ctx, slog.LevelError, "list rooms", slog.String("room", id), slog.String("error", e.Cause.Error()))
 			}

@@ -24,15 +24,6 @@ import (
 // show and revoke invitations, look a visitor up by the page's reference and
 // restore a lost place.
 
-// Inviter is an Engine that keeps invitations and answers support lookups
-// (durable.Queue, roomdb.Engine); without it those admin routes answer 501.
-type Inviter interface {
-	Invitation(ctx context.Context, room, id string) (room.InvitationState, error)
-	RevokeInvitation(ctx context.Context, room, id string) (time.Time, error)
-	Visitor(ctx context.Context, room, visitor string) (room.VisitorState, error)
-	RestorePlace(ctx context.Context, room, visitor string) (room.VisitorState, error)
-}
-
 // DefaultInvitationLife is how long an invitation made without an expiry lasts.
 const DefaultInvitationLife = 7 * 24 * time.Hour
 
@@ -40,21 +31,11 @@ const DefaultInvitationLife = 7 * 24 * time.Hour
 const maxReason = 500
 
 var (
-	errNoInviter = &httpapi.Error{Status: http.StatusNotImplemented, Code: "not_supported",
-		Message: "this deployment keeps no invitations"}
 	errInvitationInvalid = &httpapi.Error{Status: http.StatusForbidden, Code: "invitation_invalid",
 		Message: "the invitation is invalid, expired or for another room"}
 )
 
 func (h *API) invitations() *token.Invitations { return token.NewInvitations(h.o.Origins) }
-
-func (h *API) inviter() (Inviter, error) {
-	i, ok := h.o.Queue.(Inviter)
-	if !ok {
-		return nil, errNoInviter
-	}
-	return i, nil
-}
 
 // joinBody is the optional body of an enqueue.
 type joinBody struct {
@@ -160,15 +141,11 @@ func badInvitation(msg string) error {
 
 // showInvitation answers what the engine holds of ?id=: uses taken, revocation, log.
 func (h *API) showInvitation(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
-	i, err := h.inviter()
-	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
 	id := query(r, "id")
 	if !room.ValidInvitationID(id) {
 		return events.APIGatewayV2HTTPResponse{}, badInvitation("?id= must be an invitation id: 1 to 64 of [A-Za-z0-9_-]")
 	}
-	st, err := i.Invitation(ctx, r.Room, id)
+	st, err := h.o.Queue.Invitation(ctx, r.Room, id)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
@@ -177,10 +154,6 @@ func (h *API) showInvitation(ctx context.Context, r *httpapi.Request) (events.AP
 
 // revokeInvitation revokes {"id"} for good, audited.
 func (h *API) revokeInvitation(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
-	i, err := h.inviter()
-	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
 	var b struct {
 		ID string `json:"id"`
 	}
@@ -193,7 +166,7 @@ func (h *API) revokeInvitation(ctx context.Context, r *httpapi.Request) (events.
 	if _, err := h.o.Queue.GetConfig(ctx, r.Room); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	at, err := i.RevokeInvitation(ctx, r.Room, b.ID)
+	at, err := h.o.Queue.RevokeInvitation(ctx, r.Room, b.ID)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
@@ -204,11 +177,7 @@ func (h *API) revokeInvitation(ctx context.Context, r *httpapi.Request) (events.
 
 // lookupVisitor answers where the visitor of ?ref= (the page's reference) stands.
 func (h *API) lookupVisitor(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
-	i, err := h.inviter()
-	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
-	v, err := i.Visitor(ctx, r.Room, query(r, "ref"))
+	v, err := h.o.Queue.Visitor(ctx, r.Room, query(r, "ref"))
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
@@ -217,10 +186,6 @@ func (h *API) lookupVisitor(ctx context.Context, r *httpapi.Request) (events.API
 
 // restorePlace gives {"ref"} back a lost place, audited with {"reason"}.
 func (h *API) restorePlace(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
-	i, err := h.inviter()
-	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
 	var b struct {
 		Ref    string `json:"ref"`
 		Reason string `json:"reason"`
@@ -232,7 +197,7 @@ func (h *API) restorePlace(ctx context.Context, r *httpapi.Request) (events.APIG
 		return events.APIGatewayV2HTTPResponse{}, &httpapi.Error{Status: http.StatusBadRequest, Code: "missing_reason",
 			Message: "reason: why the place is restored, 1 to 500 characters, is required (it goes to the audit log)"}
 	}
-	v, err := i.RestorePlace(ctx, r.Room, b.Ref)
+	v, err := h.o.Queue.RestorePlace(ctx, r.Room, b.Ref)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}

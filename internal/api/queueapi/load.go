@@ -18,12 +18,6 @@ const LoadHeader = "Vestibule-Load"
 var errBadLoad = &httpapi.Error{Status: http.StatusBadRequest, Code: "bad_load",
 	Message: LoadHeader + " must be a decimal number from 0 to 1"}
 
-// LoadReporter is an Engine that records the origin's load
-// (roomdb.Engine.ReportLoad); without it the header is checked and dropped.
-type LoadReporter interface {
-	ReportLoad(ctx context.Context, room string, load float64) error
-}
-
 // originLoad reads the request's LoadHeader: the load and true, false when
 // there is none, errBadLoad when it is not a number in 0..1.
 func originLoad(r *httpapi.Request) (float64, bool, error) {
@@ -45,11 +39,7 @@ func originLoad(r *httpapi.Request) (float64, bool, error) {
 // reportLoad records the origin's load after the consume or complete it came
 // with succeeded; a failure is logged, the answer stands.
 func (h *API) reportLoad(ctx context.Context, roomID string, load float64) {
-	lr, ok := h.o.Queue.(LoadReporter)
-	if !ok {
-		return
-	}
-	if err := lr.ReportLoad(context.WithoutCancel(ctx), roomID, load); err != nil && h.o.Logger != nil {
+	if err := h.o.Queue.ReportLoad(context.WithoutCancel(ctx), roomID, load); err != nil && h.o.Logger != nil {
 		h.o.Logger.LogAttrs(ctx, slog.LevelWarn, "origin load not recorded", slog.String("room", roomID), slog.String("error", err.Error()))
 	}
 }

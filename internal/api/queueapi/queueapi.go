@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/api/roomhttp"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -21,7 +22,9 @@ import (
 // short enough that a leaked one goes stale by the next on-sale.
 const TicketTTL = 24 * time.Hour
 
-// Engine is what the queue API needs of the room engine.
+// Engine is what the queue API needs of the room engine (durable.Queue, over
+// room.Engine): every route's call, so no handler asks whether the engine can
+// do one.
 type Engine interface {
 	Join(ctx context.Context, room, visitor string, proof room.JoinProof) (room.Place, error)
 	Poll(ctx context.Context, t room.Ticket) (room.Place, error)
@@ -34,19 +37,26 @@ type Engine interface {
 	Rooms(ctx context.Context) ([]string, error)
 	Drain(ctx context.Context, room string) (int64, error)
 	History(ctx context.Context, room string) ([]room.HistoryPoint, error)
-}
-
-// Deleter is an Engine that can delete a room (DELETE /api/admin/rooms/{room});
-// without it the route answers 501.
-type Deleter interface {
+	// Delete removes a room for good (DELETE /api/admin/rooms/{room});
+	// room.ErrCannotDelete when the settings store cannot (501).
 	Delete(ctx context.Context, room string) error
-}
-
-// Auditor is an Engine that keeps each room's audit log of admin changes
-// (audit.go); without it changes are only logged.
-type Auditor interface {
+	// The room's audit log of admin changes (audit.go).
 	AppendAudit(ctx context.Context, room string, e room.AuditEntry) error
 	Audit(ctx context.Context, room string) ([]room.AuditEntry, error)
+	// Scheduled changes (schedule.go): the admission ticks apply them at
+	// their time (docs/OPERATING.md, "Scheduled changes").
+	Schedule(ctx context.Context, room string) ([]room.ScheduledChange, error)
+	PutScheduled(ctx context.Context, room string, c room.ScheduledChange) error
+	LeaseScheduled(ctx context.Context, room, id string) (room.ScheduledChange, bool, error)
+	ReleaseScheduled(ctx context.Context, room, id string) error
+	RemoveScheduled(ctx context.Context, room, id string) error
+	// Invitations and the support's lookups (invitations.go).
+	Invitation(ctx context.Context, room, id string) (room.InvitationState, error)
+	RevokeInvitation(ctx context.Context, room, id string) (time.Time, error)
+	Visitor(ctx context.Context, room, visitor string) (room.VisitorState, error)
+	RestorePlace(ctx context.Context, room, visitor string) (room.VisitorState, error)
+	// ReportLoad records the origin's load (load.go).
+	ReportLoad(ctx context.Context, room string, load float64) error
 }
 
 // Options are the queue API's dependencies; every field but EndHolds is set
@@ -84,9 +94,10 @@ type API struct {
 // New returns the queue API over o.
 func New(o Options) *API { return &API{o: o} }
 
-// Handlers binds the queue's route keys (internal/routes) to their handlers.
+// Handlers binds the queue's route keys (internal/routes) to their handlers,
+// which answer the room engine's errors (roomhttp.Answers).
 func (h *API) Handlers() map[string]httpapi.HandlerFunc {
-	return map[string]httpapi.HandlerFunc{
+	return httpapi.Answering(map[string]httpapi.HandlerFunc{
 		"POST /api/rooms/{room}/enqueue":               h.enqueue,
 		"GET /api/rooms/{room}/poll":                   h.poll,
 		"POST /api/rooms/{room}/leave":                 h.leave,
@@ -111,7 +122,7 @@ func (h *API) Handlers() map[string]httpapi.HandlerFunc {
 		"POST /api/admin/rooms/{room}/invitations/revoke": h.revokeInvitation,
 		"GET /api/admin/rooms/{room}/visitors":            h.lookupVisitor,
 		"POST /api/admin/rooms/{room}/visitors/restore":   h.restorePlace,
-	}
+	}, roomhttp.Answers)
 }
 
 // endHolds calls Options.EndHolds, when set.

@@ -15,24 +15,10 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// Scheduler is an Engine that keeps each room's scheduled changes
-// (durable.Queue): the admission ticks apply them at their time
-// (docs/OPERATING.md, "Scheduled changes"). Without it the schedule's
-// routes answer 501.
-type Scheduler interface {
-	Schedule(ctx context.Context, room string) ([]room.ScheduledChange, error)
-	PutScheduled(ctx context.Context, room string, c room.ScheduledChange) error
-	LeaseScheduled(ctx context.Context, room, id string) (room.ScheduledChange, bool, error)
-	ReleaseScheduled(ctx context.Context, room, id string) error
-	RemoveScheduled(ctx context.Context, room, id string) error
-}
-
 // ScheduleAhead is how far ahead a change may be planned.
 const ScheduleAhead = 366 * 24 * time.Hour
 
 var (
-	errNoSchedule = &httpapi.Error{Status: http.StatusNotImplemented, Code: "not_supported",
-		Message: "this deployment keeps no schedules"}
 	errScheduleAt = &httpapi.Error{Status: http.StatusBadRequest, Code: "invalid_schedule",
 		Message: `body must be {"at": "<RFC 3339 time, in the future, within a year>", "settings": {<settings>}}`}
 	errUnknownChange = &httpapi.Error{Status: http.StatusNotFound, Code: "unknown_change",
@@ -43,22 +29,10 @@ var (
 		Message: "the change is being applied at this instant: read the schedule again"}
 )
 
-func (h *API) scheduler() (Scheduler, error) {
-	s, ok := h.o.Queue.(Scheduler)
-	if !ok {
-		return nil, errNoSchedule
-	}
-	return s, nil
-}
-
 // schedule answers the room's scheduled changes, by time (refused ones
 // with their reason).
 func (h *API) schedule(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
-	s, err := h.scheduler()
-	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
-	cs, err := s.Schedule(ctx, r.Room)
+	cs, err := h.o.Queue.Schedule(ctx, r.Room)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
@@ -72,10 +46,6 @@ func (h *API) schedule(ctx context.Context, r *httpapi.Request) (events.APIGatew
 // as a PUT's would be, over the room's settings now (400 invalid_config);
 // at its time they are checked again over the settings then.
 func (h *API) plan(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
-	s, err := h.scheduler()
-	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
 	var in struct {
 		At       *time.Time      `json:"at"`
 		Settings json.RawMessage `json:"settings"`
@@ -102,7 +72,7 @@ func (h *API) plan(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	c := room.ScheduledChange{ID: newChangeID(), At: in.At.UTC(), Settings: in.Settings, CreatedBy: h.caller(r), CreatedAt: r.Now.UTC()}
-	if err := s.PutScheduled(ctx, r.Room, c); err != nil {
+	if err := h.o.Queue.PutScheduled(ctx, r.Room, c); err != nil {
 		if errors.Is(err, room.ErrScheduleFull) {
 			return events.APIGatewayV2HTTPResponse{}, errScheduleFull
 		}
@@ -117,10 +87,6 @@ func (h *API) plan(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2
 
 // unplan cancels a scheduled change, planned or refused.
 func (h *API) unplan(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
-	s, err := h.scheduler()
-	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
 	var in struct {
 		ID string `json:"id"`
 	}
@@ -133,7 +99,7 @@ func (h *API) unplan(ctx context.Context, r *httpapi.Request) (events.APIGateway
 	if _, err := h.o.Queue.GetConfig(ctx, r.Room); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	c, ok, err := s.LeaseScheduled(ctx, r.Room, in.ID)
+	c, ok, err := h.o.Queue.LeaseScheduled(ctx, r.Room, in.ID)
 	switch {
 	case errors.Is(err, room.ErrUnknownChange):
 		return events.APIGatewayV2HTTPResponse{}, errUnknownChange
@@ -142,8 +108,8 @@ func (h *API) unplan(ctx context.Context, r *httpapi.Request) (events.APIGateway
 	case !ok:
 		return events.APIGatewayV2HTTPResponse{}, errChangeBusy
 	}
-	if err := s.RemoveScheduled(ctx, r.Room, in.ID); err != nil {
-		_ = s.ReleaseScheduled(context.WithoutCancel(ctx), r.Room, in.ID) // else it expires
+	if err := h.o.Queue.RemoveScheduled(ctx, r.Room, in.ID); err != nil {
+		_ = h.o.Queue.ReleaseScheduled(context.WithoutCancel(ctx), r.Room, in.ID) // else it expires
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	h.record(ctx, r, room.AuditEntry{Action: "unschedule", Schedule: c.ID})

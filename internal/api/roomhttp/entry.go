@@ -1,8 +1,9 @@
-package httpapi
+package roomhttp
 
 import (
 	"errors"
 
+	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -14,20 +15,20 @@ import (
 // decides whether the session still runs. The engine also checks, in the same
 // script as the grant, that the token's audience is the room's current origin
 // (see RedeemError).
-func VerifyEntry(entries *token.Entries, r *Request, s string, allowExpired bool) (token.EntryClaims, error) {
+func VerifyEntry(entries *token.Entries, r *httpapi.Request, s string, allowExpired bool) (token.EntryClaims, error) {
 	if allowExpired {
 		c, err := entries.VerifyPastExpiry(s, r.Now)
 		if err != nil {
-			return c, ErrInvalidToken
+			return c, httpapi.ErrInvalidToken
 		}
 		return c, nil
 	}
 	c, err := entries.Verify(s, r.Now)
 	switch {
 	case errors.Is(err, token.ErrExpired):
-		return c, ErrTokenExpired
+		return c, httpapi.ErrTokenExpired
 	case err != nil:
-		return c, ErrInvalidToken
+		return c, httpapi.ErrInvalidToken
 	}
 	return c, nil
 }
@@ -37,17 +38,17 @@ func VerifyEntry(entries *token.Entries, r *Request, s string, allowExpired bool
 // invalid token, not an unknown room.
 func RedeemError(err error) error {
 	if errors.Is(err, room.ErrUnknownRoom) {
-		return ErrInvalidToken
+		return httpapi.ErrInvalidToken
 	}
 	return err
 }
 
 // FromOrigin checks that the caller is the room's origin: it presents the
 // room's origin credential (origins nil: nobody is).
-func FromOrigin(origins *token.Origins, r *Request, roomID string) error {
+func FromOrigin(origins *token.Origins, r *httpapi.Request, roomID string) error {
 	s, ok := r.Bearer()
 	if !ok || origins == nil || !origins.Check(roomID, s) {
-		return ErrNotOrigin
+		return httpapi.ErrNotOrigin
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package admission
+package roomevents
 
 import (
 	"context"
@@ -57,14 +57,10 @@ func (e *Emitter) steered(ctx context.Context, id string, at time.Time, r room.T
 	}
 }
 
-// audit appends the entry to the engine's audit log, when it keeps one; a
-// failure is logged, the tick stands.
+// audit appends the entry to the engine's audit log; a failure is logged,
+// the tick stands.
 func (e *Emitter) audit(ctx context.Context, id string, a room.AuditEntry) {
-	au, ok := e.Engine.(auditor)
-	if !ok {
-		return
-	}
-	if err := au.AppendAudit(context.WithoutCancel(ctx), id, a); err != nil {
+	if err := e.Engine.AppendAudit(context.WithoutCancel(ctx), id, a); err != nil {
 		e.log.LogAttrs(ctx, slog.LevelError, "steering audit", slog.String("room", id), slog.String("error", err.Error()))
 	}
 }
@@ -72,21 +68,4 @@ func (e *Emitter) audit(ctx context.Context, id string, a room.AuditEntry) {
 func jsonOf(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
-}
-
-// loadReporter is an engine that records the origin's load (*roomdb.Engine).
-type loadReporter interface {
-	ReportLoad(ctx context.Context, room string, load float64) error
-}
-
-var _ loadReporter = (*Emitter)(nil)
-
-// ReportLoad passes the origin's load on to the engine (nothing when it
-// keeps none).
-func (e *Emitter) ReportLoad(ctx context.Context, id string, load float64) error {
-	lr, ok := e.Engine.(loadReporter)
-	if !ok {
-		return nil
-	}
-	return lr.ReportLoad(ctx, id, load)
 }

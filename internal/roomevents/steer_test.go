@@ -1,15 +1,15 @@
-package admission_test
+package roomevents_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/vestibule-dev/vestibule/internal/admission"
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/roomdb"
+	"github.com/vestibule-dev/vestibule/internal/roomevents"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
@@ -21,7 +21,7 @@ func TestSteeringIsAuditedAndEmitted(t *testing.T) {
 	rdb := redistest.Single(t)
 	eng := roomdb.New(rdb, roomdb.WithClock(clk.Now))
 	out := &lines{t: t}
-	em := admission.Emit(eng, eventbus.NewLog(&out.buf), clk.Now, nil)
+	em := roomevents.Emit(eng, eventbus.NewLog(&out.buf), clk.Now, nil)
 	ctx := context.Background()
 	cfg := room.DefaultConfig()
 	cfg.OriginURL, cfg.Mode, cfg.MaxActive, cfg.CalmSeconds = "https://origin.example/", room.ModeAuto, 1, 10
@@ -42,14 +42,14 @@ func TestSteeringIsAuditedAndEmitted(t *testing.T) {
 	if _, err := em.Tick(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	var nets []admission.NetEvent
-	var paces []admission.PaceEvent
+	var nets []roomevents.NetEvent
+	var paces []roomevents.PaceEvent
 	for _, en := range out.next() {
 		switch en.DetailType {
-		case admission.TypeNet:
-			nets = append(nets, detail[admission.NetEvent](t, en, admission.TypeNet))
-		case admission.TypePace:
-			paces = append(paces, detail[admission.PaceEvent](t, en, admission.TypePace))
+		case roomevents.TypeNet:
+			nets = append(nets, detail[roomevents.NetEvent](t, en, roomevents.TypeNet))
+		case roomevents.TypePace:
+			paces = append(paces, detail[roomevents.PaceEvent](t, en, roomevents.TypePace))
 		}
 	}
 	if len(nets) != 1 || !nets[0].On || nets[0].Why != "full" || !nets[0].At.Equal(clk.Now()) {
@@ -64,8 +64,8 @@ func TestSteeringIsAuditedAndEmitted(t *testing.T) {
 	}
 	var actions []string
 	for _, a := range log {
-		if a.Who != admission.SteeredBy {
-			t.Errorf("audit entry by %q, want %q", a.Who, admission.SteeredBy)
+		if a.Who != roomevents.SteeredBy {
+			t.Errorf("audit entry by %q, want %q", a.Who, roomevents.SteeredBy)
 		}
 		actions = append(actions, a.Action+" ("+a.Why+")")
 	}

@@ -1,10 +1,11 @@
-package admission_test
+package roomevents_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +18,11 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/roomdb"
+	"github.com/vestibule-dev/vestibule/internal/roomevents"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
+
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
 // lines reads the event lines written since the last call, as the forwarder would.
 type lines struct {
@@ -73,7 +77,7 @@ func TestAdmissionEvents(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	eng := roomdb.New(rdb, roomdb.WithClock(clk.Now))
 	out := &lines{t: t}
-	q := durable.New(admission.Emit(eng, eventbus.NewLog(&out.buf), clk.Now, nil), durable.Options{Clock: clk.Now, NoNudge: true})
+	q := durable.New(roomevents.Emit(eng, eventbus.NewLog(&out.buf), clk.Now, nil), durable.Options{Clock: clk.Now, NoNudge: true})
 	ctx := context.Background()
 	cfg := room.DefaultConfig()
 	cfg.OriginURL, cfg.MaxActive, cfg.AdmitPerMinute = "https://origin.example/", 2, 6000
@@ -107,9 +111,9 @@ func TestAdmissionEvents(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("%d events, want 1: %+v", len(got), got)
 	}
-	tick := detail[admission.TickEvent](t, got[0], admission.TypeTick)
-	want := admission.TickEvent{Room: id, At: clk.Now(), Admitted: 2, FirstSeq: seqs[0], LastSeq: seqs[1],
-		After: admission.Counts{Waiting: 1, Admitted: 2}}
+	tick := detail[roomevents.TickEvent](t, got[0], roomevents.TypeTick)
+	want := roomevents.TickEvent{Room: id, At: clk.Now(), Admitted: 2, FirstSeq: seqs[0], LastSeq: seqs[1],
+		After: roomevents.Counts{Waiting: 1, Admitted: 2}}
 	if tick != want {
 		t.Errorf("tick event %+v, want %+v", tick, want)
 	}
@@ -140,11 +144,11 @@ func TestAdmissionEvents(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("%d events after consume, replay, complete, complete again; want 2: %+v", len(got), got)
 	}
-	c := detail[admission.ConsumedEvent](t, got[0], admission.TypeConsumed)
-	if c != (admission.ConsumedEvent{Room: id, Seq: seqs[0], At: clk.Now(), SessionEndsAt: s.ExpiresAt.UTC()}) {
+	c := detail[roomevents.ConsumedEvent](t, got[0], roomevents.TypeConsumed)
+	if c != (roomevents.ConsumedEvent{Room: id, Seq: seqs[0], At: clk.Now(), SessionEndsAt: s.ExpiresAt.UTC()}) {
 		t.Errorf("consumed %+v", c)
 	}
-	if d := detail[admission.CompletedEvent](t, got[1], admission.TypeCompleted); d != (admission.CompletedEvent{Room: id, Seq: seqs[0], At: clk.Now()}) {
+	if d := detail[roomevents.CompletedEvent](t, got[1], roomevents.TypeCompleted); d != (roomevents.CompletedEvent{Room: id, Seq: seqs[0], At: clk.Now()}) {
 		t.Errorf("completed %+v", d)
 	}
 
@@ -157,8 +161,8 @@ func TestAdmissionEvents(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("%d events, want 1", len(got))
 	}
-	tick = detail[admission.TickEvent](t, got[0], admission.TypeTick)
-	if tick.Admitted != 1 || tick.FirstSeq != seqs[2] || tick.LastSeq != seqs[2] || tick.After != (admission.Counts{Admitted: 2}) {
+	tick = detail[roomevents.TickEvent](t, got[0], roomevents.TypeTick)
+	if tick.Admitted != 1 || tick.FirstSeq != seqs[2] || tick.LastSeq != seqs[2] || tick.After != (roomevents.Counts{Admitted: 2}) {
 		t.Errorf("tick event %+v", tick)
 	}
 }

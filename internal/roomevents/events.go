@@ -1,11 +1,16 @@
-package admission
+// Package roomevents publishes the room engine's events: Emitter wraps a
+// room.Engine so that every tick that changed something, every consume and
+// complete, every switch of the safety net, step of the pace and admin
+// change goes to an eventbus.Publisher (docs/API.md, "Events"). It sits under
+// durable.Queue (app.New); the admission loop (internal/admission) ticks
+// through it and does not know it.
+package roomevents
 
 import (
 	"context"
 	"log/slog"
 	"time"
 
-	"github.com/vestibule-dev/vestibule/internal/durable"
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
@@ -80,17 +85,17 @@ func TickEventOf(id string, at time.Time, r room.TickResult) (TickEvent, bool) {
 // completes emits, and nothing else changes. A publish that fails is logged;
 // the operation it reports stands.
 type Emitter struct {
-	durable.Engine
+	room.Engine
 	pub   eventbus.Publisher
 	clock func() time.Time
 	log   *slog.Logger
 }
 
-var _ durable.Engine = (*Emitter)(nil)
+var _ room.Engine = (*Emitter)(nil)
 
 // Emit wraps eng so it publishes admission events to pub. clock is the
 // engine's (nil: time.Now); log nil discards.
-func Emit(eng durable.Engine, pub eventbus.Publisher, clock func() time.Time, log *slog.Logger) *Emitter {
+func Emit(eng room.Engine, pub eventbus.Publisher, clock func() time.Time, log *slog.Logger) *Emitter {
 	if clock == nil {
 		clock = time.Now
 	}
