@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -61,14 +62,14 @@ func TestBindCoversTheRouteTable(t *testing.T) {
 	if len(h.table) != len(routes.All) {
 		t.Fatalf("%d routes bound, want %d", len(h.table), len(routes.All))
 	}
-	all := map[string]httpapi.HandlerFunc{}
+	all := map[routes.Route]httpapi.HandlerFunc{}
 	for i, r := range routes.All {
 		if h.table[i].key != r.Key() || h.table[i].fn == nil {
 			t.Errorf("route %d: %q bound, want %q with a handler", i, h.table[i].key, r.Key())
 		}
-		all[r.Key()] = h.table[i].fn
+		all[r] = h.table[i].fn
 	}
-	panics := func(name string, products ...map[string]httpapi.HandlerFunc) {
+	panics := func(name string, products ...map[routes.Route]httpapi.HandlerFunc) {
 		t.Helper()
 		defer func() {
 			if recover() == nil {
@@ -77,14 +78,20 @@ func TestBindCoversTheRouteTable(t *testing.T) {
 		}()
 		bind(products...)
 	}
-	missing := map[string]httpapi.HandlerFunc{}
-	for k, fn := range all {
-		missing[k] = fn
-	}
-	delete(missing, "GET /api/jwks.json")
+	missing := maps.Clone(all)
+	delete(missing, routes.JWKS)
 	panics("a route without a handler", missing)
-	panics("a handler without a route", all, map[string]httpapi.HandlerFunc{"GET /api/nothing": all["GET /api/jwks.json"]})
-	panics("a route two products claim", all, map[string]httpapi.HandlerFunc{"GET /api/jwks.json": all["GET /api/jwks.json"]})
+	nothing := routes.Route{Method: "GET", Path: "/api/nothing", Function: routes.Status}
+	panics("a handler without a route", all, map[routes.Route]httpapi.HandlerFunc{nothing: all[routes.JWKS]})
+	panics("a route two products claim", all, map[routes.Route]httpapi.HandlerFunc{routes.JWKS: all[routes.JWKS]})
+	// A route the table has, with a field the product's copy lacks, is not
+	// the same route: the product binds by the table's own values.
+	sampled := routes.RoomPoll
+	sampled.Sampled = false
+	changed := maps.Clone(all)
+	delete(changed, routes.RoomPoll)
+	changed[sampled] = all[routes.RoomPoll]
+	panics("a route whose fields differ from the table's", changed)
 }
 
 // matched answers 404 for an unknown path and 405 with Allow for a known

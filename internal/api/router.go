@@ -1,8 +1,8 @@
 package api
 
 import (
-	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
@@ -18,30 +18,34 @@ type route struct {
 	key  string
 }
 
-// bind is the router's view of routes.All: each route, by key, with the
-// handler one of the products gives it. A route without a handler, a handler
-// without a route, or a route two products claim is a wiring bug that stops
-// the program at start-up (and every test).
-func bind(products ...map[string]httpapi.HandlerFunc) []route {
-	handlers := map[string]httpapi.HandlerFunc{}
+// bind is the router's view of routes.All: each route with the handler one
+// of the products gives it. A product keys its handlers by the routes
+// themselves (routes.RoomEnqueue…), so a path is spelled once; a route
+// without a handler, a handler for a route not in the table, or a route two
+// products claim is a wiring bug that stops the program at start-up (and
+// every test).
+func bind(products ...map[routes.Route]httpapi.HandlerFunc) []route {
+	handlers := map[routes.Route]httpapi.HandlerFunc{}
 	for _, p := range products {
-		for k := range p {
-			if _, dup := handlers[k]; dup {
-				panic("api: two handlers for " + k)
+		for r := range p {
+			if _, dup := handlers[r]; dup {
+				panic("api: two handlers for " + r.Key())
 			}
 		}
 		maps.Copy(handlers, p)
 	}
-	if len(handlers) != len(routes.All) {
-		panic(fmt.Sprintf("api: %d handlers for %d routes", len(handlers), len(routes.All)))
-	}
 	t := make([]route, len(routes.All))
 	for i, r := range routes.All {
-		fn, ok := handlers[r.Key()]
+		fn, ok := handlers[r]
 		if !ok {
 			panic("api: no handler for " + r.Key())
 		}
+		delete(handlers, r)
 		t[i] = route{r, fn, strings.Split(r.Path, "/"), r.Key()}
+	}
+	if len(handlers) > 0 {
+		extra := slices.Collect(maps.Keys(handlers))
+		panic("api: a handler for " + extra[0].Key() + ", which routes.All lacks")
 	}
 	return t
 }

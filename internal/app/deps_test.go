@@ -195,13 +195,17 @@ func TestHTTPLayerLinksNoDomain(t *testing.T) {
 	}
 }
 
-// A route's sampling and body limit are fields of its row in routes.All: the
-// router and its chain (internal/api) spell no route key of their own.
+// A route's method and path, sampling and body limit are its row in
+// routes.All: the router, its chain and the products (internal/api/...)
+// spell no route key of their own; a product binds its handlers to the
+// routes themselves.
 func TestRouteKeysSpelledOnce(t *testing.T) {
 	key := regexp.MustCompile(`^"(GET|POST|PUT|DELETE) /`)
 	files, err := filepath.Glob(filepath.Join("..", "api", "*.go"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("internal/api: no Go files (%v)", err)
+	products, err2 := filepath.Glob(filepath.Join("..", "api", "*", "*.go"))
+	files = append(files, products...)
+	if err != nil || err2 != nil || len(products) == 0 {
+		t.Fatalf("internal/api: no Go files (%v, %v)", err, err2)
 	}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
@@ -213,7 +217,7 @@ func TestRouteKeysSpelledOnce(t *testing.T) {
 		}
 		ast.Inspect(af, func(n ast.Node) bool {
 			if lit, ok := n.(*ast.BasicLit); ok && key.MatchString(lit.Value) {
-				t.Errorf("internal/api/%s spells the route key %s: make it a field of routes.Route", filepath.Base(f), lit.Value)
+				t.Errorf("%s spells the route key %s: bind the handler to its routes.Route", f, lit.Value)
 			}
 			return true
 		})

@@ -63,47 +63,90 @@ func (r Route) Key() string { return r.Method + " " + r.Path }
 // HasRoom reports whether the path carries a room id.
 func (r Route) HasRoom() bool { return strings.Contains(r.Path, "{room}") }
 
-// All is the whole API, in the order docs/API.md lists it.
-var All = []Route{
-	{Method: "POST", Path: "/api/rooms/{room}/enqueue", Function: Enqueue},
-	{Method: "GET", Path: "/api/rooms/{room}/poll", Function: Poll, Sampled: true},
-	{Method: "POST", Path: "/api/rooms/{room}/leave", Function: Poll},
-	{Method: "GET", Path: "/api/rooms/{room}/status", Function: Status, Sampled: true},
-	{Method: "GET", Path: "/api/jwks.json", Function: Status},
-	{Method: "POST", Path: "/api/consume", Function: Consume},
-	{Method: "POST", Path: "/api/complete", Function: Consume},
-	{Method: "PUT", Path: "/api/admin/rooms/{room}", Function: Admin, Admin: true},
-	{Method: "GET", Path: "/api/admin/rooms/{room}", Function: Admin, Admin: true},
-	{Method: "GET", Path: "/api/admin/rooms", Function: Admin, Admin: true},
-	{Method: "POST", Path: "/api/admin/rooms/{room}/drain", Function: Admin, Admin: true},
-	{Method: "GET", Path: "/api/admin/rooms/{room}/history", Function: Admin, Admin: true},
-	{Method: "DELETE", Path: "/api/admin/rooms/{room}", Function: Admin, Admin: true},
-	{Method: "GET", Path: "/api/admin/rooms/{room}/log", Function: Admin, Admin: true},
-	{Method: "GET", Path: "/api/admin/rooms/{room}/schedule", Function: Admin, Admin: true},
-	{Method: "POST", Path: "/api/admin/rooms/{room}/schedule", Function: Admin, Admin: true},
-	{Method: "POST", Path: "/api/admin/rooms/{room}/schedule/cancel", Function: Admin, Admin: true},
-	{Method: "GET", Path: "/api/admin/rooms/{room}/report", Function: Admin, Admin: true},
-	{Method: "POST", Path: "/api/admin/rooms/{room}/invitations", Function: Admin, Admin: true},
-	{Method: "GET", Path: "/api/admin/rooms/{room}/invitations", Function: Admin, Admin: true},
-	{Method: "POST", Path: "/api/admin/rooms/{room}/invitations/revoke", Function: Admin, Admin: true},
-	{Method: "GET", Path: "/api/admin/rooms/{room}/visitors", Function: Admin, Admin: true},
-	{Method: "POST", Path: "/api/admin/rooms/{room}/visitors/restore", Function: Admin, Admin: true},
-	{Method: "GET", Path: "/api/events/{event}", Function: Booking},
-	{Method: "POST", Path: "/api/events/{event}/holds", Function: Booking},
-	{Method: "POST", Path: "/api/events/{event}/holds/{token}/confirm", Function: Booking},
-	{Method: "POST", Path: "/api/events/{event}/holds/{token}/extend", Function: Booking},
-	{Method: "POST", Path: "/api/events/{event}/holds/{token}/release", Function: Booking},
-	{Method: "POST", Path: "/api/events/{event}/orders/{order}/cancel", Function: Booking},
-	{Method: "PUT", Path: "/api/admin/events/{event}", Function: Booking, Admin: true, MaxBody: MaxEventBody},
-	{Method: "GET", Path: "/api/admin/events/{event}", Function: Booking, Admin: true},
-	{Method: "GET", Path: "/api/admin/events/{event}/orders", Function: Booking, Admin: true},
-	{Method: "POST", Path: "/api/admin/events/{event}/rebuild", Function: Booking, Admin: true, MaxBody: MaxEventBody},
+// The routes, each by the name its product binds its handler to (a map
+// keyed by the Route itself: a route's method and path are spelled here
+// only).
+var (
+	RoomEnqueue           = Route{Method: "POST", Path: "/api/rooms/{room}/enqueue", Function: Enqueue}
+	RoomPoll              = Route{Method: "GET", Path: "/api/rooms/{room}/poll", Function: Poll, Sampled: true}
+	RoomLeave             = Route{Method: "POST", Path: "/api/rooms/{room}/leave", Function: Poll}
+	RoomStatus            = Route{Method: "GET", Path: "/api/rooms/{room}/status", Function: Status, Sampled: true}
+	JWKS                  = Route{Method: "GET", Path: "/api/jwks.json", Function: Status}
+	EntryConsume          = Route{Method: "POST", Path: "/api/consume", Function: Consume}
+	EntryComplete         = Route{Method: "POST", Path: "/api/complete", Function: Consume}
+	AdminPutRoom          = Route{Method: "PUT", Path: "/api/admin/rooms/{room}", Function: Admin, Admin: true}
+	AdminGetRoom          = Route{Method: "GET", Path: "/api/admin/rooms/{room}", Function: Admin, Admin: true}
+	AdminListRooms        = Route{Method: "GET", Path: "/api/admin/rooms", Function: Admin, Admin: true}
+	AdminDrainRoom        = Route{Method: "POST", Path: "/api/admin/rooms/{room}/drain", Function: Admin, Admin: true}
+	AdminRoomHistory      = Route{Method: "GET", Path: "/api/admin/rooms/{room}/history", Function: Admin, Admin: true}
+	AdminDeleteRoom       = Route{Method: "DELETE", Path: "/api/admin/rooms/{room}", Function: Admin, Admin: true}
+	AdminRoomLog          = Route{Method: "GET", Path: "/api/admin/rooms/{room}/log", Function: Admin, Admin: true}
+	AdminSchedule         = Route{Method: "GET", Path: "/api/admin/rooms/{room}/schedule", Function: Admin, Admin: true}
+	AdminPlan             = Route{Method: "POST", Path: "/api/admin/rooms/{room}/schedule", Function: Admin, Admin: true}
+	AdminUnplan           = Route{Method: "POST", Path: "/api/admin/rooms/{room}/schedule/cancel", Function: Admin, Admin: true}
+	AdminReport           = Route{Method: "GET", Path: "/api/admin/rooms/{room}/report", Function: Admin, Admin: true}
+	AdminCreateInvitation = Route{Method: "POST", Path: "/api/admin/rooms/{room}/invitations", Function: Admin, Admin: true}
+	AdminShowInvitation   = Route{Method: "GET", Path: "/api/admin/rooms/{room}/invitations", Function: Admin, Admin: true}
+	AdminRevokeInvitation = Route{Method: "POST", Path: "/api/admin/rooms/{room}/invitations/revoke", Function: Admin, Admin: true}
+	AdminVisitor          = Route{Method: "GET", Path: "/api/admin/rooms/{room}/visitors", Function: Admin, Admin: true}
+	AdminRestorePlace     = Route{Method: "POST", Path: "/api/admin/rooms/{room}/visitors/restore", Function: Admin, Admin: true}
+	EventView             = Route{Method: "GET", Path: "/api/events/{event}", Function: Booking}
+	EventHold             = Route{Method: "POST", Path: "/api/events/{event}/holds", Function: Booking}
+	HoldConfirm           = Route{Method: "POST", Path: "/api/events/{event}/holds/{token}/confirm", Function: Booking}
+	HoldExtend            = Route{Method: "POST", Path: "/api/events/{event}/holds/{token}/extend", Function: Booking}
+	HoldRelease           = Route{Method: "POST", Path: "/api/events/{event}/holds/{token}/release", Function: Booking}
+	OrderCancel           = Route{Method: "POST", Path: "/api/events/{event}/orders/{order}/cancel", Function: Booking}
+	AdminPutEvent         = Route{Method: "PUT", Path: "/api/admin/events/{event}", Function: Booking, Admin: true, MaxBody: MaxEventBody}
+	AdminGetEvent         = Route{Method: "GET", Path: "/api/admin/events/{event}", Function: Booking, Admin: true}
+	AdminEventOrders      = Route{Method: "GET", Path: "/api/admin/events/{event}/orders", Function: Booking, Admin: true}
+	AdminRebuildEvent     = Route{Method: "POST", Path: "/api/admin/events/{event}/rebuild", Function: Booking, Admin: true, MaxBody: MaxEventBody}
 	// The edge gate's routes (docs/GATE.md): on a protected site's distribution
 	// CloudFront sends /.vestibule/* to the API. HTML for a person, not JSON.
-	{Method: "POST", Path: "/.vestibule/enter", Function: Consume},
-	{Method: "POST", Path: "/.vestibule/leave", Function: Consume},
-	{Method: "GET", Path: "/.vestibule/leave", Function: Consume},
-	{Method: "GET", Path: "/.vestibule/renew", Function: Consume},
+	GateEnter     = Route{Method: "POST", Path: "/.vestibule/enter", Function: Consume}
+	GateLeave     = Route{Method: "POST", Path: "/.vestibule/leave", Function: Consume}
+	GateLeavePage = Route{Method: "GET", Path: "/.vestibule/leave", Function: Consume}
+	GateRenew     = Route{Method: "GET", Path: "/.vestibule/renew", Function: Consume}
+)
+
+// All is the whole API, in the order docs/API.md lists it.
+var All = []Route{
+	RoomEnqueue,
+	RoomPoll,
+	RoomLeave,
+	RoomStatus,
+	JWKS,
+	EntryConsume,
+	EntryComplete,
+	AdminPutRoom,
+	AdminGetRoom,
+	AdminListRooms,
+	AdminDrainRoom,
+	AdminRoomHistory,
+	AdminDeleteRoom,
+	AdminRoomLog,
+	AdminSchedule,
+	AdminPlan,
+	AdminUnplan,
+	AdminReport,
+	AdminCreateInvitation,
+	AdminShowInvitation,
+	AdminRevokeInvitation,
+	AdminVisitor,
+	AdminRestorePlace,
+	EventView,
+	EventHold,
+	HoldConfirm,
+	HoldExtend,
+	HoldRelease,
+	OrderCancel,
+	AdminPutEvent,
+	AdminGetEvent,
+	AdminEventOrders,
+	AdminRebuildEvent,
+	GateEnter,
+	GateLeave,
+	GateLeavePage,
+	GateRenew,
 }
 
 // GatePrefix is where the edge gate's routes live on a protected site; every

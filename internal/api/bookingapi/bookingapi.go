@@ -13,6 +13,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/api/roomhttp"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/routes"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
@@ -57,20 +58,20 @@ type API struct {
 // New returns the booking API over o.
 func New(o Options) *API { return &API{o: o} }
 
-// Handlers binds the booking route keys (internal/routes) to their handlers,
+// Handlers binds the booking routes (internal/routes) to their handlers,
 // which answer the booking engine's errors (Answers) and the room's
 // (roomhttp.Answers).
-func (h *API) Handlers() map[string]httpapi.HandlerFunc {
-	return httpapi.Answering(map[string]httpapi.HandlerFunc{
-		"GET /api/events/{event}":                        h.eventView,
-		"POST /api/events/{event}/holds":                 h.holdSeats,
-		"POST /api/events/{event}/holds/{token}/confirm": h.confirmHold,
-		"POST /api/events/{event}/holds/{token}/extend":  h.extendHold,
-		"POST /api/events/{event}/holds/{token}/release": h.releaseHold,
-		"POST /api/events/{event}/orders/{order}/cancel": h.cancelOrder,
-		"PUT /api/admin/events/{event}":                  h.putEvent,
-		"GET /api/admin/events/{event}":                  h.getEvent,
-		"GET /api/admin/events/{event}/orders":           h.eventOrders,
-		"POST /api/admin/events/{event}/rebuild":         h.rebuildEvent, // recovery.go
+func (h *API) Handlers() map[routes.Route]httpapi.HandlerFunc {
+	return httpapi.Answering(map[routes.Route]httpapi.HandlerFunc{
+		routes.EventView:         h.eventView,
+		routes.EventHold:         h.holdSeats,
+		routes.HoldConfirm:       h.confirmHold,
+		routes.HoldExtend:        h.extendHold,
+		routes.HoldRelease:       h.releaseHold,
+		routes.OrderCancel:       h.cancelOrder,
+		routes.AdminPutEvent:     h.putEvent,
+		routes.AdminGetEvent:     h.getEvent,
+		routes.AdminEventOrders:  h.eventOrders,
+		routes.AdminRebuildEvent: h.rebuildEvent, // recovery.go
 	}, Answers, roomhttp.Answers)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
 	"github.com/vestibule-dev/vestibule/internal/api/roomhttp"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/routes"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
@@ -45,14 +46,14 @@ type API struct {
 // New returns the gate's routes over o.
 func New(o Options) *API { return &API{o: o} }
 
-// Handlers binds the gate's route keys (internal/routes) to their handlers,
+// Handlers binds the gate's routes (internal/routes) to their handlers,
 // which answer the room engine's errors (roomhttp.Answers).
-func (h *API) Handlers() map[string]httpapi.HandlerFunc {
-	return httpapi.Answering(map[string]httpapi.HandlerFunc{
-		"POST /.vestibule/enter": h.gateEnter,
-		"POST /.vestibule/leave": h.gateLeave,
-		"GET /.vestibule/leave":  h.gateLeavePage,
-		"GET /.vestibule/renew":  h.gateRenew,
+func (h *API) Handlers() map[routes.Route]httpapi.HandlerFunc {
+	return httpapi.Answering(map[routes.Route]httpapi.HandlerFunc{
+		routes.GateEnter:     h.gateEnter,
+		routes.GateLeave:     h.gateLeave,
+		routes.GateLeavePage: h.gateLeavePage,
+		routes.GateRenew:     h.gateRenew,
 	}, roomhttp.Answers)
 }
 

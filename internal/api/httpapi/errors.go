@@ -94,8 +94,8 @@ func (as Answers) answer(err error) *Error {
 
 // Answering wraps a product's handlers so that an error one returns is
 // answered by answers (ToError) before it leaves the product.
-func Answering(hs map[string]HandlerFunc, answers ...Answers) map[string]HandlerFunc {
-	out := make(map[string]HandlerFunc, len(hs))
+func Answering[K comparable](hs map[K]HandlerFunc, answers ...Answers) map[K]HandlerFunc {
+	out := make(map[K]HandlerFunc, len(hs))
 	for k, fn := range hs {
 		out[k] = func(ctx context.Context, r *Request) (events.APIGatewayV2HTTPResponse, error) {
 			resp, err := fn(ctx, r)

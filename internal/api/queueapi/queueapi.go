@@ -15,6 +15,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/routes"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
@@ -94,34 +95,34 @@ type API struct {
 // New returns the queue API over o.
 func New(o Options) *API { return &API{o: o} }
 
-// Handlers binds the queue's route keys (internal/routes) to their handlers,
+// Handlers binds the queue's routes (internal/routes) to their handlers,
 // which answer the room engine's errors (roomhttp.Answers).
-func (h *API) Handlers() map[string]httpapi.HandlerFunc {
-	return httpapi.Answering(map[string]httpapi.HandlerFunc{
-		"POST /api/rooms/{room}/enqueue":               h.enqueue,
-		"GET /api/rooms/{room}/poll":                   h.poll,
-		"POST /api/rooms/{room}/leave":                 h.leave,
-		"GET /api/rooms/{room}/status":                 h.status,
-		"POST /api/consume":                            h.consume,
-		"POST /api/complete":                           h.complete,
-		"GET /api/jwks.json":                           h.jwks,
-		"PUT /api/admin/rooms/{room}":                  h.putRoomAudited, // audit.go
-		"DELETE /api/admin/rooms/{room}":               h.deleteRoom,     // admin_delete.go
-		"GET /api/admin/rooms/{room}/log":              h.roomLog,        // audit.go
-		"GET /api/admin/rooms/{room}":                  h.getRoom,
-		"GET /api/admin/rooms":                         h.listRooms,
-		"POST /api/admin/rooms/{room}/drain":           h.drainRoomAudited, // audit.go
-		"GET /api/admin/rooms/{room}/history":          h.roomHistory,
-		"GET /api/admin/rooms/{room}/schedule":         h.schedule, // schedule.go
-		"POST /api/admin/rooms/{room}/schedule":        h.plan,
-		"POST /api/admin/rooms/{room}/schedule/cancel": h.unplan,
-		"GET /api/admin/rooms/{room}/report":           h.roomReport, // report.go
+func (h *API) Handlers() map[routes.Route]httpapi.HandlerFunc {
+	return httpapi.Answering(map[routes.Route]httpapi.HandlerFunc{
+		routes.RoomEnqueue:      h.enqueue,
+		routes.RoomPoll:         h.poll,
+		routes.RoomLeave:        h.leave,
+		routes.RoomStatus:       h.status,
+		routes.EntryConsume:     h.consume,
+		routes.EntryComplete:    h.complete,
+		routes.JWKS:             h.jwks,
+		routes.AdminPutRoom:     h.putRoomAudited, // audit.go
+		routes.AdminDeleteRoom:  h.deleteRoom,     // admin_delete.go
+		routes.AdminRoomLog:     h.roomLog,        // audit.go
+		routes.AdminGetRoom:     h.getRoom,
+		routes.AdminListRooms:   h.listRooms,
+		routes.AdminDrainRoom:   h.drainRoomAudited, // audit.go
+		routes.AdminRoomHistory: h.roomHistory,
+		routes.AdminSchedule:    h.schedule, // schedule.go
+		routes.AdminPlan:        h.plan,
+		routes.AdminUnplan:      h.unplan,
+		routes.AdminReport:      h.roomReport, // report.go
 		// invitations.go
-		"POST /api/admin/rooms/{room}/invitations":        h.createInvitation,
-		"GET /api/admin/rooms/{room}/invitations":         h.showInvitation,
-		"POST /api/admin/rooms/{room}/invitations/revoke": h.revokeInvitation,
-		"GET /api/admin/rooms/{room}/visitors":            h.lookupVisitor,
-		"POST /api/admin/rooms/{room}/visitors/restore":   h.restorePlace,
+		routes.AdminCreateInvitation: h.createInvitation,
+		routes.AdminShowInvitation:   h.showInvitation,
+		routes.AdminRevokeInvitation: h.revokeInvitation,
+		routes.AdminVisitor:          h.lookupVisitor,
+		routes.AdminRestorePlace:     h.restorePlace,
 	}, roomhttp.Answers)
 }
 
