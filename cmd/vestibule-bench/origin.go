@@ -102,6 +102,18 @@ func originRows(ctx context.Context, sc originScenario) ([]Row, error) {
 		return r.origin.LatencyQuantile(r.res.Start.Add(sc.Slow+su), r.res.Start.Add(sc.Recover), 0.95)
 	}
 	sp, fp := p95(steered), p95(fixed)
+	// What the room admitted a minute over the same span, over the slowed
+	// capacity: the share of the site's throughput the pace used.
+	used := func(r originRun) float64 {
+		from, to := r.res.Start.Add(sc.Slow+su), r.res.Start.Add(sc.Recover)
+		var n int64
+		for _, a := range r.res.Admissions {
+			if !a.At.Before(from) && a.At.Before(to) {
+				n += a.N
+			}
+		}
+		return float64(n) / to.Sub(from).Minutes() / slowCap
+	}
 	// The ETAs told from the slowdown to the end: a visitor counts once if
 	// any ETA told to them lies outside the band.
 	etas := func(r originRun) (share, worst float64, told, outside int) {
@@ -139,6 +151,7 @@ func originRows(ctx context.Context, sc originScenario) ([]Row, error) {
 	return []Row{
 		row(label+": seconds until the pace is at or under it", sec(su), "s", sec(fu), atMost(30)),
 		row(label+": the origin's p95 latency after that ÷ its target", sec(sp)/sec(target), "", sec(fp)/sec(target), atMost(1)),
+		row(label+": admissions a minute after that ÷ its capacity", used(steered), "", used(fixed), nil),
 		row(label+": share of visitors told an ETA outside 0.67–1.5× of the wait that followed", ss, "", fs, atMost(0)),
 		row(label+": the worst ETA told ÷ the wait that followed", sw, "", fw, within(0.67, 1.5)),
 		row(label+": grants lost", float64(steered.res.LostGrants()), "", float64(fixed.res.LostGrants()), atMost(0)),
