@@ -76,7 +76,7 @@ func TestOriginQueuesPastItsCapacity(t *testing.T) {
 // of admitPerMinute within the climb's 3 minutes (+ 30 s) of its recovery,
 // never above the setting; a room without admitPerMinuteMin ignores the
 // header and keeps admitting twice what the slowed origin takes.
-func TestPaceFollowsASlowingOrigin(t *testing.T) {
+func TestPaceFollowsTheSimulatedSiteThroughASlowdown(t *testing.T) {
 	rdb := redistest.Single(t)
 	const rate, capacity = 120, 180
 	slow, recover := 200*time.Second, 320*time.Second
