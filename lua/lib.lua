@@ -35,11 +35,12 @@ local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
 -- steer_rate is the admission rate the room runs at: admitPerMinute, or,
 -- while the pace follows the origin (admitPerMinuteMin > 0), the effective
 -- rate the ticks steer (eff in cfg: pace_tick), within admitPerMinuteMin..admitPerMinute
--- and admitPerMinuteMin until a tick set one (a new room, a room restored after a loss).
+-- and admitPerMinute until a tick set one (a new room, whose origin has said
+-- nothing yet; a room restored after a loss starts at its floor: steer_created).
 -- Read with the settings, so a lower rate is believed by the next reply.
 local function steer_rate(c, eff)
   if c.rateMin <= 0 then return c.configured end
-  return math.min(c.configured, math.max(c.rateMin, tonumber(eff) or c.rateMin))
+  return math.min(c.configured, math.max(c.rateMin, tonumber(eff) or c.configured))
 end
 
 -- load_cfg returns the settings as a table (times in ms), or nil when the room
@@ -555,7 +556,12 @@ end
 
 -- steer_created is a new room's net and pace (config.lua): a room created
 -- over a floor (restored after a total loss, head.lua) comes back with the net
--- on, and every new room's pace starts at admitPerMinuteMin (steer_rate).
+-- on and its pace at admitPerMinuteMin; any other new room's pace starts at
+-- admitPerMinute (steer_rate).
 local function steer_created(now)
-  if redis.call('HEXISTS', K_ST, 'floor') == 1 then net_on('restored', now) end
+  if redis.call('HEXISTS', K_ST, 'floor') == 1 then
+    net_on('restored', now)
+    local lo = tonumber(redis.call('HGET', K_CFG, 'admitPerMinuteMin')) or 0
+    if lo > 0 then redis.call('HSET', K_CFG, 'eff', num(lo), 'effwhy', 'floor') end
+  end
 end
