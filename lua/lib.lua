@@ -496,11 +496,13 @@ end
 -- The pace that follows the origin: at an origin load (Vestibule-Load, 0..1:
 -- load and loadat in st) of LOAD_HIGH or more it backs off to BACKOFF of itself,
 -- at most once every BACKOFF_EVERY ms (the load answers admissions seconds
--- later); from LOAD_OK to LOAD_HIGH it holds; below LOAD_OK, or with no report
+-- later), and the first cut of a spell at a load of LOAD_FULL (at least full:
+-- the pace may be twice what the origin takes) to BACKOFF_FULL of itself; from LOAD_OK to LOAD_HIGH it holds; below LOAD_OK, or with no report
 -- for LOAD_STALE ms, it climbs by (admitPerMinute - admitPerMinuteMin) every
 -- CLIMB_MS. Never below admitPerMinuteMin, never above admitPerMinute.
 local LOAD_HIGH, LOAD_OK, LOAD_STALE = 0.9, 0.75, 30000
 local BACKOFF, BACKOFF_EVERY, CLIMB_MS = 0.75, 5000, 180000
+local LOAD_FULL, BACKOFF_FULL = 1, 0.5
 
 -- pace_tick is a tick's step of the pace (eff and effwhy in cfg: 'backoff',
 -- 'floor', 'hold', 'climb', 'quiet' (climbing without reports), 'top').
@@ -516,7 +518,9 @@ local function pace_tick(cfg, now)
   local rate, why, cut = old, was, false
   if load and load >= LOAD_HIGH then
     if now - (tonumber(st[4]) or 0) >= BACKOFF_EVERY then
-      rate, why, cut = math.max(lo, old * BACKOFF), 'backoff', true
+      local f = BACKOFF
+      if load >= LOAD_FULL and was ~= 'backoff' and was ~= 'floor' then f = BACKOFF_FULL end
+      rate, why, cut = math.max(lo, old * f), 'backoff', true
       redis.call('HSET', K_ST, 'effcut', tostring(now))
     end
     if rate <= lo then why = 'floor' end

@@ -1,6 +1,7 @@
 package roomdb_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -33,3 +34,35 @@ func TestANewSteeredRoomStartsAtItsSetting(t *testing.T) {
 	})
 }
 
+// An origin that reports a load of 1 is at least full: the first cut of a
+// spell halves the pace (from twice the capacity, one cut lands at it), the
+// next ones, while the load stays high, take a quarter every 5 s. A load
+// between 0.9 and 1 is cut by a quarter from the first.
+func TestAFullOriginIsHalvedFirst(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, cfgWith(func(c *room.Config) {
+			c.AdmitPerMinute, c.AdmitPerMinuteMin, c.MaxActive = 600, 60, 100_000
+		}))
+		var cuts []float64
+		run := func(n int, load float64) {
+			for range n {
+				e.report(load)
+				e.clk.Advance(time.Second)
+				if r := e.tick(); r.Pace != nil && r.Pace.Why == "backoff" {
+					cuts = append(cuts, r.Pace.To)
+				}
+			}
+		}
+		run(12, 1)
+		if len(cuts) != 3 || cuts[0] != 300 || cuts[1] != 225 || math.Abs(cuts[2]-168.75) > 0.01 {
+			t.Fatalf("back-offs in 12 s at 1.0 from 600: %v, want 300, 225, 168.75", cuts)
+		}
+		// The load falls, the pace climbs back to the top; a spell at 0.95 is cut by quarters.
+		run(200, 0.3)
+		cuts = nil
+		run(7, 0.95)
+		if len(cuts) != 2 || cuts[0] != 450 || cuts[1] != 337.5 {
+			t.Errorf("back-offs in 7 s at 0.95 from 600: %v, want 450, 337.5", cuts)
+		}
+	})
+}
