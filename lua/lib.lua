@@ -50,7 +50,7 @@ end
 local function load_cfg()
   local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
     'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits', 'clientEnqueuePerMinute',
-    'waiting', 'arrk', 'full', 'share', 'zone', 'admitPerMinuteMin', 'eff', 'net', 'queueAbovePerMinute', 'inviteOnly')
+    'waiting', 'arrk', 'full', 'share', 'zone', 'admitPerMinuteMin', 'eff', 'net', 'queueAbovePerMinute', 'inviteOnly', 'effplan')
   if not v[1] then return nil end
   local c = {
     mode = v[1],
@@ -85,6 +85,10 @@ local function load_cfg()
     inviteOnly = v[21] == '1',
   }
   c.rate = steer_rate(c, v[18])
+  -- plan: the pace the ETAs are told at (pace below): the rate, or while it
+  -- climbs the mean of the climb ahead (pace_tick), never above the setting.
+  c.plan = c.rate
+  if c.rateMin > 0 and v[22] then c.plan = math.min(c.configured, math.max(c.rate, tonumber(v[22]) or c.rate)) end
   return c
 end
 
@@ -239,7 +243,8 @@ local MAX_TOLD, SLACK = 300000, 5000
 -- pace is how many places a minute the line moves for whoever waits now, the
 -- rate every ETA and told poll is made from (docs/ENGINE.md, "The pace"). Its
 -- admissions are the configured rate while a slot is free (a full bucket and
--- a free slot admit at the next tick, whatever was measured while few came);
+-- a free slot admit at the next tick, whatever was measured while few came;
+-- while a steered pace climbs, the plan of its climb: pace_tick);
 -- once the ticks find every slot taken (cfg.full), the rate slots free at: the
 -- admissions measured, at least every slot once per longest hold (sessionTTL
 -- or claimTTL), never above the configured rate, so a lower rate is believed
@@ -247,7 +252,7 @@ local MAX_TOLD, SLACK = 300000, 5000
 -- skipped as stale (cfg.share: the share of the front admitted, at least a
 -- half); cfg.measured is already the front's speed (admissions over it).
 local function pace(cfg)
-  if cfg.full ~= '1' then return cfg.rate / cfg.share end
+  if cfg.full ~= '1' then return cfg.plan / cfg.share end
   local floor = cfg.maxActive * 60000 / math.max(cfg.sessionTTL, cfg.claimTTL)
   return math.min(cfg.rate, math.max((tonumber(cfg.measured) or 0) * cfg.share, floor)) / cfg.share
 end
@@ -510,7 +515,7 @@ local LOAD_FULL, BACKOFF_FULL = 1, 0.5
 -- back-off, or a change of why); else nil.
 local function pace_tick(cfg, now)
   if cfg.rateMin <= 0 or (cfg.mode ~= 'queue' and cfg.mode ~= 'auto') then return nil end
-  local st = redis.call('HMGET', K_ST, 'load', 'loadat', 'effat', 'effcut')
+  local st = redis.call('HMGET', K_ST, 'load', 'loadat', 'effat', 'effcut', 'effcutr')
   local was = redis.call('HGET', K_CFG, 'effwhy') or ''
   local load = tonumber(st[1])
   if load and now - (tonumber(st[2]) or 0) > LOAD_STALE then load = nil end
@@ -521,7 +526,7 @@ local function pace_tick(cfg, now)
       local f = BACKOFF
       if load >= LOAD_FULL and was ~= 'backoff' and was ~= 'floor' then f = BACKOFF_FULL end
       rate, why, cut = math.max(lo, old * f), 'backoff', true
-      redis.call('HSET', K_ST, 'effcut', tostring(now))
+      redis.call('HSET', K_ST, 'effcut', tostring(now), 'effcutr', num(old))
     end
     if rate <= lo then why = 'floor' end
   elseif load and load >= LOAD_OK then
@@ -533,8 +538,16 @@ local function pace_tick(cfg, now)
     if not load then why = 'quiet' end
     if rate >= hi then why = 'top' end
   end
+  -- The ETAs' pace: while the pace climbs to the setting, halfway there (a
+  -- wait told at the rate of the moment would run long); while it climbs
+  -- under the rate of a cut of the last CLIMB_MS, where the origin was full
+  -- and the climb will likely be cut again, the rate of the moment.
+  local plan = rate
+  local cutr = tonumber(st[5])
+  if now - (tonumber(st[4]) or 0) > CLIMB_MS then cutr = nil end
+  if (why == 'climb' or why == 'quiet') and (not cutr or rate >= cutr) then plan = (rate + hi) / 2 end
   redis.call('HSET', K_ST, 'effat', tostring(now))
-  redis.call('HSET', K_CFG, 'eff', num(rate), 'effwhy', why)
+  redis.call('HSET', K_CFG, 'eff', num(rate), 'effwhy', why, 'effplan', num(plan))
   if (cut and rate < old) or why ~= was then return old, rate, why end
   return nil
 end

@@ -66,3 +66,46 @@ func TestAFullOriginIsHalvedFirst(t *testing.T) {
 		}
 	})
 }
+
+// While a steered pace climbs back to admitPerMinute (the origin recovered),
+// a waiting visitor is told the wait of the climb, not of the rate of the
+// moment: the ETA (position ÷ the reply's pace) lies within 0.67–1.5× of the
+// wait that follows, on a virtual clock.
+func TestAClimbingPaceTellsTheWaitOfTheClimb(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, cfgWith(func(c *room.Config) {
+			c.AdmitPerMinute, c.AdmitPerMinuteMin, c.MaxActive = 600, 60, 100_000
+			c.ClaimTTLSeconds, c.SessionTTLSeconds, c.HeartbeatTTLSeconds = 3600, 86_400, 3600
+		}))
+		step := func(load float64) {
+			e.report(load)
+			e.clk.Advance(time.Second)
+			e.tick()
+		}
+		for range 40 { // the origin is full: the pace falls to its floor
+			step(1)
+		}
+		if st := e.stats(); st.RatePerMinute != 60 {
+			t.Fatalf("after 40 s at 1.0: rate %v, want the floor 60", st.RatePerMinute)
+		}
+		tk := e.enqueueN(800)
+		step(0.3) // the origin recovers: the pace climbs from 60 to 600 in 3 minutes
+		me := tk[len(tk)-1]
+		p := e.poll(me)
+		if p.State != room.StateWaiting || p.RatePerMinute <= 0 {
+			t.Fatalf("poll: %s at %v a minute, want waiting with a pace", p.State, p.RatePerMinute)
+		}
+		eta := float64(p.Position) * 60 / p.RatePerMinute
+		for s := 1; s <= 1200; s++ {
+			step(0.3)
+			p = e.poll(me)
+			if p.State == room.StateAdmitted {
+				if r := eta / float64(s); r < 0.67 || r > 1.5 {
+					t.Errorf("told %.0f s at position %d, granted after about %d s: %.2f× the wait", eta, len(tk), s, r)
+				}
+				return
+			}
+		}
+		t.Fatalf("not granted in 20 minutes: %s", p.State)
+	})
+}

@@ -300,8 +300,9 @@ func TestPaceFollowsASlowingOrigin(t *testing.T) {
 			e.report(0.3)
 			tick()
 		}
-		if st := e.stats(); st.PacePerMinute != 120 || st.PaceWhy != "climb" {
-			t.Errorf("20 s at 0.3: pace %v (%s), want 120 climbing", st.PacePerMinute, st.PaceWhy)
+		if st := e.stats(); st.RatePerMinute != 120 || st.PaceWhy != "climb" || st.PacePerMinute != 360 {
+			t.Errorf("20 s at 0.3: rate %v (%s), told pace %v, want 120 climbing, told halfway to 600",
+				st.RatePerMinute, st.PaceWhy, st.PacePerMinute)
 		}
 	})
 }

@@ -158,7 +158,7 @@ type Sample struct {
 	Admitted int64
 	Active   int64
 	Arrivals int     // visitors that arrived since the previous sample
-	Pace     float64 // the room's pace (room.Stats.PacePerMinute)
+	Pace     float64 // the room's admission rate (room.Stats.RatePerMinute)
 }
 
 // Result is everything a run measured.
@@ -493,7 +493,7 @@ func (r *Result) sample(ctx context.Context, d Driver, adminKey string, now time
 		r.StatsErrors++
 		return
 	}
-	s.Waiting, s.Admitted, s.Active, s.Pace = ar.Stats.Waiting, ar.Stats.Admitted, ar.Stats.Active, ar.Stats.PacePerMinute
+	s.Waiting, s.Admitted, s.Active, s.Pace = ar.Stats.Waiting, ar.Stats.Admitted, ar.Stats.Active, ar.Stats.RatePerMinute
 	r.MaxInUse = max(r.MaxInUse, s.Admitted+s.Active)
 	r.Samples = append(r.Samples, s)
 }
