@@ -540,12 +540,13 @@ local function pace_tick(cfg, now)
   end
   -- The ETAs' pace: while the pace climbs to the setting, halfway there (a
   -- wait told at the rate of the moment would run long); while it climbs
-  -- under the rate of a cut of the last CLIMB_MS, where the origin was full
-  -- and the climb will likely be cut again, the rate of the moment.
+  -- under what the origin took at a cut of the last CLIMB_MS (the rate cut,
+  -- at a load of LOAD_HIGH: the climb will likely be cut again there), the
+  -- rate of the moment.
   local plan = rate
   local cutr = tonumber(st[5])
   if now - (tonumber(st[4]) or 0) > CLIMB_MS then cutr = nil end
-  if (why == 'climb' or why == 'quiet') and (not cutr or rate >= cutr) then plan = (rate + hi) / 2 end
+  if (why == 'climb' or why == 'quiet') and (not cutr or rate * LOAD_HIGH >= cutr) then plan = (rate + hi) / 2 end
   redis.call('HSET', K_ST, 'effat', tostring(now))
   redis.call('HSET', K_CFG, 'eff', num(rate), 'effwhy', why, 'effplan', num(plan))
   if (cut and rate < old) or why ~= was then return old, rate, why end
