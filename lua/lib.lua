@@ -515,7 +515,7 @@ local LOAD_FULL, BACKOFF_FULL = 1, 0.5
 -- back-off, or a change of why); else nil.
 local function pace_tick(cfg, now)
   if cfg.rateMin <= 0 or (cfg.mode ~= 'queue' and cfg.mode ~= 'auto') then return nil end
-  local st = redis.call('HMGET', K_ST, 'load', 'loadat', 'effat', 'effcut', 'effcutr')
+  local st = redis.call('HMGET', K_ST, 'load', 'loadat', 'effat', 'effcut')
   local was = redis.call('HGET', K_CFG, 'effwhy') or ''
   local load = tonumber(st[1])
   if load and now - (tonumber(st[2]) or 0) > LOAD_STALE then load = nil end
@@ -526,7 +526,7 @@ local function pace_tick(cfg, now)
       local f = BACKOFF
       if load >= LOAD_FULL and was ~= 'backoff' and was ~= 'floor' then f = BACKOFF_FULL end
       rate, why, cut = math.max(lo, old * f), 'backoff', true
-      redis.call('HSET', K_ST, 'effcut', tostring(now), 'effcutr', num(old))
+      redis.call('HSET', K_ST, 'effcut', tostring(now))
     end
     if rate <= lo then why = 'floor' end
   elseif load and load >= LOAD_OK then
@@ -538,15 +538,16 @@ local function pace_tick(cfg, now)
     if not load then why = 'quiet' end
     if rate >= hi then why = 'top' end
   end
-  -- The ETAs' pace: while the pace climbs to the setting, halfway there (a
-  -- wait told at the rate of the moment would run long); while it climbs
-  -- under what the origin took at a cut of the last CLIMB_MS (the rate cut,
-  -- at a load of LOAD_HIGH: the climb will likely be cut again there), the
-  -- rate of the moment.
+  -- The ETAs' pace while it climbs: halfway to where the climb will stop,
+  -- the setting or, by the origin's load, where the origin will say LOAD_HIGH
+  -- (its load grows with the pace: rate / load is what it takes in full); a
+  -- wait told at the rate of the moment would run long.
   local plan = rate
-  local cutr = tonumber(st[5])
-  if now - (tonumber(st[4]) or 0) > CLIMB_MS then cutr = nil end
-  if (why == 'climb' or why == 'quiet') and (not cutr or rate * LOAD_HIGH >= cutr) then plan = (rate + hi) / 2 end
+  if why == 'climb' or why == 'quiet' then
+    local top = hi
+    if load and load > 0 then top = math.min(hi, math.max(rate, rate / load * LOAD_HIGH)) end
+    plan = (rate + top) / 2
+  end
   redis.call('HSET', K_ST, 'effat', tostring(now))
   redis.call('HSET', K_CFG, 'eff', num(rate), 'effwhy', why, 'effplan', num(plan))
   if (cut and rate < old) or why ~= was then return old, rate, why end

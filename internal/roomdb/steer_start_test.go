@@ -69,8 +69,8 @@ func TestAFullOriginIsHalvedFirst(t *testing.T) {
 
 // While a steered pace climbs back to admitPerMinute (the origin recovered),
 // a waiting visitor is told the wait of the climb, not of the rate of the
-// moment: the ETA (position ÷ the reply's pace) lies within 0.67–1.5× of the
-// wait that follows, on a virtual clock.
+// moment nor of the climb's top: the ETA (position ÷ the reply's pace) lies
+// within 0.67–1.5× of the wait that follows, on a virtual clock.
 func TestAClimbingPaceTellsTheWaitOfTheClimb(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, cfgWith(func(c *room.Config) {
@@ -89,7 +89,10 @@ func TestAClimbingPaceTellsTheWaitOfTheClimb(t *testing.T) {
 			t.Fatalf("after 40 s at 1.0: rate %v, want the floor 60", st.RatePerMinute)
 		}
 		tk := e.enqueueN(800)
-		step(0.3) // the origin recovers: the pace climbs from 60 to 600 in 3 minutes
+		// The origin recovers to 1,000 a minute: its load is the rate over
+		// that, and the pace climbs from 60 to 600 in 3 minutes.
+		recovered := func() { step(e.stats().RatePerMinute / 1000) }
+		recovered()
 		me := tk[len(tk)-1]
 		p := e.poll(me)
 		if p.State != room.StateWaiting || p.RatePerMinute <= 0 {
@@ -97,7 +100,7 @@ func TestAClimbingPaceTellsTheWaitOfTheClimb(t *testing.T) {
 		}
 		eta := float64(p.Position) * 60 / p.RatePerMinute
 		for s := 1; s <= 1200; s++ {
-			step(0.3)
+			recovered()
 			p = e.poll(me)
 			if p.State == room.StateAdmitted {
 				if r := eta / float64(s); r < 0.67 || r > 1.5 {

@@ -300,8 +300,9 @@ func TestPaceFollowsASlowingOrigin(t *testing.T) {
 			e.report(0.3)
 			tick()
 		}
-		if st := e.stats(); st.RatePerMinute != 120 || st.PaceWhy != "climb" || st.PacePerMinute != 360 {
-			t.Errorf("20 s at 0.3: rate %v (%s), told pace %v, want 120 climbing, told halfway to 600",
+		// Told halfway to where the origin will say 0.9: 120 ÷ 0.3 × 0.9 = 360.
+		if st := e.stats(); st.RatePerMinute != 120 || st.PaceWhy != "climb" || math.Abs(st.PacePerMinute-240) > 0.01 {
+			t.Errorf("20 s at 0.3: rate %v (%s), told pace %v, want 120 climbing, told 240",
 				st.RatePerMinute, st.PaceWhy, st.PacePerMinute)
 		}
 	})
