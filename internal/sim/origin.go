@@ -155,8 +155,19 @@ func (o *Origin) LatencyQuantile(from, to time.Time, p float64) time.Duration {
 // logarithm) is in worst. Shorter waits are left out: near the front the
 // wait is a tick or two and the ratio of seconds says nothing.
 func (o *Origin) ETARatios(vs []*Visitor, from, to time.Time, minWait time.Duration) (all, worst []float64) {
+	return o.etaRatios(vs, from, to, time.Time{}, minWait)
+}
+
+// ETARatiosWithin are ETARatios of the visitors also seen granted before to:
+// the waits that lie wholly in [from, to), which no change of the site's
+// capacity outside it shortened or lengthened.
+func (o *Origin) ETARatiosWithin(vs []*Visitor, from, to time.Time, minWait time.Duration) (all, worst []float64) {
+	return o.etaRatios(vs, from, to, to, minWait)
+}
+
+func (o *Origin) etaRatios(vs []*Visitor, from, to, seenBefore time.Time, minWait time.Duration) (all, worst []float64) {
 	for _, v := range vs {
-		if v.SeenAt.IsZero() {
+		if v.SeenAt.IsZero() || (!seenBefore.IsZero() && !v.SeenAt.Before(seenBefore)) {
 			continue
 		}
 		w, found := 1.0, false
