@@ -126,6 +126,27 @@ func originRows(ctx context.Context, sc originScenario) ([]Row, error) {
 	}
 	ss, sw, st, so := etas(steered)
 	fs, fw, ft, fo := etas(fixed)
+	// The same of the waits that lie wholly in one spell of the site's health
+	// as the room knows it: from the steered pace under the slowed capacity to
+	// the recovery, or from the steered pace's first climb after the recovery
+	// on (the load is the last 10 s: the room learns of a recovery seconds
+	// late). What the room could know when it told them.
+	knew := sc.Recover
+	if at, ok := sim.PaceFirst(steered.res, sc.Recover, func(p float64) bool { return p > sim.PaceMax(steered.res, sc.Recover, sc.Recover+time.Second) }); ok {
+		knew = at
+	}
+	oneSpell := func(r originRun) (share, worst float64, told, outside int) {
+		_, a := r.origin.ETARatiosWithin(r.res.Visitors, r.res.Start.Add(sc.Slow+su), r.res.Start.Add(sc.Recover), etaMinWait)
+		_, b := r.origin.ETARatiosWithin(r.res.Visitors, r.res.Start.Add(knew), r.res.End.Add(time.Second), etaMinWait)
+		w := append(a, b...)
+		outside, worst = sim.OutsideBand(w, 0.67, 1.5)
+		if len(w) > 0 {
+			share = float64(outside) / float64(len(w))
+		}
+		return share, worst, len(w), outside
+	}
+	ws, ww, wt, wo := oneSpell(steered)
+	fws, fww, _, _ := oneSpell(fixed)
 	back, ok := sim.PaceFirst(steered.res, sc.Recover, func(p float64) bool { return p >= 0.9*float64(sc.Rate) })
 	if !ok {
 		back = steered.res.End.Sub(steered.res.Start) - sc.Recover
@@ -138,6 +159,7 @@ func originRows(ctx context.Context, sc originScenario) ([]Row, error) {
 	logf("origin: fixed: p95 %s (the slow spell's whole: %s)", fp, fixed.origin.LatencyQuantile(fixed.res.Start.Add(sc.Slow), fixed.res.Start.Add(sc.Recover), 0.95))
 	logf("origin: ETAs told from the slowdown on (waits of %s or more): steered %d of %d visitors outside [0.67, 1.5] (worst %.2f), fixed %d of %d (worst %.2f)",
 		etaMinWait, so, st, sw, fo, ft, fw)
+	logf("origin: ETAs of waits within one spell of the site's health (the climb began %s after the recovery): steered %d of %d visitors outside [0.67, 1.5] (worst %.2f)", knew-sc.Recover, wo, wt, ww)
 	logPaceCourse(steered.res, "steered")
 	for _, r := range []struct {
 		what string
@@ -154,6 +176,8 @@ func originRows(ctx context.Context, sc originScenario) ([]Row, error) {
 		row(label+": admissions a minute after that ÷ its capacity", used(steered), "", used(fixed), nil),
 		row(label+": share of visitors told an ETA outside 0.67–1.5× of the wait that followed", ss, "", fs, atMost(0)),
 		row(label+": the worst ETA told ÷ the wait that followed", sw, "", fw, within(0.67, 1.5)),
+		row(label+": share of visitors told an ETA outside 0.67–1.5× of a wait within one spell of its health", ws, "", fws, atMost(0)),
+		row(label+": the worst ETA told ÷ a wait within one spell of its health", ww, "", fww, within(0.67, 1.5)),
 		row(label+": grants lost", float64(steered.res.LostGrants()), "", float64(fixed.res.LostGrants()), atMost(0)),
 		row(label+": invariant violations", violations(steered.sum), "", violations(fixed.sum), atMost(0)),
 		row(fmt.Sprintf("origin health back to %.0f/min: seconds until the pace is at 90 %% of %d/min", sc.Healthy, sc.Rate), sec(back), "s", 0, atMost(sec(climbTime+30*time.Second))),
