@@ -35,11 +35,12 @@ local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
 -- steer_rate is the admission rate the room runs at: admitPerMinute, or,
 -- while the pace follows the origin (admitPerMinuteMin > 0), the effective
 -- rate the ticks steer (eff in cfg: pace_tick), within admitPerMinuteMin..admitPerMinute
--- and admitPerMinuteMin until a tick set one (a new room, a room restored after a loss).
+-- and admitPerMinute until a tick set one (a new room, whose origin has said
+-- nothing yet; a room restored after a loss starts at its floor: steer_created).
 -- Read with the settings, so a lower rate is believed by the next reply.
 local function steer_rate(c, eff)
   if c.rateMin <= 0 then return c.configured end
-  return math.min(c.configured, math.max(c.rateMin, tonumber(eff) or c.rateMin))
+  return math.min(c.configured, math.max(c.rateMin, tonumber(eff) or c.configured))
 end
 
 -- load_cfg returns the settings as a table (times in ms), or nil when the room
@@ -49,7 +50,7 @@ end
 local function load_cfg()
   local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
     'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits', 'clientEnqueuePerMinute',
-    'waiting', 'arrk', 'full', 'share', 'zone', 'admitPerMinuteMin', 'eff', 'net', 'queueAbovePerMinute', 'inviteOnly')
+    'waiting', 'arrk', 'full', 'share', 'zone', 'admitPerMinuteMin', 'eff', 'net', 'queueAbovePerMinute', 'inviteOnly', 'effplan')
   if not v[1] then return nil end
   local c = {
     mode = v[1],
@@ -84,6 +85,10 @@ local function load_cfg()
     inviteOnly = v[21] == '1',
   }
   c.rate = steer_rate(c, v[18])
+  -- plan: the pace the ETAs are told at (pace below): the rate, or while it
+  -- climbs the mean of the climb ahead (pace_tick), never above the setting.
+  c.plan = c.rate
+  if c.rateMin > 0 and v[22] then c.plan = math.min(c.configured, math.max(c.rate, tonumber(v[22]) or c.rate)) end
   return c
 end
 
@@ -238,7 +243,8 @@ local MAX_TOLD, SLACK = 300000, 5000
 -- pace is how many places a minute the line moves for whoever waits now, the
 -- rate every ETA and told poll is made from (docs/ENGINE.md, "The pace"). Its
 -- admissions are the configured rate while a slot is free (a full bucket and
--- a free slot admit at the next tick, whatever was measured while few came);
+-- a free slot admit at the next tick, whatever was measured while few came;
+-- while a steered pace climbs, the plan of its climb: pace_tick);
 -- once the ticks find every slot taken (cfg.full), the rate slots free at: the
 -- admissions measured, at least every slot once per longest hold (sessionTTL
 -- or claimTTL), never above the configured rate, so a lower rate is believed
@@ -246,7 +252,7 @@ local MAX_TOLD, SLACK = 300000, 5000
 -- skipped as stale (cfg.share: the share of the front admitted, at least a
 -- half); cfg.measured is already the front's speed (admissions over it).
 local function pace(cfg)
-  if cfg.full ~= '1' then return cfg.rate / cfg.share end
+  if cfg.full ~= '1' then return cfg.plan / cfg.share end
   local floor = cfg.maxActive * 60000 / math.max(cfg.sessionTTL, cfg.claimTTL)
   return math.min(cfg.rate, math.max((tonumber(cfg.measured) or 0) * cfg.share, floor)) / cfg.share
 end
@@ -495,11 +501,13 @@ end
 -- The pace that follows the origin: at an origin load (Vestibule-Load, 0..1:
 -- load and loadat in st) of LOAD_HIGH or more it backs off to BACKOFF of itself,
 -- at most once every BACKOFF_EVERY ms (the load answers admissions seconds
--- later); from LOAD_OK to LOAD_HIGH it holds; below LOAD_OK, or with no report
+-- later), and the first cut of a spell at a load of LOAD_FULL (at least full:
+-- the pace may be twice what the origin takes) to BACKOFF_FULL of itself; from LOAD_OK to LOAD_HIGH it holds; below LOAD_OK, or with no report
 -- for LOAD_STALE ms, it climbs by (admitPerMinute - admitPerMinuteMin) every
 -- CLIMB_MS. Never below admitPerMinuteMin, never above admitPerMinute.
 local LOAD_HIGH, LOAD_OK, LOAD_STALE = 0.9, 0.75, 30000
 local BACKOFF, BACKOFF_EVERY, CLIMB_MS = 0.75, 5000, 180000
+local LOAD_FULL, BACKOFF_FULL = 1, 0.5
 
 -- pace_tick is a tick's step of the pace (eff and effwhy in cfg: 'backoff',
 -- 'floor', 'hold', 'climb', 'quiet' (climbing without reports), 'top').
@@ -515,7 +523,9 @@ local function pace_tick(cfg, now)
   local rate, why, cut = old, was, false
   if load and load >= LOAD_HIGH then
     if now - (tonumber(st[4]) or 0) >= BACKOFF_EVERY then
-      rate, why, cut = math.max(lo, old * BACKOFF), 'backoff', true
+      local f = BACKOFF
+      if load >= LOAD_FULL and was ~= 'backoff' and was ~= 'floor' then f = BACKOFF_FULL end
+      rate, why, cut = math.max(lo, old * f), 'backoff', true
       redis.call('HSET', K_ST, 'effcut', tostring(now))
     end
     if rate <= lo then why = 'floor' end
@@ -528,8 +538,18 @@ local function pace_tick(cfg, now)
     if not load then why = 'quiet' end
     if rate >= hi then why = 'top' end
   end
+  -- The ETAs' pace while it climbs: halfway to where the climb will stop,
+  -- the setting or, by the origin's load, where the origin will say LOAD_HIGH
+  -- (its load grows with the pace: rate / load is what it takes in full); a
+  -- wait told at the rate of the moment would run long.
+  local plan = rate
+  if why == 'climb' or why == 'quiet' then
+    local top = hi
+    if load and load > 0 then top = math.min(hi, math.max(rate, rate / load * LOAD_HIGH)) end
+    plan = (rate + top) / 2
+  end
   redis.call('HSET', K_ST, 'effat', tostring(now))
-  redis.call('HSET', K_CFG, 'eff', num(rate), 'effwhy', why)
+  redis.call('HSET', K_CFG, 'eff', num(rate), 'effwhy', why, 'effplan', num(plan))
   if (cut and rate < old) or why ~= was then return old, rate, why end
   return nil
 end
@@ -555,7 +575,12 @@ end
 
 -- steer_created is a new room's net and pace (config.lua): a room created
 -- over a floor (restored after a total loss, head.lua) comes back with the net
--- on, and every new room's pace starts at admitPerMinuteMin (steer_rate).
+-- on and its pace at admitPerMinuteMin; any other new room's pace starts at
+-- admitPerMinute (steer_rate).
 local function steer_created(now)
-  if redis.call('HEXISTS', K_ST, 'floor') == 1 then net_on('restored', now) end
+  if redis.call('HEXISTS', K_ST, 'floor') == 1 then
+    net_on('restored', now)
+    local lo = tonumber(redis.call('HGET', K_CFG, 'admitPerMinuteMin')) or 0
+    if lo > 0 then redis.call('HSET', K_CFG, 'eff', num(lo), 'effwhy', 'floor') end
+  end
 end

@@ -3,7 +3,8 @@
 -- ARGV[1] -> now (ms)
 -- Returns {waiting, admitted, active, admitted last minute, evicted, consumed,
 -- replays refused, the pre-queue lottery's seed ('' for none), the pace x 1000 (lib.lua pace), the safety
--- net ('1' on), why it last switched, why the pace is where it is (lib.lua pace_tick), then the settings as
+-- net ('1' on), why it last switched, why the pace is where it is (lib.lua pace_tick), the admission
+-- rate x 1000 (lib.lua steer_rate: under the pace while a steered pace climbs), then the settings as
 -- field, value pairs (lib.lua settings)}, or {'noroom'}.
 local now = tonumber(ARGV[1])
 local cfg = load_cfg()
@@ -12,4 +13,5 @@ local c = redis.call('HMGET', K_ST, 'evicted', 'consumed', 'replays')
 return settings({redis.call('ZCARD', K_Q), redis.call('ZCARD', K_ADM), redis.call('ZCARD', K_ACT),
   admitted_last_minute(now), tonumber(c[1]) or 0, tonumber(c[2]) or 0, tonumber(c[3]) or 0,
   redis.call('HGET', K_CFG, 'seed') or '', math.floor(pace(cfg) * 1000), cfg.net,
-  redis.call('HGET', K_CFG, 'netwhy') or '', redis.call('HGET', K_CFG, 'effwhy') or ''})
+  redis.call('HGET', K_CFG, 'netwhy') or '', redis.call('HGET', K_CFG, 'effwhy') or '',
+  math.floor(cfg.rate * 1000)})

@@ -190,8 +190,12 @@ type Stats struct {
 	Consumed           int64 `json:"consumed"`
 	ReplaysRefused     int64 `json:"replaysRefused"`
 	// PacePerMinute is the pace of Place.RatePerMinute for someone joining
-	// now: the rate of the ETAs a status shows.
+	// now: the rate of the ETAs a status shows. While a steered pace climbs it
+	// is the plan of the climb, above RatePerMinute (docs/ENGINE.md, "Steering").
 	PacePerMinute float64 `json:"pacePerMinute"`
+	// RatePerMinute is the admissions a minute the room runs at: admitPerMinute,
+	// or the steered rate within admitPerMinuteMin..admitPerMinute.
+	RatePerMinute float64 `json:"ratePerMinute"`
 	// Net is an auto room's safety net, NetOn or NetOff ("" in other modes),
 	// and NetWhy the reason of its last switch (NetChange.Why).
 	Net    string `json:"net,omitempty"`

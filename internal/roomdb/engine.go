@@ -636,7 +636,8 @@ func (e *Engine) Status(ctx context.Context, roomID string) (room.Config, room.S
 		Evicted: num(reply[statsEvicted]), Consumed: num(reply[statsConsumed]),
 		ReplaysRefused: num(reply[statsReplays]), DrawSeed: str(reply[statsSeed]),
 		PacePerMinute: float64(num(reply[statsPace])) / 1000, Net: netState(cfg, str(reply[statsNet])),
-		NetWhy: str(reply[statsNetWhy]), PaceWhy: paceWhy(cfg, str(reply[statsPaceWhy]))}, nil
+		NetWhy: str(reply[statsNetWhy]), PaceWhy: paceWhy(cfg, str(reply[statsPaceWhy])),
+		RatePerMinute: float64(num(reply[statsRate])) / 1000}, nil
 }
 
 // Stats returns a snapshot of the room's counts: Status without the settings.

@@ -1151,13 +1151,13 @@ func TestStats(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, cfgWith(func(c *room.Config) { c.MaxActive, c.SessionTTLSeconds = 3, 3600 }))
 		// The pace: the configured rate while a slot is free (TestPace).
-		if diff := cmp.Diff(room.Stats{PacePerMinute: 600}, e.stats()); diff != "" {
+		if diff := cmp.Diff(room.Stats{PacePerMinute: 600, RatePerMinute: 600}, e.stats()); diff != "" {
 			t.Errorf("new room (-want +got):\n%s", diff)
 		}
 		e.warm()
 		ts := e.enqueueN(8)
 		e.tick() // 3 grants
-		if diff := cmp.Diff(room.Stats{Waiting: 5, Admitted: 3, AdmittedLastMinute: 3, PacePerMinute: 600}, e.stats()); diff != "" {
+		if diff := cmp.Diff(room.Stats{Waiting: 5, Admitted: 3, AdmittedLastMinute: 3, PacePerMinute: 600, RatePerMinute: 600}, e.stats()); diff != "" {
 			t.Errorf("after admitting 3 (-want +got):\n%s", diff)
 		}
 		e.consume(ts[0].Seq)
@@ -1172,7 +1172,7 @@ func TestStats(t *testing.T) {
 		e.tick() // evicts ts[3..6]; the room is full, nobody admitted
 		// The third grant (claimTTL 120 s) is still held at +69 s.
 		want := room.Stats{Waiting: 1, Admitted: 1, Active: 2, AdmittedLastMinute: 0, Evicted: 4,
-			Consumed: 2, ReplaysRefused: 3, PacePerMinute: 600}
+			Consumed: 2, ReplaysRefused: 3, PacePerMinute: 600, RatePerMinute: 600}
 		if diff := cmp.Diff(want, e.stats()); diff != "" {
 			t.Errorf("stats (-want +got):\n%s", diff)
 		}

@@ -90,6 +90,7 @@ const (
 	statsNet               // the safety net: '1' on, else off
 	statsNetWhy            // why it last switched
 	statsPaceWhy           // why the pace is where it is (lib.lua pace_tick), '' for none
+	statsRate              // the admission rate, a minute × 1000 (lib.lua steer_rate)
 	statsSettings          // first of the settings' field, value pairs
 )
 

@@ -221,7 +221,7 @@ func TestStatus(t *testing.T) {
 		if diff := cmp.Diff(*cfgWith(func(c *room.Config) { c.MaxActive = 1 }), cfg); diff != "" {
 			t.Errorf("Status config (-want +got):\n%s", diff)
 		}
-		want := room.Stats{Waiting: 2, Active: 1, AdmittedLastMinute: 1, Consumed: 1, PacePerMinute: 600}
+		want := room.Stats{Waiting: 2, Active: 1, AdmittedLastMinute: 1, Consumed: 1, PacePerMinute: 600, RatePerMinute: 600}
 		st.DrawSeed = "" // random
 		if diff := cmp.Diff(want, st); diff != "" {
 			t.Errorf("Status stats (-want +got):\n%s", diff)

@@ -221,8 +221,9 @@ func (e *env) report(load float64) {
 }
 
 // The pace of a room with admitPerMinuteMin follows the origin's load: it
-// starts at the floor and climbs while the origin is quiet or below 0.75,
-// backs off by a quarter at most every 5 s while it reports 0.9 or more,
+// starts at admitPerMinute, climbs while the origin is quiet or below 0.75,
+// backs off by a quarter at most every 5 s while it reports 0.9 or more (the
+// first cut at a load of 1 halves it: TestAFullOriginIsHalvedFirst),
 // never below the floor nor above admitPerMinute, and holds between. Every
 // step is believed by the next reply (a waiting visitor's pace and budget)
 // and by the bucket (the admissions of a minute).
@@ -239,8 +240,8 @@ func TestPaceFollowsASlowingOrigin(t *testing.T) {
 				steps = append(steps, *r.Pace)
 			}
 		}
-		if st := e.stats(); st.PacePerMinute != 60 {
-			t.Fatalf("a new room's pace %v, want the floor 60", st.PacePerMinute)
+		if st := e.stats(); st.PacePerMinute != 600 {
+			t.Fatalf("a new room's pace %v, want its setting 600", st.PacePerMinute)
 		}
 		for range 185 {
 			tick()
@@ -299,8 +300,10 @@ func TestPaceFollowsASlowingOrigin(t *testing.T) {
 			e.report(0.3)
 			tick()
 		}
-		if st := e.stats(); st.PacePerMinute != 120 || st.PaceWhy != "climb" {
-			t.Errorf("20 s at 0.3: pace %v (%s), want 120 climbing", st.PacePerMinute, st.PaceWhy)
+		// Told halfway to where the origin will say 0.9: 120 ÷ 0.3 × 0.9 = 360.
+		if st := e.stats(); st.RatePerMinute != 120 || st.PaceWhy != "climb" || math.Abs(st.PacePerMinute-240) > 0.01 {
+			t.Errorf("20 s at 0.3: rate %v (%s), told pace %v, want 120 climbing, told 240",
+				st.RatePerMinute, st.PaceWhy, st.PacePerMinute)
 		}
 	})
 }

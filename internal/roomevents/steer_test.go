@@ -55,8 +55,8 @@ func TestSteeringIsAuditedAndEmitted(t *testing.T) {
 	if len(nets) != 1 || !nets[0].On || nets[0].Why != "full" || !nets[0].At.Equal(clk.Now()) {
 		t.Errorf("net events %+v, want one: on for full at %v", nets, clk.Now())
 	}
-	if len(paces) != 1 || paces[0].Why != "floor" || paces[0].FromPerMinute != 60 || paces[0].ToPerMinute != 60 {
-		t.Errorf("pace events %+v, want one: at the floor 60", paces)
+	if len(paces) != 1 || paces[0].Why != "backoff" || paces[0].FromPerMinute != 600 || paces[0].ToPerMinute != 450 {
+		t.Errorf("pace events %+v, want one: a back-off from 600 (a new room's start) to 450", paces)
 	}
 	log, err := eng.Audit(ctx, id)
 	if err != nil {
@@ -69,7 +69,7 @@ func TestSteeringIsAuditedAndEmitted(t *testing.T) {
 		}
 		actions = append(actions, a.Action+" ("+a.Why+")")
 	}
-	if len(actions) != 2 || actions[0] != "net on (full)" || actions[1] != "pace (floor)" {
-		t.Errorf("audit log %v, want net on (full), pace (floor)", actions)
+	if len(actions) != 2 || actions[0] != "net on (full)" || actions[1] != "pace (backoff)" {
+		t.Errorf("audit log %v, want net on (full), pace (backoff)", actions)
 	}
 }

@@ -72,6 +72,9 @@ type Config struct {
 
 	// Booking, when set, drives every visitor who consumes through a booking (booking.go).
 	Booking *Booking
+	// Origin, when set, is the booking site the visitors land on: it serves
+	// their bookings and reports its load on consume and complete (origin.go).
+	Origin *Origin
 
 	// Waves, when set, are the crowd's arrivals instead of Visitors, Shape
 	// and Spread (Visitors becomes their sum).
@@ -154,7 +157,8 @@ type Sample struct {
 	Waiting  int64
 	Admitted int64
 	Active   int64
-	Arrivals int // visitors that arrived since the previous sample
+	Arrivals int     // visitors that arrived since the previous sample
+	Pace     float64 // the room's admission rate (room.Stats.RatePerMinute)
 }
 
 // Result is everything a run measured.
@@ -338,7 +342,10 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 	}
 	slices.SortStableFunc(res.Marks, func(a, b MarkAt) int { return a.At.Compare(b.At) })
 	e := &env{tr: d, room: c.Room, claimTTL: time.Duration(c.RoomConfig.ClaimTTLSeconds) * time.Second, fixedPoll: c.FixedPoll, origin: put.OriginCredential,
-		watch: !c.NoWatch, edge: &edgeCache{}, log: res.Log}
+		watch: !c.NoWatch, edge: &edgeCache{}, log: res.Log, site: c.Origin}
+	if c.Origin != nil {
+		c.Origin.begin(start)
+	}
 	if e.book, err = setupBooking(ctx, d, adminKey, c); err != nil {
 		return nil, err
 	}
@@ -486,7 +493,7 @@ func (r *Result) sample(ctx context.Context, d Driver, adminKey string, now time
 		r.StatsErrors++
 		return
 	}
-	s.Waiting, s.Admitted, s.Active = ar.Stats.Waiting, ar.Stats.Admitted, ar.Stats.Active
+	s.Waiting, s.Admitted, s.Active, s.Pace = ar.Stats.Waiting, ar.Stats.Admitted, ar.Stats.Active, ar.Stats.RatePerMinute
 	r.MaxInUse = max(r.MaxInUse, s.Admitted+s.Active)
 	r.Samples = append(r.Samples, s)
 }

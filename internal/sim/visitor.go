@@ -148,6 +148,7 @@ type env struct {
 	fixedPoll time.Duration // > 0: ignore pollAfterMs (the fixed-interval baseline page)
 	origin    string        // the room's origin credential: consume and complete present it
 	book      *bookEnv      // nil unless the crowd books (booking.go)
+	site      *Origin       // nil unless the run has an origin (origin.go)
 
 	watch   bool         // the page watches the status between polls
 	edge    *edgeCache   // the room's status as the edge caches it
@@ -250,7 +251,7 @@ func (v *Visitor) step(ctx context.Context, e *env, now time.Time) (next time.Ti
 		if v.Book != nil && v.Book.busy() {
 			return v.book(ctx, e, now)
 		}
-		_, _, pause, err := v.do(ctx, e, now, "POST", "/api/complete", e.origin, map[string]string{"token": v.entryToken}, false)
+		_, _, pause, err := v.do(e.originCtx(ctx, now, false), e, now, "POST", "/api/complete", e.origin, map[string]string{"token": v.entryToken}, false)
 		if err != nil {
 			return now.Add(pause), true
 		}
@@ -276,8 +277,9 @@ func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (
 		// The origin consumes the token, then (as an attacker or a double
 		// submit would) presents it once more: the replay must be refused.
 		tok := map[string]string{"token": p.EntryToken}
+		landed := e.originCtx(ctx, now, true)
 		for {
-			status, body, _, err := v.do(ctx, e, now, "POST", "/api/consume", e.origin, tok, false)
+			status, body, _, err := v.do(landed, e, now, "POST", "/api/consume", e.origin, tok, false)
 			if err != nil {
 				if v.Errors >= maxErrors {
 					return v.finish(now, Failed)
