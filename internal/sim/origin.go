@@ -62,10 +62,12 @@ type OriginJob struct {
 	Latency time.Duration
 }
 
-// ToldETA is an ETA (seconds) a waiting visitor was told at At.
+// ToldETA is an ETA (seconds) a waiting visitor was told at At, from place
+// Pos (so the pace told is Pos × 60 ÷ ETA).
 type ToldETA struct {
 	At  time.Time
 	ETA float64
+	Pos float64
 }
 
 // begin readies the origin for a run starting at start.
@@ -128,10 +130,10 @@ func (o *Origin) request(ctx context.Context, now time.Time, booking bool) conte
 }
 
 // told records an ETA told to visitor id.
-func (o *Origin) told(id int, at time.Time, eta float64) {
+func (o *Origin) told(id int, at time.Time, eta, pos float64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.etas[id] = append(o.etas[id], ToldETA{At: at, ETA: eta})
+	o.etas[id] = append(o.etas[id], ToldETA{At: at, ETA: eta, Pos: pos})
 }
 
 // Jobs are the bookings the origin served, in order of arrival.
@@ -165,27 +167,51 @@ func (o *Origin) ETARatiosWithin(vs []*Visitor, from, to time.Time, minWait time
 	return o.etaRatios(vs, from, to, to, minWait)
 }
 
-func (o *Origin) etaRatios(vs []*Visitor, from, to, seenBefore time.Time, minWait time.Duration) (all, worst []float64) {
+// Telling is one ETA told to a visitor and the wait that followed it.
+type Telling struct {
+	Visitor int
+	ToldETA
+	Wait time.Duration // from the telling to the grant seen
+}
+
+// Ratio is the ETA ÷ the wait.
+func (t Telling) Ratio() float64 { return t.ETA / t.Wait.Seconds() }
+
+// TellingsWithin are the tellings of ETARatiosWithin, one by one, for a
+// look at which lie outside the band.
+func (o *Origin) TellingsWithin(vs []*Visitor, from, to time.Time, minWait time.Duration) []Telling {
+	var ts []Telling
+	o.eachTelling(vs, from, to, to, minWait, func(t Telling) { ts = append(ts, t) })
+	return ts
+}
+
+func (o *Origin) eachTelling(vs []*Visitor, from, to, seenBefore time.Time, minWait time.Duration, f func(Telling)) {
 	for _, v := range vs {
 		if v.SeenAt.IsZero() || (!seenBefore.IsZero() && !v.SeenAt.Before(seenBefore)) {
 			continue
 		}
-		w, found := 1.0, false
 		for _, e := range o.etas[v.ID] {
 			wait := v.SeenAt.Sub(e.At)
 			if e.At.Before(from) || !e.At.Before(to) || wait < minWait {
 				continue
 			}
-			r := e.ETA / wait.Seconds()
-			all = append(all, r)
-			if !found || math.Abs(math.Log(r)) > math.Abs(math.Log(w)) {
-				w, found = r, true
-			}
-		}
-		if found {
-			worst = append(worst, w)
+			f(Telling{Visitor: v.ID, ToldETA: e, Wait: wait})
 		}
 	}
+}
+
+func (o *Origin) etaRatios(vs []*Visitor, from, to, seenBefore time.Time, minWait time.Duration) (all, worst []float64) {
+	last := -1
+	o.eachTelling(vs, from, to, seenBefore, minWait, func(t Telling) {
+		r := t.Ratio()
+		all = append(all, r)
+		// A visitor's tellings come together: a new visitor opens a new worst.
+		if t.Visitor != last {
+			worst, last = append(worst, r), t.Visitor
+		} else if w := worst[len(worst)-1]; math.Abs(math.Log(r)) > math.Abs(math.Log(w)) {
+			worst[len(worst)-1] = r
+		}
+	})
 	return all, worst
 }
 

@@ -14,8 +14,8 @@ func TestETARatiosWithinLeavesOutWaitsPastTheSpell(t *testing.T) {
 	o.begin(t0)
 	in := &Visitor{ID: 1, SeenAt: t0.Add(100 * time.Second)}
 	out := &Visitor{ID: 2, SeenAt: t0.Add(300 * time.Second)}
-	o.told(1, t0.Add(10*time.Second), 90)  // 90 s told, 90 s waited
-	o.told(2, t0.Add(10*time.Second), 580) // 580 s told, 290 s waited: past the spell
+	o.told(1, t0.Add(10*time.Second), 90, 90)   // 90 s told, 90 s waited
+	o.told(2, t0.Add(10*time.Second), 580, 580) // 580 s told, 290 s waited: past the spell
 	from, to := t0, t0.Add(200*time.Second)
 	if all, _ := o.ETARatios([]*Visitor{in, out}, from, to, 30*time.Second); len(all) != 2 {
 		t.Fatalf("ETARatios: %v, want both", all)

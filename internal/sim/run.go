@@ -159,6 +159,8 @@ type Sample struct {
 	Active   int64
 	Arrivals int     // visitors that arrived since the previous sample
 	Pace     float64 // the room's admission rate (room.Stats.RatePerMinute)
+	Told     float64 // the pace it tells (room.Stats.PacePerMinute)
+	Why      string  // why the steered pace is where it is (room.Stats.PaceWhy)
 }
 
 // Result is everything a run measured.
@@ -494,6 +496,7 @@ func (r *Result) sample(ctx context.Context, d Driver, adminKey string, now time
 		return
 	}
 	s.Waiting, s.Admitted, s.Active, s.Pace = ar.Stats.Waiting, ar.Stats.Admitted, ar.Stats.Active, ar.Stats.RatePerMinute
+	s.Told, s.Why = ar.Stats.PacePerMinute, ar.Stats.PaceWhy
 	r.MaxInUse = max(r.MaxInUse, s.Admitted+s.Active)
 	r.Samples = append(r.Samples, s)
 }

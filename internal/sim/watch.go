@@ -169,7 +169,7 @@ func (v *Visitor) marks(e *env) []Mark {
 // toldETA records an ETA told at now.
 func (v *Visitor) toldETA(e *env, now time.Time, eta, pos float64) {
 	if e.site != nil {
-		e.site.told(v.ID, now, eta)
+		e.site.told(v.ID, now, eta, pos)
 	}
 	ms := v.marks(e)
 	for i := range ms {
