@@ -501,12 +501,18 @@ end
 -- The pace that follows the origin: at an origin load (Vestibule-Load, 0..1:
 -- load and loadat in st) of LOAD_HIGH or more it backs off to BACKOFF of itself,
 -- at most once every BACKOFF_EVERY ms (the load answers admissions seconds
--- later), and the first cut of a spell at a load of LOAD_FULL (at least full:
--- the pace may be twice what the origin takes) to BACKOFF_FULL of itself; from LOAD_OK to LOAD_HIGH it holds; below LOAD_OK, or with no report
+-- later; within LOAD_MEMORY of a cut, only while the load scaled to the new
+-- pace stays high), and the first cut of a spell at a load of LOAD_FULL (at
+-- least full: the pace may be twice what the origin takes) to BACKOFF_FULL of
+-- itself; from LOAD_OK to LOAD_HIGH it holds; below LOAD_OK, or with no report
 -- for LOAD_STALE ms, it climbs by (admitPerMinute - admitPerMinuteMin) every
 -- CLIMB_MS. Never below admitPerMinuteMin, never above admitPerMinute.
 local LOAD_HIGH, LOAD_OK, LOAD_STALE = 0.9, 0.75, 30000
 local BACKOFF, BACKOFF_EVERY, CLIMB_MS = 0.75, 5000, 180000
+-- LOAD_MEMORY: how long after a cut the origin's load still counts visitors
+-- admitted before it (its window, 10 s in docs/API.md, and the seconds a
+-- visitor takes to land after the grant).
+local LOAD_MEMORY = 15000
 local LOAD_FULL, BACKOFF_FULL = 1, 0.5
 
 -- pace_tick is a tick's step of the pace (eff and effwhy in cfg: 'backoff',
@@ -515,18 +521,24 @@ local LOAD_FULL, BACKOFF_FULL = 1, 0.5
 -- back-off, or a change of why); else nil.
 local function pace_tick(cfg, now)
   if cfg.rateMin <= 0 or (cfg.mode ~= 'queue' and cfg.mode ~= 'auto') then return nil end
-  local st = redis.call('HMGET', K_ST, 'load', 'loadat', 'effat', 'effcut')
+  local st = redis.call('HMGET', K_ST, 'load', 'loadat', 'effat', 'effcut', 'effpre')
   local was = redis.call('HGET', K_CFG, 'effwhy') or ''
   local load = tonumber(st[1])
   if load and now - (tonumber(st[2]) or 0) > LOAD_STALE then load = nil end
   local old, lo, hi = cfg.rate, cfg.rateMin, cfg.configured
   local rate, why, cut = old, was, false
+  local since = now - (tonumber(st[4]) or 0)
   if load and load >= LOAD_HIGH then
-    if now - (tonumber(st[4]) or 0) >= BACKOFF_EVERY then
+    -- Within LOAD_MEMORY of a cut the load still counts the visitors admitted
+    -- before it: judged at the pace that made it (load x rate / the rate
+    -- before the cut), a cut that answered it is not cut again.
+    local seen = load
+    if since < LOAD_MEMORY then seen = load * old / (tonumber(st[5]) or old) end
+    if seen >= LOAD_HIGH and since >= BACKOFF_EVERY then
       local f = BACKOFF
       if load >= LOAD_FULL and was ~= 'backoff' and was ~= 'floor' then f = BACKOFF_FULL end
       rate, why, cut = math.max(lo, old * f), 'backoff', true
-      redis.call('HSET', K_ST, 'effcut', tostring(now))
+      redis.call('HSET', K_ST, 'effcut', tostring(now), 'effpre', num(old))
     end
     if rate <= lo then why = 'floor' end
   elseif load and load >= LOAD_OK then

@@ -36,8 +36,10 @@ func TestANewSteeredRoomStartsAtItsSetting(t *testing.T) {
 
 // An origin that reports a load of 1 is at least full: the first cut of a
 // spell halves the pace (from twice the capacity, one cut lands at it), the
-// next ones, while the load stays high, take a quarter every 5 s. A load
-// between 0.9 and 1 is cut by a quarter from the first.
+// next ones, while the load stays high, take a quarter each 15 s (the load
+// answers a cut only as the visitors admitted after it land:
+// TestACutIsJudgedByTheLoadItMade). A load between 0.9 and 1 is cut by a
+// quarter from the first.
 func TestAFullOriginIsHalvedFirst(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, cfgWith(func(c *room.Config) {
@@ -53,16 +55,16 @@ func TestAFullOriginIsHalvedFirst(t *testing.T) {
 				}
 			}
 		}
-		run(12, 1)
+		run(32, 1)
 		if len(cuts) != 3 || cuts[0] != 300 || cuts[1] != 225 || math.Abs(cuts[2]-168.75) > 0.01 {
-			t.Fatalf("back-offs in 12 s at 1.0 from 600: %v, want 300, 225, 168.75", cuts)
+			t.Fatalf("back-offs in 32 s at 1.0 from 600: %v, want 300, 225, 168.75", cuts)
 		}
 		// The load falls, the pace climbs back to the top; a spell at 0.95 is cut by quarters.
 		run(200, 0.3)
 		cuts = nil
-		run(7, 0.95)
+		run(17, 0.95)
 		if len(cuts) != 2 || cuts[0] != 450 || cuts[1] != 337.5 {
-			t.Errorf("back-offs in 7 s at 0.95 from 600: %v, want 450, 337.5", cuts)
+			t.Errorf("back-offs in 17 s at 0.95 from 600: %v, want 450, 337.5", cuts)
 		}
 	})
 }
@@ -82,11 +84,11 @@ func TestAClimbingPaceTellsTheWaitOfTheClimb(t *testing.T) {
 			e.clk.Advance(time.Second)
 			e.tick()
 		}
-		for range 40 { // the origin is full: the pace falls to its floor
+		for range 100 { // the origin is full: the pace falls to its floor
 			step(1)
 		}
 		if st := e.stats(); st.RatePerMinute != 60 {
-			t.Fatalf("after 40 s at 1.0: rate %v, want the floor 60", st.RatePerMinute)
+			t.Fatalf("after 100 s at 1.0: rate %v, want the floor 60", st.RatePerMinute)
 		}
 		tk := e.enqueueN(800)
 		// The origin recovers to 1,000 a minute: its load is the rate over
@@ -110,5 +112,79 @@ func TestAClimbingPaceTellsTheWaitOfTheClimb(t *testing.T) {
 			}
 		}
 		t.Fatalf("not granted in 20 minutes: %s", p.State)
+	})
+}
+
+// An origin that halves under a room at its setting is cut at once; its
+// load counts the visitors admitted before the cut for some seconds after it
+// (its window, and the seconds a visitor takes to land), so today's load
+// judged against today's pace cut again and again (600, 300, 225, 169 in 10
+// s, then climbed back: the saw of the bench's slow spell), and a visitor
+// told the first cut's pace waited 0.6 of it (the bench, places 100-200).
+// Within 15 s of a cut the load is judged at the pace that made it: the
+// pace halves once, cuts a quarter when the load of the halved pace says so,
+// and holds; a visitor told the wait just after the first cut waits
+// within 0.67–1.5× of it (on a virtual clock, the origin's load computed
+// from the room's own admissions).
+func TestACutIsJudgedByTheLoadItMade(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, cfgWith(func(c *room.Config) {
+			c.AdmitPerMinute, c.AdmitPerMinuteMin, c.MaxActive = 600, 60, 100_000
+			c.ClaimTTLSeconds, c.SessionTTLSeconds, c.HeartbeatTTLSeconds = 3600, 86_400, 3600
+		}))
+		tk := e.enqueueN(3000)
+		// admitted[i] is the room's admissions by second i (nobody consumes,
+		// so Stats.Admitted counts them all). A visitor lands on the origin
+		// (its booking arrives) 5 s after the grant, as a visitor who polls,
+		// sees it and consumes does; the origin's load is the bookings of the
+		// last 10 s over what it takes in 10 s, at most 1.
+		const land = 5
+		var admitted []int64
+		var cuts []float64
+		capacity := 1200.0
+		step := func() {
+			n := len(admitted) - land
+			var last10 int64
+			if n > 0 {
+				last10 = admitted[n-1] - admitted[max(0, n-10)]
+			}
+			e.report(min(1, float64(last10)*6/capacity))
+			e.clk.Advance(time.Second)
+			if r := e.tick(); r.Pace != nil && r.Pace.Why == "backoff" {
+				cuts = append(cuts, r.Pace.To)
+			}
+			admitted = append(admitted, e.stats().Admitted)
+		}
+		for range 20 {
+			step()
+		}
+		capacity = 300 // the origin halves: the room admits twice what it takes
+		for len(cuts) == 0 {
+			step()
+		}
+		me := tk[admitted[len(admitted)-1]+100]
+		p := e.poll(me)
+		if p.State != room.StateWaiting || p.RatePerMinute <= 0 {
+			t.Fatalf("poll: %s at %v a minute, want waiting with a pace", p.State, p.RatePerMinute)
+		}
+		eta := float64(p.Position) * 60 / p.RatePerMinute
+		granted := 0
+		for s := 1; s <= 120; s++ {
+			step()
+			if granted == 0 {
+				if p = e.poll(me); p.State == room.StateAdmitted {
+					granted = s
+				}
+			}
+		}
+		if len(cuts) != 2 || cuts[0] != 300 || cuts[1] != 225 {
+			t.Errorf("back-offs in 2 minutes after the origin halved: %v, want 300, 225", cuts)
+		}
+		if granted == 0 {
+			t.Fatalf("not granted in 2 minutes: %s", p.State)
+		}
+		if r := eta / float64(granted); r < 0.67 || r > 1.5 {
+			t.Errorf("told %.0f s just after the first cut, granted after about %d s: %.2f× the wait", eta, granted, r)
+		}
 	})
 }

@@ -222,8 +222,10 @@ func (e *env) report(load float64) {
 
 // The pace of a room with admitPerMinuteMin follows the origin's load: it
 // starts at admitPerMinute, climbs while the origin is quiet or below 0.75,
-// backs off by a quarter at most every 5 s while it reports 0.9 or more (the
-// first cut at a load of 1 halves it: TestAFullOriginIsHalvedFirst),
+// backs off by a quarter while it reports 0.9 or more, at most every 5 s and,
+// within 15 s of a cut, only if the load scaled to the new pace stays high (a
+// load that holds still is cut once each 15 s; the first cut at a load of 1
+// halves it: TestAFullOriginIsHalvedFirst),
 // never below the floor nor above admitPerMinute, and holds between. Every
 // step is believed by the next reply (a waiting visitor's pace and budget)
 // and by the bucket (the admissions of a minute).
@@ -249,9 +251,9 @@ func TestPaceFollowsASlowingOrigin(t *testing.T) {
 		if st := e.stats(); st.PacePerMinute != 600 || st.PaceWhy != "top" {
 			t.Fatalf("after 185 s without a report: pace %v (%s), want 600 (top)", st.PacePerMinute, st.PaceWhy)
 		}
-		// The origin slows: 0.95 for 12 s.
+		// The origin slows: 0.95 for 32 s.
 		steps = nil
-		for range 12 {
+		for range 32 {
 			e.report(0.95)
 			tick()
 		}
@@ -262,7 +264,7 @@ func TestPaceFollowsASlowingOrigin(t *testing.T) {
 			}
 		}
 		if len(cuts) != 3 || cuts[0] != 450 || cuts[1] != 337.5 || math.Abs(cuts[2]-253.125) > 0.01 {
-			t.Fatalf("back-offs in 12 s at 0.95: %v, want 450, 337.5, 253.125 (one each 5 s)", cuts)
+			t.Fatalf("back-offs in 32 s at 0.95: %v, want 450, 337.5, 253.125 (one each 15 s)", cuts)
 		}
 		// A waiting visitor is told the new pace at once.
 		tk := e.enqueueN(30)
@@ -270,13 +272,13 @@ func TestPaceFollowsASlowingOrigin(t *testing.T) {
 		if math.Abs(p.RatePerMinute-253.125) > 0.01 {
 			t.Errorf("a waiting visitor's pace %v, want 253.125", p.RatePerMinute)
 		}
-		for range 60 {
+		for range 90 {
 			e.report(1)
 			tick()
 		}
 		st := e.stats()
 		if st.PacePerMinute != 60 || st.PaceWhy != "floor" {
-			t.Errorf("after a minute at 1.0: pace %v (%s), want the floor 60", st.PacePerMinute, st.PaceWhy)
+			t.Errorf("after 90 s at 1.0: pace %v (%s), want the floor 60", st.PacePerMinute, st.PaceWhy)
 		}
 		// The bucket follows: a minute at the floor admits about 60 of a long queue.
 		e.enqueueN(500)
