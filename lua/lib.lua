@@ -515,11 +515,38 @@ local BACKOFF, BACKOFF_EVERY, CLIMB_MS = 0.75, 5000, 180000
 local LOAD_MEMORY = 15000
 local LOAD_FULL, BACKOFF_FULL = 1, 0.5
 
+-- climb_minutes is how long places take to pass at a pace of rate a minute
+-- climbing by slope a minute each minute up to top (places = rate t + slope
+-- t^2 / 2 until the top, then top a minute).
+local function climb_minutes(rate, slope, top, places)
+  if slope <= 0 or rate >= top then return places / top end
+  local t = (top - rate) / slope
+  local at = rate * t + slope * t * t / 2
+  if places <= at then return (math.sqrt(rate * rate + 2 * slope * places) - rate) / slope end
+  return t + (places - at) / top
+end
+
+-- climb_plan is the one pace every waiting visitor is told while the pace
+-- climbs: the near places (a wait of NEAR_MIN minutes, the shortest whose ETA
+-- counts) pass at about the rate, the last of the waiting nearer the top. Told the geometric mean of the two,
+-- both ETAs lie equally far from their waits; when they are too far apart
+-- for both to lie within 0.67-1.5 (far over near above 2.25: a climb from
+-- the floor with a long line), the near ones are told 0.67 of the pace
+-- they see and the far ones run long, since a wait longer than told is the
+-- worse for a visitor.
+local NEAR_MIN = 0.5
+local function climb_plan(rate, slope, top, waiting)
+  local near = math.min(top, rate + slope * NEAR_MIN / 2)
+  local far = near
+  if waiting and waiting > 0 then far = math.max(near, waiting / climb_minutes(rate, slope, top, waiting)) end
+  return math.min(math.sqrt(near * far), near / 0.67)
+end
+
 -- pace_tick is a tick's step of the pace (eff and effwhy in cfg: 'backoff',
 -- 'floor', 'hold', 'climb', 'quiet' (climbing without reports), 'top').
 -- Returns the rate before and after and why, when a step is worth a report (a
 -- back-off, or a change of why); else nil.
-local function pace_tick(cfg, now)
+local function pace_tick(cfg, now, waiting)
   if cfg.rateMin <= 0 or (cfg.mode ~= 'queue' and cfg.mode ~= 'auto') then return nil end
   local st = redis.call('HMGET', K_ST, 'load', 'loadat', 'effat', 'effcut', 'effpre')
   local was = redis.call('HGET', K_CFG, 'effwhy') or ''
@@ -550,15 +577,14 @@ local function pace_tick(cfg, now)
     if not load then why = 'quiet' end
     if rate >= hi then why = 'top' end
   end
-  -- The ETAs' pace while it climbs: halfway to where the climb will stop,
-  -- the setting or, by the origin's load, where the origin will say LOAD_HIGH
-  -- (its load grows with the pace: rate / load is what it takes in full); a
-  -- wait told at the rate of the moment would run long.
+  -- The ETAs' pace while it climbs (climb_plan): the climb stops at the
+  -- setting or, by the origin's load, where the origin will say LOAD_HIGH
+  -- (its load grows with the pace: rate / load is what it takes in full).
   local plan = rate
   if why == 'climb' or why == 'quiet' then
     local top = hi
     if load and load > 0 then top = math.min(hi, math.max(rate, rate / load * LOAD_HIGH)) end
-    plan = (rate + top) / 2
+    plan = climb_plan(rate, (hi - lo) * 60000 / CLIMB_MS, top, waiting)
   end
   redis.call('HSET', K_ST, 'effat', tostring(now))
   redis.call('HSET', K_CFG, 'eff', num(rate), 'effwhy', why, 'effplan', num(plan))
@@ -572,7 +598,7 @@ end
 -- when it did not change), why ('' for none)}.
 local function steer(cfg, now, waiting)
   if cfg.mode == 'auto' and cfg.opensAt <= now then net_tick(cfg, now, waiting) end
-  local old, new, pwhy = pace_tick(cfg, now)
+  local old, new, pwhy = pace_tick(cfg, now, waiting)
   local v = redis.call('HMGET', K_CFG, 'net', 'netwhy')
   local net, seen = v[1] or '0', redis.call('HGET', K_ST, 'netseen') or '0'
   if net == seen and not pwhy then return nil end

@@ -70,49 +70,79 @@ func TestAFullOriginIsHalvedFirst(t *testing.T) {
 }
 
 // While a steered pace climbs back to admitPerMinute (the origin recovered),
-// a waiting visitor is told the wait of the climb, not of the rate of the
-// moment nor of the climb's top: the ETA (position ÷ the reply's pace) lies
-// within 0.67–1.5× of the wait that follows, on a virtual clock.
+// every waiting visitor is told one pace, which the near places pass under
+// (about the rate) and the far ones over (nearer the top). From a pace the
+// origin sawed down to (225 of 600, the bench's slow spell) the ETAs of the
+// near place and of the last lie within 0.67–1.5× of their waits; told
+// halfway to the top, the near ones were told 0.65 of theirs. From the floor
+// (60 of 600, after a total loss) with 800 waiting both cannot: the near
+// pass at about 105 a minute, the last at 300, 2.9 times it where the band
+// spans 2.25; the near are told 0.67 of their pace and the far run long, not
+// short (told halfway, the near ones waited 3 times their ETA). On a virtual
+// clock, polling each second.
 func TestAClimbingPaceTellsTheWaitOfTheClimb(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
-		e := newEnv(t, rdb, cfgWith(func(c *room.Config) {
-			c.AdmitPerMinute, c.AdmitPerMinuteMin, c.MaxActive = 600, 60, 100_000
-			c.ClaimTTLSeconds, c.SessionTTLSeconds, c.HeartbeatTTLSeconds = 3600, 86_400, 3600
-		}))
-		step := func(load float64) {
-			e.report(load)
-			e.clk.Advance(time.Second)
-			e.tick()
-		}
-		for range 100 { // the origin is full: the pace falls to its floor
-			step(1)
-		}
-		if st := e.stats(); st.RatePerMinute != 60 {
-			t.Fatalf("after 100 s at 1.0: rate %v, want the floor 60", st.RatePerMinute)
-		}
-		tk := e.enqueueN(800)
-		// The origin recovers to 1,000 a minute: its load is the rate over
-		// that, and the pace climbs from 60 to 600 in 3 minutes.
-		recovered := func() { step(e.stats().RatePerMinute / 1000) }
-		recovered()
-		me := tk[len(tk)-1]
-		p := e.poll(me)
-		if p.State != room.StateWaiting || p.RatePerMinute <= 0 {
-			t.Fatalf("poll: %s at %v a minute, want waiting with a pace", p.State, p.RatePerMinute)
-		}
-		eta := float64(p.Position) * 60 / p.RatePerMinute
-		for s := 1; s <= 1200; s++ {
-			recovered()
-			p = e.poll(me)
-			if p.State == room.StateAdmitted {
-				if r := eta / float64(s); r < 0.67 || r > 1.5 {
-					t.Errorf("told %.0f s at position %d, granted after about %d s: %.2f× the wait", eta, len(tk), s, r)
+	for _, tc := range []struct {
+		name      string
+		full      int     // seconds the origin reports 1 before it recovers
+		rate      float64 // the pace the climb starts from
+		farLo     float64 // the least ratio of the last place's ETA to its wait
+		nearPlace int
+	}{
+		{"from a saw", 17, 225, 0.67, 150},
+		{"from the floor", 100, 60, 1, 60},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+				e := newEnv(t, rdb, cfgWith(func(c *room.Config) {
+					c.AdmitPerMinute, c.AdmitPerMinuteMin, c.MaxActive = 600, 60, 100_000
+					c.ClaimTTLSeconds, c.SessionTTLSeconds, c.HeartbeatTTLSeconds = 3600, 86_400, 3600
+				}))
+				step := func(load float64) {
+					e.report(load)
+					e.clk.Advance(time.Second)
+					e.tick()
 				}
-				return
-			}
-		}
-		t.Fatalf("not granted in 20 minutes: %s", p.State)
-	})
+				for range tc.full { // the origin is full: the pace is cut
+					step(1)
+				}
+				if st := e.stats(); st.RatePerMinute != tc.rate {
+					t.Fatalf("after %d s at 1.0: rate %v, want %v", tc.full, st.RatePerMinute, tc.rate)
+				}
+				tk := e.enqueueN(800)
+				// The origin recovers to 1,000 a minute: its load is the rate over
+				// that, and the pace climbs by 180 a minute each minute to 600.
+				recovered := func() { step(e.stats().RatePerMinute / 1000) }
+				recovered()
+				near, far := tk[tc.nearPlace-1], tk[len(tk)-1]
+				eta := map[room.Ticket]float64{}
+				for _, me := range []room.Ticket{near, far} {
+					p := e.poll(me)
+					if p.State != room.StateWaiting || p.RatePerMinute <= 0 {
+						t.Fatalf("poll: %s at %v a minute, want waiting with a pace", p.State, p.RatePerMinute)
+					}
+					eta[me] = float64(p.Position) * 60 / p.RatePerMinute
+				}
+				wait := map[room.Ticket]int{}
+				for s := 1; s <= 1200 && len(wait) < 2; s++ {
+					recovered()
+					for _, me := range []room.Ticket{near, far} {
+						if _, ok := wait[me]; !ok && e.poll(me).State == room.StateAdmitted {
+							wait[me] = s
+						}
+					}
+				}
+				if len(wait) < 2 {
+					t.Fatalf("not both granted in 20 minutes: %v", wait)
+				}
+				if r := eta[near] / float64(wait[near]); r < 0.67 || r > 1.5 {
+					t.Errorf("place %d: told %.0f s, granted after about %d s: %.2f× the wait", tc.nearPlace, eta[near], wait[near], r)
+				}
+				if r := eta[far] / float64(wait[far]); r < tc.farLo || (tc.farLo < 1 && r > 1.5) {
+					t.Errorf("place 800: told %.0f s, granted after about %d s: %.2f× the wait", eta[far], wait[far], r)
+				}
+			})
+		})
+	}
 }
 
 // An origin that halves under a room at its setting is cut at once; its
