@@ -146,6 +146,8 @@ func originRows(ctx context.Context, sc originScenario) ([]Row, error) {
 		return share, worst, len(w), outside
 	}
 	ws, ww, wt, wo := oneSpell(steered)
+	logOutliers(steered, sc.Slow+su, sc.Recover, "steered, the slow spell")
+	logOutliers(steered, knew, steered.res.End.Sub(steered.res.Start)+time.Second, "steered, after the recovery")
 	fws, fww, _, _ := oneSpell(fixed)
 	back, ok := sim.PaceFirst(steered.res, sc.Recover, func(p float64) bool { return p >= 0.9*float64(sc.Rate) })
 	if !ok {
@@ -196,6 +198,16 @@ func logPaceCourse(res *sim.Result, what string) {
 		}
 	}
 	logf("origin: %s: the pace each 10 s:%s", what, line)
+	line = nil
+	n, next := int64(0), 10*time.Second
+	for _, a := range res.Admissions {
+		for a.At.Sub(res.Start) >= next {
+			line = fmt.Appendf(line, " %d", n*6)
+			n, next = 0, next+10*time.Second
+		}
+		n += a.N
+	}
+	logf("origin: %s: the admissions a minute each 10 s:%s", what, line)
 }
 
 // logLatencyCourse writes the site's p95 latency of each 15 s from the
@@ -231,5 +243,27 @@ func logETAPhases(r originRun, sc originScenario, what string) {
 		}
 		logf("origin: %s: ETAs told %s: %d, %d under 0.67 of the wait, %d over 1.5; p10 %.2f, p50 %.2f, p90 %.2f",
 			what, ph.name, len(all), under, over, sim.Quantile(all, 0.1), sim.Quantile(all, 0.5), sim.Quantile(all, 0.9))
+	}
+}
+
+// logOutliers writes on stderr each ETA told in [from, to) of the run, to a
+// visitor granted within it, that lies outside 0.67–1.5× of the wait that
+// followed: when, from what place, at what pace (told, and the room's rate
+// and why sampled then), and the pace the wait came to (place × 60 ÷ wait).
+func logOutliers(r originRun, from, to time.Duration, what string) {
+	for _, t := range r.origin.TellingsWithin(r.res.Visitors, r.res.Start.Add(from), r.res.Start.Add(to), etaMinWait) {
+		if x := t.Ratio(); x >= 0.67 && x <= 1.5 {
+			continue
+		}
+		at := t.At.Sub(r.res.Start)
+		var smp sim.Sample
+		for _, s := range r.res.Samples {
+			if s.At > at {
+				break
+			}
+			smp = s
+		}
+		logf("origin: %s: outlier: visitor %d told at %s from place %.0f: ETA %.0f s at %.0f/min (room: rate %.0f, told %.0f, %s); waited %.0f s (%.0f/min): ratio %.2f",
+			what, t.Visitor, at.Round(time.Second), t.Pos, t.ETA, t.Pos*60/t.ETA, smp.Pace, smp.Told, smp.Why, t.Wait.Seconds(), t.Pos*60/t.Wait.Seconds(), t.Ratio())
 	}
 }
