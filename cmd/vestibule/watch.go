@@ -228,15 +228,22 @@ var (
 )
 
 // steerLine says how the room steers itself: an auto room's safety net, and
-// the pace that follows the origin, each with why; "" when it does neither.
+// the rate that follows the origin, each with why; "" when it does neither.
 func steerLine(r operator.RoomInfo) string {
 	var parts []string
 	if n := r.Stats.Net; n != "" {
 		parts = append(parts, "safety net "+n+" ("+cmp.Or(netWhy[r.Stats.NetWhy], r.Stats.NetWhy, "never switched")+")")
 	}
 	if w := r.Stats.PaceWhy; w != "" {
-		parts = append(parts, fmt.Sprintf("pace %s/min of %s..%s, %s", strconv.FormatFloat(r.Stats.PacePerMinute, 'f', 1, 64),
-			num(r.Config.AdmitPerMinuteMin), num(r.Config.AdmitPerMinute), cmp.Or(paceWhy[w], w)))
+		// The rate the room admits at; the pace its ETAs are told at runs ahead
+		// of it while it climbs (docs/ENGINE.md, "Steering"), shown when it differs.
+		rate, told := strconv.FormatFloat(r.Stats.RatePerMinute, 'f', 1, 64), strconv.FormatFloat(r.Stats.PacePerMinute, 'f', 1, 64)
+		rate, told = strings.TrimSuffix(rate, ".0"), strings.TrimSuffix(told, ".0")
+		line := fmt.Sprintf("rate %s/min of %s..%s", rate, num(r.Config.AdmitPerMinuteMin), num(r.Config.AdmitPerMinute))
+		if told != rate {
+			line += " (ETAs told at " + told + "/min)"
+		}
+		parts = append(parts, line+", "+cmp.Or(paceWhy[w], w))
 	}
 	return strings.Join(parts, "   ")
 }
