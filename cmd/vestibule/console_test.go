@@ -863,3 +863,31 @@ func TestConsoleKeepsARefusedCreate(t *testing.T) {
 	browsertest.Eval[any](t, ctx, box+`.querySelector('[data-dismiss]').click()`)
 	waitJS(t, ctx, `!`+box+`.checkVisibility()`, 5*time.Second)
 }
+
+// The console's steering line shows the rate a steered room admits at
+// between its bounds, and, while its pace climbs, the pace its ETAs are told
+// at beside it (ahead of the rate: docs/ENGINE.md, "Steering"). The room is
+// real; the stats of a climb, which need the origin's reports, are set on
+// the admin list's answer as it reaches the page.
+func TestConsoleSteeringShowsTheRate(t *testing.T) {
+	s := stack(t)
+	id := newRoom(t, s, map[string]any{"admitPerMinute": 600, "admitPerMinuteMin": 60})
+	ctx := consoleOnStack(t, s)
+	js, _ := json.Marshal(id)
+	browsertest.Eval[any](t, ctx, fmt.Sprintf(`(() => {
+		const id = %s, real = window.fetch;
+		window.fetch = async (path, init) => {
+			const r = await real(path, init);
+			if (path !== '/api/admin/rooms' || !r.ok) return r;
+			const j = await r.json();
+			for (const room of j.rooms || []) {
+				if (room.room === id) Object.assign(room.stats, { paceWhy: 'climb', ratePerMinute: 250, pacePerMinute: 412.5 });
+			}
+			return new Response(JSON.stringify(j), { status: r.status, headers: r.headers });
+		};
+	})()`, js))
+	line := cardOf(id) + `?.querySelector('[data-field="steering"]')`
+	want := "rate 250/min of 60..600 (ETAs told at 412.5/min), climbing: the origin reports below 0.75"
+	wantJS, _ := json.Marshal(want)
+	waitJS(t, ctx, line+`?.textContent === `+string(wantJS), 10*time.Second)
+}

@@ -694,7 +694,11 @@ function showSteering(card) {
   const parts = [];
   if (s.net) parts.push(`Safety net ${s.net} (${netWhy[s.netWhy] || s.netWhy || 'never switched'})`);
   if (s.paceWhy) {
-    parts.push(`pace ${n(Math.round(s.pacePerMinute * 10) / 10)}/min of ${n(c.admitPerMinuteMin)}..${n(c.admitPerMinute)}, ${paceWhy[s.paceWhy] || s.paceWhy}`);
+    // The rate it admits at; the pace the ETAs are told at runs ahead of it
+    // while it climbs (docs/ENGINE.md, "Steering"), shown when it differs.
+    const rate = n(Math.round(s.ratePerMinute * 10) / 10), told = n(Math.round(s.pacePerMinute * 10) / 10);
+    const beside = told === rate ? '' : ` (ETAs told at ${told}/min)`;
+    parts.push(`rate ${rate}/min of ${n(c.admitPerMinuteMin)}..${n(c.admitPerMinute)}${beside}, ${paceWhy[s.paceWhy] || s.paceWhy}`);
   }
   el.textContent = parts.join(' · ');
   el.hidden = parts.length === 0;
