@@ -86,9 +86,10 @@ local function load_cfg()
   }
   c.rate = steer_rate(c, v[18])
   -- plan: the pace the ETAs are told at (pace below): the rate, or while it
-  -- climbs the mean of the climb ahead (pace_tick), never above the setting.
+  -- climbs a pace of the climb ahead, after a halving the cut it may bring
+  -- (pace_tick); within admitPerMinuteMin..admitPerMinute.
   c.plan = c.rate
-  if c.rateMin > 0 and v[22] then c.plan = math.min(c.configured, math.max(c.rate, tonumber(v[22]) or c.rate)) end
+  if c.rateMin > 0 and v[22] then c.plan = math.min(c.configured, math.max(c.rateMin, tonumber(v[22]) or c.rate)) end
   return c
 end
 
@@ -580,7 +581,17 @@ local function pace_tick(cfg, now, waiting)
   -- The ETAs' pace while it climbs (climb_plan): the climb stops at the
   -- setting or, by the origin's load, where the origin will say LOAD_HIGH
   -- (its load grows with the pace: rate / load is what it takes in full).
+  -- After a halving (a load of 1: at least full), until the load of the
+  -- halved pace is known, the pace of the quarter cut it brings when the site
+  -- takes no more than the halved pace: a wait told at the halved pace runs
+  -- short if that cut comes (0.65 of it in the bench), one told at the cut's
+  -- runs 1.33 x long if it does not.
   local plan = rate
+  local cutat, pre = tonumber(st[4]) or 0, tonumber(st[5]) or 0
+  if cut then cutat, pre = now, old end
+  if (why == 'backoff' or why == 'hold') and now - cutat < LOAD_MEMORY and pre >= 2 * rate * 0.999 then
+    plan = math.max(lo, rate * BACKOFF)
+  end
   if why == 'climb' or why == 'quiet' then
     local top = hi
     if load and load > 0 then top = math.min(hi, math.max(rate, rate / load * LOAD_HIGH)) end

@@ -153,8 +153,8 @@ func TestAClimbingPaceTellsTheWaitOfTheClimb(t *testing.T) {
 // told the first cut's pace waited 0.6 of it (the bench, places 100-200).
 // Within 15 s of a cut the load is judged at the pace that made it: the
 // pace halves once, cuts a quarter when the load of the halved pace says so,
-// and holds; a visitor told the wait just after the first cut waits
-// within 0.67–1.5× of it (on a virtual clock, the origin's load computed
+// and holds. Until then the room tells the pace of that quarter cut, and a
+// visitor told the wait just after the halving waits within 0.67–1.5× of it (on a virtual clock, the origin's load computed
 // from the room's own admissions).
 func TestACutIsJudgedByTheLoadItMade(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
@@ -196,6 +196,10 @@ func TestACutIsJudgedByTheLoadItMade(t *testing.T) {
 		p := e.poll(me)
 		if p.State != room.StateWaiting || p.RatePerMinute <= 0 {
 			t.Fatalf("poll: %s at %v a minute, want waiting with a pace", p.State, p.RatePerMinute)
+		}
+		if st := e.stats(); st.RatePerMinute != 300 || p.RatePerMinute != 225 || st.PacePerMinute != 225 {
+			t.Errorf("just after the halving: rate %v, told %v (status %v), want 300 told at the quarter cut's 225",
+				st.RatePerMinute, p.RatePerMinute, st.PacePerMinute)
 		}
 		eta := float64(p.Position) * 60 / p.RatePerMinute
 		granted := 0
