@@ -130,13 +130,15 @@ func originRows(ctx context.Context, sc originScenario) ([]Row, error) {
 	// as the room knows it: from the steered pace under the slowed capacity to
 	// the recovery, or from the steered pace's first climb after the recovery
 	// on (the load is the last 10 s: the room learns of a recovery seconds
-	// late). What the room could know when it told them.
+	// late), each from a status answer the edge cached (sim.EdgeMaxAge) after
+	// the room knew. What the room could know when it told them.
 	knew := sc.Recover
 	if at, ok := sim.PaceFirst(steered.res, sc.Recover, func(p float64) bool { return p > sim.PaceMax(steered.res, sc.Recover, sc.Recover+time.Second) }); ok {
 		knew = at
 	}
+	slowKnown, knew := sc.Slow+su+sim.EdgeMaxAge, knew+sim.EdgeMaxAge
 	oneSpell := func(r originRun) (share, worst float64, told, outside int) {
-		_, a := r.origin.ETARatiosWithin(r.res.Visitors, r.res.Start.Add(sc.Slow+su), r.res.Start.Add(sc.Recover), etaMinWait)
+		_, a := r.origin.ETARatiosWithin(r.res.Visitors, r.res.Start.Add(slowKnown), r.res.Start.Add(sc.Recover), etaMinWait)
 		_, b := r.origin.ETARatiosWithin(r.res.Visitors, r.res.Start.Add(knew), r.res.End.Add(time.Second), etaMinWait)
 		w := append(a, b...)
 		outside, worst = sim.OutsideBand(w, 0.67, 1.5)
@@ -146,7 +148,7 @@ func originRows(ctx context.Context, sc originScenario) ([]Row, error) {
 		return share, worst, len(w), outside
 	}
 	ws, ww, wt, wo := oneSpell(steered)
-	logOutliers(steered, sc.Slow+su, sc.Recover, "steered, the slow spell")
+	logOutliers(steered, slowKnown, sc.Recover, "steered, the slow spell")
 	logOutliers(steered, knew, steered.res.End.Sub(steered.res.Start)+time.Second, "steered, after the recovery")
 	fws, fww, _, _ := oneSpell(fixed)
 	back, ok := sim.PaceFirst(steered.res, sc.Recover, func(p float64) bool { return p >= 0.9*float64(sc.Rate) })
