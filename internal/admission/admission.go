@@ -130,6 +130,17 @@ func tickAll(ctx context.Context, q Ticker, log *slog.Logger, sum *TickSummary) 
 		return
 	}
 	var mu sync.Mutex
+	eachRoom(ctx, ids, func(id string) {
+		r, err := q.Tick(ctx, id)
+		mu.Lock()
+		defer mu.Unlock()
+		tally(ctx, log, sum, id, r, err)
+	})
+}
+
+// eachRoom calls fn for each room, up to roomsAtOnce at a time, and returns
+// when every call has; once ctx is done it starts no more.
+func eachRoom(ctx context.Context, ids []string, fn func(id string)) {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, roomsAtOnce)
 	for _, id := range ids {
@@ -140,10 +151,7 @@ func tickAll(ctx context.Context, q Ticker, log *slog.Logger, sum *TickSummary) 
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			r, err := q.Tick(ctx, id)
-			mu.Lock()
-			defer mu.Unlock()
-			tally(ctx, log, sum, id, r, err)
+			fn(id)
 		}()
 	}
 	wg.Wait()

@@ -65,24 +65,13 @@ func ApplySchedules(ctx context.Context, p Planner, log *slog.Logger) int {
 	}
 	now := p.Now()
 	var mu sync.Mutex
-	var wg sync.WaitGroup
 	applied := 0
-	slots := make(chan struct{}, roomsAtOnce)
-	for _, id := range ids {
-		if ctx.Err() != nil {
-			break
-		}
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			n := applyRoom(ctx, p, id, now, log)
-			mu.Lock()
-			applied += n
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	eachRoom(ctx, ids, func(id string) {
+		n := applyRoom(ctx, p, id, now, log)
+		mu.Lock()
+		applied += n
+		mu.Unlock()
+	})
 	return applied
 }
 
