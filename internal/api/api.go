@@ -155,21 +155,12 @@ func New(o Options) *Handler {
 			q.Record(ctx, r, roomID, a) // the rooms' audit trail, in the event's room's log
 		}})
 	q = queueapi.New(queueapi.Options{Queue: o.Queue, Tickets: o.Tickets, Entries: o.Entries,
-		Challenges: o.Challenges, Origins: o.Origins, Sessions: o.Sessions, EndHolds: b.EndHolds, Orders: orderCounter(o.Booking),
+		Challenges: o.Challenges, Origins: o.Origins, Sessions: o.Sessions, EndHolds: b.EndHolds, Orders: o.Booking,
 		AdminAuth: o.AdminAuth, DefaultRoom: o.DefaultRoom, TickInterval: o.TickInterval,
 		Clock: o.Clock, Logger: o.Logger, Jitter: o.Jitter})
 	g := gateapi.New(gateapi.Options{Cookies: o.Gate, Queue: o.Queue, Entries: o.Entries, EndHolds: b.EndHolds})
 	return &Handler{o: o, adminHash: sha256.Sum256([]byte(o.AdminKey)),
 		table: bind(q.Handlers(), b.Handlers(), g.Handlers())}
-}
-
-// orderCounter is the booking engine's order count for the rooms' reports,
-// nil when there is no booking engine or it counts none.
-func orderCounter(b bookingapi.Engine) queueapi.OrderCounter {
-	if oc, ok := b.(queueapi.OrderCounter); ok {
-		return oc
-	}
-	return nil
 }
 
 // withDefaults fills in the options left out.

@@ -31,6 +31,8 @@ type Engine interface {
 	Ack(ctx context.Context, event string, ids ...string) error
 	EndSession(ctx context.Context, roomID string, seq int64) (int64, error)
 	Rebuild(ctx context.Context, event string, orders []booking.SoldOrder, reopen bool) (booking.Rebuilt, error)
+	// OrdersByMinute is for the rooms' reports (queueapi.OrderCounter).
+	OrdersByMinute(ctx context.Context, roomID string) ([]room.OrderMinute, error)
 }
 
 // Options are the booking API's dependencies.
