@@ -262,6 +262,9 @@ func (e *Engine) Poll(ctx context.Context, t room.Ticket) (room.Place, error) {
 }
 
 func (e *Engine) poll(ctx context.Context, t room.Ticket, minInterval time.Duration) (room.Place, error) {
+	if !room.ValidRoomID(t.Room) { // before the shard's poll reads the room's settings
+		return room.Place{}, room.ErrInvalidRoom
+	}
 	if p, ok, err := e.pollOnShard(ctx, t, minInterval); ok || err != nil {
 		return p, err
 	}

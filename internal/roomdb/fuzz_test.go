@@ -3,10 +3,11 @@ package roomdb_test
 import (
 	"context"
 	"errors"
+	"net"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -61,17 +62,21 @@ func roomKeys(id string) []string {
 	return append(k.List(), k.Limiter("0123456789abcdef01234567"))
 }
 
-// unreachable is an engine whose Redis refuses connections at once: a method
-// that refuses an id before any I/O answers ErrInvalidRoom, one that tried
-// Redis answers ErrUnavailable.
-func unreachable() (*roomdb.Engine, func()) {
+// unreachable is an engine whose Redis is never dialled: every dial fails at
+// once and is counted, so a method that refuses an id before any I/O answers
+// ErrInvalidRoom with the count unchanged.
+func unreachable() (*roomdb.Engine, *atomic.Int64, func()) {
+	var dials atomic.Int64
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1,
-		DialTimeout: 50 * time.Millisecond, ReadTimeout: 50 * time.Millisecond})
-	return roomdb.New(rdb), func() { rdb.Close() }
+		Dialer: func(context.Context, string, string) (net.Conn, error) {
+			dials.Add(1)
+			return nil, errors.New("no Redis in this test")
+		}})
+	return roomdb.New(rdb), &dials, func() { rdb.Close() }
 }
 
 func FuzzRoomID(f *testing.F) {
-	eng, closeEng := unreachable()
+	eng, dials, closeEng := unreachable()
 	f.Cleanup(closeEng)
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, id, other string) {
@@ -99,8 +104,12 @@ func FuzzRoomID(f *testing.F) {
 				"AllowEnqueue": func() error { return eng.AllowEnqueue(ctx, id, "192.0.2.1") },
 			}
 			for name, call := range calls {
+				before := dials.Load()
 				if err := call(); !errors.Is(err, room.ErrInvalidRoom) {
 					t.Fatalf("%s(%q) = %v, want ErrInvalidRoom before any Redis call", name, id, err)
+				}
+				if n := dials.Load() - before; n != 0 {
+					t.Fatalf("%s(%q) dialled Redis %d times before refusing the id", name, id, n)
 				}
 			}
 			return
