@@ -38,7 +38,10 @@ func TestWatchMovesNoPollOfASteadyRoom(t *testing.T) {
 	// is due within the driver's granularity, and the status reads are
 	// events too), so a poll may land up to 50 ms apart and see the grant
 	// one poll sooner or later: a visitor's polls may differ by one, and the
-	// crowd's not by more than 1 %.
+	// crowd's not by more than 3 %. That is three times the runs' own noise:
+	// the same crowd without the watch made 1,005 to 1,015 polls over nine
+	// runs, with it 1,010 to 1,016. A watch that moved polls would move one for
+	// each visitor who reads the status: hundreds, not tens.
 	reads, polls, plainPolls, moved := 0, 0, 0, 0
 	for i, v := range watched.Visitors {
 		w := plain.Visitors[i]
@@ -56,7 +59,7 @@ func TestWatchMovesNoPollOfASteadyRoom(t *testing.T) {
 		t.Fatal("the watched crowd read no status")
 	}
 	t.Logf("%d polls with the watch (%d status reads), %d without; %d visitors' differ by one", polls, reads, plainPolls, moved)
-	if d := polls - plainPolls; d*100 > plainPolls || -d*100 > plainPolls {
+	if d := polls - plainPolls; d*100 > 3*plainPolls || -d*100 > 3*plainPolls {
 		t.Errorf("%d polls with the watch, %d without", polls, plainPolls)
 	}
 	ws, ps := watched.Summarize(), plain.Summarize()
