@@ -10,7 +10,7 @@ import (
 
 func TestAlarmsAndDashboard(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	alarms := f.ofType("AWS::CloudWatch::Alarm")
 	// WHEN the alarms are read
 	byMetric := map[string]int{}
@@ -45,7 +45,7 @@ func TestAlarmsAndDashboard(t *testing.T) {
 
 func TestMonitoringAlarms(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	api := ""
 	for id := range f.ofType("AWS::ApiGatewayV2::Api") {
 		api = id
@@ -76,7 +76,7 @@ func TestMonitoringAlarms(t *testing.T) {
 		})
 	}
 	// GIVEN cache=nodes THEN there are no serverless metrics to watch
-	for _, a := range nodesStack().ofType("AWS::CloudWatch::Alarm") {
+	for _, a := range nodesStack(t).ofType("AWS::CloudWatch::Alarm") {
 		if props(a)["Namespace"] == "AWS/ElastiCache" {
 			t.Errorf("nodes stack has a serverless cache alarm: %v", props(a)["MetricName"])
 		}
@@ -101,7 +101,7 @@ func topicPolicyStatements(t *testing.T, f fixture) []map[string]any {
 
 func TestCloudWatchMayPublishAlarmsToTheTopic(t *testing.T) {
 	// GIVEN the default stack, whose alarm topic enforces TLS (a policy with a Deny)
-	f := defaultStack()
+	f := defaultStack(t)
 	var topic string
 	for id := range f.ofType("AWS::SNS::Topic") {
 		topic = id

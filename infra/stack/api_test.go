@@ -14,7 +14,7 @@ import (
 
 func TestRoutesAndIAMOnAdmin(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	// WHEN the routes are read
 	var got, want []string
 	for _, r := range f.ofType("AWS::ApiGatewayV2::Route") {
@@ -88,7 +88,7 @@ func routeFunction(t *testing.T, f fixture, route map[string]any) string {
 
 func TestAPIAccessLogs(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	var stage map[string]any
 	for _, s := range f.ofType("AWS::ApiGatewayV2::Stage") {
 		stage = props(s)

@@ -69,7 +69,7 @@ func cacheSecurity(t *testing.T, f fixture, cacheType string, wantPorts [2]float
 
 func TestServerlessCacheIsTLSAndReachableOnlyFromFunctions(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	// WHEN the cache is read
 	// THEN it is ElastiCache Serverless for Valkey (TLS cannot be turned off there) and the functions
 	// connect with rediss:// in cluster mode
@@ -98,7 +98,7 @@ func redisURLIsTLS(v any) bool {
 
 func TestNodeCacheIsMultiAZClusterWithTLSRequired(t *testing.T) {
 	// GIVEN the stack with cache=nodes
-	f := nodesStack()
+	f := nodesStack(t)
 	// WHEN the cache is read
 	// THEN it is a cluster-mode replication group, Multi-AZ with automatic failover, TLS required
 	f.count(t, "AWS::ElastiCache::ServerlessCache", 0)
@@ -123,9 +123,9 @@ func TestNodeCacheIsMultiAZClusterWithTLSRequired(t *testing.T) {
 }
 
 func TestVPCHasNoNATAndNoInterfaceEndpoint(t *testing.T) {
-	for name, f := range map[string]func() fixture{"serverless": defaultStack, "nodes": nodesStack} {
+	for name, f := range map[string]func(testing.TB) fixture{"serverless": defaultStack, "nodes": nodesStack} {
 		t.Run(name, func(t *testing.T) {
-			f := f()
+			f := f(t)
 			// GIVEN a stack THEN there is no way out to the internet
 			f.count(t, "AWS::EC2::NatGateway", 0)
 			f.count(t, "AWS::EC2::InternetGateway", 0)

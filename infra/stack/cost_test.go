@@ -154,7 +154,7 @@ const idleTarget = 15.0
 func TestIdleCostMatchesTheDocs(t *testing.T) {
 	doc := deployDoc(t)
 	// GIVEN the default stack WHEN its idle month is priced
-	f := defaultStack()
+	f := defaultStack(t)
 	got := total(t, idleCost(t, f))
 	// THEN the idle table's total is that figure
 	if want := docFigure(t, doc, `\*\*Total\*\*\s*\|[^|]*\|\s*\*\*≈ ([0-9,]+(?:\.[0-9]+)?)\*\*`); got != want {
@@ -181,7 +181,7 @@ func TestIdleCostMatchesTheDocs(t *testing.T) {
 		t.Errorf("idle month $%.2f is above the $%.0f target of issue 15", got, idleTarget)
 	}
 	// and with cache=nodes, the total the paragraph below the table states, to a tenth
-	nodes := total(t, idleCost(t, nodesStack()))
+	nodes := total(t, idleCost(t, nodesStack(t)))
 	if want := docFigure(t, doc, `a total of about \$([0-9,]+(?:\.[0-9]+)?)`); math.Round(nodes*10)/10 != want {
 		t.Errorf("idle month with cache=nodes: computed $%.2f, docs/DEPLOY.md says about $%v", nodes, want)
 	}

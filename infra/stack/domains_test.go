@@ -45,7 +45,7 @@ func distributionFor(t *testing.T, f fixture, marker string) map[string]any {
 
 func TestCustomDomainsServeTLS12(t *testing.T) {
 	// GIVEN a stack with the waiting room on queue.example.com and the gate on booking.example.com
-	f := domainsStack()
+	f := domainsStack(t)
 	for _, c := range []struct{ marker, domain, cert string }{
 		{"waiting room", "queue.example.com", testCert},
 		{"Vestibule gate", "booking.example.com", testGateCert},
@@ -71,15 +71,15 @@ func TestCustomDomainsServeTLS12(t *testing.T) {
 }
 
 func TestCloudFrontLogsExpire(t *testing.T) {
-	for name, f := range map[string]func() fixture{"default": defaultStack, "gate": gateStack} {
+	for name, f := range map[string]func(testing.TB) fixture{"default": defaultStack, "gate": gateStack} {
 		// GIVEN the stack WHEN its distributions are read
-		dists := f().ofType("AWS::CloudFront::Distribution")
+		dists := f(t).ofType("AWS::CloudFront::Distribution")
 		for id, d := range dists {
 			// THEN each logs to a bucket of the stack
 			lg, _ := props(d)["DistributionConfig"].(map[string]any)["Logging"].(map[string]any)
 			b, _ := json.Marshal(lg["Bucket"])
 			var bucket string
-			for bid := range f().ofType("AWS::S3::Bucket") {
+			for bid := range f(t).ofType("AWS::S3::Bucket") {
 				if strings.Contains(string(b), `"`+bid+`"`) {
 					bucket = bid
 				}
@@ -89,7 +89,7 @@ func TestCloudFrontLogsExpire(t *testing.T) {
 				continue
 			}
 			// whose objects expire after the log retention
-			rules := asSlice(props(f().resources[bucket])["LifecycleConfiguration"].(map[string]any)["Rules"])
+			rules := asSlice(props(f(t).resources[bucket])["LifecycleConfiguration"].(map[string]any)["Rules"])
 			if len(rules) == 0 || rules[0].(map[string]any)["ExpirationInDays"] != float64(stack.DefaultSettings().LogRetentionDays) {
 				t.Errorf("%s: the log bucket's lifecycle %v", name, rules)
 			}
@@ -99,7 +99,7 @@ func TestCloudFrontLogsExpire(t *testing.T) {
 
 func TestAPIDomainClosesThePathAroundCloudFront(t *testing.T) {
 	// GIVEN a stack with the API on its own domain, with origin mTLS
-	f := domainsStack()
+	f := domainsStack(t)
 	// WHEN the API is read
 	// THEN its execute-api endpoint is off
 	f.has(t, "AWS::ApiGatewayV2::Api", map[string]any{"DisableExecuteApiEndpoint": true})
@@ -133,7 +133,7 @@ func TestAPIDomainClosesThePathAroundCloudFront(t *testing.T) {
 	// and the admin calls are signed for the domain
 	f.output(t, "ApiUrl", map[string]any{"Value": "https://api.queue.example.com/"})
 	// and without apiDomain the execute-api endpoint stays (the default stack has no domain)
-	for _, a := range defaultStack().ofType("AWS::ApiGatewayV2::Api") {
+	for _, a := range defaultStack(t).ofType("AWS::ApiGatewayV2::Api") {
 		if props(a)["DisableExecuteApiEndpoint"] == true {
 			t.Error("the default stack disables the execute-api endpoint, with no other way in")
 		}
@@ -190,6 +190,7 @@ func TestDomainSettingsFromContext(t *testing.T) {
 // than the stack's is refused, and so is any certificate when the stack's region is unknown
 // (it could not be checked).
 func TestAPICertificateRegionIsCheckedWhateverTheEnvironment(t *testing.T) {
+	skipShort(t)
 	for _, c := range []struct {
 		name, region, cert, bad string
 	}{

@@ -30,7 +30,7 @@ func settingsBucket(t *testing.T, f fixture) string {
 
 func TestSettingsBucketIsPrivateEncryptedTLSOnlyAndRetained(t *testing.T) {
 	// GIVEN the default stack WHEN its settings bucket is read
-	f := defaultStack()
+	f := defaultStack(t)
 	id := settingsBucket(t, f)
 	b := f.resources[id]
 	// THEN a stack deletion or replacement keeps it
@@ -71,7 +71,7 @@ func TestSettingsBucketIsPrivateEncryptedTLSOnlyAndRetained(t *testing.T) {
 
 func TestEveryFunctionGetsTheSettingsBucket(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	id := settingsBucket(t, f)
 	// THEN every function's SETTINGS_BUCKET is the bucket's name (no prefix)
 	for name, r := range f.ours(t) {
@@ -144,7 +144,7 @@ func settingsGrants(t *testing.T, sts []map[string]any, bucket string) map[strin
 
 func TestSettingsLeastPrivilege(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	id := settingsBucket(t, f)
 	for name, r := range f.ours(t) {
 		role := props(r)["Role"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)
@@ -199,7 +199,7 @@ func TestSettingsLeastPrivilege(t *testing.T) {
 
 func TestSettingsBucketIsVersioned(t *testing.T) {
 	// GIVEN the default stack WHEN its settings bucket is read
-	f := defaultStack()
+	f := defaultStack(t)
 	p := props(f.resources[settingsBucket(t, f)])
 	// THEN it keeps every version of a room's settings (a bad PUT can be undone)
 	if v, _ := p["VersioningConfiguration"].(map[string]any); v["Status"] != "Enabled" {
@@ -220,10 +220,10 @@ func TestSettingsBucketIsVersioned(t *testing.T) {
 }
 
 func TestSettingsBucketGatewayEndpoint(t *testing.T) {
-	for name, f := range map[string]func() fixture{"serverless": defaultStack, "nodes": nodesStack} {
+	for name, f := range map[string]func(testing.TB) fixture{"serverless": defaultStack, "nodes": nodesStack} {
 		t.Run(name, func(t *testing.T) {
 			// GIVEN a stack
-			f := f()
+			f := f(t)
 			id := settingsBucket(t, f)
 			// WHEN its gateway endpoints are read
 			var gateways []map[string]any

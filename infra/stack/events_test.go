@@ -43,7 +43,7 @@ func logGroupOf(r map[string]any) string {
 
 func TestEventsReachTheBusThroughTheLogs(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	// THEN it has one custom event bus, named after the stack
 	buses := f.ofType("AWS::Events::EventBus")
 	if len(buses) != 1 {
@@ -146,7 +146,7 @@ func deadLetters(t *testing.T, f fixture) string {
 // The forwarder may put events on this bus and send a failed batch to its dead-letter queue, and
 // do nothing else; no other function may put events.
 func TestForwarderMayOnlyPutEventsOnTheBus(t *testing.T) {
-	f := defaultStack()
+	f := defaultStack(t)
 	fwd, fn := forwarder(t, f)
 	dlq := deadLetters(t, f)
 	var bus string
@@ -208,7 +208,7 @@ func TestEachStageHasItsBus(t *testing.T) {
 		}
 		return nil
 	}
-	if a, b := name(defaultStack()), name(stagingStack()); a != "Vestibule-events" || b != "Vestibule-staging-events" {
+	if a, b := name(defaultStack(t)), name(stagingStack(t)); a != "Vestibule-events" || b != "Vestibule-staging-events" {
 		t.Errorf("bus names %v and %v", a, b)
 	}
 }

@@ -81,6 +81,7 @@ func synthChecked(t testing.TB, region string, edit func(*stack.Settings)) fixtu
 // newApp builds, in an app of its own, the stack of the settings changed by edit, with cdk-nag's
 // AwsSolutions pack on it when nag is set (its report goes to the app's outdir: nagReport).
 func newApp(t testing.TB, region string, page, nag bool, edit func(*stack.Settings)) (awscdk.App, *stack.Vestibule, string) {
+	skipShort(t)
 	set := stack.DefaultSettings()
 	set.AssetDir, set.StaticDir = placeholderAssets(t, page)
 	if edit != nil {
@@ -147,8 +148,28 @@ func cdkContext(t testing.TB) map[string]any {
 	return c.Context
 }
 
+// skipShort skips a test that builds a stack under -short: every construct is made in the CDK's
+// node process (jsii), and the package's stacks take about a minute together, so make
+// test-short leaves them to make test (or go test ./infra/stack).
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: building stacks runs in the CDK's node process; make test runs it")
+	}
+}
+
+// shared is a stack synthesized once, for every test that asks for it (skipped under -short).
+func shared(synthesize func() fixture) func(testing.TB) fixture {
+	once := sync.OnceValue(synthesize)
+	return func(t testing.TB) fixture {
+		t.Helper()
+		skipShort(t)
+		return once()
+	}
+}
+
 // The default stack is synthesized once and shared: synthesis runs through jsii and takes seconds.
-var defaultStack = sync.OnceValue(func() fixture { return synthChecked(onceT{}, "", nil) })
+var defaultStack = shared(func() fixture { return synthChecked(onceT{}, "", nil) })
 
 // sharedDir holds the shared fixtures' files; TestMain removes it.
 var sharedDir string
@@ -181,25 +202,26 @@ func (onceT) TempDir() string {
 
 func (onceT) Fatal(args ...any) { panic(fmt.Sprint(args...)) }
 
-var nodesStack = sync.OnceValue(func() fixture {
+var nodesStack = shared(func() fixture {
 	return synthChecked(onceT{}, "", func(s *stack.Settings) { s.Cache = stack.CacheNodes })
 })
 
 var (
-	stagingStack = sync.OnceValue(func() fixture {
+	stagingStack = shared(func() fixture {
 		return synthChecked(onceT{}, "", func(s *stack.Settings) { s.Stage = "staging" })
 	})
-	wafStack = sync.OnceValue(func() fixture {
+	wafStack = shared(func() fixture {
 		return synthChecked(onceT{}, "us-east-1", func(s *stack.Settings) { s.WAF = true })
 	})
 )
 
 // domainsStack is the stack with every custom domain, in us-east-1, synthesized once.
-var domainsStack = sync.OnceValue(func() fixture { return synthChecked(onceT{}, "us-east-1", withDomains) })
+var domainsStack = shared(func() fixture { return synthChecked(onceT{}, "us-east-1", withDomains) })
 
 // constructed builds a stack without synthesizing it: for settings whose error annotation
 // would stop the synthesis.
 func constructed(t *testing.T, edit func(*stack.Settings)) *stack.Vestibule {
+	skipShort(t)
 	set := stack.DefaultSettings()
 	set.AssetDir, set.StaticDir = placeholderAssets(t, false)
 	edit(&set)

@@ -22,7 +22,7 @@ import (
 
 func TestBucketIsPrivateAndReadableOnlyByTheDistribution(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	// THEN the bucket blocks every kind of public access
 	f.has(t, "AWS::S3::Bucket", map[string]any{
 		"PublicAccessBlockConfiguration": map[string]any{
@@ -74,7 +74,7 @@ func TestBucketIsPrivateAndReadableOnlyByTheDistribution(t *testing.T) {
 
 func TestPublicAPIOnlyThroughCloudFront(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	var originSecret string
 	for id := range f.ofType("AWS::SecretsManager::Secret") {
 		if strings.HasPrefix(id, "OriginSecret") {
@@ -147,7 +147,7 @@ func TestPublicAPIOnlyThroughCloudFront(t *testing.T) {
 
 func TestCloudFrontCachesOnlyStatusAndJWKS(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	var cfg map[string]any
 	for _, d := range f.ofType("AWS::CloudFront::Distribution") {
 		cfg = props(d)["DistributionConfig"].(map[string]any)
@@ -229,7 +229,7 @@ func TestCloudFrontCachesOnlyStatusAndJWKS(t *testing.T) {
 
 func TestRoomPathsServeThePage(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	var fn string
 	var code string
 	for id, r := range f.ofType("AWS::CloudFront::Function") {
@@ -266,7 +266,7 @@ for (const uri of ["/r/demo", "/rooms/spring-tour/", "/", "/waiting.css", "/wait
 
 func TestSecurityHeaders(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	// THEN the response headers policy sets HSTS, nosniff, DENY framing, no-referrer and a
 	// self-only content security policy, overriding whatever an origin says
 	f.has(t, "AWS::CloudFront::ResponseHeadersPolicy", map[string]any{
@@ -297,7 +297,7 @@ func TestSecurityHeaders(t *testing.T) {
 
 func TestWAFIsOptInAndRateBased(t *testing.T) {
 	// GIVEN the default stack THEN it has no web ACL
-	defaultStack().count(t, "AWS::WAFv2::WebACL", 0)
+	defaultStack(t).count(t, "AWS::WAFv2::WebACL", 0)
 
 	// GIVEN waf=true in us-east-1, with a gate
 	f := synth(t, "us-east-1", true, func(s *stack.Settings) { protectGate(s); s.WAF, s.WAFRateLimit = true, 1234 })
@@ -364,7 +364,7 @@ func TestNoStaticDirDeploysNoPage(t *testing.T) {
 		assertions.Annotations_FromStack(f.stack).HasWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("deploys no waiting page")))
 	})
 	// while the default stack, with a page, uploads it with a short browser cache
-	defaultStack().has(t, "Custom::CDKBucketDeployment", map[string]any{
+	defaultStack(t).has(t, "Custom::CDKBucketDeployment", map[string]any{
 		"Prune": true, "RetainOnDelete": false, "SystemMetadata": map[string]any{"cache-control": "public, max-age=60"},
 	})
 }
@@ -406,7 +406,7 @@ func TestConsoleIsNotUploaded(t *testing.T) {
 
 func TestPriceClass(t *testing.T) {
 	// GIVEN the default stack THEN it uses price class 100
-	defaultStack().has(t, "AWS::CloudFront::Distribution", map[string]any{
+	defaultStack(t).has(t, "AWS::CloudFront::Distribution", map[string]any{
 		"DistributionConfig": assertions.Match_ObjectLike(&map[string]any{"PriceClass": "PriceClass_100"}),
 	})
 	// GIVEN priceClass=All THEN every edge location

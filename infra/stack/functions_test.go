@@ -18,7 +18,7 @@ import (
 
 func TestFunctionsAreArm64OnAL2023(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	// WHEN its functions are read
 	fns := f.ours(t)
 	// THEN every Vestibule function is the Go bootstrap on provided.al2023, arm64, in the VPC,
@@ -58,7 +58,7 @@ func TestFunctionsAreArm64OnAL2023(t *testing.T) {
 
 func TestFunctionsSendNoPlatformLines(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	fns := f.ours(t)
 	for id, r := range f.ofType("AWS::Lambda::Function") {
 		if strings.HasPrefix(id, "ForwarderFunction") {
@@ -97,7 +97,7 @@ func TestFunctionsSendNoPlatformLines(t *testing.T) {
 
 func TestAdmitRunsEveryMinuteOneAtATime(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	admit := logicalID(f, f.ours(t)["admit"])
 	// WHEN the schedule is read
 	rules := f.ofType("AWS::Events::Rule")
@@ -176,7 +176,7 @@ func TestEnvironmentCarriesTheDeploySettings(t *testing.T) {
 
 func TestSAMLocalCanOverrideEveryVariable(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	want := slices.Clone(config.Names())
 	sort.Strings(want)
 	// WHEN each function's declared variables are read
@@ -202,7 +202,7 @@ func TestSAMLocalCanOverrideEveryVariable(t *testing.T) {
 
 // defaultEnvironment is the environment of the default stack's enqueue function.
 func defaultEnvironment(t *testing.T) map[string]any {
-	return props(defaultStack().ours(t)["enqueue"])["Environment"].(map[string]any)["Variables"].(map[string]any)
+	return props(defaultStack(t).ours(t)["enqueue"])["Environment"].(map[string]any)["Variables"].(map[string]any)
 }
 
 func TestEnvironmentOverLambdasLimitFailsSynth(t *testing.T) {
@@ -222,7 +222,7 @@ func TestEnvironmentOverLambdasLimitFailsSynth(t *testing.T) {
 	}
 	// and the default stack's environments fit, with room to spare
 	assert(t, func() {
-		assertions.Annotations_FromStack(defaultStack().stack).HasNoError(jsii.String("*"), assertions.Match_AnyValue())
+		assertions.Annotations_FromStack(defaultStack(t).stack).HasNoError(jsii.String("*"), assertions.Match_AnyValue())
 	})
 	if n := stack.EnvironmentSize(defaultEnvironment(t)); n > 3000 {
 		t.Errorf("the default environment is about %d bytes", n)

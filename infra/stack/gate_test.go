@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -31,10 +30,10 @@ func protectGate(s *stack.Settings) {
 }
 
 // gateStack is the stack with a protected origin, synthesized once.
-var gateStack = sync.OnceValue(func() fixture { return synthChecked(onceT{}, "", protectGate) })
+var gateStack = shared(func() fixture { return synthChecked(onceT{}, "", protectGate) })
 
 // stagingGateStack is the gate in a second stage.
-var stagingGateStack = sync.OnceValue(func() fixture {
+var stagingGateStack = shared(func() fixture {
 	return synth(onceT{}, "", true, func(s *stack.Settings) { protectGate(s); s.Stage = "staging" })
 })
 
@@ -60,7 +59,7 @@ func resourceOf(t *testing.T, f fixture, typ, marker string) (string, map[string
 
 func TestGateDistribution(t *testing.T) {
 	// GIVEN a stack that protects an origin
-	f := gateStack()
+	f := gateStack(t)
 	// THEN the gate's function runs on cloudfront-js-2.0 with the store associated
 	storeID, _ := resourceOf(t, f, "AWS::CloudFront::KeyValueStore", "session cookies' keys")
 	fnID, fn := resourceOf(t, f, "AWS::CloudFront::Function", "Vestibule gate for room spring-tour")
@@ -154,7 +153,7 @@ func TestGateDistribution(t *testing.T) {
 
 // Without a protected origin the stack has no gate.
 func TestNoGateByDefault(t *testing.T) {
-	f := defaultStack()
+	f := defaultStack(t)
 	f.count(t, "AWS::CloudFront::KeyValueStore", 0)
 	f.count(t, "AWS::CloudFront::Distribution", 1)
 	f.count(t, "Custom::VestibuleGateKeys", 0)

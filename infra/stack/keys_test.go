@@ -69,7 +69,7 @@ func keySyncFunction(t *testing.T, f fixture) (string, map[string]any) {
 
 func TestKeysBucketIsKMSEncryptedTLSOnlyAndUnversioned(t *testing.T) {
 	// GIVEN the default stack WHEN its keys bucket and key are read
-	f := defaultStack()
+	f := defaultStack(t)
 	id := keysBucket(t, f)
 	key := onlyID(t, f, "AWS::KMS::Key", "KeysKey")
 	b := f.resources[id]
@@ -131,7 +131,7 @@ func bucketPolicyOf(t *testing.T, f fixture, id string) []map[string]any {
 
 func TestKeysObjectIsReadOnlyByTheAPIFunctions(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	id := keysBucket(t, f)
 	key := onlyID(t, f, "AWS::KMS::Key", "KeysKey")
 	_, ks := keySyncFunction(t, f)
@@ -228,7 +228,7 @@ func roleStatements(f fixture, role string) []map[string]any {
 
 func TestKeySyncRunsOutsideTheVPCAtDeploy(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	id, fn := keySyncFunction(t, f)
 	p := props(fn)
 	// THEN the key sync is the Go bootstrap on arm64, outside the VPC (Secrets Manager answers
@@ -269,7 +269,7 @@ func TestKeySyncRunsOutsideTheVPCAtDeploy(t *testing.T) {
 func TestGateDistributionWaitsForTheKeySync(t *testing.T) {
 	// GIVEN a stack that protects an origin THEN it has no interface endpoint either, and its
 	// distribution, which sends the origin header too, changes only after the key sync
-	f := gateStack()
+	f := gateStack(t)
 	for id, ep := range f.ofType("AWS::EC2::VPCEndpoint") {
 		if props(ep)["VpcEndpointType"] != "Gateway" {
 			t.Errorf("%s: an interface endpoint", id)
@@ -328,7 +328,7 @@ func secretActions(f fixture, description string) []string {
 
 func TestNoFunctionInTheVPCCallsSecretsManager(t *testing.T) {
 	// GIVEN the default stack
-	f := defaultStack()
+	f := defaultStack(t)
 	// WHEN the Secrets Manager permissions of each function's role are read
 	// THEN no function in the VPC has any (there is no endpoint to reach it by), and the key sync,
 	// outside the VPC, may read the secrets
@@ -344,7 +344,7 @@ func TestNoFunctionInTheVPCCallsSecretsManager(t *testing.T) {
 
 func TestSecretARNsAreOutputs(t *testing.T) {
 	// GIVEN the default stack THEN each secret's ARN is an output (the rotation steps use them)
-	f := defaultStack()
+	f := defaultStack(t)
 	for out, prefix := range map[string]string{"TicketSecretArn": "TicketSecret", "EntryKeySecretArn": "EntryKeySecret", "OriginSecretArn": "OriginSecret"} {
 		o, _ := f.raw["Outputs"].(map[string]any)[out].(map[string]any)
 		ref, _ := o["Value"].(map[string]any)["Ref"].(string)

@@ -25,9 +25,9 @@ func ownFunctions(f fixture) map[string]map[string]any {
 }
 
 func TestEachFunctionWritesOnlyItsOwnLogGroup(t *testing.T) {
-	for name, fx := range map[string]func() fixture{"default": defaultStack, "gate": gateStack} {
+	for name, fx := range map[string]func(testing.TB) fixture{"default": defaultStack, "gate": gateStack} {
 		// GIVEN a stack
-		f := fx()
+		f := fx(t)
 		fns := ownFunctions(f)
 		if want := len(stack.Functions) + 2; len(fns) < want {
 			t.Fatalf("%s: %d Vestibule functions, want at least %d", name, len(fns), want)
@@ -68,7 +68,7 @@ func TestEachFunctionWritesOnlyItsOwnLogGroup(t *testing.T) {
 
 func TestForwarderTakesEventsOnlyFromTheEmittersLogGroups(t *testing.T) {
 	// GIVEN the default stack WHEN the forwarder's environment is read
-	f := defaultStack()
+	f := defaultStack(t)
 	var fwd map[string]any
 	for _, fn := range ownFunctions(f) {
 		if strings.Contains(props(fn)["Description"].(string), stack.Forwarder) {

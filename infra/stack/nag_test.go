@@ -74,15 +74,15 @@ func TestNagAwsSolutions(t *testing.T) {
 		name     string
 		findings func() []nagFinding
 	}{
-		{"default", func() []nagFinding { return defaultStack().nag }},
-		{"nodes", func() []nagFinding { return nodesStack().nag }},
-		{"waf", func() []nagFinding { return wafStack().nag }},
-		{"staging", func() []nagFinding { return stagingStack().nag }},
-		{"gate", func() []nagFinding { return gateStack().nag }},
+		{"default", func() []nagFinding { return defaultStack(t).nag }},
+		{"nodes", func() []nagFinding { return nodesStack(t).nag }},
+		{"waf", func() []nagFinding { return wafStack(t).nag }},
+		{"staging", func() []nagFinding { return stagingStack(t).nag }},
+		{"gate", func() []nagFinding { return gateStack(t).nag }},
 		{"gate-waf", func() []nagFinding {
 			return nagFindings(t, "us-east-1", func(s *stack.Settings) { protectGate(s); s.WAF = true })
 		}},
-		{"domains", func() []nagFinding { return domainsStack().nag }},
+		{"domains", func() []nagFinding { return domainsStack(t).nag }},
 		{"everything", func() []nagFinding {
 			return nagFindings(t, "us-east-1", func(s *stack.Settings) {
 				withDomains(s)
@@ -112,9 +112,9 @@ func TestNagAwsSolutions(t *testing.T) {
 // TestNagSuppressionsAreScoped: every suppression is on the resources it is about, none on the
 // stack as a whole, so a new resource that breaks a rule is reported until it gets a reason.
 func TestNagSuppressionsAreScoped(t *testing.T) {
-	for name, fx := range map[string]func() fixture{"default": defaultStack, "gate": gateStack, "waf": wafStack} {
+	for name, fx := range map[string]func(testing.TB) fixture{"default": defaultStack, "gate": gateStack, "waf": wafStack} {
 		// GIVEN a synthesized stack WHEN its template's metadata is read
-		f := fx()
+		f := fx(t)
 		// THEN it holds no stack-wide cdk-nag suppression
 		if md, _ := f.raw["Metadata"].(map[string]any); md["cdk_nag"] != nil {
 			t.Errorf("%s: stack-wide cdk-nag suppressions: %v", name, md["cdk_nag"])

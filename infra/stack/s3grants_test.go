@@ -321,7 +321,7 @@ func (w *grantsWorld) admin(method, path, body string, want int) apitest.Respons
 // a missing key answered 403 instead of 404, and on a write grant that no code path used.
 func TestFunctionsWriteOnlyWhatTheirRolesAllow(t *testing.T) {
 	// GIVEN every function over one Redis and an S3 that enforces its role's policy
-	w := newGrantsWorld(t, defaultStack())
+	w := newGrantsWorld(t, defaultStack(t))
 	id := redistest.Room(t)
 	ctx := context.Background()
 
@@ -385,7 +385,7 @@ func TestFunctionsWriteOnlyWhatTheirRolesAllow(t *testing.T) {
 		}
 	}
 	// and every write each role allows is one its code made
-	f := defaultStack()
+	f := defaultStack(t)
 	for _, fn := range stack.Functions {
 		for _, s := range settingsPolicy(t, f, fn.Name) {
 			if !s.Allow || !slices.Contains(s.Actions, "s3:PutObject") {

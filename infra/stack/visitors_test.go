@@ -71,7 +71,7 @@ func TestStackSizedForACrowd(t *testing.T) {
 		t.Errorf("template metadata %v, want %s.expectedVisitors 10000000", md, stack.QuotasMetadata)
 	}
 	// and the default stack records no crowd
-	if md, _ := defaultStack().raw["Metadata"].(map[string]any); md[stack.QuotasMetadata] != nil {
+	if md, _ := defaultStack(t).raw["Metadata"].(map[string]any); md[stack.QuotasMetadata] != nil {
 		t.Errorf("the default stack records %v", md[stack.QuotasMetadata])
 	}
 }
