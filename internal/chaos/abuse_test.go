@@ -16,6 +16,7 @@ import (
 // polling faster than the minimum interval is refused with the time to wait.
 // Both refusals are *RetryError (429 with Retry-After), never a place.
 func TestChaosAbuseLimits(t *testing.T) {
+	skipShort(t)
 	s := startServer(t)
 	rdb := prodClient(t, s.Addr)
 	ctx := context.Background()

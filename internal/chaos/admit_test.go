@@ -43,6 +43,7 @@ func admittedSoFar(t *testing.T, rdb redis.UniversalClient, id string) int64 {
 // instant in parallel. The token bucket must keep the total within the rate,
 // and I1 and I2 must hold in a room whose capacity is what binds.
 func TestChaosDuplicateAdmit(t *testing.T) {
+	skipShort(t)
 	s := startServer(t)
 	rdb := prodClient(t, s.Addr)
 	direct := roomdb.New(rdb)
@@ -157,6 +158,7 @@ func TestChaosDuplicateAdmit(t *testing.T) {
 // I1, I2 and queue order hold, nobody is evicted (heartbeats last 60 s, far
 // more than the skew), and the rate holds within the skew.
 func TestChaosClockSkew(t *testing.T) {
+	skipShort(t)
 	s := startServer(t)
 	rdb := prodClient(t, s.Addr)
 	offsets := []time.Duration{-5 * time.Second, -2 * time.Second, 0, 3 * time.Second, 5 * time.Second}

@@ -19,6 +19,7 @@ import (
 // cluster client finds it, and the crowd goes on: places lost with writes the
 // failover dropped are restored from tickets, and the invariants hold.
 func TestChaosClusterFailover(t *testing.T) {
+	skipShort(t)
 	nodes, err := redistest.StartClusterWith(3, 1, "repl-diskless-sync-delay", "0")
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)
@@ -146,6 +147,7 @@ func TestChaosClusterFailover(t *testing.T) {
 // holds), and once the node is back the crowd is served in ticket order,
 // every grant consumed once, no place lost.
 func TestChaosArrivalShardStalled(t *testing.T) {
+	skipShort(t)
 	nodes, err := redistest.StartClusterWith(3, 0)
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)

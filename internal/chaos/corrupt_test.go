@@ -27,6 +27,7 @@ import (
 // stays closed (restored closed, or not restored at all) and admits nobody;
 // and no grant is consumed twice (I2), in any room.
 func TestChaosTotalLossWithACorruptRecord(t *testing.T) {
+	skipShort(t)
 	for _, c := range []struct {
 		name, key, body string
 		restored        bool // the room comes back closed (a bad head) rather than not at all

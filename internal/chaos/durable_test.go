@@ -31,6 +31,7 @@ func s3Store(t *testing.T) durable.Store {
 // granted again; and the admit loop's pass, which lists the rooms from the
 // store, admits the rest in order.
 func TestChaosTotalLoss(t *testing.T) {
+	skipShort(t)
 	s := startServer(t)
 	rdb := prodClient(t, s.Addr)
 	ctx := context.Background()

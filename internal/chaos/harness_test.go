@@ -34,6 +34,16 @@ type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
 
+// skipShort skips a chaos test under -short: the suite kills, freezes and fails over
+// redis-servers in real time, about 40 s, so make test runs its short form, make chaos
+// its long one, and the fast tier (make test-short) neither.
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the fault-injection suite runs in make test and make chaos")
+	}
+}
+
 // long reports whether CHAOS=long asked for the long form (make chaos).
 func long() bool { return os.Getenv("CHAOS") == "long" }
 

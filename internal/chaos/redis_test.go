@@ -24,6 +24,7 @@ import (
 // crowd, the admit loop and the origin keep going on the same engine and
 // client; the admit loop re-seeds the room when its config was lost.
 func TestChaosRedisRestart(t *testing.T) {
+	skipShort(t)
 	for _, mode := range []struct {
 		name    string
 		extra   []string
@@ -179,6 +180,7 @@ func servedAfterLoss(t *testing.T) {
 // engine call fails with ErrUnavailable at the client timeout, well inside the
 // call budget, and everything works again on the same client when Redis is back.
 func TestChaosRedisUnreachable(t *testing.T) {
+	skipShort(t)
 	s := startServer(t, "appendonly", "yes", "appendfsync", "always")
 	rdb := prodClient(t, s.Addr)
 	eng := roomdb.New(rdb)
@@ -300,6 +302,7 @@ func TestChaosRedisUnreachable(t *testing.T) {
 // Calls fail at the client timeout instead of piling up, connections and
 // goroutines come back to where they were, and the state stays consistent.
 func TestChaosRedisSlow(t *testing.T) {
+	skipShort(t)
 	s := startServer(t, "enable-debug-command", "yes")
 	admin := redis.NewClient(&redis.Options{Addr: s.Addr, ReadTimeout: 10 * time.Second})
 	t.Cleanup(func() { admin.Close() })
