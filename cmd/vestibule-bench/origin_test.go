@@ -12,6 +12,9 @@ import (
 // the site's capacity admitted (a figure); the steered room's pace gets under the slowed site's
 // capacity in time and loses no grant, and the fixed room's never does.
 func TestOriginRows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: two sales of the bench's origin rows; make test runs them")
+	}
 	sc := originScenario{Rate: 120, Visitors: 800, Healthy: 180, Slow: 200 * time.Second, Recover: 320 * time.Second}
 	rows, err := originRows(context.Background(), sc)
 	if err != nil {

@@ -22,6 +22,9 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 // check of the simulator held, and every row of the part produced, the
 // projections to 10,000,000 with them.
 func TestTenMillionWiring(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a 5-node cluster for the bench's wiring; make test runs it")
+	}
 	const visitors, rate = 400, 400
 	rows, run, err := tenMillionPart(context.Background(), visitors, rate)
 	if err != nil {
