@@ -41,23 +41,23 @@ dev:
 	go run ./cmd/vestibule-dev
 
 ## test: install what the tests need, check the Go code with go vet, golangci-lint (make lint) and
-## govulncheck, run every test (infra/stack's TestCfnLint runs cfn-lint on every synthesized
-## variant and fails on any error), then the fast tier again under the race detector (all but the
-## CDK app, whose constructs run in the CDK's node process)
+## govulncheck, then run every test once: all but the CDK app under the race detector, then the
+## CDK app (infra/stack's TestCfnLint runs cfn-lint on every synthesized variant and fails on any
+## error; the CDK app runs without the race detector: its constructs run in the CDK's node process)
 test: deps build vulncheck
 	go vet ./...
 	$(MAKE) --no-print-directory lint
-	go test $(GO_TEST_FLAGS) ./...
-	go test -race -short $(GO_TEST_FLAGS) $$(go list ./... | grep -v /infra/)
+	go test -race $(GO_TEST_FLAGS) $$(go list ./... | grep -v /infra/)
+	go test $(GO_TEST_FLAGS) ./infra/...
 
 ## lint: golangci-lint (pinned) with the repository's .golangci.yml: errcheck, staticcheck,
 ## gocognit ≤ 30 outside tests, the bench and the simulator, a context.Context first
 lint:
 	go run $(GOLANGCI_LINT) run ./...
 
-## test-short: the fast tier, an answer in a few minutes: go vet, then the unit, Redis and
-## template tests; Chromium, cfn-lint, cdk synth and cdk-nag, and the Lambda emulator's tests
-## skip under -short
+## test-short: the fast tier between edits, under 2 minutes: go vet, then the unit and Redis
+## tests; what builds a stack in the CDK's node process, Chromium, the Lambda emulator, the chaos
+## suite and the bench's own sales skip under -short
 test-short: deps-redis
 	go vet ./...
 	go test -short $(GO_TEST_FLAGS) ./...
