@@ -207,16 +207,15 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// adminRoute reports whether method and path are an admin route of the API
-// (routes.All), the drain route the CLI knows, or a room's public status.
-func adminRoute(method, path string) bool {
+// adminRoute is the route of the table (routes.All) that method and path name, when it
+// is one the console passes on: an admin route of a room, or a room's public status.
+func adminRoute(method, path string) (routes.Route, bool) {
 	for _, rt := range routes.All {
-		if rt.Admin && rt.Method == method && matchPath(rt.Path, path) {
-			return true
+		if (rt.Admin || rt == routes.RoomStatus) && rt.Method == method && matchPath(rt.Path, path) {
+			return rt, true
 		}
 	}
-	return (method == http.MethodPost && matchPath("/api/admin/rooms/{room}"+DrainPath, path)) ||
-		(method == http.MethodGet && matchPath("/api/rooms/{room}/status", path))
+	return routes.Route{}, false
 }
 
 func matchPath(pattern, path string) bool {
@@ -257,18 +256,19 @@ func proxy(c *Client, w http.ResponseWriter, r *http.Request) {
 		}
 		path += "?" + q
 	}
-	if !adminRoute(r.Method, r.URL.Path) || strings.HasPrefix(path, "?") {
+	rt, ok := adminRoute(r.Method, r.URL.Path)
+	if !ok || strings.HasPrefix(path, "?") {
 		consoleError(w, http.StatusNotFound, "unknown_route", "not an admin route")
 		return
 	}
 	var body []byte
 	if r.Method != http.MethodGet {
-		b, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+		b, err := io.ReadAll(io.LimitReader(r.Body, int64(rt.BodyLimit())+1))
 		if err != nil {
 			consoleError(w, http.StatusBadRequest, "bad_request", "reading the body: "+err.Error())
 			return
 		}
-		if len(b) > MaxBody {
+		if len(b) > rt.BodyLimit() {
 			consoleError(w, http.StatusRequestEntityTooLarge, "too_large", "the body is larger than the API takes")
 			return
 		}

@@ -19,10 +19,8 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/routes"
 )
-
-// MaxBody is the largest request body the API takes (docs/API.md).
-const MaxBody = 8 << 10
 
 // maxResponse bounds what the client reads of an answer.
 const maxResponse = 4 << 20
@@ -304,8 +302,8 @@ func (c *Client) PutRoom(ctx context.Context, id string, settings map[string]any
 	if err != nil {
 		return room.Config{}, &Error{Message: "encoding the settings: " + err.Error(), Err: err}
 	}
-	if len(body) > MaxBody {
-		return room.Config{}, &Error{Message: fmt.Sprintf("the settings are %d bytes; the API takes at most %d", len(body), MaxBody)}
+	if limit := routes.AdminPutRoom.BodyLimit(); len(body) > limit {
+		return room.Config{}, &Error{Message: fmt.Sprintf("the settings are %d bytes; the API takes at most %d", len(body), limit)}
 	}
 	var out RoomInfo
 	err = c.call(ctx, http.MethodPut, p, body, id, &out)

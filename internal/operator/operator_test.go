@@ -20,6 +20,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/routes"
 )
 
 // awsEnv gives the test static AWS credentials through the environment and
@@ -459,5 +460,39 @@ func TestConsoleSettingsAreTheTable(t *testing.T) {
 				t.Errorf("page.%s: %+v", p.Name, sp)
 			}
 		}
+	}
+}
+
+// The console and the client take the body the route's own limit allows
+// (routes.Route.BodyLimit), no more and no less: a body at the limit reaches
+// the deployment, one byte over is refused before it is sent.
+func TestBodyLimitIsTheRoutes(t *testing.T) {
+	reached := 0
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached++
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"room":"demo","config":{}}`)
+	}))
+	defer up.Close()
+	c := &Client{Endpoint: up.URL, Auth: BearerKey("k")}
+	h := Console(c, emptyFS{}, "s3cret")
+	limit := routes.AdminPutRoom.BodyLimit()
+	for _, n := range []int{limit, limit + 1} {
+		req := httptest.NewRequest("PUT", "http://x/api/admin/rooms/demo", strings.NewReader(strings.Repeat(" ", n)))
+		req.Host = "127.0.0.1:1"
+		req.AddCookie(&http.Cookie{Name: ConsoleCookie, Value: "s3cret"})
+		req.Header.Set(ConsoleHeader, "1")
+		w := httptest.NewRecorder()
+		before := reached
+		h.ServeHTTP(w, req)
+		if over := n > limit; over != (w.Code == http.StatusRequestEntityTooLarge) || over == (reached > before) {
+			t.Errorf("console, a body of %d bytes (limit %d): %d, reached the deployment %v: %s", n, limit, w.Code, reached > before, w.Body)
+		}
+	}
+	// the client refuses settings over the limit without sending them
+	before := reached
+	_, err := c.PutRoom(context.Background(), "demo", map[string]any{"pad": strings.Repeat("x", limit)})
+	if err == nil || reached != before || !strings.Contains(err.Error(), "at most") {
+		t.Errorf("client, settings over %d bytes: %v, reached the deployment %v", limit, err, reached != before)
 	}
 }

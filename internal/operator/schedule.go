@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/routes"
 )
 
 // Schedule reads a room's scheduled changes, by time.
@@ -33,8 +34,8 @@ func (c *Client) Plan(ctx context.Context, id string, at time.Time, settings map
 	if err != nil {
 		return room.ScheduledChange{}, &Error{Message: "encoding the change: " + err.Error(), Err: err}
 	}
-	if len(body) > MaxBody {
-		return room.ScheduledChange{}, &Error{Message: fmt.Sprintf("the change is %d bytes; the API takes at most %d", len(body), MaxBody)}
+	if limit := routes.AdminPlan.BodyLimit(); len(body) > limit {
+		return room.ScheduledChange{}, &Error{Message: fmt.Sprintf("the change is %d bytes; the API takes at most %d", len(body), limit)}
 	}
 	var out struct {
 		Change room.ScheduledChange `json:"change"`
