@@ -280,10 +280,15 @@ func TestConsoleInBrowser(t *testing.T) {
 	waitJS(t, ctx, card+`.querySelector('[data-figure="held"]').textContent.includes("/ 4")`, 5*time.Second)
 
 	// The waiting page's message, set live from the console, one text per
-	// language; the confirmation shows both.
-	browsertest.Eval[any](t, ctx, card+`.querySelector('[data-message="ko"]').value = "10시에 문을 엽니다"`)
+	// language; the confirmation shows both. Each is typed as an operator
+	// types (an input event): a card refreshes its forms until one is edited,
+	// so a value set without it is lost to the next refresh.
+	typeInto := func(sel, value string) {
+		browsertest.Eval[any](t, ctx, fmt.Sprintf(`(() => { const i = %s.querySelector(%q); i.value = %q; i.dispatchEvent(new Event('input', {bubbles: true})); })()`, card, sel, value))
+	}
+	typeInto(`[data-message="ko"]`, "10시에 문을 엽니다")
 	// (and Japanese, one of the page's other languages, folded under "other languages")
-	browsertest.Eval[any](t, ctx, card+`.querySelector('.more-langs [data-message="ja"]').value = "10時に開場します"`)
+	typeInto(`.more-langs [data-message="ja"]`, "10時に開場します")
 	submit(`[data-message="en"]`, "Doors open at 10:00", ".page-form", "Japanese: \"10時に開場します\"")
 	waitJS(t, ctx, `document.getElementById('status').textContent === "Room `+id+`: message changed."`, 5*time.Second)
 	// The title the same way, in English only: the message stays.
