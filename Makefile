@@ -41,23 +41,14 @@ dev:
 	go run ./cmd/vestibule-dev
 
 ## test: install what the tests need, check the Go code with go vet, golangci-lint (make lint) and
-## govulncheck, then run every test once, in two passes side by side: the packages whose tests
-## drive outside processes and mostly wait on them (OUTSIDE: the CDK's node process, where
-## infra/stack's TestCfnLint also runs cfn-lint on every synthesized variant; Chromium; the Lambda
-## emulator), and the rest under the race detector; each pass's output is printed whole
+## govulncheck, then run every test once: all but the CDK app under the race detector, then the
+## CDK app (infra/stack's TestCfnLint runs cfn-lint on every synthesized variant and fails on any
+## error; the CDK app runs without the race detector: its constructs run in the CDK's node process)
 test: deps build vulncheck
 	go vet ./...
 	$(MAKE) --no-print-directory lint
-	@out=$$(mktemp); \
-	  go test $(GO_TEST_FLAGS) $(OUTSIDE) > $$out 2>&1 & outside=$$!; \
-	  echo "go test -race $(GO_TEST_FLAGS) <every package but $(OUTSIDE)>"; \
-	  go test -race $(GO_TEST_FLAGS) $$(go list ./... | grep -v -x $(foreach p,$(OUTSIDE),-e '.*$(patsubst .%,%,$(subst /...,/.*,$(p)))')); race=$$?; \
-	  wait $$outside; rc=$$?; echo "go test $(GO_TEST_FLAGS) $(OUTSIDE)"; cat $$out; rm -f $$out; \
-	  [ $$race -eq 0 ] && [ $$rc -eq 0 ]
-
-# The packages make test runs without the race detector, beside the race pass: their tests drive
-# the CDK's node process, Chromium or the Lambda emulator and mostly wait on them.
-OUTSIDE := ./infra/... ./internal/e2e ./functions
+	go test -race $(GO_TEST_FLAGS) $$(go list ./... | grep -v /infra/)
+	go test $(GO_TEST_FLAGS) ./infra/...
 
 ## lint: golangci-lint (pinned) with the repository's .golangci.yml: errcheck, staticcheck,
 ## gocognit ≤ 30 outside tests, the bench and the simulator, a context.Context first
