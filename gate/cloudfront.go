@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -41,7 +42,9 @@ type edgeConfig struct {
 	// "&return=" and the escaped return path follow.
 	Wait   string      `json:"wait"`
 	Routes []edgeRoute `json:"routes"`
-	Open   []string    `json:"open"`
+	// Hosts are the hosts the routes name, each once (roomOf).
+	Hosts []string `json:"hosts"`
+	Open  []string `json:"open"`
 }
 
 // edgeRoute is a Route with short names: the function's code holds them all.
@@ -71,10 +74,15 @@ func CloudFrontFunction(cfg Config) (string, error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	var routes []edgeRoute
+	hosts := []string{}
 	for _, r := range cfg.routes() {
+		r.Prefix = lowerASCII(r.Prefix) // the function matches the path in lower case
 		routes = append(routes, edgeRoute(r))
+		if r.Host != "" && !slices.Contains(hosts, r.Host) {
+			hosts = append(hosts, r.Host)
+		}
 	}
-	if err := enc.Encode(edgeConfig{Wait: strings.TrimSuffix(cfg.redirectPrefix(""), "&return="), Routes: routes, Open: open}); err != nil {
+	if err := enc.Encode(edgeConfig{Wait: strings.TrimSuffix(cfg.redirectPrefix(""), "&return="), Routes: routes, Hosts: hosts, Open: open}); err != nil {
 		return "", fmt.Errorf("gate: %w", err)
 	}
 	var out strings.Builder

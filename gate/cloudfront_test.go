@@ -17,7 +17,7 @@ func TestCloudFrontFunction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const wantConfig = `const CONFIG = {"wait":"https://queue.example.com/wait?room=","routes":[{"h":"","p":"/","r":"demo"}],"open":["/static/*","/robots.txt","/healthz"]};` + "\n"
+	const wantConfig = `const CONFIG = {"wait":"https://queue.example.com/wait?room=","routes":[{"h":"","p":"/","r":"demo"}],"hosts":[],"open":["/static/*","/robots.txt","/healthz"]};` + "\n"
 	if !strings.Contains(src, "\n"+wantConfig) {
 		t.Errorf("CONFIG line missing:\n%s", src)
 	}

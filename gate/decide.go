@@ -53,8 +53,8 @@ type Config struct {
 	WaitingRoomURL string
 	// OpenPaths pass without a session: "/robots.txt" matches that path
 	// exactly; "/static/*" matches every path that starts with "/static/".
-	// Matching is on the path as sent (still percent-encoded), case-sensitive,
-	// and never for a path holding "..", "\", "%2e" or "%5c" (any case), so a
+	// Matching is on the path as sent (still percent-encoded) and
+	// case-sensitive; a path that is not Canonical never gets this far, so a
 	// dot-segment cannot climb out of an open prefix.
 	OpenPaths []string
 	// Routes put rooms on paths of the site (rooms by path): a request goes to
@@ -77,7 +77,8 @@ type Route struct {
 	// Prefix is "/" (every path) or a path without a trailing "/" that
 	// matches itself and the paths under it at a segment boundary: "/tickets"
 	// matches "/tickets" and "/tickets/42", not "/ticketsale". Matching is on
-	// the path as sent, case-sensitive, like open paths.
+	// the path as sent (Canonical), in any case of its letters: "/tickets"
+	// also guards "/Tickets/42".
 	Prefix string `json:"prefix"`
 	// Room guards the pages the route matches.
 	Room string `json:"room"`
@@ -123,7 +124,10 @@ func (c Config) routes() []Route {
 // host (the request's Host header; case and a port are ignored), and false
 // when no route matches: the path is unprotected. Of the routes that match,
 // the one with the longest prefix wins, and of two with the same prefix the
-// one that names the host.
+// one that names the host. A prefix matches whatever the case of the path's
+// letters ("/tickets" guards "/TICKETS/42" too): an origin on a file system
+// or framework that ignores case would serve it as the same page, and one
+// that does not answers 404 behind the gate, which costs nothing.
 func (c Config) RoomFor(host, path string) (string, bool) {
 	host = normalHost(host)
 	best, bestLen := "", -1
@@ -142,14 +146,54 @@ func (c Config) RoomFor(host, path string) (string, bool) {
 	return best, bestLen >= 0
 }
 
+// roomOf is RoomFor for the decision: for a host that no route names (when
+// some route names one), the path must belong to the same room, or to none,
+// on every host the routes name and on the hosts they do not; otherwise the
+// request is misdirected. An origin behind one distribution often answers
+// every host the same, so "other.example/vip" would be shop.example.com's
+// vip page passed on the catch-all route of another room.
+func (c Config) roomOf(host, path string) (room string, ok, misdirected bool) {
+	room, ok = c.RoomFor(host, path)
+	host = normalHost(host)
+	var named []string
+	for _, r := range c.Routes {
+		if r.Host == host && host != "" {
+			return room, ok, false // a host the routes know
+		}
+		if r.Host != "" {
+			named = append(named, r.Host)
+		}
+	}
+	for _, h := range named {
+		if other, found := c.RoomFor(h, path); found != ok || other != room {
+			return room, ok, true
+		}
+	}
+	return room, ok, false
+}
+
 // underPrefix reports whether path is prefix or under it at a segment
-// boundary; the prefix "/" matches everything.
+// boundary, whatever the case of its ASCII letters; the prefix "/" matches
+// everything.
 func underPrefix(path, prefix string) bool {
 	if prefix == "/" {
 		return true // every path, even a target that is not one ("https://…")
 	}
-	rest, ok := strings.CutPrefix(path, prefix)
-	return ok && (rest == "" || rest[0] == '/')
+	return len(path) >= len(prefix) && lowerASCII(path[:len(prefix)]) == lowerASCII(prefix) &&
+		(len(path) == len(prefix) || path[len(prefix)] == '/')
+}
+
+// lowerASCII is s with its ASCII letters in lower case (and nothing else
+// changed: a canonical path is ASCII, and the function's toLowerCase agrees
+// with this on ASCII).
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // normalHost is a Host header in lower case, without a port or a final dot.
@@ -187,12 +231,12 @@ func (c Config) validateRoutes() error {
 			return fmt.Errorf("%w: route %s: prefix %q does not start with / or is longer than %d", ErrConfig, where, r.Prefix, MaxOpenPathLen)
 		case r.Prefix != "/" && strings.HasSuffix(r.Prefix, "/"):
 			return fmt.Errorf("%w: route %s: prefix %q ends with /: write %q, which matches it and the paths under it", ErrConfig, where, r.Prefix, strings.TrimRight(r.Prefix, "/"))
-		case strings.Contains(r.Prefix, "*") || strings.Trim(r.Prefix, pathChars) != "" || traversal(r.Prefix) || strings.Contains(r.Prefix, "//"):
-			return fmt.Errorf("%w: route %s: prefix %q holds characters a prefix cannot match (no *, %%, space, // or dot-segment)", ErrConfig, where, r.Prefix)
+		case strings.Contains(r.Prefix, "*") || strings.Trim(r.Prefix, pathChars) != "" || !Canonical(r.Prefix):
+			return fmt.Errorf("%w: route %s: prefix %q holds characters a prefix cannot match (no *, %%, ;, space, // or dot-segment)", ErrConfig, where, r.Prefix)
 		}
-		key := Route{Host: r.Host, Prefix: r.Prefix}
+		key := Route{Host: r.Host, Prefix: lowerASCII(r.Prefix)}
 		if seen[key] {
-			return fmt.Errorf("%w: route %s is given twice", ErrConfig, where)
+			return fmt.Errorf("%w: route %s is given twice (prefixes match in any case)", ErrConfig, where)
 		}
 		seen[key] = true
 		if other, ok := rooms[strings.ToLower(r.Room)]; ok && other != r.Room {
@@ -234,7 +278,7 @@ func (c Config) validateEdge() error {
 			return fmt.Errorf("%w: open path %q does not start with / or is longer than %d", ErrConfig, p, MaxOpenPathLen)
 		case star >= 0 && star != len(p)-1:
 			return fmt.Errorf("%w: open path %q has a * that is not its last character", ErrConfig, p)
-		case strings.Trim(p, pathChars) != "" || traversal(p):
+		case strings.Trim(p, pathChars) != "" || !Canonical(strings.TrimSuffix(p, "*")):
 			return fmt.Errorf("%w: open path %q holds characters an open path cannot match", ErrConfig, p)
 		case p == "/*":
 			return fmt.Errorf("%w: open path /* opens the whole site", ErrConfig)
@@ -273,15 +317,16 @@ type Reason string
 
 // The reasons.
 const (
-	ReasonVestibule Reason = "vestibule" // a /.vestibule/ route: passes
-	ReasonOpen      Reason = "open"      // an open path: passes
-	ReasonNoRoute   Reason = "noroute"   // no route's prefix matches (rooms by path): passes
-	ReasonTraversal Reason = "traversal" // no route matches, but the path holds a dot-segment or a backslash: 400
-	ReasonSession   Reason = "session"   // a valid session cookie: passes
-	ReasonMissing   Reason = "missing"   // no session cookie: redirected
-	ReasonInvalid   Reason = "invalid"   // session cookies, none valid: redirected
-	ReasonEnded     Reason = "ended"     // no session, a receipt of one the site ended: redirected to LeavePath
-	ReasonRenew     Reason = "renew"     // a valid session past its time to renew, on a GET navigation: redirected to RenewPath
+	ReasonVestibule    Reason = "vestibule"    // a /.vestibule/ route: passes
+	ReasonOpen         Reason = "open"         // an open path: passes
+	ReasonNoRoute      Reason = "noroute"      // no route's prefix matches (rooms by path): passes
+	ReasonNonCanonical Reason = "noncanonical" // the path is not Canonical: 400, before any route is matched
+	ReasonHost         Reason = "host"         // a host no route names, and a path another host's routes give another room: 400
+	ReasonSession      Reason = "session"      // a valid session cookie: passes
+	ReasonMissing      Reason = "missing"      // no session cookie: redirected
+	ReasonInvalid      Reason = "invalid"      // session cookies, none valid: redirected
+	ReasonEnded        Reason = "ended"        // no session, a receipt of one the site ended: redirected to LeavePath
+	ReasonRenew        Reason = "renew"        // a valid session past its time to renew, on a GET navigation: redirected to RenewPath
 )
 
 // Decision is what the gate does with one request.
@@ -294,7 +339,7 @@ type Decision struct {
 	// routes, open paths and paths no route matches).
 	Room string
 	// Status is http.StatusFound when the request is redirected,
-	// http.StatusBadRequest for ReasonTraversal, else 0.
+	// http.StatusBadRequest for ReasonNonCanonical and ReasonHost, else 0.
 	Status int
 	// Location is the waiting room URL the visitor is redirected to, with the
 	// room and the path to come back to; LeavePath for ReasonEnded; RenewPath
@@ -335,14 +380,17 @@ func Decide(cfg Config, method, target, cookieHeader string, navigate bool, now 
 	return DecideRequest(cfg, Request{Method: method, Target: target, Cookie: cookieHeader, Navigate: navigate}, now)
 }
 
-// DecideRequest is the gate: the one decision the Go middleware and the
-// CloudFront function both make. In order:
+// DecideRequest is the gate: the one decision the Go middleware, the
+// CloudFront function and the forward-auth check all make. In order:
 //
+//  0. a path that is not Canonical gets a 400, whatever route it would match:
+//     an origin would read it as another path;
 //  1. the gate's routes, EnterPath, LeavePath and RenewPath, pass;
 //  2. a path matching an open path passes;
-//  3. a path no route matches (Config.RoomFor) passes, unless it holds "..",
-//     "\\", "%2e" or "%5c": a 400, since an origin could normalize it into a
-//     room's path; the others belong to the room of the route that matched;
+//  3. a path no route matches (Config.RoomFor) passes; the others belong to
+//     the room of the route that matched; but on a host no route names, when
+//     the routes of a host they name would give the path another room (or
+//     one where this gives none), the request gets a 400;
 //  4. a request carrying a valid session cookie of the room passes: of the
 //     first MaxCookieValues cookies named RoomCookieName(room), then
 //     CookieName, those of the grammar, the room and an unexpired session
@@ -354,8 +402,6 @@ func Decide(cfg Config, method, target, cookieHeader string, navigate bool, now 
 //     the room gets a 302 to LeavePath, which completes that session;
 //  6. anything else gets a 302 to the room's waiting room with the path to
 //     return to (see returnPath).
-//
-// Steps 1 and 2 never match a path holding "..", "\", "%2e" or "%5c".
 func DecideRequest(cfg Config, r Request, now time.Time) Decision {
 	return decide(cfg, false, r, now)
 }
@@ -364,20 +410,21 @@ func DecideRequest(cfg Config, r Request, now time.Time) Decision {
 // set (Middleware on a loopback host).
 func decide(cfg Config, dev bool, r Request, now time.Time) Decision {
 	path, query, _ := strings.Cut(r.Target, "?")
-	if !traversal(path) {
-		if path == EnterPath || path == LeavePath || path == RenewPath {
-			return Decision{Pass: true, Reason: ReasonVestibule}
-		}
-		if isOpen(cfg.OpenPaths, path) {
-			return Decision{Pass: true, Reason: ReasonOpen}
-		}
+	if !Canonical(path) {
+		// "/%74ickets", "//tickets", "/./tickets", "/merch/../tickets":
+		// origins read them as "/tickets", which no route matched.
+		return Decision{Reason: ReasonNonCanonical, Status: http.StatusBadRequest}
 	}
-	room, ok := cfg.RoomFor(r.Host, path)
+	if path == EnterPath || path == LeavePath || path == RenewPath {
+		return Decision{Pass: true, Reason: ReasonVestibule}
+	}
+	if isOpen(cfg.OpenPaths, path) {
+		return Decision{Pass: true, Reason: ReasonOpen}
+	}
+	room, ok, misdirected := cfg.roomOf(r.Host, path)
 	switch {
-	case !ok && traversal(path):
-		// "/about/../tickets" matches no route, but an origin that
-		// normalizes it serves a room's page.
-		return Decision{Reason: ReasonTraversal, Status: http.StatusBadRequest}
+	case misdirected:
+		return Decision{Reason: ReasonHost, Status: http.StatusBadRequest}
 	case !ok:
 		return Decision{Pass: true, Reason: ReasonNoRoute}
 	}
@@ -460,14 +507,58 @@ func findSession(keys KeyRing, room string, dev bool, cookieHeader string, now t
 	return f
 }
 
-// traversal reports whether path could climb out of a prefix once an origin
-// normalizes it: a "..", a backslash, or their percent-encodings.
-func traversal(path string) bool {
-	if strings.Contains(path, "..") || strings.Contains(path, `\`) {
-		return true
+// Canonical reports whether path (as sent, percent-encoded, without the
+// query) is in the one form the gate decides on, the form no origin would
+// rewrite into another path: it starts with "/"; it has no empty segment
+// ("//") and no dot-segment ("." or ".."); every byte is RFC 3986's pchar or
+// "/" but ";" (no path parameters, which Java servers and others cut off
+// before they route); and every percent-escape is well formed and stands for
+// a byte that cannot appear as itself (not an unreserved character, "/",
+// "\", ";", "%" or another of pchar's), so "/%74ickets" and "/tickets%2F42"
+// are not spellings of "/tickets/42". Hex digits may be in either case. Case
+// of the letters is not part of it: routes match in any case (RoomFor).
+func Canonical(path string) bool {
+	if !strings.HasPrefix(path, "/") {
+		return false
 	}
-	lower := strings.ToLower(path)
-	return strings.Contains(lower, "%2e") || strings.Contains(lower, "%5c")
+	for i := 0; i < len(path); i++ {
+		switch c := path[i]; {
+		case c == '%':
+			if i+2 >= len(path) || !isHex(path[i+1]) || !isHex(path[i+2]) {
+				return false
+			}
+			b := unhex(path[i+1])<<4 | unhex(path[i+2])
+			if b < 0x80 && strings.IndexByte(pathChars+`\%`, b) >= 0 {
+				return false
+			}
+			i += 2
+		case c == ';' || strings.IndexByte(pathChars, c) < 0:
+			return false
+		case c == '/':
+			seg := path[i+1:]
+			if j := strings.IndexByte(seg, '/'); j >= 0 {
+				seg = seg[:j]
+			}
+			if seg == "." || seg == ".." || seg == "" && i+1 < len(path) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
 }
 
 // isOpen reports whether path matches one of the open paths.

@@ -7,10 +7,11 @@
 //   1. the gate's routes, /.vestibule/enter, /.vestibule/leave and
 //      /.vestibule/renew, pass;
 //   2. an open path passes ("/x" exact, "/x/*" prefix);
-//   3. a path no route matches passes (a 400 if it holds a dot-segment or a
-//      backslash, as below); the route with the longest prefix
-//      that matches (at a segment boundary; on equal prefixes, the one that
-//      names the host) gives the room (gate.Config.RoomFor);
+//   3. a path no route matches passes; the route with the longest prefix
+//      that matches (at a segment boundary, in any case; on equal prefixes,
+//      the one that names the host) gives the room (gate.Config.RoomFor); on
+//      a host no route names, a path that a named host's routes give another
+//      room (or none) gets a 400 (gate's roomOf);
 //   4. a request with a valid session cookie of the room, named
 //      "__Host-vestibule-<room>" or "__Host-vestibule", passes (of the
 //      cookies of the grammar, room and an unexpired session, the first three
@@ -20,8 +21,6 @@
 //      cookie) gets a 302 to /.vestibule/leave, which completes it;
 //   6. anything else gets a 302 to the room's waiting room, with the path to
 //      return to.
-//
-// Steps 1 and 2 never match a path holding "..", "\", "%2e" or "%5c".
 //
 // At viewer response it removes the header "vestibule-session" that the site
 // may send, and when its value is "end" and the request carried a valid
@@ -36,7 +35,7 @@
 import cf from 'cloudfront';
 import crypto from 'crypto';
 
-const CONFIG = {"wait":"http://localhost:8080/?room=","routes":[{"h":"","p":"/","r":"demo"}],"open":["/favicon.ico","/robots.txt","/static/*"]};
+const CONFIG = {"wait":"http://localhost:8080/?room=","routes":[{"h":"","p":"/","r":"demo"}],"hosts":[],"open":["/favicon.ico","/robots.txt","/static/*"]};
 
 const kvs = cf.kvs();
 const COOKIE = '__Host-vestibule';
@@ -52,7 +51,12 @@ const MAX_RETURN = 1024;
 // expiry, renew (undefined without), mac.
 const FORMAT = /^v1\.([A-Za-z0-9_-]{1,16})\.([A-Za-z0-9_-]{1,64})\.(?:0|[1-9][0-9]{0,17})\.([1-9][0-9]{0,10})(?:\.([1-9][0-9]{0,10})\.[1-9][0-9]{0,10})?\.([A-Za-z0-9_-]{43})$/;
 const HEX_KEY = /^[0-9a-f]{64}$/;
-const TRAVERSAL = /\.\.|\\|%2e|%5c/i;
+// A canonical path (gate.Canonical): path characters but ";" and escapes; no
+// "//" or dot-segment; no escape of a byte that RAW says may stand as itself.
+const CANON = /^\/(?:[A-Za-z0-9\-._~!$&'()*+,=:@\/]|%[0-9A-Fa-f]{2})*$/;
+const DOTS = /\/\/|\/\.\.?(?:\/|$)/;
+const RAW = /[A-Za-z0-9\-._~!$&'()*+,;=:@\/\\%]/;
+const BAD = { statusCode: 400, statusDescription: 'Bad Request', headers: { 'cache-control': { value: 'no-store' } } };
 const RETURN_CHARS = /^[A-Za-z0-9\-._~!$&'()*+,;=:@\/?%]*$/;
 
 async function handler(event) {
@@ -61,12 +65,16 @@ async function handler(event) {
     }
     const req = event.request;
     const path = req.uri;
-    if (!TRAVERSAL.test(path) && (path === '/.vestibule/enter' || path === '/.vestibule/leave' || path === '/.vestibule/renew' || isOpen(path))) {
+    if (!canonical(path)) {
+        return BAD;
+    }
+    if (path === '/.vestibule/enter' || path === '/.vestibule/leave' || path === '/.vestibule/renew' || isOpen(path)) {
         return req;
     }
-    const room = roomFor(req.headers && req.headers.host ? String(req.headers.host.value) : '', path);
-    if (room === null && TRAVERSAL.test(path)) {
-        return { statusCode: 400, statusDescription: 'Bad Request', headers: { 'cache-control': { value: 'no-store' } } };
+    const host = hostOf(req);
+    const room = roomFor(host, path);
+    if (misdirected(host, path, room)) {
+        return BAD;
     }
     if (room === null) {
         return req;
@@ -100,11 +108,53 @@ function navigation(h) {
     return !!h.accept && String(h.accept.value).indexOf('text/html') >= 0;
 }
 
+// canonical is gate.Canonical.
+function canonical(p) {
+    if (!CANON.test(p) || DOTS.test(p)) {
+        return false;
+    }
+    const esc = /%([0-9A-Fa-f]{2})/g;
+    let m;
+    while ((m = esc.exec(p)) !== null) {
+        const b = parseInt(m[1], 16);
+        if (b < 128 && RAW.test(String.fromCharCode(b))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+function hostOf(req) {
+    return req.headers && req.headers.host ? String(req.headers.host.value) : '';
+}
+
+function normalHost(host) {
+    return host.toLowerCase().replace(/:[0-9]*$/, '').replace(/\.$/, '');
+}
+
+// misdirected is gate's Config.roomOf: on a host no route names (CONFIG.hosts
+// are those the routes name), a path that the routes of a named host give
+// another room than room (or none) is refused.
+function misdirected(host, path, room) {
+    const hosts = CONFIG.hosts;
+    if (hosts.indexOf(normalHost(host)) >= 0) {
+        return false;
+    }
+    for (let i = 0; i < hosts.length; i++) {
+        if (roomFor(hosts[i], path) !== room) {
+            return true;
+        }
+    }
+    return false;
+}
+
 // roomFor is gate.Config.RoomFor: the room of the route with the longest
-// prefix that path is under at a segment boundary (on equal prefixes, the one
-// naming host), or null when none matches.
+// prefix that path is under at a segment boundary, in any case (CONFIG's
+// prefixes are in lower case; on equal prefixes, the one naming host), or
+// null when none matches.
 function roomFor(host, path) {
-    host = host.toLowerCase().replace(/:[0-9]*$/, '').replace(/\.$/, '');
+    host = normalHost(host);
+    path = path.toLowerCase();
     let best = null;
     let bestLen = -1;
     for (let i = 0; i < CONFIG.routes.length; i++) {
@@ -182,7 +232,7 @@ async function respond(req, res) {
     if (!end) {
         return res;
     }
-    const room = roomFor(req.headers && req.headers.host ? String(req.headers.host.value) : '', req.uri);
+    const room = roomFor(hostOf(req), req.uri);
     if (room === null) {
         return res;
     }
