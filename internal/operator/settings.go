@@ -15,7 +15,7 @@ import (
 // Setting is one room setting as the admin API names and types it.
 type Setting struct {
 	Name string // the JSON name, e.g. maxActive
-	Type string // "integer", "number", "boolean", "string", "time" or "object" (JSON, e.g. page)
+	Type string // "integer", "number", "boolean", "string", "time", "object" (JSON, e.g. page) or "list" (of strings)
 }
 
 var timeType = reflect.TypeFor[time.Time]()
@@ -52,6 +52,8 @@ func Settings() []Setting {
 			typ = "string"
 		case ft.Kind() == reflect.Struct:
 			typ = "object"
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
+			typ = "list"
 		default:
 			continue // not settable from the command line
 		}
@@ -63,7 +65,8 @@ func Settings() []Setting {
 // ParseSettings turns key=value pairs into the JSON object of a room PUT,
 // each value typed by its setting: integers, numbers, booleans, strings, and
 // times in RFC 3339 ("none" clears a time), objects as JSON ("none" clears
-// one: page='{"title":"Spring concert","accentColor":"#b3261e"}'). An unknown key, a repeated key or
+// one: page='{"title":"Spring concert","accentColor":"#b3261e"}'), lists
+// comma-separated ("none" clears one: oidcRedirectUris=https://a/cb,https://b/cb). An unknown key, a repeated key or
 // a value of the wrong type is an error naming it.
 func ParseSettings(pairs []string) (map[string]any, error) {
 	known := Settings()
@@ -84,7 +87,7 @@ func ParseSettings(pairs []string) (map[string]any, error) {
 		bad := func(want string) error {
 			return &Error{Message: fmt.Sprintf("%s=%s: %s must be %s", k, v, k, want)}
 		}
-		if (s.Type == "time" || s.Type == "object") && (v == "" || v == "none" || v == "null") {
+		if (s.Type == "time" || s.Type == "object" || s.Type == "list") && (v == "" || v == "none" || v == "null") {
 			out[k] = nil // clears the setting
 			continue
 		}
@@ -119,6 +122,14 @@ func ParseSettings(pairs []string) (map[string]any, error) {
 				return nil, bad(`a JSON object such as '{"title":"Spring concert"}', or none`)
 			}
 			out[k] = json.RawMessage(v)
+		case "list":
+			list := []string{}
+			for p := range strings.SplitSeq(v, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					list = append(list, p)
+				}
+			}
+			out[k] = list
 		default:
 			out[k] = v
 		}

@@ -97,6 +97,9 @@ func ApplySettings(cfg Config, settings json.RawMessage) (Config, error) {
 		page := *cfg.Page
 		cfg.Page = &page
 	}
+	// A list given is decoded into the slice it replaces: a copy, so the
+	// caller's config keeps its own.
+	cfg.OIDCRedirectURIs = slices.Clone(cfg.OIDCRedirectURIs)
 	d := json.NewDecoder(bytes.NewReader(settings))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&cfg); err != nil {
