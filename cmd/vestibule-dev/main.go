@@ -93,9 +93,9 @@ Vestibule is running (Redis: %s).
   admin key      %s  (kept in %s: the same at every start)
 For the vestibule command:
   export VESTIBULE_ENDPOINT=%s VESTIBULE_ADMIN_KEY=%s
-Press Ctrl-C to stop.
-
 `, redis, s.OriginURL(), s.URL(), s.URL(), s.ManualOriginURL(), s.URL(), s.URL(), s.AdminKey(), keyFile, s.URL(), s.AdminKey())
+	fmt.Fprint(os.Stderr, s.OIDCDemo())
+	fmt.Fprint(os.Stderr, "Press Ctrl-C to stop.\n\n")
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "stopping…")
 	return s.Close()
