@@ -102,17 +102,21 @@ func ErrorAnswer(path string) func(*httpapi.Error) events.APIGatewayV2HTTPRespon
 	if !Path(path) {
 		return nil
 	}
-	if strings.HasSuffix(path, "/token") || strings.HasSuffix(path, "/userinfo") {
-		return func(e *httpapi.Error) events.APIGatewayV2HTTPResponse {
-			return httpapi.ErrorResponse(oauthError(e).(*httpapi.Error))
-		}
+	var as func(*httpapi.Error) error
+	switch {
+	case strings.HasSuffix(path, "/token") || strings.HasSuffix(path, "/userinfo"):
+		as = oauthError
+	case strings.HasSuffix(path, "/authorize") || strings.HasSuffix(path, "/continue"):
+		as = pageError
+	default:
+		return nil
 	}
-	if strings.HasSuffix(path, "/authorize") || strings.HasSuffix(path, "/continue") {
-		return func(e *httpapi.Error) events.APIGatewayV2HTTPResponse {
-			return httpapi.ErrorResponse(pageError(e).(*httpapi.Error))
+	return func(e *httpapi.Error) events.APIGatewayV2HTTPResponse {
+		if e.Render == nil { // the handlers' errors render themselves; the router's do not
+			e = as(e).(*httpapi.Error)
 		}
+		return httpapi.ErrorResponse(e)
 	}
-	return nil
 }
 
 // pageError is e shown to the visitor as a page.
