@@ -237,7 +237,7 @@ func (f *Front) addOIDCBehaviour(st awscdk.Stack, api awscloudfront.IOrigin) {
 		Code:         awscloudfront.FunctionCode_FromInline(jsii.String(gate.HostFunction)),
 	})
 	f.Distribution.AddBehavior(jsii.String(routes.OIDCPrefix+"*"), api, &awscloudfront.AddBehaviorOptions{
-		ViewerProtocolPolicy:  awscloudfront.ViewerProtocolPolicy_HTTPS_ONLY,
+		ViewerProtocolPolicy:  awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
 		AllowedMethods:        awscloudfront.AllowedMethods_ALLOW_ALL(),
 		CachePolicy:           f.perVisitor,
 		OriginRequestPolicy:   awscloudfront.OriginRequestPolicy_ALL_VIEWER_EXCEPT_HOST_HEADER(),
