@@ -135,7 +135,7 @@ type OIDCRuleProps struct {
 	// the room: the issuer is <WaitingRoomURL>oidc/<Room>, the client id the room.
 	WaitingRoomURL, Room string
 	// ClientSecretArn is a Secrets Manager secret whose value is the room's origin credential
-	// (`vestibule rooms get ROOM` shows it); CloudFormation resolves it, the template holds only
+	// (`vestibule rooms get ROOM --credential` prints it); CloudFormation resolves it, the template holds only
 	// the reference.
 	ClientSecretArn string
 	// SessionSeconds is the ALB's session timeout, which alone ends a signed-in visitor's access

@@ -27,7 +27,7 @@ type Props struct {
 	Room           string
 	SessionSeconds int
 	// WaitingRoomURL is the Vestibule stack's WaitingRoomUrl output; ClientSecretArn a secret you
-	// made holding the room's origin credential (`vestibule rooms get ROOM`).
+	// made holding the room's origin credential (`vestibule rooms get ROOM --credential`).
 	WaitingRoomURL, ClientSecretArn string
 }
 
