@@ -45,7 +45,7 @@ func (s *Stack) OIDCDemo() string {
     oauth2-proxy --provider=oidc --oidc-issuer-url=%s \
       --client-id=%s --client-secret=%s \
       --redirect-url=http://%s/oauth2/callback --http-address=%s \
-      --upstream=static://200 --email-domain='*' --user-id-claim=sub --oidc-email-claim=sub \
+      --upstream=static://200 --email-domain='*' --oidc-email-claim=sub --code-challenge-method=S256 \
       --cookie-secret=$(openssl rand -hex 16) --cookie-secure=false --skip-provider-button
 `, s.OIDCIssuer(DemoOIDCRoomID), DemoOIDCRoomID, DemoOIDCRoomID, credential(DemoOIDCRoomID),
 		OIDCDemoProxyAddr, OIDCDemoProxyAddr, s.OIDCIssuer(DemoOIDCRoomID), DemoOIDCRoomID, credential(DemoOIDCRoomID),
