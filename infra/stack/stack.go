@@ -2,8 +2,9 @@
 // each: the VPC and the Valkey cache (cache.go), the settings bucket (durable.go), the signing
 // secrets and the keys object the functions read (keys.go), the Lambda functions built by `make
 // build` and the admission schedule (functions.go), the HTTP API (api.go), the page bucket behind
-// CloudFront (front.go), the edge gate (gate.go, edgegate.go), the events (events.go), and the
-// alarms that say when a waiting room is not working, with their dashboard (alarms.go). New
+// CloudFront (front.go), the edge gate (gate.go, edgegate.go), the OIDC door (oidc.go: /oidc/* and
+// an ALB's authenticate-oidc rule), the events (events.go), and the alarms that say when a waiting
+// room is not working, with their dashboard (alarms.go). New
 // (stack.go) wires them; settings.go reads the deploy-time settings.
 //
 // The stack is environment-agnostic (no account lookups) so `cdk synth` works offline; only the
