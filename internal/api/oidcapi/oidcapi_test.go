@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -397,4 +398,38 @@ func publicKey(t *testing.T, f *apitest.Fixture, kid any) any {
 	}
 	t.Fatalf("no JWKS key %v", kid)
 	return nil
+}
+
+// Redis down: authorize is a 503 page, token a 503 temporarily_unavailable,
+// both with Retry-After; nothing is redirected and no code is spent.
+func TestRedisDown(t *testing.T) {
+	closed, err := testkit.FreePort() // nothing listens here
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb, err := app.NewRedis(fmt.Sprintf("redis://127.0.0.1:%d", closed), false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
+	var p *token.OIDC
+	f := apitest.NewFixtureOn(t, app.NewEngine(rdb, clk.Now), clk, func(k *token.Keys, o *api.Options) {
+		p, _ = token.NewOIDC(k.TicketSecret, o.Entries)
+		o.OIDC = p
+	})
+	r := get(f, authorizeURL("r1", nil), nil)
+	wantPage(t, r, http.StatusServiceUnavailable, "unavailable")
+	if r.Headers["Retry-After"] == "" {
+		t.Errorf("authorize: no Retry-After: %v", r.Headers)
+	}
+	code, err := p.SealCode(token.Code{Room: "r1", Seq: 1, Visitor: "v", Audience: "https://app.example.com/",
+		RedirectURI: callback, AuthTime: clk.Now(), Expires: clk.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = redeem(f, "r1", f.Origins.Credential("r1"), code, nil)
+	if r.StatusCode != http.StatusServiceUnavailable || oauthErr(r) != "temporarily_unavailable" || r.Headers["Retry-After"] == "" {
+		t.Errorf("token: %d %v %s", r.StatusCode, r.Headers, r.Body)
+	}
 }
