@@ -110,12 +110,13 @@ var (
 	// its issuer is <waiting room>/oidc/{room}, on the waiting room's own
 	// distribution. authorize and continue answer a person (HTML errors), token
 	// and userinfo a relying party (OAuth's JSON errors).
-	OIDCDiscovery    = Route{Method: "GET", Path: "/oidc/{room}/.well-known/openid-configuration", Function: Consume}
-	OIDCAuthorize    = Route{Method: "GET", Path: "/oidc/{room}/authorize", Function: Consume}
-	OIDCContinue     = Route{Method: "POST", Path: "/oidc/{room}/continue", Function: Consume}
-	OIDCToken        = Route{Method: "POST", Path: "/oidc/{room}/token", Function: Consume}
-	OIDCUserinfo     = Route{Method: "GET", Path: "/oidc/{room}/userinfo", Function: Consume}
-	OIDCUserinfoPost = Route{Method: "POST", Path: "/oidc/{room}/userinfo", Function: Consume}
+	OIDCDiscovery     = Route{Method: "GET", Path: "/oidc/{room}/.well-known/openid-configuration", Function: Consume}
+	OIDCAuthorize     = Route{Method: "GET", Path: "/oidc/{room}/authorize", Function: Consume}
+	OIDCAuthorizePost = Route{Method: "POST", Path: "/oidc/{room}/authorize", Function: Consume}
+	OIDCContinue      = Route{Method: "POST", Path: "/oidc/{room}/continue", Function: Consume}
+	OIDCToken         = Route{Method: "POST", Path: "/oidc/{room}/token", Function: Consume}
+	OIDCUserinfo      = Route{Method: "GET", Path: "/oidc/{room}/userinfo", Function: Consume}
+	OIDCUserinfoPost  = Route{Method: "POST", Path: "/oidc/{room}/userinfo", Function: Consume}
 )
 
 // All is the whole API, in the order docs/API.md lists it.
@@ -159,6 +160,7 @@ var All = []Route{
 	GateRenew,
 	OIDCDiscovery,
 	OIDCAuthorize,
+	OIDCAuthorizePost,
 	OIDCContinue,
 	OIDCToken,
 	OIDCUserinfo,

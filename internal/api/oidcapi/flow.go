@@ -95,7 +95,8 @@ func query(raw string) (url.Values, bool) {
 	return q, true
 }
 
-// authorize is GET /oidc/{room}/authorize (OpenID Connect Core §3.1.2.1).
+// authorize is GET /oidc/{room}/authorize, or POST with the parameters as a
+// form (OpenID Connect Core §3.1.2.1).
 // Before the redirect URI is known to be one of the room's, every error is a
 // page for the visitor, never a redirect (RFC 6749 §4.1.2.1): a missing or
 // wrong client_id, an unknown room, a redirect URI the room does not list.
@@ -108,7 +109,11 @@ func (h *API) authorize(ctx context.Context, r *httpapi.Request) (events.APIGate
 	if h.o.OIDC == nil {
 		return none, pageError(errNoProvider)
 	}
-	q, ok := query(r.Event.RawQueryString)
+	raw := r.Event.RawQueryString
+	if r.Event.RequestContext.HTTP.Method == http.MethodPost {
+		raw = string(r.Body)
+	}
+	q, ok := query(raw)
 	if !ok {
 		return none, pageError(errBadRequest)
 	}

@@ -63,12 +63,13 @@ const (
 // Handlers binds the provider's routes (internal/routes) to their handlers.
 func (h *API) Handlers() map[routes.Route]httpapi.HandlerFunc {
 	return map[routes.Route]httpapi.HandlerFunc{
-		routes.OIDCDiscovery:    h.discovery,
-		routes.OIDCAuthorize:    h.authorize,
-		routes.OIDCContinue:     h.continueFlow,
-		routes.OIDCToken:        h.token,
-		routes.OIDCUserinfo:     h.userinfo,
-		routes.OIDCUserinfoPost: h.userinfo,
+		routes.OIDCDiscovery:     h.discovery,
+		routes.OIDCAuthorize:     h.authorize,
+		routes.OIDCAuthorizePost: h.authorize,
+		routes.OIDCContinue:      h.continueFlow,
+		routes.OIDCToken:         h.token,
+		routes.OIDCUserinfo:      h.userinfo,
+		routes.OIDCUserinfoPost:  h.userinfo,
 	}
 }
 

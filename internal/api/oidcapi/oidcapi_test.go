@@ -186,7 +186,12 @@ func TestAuthorize(t *testing.T) {
 		wantPage(t, get(f, authorizeURL(id, nil)+"&redirect_uri=https%3A%2F%2Fevil.example%2Fcb", nil), 400, "invalid_request")
 		wantPage(t, get(f, authorizeURL("gone", url.Values{"client_id": {"gone"}}), nil), 404, "unknown_room")
 		wantPage(t, get(f, authorizeURL(id, url.Values{"state": {strings.Repeat("s", 1025)}}), nil), 400, "invalid_request")
-		wantPage(t, f.Do("POST", "/oidc/"+id+"/authorize", "", map[string]string{"host": host}), 405, "method_not_allowed")
+		wantPage(t, f.Do("PUT", "/oidc/"+id+"/authorize", "", map[string]string{"host": host}), 405, "method_not_allowed")
+		// POST takes the parameters as a form
+		form, _ := url.ParseQuery(strings.SplitN(authorizeURL(id, nil), "?", 2)[1])
+		if r := post(f, "/oidc/"+id+"/authorize", form, nil); r.StatusCode != http.StatusFound {
+			t.Errorf("authorize by POST: %d %v %s", r.StatusCode, r.Headers, r.Body)
+		}
 
 		for _, c := range []struct {
 			extra url.Values
