@@ -33,13 +33,16 @@ import (
 // serveFlags are gate serve's own flags (the gate's are gateFlags and --room).
 type serveFlags struct {
 	upstream, listen, waitingRoom, api, keys string
+	cert, key                                string // TLS
 	reload                                   time.Duration
 }
 
 // bindGateServe registers the flags of gate serve.
 func (c *command) bindGateServe(fs *flag.FlagSet) runFunc {
 	fs.StringVar(&c.serve.upstream, "upstream", "", "the site the proxy guards: its http(s) URL")
-	fs.StringVar(&c.serve.listen, "listen", defaultServeAddr, "the address the proxy serves on (plain HTTP; put TLS in front, or a loopback address)")
+	fs.StringVar(&c.serve.listen, "listen", defaultServeAddr, "the address the proxy serves on")
+	fs.StringVar(&c.serve.cert, "tls-cert", "", "a PEM certificate (chain): serve HTTPS, as the session cookie needs off a loopback host (with --tls-key)")
+	fs.StringVar(&c.serve.key, "tls-key", "", "the PEM key of --tls-cert")
 	fs.StringVar(&c.room, "room", "", "the room that guards the whole site")
 	fs.StringVar(&c.gate.routes, "routes", "", "rooms by path, comma-separated [HOST]/PREFIX=ROOM, e.g. /tickets=spring-tour,/merch=merch (the rest unprotected)")
 	fs.StringVar(&c.gate.openPaths, "open-paths", "", "comma-separated paths that pass without a session, e.g. /robots.txt,/static/*")
@@ -83,17 +86,28 @@ func (c *command) gateServe(ctx context.Context, pos []string) error {
 	if err != nil {
 		return usageError(err.Error())
 	}
+	if (c.serve.cert == "") != (c.serve.key == "") {
+		return usageError("gate serve takes --tls-cert and --tls-key together")
+	}
 	ln, err := net.Listen("tcp", c.serve.listen)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, ErrorLog: setup.opts.ErrorLog}
+	scheme := "http"
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	c.out.Printf("vestibule gate serve: http://%s → %s\n", ln.Addr(), setup.opts.Upstream)
+	if c.serve.cert != "" {
+		scheme = "https"
+		go func() { done <- srv.ServeTLS(ln, c.serve.cert, c.serve.key) }()
+	} else {
+		go func() { done <- srv.Serve(ln) }()
+	}
+	c.out.Printf("vestibule gate serve: %s://%s → %s\n", scheme, ln.Addr(), setup.opts.Upstream)
 	c.out.Printf("  %s, the waiting room %s, /.vestibule/* to %s, keys from %s\n",
 		guarded(setup.opts.Gate), setup.opts.Gate.WaitingRoomURL, setup.opts.API, setup.from)
-	c.reloadKeys(ctx, p, setup, ring, done)
+	if err := c.reloadKeys(ctx, p, setup, ring, done); err != nil {
+		return err // the server stopped on its own: a certificate it cannot read
+	}
 	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	err = srv.Shutdown(shut)
@@ -103,9 +117,10 @@ func (c *command) gateServe(ctx context.Context, pos []string) error {
 	return err
 }
 
-// reloadKeys reads the keys every --reload until ctx ends (or the server stops), and gives the
-// proxy a ring that changed; a failed read keeps the ring it has.
-func (c *command) reloadKeys(ctx context.Context, p *gateproxy.Proxy, setup serveSetup, ring gate.KeyRing, done <-chan error) {
+// reloadKeys reads the keys every --reload until ctx ends, and gives the proxy a ring that
+// changed; a failed read keeps the ring it has. It returns the server's error when the server
+// stops first.
+func (c *command) reloadKeys(ctx context.Context, p *gateproxy.Proxy, setup serveSetup, ring gate.KeyRing, done <-chan error) error {
 	if c.serve.reload <= 0 {
 		c.serve.reload = time.Minute
 	}
@@ -114,10 +129,9 @@ func (c *command) reloadKeys(ctx context.Context, p *gateproxy.Proxy, setup serv
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case err := <-done:
-			setup.opts.ErrorLog.Printf("gate serve: %v", err)
-			return
+			return err
 		case <-tick.C:
 		}
 		next, err := setup.keys(ctx)

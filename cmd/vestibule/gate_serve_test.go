@@ -3,10 +3,19 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,6 +29,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
+	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
 // waitNav waits until js holds in the tab, trying again across the
@@ -209,5 +219,122 @@ func TestGateServeFromStack(t *testing.T) {
 	c.serve.keys = "somewhere"
 	if _, err := c.serveSetup(context.Background()); err == nil || !strings.Contains(err.Error(), "not both") {
 		t.Errorf("--keys with --stack: %v", err)
+	}
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key into dir.
+func selfSigned(t *testing.T, dir string) (cert, key string) {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gate serve test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
+}
+
+// gate serve over HTTPS (--tls-cert, --tls-key), and a rotation of the
+// stack's keys reaching it: a cookie of the new key is sent to wait until
+// the proxy reads the folder again (--reload), and passes after.
+func TestGateServeTLSAndRotation(t *testing.T) {
+	t.Setenv("VESTIBULE_STACK", "")
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "the site") }))
+	defer site.Close()
+	keys := t.TempDir()
+	k, err := token.LoadLocal(keys) // the stack's keys, as make dev makes them
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := k.GateKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key := selfSigned(t, t.TempDir())
+	port, err := testkit.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var out, errb testkit.Buffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(ctx, []string{"gate", "serve", "--upstream", site.URL, "--room", "demo", "--api", "http://127.0.0.1:1",
+			"--waiting-room", "https://queue.example/", "--keys", keys, "--listen", addr, "--tls-cert", cert, "--tls-key", key,
+			"--reload", "50ms"}, &out, &errb)
+	}()
+	if !testkit.WaitFor(10*time.Second, func() bool { return strings.Contains(out.String(), "vestibule gate serve: https://"+addr) }) {
+		t.Fatalf("gate serve did not start: %q %q", out.String(), errb.String())
+	}
+	client := &http.Client{Timeout: 5 * time.Second,
+		Transport:     &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, // the test's own certificate
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(ring gate.KeyRing) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "https://"+addr+"/book", nil)
+		s := gate.Session{Room: "demo", Seq: 1, Expires: time.Now().Add(time.Hour)}
+		req.AddCookie(&http.Cookie{Name: gate.RoomCookieName("demo"), Value: gate.Sign(ring.Current, s)})
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(old); code != 200 {
+		t.Fatalf("with the stack's key over HTTPS: %d", code)
+	}
+	// Rotate as an operator would: the current key becomes the previous.
+	prev, _ := os.ReadFile(filepath.Join(keys, "entry.key"))
+	fresh := []byte(strings.Repeat("n", 64))
+	if err := os.WriteFile(filepath.Join(keys, "entry.previous.key"), prev, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	newer, err := (&token.Keys{EntrySeeds: [][]byte{fresh}}).GateKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := get(newer); code != 302 {
+		t.Fatalf("a key the proxy does not have yet: %d", code)
+	}
+	if err := os.WriteFile(filepath.Join(keys, "entry.key"), fresh, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !testkit.WaitFor(10*time.Second, func() bool { return get(newer) == 200 }) {
+		t.Fatalf("the new key never reached the proxy: %s", errb.String())
+	}
+	if code := get(old); code != 200 {
+		t.Errorf("the previous key after the rotation: %d", code)
+	}
+	stop()
+	if code := <-exit; code != 130 && code != 0 {
+		t.Errorf("gate serve stopped with %d: %s", code, errb.String())
+	}
+
+	// A certificate without its key, and one that cannot be read.
+	for _, args := range [][]string{{"--tls-cert", cert}, {"--tls-cert", filepath.Join(keys, "nothing"), "--tls-key", key}} {
+		var out, errb testkit.Buffer
+		code := run(context.Background(), append([]string{"gate", "serve", "--upstream", site.URL, "--room", "demo", "--api", "http://127.0.0.1:1",
+			"--waiting-room", "https://queue.example/", "--keys", keys, "--listen", "127.0.0.1:0"}, args...), &out, &errb)
+		if code == 0 || errb.String() == "" {
+			t.Errorf("%v: exit %d %q", args, code, errb.String())
+		}
 	}
 }

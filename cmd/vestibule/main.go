@@ -87,7 +87,8 @@ Usage:
                                                 the gating reverse proxy, for a site with nothing in front:
                                                 the gate, then the site; /.vestibule/* to the API (--open-paths;
                                                 with --stack its waiting room, API and keys; with --endpoint a
-                                                local stack's, --keys .vestibule/keys; --waiting-room, --api)
+                                                local stack's, --keys .vestibule/keys; --waiting-room, --api;
+                                                --tls-cert F --tls-key F: HTTPS)
 
 Which deployment (every command but "rooms settings"):
   --stack NAME        a deployed stack: the endpoint is its ApiUrl output     (env VESTIBULE_STACK)
@@ -173,7 +174,7 @@ var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": t
 	"client-cert": true, "client-key": true, "room": true, "ticket": true, "visitor": true, "origin": true,
 	"distribution": true, "open-paths": true, "routes": true, "behaviour": true, "origin-secret-file": true, "file": true, "at": true,
 	"uses": true, "expires": true, "id": true, "reason": true,
-	"upstream": true, "listen": true, "waiting-room": true, "api": true, "keys": true, "reload": true}
+	"upstream": true, "listen": true, "waiting-room": true, "api": true, "keys": true, "reload": true, "tls-cert": true, "tls-key": true}
 
 // commandFirst moves the command words (e.g. "rooms", "list") before any
 // flags given ahead of them, so "vestibule --stack S rooms list" works too.
