@@ -134,23 +134,35 @@ type NginxDoor struct {
 	// check and the gate's routes, which then read the site's host from
 	// X-Forwarded-Host; "" for make dev, whose API reads Host.
 	OriginSecret string
+	// Resolver, when set, is the DNS server nginx asks for the API's
+	// address each time its answer expires: nginx resolves a name written
+	// in proxy_pass once, at start, and API Gateway's addresses change. ""
+	// for an API at a fixed address (make dev's).
+	Resolver string
+}
+
+// queryValue escapes v for a query, leaving the characters a query may
+// hold as they are ("/", ":", ",", "*"), so the snippet reads as written.
+func queryValue(v string) string {
+	return strings.NewReplacer("%2F", "/", "%3A", ":", "%2C", ",", "%2A", "*").Replace(url.QueryEscape(v))
 }
 
 // Config is the door's configuration: a map and a server, for nginx's http
 // block. Each line is there for a reason the comments give.
 func (d NginxDoor) Config() string {
-	q := url.Values{}
-	set := func(k, v string) {
-		if v != "" {
-			q.Set(k, v)
+	var q []string
+	for _, kv := range [][2]string{{gate.CheckParamRoom, d.Room}, {gate.CheckParamRoutes, d.Routes},
+		{gate.CheckParamOpen, strings.Join(d.OpenPaths, ",")}, {gate.CheckParamWaitingRoom, d.WaitingRoom}} {
+		if kv[1] != "" {
+			q = append(q, kv[0]+"="+queryValue(kv[1]))
 		}
 	}
-	set(gate.CheckParamRoom, d.Room)
-	set(gate.CheckParamRoutes, d.Routes)
-	set(gate.CheckParamOpen, strings.Join(d.OpenPaths, ","))
-	set(gate.CheckParamWaitingRoom, d.WaitingRoom)
-	check := strings.TrimSuffix(d.API, "/") + "/api/gate/check/" + string(gate.ProxyNginx) + "?" + q.Encode()
-	api := strings.TrimSuffix(d.API, "/")
+	api, resolve := strings.TrimSuffix(d.API, "/"), ""
+	if d.Resolver != "" {
+		resolve = "    resolver " + d.Resolver + " valid=30s;\n    set $vestibule_api " + api + ";\n"
+		api = "$vestibule_api"
+	}
+	check := api + "/api/gate/check/" + string(gate.ProxyNginx) + "?" + strings.Join(q, "&")
 	host := "$host"
 	var toAPI, secret string
 	if d.OriginSecret == "" {
@@ -183,7 +195,7 @@ map $upstream_http_vestibule_session $vestibule_end {
 
 server {
     listen ` + d.Listen + `;
-` + name + `
+` + name + resolve + `
     location / {
         auth_request /.vestibule-check;
         auth_request_set $vestibule_location $upstream_http_location;

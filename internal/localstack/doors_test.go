@@ -22,8 +22,10 @@ import (
 )
 
 // doorsStack is make dev's stack with the nginx door on a free port, and
-// nginx running the snippet the stack prints, as printed.
-func doorsStack(t *testing.T) (*localstack.Stack, *nginxtest.Nginx) {
+// nginx running the snippet the stack prints, as printed (or, with a
+// resolver, the same door with the API's address in a variable, as a
+// deployment writes it).
+func doorsStack(t *testing.T, resolver string) (*localstack.Stack, *nginxtest.Nginx) {
 	t.Helper()
 	static := t.TempDir()
 	os.WriteFile(filepath.Join(static, "index.html"), []byte("<!doctype html><title>wait</title>"), 0o644)
@@ -41,7 +43,15 @@ func doorsStack(t *testing.T) (*localstack.Stack, *nginxtest.Nginx) {
 	if s.NginxURL() != "http://"+nginxAddr || !strings.Contains(s.NginxSnippet(), "listen "+nginxAddr+";") {
 		t.Fatalf("nginx door at %q, snippet:\n%s", s.NginxURL(), s.NginxSnippet())
 	}
-	return s, nginxtest.Start(t, s.NginxSnippet(), nginxAddr)
+	snippet := s.NginxSnippet()
+	if resolver != "" {
+		snippet = localstack.NginxDoor{Listen: nginxAddr, Site: s.PlainSiteURL(), API: s.URL(), Room: localstack.NginxRoomID,
+			OpenPaths: localstack.SiteOpenPaths, WaitingRoom: s.URL() + "/", Resolver: resolver}.Config()
+		if !strings.Contains(snippet, "proxy_pass $vestibule_api/api/gate/check/nginx?") {
+			t.Fatalf("the snippet with a resolver:\n%s", snippet)
+		}
+	}
+	return s, nginxtest.Start(t, snippet, nginxAddr)
 }
 
 // admitted waits in room until admitted, as the waiting page does, and
@@ -176,10 +186,29 @@ func doorJourney(t *testing.T, s *localstack.Stack, base, room string) {
 // make dev's nginx snippet, run by Debian's nginx as printed: the demo site
 // behind room demo-nginx through forward-auth.
 func TestNginxDoor(t *testing.T) {
-	s, nginx := doorsStack(t)
-	doorJourney(t, s, s.NginxURL(), localstack.NginxRoomID)
-	if t.Failed() {
-		t.Logf("nginx's error log:\n%s", nginx.ErrorLog())
+	for name, resolver := range map[string]string{"as printed": "", "with a resolver": "127.0.0.1"} {
+		t.Run(name, func(t *testing.T) {
+			s, nginx := doorsStack(t, resolver)
+			doorJourney(t, s, s.NginxURL(), localstack.NginxRoomID)
+			if t.Failed() {
+				t.Logf("nginx's error log:\n%s", nginx.ErrorLog())
+			}
+		})
+	}
+}
+
+// docs/GATE.md's nginx snippet for a deployed stack is the door's, as
+// NginxDoor writes it for those settings: the lines that run in the tests.
+func TestNginxDoorDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "GATE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := localstack.NginxDoor{Listen: "443 ssl", ServerName: "booking.example.com", Site: "http://127.0.0.1:3000",
+		API: "https://abc123.execute-api.eu-west-1.amazonaws.com", Room: "spring-tour", OpenPaths: []string{"/robots.txt", "/static/*"},
+		WaitingRoom: "https://queue.example.com/", OriginSecret: "<the stack's origin secret>", Resolver: "169.254.169.253"}.Config()
+	if !strings.Contains(string(b), "```nginx\n"+want+"```\n") {
+		t.Errorf("docs/GATE.md does not show the snippet NginxDoor writes:\n%s", want)
 	}
 }
 
