@@ -108,10 +108,11 @@ var (
 	GateLeavePage = Route{Method: "GET", Path: "/.vestibule/leave", Function: Consume}
 	GateRenew     = Route{Method: "GET", Path: "/.vestibule/renew", Function: Consume}
 	// The forward-auth check (docs/GATE.md, "Forward-auth"): a reverse proxy
-	// asks it about every request to a protected site. Any method, since
-	// Envoy's ext_authz sends the original's; {path+} is the proxy's name
-	// and, for Envoy, the original path after it.
-	GateCheck = Route{Method: Any, Path: "/api/gate/check/{path+}", Function: Consume}
+	// asks it about every request to a protected site, so its successes are
+	// logged as a sample, as polls are. Any method, since Envoy's ext_authz
+	// sends the original's; {path+} is the proxy's name and, for Envoy, the
+	// original path after it.
+	GateCheck = Route{Method: Any, Path: "/api/gate/check/{path+}", Function: Consume, Sampled: true}
 )
 
 // Any is the method of a route that takes every method.
