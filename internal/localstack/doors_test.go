@@ -19,13 +19,14 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/nginxtest"
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
+	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
 // doorsStack is make dev's stack with the nginx door on a free port, and
 // nginx running the snippet the stack prints, as printed (or, with a
 // resolver, the same door with the API's address in a variable, as a
 // deployment writes it).
-func doorsStack(t *testing.T, resolver string) (*localstack.Stack, *nginxtest.Nginx) {
+func doorsStack(t *testing.T, resolver string) (*localstack.Stack, string, *nginxtest.Nginx) {
 	t.Helper()
 	static := t.TempDir()
 	os.WriteFile(filepath.Join(static, "index.html"), []byte("<!doctype html><title>wait</title>"), 0o644)
@@ -34,7 +35,8 @@ func doorsStack(t *testing.T, resolver string) (*localstack.Stack, *nginxtest.Ng
 		t.Fatal(err)
 	}
 	nginxAddr := "127.0.0.1:" + strconv.Itoa(port)
-	s, err := localstack.Start(context.Background(), localstack.Options{StaticDir: static, KeyDir: t.TempDir(), TickInterval: 50 * time.Millisecond,
+	keys := t.TempDir()
+	s, err := localstack.Start(context.Background(), localstack.Options{StaticDir: static, KeyDir: keys, TickInterval: 50 * time.Millisecond,
 		DoorOptions: localstack.DoorOptions{NginxAddr: nginxAddr}})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +53,7 @@ func doorsStack(t *testing.T, resolver string) (*localstack.Stack, *nginxtest.Ng
 			t.Fatalf("the snippet with a resolver:\n%s", snippet)
 		}
 	}
-	return s, nginxtest.Start(t, snippet, nginxAddr)
+	return s, keys, nginxtest.Start(t, snippet, nginxAddr)
 }
 
 // admitted waits in room until admitted, as the waiting page does, and
@@ -106,13 +108,20 @@ func rawGet(t *testing.T, addr, target string, headers ...string) *http.Response
 // doorJourney is the gate's contract through one door of the demo site,
 // from a plain HTTP client: no cookie, the waiting room of the door's room;
 // enter, the cookie; the site with it, the path as asked; the path tricks
-// refused; the site's "Finish booking" (its end header) turns the cookie
-// into the receipt, whose next request goes to leave, which ends the
-// session.
-func doorJourney(t *testing.T, s *localstack.Stack, base, room string) {
+// refused; a navigation past the session's time to renew goes through
+// renew, which extends the session in the engine; the site's "Finish
+// booking" (its end header) turns the cookie into the receipt, whose next
+// request goes to leave, which ends the session.
+func doorJourney(t *testing.T, s *localstack.Stack, keys, base, room string) {
 	t.Helper()
 	addr := strings.TrimPrefix(base, "http://")
 	name := gate.DevCookieName + "-" + room
+	// A room whose sessions renew: 2 minutes idle, 10 at most.
+	if code, _, body := testkit.CallJSON(t, "PUT", s.URL()+"/api/admin/rooms/"+room, s.AdminKey(), map[string]any{
+		"gate": true, "originUrl": base + "/", "maxActive": 5, "admitPerMinute": 60, "sessionTTLSeconds": 120, "maxSessionSeconds": 600,
+	}); code != 200 {
+		t.Fatalf("PUT %s: %d %v", room, code, body)
+	}
 	resp := rawGet(t, addr, "/tickets?show=42")
 	if want := s.URL() + "/?room=" + room + "&return=%2Ftickets%3Fshow%3D42"; resp.StatusCode != 302 || resp.Header.Get("Location") != want ||
 		resp.Header.Get("Cache-Control") != "no-store" {
@@ -150,6 +159,44 @@ func doorJourney(t *testing.T, s *localstack.Stack, base, room string) {
 			t.Errorf("%s: %d %v, want the gate's 400", trick, resp.StatusCode, resp.Header)
 		}
 	}
+	// Renewal: the session's cookie made due (re-signed with the stack's
+	// key, its time to renew a second ago) sends a navigation through renew,
+	// which extends the session and comes back with a cookie that ends later.
+	k, err := token.LoadLocal(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := k.GateKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := gate.Verify(ring, session.Value, room, time.Now())
+	if err != nil || !sess.Renews() {
+		t.Fatalf("the session's cookie %+v (%v): want one that renews", sess, err)
+	}
+	sess.RenewAt = time.Now().Add(-time.Second).Truncate(time.Second)
+	due := name + "=" + gate.Sign(ring.Current, sess)
+	resp = rawGet(t, addr, "/tickets?show=42", "Cookie: "+due, "Sec-Fetch-Mode: navigate")
+	if want := gate.RenewPath + "?return=%2Ftickets%3Fshow%3D42"; resp.StatusCode != 302 || resp.Header.Get("Location") != want {
+		t.Fatalf("a due navigation: %d %v, want a 302 to %s", resp.StatusCode, resp.Header, want)
+	}
+	if resp = rawGet(t, addr, "/tickets?show=42", "Cookie: "+due, "Sec-Fetch-Mode: cors"); resp.StatusCode != 200 {
+		t.Errorf("a due fetch: %d, want it passed", resp.StatusCode)
+	}
+	resp = rawGet(t, addr, gate.RenewPath+"?return=%2Ftickets%3Fshow%3D42", "Cookie: "+due)
+	var renewed *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == name {
+			renewed = c
+		}
+	}
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/tickets?show=42" || renewed == nil {
+		t.Fatalf("renew through the door: %d %v", resp.StatusCode, resp.Header)
+	}
+	if ns, err := gate.Verify(ring, renewed.Value, room, time.Now()); err != nil || ns.Expires.Before(sess.Expires) || !ns.RenewAt.After(sess.RenewAt) {
+		t.Errorf("the renewed cookie %+v (%v); the due one %+v", ns, err, sess)
+	}
+
 	// A forged cookie is sent to wait.
 	resp = rawGet(t, addr, "/tickets", "Cookie: "+name+"="+session.Value[:len(session.Value)-4]+"AAAA")
 	if resp.StatusCode != 302 || !strings.HasPrefix(resp.Header.Get("Location"), s.URL()+"/?room="+room) {
@@ -188,8 +235,8 @@ func doorJourney(t *testing.T, s *localstack.Stack, base, room string) {
 func TestNginxDoor(t *testing.T) {
 	for name, resolver := range map[string]string{"as printed": "", "with a resolver": "127.0.0.1"} {
 		t.Run(name, func(t *testing.T) {
-			s, nginx := doorsStack(t, resolver)
-			doorJourney(t, s, s.NginxURL(), localstack.NginxRoomID)
+			s, keys, nginx := doorsStack(t, resolver)
+			doorJourney(t, s, keys, s.NginxURL(), localstack.NginxRoomID)
 			if t.Failed() {
 				t.Logf("nginx's error log:\n%s", nginx.ErrorLog())
 			}
@@ -217,7 +264,8 @@ func TestNginxDoorDocumented(t *testing.T) {
 func TestProxyDoor(t *testing.T) {
 	static := t.TempDir()
 	os.WriteFile(filepath.Join(static, "index.html"), []byte("<!doctype html><title>wait</title>"), 0o644)
-	s, err := localstack.Start(context.Background(), localstack.Options{StaticDir: static, KeyDir: t.TempDir(), TickInterval: 50 * time.Millisecond})
+	keys := t.TempDir()
+	s, err := localstack.Start(context.Background(), localstack.Options{StaticDir: static, KeyDir: keys, TickInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,5 +273,5 @@ func TestProxyDoor(t *testing.T) {
 	if s.NginxURL() != "" || s.NginxSnippet() != "" {
 		t.Errorf("a nginx door without its address: %q", s.NginxURL())
 	}
-	doorJourney(t, s, s.ProxyURL(), localstack.ProxyRoomID)
+	doorJourney(t, s, keys, s.ProxyURL(), localstack.ProxyRoomID)
 }
