@@ -54,7 +54,7 @@ func (h *API) gateCheck(_ context.Context, r *httpapi.Request) (events.APIGatewa
 	} else if err != nil {
 		return none, httpapi.InternalError(err)
 	}
-	resp := events.APIGatewayV2HTTPResponse{StatusCode: a.Status, Headers: map[string]string{}, Body: a.Body}
+	resp := events.APIGatewayV2HTTPResponse{StatusCode: a.Status, Headers: map[string]string{"X-Content-Type-Options": "nosniff"}, Body: a.Body}
 	for k := range a.Header {
 		resp.Headers[k] = a.Header.Get(k)
 	}
