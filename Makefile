@@ -58,7 +58,7 @@ lint:
 ## test-short: the fast tier between edits, under 2 minutes: go vet, then the unit and Redis
 ## tests; what builds a stack in the CDK's node process, Chromium, the Lambda emulator, the chaos
 ## suite and the bench's own sales skip under -short
-test-short: deps-redis
+test-short: deps-redis deps-nginx
 	go vet ./...
 	go test -short $(GO_TEST_FLAGS) ./...
 
