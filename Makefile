@@ -38,7 +38,7 @@ VULNDB := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/vestibule/vulndb/$(VULNDB_VERSI
 # go.mod's requirements); VULNCHECK_STDLIB=warn lists them as warnings instead.
 VULNCHECK_STDLIB ?= fail
 
-.PHONY: dev test test-short lint vulncheck build build-host page page-build synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint deps-axe clean
+.PHONY: dev test test-short lint vulncheck build build-host page page-build synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint deps-axe deps-nginx clean
 
 ## dev: run the whole product locally on http://localhost:8080 (embedded Redis unless REDIS_URL is set)
 ## (it rebuilds the page's bundles first where `make deps-esbuild` installed esbuild, so an edited module shows)
@@ -65,7 +65,7 @@ lint:
 ## test-short: the fast tier between edits, under 2 minutes: go vet, then the unit and Redis
 ## tests; what builds a stack in the CDK's node process, Chromium, the Lambda emulator, the chaos
 ## suite and the bench's own sales skip under -short
-test-short: deps-redis
+test-short: deps-redis deps-nginx
 	go vet ./...
 	go test -short $(GO_TEST_FLAGS) ./...
 
@@ -150,7 +150,7 @@ fuzz:
 	  done; \
 	done
 
-deps: deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint deps-axe
+deps: deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint deps-axe deps-nginx
 
 APT_UPDATED := .tools/.apt-updated
 $(APT_UPDATED):
@@ -161,6 +161,15 @@ $(APT_UPDATED):
 deps-redis:
 	@command -v redis-server >/dev/null || { $(MAKE) $(APT_UPDATED) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
 	@redis-server --version
+
+# Debian's nginx, with its auth_request module: the forward-auth door's tests run it
+# (internal/nginxtest) with the snippet make dev prints, on loopback ports of their own
+# (RUNLEVEL=1: the package's own service is not started).
+deps-nginx:
+	@n=$$(command -v nginx || echo /usr/sbin/nginx); [ -x "$$n" ] || { $(MAKE) $(APT_UPDATED) && \
+	  RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; }; \
+	  $$n -V 2>&1 | grep -q -- --with-http_auth_request_module || { echo "$$n has no auth_request module" >&2; exit 1; }; \
+	  $$n -v
 
 deps-chromium:
 	@command -v chromium >/dev/null || { $(MAKE) $(APT_UPDATED) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-nanum >/dev/null; }
