@@ -2,6 +2,8 @@ module github.com/vestibule-dev/vestibule
 
 go 1.26.0
 
+toolchain go1.26.10
+
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/aws/aws-cdk-go/awscdk/v2 v2.276.0

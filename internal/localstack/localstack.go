@@ -74,11 +74,14 @@ type Options struct {
 	// consumes, completes) as JSON lines, as the functions write them to
 	// CloudWatch Logs; nil → discarded.
 	Events io.Writer
+	// DoorOptions place the demo site's other doors (doors.go).
+	DoorOptions
 }
 
 // Stack is a running local stack.
 type Stack struct {
 	url, originURL, manualURL, adminKey string
+	plainURL, proxyURL, nginxURL        string                   // the other doors (doors.go)
 	credential                          func(room string) string // the rooms' origin credentials
 
 	rdb     redis.UniversalClient
@@ -232,6 +235,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 			return nil, fmt.Errorf("localstack: the demo site's gate: %w", err)
 		}
 		s.serve(originLn, noReferrer(gatedSite))
+		if err := s.startDoors(ctx, engine, o.DoorOptions, gateCfg, apiURL); err != nil {
+			return nil, err
+		}
 	} else {
 		s.serve(originLn, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "the demo site's gate needs a loopback host (or https)", http.StatusServiceUnavailable)

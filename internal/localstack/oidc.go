@@ -33,10 +33,14 @@ func (s *Stack) OIDCIssuer(id string) string { return s.url + routes.OIDCPrefix 
 
 // OIDCDemo is what make dev prints of the demo OIDC room: its issuer, its
 // client secret (the room's origin credential) and an oauth2-proxy command
-// that signs visitors in through it (its static upstream answers 200 to a
-// visitor the room admitted; --upstream=URL puts a site behind it instead).
+// that signs visitors in through it in front of the plain demo site (or, on a
+// stack without it, oauth2-proxy's static page).
 func (s *Stack) OIDCDemo() string {
 	credential := s.credential
+	upstream := "static://200"
+	if s.plainURL != "" {
+		upstream = s.plainURL + "/"
+	}
 	return fmt.Sprintf(`The room as an OpenID Connect provider (docs/GATE.md, "OpenID Connect"):
   issuer         %s  (room %s; client_id %s)
   client secret  %s  (the room's origin credential)
@@ -45,9 +49,9 @@ func (s *Stack) OIDCDemo() string {
     oauth2-proxy --provider=oidc --oidc-issuer-url=%s \
       --client-id=%s --client-secret=%s \
       --redirect-url=http://%s/oauth2/callback --http-address=%s \
-      --upstream=static://200 --email-domain='*' --oidc-email-claim=sub --code-challenge-method=S256 \
+      --upstream=%s --email-domain='*' --oidc-email-claim=sub --code-challenge-method=S256 \
       --cookie-secret=$(openssl rand -hex 16) --cookie-secure=false --skip-provider-button
 `, s.OIDCIssuer(DemoOIDCRoomID), DemoOIDCRoomID, DemoOIDCRoomID, credential(DemoOIDCRoomID),
 		OIDCDemoProxyAddr, OIDCDemoProxyAddr, s.OIDCIssuer(DemoOIDCRoomID), DemoOIDCRoomID, credential(DemoOIDCRoomID),
-		OIDCDemoProxyAddr, OIDCDemoProxyAddr)
+		OIDCDemoProxyAddr, OIDCDemoProxyAddr, upstream)
 }

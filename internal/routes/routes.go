@@ -25,9 +25,10 @@ const IdempotencyHeader = "Idempotency-Key"
 
 // Route is one method + path. A "{room}" segment captures the room id;
 // "{event}", "{token}" (a hold's fencing token) and "{order}" capture the
-// booking routes' ids.
+// booking routes' ids; a last segment "{path+}" captures the rest of the
+// path, slashes and all (API Gateway's greedy variable).
 type Route struct {
-	Method   string // GET, POST, PUT, DELETE
+	Method   string // GET, POST, PUT, DELETE; Any for every method
 	Path     string // e.g. /api/rooms/{room}/enqueue; under /api/, /oidc/ (OIDCPrefix) or, for the edge gate, /.vestibule/
 	Function string // the function API Gateway sends it to
 	Admin    bool   // IAM-authorised in AWS, the admin key locally
@@ -106,6 +107,12 @@ var (
 	GateLeave     = Route{Method: "POST", Path: "/.vestibule/leave", Function: Consume}
 	GateLeavePage = Route{Method: "GET", Path: "/.vestibule/leave", Function: Consume}
 	GateRenew     = Route{Method: "GET", Path: "/.vestibule/renew", Function: Consume}
+	// The forward-auth check (docs/GATE.md, "Forward-auth"): a reverse proxy
+	// asks it about every request to a protected site, so its successes are
+	// logged as a sample, as polls are. Any method, since Envoy's ext_authz
+	// sends the original's; {path+} is the proxy's name and, for Envoy, the
+	// original path after it.
+	GateCheck = Route{Method: Any, Path: "/api/gate/check/{path+}", Function: Consume, Sampled: true}
 	// The room as an OpenID Connect provider (docs/GATE.md, "OpenID Connect"):
 	// its issuer is <waiting room>/oidc/{room}, on the waiting room's own
 	// distribution. authorize and continue answer a person (HTML errors), token
@@ -118,6 +125,9 @@ var (
 	OIDCUserinfo      = Route{Method: "GET", Path: "/oidc/{room}/userinfo", Function: Consume}
 	OIDCUserinfoPost  = Route{Method: "POST", Path: "/oidc/{room}/userinfo", Function: Consume}
 )
+
+// Any is the method of a route that takes every method.
+const Any = "ANY"
 
 // All is the whole API, in the order docs/API.md lists it.
 var All = []Route{
@@ -158,6 +168,7 @@ var All = []Route{
 	GateLeave,
 	GateLeavePage,
 	GateRenew,
+	GateCheck,
 	OIDCDiscovery,
 	OIDCAuthorize,
 	OIDCAuthorizePost,

@@ -24,7 +24,7 @@ func docsTable(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	row := regexp.MustCompile("^\\| `([a-z]+)` \\| (.*)\\|$")
-	key := regexp.MustCompile("`((?:GET|POST|PUT|DELETE) /[^`]*)`")
+	key := regexp.MustCompile("`((?:GET|POST|PUT|DELETE|ANY) /[^`]*)`")
 	out := map[string]string{}
 	for _, line := range strings.Split(string(b), "\n") {
 		m := row.FindStringSubmatch(line)
@@ -86,7 +86,7 @@ func TestRoutesNameRealFunctions(t *testing.T) {
 			t.Errorf("%s: the gate's routes carry no room, are not admin routes, and are the consume function's", r.Key())
 		}
 		for _, seg := range strings.Split(r.Path, "/") {
-			if strings.HasPrefix(seg, "{") && !slices.Contains([]string{"{room}", "{event}", "{token}", "{order}"}, seg) {
+			if strings.HasPrefix(seg, "{") && !slices.Contains([]string{"{room}", "{event}", "{token}", "{order}", "{path+}"}, seg) {
 				t.Errorf("%s: parameter %s, which the router does not capture", r.Key(), seg)
 			}
 		}
