@@ -51,6 +51,16 @@ func (k Keys) Refs(nowMS int64) string {
 	return k.Config[:len(k.Config)-len("cfg")] + "ref:" + strconv.FormatInt(refDay(nowMS), 10)
 }
 
+// Served is the key of the record of the room's visitors served on the day
+// of nowMS (SET: HeartbeatField of each sequence whose grant was consumed or
+// given up, expiring at the end of the third day after its day: lib.lua
+// serve). used keeps a grant only until its token would have expired; this
+// keeps it served as long as a lookup can find its visitor (servedDays), so
+// support never restores a served place (restore.lua).
+func (k Keys) Served(nowMS int64) string {
+	return k.Config[:len(k.Config)-len("cfg")] + "served:" + strconv.FormatInt(refDay(nowMS), 10)
+}
+
 // Refs is the arrival shard's reference hash of the day of nowMS, for the
 // joins it takes.
 func (k ArrivalKeys) Refs(nowMS int64) string {
