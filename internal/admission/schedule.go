@@ -87,23 +87,44 @@ func applyRoom(ctx context.Context, p Planner, id string, now time.Time, log *sl
 		return 0
 	}
 	n := 0
-	for _, c := range cs { // by time: changes due together apply in their order
-		if due(c, now) && applyChange(ctx, p, id, c.ID, now, log) {
+	// In order (room.SortSchedule: by time, then as planned). A due change
+	// another process is applying, or that failed for Redis or the store,
+	// holds back those after it until a later round: none may apply before
+	// it and be undone by it.
+	for _, c := range cs {
+		if !due(c, now) {
+			continue
+		}
+		switch applyChange(ctx, p, id, c.ID, now, log) {
+		case applied:
 			n++
+		case held:
+			return n
 		}
 	}
 	return n
 }
 
-// applyChange applies one due change under its lease and reports whether it
-// was applied.
-func applyChange(ctx context.Context, p Planner, id, change string, now time.Time, log *slog.Logger) bool {
+// outcome is what became of a due change in a round.
+type outcome int
+
+const (
+	applied outcome = iota
+	passed          // refused, or gone (cancelled) meanwhile: the next change may go
+	held            // leased by another process, or failed: the next waits for it
+)
+
+// applyChange applies one due change under its lease.
+func applyChange(ctx context.Context, p Planner, id, change string, now time.Time, log *slog.Logger) outcome {
 	c, ok, err := p.LeaseScheduled(ctx, id, change)
-	if err != nil || !ok || !due(c, now) {
-		if ok {
-			_ = p.ReleaseScheduled(ctx, id, change) // it was refused or moved meanwhile
-		}
-		return false // another process has it, or it is gone
+	switch {
+	case errors.Is(err, room.ErrUnknownChange):
+		return passed // cancelled meanwhile
+	case err != nil || !ok:
+		return held // another process has it, or Redis failed
+	case !due(c, now):
+		_ = p.ReleaseScheduled(ctx, id, change) // refused or moved meanwhile
+		return passed
 	}
 	before, err := p.GetConfig(ctx, id)
 	var next, stored room.Config
@@ -121,13 +142,13 @@ func applyChange(ctx context.Context, p Planner, id, change string, now time.Tim
 		stored = next
 	case errors.Is(err, room.ErrInvalidConfig), errors.Is(err, room.ErrUnknownRoom):
 		refuse(ctx, p, id, c, now, err, log)
-		return false
+		return passed
 	default:
 		_ = p.ReleaseScheduled(ctx, id, change)
 		if ctx.Err() == nil {
 			log.LogAttrs(ctx, slog.LevelError, "schedule: apply", append(attrs, slog.String("error", err.Error()))...)
 		}
-		return false
+		return held
 	}
 	a := room.AuditEntry{At: now.UTC(), Who: who(c), Action: ActionScheduled, Schedule: c.ID,
 		Changes: room.SettingChanges(&before, &stored)}
@@ -138,7 +159,7 @@ func applyChange(ctx context.Context, p Planner, id, change string, now time.Tim
 		log.LogAttrs(ctx, slog.LevelError, "schedule: remove applied change", append(attrs, slog.String("error", err.Error()))...)
 	}
 	log.LogAttrs(ctx, slog.LevelInfo, "scheduled change applied", attrs...)
-	return true
+	return applied
 }
 
 // who names the schedule and who planned the change.
