@@ -19,7 +19,8 @@ import (
 // durable write), and an entry in the room's audit log made by "schedule". A
 // change that is no longer valid is refused: kept in the schedule with the
 // reason, audited, shown until an operator cancels it. The loop runs every
-// second, so a change applies within a second of its time.
+// second, so a change applies within a second of its time; each round also
+// brings the durable copy of a schedule that fell behind up to date.
 
 // Planner is what applying scheduled changes needs of the engine
 // (durable.Queue fits).
@@ -31,6 +32,9 @@ type Planner interface {
 	LeaseScheduled(ctx context.Context, room, id string) (room.ScheduledChange, bool, error)
 	ReleaseScheduled(ctx context.Context, room, id string) error
 	RemoveScheduled(ctx context.Context, room, id string) error
+	// SyncSchedule writes the room's schedule to the durable store when the
+	// store's copy fell behind Redis's (durable.Queue.SyncSchedule).
+	SyncSchedule(ctx context.Context, room string) error
 	GetConfig(ctx context.Context, room string) (room.Config, error)
 	PutConfig(ctx context.Context, room string, cfg room.Config) (room.Config, error)
 	AppendAudit(ctx context.Context, room string, e room.AuditEntry) error
@@ -68,6 +72,10 @@ func ApplySchedules(ctx context.Context, p Planner, log *slog.Logger) int {
 	applied := 0
 	eachRoom(ctx, ids, func(id string) {
 		n := applyRoom(ctx, p, id, now, log)
+		// A copy the store could not take when the schedule changed (the
+		// admin was answered 503, or this loop failed to store an applied
+		// change) is written again here; a failure is logged where it fails.
+		_ = p.SyncSchedule(ctx, id)
 		mu.Lock()
 		applied += n
 		mu.Unlock()

@@ -3,10 +3,12 @@ package admission_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,7 +79,7 @@ func (f *schedFixture) audit(t *testing.T) []room.AuditEntry {
 // storedSchedule is the store's copy of the room's schedule.
 func (f *schedFixture) storedSchedule(t *testing.T) []room.ScheduledChange {
 	t.Helper()
-	b, err := f.store.Schedule(f.ctx, f.room)
+	b, _, err := f.store.Schedule(f.ctx, f.room)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,4 +344,49 @@ func TestAChangeBeingAppliedHoldsBackTheNext(t *testing.T) {
 			t.Fatalf("next round: applied %v, admitPerMinute %d; want %v, 300", got, f.config(t).AdmitPerMinute, ids)
 		}
 	})
+}
+
+// downStore is a store on disk whose schedule writes fail while down is set.
+type downStore struct {
+	durable.Disk
+	down atomic.Bool
+}
+
+func (s *downStore) PutSchedule(ctx context.Context, id string, b []byte, tag string) error {
+	if s.down.Load() {
+		return errors.New("downStore: the store is down")
+	}
+	return s.Disk.PutSchedule(ctx, id, b, tag)
+}
+
+// TestARoundBringsAStaleScheduleCopyUpToDate: a change planned while the
+// store is down stands in Redis (the admin is answered 503, not durable);
+// the next round of the admission loop, the store back, writes the store's
+// copy, so a total loss then does not lose the change.
+func TestARoundBringsAStaleScheduleCopyUpToDate(t *testing.T) {
+	rdb := redistest.Single(t)
+	store := &downStore{Disk: durable.Disk{Dir: t.TempDir()}}
+	clk, id := testkit.EngineClock(), redistest.Room(t)
+	q := durable.New(roomdb.New(rdb, roomdb.WithClock(clk.Now)), durable.Options{Store: store, Clock: clk.Now, NoNudge: true})
+	cfg := room.DefaultConfig()
+	cfg.OriginURL = "https://shop.example.com/"
+	if _, err := q.PutConfig(t.Context(), id, cfg); err != nil {
+		t.Fatal(err)
+	}
+	store.down.Store(true)
+	c := room.ScheduledChange{ID: "planned", At: clk.Now().Add(time.Hour), Settings: json.RawMessage(`{"admitPerMinute": 60}`), CreatedAt: clk.Now()}
+	if err := q.PutScheduled(t.Context(), id, c); !errors.Is(err, durable.ErrNotDurable) {
+		t.Fatalf("planned while the store is down: %v, want ErrNotDurable", err)
+	}
+	admission.ApplySchedules(t.Context(), q, nil) // still down: nothing to do but try
+	store.down.Store(false)
+	admission.ApplySchedules(t.Context(), q, nil)
+	b, _, err := store.Schedule(t.Context(), id)
+	var cs []room.ScheduledChange
+	if err == nil {
+		err = json.Unmarshal(b, &cs)
+	}
+	if err != nil || len(cs) != 1 || cs[0].ID != "planned" {
+		t.Fatalf("the store's copy after a round: %s %v, want the change planned while it was down", b, err)
+	}
 }

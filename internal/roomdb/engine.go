@@ -69,6 +69,7 @@ type Scripter interface {
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
 	ZAdd(ctx context.Context, key string, members ...redis.Z) *redis.IntCmd
 	Pipeline() redis.Pipeliner
+	TxPipeline() redis.Pipeliner
 }
 
 var _ Scripter = (redis.UniversalClient)(nil)
