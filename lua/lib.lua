@@ -366,13 +366,14 @@ end
 
 -- remember records a join for support (roomdb's Visitor: the waiting page's
 -- reference is the visitor id): in key, the day's reference HASH (field = visitor
--- id, value = sequence), which expires two days after its day ends. A script
+-- id, value = sequence), which expires at the end of the next day: a join is
+-- known on its day and the next (docs/ENGINE.md, "Memory per join"). A script
 -- whose caller keeps none passes no key (nil).
 local function remember(key, visitor, m, now)
   if not key then return end
   redis.call('HSET', key, visitor, m)
   if redis.call('HLEN', key) == 1 then
-    redis.call('EXPIREAT', key, (math.floor(now / 86400000) + 3) * 86400)
+    redis.call('EXPIREAT', key, (math.floor(now / 86400000) + 2) * 86400)
   end
 end
 
@@ -381,12 +382,12 @@ end
 -- consumed or given up. used keeps a grant only until its token would have
 -- expired; this record keeps it served as long as support can look the
 -- visitor up (was_served: restore.lua refuses it, visitor.lua says served).
--- The set expires at the end of the third day after its day, a day after the
+-- The set expires at the end of the second day after its day, a day after the
 -- reference hashes of that day (remember), whatever the functions' clocks.
 local function serve(key, m, now)
   redis.call('SADD', key, hbf(m))
   if redis.call('SCARD', key) == 1 then
-    redis.call('EXPIREAT', key, (math.floor(now / 86400000) + 4) * 86400)
+    redis.call('EXPIREAT', key, (math.floor(now / 86400000) + 3) * 86400)
   end
 end
 

@@ -18,8 +18,8 @@ import (
 // Support lookup (docs/OPERATING.md, "Support lookup"): the waiting page
 // shows a visitor their visitor id as the reference; every join records it
 // against its sequence in the reference hash of its day (lib.lua remember:
-// the room's, or the arrival shard's that took the join), kept two days
-// after the day ends; a bypass invitation's join records its sequence after
+// the room's, or the arrival shard's that took the join), kept until the end
+// of the next day; a bypass invitation's join records its sequence after
 // a "b". From the sequence the room's keys say the rest, with the served
 // records (Keys.Served), which outlive the references.
 
@@ -28,9 +28,9 @@ var (
 	restoreCmd = lua.NewScript("restore", lua.Restore)
 )
 
-// refDays is how many days back a lookup reads: today's hash and the two
+// refDays is how many days back a lookup reads: today's hash and the one
 // before it, which is as long as they live.
-const refDays = 3
+const refDays = 2
 
 // servedDays is how many days of served records a lookup and a restore read:
 // one more than refDays, since a grant is served on the day of its join or
@@ -84,7 +84,7 @@ func (e *Engine) seqOf(ctx context.Context, roomID, visitor string) (seq int64, 
 
 // Visitor is where the visitor whose reference (visitor id) is given stands
 // in the room, with the times the engine holds; room.ErrUnknownVisitor when
-// no join of the last two days has that reference.
+// no join of today or yesterday has that reference.
 func (e *Engine) Visitor(ctx context.Context, roomID, visitor string) (room.VisitorState, error) {
 	seq, _, err := e.seqOf(ctx, roomID, visitor)
 	if err != nil {
