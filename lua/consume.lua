@@ -37,7 +37,9 @@ if d then
   serve(KEYS[9], m, now)
   -- A sequence above the head (a bypass holder's: its place never moves the
   -- head) is kept in left until the head passes it, so that a poll of its
-  -- ticket never restores it once used is trimmed (poll.lua).
+  -- ticket, which asks at the sequence, never restores it once used is
+  -- trimmed (poll.lua). While the head is a pre-queue draw every sequence is
+  -- above it: those are kept too, though their tickets ask at their draws.
   if tonumber(m) > head() then redis.call('ZADD', K_LEFT, m, m) end
   redis.call('HINCRBY', K_ST, 'consumed', 1)
   return {'ok', member(ends)}
