@@ -3,6 +3,7 @@
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> member (the entry token's sequence)
 -- ARGV[3] -> audience (the entry token's aud): must be the room's originUrl
+-- KEYS[9..11] -> vst:{room}:ntc, ntd, ntg: a grant given up takes its notice with it
 -- Returns {'ok'}, {'nogrant'} (no such session or grant: already ended or
 -- expired), {'audience'} (the token is for another origin: nothing changes), or {'noroom'}.
 local now = tonumber(ARGV[1])
@@ -14,6 +15,7 @@ if redis.call('ZREM', K_ADM, m) == 1 then
   -- A grant given up before use: record it as used so the token cannot be redeemed after.
   redis.call('ZADD', K_USED, 'GT', now, m)
   redis.call('HINCRBY', K_ST, 'lapsed', 1) -- ended unused (tick.lua's history)
+  notice_forget(KEYS[9], KEYS[10], KEYS[11], {m})
   return {'ok'}
 end
 return {'nogrant'}

@@ -3,6 +3,9 @@
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> member (the entry token's sequence)
 -- ARGV[3] -> audience (the entry token's aud): must be the room's originUrl
+-- KEYS[9..11] -> vst:{room}:ntc, ntd, ntg: a notified grant's registration ends here; its turn
+--                counts as saved (nsaved in st) when claimed after the window a visitor without a
+--                notice would have had (claimTTLSeconds from the grant: docs/ENGINE.md, "Notices")
 -- The session ends after sessionTTLSeconds; in a gated room with
 -- sessionIdleSeconds, after that (at most its longest life, maxSessionSeconds
 -- or else sessionTTLSeconds): room.Config.SessionLimits.
@@ -34,6 +37,10 @@ if d then
   -- GT: a record kept to the end of a recovery window (tick.lua) stays that long.
   redis.call('ZADD', K_USED, 'GT', now, m)
   redis.call('HINCRBY', K_ST, 'consumed', 1)
+  if KEYS[11] and redis.call('ZREM', KEYS[11], m) == 1 then
+    if now > tonumber(d) - cfg.notify + cfg.claimTTL then redis.call('HINCRBY', K_ST, 'nsaved', 1) end
+    notice_forget(KEYS[9], KEYS[10], nil, {m})
+  end
   return {'ok', member(ends)}
 end
 if redis.call('ZSCORE', K_ACT, m) or redis.call('ZSCORE', K_USED, m) then

@@ -3,6 +3,7 @@
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> member (the ticket's sequence)
 -- ARGV[3] -> score (the ticket's queue score)
+-- KEYS[9..11] -> vst:{room}:ntc, ntd, ntg: the visitor's notice goes with the place (lib.lua notice_forget)
 -- Returns {'ok'} or {'noroom'}. Leaving twice is fine.
 local now = tonumber(ARGV[1])
 local m = ARGV[2]
@@ -22,4 +23,5 @@ if redis.call('ZREM', K_ADM, m) == 1 then
   redis.call('HINCRBY', K_ST, 'lapsed', 1)
 end
 if not passed(cfg, now, tonumber(m), score) then redis.call('ZADD', K_LEFT, ARGV[3], m) end
+notice_forget(KEYS[9], KEYS[10], KEYS[11], {m})
 return {'ok'}

@@ -141,7 +141,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 		HeartbeatTTLSeconds: 17, Mode: room.ModeAuto, OpensAt: &opens, OriginURL: "http://localhost:3000/buy?x=1",
 		ClientEnqueuePerMinute: 7, ClientIPv4Prefix: 24, ClientIPv6Prefix: 56, JoinChallengeBits: 5, JoinShards: 3, Gate: true,
 		AdmitPerMinuteMin: 7, QueueAbovePerMinute: 700, QueueBelowPerMinute: 70, CalmSeconds: 17, InviteOnly: true,
-		SessionIdleSeconds: 70}
+		SessionIdleSeconds: 70, NotifiedClaimTTLSeconds: 700}
 	def := room.DefaultConfig()
 	want.Page = &room.Page{
 		Title:   room.Text{All: "Spring Concert <2031> & \"friends\""},
