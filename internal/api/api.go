@@ -6,7 +6,9 @@
 //   - queueapi: the waiting room (enqueue, poll, leave, status, consume,
 //     complete, jwks) and the admin routes of rooms;
 //   - bookingapi: the booking kit's events, holds and orders;
-//   - gateapi: the edge gate's HTML routes under /.vestibule/.
+//   - gateapi: the edge gate's HTML routes under /.vestibule/;
+//   - noticeapi: the notices of a visitor's turn (sign-up, withdrawal, and
+//     the notify function's take and ack).
 //
 // They share httpapi (the request, the JSON answers, the one error table).
 // This package binds each route of internal/routes to its product's handler
@@ -30,10 +32,12 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/api/bookingapi"
 	"github.com/vestibule-dev/vestibule/internal/api/gateapi"
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/api/noticeapi"
 	"github.com/vestibule-dev/vestibule/internal/api/queueapi"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/notice"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/routes"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -70,6 +74,16 @@ type GateOptions = gateapi.Cookies
 type Queue interface {
 	queueapi.Engine
 	gateapi.Engine
+	noticeapi.Engine
+}
+
+// NoticeOptions are what the notices' routes need (noticeapi): the sealer
+// of addresses (nil: the deployment sends no notices), the addresses the
+// deployment takes, and the hash of an address for its sign-up limit.
+type NoticeOptions struct {
+	Sealer *notice.Sealer
+	Policy notice.Policy
+	Hasher notice.Hasher
 }
 
 // Options are the Handler's dependencies. Queue, Tickets and Entries are required.
@@ -104,6 +118,10 @@ type Options struct {
 	// viewer address CloudFront reports. nil (make dev, tests): no header is
 	// required and the limit keys on the source address.
 	Edge *EdgeGuard
+
+	// Notices, when set, lets visitors sign up for a notice of their turn
+	// (docs/ENGINE.md, "Notices"); nil: the routes answer 409 notices_off.
+	Notices *NoticeOptions
 
 	// DefaultRoom is the base for the fields an admin PUT of a new room leaves out.
 	DefaultRoom room.Config
@@ -154,13 +172,18 @@ func New(o Options) *Handler {
 		Origins: o.Origins, Logger: o.Logger, Audit: func(ctx context.Context, r *httpapi.Request, roomID string, a room.AuditEntry) {
 			q.Record(ctx, r, roomID, a) // the rooms' audit trail, in the event's room's log
 		}})
+	no := noticeapi.Options{Queue: o.Queue, Tickets: o.Tickets}
+	if o.Notices != nil {
+		no.Sealer, no.Policy, no.Hasher = o.Notices.Sealer, o.Notices.Policy, o.Notices.Hasher
+	}
+	n := noticeapi.New(no)
 	q = queueapi.New(queueapi.Options{Queue: o.Queue, Tickets: o.Tickets, Entries: o.Entries,
 		Challenges: o.Challenges, Origins: o.Origins, Sessions: o.Sessions, EndHolds: b.EndHolds, Orders: o.Booking,
 		AdminAuth: o.AdminAuth, DefaultRoom: o.DefaultRoom, TickInterval: o.TickInterval,
-		Clock: o.Clock, Logger: o.Logger, Jitter: o.Jitter})
+		Clock: o.Clock, Logger: o.Logger, Jitter: o.Jitter, Notices: notice.OfferOf(no.Sealer, no.Policy)})
 	g := gateapi.New(gateapi.Options{Cookies: o.Gate, Queue: o.Queue, Entries: o.Entries, EndHolds: b.EndHolds})
 	return &Handler{o: o, adminHash: sha256.Sum256([]byte(o.AdminKey)),
-		table: bind(q.Handlers(), b.Handlers(), g.Handlers())}
+		table: bind(q.Handlers(), b.Handlers(), g.Handlers(), n.Handlers())}
 }
 
 // withDefaults fills in the options left out.

@@ -52,9 +52,9 @@ type NoticeSignup struct {
 // DueNotice is a notice due to send: the place's sequence, its sealed
 // address and its grant's claim deadline.
 type DueNotice struct {
-	Seq      int64
-	Sealed   []byte
-	Deadline time.Time
+	Seq      int64     `json:"seq"`
+	Sealed   []byte    `json:"sealed"` // base64 in JSON
+	Deadline time.Time `json:"deadline"`
 }
 
 // NoticeOutcome is how a send went (Engine.AckNotice).

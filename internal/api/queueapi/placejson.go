@@ -94,6 +94,23 @@ func appendPlaceJSON(b []byte, out *placeResponse) ([]byte, bool) {
 	}
 	str(`,"pageVersion":`, out.PageVersion, true)
 	str(`,"enterUrl":`, out.EnterURL, true)
+	if n := out.Notices; n != nil {
+		b = append(b, `,"notices":{`...)
+		comma := len(b)
+		str(`"push":`, n.Push, true)
+		if len(b) > comma {
+			str(`,"vapid":`, n.VAPID, true)
+		} else {
+			str(`"vapid":`, n.VAPID, true)
+		}
+		if n.Email {
+			if len(b) > comma {
+				b = append(b, ',')
+			}
+			b = append(b, `"email":true`...)
+		}
+		b = append(b, '}')
+	}
 	b = append(b, '}')
 	return b, ok
 }
