@@ -6,8 +6,9 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 # Every Lambda function; each has functions/<name>/main.go and becomes dist/<name>/bootstrap
 # (gatekeys: the edge gate's key sync, deployed only when the stack protects an origin;
 # keysync: copies the secrets into the keys object the functions read at cold start;
-# forwarder: puts the events the others log on the EventBridge bus, outside the VPC).
-FUNCTIONS := enqueue poll admit consume status admin booking gatekeys keysync forwarder
+# forwarder: puts the events the others log on the EventBridge bus, outside the VPC;
+# notify: sends the notices of visitors' turns, outside the VPC).
+FUNCTIONS := enqueue poll admit consume status admin booking gatekeys keysync forwarder notify
 # Pinned tool versions.
 CDK_CLI_VERSION := 2.1148.1
 ESBUILD_VERSION := 0.28.2

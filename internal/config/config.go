@@ -56,6 +56,21 @@ const EnvLambdaFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
 // edge gate's keys to. Load does not read it, nor Names list it.
 const EnvGateKVSARN = "GATE_KVS_ARN"
 
+// The notify function's own variables (functions/notify, docs/API.md
+// "Configuration"): it runs outside the VPC, holds the notice secret and
+// calls the API; Load does not read them, nor Names list them.
+const (
+	EnvNoticeSecretARN = "NOTICE_SECRET_ARN" // Secrets Manager: the notice secret (its AWSCURRENT and AWSPREVIOUS)
+	EnvNoticeFrom      = "NOTICE_FROM"       // the SES sender of email notices; empty: no email
+	EnvNoticePageURL   = "NOTICE_PAGE_URL"   // the waiting page a notice links to
+	EnvNoticeAPIURL    = "NOTICE_API_URL"    // the API whose admin routes it takes and acks notices with
+)
+
+// NoticeNames are the notify function's own variables.
+func NoticeNames() []string {
+	return []string{EnvNoticeSecretARN, EnvNoticeFrom, EnvNoticePageURL, EnvNoticeAPIURL, EnvNoticePushHosts}
+}
+
 // OriginHeader is the header CloudFront adds to every request it sends to the
 // API (an origin custom header); its value is the origin secret. The public
 // routes refuse a request without it when ORIGIN_SECRET_ARN is set.

@@ -34,6 +34,39 @@ const (
 	Parallel = 16
 )
 
+// Notifier sends one notice: Sender, or make dev's outbox.
+type Notifier interface {
+	Send(ctx context.Context, roomID string, p *room.Page, n room.DueNotice, now time.Time) Sent
+}
+
+var _ Notifier = (*Sender)(nil)
+
+// Engine is the part of the room engine EngineQueue takes notices from.
+type Engine interface {
+	TakeNotices(ctx context.Context, room string, most int, lease time.Duration) ([]room.DueNotice, error)
+	AckNotice(ctx context.Context, room string, seq int64, o room.NoticeOutcome, retryAt time.Time) error
+	GetConfig(ctx context.Context, room string) (room.Config, error)
+}
+
+// EngineQueue is the Queue of a process that holds the engine itself (make
+// dev): the same calls as the admin routes make.
+type EngineQueue struct{ Engine Engine }
+
+// Take takes the room's due notices, with its page setting.
+func (q EngineQueue) Take(ctx context.Context, roomID string, most int, lease time.Duration) (Batch, error) {
+	cfg, err := q.Engine.GetConfig(ctx, roomID)
+	if err != nil {
+		return Batch{}, err
+	}
+	ns, err := q.Engine.TakeNotices(ctx, roomID, most, lease)
+	return Batch{Notices: ns, Page: cfg.Page}, err
+}
+
+// Ack acks one notice.
+func (q EngineQueue) Ack(ctx context.Context, roomID string, seq int64, o room.NoticeOutcome, retryAt time.Time) error {
+	return q.Engine.AckNotice(ctx, roomID, seq, o, retryAt)
+}
+
 // Result counts what a Run sent.
 type Result struct {
 	Sent, Gone, Retry int
@@ -46,7 +79,7 @@ type Result struct {
 // A send's failure never stops the others; an ack that fails leaves the
 // notice to its lease (sent again: at least once). log gets one line a
 // notice: room, sequence, outcome, channel, status or code, never an address.
-func Run(ctx context.Context, q Queue, s *Sender, roomID string, now func() time.Time, log *slog.Logger) (Result, error) {
+func Run(ctx context.Context, q Queue, s Notifier, roomID string, now func() time.Time, log *slog.Logger) (Result, error) {
 	var r Result
 	for {
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < SendTimeout+2*time.Second {
