@@ -27,7 +27,9 @@
 --   7 pace (admissions a minute the room does for whoever waits, x 1000: pace() below)   8 settings version
 --   9 poll within (ms): the longest the engine holds a waiting place without a poll,
 --     beyond the heartbeat grace (heartbeatTTLSeconds); 0 when not in the queue
---   10.. the settings as field, value pairs (settings() below), when sent;
+--   10 notice: 1 when the place holds a notice registration (its heartbeat's class
+--     is NOTIFIED, as poll.lua read it: cfg.notified), else 0
+--   11.. the settings as field, value pairs (settings() below), when sent;
 -- * the counts of tick.lua and stats.lua, by position (their headers).
 local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -424,7 +426,7 @@ local function reply(cfg, state, m, draw, pos, waiting, deadline, within)
   if deadline and deadline ~= 0 then d = member(deadline) end
   -- The pace in thousandths (a Lua number becomes an integer reply: no formatting).
   local out = {state, m or '', draw or '', pos or 0, waiting or 0, d, math.floor(pace(cfg) * 1000), cfg.ver,
-    within or 0}
+    within or 0, cfg.notified and 1 or 0}
   if cfg.ver == '' or cfg.ver ~= cfg.known then settings(out) end
   return out
 end

@@ -91,6 +91,7 @@ if nohb and state ~= 'closed' and cfg.zone and pos > cfg.zone and on_shard(tonum
   within = -within
 else
   if notified then class = NOTIFIED end
+  cfg.notified = notified
   redis.call('HSET', K_HB, f, hbv(now, class))
 end
 -- The count kept with the settings (lib.lua: no ZCARD); never below the position.

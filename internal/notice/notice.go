@@ -221,6 +221,9 @@ type Offer struct {
 	Push  string `json:"push,omitempty"`  // the VAPID public key, base64url
 	VAPID string `json:"vapid,omitempty"` // its id, which the page sends back with the subscription
 	Email bool   `json:"email,omitempty"`
+	// KeepSeconds is how long the visitor's turn is kept once told: the
+	// room's notifiedClaimTTLSeconds (each answer sets its room's).
+	KeepSeconds int64 `json:"keepSeconds,omitempty"`
 }
 
 // OfferOf is the offer of a deployment that seals with s under policy p;

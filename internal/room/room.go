@@ -142,7 +142,11 @@ type Place struct {
 	// MaxPollAfter; in the pre-queue or a paused or closed room, MaxPollAfter;
 	// 0 when the visitor is not in the queue.
 	PollWithin time.Duration
-	Config     Config
+	// Notice says whether the place holds a notice registration (notice.go),
+	// as the room's shard saw it; nil when the answer came from an arrival
+	// shard, which does not know.
+	Notice *bool
+	Config Config
 }
 
 // MaxPollAfter is the longest a waiting visitor is ever told to stay away

@@ -218,6 +218,8 @@ func (e *Engine) place(s script, t room.Ticket, have versioned, reply []any) (ro
 	}
 	p.Position, p.Waiting = num(reply[placePosition]), num(reply[placeWaiting])
 	p.PollWithin = time.Duration(num(reply[placeWithin])) * time.Millisecond
+	held := num(reply[placeNotice]) == 1
+	p.Notice = &held
 	deadline := num(reply[placeDeadline])
 	p.RatePerMinute = float64(num(reply[placeRate])) / 1000
 	if p.RatePerMinute <= 0 {

@@ -327,11 +327,16 @@ func TestNoticeGoesWithThePlace(t *testing.T) {
 func TestPollKeepsTheNotice(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, noticeConfig())
-		ts := e.enqueueN(2)
+		ts := e.enqueueN(3)
 		e.admitFirst(ts[0])
 		e.register(ts[1], "SEALED-poll")
+		if p := e.poll(ts[2]); p.Notice == nil || *p.Notice {
+			t.Fatalf("a place without a notice polls Notice %v", p.Notice)
+		}
 		e.clk.Advance(time.Minute)
-		e.poll(ts[1])
+		if p := e.poll(ts[1]); p.Notice == nil || !*p.Notice {
+			t.Fatalf("a place with a notice polls Notice %v", p.Notice)
+		}
 		v, err := rdb.HGet(e.ctx, e.keys.Heartbeats, roomdb.HeartbeatField(ts[1].Seq)).Result()
 		seen, class, ok := roomdb.ParseHeartbeat(v)
 		if err != nil || !ok || class != room.NotifiedClass || seen != e.clk.Now().UnixMilli() {

@@ -52,6 +52,7 @@ const (
 	placeRate            // the pace, admissions a minute × 1000 (lib.lua pace; Place.RatePerMinute)
 	placeVersion         // the settings' version
 	placeWithin          // poll within (ms): the budget of the next poll, 0 when not in the queue
+	placeNotice          // 1 when the place holds a notice registration, else 0 (Place.Notice)
 	placeSettings        // first of the settings' field, value pairs, when sent
 )
 

@@ -59,6 +59,10 @@ type placeResponse struct {
 	// offers them (notifiedClaimTTLSeconds); the same for every place, so in
 	// a pre-queue it says nothing of the draw. Polls never carry it.
 	Notices *notice.Offer `json:"notices,omitempty"`
+	// Notify says whether the place holds a notice registration (docs/ENGINE.md,
+	// "Notices"), when the engine knows: the page signs up again when it finds
+	// its place restored without one after a loss of Redis.
+	Notify *bool `json:"notify,omitempty"`
 }
 
 // drawSecret says whether, at now, the room's pre-queue draw is still secret:
@@ -184,9 +188,14 @@ func (h *API) answer(r *httpapi.Request, p room.Place, ticket string, join, enqu
 		PollWithin:     p.PollWithin, Join: join,
 		TickInterval: h.o.TickInterval, Jitter: h.o.Jitter(),
 	}
-	if enqueue && h.o.Notices != nil && p.Config.NotifiedClaimTTLSeconds > 0 && p.State != room.StateAdmitted &&
-		p.State != room.StateExpired {
-		out.Notices = h.o.Notices
+	inQueue := p.State != room.StateAdmitted && p.State != room.StateExpired
+	if enqueue && h.o.Notices != nil && p.Config.NotifiedClaimTTLSeconds > 0 && inQueue {
+		o := *h.o.Notices
+		o.KeepSeconds = p.Config.NotifiedClaimTTLSeconds
+		out.Notices = &o
+	}
+	if inQueue && p.Config.NotifiedClaimTTLSeconds > 0 {
+		out.Notify = p.Notice
 	}
 	switch p.State {
 	case room.StateWaiting:

@@ -109,7 +109,18 @@ func appendPlaceJSON(b []byte, out *placeResponse) ([]byte, bool) {
 			}
 			b = append(b, `"email":true`...)
 		}
+		if n.KeepSeconds != 0 {
+			if len(b) > comma {
+				b = append(b, ',')
+			}
+			b = append(b, `"keepSeconds":`...)
+			b = strconv.AppendInt(b, n.KeepSeconds, 10)
+		}
 		b = append(b, '}')
+	}
+	if out.Notify != nil {
+		b = append(b, `,"notify":`...)
+		b = strconv.AppendBool(b, *out.Notify)
 	}
 	b = append(b, '}')
 	return b, ok
