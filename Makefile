@@ -91,8 +91,9 @@ build-host:
 	done
 
 ## page: bundle the waiting page's modules (static/js/main.js and what it imports) into
-## static/waiting.js, and the join challenge's worker into static/challenge-worker.js, both
-## minified; the bundles are committed (static's TestPageBundle fails when they are stale)
+## static/waiting.js, the join challenge's worker into static/challenge-worker.js, and the
+## notices' module (loaded in rooms that offer notices) into static/notice.js, all minified;
+## the bundles are committed (static's TestPageBundle fails when they are stale)
 page: deps-esbuild
 	@$(MAKE) --no-print-directory page-build
 
@@ -103,6 +104,7 @@ page-build:
 	@[ "$$(esbuild --version 2>/dev/null)" = "$(ESBUILD_VERSION)" ] || { echo "esbuild $(ESBUILD_VERSION) is needed: make deps-esbuild" >&2; exit 1; }
 	esbuild static/js/main.js $(PAGE_ESBUILD_FLAGS) --outfile=$(PAGE_OUT)/waiting.js
 	esbuild static/js/challenge-worker.js $(PAGE_ESBUILD_FLAGS) --outfile=$(PAGE_OUT)/challenge-worker.js
+	esbuild static/js/notice.js $(PAGE_ESBUILD_FLAGS) --outfile=$(PAGE_OUT)/notice.js
 
 ## synth: build, then synthesize the CloudFormation template offline (CDK_ARGS='-c cache=nodes' etc.)
 CDK_ARGS ?=
