@@ -27,19 +27,23 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
-// The notices' tests run the local stack on a clock the test moves (the
-// turn comes when the test lets the one before lapse, and the visitor comes
-// back after the page's claim window), with the real sender posting to a
-// push service's stand-in (which checks RFC 8291's encryption and RFC 8292's
-// VAPID signature, and decrypts) and to an SES stand-in.
+// The notices' tests run the local stack on a clock that follows real time
+// and that the test moves ahead (the turn comes when the test lets the one
+// before lapse, and the visitor comes back after the page's claim window),
+// with the real sender posting to a push service's stand-in (which checks
+// RFC 8291's encryption and RFC 8292's VAPID signature, and decrypts) and to
+// an SES stand-in.
 
-// noticeRoom is a room of one slot, the page's claim window of 5 s, a
+// noticeRoom is a room of one slot, the page's claim window of a minute, a
 // notified one of 10 minutes.
 func noticeRoom(s *localstack.Stack) settings {
 	cfg := baseSettings(s)
-	cfg["claimTTLSeconds"], cfg["notifiedClaimTTLSeconds"] = 5, 600
+	cfg["claimTTLSeconds"], cfg["notifiedClaimTTLSeconds"] = 60, 600
 	return cfg
 }
+
+// lapse is past the page's claim window: the blocker's grant is reclaimed.
+const lapse = 61 * time.Second
 
 // noticeStack is the local stack on rdb's address with notices sent to the
 // stand-ins, on the clock clk.
@@ -212,7 +216,7 @@ func backToThePlace(t *testing.T, s *localstack.Stack, tab context.Context, link
 // left in Redis.
 func TestPushNotice(t *testing.T) {
 	push := pushtest.Start(t)
-	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
+	clk := testkit.SkewedClock()
 	rdb := redistest.Single(t)
 	s := noticeStack(t, "redis://"+rdb.Options().Addr, clk, push, nil)
 	room := redistest.Room(t)
@@ -254,7 +258,7 @@ func TestPushNotice(t *testing.T) {
 	closePage() // the visitor looks away: the tab is closed
 
 	// The turn comes: the blocker's grant lapses on the stack's clock.
-	clk.Advance(6 * time.Second)
+	clk.Advance(lapse)
 	if !testkit.WaitFor(wait, func() bool { return len(push.Messages()) == 1 }) {
 		ctx := context.Background()
 		k := "vst:{" + room + "}:"
@@ -315,7 +319,7 @@ func TestPushNotice(t *testing.T) {
 		t.Fatalf("the click asked to open %q (%v), want %s and the notification closed", opened, err, link)
 	}
 
-	// Back after the page's 5 s, within the notified 10 minutes: the page
+	// Back after the page's minute, within the notified 10 minutes: the page
 	// claims the turn with the ticket this browser holds.
 	clk.Advance(2 * time.Minute)
 	back, _ := tab(t, v)
@@ -336,7 +340,7 @@ func TestPushNotice(t *testing.T) {
 // their place within the notified window. Nothing of the address is kept.
 func TestEmailNotice(t *testing.T) {
 	ses := sestest.Start(t)
-	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
+	clk := testkit.SkewedClock()
 	rdb := redistest.Single(t)
 	s := noticeStack(t, "redis://"+rdb.Options().Addr, clk, nil, ses)
 	room := redistest.Room(t)
@@ -354,6 +358,7 @@ func TestEmailNotice(t *testing.T) {
 	if got := text(t, first, "notify-note"); !strings.Contains(got, "adresse e-mail") {
 		t.Errorf("the form's line in French: %q", got)
 	}
+	checkAxe(t, first) // the form: labelled, in the page's language
 	const email = "ana.visitor@example.com"
 	do(t, first, chromedp.SendKeys(chromedp.ID("notice-email"), email), chromedp.Click(chromedp.ID("notice-send")))
 	waitJS(t, first, `document.body.dataset.notice === "email"`, wait)
@@ -363,7 +368,7 @@ func TestEmailNotice(t *testing.T) {
 	noAddressKept(t, rdb, room, email, false) // sealed: never in the clear, even while it is kept
 	closePage()
 
-	clk.Advance(6 * time.Second)
+	clk.Advance(lapse)
 	if !testkit.WaitFor(wait, func() bool { return len(ses.Mails()) == 1 }) {
 		t.Fatalf("SES got %d mails", len(ses.Mails()))
 	}
@@ -384,37 +389,38 @@ func TestEmailNotice(t *testing.T) {
 
 // TestNoticeLostWithRedis: a total loss of Redis takes the registration
 // with the place's state; the room comes back from the settings store and
-// the place from the ticket, without a notice, and the page says so and
-// asks for the address again (a push subscription it gives again by itself).
+// the place from the ticket, without a notice, and the page, when the
+// visitor comes back to it, says so and asks for the address again.
 func TestNoticeLostWithRedis(t *testing.T) {
 	srv, err := redistest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
-	clk := testkit.FixedClock(time.Now().Truncate(time.Second))
-	s := noticeStack(t, "redis://"+srv.Addr, clk, nil, sestest.Start(t))
+	s := noticeStack(t, "redis://"+srv.Addr, testkit.SkewedClock(), nil, sestest.Start(t))
 	room := redistest.Room(t)
-	putRoom(t, s, room, noticeRoom(s))
-	blocker(t, s, clk, room)
+	cfg := noticeRoom(s)
+	cfg["mode"] = "paused" // nobody is admitted: the place stays in the line across the loss
+	putRoom(t, s, room, cfg)
 	v := visitor(t)
 	beforeLoad(t, v, `delete window.PushManager`)
 	do(t, v, chromedp.Navigate(pageURL(s.URL(), room)))
-	waitState(t, v, "waiting", wait)
+	waitState(t, v, "paused", wait)
 	waitJS(t, v, `!document.getElementById("notify").hidden`, wait)
 	do(t, v, chromedp.Click(chromedp.ID("notify")))
 	waitJS(t, v, `document.body.dataset.notice === "form"`, wait)
 	do(t, v, chromedp.SendKeys(chromedp.ID("notice-email"), "ana@example.com"), chromedp.Click(chromedp.ID("notice-send")))
 	waitJS(t, v, `document.body.dataset.notice === "email"`, wait)
 
-	// Everything in Redis is gone; the page's next poll restores its place,
-	// which holds no notice.
+	// Everything in Redis is gone. Back on the page, the place comes back
+	// from the ticket, without its notice.
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
 	if err := c.FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, v, `document.body.dataset.notice === "form" && document.body.dataset.state === "waiting"`, 2*time.Minute)
+	do(t, v, chromedp.Reload())
+	waitJS(t, v, `document.body.dataset.notice === "form" && document.body.dataset.state === "paused"`, wait)
 	if got := text(t, v, "notify-note"); !strings.Contains(got, "lost the address") {
 		t.Errorf("the line after the loss: %q", got)
 	}

@@ -287,6 +287,7 @@ function renderPlace(v) {
 // offers it); null until then.
 let notices = null;
 let noticesLoading = false;
+let lastAnswer = null; // {r, sentAt}: the last place answer, which notice.js reads once it is here
 function noticesFor(v) {
   if (notices) { if (v.notices) notices.setOffer(v.notices); return; }
   if (!v.notices || noticesLoading) return;
@@ -294,6 +295,7 @@ function noticesFor(v) {
   import(new URL('./notice.js', import.meta.url).href).then(async m => {
     await m.start({ room, lang: i18n.current, $, body, render: () => render(view), on: (el, ev, f) => el.addEventListener(ev, f) });
     notices = m;
+    if (lastAnswer) m.seen(lastAnswer.r, lastAnswer.sentAt);
     render(view);
   }).catch(() => { noticesLoading = false; });
 }
@@ -476,6 +478,7 @@ async function step() {
   if (my !== epoch) return;
   failures = 0;
   join = false;
+  lastAnswer = { r, sentAt };
   if (notices) notices.seen(r, sentAt);
   accepted(r, saved);
 }
