@@ -70,9 +70,9 @@ func noticeIdentity(set Settings) string {
 
 var domainName = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$`)
 
-// checkNoticeSettings checks the sender (a plain address SES may send from) and the identity (a
+// CheckNoticeSettings checks the sender (a plain address SES may send from) and the identity (a
 // domain or an address, which the sender must fall under).
-func checkNoticeSettings(s Settings) error {
+func CheckNoticeSettings(s Settings) error {
 	if s.NoticeSender == "" {
 		if s.NoticeIdentity != "" {
 			return fmt.Errorf("%w: %s=%q without %s", ErrBadSetting, CtxNoticeIdentity, s.NoticeIdentity, CtxNoticeSender)
@@ -167,8 +167,11 @@ func newNotify(st awscdk.Stack, p *notifyProps) *Notify {
 			identity = awsses.Identity_Domain(jsii.String(id))
 		}
 		n.Identity = awsses.NewEmailIdentity(st, jsii.String("NoticeIdentity"), &awsses.EmailIdentityProps{Identity: identity})
-		// ses:SendEmail on the sender's identity only.
-		n.Identity.GrantSendEmail(n.Function)
+		// ses:SendEmail (SES v2's SendEmail; not SendRawEmail) on the sender's identity only.
+		n.Function.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("ses:SendEmail"),
+			Resources: &[]*string{n.Identity.EmailIdentityArn()},
+		}))
 		awscdk.NewCfnOutput(st, jsii.String("NoticeIdentityName"), &awscdk.CfnOutputProps{
 			Description: jsii.String("The SES identity of email notices: verify it (docs/DEPLOY.md, Notices)"),
 			Value:       n.Identity.EmailIdentityName(),
@@ -199,4 +202,3 @@ func newNotify(st awscdk.Stack, p *notifyProps) *Notify {
 func executePath(path string) *string {
 	return jsii.String(regexp.MustCompile(`\{[a-z]+\}`).ReplaceAllString(path, "*"))
 }
-

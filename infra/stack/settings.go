@@ -292,7 +292,7 @@ var contextSettings = []contextSetting{
 		return nil
 	}},
 	{key: CtxNoticeSender, parse: text(func(s *Settings) *string { return &s.NoticeSender })},
-	{key: CtxNoticeIdentity, parse: text(func(s *Settings) *string { return &s.NoticeIdentity }), check: checkNoticeSettings},
+	{key: CtxNoticeIdentity, parse: text(func(s *Settings) *string { return &s.NoticeIdentity }), check: CheckNoticeSettings},
 }
 
 // text sets a string setting to the value as written.

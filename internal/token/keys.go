@@ -264,6 +264,11 @@ func LoadSecretsManager(ctx context.Context, sm SecretsGetter, ticketSecretARN, 
 	return keys, nil
 }
 
+// CurrentSecret is the AWSCURRENT value of a secret.
+func CurrentSecret(ctx context.Context, sm SecretsGetter, arn string) ([]byte, error) {
+	return secretString(ctx, sm, arn, stageCurrent)
+}
+
 // secretString fetches one version stage of a secret as bytes.
 func secretString(ctx context.Context, sm SecretsGetter, arn, stage string) ([]byte, error) {
 	out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &arn, VersionStage: &stage})
@@ -356,9 +361,12 @@ func (m Material) Keys() (*Keys, error) {
 	return keys, nil
 }
 
-// SecretARNs name the three secrets of a deployment; Origin may be "".
+// SecretARNs name the secrets of a deployment; Origin and Notice may be "".
 type SecretARNs struct {
 	Ticket, Entry, Origin string
+	// Notice is the notice secret (package notice), whose public half keysync
+	// puts in the material (Material.Notice); the secret itself stays out.
+	Notice string
 }
 
 // MaterialFromSecretsManager reads the secrets' versions into a Material:
