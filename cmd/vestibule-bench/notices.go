@@ -55,7 +55,7 @@ func benchNotices(ctx context.Context, d time.Duration) ([]Row, error) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		if r.URL.Path == "/v2/email/outbound-emails" {
 			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprint(w, `{"MessageId":"bench"}`)
+			_, _ = io.WriteString(w, `{"MessageId":"bench"}`)
 			return
 		}
 		w.WriteHeader(http.StatusCreated)

@@ -186,7 +186,7 @@ func registration(t *testing.T, v context.Context, origin string) serviceworker.
 // backToThePlace opens a notice's link in tab: the waiting page claims the
 // turn with the ticket the browser holds and goes to the origin, which
 // redeems the entry. It returns where the page went (with the fragment).
-func backToThePlace(t *testing.T, s *localstack.Stack, tab context.Context, link string) string {
+func backToThePlace(tab context.Context, t *testing.T, s *localstack.Stack, link string) string {
 	t.Helper()
 	navigations := chromedp.Events(tab, page.FrameNavigated)
 	do(t, tab, chromedp.Navigate(link))
@@ -323,7 +323,7 @@ func TestPushNotice(t *testing.T) {
 	// claims the turn with the ticket this browser holds.
 	clk.Advance(2 * time.Minute)
 	back, _ := tab(t, v)
-	landed := backToThePlace(t, s, back, link)
+	landed := backToThePlace(back, t, s, link)
 	if !strings.Contains(landed, "#token=") {
 		t.Errorf("landed on %s, without the entry", landed)
 	}
@@ -380,7 +380,7 @@ func TestEmailNotice(t *testing.T) {
 	}
 	clk.Advance(3 * time.Minute)
 	back, _ := tab(t, v)
-	backToThePlace(t, s, back, link)
+	backToThePlace(back, t, s, link)
 	if st := roomStats(t, s, room); st["noticesSent"] != float64(1) || st["turnsSaved"] != float64(1) {
 		t.Errorf("stats: %v", st)
 	}

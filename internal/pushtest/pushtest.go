@@ -198,11 +198,10 @@ func (s *Server) vapid(h string, sub *Subscription, m *Message) error {
 	if err != nil {
 		return errors.New("k= is not base64url")
 	}
-	x, y := elliptic.Unmarshal(elliptic.P256(), point) //nolint:staticcheck // the uncompressed point of RFC 8292, as jwt wants an *ecdsa.PublicKey
-	if x == nil {
+	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), point)
+	if err != nil {
 		return errors.New("k= is not a P-256 point")
 	}
-	pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: x, Y: y}
 	var claims jwt.RegisteredClaims
 	_, err = jwt.ParseWithClaims(tok, &claims, func(*jwt.Token) (any, error) { return pub, nil },
 		jwt.WithValidMethods([]string{"ES256"}), jwt.WithExpirationRequired())
