@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,7 +77,10 @@ func itoa(n int64) string {
 // with its place.
 func noticeKeysHold(t *testing.T, ctx context.Context, rdb redis.UniversalClient, roomID, marker string) []string {
 	t.Helper()
-	var found []string
+	var (
+		mu    sync.Mutex // ForEachMaster scans the primaries at once
+		found []string
+	)
 	scan := func(ctx context.Context, c *redis.Client) error {
 		it := c.Scan(ctx, 0, "vst:{"+roomID+"}:*", 1000).Iterator()
 		for it.Next(ctx) {
@@ -86,7 +90,9 @@ func noticeKeysHold(t *testing.T, ctx context.Context, rdb redis.UniversalClient
 				return err
 			}
 			if strings.Contains(dump, marker) {
+				mu.Lock()
 				found = append(found, k)
+				mu.Unlock()
 			}
 		}
 		return it.Err()

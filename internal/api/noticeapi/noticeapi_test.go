@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -180,10 +181,15 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // keysOf lists the keys matching pattern, on every primary of a cluster.
 func keysOf(t *testing.T, rdb redis.UniversalClient, pattern string) []string {
 	t.Helper()
-	var out []string
+	var (
+		mu  sync.Mutex // ForEachMaster scans the primaries at once
+		out []string
+	)
 	scan := func(ctx context.Context, c *redis.Client) error {
 		ks, err := c.Keys(ctx, pattern).Result()
+		mu.Lock()
 		out = append(out, ks...)
+		mu.Unlock()
 		return err
 	}
 	var err error
