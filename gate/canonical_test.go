@@ -133,6 +133,7 @@ func TestPathSpellingsDoNotSkipARoom(t *testing.T) {
 			if want := tc.status; want != 0 && d.Status != want || want == 0 && !d.Pass {
 				t.Errorf("%s: Decide = %d (%s), want %d", tc.name, d.Status, d.Reason, want)
 			}
+			checkParity(t, cfg, tc.name, Request{Method: "GET", Target: tc.target, Cookie: tc.cookie}, nil, d, now)
 		}
 	}
 }
@@ -193,6 +194,7 @@ func TestUnknownHostNotPassedOnAnotherHostsRoute(t *testing.T) {
 		if want := map[bool]int{true: http.StatusTeapot, false: d.Status}[d.Pass]; w.Code != want {
 			t.Errorf("%s: Middleware = %d, want %d", tc.name, w.Code, want)
 		}
+		checkParity(t, cfg, tc.name, Request{Host: tc.host, Method: "GET", Target: tc.target, Cookie: tc.cookie}, nil, d, now)
 	}
 }
 

@@ -75,4 +75,13 @@
 // own. The CloudFront Function reads them from the KeyValueStore associated
 // with it, which holds KeyRing.KVSEntries: "key:<kid>" → the key as 64 hex
 // digits, and "current" → the current kid. See docs/GATE.md.
+//
+// # Other doors
+//
+// A site behind another reverse proxy has it ask a forward-auth check about
+// each request (ForwardAuth.Check, the API's /api/gate/check/ route): the
+// same decision on the request the proxy names in its own headers (Proxy),
+// told in the statuses that proxy understands. A site with nothing in front
+// runs Middleware before a reverse proxy (vestibule gate serve). The parity
+// tables hold the check to Decide row by row, for every proxy.
 package gate

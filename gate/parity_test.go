@@ -302,6 +302,8 @@ func TestCloudFrontParity(t *testing.T) {
 		if js.KVSReads != tc.reads {
 			t.Errorf("%s: the function read the KeyValueStore %d times, want %d", tc.name, js.KVSReads, tc.reads)
 		}
+		// The forward-auth check of every proxy tells the same decision.
+		checkParity(t, cfg, tc.name, Request{Method: tc.method, Target: tc.target, Cookie: tc.cookie}, nil, goD, now)
 	}
 }
 
@@ -395,6 +397,9 @@ func TestCloudFrontParityRenew(t *testing.T) {
 		if tc.pass && w.Code != 200 || !tc.pass && (w.Code != wantStatus || w.Header().Get("Location") != tc.location) {
 			t.Errorf("%s: Middleware answered %d %q", tc.name, w.Code, w.Header().Get("Location"))
 		}
+		// The forward-auth checks send a due navigation through renew alike.
+		checkParity(t, cfg, tc.name, Request{Method: tc.method, Target: tc.target, Cookie: CookieName + "=" + tc.cookie,
+			Navigate: Navigation(tc.headers["sec-fetch-mode"], tc.headers["accept"])}, tc.headers, goD, now)
 	}
 }
 
@@ -485,6 +490,21 @@ func TestCloudFrontParityResponse(t *testing.T) {
 		}
 		if js.KVSReads != tc.reads {
 			t.Errorf("%s: the function read the KeyValueStore %d times, want %d", tc.name, js.KVSReads, tc.reads)
+		}
+		// A proxy's check cannot see the site's answer: on every pass with a
+		// valid session it gives the receipt the gate would set, and the
+		// proxy sets it when the site ends the session (nginx's snippet).
+		wantReceipt := ""
+		if tc.receipt != "" {
+			wantReceipt = EndCookie(tc.receipt, sess, now, CookieOptions{})
+		} else if !Ends(tc.end...) {
+			wantReceipt = EndCookie(valid, sess, now, CookieOptions{})
+		}
+		d := Decide(cfg, "GET", tc.target, tc.cookie, false, now)
+		for p, a := range checkParity(t, cfg, tc.name, Request{Method: "GET", Target: tc.target, Cookie: tc.cookie}, nil, d, now) {
+			if got := a.Header.Get(ReceiptHeader); got != wantReceipt {
+				t.Errorf("%s: %s's check gives the receipt %q\nwant %q", tc.name, p, got, wantReceipt)
+			}
 		}
 	}
 }

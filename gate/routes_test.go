@@ -187,6 +187,7 @@ func TestCloudFrontParityRoutes(t *testing.T) {
 		if pass := w.Code == http.StatusTeapot; pass != tc.pass || !pass && (w.Header().Get("Location") != tc.location || w.Code != goD.Status) {
 			t.Errorf("%s: Middleware = %d %q; want pass %v %q", tc.name, w.Code, w.Header().Get("Location"), tc.pass, tc.location)
 		}
+		checkParity(t, cfg, tc.name, Request{Host: tc.host, Method: tc.method, Target: tc.target, Cookie: tc.cookie}, nil, goD, now)
 	}
 }
 
@@ -245,6 +246,13 @@ func TestCloudFrontParityRoutesResponse(t *testing.T) {
 		jc, ok := js.Cookies[tc.setName]
 		if g := tc.setName + "=" + jc.Value + "; " + jc.Attributes; !ok || len(js.Cookies) != 1 || g != want {
 			t.Errorf("%s: the function set %v\nwant %s", tc.name, js.Cookies, want)
+		}
+		// The checks give the same receipt, of the path's room, under its name.
+		req := Request{Host: "booking.example.com", Method: "GET", Target: tc.target, Cookie: tc.cookie}
+		for p, a := range checkParity(t, cfg, tc.name, req, nil, DecideRequest(cfg, req, now), now) {
+			if got := a.Header.Get(ReceiptHeader); got != want {
+				t.Errorf("%s: %s's check gives the receipt %q\nwant %q", tc.name, p, got, want)
+			}
 		}
 	}
 }

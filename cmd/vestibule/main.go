@@ -83,6 +83,12 @@ Usage:
                                                 --routes /tickets=ROOM,HOST/merch=ROOM2: rooms by path, the rest open)
   vestibule gate detach --distribution ID --room ROOM [--delete] [--dry-run]
                                                 take it off again (--delete: also its functions and store)
+  vestibule gate serve --upstream URL (--room ROOM | --routes /PREFIX=ROOM,…) [--listen ADDR]
+                                                the gating reverse proxy, for a site with nothing in front:
+                                                the gate, then the site; /.vestibule/* to the API (--open-paths;
+                                                with --stack its waiting room, API and keys; with --endpoint a
+                                                local stack's, --keys .vestibule/keys; --waiting-room, --api;
+                                                --tls-cert F --tls-key F: HTTPS)
 
 Which deployment (every command but "rooms settings"):
   --stack NAME        a deployed stack: the endpoint is its ApiUrl output     (env VESTIBULE_STACK)
@@ -167,7 +173,8 @@ var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": t
 	"interval": true, "count": true, "port": true, "template": true, "public": true, "timeout": true,
 	"client-cert": true, "client-key": true, "room": true, "ticket": true, "visitor": true, "origin": true,
 	"distribution": true, "open-paths": true, "routes": true, "behaviour": true, "origin-secret-file": true, "file": true, "at": true,
-	"uses": true, "expires": true, "id": true, "reason": true}
+	"uses": true, "expires": true, "id": true, "reason": true,
+	"upstream": true, "listen": true, "waiting-room": true, "api": true, "keys": true, "reload": true, "tls-cert": true, "tls-key": true}
 
 // commandFirst moves the command words (e.g. "rooms", "list") before any
 // flags given ahead of them, so "vestibule --stack S rooms list" works too.
@@ -198,7 +205,7 @@ func commandFirst(args []string) []string {
 var subcommands = map[string]string{
 	"rooms":   "list, get, set, pause, resume, close, open, drain, delete, log, settings, schedule, unschedule",
 	"booking": "reconcile",
-	"gate":    "attach, detach",
+	"gate":    "attach, detach, serve",
 	"events":  "define, get, orders",
 	// invitations.go, visitors.go
 	"invitations": "create, show, revoke",
@@ -313,6 +320,8 @@ func (c *command) bind(cmd string, fs *flag.FlagSet) (runFunc, error) {
 		return c.eventOrders, nil
 	case "gate attach", "gate detach":
 		return c.bindGate(cmd == "gate attach", fs), nil
+	case "gate serve":
+		return c.bindGateServe(fs), nil // gate_serve.go
 	case "console":
 		fs.IntVar(&c.port, "port", defaultConsolePort, "port on 127.0.0.1 (0: any free port)")
 		return c.console, nil
@@ -359,7 +368,8 @@ type command struct {
 	visitor        string           // verify-draw
 	origin         string           // booking reconcile
 	apply          bool             // booking reconcile
-	gate           gateFlags        // gate attach, detach
+	gate           gateFlags        // gate attach, detach, serve
+	serve          serveFlags       // gate serve
 	file           string           // events define
 	at             string           // rooms schedule
 	csv            bool             // report

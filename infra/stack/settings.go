@@ -118,6 +118,8 @@ type Settings struct {
 	Notices        bool
 	NoticeSender   string
 	NoticeIdentity string
+	// OIDC adds an authenticate-oidc rule to a site's ALB listener (oidc.go); zero: none.
+	OIDC OIDCSettings
 }
 
 // StackBaseName is the name of the default stack; a stage is appended to it.
@@ -232,6 +234,7 @@ func FromContext(node constructs.Node) (Settings, error) {
 	errs = append(errs, sizeFromContext(node, &s)...)
 	errs = append(errs, gateFromContext(node, &s)...)
 	errs = append(errs, domainsFromContext(node, &s)...)
+	errs = append(errs, oidcFromContext(node, &s)...)
 	return s, errors.Join(errs...)
 }
 

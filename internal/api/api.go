@@ -1,6 +1,6 @@
 // Package api is Vestibule's HTTP API: one router that turns API Gateway HTTP
 // API (payload 2.0) requests into calls on the products behind it, and their
-// results and errors into responses. It composes three products, each in a
+// results and errors into responses. It composes its products, each in a
 // package of its own that defines what it needs of the engines:
 //
 //   - queueapi: the waiting room (enqueue, poll, leave, status, consume,
@@ -8,7 +8,8 @@
 //   - bookingapi: the booking kit's events, holds and orders;
 //   - gateapi: the edge gate's HTML routes under /.vestibule/;
 //   - noticeapi: the notices of a visitor's turn (sign-up, withdrawal, and
-//     the notify function's take and ack).
+//     the notify function's take and ack);
+//   - oidcapi: the room as an OpenID Connect provider, under /oidc/.
 //
 // They share httpapi (the request, the JSON answers, the one error table).
 // This package binds each route of internal/routes to its product's handler
@@ -33,6 +34,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/api/gateapi"
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
 	"github.com/vestibule-dev/vestibule/internal/api/noticeapi"
+	"github.com/vestibule-dev/vestibule/internal/api/oidcapi"
 	"github.com/vestibule-dev/vestibule/internal/api/queueapi"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
@@ -69,12 +71,13 @@ const (
 // write the cookie (gateapi.Cookies).
 type GateOptions = gateapi.Cookies
 
-// Queue is the room engine, as the queue API and the gate's routes use it
-// (durable.Queue).
+// Queue is the room engine, as the queue API, the gate's routes and the OIDC
+// provider use it (durable.Queue).
 type Queue interface {
 	queueapi.Engine
 	gateapi.Engine
 	noticeapi.Engine
+	oidcapi.Engine
 }
 
 // NoticeOptions are what the notices' routes need (noticeapi): the sealer
@@ -101,6 +104,9 @@ type Options struct {
 	// Gate signs and reads the edge gate's session cookies (/.vestibule/enter
 	// and leave, gateapi); nil: those routes answer 404.
 	Gate *GateOptions
+	// OIDC seals the OpenID Connect provider's requests, codes and access
+	// tokens and signs its ID tokens (oidcapi); nil: its routes answer 404.
+	OIDC *token.OIDC
 
 	// Booking is the engine of the booking routes (/api/events/…); nil: they
 	// answer 404. Sessions issues the bookingSession consume hands the origin
@@ -182,8 +188,9 @@ func New(o Options) *Handler {
 		AdminAuth: o.AdminAuth, DefaultRoom: o.DefaultRoom, TickInterval: o.TickInterval,
 		Clock: o.Clock, Logger: o.Logger, Jitter: o.Jitter, Notices: notice.OfferOf(no.Sealer, no.Policy)})
 	g := gateapi.New(gateapi.Options{Cookies: o.Gate, Queue: o.Queue, Entries: o.Entries, EndHolds: b.EndHolds})
+	p := oidcapi.New(oidcapi.Options{Queue: o.Queue, Entries: o.Entries, Origins: o.Origins, OIDC: o.OIDC})
 	return &Handler{o: o, adminHash: sha256.Sum256([]byte(o.AdminKey)),
-		table: bind(q.Handlers(), b.Handlers(), g.Handlers(), n.Handlers())}
+		table: bind(q.Handlers(), b.Handlers(), g.Handlers(), n.Handlers(), p.Handlers())}
 }
 
 // withDefaults fills in the options left out.

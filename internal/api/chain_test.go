@@ -114,6 +114,24 @@ func TestMatched(t *testing.T) {
 	if x.route.key != "POST /api/events/{event}/holds/{token}/confirm" || x.req.Path.Event != "e1" || x.req.Path.Token != "7" {
 		t.Errorf("matched %q %+v", x.route.key, x.req.Path)
 	}
+	// A route of any method, whose {path+} takes the rest of the path as
+	// sent: slashes, empty segments and escapes kept.
+	for path, rest := range map[string]string{
+		"/api/gate/check/nginx":                "nginx",
+		"/api/gate/check/":                     "",
+		"/api/gate/check/envoy//x/%2E%2e/y;z/": "envoy//x/%2E%2e/y;z/",
+	} {
+		for _, method := range []string{"GET", "DELETE", "PATCH"} {
+			x = matchedExchange(t, h, method, path, nil)
+			if x.route.key != "ANY /api/gate/check/{path+}" || x.req.Path.Rest != rest {
+				t.Errorf("%s %s: matched %q, rest %q, want %q", method, path, x.route.key, x.req.Path.Rest, rest)
+			}
+		}
+	}
+	x = newExchange(ev("GET", "/api/gate/check", nil), time.Now())
+	if h.matched(x) || x.resp.StatusCode != 404 {
+		t.Errorf("/api/gate/check without a proxy: %d", x.resp.StatusCode)
+	}
 }
 
 // recovered turns a panic into a 500 whose cause is the panic, and lets

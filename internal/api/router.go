@@ -61,7 +61,7 @@ func match(t []route, method, path string) (*route, httpapi.PathParams, string) 
 		if !ok {
 			continue
 		}
-		if rt.Method == method {
+		if rt.Method == method || rt.Method == routes.Any {
 			return rt, param, ""
 		}
 		allowed = append(allowed, rt.Method)
@@ -70,9 +70,17 @@ func match(t []route, method, path string) (*route, httpapi.PathParams, string) 
 }
 
 // matchPath matches segs against a pattern's segments (ps), whose "{name}"
-// segments capture any non-empty segment.
+// segments capture any non-empty segment, and whose last segment "{path+}"
+// captures the rest of the path as sent, slashes and all (it may be empty).
 func matchPath(ps []string, segs []string) (httpapi.PathParams, bool) {
 	var out httpapi.PathParams
+	if n := len(ps); n > 0 && ps[n-1] == "{path+}" {
+		if len(segs) < n {
+			return out, false
+		}
+		out.Rest = strings.Join(segs[n-1:], "/")
+		ps, segs = ps[:n-1], segs[:n-1]
+	}
 	if len(ps) != len(segs) {
 		return out, false
 	}

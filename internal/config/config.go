@@ -35,7 +35,7 @@ const (
 	EnvAdminKey          = "VESTIBULE_ADMIN_KEY"  // the admin bearer key with ADMIN_AUTH=key
 	EnvDefaultRoomConfig = "DEFAULT_ROOM_CONFIG"  // JSON room settings over room.DefaultConfig()
 	EnvLogLevel          = "LOG_LEVEL"            // debug, info, warn, error
-	EnvLogSample         = "LOG_SAMPLE"           // the fraction of successful polls (and status reads) logged; default 0.01
+	EnvLogSample         = "LOG_SAMPLE"           // the fraction of successful polls (status reads, forward-auth checks) logged; default 0.01
 	EnvBookingEventBus   = "BOOKING_EVENT_BUS"    // EventBridge bus of order events; empty: JSON lines on stdout
 	EnvOriginSecretARN   = "ORIGIN_SECRET_ARN"    // Secrets Manager: the value CloudFront sends in OriginHeader
 	EnvStack             = "VESTIBULE_STACK"      // the CloudFormation stack: a dimension of the custom metrics

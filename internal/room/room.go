@@ -91,6 +91,10 @@ type Config struct {
 	// told of their turn by a push or an email (notice.go), longer than
 	// ClaimTTLSeconds, as they may have looked away; 0: the room offers no notices.
 	NotifiedClaimTTLSeconds int64 `json:"notifiedClaimTTLSeconds"`
+	// OIDCRedirectURIs are where the room, as an OpenID Connect provider
+	// (oidc.go), may send a relying party's visitor back with a code: exact
+	// URIs; none (the default) refuses every authorization request.
+	OIDCRedirectURIs []string `json:"oidcRedirectUris,omitempty"`
 }
 
 // State is where a visitor stands.

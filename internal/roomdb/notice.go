@@ -21,6 +21,14 @@ var (
 // that end a place take after the room's.
 func noticeKeys(roomID string) []string { return KeysFor(roomID).NoticeKeys() }
 
+// endKeys are the keys, after the room's, of the scripts that end a grant or
+// a place (leave, consume, complete): the day's served set (Keys.Served), then
+// the notice keys, as a served grant takes its notice with it.
+func endKeys(roomID string, now int64) []string {
+	k := KeysFor(roomID)
+	return append([]string{k.Served(now)}, k.NoticeKeys()...)
+}
+
 // RegisterNotice keeps a waiting visitor's request for a notice of their
 // turn with their place (one a place: another replaces it), under the
 // room's sign-up limits (room.NoticeNetworkEvery, room.NoticeAddressEvery).

@@ -123,6 +123,11 @@ const (
 	localNoticeFile        = "notice.key"
 )
 
+// LocalEntryFile is the entry key's file in a local key folder: a program
+// that must use a stack's keys, never make its own (vestibule gate serve),
+// checks for it before LoadLocal, which would create it.
+const LocalEntryFile = localEntryFile
+
 // LoadLocal loads the keys of local development from dir, creating dir (0700)
 // and random ticket.key and entry.key (48 random bytes, base64, 0600) on the
 // first run. A file's content, without surrounding whitespace, is used as the

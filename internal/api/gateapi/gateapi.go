@@ -54,6 +54,7 @@ func (h *API) Handlers() map[routes.Route]httpapi.HandlerFunc {
 		routes.GateLeave:     h.gateLeave,
 		routes.GateLeavePage: h.gateLeavePage,
 		routes.GateRenew:     h.gateRenew,
+		routes.GateCheck:     h.gateCheck,
 	}, roomhttp.Answers)
 }
 

@@ -32,6 +32,9 @@ type Request struct {
 // no such parameter.
 type PathParams struct {
 	Room, Event, Token, Order string
+	// Rest is what a route's last segment "{path+}" captured: the rest of
+	// the path as sent.
+	Rest string
 }
 
 // Header returns a request header. API Gateway lower-cases header names in
