@@ -94,6 +94,21 @@ func roomStats(t *testing.T, s *localstack.Stack, room string) map[string]any {
 	return st
 }
 
+// tickedSince waits for a tick of room that ran at or after the minute of
+// at: the first tick of each minute records it (histmin in the room's
+// state), after it reclaimed the grants that ended by then.
+func tickedSince(t *testing.T, rdb *redis.Client, room string, at time.Time) {
+	t.Helper()
+	minute := at.UnixMilli() / 60000
+	var got int64
+	if !testkit.WaitFor(wait, func() bool {
+		got, _ = rdb.HGet(context.Background(), "vst:{"+room+"}:st", "histmin").Int64()
+		return got >= minute
+	}) {
+		t.Fatalf("no tick since minute %d (the last at %d)", minute, got)
+	}
+}
+
 // noAddressKept fails the test when any key of the room holds marker, or,
 // once the place ended, a registration is left (a Redis scan of the room's
 // keys).
@@ -382,6 +397,58 @@ func TestEmailNotice(t *testing.T) {
 	back, _ := tab(t, v)
 	backToThePlace(back, t, s, link)
 	if st := roomStats(t, s, room); st["noticesSent"] != float64(1) || st["turnsSaved"] != float64(1) {
+		t.Errorf("stats: %v", st)
+	}
+	noAddressKept(t, rdb, room, email, true)
+}
+
+// TestNotifiedVisitorWhoNeverReturns: a visitor signs up for an email and
+// closes the tab; the turn comes, the email goes, and the visitor never
+// comes back. The turn is kept past the page's claim window (it holds the
+// room's one slot: nobody else is let in), and at the notified window's end
+// the grant is reclaimed like any other: the slot is free and the next
+// visitor gets it. Nothing of the address is left.
+func TestNotifiedVisitorWhoNeverReturns(t *testing.T) {
+	ses := sestest.Start(t)
+	clk := testkit.SkewedClock()
+	rdb := redistest.Single(t)
+	s := noticeStack(t, "redis://"+rdb.Options().Addr, clk, nil, ses)
+	room := redistest.Room(t)
+	putRoom(t, s, room, noticeRoom(s))
+	blocker(t, s, clk, room)
+
+	v := visitor(t)
+	page, closePage := tab(t, v)
+	beforeLoad(t, page, `delete window.PushManager`)
+	do(t, page, chromedp.Navigate(pageURL(s.URL(), room)))
+	waitState(t, page, "waiting", wait)
+	waitJS(t, page, `!document.getElementById("notify").hidden`, wait)
+	do(t, page, chromedp.Click(chromedp.ID("notify")))
+	waitJS(t, page, `document.body.dataset.notice === "form"`, wait)
+	const email = "gone.visitor@example.com"
+	do(t, page, chromedp.SendKeys(chromedp.ID("notice-email"), email), chromedp.Click(chromedp.ID("notice-send")))
+	waitJS(t, page, `document.body.dataset.notice === "email"`, wait)
+	closePage()
+
+	clk.Advance(lapse)
+	if !testkit.WaitFor(wait, func() bool { return len(ses.Mails()) == 1 }) {
+		t.Fatalf("SES got %d mails", len(ses.Mails()))
+	}
+	// Past the page's claim window, the told visitor's turn still holds the
+	// slot, once a tick ran on the clock moved ahead (it would have reclaimed
+	// a grant of the page's window).
+	clk.Advance(5 * time.Minute)
+	tickedSince(t, rdb, room, clk.Now())
+	if st := roomStats(t, s, room); st["admitted"] != float64(1) {
+		t.Fatalf("five minutes into the notified window: %v, want the turn still held", st)
+	}
+	// At the notified window's end the grant is reclaimed: the slot is free.
+	clk.Advance(5*time.Minute + time.Second)
+	if !testkit.WaitFor(wait, func() bool { st := roomStats(t, s, room); return st["admitted"] == float64(0) }) {
+		t.Fatalf("after the notified window: %v, want the slot free", roomStats(t, s, room))
+	}
+	blocker(t, s, clk, room) // the next visitor is let in
+	if st := roomStats(t, s, room); st["noticesSent"] != float64(1) || st["turnsSaved"] != float64(0) || st["noticesHeld"] != float64(0) {
 		t.Errorf("stats: %v", st)
 	}
 	noAddressKept(t, rdb, room, email, true)
