@@ -187,6 +187,16 @@ func TestNoticeKeepsThePlaceAndTheTurn(t *testing.T) {
 			t.Fatalf("stats: signups %d sent %d failed %d saved %d held %d; want 1 1 0 1 0",
 				st.NoticeSignups, st.NoticesSent, st.NoticesFailed, st.TurnsSaved, st.NoticesHeld)
 		}
+		// The next minute's point carries them to the history, whence the report's.
+		e.clk.Advance(time.Minute)
+		e.tick()
+		pts, err := e.eng.History(e.ctx, e.room)
+		if err != nil || len(pts) == 0 {
+			t.Fatalf("History: %d points, %v", len(pts), err)
+		}
+		if p := pts[len(pts)-1]; p.NoticesSent != 1 || p.NoticesFailed != 0 || p.TurnsSaved != 1 {
+			t.Fatalf("the last point: sent %d failed %d saved %d; want 1 0 1", p.NoticesSent, p.NoticesFailed, p.TurnsSaved)
+		}
 	})
 }
 
