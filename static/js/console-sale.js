@@ -78,7 +78,7 @@ export function scheduleSection(card, api) {
 // COLUMNS are every figure of a report's minute, the columns of `vestibule report --csv`.
 const COLUMNS = ['minute', 'waiting', 'admitted', 'active', 'admittedPerMinute', 'evictedPerMinute',
   'leftPerMinute', 'abandonedPerMinute', 'lapsedPerMinute', 'joinsPerMinute', 'waitsMeasured', 'waitP50Seconds',
-  'waitP95Seconds', 'ordersConfirmed', 'ordersCancelled'];
+  'waitP95Seconds', 'ordersConfirmed', 'ordersCancelled', 'noticesSent', 'noticesFailed', 'turnsSaved'];
 
 // reportCSV is the report's minutes as CSV, the columns of `vestibule report --csv`.
 export function reportCSV(report) {
@@ -125,6 +125,7 @@ export function reportSection(card, api) {
       ['Wait p50 / p95 (measured)', `${duration(t.waitP50Seconds)} / ${duration(t.waitP95Seconds)} (${n(t.waitsMeasured)} waits)`],
       ['Consumed (entries redeemed)', n(report.now?.consumed)],
       ['Orders confirmed / cancelled', `${n(t.ordersConfirmed)} / ${n(t.ordersCancelled)}`],
+      ['Notices sent / failed · turns they saved', `${n(t.noticesSent)} / ${n(t.noticesFailed)} · ${n(t.turnsSaved)}`],
     ];
     totals.replaceChildren(...rows.map(([k, v]) => {
       const d = document.createElement('div');
