@@ -216,7 +216,7 @@ func brandStack(t *testing.T) *localstack.Stack {
 	}
 	writeLogo(t, filepath.Join(dir, "brand-logo.png"))
 	s, err := localstack.Start(context.Background(), localstack.Options{
-		RedisURL:     "redis://" + redistest.Single(t).Options().Addr,
+		RedisURL:     "redis://" + redistest.Own(t).Options().Addr,
 		Addr:         "127.0.0.1:0",
 		OriginAddr:   "127.0.0.1:0",
 		StaticDir:    dir,
