@@ -51,25 +51,28 @@ dev:
 
 ## test: install what the tests need, then run two lanes side by side. One lane runs the packages
 ## that mostly wait on another process (Chromium, the Lambda emulator, nginx, redis-server stopped
-## and restarted: TEST_WAIT_PKGS) under the race detector one at a time, then the CDK app (infra/:
-## without the race detector, its constructs run in the CDK's node process; TestCfnLint runs
-## cfn-lint on every synthesized variant and fails on any error). The other lane, at a lower CPU
-## priority so the waiting tests keep their pace, runs golangci-lint (make lint; its govet is go
-## vet's analyzers), govulncheck (make vulncheck), make build, then every other package under the
-## race detector. Each test runs once. The downloads (apt, npm, the module proxy) run side by side,
-## and the Go tools are built while they run.
+## and restarted: TEST_WAIT_PKGS) under the race detector one at a time, internal/e2e last, then
+## the CDK app (infra/: without the race detector, its constructs run in the CDK's node process;
+## TestCfnLint runs cfn-lint on every synthesized variant and fails on any error; TestCDKSynth
+## synthesizes make build's dist/). The other lane, at a lower CPU priority so the waiting tests
+## keep their pace, runs golangci-lint (make lint; its govet is go vet's analyzers), govulncheck
+## (make vulncheck), make build, then every other package under the race detector. Each test
+## runs once. The downloads (apt, npm, the module proxy) run side by side, the Go tools are built
+## while they run, and each part of a lane waits only for the tools its own tests run. -k: a
+## failure in one lane still lets the other finish, so one run shows every failure.
 TEST_JOBS ?= 8
 test:
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-wait-lane test-cpu-lane
+	@$(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target test-wait-lane test-cpu-lane
 
 # The packages of make test's waiting lane: their tests spend most of their time waiting on
 # Chromium, the Lambda emulator, nginx, a local stack's ticks or a stopped redis-server.
-TEST_WAIT_PKGS := ./internal/e2e ./cmd/vestibule ./functions ./internal/localstack ./cmd/vestibule-dev ./internal/chaos
+# internal/e2e runs last: it alone runs oauth2-proxy, whose build is the longest of the tools.
+TEST_WAIT_PKGS := ./cmd/vestibule ./functions ./internal/localstack ./cmd/vestibule-dev ./internal/chaos ./internal/e2e
 # The lane that competes for the CPU runs at this niceness.
 TEST_NICE := nice -n 10
 TEST_DEPS := deps-apt deps-cdk deps-esbuild deps-rie deps-cfn-lint deps-axe deps-oauth2-proxy
 
-.PHONY: test-wait-lane test-cpu-lane test-wait-compile test-wait test-infra test-lint test-vulncheck test-build test-rest
+.PHONY: test-wait-lane test-cpu-lane test-wait-compile test-wait test-e2e test-infra test-lint test-vulncheck test-build test-rest
 test-wait-lane: test-infra
 test-cpu-lane: test-rest
 
@@ -79,10 +82,15 @@ test-wait-compile:
 	@bin=$$(mktemp -d) && { go test -race -c -o $$bin/ $(TEST_WAIT_PKGS) && go test -c -o $$bin/ ./infra/...; \
 	  rc=$$?; rm -rf $$bin; exit $$rc; }
 
-test-wait: test-wait-compile $(TEST_DEPS)
-	go test -race -p 1 $(GO_TEST_FLAGS) $(TEST_WAIT_PKGS)
+test-wait: test-wait-compile deps-apt deps-axe deps-rie
+	go test -race -p 1 $(GO_TEST_FLAGS) $(filter-out ./internal/e2e,$(TEST_WAIT_PKGS))
 
-test-infra: test-wait
+test-e2e: test-wait deps-oauth2-proxy
+	go test -race $(GO_TEST_FLAGS) ./internal/e2e
+
+# After make build: TestCDKSynth synthesizes dist/ when every bootstrap is there, placeholders
+# when not, so it must not find make build half done.
+test-infra: test-e2e test-build deps-cdk deps-cfn-lint
 	go test -p 1 $(GO_TEST_FLAGS) ./infra/...
 
 test-lint:
@@ -94,7 +102,9 @@ test-vulncheck: test-lint
 test-build: test-vulncheck
 	$(TEST_NICE) $(MAKE) --no-print-directory build
 
-test-rest: test-build $(TEST_DEPS)
+# The other packages' tools: redis-server and nginx (deps-apt), esbuild (static's bundle test),
+# axe-core (testkit).
+test-rest: test-build deps-apt deps-esbuild deps-axe
 	$(TEST_NICE) go test -race $(GO_TEST_FLAGS) $$(go list ./... | grep -v /infra/ | grep -v -x -F $(foreach p,$(TEST_WAIT_PKGS),-e github.com/vestibule-dev/vestibule/$(patsubst ./%,%,$(p))))
 
 ## lint: golangci-lint (pinned) with the repository's .golangci.yml: errcheck, staticcheck,
@@ -252,12 +262,13 @@ deps-axe:
 
 # The Go programs the tests run, each built from its module at the pinned version into the user's
 # cache (beside Go's) once per version, and linked into .tools/bin, where the tests find them: a
-# fresh clone on the same machine builds none of them again.
+# fresh clone on the same machine builds none of them again. They build at a lower CPU priority:
+# in make test, the waiting lane's tests run meanwhile.
 TOOLS_CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/vestibule/bin
 # go-tool NAME MODULE@VERSION [environment]: .tools/bin/NAME, a link to TOOLS_CACHE/NAME@VERSION.
 go-tool = mkdir -p .tools/bin $(TOOLS_CACHE) && bin=$(TOOLS_CACHE)/$(1)@$(lastword $(subst @, ,$(2))) && \
 	  { [ -x "$$bin" ] || { tmp=$$(mktemp -d $(TOOLS_CACHE)/build.XXXXXX) && \
-	    { $(3) GOBIN=$$tmp go install $(2) && mv $$tmp/$(1) "$$bin"; rc=$$?; rm -rf $$tmp; [ $$rc = 0 ]; }; }; } && \
+	    { $(3) GOBIN=$$tmp nice -n 10 go install $(2) && mv $$tmp/$(1) "$$bin"; rc=$$?; rm -rf $$tmp; [ $$rc = 0 ]; }; }; } && \
 	  ln -sfn "$$bin" .tools/bin/$(1)
 
 # oauth2-proxy (the OIDC door's third-party relying party in internal/e2e).
