@@ -236,10 +236,23 @@ local function on_shard(s, shards)
   return r >= 1 and r <= shards
 end
 
--- MAX_TOLD is the longest a waiting visitor is told to stay away (ms,
--- room.MaxPollAfter); SLACK is what the poll policy may add to the ETA to land
--- just after the visitor's admission tick (room.PollSlack).
+-- MAX_TOLD is the longest budget of a waiting visitor near their turn (ms,
+-- room.MaxPollAfter), and the budget of the pre-queue and of a paused or closed
+-- room; SLACK is what the poll policy may add to the ETA to land just after the
+-- visitor's admission tick (room.PollSlack). Farther back a poll only has to
+-- prove presence (the page's status reads show a change within the rule), so
+-- the budget grows with the ETA, leaving FAR_LEFT of the wait, up to FAR_TOLD
+-- (room.FarPollAfter, room.FarLeft): a visitor who left is evicted, after the
+-- budget and the default grace of 2 minutes, still before the front comes near.
 local MAX_TOLD, SLACK = 300000, 5000
+local FAR_TOLD, FAR_LEFT = 600000, 300000
+
+-- budget_of is the budget of a waiting place whose ETA is eta ms: the ETA plus
+-- SLACK, at most MAX_TOLD; beyond MAX_TOLD + FAR_LEFT, the ETA less FAR_LEFT,
+-- at most FAR_TOLD.
+local function budget_of(eta)
+  return math.max(math.min(MAX_TOLD, eta + SLACK), math.min(FAR_TOLD, eta - FAR_LEFT))
+end
 
 -- pace is how many places a minute the line moves for whoever waits now, the
 -- rate every ETA and told poll is made from (docs/ENGINE.md, "The pace"). Its
@@ -258,21 +271,25 @@ local function pace(cfg)
   return math.min(cfg.rate, math.max((tonumber(cfg.measured) or 0) * cfg.share, floor)) / cfg.share
 end
 
--- told is the heartbeat class of a place: how long the engine holds it without
--- a poll, beyond the grace. A waiting visitor at position pos is told to poll
--- by its ETA at the latest (position over the pace, plus SLACK), never later
--- than MAX_TOLD; anywhere nobody is admitted from (pre-queue, paused, closed),
--- MAX_TOLD. Returns the class and its budget (ms), which the reply carries:
--- the poll policy (internal/pollpolicy) tells no more than that.
-local function told(cfg, pos)
-  local budget = MAX_TOLD
-  if pos then
-    budget = math.min(MAX_TOLD, math.floor(pos * 60000 / pace(cfg)) + SLACK)
-  end
+-- told_class is the smallest class whose silence covers budget ms (room.ToldClass).
+local function told_class(budget)
   local c = 1
   if budget > 1000 then c = 1 + math.ceil(4 * math.log(budget / 1000) / math.log(2) - 1e-9) end
   if told_ms(c) < budget then c = c + 1 end
-  return c, budget
+  return c
+end
+
+-- told is the heartbeat class of a place: how long the engine holds it without
+-- a poll, beyond the grace. A waiting visitor at position pos is told to poll
+-- by its ETA at the latest (position over the pace, plus SLACK), never later
+-- than MAX_TOLD, farther back the ETA less FAR_LEFT up to FAR_TOLD (budget_of);
+-- anywhere nobody is admitted from (pre-queue, paused, closed), MAX_TOLD.
+-- Returns the class and its budget (ms), which the reply carries: the poll
+-- policy (internal/pollpolicy) tells no more than that.
+local function told(cfg, pos)
+  local budget = MAX_TOLD
+  if pos then budget = budget_of(math.floor(pos * 60000 / pace(cfg))) end
+  return told_class(budget), budget
 end
 local function head() return tonumber(redis.call('HGET', K_ST, 'head')) or -1 end
 
@@ -285,7 +302,7 @@ local function head() return tonumber(redis.call('HGET', K_ST, 'head')) or -1 en
 local function recovery(cfg, now, st_created, st_epoch)
   local created, epoch = tonumber(st_created), tonumber(st_epoch)
   if not created or not epoch then return nil end
-  local ends = created + MAX_TOLD + 2 * cfg.hbTTL
+  local ends = created + FAR_TOLD + 2 * cfg.hbTTL
   if now >= ends then return nil end
   return ends, epoch
 end

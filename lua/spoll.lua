@@ -68,12 +68,9 @@ else
   -- 10 s of that speed beyond the estimate's error, so a visitor who comes back
   -- within the told poll and the grace finds the front at least 5 s of it away.
   local rate = tonumber(ARGV[6])
-  budget = math.min(MAX_TOLD, math.floor(pos * 60000 / pace) + SLACK,
+  budget = math.min(budget_of(math.floor(pos * 60000 / pace)),
     math.floor((pos - zone) * 60000 / (2 * rate)) + SLACK)
 end
 budget = math.max(1000, budget)
-local c = 1
-if budget > 1000 then c = 1 + math.ceil(4 * math.log(budget / 1000) / math.log(2) - 1e-9) end
-if told_ms(c) < budget then c = c + 1 end
-redis.call('HSET', KEYS[2], f, hbv(now, c))
+redis.call('HSET', KEYS[2], f, hbv(now, told_class(budget)))
 return {state, pos, math.max(waiting, pos), math.floor(pace * 1000), budget}

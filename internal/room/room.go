@@ -139,16 +139,38 @@ type Place struct {
 	// PollWithin is how long the engine holds the place without a poll, beyond
 	// the grace (heartbeatTTLSeconds): the told poll may not be later (the
 	// poll policy stays within it). Waiting: the ETA plus PollSlack, at most
-	// MaxPollAfter; in the pre-queue or a paused or closed room, MaxPollAfter;
-	// 0 when the visitor is not in the queue.
+	// MaxPollAfter, farther back the ETA less FarLeft up to FarPollAfter
+	// (PollBudget); in the pre-queue or a paused or closed room,
+	// MaxPollAfter; 0 when the visitor is not in the queue.
 	PollWithin time.Duration
 	Config     Config
 }
 
-// MaxPollAfter is the longest a waiting visitor is ever told to stay away
-// (lib.lua's MAX_TOLD): a visitor who left is evicted at most this long plus
-// the grace after the last poll, long before reaching the front of a long wait.
+// MaxPollAfter is the longest budget of a waiting visitor near their turn,
+// and the budget of the pre-queue and of a paused or closed room (lib.lua's
+// MAX_TOLD): such a visitor who left is evicted at most this long plus the
+// grace after the last poll.
 const MaxPollAfter = 5 * time.Minute
+
+// FarPollAfter is the longest budget any place is given (lib.lua's FAR_TOLD),
+// and FarLeft what a far budget leaves of the wait (FAR_LEFT): farther than
+// MaxPollAfter + FarLeft from their turn, a visitor's poll only proves
+// presence (the page's status reads show any change within the rule,
+// internal/cadence), so the budget is the ETA less FarLeft, up to
+// FarPollAfter. A visitor who left is evicted the budget and the grace after
+// the last poll: with the default grace of 2 minutes, still before the front
+// comes within a minute of them.
+const (
+	FarPollAfter = 10 * time.Minute
+	FarLeft      = 5 * time.Minute
+)
+
+// PollBudget is the budget of a waiting place whose ETA is eta (lib.lua's
+// budget_of): the ETA plus PollSlack, at most MaxPollAfter; farther, the ETA
+// less FarLeft, at most FarPollAfter.
+func PollBudget(eta time.Duration) time.Duration {
+	return max(min(MaxPollAfter, eta+PollSlack), min(FarPollAfter, eta-FarLeft))
+}
 
 // PollSlack is what the engine allows beyond a waiting visitor's ETA (lib.lua's
 // SLACK): room for a policy that aims a poll just after the admission tick.

@@ -112,7 +112,7 @@ const openingPace = s => statusPace(s) || (s.admitPerMinute > 0 ? s.admitPerMinu
 const drawOf = v => (typeof v.draw === 'number' && v.draw > 0 && v.draw < 1 ? v.draw : null);
 const count = n => (n >= 1 ? Math.floor(n) : 0);
 
-export const MAX_POLL_MS = 300000;     // the longest budget of a place (room.MaxPollAfter): a poll within it keeps the place
+export const MAX_POLL_MS = 300000;     // the budget of a pre-queue place (room.MaxPollAfter): a poll within it keeps the place
 export const BUDGET_MARGIN_MS = 10000; // …less this, for a late timer
 export const OPEN_POLL_SPREAD = [0.3, 0.5]; // the opening's poll: this share of the wait of the nearest place the visitor may have
 export const PLACE_SURE = 0.1;         // the place is shown when 3 σ of the estimate is within this share of it
