@@ -121,6 +121,17 @@ type Visitor struct {
 	Lost  bool
 	Marks []Mark // per mark of the run (Result.Marks), what the page did first after it
 
+	// The eviction of a visitor who closed the tab while waiting (evict.go):
+	// the last answer to a join or poll, the first probe that found the place
+	// gone; bound is how long after the last answer the engine may hold it
+	// (0 until an answer placed the visitor), evictLate that a probe found it
+	// held past that.
+	LastAnswer time.Time
+	EvictedAt  time.Time
+	bound      time.Duration
+	evictLate  bool
+	heldAt     time.Time // the last probe that found the place held
+
 	Book *BookVisit // the visitor's booking, nil unless the crowd books (Config.Booking; booking.go)
 }
 
@@ -145,6 +156,7 @@ type env struct {
 	tr        Transport
 	room      string
 	claimTTL  time.Duration
+	grace     time.Duration // heartbeatTTLSeconds: a silent place is held this long past its budget
 	fixedPoll time.Duration // > 0: ignore pollAfterMs (the fixed-interval baseline page)
 	origin    string        // the room's origin credential: consume and complete present it
 	book      *bookEnv      // nil unless the crowd books (booking.go)
@@ -263,6 +275,13 @@ func (v *Visitor) step(ctx context.Context, e *env, now time.Time) (next time.Ti
 // onPlace acts on an enqueue or poll answer.
 func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (time.Time, bool) {
 	v.answered(e, now)
+	if p.State == "waiting" || p.State == "paused" || p.State == "prequeue" {
+		pace := 0.0
+		if p.RatePerMinute != nil {
+			pace = *p.RatePerMinute
+		}
+		v.LastAnswer, v.bound = now, evictionBound(p.State, p.Position, p.Waiting, pace, e.grace)
+	}
 	v.showPlace(e, now, p)
 	switch p.State {
 	case "admitted":
