@@ -229,10 +229,68 @@ type Stats struct {
 	// PaceWhy is why the pace that follows the origin is where it is
 	// (PaceChange.Why); "" when the pace is admitPerMinute.
 	PaceWhy string `json:"paceWhy,omitempty"`
+	// Climb is the steered pace on its way up, in places; nil when it does
+	// not climb. Each waiting place is then told its own pace on it
+	// (Place.RatePerMinute: its places over Climb.Minutes of them).
+	Climb *Climb `json:"climb,omitempty"`
 	// DrawSeed is the seed of the pre-queue lottery (a visitor's draw is
 	// DrawOf(seed, visitor)). Secret until the room opens: the status route
 	// publishes its commitment (DrawCommitment) before and the seed after.
 	DrawSeed string `json:"-"`
+}
+
+// Climb is a steered pace on its way up (docs/ENGINE.md, "Steering"), in
+// places, as the status route shows it: the line moves RatePerMinute places a
+// minute now, SlopePerMinute more each minute, until TopPerMinute.
+type Climb struct {
+	RatePerMinute  float64 `json:"ratePerMinute"`
+	SlopePerMinute float64 `json:"slopePerMinute"`
+	TopPerMinute   float64 `json:"topPerMinute"`
+}
+
+// Minutes is how long the climb takes to pass places (lib.lua climb_minutes):
+// places = rate·t + slope·t²/2 until the top, then the top a minute.
+func (c Climb) Minutes(places float64) float64 {
+	if c.TopPerMinute <= 0 || places <= 0 {
+		return 0
+	}
+	if c.SlopePerMinute <= 0 || c.RatePerMinute >= c.TopPerMinute {
+		return places / c.TopPerMinute
+	}
+	t := (c.TopPerMinute - c.RatePerMinute) / c.SlopePerMinute
+	at := c.RatePerMinute*t + c.SlopePerMinute*t*t/2
+	if places <= at {
+		return (math.Sqrt(c.RatePerMinute*c.RatePerMinute+2*c.SlopePerMinute*places) - c.RatePerMinute) / c.SlopePerMinute
+	}
+	return t + (places-at)/c.TopPerMinute
+}
+
+// Passed is how many places the climb passes in minutes.
+func (c Climb) Passed(minutes float64) float64 {
+	if minutes <= 0 {
+		return 0
+	}
+	if c.SlopePerMinute <= 0 || c.RatePerMinute >= c.TopPerMinute {
+		return c.TopPerMinute * minutes
+	}
+	t := min(minutes, (c.TopPerMinute-c.RatePerMinute)/c.SlopePerMinute)
+	return c.RatePerMinute*t + c.SlopePerMinute*t*t/2 + c.TopPerMinute*(minutes-t)
+}
+
+// After is the climb minutes later: its rate that much higher, never past
+// the top.
+func (c Climb) After(minutes float64) Climb {
+	c.RatePerMinute = min(c.TopPerMinute, c.RatePerMinute+c.SlopePerMinute*max(0, minutes))
+	return c
+}
+
+// PaceAt is the own pace of the place at position on the climb: its places
+// over the minutes the climb takes to pass them.
+func (c Climb) PaceAt(position float64) float64 {
+	if m := c.Minutes(position); m > 0 {
+		return position / m
+	}
+	return 0
 }
 
 // DrawCommitment is the public commitment to a lottery seed: the hex SHA-256

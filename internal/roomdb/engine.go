@@ -645,13 +645,18 @@ func (e *Engine) Status(ctx context.Context, roomID string) (room.Config, room.S
 	if err != nil {
 		return room.Config{}, room.Stats{}, fmt.Errorf("%w: %s script: %w", room.ErrUnavailable, statsCmd.Name, err)
 	}
-	return cfg, room.Stats{Waiting: num(reply[statsWaiting]), Admitted: num(reply[statsAdmitted]),
+	st := room.Stats{Waiting: num(reply[statsWaiting]), Admitted: num(reply[statsAdmitted]),
 		Active: num(reply[statsActive]), AdmittedLastMinute: num(reply[statsLastMinute]),
 		Evicted: num(reply[statsEvicted]), Consumed: num(reply[statsConsumed]),
 		ReplaysRefused: num(reply[statsReplays]), DrawSeed: str(reply[statsSeed]),
 		PacePerMinute: float64(num(reply[statsPace])) / 1000, Net: netState(cfg, str(reply[statsNet])),
 		NetWhy: str(reply[statsNetWhy]), PaceWhy: paceWhy(cfg, str(reply[statsPaceWhy])),
-		RatePerMinute: float64(num(reply[statsRate])) / 1000}, nil
+		RatePerMinute: float64(num(reply[statsRate])) / 1000}
+	if slope := num(reply[statsClimbSlope]); slope > 0 {
+		st.Climb = &room.Climb{RatePerMinute: float64(num(reply[statsClimbRate])) / 1000,
+			SlopePerMinute: float64(slope) / 1000, TopPerMinute: float64(num(reply[statsClimbTop])) / 1000}
+	}
+	return cfg, st, nil
 }
 
 // Stats returns a snapshot of the room's counts: Status without the settings.

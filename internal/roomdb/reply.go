@@ -91,6 +91,9 @@ const (
 	statsNetWhy            // why it last switched
 	statsPaceWhy           // why the pace is where it is (lib.lua pace_tick), '' for none
 	statsRate              // the admission rate, a minute × 1000 (lib.lua steer_rate)
+	statsClimbRate         // while the pace climbs, the places a minute now × 1000 (0: no climb)
+	statsClimbSlope        // …more each minute × 1000
+	statsClimbTop          // …up to this × 1000
 	statsSettings          // first of the settings' field, value pairs
 )
 
