@@ -8,6 +8,8 @@
 // are passed in), so they are tested without a browser (watch.test.js, run
 // under node by static's TestWatch).
 
+import { isClimb, climbMinutes, climbPace } from './estimate.js';
+
 export const SHOWN_FLOOR_MS = 10000;   // a change is shown within this…
 export const SHOWN_SHARE = 0.1;        // …or this share of the remaining wait, when longer…
 export const SHOWN_CAP_MS = 60000;     // …but never later than this
@@ -250,16 +252,24 @@ export function decide(s, v, ctx) {
   }
   const pace = statusPace(s);
   if (!pace || !(v.position > 0)) return none; // an older server gives no pace; the poll will say
-  if (!resume && samePace(paceOf(v), pace)) return none;
   // The place shown now: the count-down's estimate, never above the view's.
   const position = Math.max(1, ctx.shown > 0 ? Math.min(ctx.shown, v.position) : v.position);
-  const etaSeconds = position * 60 / pace;
+  // While the pace climbs, the place's own pace is the climb's for it (the
+  // status's ratePerMinute is the pace of a place joining now, at the back).
+  const climb = isClimb(s.climb) ? s.climb : undefined;
+  const own = climb ? climbPace(climb, position) : pace;
+  const same = !resume && samePace(paceOf(v), own);
+  // The same pace on the same footing: the count goes on as it is.
+  if (same && !climb === !isClimb(v.climb)) return none;
+  const etaSeconds = climb ? climbMinutes(climb, position) * 60 : position * 60 / pace;
   return {
     view: {
-      ...v, state: 'waiting', position, etaSeconds, ratePerMinute: pace, at: now, heldAt: undefined,
+      ...v, state: 'waiting', position, etaSeconds, ratePerMinute: own, climb, at: now, heldAt: undefined,
       approx: !!v.approx || position !== v.position, was: undefined,
     },
-    pollAt: now + spreadPoll(etaSeconds, ctx.rand()),
+    // A climb that starts or ends under the pace told only changes how the
+    // place is counted: the poll stays.
+    pollAt: same ? 0 : now + spreadPoll(etaSeconds, ctx.rand()),
   };
 }
 
