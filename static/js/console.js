@@ -293,7 +293,7 @@ function settingValue(input) {
 
 // sameSetting reports whether a control shows the setting's value v.
 function sameSetting(input, v) {
-  if (input.dataset.list) return listOf(input.value).join(' ') === (v || []).join(' ');
+  if (input.dataset.list) return (listOf(input.value) || []).join(' ') === (v || []).join(' ');
   if (input.type === 'checkbox') return input.checked === Boolean(v);
   if (input.type === 'datetime-local') return input.value === localInput(v);
   if (input.type === 'number') return input.value !== '' && Number(input.value) === v;
