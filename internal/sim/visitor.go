@@ -92,10 +92,11 @@ type Visitor struct {
 	ticket     string
 	entryToken string
 
-	rng     *rand.Rand // the visitor's own draws (the watch's timing), so parallel steps stay reproducible
-	pollAt  time.Time  // the next API poll
-	watchAt time.Time  // the next status read (the page's watch)
-	view    view       // what the page shows
+	rng     *rand.Rand    // the visitor's own draws (the watch's timing), so parallel steps stay reproducible
+	pollAt  time.Time     // the next API poll
+	watchAt time.Time     // the next status read (the page's watch)
+	view    view          // what the page shows
+	seen    *statusAnswer // the last status the page read (its climb counts a poll's place)
 
 	Seq          int64     // the ticket's sequence
 	Score        float64   // the queue's order: the pre-queue's draw, or else the sequence
@@ -365,6 +366,7 @@ func (v *Visitor) showPlace(e *env, now time.Time, p place) {
 		if p.RatePerMinute != nil {
 			w.pace = *p.RatePerMinute
 		}
+		w.climb = onClimb(v.seen, now, w.pos, w.pace)
 		if p.EtaSeconds != nil {
 			v.toldETA(e, now, float64(*p.EtaSeconds), w.pos)
 		}
