@@ -3,7 +3,7 @@
 -- key of the room's slot: the heartbeat is the shard's, the position an estimate from
 -- the progress the ticks publish (arrtrim.lua), within half a stride of the exact rank
 -- plus what one tick moves.
--- KEYS[1] -> vst:{room~i}:st   HASH  v (fence), w, arrw, pace, zone, head, stride (arrtrim.lua)
+-- KEYS[1] -> vst:{room~i}:st   HASH  v (fence), w, arrw, pace, zone, head, stride, climb (arrtrim.lua)
 -- KEYS[2] -> vst:{room~i}:hb   HASH  the shard's heartbeats (lib.lua hbf, hbv)
 -- KEYS[3] -> vst:{room~i}:prog ZSET  the progress: member = rank from 0, score = the queue's score there
 -- ARGV[1] -> now (ms)   ARGV[2] -> the ticket's sequence (decimal)
@@ -22,7 +22,7 @@
 local now = tonumber(ARGV[1])
 local m = ARGV[2]
 local seq = tonumber(m)
-local st = redis.call('HMGET', KEYS[1], 'v', 'w', 'arrw', 'pace', 'zone', 'stride')
+local st = redis.call('HMGET', KEYS[1], 'v', 'w', 'arrw', 'pace', 'zone', 'stride', 'climb')
 if tonumber(ARGV[3]) < (tonumber(st[1]) or 0) then return {'stale'} end
 if not st[4] or ARGV[4] == 'closed' or seq > (tonumber(st[3]) or 0) then return {'room'} end
 local adopt = tonumber(ARGV[8]) > 0
@@ -57,6 +57,13 @@ if pos <= zone and not adopt then
 end
 local pace = (tonumber(st[4]) or 0) / 1000
 if pace <= 0 then pace = tonumber(ARGV[6]) end
+-- While the pace climbs, the place's own pace on the climb (lib.lua pace): its
+-- places over the minutes the climb takes to pass them.
+if st[7] and st[7] ~= '' and pos > 0 then
+  local r, k, top = string.match(st[7], '^(%S+) (%S+) (%S+)$')
+  r, k, top = tonumber(r), tonumber(k), tonumber(top)
+  if r and k and top and top > 0 then pace = pos / climb_minutes(r, k, top, pos) end
+end
 local state, budget = 'waiting', MAX_TOLD
 if tonumber(ARGV[5]) > now then
   state = 'prequeue'

@@ -231,3 +231,42 @@ func TestACutIsJudgedByTheLoadItMade(t *testing.T) {
 		}
 	})
 }
+
+// The far places an arrival shard answers are told their own pace on a
+// climb too, as the room's shard tells the near ones: the ticks publish the
+// climb to the shards with the pace (merge.lua, arrtrim.lua), and a shard's
+// poll makes its place's pace from it (spoll.lua), for the position it
+// estimates.
+func TestAShardTellsEachFarPlaceItsPaceOnAClimb(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, spreadRoom(func(c *room.Config) {
+			c.AdmitPerMinute, c.AdmitPerMinuteMin = 600, 60
+		}))
+		for range 100 { // the origin is full: the pace falls to the floor
+			e.report(1)
+			e.clk.Advance(time.Second)
+			e.tick()
+		}
+		tickets := e.joinFar(3000)
+		e.report(0.06) // the origin recovers: the pace climbs
+		e.clk.Advance(time.Second)
+		e.tick()
+		st := e.stats()
+		if st.Climb == nil {
+			t.Fatalf("no climb after the recovery: %+v", st)
+		}
+		var last float64
+		for _, i := range []int{1000, 2000, 2999} {
+			p := e.poll(tickets[i])
+			if !e.shardBeat(tickets[i]) {
+				t.Fatalf("place %d: not answered on its shard", p.Position)
+			}
+			own := st.Climb.PaceAt(float64(p.Position))
+			if p.State != room.StateWaiting || math.Abs(p.RatePerMinute-own) > 0.01*own || p.RatePerMinute <= last {
+				t.Errorf("place %d: %s at %v a minute, want its own pace on the climb, %.1f, above the nearer place's %.1f",
+					p.Position, p.State, p.RatePerMinute, own, last)
+			}
+			last = p.RatePerMinute
+		}
+	})
+}
