@@ -53,7 +53,7 @@ local function load_cfg()
   local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
     'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits', 'clientEnqueuePerMinute',
     'waiting', 'arrk', 'full', 'share', 'zone', 'admitPerMinuteMin', 'eff', 'net', 'queueAbovePerMinute', 'inviteOnly', 'effplan',
-    'notifiedClaimTTLSeconds')
+    'notifiedClaimTTLSeconds', 'effslope', 'efftop')
   if not v[1] then return nil end
   local c = {
     mode = v[1],
@@ -96,6 +96,14 @@ local function load_cfg()
   -- (pace_tick); within admitPerMinuteMin..admitPerMinute.
   c.plan = c.rate
   if c.rateMin > 0 and v[22] then c.plan = math.min(c.configured, math.max(c.rateMin, tonumber(v[22]) or c.rate)) end
+  -- While the steered pace climbs (pace_tick), its slope (admissions a minute,
+  -- each minute) and where it stops: each place's own pace follows the climb
+  -- (pace below). 0 when it does not climb.
+  c.slope, c.top = 0, c.rate
+  if c.rateMin > 0 then
+    c.slope = tonumber(v[24]) or 0
+    c.top = math.min(c.configured, math.max(c.rate, tonumber(v[25]) or c.rate))
+  end
   return c
 end
 
@@ -248,10 +256,34 @@ local function on_shard(s, shards)
   return r >= 1 and r <= shards
 end
 
--- MAX_TOLD is the longest a waiting visitor is told to stay away (ms,
--- room.MaxPollAfter); SLACK is what the poll policy may add to the ETA to land
--- just after the visitor's admission tick (room.PollSlack).
+-- MAX_TOLD is the longest budget of a waiting visitor near their turn (ms,
+-- room.MaxPollAfter), and the budget of the pre-queue and of a paused or closed
+-- room; SLACK is what the poll policy may add to the ETA to land just after the
+-- visitor's admission tick (room.PollSlack). Farther back a poll only has to
+-- prove presence (the page's status reads show a change within the rule), so
+-- the budget grows with the ETA, leaving FAR_LEFT of the wait, up to FAR_TOLD
+-- (room.FarPollAfter, room.FarLeft): a visitor who left is evicted, after the
+-- budget and the default grace of 2 minutes, still before the front comes near.
 local MAX_TOLD, SLACK = 300000, 5000
+local FAR_TOLD, FAR_LEFT = 600000, 300000
+
+-- budget_of is the budget of a waiting place whose ETA is eta ms: the ETA plus
+-- SLACK, at most MAX_TOLD; beyond MAX_TOLD + FAR_LEFT, the ETA less FAR_LEFT,
+-- at most FAR_TOLD.
+local function budget_of(eta)
+  return math.max(math.min(MAX_TOLD, eta + SLACK), math.min(FAR_TOLD, eta - FAR_LEFT))
+end
+
+-- climb_minutes is how long places take to pass at a pace of rate a minute
+-- climbing by slope a minute each minute up to top (places = rate t + slope
+-- t^2 / 2 until the top, then top a minute).
+local function climb_minutes(rate, slope, top, places)
+  if slope <= 0 or rate >= top then return places / top end
+  local t = (top - rate) / slope
+  local at = rate * t + slope * t * t / 2
+  if places <= at then return (math.sqrt(rate * rate + 2 * slope * places) - rate) / slope end
+  return t + (places - at) / top
+end
 
 -- pace is how many places a minute the line moves for whoever waits now, the
 -- rate every ETA and told poll is made from (docs/ENGINE.md, "The pace"). Its
@@ -264,27 +296,40 @@ local MAX_TOLD, SLACK = 300000, 5000
 -- at once. The line moves faster than its admissions by the visitors ahead
 -- skipped as stale (cfg.share: the share of the front admitted, at least a
 -- half); cfg.measured is already the front's speed (admissions over it).
-local function pace(cfg)
-  if cfg.full ~= '1' then return cfg.plan / cfg.share end
+-- While a steered pace climbs, the place at pos (when given) is told its own
+-- pace: its places over the time the climb takes to pass them (climb_minutes),
+-- so each place's ETA is its own wait on the climb; without a place, the
+-- climb's one plan (pace_tick).
+local function pace(cfg, pos)
+  if cfg.full ~= '1' then
+    if pos and pos > 0 and cfg.slope > 0 then
+      return pos / climb_minutes(cfg.rate, cfg.slope, cfg.top, pos * cfg.share)
+    end
+    return cfg.plan / cfg.share
+  end
   local floor = cfg.maxActive * 60000 / math.max(cfg.sessionTTL, cfg.claimTTL)
   return math.min(cfg.rate, math.max((tonumber(cfg.measured) or 0) * cfg.share, floor)) / cfg.share
+end
+
+-- told_class is the smallest class whose silence covers budget ms (room.ToldClass).
+local function told_class(budget)
+  local c = 1
+  if budget > 1000 then c = 1 + math.ceil(4 * math.log(budget / 1000) / math.log(2) - 1e-9) end
+  if told_ms(c) < budget then c = c + 1 end
+  return c
 end
 
 -- told is the heartbeat class of a place: how long the engine holds it without
 -- a poll, beyond the grace. A waiting visitor at position pos is told to poll
 -- by its ETA at the latest (position over the pace, plus SLACK), never later
--- than MAX_TOLD; anywhere nobody is admitted from (pre-queue, paused, closed),
--- MAX_TOLD. Returns the class and its budget (ms), which the reply carries:
--- the poll policy (internal/pollpolicy) tells no more than that.
+-- than MAX_TOLD, farther back the ETA less FAR_LEFT up to FAR_TOLD (budget_of);
+-- anywhere nobody is admitted from (pre-queue, paused, closed), MAX_TOLD.
+-- Returns the class and its budget (ms), which the reply carries: the poll
+-- policy (internal/pollpolicy) tells no more than that.
 local function told(cfg, pos)
   local budget = MAX_TOLD
-  if pos then
-    budget = math.min(MAX_TOLD, math.floor(pos * 60000 / pace(cfg)) + SLACK)
-  end
-  local c = 1
-  if budget > 1000 then c = 1 + math.ceil(4 * math.log(budget / 1000) / math.log(2) - 1e-9) end
-  if told_ms(c) < budget then c = c + 1 end
-  return c, budget
+  if pos then budget = budget_of(math.floor(pos * 60000 / pace(cfg, pos))) end
+  return told_class(budget), budget
 end
 local function head() return tonumber(redis.call('HGET', K_ST, 'head')) or -1 end
 
@@ -297,7 +342,7 @@ local function head() return tonumber(redis.call('HGET', K_ST, 'head')) or -1 en
 local function recovery(cfg, now, st_created, st_epoch)
   local created, epoch = tonumber(st_created), tonumber(st_epoch)
   if not created or not epoch then return nil end
-  local ends = created + MAX_TOLD + 2 * cfg.hbTTL
+  local ends = created + FAR_TOLD + 2 * cfg.hbTTL
   if now >= ends then return nil end
   return ends, epoch
 end
@@ -431,7 +476,8 @@ end
 
 -- The fields of the settings hash that are the engine's own, not settings.
 local INTERNAL = {seed = true, ver = true, rate = true, waiting = true, arrk = true, full = true, share = true,
-  zone = true, eff = true, effwhy = true, net = true, netwhy = true, netat = true}
+  zone = true, eff = true, effwhy = true, effplan = true, effslope = true, efftop = true, net = true, netwhy = true,
+  netat = true}
 
 -- settings appends the room's settings to out as field, value pairs (the
 -- settings hash without its internal fields; the Go side reads them by name).
@@ -454,7 +500,9 @@ local function reply(cfg, state, m, draw, pos, waiting, deadline, within)
   local d = '0'
   if deadline and deadline ~= 0 then d = member(deadline) end
   -- The pace in thousandths (a Lua number becomes an integer reply: no formatting).
-  local out = {state, m or '', draw or '', pos or 0, waiting or 0, d, math.floor(pace(cfg) * 1000), cfg.ver,
+  local at
+  if state == 'waiting' then at = pos end
+  local out = {state, m or '', draw or '', pos or 0, waiting or 0, d, math.floor(pace(cfg, at) * 1000), cfg.ver,
     within or 0, cfg.notified and 1 or 0}
   if cfg.ver == '' or cfg.ver ~= cfg.known then settings(out) end
   return out
@@ -557,19 +605,9 @@ local BACKOFF, BACKOFF_EVERY, CLIMB_MS = 0.75, 5000, 180000
 local LOAD_MEMORY = 15000
 local LOAD_FULL, BACKOFF_FULL = 1, 0.5
 
--- climb_minutes is how long places take to pass at a pace of rate a minute
--- climbing by slope a minute each minute up to top (places = rate t + slope
--- t^2 / 2 until the top, then top a minute).
-local function climb_minutes(rate, slope, top, places)
-  if slope <= 0 or rate >= top then return places / top end
-  local t = (top - rate) / slope
-  local at = rate * t + slope * t * t / 2
-  if places <= at then return (math.sqrt(rate * rate + 2 * slope * places) - rate) / slope end
-  return t + (places - at) / top
-end
-
--- climb_plan is the one pace every waiting visitor is told while the pace
--- climbs: the near places (a wait of NEAR_MIN minutes, the shortest whose ETA
+-- climb_plan is the one pace of the climb where no place is given (a place
+-- is told its own: pace above): the pace the ticks publish to the arrival
+-- shards for their far visitors. The near places (a wait of NEAR_MIN minutes, the shortest whose ETA
 -- counts) pass at about the rate, the last of the waiting nearer the top. Told the geometric mean of the two,
 -- both ETAs lie equally far from their waits; when they are too far apart
 -- for both to lie within 0.67-1.5 (far over near above 2.25: a climb from
@@ -633,13 +671,15 @@ local function pace_tick(cfg, now, waiting)
   if (why == 'backoff' or why == 'hold') and now - cutat < LOAD_MEMORY and pre >= 2 * rate * 0.999 then
     plan = math.max(lo, rate * BACKOFF)
   end
+  local slope, top = 0, rate
   if why == 'climb' or why == 'quiet' then
-    local top = hi
+    top = hi
     if load and load > 0 then top = math.min(hi, math.max(rate, rate / load * LOAD_HIGH)) end
-    plan = climb_plan(rate, (hi - lo) * 60000 / CLIMB_MS, top, waiting)
+    slope = (hi - lo) * 60000 / CLIMB_MS
+    plan = climb_plan(rate, slope, top, waiting)
   end
   redis.call('HSET', K_ST, 'effat', tostring(now))
-  redis.call('HSET', K_CFG, 'eff', num(rate), 'effwhy', why, 'effplan', num(plan))
+  redis.call('HSET', K_CFG, 'eff', num(rate), 'effwhy', why, 'effplan', num(plan), 'effslope', num(slope), 'efftop', num(top))
   if (cut and rate < old) or why ~= was then return old, rate, why end
   return nil
 end

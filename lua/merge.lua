@@ -11,14 +11,15 @@
 -- ARGV[3] -> '1' on the tick's last merge call: it also samples the queue (the progress below)
 -- ARGV[4..] -> the arrivals read from the shards, in any order, two arguments each: the
 --             sequence and the join time (ms), split by the engine, which sorts them
--- Returns {merged, mark, waiting, near, class, pace, zone, head, grace, stride, rank, score, …}: how
+-- Returns {merged, mark, waiting, near, class, pace, zone, head, grace, climb, stride, rank, score, …}: how
 -- many went into the queue, the merged mark (every sequence at or below it is merged, or left
 -- before it could be; kept as the state's arrw, which poll reads), the queue's count; then what
 -- the arrival shards keep for their visitors' polls (spoll.lua, written by arrtrim.lua): near,
 -- the score at the zone's end (the arrivals at or below it got their heartbeat here, those
 -- above it get it on their shard); class, the told class of their first heartbeat; the pace
 -- (x 1000); zone, the positions whose polls go to the room's shard; the head; the grace (ms,
--- for the shards' sweeps); and on the last
+-- for the shards' sweeps); the climb while the pace climbs ('rate slope top' in places a
+-- minute, '' for none: each far place's own pace, lib.lua pace); and on the last
 -- call the progress: stride, then the queue's score at every stride-th rank from 0 (at most
 -- SAMPLES of them); or {'noroom'}.
 -- Merging again what a failed tick merged (or a concurrent tick) does nothing:
@@ -133,8 +134,15 @@ end
 -- paused or closed, nor before the opening (grace 0: no sweep).
 local grace = cfg.hbTTL
 if cfg.mode == 'paused' or cfg.mode == 'closed' or cfg.opensAt > now then grace = 0 end
+-- While the pace climbs, the climb in places a minute ('rate slope top', '' for
+-- none): a shard tells each far place its own pace on it, as the room's does
+-- (lib.lua pace).
+local climb = ''
+if cfg.full ~= '1' and cfg.slope > 0 then
+  climb = num(cfg.rate / cfg.share) .. ' ' .. num(cfg.slope / cfg.share) .. ' ' .. num(cfg.top / cfg.share)
+end
 local out = {added, member(mark), waiting, member(near), class, math.floor(pace(cfg) * 1000), zone, member(head()),
-  grace}
+  grace, climb}
 if ARGV[3] == '1' then
   -- The progress: the queue's score every stride places, from which a shard
   -- estimates a position within half a stride (spoll.lua).

@@ -3,7 +3,7 @@
 -- key of the room's slot: the heartbeat is the shard's, the position an estimate from
 -- the progress the ticks publish (arrtrim.lua), within half a stride of the exact rank
 -- plus what one tick moves.
--- KEYS[1] -> vst:{room~i}:st   HASH  v (fence), w, arrw, pace, zone, head, stride (arrtrim.lua)
+-- KEYS[1] -> vst:{room~i}:st   HASH  v (fence), w, arrw, pace, zone, head, stride, climb (arrtrim.lua)
 -- KEYS[2] -> vst:{room~i}:hb   HASH  the shard's heartbeats (lib.lua hbf, hbv)
 -- KEYS[3] -> vst:{room~i}:prog ZSET  the progress: member = rank from 0, score = the queue's score there
 -- ARGV[1] -> now (ms)   ARGV[2] -> the ticket's sequence (decimal)
@@ -22,7 +22,7 @@
 local now = tonumber(ARGV[1])
 local m = ARGV[2]
 local seq = tonumber(m)
-local st = redis.call('HMGET', KEYS[1], 'v', 'w', 'arrw', 'pace', 'zone', 'stride')
+local st = redis.call('HMGET', KEYS[1], 'v', 'w', 'arrw', 'pace', 'zone', 'stride', 'climb')
 if tonumber(ARGV[3]) < (tonumber(st[1]) or 0) then return {'stale'} end
 if not st[4] or ARGV[4] == 'closed' or seq > (tonumber(st[3]) or 0) then return {'room'} end
 local adopt = tonumber(ARGV[8]) > 0
@@ -57,6 +57,13 @@ if pos <= zone and not adopt then
 end
 local pace = (tonumber(st[4]) or 0) / 1000
 if pace <= 0 then pace = tonumber(ARGV[6]) end
+-- While the pace climbs, the place's own pace on the climb (lib.lua pace): its
+-- places over the minutes the climb takes to pass them.
+if st[7] and st[7] ~= '' and pos > 0 then
+  local r, k, top = string.match(st[7], '^(%S+) (%S+) (%S+)$')
+  r, k, top = tonumber(r), tonumber(k), tonumber(top)
+  if r and k and top and top > 0 then pace = pos / climb_minutes(r, k, top, pos) end
+end
 local state, budget = 'waiting', MAX_TOLD
 if tonumber(ARGV[5]) > now then
   state = 'prequeue'
@@ -68,12 +75,9 @@ else
   -- 10 s of that speed beyond the estimate's error, so a visitor who comes back
   -- within the told poll and the grace finds the front at least 5 s of it away.
   local rate = tonumber(ARGV[6])
-  budget = math.min(MAX_TOLD, math.floor(pos * 60000 / pace) + SLACK,
+  budget = math.min(budget_of(math.floor(pos * 60000 / pace)),
     math.floor((pos - zone) * 60000 / (2 * rate)) + SLACK)
 end
 budget = math.max(1000, budget)
-local c = 1
-if budget > 1000 then c = 1 + math.ceil(4 * math.log(budget / 1000) / math.log(2) - 1e-9) end
-if told_ms(c) < budget then c = c + 1 end
-redis.call('HSET', KEYS[2], f, hbv(now, c))
+redis.call('HSET', KEYS[2], f, hbv(now, told_class(budget)))
 return {state, pos, math.max(waiting, pos), math.floor(pace * 1000), budget}

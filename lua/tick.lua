@@ -220,7 +220,7 @@ if budget > 0 and not (st[8] and cutoff <= tonumber(st[8])) then
   end
   local count = #got / 2
   local oldest = now
-  local maxclass = told(cfg)
+  local maxclass = told_class(FAR_TOLD)
   local stale, stalef, fresh = {}, {}, {}
   for i = 1, count, 1000 do
     local fields = {}

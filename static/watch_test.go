@@ -15,7 +15,7 @@ import (
 // TestWatch runs the unit tests of js/watch.js (js/watch.test.js: what a
 // status answer changes on the waiting page) under node's test runner.
 func TestWatch(t *testing.T) {
-	nodeTest(t, "watch.test.js", "watch.js")
+	nodeTest(t, "watch.test.js", "watch.js", "estimate.js")
 }
 
 // TestEstimate runs the unit tests of js/estimate.js (js/estimate.test.js:

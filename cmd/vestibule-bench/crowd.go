@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/sim"
 )
 
@@ -151,10 +152,11 @@ func playCrowdOn(ctx context.Context, rdb redis.UniversalClient, c sim.Config, c
 }
 
 // violations counts the invariant checks that failed: capacity, double
-// consumes, replays allowed, FIFO inversions, visitors never admitted, a run
-// cut short, and request errors (5xx, 429, transport).
+// consumes, replays allowed, FIFO inversions, visitors never admitted, closed
+// tabs held past their eviction bound, a run cut short, and request errors
+// (5xx, 429, transport).
 func violations(s sim.Summary) float64 {
-	n := float64(s.DoubleConsumes + s.ReplaysAllowed + s.Inversions + s.NotAdmitted + s.Errors)
+	n := float64(s.DoubleConsumes + s.ReplaysAllowed + s.Inversions + s.NotAdmitted + s.Errors + s.Evictions.Late)
 	if s.MaxInUse > s.MaxActive {
 		n++
 	}
@@ -189,6 +191,7 @@ func benchCrowd(ctx context.Context, visitors int, chart string) ([]Row, error) 
 	}
 	measureLong(longRes, long)
 	rows := crowdRows(fmt.Sprintf("crowd %d at %d/min", n, rate), long, 0.7, nil)
+	rows = append(rows, evictionRow(fmt.Sprintf("crowd %d at %d/min", n, rate), long, longRes.Config.RoomConfig, n))
 	rows = append(rows, row(fmt.Sprintf("crowd %d at %d/min: requests of a visitor waiting %.0f min (line)", n, rate, costWaitMinutes),
 		measured.LongWaitRequests, "req", long.FixedRequestsPerWaitMinute*costWaitMinutes, nil))
 
@@ -200,6 +203,20 @@ func benchCrowd(ctx context.Context, visitors int, chart string) ([]Row, error) 
 	measured.Short = shortRes
 	rows = append(rows, crowdRows(fmt.Sprintf("crowd %d at %d/min", n, rate), short, 3, nil)...)
 	return rows, nil
+}
+
+// evictionRow is the longest a closed tab of the crowd was held after its last
+// answer (sim.Evictions: each is also checked against its own bound, in the
+// invariant violations), against the longest bound docs/ENGINE.md states:
+// the far budget rounded up to its class, the grace, a pass of the sweep over
+// the crowd, and the probes' resolution.
+func evictionRow(label string, s sim.Summary, rc room.Config, visitors int) Row {
+	bound := time.Duration(room.ToldMS(room.ToldClass(room.FarPollAfter.Milliseconds())))*time.Millisecond +
+		time.Duration(rc.HeartbeatTTLSeconds)*time.Second +
+		time.Duration((visitors+roomdb.EvictBatch-1)/roomdb.EvictBatch)*time.Second + sim.ProbeEvery
+	ev := s.Evictions
+	logf("crowd: %s: %d closed tabs, %d seen evicted, %d held past their own bound; held at most %.2f of it", label, ev.Closed, ev.Observed, ev.Late, ev.Worst)
+	return row(label+": a closed tab evicted after its last answer, at most (baseline: the far budget's bound)", ev.MaxDelay.Seconds(), "s", bound.Seconds(), ratioAtMost(1))
 }
 
 // measureLong keeps what the long crowd measured for the parts after it.

@@ -219,7 +219,7 @@ func benchMoments(ctx context.Context, visitors int) ([]Row, error) {
 		row("cost per 1,000,000 visitor-minutes waiting, API path", perRequestCost(in)*measured.LongPerMinute, "$",
 			perRequestCost(in)*measured.FixedPerMinute, atMost(costPerMinuteAPIGoal)),
 		row(fmt.Sprintf("cost per 1,000,000 visitor-minutes waiting, the page's status reads (%.2f a minute)", perMinute), perRead(in.StatusBytes)*perMinute, "$",
-			perRead(in.StatusBytes)*60/7.0, atMost(costPerMinuteReadsGoal)))
+			perRead(in.StatusBytes)*60/7.0, nil))
 	return rows, nil
 }
 

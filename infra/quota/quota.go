@@ -25,10 +25,13 @@ const (
 
 // The requests of a waiting visitor and of an admission.
 var (
-	// FarPollSeconds is the mean interval between a far visitor's polls: the 5-minute budget
-	// (room.MaxPollAfter) less half of pollpolicy.FarSpread, where the jitter puts it on
-	// average (a reply to a join: anywhere in that interval). Every waiting visitor is
-	// counted at this rate: the descent to the front is DescentPolls more.
+	// FarPollSeconds is the mean interval between a far visitor's polls within 10 minutes
+	// of their turn: the 5-minute budget (room.MaxPollAfter) less half of
+	// pollpolicy.FarSpread, where the jitter puts it on average (a reply to a join: anywhere
+	// in that interval). Every waiting visitor is counted at this rate, so the visitors
+	// farther back, whose budget is longer (room.PollBudget, up to room.FarPollAfter), are
+	// counted at more polls than they make: the quotas keep that margin. The descent to the
+	// front is DescentPolls more.
 	FarPollSeconds = room.MaxPollAfter.Seconds() * (1 - pollpolicy.FarSpread/2)
 )
 

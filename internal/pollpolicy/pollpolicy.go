@@ -52,7 +52,7 @@ const Margin = 0.15
 
 // FarSpread is how much of the engine's budget a far poll gives up to spread
 // a crowd: a visitor whose turn is farther than the budget (at most
-// room.MaxPollAfter) is told anywhere in its last FarSpread, not all of it, so
+// room.FarPollAfter) is told anywhere in its last FarSpread, not all of it, so
 // 100,000 visitors who joined in the same ten seconds come back over 90 s, not
 // in one wave at 300 s. The same holds in the pre-queue and in a paused or
 // closed room, where everyone's turn is beyond the budget.
@@ -101,7 +101,7 @@ type Input struct {
 //   - farther: 5–10 s before the ETA (spread by the jitter), so the next poll
 //     lands in the final window, but no later than ETA·(1−Margin·(1–1.2)): far
 //     back the descent is geometric, a sixth or so of the way left each time;
-//   - beyond the engine's budget (PollWithin, at most room.MaxPollAfter; the
+//   - beyond the engine's budget (PollWithin, at most room.FarPollAfter; the
 //     engine holds the place that long plus the grace): within its last
 //     FarSpread, spread by the jitter (the reply to a join: anywhere in the
 //     mean far interval);
@@ -111,7 +111,7 @@ type Input struct {
 //     the grant expired, whatever the pace turns out to be.
 //
 // A one-minute wait then costs about three requests (enqueue, one poll into
-// the final window, one that sees the grant) and a 20-minute wait about eight.
+// the final window, one that sees the grant) and a 20-minute wait about seven.
 // Pre-queue: when the opening is within the budget, the descent planned from
 // it as for a visitor waiting at their place at the opening (the front just
 // after the first tick, the rest along their ETAs, those beyond the budget as

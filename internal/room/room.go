@@ -143,8 +143,9 @@ type Place struct {
 	// PollWithin is how long the engine holds the place without a poll, beyond
 	// the grace (heartbeatTTLSeconds): the told poll may not be later (the
 	// poll policy stays within it). Waiting: the ETA plus PollSlack, at most
-	// MaxPollAfter; in the pre-queue or a paused or closed room, MaxPollAfter;
-	// 0 when the visitor is not in the queue.
+	// MaxPollAfter, farther back the ETA less FarLeft up to FarPollAfter
+	// (PollBudget); in the pre-queue or a paused or closed room,
+	// MaxPollAfter; 0 when the visitor is not in the queue.
 	PollWithin time.Duration
 	// Notice says whether the place holds a notice registration (notice.go),
 	// as the room's shard saw it; nil when the answer came from an arrival
@@ -153,10 +154,31 @@ type Place struct {
 	Config Config
 }
 
-// MaxPollAfter is the longest a waiting visitor is ever told to stay away
-// (lib.lua's MAX_TOLD): a visitor who left is evicted at most this long plus
-// the grace after the last poll, long before reaching the front of a long wait.
+// MaxPollAfter is the longest budget of a waiting visitor near their turn,
+// and the budget of the pre-queue and of a paused or closed room (lib.lua's
+// MAX_TOLD): such a visitor who left is evicted at most this long plus the
+// grace after the last poll.
 const MaxPollAfter = 5 * time.Minute
+
+// FarPollAfter is the longest budget any place is given (lib.lua's FAR_TOLD),
+// and FarLeft what a far budget leaves of the wait (FAR_LEFT): farther than
+// MaxPollAfter + FarLeft from their turn, a visitor's poll only proves
+// presence (the page's status reads show any change within the rule,
+// internal/cadence), so the budget is the ETA less FarLeft, up to
+// FarPollAfter. A visitor who left is evicted the budget and the grace after
+// the last poll: with the default grace of 2 minutes, still before the front
+// comes within a minute of them.
+const (
+	FarPollAfter = 10 * time.Minute
+	FarLeft      = 5 * time.Minute
+)
+
+// PollBudget is the budget of a waiting place whose ETA is eta (lib.lua's
+// budget_of): the ETA plus PollSlack, at most MaxPollAfter; farther, the ETA
+// less FarLeft, at most FarPollAfter.
+func PollBudget(eta time.Duration) time.Duration {
+	return max(min(MaxPollAfter, eta+PollSlack), min(FarPollAfter, eta-FarLeft))
+}
 
 // PollSlack is what the engine allows beyond a waiting visitor's ETA (lib.lua's
 // SLACK): room for a policy that aims a poll just after the admission tick.
@@ -228,10 +250,68 @@ type Stats struct {
 	NoticesFailed int64 `json:"noticesFailed"`
 	TurnsSaved    int64 `json:"turnsSaved"`
 	NoticesHeld   int64 `json:"noticesHeld"`
+	// Climb is the steered pace on its way up, in places; nil when it does
+	// not climb. Each waiting place is then told its own pace on it
+	// (Place.RatePerMinute: its places over Climb.Minutes of them).
+	Climb *Climb `json:"climb,omitempty"`
 	// DrawSeed is the seed of the pre-queue lottery (a visitor's draw is
 	// DrawOf(seed, visitor)). Secret until the room opens: the status route
 	// publishes its commitment (DrawCommitment) before and the seed after.
 	DrawSeed string `json:"-"`
+}
+
+// Climb is a steered pace on its way up (docs/ENGINE.md, "Steering"), in
+// places, as the status route shows it: the line moves RatePerMinute places a
+// minute now, SlopePerMinute more each minute, until TopPerMinute.
+type Climb struct {
+	RatePerMinute  float64 `json:"ratePerMinute"`
+	SlopePerMinute float64 `json:"slopePerMinute"`
+	TopPerMinute   float64 `json:"topPerMinute"`
+}
+
+// Minutes is how long the climb takes to pass places (lib.lua climb_minutes):
+// places = rate·t + slope·t²/2 until the top, then the top a minute.
+func (c Climb) Minutes(places float64) float64 {
+	if c.TopPerMinute <= 0 || places <= 0 {
+		return 0
+	}
+	if c.SlopePerMinute <= 0 || c.RatePerMinute >= c.TopPerMinute {
+		return places / c.TopPerMinute
+	}
+	t := (c.TopPerMinute - c.RatePerMinute) / c.SlopePerMinute
+	at := c.RatePerMinute*t + c.SlopePerMinute*t*t/2
+	if places <= at {
+		return (math.Sqrt(c.RatePerMinute*c.RatePerMinute+2*c.SlopePerMinute*places) - c.RatePerMinute) / c.SlopePerMinute
+	}
+	return t + (places-at)/c.TopPerMinute
+}
+
+// Passed is how many places the climb passes in minutes.
+func (c Climb) Passed(minutes float64) float64 {
+	if minutes <= 0 {
+		return 0
+	}
+	if c.SlopePerMinute <= 0 || c.RatePerMinute >= c.TopPerMinute {
+		return c.TopPerMinute * minutes
+	}
+	t := min(minutes, (c.TopPerMinute-c.RatePerMinute)/c.SlopePerMinute)
+	return c.RatePerMinute*t + c.SlopePerMinute*t*t/2 + c.TopPerMinute*(minutes-t)
+}
+
+// After is the climb minutes later: its rate that much higher, never past
+// the top.
+func (c Climb) After(minutes float64) Climb {
+	c.RatePerMinute = min(c.TopPerMinute, c.RatePerMinute+c.SlopePerMinute*max(0, minutes))
+	return c
+}
+
+// PaceAt is the own pace of the place at position on the climb: its places
+// over the minutes the climb takes to pass them.
+func (c Climb) PaceAt(position float64) float64 {
+	if m := c.Minutes(position); m > 0 {
+		return position / m
+	}
+	return 0
 }
 
 // DrawCommitment is the public commitment to a lottery seed: the hex SHA-256

@@ -300,8 +300,8 @@ func (e *Engine) mergeChunks(ctx context.Context, roomID string, mark int64, tak
 
 // trimArrivals drops from every shard of keys what the merge took and
 // publishes there what the shard's polls need (arrtrim.lua, from merge.lua's
-// last reply): the far arrivals' first heartbeats, the pace, the zone, the
-// head and the progress. Then it sweeps the shards' heartbeats (sweepShards).
+// last reply): the far arrivals' first heartbeats, the pace and its climb,
+// the zone, the head and the progress. Then it sweeps the shards' heartbeats (sweepShards).
 func (e *Engine) trimArrivals(ctx context.Context, roomID string, keys [][]string, reply []any) (evicted int64, err error) {
 	now := e.nowMS()
 	for i := range keys {
@@ -309,7 +309,8 @@ func (e *Engine) trimArrivals(ctx context.Context, roomID string, keys [][]strin
 		keys[i] = []string{a.Arrivals, a.State, a.Heartbeats(), a.Progress()}
 	}
 	args := []any{str(reply[mergedMark]), num(reply[mergedWaiting]), str(reply[mergedNear]),
-		num(reply[mergedClass]), num(reply[mergedPace]), num(reply[mergedZone]), str(reply[mergedHead]), now, ""}
+		num(reply[mergedClass]), num(reply[mergedPace]), num(reply[mergedZone]), str(reply[mergedHead]), now,
+		str(reply[mergedClimb]), ""}
 	if len(reply) > mergedStride {
 		args[len(args)-1] = num(reply[mergedStride])
 		for _, v := range reply[mergedStride+1:] {

@@ -16,6 +16,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -103,7 +104,13 @@ type Option func(*Engine)
 // WithClock replaces the clock (tests drive time with it).
 func WithClock(c room.Clock) Option { return func(e *Engine) { e.clock = c } }
 
-// WithEvictBatch sets the most stale heartbeats one tick evicts (default 2000).
+// EvictBatch is how many places of the queue one tick's sweep checks for a
+// stale heartbeat (WithEvictBatch changes it): a sweep passes a queue of n in
+// n ÷ EvictBatch ticks, which a silent visitor's eviction may wait beyond the
+// told poll and the grace.
+const EvictBatch = 2000
+
+// WithEvictBatch sets the most stale heartbeats one tick evicts (default EvictBatch).
 func WithEvictBatch(n int) Option { return func(e *Engine) { e.batch = n } }
 
 // WithMergeChunk sets the most arrivals one merge call puts into a spread
@@ -117,7 +124,7 @@ func WithMinPollInterval(d time.Duration) Option { return func(e *Engine) { e.mi
 
 // New returns an engine over the given Redis client.
 func New(rdb Scripter, opts ...Option) *Engine {
-	e := &Engine{rdb: rdb, clock: time.Now, batch: 2000, mergeChunk: 4000, cfgs: map[string]versioned{}, holds: map[string]mergeHold{}}
+	e := &Engine{rdb: rdb, clock: time.Now, batch: EvictBatch, mergeChunk: 4000, cfgs: map[string]versioned{}, holds: map[string]mergeHold{}}
 	for _, o := range opts {
 		o(e)
 	}
@@ -641,7 +648,7 @@ func (e *Engine) Status(ctx context.Context, roomID string) (room.Config, room.S
 	if err != nil {
 		return room.Config{}, room.Stats{}, fmt.Errorf("%w: %s script: %w", room.ErrUnavailable, statsCmd.Name, err)
 	}
-	return cfg, room.Stats{Waiting: num(reply[statsWaiting]), Admitted: num(reply[statsAdmitted]),
+	st := room.Stats{Waiting: num(reply[statsWaiting]), Admitted: num(reply[statsAdmitted]),
 		Active: num(reply[statsActive]), AdmittedLastMinute: num(reply[statsLastMinute]),
 		Evicted: num(reply[statsEvicted]), Consumed: num(reply[statsConsumed]),
 		ReplaysRefused: num(reply[statsReplays]), DrawSeed: str(reply[statsSeed]),
@@ -649,13 +656,42 @@ func (e *Engine) Status(ctx context.Context, roomID string) (room.Config, room.S
 		NetWhy: str(reply[statsNetWhy]), PaceWhy: paceWhy(cfg, str(reply[statsPaceWhy])),
 		RatePerMinute: float64(num(reply[statsRate])) / 1000,
 		NoticeSignups: num(reply[statsSignups]), NoticesSent: num(reply[statsSent]), NoticesFailed: num(reply[statsFailed]),
-		TurnsSaved: num(reply[statsSaved]), NoticesHeld: num(reply[statsHeld])}, nil
+		TurnsSaved: num(reply[statsSaved]), NoticesHeld: num(reply[statsHeld])}
+	if slope := num(reply[statsClimbSlope]); slope > 0 {
+		st.Climb = &room.Climb{RatePerMinute: float64(num(reply[statsClimbRate])) / 1000,
+			SlopePerMinute: float64(slope) / 1000, TopPerMinute: float64(num(reply[statsClimbTop])) / 1000}
+	}
+	return cfg, st, nil
 }
 
 // Stats returns a snapshot of the room's counts: Status without the settings.
 func (e *Engine) Stats(ctx context.Context, roomID string) (room.Stats, error) {
 	_, st, err := e.Status(ctx, roomID)
 	return st, err
+}
+
+// Queued reports, for each sequence, whether the room's queue holds it. It
+// only reads: the simulator checks with it that a visitor who stopped polling
+// is evicted within the bound docs/ENGINE.md states ("Heartbeats are
+// deadlines").
+func (e *Engine) Queued(ctx context.Context, roomID string, seqs []int64) ([]bool, error) {
+	if !room.ValidRoomID(roomID) {
+		return nil, room.ErrInvalidRoom
+	}
+	q := KeysFor(roomID).Queue
+	p := e.rdb.Pipeline()
+	cmds := make([]*redis.FloatCmd, len(seqs))
+	for i, seq := range seqs {
+		cmds[i] = p.ZScore(ctx, q, strconv.FormatInt(seq, 10))
+	}
+	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: queued %s: %w", room.ErrUnavailable, roomID, err)
+	}
+	out := make([]bool, len(seqs))
+	for i, c := range cmds {
+		out[i] = c.Err() == nil
+	}
+	return out, nil
 }
 
 // History returns the room's points of the last day (at most

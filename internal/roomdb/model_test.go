@@ -231,12 +231,14 @@ func (m *model) enqueue() {
 
 // heartbeat records a waiting visitor's heartbeat, after checking the budget
 // the engine gave: the ETA at the reply's rate plus room.PollSlack, at most
-// room.MaxPollAfter (always that in a paused room).
+// room.MaxPollAfter, farther back the ETA less room.FarLeft up to
+// room.FarPollAfter (room.PollBudget; room.MaxPollAfter always in a paused
+// room).
 func (m *model) heartbeat(v *mvisitor, p room.Place) {
 	want := room.MaxPollAfter
 	if p.State == room.StateWaiting {
 		eta := time.Duration(math.Floor(float64(p.Position)*60000/p.RatePerMinute)) * time.Millisecond
-		want = min(room.MaxPollAfter, eta+room.PollSlack)
+		want = room.PollBudget(eta)
 	}
 	if p.PollWithin != want {
 		m.rt.Fatalf("%d at %d (rate %v, %s): PollWithin %v, want %v", v.tk.Seq, p.Position, p.RatePerMinute, p.State, p.PollWithin, want)

@@ -86,8 +86,8 @@ func TestPace(t *testing.T) {
 			if p.State != room.StateWaiting || p.RatePerMinute != 1 {
 				t.Errorf("after 60 → 1 a minute, before any tick: %s at %v a minute, want waiting at 1", p.State, p.RatePerMinute)
 			}
-			if p.PollWithin != room.MaxPollAfter {
-				t.Errorf("the budget at position %d and 1 a minute: %v, want the longest", p.Position, p.PollWithin)
+			if p.PollWithin != room.FarPollAfter {
+				t.Errorf("the budget at position %d and 1 a minute: %v, want the far one", p.Position, p.PollWithin)
 			}
 			if st := e.stats(); st.PacePerMinute != 1 {
 				t.Errorf("status tells %v a minute, want 1", st.PacePerMinute)

@@ -151,11 +151,12 @@ func TestShardSilenceIsEvictedAsTold(t *testing.T) {
 			}
 		}
 		// The silent ones' heartbeats are their joins', with the told poll of
-		// the last place merged, at most the 5-minute budget (rounded up to its
+		// the last place merged, at most the far budget (rounded up to its
 		// class: 19 % more); the others poll a little before each budget.
 		grace := 60 * time.Second
-		end := e.clk.Now().Add(room.MaxPollAfter*6/5 + grace + time.Minute)
+		end := e.clk.Now().Add(room.FarPollAfter*6/5 + grace + time.Minute)
 		next := make([]time.Time, len(tickets))
+		var longest time.Duration // the longest budget a shard gave
 		for e.clk.Now().Before(end) {
 			e.clk.Advance(2 * time.Second)
 			e.tick()
@@ -167,6 +168,7 @@ func TestShardSilenceIsEvictedAsTold(t *testing.T) {
 				switch p.State {
 				case room.StateWaiting:
 					next[i] = e.clk.Now().Add(max(p.PollWithin-5*time.Second, time.Second))
+					longest = max(longest, p.PollWithin)
 				case room.StateAdmitted:
 					next[i] = end.Add(time.Hour)
 				default:
@@ -181,6 +183,11 @@ func TestShardSilenceIsEvictedAsTold(t *testing.T) {
 		}
 		if s := e.stats(); s.Evicted < int64(len(silent)) {
 			t.Errorf("%d evicted, want at least the %d silent", s.Evicted, len(silent))
+		}
+		// At 6 a minute the last places are over an hour away: their shard
+		// gives them the far budget, as the room's shard would.
+		if longest != room.FarPollAfter {
+			t.Errorf("the longest budget a shard gave: %v, want the far budget %v", longest, room.FarPollAfter)
 		}
 	})
 }

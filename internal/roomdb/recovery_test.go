@@ -74,7 +74,7 @@ func TestRecoveryLetsLatePollersBackPastTheHead(t *testing.T) {
 
 		// ts[4] stays away past the window (the longest told poll and 2 x 60 s
 		// after the re-creation): passed for good.
-		e.clk.Advance(room.MaxPollAfter + 2*time.Minute)
+		e.clk.Advance(room.FarPollAfter + 2*time.Minute)
 		if p := e.poll(ts[4]); p.State != room.StateExpired {
 			t.Errorf("visitor back after the recovery window: %s, want expired", p.State)
 		}

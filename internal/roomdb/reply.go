@@ -101,6 +101,9 @@ const (
 	statsFailed            // notices failed, ever
 	statsSaved             // turns saved by notices, ever
 	statsHeld              // places with a notice registration now
+	statsClimbRate         // while the pace climbs, the places a minute now × 1000 (0: no climb)
+	statsClimbSlope        // …more each minute × 1000
+	statsClimbTop          // …up to this × 1000
 	statsSettings          // first of the settings' field, value pairs
 )
 
@@ -125,8 +128,9 @@ const (
 	mergedZone      = 6 // the zone: the first places, whose polls go to the room's shard
 	mergedHead      = 7 // the room's head
 	mergedGrace     = 8 // heartbeatTTLSeconds in ms, for the shards' sweeps
-	mergedLen       = 9
-	mergedStride    = 9 // on the last call: the progress's stride, then rank, score pairs
+	mergedClimb     = 9 // while the pace climbs, "rate slope top" in places a minute; "" for none
+	mergedLen       = 10
+	mergedStride    = 10 // on the last call: the progress's stride, then rank, score pairs
 )
 
 // The consume reply (consume.lua) when it is wordOK, and poll's when it is wordSlow.

@@ -70,26 +70,23 @@ func TestAFullOriginIsHalvedFirst(t *testing.T) {
 }
 
 // While a steered pace climbs back to admitPerMinute (the origin recovered),
-// every waiting visitor is told one pace, which the near places pass under
-// (about the rate) and the far ones over (nearer the top). From a pace the
-// origin sawed down to (225 of 600, the bench's slow spell) the ETAs of the
-// near place and of the last lie within 0.67–1.5× of their waits; told
-// halfway to the top, the near ones were told 0.65 of theirs. From the floor
-// (60 of 600, after a total loss) with 800 waiting both cannot: the near
-// pass at about 105 a minute, the last at 300, 2.9 times it where the band
-// spans 2.25; the near are told 0.67 of their pace and the far run long, not
-// short (told halfway, the near ones waited 3 times their ETA). On a virtual
-// clock, polling each second.
-func TestAClimbingPaceTellsTheWaitOfTheClimb(t *testing.T) {
+// each waiting place is told its own pace on the climb: its places over the
+// time the climb takes to pass them. The near places pass at about the rate,
+// the far ones nearer the top. One pace told to all could not hold both: from
+// the floor (60 of 600, after a total loss) with 800 waiting, the near pass
+// at about 105 a minute and the last at 300, 2.9 times it where the band
+// 0.67–1.5 spans 2.25 (told one pace, place 800 was told 1.86 times its wait).
+// Told their own, every place lies within the band, from a saw (225, the
+// bench's slow spell) and from the floor; the status route shows the climb
+// each place is told from. On a virtual clock, polling each second.
+func TestAClimbingPaceTellsEachPlaceItsWait(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		full      int     // seconds the origin reports 1 before it recovers
-		rate      float64 // the pace the climb starts from
-		farLo     float64 // the least ratio of the last place's ETA to its wait
-		nearPlace int
+		name string
+		full int     // seconds the origin reports 1 before it recovers
+		rate float64 // the pace the climb starts from
 	}{
-		{"from a saw", 17, 225, 0.67, 150},
-		{"from the floor", 100, 60, 1, 60},
+		{"from a saw", 17, 225},
+		{"from the floor", 100, 60},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
@@ -105,40 +102,52 @@ func TestAClimbingPaceTellsTheWaitOfTheClimb(t *testing.T) {
 				for range tc.full { // the origin is full: the pace is cut
 					step(1)
 				}
-				if st := e.stats(); st.RatePerMinute != tc.rate {
-					t.Fatalf("after %d s at 1.0: rate %v, want %v", tc.full, st.RatePerMinute, tc.rate)
+				if st := e.stats(); st.RatePerMinute != tc.rate || st.Climb != nil {
+					t.Fatalf("after %d s at 1.0: rate %v, climb %+v, want %v and no climb", tc.full, st.RatePerMinute, st.Climb, tc.rate)
 				}
 				tk := e.enqueueN(800)
 				// The origin recovers to 1,000 a minute: its load is the rate over
 				// that, and the pace climbs by 180 a minute each minute to 600.
 				recovered := func() { step(e.stats().RatePerMinute / 1000) }
 				recovered()
-				near, far := tk[tc.nearPlace-1], tk[len(tk)-1]
-				eta := map[room.Ticket]float64{}
-				for _, me := range []room.Ticket{near, far} {
-					p := e.poll(me)
+				st := e.stats()
+				if c := st.Climb; c == nil || c.RatePerMinute < tc.rate || c.RatePerMinute > tc.rate+5 ||
+					c.SlopePerMinute != 180 || c.TopPerMinute != 600 {
+					t.Fatalf("status during the climb: %+v, want from about %v by 180 a minute to 600", c, tc.rate)
+				}
+				places := []int{60, 150, 400, 800}
+				eta := map[int]float64{}
+				for _, n := range places {
+					p := e.poll(tk[n-1])
 					if p.State != room.StateWaiting || p.RatePerMinute <= 0 {
 						t.Fatalf("poll: %s at %v a minute, want waiting with a pace", p.State, p.RatePerMinute)
 					}
-					eta[me] = float64(p.Position) * 60 / p.RatePerMinute
+					// The place's own pace is the climb's for its position, as the
+					// page computes it from the status route.
+					if own := st.Climb.PaceAt(float64(p.Position)); math.Abs(own-p.RatePerMinute) > 0.01*own {
+						t.Errorf("place %d: told %v a minute, the climb of the status route gives %v", n, p.RatePerMinute, own)
+					}
+					eta[n] = float64(p.Position) * 60 / p.RatePerMinute
 				}
-				wait := map[room.Ticket]int{}
-				for s := 1; s <= 1200 && len(wait) < 2; s++ {
+				if eta[800]/800 >= eta[60]/60 {
+					t.Errorf("place 800 told %.0f s, place 60 %.0f s: the far places pass faster on the climb", eta[800], eta[60])
+				}
+				wait := map[int]int{}
+				for s := 1; s <= 1200 && len(wait) < len(places); s++ {
 					recovered()
-					for _, me := range []room.Ticket{near, far} {
-						if _, ok := wait[me]; !ok && e.poll(me).State == room.StateAdmitted {
-							wait[me] = s
+					for _, n := range places {
+						if _, ok := wait[n]; !ok && e.poll(tk[n-1]).State == room.StateAdmitted {
+							wait[n] = s
 						}
 					}
 				}
-				if len(wait) < 2 {
-					t.Fatalf("not both granted in 20 minutes: %v", wait)
+				if len(wait) < len(places) {
+					t.Fatalf("not all granted in 20 minutes: %v", wait)
 				}
-				if r := eta[near] / float64(wait[near]); r < 0.67 || r > 1.5 {
-					t.Errorf("place %d: told %.0f s, granted after about %d s: %.2f× the wait", tc.nearPlace, eta[near], wait[near], r)
-				}
-				if r := eta[far] / float64(wait[far]); r < tc.farLo || (tc.farLo < 1 && r > 1.5) {
-					t.Errorf("place 800: told %.0f s, granted after about %d s: %.2f× the wait", eta[far], wait[far], r)
+				for _, n := range places {
+					if r := eta[n] / float64(wait[n]); r < 0.67 || r > 1.5 {
+						t.Errorf("place %d: told %.0f s, granted after about %d s: %.2f× the wait", n, eta[n], wait[n], r)
+					}
 				}
 			})
 		})
@@ -219,6 +228,45 @@ func TestACutIsJudgedByTheLoadItMade(t *testing.T) {
 		}
 		if r := eta / float64(granted); r < 0.67 || r > 1.5 {
 			t.Errorf("told %.0f s just after the first cut, granted after about %d s: %.2f× the wait", eta, granted, r)
+		}
+	})
+}
+
+// The far places an arrival shard answers are told their own pace on a
+// climb too, as the room's shard tells the near ones: the ticks publish the
+// climb to the shards with the pace (merge.lua, arrtrim.lua), and a shard's
+// poll makes its place's pace from it (spoll.lua), for the position it
+// estimates.
+func TestAShardTellsEachFarPlaceItsPaceOnAClimb(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, spreadRoom(func(c *room.Config) {
+			c.AdmitPerMinute, c.AdmitPerMinuteMin = 600, 60
+		}))
+		for range 100 { // the origin is full: the pace falls to the floor
+			e.report(1)
+			e.clk.Advance(time.Second)
+			e.tick()
+		}
+		tickets := e.joinFar(3000)
+		e.report(0.06) // the origin recovers: the pace climbs
+		e.clk.Advance(time.Second)
+		e.tick()
+		st := e.stats()
+		if st.Climb == nil {
+			t.Fatalf("no climb after the recovery: %+v", st)
+		}
+		var last float64
+		for _, i := range []int{1000, 2000, 2999} {
+			p := e.poll(tickets[i])
+			if !e.shardBeat(tickets[i]) {
+				t.Fatalf("place %d: not answered on its shard", p.Position)
+			}
+			own := st.Climb.PaceAt(float64(p.Position))
+			if p.State != room.StateWaiting || math.Abs(p.RatePerMinute-own) > 0.01*own || p.RatePerMinute <= last {
+				t.Errorf("place %d: %s at %v a minute, want its own pace on the climb, %.1f, above the nearer place's %.1f",
+					p.Position, p.State, p.RatePerMinute, own, last)
+			}
+			last = p.RatePerMinute
 		}
 	})
 }

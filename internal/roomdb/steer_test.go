@@ -304,7 +304,7 @@ func TestPaceFollowsASlowingOrigin(t *testing.T) {
 		}
 		// Told a pace of the climb to where the origin will say 0.9 (120 ÷ 0.3 ×
 		// 0.9 = 360): above the rate, under the top
-		// (TestAClimbingPaceTellsTheWaitOfTheClimb).
+		// (TestAClimbingPaceTellsEachPlaceItsWait).
 		if st := e.stats(); st.RatePerMinute != 120 || st.PaceWhy != "climb" || st.PacePerMinute <= 120 || st.PacePerMinute >= 360 {
 			t.Errorf("20 s at 0.3: rate %v (%s), told pace %v, want 120 climbing, told between it and 360",
 				st.RatePerMinute, st.PaceWhy, st.PacePerMinute)

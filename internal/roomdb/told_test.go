@@ -76,10 +76,17 @@ func TestToldPollIsTheHeartbeat(t *testing.T) {
 			within time.Duration // the budget the engine gives the visitor
 		}{
 			// 4 ahead at 1 a minute: ETA 5 min, plus the slack, capped.
-			{"far back: the longest told poll", 1, 4, 2000, room.MaxPollAfter},
+			{"5 minutes back: the longest near budget", 1, 4, 2000, room.MaxPollAfter},
 			// 2 ahead at 60 a minute: ETA 3 s plus the slack.
 			{"near the front: ETA plus slack", 60, 2, 2000, 3*time.Second + room.PollSlack},
 			{"queue longer than the sweep's batch", 1, 4, 2, room.MaxPollAfter},
+			// 11 ahead at 1 a minute: ETA 12 min, farther than the longest
+			// near budget and FarLeft: the ETA less FarLeft.
+			{"farther: the ETA less FarLeft", 1, 11, 2000, 12*time.Minute - room.FarLeft},
+			// 20 ahead: ETA 21 min, the longest budget; a silence of it and
+			// the grace keeps the place.
+			{"far back: the far budget", 1, 20, 2000, room.FarPollAfter},
+			{"far back, queue longer than the sweep's batch", 1, 20, 2, room.FarPollAfter},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				var opts []roomdb.Option
@@ -137,7 +144,7 @@ func TestToldPollIsTheHeartbeat(t *testing.T) {
 					e.poll(me)
 					ev := e.silence(told+grace, front)
 					e.clk.Advance(time.Millisecond)
-					for range 4 { // ticks enough for a sweep longer than one batch
+					for range 4 + (c.ahead+1)/c.batch { // ticks enough for a sweep longer than one batch
 						ev += e.silence(500*time.Millisecond, front)
 					}
 					if ev != 1 {

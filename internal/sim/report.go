@@ -61,6 +61,9 @@ type Summary struct {
 	Stopped        bool  // MaxDuration ended the run
 	Interrupted    bool  // the run was interrupted: visitors not done are left out of the checks
 	NotDone        int   // visitors not done when the run ended
+	// Evictions: the visitors who closed the tab while waiting, looked for
+	// until evicted (Late: still held past the bound, must be 0; evict.go).
+	Evictions Evictions
 
 	Booking *BookingSummary // nil unless the crowd booked (booking.go)
 }
@@ -68,7 +71,7 @@ type Summary struct {
 // OK reports whether every invariant held.
 func (s Summary) OK() bool {
 	return s.MaxInUse <= s.MaxActive && s.DoubleConsumes == 0 && s.ReplaysAllowed == 0 &&
-		s.Inversions == 0 && s.NotAdmitted == 0 && !s.Stopped && !s.Interrupted && s.Booking.OK()
+		s.Inversions == 0 && s.NotAdmitted == 0 && s.Evictions.Late == 0 && !s.Stopped && !s.Interrupted && s.Booking.OK()
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
@@ -152,6 +155,7 @@ func (r *Result) Summarize() Summary {
 		s.Drain = last.Sub(r.Start)
 	}
 	s.Inversions = Inversions(r.Visitors)
+	s.Evictions = r.Evictions()
 	s.Booking = r.summarizeBooking()
 	return s
 }
@@ -261,6 +265,10 @@ func (s Summary) WriteTable(w io.Writer) error {
 	tw.Printf("replays not refused with 409\t%d\t%s\n", s.ReplaysAllowed, check(s.ReplaysAllowed == 0))
 	tw.Printf("FIFO order inversions (abandoners excluded)\t%d\t%s\n", s.Inversions, check(s.Inversions == 0))
 	tw.Printf("non-abandoners never admitted\t%d\t%s\n", s.NotAdmitted, check(s.NotAdmitted == 0))
+	if ev := s.Evictions; ev.Observed > 0 {
+		tw.Printf("closed tabs held past their bound (budget, grace, sweep)\t%d of %d seen (%d closed); evicted at most %s after the last answer (probed every %s), held at most %.2f of the bound\t%s\n",
+			ev.Late, ev.Observed, ev.Closed, ev.MaxDelay.Round(time.Second), ProbeEvery, ev.Worst, check(ev.Late == 0))
+	}
 	if s.Stopped {
 		tw.Printf("run stopped by its time limit\t\tFAIL\n")
 	}

@@ -343,7 +343,8 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 		res.Marks = append(res.Marks, MarkAt{At: res.OpensAt, Change: -1})
 	}
 	slices.SortStableFunc(res.Marks, func(a, b MarkAt) int { return a.At.Compare(b.At) })
-	e := &env{tr: d, room: c.Room, claimTTL: time.Duration(c.RoomConfig.ClaimTTLSeconds) * time.Second, fixedPoll: c.FixedPoll, origin: put.OriginCredential,
+	e := &env{tr: d, room: c.Room, claimTTL: time.Duration(c.RoomConfig.ClaimTTLSeconds) * time.Second,
+		grace: time.Duration(c.RoomConfig.HeartbeatTTLSeconds) * time.Second, fixedPoll: c.FixedPoll, origin: put.OriginCredential,
 		watch: !c.NoWatch, edge: &edgeCache{}, log: res.Log, site: c.Origin}
 	if c.Origin != nil {
 		c.Origin.begin(start)
@@ -362,6 +363,7 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 	left := len(res.Visitors)
 	deadline := start.Add(c.MaxDuration)
 	batch := make([]event, 0, 1024)
+	probes := newProber(d, c.Room, start)
 
 	interrupted := func(err error) (*Result, error) {
 		res.End, res.Wall, res.Interrupted = d.Now(), time.Since(wallStart), true
@@ -411,6 +413,9 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 				return res, err
 			}
 		}
+		if err := probes.probe(ctx, now); err != nil {
+			return res, err
+		}
 		if !nextSample.After(now) {
 			res.sample(ctx, d, adminKey, now, arrived-lastArrived)
 			lastArrived = arrived
@@ -430,6 +435,7 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 		runBatch(ctx, e, batch, now, c.Workers)
 		for _, ev := range batch {
 			if ev.v.phase == done {
+				probes.closed(ev.v)
 				left--
 				if c.OnDone != nil {
 					c.OnDone()

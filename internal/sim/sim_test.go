@@ -139,3 +139,37 @@ func virtualRoom(t *testing.T, rdb redis.UniversalClient, maxActive, rate int64)
 	cfg.MaxActive, cfg.AdmitPerMinute, cfg.OriginURL = maxActive, rate, "http://127.0.0.1:9/origin"
 	return d, cfg
 }
+
+// A visitor who closes the tab is evicted within the bound docs/ENGINE.md
+// states: the budget of the last answer (rounded up to its class), the grace
+// and a pass of the sweep. In a 20-minute wait the far places are given the
+// far budget, so some closed tabs are held longer than the near budget and
+// the grace allow (the old engine evicted them all by then), and none past
+// their own bound.
+func TestClosedTabsEvictedWithinTheBound(t *testing.T) {
+	d, cfg := virtualRoom(t, redistest.Single(t), 30, 30)
+	cfg.ClientEnqueuePerMinute = 0
+	c := Config{
+		Visitors: 600, Shape: Burst, Seed: 3,
+		CloseTab: 0.2, AbandonAfter: 30 * time.Second,
+		ThinkMin: 5 * time.Second, ThinkMax: 15 * time.Second,
+		Room: redistest.Room(t), RoomConfig: cfg, MaxDuration: time.Hour, NoWatch: true,
+	}
+	res, err := Run(context.Background(), d, d.AdminKey, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := res.Summarize().Evictions
+	if ev.Closed < 60 || ev.Observed != ev.Closed {
+		t.Fatalf("%d closed tabs, %d seen evicted: want over 60, all seen", ev.Closed, ev.Observed)
+	}
+	if ev.Late != 0 {
+		t.Errorf("%d of %d closed tabs held past their bound", ev.Late, ev.Observed)
+	}
+	grace := time.Duration(cfg.HeartbeatTTLSeconds) * time.Second
+	// The near budget's class, the grace, and a minute for the sweep and the probes.
+	near := time.Duration(room.ToldMS(room.ToldClass(room.MaxPollAfter.Milliseconds())))*time.Millisecond + grace + time.Minute
+	if ev.MaxDelay <= near {
+		t.Errorf("closed tabs evicted at most %v after their last answer: none held past the near budget (%v with the grace and a minute)", ev.MaxDelay, near)
+	}
+}

@@ -92,10 +92,11 @@ type Visitor struct {
 	ticket     string
 	entryToken string
 
-	rng     *rand.Rand // the visitor's own draws (the watch's timing), so parallel steps stay reproducible
-	pollAt  time.Time  // the next API poll
-	watchAt time.Time  // the next status read (the page's watch)
-	view    view       // what the page shows
+	rng     *rand.Rand    // the visitor's own draws (the watch's timing), so parallel steps stay reproducible
+	pollAt  time.Time     // the next API poll
+	watchAt time.Time     // the next status read (the page's watch)
+	view    view          // what the page shows
+	seen    *statusAnswer // the last status the page read (its climb counts a poll's place)
 
 	Seq          int64     // the ticket's sequence
 	Score        float64   // the queue's order: the pre-queue's draw, or else the sequence
@@ -121,6 +122,17 @@ type Visitor struct {
 	Lost  bool
 	Marks []Mark // per mark of the run (Result.Marks), what the page did first after it
 
+	// The eviction of a visitor who closed the tab while waiting (evict.go):
+	// the last answer to a join or poll, the first probe that found the place
+	// gone; bound is how long after the last answer the engine may hold it
+	// (0 until an answer placed the visitor), evictLate that a probe found it
+	// held past that.
+	LastAnswer time.Time
+	EvictedAt  time.Time
+	bound      time.Duration
+	evictLate  bool
+	heldAt     time.Time // the last probe that found the place held
+
 	Book *BookVisit // the visitor's booking, nil unless the crowd books (Config.Booking; booking.go)
 }
 
@@ -145,6 +157,7 @@ type env struct {
 	tr        Transport
 	room      string
 	claimTTL  time.Duration
+	grace     time.Duration // heartbeatTTLSeconds: a silent place is held this long past its budget
 	fixedPoll time.Duration // > 0: ignore pollAfterMs (the fixed-interval baseline page)
 	origin    string        // the room's origin credential: consume and complete present it
 	book      *bookEnv      // nil unless the crowd books (booking.go)
@@ -263,6 +276,13 @@ func (v *Visitor) step(ctx context.Context, e *env, now time.Time) (next time.Ti
 // onPlace acts on an enqueue or poll answer.
 func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (time.Time, bool) {
 	v.answered(e, now)
+	if p.State == "waiting" || p.State == "paused" || p.State == "prequeue" {
+		pace := 0.0
+		if p.RatePerMinute != nil {
+			pace = *p.RatePerMinute
+		}
+		v.LastAnswer, v.bound = now, evictionBound(p.State, p.Position, p.Waiting, pace, e.grace)
+	}
 	v.showPlace(e, now, p)
 	switch p.State {
 	case "admitted":
@@ -346,6 +366,7 @@ func (v *Visitor) showPlace(e *env, now time.Time, p place) {
 		if p.RatePerMinute != nil {
 			w.pace = *p.RatePerMinute
 		}
+		w.climb = onClimb(v.seen, now, w.pos, w.pace)
 		if p.EtaSeconds != nil {
 			v.toldETA(e, now, float64(*p.EtaSeconds), w.pos)
 		}

@@ -41,6 +41,9 @@ type statusAnswer struct {
 	// from the draw stays within it (static/js/watch.js placeAtOpening).
 	ClaimTTLSeconds int64  `json:"claimTTLSeconds"`
 	PageVersion     string `json:"pageVersion"`
+	// Climb is the pace on its way up, in places (room.Stats.Climb): each
+	// place's own pace is the climb's for it, and the page counts on it.
+	Climb *room.Climb `json:"climb"`
 
 	at    time.Time // when the edge fetched it
 	bytes int       // the body's length
@@ -103,10 +106,12 @@ func (c *edgeCache) read(ctx context.Context, e *env, now time.Time) *statusAnsw
 type view struct {
 	state string // "" (not yet joined), prequeue, waiting, paused, closed, admitted, expired
 	// pos is the place shown at `at`; while waiting the page counts it down
-	// at pace from then (never below 1), while paused it holds.
-	pos  float64
-	at   time.Time
-	pace float64
+	// at pace from then (never below 1), or on climb (the pace's climb as it
+	// was at `at`) while the pace climbs; while paused it holds.
+	pos   float64
+	at    time.Time
+	pace  float64
+	climb *room.Climb
 	// Pre-queue: the opening, and when the last API answer came (its budget
 	// bounds the poll planned at the opening).
 	opensAt   time.Time
@@ -120,7 +125,28 @@ func (w *view) estimate(now time.Time) float64 {
 	if w.state != "waiting" || w.pace <= 0 {
 		return w.pos
 	}
+	if w.climb != nil {
+		return max(1, w.pos-w.climb.Passed(now.Sub(w.at).Minutes()))
+	}
 	return max(1, w.pos-w.pace*now.Sub(w.at).Minutes())
+}
+
+// climbSeenFresh is how old a climb the page read may be to count a poll
+// answer's place on it (static/js/main.js CLIMB_FRESH_MS).
+const climbSeenFresh = 2 * time.Minute
+
+// onClimb is the climb a waiting answer at now from place pos told pace
+// counts on (static/js/main.js): the one the page last read (seen), as it is
+// now, when the pace is the climb's for the place; else nil.
+func onClimb(seen *statusAnswer, now time.Time, pos, pace float64) *room.Climb {
+	if seen == nil || seen.Climb == nil || now.Sub(seen.at) >= climbSeenFresh || pace <= 0 {
+		return nil
+	}
+	c := seen.Climb.After(now.Sub(seen.at).Minutes())
+	if !samePace(pace, c.PaceAt(pos)) {
+		return nil
+	}
+	return &c
 }
 
 // Channel is how a visitor's page learned something.
@@ -238,6 +264,10 @@ func (w *view) remaining(now time.Time) time.Duration {
 		if w.pace <= 0 || w.pos <= 0 {
 			return 0
 		}
+		if w.climb != nil && w.state == "waiting" {
+			c := w.climb.After(now.Sub(w.at).Minutes())
+			return time.Duration(c.Minutes(w.estimate(now)) * float64(time.Minute))
+		}
 		return time.Duration(w.estimate(now) * 60 / w.pace * float64(time.Second))
 	}
 	return 0
@@ -273,6 +303,7 @@ func (v *Visitor) watch(ctx context.Context, e *env, now time.Time) {
 	if s == nil {
 		return
 	}
+	v.seen = s
 	w := v.view
 	switch {
 	case s.Mode == "paused":
@@ -302,17 +333,39 @@ func (v *Visitor) watch(ctx context.Context, e *env, now time.Time) {
 		// (static/js/watch.js placeAtOpening), or, when the draw cannot tell
 		// the place (a small line, the front), polls soon.
 		v.placeAtOpening(e, now, s)
-	case w.state == "paused" || (w.state == "waiting" && !samePace(s.RatePerMinute, w.pace)):
-		// A resume, or a new pace: count on from the place shown, at the new pace.
-		pos := w.estimate(now)
-		w.state, w.pos, w.at, w.pace = "waiting", pos, now, s.RatePerMinute
-		v.show(e, now, w, ViaStatus)
-		if s.RatePerMinute > 0 {
-			eta := pos * 60 / s.RatePerMinute
-			v.toldETA(e, now, eta, pos)
-			v.pollSoon(now, eta)
-		}
+	case w.state == "paused" || w.state == "waiting":
+		v.watchPace(e, now, s)
 	}
+}
+
+// watchPace is what a status read does to a waiting or paused view
+// (static/js/watch.js decide): a resume, or a new pace for the place shown,
+// counts on from it at the new pace and brings the poll forward. While the
+// pace climbs the place's pace is its own on the climb (the status's
+// ratePerMinute is the back of the line's); a climb that starts or ends
+// under the pace told only changes how the place is counted.
+func (v *Visitor) watchPace(e *env, now time.Time, s *statusAnswer) {
+	w := v.view
+	pos := w.estimate(now)
+	own := s.RatePerMinute
+	if s.Climb != nil && pos > 0 {
+		own = s.Climb.PaceAt(pos)
+	}
+	same := w.state == "waiting" && samePace(own, w.pace)
+	if same && (s.Climb == nil) == (w.climb == nil) {
+		return
+	}
+	w.state, w.pos, w.at, w.pace, w.climb = "waiting", pos, now, own, s.Climb
+	v.show(e, now, w, ViaStatus)
+	if same || own <= 0 {
+		return
+	}
+	eta := pos * 60 / own
+	if s.Climb != nil {
+		eta = s.Climb.Minutes(pos) * 60
+	}
+	v.toldETA(e, now, eta, pos)
+	v.pollSoon(now, eta)
 }
 
 // The page's opening (static/js/watch.js): the share of the nearest place's

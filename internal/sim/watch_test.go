@@ -483,3 +483,50 @@ func TestCrowdWaves(t *testing.T) {
 		}
 	}
 }
+
+// While the pace climbs, the page judges its place by the place's own pace
+// on the climb (the status's ratePerMinute is the back of the line's): a
+// place told its own pace is not polled sooner, and counts down on the climb,
+// faster and faster; a poll answer at the climb's pace for its place counts
+// on the climb the page last read, as it is by then.
+func TestWatchCountsAPlaceDownOnTheClimb(t *testing.T) {
+	start := time.Unix(1000, 0)
+	ctx := context.Background()
+	tr := &scripted{}
+	e := testEnv(tr, start)
+	climb := room.Climb{RatePerMinute: 60, SlopePerMinute: 180, TopPerMinute: 600}
+	own := climb.PaceAt(60) // about 110 a minute; place 801's is about 301
+	poll := start.Add(time.Minute)
+	v := newWatcher(start, 60, own, poll)
+	tr.set(map[string]any{"mode": "queue", "waiting": 800, "ratePerMinute": 301,
+		"climb": map[string]float64{"ratePerMinute": 60, "slopePerMinute": 180, "topPerMinute": 600}})
+	v.watch(ctx, e, start)
+	if !v.pollAt.Equal(poll) {
+		t.Errorf("a place told its own pace on the climb polled %v after the read, want its poll kept (%v)", v.pollAt.Sub(start), poll.Sub(start))
+	}
+	if v.view.climb == nil || *v.view.climb != climb || math.Abs(v.view.pace-own) > 1e-9 {
+		t.Fatalf("view %+v, want counting on the climb at its own pace %.1f", v.view, own)
+	}
+	// In 10 s the climb passes 60/6 + 180/72 = 12.5 places, not 110/6.
+	if got := v.view.estimate(start.Add(10 * time.Second)); math.Abs(got-(60-12.5)) > 1e-9 {
+		t.Errorf("10 s on: place %.2f, want 47.5", got)
+	}
+	// A poll answer 30 s later at place 30, told the pace the climb (as it is
+	// by then) gives place 30: counted on that climb.
+	at := start.Add(30 * time.Second)
+	later := climb.After(0.5)
+	w := onClimb(v.seen, at, 30, later.PaceAt(30))
+	if w == nil || *w != later {
+		t.Errorf("a poll answer on the climb counts on %+v, want %+v", w, later)
+	}
+	if onClimb(v.seen, at, 30, 30) != nil || onClimb(v.seen, start.Add(3*time.Minute), 30, later.PaceAt(30)) != nil {
+		t.Error("an answer at another pace, or long after the read, counts on the climb")
+	}
+	// The climb ends at the top: the place counts at the status's pace.
+	tr.set(map[string]any{"mode": "queue", "waiting": 800, "ratePerMinute": 600})
+	v.view.pace = 600
+	v.watch(ctx, e, start.Add(5*time.Second))
+	if v.view.climb != nil || v.view.pace != 600 || !v.pollAt.Equal(poll) {
+		t.Errorf("after the climb: view %+v, poll %v; want off the climb at 600, the poll kept", v.view, v.pollAt.Sub(start))
+	}
+}

@@ -8,7 +8,7 @@ import * as i18n from './i18n.js';
 import { t } from './i18n.js';
 import { etaRange, count, countdown, clock, dateTime, bucket, progress } from './format.js';
 import { pickText, accent, safeLogo } from './brand.js';
-import { estimate } from './estimate.js';
+import { estimate, isClimb, climbAfter, climbPace } from './estimate.js';
 import * as turn from './turn.js';
 import * as watch from './watch.js';
 import { ticketRef } from './ticket.js';
@@ -63,6 +63,10 @@ let view = { state: 'loading' };
 let said = { state: null, bucket: 0, at: 0, message: '' };
 let tickTimer = 0;
 let shown = null;      // the last estimate shown (estimate.js): between polls it only goes down
+// The climb the last status read showed while the pace climbs ({climb, at}),
+// or null: a poll reply's place is counted down on it (estimate.js).
+let climbSeen = null;
+const CLIMB_FRESH_MS = 120000; // a climb read longer ago than this may have ended
 let docTitle = { title: '', brand: '' };
 
 function show(el, on) { el.hidden = !on; }
@@ -529,6 +533,13 @@ async function accepted(r, saved) {
     ratePerMinute: typeof r.ratePerMinute === 'number' ? r.ratePerMinute : null,
     opensAt, skew: r.clockSkewMs || 0, start, at: Date.now(), repliedAt: Date.now(),
   };
+  // While the pace climbs, the place counts down on the climb the status last
+  // showed, as it is now, when the reply's pace is the climb's for the place
+  // (the server told it that pace on that climb).
+  if (r.state === 'waiting' && climbSeen && v.at - climbSeen.at < CLIMB_FRESH_MS && v.ratePerMinute > 0) {
+    const c = climbAfter(climbSeen.climb, (v.at - climbSeen.at) / 60000);
+    if (watch.samePace(v.ratePerMinute, climbPace(c, v.position))) v.climb = c;
+  }
   // From the opening, the draw the room orders the visitor by: the lottery's
   // check compares it with the seed's.
   if (typeof r.draw === 'number') v.roomDraw = r.draw;
@@ -741,7 +752,10 @@ async function readStatus() {
     const { watchLost, reconnecting, heldAt, ...back } = view;
     publish(back);
   }
-  if (s) pageFrom(s);
+  if (s) {
+    pageFrom(s);
+    climbSeen = isClimb(s.climb) ? { climb: s.climb, at: Date.now() } : null;
+  }
   let v = view;
   const lot = lotteryOf();
   const pre = v.state === 'prequeue' || (v.state === 'closed' && v.was === 'prequeue');

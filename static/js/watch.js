@@ -8,6 +8,8 @@
 // are passed in), so they are tested without a browser (watch.test.js, run
 // under node by static's TestWatch).
 
+import { isClimb, climbMinutes, climbPace } from './estimate.js';
+
 export const SHOWN_FLOOR_MS = 10000;   // a change is shown within this…
 export const SHOWN_SHARE = 0.1;        // …or this share of the remaining wait, when longer…
 export const SHOWN_CAP_MS = 60000;     // …but never later than this
@@ -112,7 +114,7 @@ const openingPace = s => statusPace(s) || (s.admitPerMinute > 0 ? s.admitPerMinu
 const drawOf = v => (typeof v.draw === 'number' && v.draw > 0 && v.draw < 1 ? v.draw : null);
 const count = n => (n >= 1 ? Math.floor(n) : 0);
 
-export const MAX_POLL_MS = 300000;     // the longest budget of a place (room.MaxPollAfter): a poll within it keeps the place
+export const MAX_POLL_MS = 300000;     // the budget of a pre-queue place (room.MaxPollAfter): a poll within it keeps the place
 export const BUDGET_MARGIN_MS = 10000; // …less this, for a late timer
 export const OPEN_POLL_SPREAD = [0.3, 0.5]; // the opening's poll: this share of the wait of the nearest place the visitor may have
 export const PLACE_SURE = 0.1;         // the place is shown when 3 σ of the estimate is within this share of it
@@ -250,16 +252,24 @@ export function decide(s, v, ctx) {
   }
   const pace = statusPace(s);
   if (!pace || !(v.position > 0)) return none; // an older server gives no pace; the poll will say
-  if (!resume && samePace(paceOf(v), pace)) return none;
   // The place shown now: the count-down's estimate, never above the view's.
   const position = Math.max(1, ctx.shown > 0 ? Math.min(ctx.shown, v.position) : v.position);
-  const etaSeconds = position * 60 / pace;
+  // While the pace climbs, the place's own pace is the climb's for it (the
+  // status's ratePerMinute is the pace of a place joining now, at the back).
+  const climb = isClimb(s.climb) ? s.climb : undefined;
+  const own = climb ? climbPace(climb, position) : pace;
+  const same = !resume && samePace(paceOf(v), own);
+  // The same pace on the same footing: the count goes on as it is.
+  if (same && !climb === !isClimb(v.climb)) return none;
+  const etaSeconds = climb ? climbMinutes(climb, position) * 60 : position * 60 / pace;
   return {
     view: {
-      ...v, state: 'waiting', position, etaSeconds, ratePerMinute: pace, at: now, heldAt: undefined,
+      ...v, state: 'waiting', position, etaSeconds, ratePerMinute: own, climb, at: now, heldAt: undefined,
       approx: !!v.approx || position !== v.position, was: undefined,
     },
-    pollAt: now + spreadPoll(etaSeconds, ctx.rand()),
+    // A climb that starts or ends under the pace told only changes how the
+    // place is counted: the poll stays.
+    pollAt: same ? 0 : now + spreadPoll(etaSeconds, ctx.rand()),
   };
 }
 

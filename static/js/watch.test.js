@@ -349,3 +349,29 @@ test('a placing view resumes as placing; its place is not counted', () => {
   assert.equal(back.placing, true);
   assert.equal(w.decide(status({ ratePerMinute: 1 }), placing, ctx(0)).view, null);
 });
+
+test('while the pace climbs, a place is judged by its own pace on the climb, not the back of the line\'s', () => {
+  // A climb from 60 a minute by 180 each minute to 600; someone joining now
+  // at place 801 is told about 301 a minute, place 60 about 110.
+  const climb = { ratePerMinute: 60, slopePerMinute: 180, topPerMinute: 600 };
+  const s = status({ ratePerMinute: 301, waiting: 800, climb });
+  const own = 60 / ((Math.sqrt(60 * 60 + 2 * 180 * 60) - 60) / 180);
+  // Told its own pace by its poll: no poll brought forward, the count goes on
+  // on the climb from the place shown.
+  const d = w.decide(s, waiting({ position: 60, etaSeconds: 60 * 60 / own, ratePerMinute: own }), ctx(60, 0.5));
+  assert.equal(d.pollAt, 0, 'a place told its own pace on the climb is not polled sooner');
+  assert.deepEqual(d.view.climb, climb);
+  near(d.view.ratePerMinute, own, 'its own pace');
+  near(d.view.etaSeconds, 60 * 60 / own, 'its wait on the climb');
+  // Already on it: nothing changes.
+  assert.deepEqual(w.decide(s, d.view, ctx(60)), { view: null, pollAt: 0 });
+  // Told a pace the climb does not give it (the pace before it climbed):
+  // the count restarts on the climb and the poll comes sooner.
+  const slow = w.decide(s, waiting({ position: 60, etaSeconds: 120, ratePerMinute: 30 }), ctx(60, 0.5));
+  near(slow.view.ratePerMinute, own);
+  near(slow.pollAt, NOW + 0.45 * slow.view.etaSeconds * 1000);
+  // The climb reaches its top: off the climb, at the top's pace, the poll stays.
+  const top = w.decide(status({ ratePerMinute: 600 }), { ...d.view, ratePerMinute: 600 }, ctx(60));
+  assert.equal(top.view.climb, undefined);
+  assert.equal(top.pollAt, 0);
+});

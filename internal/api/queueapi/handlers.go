@@ -267,7 +267,11 @@ type statusResponse struct {
 	// RatePerMinute is the pace for someone joining now (room.Stats.PacePerMinute):
 	// what enqueue would tell them; the page counts down at it (docs/PAGE.md).
 	RatePerMinute float64 `json:"ratePerMinute"`
-	EtaSeconds    *int64  `json:"etaSeconds"` // for someone joining now; null when unknown
+	// Climb is the steered pace on its way up, in places (room.Stats.Climb):
+	// each place is told its own pace on it, and the page counts its place
+	// down on it (docs/PAGE.md). Absent when the pace does not climb.
+	Climb      *room.Climb `json:"climb,omitempty"`
+	EtaSeconds *int64      `json:"etaSeconds"` // for someone joining now; null when unknown
 	// OpensAt is the opening of a pre-queue, when the room has one.
 	OpensAt *time.Time `json:"opensAt,omitempty"`
 	// Page is how the waiting page presents the room; absent: its own texts.
@@ -302,7 +306,7 @@ func (h *API) status(ctx context.Context, r *httpapi.Request) (events.APIGateway
 		MaxActive: cfg.MaxActive, AdmitPerMinute: cfg.AdmitPerMinute, ClaimTTLSeconds: cfg.ClaimTTLSeconds, RatePerMinute: rate,
 		EtaSeconds: pollpolicy.ETASeconds(st.Waiting+1, rate), OpensAt: cfg.OpensAt,
 		Page: cfg.Page, PageVersion: room.PageVersion(cfg.Page),
-		Net: st.Net, NetWhy: st.NetWhy, PaceWhy: st.PaceWhy,
+		Net: st.Net, NetWhy: st.NetWhy, PaceWhy: st.PaceWhy, Climb: st.Climb,
 	}
 	if cfg.OpensAt != nil && st.DrawSeed != "" {
 		out.DrawCommitment = room.DrawCommitment(st.DrawSeed)

@@ -2,10 +2,13 @@ package queueapi_test
 
 import (
 	"encoding/json"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/apitest"
+	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
 // The origin reports its load with Vestibule-Load on consume and complete;
@@ -76,4 +79,68 @@ func rateOf(t *testing.T, r apitest.Response) float64 {
 		t.Fatal(err)
 	}
 	return v.RatePerMinute
+}
+
+// While the pace climbs the status route carries the climb (its rate now,
+// its slope and its top, in places a minute), and each waiting place's poll
+// is told its own pace on it: the page counts a place down on the climb, and
+// the far places pass faster than the near.
+func TestTheStatusCarriesTheClimb(t *testing.T) {
+	apitest.ForEachRedis(t, func(t *testing.T, f *apitest.Fixture) {
+		id := f.Room(`{"maxActive":100000,"admitPerMinute":600,"admitPerMinuteMin":60,"claimTTLSeconds":600,"originUrl":"https://origin.example/"}`)
+		e := f.Do("POST", "/api/rooms/"+id+"/enqueue", "", nil)
+		f.Clock.Advance(time.Second)
+		f.Tick(id)
+		p := f.Do("GET", "/api/rooms/"+id+"/poll", "", apitest.Bearer(e.Str("ticket")))
+		tok := p.Str("entryToken")
+		if tok == "" {
+			t.Fatalf("not admitted: %s", p.Body)
+		}
+		h := apitest.OriginOf(f.Entries, f.Origins, f.Clock.Now(), tok)
+		h["Vestibule-Load"] = "1"
+		apitest.WantStatus(t, f.Do("POST", "/api/consume", `{"token":"`+tok+`"}`, h), 200, "")
+		f.Clock.Advance(time.Second)
+		f.Tick(id)
+		st := f.Do("GET", "/api/rooms/"+id+"/status", "", nil)
+		if st.Str("paceWhy") != "backoff" || strings.Contains(st.Body, `"climb"`) {
+			t.Fatalf("status after a consume at 1: %s, want a back-off and no climb", st.Body)
+		}
+		var tickets []string
+		for range 1000 {
+			tickets = append(tickets, f.Do("POST", "/api/rooms/"+id+"/enqueue", "", nil).Str("ticket"))
+		}
+		// No report for 30 s: the pace climbs ("quiet") to the setting.
+		for range 31 {
+			f.Clock.Advance(time.Second)
+			f.Tick(id)
+		}
+		st = f.Do("GET", "/api/rooms/"+id+"/status", "", nil)
+		var v struct {
+			PaceWhy string
+			Climb   *room.Climb
+		}
+		if err := json.Unmarshal([]byte(st.Body), &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.PaceWhy != "quiet" || v.Climb == nil || v.Climb.SlopePerMinute != 180 || v.Climb.TopPerMinute != 600 ||
+			v.Climb.RatePerMinute <= 300 || v.Climb.RatePerMinute >= 600 {
+			t.Fatalf("status while the pace climbs: %s, want a climb by 180 a minute to 600", st.Body)
+		}
+		var last float64
+		for _, i := range []int{300, 600, 999} {
+			p := f.Do("GET", "/api/rooms/"+id+"/poll", "", apitest.Bearer(tickets[i]))
+			var w struct {
+				Position      int64
+				RatePerMinute float64
+			}
+			if err := json.Unmarshal([]byte(p.Body), &w); err != nil {
+				t.Fatal(err)
+			}
+			own := v.Climb.PaceAt(float64(w.Position))
+			if w.Position <= 0 || math.Abs(w.RatePerMinute-own) > 0.01*own || w.RatePerMinute <= last {
+				t.Errorf("place %d: %s, want its own pace on the climb, %.1f, above the nearer place's %.1f", i+1, p.Body, own, last)
+			}
+			last = w.RatePerMinute
+		}
+	})
 }
