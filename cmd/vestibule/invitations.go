@@ -61,7 +61,13 @@ func parseExpiry(s string) (time.Duration, error) {
 // roomAndArg checks that pos is a room id and one more word (what).
 func roomAndArg(pos []string, cmd, what string) (string, string, error) {
 	if len(pos) != 2 {
-		return "", "", usageError(fmt.Sprintf("%s needs ROOM and %s", cmd, what))
+		msg := fmt.Sprintf("%s needs ROOM and %s", cmd, what)
+		if len(pos) > 2 {
+			// A mistyped flag lands here: it is taken as an argument (refCommands).
+			msg += fmt.Sprintf(", not %d arguments (%s): an argument that starts with - and is no flag of the command is taken as it is",
+				len(pos), strings.Join(pos, " "))
+		}
+		return "", "", usageError(msg)
 	}
 	return pos[0], pos[1], nil
 }
