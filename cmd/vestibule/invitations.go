@@ -156,6 +156,13 @@ func (c *command) invitationRevoke(ctx context.Context, pos []string) error {
 	if c.g.json {
 		return c.printJSON(r)
 	}
-	c.out.Printf("invitation %s of %s revoked (%s)\n", r.ID, id, r.RevokedAt.Local().Format("2006-01-02 15:04:05"))
+	c.out.Printf("invitation %s of %s revoked (%s)", r.ID, id, r.RevokedAt.Local().Format("2006-01-02 15:04:05"))
+	if r.Used == 0 {
+		// Revoking an id before its first use is allowed (a minted link not
+		// sent yet), so this is no error; but a typo must not pass unseen.
+		c.out.Printf("; no use of it seen yet: if you meant a link that was used, check the id (`vestibule invitations show %s ID` lists one's uses)\n", id)
+		return nil
+	}
+	c.out.Printf("; %d use(s) taken before\n", r.Used)
 	return nil
 }

@@ -68,14 +68,21 @@ func (c *Client) Invitation(ctx context.Context, id, inv string) (room.Invitatio
 	return out, err
 }
 
+// Revoked is a revocation as the deployment answers it: with the uses of
+// the invitation it had seen (0 for an id never used, or mistyped).
+type Revoked struct {
+	room.Revocation
+	Used int64 `json:"used"`
+}
+
 // RevokeInvitation revokes an invitation of a room.
-func (c *Client) RevokeInvitation(ctx context.Context, id, inv string) (room.Revocation, error) {
+func (c *Client) RevokeInvitation(ctx context.Context, id, inv string) (Revoked, error) {
 	p, err := roomPath(id)
 	if err != nil {
-		return room.Revocation{}, err
+		return Revoked{}, err
 	}
 	b, _ := json.Marshal(map[string]string{"id": inv})
-	var out room.Revocation
+	var out Revoked
 	err = c.call(ctx, http.MethodPost, p+"/invitations/revoke", b, id, &out)
 	return out, err
 }
