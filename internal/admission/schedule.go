@@ -130,7 +130,7 @@ func applyChange(ctx context.Context, p Planner, id, change string, now time.Tim
 		return false
 	}
 	a := room.AuditEntry{At: now.UTC(), Who: who(c), Action: ActionScheduled, Schedule: c.ID,
-		Changes: room.SettingChanges(&before, &stored)}
+		Changes: room.PlannedChanges(&before, &stored, c.Settings)}
 	if err := p.AppendAudit(context.WithoutCancel(ctx), id, a); err != nil {
 		log.LogAttrs(ctx, slog.LevelError, "schedule: audit", append(attrs, slog.String("error", err.Error()))...)
 	}

@@ -78,7 +78,7 @@ func (h *API) plan(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2
 		}
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	h.record(ctx, r, room.AuditEntry{Action: "schedule", Schedule: c.ID, Changes: room.SettingChanges(&before, &after)})
+	h.record(ctx, r, room.AuditEntry{Action: "schedule", Schedule: c.ID, Changes: room.PlannedChanges(&before, &after, in.Settings)})
 	return httpapi.JSON(http.StatusOK, struct {
 		Room   string               `json:"room"`
 		Change room.ScheduledChange `json:"change"`
