@@ -1,14 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"strings"
 
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // The console's Schedule section plans a change for an hour on, lists it
@@ -67,4 +69,62 @@ func contains(s string, parts ...string) bool {
 		}
 	}
 	return true
+}
+
+// An open Schedule section follows the room: a change the ticks applied
+// leaves the list without the section being opened again; Cancel on a
+// change listed before it applied says when it was applied.
+func TestConsoleScheduleFollowsAppliedChanges(t *testing.T) {
+	s := stack(t)
+	id := newRoom(t, s, nil)
+	card := fmt.Sprintf(`document.querySelector('[data-room=%q]')`, id)
+	plan := func() string {
+		t.Helper()
+		out, errs, code := vestibule(t, s, "rooms", "schedule", id, "--at", "+3s", "admitPerMinute=90")
+		if code != 0 {
+			t.Fatalf("schedule: %d %q %q", code, out, errs)
+		}
+		return strings.Fields(out)[2]
+	}
+	applied := func() {
+		t.Helper()
+		if !testkit.WaitFor(30*time.Second, func() bool {
+			out, _, _ := vestibule(t, s, "rooms", "schedule", id)
+			return strings.Contains(out, "nothing scheduled")
+		}) {
+			t.Fatal("the change was never applied")
+		}
+	}
+	openSchedule := func(ctx context.Context, change string) {
+		t.Helper()
+		waitJS(t, ctx, card+` !== null`, 10*time.Second)
+		browsertest.Eval[any](t, ctx, card+`.querySelector('.schedule').open = true`)
+		waitJS(t, ctx, card+`.querySelector('[data-change="`+change+`"]') !== null`, 10*time.Second)
+	}
+
+	ctx := browser(t)
+	url := startConsole(t, s)
+	change := plan()
+	if err := chromedp.Do(ctx, chromedp.Navigate(url+"&every=0.3")); err != nil {
+		t.Fatal(err)
+	}
+	openSchedule(ctx, change)
+	applied()
+	waitJS(t, ctx, card+`.dataset.schedule === "0" && `+card+`.querySelector('[data-field="schedule"]').textContent.includes("Nothing scheduled")`, 10*time.Second)
+
+	// A console whose refreshes are far apart still lists the change when it
+	// applies; its Cancel then says so.
+	late := browser(t)
+	change = plan()
+	if err := chromedp.Do(late, chromedp.Navigate(url+"&every=600")); err != nil {
+		t.Fatal(err)
+	}
+	openSchedule(late, change)
+	applied()
+	browsertest.Eval[any](t, late, card+`.querySelector('[data-change="`+change+`"] button').click()`)
+	waitJS(t, late, `!`+card+`.querySelector('[data-field="schedule-error"]').hidden`, 10*time.Second)
+	if got := browsertest.Eval[string](t, late, card+`.querySelector('[data-field="schedule-error"]').textContent`); !strings.Contains(got, "was applied at") {
+		t.Errorf("Cancel of an applied change says %q", got)
+	}
+	waitJS(t, late, card+`.dataset.schedule === "0"`, 10*time.Second)
 }

@@ -41,8 +41,8 @@ const ScheduleWho = "schedule"
 
 // The audit log's actions of the schedule.
 const (
-	ActionScheduled = "scheduled change"         // applied at its time
-	ActionRefused   = "scheduled change refused" // not valid at its time: kept, with the reason
+	ActionScheduled = room.ActionScheduleApplied // applied at its time
+	ActionRefused   = room.ActionScheduleRefused // not valid at its time: kept, with the reason
 )
 
 // ScheduleLookahead is how far ahead Idle looks for scheduled changes: an

@@ -27,6 +27,16 @@ type ScheduledChange struct {
 	RefusedAt *time.Time `json:"refusedAt,omitempty"`
 }
 
+// The audit log's actions of a room's schedule (AuditEntry.Action): a
+// change planned, cancelled, applied at its time by the ticks, and refused
+// then (kept in the schedule, with the reason).
+const (
+	ActionSchedule        = "schedule"
+	ActionUnschedule      = "unschedule"
+	ActionScheduleApplied = "scheduled change"
+	ActionScheduleRefused = "scheduled change refused"
+)
+
 // ScheduleKeep is how many changes a room's schedule holds at most.
 const ScheduleKeep = 100
 

@@ -16,17 +16,29 @@ function sayError(el, err) {
 
 // scheduleSection wires the card's Schedule section: the list of planned
 // (and refused) changes, each with Cancel, and the form that plans one.
+// While the section is open the list is read again at each of the console's
+// refreshes (card.refreshSale), so a change the ticks applied leaves it; a
+// Cancel of one that applied meanwhile says when it was (change_applied).
 export function scheduleSection(card, api) {
   const box = card.el.querySelector('.schedule');
   if (!box) return;
   const list = box.querySelector('[data-field="schedule"]');
   const form = box.querySelector('.schedule-form');
   const alert = box.querySelector('[data-field="schedule-error"]');
+  let shown = null; // the list's changes as last drawn (JSON): redrawn when they differ only
+  let reading = false;
   const load = async () => {
     let changes;
+    reading = true;
     try {
       ({ changes } = await api('GET', `${roomPath(card)}/schedule`));
-    } catch (err) { sayError(alert, err); return; }
+    } catch (err) { sayError(alert, err); return; } finally { reading = false; }
+    card.el.dataset.schedule = String((changes || []).length);
+    // A list drawn again under the operator's pointer loses the focus on its
+    // buttons: the same list is left as it is.
+    const drawn = JSON.stringify(changes || []);
+    if (drawn === shown) return;
+    shown = drawn;
     list.replaceChildren(...(changes || []).map((c) => {
       const li = document.createElement('li');
       li.dataset.change = c.id;
@@ -53,9 +65,9 @@ export function scheduleSection(card, api) {
       li.textContent = 'Nothing scheduled.';
       list.replaceChildren(li);
     }
-    card.el.dataset.schedule = String((changes || []).length);
   };
   box.addEventListener('toggle', () => { if (box.open) load(); });
+  card.refreshSale = () => { if (box.open && !reading) load(); };
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const at = form.querySelector('[data-schedule="at"]').value;

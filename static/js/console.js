@@ -808,6 +808,7 @@ async function refresh() {
       }
       show(card, info, t);
       readStatus(card);
+      card.refreshSale?.(); // console-sale.js: an open schedule is read again
     }
     for (const [id, card] of cards) {
       if (!seen.has(id)) { card.el.remove(); cards.delete(id); charts.delete(id); }
