@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
@@ -127,4 +132,48 @@ func TestConsoleScheduleFollowsAppliedChanges(t *testing.T) {
 		t.Errorf("Cancel of an applied change says %q", got)
 	}
 	waitJS(t, late, card+`.dataset.schedule === "0"`, 10*time.Second)
+}
+
+// One rounding of a wait everywhere: a minute whose one measured wait makes
+// a p50 of 5.2 s and a p95 of 5.6 s (the bucket [4.76, 5.66) s, interpolated)
+// reads 5 and 6 in the report's JSON, "5s / 6s" in the command's table and
+// the console's, and 5,6 in the CSV.
+func TestReportWaitsRoundedAlike(t *testing.T) {
+	s := stack(t)
+	id := newRoom(t, s, nil)
+	minute := time.Now().Unix()/60 - 1
+	if err := redistest.Single(t).HSet(context.Background(), roomdb.KeysFor(id).History(),
+		fmt.Sprintf("w%d", minute%room.HistoryMinutes), fmt.Sprintf("%d:%d=1", minute, room.WaitBucket(5200*time.Millisecond))).Err(); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := vestibule(t, s, "report", id, "--json")
+	var rep struct {
+		Totals room.ReportTotals `json:"totals"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil {
+		t.Fatalf("report --json: %d %v %q %q", code, err, out, errs)
+	}
+	if rep.Totals.WaitsMeasured != 1 || rep.Totals.WaitP50Seconds != 5 || rep.Totals.WaitP95Seconds != 6 {
+		t.Fatalf("the JSON's waits: %+v, want 5 and 6", rep.Totals)
+	}
+	out, _, _ = vestibule(t, s, "report", id)
+	if !regexp.MustCompile(`wait p50 / p95\s+5s / 6s\s`).MatchString(out) {
+		t.Errorf("the table's waits:\n%s", out)
+	}
+	out, _, _ = vestibule(t, s, "report", id, "--csv")
+	if !strings.Contains(out, ",1,5,6,") {
+		t.Errorf("the CSV's waits:\n%s", out)
+	}
+
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(startConsole(t, s)+"&every=0.3")); err != nil {
+		t.Fatal(err)
+	}
+	card := fmt.Sprintf(`document.querySelector('[data-room=%q]')`, id)
+	waitJS(t, ctx, card+` !== null`, 10*time.Second)
+	browsertest.Eval[any](t, ctx, card+`.querySelector('.report').open = true`)
+	waitJS(t, ctx, `Number(`+card+`.dataset.report) >= 1`, 10*time.Second)
+	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-field="report-totals"]').textContent`); !strings.Contains(got, "5s / 6s (1 waits)") {
+		t.Errorf("the console's waits: %q", got)
+	}
 }

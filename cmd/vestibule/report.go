@@ -8,6 +8,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/operator"
 	"github.com/vestibule-dev/vestibule/internal/printer"
+	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
 // reportColumns are the CSV's columns, a row a minute: every figure of
@@ -50,7 +51,7 @@ func (c *command) report(ctx context.Context, pos []string) error {
 		num(t.Abandoned), num(t.Left), num(t.Evicted))
 	tw.Printf("lapsed\t%s\t(admitted, the grant never redeemed)\n", num(t.Lapsed))
 	tw.Printf("wait p50 / p95\t%s / %s\t(measured, %s waits, within a bucket's width: about 19 %%)\n",
-		dur(t.WaitP50Seconds), dur(t.WaitP95Seconds), num(t.WaitsMeasured))
+		room.WaitText(t.WaitP50Seconds), room.WaitText(t.WaitP95Seconds), num(t.WaitsMeasured))
 	if t.OrdersConfirmed+t.OrdersCancelled > 0 {
 		tw.Printf("orders\t%s confirmed, %s cancelled\t(the booking kit's, of the room's events)\n", num(t.OrdersConfirmed), num(t.OrdersCancelled))
 	}
@@ -58,10 +59,6 @@ func (c *command) report(ctx context.Context, pos []string) error {
 	tw.Printf("now\t%s waiting, %s admitted, %s active\n", num(rep.Now.Waiting), num(rep.Now.Admitted), num(rep.Now.Active))
 	tw.Println("\n`vestibule report " + id + " --csv` gives the minutes.")
 	return tw.Flush()
-}
-
-func dur(s float64) string {
-	return (time.Duration(s) * time.Second).Round(time.Second).String()
 }
 
 func writeReportCSV(c *command, rep operator.Report) error {
@@ -79,4 +76,5 @@ func writeReportCSV(c *command, rep operator.Report) error {
 
 func i64(n int64) string { return strconv.FormatInt(n, 10) }
 
-func secs(s float64) string { return strconv.FormatFloat(s, 'f', 1, 64) }
+// secs is a wait in the CSV: whole seconds (room.WaitSeconds).
+func secs(s float64) string { return strconv.FormatFloat(room.WaitSeconds(s), 'f', 0, 64) }

@@ -94,7 +94,7 @@ const COLUMNS = ['minute', 'waiting', 'admitted', 'active', 'admittedPerMinute',
 
 // reportCSV is the report's minutes as CSV, the columns of `vestibule report --csv`.
 export function reportCSV(report) {
-  const cell = (m, c) => (c.endsWith('Seconds') ? (m[c] || 0).toFixed(1) : (m[c] ?? 0));
+  const cell = (m, c) => (c.endsWith('Seconds') ? waitSeconds(m[c]) : (m[c] ?? 0));
   const rows = (report.minutes || []).map((m) => COLUMNS.map((c) => cell(m, c)).join(','));
   return [COLUMNS.join(','), ...rows].join('\n') + '\n';
 }
@@ -107,9 +107,21 @@ function download(name, type, text) {
   setTimeout(() => URL.revokeObjectURL(a.href), 1000);
 }
 
-function duration(sec) {
-  const s = Math.round(sec || 0);
-  return s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`;
+// waitSeconds is the one rounding of a measured wait (docs/OPERATING.md, "A
+// sale's report"), room.WaitSeconds's: to the nearest whole second, a half
+// up; 0 for none. static's TestWaitText holds the two to the same values.
+export function waitSeconds(sec) {
+  return sec > 0 && Number.isFinite(sec) ? Math.round(sec) : 0;
+}
+
+// waitText says a wait as `vestibule report` does (room.WaitText, Go's
+// duration): 0s, 45s, 10m10s, 1h2m3s.
+export function waitText(sec) {
+  const s = waitSeconds(sec);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (h > 0) return `${h}h${m}m${s % 60}s`;
+  return m > 0 ? `${m}m${s % 60}s` : `${s}s`;
 }
 
 // reportSection wires the card's Report section: read on opening, the
@@ -134,7 +146,7 @@ export function reportSection(card, api) {
       ['Peak waiting', n(t.peakWaiting)], ['Admitted', n(t.admitted)],
       ['Abandoned (left / evicted)', `${n(t.abandoned)} (${n(t.left)} / ${n(t.evicted)})`],
       ['Lapsed (grants never redeemed)', n(t.lapsed)],
-      ['Wait p50 / p95 (measured)', `${duration(t.waitP50Seconds)} / ${duration(t.waitP95Seconds)} (${n(t.waitsMeasured)} waits)`],
+      ['Wait p50 / p95 (measured)', `${waitText(t.waitP50Seconds)} / ${waitText(t.waitP95Seconds)} (${n(t.waitsMeasured)} waits)`],
       ['Consumed (entries redeemed)', n(report.now?.consumed)],
       ['Orders confirmed / cancelled', `${n(t.ordersConfirmed)} / ${n(t.ordersCancelled)}`],
     ];
