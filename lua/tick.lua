@@ -24,6 +24,11 @@
 -- counts them in log-spaced buckets (room.WaitBucket: 0 below 1 s, then four a doubling) in the
 -- state's fields w<bucket>, for the minute in wm; the first tick of the next minute moves them to
 -- the history as field 'w' .. minute % 1440, value 'minute:bucket=count,…'.
+-- The peak: the most visitors waiting at any tick of the minute (the queue's count before
+-- the tick's admissions, or after them), kept in the state's fields qp (the count) for the
+-- minute qpm; the first tick of the next minute moves it to the history as field
+-- 'p' .. minute % 1440, value 'minute:most waiting' (a burst that joins and is admitted
+-- within a minute has no point of its own: the point counts the first tick's queue).
 -- Every tick that runs records now as tickat.
 -- Reclaims expired grants and sessions always; in a paused or closed room and
 -- before opensAt it does nothing else. In passthrough it admits up to `batch`
@@ -92,6 +97,23 @@ local function flush_waits(minute)
   if any and not wm then redis.call('HSET', K_ST, 'wm', member(minute)) end
 end
 
+-- keep_peak counts the queue's count at this tick, before (the count the
+-- scripts keep, lib.lua) and after it (waiting), in the minute's peak, and
+-- moves an earlier minute's peak to the history.
+local function keep_peak(minute, waiting)
+  local most = math.max(cfg.waiting, waiting)
+  local kept = redis.call('HMGET', K_ST, 'qpm', 'qp')
+  local qpm, qp = tonumber(kept[1]), tonumber(kept[2]) or 0
+  if qpm == minute then
+    if most > qp then redis.call('HSET', K_ST, 'qp', most) end
+    return
+  end
+  if qpm and qp > 0 and KEYS[9] then
+    redis.call('HSET', KEYS[9], 'p' .. (qpm % 1440), member(qpm) .. ':' .. qp)
+  end
+  redis.call('HSET', K_ST, 'qpm', member(minute), 'qp', most)
+end
+
 local function finish()
   if evicted > 0 then redis.call('HINCRBY', K_ST, 'evicted', evicted) end
   count_admissions(now, admitted)
@@ -136,6 +158,7 @@ local function finish()
     redis.call('HSET', K_ST, 'histmin', member(minute))
   end
   flush_waits(minute)
+  keep_peak(minute, waiting)
   local steered = steer(cfg, now, waiting)
   if admitted + evicted + reclaimed + ended == 0 and not steered then
     return {admitted, evicted, reclaimed, ended, cfg.shards}

@@ -15,7 +15,7 @@ import (
 // room.ReportMinute, in the JSON's names.
 var reportColumns = []string{"minute", "waiting", "admitted", "active", "admittedPerMinute", "evictedPerMinute",
 	"leftPerMinute", "abandonedPerMinute", "lapsedPerMinute", "joinsPerMinute", "waitsMeasured", "waitP50Seconds",
-	"waitP95Seconds", "ordersConfirmed", "ordersCancelled"}
+	"waitP95Seconds", "ordersConfirmed", "ordersCancelled", "peakWaiting"}
 
 // report prints a room's sale: the totals, or with --csv a row a minute
 // (--json: the API's JSON).
@@ -45,7 +45,7 @@ func (c *command) report(ctx context.Context, pos []string) error {
 	tw.Printf("to\t%s\t(%s minutes recorded)\n", t.To.Local().Format("2006-01-02 15:04"), num(int64(t.Minutes)))
 	tw.Printf("visitors\t%s\t(waiting at the start, and every join that stayed)\n", num(t.Visitors))
 	tw.Printf("peak joins a minute\t%s\n", num(t.PeakJoins))
-	tw.Printf("peak waiting\t%s\n", num(t.PeakWaiting))
+	tw.Printf("peak waiting\t%s\t(the most waiting at any admission tick)\n", num(t.PeakWaiting))
 	tw.Printf("admitted\t%s\n", num(t.Admitted))
 	tw.Printf("abandoned\t%s\t(waited, never admitted: %s left, %s evicted, silent past their deadline)\n",
 		num(t.Abandoned), num(t.Left), num(t.Evicted))
@@ -68,7 +68,7 @@ func writeReportCSV(c *command, rep operator.Report) error {
 		_ = w.Write([]string{m.Minute.UTC().Format(time.RFC3339), i64(m.Waiting), i64(m.Admitted), i64(m.Active),
 			i64(m.AdmittedPerMinute), i64(m.EvictedPerMinute), i64(m.LeftPerMinute), i64(m.AbandonedPerMinute),
 			i64(m.LapsedPerMinute), i64(m.JoinsPerMinute), i64(m.WaitsMeasured), secs(m.WaitP50Seconds),
-			secs(m.WaitP95Seconds), i64(m.OrdersConfirmed), i64(m.OrdersCancelled)})
+			secs(m.WaitP95Seconds), i64(m.OrdersConfirmed), i64(m.OrdersCancelled), i64(m.PeakWaiting)})
 	}
 	w.Flush()
 	return w.Error()

@@ -9,10 +9,13 @@ import (
 // points (HistoryPoint) of that minute and the next, and the room's orders
 // (OrderMinute) of that minute.
 type ReportMinute struct {
-	Minute   time.Time `json:"minute"`
-	Waiting  int64     `json:"waiting"`  // at the minute's first tick
-	Admitted int64     `json:"admitted"` // grants not yet redeemed, then
-	Active   int64     `json:"active"`   // sessions at the origin, then
+	Minute  time.Time `json:"minute"`
+	Waiting int64     `json:"waiting"` // at the minute's first tick
+	// PeakWaiting is the most waiting at any tick of the minute (at least
+	// Waiting): HistoryPoint.PeakWaiting.
+	PeakWaiting int64 `json:"peakWaiting"`
+	Admitted    int64 `json:"admitted"` // grants not yet redeemed, then
+	Active      int64 `json:"active"`   // sessions at the origin, then
 	// AdmittedPerMinute: admitted during the minute; EvictedPerMinute: waiting
 	// visitors evicted during it (silent past their deadline);
 	// LeftPerMinute: waiting visitors who left by the leave route;
@@ -49,7 +52,7 @@ type ReportTotals struct {
 	To          time.Time `json:"to"`          // the last
 	Minutes     int       `json:"minutes"`     // minutes with a point
 	Visitors    int64     `json:"visitors"`    // those waiting at the start plus every join
-	PeakWaiting int64     `json:"peakWaiting"` // the longest queue
+	PeakWaiting int64     `json:"peakWaiting"` // the longest queue at any tick
 	PeakJoins   int64     `json:"peakJoinsPerMinute"`
 	Admitted    int64     `json:"admitted"`
 	Evicted     int64     `json:"evicted"`
@@ -126,7 +129,8 @@ func ReportOf(pts []HistoryPoint, orders []OrderMinute) Report {
 	t := &r.Totals
 	t.From, t.To, t.Minutes, t.Visitors = pts[0].Minute, pts[len(pts)-1].Minute, len(pts), pts[0].Waiting
 	for i, p := range pts {
-		m := ReportMinute{Minute: p.Minute, Waiting: p.Waiting, Admitted: p.Admitted, Active: p.Active}
+		m := ReportMinute{Minute: p.Minute, Waiting: p.Waiting, PeakWaiting: max(p.Waiting, p.PeakWaiting),
+			Admitted: p.Admitted, Active: p.Active}
 		if i+1 < len(pts) && pts[i+1].Minute.Sub(p.Minute) == time.Minute {
 			next := pts[i+1]
 			m.AdmittedPerMinute = next.AdmittedLastMinute
@@ -149,7 +153,7 @@ func ReportOf(pts []HistoryPoint, orders []OrderMinute) Report {
 		t.Lapsed += m.LapsedPerMinute
 		t.OrdersConfirmed += m.OrdersConfirmed
 		t.OrdersCancelled += m.OrdersCancelled
-		t.PeakWaiting = max(t.PeakWaiting, p.Waiting)
+		t.PeakWaiting = max(t.PeakWaiting, m.PeakWaiting)
 		t.PeakJoins = max(t.PeakJoins, m.JoinsPerMinute)
 		r.Minutes = append(r.Minutes, m)
 	}

@@ -21,11 +21,16 @@ var waitFields = func() []string {
 	return f
 }()
 
-// history reads the history hash and the current minute's waits from the
-// state (one slot, one pipeline) and decodes them: a point field is
+// peakFields are the state's fields of the current minute's peak of the
+// queue (tick.lua): qpm, the minute, and qp, the most waiting.
+var peakFields = []string{"qpm", "qp"}
+
+// history reads the history hash and the current minute's waits and peak
+// from the state (one slot, one pipeline) and decodes them: a point field is
 // 'minute:waiting:admitted:active:admitted in the last 60 s:evicted ever'
 // and, since the report counts them, ':left ever:lapsed ever'; a waits
-// field is 'w' + minute % 1440 with 'minute:bucket=count,…'.
+// field is 'w' + minute % 1440 with 'minute:bucket=count,…'; a peak field
+// 'p' + minute % 1440 with 'minute:most waiting'.
 func (e *Engine) history(ctx context.Context, roomID string) ([]room.HistoryPoint, error) {
 	if !room.ValidRoomID(roomID) {
 		return nil, room.ErrInvalidRoom
@@ -34,6 +39,7 @@ func (e *Engine) history(ctx context.Context, roomID string) ([]room.HistoryPoin
 	pl := e.rdb.Pipeline()
 	all := pl.HGetAll(ctx, k.History())
 	cur := pl.HMGet(ctx, k.State, waitFields...)
+	peak := pl.HMGet(ctx, k.State, peakFields...)
 	if _, err := pl.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("%w: read history: %w", room.ErrUnavailable, err)
 	}
@@ -49,7 +55,14 @@ func (e *Engine) history(ctx context.Context, roomID string) ([]room.HistoryPoin
 		return p
 	}
 	waits := map[int64]room.WaitHistogram{}
+	peaks := map[int64]int64{}
 	for f, v := range all.Val() {
+		if strings.HasPrefix(f, "p") {
+			if minute, most, ok := parsePeak(v); ok && fresh(minute) {
+				peaks[minute] = most
+			}
+			continue
+		}
 		if strings.HasPrefix(f, "w") {
 			if minute, h, ok := parseWaits(v); ok && fresh(minute) {
 				waits[minute] = h
@@ -65,6 +78,16 @@ func (e *Engine) history(ctx context.Context, roomID string) ([]room.HistoryPoin
 	}
 	for minute, h := range waits {
 		point(minute).Waits = h
+	}
+	if pv := peak.Val(); len(pv) == 2 && pv[0] != nil && pv[1] != nil {
+		if minute, most, ok := parsePeak(fmt.Sprint(pv[0]) + ":" + fmt.Sprint(pv[1])); ok && fresh(minute) {
+			peaks[minute] = max(peaks[minute], most)
+		}
+	}
+	for minute, most := range peaks {
+		if p, ok := by[minute]; ok {
+			p.PeakWaiting = most
+		}
 	}
 	out := make([]room.HistoryPoint, 0, len(by))
 	for _, p := range by {
@@ -90,6 +113,14 @@ func parsePoint(v string) (int64, room.HistoryPoint, bool) {
 	}
 	return f[0], room.HistoryPoint{Minute: time.UnixMilli(f[0] * 60000).UTC(), Waiting: f[1],
 		Admitted: f[2], Active: f[3], AdmittedLastMinute: f[4], Evicted: f[5], Left: f[6], Lapsed: f[7]}, true
+}
+
+// parsePeak decodes a peak field's value (history): 'minute:most waiting'.
+func parsePeak(v string) (int64, int64, bool) {
+	m, n, ok := strings.Cut(v, ":")
+	minute, err1 := strconv.ParseInt(m, 10, 64)
+	most, err2 := strconv.ParseInt(n, 10, 64)
+	return minute, most, ok && err1 == nil && err2 == nil && most >= 0
 }
 
 // parseWaits decodes a waits field's value (history).

@@ -90,7 +90,7 @@ export function scheduleSection(card, api) {
 // COLUMNS are every figure of a report's minute, the columns of `vestibule report --csv`.
 const COLUMNS = ['minute', 'waiting', 'admitted', 'active', 'admittedPerMinute', 'evictedPerMinute',
   'leftPerMinute', 'abandonedPerMinute', 'lapsedPerMinute', 'joinsPerMinute', 'waitsMeasured', 'waitP50Seconds',
-  'waitP95Seconds', 'ordersConfirmed', 'ordersCancelled'];
+  'waitP95Seconds', 'ordersConfirmed', 'ordersCancelled', 'peakWaiting'];
 
 // reportCSV is the report's minutes as CSV, the columns of `vestibule report --csv`.
 export function reportCSV(report) {
