@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -67,5 +69,23 @@ func TestUnknownVisitorReference(t *testing.T) {
 	_, errs, code = vestibule(t, s, "visitors", "restore", id, "NOPE", "--reason", "test")
 	if code != 1 || strings.Contains(errs, "admin route") || !strings.Contains(errs, "has no visitor with the reference NOPE") {
 		t.Fatalf("visitors restore of an unknown reference: %d %q", code, errs)
+	}
+}
+
+// Before the opening a pre-queue's order is its draw, secret from everyone
+// until then, support included: the lookup says prequeue, without a place.
+func TestPrequeueLookupShowsNoPlace(t *testing.T) {
+	s := stack(t)
+	opens := time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)
+	id := newRoom(t, s, map[string]any{"opensAt": opens})
+	for _, ref := range []string{"prequeue-a0123456789abc", "prequeue-b0123456789abc", "prequeue-c0123456789abc"} {
+		joinAs(t, id, ref)
+		out, errs, code := vestibule(t, s, "visitors", "show", id, ref)
+		if code != 0 || !regexp.MustCompile(`(?m)^state\s+prequeue$`).MatchString(out) || strings.Contains(out, "place") {
+			t.Fatalf("visitors show of a pre-queued visitor: %d %q %q", code, out, errs)
+		}
+		if out, _, _ = vestibule(t, s, "visitors", "show", id, ref, "--json"); strings.Contains(out, "position") {
+			t.Fatalf("--json: %s", out)
+		}
 	}
 }

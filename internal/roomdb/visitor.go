@@ -69,7 +69,7 @@ func (e *Engine) Visitor(ctx context.Context, roomID, visitor string) (room.Visi
 		return room.VisitorState{}, err
 	}
 	m := strconv.FormatInt(seq, 10)
-	reply, err := e.run(ctx, visitorCmd, roomID, m)
+	reply, err := e.run(ctx, visitorCmd, roomID, m, e.nowMS())
 	if err != nil {
 		return room.VisitorState{}, err
 	}
@@ -96,6 +96,11 @@ func msTime(x any) *time.Time {
 	return &t
 }
 
+// rankSecret is visitor.lua's rank of a place in a room before its
+// opening: the pre-queue's order is its draw, which nobody may learn before
+// the opening (the lookup's caller included).
+const rankSecret = -2
+
 // readVisitor fills v from visitor.lua's reply.
 func readVisitor(v *room.VisitorState, reply []any, now time.Time) {
 	score, rank, hb := str(reply[1]), num(reply[2]), str(reply[3])
@@ -106,15 +111,14 @@ func readVisitor(v *room.VisitorState, reply []any, now time.Time) {
 		v.LastPoll = &t
 	}
 	v.State = "lost"
+	if f, err := strconv.ParseFloat(score, 64); err == nil {
+		v.Bypass = f < 0 // ahead of the line, in the pre-queue too
+	}
 	switch {
+	case rank == rankSecret:
+		v.State = "prequeue" // no place before the opening: the draw is secret
 	case rank >= 0:
 		v.State, v.Position = "waiting", rank+1
-		if f, err := strconv.ParseFloat(score, 64); err == nil {
-			v.Bypass = f < 0
-			if f >= 0 && f < 1 {
-				v.State = "prequeue"
-			}
-		}
 	case deadline != nil:
 		v.ClaimDeadline = deadline
 		admitted := deadline.Add(-time.Duration(claimTTL) * time.Second)
