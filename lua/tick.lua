@@ -5,6 +5,9 @@
 -- ARGV[3] -> guard (ms; 0 or absent: none): a tick asked with a guard does nothing and returns
 --            {'busy'} when any tick ran less than that long before now (the state's tickat);
 --            visitors' requests drive a quiet room's ticks this way, one per room per guard
+-- ARGV[4] -> 1 when the last key is the day's trail, vst:{room}:trail:<day> (lib.lua trail_put):
+--            each place the tick admits is recorded there with its last poll and the admission,
+--            each it evicts with its last poll
 -- KEYS[9] -> vst:{room}:hist HASH  the room's last day, one point a minute (below)
 -- Returns {admitted, evicted, grants reclaimed, sessions ended, arrival shards}, or {'noroom'}, or {'busy'}
 -- (arrival shards: the settings' arrk, the most the room's joins ever spread over, so the engine's merge
@@ -46,6 +49,7 @@ local WAIT_PER_LN = 4 / math.log(2)
 
 local cfg = load_cfg()
 if not cfg then return {'noroom'} end
+if ARGV[4] == '1' then cfg.trail = KEYS[#KEYS] end
 local st = redis.call('HMGET', K_ST, 'head', 'tokens', 'refill', 'sweep', 'created', 'epoch', 'since', 'oldest',
   'hbgrace', 'hbgraceuntil', 'tickat', 'histmin', 'evicted', 'fa', 'fs', 'fl', 'wm', 'left', 'lapsed')
 local guard = tonumber(ARGV[3]) or 0
@@ -180,13 +184,15 @@ end
 local hbwindow = cfg.hbTTL
 if st[10] and now < tonumber(st[10]) then hbwindow = math.max(hbwindow, tonumber(st[9])) end
 local cutoff = now - hbwindow
--- evict removes stale visitors from the queue and their heartbeats.
-local function evict(members, fields)
+-- evict removes stale visitors from the queue and their heartbeats; their
+-- last polls (trail: field, value pairs) go to the trail.
+local function evict(members, fields, trail)
   for i = 1, #members, 1000 do
     local j = math.min(i + 999, #members)
     redis.call('ZREM', K_Q, unpack(members, i, j))
     redis.call('HDEL', K_HB, unpack(fields, i, j))
   end
+  trail_put(cfg.trail, now, trail, #trail)
   evicted = evicted + #members
 end
 
@@ -221,13 +227,13 @@ if budget > 0 and not (st[8] and cutoff <= tonumber(st[8])) then
   local count = #got / 2
   local oldest = now
   local maxclass = told(cfg)
-  local stale, stalef, fresh = {}, {}, {}
+  local stale, stalef, fresh, gone = {}, {}, {}, {}
   for i = 1, count, 1000 do
     local fields = {}
     for j = i, math.min(i + 999, count) do fields[#fields + 1] = hbf(got[2 * j - 1]) end
     local seen = redis.call('HMGET', K_HB, unpack(fields))
     for k = 1, #fields do
-      local _, t = hbt(seen[k])
+      local last_seen, t = hbt(seen[k])
       if not t then
         -- No heartbeat: a visitor of an arrival shard keeps it there while far
         -- from the front (the shard's sweep checks it); any other lost it with a
@@ -240,12 +246,16 @@ if budget > 0 and not (st[8] and cutoff <= tonumber(st[8])) then
       elseif t < cutoff then
         stale[#stale + 1] = got[2 * (i + k - 1) - 1]
         stalef[#stalef + 1] = fields[k]
+        if cfg.trail then
+          gone[#gone + 1] = fields[k]
+          gone[#gone + 1] = trail_value(last_seen, 0)
+        end
       elseif t < oldest then
         oldest = t
       end
     end
   end
-  if #stale > 0 then evict(stale, stalef) end
+  if #stale > 0 then evict(stale, stalef, gone) end
   for i = 1, #fresh, 2000 do
     redis.call('HSET', K_HB, unpack(fresh, i, math.min(i + 1999, #fresh)))
   end
@@ -268,6 +278,10 @@ local floor, pack, unpk, log = math.floor, S and S.pack, S and S.unpack, math.lo
 -- sequences it holds (wlo, whi], and how many of this tick so far.
 local opened = cfg.opensAt * 1000
 local wb, wlo, whi, wn = 0, 0, -1, 0
+-- The trail (lib.lua trail_put): each place's last poll with the admission
+-- (now) or, stale, none; written once a batch.
+local trail, zero6 = cfg.trail, be(0, 6)
+local now6 = be(now, 6)
 local newtop = top
 local pops = 0
 while admitted < n and pops < n + batch do
@@ -288,21 +302,30 @@ while admitted < n and pops < n + batch do
   end
   local seen = redis.call('HMGET', K_HB, unpack(fields))
   local grants, served, g, sv = {}, {}, 0, 0
+  local tv, tn = {}, 0
   local last
   for i = 1, k do
     -- Stale: the heartbeat was due (last seen + its told silence) before the cutoff.
-    local v, due = seen[i], nil
+    local v, due, t = seen[i], nil, 0
     if v then
       local x
       if unpk then x = unpk('>I6', v) else x = hbraw(v) end
       local c = floor(x / SEEN)
-      due = x - c * SEEN + (TOLD[c] or told_ms(c))
+      t = x - c * SEEN
+      due = t + (TOLD[c] or told_ms(c))
     end
     pops = pops + 1
+    if trail then
+      tv[tn + 1] = fields[i]
+      if pack then tv[tn + 2] = pack('>I6', t) else tv[tn + 2] = be(t, 6) end
+      tn = tn + 2
+    end
     if due and due < cutoff then
       evicted = evicted + 1
       skipped = skipped + 1
+      if trail then tv[tn] = tv[tn] .. zero6 end
     else
+      if trail then tv[tn] = tv[tn] .. now6 end
       local m = got[i]
       grants[g + 1] = deadline
       grants[g + 2] = m
@@ -353,6 +376,7 @@ while admitted < n and pops < n + batch do
   redis.call('HDEL', K_HB, unpack(fields))
   if g > 0 then redis.call('ZADD', K_ADM, unpack(grants)) end
   if sv > 0 then redis.call('ZADD', K_USED, 'GT', unpack(served)) end
+  trail_put(trail, now, tv, tn)
 end
 if wn > 0 then waits[wb] = (waits[wb] or 0) + wn end
 if newtop > top then redis.call('HSET', K_ST, 'head', num(newtop)) end

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/csv"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vestibule-dev/vestibule/internal/localstack"
-	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
@@ -20,19 +16,9 @@ import (
 // nine visitors wait in a paused room and are admitted, then moves to the
 // next minute, whose first tick keeps the minute's peak.
 func TestReportPeakOfABurstWithinAMinute(t *testing.T) {
-	for _, k := range []string{"VESTIBULE_STACK", "VESTIBULE_ENDPOINT", "VESTIBULE_ADMIN_KEY"} {
-		t.Setenv(k, "")
-	}
 	start := time.Now().UTC().Truncate(time.Minute).Add(time.Minute + 5*time.Second)
 	clock := testkit.FixedClock(start)
-	s, err := localstack.Start(context.Background(), localstack.Options{
-		RedisURL: "redis://" + redistest.Single(t).Options().Addr, StaticDir: filepath.Join("..", "..", "static"),
-		KeyDir: t.TempDir(), AdminKey: adminKey, TickInterval: 50 * time.Millisecond, Clock: clock.Now,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := stackAt(t, clock)
 	id := newRoom(t, s, map[string]any{"mode": "paused", "maxActive": 20, "admitPerMinute": 600})
 	recorded := func(n string) {
 		t.Helper()

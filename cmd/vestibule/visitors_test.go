@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -86,6 +88,107 @@ func TestPrequeueLookupShowsNoPlace(t *testing.T) {
 		}
 		if out, _, _ = vestibule(t, s, "visitors", "show", id, ref, "--json"); strings.Contains(out, "position") {
 			t.Fatalf("--json: %s", out)
+		}
+	}
+}
+
+// visitors show says what OPERATING.md promises of a visitor the queue has
+// let go: an active one's admission and last poll, an evicted one's last
+// poll. The stack's clock stands still but where the test moves it.
+func TestVisitorsShowKeepsTheTrail(t *testing.T) {
+	clock := testkit.FixedClock(time.Now().UTC().Truncate(time.Second))
+	s := stackAt(t, clock)
+	id := newRoom(t, s, map[string]any{"mode": "paused", "maxActive": 1})
+	t0 := clock.Now()
+	in, out := "-ActiveVisitor0123456w", "EvictedVisitor0123456w"
+	eng := roomdb.New(redistest.Single(t), roomdb.WithClock(clock.Now))
+	p, err := eng.Join(context.Background(), id, in, room.JoinProof{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Join(context.Background(), id, out, room.JoinProof{}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(20 * time.Minute) // the evicted one is silent from its join on
+	if _, err := eng.Poll(context.Background(), p.Ticket); err != nil {
+		t.Fatal(err)
+	}
+	lastPoll := clock.Now()
+	clock.Advance(time.Second)
+	if code, m := admin(t, s, "PUT", id, map[string]any{"mode": "queue"}); code != 200 {
+		t.Fatalf("resume: %d %v", code, m)
+	}
+	show := func(ref string) string {
+		out, errs, code := vestibule(t, s, "visitors", "show", id, ref)
+		if code != 0 {
+			t.Fatalf("visitors show %s: %d %q", ref, code, errs)
+		}
+		return out
+	}
+	// line is the lookup's row of name, with its value.
+	line := func(name, value string) *regexp.Regexp {
+		return regexp.MustCompile(`(?m)^` + name + `\s+` + regexp.QuoteMeta(value) + `$`)
+	}
+	var shown string
+	if !testkit.WaitFor(30*time.Second, func() bool { shown = show(in); return line("state", "admitted").MatchString(shown) }) {
+		t.Fatalf("never admitted:\n%s", shown)
+	}
+	admittedAt := clock.Now()
+	if _, err := eng.Consume(context.Background(), id, p.Ticket.Seq, s.OriginURL()+"/"); err != nil {
+		t.Fatal(err)
+	}
+	local := func(at time.Time) string { return at.Local().Format("2006-01-02 15:04:05") }
+	shown = show(in)
+	for _, want := range []*regexp.Regexp{line("state", "active"), line("last poll", local(lastPoll)),
+		line("admitted", local(admittedAt)), line("consumed", "yes")} {
+		if !want.MatchString(shown) {
+			t.Errorf("the active visitor's lookup lacks %s:\n%s", want, shown)
+		}
+	}
+	shown = show(out)
+	for _, want := range []*regexp.Regexp{line("state", "lost"), line("last poll", local(t0))} {
+		if !want.MatchString(shown) {
+			t.Errorf("the evicted visitor's lookup lacks %s:\n%s", want, shown)
+		}
+	}
+}
+
+// OPERATING.md's "Support lookup" shows what visitors show prints: its
+// example has the command's rows, in order, and the section says what each
+// row is.
+func TestLookupDocMatchesTheCommand(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "OPERATING.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, _, _ := strings.Cut(string(doc)[strings.Index(string(doc), "## Support lookup"):], "\n## ")
+	_, example, ok := strings.Cut(section, "vestibule visitors show spring-tour")
+	example, _, _ = strings.Cut(example, "```")
+	if !ok {
+		t.Fatal(`no "vestibule visitors show" example in OPERATING.md's "Support lookup"`)
+	}
+	row := regexp.MustCompile(`(?m)^#? ?(\S+(?: \S+)?)  +\S`)
+	names := func(s string) []string {
+		var out []string
+		for _, m := range row.FindAllStringSubmatch(s, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	s := stack(t)
+	id := newRoom(t, s, map[string]any{"mode": "paused"})
+	joinAs(t, id, "doc-visitor-0123456789")
+	out, errs, code := vestibule(t, s, "visitors", "show", id, "doc-visitor-0123456789")
+	if code != 0 {
+		t.Fatalf("visitors show: %d %q", code, errs)
+	}
+	printed, documented := names(out), names(example)
+	if strings.Join(printed, ",") != strings.Join(documented, ",") {
+		t.Errorf("visitors show prints the rows %q; OPERATING.md's example shows %q", printed, documented)
+	}
+	for _, name := range printed[2:] { // room and visitor need no words
+		if !strings.Contains(section, "- `"+name+"`:") {
+			t.Errorf("OPERATING.md's \"Support lookup\" does not say what %q is", name)
 		}
 	}
 }

@@ -437,7 +437,10 @@ func (e *Engine) tick(ctx context.Context, roomID string, guardMS int64) (room.T
 	if !room.ValidRoomID(roomID) {
 		return room.TickResult{}, room.ErrInvalidRoom
 	}
-	reply, err := e.runKeys(ctx, tickCmd, roomID, []string{KeysFor(roomID).History()}, e.nowMS(), e.batch, guardMS)
+	now := e.nowMS()
+	// The trail is the last key (ARGV[4]).
+	keys := []string{KeysFor(roomID).History(), KeysFor(roomID).Trail(now)}
+	reply, err := e.runKeys(ctx, tickCmd, roomID, keys, now, e.batch, guardMS, 1)
 	if err != nil {
 		return room.TickResult{}, err
 	}

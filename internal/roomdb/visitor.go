@@ -83,7 +83,25 @@ func (e *Engine) Visitor(ctx context.Context, roomID, visitor string) (room.Visi
 		// The sequence is the Redis server's time of the join in µs (lib.lua next_seq).
 		JoinedAt: time.UnixMicro(seq).UTC().Truncate(time.Millisecond)}
 	readVisitor(&v, reply, e.clock())
+	last, admitted, err := e.trailOf(ctx, roomID, seq) // trail.go
+	if err != nil {
+		return room.VisitorState{}, err
+	}
+	addTrail(&v, last, admitted)
 	return v, nil
+}
+
+// addTrail adds to v what the trail kept of its place: the last poll when it
+// is later than the heartbeat's (a place admitted or evicted has none), and
+// the admission's time, exact where readVisitor could only count back from
+// the grant's deadline.
+func addTrail(v *room.VisitorState, last, admitted *time.Time) {
+	if last != nil && (v.LastPoll == nil || last.After(*v.LastPoll)) {
+		v.LastPoll = last
+	}
+	if admitted != nil {
+		v.AdmittedAt = admitted
+	}
 }
 
 // msTime is a reply's time in ms, nil for none.

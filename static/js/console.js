@@ -535,7 +535,8 @@ function supportForm(card) {
   const showVisitor = (v) => {
     const place = v.position ? ` at place ${n(v.position)}` : '';
     out.textContent = `${v.visitor}: ${v.state}${place}${v.bypass ? ' (bypass)' : ''} · joined ${at(v.joinedAt)}` +
-      ` · last poll ${at(v.lastPoll)} · admitted ${at(v.admittedAt)} · consumed ${v.consumed ? 'yes' : 'no'}` +
+      ` · last poll ${at(v.lastPoll)} · admitted ${at(v.admittedAt)} · claim deadline ${at(v.claimDeadline)}` +
+      ` · consumed ${v.consumed ? 'yes' : 'no'}` +
       ` · session end ${at(v.sessionEnd)}`;
     card.el.dataset.support = v.state;
     restore.hidden = v.state !== 'lost' && v.state !== 'left';
