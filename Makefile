@@ -22,6 +22,7 @@ CFN_LINT_VERSION := 1.51.0
 # axe-core, the accessibility checker the page and console tests inject (testkit.AxeCoreVersion)
 AXE_CORE_VERSION := 4.14.1
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+OAUTH2_PROXY_VERSION := v7.15.6
 # golangci-lint, the Go checks make test runs after go vet (.golangci.yml: errcheck, staticcheck,
 # gocognit, context first; from the module proxy, pinned)
 GOLANGCI_LINT := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
@@ -38,7 +39,7 @@ VULNDB := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/vestibule/vulndb/$(VULNDB_VERSI
 # go.mod's requirements); VULNCHECK_STDLIB=warn lists them as warnings instead.
 VULNCHECK_STDLIB ?= fail
 
-.PHONY: dev test test-short lint vulncheck build build-host page page-build synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint deps-axe deps-nginx clean
+.PHONY: dev test test-short lint vulncheck build build-host page page-build synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint deps-axe deps-nginx deps-oauth2-proxy clean
 
 ## dev: run the whole product locally on http://localhost:8080 (embedded Redis unless REDIS_URL is set)
 ## (it rebuilds the page's bundles first where `make deps-esbuild` installed esbuild, so an edited module shows)
@@ -150,7 +151,7 @@ fuzz:
 	  done; \
 	done
 
-deps: deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint deps-axe deps-nginx
+deps: deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint deps-axe deps-nginx deps-oauth2-proxy
 
 APT_UPDATED := .tools/.apt-updated
 $(APT_UPDATED):
@@ -199,6 +200,12 @@ deps-axe:
 	  [ "$$(node -p 'require("./.tools/axe/node_modules/axe-core/package.json").version' 2>/dev/null)" = "$(AXE_CORE_VERSION)" ] || \
 	  npm install --prefix .tools/axe --no-save --no-audit --no-fund --loglevel=error axe-core@$(AXE_CORE_VERSION)
 	@echo "axe-core $(AXE_CORE_VERSION)"
+
+# oauth2-proxy (the OIDC door's third-party relying party in internal/e2e), built from its module
+# at the pinned version into .tools/bin, where the test finds it.
+deps-oauth2-proxy:
+	@go version -m .tools/bin/oauth2-proxy 2>/dev/null | grep -q "^[[:space:]]*mod[[:space:]]*github.com/oauth2-proxy/oauth2-proxy/v7[[:space:]]*$(OAUTH2_PROXY_VERSION)[[:space:]]" || GOBIN=$(CURDIR)/.tools/bin GOFLAGS=-mod=mod go install github.com/oauth2-proxy/oauth2-proxy/v7@$(OAUTH2_PROXY_VERSION)
+	@echo "oauth2-proxy $(OAUTH2_PROXY_VERSION)"
 
 deps-rie:
 	@command -v aws-lambda-rie >/dev/null || GOBIN=$(CURDIR)/.tools/bin go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)

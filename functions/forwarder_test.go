@@ -54,8 +54,9 @@ func (s *busServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // The forwarder binary under the emulator: a CloudWatch Logs subscription
 // event (testdata/events/forwarder-logs.json, the base64 gzipped awslogs
-// payload of three event lines from the admit function's log group) becomes
-// one PutEvents call of three entries on the configured bus. When the bus
+// payload of three event lines from the admit function's log group, each of
+// a kind admit emits) becomes one PutEvents call of three entries on the
+// configured bus. When the bus
 // keeps refusing an entry, the invocation fails, so Lambda retries the batch.
 func TestForwarderUnderEmulator(t *testing.T) {
 	emulator := findRIE(t)
@@ -77,7 +78,9 @@ func TestForwarderUnderEmulator(t *testing.T) {
 	}
 	env = append(env, "AWS_REGION=eu-west-1", "AWS_ACCESS_KEY_ID=AKIDTEST", "AWS_SECRET_ACCESS_KEY=secret",
 		"AWS_ENDPOINT_URL_EVENTBRIDGE="+hs.URL, "AWS_EC2_METADATA_DISABLED=true",
-		"VESTIBULE_EVENT_BUS=arn:aws:events:eu-west-1:123456789012:event-bus/Vestibule-events")
+		"VESTIBULE_EVENT_BUS=arn:aws:events:eu-west-1:123456789012:event-bus/Vestibule-events",
+		// As the stack sets it: each group with its function, whose kinds of event alone go on.
+		"VESTIBULE_EVENT_LOG_GROUPS=admit=/aws/lambda/Vestibule-AdmitFunction,consume=/aws/lambda/Vestibule-ConsumeFunction")
 	fwd := startLambda(t, emulator, bin, env)
 
 	raw, err := os.ReadFile("../testdata/events/forwarder-logs.json")

@@ -4,7 +4,9 @@
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> '1' to reopen the event to holds once these orders are in; '' to stay closed
 -- ARGV[3] -> n, the number of orders
--- ARGV[4 ..] -> n triples: order id (its fencing token, decimal), seats 'A1,A2'
+-- ARGV[4] -> the lowest order id the kit could have issued (booking.MinOrderID)
+-- ARGV[5] -> the highest (now + booking.OrderIDAhead in µs, below 2^53: booking.MaxOrderID)
+-- ARGV[6 ..] -> n triples: order id (its fencing token, decimal), seats 'A1,A2'
 --               ('' for none), units 'sku=qty,...' ('' for none; skus sorted)
 -- Only an event closed to holds ('recover', booking_define.lua) is rebuilt. An
 -- order the event already has is left as it is (a call retried, or applied in
@@ -14,11 +16,14 @@
 -- its seats 'o<token>', its units out of the stock, and the fence moves past
 -- its token, so every later hold's token is larger than every recorded one.
 -- Returns {'ok', orders added, orders already there, closed ('1' or '')};
--- {'noevent'}; {'open'} (the event is not closed to holds); {'unknownseat', seat};
+-- {'noevent'}; {'open'} (the event is not closed to holds); {'badorder', order} (an id
+-- out of ARGV[4]..ARGV[5]: above it the fence would pass what a Lua number counts, and every
+-- later hold get one token); {'unknownseat', seat};
 -- {'unknownsku', sku}; {'taken', seat, order} (the seat is another order's, or
 -- held); {'soldout', sku, units available}.
 local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[3])
+local lowest, highest = tonumber(ARGV[4]), tonumber(ARGV[5])
 
 local st = redis.call('HMGET', K_INV, 'fence', 'recover')
 if redis.call('EXISTS', K_INV) == 0 then return {'noevent'} end
@@ -28,7 +33,9 @@ local fence = tonumber(st[1]) or 0
 local todo, claimed, want = {}, {}, {}
 local skipped = 0
 for i = 0, n - 1 do
-  local t, seats_s, units_s = ARGV[4 + 3 * i], ARGV[5 + 3 * i], ARGV[6 + 3 * i]
+  local t, seats_s, units_s = ARGV[6 + 3 * i], ARGV[7 + 3 * i], ARGV[8 + 3 * i]
+  local id = tonumber(t)
+  if not id or id ~= math.floor(id) or id < lowest or id > highest or member(id) ~= t then return {'badorder', t} end
   if redis.call('HEXISTS', K_ORDER, t) == 1 then
     skipped = skipped + 1
   else

@@ -1,5 +1,6 @@
 -- consume.lua: the origin redeems a grant; it becomes an active session exactly once.
--- KEYS: the room's keys (lib.lua)
+-- KEYS: the room's keys (lib.lua), then
+-- KEYS[9] -> vst:{room}:served:<day> SET the day's served visitors (lib.lua serve)
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> member (the entry token's sequence)
 -- ARGV[3] -> audience (the entry token's aud): must be the room's originUrl
@@ -33,6 +34,13 @@ if d then
   redis.call('ZADD', K_ACT, ends, m)
   -- GT: a record kept to the end of a recovery window (tick.lua) stays that long.
   redis.call('ZADD', K_USED, 'GT', now, m)
+  serve(KEYS[9], m, now)
+  -- A sequence above the head (a bypass holder's: its place never moves the
+  -- head) is kept in left until the head passes it, so that a poll of its
+  -- ticket, which asks at the sequence, never restores it once used is
+  -- trimmed (poll.lua). While the head is a pre-queue draw every sequence is
+  -- above it: those are kept too, though their tickets ask at their draws.
+  if tonumber(m) > head() then redis.call('ZADD', K_LEFT, m, m) end
   redis.call('HINCRBY', K_ST, 'consumed', 1)
   return {'ok', member(ends)}
 end

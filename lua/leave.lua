@@ -1,5 +1,6 @@
 -- leave.lua: a visitor leaves the queue (or gives up a grant); the place is gone for good.
--- KEYS: the room's keys (lib.lua)
+-- KEYS: the room's keys (lib.lua), then
+-- KEYS[9] -> vst:{room}:served:<day> SET the day's served visitors (lib.lua serve)
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> member (the ticket's sequence)
 -- ARGV[3] -> score (the ticket's queue score)
@@ -19,6 +20,7 @@ redis.call('HDEL', K_HB, hbf(m))
 -- GT: a record kept to the end of a recovery window (tick.lua) stays that long.
 if redis.call('ZREM', K_ADM, m) == 1 then
   redis.call('ZADD', K_USED, 'GT', now, m)
+  serve(KEYS[9], m, now)
   redis.call('HINCRBY', K_ST, 'lapsed', 1)
 end
 if not passed(cfg, now, tonumber(m), score) then redis.call('ZADD', K_LEFT, ARGV[3], m) end

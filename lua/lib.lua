@@ -366,24 +366,54 @@ end
 
 -- remember records a join for support (roomdb's Visitor: the waiting page's
 -- reference is the visitor id): in key, the day's reference HASH (field = visitor
--- id, value = sequence), which expires two days after its day ends. A script
+-- id, value = sequence), which expires at the end of the next day: a join is
+-- known on its day and the next (docs/ENGINE.md, "Memory per join"). A script
 -- whose caller keeps none passes no key (nil).
 local function remember(key, visitor, m, now)
   if not key then return end
   redis.call('HSET', key, visitor, m)
   if redis.call('HLEN', key) == 1 then
+    redis.call('EXPIREAT', key, (math.floor(now / 86400000) + 2) * 86400)
+  end
+end
+
+-- serve records in key, the SET of the day's served visitors (roomdb's
+-- Keys.Served: member = the sequence as hbf writes it), that the grant m was
+-- consumed or given up. used keeps a grant only until its token would have
+-- expired; this record keeps it served as long as support can look the
+-- visitor up (was_served: restore.lua refuses it, visitor.lua says served).
+-- The set expires at the end of the second day after its day, a day after the
+-- reference hashes of that day (remember), whatever the functions' clocks.
+local function serve(key, m, now)
+  redis.call('SADD', key, hbf(m))
+  if redis.call('SCARD', key) == 1 then
     redis.call('EXPIREAT', key, (math.floor(now / 86400000) + 3) * 86400)
   end
 end
+
+-- was_served reports whether m is in one of the served sets KEYS[from..] (serve).
+local function was_served(m, from)
+  local f = hbf(m)
+  for i = from, #KEYS do
+    if redis.call('SISMEMBER', KEYS[i], f) == 1 then return true end
+  end
+  return false
+end
+
+-- bypass_score is the queue score of a bypass invitation's join of sequence
+-- seq (bypass.lua): seq / 2^53 - 1, in [-1, 0), ahead of every draw and
+-- sequence, in join order among bypass holders.
+local function bypass_score(seq) return num(seq / 9007199254740992 - 1) end
 
 -- The trail (roomdb's Visitor; docs/OPERATING.md, "Support lookup") keeps
 -- for support what a place's keys forget once it leaves the queue: its
 -- heartbeat goes at the admission or the eviction, its grant at the consume.
 -- In key, the trail HASH of the day it is written (roomdb's Keys.Trail):
 -- field = hbf(m), value = trail_value(last poll, admission), 12 bytes; it
--- expires two days after its day ends, as the references (remember) do, so a
--- visitor support can find has theirs. cfg.trail is the key when the caller
--- passes one (nil: none kept, e.g. a tool filling a queue).
+-- expires at the end of the second day after its day, as the served records
+-- (serve) do, so a visitor support can find has theirs whatever the clocks.
+-- cfg.trail is the key when the caller passes one (nil: none kept, e.g. a
+-- tool filling a queue).
 local function trail_value(seen, admitted) return be(seen, 6) .. be(admitted, 6) end
 -- trail_put writes the n field, value items of fv to key.
 local function trail_put(key, now, fv, n)

@@ -4,7 +4,7 @@ import (
 	_ "embed" // the scripts below are //go:embed files
 )
 
-// The scripts of invitations and support (issue 42): each takes the room's
+// The scripts of invitations and support: each takes the room's
 // KEYS (lib.lua) and opens with its contract.
 
 //go:embed invite.lua

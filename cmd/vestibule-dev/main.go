@@ -110,6 +110,7 @@ For the vestibule command:
   export VESTIBULE_ENDPOINT=%s VESTIBULE_ADMIN_KEY=%s
 `, redis, s.OriginURL(), s.URL(), s.URL(), s.ManualOriginURL(), s.URL(), s.URL(), s.AdminKey(), keyFile, s.URL(), s.AdminKey())
 	fmt.Fprint(os.Stderr, doors(s, *snippet))
+	fmt.Fprint(os.Stderr, s.OIDCDemo())
 	fmt.Fprint(os.Stderr, "Press Ctrl-C to stop.\n\n")
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "stopping…")

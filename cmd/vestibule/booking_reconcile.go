@@ -132,8 +132,9 @@ const rebuildBytes = 512 << 10
 // rebuildBytes, the last of which reopens it.
 func (c *command) rebuild(ctx context.Context, event string, origin sold) error {
 	orders := origin.orders()
+	now := time.Now()
 	for _, o := range orders {
-		if err := o.Validate(); err != nil {
+		if err := o.Validate(now); err != nil {
 			return fmt.Errorf("--apply: order %s: the kit's order ids are its fencing tokens, decimals: %w", o.Order, err)
 		}
 	}

@@ -167,6 +167,16 @@ func TestBookingReconcileTrustsNothingOfTheOrigin(t *testing.T) {
 			t.Errorf("%s: %d %q %q", name, rc, out, errs)
 		}
 	}
+	// --apply refuses, before it sends anything, an order id the kit cannot
+	// have issued: one of 2^53 would move the fence past what a Lua number
+	// counts, and every later hold would get the same token.
+	for _, id := range []string{"9007199254740992", "12"} {
+		_, errs, rc := vestibule(t, s, "booking", "reconcile", ev, "--apply", "--origin",
+			write(`{"event":"`+ev+`","seat":"A1","order":"`+id+`"}`+"\n"))
+		if rc != 1 || !strings.Contains(errs, "order "+id+": not an id the kit issued") {
+			t.Errorf("--apply of order %s: %d %q", id, rc, errs)
+		}
+	}
 	// The documented optional field, with the order's own token, is read.
 	out, errs, rc := vestibule(t, s, "booking", "reconcile", ev, "--origin",
 		write(`{"event":"`+ev+`","sku":"ga","units":1,"order":"12","fencingToken":12}`+"\n"))

@@ -8,7 +8,8 @@
 // VPC, so it reaches EventBridge without a NAT or an interface endpoint; it
 // needs no Redis and no secret. It takes events only from the log groups
 // VESTIBULE_EVENT_LOG_GROUPS names (the stack names those of the functions
-// that emit events). Its own log group has no subscription, and
+// that emit events, each with its function), and of each only the kinds of
+// event its function emits (eventbus.Emitters). Its own log group has no subscription, and
 // its log lines carry no "source" field, so nothing it writes is forwarded.
 package main
 
@@ -16,7 +17,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
@@ -34,10 +34,14 @@ func main() {
 	if err != nil {
 		fail(fmt.Errorf("aws config: %w", err))
 	}
+	groups, err := eventbus.ParseLogGroups(os.Getenv(eventbus.EnvLogGroups))
+	if err != nil {
+		fail(err)
+	}
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	lambda.Start(eventbus.NewBus(eventbridge.NewFromConfig(cfg, func(o *eventbridge.Options) {
 		o.BaseEndpoint = awsenv.Endpoint("EventBridge", o.BaseEndpoint)
-	}), bus, eventbus.WithLogger(log), eventbus.WithLogGroups(strings.Split(os.Getenv(eventbus.EnvLogGroups), ",")...)).Forward)
+	}), bus, eventbus.WithLogger(log), eventbus.WithLogGroups(groups)).Forward)
 }
 
 func fail(err error) {

@@ -12,16 +12,22 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
-	"github.com/vestibule-dev/vestibule/internal/routes"
 )
 
 // Forwarder is the function that puts the events the others log on the bus (functions/forwarder).
 const Forwarder = "forwarder"
 
-// EventFunctions are the functions whose stdout carries event lines (package eventbus): admit's
-// ticks and booking sweep, enqueue's and poll's request-driven ticks, consume's consumes and
-// completes (and the edge gate's enter and leave), booking's orders. status and admin emit none.
-var EventFunctions = []string{Admit, routes.Enqueue, routes.Poll, routes.Consume, routes.Booking}
+// EventFunctions are the functions whose stdout carries event lines (eventbus.Emitters, which
+// says which kinds each emits): admit's ticks, scheduled changes and booking sweep, enqueue's and
+// poll's request-driven ticks, consume's consumes and completes (and the edge gate's enter and
+// leave), booking's orders and event audits, admin's room changes. status emits none.
+var EventFunctions = func() []string {
+	var names []string
+	for _, e := range eventbus.Emitters() {
+		names = append(names, e.Function)
+	}
+	return names
+}()
 
 // Events is the delivery of Vestibule's events to EventBridge: the functions in the VPC write
 // them as JSON lines to CloudWatch Logs, a subscription filter on each of their log groups hands
@@ -78,7 +84,8 @@ func newEvents(st awscdk.Stack, p *eventsProps) *Events {
 		Timeout: awscdk.Duration_Seconds(jsii.Number(30)),
 		// Outside the VPC: it reaches EventBridge's public endpoint without a NAT or an interface
 		// endpoint, and it needs neither Redis nor a secret.
-		// It takes events only from the log groups of EventFunctions.
+		// It takes events only from the log groups of EventFunctions, of each only the kinds its
+		// function emits.
 		Environment: &map[string]*string{eventbus.EnvBus: ev.Bus.EventBusArn(), eventbus.EnvLogGroups: eventLogGroups(p.Functions)},
 		LogGroup:    logs,
 		// CloudWatch Logs invokes it asynchronously: a failed batch is retried twice, then kept in
@@ -105,12 +112,13 @@ func newEvents(st awscdk.Stack, p *eventsProps) *Events {
 	return ev
 }
 
-// eventLogGroups is the forwarder's VESTIBULE_EVENT_LOG_GROUPS: the names of the log groups of
-// EventFunctions, comma-separated.
+// eventLogGroups is the forwarder's VESTIBULE_EVENT_LOG_GROUPS: function=log-group of each of
+// EventFunctions, comma-separated (eventbus.ParseLogGroups), so that the forwarder puts on the bus
+// only the kinds of event the function of a line's log group emits.
 func eventLogGroups(fns map[string]awslambda.Function) *string {
-	names := make([]*string, len(EventFunctions))
+	pairs := make([]*string, len(EventFunctions))
 	for i, name := range EventFunctions {
-		names[i] = fns[name].LogGroup().LogGroupName()
+		pairs[i] = awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String(name + "="), fns[name].LogGroup().LogGroupName()})
 	}
-	return awscdk.Fn_Join(jsii.String(","), &names)
+	return awscdk.Fn_Join(jsii.String(","), &pairs)
 }

@@ -61,8 +61,9 @@ type Front struct {
 	// URL is the waiting room's https URL: its domain, or the distribution's name.
 	URL string
 	// WebACL is the web ACL's ARN with waf=true (every distribution of the stack gets it), or nil.
-	WebACL  *string
-	headers awscloudfront.ResponseHeadersPolicy
+	WebACL     *string
+	headers    awscloudfront.ResponseHeadersPolicy
+	perVisitor awscloudfront.ICachePolicy // the API's per-visitor answers (newPerVisitorCache)
 }
 
 // frontProps are what the front is built from.
@@ -210,7 +211,8 @@ func (f *Front) distributionProps(st awscdk.Stack, set Settings, webACL *string)
 }
 
 // addAPIBehaviours sends /api/* to the API: CachedAPIPaths through the short cache, the rest per
-// visitor. Behaviours are matched in the order added: the cached paths first.
+// visitor; and /oidc/*, the OIDC provider's routes (oidc.go). Behaviours are matched in the order
+// added: the cached paths first.
 func (f *Front) addAPIBehaviours(st awscdk.Stack, p *frontProps, shortCache awscloudfront.ICachePolicy) {
 	api := apiOrigin(p.APIOrigin, p.OriginSecret, p.Settings.OriginSecretVersion)
 	for _, path := range CachedAPIPaths {
@@ -222,13 +224,15 @@ func (f *Front) addAPIBehaviours(st awscdk.Stack, p *frontProps, shortCache awsc
 			Compress:              jsii.Bool(true),
 		})
 	}
+	f.perVisitor = newPerVisitorCache(st)
 	f.Distribution.AddBehavior(jsii.String("/api/*"), api, &awscloudfront.AddBehaviorOptions{
 		ViewerProtocolPolicy:  awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
 		AllowedMethods:        awscloudfront.AllowedMethods_ALLOW_ALL(),
-		CachePolicy:           newPerVisitorCache(st),
+		CachePolicy:           f.perVisitor,
 		OriginRequestPolicy:   newAPIRequests(st),
 		ResponseHeadersPolicy: f.headers,
 	})
+	f.addOIDCBehaviour(st, api) // oidc.go
 }
 
 // newPerVisitorCache is the cache policy of the API's per-visitor answers. The ticket
@@ -338,9 +342,9 @@ func newWebACL(st awscdk.Stack, set Settings) *string {
 }
 
 // RateCountedPrefixes are the paths whose requests the WAF's rate rule counts: those CloudFront
-// sends to the API (the gate's /.vestibule/ routes included), less CachedRoomStatus and
-// CachedJWKS, which it answers from its cache.
-var RateCountedPrefixes = []string{"/api/", routes.GatePrefix}
+// sends to the API (the gate's /.vestibule/ routes and the OIDC provider's /oidc/ included), less
+// CachedRoomStatus and CachedJWKS, which it answers from its cache.
+var RateCountedPrefixes = []string{"/api/", routes.GatePrefix, routes.OIDCPrefix}
 
 // CachedRoomStatus matches the path of a room's status (CachedAPIPaths), as WAF's regular
 // expressions are written; CachedJWKS is the JWKS path.

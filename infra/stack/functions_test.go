@@ -164,7 +164,7 @@ func TestEnvironmentCarriesTheDeploySettings(t *testing.T) {
 		// THEN it carries them, the room defaults as JSON the functions parse
 		var got room.Config
 		must(t, json.Unmarshal([]byte(vars[config.EnvDefaultRoomConfig].(string)), &got))
-		if got != rd {
+		if !reflect.DeepEqual(got, rd) {
 			t.Errorf("%s: DEFAULT_ROOM_CONFIG %+v, want %+v", name, got, rd)
 		}
 		if vars[config.EnvIssuer] != "acme-rooms" || vars[config.EnvLogLevel] != "debug" || vars[config.EnvAdminAuth] != "iam" {

@@ -27,6 +27,9 @@ func protectGate(s *stack.Settings) {
 	must(onceT{}, os.MkdirAll(filepath.Join(s.AssetDir, stack.GateKeysFunction), 0o755))
 	must(onceT{}, os.WriteFile(filepath.Join(s.AssetDir, stack.GateKeysFunction, "bootstrap"), nil, 0o755))
 	s.ProtectOrigin, s.ProtectRoom, s.ProtectOpenPaths = "booking-origin.example.com", "spring-tour", []string{"/assets/*", "/robots.txt"}
+	// and a site's ALB behind a room as an OpenID Connect provider (oidc_test.go): this variant's
+	// synthesis, nag and cfn-lint cover it too
+	s.OIDC = testOIDCSettings
 }
 
 // gateStack is the stack with a protected origin, synthesized once.

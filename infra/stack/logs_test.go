@@ -76,15 +76,18 @@ func TestForwarderTakesEventsOnlyFromTheEmittersLogGroups(t *testing.T) {
 		}
 	}
 	vars := props(fwd)["Environment"].(map[string]any)["Variables"].(map[string]any)
-	// THEN it names the log groups of the functions that emit events, and only those
-	var want []any
+	// THEN it names the log groups of the functions that emit events, and only those, each with
+	// its function (the forwarder takes of each group only the kinds its function emits)
+	var want, pairs []any
 	ours := f.ours(t)
 	for _, name := range stack.EventFunctions {
-		want = append(want, props(ours[name])["LoggingConfig"].(map[string]any)["LogGroup"])
+		g := props(ours[name])["LoggingConfig"].(map[string]any)["LogGroup"]
+		want = append(want, g)
+		pairs = append(pairs, map[string]any{"Fn::Join": []any{"", []any{name + "=", g}}})
 	}
 	got := vars[eventbus.EnvLogGroups]
-	if !reflect.DeepEqual(got, map[string]any{"Fn::Join": []any{",", want}}) {
-		t.Errorf("%s = %v, want the log groups %v", eventbus.EnvLogGroups, got, want)
+	if !reflect.DeepEqual(got, map[string]any{"Fn::Join": []any{",", pairs}}) {
+		t.Errorf("%s = %v, want function=log group of %v", eventbus.EnvLogGroups, got, want)
 	}
 	// and each of those groups has the subscription that sends it there
 	for _, g := range want {

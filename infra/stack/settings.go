@@ -111,6 +111,9 @@ type Settings struct {
 	// (s3://bucket/key) add origin mTLS, so only CloudFront gets past the TLS handshake.
 	APIDomain, APICertificateArn           string
 	APIClientCertificateArn, APITruststore string
+
+	// OIDC adds an authenticate-oidc rule to a site's ALB listener (oidc.go); zero: none.
+	OIDC OIDCSettings
 }
 
 // StackBaseName is the name of the default stack; a stage is appended to it.
@@ -221,6 +224,7 @@ func FromContext(node constructs.Node) (Settings, error) {
 	errs = append(errs, sizeFromContext(node, &s)...)
 	errs = append(errs, gateFromContext(node, &s)...)
 	errs = append(errs, domainsFromContext(node, &s)...)
+	errs = append(errs, oidcFromContext(node, &s)...)
 	return s, errors.Join(errs...)
 }
 

@@ -2,8 +2,9 @@
 // each: the VPC and the Valkey cache (cache.go), the settings bucket (durable.go), the signing
 // secrets and the keys object the functions read (keys.go), the Lambda functions built by `make
 // build` and the admission schedule (functions.go), the HTTP API (api.go), the page bucket behind
-// CloudFront (front.go), the edge gate (gate.go, edgegate.go), the events (events.go), and the
-// alarms that say when a waiting room is not working, with their dashboard (alarms.go). New
+// CloudFront (front.go), the edge gate (gate.go, edgegate.go), the OIDC door (oidc.go: /oidc/* and
+// an ALB's authenticate-oidc rule), the events (events.go), and the alarms that say when a waiting
+// room is not working, with their dashboard (alarms.go). New
 // (stack.go) wires them; settings.go reads the deploy-time settings.
 //
 // The stack is environment-agnostic (no account lookups) so `cdk synth` works offline; only the
@@ -17,6 +18,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awselasticloadbalancingv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
@@ -51,6 +53,8 @@ type Vestibule struct {
 	// AccessLogs receives the HTTP API's access log (JSON, one line per request).
 	AccessLogs awslogs.LogGroup
 	Gate       *Gate // the protected site's distribution, when Settings.ProtectOrigin is set
+	// OIDCRule is the authenticate-oidc rule on a site's ALB listener, when Settings.OIDC is set.
+	OIDCRule awselasticloadbalancingv2.CfnListenerRule
 	// WaitingRoomURL is the waiting room's https URL: its domain, or the distribution's name.
 	WaitingRoomURL string
 	// LogsBucket receives the distributions' standard logs.
@@ -92,6 +96,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 		Settings: set, WaitingRoomURL: front.URL, LogsBucket: front.LogsBucket, APIOrigin: api.OriginDomain,
 		EntryKeySecret: secrets.EntryKey, OriginSecret: secrets.Origin, WebACL: front.WebACL,
 	})
+	v.OIDCRule = newOIDCDoor(st, set, front.URL)
 	// CloudFront sends the origin value only once the keys object accepts it (a deploy that pins
 	// a new origin-secret version syncs first).
 	v.Distribution.Node().AddDependency(v.Keys.Resource)

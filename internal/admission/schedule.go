@@ -19,7 +19,8 @@ import (
 // durable write), and an entry in the room's audit log made by "schedule". A
 // change that is no longer valid is refused: kept in the schedule with the
 // reason, audited, shown until an operator cancels it. The loop runs every
-// second, so a change applies within a second of its time.
+// second, so a change applies within a second of its time; each round also
+// brings the durable copy of a schedule that fell behind up to date.
 
 // Planner is what applying scheduled changes needs of the engine
 // (durable.Queue fits).
@@ -31,6 +32,9 @@ type Planner interface {
 	LeaseScheduled(ctx context.Context, room, id string) (room.ScheduledChange, bool, error)
 	ReleaseScheduled(ctx context.Context, room, id string) error
 	RemoveScheduled(ctx context.Context, room, id string) error
+	// SyncSchedule writes the room's schedule to the durable store when the
+	// store's copy fell behind Redis's (durable.Queue.SyncSchedule).
+	SyncSchedule(ctx context.Context, room string) error
 	GetConfig(ctx context.Context, room string) (room.Config, error)
 	PutConfig(ctx context.Context, room string, cfg room.Config) (room.Config, error)
 	AppendAudit(ctx context.Context, room string, e room.AuditEntry) error
@@ -68,6 +72,10 @@ func ApplySchedules(ctx context.Context, p Planner, log *slog.Logger) int {
 	applied := 0
 	eachRoom(ctx, ids, func(id string) {
 		n := applyRoom(ctx, p, id, now, log)
+		// A copy the store could not take when the schedule changed (the
+		// admin was answered 503, or this loop failed to store an applied
+		// change) is written again here; a failure is logged where it fails.
+		_ = p.SyncSchedule(ctx, id)
 		mu.Lock()
 		applied += n
 		mu.Unlock()
@@ -87,23 +95,44 @@ func applyRoom(ctx context.Context, p Planner, id string, now time.Time, log *sl
 		return 0
 	}
 	n := 0
-	for _, c := range cs { // by time: changes due together apply in their order
-		if due(c, now) && applyChange(ctx, p, id, c.ID, now, log) {
+	// In order (room.SortSchedule: by time, then as planned). A due change
+	// another process is applying, or that failed for Redis or the store,
+	// holds back those after it until a later round: none may apply before
+	// it and be undone by it.
+	for _, c := range cs {
+		if !due(c, now) {
+			continue
+		}
+		switch applyChange(ctx, p, id, c.ID, now, log) {
+		case applied:
 			n++
+		case held:
+			return n
 		}
 	}
 	return n
 }
 
-// applyChange applies one due change under its lease and reports whether it
-// was applied.
-func applyChange(ctx context.Context, p Planner, id, change string, now time.Time, log *slog.Logger) bool {
+// outcome is what became of a due change in a round.
+type outcome int
+
+const (
+	applied outcome = iota
+	passed          // refused, or gone (cancelled) meanwhile: the next change may go
+	held            // leased by another process, or failed: the next waits for it
+)
+
+// applyChange applies one due change under its lease.
+func applyChange(ctx context.Context, p Planner, id, change string, now time.Time, log *slog.Logger) outcome {
 	c, ok, err := p.LeaseScheduled(ctx, id, change)
-	if err != nil || !ok || !due(c, now) {
-		if ok {
-			_ = p.ReleaseScheduled(ctx, id, change) // it was refused or moved meanwhile
-		}
-		return false // another process has it, or it is gone
+	switch {
+	case errors.Is(err, room.ErrUnknownChange):
+		return passed // cancelled meanwhile
+	case err != nil || !ok:
+		return held // another process has it, or Redis failed
+	case !due(c, now):
+		_ = p.ReleaseScheduled(ctx, id, change) // refused or moved meanwhile
+		return passed
 	}
 	before, err := p.GetConfig(ctx, id)
 	var next, stored room.Config
@@ -121,13 +150,13 @@ func applyChange(ctx context.Context, p Planner, id, change string, now time.Tim
 		stored = next
 	case errors.Is(err, room.ErrInvalidConfig), errors.Is(err, room.ErrUnknownRoom):
 		refuse(ctx, p, id, c, now, err, log)
-		return false
+		return passed
 	default:
 		_ = p.ReleaseScheduled(ctx, id, change)
 		if ctx.Err() == nil {
 			log.LogAttrs(ctx, slog.LevelError, "schedule: apply", append(attrs, slog.String("error", err.Error()))...)
 		}
-		return false
+		return held
 	}
 	a := room.AuditEntry{At: now.UTC(), Who: who(c), Action: ActionScheduled, Schedule: c.ID,
 		Changes: room.PlannedChanges(&before, &stored, c.Settings)}
@@ -138,7 +167,7 @@ func applyChange(ctx context.Context, p Planner, id, change string, now time.Tim
 		log.LogAttrs(ctx, slog.LevelError, "schedule: remove applied change", append(attrs, slog.String("error", err.Error()))...)
 	}
 	log.LogAttrs(ctx, slog.LevelInfo, "scheduled change applied", attrs...)
-	return true
+	return applied
 }
 
 // who names the schedule and who planned the change.

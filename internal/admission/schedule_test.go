@@ -3,8 +3,12 @@ package admission_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,7 +79,7 @@ func (f *schedFixture) audit(t *testing.T) []room.AuditEntry {
 // storedSchedule is the store's copy of the room's schedule.
 func (f *schedFixture) storedSchedule(t *testing.T) []room.ScheduledChange {
 	t.Helper()
-	b, err := f.store.Schedule(f.ctx, f.room)
+	b, _, err := f.store.Schedule(f.ctx, f.room)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,5 +270,123 @@ func TestScheduledChangeAppliedByTheLoop(t *testing.T) {
 	})
 	if c := f.config(t); c.AdmitPerMinute != 240 {
 		t.Fatalf("admitPerMinute %d after the loop, want 240", c.AdmitPerMinute)
+	}
+}
+
+// planTogether plans three changes of admitPerMinute (100, 200, 300) for
+// at, a second apart, the first planned with the largest id and the second
+// with the smallest.
+func (f *schedFixture) planTogether(t *testing.T, at time.Time) []string {
+	ids := []string{"ffffffffffffff01", "0000000000000002", "8000000000000003"}
+	for i, id := range ids {
+		f.plan(t, id, at, `{"admitPerMinute": `+strconv.Itoa(100*(i+1))+`}`)
+		f.clk.Advance(time.Second)
+	}
+	return ids
+}
+
+// applied is the room's scheduled changes applied so far, in the audit
+// log's order. (ApplySchedules counts those of every room of the registry,
+// which other tests share.)
+func (f *schedFixture) applied(t *testing.T) []string {
+	var out []string
+	for _, a := range f.audit(t) {
+		if a.Action == admission.ActionScheduled {
+			out = append(out, a.Schedule)
+		}
+	}
+	return out
+}
+
+// TestChangesDueTogetherApplyAsPlanned: changes planned for the same instant
+// apply in the order they were planned, so the last one planned has the last
+// word, whatever their random ids. Before, they applied in the order of
+// their ids: here 200, 300, then 100.
+func TestChangesDueTogetherApplyAsPlanned(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		f := newSchedFixture(t, rdb)
+		at := f.clk.Now().Add(5 * time.Minute)
+		ids := f.planTogether(t, at)
+		f.clk.Set(at)
+		admission.ApplySchedules(f.ctx, f.q, nil)
+		if got := f.applied(t); !slices.Equal(got, ids) {
+			t.Fatalf("applied in the order %v, want %v (as planned)", got, ids)
+		}
+		if c := f.config(t); c.AdmitPerMinute != 300 {
+			t.Fatalf("admitPerMinute %d after the round, want 300, the change planned last", c.AdmitPerMinute)
+		}
+	})
+}
+
+// TestAChangeBeingAppliedHoldsBackTheNext: a due change another process is
+// applying holds back the changes after it until a later round, so none of
+// them applies first and is then undone by it. Before, the round skipped the
+// leased change and applied the others.
+func TestAChangeBeingAppliedHoldsBackTheNext(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		f := newSchedFixture(t, rdb)
+		at := f.clk.Now().Add(5 * time.Minute)
+		ids := f.planTogether(t, at)
+		f.clk.Set(at)
+		if _, ok, err := f.q.LeaseScheduled(f.ctx, f.room, ids[0]); err != nil || !ok {
+			t.Fatalf("lease: %v %v", ok, err)
+		}
+		admission.ApplySchedules(f.ctx, f.q, nil)
+		if got := f.applied(t); len(got) != 0 || f.config(t).AdmitPerMinute != 60 {
+			t.Fatalf("with the first change leased elsewhere: applied %v, admitPerMinute %d; want none, 60", got, f.config(t).AdmitPerMinute)
+		}
+		if err := f.q.ReleaseScheduled(f.ctx, f.room, ids[0]); err != nil {
+			t.Fatal(err)
+		}
+		f.clk.Advance(time.Second)
+		admission.ApplySchedules(f.ctx, f.q, nil)
+		if got := f.applied(t); !slices.Equal(got, ids) || f.config(t).AdmitPerMinute != 300 {
+			t.Fatalf("next round: applied %v, admitPerMinute %d; want %v, 300", got, f.config(t).AdmitPerMinute, ids)
+		}
+	})
+}
+
+// downStore is a store on disk whose schedule writes fail while down is set.
+type downStore struct {
+	durable.Disk
+	down atomic.Bool
+}
+
+func (s *downStore) PutSchedule(ctx context.Context, id string, b []byte, tag string) error {
+	if s.down.Load() {
+		return errors.New("downStore: the store is down")
+	}
+	return s.Disk.PutSchedule(ctx, id, b, tag)
+}
+
+// TestARoundBringsAStaleScheduleCopyUpToDate: a change planned while the
+// store is down stands in Redis (the admin is answered 503, not durable);
+// the next round of the admission loop, the store back, writes the store's
+// copy, so a total loss then does not lose the change.
+func TestARoundBringsAStaleScheduleCopyUpToDate(t *testing.T) {
+	rdb := redistest.Single(t)
+	store := &downStore{Disk: durable.Disk{Dir: t.TempDir()}}
+	clk, id := testkit.EngineClock(), redistest.Room(t)
+	q := durable.New(roomdb.New(rdb, roomdb.WithClock(clk.Now)), durable.Options{Store: store, Clock: clk.Now, NoNudge: true})
+	cfg := room.DefaultConfig()
+	cfg.OriginURL = "https://shop.example.com/"
+	if _, err := q.PutConfig(t.Context(), id, cfg); err != nil {
+		t.Fatal(err)
+	}
+	store.down.Store(true)
+	c := room.ScheduledChange{ID: "planned", At: clk.Now().Add(time.Hour), Settings: json.RawMessage(`{"admitPerMinute": 60}`), CreatedAt: clk.Now()}
+	if err := q.PutScheduled(t.Context(), id, c); !errors.Is(err, durable.ErrNotDurable) {
+		t.Fatalf("planned while the store is down: %v, want ErrNotDurable", err)
+	}
+	admission.ApplySchedules(t.Context(), q, nil) // still down: nothing to do but try
+	store.down.Store(false)
+	admission.ApplySchedules(t.Context(), q, nil)
+	b, _, err := store.Schedule(t.Context(), id)
+	var cs []room.ScheduledChange
+	if err == nil {
+		err = json.Unmarshal(b, &cs)
+	}
+	if err != nil || len(cs) != 1 || cs[0].ID != "planned" {
+		t.Fatalf("the store's copy after a round: %s %v, want the change planned while it was down", b, err)
 	}
 }

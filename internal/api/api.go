@@ -6,7 +6,8 @@
 //   - queueapi: the waiting room (enqueue, poll, leave, status, consume,
 //     complete, jwks) and the admin routes of rooms;
 //   - bookingapi: the booking kit's events, holds and orders;
-//   - gateapi: the edge gate's HTML routes under /.vestibule/.
+//   - gateapi: the edge gate's HTML routes under /.vestibule/;
+//   - oidcapi: the room as an OpenID Connect provider, under /oidc/.
 //
 // They share httpapi (the request, the JSON answers, the one error table).
 // This package binds each route of internal/routes to its product's handler
@@ -30,6 +31,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/api/bookingapi"
 	"github.com/vestibule-dev/vestibule/internal/api/gateapi"
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/api/oidcapi"
 	"github.com/vestibule-dev/vestibule/internal/api/queueapi"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
@@ -65,11 +67,12 @@ const (
 // write the cookie (gateapi.Cookies).
 type GateOptions = gateapi.Cookies
 
-// Queue is the room engine, as the queue API and the gate's routes use it
-// (durable.Queue).
+// Queue is the room engine, as the queue API, the gate's routes and the OIDC
+// provider use it (durable.Queue).
 type Queue interface {
 	queueapi.Engine
 	gateapi.Engine
+	oidcapi.Engine
 }
 
 // Options are the Handler's dependencies. Queue, Tickets and Entries are required.
@@ -87,6 +90,9 @@ type Options struct {
 	// Gate signs and reads the edge gate's session cookies (/.vestibule/enter
 	// and leave, gateapi); nil: those routes answer 404.
 	Gate *GateOptions
+	// OIDC seals the OpenID Connect provider's requests, codes and access
+	// tokens and signs its ID tokens (oidcapi); nil: its routes answer 404.
+	OIDC *token.OIDC
 
 	// Booking is the engine of the booking routes (/api/events/…); nil: they
 	// answer 404. Sessions issues the bookingSession consume hands the origin
@@ -159,8 +165,9 @@ func New(o Options) *Handler {
 		AdminAuth: o.AdminAuth, DefaultRoom: o.DefaultRoom, TickInterval: o.TickInterval,
 		Clock: o.Clock, Logger: o.Logger, Jitter: o.Jitter})
 	g := gateapi.New(gateapi.Options{Cookies: o.Gate, Queue: o.Queue, Entries: o.Entries, EndHolds: b.EndHolds})
+	p := oidcapi.New(oidcapi.Options{Queue: o.Queue, Entries: o.Entries, Origins: o.Origins, OIDC: o.OIDC})
 	return &Handler{o: o, adminHash: sha256.Sum256([]byte(o.AdminKey)),
-		table: bind(q.Handlers(), b.Handlers(), g.Handlers())}
+		table: bind(q.Handlers(), b.Handlers(), g.Handlers(), p.Handlers())}
 }
 
 // withDefaults fills in the options left out.

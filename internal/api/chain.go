@@ -15,6 +15,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/api/gateapi"
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/api/oidcapi"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/metrics"
@@ -59,6 +60,10 @@ func newExchange(ev *events.APIGatewayV2HTTPRequest, start time.Time) *exchange 
 	if gateapi.Path(x.path) {
 		// The gate's routes answer a person: every error is a page.
 		x.answer = gateapi.ErrorPage
+	}
+	if a := oidcapi.ErrorAnswer(x.path); a != nil {
+		// The OIDC provider's: a page for a person, OAuth's JSON for a client.
+		x.answer = a
 	}
 	return x
 }

@@ -77,6 +77,10 @@ func (f failing) LeaseScheduled(context.Context, string, string) (room.Scheduled
 }
 func (f failing) ReleaseScheduled(context.Context, string, string) error { return f.fail() }
 func (f failing) RemoveScheduled(context.Context, string, string) error  { return f.fail() }
+func (f failing) ScheduleCopy(context.Context, string) ([]room.ScheduledChange, int64, int64, error) {
+	return nil, 0, 0, f.fail()
+}
+func (f failing) ScheduleStored(context.Context, string, int64) error { return f.fail() }
 func (f failing) Invitation(context.Context, string, string) (room.InvitationState, error) {
 	return room.InvitationState{}, f.fail()
 }

@@ -100,6 +100,28 @@ const (
 	MaxRebuildOrders = 5000
 )
 
+// The order ids a rebuild takes (SoldOrder.Validate; docs/BOOKING.md, "After
+// a total loss"). An order id is the fencing token of the hold it confirmed:
+// max(fence + 1, now in µs) when the hold was made (booking_hold.lua), so a
+// microsecond count since the epoch, a little ahead of the engine's clock at
+// most. Its scripts count in Lua numbers (doubles), exact for whole numbers
+// below 2^53 only: a fence of 2^53 or more plus one is itself, and every
+// later hold would get the same token.
+const (
+	// MinOrderID is 2020-01-01T00:00:00Z in µs: no token the kit issued is
+	// smaller (the clock of a hold is past it), so a smaller id is another
+	// system's order number, not the kit's.
+	MinOrderID = 1_577_836_800_000_000
+	// MaxOrderID is the largest id a double holds exactly with room to count
+	// past it: 2^53 − 1.
+	MaxOrderID = 1<<53 - 1
+	// OrderIDAhead is how far past the clock an id may lie (clocks differ,
+	// and a burst of holds counts the fence past the microsecond by one a
+	// hold): an id further ahead would move the fence, and every later token,
+	// past anything the clock issues for that long.
+	OrderIDAhead = 24 * time.Hour
+)
+
 var (
 	eventID   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	itemID    = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
@@ -350,11 +372,18 @@ type SoldOrder struct {
 	Units map[string]int64 `json:"units,omitempty"`
 }
 
-// Validate checks an order's shape: a positive decimal id in its one
-// spelling, valid distinct seats, skus with 1 or more units.
-func (o SoldOrder) Validate() error {
-	if t, err := strconv.ParseInt(o.Order, 10, 64); err != nil || t <= 0 || strconv.FormatInt(t, 10) != o.Order {
+// Validate checks an order at the time now: an id the kit could have issued
+// by then (a decimal in its one spelling, from MinOrderID to now +
+// OrderIDAhead, never above MaxOrderID), valid distinct seats, skus with 1
+// or more units.
+func (o SoldOrder) Validate(now time.Time) error {
+	t, err := strconv.ParseInt(o.Order, 10, 64)
+	if err != nil || t <= 0 || strconv.FormatInt(t, 10) != o.Order {
 		return invalid(ErrInvalidRequest, "order %.40q: the kit's order id, a positive decimal (its fencing token)", o.Order)
+	}
+	if last := min(MaxOrderID, now.Add(OrderIDAhead).UnixMicro()); t < MinOrderID || t > last {
+		return invalid(ErrInvalidRequest, "order %s: not an id the kit issued: its ids are fencing tokens, microseconds "+
+			"from %d (2020) to %d (a day past now), exact in a Lua number", o.Order, int64(MinOrderID), last)
 	}
 	return soldItems.check(o.Seats, o.Units)
 }

@@ -87,7 +87,7 @@ func BenchmarkRebuild5000(b *testing.B) {
 	const n = booking.MaxRebuildOrders
 	orders := make([]booking.SoldOrder, n)
 	for i := range orders {
-		orders[i] = booking.SoldOrder{Order: strconv.Itoa(1_000_000 + i), Seats: []string{"S" + strconv.Itoa(i)}}
+		orders[i] = booking.SoldOrder{Order: strconv.FormatInt(int64(booking.MinOrderID)+int64(i), 10), Seats: []string{"S" + strconv.Itoa(i)}}
 	}
 	for b.Loop() {
 		b.StopTimer()

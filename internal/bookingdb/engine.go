@@ -659,11 +659,13 @@ func (e *Engine) Rebuild(ctx context.Context, event string, orders []booking.Sol
 	if len(orders) > booking.MaxRebuildOrders {
 		return booking.Rebuilt{}, fmt.Errorf("%w: %d orders in one call, at most %d", booking.ErrInvalidRequest, len(orders), booking.MaxRebuildOrders)
 	}
-	args := make([]any, 0, 3+3*len(orders))
-	args = append(args, e.nowMS(), map[bool]string{true: "1"}[reopen], len(orders))
+	now := e.clock()
+	args := make([]any, 0, 5+3*len(orders))
+	args = append(args, now.UnixMilli(), map[bool]string{true: "1"}[reopen], len(orders),
+		int64(booking.MinOrderID), min(int64(booking.MaxOrderID), now.Add(booking.OrderIDAhead).UnixMicro()))
 	seen := make(map[string]bool, len(orders))
 	for _, o := range orders {
-		if err := o.Validate(); err != nil {
+		if err := o.Validate(now); err != nil {
 			return booking.Rebuilt{}, err
 		}
 		if seen[o.Order] {
@@ -690,6 +692,8 @@ func (e *Engine) Rebuild(ctx context.Context, event string, orders []booking.Sol
 			e.log.LogAttrs(ctx, slog.LevelInfo, ReopenedMsg, slog.String("event", event), slog.Int64("rebuilt", r.Added), slog.Int64("kept", r.Kept))
 		}
 		return r, nil
+	case "badorder":
+		return booking.Rebuilt{}, fmt.Errorf("%w: order %.40q: not an id the kit issued", booking.ErrInvalidRequest, str(reply[len(reply)-1]))
 	case "unknownseat":
 		return booking.Rebuilt{}, fmt.Errorf("%w: %s", booking.ErrUnknownSeat, str(reply[len(reply)-1]))
 	case "unknownsku":

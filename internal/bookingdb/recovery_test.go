@@ -15,6 +15,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
+	"github.com/vestibule-dev/vestibule/lua"
 )
 
 // A sale across a total loss sells nothing twice: the event comes back
@@ -127,24 +128,27 @@ func TestSaleAcrossTotalLossSellsNothingTwice(t *testing.T) {
 func TestRebuildRefusesWhatCannotBeSold(t *testing.T) {
 	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
+		clk := testkit.EngineClock()
 		defs := &memDefs{defs: map[string]booking.Inventory{}}
-		eng := bookingdb.New(rdb, bookingdb.WithClock(testkit.EngineClock().Now), bookingdb.WithDefinitions(defs))
+		eng := bookingdb.New(rdb, bookingdb.WithClock(clk.Now), bookingdb.WithDefinitions(defs))
 		ev := redistest.Room(t)
 		if err := eng.Define(ctx, ev, booking.Inventory{Seats: seats(2), Stock: map[string]int64{"ga": 2}, SessionLimit: 4}); err != nil {
 			t.Fatal(err)
 		}
 		lose(t, rdb, ev)
+		// Order ids as the kit issues them: microseconds of a hold's time.
+		a, b := orderID(clk.Now().Add(-time.Hour)), orderID(clk.Now().Add(-time.Minute))
 		for _, c := range []struct {
 			orders []booking.SoldOrder
 			want   error
 		}{
-			{[]booking.SoldOrder{{Order: "10", Seats: []string{"S1"}}, {Order: "11", Seats: []string{"S1"}}}, booking.ErrSeatTaken},
-			{[]booking.SoldOrder{{Order: "10", Units: map[string]int64{"ga": 2}}, {Order: "11", Units: map[string]int64{"ga": 1}}}, booking.ErrSoldOut},
-			{[]booking.SoldOrder{{Order: "10", Seats: []string{"S9"}}}, booking.ErrUnknownSeat},
-			{[]booking.SoldOrder{{Order: "10", Units: map[string]int64{"vip": 1}}}, booking.ErrUnknownSKU},
-			{[]booking.SoldOrder{{Order: "010", Seats: []string{"S1"}}}, booking.ErrInvalidRequest},
-			{[]booking.SoldOrder{{Order: "10", Units: map[string]int64{"ga": -1}}}, booking.ErrInvalidRequest},
-			{[]booking.SoldOrder{{Order: "10", Seats: []string{"S1"}}, {Order: "10", Seats: []string{"S2"}}}, booking.ErrInvalidRequest},
+			{[]booking.SoldOrder{{Order: a, Seats: []string{"S1"}}, {Order: b, Seats: []string{"S1"}}}, booking.ErrSeatTaken},
+			{[]booking.SoldOrder{{Order: a, Units: map[string]int64{"ga": 2}}, {Order: b, Units: map[string]int64{"ga": 1}}}, booking.ErrSoldOut},
+			{[]booking.SoldOrder{{Order: a, Seats: []string{"S9"}}}, booking.ErrUnknownSeat},
+			{[]booking.SoldOrder{{Order: a, Units: map[string]int64{"vip": 1}}}, booking.ErrUnknownSKU},
+			{[]booking.SoldOrder{{Order: "0" + a, Seats: []string{"S1"}}}, booking.ErrInvalidRequest},
+			{[]booking.SoldOrder{{Order: a, Units: map[string]int64{"ga": -1}}}, booking.ErrInvalidRequest},
+			{[]booking.SoldOrder{{Order: a, Seats: []string{"S1"}}, {Order: a, Seats: []string{"S2"}}}, booking.ErrInvalidRequest},
 		} {
 			if _, err := eng.Rebuild(ctx, ev, c.orders, true); !errors.Is(err, c.want) {
 				t.Errorf("Rebuild(%+v) = %v, want %v", c.orders, err, c.want)
@@ -153,6 +157,64 @@ func TestRebuildRefusesWhatCannotBeSold(t *testing.T) {
 		v, err := eng.View(ctx, ev)
 		if err != nil || !v.Restore.Recovering || v.Seats["S1"] != booking.SeatAvailable || v.Stock["ga"] != 2 || v.Live != 0 {
 			t.Fatalf("after refused rebuilds: %+v, %v", v, err)
+		}
+	})
+}
+
+// orderID is the order id the kit gives a hold made at t: its fencing token,
+// t in microseconds.
+func orderID(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
+
+// TestRebuildRefusesOrderIDsPastWhatALuaNumberCounts: one line of an origin's
+// export with an order id of 2^53 raised the fence past what a Lua number
+// counts (2^53 + 1 is 2^53), so every later hold got the same token and the
+// event was broken for good. Rebuild refuses an id the kit could not have
+// issued: past 2^53 − 1, more than a day ahead of the clock, or before 2020
+// (another system's order number), in the engine and in its script; the
+// event then sells on with tokens that grow.
+func TestRebuildRefusesOrderIDsPastWhatALuaNumberCounts(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		clk := testkit.EngineClock()
+		defs := &memDefs{defs: map[string]booking.Inventory{}}
+		eng := bookingdb.New(rdb, bookingdb.WithClock(clk.Now), bookingdb.WithDefinitions(defs))
+		ev := redistest.Room(t)
+		if err := eng.Define(ctx, ev, booking.Inventory{Seats: seats(4), SessionLimit: 4}); err != nil {
+			t.Fatal(err)
+		}
+		lose(t, rdb, ev)
+		for _, id := range []string{"9007199254740992", "9007199254740993", "18446744073709551615",
+			orderID(clk.Now().Add(booking.OrderIDAhead + time.Second)), "42", orderID(time.Date(2019, 12, 31, 23, 59, 0, 0, time.UTC))} {
+			if _, err := eng.Rebuild(ctx, ev, []booking.SoldOrder{{Order: id, Seats: []string{"S0"}}}, true); !errors.Is(err, booking.ErrInvalidRequest) {
+				t.Errorf("Rebuild of order %s = %v, want ErrInvalidRequest", id, err)
+			}
+		}
+		// The script refuses on its own what its bounds exclude.
+		if v, err := eng.View(ctx, ev); err != nil || !v.Restore.Recovering { // brings the event back, closed
+			t.Fatalf("view: %+v, %v", v.Restore, err)
+		}
+		rebuild := lua.NewScript("booking_rebuild.lua", lua.BookingRebuild)
+		now := clk.Now()
+		for _, id := range []string{"9007199254740992", "1e15", orderID(now.Add(time.Hour))} {
+			reply, err := rebuild.Reply(ctx, rdb, bookingdb.KeysFor(ev).List(), now.UnixMilli(), "1", 1,
+				int64(booking.MinOrderID), now.UnixMicro(), id, "S0", "")
+			if err != nil || len(reply) != 2 || reply[0] != "badorder" {
+				t.Errorf("the script's rebuild of order %s: %v, %v; want badorder", id, reply, err)
+			}
+		}
+		if _, err := eng.Rebuild(ctx, ev, []booking.SoldOrder{{Order: orderID(now.Add(time.Minute)), Seats: []string{"S0"}}}, true); err != nil {
+			t.Fatalf("an order a minute ahead of the clock (clocks differ): %v", err)
+		}
+		var last int64
+		for i, s := range []string{"S1", "S2", "S3"} {
+			h, err := eng.Hold(ctx, ev, "v:"+s, booking.Request{Seats: []string{s}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Token <= last {
+				t.Fatalf("hold %d after the rebuild has token %d, not above %d", i, h.Token, last)
+			}
+			last = h.Token
 		}
 	})
 }

@@ -67,16 +67,31 @@ func TestRevocationStores(t *testing.T) {
 		"disk": durable.Disk{Dir: t.TempDir()},
 		"s3":   durable.NewS3(fakeS3(t, "revoked"), "revoked"),
 	} {
-		if _, err := s.Revocations(ctx, "r1"); !errors.Is(err, durable.ErrNotFound) {
+		if _, _, err := s.Revocations(ctx, "r1"); !errors.Is(err, durable.ErrNotFound) {
 			t.Errorf("%s: revocations of a room without any: %v", name, err)
 		}
-		if err := s.PutRevocations(ctx, "r1", []byte(`[]`)); err != nil {
+		if err := s.PutRevocations(ctx, "r1", []byte(`[]`), ""); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if b, err := s.Revocations(ctx, "r1"); err != nil || string(b) != `[]` {
-			t.Errorf("%s: %s %v", name, b, err)
+		b, tag, err := s.Revocations(ctx, "r1")
+		if err != nil || string(b) != `[]` || tag == "" {
+			t.Errorf("%s: %s %q %v", name, b, tag, err)
 		}
-		if err := s.PutRevocations(ctx, "../x", nil); err == nil {
+		// A write over a copy that is no longer the record's is refused:
+		// over none when there is one, over a tag once another write came.
+		if err := s.PutRevocations(ctx, "r1", []byte(`[1]`), ""); !errors.Is(err, durable.ErrStale) {
+			t.Errorf("%s: a first write over an existing record: %v, want ErrStale", name, err)
+		}
+		if err := s.PutRevocations(ctx, "r1", []byte(`[2]`), tag); err != nil {
+			t.Fatalf("%s: a write over the copy read: %v", name, err)
+		}
+		if err := s.PutRevocations(ctx, "r1", []byte(`[3]`), tag); !errors.Is(err, durable.ErrStale) {
+			t.Errorf("%s: a write over a copy written since: %v, want ErrStale", name, err)
+		}
+		if b, _, err := s.Revocations(ctx, "r1"); err != nil || string(b) != `[2]` {
+			t.Errorf("%s: after the refused writes: %s %v, want [2]", name, b, err)
+		}
+		if err := s.PutRevocations(ctx, "../x", nil, ""); err == nil {
 			t.Errorf("%s: an invalid room id was stored", name)
 		}
 	}

@@ -589,3 +589,72 @@ func TestDeletedRoomStaysDeadAfterTotalLoss(t *testing.T) {
 		})
 	}
 }
+
+// TestSupportRestoreAfterALossServesNobodyTwice: a loss of Redis takes the
+// served records with the room. After a total loss the references are gone
+// too, so support finds nobody to restore. After a loss of the room's own
+// slot alone (its node, in a cluster), the references of the joins its
+// arrival shards took survive: the lookup finds those visitors, and the
+// restore must not give a place back to one admitted before the loss (at or
+// below the recorded head, the floor), who may have been served.
+func TestSupportRestoreAfterALossServesNobodyTwice(t *testing.T) {
+	f := newFixture(t, durable.Disk{Dir: t.TempDir()})
+	cfg := testConfig()
+	cfg.JoinShards = 2
+	if _, err := f.q.PutConfig(f.ctx, f.room, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.q.Join(f.ctx, f.room, "warm-up", room.JoinProof{}); err != nil { // confirms the settings
+		t.Fatal(err)
+	}
+	served, err := f.q.Join(f.ctx, f.room, "served", room.JoinProof{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if served.Ticket.Seq%room.SeqResidues == 0 {
+		t.Fatalf("the join went to the room's shard (sequence %d): the test needs an arrival shard's", served.Ticket.Seq)
+	}
+	for i := 0; ; i++ {
+		f.clk.Advance(time.Second)
+		if _, err := f.q.Tick(f.ctx, f.room); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.q.Consume(f.ctx, f.room, served.Ticket.Seq, origin); err == nil {
+			break
+		} else if i == 5 {
+			t.Fatalf("never admitted: %v", err)
+		}
+	}
+	if err := f.q.Complete(f.ctx, f.room, served.Ticket.Seq, origin); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(durable.DefaultHeadEvery)
+	if _, err := f.q.Tick(f.ctx, f.room); err != nil { // records the head
+		t.Fatal(err)
+	}
+	if h, err := f.store.Head(f.ctx, f.room); err != nil || h < float64(served.Ticket.Seq) {
+		t.Fatalf("recorded head %v %v, want at least %d", h, err, served.Ticket.Seq)
+	}
+
+	// The room's slot is lost; its arrival shards' keys are not.
+	keys, err := f.rdb.Keys(f.ctx, "vst:{"+f.room+"}:*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("the room's keys: %v %v", keys, err)
+	}
+	if err := f.rdb.Del(f.ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := f.q.Visitor(f.ctx, f.room, "served"); err != nil || v.State != "served" {
+		t.Errorf("lookup after the loss of the room's slot: %+v, %v; want served", v, err)
+	}
+	if v, err := f.q.RestorePlace(f.ctx, f.room, "served"); !errors.Is(err, room.ErrPlaceStands) {
+		t.Errorf("restore after the loss of the room's slot: %+v, %v; want ErrPlaceStands", v, err)
+	}
+
+	if err := redistest.FlushAll(f.ctx, f.rdb); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := f.q.RestorePlace(f.ctx, f.room, "served"); !errors.Is(err, room.ErrUnknownVisitor) {
+		t.Errorf("restore after a total loss: %+v, %v; want ErrUnknownVisitor (the references went with Redis)", v, err)
+	}
+}

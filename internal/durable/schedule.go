@@ -12,13 +12,19 @@ import (
 )
 
 // ScheduleStore is a Store that keeps each room's scheduled changes (Disk
-// and S3 do): the JSON array of room.ScheduledChange, rewritten whole after
-// each change of the schedule, so that a total loss of Redis gives the
-// schedule back with the room (Queue.Restore).
+// and S3 do): the JSON array of room.ScheduledChange, so that a total loss
+// of Redis gives the schedule back with the room (Queue.Restore). Redis
+// holds the schedule; after each change the store's copy is rewritten from
+// it by compare-and-swap (Queue.storeSchedule), and a copy that fell behind
+// (a write that failed) is rewritten by the admission loop
+// (Queue.SyncSchedule).
 type ScheduleStore interface {
-	PutSchedule(ctx context.Context, room string, b []byte) error
-	// Schedule returns ErrNotFound for a room whose schedule was never put.
-	Schedule(ctx context.Context, room string) ([]byte, error)
+	// PutSchedule writes the room's schedule over the copy read with tag
+	// ("" : over none), else ErrStale.
+	PutSchedule(ctx context.Context, room string, b []byte, tag string) error
+	// Schedule returns the stored schedule and its tag, ErrNotFound for a
+	// room whose schedule was never put.
+	Schedule(ctx context.Context, room string) ([]byte, string, error)
 }
 
 var (
@@ -26,30 +32,32 @@ var (
 	_ ScheduleStore = (*S3)(nil)
 )
 
-// PutSchedule writes <dir>/<room>.schedule.
-func (d Disk) PutSchedule(_ context.Context, id string, b []byte) error {
-	return d.write(id, ".schedule", b)
+// PutSchedule writes <dir>/<room>.schedule over the copy of tag.
+func (d Disk) PutSchedule(_ context.Context, id string, b []byte, tag string) error {
+	return d.swap(id, ".schedule", b, tag)
 }
 
-// Schedule reads <dir>/<room>.schedule.
-func (d Disk) Schedule(_ context.Context, id string) ([]byte, error) { return d.read(id, ".schedule") }
+// Schedule reads <dir>/<room>.schedule with its tag.
+func (d Disk) Schedule(_ context.Context, id string) ([]byte, string, error) {
+	return d.readTagged(id, ".schedule")
+}
 
 func (s *S3) scheduleKey(id string) string { return s.Prefix + "rooms/" + id + ".schedule" }
 
-// PutSchedule writes <prefix>rooms/<room>.schedule.
-func (s *S3) PutSchedule(ctx context.Context, id string, b []byte) error {
+// PutSchedule writes <prefix>rooms/<room>.schedule over the copy of tag (its ETag).
+func (s *S3) PutSchedule(ctx context.Context, id string, b []byte, tag string) error {
 	if !room.ValidRoomID(id) {
 		return room.ErrInvalidRoom
 	}
-	return s.put(ctx, s.scheduleKey(id), b, "application/json")
+	return s.putIf(ctx, s.scheduleKey(id), b, tag)
 }
 
-// Schedule reads <prefix>rooms/<room>.schedule.
-func (s *S3) Schedule(ctx context.Context, id string) ([]byte, error) {
+// Schedule reads <prefix>rooms/<room>.schedule with its ETag.
+func (s *S3) Schedule(ctx context.Context, id string) ([]byte, string, error) {
 	if !room.ValidRoomID(id) {
-		return nil, room.ErrInvalidRoom
+		return nil, "", room.ErrInvalidRoom
 	}
-	return s.get(ctx, s.scheduleKey(id))
+	return s.getTagged(ctx, s.scheduleKey(id))
 }
 
 // Now is the queue's clock: the time scheduled changes fall due by.
@@ -98,19 +106,25 @@ func (q *Queue) RemoveScheduled(ctx context.Context, id, change string) error {
 	return q.storeSchedule(ctx, id)
 }
 
-// storeSchedule writes the room's schedule, as Redis holds it, to the store.
+// swapTries bounds how often a writer of a record written by
+// compare-and-swap reads it again after another writer's write came between.
+const swapTries = 8
+
+// storeSchedule writes the room's schedule, as Redis holds it now, to the
+// store, and records in Redis the version it wrote. It reads the store's
+// copy before Redis's, and writes over that copy only: when another writer
+// wrote between, it reads both again. So the last write to land is a copy
+// read after every change whose writer saw its own write land or fail:
+// neither of two writers at once loses the other's change, as two whole
+// rewrites did (the second wrote its older copy over the first's).
 func (q *Queue) storeSchedule(ctx context.Context, id string) error {
 	st, ok := q.o.Store.(ScheduleStore)
 	if !ok {
 		return nil
 	}
-	cs, err := q.eng.Schedule(ctx, id)
-	if err != nil {
-		return err
-	}
-	b, err := json.Marshal(cs)
-	if err == nil {
-		err = st.PutSchedule(ctx, id, b)
+	err := ErrStale
+	for try := 0; try < swapTries && errors.Is(err, ErrStale); try++ {
+		err = q.swapSchedule(ctx, st, id)
 	}
 	if err != nil {
 		q.o.Logger.LogAttrs(ctx, slog.LevelError, "store room schedule", slog.String("room", id), slog.String("error", err.Error()))
@@ -119,15 +133,56 @@ func (q *Queue) storeSchedule(ctx context.Context, id string) error {
 	return nil
 }
 
+// swapSchedule is one try of storeSchedule.
+func (q *Queue) swapSchedule(ctx context.Context, st ScheduleStore, id string) error {
+	_, tag, err := st.Schedule(ctx, id)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	cs, version, _, err := q.eng.ScheduleCopy(ctx, id)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(cs)
+	if err != nil {
+		return err
+	}
+	if err := st.PutSchedule(ctx, id, b, tag); err != nil {
+		return err
+	}
+	// Stored: a failure to note it costs one write more, by SyncSchedule.
+	_ = q.eng.ScheduleStored(ctx, id, version)
+	return nil
+}
+
+// SyncSchedule writes the room's schedule to the store when the store's copy
+// is behind Redis's (a write after a change failed: the change stood in
+// Redis, and its caller got ErrNotDurable). The admission loop calls it
+// every round, so the copy a total loss would restore catches up within a
+// second of the store's return; a room whose copy is current costs one read
+// of Redis.
+func (q *Queue) SyncSchedule(ctx context.Context, id string) error {
+	if _, ok := q.o.Store.(ScheduleStore); !ok {
+		return nil
+	}
+	_, version, stored, err := q.eng.ScheduleCopy(ctx, id)
+	if err != nil || version <= stored {
+		return err
+	}
+	return q.storeSchedule(ctx, id)
+}
+
 // restoreSchedule puts the store's copy of a restored room's schedule back
-// into Redis. A copy that cannot be read is logged: the room comes back
-// without it (an operator plans again), as its settings need no schedule.
+// into Redis (a new version there, which SyncSchedule then writes back: the
+// same schedule, with any change planned meanwhile). A copy that cannot be
+// read is logged: the room comes back without it (an operator plans again),
+// as its settings need no schedule.
 func (q *Queue) restoreSchedule(ctx context.Context, id string) {
 	st, ok := q.o.Store.(ScheduleStore)
 	if !ok {
 		return
 	}
-	b, err := st.Schedule(ctx, id)
+	b, _, err := st.Schedule(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return
 	}
@@ -154,10 +209,19 @@ func (q *Queue) dropSchedule(ctx context.Context, id string) error {
 	if err := q.eng.DropSchedule(ctx, id); err != nil {
 		return err
 	}
-	if st, ok := q.o.Store.(ScheduleStore); ok {
-		if err := st.PutSchedule(ctx, id, []byte("[]")); err != nil {
-			return errors.Join(room.ErrUnavailable, err)
+	st, ok := q.o.Store.(ScheduleStore)
+	if !ok {
+		return nil
+	}
+	err := ErrStale
+	for try := 0; try < swapTries && errors.Is(err, ErrStale); try++ {
+		var tag string
+		if _, tag, err = st.Schedule(ctx, id); err == nil || errors.Is(err, ErrNotFound) {
+			err = st.PutSchedule(ctx, id, []byte("[]"), tag)
 		}
+	}
+	if err != nil {
+		return errors.Join(room.ErrUnavailable, err)
 	}
 	return nil
 }

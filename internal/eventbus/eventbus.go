@@ -26,7 +26,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -50,8 +50,10 @@ const (
 const EnvBus = "VESTIBULE_EVENT_BUS"
 
 // EnvLogGroups is the forwarder's list of the log groups it takes events
-// from, comma-separated: a subscription payload from any other group is
-// logged and dropped. Unset, every group's lines are taken.
+// from, each with its function: comma-separated function=log-group pairs
+// (ParseLogGroups). A subscription payload from any other group is logged
+// and dropped, and so is an event of a kind the group's function does not
+// emit (Emitters). Unset, every group's lines are taken.
 const EnvLogGroups = "VESTIBULE_EVENT_LOG_GROUPS"
 
 // Sources are every source the forwarder forwards.
@@ -138,7 +140,7 @@ type Bus struct {
 	attempts int
 	backoff  func(retry int) time.Duration
 	log      *slog.Logger
-	groups   []string // the log groups Forward takes events from; nil: any
+	groups   map[string]string // the log groups Forward takes events from, with their functions; nil: any
 }
 
 // BusOption changes a Bus.
@@ -155,15 +157,16 @@ func WithBackoff(f func(retry int) time.Duration) BusOption { return func(b *Bus
 // WithLogger sets where the forwarder reports what it skipped or could not put.
 func WithLogger(l *slog.Logger) BusOption { return func(b *Bus) { b.log = l } }
 
-// WithLogGroups sets the log groups Forward takes events from: a payload
-// from any other group is logged and dropped (no function may write another's
-// log group, and no other group carries events). None: any group.
-func WithLogGroups(groups ...string) BusOption {
+// WithLogGroups sets the log groups Forward takes events from, each with the
+// function that writes it (ParseLogGroups reads them from EnvLogGroups): a
+// payload from any other group is logged and dropped (no function may write
+// another's log group, and no other group carries events), and so is an
+// event of a kind its group's function does not emit (Emitters). None: any
+// group, any kind.
+func WithLogGroups(functionOf map[string]string) BusOption {
 	return func(b *Bus) {
-		for _, g := range groups {
-			if g = strings.TrimSpace(g); g != "" {
-				b.groups = append(b.groups, g)
-			}
+		if len(functionOf) > 0 {
+			b.groups = maps.Clone(functionOf)
 		}
 	}
 }
@@ -357,7 +360,8 @@ func (b *Bus) Forward(ctx context.Context, ev events.CloudwatchLogsEvent) error 
 	if data.MessageType == "CONTROL_MESSAGE" {
 		return nil // CloudWatch Logs checking that it can reach the function
 	}
-	if len(b.groups) > 0 && !slices.Contains(b.groups, data.LogGroup) {
+	fn, known := b.groups[data.LogGroup]
+	if b.groups != nil && !known {
 		// Not retried: the same payload would be refused again.
 		b.log.LogAttrs(ctx, slog.LevelError, "forwarder: dropped events from a log group it does not take",
 			slog.String("log_group", data.LogGroup), slog.Int("lines", len(data.LogEvents)))
@@ -366,6 +370,14 @@ func (b *Bus) Forward(ctx context.Context, ev events.CloudwatchLogsEvent) error 
 	var entries []Entry
 	for _, l := range data.LogEvents {
 		e, err := ParseLine(l.Message)
+		if err == nil && known && !emits(fn, KindOf(e)) {
+			// Not retried either: no function writes another's log group, so
+			// a flaw of fn's wrote this line, not its emitter.
+			b.log.LogAttrs(ctx, slog.LevelError, "forwarder: dropped an event its log group's function does not emit",
+				slog.String("log_group", data.LogGroup), slog.String("function", fn), slog.String("id", l.ID),
+				slog.String("source", e.Source), slog.String("detail_type", e.DetailType))
+			continue
+		}
 		if err != nil {
 			b.log.LogAttrs(ctx, slog.LevelWarn, "forwarder: skipped a line", slog.String("log_group", data.LogGroup),
 				slog.String("id", l.ID), slog.String("why", err.Error()))

@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // putEventsServer speaks EventBridge's PutEvents (JSON 1.1 over HTTP) and
@@ -280,12 +283,81 @@ func TestForwardTakesOnlyItsLogGroups(t *testing.T) {
 			LogEvents: []events.CloudwatchLogsLogEvent{{ID: "1", Message: string(line)}}})
 	}
 	srv := &putEventsServer{}
-	bus := newBus(t, srv, eventbus.WithLogGroups("/vst/admit", " /vst/booking", ""))
+	groups, err := eventbus.ParseLogGroups("admit=/vst/admit, enqueue=/vst/enqueue,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus := newBus(t, srv, eventbus.WithLogGroups(groups))
 	if err := bus.Forward(context.Background(), payload("/vst/status")); err != nil || len(srv.put) != 0 {
 		t.Fatalf("from another group: %v, put %+v; want nothing put and no retry", err, srv.put)
 	}
-	if err := bus.Forward(context.Background(), payload("/vst/booking")); err != nil || len(srv.put) != 1 {
+	if err := bus.Forward(context.Background(), payload("/vst/enqueue")); err != nil || len(srv.put) != 1 {
 		t.Fatalf("from its group: %v, put %+v; want the entry put", err, srv.put)
+	}
+}
+
+// TestForwardTakesOnlyTheKindsOfItsGroupsFunction: of a log group it takes,
+// the forwarder puts only the kinds of event the group's function emits, so
+// a flaw in one function (a line it writes that looks like an event) forges
+// none of another's: an order confirmed from the enqueue function's group,
+// an entry consumed from the booking function's. Before, any event of any
+// subscribed group went on the bus.
+func TestForwardTakesOnlyTheKindsOfItsGroupsFunction(t *testing.T) {
+	line := func(source, detailType string) events.CloudwatchLogsLogEvent {
+		e, err := eventbus.NewEntry(source, detailType, map[string]any{"room": "r"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(e)
+		return events.CloudwatchLogsLogEvent{ID: detailType, Message: string(b)}
+	}
+	groups, err := eventbus.ParseLogGroups("enqueue=/vst/enqueue,booking=/vst/booking,consume=/vst/consume")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &putEventsServer{}
+	var logs testkit.Buffer
+	bus := newBus(t, srv, eventbus.WithLogGroups(groups), eventbus.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	for group, lines := range map[string][]events.CloudwatchLogsLogEvent{
+		"/vst/enqueue": {line(eventbus.SourceAdmission, eventbus.TypeTick), line(eventbus.SourceBooking, "booking.order.confirmed")},
+		"/vst/booking": {line(eventbus.SourceAdmission, eventbus.TypeConsumed), line(eventbus.SourceBooking, "booking.order.confirmed")},
+		"/vst/consume": {line(eventbus.SourceAdmission, eventbus.TypeTick), line(eventbus.SourceAdmission, eventbus.TypeCompleted)},
+	} {
+		data := events.CloudwatchLogsData{MessageType: "DATA_MESSAGE", LogGroup: group, LogEvents: lines}
+		if err := bus.Forward(context.Background(), subscription(t, data)); err != nil {
+			t.Fatalf("%s: %v (a forged line is no reason to retry the batch)", group, err)
+		}
+	}
+	var put []string
+	for _, e := range srv.put {
+		put = append(put, e.DetailType)
+	}
+	slices.Sort(put)
+	if want := []string{eventbus.TypeTick, eventbus.TypeCompleted, "booking.order.confirmed"}; !slices.Equal(put, slices.Sorted(slices.Values(want))) {
+		t.Fatalf("put %v, want only %v: each from a function that emits it", put, want)
+	}
+	if n := strings.Count(logs.String(), "forwarder: dropped an event its log group's function does not emit"); n != 3 {
+		t.Fatalf("%d drops logged, want 3:\n%s", n, logs.String())
+	}
+}
+
+// Every function of the stack that emits events is in Emitters once, and
+// the forwarder's variable names each with its log group.
+func TestParseLogGroups(t *testing.T) {
+	seen := map[string]bool{}
+	for _, e := range eventbus.Emitters() {
+		if seen[e.Function] || len(e.Kinds) == 0 {
+			t.Errorf("emitter %s twice, or with no kind", e.Function)
+		}
+		seen[e.Function] = true
+	}
+	if got, err := eventbus.ParseLogGroups(""); err != nil || len(got) != 0 {
+		t.Errorf("unset: %v %v", got, err)
+	}
+	for _, bad := range []string{"/vst/admit", "status=/vst/status", "admit=", "admit=/g,poll=/g"} {
+		if _, err := eventbus.ParseLogGroups(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
 	}
 }
 

@@ -38,6 +38,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/operator"
 	"github.com/vestibule-dev/vestibule/internal/orders"
 	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/routes"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
@@ -80,7 +81,8 @@ type Options struct {
 // Stack is a running local stack.
 type Stack struct {
 	url, originURL, manualURL, adminKey string
-	plainURL, proxyURL, nginxURL        string // the other doors (doors.go)
+	plainURL, proxyURL, nginxURL        string                   // the other doors (doors.go)
+	credential                          func(room string) string // the rooms' origin credentials
 
 	rdb     redis.UniversalClient
 	mini    *miniredis.Miniredis
@@ -142,6 +144,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 
 	cfg.DefaultRoom.OriginURL = s.manualURL + "/"
 	origins := token.NewOrigins(keys.TicketSecret)
+	s.credential = origins.Credential
 	// Plain HTTP on this machine: the gate's cookie goes without Secure on a
 	// loopback host (and only there).
 	// The booking kit over the same Redis; its order events go out as JSON lines.
@@ -177,6 +180,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	// The gate's routes, which the demo site passes here (in AWS, CloudFront's
 	// /.vestibule/* behaviour of the protected site's distribution).
 	app.Handle(gate.VestibulePrefix, Gateway(h.Handle))
+	// The room as an OpenID Connect provider (oidc.go), on the waiting
+	// room's host as CloudFront's /oidc/* behaviour puts it.
+	app.Handle(routes.OIDCPrefix, Gateway(h.Handle))
 	app.Handle("/", http.FileServer(http.Dir(o.StaticDir)))
 	// The path form of a room's page (docs/PAGE.md), as CloudFront's function maps it.
 	page := func(w http.ResponseWriter, r *http.Request) {
@@ -341,7 +347,10 @@ func (s *Stack) demoRooms(ctx context.Context, q settingsPutter, cfg *room.Confi
 	}
 	manual := room.DefaultConfig()
 	manual.MaxActive, manual.AdmitPerMinute, manual.OriginURL = 5, 60, s.manualURL+"/"
-	return s.demoRoom(ctx, q, DemoAPIRoomID, manual)
+	if err := s.demoRoom(ctx, q, DemoAPIRoomID, manual); err != nil {
+		return err
+	}
+	return s.demoRoom(ctx, q, DemoOIDCRoomID, s.oidcDemoRoom())
 }
 
 // demoRoom puts a demo room's settings as the README gives them, whatever a

@@ -130,7 +130,7 @@ const ConsoleSettingsPath = "/console-settings.json"
 type ConsoleSetting struct {
 	Name    string           `json:"name"`
 	Doc     string           `json:"doc"`
-	Kind    string           `json:"kind"` // number, choice, url, time, boolean, page, text, color
+	Kind    string           `json:"kind"` // number, choice, url, time, boolean, page, text, color, list
 	Min     *int64           `json:"min,omitempty"`
 	Max     *int64           `json:"max,omitempty"`
 	MaxLen  int64            `json:"maxLength,omitempty"`
@@ -155,6 +155,8 @@ func consoleSettings(rows []room.Setting) []ConsoleSetting {
 			cs.Kind = "time"
 		case *room.Page:
 			cs.Kind = "page"
+		case []string:
+			cs.Kind = "list" // of URLs, one a line
 		case room.Mode:
 			cs.Kind, cs.Default = "choice", string(d)
 		case string:

@@ -104,7 +104,7 @@ func unknownVisitor(err error, id, ref string) error {
 	if errors.As(err, &e) && e.Code == "unknown_visitor" {
 		e.Message = fmt.Sprintf("room %s has no visitor with the reference %s (404 unknown_visitor)", id, ref)
 		e.Hint = "check it against the page's line \"Your reference, if you write to support\" (or \"Your lottery reference\"); " +
-			"a visitor is known for two days after the day they joined"
+			"a visitor is known until the end of the day after the one they joined on (UTC)"
 	}
 	return err
 }

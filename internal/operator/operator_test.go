@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -241,6 +242,14 @@ func TestParseSettings(t *testing.T) {
 	if got, err := ParseSettings([]string{"page=none"}); err != nil || got["page"] != nil {
 		t.Fatalf("clear page: %v %v", got, err)
 	}
+	// The redirect URIs are a list, comma-separated (or none to clear it).
+	if got, err := ParseSettings([]string{"oidcRedirectUris=https://a.example/cb, https://b.example/cb?x=1"}); err != nil ||
+		!slices.Equal(got["oidcRedirectUris"].([]string), []string{"https://a.example/cb", "https://b.example/cb?x=1"}) {
+		t.Fatalf("oidcRedirectUris: %v %v", got, err)
+	}
+	if got, err := ParseSettings([]string{"oidcRedirectUris=none"}); err != nil || got["oidcRedirectUris"] != nil {
+		t.Fatalf("clear oidcRedirectUris: %v %v", got, err)
+	}
 	for in, want := range map[string]string{
 		"maxActiv=5":       `unknown setting "maxActiv"`,
 		"MaxActive=5":      "did you mean maxActive?",
@@ -443,7 +452,7 @@ func TestConsoleSettingsAreTheTable(t *testing.T) {
 	if len(got.Settings) != len(rows) {
 		t.Fatalf("%d settings served, the table has %d", len(got.Settings), len(rows))
 	}
-	kinds := map[string]string{"maxActive": "number", "mode": "choice", "originUrl": "url", "opensAt": "time", "page": "page", "gate": "boolean"}
+	kinds := map[string]string{"oidcRedirectUris": "list", "maxActive": "number", "mode": "choice", "originUrl": "url", "opensAt": "time", "page": "page", "gate": "boolean"}
 	for i, r := range rows {
 		s := got.Settings[i]
 		if s.Name != r.Name || s.Kind == "" || (kinds[r.Name] != "" && s.Kind != kinds[r.Name]) {

@@ -15,7 +15,7 @@ import (
 // Setting is one room setting as the admin API names and types it.
 type Setting struct {
 	Name string // the JSON name, e.g. maxActive
-	Type string // "integer", "number", "boolean", "string", "time" or "object" (JSON, e.g. page)
+	Type string // "integer", "number", "boolean", "string", "time", "object" (JSON, e.g. page) or "list" (of strings)
 }
 
 var timeType = reflect.TypeFor[time.Time]()
@@ -52,6 +52,8 @@ func Settings() []Setting {
 			typ = "string"
 		case ft.Kind() == reflect.Struct:
 			typ = "object"
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
+			typ = "list"
 		default:
 			continue // not settable from the command line
 		}
@@ -63,7 +65,8 @@ func Settings() []Setting {
 // ParseSettings turns key=value pairs into the JSON object of a room PUT,
 // each value typed by its setting: integers, numbers, booleans, strings, and
 // times in RFC 3339 ("none" clears a time), objects as JSON ("none" clears
-// one: page='{"title":"Spring concert","accentColor":"#b3261e"}'). An unknown key, a repeated key or
+// one: page='{"title":"Spring concert","accentColor":"#b3261e"}'), lists
+// comma-separated ("none" clears one: oidcRedirectUris=https://a/cb,https://b/cb). An unknown key, a repeated key or
 // a value of the wrong type is an error naming it.
 func ParseSettings(pairs []string) (map[string]any, error) {
 	known := Settings()
@@ -80,50 +83,65 @@ func ParseSettings(pairs []string) (map[string]any, error) {
 		if _, dup := out[k]; dup {
 			return nil, &Error{Message: fmt.Sprintf("%s is given twice", k)}
 		}
-		s := known[i]
-		bad := func(want string) error {
-			return &Error{Message: fmt.Sprintf("%s=%s: %s must be %s", k, v, k, want)}
+		val, err := parseValue(known[i], k, v)
+		if err != nil {
+			return nil, err
 		}
-		if (s.Type == "time" || s.Type == "object") && (v == "" || v == "none" || v == "null") {
-			out[k] = nil // clears the setting
-			continue
-		}
-		switch s.Type {
-		case "integer":
-			n, err := strconv.ParseInt(strings.ReplaceAll(v, "_", ""), 10, 64)
-			if err != nil {
-				return nil, bad("a whole number")
-			}
-			out[k] = n
-		case "number":
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return nil, bad("a number")
-			}
-			out[k] = f
-		case "boolean":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return nil, bad("true or false")
-			}
-			out[k] = b
-		case "time":
-			t, err := time.Parse(time.RFC3339, v)
-			if err != nil {
-				return nil, bad("an RFC 3339 time such as 2026-12-01T10:00:00Z, or none")
-			}
-			out[k] = t
-		case "object":
-			var obj map[string]any
-			if err := json.Unmarshal([]byte(v), &obj); err != nil {
-				return nil, bad(`a JSON object such as '{"title":"Spring concert"}', or none`)
-			}
-			out[k] = json.RawMessage(v)
-		default:
-			out[k] = v
-		}
+		out[k] = val
 	}
 	return out, nil
+}
+
+// parseValue is the value v of the setting s (named k) as the PUT's JSON
+// takes it; nil clears a time, an object or a list.
+func parseValue(s Setting, k, v string) (any, error) {
+	bad := func(want string) error {
+		return &Error{Message: fmt.Sprintf("%s=%s: %s must be %s", k, v, k, want)}
+	}
+	if (s.Type == "time" || s.Type == "object" || s.Type == "list") && (v == "" || v == "none" || v == "null") {
+		return nil, nil // clears the setting
+	}
+	switch s.Type {
+	case "integer":
+		n, err := strconv.ParseInt(strings.ReplaceAll(v, "_", ""), 10, 64)
+		if err != nil {
+			return nil, bad("a whole number")
+		}
+		return n, nil
+	case "number":
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return nil, bad("a number")
+		}
+		return f, nil
+	case "boolean":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, bad("true or false")
+		}
+		return b, nil
+	case "time":
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return nil, bad("an RFC 3339 time such as 2026-12-01T10:00:00Z, or none")
+		}
+		return t, nil
+	case "object":
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(v), &obj); err != nil {
+			return nil, bad(`a JSON object such as '{"title":"Spring concert"}', or none`)
+		}
+		return json.RawMessage(v), nil
+	case "list":
+		list := []string{}
+		for p := range strings.SplitSeq(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				list = append(list, p)
+			}
+		}
+		return list, nil
+	}
+	return v, nil
 }
 
 func unknownSetting(k string, known []Setting) error {

@@ -49,7 +49,8 @@ type Setting struct {
 	// Default is the setting's value in DefaultConfig, of its Config field's
 	// type: int64 for a number, Mode, string (originUrl: "", there is no default
 	// origin), *time.Time (opensAt: nil, no opening time), *Page (page: nil,
-	// the waiting page's own texts) or bool (gate: false).
+	// the waiting page's own texts), bool (gate: false) or []string
+	// (oidcRedirectUris: nil).
 	Default any
 
 	reset  func(*Config)         // sets the default
@@ -274,6 +275,13 @@ var settings = []Setting{
 	setting("inviteOnly", "only holders of an invitation may join (docs/API.md, \"Invitations\"); a join without one is refused",
 		func(c *Config) *bool { return &c.InviteOnly }, false, encodeBool, decodeBool,
 		func(bool) string { return "" }),
+	// Redis keeps it as JSON text, "" for none (oidc.go).
+	func() Setting {
+		s := setting("oidcRedirectUris", "the room as an OpenID Connect provider: the exact redirect URIs a relying party may name (none: no authorization request is accepted)",
+			func(c *Config) *[]string { return &c.OIDCRedirectURIs }, nil, encodeRedirectURIs, decodeRedirectURIs, checkRedirectURIs)
+		s.MaxLen = MaxOIDCRedirectURILen
+		return s
+	}(),
 }
 
 // minIdleSeconds is the shortest sessionIdleSeconds: the gate renews a

@@ -48,6 +48,11 @@ type Engine interface {
 	RemoveScheduled(ctx context.Context, room, id string) error
 	RestoreSchedule(ctx context.Context, room string, cs []ScheduledChange) error
 	DropSchedule(ctx context.Context, room string) error
+	// ScheduleCopy reads the schedule with its version (every change of it
+	// makes a new one) and the version last known to be in the durable
+	// store; ScheduleStored records that the store holds a version.
+	ScheduleCopy(ctx context.Context, room string) (cs []ScheduledChange, version, stored int64, err error)
+	ScheduleStored(ctx context.Context, room string, version int64) error
 
 	// Invitations, and the support's visitor lookup.
 	Invitation(ctx context.Context, room, id string) (InvitationState, error)

@@ -87,6 +87,10 @@ type Config struct {
 	// InviteOnly says only holders of an invitation may join (invitation.go):
 	// a join without one is refused with ErrInvitationRequired.
 	InviteOnly bool `json:"inviteOnly"`
+	// OIDCRedirectURIs are where the room, as an OpenID Connect provider
+	// (oidc.go), may send a relying party's visitor back with a code: exact
+	// URIs; none (the default) refuses every authorization request.
+	OIDCRedirectURIs []string `json:"oidcRedirectUris,omitempty"`
 }
 
 // State is where a visitor stands.

@@ -48,10 +48,15 @@ var (
 	ErrChangeBusy = errors.New("room: the scheduled change is being applied")
 )
 
-// SortSchedule orders changes by time, then id.
+// SortSchedule orders changes by time, then in the order they were planned
+// (CreatedAt), then by id: changes due at one instant apply in that order,
+// so the one planned last has the last word.
 func SortSchedule(cs []ScheduledChange) {
 	slices.SortFunc(cs, func(a, b ScheduledChange) int {
 		if c := a.At.Compare(b.At); c != 0 {
+			return c
+		}
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
 		}
 		return bytes.Compare([]byte(a.ID), []byte(b.ID))
@@ -132,6 +137,9 @@ func ApplySettings(cfg Config, settings json.RawMessage) (Config, error) {
 		page := *cfg.Page
 		cfg.Page = &page
 	}
+	// A list given is decoded into the slice it replaces: a copy, so the
+	// caller's config keeps its own.
+	cfg.OIDCRedirectURIs = slices.Clone(cfg.OIDCRedirectURIs)
 	d := json.NewDecoder(bytes.NewReader(settings))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&cfg); err != nil {

@@ -69,6 +69,7 @@ type Scripter interface {
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
 	ZAdd(ctx context.Context, key string, members ...redis.Z) *redis.IntCmd
 	Pipeline() redis.Pipeliner
+	TxPipeline() redis.Pipeliner
 }
 
 var _ Scripter = (redis.UniversalClient)(nil)
@@ -333,7 +334,8 @@ func clientHash(client string) string {
 
 // Leave removes the ticket's holder from the queue for good.
 func (e *Engine) Leave(ctx context.Context, t room.Ticket) error {
-	reply, err := e.run(ctx, leaveCmd, t.Room, e.nowMS(), strconv.FormatInt(t.Seq, 10), score(t))
+	now := e.nowMS()
+	reply, err := e.runKeys(ctx, leaveCmd, t.Room, []string{KeysFor(t.Room).Served(now)}, now, strconv.FormatInt(t.Seq, 10), score(t))
 	if err != nil {
 		return err
 	}
@@ -352,7 +354,8 @@ func (e *Engine) Leave(ctx context.Context, t room.Ticket) error {
 // ErrWrongAudience, ErrUnknownGrant, ErrAlreadyConsumed, ErrGrantExpired,
 // ErrUnavailable.
 func (e *Engine) Consume(ctx context.Context, roomID string, seq int64, audience string) (room.Session, error) {
-	reply, err := e.run(ctx, consumeCmd, roomID, e.nowMS(), strconv.FormatInt(seq, 10), audience)
+	now := e.nowMS()
+	reply, err := e.runKeys(ctx, consumeCmd, roomID, []string{KeysFor(roomID).Served(now)}, now, strconv.FormatInt(seq, 10), audience)
 	if err != nil {
 		return room.Session{}, err
 	}
@@ -387,7 +390,8 @@ func sessionReply(s script, roomID string, reply []any) (room.Session, error) {
 // Errors: ErrUnknownRoom, ErrWrongAudience, ErrUnknownGrant (already ended or
 // expired), ErrUnavailable.
 func (e *Engine) Complete(ctx context.Context, roomID string, seq int64, audience string) error {
-	reply, err := e.run(ctx, completeCmd, roomID, e.nowMS(), strconv.FormatInt(seq, 10), audience)
+	now := e.nowMS()
+	reply, err := e.runKeys(ctx, completeCmd, roomID, []string{KeysFor(roomID).Served(now)}, now, strconv.FormatInt(seq, 10), audience)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -259,7 +260,7 @@ func TestSettingsHoldAtOnce(t *testing.T) {
 						}
 					case err != nil:
 						rt.Fatalf("join %d: %v", i, err)
-					case p.Config != cfg:
+					case !reflect.DeepEqual(p.Config, cfg):
 						rt.Fatalf("join %d answered under settings %+v, want the stored %+v", i, p.Config, cfg)
 					case proof.Nonce != "":
 						spent[proof.Nonce] = true

@@ -45,10 +45,20 @@ func (k Keys) InvitationLog() string { return k.Config[:len(k.Config)-len("cfg")
 func refDay(ms int64) int64 { return ms / 86_400_000 }
 
 // Refs is the key of the reference hash of the day of nowMS (HASH: visitor id
-// -> sequence, expiring two days after its day ends: lib.lua remember), which
+// -> sequence, expiring at the end of the next day: lib.lua remember), which
 // a support lookup reads (Engine.Visitor).
 func (k Keys) Refs(nowMS int64) string {
 	return k.Config[:len(k.Config)-len("cfg")] + "ref:" + strconv.FormatInt(refDay(nowMS), 10)
+}
+
+// Served is the key of the record of the room's visitors served on the day
+// of nowMS (SET: HeartbeatField of each sequence whose grant was consumed or
+// given up, expiring at the end of the second day after its day: lib.lua
+// serve). used keeps a grant only until its token would have expired; this
+// keeps it served as long as a lookup can find its visitor (servedDays), so
+// support never restores a served place (restore.lua).
+func (k Keys) Served(nowMS int64) string {
+	return k.Config[:len(k.Config)-len("cfg")] + "served:" + strconv.FormatInt(refDay(nowMS), 10)
 }
 
 // Refs is the arrival shard's reference hash of the day of nowMS, for the

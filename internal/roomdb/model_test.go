@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -508,7 +509,7 @@ func (m *model) config() {
 	}
 	m.cfg = c
 	m.putConfig()
-	if got, err := m.eng.GetConfig(m.ctx, m.room); err != nil || got != m.cfg {
+	if got, err := m.eng.GetConfig(m.ctx, m.room); err != nil || !reflect.DeepEqual(got, m.cfg) {
 		m.rt.Fatalf("GetConfig after a live change = %+v, %v; want %+v", got, err, m.cfg)
 	}
 }

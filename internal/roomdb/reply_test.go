@@ -1,6 +1,7 @@
 package roomdb
 
 import (
+	"reflect"
 	"regexp"
 	"slices"
 	"testing"
@@ -43,7 +44,7 @@ func TestSettingsPairs(t *testing.T) {
 	c := room.DefaultConfig()
 	c.OriginURL = "https://shop.example.com/checkout"
 	got, err := decodePairs(EncodeConfig(c))
-	if err != nil || got != c {
+	if err != nil || !reflect.DeepEqual(got, c) {
 		t.Errorf("defaults through the Redis encoding: %+v, %v; want %+v", got, err, c)
 	}
 	if _, err := decodePairs([]any{"maxActive"}); err == nil {

@@ -23,8 +23,9 @@ import (
 
 // Trail is the key of the room's trail of the day of nowMS (HASH: field =
 // HeartbeatField(seq), value = the last poll and the admission, ms, 6 bytes
-// each, 0 for none), expiring two days after its day ends, as the
-// references do.
+// each, 0 for none), expiring at the end of the second day after its
+// day, as the served records do (Keys.Served): a day after the references
+// of that day, whatever the clocks.
 func (k Keys) Trail(nowMS int64) string {
 	return k.Config[:len(k.Config)-len("cfg")] + "trail:" + strconv.FormatInt(refDay(nowMS), 10)
 }

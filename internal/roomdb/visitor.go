@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,27 +18,47 @@ import (
 // Support lookup (docs/OPERATING.md, "Support lookup"): the waiting page
 // shows a visitor their visitor id as the reference; every join records it
 // against its sequence in the reference hash of its day (lib.lua remember:
-// the room's, or the arrival shard's that took the join), kept two days
-// after the day ends. From the sequence the room's keys say the rest.
+// the room's, or the arrival shard's that took the join), kept until the end
+// of the next day; a bypass invitation's join records its sequence after
+// a "b". From the sequence the room's keys say the rest, with the served
+// records (Keys.Served), which outlive the references.
 
 var (
 	visitorCmd = lua.NewScript("visitor", lua.Visitor)
 	restoreCmd = lua.NewScript("restore", lua.Restore)
 )
 
-// refDays is how many days back a lookup reads: today's hash and the two
+// refDays is how many days back a lookup reads: today's hash and the one
 // before it, which is as long as they live.
-const refDays = 3
+const refDays = 2
+
+// servedDays is how many days of served records a lookup and a restore read:
+// one more than refDays, since a grant is served on the day of its join or
+// later, by a clock that may differ from the join's by a little (lib.lua
+// serve keeps each a day longer than the references of its day).
+const servedDays = refDays + 1
+
+// servedKeys are the room's served records a lookup at nowMS reads: today's
+// and those of the servedDays - 1 days before.
+func servedKeys(roomID string, nowMS int64) []string {
+	k := KeysFor(roomID)
+	out := make([]string, servedDays)
+	for d := range int64(servedDays) {
+		out[d] = k.Served(nowMS - d*86_400_000)
+	}
+	return out
+}
 
 var visitorRef = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
-// seqOf finds the sequence of a visitor's join in the reference hashes.
-func (e *Engine) seqOf(ctx context.Context, roomID, visitor string) (int64, error) {
+// seqOf finds the sequence of a visitor's join in the reference hashes, and
+// whether it was a bypass invitation's (bypass.lua).
+func (e *Engine) seqOf(ctx context.Context, roomID, visitor string) (seq int64, bypass bool, err error) {
 	if !room.ValidRoomID(roomID) {
-		return 0, room.ErrInvalidRoom
+		return 0, false, room.ErrInvalidRoom
 	}
 	if !visitorRef.MatchString(visitor) {
-		return 0, room.ErrUnknownVisitor
+		return 0, false, room.ErrUnknownVisitor
 	}
 	now := e.nowMS()
 	p := e.rdb.Pipeline()
@@ -50,33 +71,35 @@ func (e *Engine) seqOf(ctx context.Context, roomID, visitor string) (int64, erro
 		}
 	}
 	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("%w: look up %s: %w", room.ErrUnavailable, roomID, err)
+		return 0, false, fmt.Errorf("%w: look up %s: %w", room.ErrUnavailable, roomID, err)
 	}
 	for _, c := range cmds {
-		if seq, err := strconv.ParseInt(c.Val(), 10, 64); err == nil && seq > 0 {
-			return seq, nil
+		v, bypass := strings.CutPrefix(c.Val(), "b")
+		if seq, err := strconv.ParseInt(v, 10, 64); err == nil && seq > 0 {
+			return seq, bypass, nil
 		}
 	}
-	return 0, room.ErrUnknownVisitor
+	return 0, false, room.ErrUnknownVisitor
 }
 
 // Visitor is where the visitor whose reference (visitor id) is given stands
 // in the room, with the times the engine holds; room.ErrUnknownVisitor when
-// no join of the last two days has that reference.
+// no join of today or yesterday has that reference.
 func (e *Engine) Visitor(ctx context.Context, roomID, visitor string) (room.VisitorState, error) {
-	seq, err := e.seqOf(ctx, roomID, visitor)
+	seq, _, err := e.seqOf(ctx, roomID, visitor)
 	if err != nil {
 		return room.VisitorState{}, err
 	}
 	m := strconv.FormatInt(seq, 10)
-	reply, err := e.run(ctx, visitorCmd, roomID, m, e.nowMS())
+	now := e.nowMS()
+	reply, err := e.runKeys(ctx, visitorCmd, roomID, servedKeys(roomID, now), m, now)
 	if err != nil {
 		return room.VisitorState{}, err
 	}
 	if word(reply) == wordNoRoom {
 		return room.VisitorState{}, room.ErrUnknownRoom
 	}
-	if len(reply) != 10 || str(reply[0]) != wordOK {
+	if len(reply) != 11 || str(reply[0]) != wordOK {
 		return room.VisitorState{}, unexpected(visitorCmd, reply)
 	}
 	v := room.VisitorState{Room: roomID, Visitor: visitor, Seq: seq,
@@ -148,6 +171,12 @@ func readVisitor(v *room.VisitorState, reply []any, now time.Time) {
 		v.State, v.Consumed, v.SessionEnd = "active", true, ends
 	case used != "":
 		v.State, v.Consumed = "served", true
+	case str(reply[10]) == "1":
+		v.State, v.Consumed = "served", true // after used let it go
+	case str(reply[10]) == "floor":
+		// Admitted or passed over before a loss of Redis (at or below the
+		// floor): served, or not, nobody can tell; never restored.
+		v.State = "served"
 	case left != "":
 		v.State = "left"
 	default:
@@ -159,15 +188,22 @@ func readVisitor(v *room.VisitorState, reply []any, now time.Time) {
 
 // RestorePlace gives the visitor back a lost place (evicted, left, an
 // unclaimed grant that expired, a place the head passed): at its sequence,
-// so below the head it is the next admitted, within maxActive (I1). A
-// visitor still waiting, admitted, active or served gets room.ErrPlaceStands.
-// The caller audits it (who, why).
+// or ahead of the line for a bypass invitation's join, so below the head it
+// is the next admitted, within maxActive (I1). A visitor still waiting,
+// admitted, active or served (for as long as a lookup finds them:
+// Keys.Served), or whose ticket a loss of Redis left at or below the room's
+// floor, gets room.ErrPlaceStands. The caller audits it (who, why).
 func (e *Engine) RestorePlace(ctx context.Context, roomID, visitor string) (room.VisitorState, error) {
-	seq, err := e.seqOf(ctx, roomID, visitor)
+	seq, bypass, err := e.seqOf(ctx, roomID, visitor)
 	if err != nil {
 		return room.VisitorState{}, err
 	}
-	reply, err := e.run(ctx, restoreCmd, roomID, e.nowMS(), strconv.FormatInt(seq, 10))
+	now := e.nowMS()
+	flag := ""
+	if bypass {
+		flag = "1"
+	}
+	reply, err := e.runKeys(ctx, restoreCmd, roomID, servedKeys(roomID, now), now, strconv.FormatInt(seq, 10), flag)
 	if err != nil {
 		return room.VisitorState{}, err
 	}
@@ -182,13 +218,16 @@ func (e *Engine) RestorePlace(ctx context.Context, roomID, visitor string) (room
 	return room.VisitorState{}, unexpected(restoreCmd, reply)
 }
 
-// dropRefs deletes the room's reference hashes (Delete): no lookup finds a
-// visitor of a deleted room. Its invitations' uses and revocations stay: an
-// invitation is signed under a key of the room's id, so it would verify for
-// a room created again under it.
+// dropRefs deletes the room's reference hashes and served records
+// (Delete): no lookup finds a visitor of a deleted room. Its invitations'
+// uses and revocations stay: an invitation is signed under a key of the
+// room's id, so it would verify for a room created again under it.
 func (e *Engine) dropRefs(ctx context.Context, roomID string) error {
 	now := e.nowMS()
 	p := e.rdb.Pipeline()
+	for _, k := range servedKeys(roomID, now) {
+		p.Del(ctx, k)
+	}
 	for d := range int64(refDays) {
 		at := now - d*86_400_000
 		p.Del(ctx, KeysFor(roomID).Refs(at))

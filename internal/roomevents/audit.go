@@ -3,12 +3,13 @@ package roomevents
 import (
 	"context"
 
+	"github.com/vestibule-dev/vestibule/internal/eventbus"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
 // TypeRoomChanged is the event of an admin change of a room (a PUT of its
 // settings, a drain, a delete), its detail a RoomChangedEvent.
-const TypeRoomChanged = "admission.room.changed"
+const TypeRoomChanged = eventbus.TypeRoomChanged
 
 // RoomChangedEvent is an audit entry (room.AuditEntry) with its room.
 type RoomChangedEvent struct {

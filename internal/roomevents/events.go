@@ -15,12 +15,13 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// The detail-types of admission events (source eventbus.SourceAdmission);
-// docs/API.md, "Events", shows each.
+// The detail-types of admission events (source eventbus.SourceAdmission),
+// spelled in package eventbus, whose forwarder checks which function emits
+// which; docs/API.md, "Events", shows each.
 const (
-	TypeTick      = "admission.tick"              // a tick of one room that changed something
-	TypeConsumed  = "admission.entry.consumed"    // an entry token redeemed: the grant became a session
-	TypeCompleted = "admission.session.completed" // the origin completed a session (or gave up an unused grant)
+	TypeTick      = eventbus.TypeTick      // a tick of one room that changed something
+	TypeConsumed  = eventbus.TypeConsumed  // an entry token redeemed: the grant became a session
+	TypeCompleted = eventbus.TypeCompleted // the origin completed a session (or gave up an unused grant)
 )
 
 // TickEvent is the detail of admission.tick: what one tick did to one room.

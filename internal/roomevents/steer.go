@@ -6,13 +6,14 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/vestibule-dev/vestibule/internal/eventbus"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
 // The detail-types of the room's own steering (docs/ENGINE.md, "Steering").
 const (
-	TypeNet  = "admission.net"  // an auto room's safety net switched on or off
-	TypePace = "admission.pace" // the pace that follows the origin stepped (a back-off, or a new why)
+	TypeNet  = eventbus.TypeNet  // an auto room's safety net switched on or off
+	TypePace = eventbus.TypePace // the pace that follows the origin stepped (a back-off, or a new why)
 )
 
 // SteeredBy is the Who of the audit entries the room makes itself.

@@ -29,7 +29,7 @@ const IdempotencyHeader = "Idempotency-Key"
 // path, slashes and all (API Gateway's greedy variable).
 type Route struct {
 	Method   string // GET, POST, PUT, DELETE; Any for every method
-	Path     string // e.g. /api/rooms/{room}/enqueue; under /api/ or, for the edge gate, /.vestibule/
+	Path     string // e.g. /api/rooms/{room}/enqueue; under /api/, /oidc/ (OIDCPrefix) or, for the edge gate, /.vestibule/
 	Function string // the function API Gateway sends it to
 	Admin    bool   // IAM-authorised in AWS, the admin key locally
 	// Sampled marks a hot route (a waiting visitor polls every few seconds,
@@ -113,6 +113,17 @@ var (
 	// sends the original's; {path+} is the proxy's name and, for Envoy, the
 	// original path after it.
 	GateCheck = Route{Method: Any, Path: "/api/gate/check/{path+}", Function: Consume, Sampled: true}
+	// The room as an OpenID Connect provider (docs/GATE.md, "OpenID Connect"):
+	// its issuer is <waiting room>/oidc/{room}, on the waiting room's own
+	// distribution. authorize and continue answer a person (HTML errors), token
+	// and userinfo a relying party (OAuth's JSON errors).
+	OIDCDiscovery     = Route{Method: "GET", Path: "/oidc/{room}/.well-known/openid-configuration", Function: Consume}
+	OIDCAuthorize     = Route{Method: "GET", Path: "/oidc/{room}/authorize", Function: Consume}
+	OIDCAuthorizePost = Route{Method: "POST", Path: "/oidc/{room}/authorize", Function: Consume}
+	OIDCContinue      = Route{Method: "POST", Path: "/oidc/{room}/continue", Function: Consume}
+	OIDCToken         = Route{Method: "POST", Path: "/oidc/{room}/token", Function: Consume}
+	OIDCUserinfo      = Route{Method: "GET", Path: "/oidc/{room}/userinfo", Function: Consume}
+	OIDCUserinfoPost  = Route{Method: "POST", Path: "/oidc/{room}/userinfo", Function: Consume}
 )
 
 // Any is the method of a route that takes every method.
@@ -158,8 +169,19 @@ var All = []Route{
 	GateLeavePage,
 	GateRenew,
 	GateCheck,
+	OIDCDiscovery,
+	OIDCAuthorize,
+	OIDCAuthorizePost,
+	OIDCContinue,
+	OIDCToken,
+	OIDCUserinfo,
+	OIDCUserinfoPost,
 }
 
-// GatePrefix is where the edge gate's routes live on a protected site; every
-// other route is under /api/.
+// GatePrefix is where the edge gate's routes live on a protected site; the
+// OIDC provider's are under OIDCPrefix; every other route is under /api/.
 const GatePrefix = "/.vestibule/"
+
+// OIDCPrefix is where the OIDC provider's routes live, on the waiting room's
+// host.
+const OIDCPrefix = "/oidc/"

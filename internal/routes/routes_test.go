@@ -75,8 +75,12 @@ func TestRoutesNameRealFunctions(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(root, "functions", r.Function, "main.go")); err != nil {
 			t.Errorf("%s: function %q has no functions/%s/main.go", r.Key(), r.Function, r.Function)
 		}
-		if !(strings.HasPrefix(r.Path, "/api/") || strings.HasPrefix(r.Path, routes.GatePrefix)) || r.HasRoom() != strings.Contains(r.Path, "/{room}") {
-			t.Errorf("%s: path outside /api/ and %s, or a malformed {room} segment", r.Key(), routes.GatePrefix)
+		if !(strings.HasPrefix(r.Path, "/api/") || strings.HasPrefix(r.Path, routes.GatePrefix) || strings.HasPrefix(r.Path, routes.OIDCPrefix)) ||
+			r.HasRoom() != strings.Contains(r.Path, "/{room}") {
+			t.Errorf("%s: path outside /api/, %s and %s, or a malformed {room} segment", r.Key(), routes.GatePrefix, routes.OIDCPrefix)
+		}
+		if strings.HasPrefix(r.Path, routes.OIDCPrefix) && (!strings.HasPrefix(r.Path, routes.OIDCPrefix+"{room}/") || r.Admin || r.Function != routes.Consume) {
+			t.Errorf("%s: an OIDC route is the room's issuer's (%s{room}/…), public, on the consume function", r.Key(), routes.OIDCPrefix)
 		}
 		if strings.HasPrefix(r.Path, routes.GatePrefix) && (r.HasRoom() || r.Admin || r.Function != routes.Consume) {
 			t.Errorf("%s: the gate's routes carry no room, are not admin routes, and are the consume function's", r.Key())

@@ -284,6 +284,7 @@ function localInput(iso) {
 
 // settingValue reads a settings control as the API wants it.
 function settingValue(input) {
+  if (input.dataset.list) return listOf(input.value);
   if (input.type === 'number') return Number(input.value);
   if (input.type === 'checkbox') return input.checked;
   if (input.type === 'datetime-local') return input.value ? new Date(input.value).toISOString() : null;
@@ -292,10 +293,18 @@ function settingValue(input) {
 
 // sameSetting reports whether a control shows the setting's value v.
 function sameSetting(input, v) {
+  if (input.dataset.list) return (listOf(input.value) || []).join(' ') === (v || []).join(' ');
   if (input.type === 'checkbox') return input.checked === Boolean(v);
   if (input.type === 'datetime-local') return input.value === localInput(v);
   if (input.type === 'number') return input.value !== '' && Number(input.value) === v;
   return input.value.trim() === String(v ?? '');
+}
+
+// listOf reads a list setting's control (oidcRedirectUris): one item a
+// line (or separated by spaces or commas); none is null, which clears it.
+function listOf(text) {
+  const items = text.split(/[\s,]+/).filter(Boolean);
+  return items.length ? items : null;
 }
 
 // table is the API's settings table (/console-settings.json): each setting
@@ -339,6 +348,11 @@ function settingsFields(form) {
     if (s.kind === 'choice') {
       input = document.createElement('select');
       for (const c of s.choices) input.append(new Option(c, c));
+    } else if (s.kind === 'list') {
+      input = document.createElement('textarea');
+      input.rows = 2;
+      input.dataset.list = '1';
+      div.className = 'field wide';
     } else {
       input = document.createElement('input');
       input.type = { number: 'number', url: 'url', time: 'datetime-local', boolean: 'checkbox' }[s.kind] || 'text';
@@ -359,6 +373,7 @@ function fillForms(card) {
   for (const input of card.el.querySelectorAll('.settings [data-setting]')) {
     const k = input.dataset.setting;
     if (input.type === 'checkbox') input.checked = Boolean(c[k]);
+    else if (input.dataset.list) input.value = (c[k] || []).join('\n');
     else input.value = input.type === 'datetime-local' ? localInput(c[k]) : (c[k] ?? '');
   }
   const msg = messageOf(c.page?.message);
@@ -374,6 +389,7 @@ function shownSetting(k, v) {
   if (v === null || v === undefined || v === '') return 'none';
   if (typeof v === 'number') return n(v);
   if (typeof v === 'boolean') return v ? 'on' : 'off';
+  if (Array.isArray(v)) return v.join(', ');
   if (k === 'opensAt') return clockFmt.format(Date.parse(v));
   return String(v);
 }

@@ -13,6 +13,7 @@ import * as turn from './turn.js';
 import * as watch from './watch.js';
 import { ticketRef } from './ticket.js';
 import { drawOf, check } from './draw.js';
+import * as oidc from './oidc.js';
 
 const ROOM_RE = /^[A-Za-z0-9_-]{1,64}$/;
 const MOVE_DELAY_MS = 1500;        // long enough to read "It's your turn"
@@ -512,10 +513,12 @@ async function accepted(r, saved) {
   if (r.state === 'admitted') {
     storage.del(TICKET); // spent: coming back later starts a new visit
     nextAt = 0;          // nothing more to poll: a tab coming back to view must not ask again
-    // A gated room: post the token to the site's /.vestibule/enter, which sets
+    // Sent by a site's OpenID Connect sign-in: post the token to the room's
+    // /oidc/<room>/continue, which answers the site with a code (oidc.js). A
+    // gated room: post the token to the site's /.vestibule/enter, which sets
     // the gate's cookie (docs/GATE.md). Otherwise the fragment, which never
     // reaches server logs or Referer headers.
-    const form = enterForm(r.enterUrl, r.entryToken);
+    const form = oidc.continueForm(room, r.entryToken) || enterForm(r.enterUrl, r.entryToken);
     target = form ? form.action : safeTarget(r.originUrl, r.entryToken);
     publish({ ...v, moving: !!target });
     if (form) $('go').onclick = e => { e.preventDefault(); submitOnce(form); };
@@ -816,8 +819,9 @@ function leave() {
 function lead() {
   body.dataset.leader = '1';
   const last = storage.get(VIEW);
-  if (!storage.get(TICKET) && last && ENDED.includes(last.state) && Date.now() - (last.at || 0) < ENDED_KEEP_MS) {
-    // A finished visit stays finished until the visitor asks again.
+  if (!oidc.request && !storage.get(TICKET) && last && ENDED.includes(last.state) && Date.now() - (last.at || 0) < ENDED_KEEP_MS) {
+    // A finished visit stays finished until the visitor asks again (a site's
+    // sign-in that sends the visitor here again is asking: its session ended).
     const v = ended(last);
     if (v !== last) storage.set(VIEW, v);
     render(v);

@@ -32,7 +32,7 @@ var Answers = httpapi.Answers{
 	{Err: room.ErrInvitationInvalid, Status: http.StatusForbidden, Code: "invitation_invalid", Message: "the invitation is invalid, expired or for another room"},
 	{Err: room.ErrInvitationRevoked, Status: http.StatusForbidden, Code: "invitation_revoked", Message: "the invitation was revoked"},
 	{Err: room.ErrInvitationUsedUp, Status: http.StatusForbidden, Code: "invitation_used", Message: "every use of the invitation was taken"},
-	{Err: room.ErrUnknownVisitor, Status: http.StatusNotFound, Code: "unknown_visitor", Message: "no visitor of the last two days has that reference"},
+	{Err: room.ErrUnknownVisitor, Status: http.StatusNotFound, Code: "unknown_visitor", Message: "no visitor who joined today or yesterday has that reference"},
 	{Err: room.ErrPlaceStands, Status: http.StatusConflict, Code: "place_not_lost", Message: "the visitor still waits, holds a grant or a session, or was served: nothing to restore"},
 	{Err: room.ErrChallengeSpent, Status: http.StatusForbidden, Code: "challenge_used", Message: "this join challenge was used already; solve a new one"},
 	{Err: room.ErrRateLimited, Status: http.StatusTooManyRequests, Code: "rate_limited", Message: "too many requests, retry later",

@@ -209,11 +209,17 @@ func NewHandler(q api.Queue, keys *token.Keys, c config.Config, o Options) *api.
 	if ring, err := keys.GateKeys(); err == nil {
 		gateOpts = &api.GateOptions{Keys: ring, InsecureLoopback: o.InsecureLoopback}
 	}
+	entries := token.NewEntries(keys.Entry, c.Issuer)
+	provider, err := token.NewOIDC(keys.TicketSecret, entries)
+	if err != nil {
+		provider = nil // no ticket secret to seal with: the provider's routes answer 404
+	}
 	return api.New(api.Options{
 		Gate:         gateOpts,
+		OIDC:         provider,
 		Queue:        q,
 		Tickets:      token.NewTickets(keys.TicketSecret, c.Issuer),
-		Entries:      token.NewEntries(keys.Entry, c.Issuer),
+		Entries:      entries,
 		Origins:      token.NewOrigins(keys.TicketSecret),
 		Challenges:   challenge.New(keys.TicketSecret),
 		Sessions:     token.NewBookingSessions(keys.TicketSecret, c.Issuer),
