@@ -78,14 +78,18 @@ func contains(s string, parts ...string) bool {
 
 // An open Schedule section follows the room: a change the ticks applied
 // leaves the list without the section being opened again; Cancel on a
-// change listed before it applied says when it was applied.
+// change listed before it applied says when it was applied. The stack's
+// clock stands still but where the test moves it past a change's time,
+// once the console lists the change.
 func TestConsoleScheduleFollowsAppliedChanges(t *testing.T) {
-	s := stack(t)
+	clock := testkit.FixedClock(time.Now().UTC().Truncate(time.Second))
+	s := stackAt(t, clock)
 	id := newRoom(t, s, nil)
 	card := fmt.Sprintf(`document.querySelector('[data-room=%q]')`, id)
 	plan := func() string {
 		t.Helper()
-		out, errs, code := vestibule(t, s, "rooms", "schedule", id, "--at", "+3s", "admitPerMinute=90")
+		at := clock.Now().Add(time.Minute).Format(time.RFC3339)
+		out, errs, code := vestibule(t, s, "rooms", "schedule", id, "--at", at, "admitPerMinute=90")
 		if code != 0 {
 			t.Fatalf("schedule: %d %q %q", code, out, errs)
 		}
@@ -93,6 +97,7 @@ func TestConsoleScheduleFollowsAppliedChanges(t *testing.T) {
 	}
 	applied := func() {
 		t.Helper()
+		clock.Advance(2 * time.Minute)
 		if !testkit.WaitFor(30*time.Second, func() bool {
 			out, _, _ := vestibule(t, s, "rooms", "schedule", id)
 			return strings.Contains(out, "nothing scheduled")

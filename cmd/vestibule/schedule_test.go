@@ -49,7 +49,8 @@ func TestScheduledChangeFromTheCommandLine(t *testing.T) {
 	if out, errs, code = vestibule(t, s, "rooms", "unschedule", id, change); code != 0 || !strings.Contains(out, "cancelled "+change) {
 		t.Fatalf("unschedule: %d %q %q", code, out, errs)
 	}
-	if _, errs, code = vestibule(t, s, "rooms", "unschedule", id, change); code != 1 || !strings.Contains(errs, "scheduled change") {
+	if _, errs, code = vestibule(t, s, "rooms", "unschedule", id, change); code != 1 || !strings.Contains(errs, "was cancelled at") ||
+		!strings.Contains(errs, "unknown_change") {
 		t.Fatalf("unschedule again: %d %q", code, errs)
 	}
 	if _, errs, code = vestibule(t, s, "rooms", "schedule", id, "--at", "tomorrow", "mode=closed"); code != 2 {
