@@ -45,7 +45,7 @@ func (e *Engine) history(ctx context.Context, roomID string) ([]room.HistoryPoin
 	}
 	now := e.nowMS() / 60000
 	fresh := func(minute int64) bool { return minute > now-room.HistoryMinutes && minute <= now }
-	by := map[int64]*room.HistoryPoint{}
+	by, waits, peaks := historyFields(all.Val(), fresh)
 	point := func(minute int64) *room.HistoryPoint {
 		p := by[minute]
 		if p == nil {
@@ -54,35 +54,14 @@ func (e *Engine) history(ctx context.Context, roomID string) ([]room.HistoryPoin
 		}
 		return p
 	}
-	waits := map[int64]room.WaitHistogram{}
-	peaks := map[int64]int64{}
-	for f, v := range all.Val() {
-		if strings.HasPrefix(f, "p") {
-			if minute, most, ok := parsePeak(v); ok && fresh(minute) {
-				peaks[minute] = most
-			}
-			continue
-		}
-		if strings.HasPrefix(f, "w") {
-			if minute, h, ok := parseWaits(v); ok && fresh(minute) {
-				waits[minute] = h
-			}
-			continue
-		}
-		if minute, p, ok := parsePoint(v); ok && fresh(minute) {
-			*point(minute) = p
-		}
-	}
 	if minute, h, ok := currentWaits(cur.Val()); ok && fresh(minute) {
 		waits[minute] = h
 	}
 	for minute, h := range waits {
 		point(minute).Waits = h
 	}
-	if pv := peak.Val(); len(pv) == 2 && pv[0] != nil && pv[1] != nil {
-		if minute, most, ok := parsePeak(fmt.Sprint(pv[0]) + ":" + fmt.Sprint(pv[1])); ok && fresh(minute) {
-			peaks[minute] = max(peaks[minute], most)
-		}
+	if minute, most, ok := currentPeak(peak.Val()); ok && fresh(minute) {
+		peaks[minute] = max(peaks[minute], most)
 	}
 	for minute, most := range peaks {
 		if p, ok := by[minute]; ok {
@@ -95,6 +74,40 @@ func (e *Engine) history(ctx context.Context, roomID string) ([]room.HistoryPoin
 	}
 	slices.SortFunc(out, func(a, b room.HistoryPoint) int { return a.Minute.Compare(b.Minute) })
 	return out, nil
+}
+
+// historyFields sorts the history hash's fields of the minutes fresh keeps
+// into points, waits and peaks, by minute (history).
+func historyFields(all map[string]string, fresh func(int64) bool) (map[int64]*room.HistoryPoint, map[int64]room.WaitHistogram, map[int64]int64) {
+	by := map[int64]*room.HistoryPoint{}
+	waits := map[int64]room.WaitHistogram{}
+	peaks := map[int64]int64{}
+	for f, v := range all {
+		switch {
+		case strings.HasPrefix(f, "p"):
+			if minute, most, ok := parsePeak(v); ok && fresh(minute) {
+				peaks[minute] = most
+			}
+		case strings.HasPrefix(f, "w"):
+			if minute, h, ok := parseWaits(v); ok && fresh(minute) {
+				waits[minute] = h
+			}
+		default:
+			if minute, p, ok := parsePoint(v); ok && fresh(minute) {
+				by[minute] = &p
+			}
+		}
+	}
+	return by, waits, peaks
+}
+
+// currentPeak decodes the state's peak fields (peakFields): the current
+// minute's peak so far.
+func currentPeak(v []any) (int64, int64, bool) {
+	if len(v) != 2 || v[0] == nil || v[1] == nil {
+		return 0, 0, false
+	}
+	return parsePeak(fmt.Sprint(v[0]) + ":" + fmt.Sprint(v[1]))
 }
 
 // parsePoint decodes a point field's value (history): six or eight numbers.
