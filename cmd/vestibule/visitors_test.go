@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
+	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/roomdb"
@@ -149,6 +153,30 @@ func TestVisitorsShowKeepsTheTrail(t *testing.T) {
 	for _, want := range []*regexp.Regexp{line("state", "lost"), line("last poll", local(t0))} {
 		if !want.MatchString(shown) {
 			t.Errorf("the evicted visitor's lookup lacks %s:\n%s", want, shown)
+		}
+	}
+
+	// The console's lookup shows the same: a time, not "–", for each.
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(startConsole(t, s)+"&every=0.3")); err != nil {
+		t.Fatal(err)
+	}
+	card := fmt.Sprintf(`document.querySelector('[data-room=%q]')`, id)
+	waitJS(t, ctx, card+` !== null`, 10*time.Second)
+	browsertest.Eval[bool](t, ctx, card+`.querySelector('details.support').open = true`)
+	for _, c := range []struct{ ref, state, want string }{
+		{in, "active", `/ · last poll [^–]/.test(s) && / · admitted [^–]/.test(s)`},
+		{out, "lost", `/ · last poll [^–]/.test(s)`},
+	} {
+		input := fmt.Sprintf(`[data-room=%q] [data-support="ref"]`, id)
+		if err := chromedp.Do(ctx, chromedp.SetValue(input, c.ref),
+			chromedp.Click(fmt.Sprintf(`[data-room=%q] .support-form button`, id))); err != nil {
+			t.Fatal(err)
+		}
+		text := card + `.querySelector('[data-field="support"]').textContent`
+		waitJS(t, ctx, card+`.dataset.support === "`+c.state+`" && `+text+`.startsWith("`+c.ref+`:")`, 10*time.Second)
+		if !browsertest.Eval[bool](t, ctx, `(s => `+c.want+`)(`+text+`)`) {
+			t.Errorf("the console's lookup of %s: %q", c.ref, browsertest.Eval[string](t, ctx, text))
 		}
 	}
 }
