@@ -13,8 +13,9 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 # Every Lambda function; each has functions/<name>/main.go and becomes dist/<name>/bootstrap
 # (gatekeys: the edge gate's key sync, deployed only when the stack protects an origin;
 # keysync: copies the secrets into the keys object the functions read at cold start;
-# forwarder: puts the events the others log on the EventBridge bus, outside the VPC).
-FUNCTIONS := enqueue poll admit consume status admin booking gatekeys keysync forwarder
+# forwarder: puts the events the others log on the EventBridge bus, outside the VPC;
+# notify: sends the notices of visitors' turns, outside the VPC).
+FUNCTIONS := enqueue poll admit consume status admin booking gatekeys keysync forwarder notify
 # Pinned tool versions.
 CDK_CLI_VERSION := 2.1148.1
 ESBUILD_VERSION := 0.28.2
@@ -98,8 +99,9 @@ build-host:
 	done
 
 ## page: bundle the waiting page's modules (static/js/main.js and what it imports) into
-## static/waiting.js, and the join challenge's worker into static/challenge-worker.js, both
-## minified; the bundles are committed (static's TestPageBundle fails when they are stale)
+## static/waiting.js, the join challenge's worker into static/challenge-worker.js, and the
+## notices' module (loaded in rooms that offer notices) into static/notice.js, all minified;
+## the bundles are committed (static's TestPageBundle fails when they are stale)
 page: deps-esbuild
 	@$(MAKE) --no-print-directory page-build
 
@@ -110,6 +112,7 @@ page-build:
 	@[ "$$(esbuild --version 2>/dev/null)" = "$(ESBUILD_VERSION)" ] || { echo "esbuild $(ESBUILD_VERSION) is needed: make deps-esbuild" >&2; exit 1; }
 	esbuild static/js/main.js $(PAGE_ESBUILD_FLAGS) --outfile=$(PAGE_OUT)/waiting.js
 	esbuild static/js/challenge-worker.js $(PAGE_ESBUILD_FLAGS) --outfile=$(PAGE_OUT)/challenge-worker.js
+	esbuild static/js/notice.js $(PAGE_ESBUILD_FLAGS) --outfile=$(PAGE_OUT)/notice.js
 
 ## synth: build, then synthesize the CloudFormation template offline (CDK_ARGS='-c cache=nodes' etc.)
 CDK_ARGS ?=

@@ -29,7 +29,8 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 // functions are the seven functions TestLambdasUnderEmulator builds and runs:
 // those behind the API, and admit. The Makefile's FUNCTIONS also lists
 // gatekeys and keysync (their logic is tested in internal/gatekeys and
-// internal/keysync) and forwarder (TestForwarderUnderEmulator).
+// internal/keysync), forwarder (TestForwarderUnderEmulator) and notify
+// (TestNotifyUnderEmulator).
 var functions = []string{"enqueue", "poll", "status", "consume", "admin", "admit", "booking"}
 
 func findRIE(t *testing.T) string {

@@ -650,50 +650,60 @@ func SessionFromContext(ctx context.Context) (s Session, ok bool) {
 	return s, ok
 }
 
-// Middleware guards next with Decide, for a Go origin that is not behind
-// CloudFront (or wants the check twice). Passed requests reach next, with the
-// session in their context (SessionFromContext); the others get the 302 with
+// Gate guards a Go origin that is not behind CloudFront (or wants the check
+// twice) with Decide. New validates its configuration once; Middleware wraps
+// any number of handlers, the way net/http middleware chains.
+type Gate struct {
+	cfg   Config
+	dev   bool
+	clock func() time.Time // tests fix the time, so a cookie's Max-Age does not depend on the machine's speed
+}
+
+// New returns the gate of cfg, or cfg's Validate error: a gate with a bad
+// configuration must not start.
+//
+// When cfg.WaitingRoomURL is plain http (allowed only for a loopback host:
+// local development) and a request's Host is a loopback host, the cookie
+// read and written is DevCookieName, the one the API writes without Secure
+// there (CookieOptions).
+func New(cfg Config) (*Gate, error) {
+	return newGate(cfg, time.Now)
+}
+
+func newGate(cfg Config, clock func() time.Time) (*Gate, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.OpenPaths = slices.Clone(cfg.OpenPaths)
+	return &Gate{cfg: cfg, dev: strings.HasPrefix(cfg.WaitingRoomURL, "http:"), clock: clock}, nil
+}
+
+// Middleware guards next: passed requests reach next, with the session in
+// their context (SessionFromContext); the others get the 302 with
 // Cache-Control: no-store and no body. A response of next that carries
 // EndHeader loses it, and when the request passed on a session, the session
 // cookie is replaced by its receipt (EndCookie), as the CloudFront function
 // does at viewer response. The writer next gets unwraps (Unwrap) to the one
 // Middleware got, so next reaches Flush, Hijack and deadlines through
-// http.ResponseController, not by asserting interfaces on it. It returns
-// cfg's Validate error, and no handler, when cfg does not validate: a gate
-// with a bad configuration must not start.
-//
-// When cfg.WaitingRoomURL is plain http (allowed only for a loopback host:
-// local development) and the request's Host is a loopback host, the cookie
-// read and written is DevCookieName, the one the API writes without Secure
-// there (CookieOptions).
-func Middleware(cfg Config, next http.Handler) (http.Handler, error) {
-	return middleware(cfg, next, time.Now)
-}
-
-// middleware is Middleware with its clock: tests fix the time, so what a
-// cookie's Max-Age should be does not depend on how fast the machine is.
-func middleware(cfg Config, next http.Handler, clock func() time.Time) (http.Handler, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	cfg.OpenPaths = slices.Clone(cfg.OpenPaths)
-	dev := strings.HasPrefix(cfg.WaitingRoomURL, "http:")
+// http.ResponseController, not by asserting interfaces on it.
+func (g *Gate) Middleware(next http.Handler) http.Handler {
+	cfg := &g.cfg
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		target := r.RequestURI
 		if !strings.HasPrefix(target, "/") {
 			target = r.URL.RequestURI()
 		}
-		opts := CookieOptions{InsecureLoopback: dev, Host: r.Host}
-		now := clock()
+		opts := CookieOptions{InsecureLoopback: g.dev, Host: r.Host}
+		now := g.clock()
 		cookies := strings.Join(r.Header.Values("Cookie"), "; ")
 		navigate := Navigation(r.Header.Get("Sec-Fetch-Mode"), r.Header.Get("Accept"))
-		d := decide(cfg, !opts.secure(), Request{Host: r.Host, Method: r.Method, Target: target, Cookie: cookies, Navigate: navigate}, now)
+		d := decide(*cfg, !opts.secure(), Request{Host: r.Host, Method: r.Method, Target: target, Cookie: cookies, Navigate: navigate}, now)
 		if d.Pass {
 			if d.Reason == ReasonSession {
 				r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, d.Session))
 			}
 			room, _ := cfg.RoomFor(r.Host, strings.SplitN(target, "?", 2)[0])
-			next.ServeHTTP(&endWriter{ResponseWriter: w, cfg: &cfg, room: room, opts: opts, now: now, cookies: cookies}, r)
+			next.ServeHTTP(&endWriter{ResponseWriter: w, cfg: cfg, room: room, opts: opts, now: now, cookies: cookies}, r)
 			return
 		}
 		if d.Location != "" {
@@ -701,7 +711,19 @@ func middleware(cfg Config, next http.Handler, clock func() time.Time) (http.Han
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		w.WriteHeader(d.Status)
-	}), nil
+	})
+}
+
+// Middleware is New(cfg) wrapping next.
+//
+// Deprecated: use New once and (*Gate).Middleware for each handler, which
+// chains as net/http middleware does.
+func Middleware(cfg Config, next http.Handler) (http.Handler, error) {
+	g, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return g.Middleware(next), nil
 }
 
 // endWriter is the response side of Middleware: before the header goes out,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +167,60 @@ func FuzzReturnPath(f *testing.F) {
 	})
 }
 
+// TestGateChains: one gate, validated once, guards several handlers and sits
+// in a chain of func(http.Handler) http.Handler like any net/http middleware:
+// what runs outside it sees every request, what runs inside only the passed.
+func TestGateChains(t *testing.T) {
+	cfg, _, _, k2 := parityConfig(t)
+	g, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outer, inner []string
+	logged := func(seen *[]string) func(http.Handler) http.Handler {
+		return func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				*seen = append(*seen, r.URL.Path)
+				next.ServeHTTP(w, r)
+			})
+		}
+	}
+	chain := func(h http.Handler, mws ...func(http.Handler) http.Handler) http.Handler {
+		for i := len(mws) - 1; i >= 0; i-- {
+			h = mws[i](h)
+		}
+		return h
+	}
+	page := func(body string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(body)) })
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/tickets/", chain(page("tickets"), logged(&outer), g.Middleware, logged(&inner)))
+	mux.Handle("/merch/", g.Middleware(page("merch")))
+	cookie := CookieName + "=" + Sign(k2, Session{Room: "demo", Seq: 1, Expires: time.Now().Add(time.Hour)})
+	get := func(target, cookie string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, target, nil)
+		if cookie != "" {
+			r.Header.Set("Cookie", cookie)
+		}
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		return w
+	}
+	if w := get("/tickets/1", ""); w.Code != http.StatusFound {
+		t.Errorf("/tickets/1 without a cookie: %d, want 302", w.Code)
+	}
+	if w := get("/tickets/2", cookie); w.Code != http.StatusOK || w.Body.String() != "tickets" {
+		t.Errorf("/tickets/2 with a session: %d %q", w.Code, w.Body)
+	}
+	if w := get("/merch/3", ""); w.Code != http.StatusFound {
+		t.Errorf("/merch/3 without a cookie: %d, want 302", w.Code)
+	}
+	if !slices.Equal(outer, []string{"/tickets/1", "/tickets/2"}) || !slices.Equal(inner, []string{"/tickets/2"}) {
+		t.Errorf("outside the gate saw %v, inside %v; want both requests outside, the passed one inside", outer, inner)
+	}
+}
+
 func TestMiddleware(t *testing.T) {
 	cfg, _, _, k2 := parityConfig(t)
 	var seen *http.Request
@@ -274,10 +329,14 @@ func TestMiddleware(t *testing.T) {
 		t.Errorf("/.vestibule without a session: %d", w.Code)
 	}
 
-	// A config that does not validate gives its error and no handler, as
-	// net/http's constructors do, rather than a panic.
+	// A config that does not validate gives its error and no gate, as
+	// net/http's constructors do, rather than a panic; so does the
+	// deprecated one-call form.
 	bad := cfg
 	bad.Keys = KeyRing{}
+	if g, err := New(bad); err == nil || g != nil || err.Error() != bad.Validate().Error() {
+		t.Errorf("New of a config without keys: %v, %v; want Validate's error and no gate", g, err)
+	}
 	if h, err := Middleware(bad, http.NotFoundHandler()); err == nil || h != nil || err.Error() != bad.Validate().Error() {
 		t.Errorf("Middleware of a config without keys: %v, %v; want Validate's error and no handler", h, err)
 	}

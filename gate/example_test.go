@@ -13,7 +13,7 @@ import (
 // A Go booking site guards its pages with the gate: without a session cookie
 // of the room a visitor is sent to the waiting room, with the page to come
 // back to; with one, the page is served and knows the session.
-func ExampleMiddleware() {
+func ExampleGate_Middleware() {
 	// In a deployment the keys come from the entry-key secret (gate.DeriveKey);
 	// here, a fixed one.
 	key, _ := gate.NewKey(bytes.Repeat([]byte{1}, gate.KeySize))
@@ -23,14 +23,15 @@ func ExampleMiddleware() {
 		OpenPaths:      []string{"/static/*", "/robots.txt"},
 		Keys:           gate.KeyRing{Current: key},
 	}
-	site, err := gate.Middleware(cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s, _ := gate.SessionFromContext(r.Context())
-		fmt.Fprintf(w, "booking page, session %d", s.Seq)
-	}))
+	g, err := gate.New(cfg)
 	if err != nil { // a bad configuration: the site must not start
 		fmt.Println(err)
 		return
 	}
+	site := g.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s, _ := gate.SessionFromContext(r.Context())
+		fmt.Fprintf(w, "booking page, session %d", s.Seq)
+	}))
 
 	get := func(target, cookie string) {
 		r := httptest.NewRequest(http.MethodGet, target, nil)

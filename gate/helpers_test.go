@@ -41,22 +41,23 @@ func parityConfig(t testing.TB) (cfg Config, k0, k1, k2 Key) {
 	return cfg, k0, k1, k2
 }
 
-// mustMiddleware is Middleware for a config the test knows to be valid.
+// mustMiddleware is New(cfg).Middleware(next) for a config the test knows
+// to be valid.
 func mustMiddleware(t *testing.T, cfg Config, next http.Handler) http.Handler {
 	t.Helper()
-	h, err := Middleware(cfg, next)
+	g, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	return g.Middleware(next)
 }
 
 // mustMiddlewareAt is mustMiddleware with its clock fixed at now.
 func mustMiddlewareAt(t *testing.T, cfg Config, now time.Time, next http.Handler) http.Handler {
 	t.Helper()
-	h, err := middleware(cfg, next, func() time.Time { return now })
+	g, err := newGate(cfg, func() time.Time { return now })
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	return g.Middleware(next)
 }

@@ -1,6 +1,7 @@
 -- complete.lua: the origin ends a session early (or gives up a grant never consumed); the slot frees at once.
 -- KEYS: the room's keys (lib.lua), then
 -- KEYS[9] -> vst:{room}:served:<day> SET the day's served visitors (lib.lua serve)
+-- KEYS[10..12] -> vst:{room}:ntc, ntd, ntg: a grant given up takes its notice with it
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> member (the entry token's sequence)
 -- ARGV[3] -> audience (the entry token's aud): must be the room's originUrl
@@ -18,6 +19,7 @@ if redis.call('ZREM', K_ADM, m) == 1 then
   -- As consume.lua: a poll never restores it.
   if tonumber(m) > head() then redis.call('ZADD', K_LEFT, m, m) end
   redis.call('HINCRBY', K_ST, 'lapsed', 1) -- ended unused (tick.lua's history)
+  notice_forget(KEYS[10], KEYS[11], KEYS[12], {m})
   return {'ok'}
 end
 return {'nogrant'}

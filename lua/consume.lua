@@ -1,6 +1,9 @@
 -- consume.lua: the origin redeems a grant; it becomes an active session exactly once.
 -- KEYS: the room's keys (lib.lua), then
 -- KEYS[9] -> vst:{room}:served:<day> SET the day's served visitors (lib.lua serve)
+-- KEYS[10..12] -> vst:{room}:ntc, ntd, ntg: a notified grant's registration ends here; its turn
+--                 counts as saved (nsaved in st) when claimed after the window a visitor without a
+--                 notice would have had (claimTTLSeconds from the grant: docs/ENGINE.md, "Notices")
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> member (the entry token's sequence)
 -- ARGV[3] -> audience (the entry token's aud): must be the room's originUrl
@@ -42,6 +45,10 @@ if d then
   -- above it: those are kept too, though their tickets ask at their draws.
   if tonumber(m) > head() then redis.call('ZADD', K_LEFT, m, m) end
   redis.call('HINCRBY', K_ST, 'consumed', 1)
+  if KEYS[12] and redis.call('ZREM', KEYS[12], m) == 1 then
+    if now > tonumber(d) - cfg.notify + cfg.claimTTL then redis.call('HINCRBY', K_ST, 'nsaved', 1) end
+    notice_forget(KEYS[10], KEYS[11], nil, {m})
+  end
   return {'ok', member(ends)}
 end
 if redis.call('ZSCORE', K_ACT, m) or redis.call('ZSCORE', K_USED, m) then

@@ -1,6 +1,7 @@
 -- leave.lua: a visitor leaves the queue (or gives up a grant); the place is gone for good.
 -- KEYS: the room's keys (lib.lua), then
 -- KEYS[9] -> vst:{room}:served:<day> SET the day's served visitors (lib.lua serve)
+-- KEYS[10..12] -> vst:{room}:ntc, ntd, ntg: the visitor's notice goes with the place (lib.lua notice_forget)
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> member (the ticket's sequence)
 -- ARGV[3] -> score (the ticket's queue score)
@@ -24,4 +25,5 @@ if redis.call('ZREM', K_ADM, m) == 1 then
   redis.call('HINCRBY', K_ST, 'lapsed', 1)
 end
 if not passed(cfg, now, tonumber(m), score) then redis.call('ZADD', K_LEFT, ARGV[3], m) end
+notice_forget(KEYS[10], KEYS[11], KEYS[12], {m})
 return {'ok'}

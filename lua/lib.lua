@@ -27,7 +27,9 @@
 --   7 pace (admissions a minute the room does for whoever waits, x 1000: pace() below)   8 settings version
 --   9 poll within (ms): the longest the engine holds a waiting place without a poll,
 --     beyond the heartbeat grace (heartbeatTTLSeconds); 0 when not in the queue
---   10.. the settings as field, value pairs (settings() below), when sent;
+--   10 notice: 1 when the place holds a notice registration (its heartbeat's class
+--     is NOTIFIED, as poll.lua read it: cfg.notified), else 0
+--   11.. the settings as field, value pairs (settings() below), when sent;
 -- * the counts of tick.lua and stats.lua, by position (their headers).
 local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -50,7 +52,8 @@ end
 local function load_cfg()
   local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
     'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits', 'clientEnqueuePerMinute',
-    'waiting', 'arrk', 'full', 'share', 'zone', 'admitPerMinuteMin', 'eff', 'net', 'queueAbovePerMinute', 'inviteOnly', 'effplan')
+    'waiting', 'arrk', 'full', 'share', 'zone', 'admitPerMinuteMin', 'eff', 'net', 'queueAbovePerMinute', 'inviteOnly', 'effplan',
+    'notifiedClaimTTLSeconds')
   if not v[1] then return nil end
   local c = {
     mode = v[1],
@@ -83,6 +86,9 @@ local function load_cfg()
     queueAbove = tonumber(v[20]) or 0,
     -- inviteOnly: '1' when only invited visitors may join (enqueue.lua).
     inviteOnly = v[21] == '1',
+    -- notify: the claim window (ms) of a visitor told of their turn by a
+    -- notice; 0: the room offers none (lib.lua NOTIFIED, notice.lua).
+    notify = (tonumber(v[23]) or 0) * 1000,
   }
   c.rate = steer_rate(c, v[18])
   -- plan: the pace the ETAs are told at (pace below): the rate, or while it
@@ -205,9 +211,15 @@ local function hbseq(f)
   for i = 1, #f do n = n * 256 + string.byte(f, i) end
   return n
 end
+-- NOTIFIED is the class of a place whose visitor asked for a notice of their
+-- turn (notice.lua): such a visitor may have looked away, and a suspended tab
+-- polls nothing, so the place is held NOTIFIED_MS (a day, a ticket's life)
+-- without a poll; poll.lua keeps the class, and the tick grants the place the
+-- notified claim window (room.NotifiedClass, docs/ENGINE.md "Notices").
+local NOTIFIED, NOTIFIED_MS = 62, 86400000
 -- told_ms is the silence class c allows before the grace (room.ToldMS),
 -- remembered per call: a tick reads thousands of heartbeats of a few classes.
-local TOLD = {[0] = 0}
+local TOLD = {[0] = 0, [NOTIFIED] = NOTIFIED_MS}
 local function told_ms(c)
   local t = TOLD[c]
   if not t then
@@ -466,7 +478,7 @@ local function reply(cfg, state, m, draw, pos, waiting, deadline, within)
   if deadline and deadline ~= 0 then d = member(deadline) end
   -- The pace in thousandths (a Lua number becomes an integer reply: no formatting).
   local out = {state, m or '', draw or '', pos or 0, waiting or 0, d, math.floor(pace(cfg) * 1000), cfg.ver,
-    within or 0}
+    within or 0, cfg.notified and 1 or 0}
   if cfg.ver == '' or cfg.ver ~= cfg.known then settings(out) end
   return out
 end
@@ -683,5 +695,70 @@ local function steer_created(now)
     net_on('restored', now)
     local lo = tonumber(redis.call('HGET', K_CFG, 'admitPerMinuteMin')) or 0
     if lo > 0 then redis.call('HSET', K_CFG, 'eff', num(lo), 'effwhy', 'floor') end
+  end
+end
+
+-- limit_gcra is a GCRA of one key (a STRING: the theoretical arrival time, ms,
+-- expiring when idle): one event every interval ms, with a burst of burst.
+-- Returns 0 when the event may go ahead (and counts it), else the wait (ms).
+-- notice.lua limits sign-ups with it (limit_client is the join's own).
+local function limit_gcra(interval, burst, key, now)
+  local tat = tonumber(redis.call('GET', key)) or now
+  if tat < now then tat = now end
+  local allow_at = tat - interval * (burst - 1)
+  if now < allow_at then return math.ceil(allow_at - now) end
+  local new_tat = tat + interval
+  redis.call('SET', key, string.format('%.0f', new_tat), 'PX', math.ceil(new_tat - now) + 1000)
+  return 0
+end
+
+-- notice_forget deletes the notice registrations of members[i..j] (their
+-- sealed addresses, in ntc: vst:{room}:ntc), and, when given, their due
+-- notices (ntd) and notified grants (ntg): a place that ends takes its address
+-- with it (docs/ENGINE.md, "Notices"). A script whose caller passes no ntc
+-- forgets nothing. Returns how many of them still had a notice due.
+local function notice_forget(ntc, ntd, ntg, members, i, j)
+  if not ntc or #members == 0 then return 0 end
+  i, j = i or 1, j or #members
+  redis.call('HDEL', ntc, unpack(members, i, j))
+  local due = 0
+  if ntd then due = redis.call('ZREM', ntd, unpack(members, i, j)) end
+  if ntg then redis.call('ZREM', ntg, unpack(members, i, j)) end
+  return due
+end
+
+-- notice_granted settles the grants a tick gave places with a notice (class
+-- NOTIFIED; tick.lua granted them ndeadline): each whose registration stands
+-- and has not expired becomes due now (ntd), its deadline kept in ntg; any
+-- other (no registration, one past its ticket's life, or a room whose
+-- notifiedClaimTTLSeconds is 0) gets the usual deadline and loses what is left
+-- of its registration.
+local function notice_granted(cfg, now, members, deadline, ndeadline, ntc, ntd, ntg)
+  if not ntc then return end
+  local regs = {}
+  if cfg.notify > cfg.claimTTL then regs = redis.call('HMGET', ntc, unpack(members)) end
+  local due, kept, back, drop, n, b, d = {}, {}, {}, {}, 0, 0, 0
+  for i = 1, #members do
+    local r, m = regs[i], members[i]
+    local colon = r and string.find(r, ':', 1, true)
+    local exp = colon and tonumber(string.sub(r, 1, colon - 1))
+    if exp and exp > now then
+      due[2 * n + 1], due[2 * n + 2] = now, m
+      kept[2 * n + 1], kept[2 * n + 2] = ndeadline, m
+      n = n + 1
+    else
+      back[2 * b + 1], back[2 * b + 2] = deadline, m
+      b = b + 1
+      d = d + 1
+      drop[d] = m
+    end
+  end
+  if n > 0 then
+    redis.call('ZADD', ntd, unpack(due))
+    redis.call('ZADD', ntg, unpack(kept))
+  end
+  if b > 0 then
+    redis.call('ZADD', K_ADM, 'XX', unpack(back))
+    redis.call('HDEL', ntc, unpack(drop))
   end
 end

@@ -27,7 +27,8 @@ if not cfg then return {'noroom'} end
 cfg.known = ARGV[5]
 
 local rank = redis.call('ZRANK', K_Q, m)
-local nohb = false -- no heartbeat here (read only in a room whose joins spread)
+local nohb = false -- no heartbeat here
+local notified = false -- the place has a notice: its heartbeat keeps the class NOTIFIED (lib.lua)
 local f = hbf(m)
 if not rank then
   local d = redis.call('ZSCORE', K_ADM, m)
@@ -60,15 +61,15 @@ if not rank then
   cfg.waiting = redis.call('ZCARD', K_Q)
   redis.call('HSET', K_CFG, 'waiting', cfg.waiting)
 else
+  -- The heartbeat is read on every poll: for the min interval, and for its
+  -- class (a place with a notice keeps NOTIFIED, below).
   local minInterval = tonumber(ARGV[4]) or 0
-  if minInterval > 0 or cfg.shards > 0 then
-    local v = redis.call('HGET', K_HB, f)
-    local seen = hbt(v)
-    if seen and minInterval > 0 and now - seen < minInterval and now >= seen then
-      return {'slow', minInterval - (now - seen)}
-    end
-    if not v then nohb = true end
+  local v = redis.call('HGET', K_HB, f)
+  local seen = hbt(v)
+  if seen and minInterval > 0 and now - seen < minInterval and now >= seen then
+    return {'slow', minInterval - (now - seen)}
   end
+  if not v then nohb = true elseif math.floor(hbraw(v) / SEEN) == NOTIFIED then notified = true end
 end
 
 -- Nobody is admitted from a closed or paused room, nor before the opening: no ETA.
@@ -89,6 +90,8 @@ if state == 'waiting' then class, within = told(cfg, pos) else class, within = t
 if nohb and state ~= 'closed' and cfg.zone and pos > cfg.zone and on_shard(tonumber(m), cfg.shards) then
   within = -within
 else
+  if notified then class = NOTIFIED end
+  cfg.notified = notified
   redis.call('HSET', K_HB, f, hbv(now, class))
 end
 -- The count kept with the settings (lib.lua: no ZCARD); never below the position.

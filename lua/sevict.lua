@@ -4,6 +4,7 @@
 -- not be reached).
 -- KEYS: the room's keys (lib.lua)
 -- ARGV[1] -> now (ms)   ARGV[2..] -> the sequences (decimal)
+-- KEYS[9] -> vst:{room}:ntc: the notice registrations of those evicted go with them
 -- Returns the number evicted, or {'noroom'}.
 local now = tonumber(ARGV[1])
 local cfg = load_cfg()
@@ -27,7 +28,10 @@ for i = 2, #ARGV, 1000 do
       if seen[k] then redis.call('HDEL', K_HB, fields[k]) end
     end
   end
-  if g > 0 then out = out + redis.call('ZREM', K_Q, unpack(gone)) end
+  if g > 0 then
+    out = out + redis.call('ZREM', K_Q, unpack(gone))
+    notice_forget(KEYS[9], nil, nil, gone)
+  end
 end
 if out > 0 then
   redis.call('HINCRBY', K_ST, 'evicted', out)

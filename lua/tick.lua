@@ -5,11 +5,14 @@
 -- ARGV[3] -> guard (ms; 0 or absent: none): a tick asked with a guard does nothing and returns
 --            {'busy'} when any tick ran less than that long before now (the state's tickat);
 --            visitors' requests drive a quiet room's ticks this way, one per room per guard
--- ARGV[4] -> 1 when the last key is the day's trail, vst:{room}:trail:<day> (lib.lua trail_put):
+-- ARGV[4] -> 1 when the last key, after KEYS[12], is the day's trail, vst:{room}:trail:<day> (lib.lua trail_put):
 --            each place the tick admits is recorded there with its last poll and the admission,
 --            each it evicts with its last poll
 -- KEYS[9] -> vst:{room}:hist HASH  the room's last day, one point a minute (below)
--- Returns {admitted, evicted, grants reclaimed, sessions ended, arrival shards}, or {'noroom'}, or {'busy'}
+-- KEYS[10] -> vst:{room}:ntc HASH  notice registrations: member -> 'expires ms:sealed address' (notice.lua)
+-- KEYS[11] -> vst:{room}:ntd ZSET  notices due: member -> when to send (ms)
+-- KEYS[12] -> vst:{room}:ntg ZSET  notified grants: member -> their claim deadline (ms)
+-- Returns {admitted, evicted, grants reclaimed, sessions ended, arrival shards, notices due}, or {'noroom'}, or {'busy'}
 -- (arrival shards: the settings' arrk, the most the room's joins ever spread over, so the engine's merge
 -- needs no read of its own; 0 for a room that never spread); a tick that
 -- changed something adds, for its admission event (internal/admission), {…, lowest sequence admitted,
@@ -21,7 +24,8 @@
 -- 'minute:waiting:admitted:active:admitted in the last 60 s:evicted ever' (the state's histmin
 -- is the last minute written), then ':left ever:lapsed ever' (the state's counters: waiting
 -- visitors who left by the leave route; grants that ended unused, reclaimed at their claim
--- deadline or given up). A hash of at most 2 x 1440 fields (with the waits below).
+-- deadline or given up), then ':notices sent ever:notices failed ever:turns saved ever' (docs/ENGINE.md,
+-- "Notices"). A hash of at most 2 x 1440 fields (with the waits below).
 -- The waits: each visitor the tick admits from the queue waited now - its join time, the sequence
 -- read as Redis time in µs (lib.lua next_seq), or, for a pre-queue arrival, now - opensAt. The tick
 -- counts them in log-spaced buckets (room.WaitBucket: 0 below 1 s, then four a doubling) in the
@@ -33,6 +37,11 @@
 -- 'p' .. minute % 1440, value 'minute:most waiting' (a burst that joins and is admitted
 -- within a minute has no point of its own: the point counts the first tick's queue).
 -- Every tick that runs records now as tickat.
+-- Notices (docs/ENGINE.md, "Notices"): a place whose heartbeat has the class NOTIFIED (lib.lua)
+-- is granted the notified claim window (notifiedClaimTTLSeconds) instead of claimTTLSeconds and
+-- its notice becomes due (ntd, ntg); a notified grant that ends unclaimed takes its registration
+-- with it, a notice never sent counting as failed. 'notices due' is how many are due now: the
+-- notify function sends them (functions/notify, from this tick's event).
 -- Reclaims expired grants and sessions always; in a paused or closed room and
 -- before opensAt it does nothing else. In passthrough it admits up to `batch`
 -- of those who were waiting when the room switched, without capacity or rate. Otherwise it refills
@@ -51,7 +60,8 @@ local cfg = load_cfg()
 if not cfg then return {'noroom'} end
 if ARGV[4] == '1' then cfg.trail = KEYS[#KEYS] end
 local st = redis.call('HMGET', K_ST, 'head', 'tokens', 'refill', 'sweep', 'created', 'epoch', 'since', 'oldest',
-  'hbgrace', 'hbgraceuntil', 'tickat', 'histmin', 'evicted', 'fa', 'fs', 'fl', 'wm', 'left', 'lapsed')
+  'hbgrace', 'hbgraceuntil', 'tickat', 'histmin', 'evicted', 'fa', 'fs', 'fl', 'wm', 'left', 'lapsed',
+  'nsent', 'nfail', 'nsaved')
 local guard = tonumber(ARGV[3]) or 0
 local last = tonumber(st[11])
 if guard > 0 and last and now >= last and now - last < guard then return {'busy'} end
@@ -60,6 +70,15 @@ local top = tonumber(st[1]) or -1
 local rec_end, epoch = recovery(cfg, now, st[5], st[6])
 
 local reclaimed = redis.call('ZREMRANGEBYSCORE', K_ADM, '-inf', '(' .. now)
+-- A notified grant that ended unclaimed: its registration goes with it, and a
+-- notice still due was never sent (failed).
+local K_NTC, K_NTD, K_NTG = KEYS[10], KEYS[11], KEYS[12]
+local nfailed = 0
+if K_NTG then
+  local over = redis.call('ZRANGEBYSCORE', K_NTG, '-inf', '(' .. now)
+  for i = 1, #over, 1000 do nfailed = nfailed + notice_forget(K_NTC, K_NTD, K_NTG, over, i, math.min(i + 999, #over)) end
+  if nfailed > 0 then redis.call('HINCRBY', K_ST, 'nfail', nfailed) end
+end
 local ended = redis.call('ZREMRANGEBYSCORE', K_ACT, '-inf', '(' .. now)
 -- A consumed grant's token expires by its claim deadline; keep the record that long (plus leeway).
 redis.call('ZREMRANGEBYSCORE', K_USED, '-inf', '(' .. (now - cfg.claimTTL - 60000))
@@ -158,16 +177,19 @@ local function finish()
   if KEYS[9] and minute ~= tonumber(st[12]) then
     redis.call('HSET', KEYS[9], tostring(minute % 1440), table.concat({member(minute), waiting,
       redis.call('ZCARD', K_ADM), redis.call('ZCARD', K_ACT), sum, (tonumber(st[13]) or 0) + evicted,
-      tonumber(st[18]) or 0, lapsed}, ':'))
+      tonumber(st[18]) or 0, lapsed, tonumber(st[20]) or 0, (tonumber(st[21]) or 0) + nfailed,
+      tonumber(st[22]) or 0}, ':'))
     redis.call('HSET', K_ST, 'histmin', member(minute))
   end
   flush_waits(minute)
   keep_peak(minute, waiting)
   local steered = steer(cfg, now, waiting)
-  if admitted + evicted + reclaimed + ended == 0 and not steered then
-    return {admitted, evicted, reclaimed, ended, cfg.shards}
+  local due = 0
+  if K_NTD then due = redis.call('ZCOUNT', K_NTD, '-inf', now) end
+  if admitted + evicted + reclaimed + ended + due == 0 and not steered then
+    return {admitted, evicted, reclaimed, ended, cfg.shards, 0}
   end
-  local out = {admitted, evicted, reclaimed, ended, cfg.shards, member(lo or 0), member(hi or 0),
+  local out = {admitted, evicted, reclaimed, ended, cfg.shards, due, member(lo or 0), member(hi or 0),
     redis.call('ZCARD', K_Q), redis.call('ZCARD', K_ADM), redis.call('ZCARD', K_ACT)}
   if steered then for i = 1, #steered do out[#out + 1] = steered[i] end end
   return out
@@ -191,6 +213,7 @@ local function evict(members, fields, trail)
     local j = math.min(i + 999, #members)
     redis.call('ZREM', K_Q, unpack(members, i, j))
     redis.call('HDEL', K_HB, unpack(fields, i, j))
+    notice_forget(K_NTC, nil, nil, members, i, j)
   end
   trail_put(cfg.trail, now, trail, #trail)
   evicted = evicted + #members
@@ -270,6 +293,10 @@ if budget > 0 and not (st[8] and cutoff <= tonumber(st[8])) then
 end
 
 local deadline = num(now + cfg.claimTTL)
+-- A place with a notice (class NOTIFIED) is granted the notified window.
+local ndeadline = deadline
+if cfg.notify > cfg.claimTTL then ndeadline = num(now + cfg.notify) end
+local ntold, nt = {}, 0 -- the notified grants of this tick
 local keep = rec_end and num(rec_end)
 -- The admission loop runs once per visitor admitted: hbf and hbt inlined, the
 -- struct functions and math.floor held in locals (docs/ENGINE.md, "Scripts").
@@ -304,13 +331,14 @@ while admitted < n and pops < n + batch do
   local grants, served, g, sv = {}, {}, 0, 0
   local tv, tn = {}, 0
   local last
+  local gone, gn = {}, 0 -- the stale ones skipped: their registrations go (lib.lua notice_forget)
   for i = 1, k do
     -- Stale: the heartbeat was due (last seen + its told silence) before the cutoff.
-    local v, due, t = seen[i], nil, 0
+    local v, due, c, t = seen[i], nil, nil, 0
     if v then
       local x
       if unpk then x = unpk('>I6', v) else x = hbraw(v) end
-      local c = floor(x / SEEN)
+      c = floor(x / SEEN)
       t = x - c * SEEN
       due = t + (TOLD[c] or told_ms(c))
     end
@@ -324,10 +352,20 @@ while admitted < n and pops < n + batch do
       evicted = evicted + 1
       skipped = skipped + 1
       if trail then tv[tn] = tv[tn] .. zero6 end
+      if c == NOTIFIED then
+        gn = gn + 1
+        gone[gn] = got[i]
+      end
     else
       if trail then tv[tn] = tv[tn] .. now6 end
       local m = got[i]
-      grants[g + 1] = deadline
+      if c == NOTIFIED then
+        grants[g + 1] = ndeadline
+        nt = nt + 1
+        ntold[nt] = m
+      else
+        grants[g + 1] = deadline
+      end
       grants[g + 2] = m
       g = g + 2
       admitted = admitted + 1
@@ -377,7 +415,9 @@ while admitted < n and pops < n + batch do
   if g > 0 then redis.call('ZADD', K_ADM, unpack(grants)) end
   if sv > 0 then redis.call('ZADD', K_USED, 'GT', unpack(served)) end
   trail_put(trail, now, tv, tn)
+  if gn > 0 then notice_forget(K_NTC, nil, nil, gone) end
 end
+if nt > 0 then notice_granted(cfg, now, ntold, deadline, ndeadline, K_NTC, K_NTD, K_NTG) end
 if wn > 0 then waits[wb] = (waits[wb] or 0) + wn end
 if newtop > top then redis.call('HSET', K_ST, 'head', num(newtop)) end
 if cfg.mode ~= 'passthrough' then

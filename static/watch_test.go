@@ -89,3 +89,10 @@ func nodeTest(t *testing.T, test string, modules ...string) {
 	}
 	t.Logf("js/%s: %s tests pass", test, pass[1])
 }
+
+// TestNoticeTexts runs the unit tests of js/notice.js (js/notice.test.js:
+// the notices' texts in every language with their placeholders; the email
+// form, what the page keeps, and a notice lost with Redis asked again).
+func TestNoticeTexts(t *testing.T) {
+	nodeTest(t, "notice.test.js", "notice.js", "i18n.js", "api.js", "ticket.js")
+}

@@ -227,6 +227,7 @@ func moreParts(d time.Duration, chart string) map[string]func(context.Context) (
 		// spread alone: the spread join figure (also part of capacity).
 		"spread":  func(ctx context.Context) ([]Row, error) { return joinCapacitySpread(ctx, d) },
 		"cost":    benchCost,
+		"notices": func(ctx context.Context) ([]Row, error) { return benchNotices(ctx, d) },
 		"million": func(ctx context.Context) ([]Row, error) { return benchMillion(ctx, *millionRateFlag, chart) },
 		// tickparts alone: a tick admitting 10,000 taken apart (not in the default run).
 		"tickparts": benchTickParts,

@@ -113,7 +113,7 @@ func main() {
 }
 
 func run() int {
-	only := flag.String("only", "scripts,booking,http,scale,lambda,crowd,capacity,cost,moments,origin", "comma-separated parts to run (also spread, tickparts, prequeue, million, prequeue-million, tenmillion; BENCH_MILLION=1: only million,prequeue-million; BENCH_TEN_MILLION=1: only tenmillion)")
+	only := flag.String("only", "scripts,booking,http,scale,lambda,crowd,capacity,cost,moments,origin,notices", "comma-separated parts to run (also spread, tickparts, prequeue, million, prequeue-million, tenmillion; BENCH_MILLION=1: only million,prequeue-million; BENCH_TEN_MILLION=1: only tenmillion)")
 	dur := flag.Duration("d", 2*time.Second, "duration of each throughput measurement")
 	visitors := visitorsFlag
 	chart := flag.String("chart", "", "write the crowd's chart here (e.g. docs/crowd.png)")

@@ -63,8 +63,9 @@ func benchTickParts(ctx context.Context) ([]Row, error) {
 			return nil, err
 		}
 	}
-	// As the engine's tick: the history, then the trail (ARGV[4]).
-	keys := append(roomdb.KeysFor(roomID).List(), roomdb.KeysFor(roomID).History(), roomdb.KeysFor(roomID).Trail(now.UnixMilli()))
+	// As the engine's tick: the history, the notices' keys, then the trail (ARGV[4]).
+	k := roomdb.KeysFor(roomID)
+	keys := append(append(append(k.List(), k.History()), k.NoticeKeys()...), k.Trail(now.UnixMilli()))
 	ds := make([][]time.Duration, len(tickParts))
 	for round := range 8 * len(tickParts) {
 		cfg.MaxActive += 10_000

@@ -104,11 +104,13 @@ Vestibule is running (Redis: %s).
   waiting room   %s/?room=demo
   by hand        %s/?room=demo-api  (its origin %s/ redeems the token with POST /api/consume)
   console        %s/console
+  outbox         %s%s  (the notices of visitors' turns, push and email: nothing leaves this machine)
   API            %s/api/
   admin key      %s  (kept in %s: the same at every start)
 For the vestibule command:
   export VESTIBULE_ENDPOINT=%s VESTIBULE_ADMIN_KEY=%s
-`, redis, s.OriginURL(), s.URL(), s.URL(), s.ManualOriginURL(), s.URL(), s.URL(), s.AdminKey(), keyFile, s.URL(), s.AdminKey())
+`, redis, s.OriginURL(), s.URL(), s.URL(), s.ManualOriginURL(), s.URL(), s.URL(), localstack.OutboxPath, s.URL(), s.AdminKey(), keyFile,
+		s.URL(), s.AdminKey())
 	fmt.Fprint(os.Stderr, doors(s, *snippet))
 	fmt.Fprint(os.Stderr, s.OIDCDemo())
 	fmt.Fprint(os.Stderr, "Press Ctrl-C to stop.\n\n")

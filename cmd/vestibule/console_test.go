@@ -141,6 +141,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	s := stack(t)
 	id := newRoom(t, s, map[string]any{"maxActive": 2, "admitPerMinute": 600, "claimTTLSeconds": 600})
 	enqueue(t, s, id, 5)
+	noticeRoom := newRoom(t, s, map[string]any{"claimTTLSeconds": 60, "notifiedClaimTTLSeconds": 600})
 	ctx := browser(t)
 	fixClock(t, ctx, consoleClock)
 	var exceptions []string
@@ -178,6 +179,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-figure="admitted"]').textContent`); got != "2" {
 		t.Errorf("admitted figure %q", got)
 	}
+	// Notices: off in a room without them; counted in one that offers them.
+	if got := browsertest.Eval[string](t, ctx, card+`.querySelector('[data-figure="notices"]').textContent`); got != "off" {
+		t.Errorf("notices figure of a room without them %q", got)
+	}
+	noticeCard := fmt.Sprintf(`document.querySelector('[data-room=%q] [data-figure="notices"]')`, noticeRoom)
+	waitJS(t, ctx, noticeCard+`?.textContent === "0 / 0 · 0 (0 waiting to be told)"`, 10*time.Second)
 	if browsertest.Eval[bool](t, ctx, `document.getElementById('keyform').checkVisibility()`) {
 		t.Error("the console through vestibule console asks for an admin key")
 	}

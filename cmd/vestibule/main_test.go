@@ -144,8 +144,9 @@ func TestRooms(t *testing.T) {
 
 	t.Run("get", func(t *testing.T) {
 		out, errs, code := vestibule(t, s, "rooms", "get", id)
-		for _, want := range []string{"room  " + id, "maxActive               5", "mode                    paused", "waiting             3", "active              0 / 5"} {
-			if !strings.Contains(out, want) {
+		// A setting and its value, aligned in a column as wide as the longest setting's name.
+		for _, want := range []string{`room  ` + regexp.QuoteMeta(id), `\n  maxActive +5\n`, `\n  mode +paused\n`, `waiting             3`, `active              0 / 5`} {
+			if !regexp.MustCompile(want).MatchString(out) {
 				t.Errorf("get lacks %q: %d %s %s", want, code, out, errs)
 			}
 		}

@@ -15,7 +15,7 @@ import (
 // room.ReportMinute, in the JSON's names.
 var reportColumns = []string{"minute", "waiting", "admitted", "active", "admittedPerMinute", "evictedPerMinute",
 	"leftPerMinute", "abandonedPerMinute", "lapsedPerMinute", "joinsPerMinute", "waitsMeasured", "waitP50Seconds",
-	"waitP95Seconds", "ordersConfirmed", "ordersCancelled", "peakWaiting"}
+	"waitP95Seconds", "ordersConfirmed", "ordersCancelled", "noticesSent", "noticesFailed", "turnsSaved", "peakWaiting"}
 
 // report prints a room's sale: the totals, or with --csv a row a minute
 // (--json: the API's JSON).
@@ -55,6 +55,10 @@ func (c *command) report(ctx context.Context, pos []string) error {
 	if t.OrdersConfirmed+t.OrdersCancelled > 0 {
 		tw.Printf("orders\t%s confirmed, %s cancelled\t(the booking kit's, of the room's events)\n", num(t.OrdersConfirmed), num(t.OrdersCancelled))
 	}
+	if t.NoticesSent+t.NoticesFailed+t.TurnsSaved > 0 {
+		tw.Printf("notices\t%s sent, %s failed\t(of visitors' turns, by push or email)\n", num(t.NoticesSent), num(t.NoticesFailed))
+		tw.Printf("turns saved\t%s\t(notified turns claimed after the claim window they would have had without one)\n", num(t.TurnsSaved))
+	}
 	tw.Printf("consumed\t%s\t(entries redeemed at the origin, counted since the room was created or restored)\n", num(rep.Now.Consumed))
 	tw.Printf("now\t%s waiting, %s admitted, %s active\n", num(rep.Now.Waiting), num(rep.Now.Admitted), num(rep.Now.Active))
 	tw.Println("\n`vestibule report " + id + " --csv` gives the minutes.")
@@ -68,7 +72,8 @@ func writeReportCSV(c *command, rep operator.Report) error {
 		_ = w.Write([]string{m.Minute.UTC().Format(time.RFC3339), i64(m.Waiting), i64(m.Admitted), i64(m.Active),
 			i64(m.AdmittedPerMinute), i64(m.EvictedPerMinute), i64(m.LeftPerMinute), i64(m.AbandonedPerMinute),
 			i64(m.LapsedPerMinute), i64(m.JoinsPerMinute), i64(m.WaitsMeasured), secs(m.WaitP50Seconds),
-			secs(m.WaitP95Seconds), i64(m.OrdersConfirmed), i64(m.OrdersCancelled), i64(m.PeakWaiting)})
+			secs(m.WaitP95Seconds), i64(m.OrdersConfirmed), i64(m.OrdersCancelled), i64(m.NoticesSent), i64(m.NoticesFailed),
+			i64(m.TurnsSaved), i64(m.PeakWaiting)})
 	}
 	w.Flush()
 	return w.Error()

@@ -8,8 +8,9 @@
 //
 //	aws lambda invoke --function-name <KeySyncFunctionName> /dev/stdout
 //
-// Environment: TICKET_SECRET_ARN, ENTRY_KEY_SECRET_ARN, ORIGIN_SECRET_ARN and
-// KEYS_OBJECT (bucket/key). It lives outside the VPC, where Secrets Manager is
+// Environment: TICKET_SECRET_ARN, ENTRY_KEY_SECRET_ARN, ORIGIN_SECRET_ARN,
+// NOTICE_SECRET_ARN (of which it copies only the public keys) and KEYS_OBJECT
+// (bucket/key). It lives outside the VPC, where Secrets Manager is
 // reachable without an endpoint. It logs and returns no secret value, only the
 // entry keys' public kids.
 package main
@@ -44,12 +45,14 @@ func fromEnv() (target, error) {
 		Ticket: os.Getenv(config.EnvTicketSecretARN),
 		Entry:  os.Getenv(config.EnvEntryKeySecretARN),
 		Origin: os.Getenv(config.EnvOriginSecretARN),
+		Notice: os.Getenv(config.EnvNoticeSecretARN),
 	})
 }
 
 func fromProperties(p map[string]any) (target, error) {
 	s := func(k string) string { v, _ := p[k].(string); return v }
-	return newTarget(s("KeysObject"), token.SecretARNs{Ticket: s("TicketSecretArn"), Entry: s("EntrySecretArn"), Origin: s("OriginSecretArn")})
+	return newTarget(s("KeysObject"), token.SecretARNs{Ticket: s("TicketSecretArn"), Entry: s("EntrySecretArn"), Origin: s("OriginSecretArn"),
+		Notice: s("NoticeSecretArn")})
 }
 
 func newTarget(object string, arns token.SecretARNs) (target, error) {

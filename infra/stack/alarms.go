@@ -43,6 +43,8 @@ type alarmsProps struct {
 	DeadLetters awssqs.Queue
 	// ServerlessCacheName is the serverless cache's name; "" with cache=nodes (no cache alarms).
 	ServerlessCacheName string
+	// Notify is the notices' function (notify.go); nil when the stack sends none.
+	Notify *Notify
 }
 
 // minute is the period of every metric but the dead letters'.
@@ -61,6 +63,9 @@ func newAlarms(st awscdk.Stack, p *alarmsProps) *Alarms {
 	a.functionAlarms(p.Functions, d)
 	a.admitNotRunning(p.Functions[Admit], d)
 	a.forwarderDeadLetters(p.DeadLetters)
+	if p.Notify != nil {
+		a.notifyFailing(p.Notify, d)
+	}
 	a.redisErrors(d)
 	a.apiAlarms(p, d)
 	if p.ServerlessCacheName != "" {
@@ -154,6 +159,16 @@ func (a *Alarms) admitNotRunning(admit awslambda.Function, d *dashboardMetrics) 
 		ComparisonOperator: awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD,
 		TreatMissingData:   awscloudwatch.TreatMissingData_BREACHING,
 	})
+}
+
+// notifyFailing alarms on the notify function's failures: a run that could not take a room's
+// notices (the API unreachable, a role that may not call it) is an error, and the visitors who
+// asked are not told. A send that fails is no error (it is tried again within the claim window),
+// so one error is worth a look.
+func (a *Alarms) notifyFailing(n *Notify, d *dashboardMetrics) {
+	errs := n.Function.MetricErrors(sumPerMinute())
+	a.alarm("NotifyErrors", errs, atLeast("Vestibule notify: runs failed, notices of visitors' turns are not going out", 1, 1))
+	d.errors = append(d.errors, errs)
 }
 
 // forwarderDeadLetters alarms on events the forwarder could not put on the bus, after Lambda's

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
 	"github.com/vestibule-dev/vestibule/infra/stack"
 	"github.com/vestibule-dev/vestibule/internal/metrics"
 )
@@ -22,10 +23,13 @@ func TestAlarmsAndDashboard(t *testing.T) {
 			t.Errorf("alarm %v has no action", p["AlarmDescription"])
 		}
 	}
-	// and each function has an errors and a throttles alarm
-	if byMetric["Errors"] != len(stack.Functions) || byMetric["Throttles"] != len(stack.Functions) {
-		t.Errorf("errors alarms %d, throttles alarms %d, want %d each", byMetric["Errors"], byMetric["Throttles"], len(stack.Functions))
+	// and each function has an errors and a throttles alarm, and the notify function an errors
+	// alarm (a run that could not take the notices: nobody who asked is told)
+	if byMetric["Errors"] != len(stack.Functions)+1 || byMetric["Throttles"] != len(stack.Functions) {
+		t.Errorf("errors alarms %d, throttles alarms %d, want %d and %d", byMetric["Errors"], byMetric["Throttles"],
+			len(stack.Functions)+1, len(stack.Functions))
 	}
+	f.has(t, "AWS::CloudWatch::Alarm", map[string]any{"MetricName": "Errors", "AlarmDescription": assertions.Match_StringLikeRegexp(jsii.String("^Vestibule notify"))})
 	// and admit not running for 3 minutes alarms, missing data counting as not running
 	admit := logicalID(f, f.ours(t)["admit"])
 	f.has(t, "AWS::CloudWatch::Alarm", map[string]any{

@@ -37,7 +37,7 @@ type fixture struct {
 func placeholderAssets(t testing.TB, page bool) (dist, static string) {
 	root := t.TempDir()
 	dist = filepath.Join(root, "dist")
-	for _, name := range append(functionNames(stack.Functions), stack.KeySyncFunction, stack.Forwarder) {
+	for _, name := range append(functionNames(stack.Functions), stack.KeySyncFunction, stack.Forwarder, stack.NotifyFunction) {
 		must(t, os.MkdirAll(filepath.Join(dist, name), 0o755))
 		must(t, os.WriteFile(filepath.Join(dist, name, "bootstrap"), nil, 0o755))
 	}

@@ -128,6 +128,7 @@ func functionEnvironment(st awscdk.Stack, p *functionsProps) map[string]*string 
 		config.EnvLogSample:         jsii.String(strconv.FormatFloat(set.LogSample, 'g', -1, 64)),
 		config.EnvStack:             st.StackName(),
 		config.EnvSettingsBucket:    p.SettingsBucket.BucketName(),
+		config.EnvNoticeChannels:    jsii.String(noticeChannels(set)),
 	} {
 		env[name] = value
 	}

@@ -49,7 +49,8 @@ func TestFunctionsAreArm64OnAL2023(t *testing.T) {
 		}
 		if !strings.HasPrefix(id, "CustomCDKBucketDeployment") && !strings.HasPrefix(id, "CustomVpcRestrictDefaultSG") &&
 			!strings.HasPrefix(id, "KeySyncFunction") && // outside the VPC: TestKeySyncRunsOutsideTheVPCAtDeploy
-			!strings.HasPrefix(id, "ForwarderFunction") { // the events' forwarder (events.go, events_test.go)
+			!strings.HasPrefix(id, "ForwarderFunction") && // the events' forwarder (events.go, events_test.go)
+			!strings.HasPrefix(id, "NotifyFunction") { // outside the VPC: the notices (notify.go, notify_test.go)
 			t.Errorf("unexpected function %s (%v)", id, props(r)["Runtime"])
 		}
 	}
@@ -101,9 +102,10 @@ func TestAdmitRunsEveryMinuteOneAtATime(t *testing.T) {
 	admit := logicalID(f, f.ours(t)["admit"])
 	// WHEN the schedule is read
 	rules := f.ofType("AWS::Events::Rule")
-	// THEN one rule fires rate(1 minute) and targets the admit function
-	if len(rules) != 1 {
-		t.Fatalf("%d rules, want 1", len(rules))
+	// THEN one rule fires rate(1 minute) and targets the admit function (the other is the
+	// notices', on the events' bus: notify_test.go)
+	if len(rules) != 2 {
+		t.Fatalf("%d rules, want the schedule and the notices'", len(rules))
 	}
 	f.has(t, "AWS::Events::Rule", map[string]any{
 		"ScheduleExpression": "rate(1 minute)",

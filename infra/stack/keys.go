@@ -43,6 +43,10 @@ type Secrets struct {
 	// Origin is the value CloudFront sends in config.OriginHeader; the public routes refuse
 	// requests without it, so nobody skips the WAF and the cache by calling the API's own URL.
 	Origin awssecretsmanager.Secret
+	// Notice is the notice secret (package notice): the keys that seal visitors' addresses and
+	// sign web pushes derive from it. Only the notify function and keysync read it; keysync puts
+	// its public half in the keys object.
+	Notice awssecretsmanager.Secret
 }
 
 // newSecrets creates the three secrets and outputs their ARNs, for the rotation steps.
@@ -61,9 +65,10 @@ func newSecrets(st awscdk.Stack) *Secrets {
 		Ticket:   secret("TicketSecret", "Vestibule: HS256 key of visitor tickets"),
 		EntryKey: secret("EntryKeySecret", "Vestibule: seed of the ES256 entry-token signing key"),
 		Origin:   secret("OriginSecret", "Vestibule: the header CloudFront sends to the API to prove a request came through it"),
+		Notice:   secret("NoticeSecret", "Vestibule: the keys that seal visitors' notice addresses and sign web pushes"),
 	}
 	for id, sec := range map[string]awssecretsmanager.Secret{
-		"TicketSecretArn": s.Ticket, "EntryKeySecretArn": s.EntryKey, "OriginSecretArn": s.Origin,
+		"TicketSecretArn": s.Ticket, "EntryKeySecretArn": s.EntryKey, "OriginSecretArn": s.Origin, "NoticeSecretArn": s.Notice,
 	} {
 		awscdk.NewCfnOutput(st, jsii.String(id), &awscdk.CfnOutputProps{
 			Description: jsii.String("For the rotation steps of docs/DEPLOY.md"),
@@ -77,6 +82,7 @@ func newSecrets(st awscdk.Stack) *Secrets {
 func (s *Secrets) byVariable() map[string]awssecretsmanager.Secret {
 	return map[string]awssecretsmanager.Secret{
 		config.EnvTicketSecretARN: s.Ticket, config.EnvEntryKeySecretARN: s.EntryKey, config.EnvOriginSecretARN: s.Origin,
+		config.EnvNoticeSecretARN: s.Notice,
 	}
 }
 
@@ -157,6 +163,7 @@ func newKeys(st awscdk.Stack, set Settings, retention awslogs.RetentionDays, arn
 			config.EnvTicketSecretARN:   arns[config.EnvTicketSecretARN].SecretArn(),
 			config.EnvEntryKeySecretARN: arns[config.EnvEntryKeySecretARN].SecretArn(),
 			config.EnvOriginSecretARN:   arns[config.EnvOriginSecretARN].SecretArn(),
+			config.EnvNoticeSecretARN:   arns[config.EnvNoticeSecretARN].SecretArn(),
 			config.EnvKeysObject:        k.Object,
 		},
 		LogGroup: logs,
@@ -182,6 +189,7 @@ func newKeys(st awscdk.Stack, set Settings, retention awslogs.RetentionDays, arn
 			"TicketSecretArn": arns[config.EnvTicketSecretARN].SecretArn(),
 			"EntrySecretArn":  arns[config.EnvEntryKeySecretARN].SecretArn(),
 			"OriginSecretArn": arns[config.EnvOriginSecretARN].SecretArn(),
+			"NoticeSecretArn": arns[config.EnvNoticeSecretARN].SecretArn(),
 			// A deploy that pins a new origin-secret version (the second step of its rotation)
 			// copies it before the distributions start sending it (they depend on this resource).
 			"OriginSecretVersion": set.OriginSecretVersion,

@@ -112,6 +112,12 @@ type Settings struct {
 	APIDomain, APICertificateArn           string
 	APIClientCertificateArn, APITruststore string
 
+	// Notices of a visitor's turn (notify.go, docs/DEPLOY.md "Notices"): on by default (web push);
+	// NoticeSender, an address SES may send from, adds email; NoticeIdentity is the SES identity the
+	// stack creates for it (a domain, or an address), by default the sender's address.
+	Notices        bool
+	NoticeSender   string
+	NoticeIdentity string
 	// OIDC adds an authenticate-oidc rule to a site's ALB listener (oidc.go); zero: none.
 	OIDC OIDCSettings
 }
@@ -174,32 +180,36 @@ func DefaultSettings() Settings {
 		APIBurstLimit:    5000,
 		PriceClass:       "100",
 		CacheECPUAlarm:   100_000,
+		Notices:          true,
 	}
 }
 
 // Context keys, as given on the command line (`cdk synth -c cache=nodes`) or in cdk.json.
 const (
-	CtxAssetDir      = "distDir"
-	CtxStaticDir     = "staticDir"
-	CtxCache         = "cache"
-	CtxCacheNodeType = "cacheNodeType"
-	CtxCacheShards   = "cacheShards"
-	CtxWAF           = "waf"
-	CtxWAFRateLimit  = "wafRateLimit"
-	CtxLogRetention  = "logRetentionDays"
-	CtxLogLevel      = "logLevel"
-	CtxLogSample     = "logSample"
-	CtxIssuer        = "issuer"
-	CtxRoomDefaults  = "roomDefaults"
-	CtxAPIRateLimit  = "apiRateLimit"
-	CtxAPIBurstLimit = "apiBurstLimit"
-	CtxAlarmEmail    = "alarmEmail"
-	CtxStage         = "stage"
-	CtxPriceClass    = "priceClass"
-	CtxOriginVersion = "originSecretVersion"
-	CtxCacheECPU     = "cacheEcpuAlarm"
-	CtxAdmitReserved = "admitReservedConcurrency"
-	CtxVisitors      = "expectedVisitors"
+	CtxAssetDir       = "distDir"
+	CtxStaticDir      = "staticDir"
+	CtxCache          = "cache"
+	CtxCacheNodeType  = "cacheNodeType"
+	CtxCacheShards    = "cacheShards"
+	CtxWAF            = "waf"
+	CtxWAFRateLimit   = "wafRateLimit"
+	CtxLogRetention   = "logRetentionDays"
+	CtxLogLevel       = "logLevel"
+	CtxLogSample      = "logSample"
+	CtxIssuer         = "issuer"
+	CtxRoomDefaults   = "roomDefaults"
+	CtxAPIRateLimit   = "apiRateLimit"
+	CtxAPIBurstLimit  = "apiBurstLimit"
+	CtxAlarmEmail     = "alarmEmail"
+	CtxStage          = "stage"
+	CtxPriceClass     = "priceClass"
+	CtxOriginVersion  = "originSecretVersion"
+	CtxCacheECPU      = "cacheEcpuAlarm"
+	CtxAdmitReserved  = "admitReservedConcurrency"
+	CtxVisitors       = "expectedVisitors"
+	CtxNotices        = "notices"
+	CtxNoticeSender   = "noticeSender"
+	CtxNoticeIdentity = "noticeIdentity"
 	// The gate's keys (CtxProtectOrigin, CtxProtectRoom, CtxProtectRoutes, CtxProtectOpenPaths) are in gate.go.
 )
 
@@ -276,6 +286,16 @@ var contextSettings = []contextSetting{
 	{key: CtxAdmitReserved, parse: parseAdmitReserved},
 	{key: CtxRoomDefaults, parse: parseRoomDefaultsContext},
 	{key: CtxVisitors, parse: whole(func(s *Settings) *int { return &s.ExpectedVisitors })},
+	{key: CtxNotices, parse: func(key string, v any, s *Settings) error {
+		b, err := strconv.ParseBool(fmt.Sprint(v))
+		if err != nil {
+			return fmt.Errorf("%w: %s=%v is not true or false", ErrBadSetting, key, v)
+		}
+		s.Notices = b
+		return nil
+	}},
+	{key: CtxNoticeSender, parse: text(func(s *Settings) *string { return &s.NoticeSender })},
+	{key: CtxNoticeIdentity, parse: text(func(s *Settings) *string { return &s.NoticeIdentity }), check: CheckNoticeSettings},
 }
 
 // text sets a string setting to the value as written.

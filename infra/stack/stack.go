@@ -64,6 +64,7 @@ type Vestibule struct {
 	// Keys is the keys object the API functions read their keys from, and its sync.
 	Keys   *Keys
 	Events *Events // the events' bus, forwarder and log subscriptions (events.go)
+	Notify *Notify // the notices of visitors' turns (notify.go); nil without them
 	Alarms *Alarms // the alarms, their topic and the dashboard (alarms.go)
 }
 
@@ -104,9 +105,11 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 		v.Gate.Distribution.Node().AddDependency(v.Keys.Resource)
 	}
 	v.Events = newEvents(st, &eventsProps{Settings: set, Functions: v.Functions, Retention: retention})
+	v.Notify = newNotify(st, &notifyProps{Settings: set, Secret: secrets.Notice, API: api.HttpApi,
+		APIURL: jsii.String("https://" + *api.OriginDomain + "/"), WaitingRoomURL: front.URL, Bus: v.Events.Bus, Retention: retention})
 	v.Alarms = newAlarms(st, &alarmsProps{
 		Settings: set, Functions: v.Functions, API: api.HttpApi, AccessLogs: api.AccessLogs,
-		DeadLetters: v.Events.DeadLetters, ServerlessCacheName: v.ServerlessCacheName,
+		DeadLetters: v.Events.DeadLetters, ServerlessCacheName: v.ServerlessCacheName, Notify: v.Notify,
 	})
 	helperLogs(st, retention)
 	customResourceTimeouts(st)

@@ -1,12 +1,14 @@
 // Package api is Vestibule's HTTP API: one router that turns API Gateway HTTP
 // API (payload 2.0) requests into calls on the products behind it, and their
-// results and errors into responses. It composes three products, each in a
+// results and errors into responses. It composes its products, each in a
 // package of its own that defines what it needs of the engines:
 //
 //   - queueapi: the waiting room (enqueue, poll, leave, status, consume,
 //     complete, jwks) and the admin routes of rooms;
 //   - bookingapi: the booking kit's events, holds and orders;
 //   - gateapi: the edge gate's HTML routes under /.vestibule/;
+//   - noticeapi: the notices of a visitor's turn (sign-up, withdrawal, and
+//     the notify function's take and ack);
 //   - oidcapi: the room as an OpenID Connect provider, under /oidc/.
 //
 // They share httpapi (the request, the JSON answers, the one error table).
@@ -31,11 +33,13 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/api/bookingapi"
 	"github.com/vestibule-dev/vestibule/internal/api/gateapi"
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/api/noticeapi"
 	"github.com/vestibule-dev/vestibule/internal/api/oidcapi"
 	"github.com/vestibule-dev/vestibule/internal/api/queueapi"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/notice"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/routes"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -72,7 +76,17 @@ type GateOptions = gateapi.Cookies
 type Queue interface {
 	queueapi.Engine
 	gateapi.Engine
+	noticeapi.Engine
 	oidcapi.Engine
+}
+
+// NoticeOptions are what the notices' routes need (noticeapi): the sealer
+// of addresses (nil: the deployment sends no notices), the addresses the
+// deployment takes, and the hash of an address for its sign-up limit.
+type NoticeOptions struct {
+	Sealer *notice.Sealer
+	Policy notice.Policy
+	Hasher notice.Hasher
 }
 
 // Options are the Handler's dependencies. Queue, Tickets and Entries are required.
@@ -110,6 +124,10 @@ type Options struct {
 	// viewer address CloudFront reports. nil (make dev, tests): no header is
 	// required and the limit keys on the source address.
 	Edge *EdgeGuard
+
+	// Notices, when set, lets visitors sign up for a notice of their turn
+	// (docs/ENGINE.md, "Notices"); nil: the routes answer 409 notices_off.
+	Notices *NoticeOptions
 
 	// DefaultRoom is the base for the fields an admin PUT of a new room leaves out.
 	DefaultRoom room.Config
@@ -160,14 +178,19 @@ func New(o Options) *Handler {
 		Origins: o.Origins, Logger: o.Logger, Audit: func(ctx context.Context, r *httpapi.Request, roomID string, a room.AuditEntry) {
 			q.Record(ctx, r, roomID, a) // the rooms' audit trail, in the event's room's log
 		}})
+	no := noticeapi.Options{Queue: o.Queue, Tickets: o.Tickets}
+	if o.Notices != nil {
+		no.Sealer, no.Policy, no.Hasher = o.Notices.Sealer, o.Notices.Policy, o.Notices.Hasher
+	}
+	n := noticeapi.New(no)
 	q = queueapi.New(queueapi.Options{Queue: o.Queue, Tickets: o.Tickets, Entries: o.Entries,
 		Challenges: o.Challenges, Origins: o.Origins, Sessions: o.Sessions, EndHolds: b.EndHolds, Orders: o.Booking,
 		AdminAuth: o.AdminAuth, DefaultRoom: o.DefaultRoom, TickInterval: o.TickInterval,
-		Clock: o.Clock, Logger: o.Logger, Jitter: o.Jitter})
+		Clock: o.Clock, Logger: o.Logger, Jitter: o.Jitter, Notices: notice.OfferOf(no.Sealer, no.Policy)})
 	g := gateapi.New(gateapi.Options{Cookies: o.Gate, Queue: o.Queue, Entries: o.Entries, EndHolds: b.EndHolds})
 	p := oidcapi.New(oidcapi.Options{Queue: o.Queue, Entries: o.Entries, Origins: o.Origins, OIDC: o.OIDC})
 	return &Handler{o: o, adminHash: sha256.Sum256([]byte(o.AdminKey)),
-		table: bind(q.Handlers(), b.Handlers(), g.Handlers(), p.Handlers())}
+		table: bind(q.Handlers(), b.Handlers(), g.Handlers(), n.Handlers(), p.Handlers())}
 }
 
 // withDefaults fills in the options left out.

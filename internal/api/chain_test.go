@@ -251,7 +251,7 @@ func TestChecks(t *testing.T) {
 // httpapi and the engines' types; only internal/api puts them together.
 func TestProductsImportNoOtherProduct(t *testing.T) {
 	const base = "github.com/vestibule-dev/vestibule/internal/api"
-	products := []string{base + "/queueapi", base + "/bookingapi", base + "/gateapi", base + "/httpapi"}
+	products := []string{base + "/queueapi", base + "/bookingapi", base + "/gateapi", base + "/noticeapi", base + "/httpapi"}
 	for _, p := range products {
 		out, err := exec.Command("go", "list", "-deps", p).Output()
 		if err != nil {

@@ -54,6 +54,16 @@ func (f failing) PutConfig(context.Context, string, room.Config) (room.Config, e
 func (f failing) GetConfig(context.Context, string) (room.Config, error) {
 	return room.Config{}, f.fail()
 }
+func (f failing) RegisterNotice(context.Context, room.Ticket, room.NoticeSignup) error {
+	return f.fail()
+}
+func (f failing) WithdrawNotice(context.Context, room.Ticket) error { return f.fail() }
+func (f failing) TakeNotices(context.Context, string, int, time.Duration) ([]room.DueNotice, error) {
+	return nil, f.fail()
+}
+func (f failing) AckNotice(context.Context, string, int64, room.NoticeOutcome, time.Time) error {
+	return f.fail()
+}
 func (f failing) Rooms(context.Context) ([]string, error) { return nil, f.fail() }
 func (f failing) Status(context.Context, string) (room.Config, room.Stats, error) {
 	return room.Config{}, room.Stats{}, f.fail()

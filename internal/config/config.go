@@ -42,6 +42,8 @@ const (
 	EnvSettingsBucket    = "SETTINGS_BUCKET"      // S3 bucket[/prefix] of the durable room settings (package durable)
 	EnvKeysObject        = "KEYS_OBJECT"          // S3 bucket/key of the key material (package keysync); wins over the ARNs
 	EnvHeadRecordSeconds = "HEAD_RECORD_SECONDS"  // seconds between two records of a room's admission head in SETTINGS_BUCKET; default 10
+	EnvNoticeChannels    = "NOTICE_CHANNELS"      // the notices the deployment sends: push, email, both (comma-separated) or none
+	EnvNoticePushHosts   = "NOTICE_PUSH_HOSTS"    // the push services a push endpoint may be on (comma-separated); default notice.DefaultPushHosts
 )
 
 // EnvLambdaFunctionName is set by the Lambda runtime itself (never by the
@@ -54,6 +56,21 @@ const EnvLambdaFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
 // edge gate's keys to. Load does not read it, nor Names list it.
 const EnvGateKVSARN = "GATE_KVS_ARN"
 
+// The notify function's own variables (functions/notify, docs/API.md
+// "Configuration"): it runs outside the VPC, holds the notice secret and
+// calls the API; Load does not read them, nor Names list them.
+const (
+	EnvNoticeSecretARN = "NOTICE_SECRET_ARN" // Secrets Manager: the notice secret (its AWSCURRENT and AWSPREVIOUS)
+	EnvNoticeFrom      = "NOTICE_FROM"       // the SES sender of email notices; empty: no email
+	EnvNoticePageURL   = "NOTICE_PAGE_URL"   // the waiting page a notice links to
+	EnvNoticeAPIURL    = "NOTICE_API_URL"    // the API whose admin routes it takes and acks notices with
+)
+
+// NoticeNames are the notify function's own variables.
+func NoticeNames() []string {
+	return []string{EnvNoticeSecretARN, EnvNoticeFrom, EnvNoticePageURL, EnvNoticeAPIURL, EnvNoticePushHosts}
+}
+
 // OriginHeader is the header CloudFront adds to every request it sends to the
 // API (an origin custom header); its value is the origin secret. The public
 // routes refuse a request without it when ORIGIN_SECRET_ARN is set.
@@ -65,7 +82,8 @@ const OriginHeader = "X-Vestibule-Origin"
 func Names() []string {
 	return []string{EnvRedisURL, EnvRedisCluster, EnvRedisCAFile, EnvTicketSecretARN, EnvEntryKeySecretARN,
 		EnvKeyDir, EnvIssuer, EnvAdminAuth, EnvAdminKey, EnvDefaultRoomConfig, EnvLogLevel, EnvLogSample,
-		EnvBookingEventBus, EnvOriginSecretARN, EnvStack, EnvSettingsBucket, EnvKeysObject, EnvHeadRecordSeconds}
+		EnvBookingEventBus, EnvOriginSecretARN, EnvStack, EnvSettingsBucket, EnvKeysObject, EnvHeadRecordSeconds,
+		EnvNoticeChannels, EnvNoticePushHosts}
 }
 
 // RuntimeNames are the variables Load reads that the Lambda runtime sets;
@@ -130,6 +148,13 @@ type Config struct {
 	// can grant a second time are those of at most this long (package
 	// durable, DefaultHeadEvery, which states the S3 cost). 1 to 60 s.
 	HeadRecordEvery time.Duration
+	// NoticePush and NoticeEmail are the notices of a visitor's turn the
+	// deployment sends (docs/ENGINE.md, "Notices"): each only with the
+	// notice keys in the keys object (or make dev's), email only where an
+	// SES sender is set up. NoticePushHosts are the push services a
+	// subscription's endpoint may be on; nil: notice.DefaultPushHosts.
+	NoticePush, NoticeEmail bool
+	NoticePushHosts         []string
 }
 
 // Defaults.
@@ -268,6 +293,22 @@ func (p *problems) readOptional(c *Config, getenv func(string) string) {
 			p.bad("%s=%q %v", EnvLogSample, v, err)
 		}
 		c.LogSample = f
+	}
+	for _, ch := range strings.Split(getenv(EnvNoticeChannels), ",") {
+		switch strings.TrimSpace(strings.ToLower(ch)) {
+		case "":
+		case "push":
+			c.NoticePush = true
+		case "email":
+			c.NoticeEmail = true
+		default:
+			p.bad("%s=%q names %q: the channels are push and email", EnvNoticeChannels, getenv(EnvNoticeChannels), ch)
+		}
+	}
+	for _, h := range strings.Split(getenv(EnvNoticePushHosts), ",") {
+		if h = strings.TrimSpace(strings.ToLower(h)); h != "" {
+			c.NoticePushHosts = append(c.NoticePushHosts, h)
+		}
 	}
 	if v := getenv(EnvHeadRecordSeconds); v != "" {
 		n, err := strconv.Atoi(v)

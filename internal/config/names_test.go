@@ -43,7 +43,7 @@ func deployedFiles(t *testing.T, pkgs ...string) map[string][]string {
 // one file that may spell it.
 func variables() map[string]string {
 	home := map[string]string{eventbus.EnvBus: "internal/eventbus/eventbus.go"}
-	for _, n := range append(append(config.Names(), config.RuntimeNames()...), config.EnvGateKVSARN) {
+	for _, n := range append(append(append(config.Names(), config.RuntimeNames()...), config.NoticeNames()...), config.EnvGateKVSARN) {
 		home[n] = "internal/config/config.go"
 	}
 	return home

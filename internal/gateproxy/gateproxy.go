@@ -65,10 +65,11 @@ func New(o Options) (*Proxy, error) {
 func (p *Proxy) SetKeys(ring gate.KeyRing) error {
 	cfg := p.o.Gate
 	cfg.Keys = ring
-	h, err := gate.Middleware(cfg, p.mux())
+	g, err := gate.New(cfg)
 	if err != nil {
 		return err
 	}
+	h := g.Middleware(p.mux())
 	p.mu.Lock()
 	p.h = h
 	p.mu.Unlock()

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/vestibule-dev/vestibule/internal/notice"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
 
@@ -124,6 +125,8 @@ type Result struct {
 	Object string   `json:"object"`
 	Entry  []string `json:"entryKids"`    // the entry keys' kids, current first
 	Origin int      `json:"originValues"` // how many origin values are accepted
+	// NoticeVAPID is the id of the notice keys' VAPID key (notice.Public), "" without them.
+	NoticeVAPID string `json:"noticeVapid,omitempty"`
 }
 
 // Sync copies the secrets' current (and previous) values to the object.
@@ -132,6 +135,21 @@ func Sync(ctx context.Context, sm token.SecretsGetter, c Writer, o Object, arns 
 	if err != nil {
 		return Result{}, err
 	}
+	// The notice secret's public half only: the functions in the VPC seal to it and
+	// offer its VAPID key, and never open an address (package notice).
+	var vapid string
+	if arns.Notice != "" {
+		secret, err := token.CurrentSecret(ctx, sm, arns.Notice)
+		if err != nil {
+			return Result{}, fmt.Errorf("keysync: notice secret: %w", err)
+		}
+		k, err := notice.FromSecret(secret)
+		if err != nil {
+			return Result{}, fmt.Errorf("keysync: notice secret: %w", err)
+		}
+		p := k.Public()
+		m.Notice, vapid = &token.NoticeKeys{Seal: p.Seal, VAPID: p.VAPID}, p.VAPIDID
+	}
 	keys, err := m.Keys()
 	if err != nil {
 		return Result{}, err
@@ -139,7 +157,7 @@ func Sync(ctx context.Context, sm token.SecretsGetter, c Writer, o Object, arns 
 	if err := Put(ctx, c, o, m); err != nil {
 		return Result{}, err
 	}
-	r := Result{Object: o.String(), Origin: len(m.Origin)}
+	r := Result{Object: o.String(), Origin: len(m.Origin), NoticeVAPID: vapid}
 	for _, k := range keys.Entry {
 		r.Entry = append(r.Entry, k.ID)
 	}

@@ -1,6 +1,7 @@
 package keysync_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +15,9 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"github.com/vestibule-dev/vestibule/internal/app/apiapp"
+	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/keysync"
+	"github.com/vestibule-dev/vestibule/internal/notice"
 	"github.com/vestibule-dev/vestibule/internal/s3test"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -261,5 +264,68 @@ func TestParseObject(t *testing.T) {
 		if _, err := keysync.ParseObject(bad); err == nil {
 			t.Errorf("ParseObject(%q): no error", bad)
 		}
+	}
+}
+
+// The notice secret's public half reaches the keys object, never the secret:
+// the functions in the VPC seal addresses to it and offer its VAPID key, and
+// only the notify function, with the secret, opens what they sealed.
+func TestSyncCopiesTheNoticeKeysPublicHalf(t *testing.T) {
+	const noticeARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:notice"
+	sm := &secrets{}
+	sm.put(ticketARN, value('t'))
+	sm.put(entryARN, value('e'))
+	sm.put(originARN, value('o'))
+	sm.put(noticeARN, value('n'))
+	s3c := fakeS3(t, "keys")
+	obj := keysync.Object{Bucket: "keys", Key: "vestibule/keys.json"}
+	withNotice := arns
+	withNotice.Notice = noticeARN
+	r, err := keysync.Sync(context.Background(), sm, s3c, obj, withNotice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s3c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("keys"), Key: aws.String(obj.Key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw bytes.Buffer
+	raw.ReadFrom(out.Body)
+	if strings.Contains(raw.String(), value('n')) {
+		t.Fatal("the notice secret is in the keys object")
+	}
+	m, err := keysync.Get(context.Background(), s3c, obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := notice.FromSecret([]byte(value('n')))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Notice == nil || m.Notice.Seal != k.Public().Seal || m.Notice.VAPID != k.Public().VAPID || r.NoticeVAPID != k.Public().VAPIDID {
+		t.Fatalf("material %+v, result %+v; want the public keys %+v", m.Notice, r, k.Public())
+	}
+	// What the API functions read seals to the key the notify function opens with.
+	keys, err := m.Keys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := apiapp.NoticeOptions(keys, config.Config{NoticePush: true})
+	if o == nil {
+		t.Fatal("no notices from the keys object")
+	}
+	sealed, err := o.Sealer.Seal("demo", 7, notice.Address{Email: "ana@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := notice.NewOpener(k).Open("demo", 7, sealed); err != nil || a.Email != "ana@example.com" {
+		t.Fatalf("opened %+v, %v", a, err)
+	}
+	// Without the notice secret's ARN, no notices.
+	if _, err := keysync.Sync(context.Background(), sm, s3c, obj, arns); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := keysync.Get(context.Background(), s3c, obj); m.Notice != nil {
+		t.Fatalf("notice keys without the secret: %+v", m.Notice)
 	}
 }

@@ -8,10 +8,12 @@ import (
 
 // emitting is the engine with admission events written to o.Events as JSON
 // lines, the same lines the functions write to CloudWatch Logs (make dev
-// prints them beside the order events); the engine alone when o.Events is nil.
-func emitting(eng room.Engine, o Options) room.Engine {
-	if o.Events == nil {
-		return eng
+// prints them beside the order events), and handed to the notices' runner,
+// which sends the notices a tick's event counts (notices.go).
+func emitting(eng room.Engine, o Options, notices eventbus.Publisher) room.Engine {
+	pub := publishers{notices}
+	if o.Events != nil {
+		pub = append(pub, eventbus.NewLog(o.Events))
 	}
-	return roomevents.Emit(eng, eventbus.NewLog(o.Events), o.Clock, o.Logger)
+	return roomevents.Emit(eng, pub, o.Clock, o.Logger)
 }

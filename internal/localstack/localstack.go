@@ -35,6 +35,8 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/durable"
+	"github.com/vestibule-dev/vestibule/internal/notice"
+	"github.com/vestibule-dev/vestibule/internal/notice/send"
 	"github.com/vestibule-dev/vestibule/internal/operator"
 	"github.com/vestibule-dev/vestibule/internal/orders"
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -74,6 +76,11 @@ type Options struct {
 	// consumes, completes) as JSON lines, as the functions write them to
 	// CloudWatch Logs; nil → discarded.
 	Events io.Writer
+	// Notices sends the notices of visitors' turns for real (the tests' push
+	// and SES stand-ins); nil: to the outbox page (OutboxPath), make dev's.
+	Notices *NoticeOptions
+	// NotifiedClaimTTL is the demo rooms' notifiedClaimTTLSeconds (0: 600 s).
+	NotifiedClaimTTL time.Duration
 	// DoorOptions place the demo site's other doors (doors.go).
 	DoorOptions
 }
@@ -90,8 +97,10 @@ type Stack struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	closers []func() error // closed last (the origin's order store)
-	once    sync.Once
-	err     error
+	// notified is the demo rooms' notifiedClaimTTLSeconds.
+	notified int64
+	once     sync.Once
+	err      error
 }
 
 // Start starts the stack and returns once it serves. Close stops it.
@@ -99,7 +108,10 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	s := &Stack{adminKey: o.AdminKey}
+	s := &Stack{adminKey: o.AdminKey, notified: int64(o.NotifiedClaimTTL / time.Second)}
+	if s.notified == 0 {
+		s.notified = 600
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -114,6 +126,11 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		KeyDir: o.KeyDir, Issuer: config.DefaultIssuer,
 		AdminAuth: config.AdminKey, AdminKey: o.AdminKey, DefaultRoom: room.DefaultConfig(),
 		LogSample: 1, // on this machine every request is logged, every poll too
+		// Both channels: the outbox shows either (or the tests' stand-ins take them).
+		NoticePush: true, NoticeEmail: true,
+	}
+	if o.Notices != nil {
+		cfg.NoticePushHosts = o.Notices.PushHosts
 	}
 	keys, err := apiapp.LoadKeys(ctx, cfg)
 	if err != nil {
@@ -121,7 +138,8 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	// The rooms' durable settings: .vestibule/rooms beside .vestibule/keys.
 	store := durable.Disk{Dir: filepath.Join(filepath.Dir(o.KeyDir), "rooms")}
-	engine := durable.New(emitting(app.NewEngine(s.rdb, o.Clock), o), durable.Options{Store: store, Logger: o.Logger, Clock: o.Clock})
+	notices := newNoticeRunner()
+	engine := durable.New(emitting(app.NewEngine(s.rdb, o.Clock), o, notices), durable.Options{Store: store, Logger: o.Logger, Clock: o.Clock})
 
 	appLn, err := net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -184,6 +202,17 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	// room's host as CloudFront's /oidc/* behaviour puts it.
 	app.Handle(routes.OIDCPrefix, Gateway(h.Handle))
 	app.Handle("/", http.FileServer(http.Dir(o.StaticDir)))
+	notifier, box, err := s.notifier(keys, cfg, o)
+	if err != nil {
+		_ = appLn.Close()
+		_ = originLn.Close()
+		_ = manualLn.Close()
+		return nil, err
+	}
+	if box != nil {
+		app.Handle("GET "+OutboxPath, box)
+		app.Handle("GET "+OutboxPath+".json", box)
+	}
 	// The path form of a room's page (docs/PAGE.md), as CloudFront's function maps it.
 	page := func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFile(w, r, filepath.Join(o.StaticDir, "index.html"))
@@ -246,13 +275,37 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		admission.Run(tctx, engine, o.TickInterval, o.Logger, orders.Task(bk, pub, 5*time.Second, o.Clock, o.Logger))
 	}()
+	go func() {
+		defer s.wg.Done()
+		notices.run(tctx, send.EngineQueue{Engine: engine}, notifier, o.Clock, o.Logger)
+	}()
 	ok = true
 	return s, nil
+}
+
+// notifier is what sends the stack's notices: the real sender with o's
+// stand-ins, or else the outbox (returned to be served).
+func (s *Stack) notifier(keys *token.Keys, cfg config.Config, o Options) (send.Notifier, *outbox, error) {
+	k, err := notice.FromSecret(keys.NoticeSecret)
+	if err != nil {
+		return nil, nil, err
+	}
+	opener := notice.NewOpener(k)
+	if o.Notices == nil {
+		b := &outbox{opener: opener, page: s.url + "/"}
+		return b, b, nil
+	}
+	sender := &send.Sender{Opener: opener, Page: s.url + "/", Mail: o.Notices.Mail, From: o.Notices.From,
+		Policy: notice.Policy{Push: true, Email: true, PushHosts: cfg.NoticePushHosts}}
+	if o.Notices.HTTP != nil {
+		sender.HTTP = o.Notices.HTTP
+	}
+	return sender, nil, nil
 }
 
 // defaults fills what the options leave empty, the admin key from the one
@@ -330,7 +383,7 @@ type settingsPutter interface {
 // is the demo room's settings.
 func (s *Stack) demoRooms(ctx context.Context, q settingsPutter, cfg *room.Config, gated bool) error {
 	want := room.DefaultConfig()
-	want.MaxActive, want.AdmitPerMinute = 5, 60
+	want.MaxActive, want.AdmitPerMinute, want.NotifiedClaimTTLSeconds = 5, 60, s.notified
 	if cfg != nil {
 		want = *cfg
 	} else {
@@ -347,6 +400,7 @@ func (s *Stack) demoRooms(ctx context.Context, q settingsPutter, cfg *room.Confi
 	}
 	manual := room.DefaultConfig()
 	manual.MaxActive, manual.AdmitPerMinute, manual.OriginURL = 5, 60, s.manualURL+"/"
+	manual.NotifiedClaimTTLSeconds = s.notified
 	if err := s.demoRoom(ctx, q, DemoAPIRoomID, manual); err != nil {
 		return err
 	}

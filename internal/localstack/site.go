@@ -35,7 +35,11 @@ func newGatedSite(cfg gate.Config, api *url.URL) (http.Handler, error) {
 	})
 	waiting, _ := url.Parse(cfg.WaitingRoomURL)
 	mux.Handle("/", site(waiting.Scheme+"://"+waiting.Host))
-	return gate.Middleware(cfg, mux)
+	g, err := gate.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return g.Middleware(mux), nil
 }
 
 // site is the booking site itself: every path is a page that says where it

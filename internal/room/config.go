@@ -270,6 +270,23 @@ var settings = []Setting{
 			func(bool) string { return "" })
 		return s
 	}(),
+	// Longer than the page's window: a visitor told by a notice may have to
+	// find the tab or open the email. Counted against maxActive like any grant.
+	func() Setting {
+		s := number("notifiedClaimTTLSeconds", "the claim window of a visitor who asked for a notice of their turn (a push or an email), longer than claimTTLSeconds; 0: the room offers no notices",
+			func(c *Config) *int64 { return &c.NotifiedClaimTTLSeconds }, 0, 0, MaxNotifiedClaimTTL)
+		inRange := s.check
+		s.check = func(c Config) string {
+			if reason := inRange(c); reason != "" {
+				return reason
+			}
+			if c.NotifiedClaimTTLSeconds != 0 && c.NotifiedClaimTTLSeconds <= c.ClaimTTLSeconds {
+				return fmt.Sprintf("%d is not above claimTTLSeconds (%d): 0, or longer than it", c.NotifiedClaimTTLSeconds, c.ClaimTTLSeconds)
+			}
+			return ""
+		}
+		return s
+	}(),
 	// Redis keeps it as "1" or "0"; a room stored before the setting existed has
 	// none, which reads as off.
 	setting("inviteOnly", "only holders of an invitation may join (docs/API.md, \"Invitations\"); a join without one is refused",

@@ -61,4 +61,12 @@ type Engine interface {
 	Revocations(ctx context.Context, room string) ([]Revocation, error)
 	Visitor(ctx context.Context, room, visitor string) (VisitorState, error)
 	RestorePlace(ctx context.Context, room, visitor string) (VisitorState, error)
+
+	// Notices of a visitor's turn (notice.go): a registration with the place,
+	// withdrawn or ended with it; the due notices the notify function takes
+	// for a lease, and how each went.
+	RegisterNotice(ctx context.Context, t Ticket, s NoticeSignup) error
+	WithdrawNotice(ctx context.Context, t Ticket) error
+	TakeNotices(ctx context.Context, room string, most int, lease time.Duration) ([]DueNotice, error)
+	AckNotice(ctx context.Context, room string, seq int64, o NoticeOutcome, retryAt time.Time) error
 }

@@ -24,6 +24,11 @@ type HistoryPoint struct {
 	// deadline, or given up by leave or complete), ever. Both counters.
 	Left   int64 `json:"left,omitempty"`
 	Lapsed int64 `json:"lapsed,omitempty"`
+	// NoticesSent, NoticesFailed and TurnsSaved are the notices' counters
+	// (Stats' fields of the same names), ever.
+	NoticesSent   int64 `json:"noticesSent,omitempty"`
+	NoticesFailed int64 `json:"noticesFailed,omitempty"`
+	TurnsSaved    int64 `json:"turnsSaved,omitempty"`
 	// Waits is the measured waits of the visitors the ticks admitted from
 	// the queue during the minute (nil when none, or for a minute recorded
 	// before waits were measured).

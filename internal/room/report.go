@@ -44,6 +44,12 @@ type ReportMinute struct {
 	// the booking kit).
 	OrdersConfirmed int64 `json:"ordersConfirmed"`
 	OrdersCancelled int64 `json:"ordersCancelled"`
+	// NoticesSent, NoticesFailed and TurnsSaved are the notices of the
+	// minute (docs/ENGINE.md, "Notices"): sent, failed, and notified grants
+	// redeemed after the claim window they would have had without one.
+	NoticesSent   int64 `json:"noticesSent"`
+	NoticesFailed int64 `json:"noticesFailed"`
+	TurnsSaved    int64 `json:"turnsSaved"`
 }
 
 // ReportTotals sums a sale.
@@ -68,6 +74,9 @@ type ReportTotals struct {
 	WaitP95Seconds  float64 `json:"waitP95Seconds"`
 	OrdersConfirmed int64   `json:"ordersConfirmed"`
 	OrdersCancelled int64   `json:"ordersCancelled"`
+	NoticesSent     int64   `json:"noticesSent"`
+	NoticesFailed   int64   `json:"noticesFailed"`
+	TurnsSaved      int64   `json:"turnsSaved"`
 }
 
 // Report is a sale's report: a row a minute and the totals.
@@ -137,6 +146,9 @@ func ReportOf(pts []HistoryPoint, orders []OrderMinute) Report {
 			m.EvictedPerMinute = counted(p.Evicted, next.Evicted)
 			m.LeftPerMinute = counted(p.Left, next.Left)
 			m.LapsedPerMinute = counted(p.Lapsed, next.Lapsed)
+			m.NoticesSent = counted(p.NoticesSent, next.NoticesSent)
+			m.NoticesFailed = counted(p.NoticesFailed, next.NoticesFailed)
+			m.TurnsSaved = counted(p.TurnsSaved, next.TurnsSaved)
 			m.AbandonedPerMinute = m.EvictedPerMinute + m.LeftPerMinute
 			m.JoinsPerMinute = max(0, next.Waiting-p.Waiting+m.AdmittedPerMinute+m.AbandonedPerMinute)
 		}
@@ -151,6 +163,9 @@ func ReportOf(pts []HistoryPoint, orders []OrderMinute) Report {
 		t.Left += m.LeftPerMinute
 		t.Abandoned += m.AbandonedPerMinute
 		t.Lapsed += m.LapsedPerMinute
+		t.NoticesSent += m.NoticesSent
+		t.NoticesFailed += m.NoticesFailed
+		t.TurnsSaved += m.TurnsSaved
 		t.OrdersConfirmed += m.OrdersConfirmed
 		t.OrdersCancelled += m.OrdersCancelled
 		t.PeakWaiting = max(t.PeakWaiting, m.PeakWaiting)

@@ -71,6 +71,32 @@ func TestReportOf(t *testing.T) {
 	}
 }
 
+// The report's notices a minute are the counters' rise to the next minute's
+// point, like the other counts: none across a gap, from 0 after a reset.
+func TestReportCountsNotices(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	m := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
+	pts := []room.HistoryPoint{
+		{Minute: m(0), NoticesSent: 2, NoticesFailed: 1},
+		{Minute: m(1), NoticesSent: 5, NoticesFailed: 1, TurnsSaved: 2},
+		{Minute: m(2), NoticesSent: 5, NoticesFailed: 3, TurnsSaved: 3},
+		// a gap: minute 3 has no point
+		{Minute: m(4), NoticesSent: 9, NoticesFailed: 3, TurnsSaved: 4},
+		{Minute: m(5), NoticesSent: 1, TurnsSaved: 4}, // sent reset by a loss
+	}
+	r := room.ReportOf(pts, nil)
+	want := [][3]int64{{3, 0, 2}, {0, 2, 1}, {0, 0, 0}, {1, 0, 0}, {0, 0, 0}}
+	for i, w := range want {
+		g := r.Minutes[i]
+		if got := [3]int64{g.NoticesSent, g.NoticesFailed, g.TurnsSaved}; got != w {
+			t.Errorf("minute %d: sent, failed, saved %v, want %v", i, got, w)
+		}
+	}
+	if tot := r.Totals; tot.NoticesSent != 4 || tot.NoticesFailed != 2 || tot.TurnsSaved != 3 {
+		t.Errorf("totals: sent %d failed %d saved %d, want 4 2 3", tot.NoticesSent, tot.NoticesFailed, tot.TurnsSaved)
+	}
+}
+
 // Every wait lands in the bucket whose bounds hold it, and a histogram's
 // quantile is within the bucket's width of the true one.
 func TestWaitHistogram(t *testing.T) {

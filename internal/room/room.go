@@ -87,6 +87,10 @@ type Config struct {
 	// InviteOnly says only holders of an invitation may join (invitation.go):
 	// a join without one is refused with ErrInvitationRequired.
 	InviteOnly bool `json:"inviteOnly"`
+	// NotifiedClaimTTLSeconds is the claim window of a visitor who asked to be
+	// told of their turn by a push or an email (notice.go), longer than
+	// ClaimTTLSeconds, as they may have looked away; 0: the room offers no notices.
+	NotifiedClaimTTLSeconds int64 `json:"notifiedClaimTTLSeconds"`
 	// OIDCRedirectURIs are where the room, as an OpenID Connect provider
 	// (oidc.go), may send a relying party's visitor back with a code: exact
 	// URIs; none (the default) refuses every authorization request.
@@ -142,7 +146,11 @@ type Place struct {
 	// MaxPollAfter; in the pre-queue or a paused or closed room, MaxPollAfter;
 	// 0 when the visitor is not in the queue.
 	PollWithin time.Duration
-	Config     Config
+	// Notice says whether the place holds a notice registration (notice.go),
+	// as the room's shard saw it; nil when the answer came from an arrival
+	// shard, which does not know.
+	Notice *bool
+	Config Config
 }
 
 // MaxPollAfter is the longest a waiting visitor is ever told to stay away
@@ -171,6 +179,9 @@ type TickResult struct {
 	// the tick itself still counts).
 	Merged   int64
 	MergeErr error
+	// Notices is how many notices were due to send at the end of the tick
+	// (notice.go): the notify function takes them from the tick's event.
+	Notices int64
 	// Net and Pace are the tick's switch of the safety net and its step of
 	// the pace worth a report (steer.go), nil for none.
 	Net  *NetChange
@@ -207,6 +218,16 @@ type Stats struct {
 	// PaceWhy is why the pace that follows the origin is where it is
 	// (PaceChange.Why); "" when the pace is admitPerMinute.
 	PaceWhy string `json:"paceWhy,omitempty"`
+	// The notices (notice.go): sign-ups, notices sent, notices failed
+	// (refused for good, or never sent before the notified grant ended) and
+	// turns saved (notified grants redeemed after the claim window a visitor
+	// without a notice would have had), ever; and the places that hold a
+	// registration now.
+	NoticeSignups int64 `json:"noticeSignups"`
+	NoticesSent   int64 `json:"noticesSent"`
+	NoticesFailed int64 `json:"noticesFailed"`
+	TurnsSaved    int64 `json:"turnsSaved"`
+	NoticesHeld   int64 `json:"noticesHeld"`
 	// DrawSeed is the seed of the pre-queue lottery (a visitor's draw is
 	// DrawOf(seed, visitor)). Secret until the room opens: the status route
 	// publishes its commitment (DrawCommitment) before and the seed after.
@@ -276,6 +297,9 @@ func ToldMS(class int) int64 {
 	if class < 1 {
 		return 0
 	}
+	if class == NotifiedClass {
+		return NotifiedHold.Milliseconds()
+	}
 	return int64(math.Floor(1000*math.Pow(2, float64(class-1)/4) + 0.5))
 }
 
@@ -283,7 +307,7 @@ func ToldMS(class int) int64 {
 // the engine stores for a poll budget (lib.lua's told).
 func ToldClass(budgetMS int64) int {
 	c := 1
-	for c < 63 && ToldMS(c) < budgetMS {
+	for c < 63 && (ToldMS(c) < budgetMS || c == NotifiedClass) {
 		c++
 	}
 	return c

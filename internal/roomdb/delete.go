@@ -35,7 +35,7 @@ func (e *Engine) Delete(ctx context.Context, roomID string) error {
 		return fmt.Errorf("%w: delete %s: %w", room.ErrUnavailable, roomID, err)
 	}
 	k := KeysFor(roomID)
-	reply, err := e.runKeys(ctx, dropCmd, roomID, []string{k.Arrivals(), k.Fence(), k.History()}, shards)
+	reply, err := e.runKeys(ctx, dropCmd, roomID, append([]string{k.Arrivals(), k.Fence(), k.History()}, k.NoticeKeys()...), shards)
 	if err != nil {
 		return err
 	}

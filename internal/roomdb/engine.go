@@ -219,6 +219,8 @@ func (e *Engine) place(s script, t room.Ticket, have versioned, reply []any) (ro
 	}
 	p.Position, p.Waiting = num(reply[placePosition]), num(reply[placeWaiting])
 	p.PollWithin = time.Duration(num(reply[placeWithin])) * time.Millisecond
+	held := num(reply[placeNotice]) == 1
+	p.Notice = &held
 	deadline := num(reply[placeDeadline])
 	p.RatePerMinute = float64(num(reply[placeRate])) / 1000
 	if p.RatePerMinute <= 0 {
@@ -335,7 +337,7 @@ func clientHash(client string) string {
 // Leave removes the ticket's holder from the queue for good.
 func (e *Engine) Leave(ctx context.Context, t room.Ticket) error {
 	now := e.nowMS()
-	reply, err := e.runKeys(ctx, leaveCmd, t.Room, []string{KeysFor(t.Room).Served(now)}, now, strconv.FormatInt(t.Seq, 10), score(t))
+	reply, err := e.runKeys(ctx, leaveCmd, t.Room, endKeys(t.Room, now), now, strconv.FormatInt(t.Seq, 10), score(t))
 	if err != nil {
 		return err
 	}
@@ -355,7 +357,7 @@ func (e *Engine) Leave(ctx context.Context, t room.Ticket) error {
 // ErrUnavailable.
 func (e *Engine) Consume(ctx context.Context, roomID string, seq int64, audience string) (room.Session, error) {
 	now := e.nowMS()
-	reply, err := e.runKeys(ctx, consumeCmd, roomID, []string{KeysFor(roomID).Served(now)}, now, strconv.FormatInt(seq, 10), audience)
+	reply, err := e.runKeys(ctx, consumeCmd, roomID, endKeys(roomID, now), now, strconv.FormatInt(seq, 10), audience)
 	if err != nil {
 		return room.Session{}, err
 	}
@@ -391,7 +393,7 @@ func sessionReply(s script, roomID string, reply []any) (room.Session, error) {
 // expired), ErrUnavailable.
 func (e *Engine) Complete(ctx context.Context, roomID string, seq int64, audience string) error {
 	now := e.nowMS()
-	reply, err := e.runKeys(ctx, completeCmd, roomID, []string{KeysFor(roomID).Served(now)}, now, strconv.FormatInt(seq, 10), audience)
+	reply, err := e.runKeys(ctx, completeCmd, roomID, endKeys(roomID, now), now, strconv.FormatInt(seq, 10), audience)
 	if err != nil {
 		return err
 	}
@@ -442,8 +444,8 @@ func (e *Engine) tick(ctx context.Context, roomID string, guardMS int64) (room.T
 		return room.TickResult{}, room.ErrInvalidRoom
 	}
 	now := e.nowMS()
-	// The trail is the last key (ARGV[4]).
-	keys := []string{KeysFor(roomID).History(), KeysFor(roomID).Trail(now)}
+	// The notices' keys, then the trail, the last key (ARGV[4]).
+	keys := append(append([]string{KeysFor(roomID).History()}, noticeKeys(roomID)...), KeysFor(roomID).Trail(now))
 	reply, err := e.runKeys(ctx, tickCmd, roomID, keys, now, e.batch, guardMS, 1)
 	if err != nil {
 		return room.TickResult{}, err
@@ -458,9 +460,9 @@ func (e *Engine) tick(ctx context.Context, roomID string, guardMS int64) (room.T
 		return room.TickResult{}, unexpected(tickCmd, reply)
 	}
 	r := room.TickResult{Admitted: num(reply[tickAdmitted]), Evicted: num(reply[tickEvicted]),
-		GrantsReclaimed: num(reply[tickReclaimed]), SessionsEnded: num(reply[tickEnded])}
+		GrantsReclaimed: num(reply[tickReclaimed]), SessionsEnded: num(reply[tickEnded]), Notices: num(reply[tickNotices])}
 	// A tick that only steered (tickLenSteer) changed no count: no event fields.
-	if len(reply) >= tickLenEvent && r.Admitted+r.Evicted+r.GrantsReclaimed+r.SessionsEnded > 0 {
+	if len(reply) >= tickLenEvent && r.Admitted+r.Evicted+r.GrantsReclaimed+r.SessionsEnded+r.Notices > 0 {
 		r.FirstSeq, r.LastSeq = num(reply[tickFirst]), num(reply[tickLast])
 		r.After = room.TickCounts{Waiting: num(reply[tickWaiting]), Admitted: num(reply[tickGranted]), Active: num(reply[tickActive])}
 	}
@@ -627,7 +629,7 @@ func (e *Engine) Rooms(ctx context.Context) ([]string, error) {
 // Status returns a room's settings and a snapshot of its counts, read together
 // in one script.
 func (e *Engine) Status(ctx context.Context, roomID string) (room.Config, room.Stats, error) {
-	reply, err := e.run(ctx, statsCmd, roomID, e.nowMS())
+	reply, err := e.runKeys(ctx, statsCmd, roomID, noticeKeys(roomID)[:1], e.nowMS())
 	if err != nil {
 		return room.Config{}, room.Stats{}, err
 	}
@@ -647,7 +649,9 @@ func (e *Engine) Status(ctx context.Context, roomID string) (room.Config, room.S
 		ReplaysRefused: num(reply[statsReplays]), DrawSeed: str(reply[statsSeed]),
 		PacePerMinute: float64(num(reply[statsPace])) / 1000, Net: netState(cfg, str(reply[statsNet])),
 		NetWhy: str(reply[statsNetWhy]), PaceWhy: paceWhy(cfg, str(reply[statsPaceWhy])),
-		RatePerMinute: float64(num(reply[statsRate])) / 1000}, nil
+		RatePerMinute: float64(num(reply[statsRate])) / 1000,
+		NoticeSignups: num(reply[statsSignups]), NoticesSent: num(reply[statsSent]), NoticesFailed: num(reply[statsFailed]),
+		TurnsSaved: num(reply[statsSaved]), NoticesHeld: num(reply[statsHeld])}, nil
 }
 
 // Stats returns a snapshot of the room's counts: Status without the settings.
@@ -678,7 +682,7 @@ const drainBatch = 10000
 func (e *Engine) Drain(ctx context.Context, roomID string) (int64, error) {
 	var total int64
 	for {
-		reply, err := e.run(ctx, drainCmd, roomID, e.nowMS(), drainBatch)
+		reply, err := e.runKeys(ctx, drainCmd, roomID, noticeKeys(roomID)[:1], e.nowMS(), drainBatch)
 		if err != nil {
 			return total, err
 		}

@@ -28,7 +28,8 @@ var peakFields = []string{"qpm", "qp"}
 // history reads the history hash and the current minute's waits and peak
 // from the state (one slot, one pipeline) and decodes them: a point field is
 // 'minute:waiting:admitted:active:admitted in the last 60 s:evicted ever'
-// and, since the report counts them, ':left ever:lapsed ever'; a waits
+// and, since the report counts them, ':left ever:lapsed ever', then the
+// notices' ':sent ever:failed ever:turns saved ever'; a waits
 // field is 'w' + minute % 1440 with 'minute:bucket=count,…'; a peak field
 // 'p' + minute % 1440 with 'minute:most waiting'.
 func (e *Engine) history(ctx context.Context, roomID string) ([]room.HistoryPoint, error) {
@@ -110,13 +111,13 @@ func currentPeak(v []any) (int64, int64, bool) {
 	return parsePeak(fmt.Sprint(v[0]) + ":" + fmt.Sprint(v[1]))
 }
 
-// parsePoint decodes a point field's value (history): six or eight numbers.
+// parsePoint decodes a point field's value (history): six, eight or eleven numbers.
 func parsePoint(v string) (int64, room.HistoryPoint, bool) {
 	parts := strings.Split(v, ":")
-	if len(parts) != 6 && len(parts) != 8 {
+	if len(parts) != 6 && len(parts) != 8 && len(parts) != 11 {
 		return 0, room.HistoryPoint{}, false
 	}
-	var f [8]int64
+	var f [11]int64
 	for i, s := range parts {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
@@ -125,7 +126,8 @@ func parsePoint(v string) (int64, room.HistoryPoint, bool) {
 		f[i] = n
 	}
 	return f[0], room.HistoryPoint{Minute: time.UnixMilli(f[0] * 60000).UTC(), Waiting: f[1],
-		Admitted: f[2], Active: f[3], AdmittedLastMinute: f[4], Evicted: f[5], Left: f[6], Lapsed: f[7]}, true
+		Admitted: f[2], Active: f[3], AdmittedLastMinute: f[4], Evicted: f[5], Left: f[6], Lapsed: f[7],
+		NoticesSent: f[8], NoticesFailed: f[9], TurnsSaved: f[10]}, true
 }
 
 // parsePeak decodes a peak field's value (history): 'minute:most waiting'.

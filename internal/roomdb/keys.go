@@ -57,6 +57,28 @@ func (k Keys) History() string {
 	return k.Config[:len(k.Config)-len("cfg")] + "hist"
 }
 
+// NoticeKeys are the keys of a room's notices (docs/ENGINE.md, "Notices"),
+// in the order the scripts take them after the room's: the registrations
+// (HASH: member -> "expires ms:sealed address"), the notices due (ZSET:
+// member -> when to send, ms) and the notified grants (ZSET: member -> claim
+// deadline, ms).
+func (k Keys) NoticeKeys() []string {
+	p := k.Config[:len(k.Config)-len("cfg")]
+	return []string{p + "ntc", p + "ntd", p + "ntg"}
+}
+
+// NoticeNetwork and NoticeAddress are the keys of one network's and one
+// address's sign-up limiter (STRING: the GCRA's theoretical arrival time,
+// ms, expiring once idle). network and address are hashes, never raw input.
+func (k Keys) NoticeNetwork(network string) string {
+	return k.Config[:len(k.Config)-len("cfg")] + "nrl:" + network
+}
+
+// NoticeAddress is the key of one address's sign-up limiter (NoticeNetwork).
+func (k Keys) NoticeAddress(address string) string {
+	return k.Config[:len(k.Config)-len("cfg")] + "nra:" + address
+}
+
 // List is the KEYS every room script takes, in lib.lua's order.
 func (k Keys) List() []string {
 	return []string{k.Config, k.State, k.Queue, k.Heartbeats, k.Grants, k.Active, k.Used, k.Left}

@@ -175,7 +175,7 @@ func (e *Engine) sweepShards(ctx context.Context, roomID string, shards int, gra
 	if len(args) == 1 {
 		return 0, errors.Join(failed...)
 	}
-	reply, err := e.run(ctx, sevictCmd, roomID, args...)
+	reply, err := e.runKeys(ctx, sevictCmd, roomID, noticeKeys(roomID)[:1], args...)
 	if err != nil {
 		return 0, errors.Join(append(failed, err)...)
 	}

@@ -27,12 +27,15 @@ const (
 	wordRevoked   = "revoked"   // invite: the invitation was revoked
 	wordUsed      = "used"      // invite: every use of the invitation was taken
 	wordStands    = "stands"    // restore: the visitor's place is not lost
+	wordOff       = "off"       // notice: the room offers no notices
+	wordNoPlace   = "noplace"   // notice: the visitor holds no place in the queue
+	wordNoNotice  = "nonotice"  // noticeack: no such notice due
 )
 
 // replyWords is every reply word, for the test that the scripts use no other.
 var replyWords = []string{wordOK, wordNoRoom, wordNoGrant, wordClosed, wordConsumed, wordExpired,
 	wordAudience, wordSlow, wordChallenge, wordSpent, wordLimited, wordCreated, wordUpdated, wordBusy, wordOpen, wordArrived,
-	wordStale, wordRaced, wordUninvited, wordRevoked, wordUsed, wordStands}
+	wordStale, wordRaced, wordUninvited, wordRevoked, wordUsed, wordStands, wordOff, wordNoPlace, wordNoNotice}
 
 // stateActive is the place state of a consumed grant (a running session); the
 // API reports it as StateAdmitted with Place.Active.
@@ -49,6 +52,7 @@ const (
 	placeRate            // the pace, admissions a minute × 1000 (lib.lua pace; Place.RatePerMinute)
 	placeVersion         // the settings' version
 	placeWithin          // poll within (ms): the budget of the next poll, 0 when not in the queue
+	placeNotice          // 1 when the place holds a notice registration, else 0 (Place.Notice)
 	placeSettings        // first of the settings' field, value pairs, when sent
 )
 
@@ -59,6 +63,7 @@ const (
 	tickReclaimed        // expired grants reclaimed
 	tickEnded            // sessions ended
 	tickShards           // the most arrival shards the room's joins ever spread over (arrk; merge reads them)
+	tickNotices          // notices due to send (TickResult.Notices)
 	tickLen
 	// A tick that changed something adds these (TickResult's event fields).
 	tickFirst   = iota - 1 // lowest sequence admitted, 0 for none
@@ -91,6 +96,11 @@ const (
 	statsNetWhy            // why it last switched
 	statsPaceWhy           // why the pace is where it is (lib.lua pace_tick), '' for none
 	statsRate              // the admission rate, a minute × 1000 (lib.lua steer_rate)
+	statsSignups           // notice sign-ups, ever
+	statsSent              // notices sent, ever
+	statsFailed            // notices failed, ever
+	statsSaved             // turns saved by notices, ever
+	statsHeld              // places with a notice registration now
 	statsSettings          // first of the settings' field, value pairs
 )
 

@@ -18,7 +18,8 @@ func TestReplyWords(t *testing.T) {
 		"complete": lua.Complete, "leave": lua.Leave, "config": lua.Config, "stats": lua.Stats, "ratelimit": lua.RateLimit,
 		"drain": lua.Drain, "arrive": lua.Arrive, "arrivals": lua.Arrivals, "arrtrim": lua.ArrTrim, "merge": lua.Merge,
 		"arrdrop": lua.ArrDrop, "fence": lua.Fence, "arrfence": lua.ArrFence,
-		"invite": lua.Invite, "bypass": lua.Bypass, "visitor": lua.Visitor, "restore": lua.Restore}
+		"invite": lua.Invite, "bypass": lua.Bypass, "visitor": lua.Visitor, "restore": lua.Restore,
+		"notice": lua.Notice, "notices": lua.Notices, "noticeack": lua.NoticeAck}
 	seen := map[string]bool{}
 	for name, src := range scripts {
 		for _, m := range word.FindAllStringSubmatch(src, -1) {

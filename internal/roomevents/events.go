@@ -34,13 +34,17 @@ type TickEvent struct {
 	// admitted has a sequence in the range, though not every sequence in it
 	// was admitted (some left or went silent); after a pre-queue's draw the
 	// order is the draw's, so the range is as wide as the pre-queue.
-	Admitted        int64  `json:"admitted"`
-	FirstSeq        int64  `json:"firstSeq,omitempty"`
-	LastSeq         int64  `json:"lastSeq,omitempty"`
-	Evicted         int64  `json:"evicted"`         // waiting visitors who went silent, removed
-	GrantsReclaimed int64  `json:"grantsReclaimed"` // grants not redeemed within claimTTLSeconds
-	SessionsEnded   int64  `json:"sessionsEnded"`   // sessions past sessionTTLSeconds
-	After           Counts `json:"after"`           // the room's counts at the end of the tick
+	Admitted        int64 `json:"admitted"`
+	FirstSeq        int64 `json:"firstSeq,omitempty"`
+	LastSeq         int64 `json:"lastSeq,omitempty"`
+	Evicted         int64 `json:"evicted"`         // waiting visitors who went silent, removed
+	GrantsReclaimed int64 `json:"grantsReclaimed"` // grants not redeemed within claimTTLSeconds
+	SessionsEnded   int64 `json:"sessionsEnded"`   // sessions past sessionTTLSeconds
+	// Notices is how many notices of a visitor's turn were due to send at the
+	// end of the tick (docs/ENGINE.md, "Notices"): a count, never whose. The
+	// stack's rule sends the events that have any to the notify function.
+	Notices int64  `json:"notices,omitempty"`
+	After   Counts `json:"after"` // the room's counts at the end of the tick
 }
 
 // Counts are a room's counts at one instant.
@@ -71,11 +75,11 @@ type CompletedEvent struct {
 // TickEventOf is the event of a tick of room at, or false when the tick
 // changed nothing (a quiet room emits nothing).
 func TickEventOf(id string, at time.Time, r room.TickResult) (TickEvent, bool) {
-	if r.Admitted == 0 && r.Evicted == 0 && r.GrantsReclaimed == 0 && r.SessionsEnded == 0 {
+	if r.Admitted == 0 && r.Evicted == 0 && r.GrantsReclaimed == 0 && r.SessionsEnded == 0 && r.Notices == 0 {
 		return TickEvent{}, false
 	}
 	return TickEvent{Room: id, At: at.UTC().Truncate(time.Millisecond), Admitted: r.Admitted, FirstSeq: r.FirstSeq, LastSeq: r.LastSeq,
-		Evicted: r.Evicted, GrantsReclaimed: r.GrantsReclaimed, SessionsEnded: r.SessionsEnded,
+		Evicted: r.Evicted, GrantsReclaimed: r.GrantsReclaimed, SessionsEnded: r.SessionsEnded, Notices: r.Notices,
 		After: Counts{Waiting: r.After.Waiting, Admitted: r.After.Admitted, Active: r.After.Active}}, true
 }
 

@@ -72,6 +72,8 @@ var (
 	RoomPoll              = Route{Method: "GET", Path: "/api/rooms/{room}/poll", Function: Poll, Sampled: true}
 	RoomLeave             = Route{Method: "POST", Path: "/api/rooms/{room}/leave", Function: Poll}
 	RoomStatus            = Route{Method: "GET", Path: "/api/rooms/{room}/status", Function: Status, Sampled: true}
+	RoomNotify            = Route{Method: "POST", Path: "/api/rooms/{room}/notify", Function: Poll}
+	RoomWithdraw          = Route{Method: "DELETE", Path: "/api/rooms/{room}/notify", Function: Poll}
 	JWKS                  = Route{Method: "GET", Path: "/api/jwks.json", Function: Status}
 	EntryConsume          = Route{Method: "POST", Path: "/api/consume", Function: Consume}
 	EntryComplete         = Route{Method: "POST", Path: "/api/complete", Function: Consume}
@@ -91,6 +93,8 @@ var (
 	AdminRevokeInvitation = Route{Method: "POST", Path: "/api/admin/rooms/{room}/invitations/revoke", Function: Admin, Admin: true}
 	AdminVisitor          = Route{Method: "GET", Path: "/api/admin/rooms/{room}/visitors", Function: Admin, Admin: true}
 	AdminRestorePlace     = Route{Method: "POST", Path: "/api/admin/rooms/{room}/visitors/restore", Function: Admin, Admin: true}
+	AdminTakeNotice       = Route{Method: "POST", Path: "/api/admin/rooms/{room}/notices/take", Function: Admin, Admin: true}
+	AdminAckNotice        = Route{Method: "POST", Path: "/api/admin/rooms/{room}/notices/ack", Function: Admin, Admin: true}
 	EventView             = Route{Method: "GET", Path: "/api/events/{event}", Function: Booking}
 	EventHold             = Route{Method: "POST", Path: "/api/events/{event}/holds", Function: Booking}
 	HoldConfirm           = Route{Method: "POST", Path: "/api/events/{event}/holds/{token}/confirm", Function: Booking}
@@ -135,6 +139,8 @@ var All = []Route{
 	RoomPoll,
 	RoomLeave,
 	RoomStatus,
+	RoomNotify,
+	RoomWithdraw,
 	JWKS,
 	EntryConsume,
 	EntryComplete,
@@ -154,6 +160,8 @@ var All = []Route{
 	AdminRevokeInvitation,
 	AdminVisitor,
 	AdminRestorePlace,
+	AdminTakeNotice,
+	AdminAckNotice,
 	EventView,
 	EventHold,
 	HoldConfirm,

@@ -77,6 +77,20 @@ type Keys struct {
 	// (current first). The edge gate derives its cookie keys from them
 	// (GateKeys); nothing else reads them.
 	EntrySeeds [][]byte
+	// Notice is the public half of the notice secret's keys (package notice):
+	// what the API functions seal visitors' addresses to and the VAPID key
+	// the waiting page subscribes with. nil: the deployment sends no notices.
+	Notice *NoticeKeys
+	// NoticeSecret is the notice secret itself, only where this process
+	// also sends the notices (make dev's local keys); nil elsewhere.
+	NoticeSecret []byte
+}
+
+// NoticeKeys are the public keys of the notice secret: P-256 points in
+// base64url (notice.Public), public values.
+type NoticeKeys struct {
+	Seal  string `json:"seal"`
+	VAPID string `json:"vapid"`
 }
 
 // NewKeys returns fresh random keys that live only in memory (the simulator,
@@ -106,6 +120,7 @@ const (
 	localTicketFile        = "ticket.key"
 	localEntryFile         = "entry.key"
 	localEntryPreviousFile = "entry.previous.key"
+	localNoticeFile        = "notice.key"
 )
 
 // LocalEntryFile is the entry key's file in a local key folder: a program
@@ -139,6 +154,11 @@ func LoadLocal(dir string) (*Keys, error) {
 		return nil, fmt.Errorf("%s: %w", localEntryFile, err)
 	}
 	keys := &Keys{TicketSecret: ticket, Entry: []*EntryKey{current}, EntrySeeds: [][]byte{seed}}
+	// The local stack sends its notices itself (to its outbox): it keeps the
+	// notice secret beside the others.
+	if keys.NoticeSecret, err = readOrCreateSecret(filepath.Join(dir, localNoticeFile)); err != nil {
+		return nil, err
+	}
 
 	prevSeed, err := os.ReadFile(filepath.Join(dir, localEntryPreviousFile))
 	switch {
@@ -249,6 +269,11 @@ func LoadSecretsManager(ctx context.Context, sm SecretsGetter, ticketSecretARN, 
 	return keys, nil
 }
 
+// CurrentSecret is the AWSCURRENT value of a secret.
+func CurrentSecret(ctx context.Context, sm SecretsGetter, arn string) ([]byte, error) {
+	return secretString(ctx, sm, arn, stageCurrent)
+}
+
 // secretString fetches one version stage of a secret as bytes.
 func secretString(ctx context.Context, sm SecretsGetter, arn, stage string) ([]byte, error) {
 	out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &arn, VersionStage: &stage})
@@ -277,6 +302,10 @@ type Material struct {
 	// Origin are the origin secret's values the public routes accept:
 	// AWSCURRENT, then AWSPREVIOUS; empty when the deployment has none.
 	Origin []string `json:"origin,omitempty"`
+	// Notice is the public half of the notice secret's AWSCURRENT value
+	// (keysync derives it; the secret itself is the notify function's only);
+	// nil when the deployment sends no notices.
+	Notice *NoticeKeys `json:"notice,omitempty"`
 }
 
 // MaterialVersion is the format of Material this code writes and reads.
@@ -309,6 +338,9 @@ func (m Material) Check() error {
 			return fmt.Errorf("%w: origin value %d shorter than %d characters", ErrKeyMaterial, i, MinOriginSecretLen)
 		}
 	}
+	if m.Notice != nil && (m.Notice.Seal == "" || m.Notice.VAPID == "") {
+		return fmt.Errorf("%w: a notice key is empty", ErrKeyMaterial)
+	}
 	return nil
 }
 
@@ -322,7 +354,8 @@ func (m Material) Keys() (*Keys, error) {
 	if err != nil {
 		return nil, fmt.Errorf("token: entry seed %s: %w", stageCurrent, err)
 	}
-	keys := &Keys{TicketSecret: []byte(m.Ticket), Entry: []*EntryKey{current}, EntrySeeds: [][]byte{[]byte(m.Entry[0])}}
+	keys := &Keys{TicketSecret: []byte(m.Ticket), Entry: []*EntryKey{current}, EntrySeeds: [][]byte{[]byte(m.Entry[0])},
+		Notice: m.Notice}
 	if len(m.Entry) == 2 {
 		previous, err := EntryKeyFromSeed([]byte(m.Entry[1]))
 		if err != nil {
@@ -333,9 +366,12 @@ func (m Material) Keys() (*Keys, error) {
 	return keys, nil
 }
 
-// SecretARNs name the three secrets of a deployment; Origin may be "".
+// SecretARNs name the secrets of a deployment; Origin and Notice may be "".
 type SecretARNs struct {
 	Ticket, Entry, Origin string
+	// Notice is the notice secret (package notice), whose public half keysync
+	// puts in the material (Material.Notice); the secret itself stays out.
+	Notice string
 }
 
 // MaterialFromSecretsManager reads the secrets' versions into a Material:

@@ -109,18 +109,21 @@ func TestLoadLocal(t *testing.T) {
 	if m := mode(dir); m != 0o700 {
 		t.Errorf("folder mode %o, want 700", m)
 	}
-	for _, f := range []string{"ticket.key", "entry.key"} {
+	for _, f := range []string{"ticket.key", "entry.key", "notice.key"} {
 		if m := mode(filepath.Join(dir, f)); m != 0o600 {
 			t.Errorf("%s mode %o, want 600", f, m)
 		}
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
-		t.Errorf("folder holds %d files, want 2 (no temporary files left)", len(entries))
+	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
+		t.Errorf("folder holds %d files, want 3 (no temporary files left)", len(entries))
 	}
 
 	second, err := LoadLocal(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if string(second.NoticeSecret) != string(first.NoticeSecret) || len(first.NoticeSecret) < MinSecretLen {
+		t.Errorf("the notice secret: %d bytes, the same at the second run: %v", len(first.NoticeSecret), string(second.NoticeSecret) == string(first.NoticeSecret))
 	}
 	if string(second.TicketSecret) != string(first.TicketSecret) || second.Entry[0].ID != first.Entry[0].ID {
 		t.Fatal("second run gave other keys; the files must be read, not regenerated")

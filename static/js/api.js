@@ -59,6 +59,9 @@ export const enqueue = (room, ticket, proof, invitation) => call('POST', base(ro
   undefined, invitation ? JSON.stringify({ invitation }) : undefined);
 export const poll = (room, ticket) => call('GET', base(room) + '/poll', ticket);
 export const leave = (room, ticket) => call('POST', base(room) + '/leave', ticket);
+// A notice of the turn (notice.js): a push subscription or an email address.
+export const notify = (room, ticket, body) => call('POST', base(room) + '/notify', ticket, {}, undefined, undefined, JSON.stringify(body));
+export const withdraw = (room, ticket) => call('DELETE', base(room) + '/notify', ticket);
 // The status is public and cached a second at the edge: read with the
 // browser's default cache mode, so no request carries a no-cache header that
 // could send it past the edge's cache to the API.

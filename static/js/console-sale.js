@@ -90,7 +90,7 @@ export function scheduleSection(card, api) {
 // COLUMNS are every figure of a report's minute, the columns of `vestibule report --csv`.
 const COLUMNS = ['minute', 'waiting', 'admitted', 'active', 'admittedPerMinute', 'evictedPerMinute',
   'leftPerMinute', 'abandonedPerMinute', 'lapsedPerMinute', 'joinsPerMinute', 'waitsMeasured', 'waitP50Seconds',
-  'waitP95Seconds', 'ordersConfirmed', 'ordersCancelled', 'peakWaiting'];
+  'waitP95Seconds', 'ordersConfirmed', 'ordersCancelled', 'noticesSent', 'noticesFailed', 'turnsSaved', 'peakWaiting'];
 
 // reportCSV is the report's minutes as CSV, the columns of `vestibule report --csv`.
 export function reportCSV(report) {
@@ -149,6 +149,7 @@ export function reportSection(card, api) {
       ['Wait p50 / p95 (measured)', `${waitText(t.waitP50Seconds)} / ${waitText(t.waitP95Seconds)} (${n(t.waitsMeasured)} waits)`],
       ['Consumed (entries redeemed)', n(report.now?.consumed)],
       ['Orders confirmed / cancelled', `${n(t.ordersConfirmed)} / ${n(t.ordersCancelled)}`],
+      ['Notices sent / failed · turns they saved', `${n(t.noticesSent)} / ${n(t.noticesFailed)} · ${n(t.turnsSaved)}`],
     ];
     totals.replaceChildren(...rows.map(([k, v]) => {
       const d = document.createElement('div');

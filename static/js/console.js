@@ -667,6 +667,10 @@ function show(card, info, t) {
   const held = s.active + s.admitted;
   set('held', `${n(held)} / ${n(c.maxActive)}` + (c.maxActive > 0 ? ` (${Math.floor(held * 100 / c.maxActive)}%)` : ''));
   set('admittedLastMinute', `${n(s.admittedLastMinute)} / ${n(c.admitPerMinute)}`);
+  // Notices of visitors' turns (a room with notifiedClaimTTLSeconds): sent, failed, and the
+  // turns claimed after the window a visitor without one would have had.
+  set('notices', c.notifiedClaimTTLSeconds > 0 || s.noticesSent > 0
+    ? `${n(s.noticesSent)} / ${n(s.noticesFailed)} · ${n(s.turnsSaved)} (${n(s.noticesHeld)} waiting to be told)` : 'off');
   const mode = card.el.querySelector('[data-field="mode"]');
   // A room that could not be read (its stored record unreadable) says why;
   // before its opening a room in queue mode is a pre-queue: say so.

@@ -283,10 +283,34 @@ function renderPlace(v) {
   return e.counting;
 }
 
+// notices is the notices' module (notice.js: a bundle of its own, loaded
+// when an enqueue answer offers them: the view keeps the offer, so every tab
+// offers it); null until then.
+let notices = null;
+let noticesLoading = false;
+let lastAnswer = null; // {r, sentAt}: the last place answer, which notice.js reads once it is here
+function noticesFor(v) {
+  if (notices) { if (v.notices) notices.setOffer(v.notices); return; }
+  if (!v.notices || noticesLoading) return;
+  noticesLoading = true;
+  import(new URL('./notice.js', import.meta.url).href).then(async m => {
+    await m.start({ room, lang: i18n.current, $, body, render: () => render(view), on: (el, ev, f) => el.addEventListener(ev, f) });
+    notices = m;
+    if (lastAnswer) m.seen(lastAnswer.r, lastAnswer.sentAt);
+    render(view);
+  }).catch(() => { noticesLoading = false; });
+}
+
 // renderNotify offers the "notify me" button while the visitor waits and the
 // browser has not been asked yet; once allowed, it says a notification will come.
+// In a room that offers notices of the turn (a push, an email), notice.js does.
 let notifyAsked = false;
 function renderNotify(s) {
+  noticesFor(view);
+  if (notices) {
+    notices.setOffer(view.notices);
+    if (notices.offered()) { notices.render(s); return; }
+  }
   const waits = ['waiting', 'paused', 'prequeue'].includes(s);
   const p = turn.permission();
   show($('notify'), waits && p === 'default');
@@ -296,6 +320,7 @@ function renderNotify(s) {
 }
 
 async function askNotify() {
+  if (notices && notices.offered()) { notices.ask(); return; }
   const hadFocus = document.activeElement === $('notify');
   notifyAsked = true;
   await turn.askPermission();
@@ -349,6 +374,7 @@ function applyLanguage() {
   root.dir = i18n.dir(i18n.current());
   for (const el of document.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
   $('lang').value = i18n.current();
+  if (notices) notices.language(i18n.current()).then(() => render(view));
   render(view);
 }
 
@@ -449,6 +475,7 @@ async function step() {
   const ticket = saved && saved.ticket;
   nextAt = 0; // asking now: nothing is scheduled until the answer says when
   body.dataset.polls = String(++requests);
+  const sentAt = Date.now();
   let r;
   try {
     r = join || !ticket ? await enqueue(ticket) : await api.poll(room, ticket);
@@ -459,6 +486,8 @@ async function step() {
   if (my !== epoch) return;
   failures = 0;
   join = false;
+  lastAnswer = { r, sentAt };
+  if (notices) notices.seen(r, sentAt);
   accepted(r, saved);
 }
 
@@ -510,6 +539,11 @@ async function accepted(r, saved) {
   // From the opening, the draw the room orders the visitor by: the lottery's
   // check compares it with the seed's.
   if (typeof r.draw === 'number') v.roomDraw = r.draw;
+  if (r.notices || view.notices) v.notices = r.notices || view.notices; // the offer of notices (enqueue answers carry it)
+  if (r.state === 'admitted' || r.state === 'expired') {
+    if (notices) notices.forget(); // the server deleted the address with the place
+    delete v.notices;
+  }
   if (r.state === 'admitted') {
     storage.del(TICKET); // spent: coming back later starts a new visit
     nextAt = 0;          // nothing more to poll: a tab coming back to view must not ask again
@@ -796,6 +830,7 @@ function uninvited(e) {
 
 function rejoin() {
   stop();
+  if (notices) notices.forget();
   storage.del(TICKET);
   storage.del(LOTTERY);
   join = true;
@@ -807,6 +842,7 @@ function rejoin() {
 function leave() {
   const saved = storage.get(TICKET);
   stop();
+  if (notices) notices.forget();
   storage.del(TICKET);
   storage.del(LOTTERY);
   const v = { state: 'left', at: Date.now() };

@@ -18,6 +18,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/api/roomhttp"
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
+	"github.com/vestibule-dev/vestibule/internal/notice"
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -53,6 +54,15 @@ type placeResponse struct {
 	// EnterURL is set when admitted in a gated room: the page posts the entry
 	// token there (a form with token and return) instead of going to OriginURL.
 	EnterURL string `json:"enterUrl,omitempty"`
+	// Notices is the offer of notices of the visitor's turn (a push, an
+	// email), in enqueue's answer to a visitor in the queue of a room that
+	// offers them (notifiedClaimTTLSeconds); the same for every place, so in
+	// a pre-queue it says nothing of the draw. Polls never carry it.
+	Notices *notice.Offer `json:"notices,omitempty"`
+	// Notify says whether the place holds a notice registration (docs/ENGINE.md,
+	// "Notices"), when the engine knows: the page signs up again when it finds
+	// its place restored without one after a loss of Redis.
+	Notify *bool `json:"notify,omitempty"`
 }
 
 // drawSecret says whether, at now, the room's pre-queue draw is still secret:
@@ -84,7 +94,7 @@ func (h *API) enqueue(ctx context.Context, r *httpapi.Request) (events.APIGatewa
 			return events.APIGatewayV2HTTPResponse{}, err
 		}
 		if p.State != room.StateExpired {
-			return h.placeResponse(r, p, s)
+			return h.answer(r, p, s, false, true)
 		}
 	}
 	// A join challenge's proof, when the page sends one (the room says whether
@@ -130,7 +140,7 @@ func (h *API) enqueue(ctx context.Context, r *httpapi.Request) (events.APIGatewa
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, httpapi.InternalError(err)
 	}
-	return h.joinResponse(r, p, t, true)
+	return h.answer(r, p, t, true, true)
 }
 
 // challengeBody is a 403 challenge_required: the error, and the challenge.
@@ -152,12 +162,13 @@ func (h *API) poll(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2
 }
 
 func (h *API) placeResponse(r *httpapi.Request, p room.Place, ticket string) (events.APIGatewayV2HTTPResponse, error) {
-	return h.joinResponse(r, p, ticket, false)
+	return h.answer(r, p, ticket, false, false)
 }
 
-// joinResponse is placeResponse; join says it answers a fresh join (the poll
-// policy spreads a joining crowd's first far polls over the whole budget).
-func (h *API) joinResponse(r *httpapi.Request, p room.Place, ticket string, join bool) (events.APIGatewayV2HTTPResponse, error) {
+// answer is placeResponse; join says it answers a fresh join (the poll
+// policy spreads a joining crowd's first far polls over the whole budget),
+// enqueue that it answers the enqueue route (which offers notices).
+func (h *API) answer(r *httpapi.Request, p room.Place, ticket string, join, enqueue bool) (events.APIGatewayV2HTTPResponse, error) {
 	rate := p.RatePerMinute
 	if rate <= 0 {
 		rate = float64(p.Config.AdmitPerMinute)
@@ -176,6 +187,15 @@ func (h *API) joinResponse(r *httpapi.Request, p room.Place, ticket string, join
 		ClaimTTL:       time.Duration(p.Config.ClaimTTLSeconds) * time.Second,
 		PollWithin:     p.PollWithin, Join: join,
 		TickInterval: h.o.TickInterval, Jitter: h.o.Jitter(),
+	}
+	inQueue := p.State != room.StateAdmitted && p.State != room.StateExpired
+	if enqueue && h.o.Notices != nil && p.Config.NotifiedClaimTTLSeconds > 0 && inQueue {
+		o := *h.o.Notices
+		o.KeepSeconds = p.Config.NotifiedClaimTTLSeconds
+		out.Notices = &o
+	}
+	if inQueue && p.Config.NotifiedClaimTTLSeconds > 0 {
+		out.Notify = p.Notice
 	}
 	switch p.State {
 	case room.StateWaiting:

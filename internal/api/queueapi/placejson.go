@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/notice"
 )
 
 // The answer of enqueue and poll is written by hand: it is the body of every
@@ -94,8 +95,49 @@ func appendPlaceJSON(b []byte, out *placeResponse) ([]byte, bool) {
 	}
 	str(`,"pageVersion":`, out.PageVersion, true)
 	str(`,"enterUrl":`, out.EnterURL, true)
+	if out.Notices != nil {
+		var plain bool
+		if b, plain = appendOffer(b, out.Notices); !plain {
+			ok = false
+		}
+	}
+	if out.Notify != nil {
+		b = append(b, `,"notify":`...)
+		b = strconv.AppendBool(b, *out.Notify)
+	}
 	b = append(b, '}')
 	return b, ok
+}
+
+// appendOffer appends the notices' offer as json.Marshal writes it (each
+// field left out when empty); false when a string needs json.Marshal.
+func appendOffer(b []byte, n *notice.Offer) ([]byte, bool) {
+	b = append(b, `,"notices":{`...)
+	open := len(b)
+	field := func(name string) {
+		if len(b) > open {
+			b = append(b, ',')
+		}
+		b = append(b, name...)
+	}
+	for _, f := range [][2]string{{`"push":`, n.Push}, {`"vapid":`, n.VAPID}} {
+		if f[1] == "" {
+			continue
+		}
+		if !plainJSONString(f[1]) {
+			return b, false
+		}
+		field(f[0])
+		b = append(append(append(b, '"'), f[1]...), '"')
+	}
+	if n.Email {
+		field(`"email":true`)
+	}
+	if n.KeepSeconds != 0 {
+		field(`"keepSeconds":`)
+		b = strconv.AppendInt(b, n.KeepSeconds, 10)
+	}
+	return append(b, '}'), true
 }
 
 // plainJSONString reports whether json.Marshal writes s as it is, between

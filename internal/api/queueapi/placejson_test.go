@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/api/httpapi"
+	"github.com/vestibule-dev/vestibule/internal/notice"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
 func TestPlaceJSONIsEncodingJSONs(t *testing.T) {
 	eta, zero, neg := int64(123), int64(0), int64(-5)
 	pace, slow, share, tiny := 600.0, 0.5, 0.1234, 1e-7
+	yes, no := true, false
 	opens := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 	grant := time.Date(2026, 11, 26, 10, 2, 3, 456789000, time.FixedZone("", 3600))
 	far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -32,6 +34,14 @@ func TestPlaceJSONIsEncodingJSONs(t *testing.T) {
 		{Room: "demo", State: room.StateAdmitted, Active: true, OriginURL: "https://shop.example/é\u2028\"\\\x01"},
 		{Room: "demo", OpensAt: &far},
 		{Room: "r", Position: math.MinInt64},
+		{Room: "demo", Ticket: "t", State: room.StateWaiting, Notices: &notice.Offer{Push: "BPk-x_1", VAPID: "abc", Email: true}},
+		{Room: "demo", Ticket: "t", State: room.StatePrequeue, Notices: &notice.Offer{Email: true}},
+		{Room: "demo", Ticket: "t", State: room.StatePaused, Notices: &notice.Offer{Push: "BPk", VAPID: "a"}},
+		{Room: "demo", Ticket: "t", State: room.StatePaused, Notices: &notice.Offer{}},
+		{Room: "demo", Ticket: "t", State: room.StatePaused, Notices: &notice.Offer{VAPID: "a<b"}},
+		{Room: "demo", Ticket: "t", State: room.StateWaiting, Notices: &notice.Offer{Email: true, KeepSeconds: 600}, Notify: &yes},
+		{Room: "demo", Ticket: "t", State: room.StateWaiting, Notices: &notice.Offer{KeepSeconds: -1}, Notify: &no},
+		{Room: "demo", Ticket: "t", State: room.StateWaiting, Notify: &no},
 	} {
 		want, err := json.Marshal(out)
 		if err != nil {

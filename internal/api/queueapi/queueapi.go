@@ -14,6 +14,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/api/roomhttp"
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
+	"github.com/vestibule-dev/vestibule/internal/notice"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/routes"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -78,6 +79,10 @@ type Options struct {
 	// Orders counts the orders of a room's booking events for its report;
 	// nil: the report has none.
 	Orders OrderCounter
+
+	// Notices is the deployment's offer of notices (push, email), which an
+	// enqueue answer carries in a room that offers them; nil: none.
+	Notices *notice.Offer
 
 	AdminAuth    config.AdminAuth // names the caller in the audit trail
 	DefaultRoom  room.Config      // the base of an admin PUT of a new room

@@ -28,6 +28,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/challenge"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/keysync"
+	"github.com/vestibule-dev/vestibule/internal/notice"
 	"github.com/vestibule-dev/vestibule/internal/orders"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
@@ -215,6 +216,7 @@ func NewHandler(q api.Queue, keys *token.Keys, c config.Config, o Options) *api.
 		provider = nil // no ticket secret to seal with: the provider's routes answer 404
 	}
 	return api.New(api.Options{
+		Notices:      NoticeOptions(keys, c),
 		Gate:         gateOpts,
 		OIDC:         provider,
 		Queue:        q,
@@ -235,6 +237,41 @@ func NewHandler(q api.Queue, keys *token.Keys, c config.Config, o Options) *api.
 		LogSample:    api.SampleLog(c.LogSample),
 		Jitter:       o.Jitter,
 	})
+}
+
+// NoticeOptions are the notices' options of a deployment with keys and
+// configuration c: nil when it sends no notices (no channel in
+// NOTICE_CHANNELS, or no notice keys). The API functions seal to the public
+// half of the notice secret's keys (the keys object's); make dev derives it
+// from its local secret. A notice key that cannot be read leaves the notices
+// off and the rest of the API up.
+func NoticeOptions(keys *token.Keys, c config.Config) *api.NoticeOptions {
+	if !c.NoticePush && !c.NoticeEmail {
+		return nil
+	}
+	var pub notice.Public
+	switch {
+	case keys.Notice != nil:
+		p, err := notice.ParsePublic(keys.Notice.Seal, keys.Notice.VAPID)
+		if err != nil {
+			return nil
+		}
+		pub = p
+	case keys.NoticeSecret != nil:
+		k, err := notice.FromSecret(keys.NoticeSecret)
+		if err != nil {
+			return nil
+		}
+		pub = k.Public()
+	default:
+		return nil
+	}
+	s, err := notice.NewSealer(pub)
+	if err != nil {
+		return nil
+	}
+	return &api.NoticeOptions{Sealer: s, Hasher: notice.NewHasher(keys.TicketSecret),
+		Policy: notice.Policy{Push: c.NoticePush, Email: c.NoticeEmail, PushHosts: c.NoticePushHosts}}
 }
 
 // Main is the start-up of an API function: the core from the environment, the
