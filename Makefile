@@ -29,18 +29,19 @@ OAUTH2_PROXY_VERSION := v7.15.6
 GOLANGCI_LINT := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 # govulncheck and the Go vulnerability database it reads, both pinned and both from the module
-# proxy: the database is built from golang.org/x/vulndb's OSV reports (its cmd/indexdb) into
-# the user's cache (beside Go's), once per version, so make test needs no other network and a
-# fresh clone on the same machine reuses it. Bump VULNDB_VERSION
-# (go list -m golang.org/x/vulndb@latest) to learn of newer vulnerabilities.
+# proxy: the database is golang.org/x/vulndb's folder of OSV reports (data/osv) in the module
+# cache, which govulncheck indexes in memory when a file:// database has no index/ (a second of
+# work, where building the index with x/vulndb's cmd/indexdb compiled its whole tree, two CPU
+# minutes on a new machine). So make test needs no other network, and a fresh clone on the same
+# machine reuses it. Bump VULNDB_VERSION (go list -m golang.org/x/vulndb@latest) to learn of
+# newer vulnerabilities.
 GOVULNCHECK := golang.org/x/vuln/cmd/govulncheck@v1.9.0
 VULNDB_VERSION := v0.0.0-20261105234957-e22db6528018
-VULNDB := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/vestibule/vulndb/$(VULNDB_VERSION)
 # A vulnerability of the standard library fails make test too (GO_TOOLCHAIN fixes those, not
 # go.mod's requirements); VULNCHECK_STDLIB=warn lists them as warnings instead.
 VULNCHECK_STDLIB ?= fail
 
-.PHONY: dev test test-short lint vulncheck build build-host page page-build synth deploy bench chaos fuzz deps deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint deps-axe deps-nginx deps-oauth2-proxy clean
+.PHONY: dev test test-short lint vulncheck build build-host page page-build synth deploy bench chaos fuzz deps deps-apt deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint deps-axe deps-nginx deps-oauth2-proxy clean
 
 ## dev: run the whole product locally on http://localhost:8080 (embedded Redis unless REDIS_URL is set)
 ## (it rebuilds the page's bundles first where `make deps-esbuild` installed esbuild, so an edited module shows)
@@ -49,15 +50,63 @@ dev:
 	  $(MAKE) --no-print-directory page-build || echo "make dev: serving the committed page bundles" >&2; fi
 	go run ./cmd/vestibule-dev
 
-## test: install what the tests need, check the Go code with go vet, golangci-lint (make lint) and
-## govulncheck, then run every test once: all but the CDK app under the race detector, then the
-## CDK app (infra/stack's TestCfnLint runs cfn-lint on every synthesized variant and fails on any
-## error; the CDK app runs without the race detector: its constructs run in the CDK's node process)
-test: deps build vulncheck
-	go vet ./...
-	$(MAKE) --no-print-directory lint
-	go test -race $(GO_TEST_FLAGS) $$(go list ./... | grep -v /infra/)
-	go test $(GO_TEST_FLAGS) ./infra/...
+## test: install what the tests need, then run two lanes side by side. One lane runs the packages
+## that mostly wait on another process (Chromium, the Lambda emulator, nginx, redis-server stopped
+## and restarted: TEST_WAIT_PKGS) under the race detector one at a time, internal/e2e last, then
+## the CDK app (infra/: without the race detector, its constructs run in the CDK's node process;
+## TestCfnLint runs cfn-lint on every synthesized variant and fails on any error; TestCDKSynth
+## synthesizes make build's dist/). The other lane, at a lower CPU priority so the waiting tests
+## keep their pace, runs golangci-lint (make lint; its govet is go vet's analyzers), govulncheck
+## (make vulncheck), make build, then every other package under the race detector. Each test
+## runs once. The downloads (apt, npm, the module proxy) run side by side, the Go tools are built
+## while they run, and each part of a lane waits only for the tools its own tests run. -k: a
+## failure in one lane still lets the other finish, so one run shows every failure.
+TEST_JOBS ?= 8
+test:
+	@$(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target test-wait-lane test-cpu-lane
+
+# The packages of make test's waiting lane: their tests spend most of their time waiting on
+# Chromium, the Lambda emulator, nginx, a local stack's ticks or a stopped redis-server.
+# internal/e2e runs last: it alone runs oauth2-proxy, whose build is the longest of the tools.
+TEST_WAIT_PKGS := ./cmd/vestibule ./functions ./internal/localstack ./cmd/vestibule-dev ./internal/chaos ./internal/e2e
+# The lane that competes for the CPU runs at this niceness.
+TEST_NICE := nice -n 10
+TEST_DEPS := deps-apt deps-cdk deps-esbuild deps-rie deps-cfn-lint deps-axe deps-oauth2-proxy
+
+.PHONY: test-wait-lane test-cpu-lane test-wait-compile test-wait test-e2e test-infra test-lint test-vulncheck test-build test-rest
+test-wait-lane: test-infra
+test-cpu-lane: test-rest
+
+# The waiting lane's test binaries compiled with every core while the downloads run (go test -p 1
+# would compile one package at a time), then thrown away: go test finds the packages in Go's cache.
+test-wait-compile:
+	@bin=$$(mktemp -d) && { go test -race -c -o $$bin/ $(TEST_WAIT_PKGS) && go test -c -o $$bin/ ./infra/...; \
+	  rc=$$?; rm -rf $$bin; exit $$rc; }
+
+test-wait: test-wait-compile deps-apt deps-axe deps-rie
+	go test -race -p 1 $(GO_TEST_FLAGS) $(filter-out ./internal/e2e,$(TEST_WAIT_PKGS))
+
+test-e2e: test-wait deps-oauth2-proxy
+	go test -race $(GO_TEST_FLAGS) ./internal/e2e
+
+# After make build: TestCDKSynth synthesizes dist/ when every bootstrap is there, placeholders
+# when not, so it must not find make build half done.
+test-infra: test-e2e test-build deps-cdk deps-cfn-lint
+	go test -p 1 $(GO_TEST_FLAGS) ./infra/...
+
+test-lint:
+	$(TEST_NICE) $(MAKE) --no-print-directory lint
+
+test-vulncheck: test-lint
+	$(TEST_NICE) $(MAKE) --no-print-directory vulncheck
+
+test-build: test-vulncheck
+	$(TEST_NICE) $(MAKE) --no-print-directory build
+
+# The other packages' tools: redis-server and nginx (deps-apt), esbuild (static's bundle test),
+# axe-core (testkit).
+test-rest: test-build deps-apt deps-esbuild deps-axe
+	$(TEST_NICE) go test -race $(GO_TEST_FLAGS) $$(go list ./... | grep -v /infra/ | grep -v -x -F $(foreach p,$(TEST_WAIT_PKGS),-e github.com/vestibule-dev/vestibule/$(patsubst ./%,%,$(p))))
 
 ## lint: golangci-lint (pinned) with the repository's .golangci.yml: errcheck, staticcheck,
 ## gocognit ≤ 30 outside tests, the bench and the simulator, a context.Context first
@@ -72,16 +121,13 @@ test-short: deps-redis deps-nginx
 	go test -short $(GO_TEST_FLAGS) ./...
 
 ## vulncheck: govulncheck (pinned) over the code, against the vulnerability database of
-## golang.org/x/vulndb at VULNDB_VERSION, built offline from the module proxy; it fails on a
-## vulnerability the code calls in a required module (internal/vulngate)
+## golang.org/x/vulndb at VULNDB_VERSION, from the module proxy; it fails on a vulnerability the
+## code calls in a required module (internal/vulngate)
 vulncheck:
-	@[ -f $(VULNDB)/index/db.json ] || { \
-	  dir=$$(go mod download -json golang.org/x/vulndb@$(VULNDB_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
-	  [ -d "$$dir/data/osv" ] && rm -rf $(VULNDB).tmp && mkdir -p $(dir $(VULNDB)) && \
-	  go run golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION) -vulns "$$dir/data/osv" -out $(VULNDB).tmp && \
-	  mv $(VULNDB).tmp $(VULNDB); } || { echo "make vulncheck: could not build the vulnerability database" >&2; exit 1; }
-	set -o pipefail; go run $(GOVULNCHECK) -db file://$(VULNDB) -format json ./... | \
-	  go run ./internal/vulngate -stdlib=$(VULNCHECK_STDLIB)
+	@dir=$$(go mod download -json golang.org/x/vulndb@$(VULNDB_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
+	  [ -d "$$dir/data/osv" ] || { echo "make vulncheck: no vulnerability database in golang.org/x/vulndb@$(VULNDB_VERSION)" >&2; exit 1; }; \
+	  set -o pipefail; echo "go run $(GOVULNCHECK) -db file://$$dir/data/osv -format json ./... | go run ./internal/vulngate -stdlib=$(VULNCHECK_STDLIB)"; \
+	  go run $(GOVULNCHECK) -db file://$$dir/data/osv -format json ./... | go run ./internal/vulngate -stdlib=$(VULNCHECK_STDLIB)
 
 ## build: dist/<function>/bootstrap for linux/arm64, as deployed
 build:
@@ -154,7 +200,20 @@ fuzz:
 	  done; \
 	done
 
-deps: deps-redis deps-chromium deps-cdk deps-esbuild deps-rie deps-cfn-lint deps-axe deps-nginx deps-oauth2-proxy
+# deps installs everything the tests need, side by side: the downloads wait on the network, and the
+# Go tools compile meanwhile.
+deps:
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target $(TEST_DEPS)
+
+# Debian's packages the tests run (redis-server, Chromium and fonts-nanum for the pages' Korean,
+# nginx with auth_request), those missing installed in one apt-get: one download, one dpkg run.
+deps-apt:
+	@missing=; command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	  command -v chromium >/dev/null || missing="$$missing chromium fonts-nanum"; \
+	  [ -x "$$(command -v nginx || echo /usr/sbin/nginx)" ] || missing="$$missing nginx"; \
+	  [ -z "$$missing" ] || { $(MAKE) --no-print-directory $(APT_UPDATED) && \
+	    RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }
+	@$(MAKE) --no-print-directory deps-redis deps-chromium deps-nginx
 
 APT_UPDATED := .tools/.apt-updated
 $(APT_UPDATED):
@@ -204,14 +263,25 @@ deps-axe:
 	  npm install --prefix .tools/axe --no-save --no-audit --no-fund --loglevel=error axe-core@$(AXE_CORE_VERSION)
 	@echo "axe-core $(AXE_CORE_VERSION)"
 
-# oauth2-proxy (the OIDC door's third-party relying party in internal/e2e), built from its module
-# at the pinned version into .tools/bin, where the test finds it.
+# The Go programs the tests run, each built from its module at the pinned version into the user's
+# cache (beside Go's) once per version, and linked into .tools/bin, where the tests find them: a
+# fresh clone on the same machine builds none of them again. They build at a lower CPU priority:
+# in make test, the waiting lane's tests run meanwhile.
+TOOLS_CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/vestibule/bin
+# go-tool NAME MODULE@VERSION [environment]: .tools/bin/NAME, a link to TOOLS_CACHE/NAME@VERSION.
+go-tool = mkdir -p .tools/bin $(TOOLS_CACHE) && bin=$(TOOLS_CACHE)/$(1)@$(lastword $(subst @, ,$(2))) && \
+	  { [ -x "$$bin" ] || { tmp=$$(mktemp -d $(TOOLS_CACHE)/build.XXXXXX) && \
+	    { $(3) GOBIN=$$tmp nice -n 10 go install $(2) && mv $$tmp/$(1) "$$bin"; rc=$$?; rm -rf $$tmp; [ $$rc = 0 ]; }; }; } && \
+	  ln -sfn "$$bin" .tools/bin/$(1)
+
+# oauth2-proxy (the OIDC door's third-party relying party in internal/e2e).
 deps-oauth2-proxy:
-	@go version -m .tools/bin/oauth2-proxy 2>/dev/null | grep -q "^[[:space:]]*mod[[:space:]]*github.com/oauth2-proxy/oauth2-proxy/v7[[:space:]]*$(OAUTH2_PROXY_VERSION)[[:space:]]" || GOBIN=$(CURDIR)/.tools/bin GOFLAGS=-mod=mod go install github.com/oauth2-proxy/oauth2-proxy/v7@$(OAUTH2_PROXY_VERSION)
+	@go version -m .tools/bin/oauth2-proxy 2>/dev/null | grep -q "^[[:space:]]*mod[[:space:]]*github.com/oauth2-proxy/oauth2-proxy/v7[[:space:]]*$(OAUTH2_PROXY_VERSION)[[:space:]]" || { \
+	  $(call go-tool,oauth2-proxy,github.com/oauth2-proxy/oauth2-proxy/v7@$(OAUTH2_PROXY_VERSION),GOFLAGS=-mod=mod); }
 	@echo "oauth2-proxy $(OAUTH2_PROXY_VERSION)"
 
 deps-rie:
-	@command -v aws-lambda-rie >/dev/null || GOBIN=$(CURDIR)/.tools/bin go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+	@command -v aws-lambda-rie >/dev/null || { $(call go-tool,aws-lambda-rie,github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)); }
 	@command -v aws-lambda-rie
 
 clean:

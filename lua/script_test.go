@@ -17,9 +17,10 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
 // Each runs a script once per set of keys in one pipeline, on every node a
 // cluster spreads them over, loading it where it is missing (NOSCRIPT), and
-// a call that fails fails alone.
+// a call that fails fails alone. On servers of its own: SCRIPT FLUSH empties
+// the script cache of every test that shares a server.
 func TestEachRunsEveryCallOnce(t *testing.T) {
-	redistest.ForEach(t, func(t *testing.T, c redis.UniversalClient) {
+	redistest.OwnEach(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := context.Background()
 		s := lua.NewScript("incr", "return redis.call('INCR', KEYS[1])")
 		room := redistest.Room(t)

@@ -18,14 +18,14 @@ import (
 // prints every difference: a seat the origin lacks, a seat in another order,
 // a seat of a cancelled order, units that differ; a record that agrees is 0.
 func TestBookingReconcile(t *testing.T) {
-	s := stack(t)
+	s, rdb := stackRedis(t)
 	ctx := context.Background()
 	ev := redistest.Room(t) // an event of its own: the Redis is shared, and a rerun must not meet the last run's orders
 	if code, _, m := testkit.CallJSON(t, "PUT", s.URL()+"/api/admin/events/"+ev, adminKey,
 		map[string]any{"seats": []string{"A1", "A2", "A3", "A4"}, "stock": map[string]int64{"ga": 10}, "sessionLimit": 10}); code != 200 {
 		t.Fatalf("define: %d %v", code, m)
 	}
-	eng := bookingdb.New(redistest.Single(t))
+	eng := bookingdb.New(rdb)
 	buy := buyer(t, eng, ev)
 	o1 := buy(booking.Request{Seats: []string{"A1"}, Units: map[string]int64{"ga": 2}})
 	o2 := buy(booking.Request{Seats: []string{"A2"}})

@@ -13,7 +13,6 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
-	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
@@ -37,7 +36,7 @@ func writeFile(t *testing.T, content string) string {
 // lists the orders, a cancelled one as cancelled, each once; --json gives
 // the API's fields.
 func TestEvents(t *testing.T) {
-	s := stack(t)
+	s, rdb := stackRedis(t)
 	ev := eventID(t)
 	def := writeFile(t, `{"seats":["A1","A2","A3"],"stock":{"parking":5},"holdTTLSeconds":60,"sessionLimit":4,"maxHoldExtensions":2}`)
 	out, errs, code := vestibule(t, s, "events", "define", ev, "--file", def)
@@ -56,7 +55,7 @@ func TestEvents(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	eng := bookingdb.New(redistest.Single(t))
+	eng := bookingdb.New(rdb)
 	buy := buyer(t, eng, ev)
 	o1 := buy(booking.Request{Seats: []string{"A1"}, Units: map[string]int64{"parking": 2}})
 	o2 := buy(booking.Request{Seats: []string{"A2"}})

@@ -68,7 +68,7 @@ func TestGateServe(t *testing.T) {
 	}
 	keys := t.TempDir()
 	s, err := localstack.Start(context.Background(), localstack.Options{
-		RedisURL: "redis://" + redistest.Single(t).Options().Addr, StaticDir: filepath.Join("..", "..", "static"),
+		RedisURL: "redis://" + redistest.Own(t).Options().Addr, StaticDir: filepath.Join("..", "..", "static"),
 		KeyDir: keys, AdminKey: adminKey, TickInterval: 100 * time.Millisecond,
 	})
 	if err != nil {

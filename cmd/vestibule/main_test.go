@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
@@ -27,15 +29,25 @@ func TestMain(m *testing.M) {
 
 const adminKey = "cli-test-admin-key-0123"
 
-// stack starts a local stack on the test's real Redis, serving the
+// stack starts a local stack on a real Redis of the test's own (the stack's
+// admission loop ticks every room the server holds), serving the
 // repository's static/ (the console among it).
 func stack(t *testing.T) *localstack.Stack {
+	t.Helper()
+	s, _ := stackRedis(t)
+	return s
+}
+
+// stackRedis is stack and a client of its Redis, for a test that reads or
+// writes what the stack holds.
+func stackRedis(t *testing.T) (*localstack.Stack, *redis.Client) {
 	t.Helper()
 	for _, k := range []string{"VESTIBULE_STACK", "VESTIBULE_ENDPOINT", "VESTIBULE_ADMIN_KEY"} {
 		t.Setenv(k, "")
 	}
+	rdb := redistest.Own(t)
 	s, err := localstack.Start(context.Background(), localstack.Options{
-		RedisURL:     "redis://" + redistest.Single(t).Options().Addr,
+		RedisURL:     "redis://" + rdb.Options().Addr,
 		StaticDir:    filepath.Join("..", "..", "static"),
 		KeyDir:       t.TempDir(),
 		AdminKey:     adminKey,
@@ -45,7 +57,7 @@ func stack(t *testing.T) *localstack.Stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s
+	return s, rdb
 }
 
 // vestibule runs the command against the stack with its admin key.

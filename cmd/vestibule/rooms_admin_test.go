@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -16,7 +15,7 @@ import (
 // visitors wait, and with --force closes, drains and deletes the room, its
 // grants and sessions, leaving no key of it in Redis but its audit log.
 func TestRoomsLogAndDelete(t *testing.T) {
-	s := stack(t)
+	s, rdb := stackRedis(t)
 	id := newRoom(t, s, map[string]any{"maxActive": 2, "claimTTLSeconds": 600})
 	if _, errs, code := vestibule(t, s, "rooms", "set", id, "admitPerMinute=90"); code != 0 {
 		t.Fatal(errs)
@@ -58,7 +57,6 @@ func TestRoomsLogAndDelete(t *testing.T) {
 	if code, m := admin(t, s, "GET", id, nil); code != 404 {
 		t.Errorf("the room after delete: %d %v", code, m)
 	}
-	rdb := redistest.Single(t)
 	keys, err := rdb.Keys(context.Background(), "*"+id+"*").Result()
 	if err != nil {
 		t.Fatal(err)

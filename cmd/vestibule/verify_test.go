@@ -30,7 +30,7 @@ func stackAt(t *testing.T, clk *testkit.Clock) *localstack.Stack {
 		t.Setenv(k, "")
 	}
 	s, err := localstack.Start(context.Background(), localstack.Options{
-		RedisURL:     "redis://" + redistest.Single(t).Options().Addr,
+		RedisURL:     "redis://" + redistest.Own(t).Options().Addr,
 		StaticDir:    filepath.Join("..", "..", "static"),
 		KeyDir:       t.TempDir(),
 		AdminKey:     adminKey,

@@ -236,8 +236,15 @@ func TestRoomPathsServeThePage(t *testing.T) {
 	f := defaultStack(t)
 	var fn string
 	var code string
+	// the room-path function, of the stack's CloudFront Functions (the OIDC door's host function is
+	// another)
 	for id, r := range f.ofType("AWS::CloudFront::Function") {
-		fn, code = id, props(r)["FunctionCode"].(string)
+		if strings.HasPrefix(id, "RoomPaths") {
+			fn, code = id, props(r)["FunctionCode"].(string)
+		}
+	}
+	if fn == "" {
+		t.Fatal("the default stack has no RoomPaths CloudFront Function")
 	}
 	// THEN the default behaviour runs the room-path function on viewer requests
 	f.has(t, "AWS::CloudFront::Distribution", map[string]any{

@@ -20,10 +20,11 @@ import (
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
 // Run ticks every room, repeatedly, until its context ends, and sums
-// what the ticks did.
+// what the ticks did. On servers of its own, as every test here that runs
+// the loop: it ticks every room the server holds, with the real clock.
 func TestRunTicks(t *testing.T) {
-	for name, rdb := range redistest.Clients(t) {
-		t.Run(name, func(t *testing.T) {
+	redistest.OwnEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		{
 			q := roomdb.New(rdb)
 			ctx := context.Background()
 			cfg := room.DefaultConfig()
@@ -75,13 +76,13 @@ func TestRunTicks(t *testing.T) {
 			if sum.Admitted < 6 {
 				t.Errorf("summary admitted %d, want at least 6", sum.Admitted)
 			}
-		})
-	}
+		}
+	})
 }
 
 // The admit handler stops before its invocation deadline and reports a summary.
 func TestAdmitHandler(t *testing.T) {
-	q := roomdb.New(redistest.Single(t))
+	q := roomdb.New(redistest.Own(t))
 	cfg := room.DefaultConfig()
 	cfg.OriginURL = "https://origin.example/"
 	id := redistest.Room(t)
@@ -108,7 +109,7 @@ func TestAdmitHandler(t *testing.T) {
 
 // The also tasks (the booking sweep) run once per tick, after the rooms.
 func TestRunAlso(t *testing.T) {
-	q := roomdb.New(redistest.Single(t))
+	q := roomdb.New(redistest.Own(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	n := 0
@@ -126,13 +127,7 @@ func TestRunAlso(t *testing.T) {
 // the admit function one short invocation: the handler returns at once
 // instead of ticking for its minute. One visitor anywhere and it ticks.
 func TestAdmitHandlerIdle(t *testing.T) {
-	srv, err := redistest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { rdb.Close() })
+	rdb := redistest.Own(t)
 	q := roomdb.New(rdb)
 	cfg := room.DefaultConfig()
 	cfg.OriginURL = "https://origin.example/"
@@ -178,13 +173,7 @@ func TestAdmitHandlerIdle(t *testing.T) {
 // (their own polls still tick the room, guarded). One admitted visitor to reclaim, or an open
 // room with someone waiting, and it ticks.
 func TestAdmitHandlerIdleWhileARoomHoldsVisitors(t *testing.T) {
-	srv, err := redistest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { rdb.Close() })
+	rdb := redistest.Own(t)
 	ctx := context.Background()
 	q := roomdb.New(rdb)
 	cfg := room.DefaultConfig()

@@ -34,6 +34,9 @@ type schedFixture struct {
 	cfg   room.Config
 }
 
+// The admit loop's rounds apply the due changes of every room the server
+// holds, so the tests that run them take a server of their own: on a shared
+// one they would apply other tests' changes, and count them.
 func newSchedFixture(t *testing.T, rdb redis.UniversalClient) *schedFixture {
 	t.Helper()
 	f := &schedFixture{ctx: context.Background(), rdb: rdb, clk: testkit.EngineClock(),
@@ -95,7 +98,7 @@ func (f *schedFixture) storedSchedule(t *testing.T) []room.ScheduledChange {
 // before, through the PUT path, audited as made by the schedule, and leaves
 // the schedule, in Redis and in the store.
 func TestScheduledChangeAppliesAtItsTime(t *testing.T) {
-	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.OwnEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		f := newSchedFixture(t, rdb)
 		at := f.clk.Now().Add(5 * time.Minute)
 		f.plan(t, "a1", at, `{"admitPerMinute": 600, "mode": "paused"}`)
@@ -136,7 +139,7 @@ func TestScheduledChangeAppliesAtItsTime(t *testing.T) {
 // the change stays in the schedule with the reason, the audit log says so,
 // and later rounds do not try it again.
 func TestScheduledChangeRefusedWhenInvalid(t *testing.T) {
-	f := newSchedFixture(t, redistest.Single(t))
+	f := newSchedFixture(t, redistest.Own(t))
 	at := f.clk.Now().Add(time.Minute)
 	f.plan(t, "bad", at, `{"maxActive": -5}`)
 	f.clk.Set(at.Add(300 * time.Millisecond))
@@ -167,7 +170,7 @@ func TestScheduledChangeRefusedWhenInvalid(t *testing.T) {
 // Rounds running at once (a duplicate admit invocation) apply a change
 // once: one audit entry.
 func TestScheduledChangeAppliesOnceUnderConcurrentRounds(t *testing.T) {
-	f := newSchedFixture(t, redistest.Single(t))
+	f := newSchedFixture(t, redistest.Own(t))
 	at := f.clk.Now().Add(time.Minute)
 	f.plan(t, "once", at, `{"admitPerMinute": 120}`)
 	f.clk.Set(at)
@@ -211,7 +214,7 @@ func loseRoom(t *testing.T, ctx context.Context, rdb redis.UniversalClient, id s
 // loop's round finds the room in the store, restores it with its schedule,
 // and applies the change at its time.
 func TestScheduledChangeSurvivesTotalLoss(t *testing.T) {
-	f := newSchedFixture(t, redistest.Single(t))
+	f := newSchedFixture(t, redistest.Own(t))
 	at := f.clk.Now().Add(10 * time.Minute)
 	f.plan(t, "later", at, `{"admitPerMinute": 900}`)
 	f.plan(t, "sooner", at.Add(-time.Minute), `{"maxActive": 20}`)
@@ -232,7 +235,7 @@ func TestScheduledChangeSurvivesTotalLoss(t *testing.T) {
 // within the lookahead, so the admit function ticks for its minute and
 // applies it on time.
 func TestScheduledChangeKeepsTheAdmitFunctionAwake(t *testing.T) {
-	f := newSchedFixture(t, redistest.Single(t))
+	f := newSchedFixture(t, redistest.Own(t))
 	only := onlyRoom{f.q, f.room}
 	if !admission.Idle(f.ctx, only, only) {
 		t.Fatal("an empty room with no schedule is not idle")
@@ -257,7 +260,7 @@ func (o onlyRoom) Rooms(context.Context) ([]string, error) { return []string{o.i
 
 // The admission loop applies due changes in its rounds, before it ticks.
 func TestScheduledChangeAppliedByTheLoop(t *testing.T) {
-	f := newSchedFixture(t, redistest.Single(t))
+	f := newSchedFixture(t, redistest.Own(t))
 	at := f.clk.Now().Add(time.Hour)
 	f.plan(t, "loop", at, `{"admitPerMinute": 240}`)
 	f.clk.Set(at)

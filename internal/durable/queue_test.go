@@ -40,9 +40,11 @@ type fixture struct {
 	room  string
 }
 
+// newFixture is a room on a server of the test's own: the package's tests
+// lose everything (FLUSHALL) and count the rooms the admit loop lists.
 func newFixture(t *testing.T, store durable.Store) *fixture {
 	t.Helper()
-	f := &fixture{ctx: context.Background(), rdb: redistest.Single(t), store: store, room: redistest.Room(t),
+	f := &fixture{ctx: context.Background(), rdb: redistest.Own(t), store: store, room: redistest.Room(t),
 		clk: testkit.FixedClock(time.Now().UTC().Truncate(time.Second))}
 	f.eng = roomdb.New(f.rdb, roomdb.WithClock(f.clk.Now))
 	f.q = durable.New(f.eng, durable.Options{Store: store, Clock: f.clk.Now})

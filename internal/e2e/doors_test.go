@@ -42,7 +42,7 @@ func doorsStack(t *testing.T) (*localstack.Stack, string) {
 	}
 	keys := t.TempDir()
 	s, err := localstack.Start(context.Background(), localstack.Options{
-		RedisURL: "redis://" + redistest.Single(t).Options().Addr, StaticDir: repoPath(t, "static"), KeyDir: keys,
+		RedisURL: "redis://" + redistest.Own(t).Options().Addr, StaticDir: repoPath(t, "static"), KeyDir: keys,
 		AdminKey: "e2e-admin-key-0123456789", TickInterval: tick, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		DoorOptions: localstack.DoorOptions{NginxAddr: "127.0.0.1:" + strconv.Itoa(port)},
 	})

@@ -36,7 +36,7 @@ import (
 // verifies the draw as printed.
 func TestLotteryAtTheOpening(t *testing.T) {
 	clk := testkit.EngineClock()
-	rdb := redistest.Single(t)
+	rdb := redistest.Own(t)
 	s, err := localstack.Start(context.Background(), localstack.Options{
 		RedisURL: "redis://" + rdb.Options().Addr, Addr: "127.0.0.1:0", OriginAddr: "127.0.0.1:0",
 		StaticDir: repoPath(t, "static"), KeyDir: t.TempDir(), AdminKey: "e2e-admin-key-0123456789",

@@ -19,15 +19,14 @@ import (
 // a fraction of a second for an admission.
 const tick = 200 * time.Millisecond
 
-// stack starts the local stack on the given Redis (the shared test server
-// when redisURL is empty) and stops it when the test ends.
+// stack starts the local stack on the given Redis (a server of the test's
+// own when redisURL is empty: the stack's admission loop ticks every room the
+// server holds, and it puts back the demo rooms) and stops it when the test
+// ends.
 func stack(t *testing.T, redisURL string) *localstack.Stack {
 	t.Helper()
 	if redisURL == "" {
-		redisURL = os.Getenv("REDIS_URL")
-	}
-	if redisURL == "" {
-		redisURL = "redis://" + redistest.Single(t).Options().Addr
+		redisURL = "redis://" + redistest.Own(t).Options().Addr
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() && os.Getenv("E2E_LOG") != "" {

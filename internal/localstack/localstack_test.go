@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 func TestStack(t *testing.T) {
 	for name, url := range map[string]string{
 		"embedded": "",
-		"redis":    "redis://" + redistest.Single(t).Options().Addr,
+		"redis":    "redis://" + redistest.Own(t).Options().Addr,
 	} {
 		t.Run(name, func(t *testing.T) {
 			static := t.TempDir()
@@ -179,7 +179,7 @@ func TestRoomPathServesThePage(t *testing.T) {
 // shows its seats on the public availability route.
 func TestBookingKitLocally(t *testing.T) {
 	s, err := localstack.Start(context.Background(), localstack.Options{
-		RedisURL: "redis://" + redistest.Single(t).Options().Addr, StaticDir: t.TempDir(), KeyDir: t.TempDir(),
+		RedisURL: "redis://" + redistest.Own(t).Options().Addr, StaticDir: t.TempDir(), KeyDir: t.TempDir(),
 	})
 	if err != nil {
 		t.Fatal(err)

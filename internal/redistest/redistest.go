@@ -1,8 +1,15 @@
 // Package redistest gives tests a real Redis: a single node and a 3-node
-// cluster. It uses REDIS_URL and REDIS_CLUSTER_ADDRS when they are set; when
-// they are not, it starts redis-server processes on free loopback ports, in a
+// cluster. Single and Cluster use REDIS_URL and REDIS_CLUSTER_ADDRS when they
+// are set (one server that every test binary of a run shares); when they are
+// not, it starts redis-server processes on free loopback ports, in a
 // temporary folder, and stops them when the test binary ends (call Main from
 // TestMain).
+//
+// What Single and Cluster return may be shared with other test binaries, so a
+// test on them keeps to keys of its own (Room) and counts only those. A test
+// that needs the whole server (it flushes it, kills, pauses or reconfigures
+// it, reads INFO or DBSIZE, or runs a loop over every room it holds) takes a
+// server of its own with Own or OwnCluster, which ignore REDIS_URL.
 package redistest
 
 import (
@@ -453,6 +460,55 @@ func waitFor(limit time.Duration, ok func() bool) error {
 	return nil
 }
 
+// OwnServer starts a redis-server for this test alone, whatever REDIS_URL
+// says, with the extra configuration directives given, and stops it when the
+// test ends: for a test that stops, pauses or restarts it.
+func OwnServer(tb testing.TB, extra ...string) *Server {
+	tb.Helper()
+	s, err := Start(extra...)
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// Own returns a client of a redis-server of this test's own (OwnServer),
+// whatever REDIS_URL says: for a test that needs the whole server.
+func Own(tb testing.TB, extra ...string) *redis.Client {
+	tb.Helper()
+	c := redis.NewClient(&redis.Options{Addr: OwnServer(tb, extra...).Addr})
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// OwnCluster returns a client of a 3-node cluster of this test's own,
+// whatever REDIS_CLUSTER_ADDRS says, stopped when the test ends.
+func OwnCluster(tb testing.TB) *redis.ClusterClient {
+	tb.Helper()
+	nodes, err := StartCluster(3, 0)
+	for _, n := range nodes {
+		tb.Cleanup(n.Stop)
+	}
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	addrs := make([]string, len(nodes))
+	for i, n := range nodes {
+		addrs[i] = n.Addr
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// OwnEach is ForEach on a single node and a cluster of the test's own (Own,
+// OwnCluster).
+func OwnEach(t *testing.T, f func(t *testing.T, c redis.UniversalClient)) {
+	t.Run("single", func(t *testing.T) { f(t, Own(t)) })
+	t.Run("cluster", func(t *testing.T) { f(t, OwnCluster(t)) })
+}
+
 // Clients returns the single node and the cluster, named, so a suite can run
 // against both: for name, c := range redistest.Clients(t) { t.Run(name, ...) }.
 func Clients(tb testing.TB) map[string]redis.UniversalClient {
@@ -487,11 +543,23 @@ func Room(tb testing.TB) string {
 	return strings.Trim(name, "-_") + "-" + hex.EncodeToString(b)
 }
 
-// FlushAll empties every node the client reaches (every primary of a cluster).
+// FlushAll empties every node the client reaches (every primary of a
+// cluster). It refuses a server that Single or Cluster hand out, which other
+// tests (and, with REDIS_URL, other test binaries) share: a test that flushes
+// takes a server of its own (Own, OwnCluster).
 func FlushAll(ctx context.Context, c redis.UniversalClient) error {
 	cc, ok := c.(*redis.ClusterClient)
 	if !ok {
+		rc, _ := c.(*redis.Client)
+		if rc == nil || !owned(rc.Options().Addr) {
+			return errShared
+		}
 		return c.FlushAll(ctx).Err()
+	}
+	for _, a := range cc.Options().Addrs {
+		if !owned(a) {
+			return errShared
+		}
 	}
 	// The client's view of the cluster can be older than the cluster (a node
 	// it has not met yet flushes nothing): reload it, flush every primary,
@@ -514,4 +582,29 @@ func FlushAll(ctx context.Context, c redis.UniversalClient) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("redistest: %d keys left after FLUSHALL on every primary", left.Load())
+}
+
+// errShared is a flush of a server that other tests share.
+var errShared = errors.New("redistest: FlushAll of a server other tests share (Single, Cluster, REDIS_URL): " +
+	"a test that flushes takes a server of its own (Own, OwnCluster)")
+
+// owned reports whether addr is a server this package started for one test
+// (Start, Own, StartCluster), not the shared single node or cluster.
+func owned(addr string) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	if single != nil && single.Addr == addr {
+		return false
+	}
+	for _, s := range cluster {
+		if s.Addr == addr {
+			return false
+		}
+	}
+	for _, s := range started {
+		if s.Addr == addr {
+			return true
+		}
+	}
+	return false
 }

@@ -3,10 +3,15 @@ package redistest
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestMain(m *testing.M) { os.Exit(Main(m)) }
@@ -22,11 +27,64 @@ func TestServersAnswer(t *testing.T) {
 			if got, err := c.Get(ctx, key).Result(); err != nil || got != "v" {
 				t.Fatalf("GET = %q, %v; want v", got, err)
 			}
+		})
+	}
+}
+
+// A server of the test's own is started whatever REDIS_URL and
+// REDIS_CLUSTER_ADDRS say (a test that flushes it must not flush the one
+// the run shares), FlushAll empties it, and it stops when the test ends.
+func TestOwnIgnoresSharedServers(t *testing.T) {
+	ctx := context.Background()
+	const nowhere = "127.0.0.1:1"
+	t.Setenv("REDIS_URL", "redis://"+nowhere)
+	t.Setenv("REDIS_CLUSTER_ADDRS", nowhere)
+	var addrs []string
+	t.Run("own", func(t *testing.T) {
+		OwnEach(t, func(t *testing.T, c redis.UniversalClient) {
+			key := "{" + Room(t) + "}:k"
+			if err := c.Set(ctx, key, "v", 0).Err(); err != nil {
+				t.Fatalf("SET on a server of its own: %v", err)
+			}
 			if err := FlushAll(ctx, c); err != nil {
 				t.Fatal(err)
 			}
-			if n, _ := c.Exists(ctx, key).Result(); n != 0 {
-				t.Fatalf("key survived FlushAll")
+			if n, err := c.Exists(ctx, key).Result(); err != nil || n != 0 {
+				t.Fatalf("EXISTS after FlushAll: %d, %v", n, err)
+			}
+			switch c := c.(type) {
+			case *redis.Client:
+				addrs = append(addrs, c.Options().Addr)
+			case *redis.ClusterClient:
+				addrs = append(addrs, c.Options().Addrs...)
+			}
+		})
+	})
+	if len(addrs) != 4 || slices.Contains(addrs, nowhere) {
+		t.Fatalf("servers of its own: %v, want 4 started ones", addrs)
+	}
+	for _, a := range addrs {
+		if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
+			_ = c.Close()
+			t.Errorf("%s still answers after its test ended", a)
+		}
+	}
+}
+
+// FlushAll refuses the servers other tests share, started here or not.
+func TestFlushAllRefusesSharedServers(t *testing.T) {
+	ctx := context.Background()
+	for name, c := range Clients(t) {
+		t.Run(name, func(t *testing.T) {
+			key := "{" + Room(t) + "}:k"
+			if err := c.Set(ctx, key, "v", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := FlushAll(ctx, c); !errors.Is(err, errShared) {
+				t.Fatalf("FlushAll of a shared server: %v, want refused", err)
+			}
+			if n, err := c.Exists(ctx, key).Result(); err != nil || n != 1 {
+				t.Fatalf("EXISTS after the refused FlushAll: %d, %v", n, err)
 			}
 		})
 	}

@@ -540,10 +540,10 @@ func TestArrivalAdmissionsInTicketOrderUnderConcurrentJoins(t *testing.T) {
 	})
 }
 
-// hooked is a client of the single node of its own, with the hook added.
+// hooked is a client of the single node with the hook added: Single makes a
+// client per call, so the hook sees this test's commands alone.
 func hooked(t *testing.T, h redis.Hook) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: redistest.Single(t).Options().Addr})
-	t.Cleanup(func() { c.Close() })
+	c := redistest.Single(t)
 	c.AddHook(h)
 	return c
 }

@@ -3,7 +3,6 @@ package roomdb_test
 import (
 	"errors"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -15,17 +14,10 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// loseEverything wipes Redis as a restart without persistence would. When the
-// servers are shared (REDIS_URL or REDIS_CLUSTER_ADDRS), other test binaries
-// may be using them, so only this room's keys go.
+// loseEverything wipes Redis as a restart without persistence would: the
+// tests that call it run on servers of their own (redistest.OwnEach).
 func (e *env) loseEverything() {
 	e.t.Helper()
-	if os.Getenv("REDIS_URL") != "" || os.Getenv("REDIS_CLUSTER_ADDRS") != "" {
-		if err := e.rdb.Del(e.ctx, e.keys.List()...).Err(); err != nil {
-			e.t.Fatal(err)
-		}
-		return
-	}
 	if err := redistest.FlushAll(e.ctx, e.rdb); err != nil {
 		e.t.Fatal(err)
 	}
@@ -35,7 +27,7 @@ func (e *env) loseEverything() {
 // its original order, and numbers issued after the loss still come after.
 func TestDataLossRestoresPlacesInOrder(t *testing.T) {
 	const n, maxActive = 40, 5
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.OwnEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		cfg := cfgWith(func(c *room.Config) {
 			c.MaxActive, c.AdmitPerMinute, c.HeartbeatTTLSeconds = maxActive, 6000, 3600
 		})
@@ -98,7 +90,7 @@ func TestDataLossRestoresPlacesInOrder(t *testing.T) {
 // A loss after some were admitted: the head is lost too, so a visitor whose
 // grant was lost comes back at the front, and the queue keeps its order.
 func TestDataLossAfterAdmissions(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.OwnEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		cfg := cfgWith(func(c *room.Config) { c.MaxActive, c.HeartbeatTTLSeconds = 3, 3600 })
 		e := newEnv(t, rdb, cfg)
 		e.warm()

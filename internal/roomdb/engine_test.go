@@ -1267,9 +1267,10 @@ func TestBadInput(t *testing.T) {
 }
 
 // Scripts run by SHA; after Redis forgets them (restart, failover, SCRIPT
-// FLUSH) the engine loads them again instead of failing.
+// FLUSH) the engine loads them again instead of failing. On servers of its
+// own: the flush empties the script cache of every test that shares one.
 func TestScriptCacheLoss(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.OwnEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		e := newEnv(t, rdb, cfgWith(nil))
 		tk := e.enqueueN(1)[0]
 		flush := func(ctx context.Context, c *redis.Client) error { return c.ScriptFlush(ctx).Err() }

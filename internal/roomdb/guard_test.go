@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
@@ -67,7 +68,7 @@ func TestTickGuarded(t *testing.T) {
 // refuses tickets at or below it, in the recovery window too, and restores
 // the places above it in order.
 func TestFloorRefusesServedTickets(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.OwnEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		cfg := baseConfig()
 		cfg.AdmitPerMinute = 6000
 		cfg.MaxActive = 3

@@ -250,7 +250,8 @@ func TestLeaveOfAShardVisitor(t *testing.T) {
 // the next tick's progress on, the visitor polls the shard again.
 func TestTotalLossRestoresShardPresence(t *testing.T) {
 	h := &slotCalls{}
-	rdb := hooked(t, h)
+	rdb := redistest.Own(t) // a server of its own: the test flushes it
+	rdb.AddHook(h)
 	e := newEnv(t, rdb, farRoom())
 	h.tag = e.room
 	tickets := e.joinFar(300)

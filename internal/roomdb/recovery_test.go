@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
@@ -19,7 +20,7 @@ import (
 // A ticket served during the window does not come back, and a ticket that
 // stays away past the window is passed for good.
 func TestRecoveryLetsLatePollersBackPastTheHead(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.OwnEach(t, func(t *testing.T, rdb redis.UniversalClient) {
 		cfg := cfgWith(func(c *room.Config) {
 			c.MaxActive, c.AdmitPerMinute, c.HeartbeatTTLSeconds, c.ClaimTTLSeconds = 3, 6000, 60, 5
 		})
