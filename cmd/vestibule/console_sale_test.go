@@ -12,7 +12,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
-	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
@@ -144,10 +143,10 @@ func TestConsoleScheduleFollowsAppliedChanges(t *testing.T) {
 // reads 5 and 6 in the report's JSON, "5s / 6s" in the command's table and
 // the console's, and 5,6 in the CSV.
 func TestReportWaitsRoundedAlike(t *testing.T) {
-	s := stack(t)
+	s, rdb := stackRedis(t)
 	id := newRoom(t, s, nil)
 	minute := time.Now().Unix()/60 - 1
-	if err := redistest.Single(t).HSet(context.Background(), roomdb.KeysFor(id).History(),
+	if err := rdb.HSet(context.Background(), roomdb.KeysFor(id).History(),
 		fmt.Sprintf("w%d", minute%room.HistoryMinutes), fmt.Sprintf("%d:%d=1", minute, room.WaitBucket(5200*time.Millisecond))).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/browsertest"
-	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/roomdb"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
@@ -22,9 +22,9 @@ import (
 // joinAs joins the stack's room as the visitor id given, through the
 // engine the stack runs on (its Redis): the API picks ids at random, and a
 // test needs one of a given shape.
-func joinAs(t *testing.T, id, visitor string) room.Place {
+func joinAs(t *testing.T, rdb redis.UniversalClient, id, visitor string) room.Place {
 	t.Helper()
-	p, err := roomdb.New(redistest.Single(t)).Join(context.Background(), id, visitor, room.JoinProof{})
+	p, err := roomdb.New(rdb).Join(context.Background(), id, visitor, room.JoinProof{})
 	if err != nil {
 		t.Fatalf("join %s as %s: %v", id, visitor, err)
 	}
@@ -35,10 +35,10 @@ func joinAs(t *testing.T, id, visitor string) room.Place {
 // visitors show and restore take it as printed, without "--", and a mistyped
 // flag is said to be taken as an argument.
 func TestVisitorReferenceStartingWithADash(t *testing.T) {
-	s := stack(t)
+	s, rdb := stackRedis(t)
 	id := newRoom(t, s, map[string]any{"mode": "paused"})
 	ref := "-ujxphitQ0xWz8vKc5Ysdw"
-	joinAs(t, id, ref)
+	joinAs(t, rdb, id, ref)
 	out, errs, code := vestibule(t, s, "visitors", "show", id, ref)
 	if code != 0 || !strings.Contains(out, "waiting at place 1") || !strings.Contains(out, ref) {
 		t.Fatalf("visitors show %s %s: %d %q %q", id, ref, code, out, errs)
@@ -81,11 +81,11 @@ func TestUnknownVisitorReference(t *testing.T) {
 // Before the opening a pre-queue's order is its draw, secret from everyone
 // until then, support included: the lookup says prequeue, without a place.
 func TestPrequeueLookupShowsNoPlace(t *testing.T) {
-	s := stack(t)
+	s, rdb := stackRedis(t)
 	opens := time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)
 	id := newRoom(t, s, map[string]any{"opensAt": opens})
 	for _, ref := range []string{"prequeue-a0123456789abc", "prequeue-b0123456789abc", "prequeue-c0123456789abc"} {
-		joinAs(t, id, ref)
+		joinAs(t, rdb, id, ref)
 		out, errs, code := vestibule(t, s, "visitors", "show", id, ref)
 		if code != 0 || !regexp.MustCompile(`(?m)^state\s+prequeue$`).MatchString(out) || strings.Contains(out, "place") {
 			t.Fatalf("visitors show of a pre-queued visitor: %d %q %q", code, out, errs)
@@ -101,11 +101,11 @@ func TestPrequeueLookupShowsNoPlace(t *testing.T) {
 // poll. The stack's clock stands still but where the test moves it.
 func TestVisitorsShowKeepsTheTrail(t *testing.T) {
 	clock := testkit.FixedClock(time.Now().UTC().Truncate(time.Second))
-	s := stackAt(t, clock)
+	s, rdb := stackAtRedis(t, clock)
 	id := newRoom(t, s, map[string]any{"mode": "paused", "maxActive": 1})
 	t0 := clock.Now()
 	in, out := "-ActiveVisitor0123456w", "EvictedVisitor0123456w"
-	eng := roomdb.New(redistest.Single(t), roomdb.WithClock(clock.Now))
+	eng := roomdb.New(rdb, roomdb.WithClock(clock.Now))
 	p, err := eng.Join(context.Background(), id, in, room.JoinProof{})
 	if err != nil {
 		t.Fatal(err)
@@ -203,9 +203,9 @@ func TestLookupDocMatchesTheCommand(t *testing.T) {
 		}
 		return out
 	}
-	s := stack(t)
+	s, rdb := stackRedis(t)
 	id := newRoom(t, s, map[string]any{"mode": "paused"})
-	joinAs(t, id, "doc-visitor-0123456789")
+	joinAs(t, rdb, id, "doc-visitor-0123456789")
 	out, errs, code := vestibule(t, s, "visitors", "show", id, "doc-visitor-0123456789")
 	if code != 0 {
 		t.Fatalf("visitors show: %d %q", code, errs)
