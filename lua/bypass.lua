@@ -3,6 +3,8 @@
 -- KEYS[9] -> vst:{room}:ref:<day> HASH the day's reference hash (lib.lua remember): the
 --            value is the sequence after a 'b', so that support's restore puts a lost place
 --            back ahead of the line (restore.lua)
+-- KEYS[10] -> vst:{room}:trail:<day> HASH the day's trail (lib.lua trail_put): a grant in
+--             passthrough is recorded there
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> visitor id (server-generated)
 -- ARGV[3] -> the settings version the caller has cached ('' for none)
@@ -19,6 +21,7 @@ local cfg = load_cfg()
 if not cfg then return {'noroom'} end
 if cfg.mode == 'closed' then return {'closed'} end
 cfg.known = ARGV[3]
+cfg.trail = KEYS[10]
 local seq = next_seq(tonumber(redis.call('HGET', K_ST, 'seq')), 0)
 local m = member(seq)
 redis.call('HSET', K_ST, 'seq', m)

@@ -16,7 +16,10 @@
 -- ARGV[7] -> with 'spend', the challenge's time left (ms)
 -- ARGV[8] -> 1 when the join holds an invitation the engine counted (an inviteOnly
 --            room refuses any other with {'uninvited'}, after closed)
--- ARGV[9] -> 1 when the last key is the day's reference hash (lib.lua remember)
+-- ARGV[9] -> 1 when the day's reference hash (lib.lua remember) is among the keys: the last,
+--            or the one before the trail
+-- ARGV[10] -> 1 when the last key is the day's trail, vst:{room}:trail:<day> (lib.lua
+--             trail_put), where a join admitted at once is recorded
 -- Returns the place shape of lib.lua's reply, state one of:
 --   'prequeue' (draw set; position: the place at the opening, not shown), 'waiting', 'admitted' (deadline set;
 --   auto, while the safety net is off: lib.lua net_join);
@@ -42,6 +45,8 @@ if not cfg then return {'noroom'} end
 if cfg.mode == 'closed' then return {'closed'} end
 if cfg.inviteOnly and ARGV[8] ~= '1' then return {'uninvited'} end
 cfg.known = ARGV[3]
+local last = #KEYS -- the reference hash's, after the trail's is taken off the end
+if ARGV[10] == '1' then cfg.trail, last = KEYS[last], last - 1 end
 -- The join challenge: enough work, and each proof joins once.
 if cfg.challengeBits > (tonumber(ARGV[4]) or 0) then return {'challenge', cfg.challengeBits} end
 local proof = ARGV[5] or 'none'
@@ -60,7 +65,7 @@ if spent and cfg.challengeBits > 0 then return {'spent'} end
 local seq = next_seq(tonumber(redis.call('HGET', K_ST, 'seq')), 0)
 local m = member(seq)
 redis.call('HSET', K_ST, 'seq', m)
-if ARGV[9] == '1' then remember(KEYS[#KEYS], visitor, m, now) end
+if ARGV[9] == '1' then remember(KEYS[last], visitor, m, now) end
 
 if cfg.mode == 'passthrough' then
   local deadline = grant(cfg, now, m, seq)

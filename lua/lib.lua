@@ -462,10 +462,33 @@ end
 -- sequence, in join order among bypass holders.
 local function bypass_score(seq) return num(seq / 9007199254740992 - 1) end
 
+-- The trail (roomdb's Visitor; docs/OPERATING.md, "Support lookup") keeps
+-- for support what a place's keys forget once it leaves the queue: its
+-- heartbeat goes at the admission or the eviction, its grant at the consume.
+-- In key, the trail HASH of the day it is written (roomdb's Keys.Trail):
+-- field = hbf(m), value = trail_value(last poll, admission), 12 bytes; it
+-- expires at the end of the second day after its day, as the served records
+-- (serve) do, so a visitor support can find has theirs whatever the clocks.
+-- cfg.trail is the key when the caller passes one (nil: none kept, e.g. a
+-- tool filling a queue).
+local function trail_value(seen, admitted) return be(seen, 6) .. be(admitted, 6) end
+-- trail_put writes the n field, value items of fv to key.
+local function trail_put(key, now, fv, n)
+  if not key or n == 0 then return end
+  for i = 1, n, 2000 do
+    redis.call('HSET', key, unpack(fv, i, math.min(i + 1999, n)))
+  end
+  if redis.call('TTL', key) < 0 then
+    redis.call('EXPIREAT', key, (math.floor(now / 86400000) + 3) * 86400)
+  end
+end
+
 -- grant turns a new arrival into an admission with a claim deadline.
 local function grant(cfg, now, m, score)
   local deadline = now + cfg.claimTTL
   redis.call('ZADD', K_ADM, num(deadline), m)
+  -- Admitted on joining: no poll yet.
+  if cfg.trail then trail_put(cfg.trail, now, {hbf(m), trail_value(0, now)}, 2) end
   if score > head() then redis.call('HSET', K_ST, 'head', num(score)) end
   return deadline
 end

@@ -5,6 +5,9 @@
 -- ARGV[3] -> guard (ms; 0 or absent: none): a tick asked with a guard does nothing and returns
 --            {'busy'} when any tick ran less than that long before now (the state's tickat);
 --            visitors' requests drive a quiet room's ticks this way, one per room per guard
+-- ARGV[4] -> 1 when the last key, after KEYS[12], is the day's trail, vst:{room}:trail:<day> (lib.lua trail_put):
+--            each place the tick admits is recorded there with its last poll and the admission,
+--            each it evicts with its last poll
 -- KEYS[9] -> vst:{room}:hist HASH  the room's last day, one point a minute (below)
 -- KEYS[10] -> vst:{room}:ntc HASH  notice registrations: member -> 'expires ms:sealed address' (notice.lua)
 -- KEYS[11] -> vst:{room}:ntd ZSET  notices due: member -> when to send (ms)
@@ -28,6 +31,11 @@
 -- counts them in log-spaced buckets (room.WaitBucket: 0 below 1 s, then four a doubling) in the
 -- state's fields w<bucket>, for the minute in wm; the first tick of the next minute moves them to
 -- the history as field 'w' .. minute % 1440, value 'minute:bucket=count,…'.
+-- The peak: the most visitors waiting at any tick of the minute (the queue's count before
+-- the tick's admissions, or after them), kept in the state's fields qp (the count) for the
+-- minute qpm; the first tick of the next minute moves it to the history as field
+-- 'p' .. minute % 1440, value 'minute:most waiting' (a burst that joins and is admitted
+-- within a minute has no point of its own: the point counts the first tick's queue).
 -- Every tick that runs records now as tickat.
 -- Notices (docs/ENGINE.md, "Notices"): a place whose heartbeat has the class NOTIFIED (lib.lua)
 -- is granted the notified claim window (notifiedClaimTTLSeconds) instead of claimTTLSeconds and
@@ -50,6 +58,7 @@ local WAIT_PER_LN = 4 / math.log(2)
 
 local cfg = load_cfg()
 if not cfg then return {'noroom'} end
+if ARGV[4] == '1' then cfg.trail = KEYS[#KEYS] end
 local st = redis.call('HMGET', K_ST, 'head', 'tokens', 'refill', 'sweep', 'created', 'epoch', 'since', 'oldest',
   'hbgrace', 'hbgraceuntil', 'tickat', 'histmin', 'evicted', 'fa', 'fs', 'fl', 'wm', 'left', 'lapsed',
   'nsent', 'nfail', 'nsaved')
@@ -111,6 +120,23 @@ local function flush_waits(minute)
   if any and not wm then redis.call('HSET', K_ST, 'wm', member(minute)) end
 end
 
+-- keep_peak counts the queue's count at this tick, before (the count the
+-- scripts keep, lib.lua) and after it (waiting), in the minute's peak, and
+-- moves an earlier minute's peak to the history.
+local function keep_peak(minute, waiting)
+  local most = math.max(cfg.waiting, waiting)
+  local kept = redis.call('HMGET', K_ST, 'qpm', 'qp')
+  local qpm, qp = tonumber(kept[1]), tonumber(kept[2]) or 0
+  if qpm == minute then
+    if most > qp then redis.call('HSET', K_ST, 'qp', most) end
+    return
+  end
+  if qpm and qp > 0 and KEYS[9] then
+    redis.call('HSET', KEYS[9], 'p' .. (qpm % 1440), member(qpm) .. ':' .. qp)
+  end
+  redis.call('HSET', K_ST, 'qpm', member(minute), 'qp', most)
+end
+
 local function finish()
   if evicted > 0 then redis.call('HINCRBY', K_ST, 'evicted', evicted) end
   count_admissions(now, admitted)
@@ -156,6 +182,7 @@ local function finish()
     redis.call('HSET', K_ST, 'histmin', member(minute))
   end
   flush_waits(minute)
+  keep_peak(minute, waiting)
   local steered = steer(cfg, now, waiting)
   local due = 0
   if K_NTD then due = redis.call('ZCOUNT', K_NTD, '-inf', now) end
@@ -179,14 +206,16 @@ end
 local hbwindow = cfg.hbTTL
 if st[10] and now < tonumber(st[10]) then hbwindow = math.max(hbwindow, tonumber(st[9])) end
 local cutoff = now - hbwindow
--- evict removes stale visitors from the queue and their heartbeats.
-local function evict(members, fields)
+-- evict removes stale visitors from the queue and their heartbeats; their
+-- last polls (trail: field, value pairs) go to the trail.
+local function evict(members, fields, trail)
   for i = 1, #members, 1000 do
     local j = math.min(i + 999, #members)
     redis.call('ZREM', K_Q, unpack(members, i, j))
     redis.call('HDEL', K_HB, unpack(fields, i, j))
     notice_forget(K_NTC, nil, nil, members, i, j)
   end
+  trail_put(cfg.trail, now, trail, #trail)
   evicted = evicted + #members
 end
 
@@ -221,13 +250,13 @@ if budget > 0 and not (st[8] and cutoff <= tonumber(st[8])) then
   local count = #got / 2
   local oldest = now
   local maxclass = told_class(FAR_TOLD)
-  local stale, stalef, fresh = {}, {}, {}
+  local stale, stalef, fresh, gone = {}, {}, {}, {}
   for i = 1, count, 1000 do
     local fields = {}
     for j = i, math.min(i + 999, count) do fields[#fields + 1] = hbf(got[2 * j - 1]) end
     local seen = redis.call('HMGET', K_HB, unpack(fields))
     for k = 1, #fields do
-      local _, t = hbt(seen[k])
+      local last_seen, t = hbt(seen[k])
       if not t then
         -- No heartbeat: a visitor of an arrival shard keeps it there while far
         -- from the front (the shard's sweep checks it); any other lost it with a
@@ -240,12 +269,16 @@ if budget > 0 and not (st[8] and cutoff <= tonumber(st[8])) then
       elseif t < cutoff then
         stale[#stale + 1] = got[2 * (i + k - 1) - 1]
         stalef[#stalef + 1] = fields[k]
+        if cfg.trail then
+          gone[#gone + 1] = fields[k]
+          gone[#gone + 1] = trail_value(last_seen, 0)
+        end
       elseif t < oldest then
         oldest = t
       end
     end
   end
-  if #stale > 0 then evict(stale, stalef) end
+  if #stale > 0 then evict(stale, stalef, gone) end
   for i = 1, #fresh, 2000 do
     redis.call('HSET', K_HB, unpack(fresh, i, math.min(i + 1999, #fresh)))
   end
@@ -272,6 +305,10 @@ local floor, pack, unpk, log = math.floor, S and S.pack, S and S.unpack, math.lo
 -- sequences it holds (wlo, whi], and how many of this tick so far.
 local opened = cfg.opensAt * 1000
 local wb, wlo, whi, wn = 0, 0, -1, 0
+-- The trail (lib.lua trail_put): each place's last poll with the admission
+-- (now) or, stale, none; written once a batch.
+local trail, zero6 = cfg.trail, be(0, 6)
+local now6 = be(now, 6)
 local newtop = top
 local pops = 0
 while admitted < n and pops < n + batch do
@@ -292,26 +329,35 @@ while admitted < n and pops < n + batch do
   end
   local seen = redis.call('HMGET', K_HB, unpack(fields))
   local grants, served, g, sv = {}, {}, 0, 0
+  local tv, tn = {}, 0
   local last
   local gone, gn = {}, 0 -- the stale ones skipped: their registrations go (lib.lua notice_forget)
   for i = 1, k do
     -- Stale: the heartbeat was due (last seen + its told silence) before the cutoff.
-    local v, due, c = seen[i], nil, nil
+    local v, due, c, t = seen[i], nil, nil, 0
     if v then
       local x
       if unpk then x = unpk('>I6', v) else x = hbraw(v) end
       c = floor(x / SEEN)
-      due = x - c * SEEN + (TOLD[c] or told_ms(c))
+      t = x - c * SEEN
+      due = t + (TOLD[c] or told_ms(c))
     end
     pops = pops + 1
+    if trail then
+      tv[tn + 1] = fields[i]
+      if pack then tv[tn + 2] = pack('>I6', t) else tv[tn + 2] = be(t, 6) end
+      tn = tn + 2
+    end
     if due and due < cutoff then
       evicted = evicted + 1
       skipped = skipped + 1
+      if trail then tv[tn] = tv[tn] .. zero6 end
       if c == NOTIFIED then
         gn = gn + 1
         gone[gn] = got[i]
       end
     else
+      if trail then tv[tn] = tv[tn] .. now6 end
       local m = got[i]
       if c == NOTIFIED then
         grants[g + 1] = ndeadline
@@ -368,6 +414,7 @@ while admitted < n and pops < n + batch do
   redis.call('HDEL', K_HB, unpack(fields))
   if g > 0 then redis.call('ZADD', K_ADM, unpack(grants)) end
   if sv > 0 then redis.call('ZADD', K_USED, 'GT', unpack(served)) end
+  trail_put(trail, now, tv, tn)
   if gn > 0 then notice_forget(K_NTC, nil, nil, gone) end
 end
 if nt > 0 then notice_granted(cfg, now, ntold, deadline, ndeadline, K_NTC, K_NTD, K_NTG) end

@@ -3,7 +3,9 @@
 -- KEYS[9..] -> vst:{room}:served:<day> SET the served visitors of today and the days before
 --              that a lookup can reach (lib.lua serve)
 -- ARGV[1] -> member (the visitor's sequence, decimal)
--- Returns {'noroom'}, or {'ok', queue score, rank (0-based), heartbeat, grant deadline (ms),
+-- ARGV[2] -> now (ms)
+-- Returns {'noroom'}, or {'ok', queue score, rank (0-based; -2 in the queue before the opening,
+-- when a place has no rank yet: below), heartbeat, grant deadline (ms),
 -- session end (ms), used score (ms), left score, claimTTLSeconds, arrivals mark, served}, each
 -- '' (rank -1) when the visitor is not there. arrivals mark: the highest sequence merged
 -- from the arrival lists of a room that spreads (or spread) its joins (st arrw, 0 before the
@@ -14,6 +16,10 @@
 local m = ARGV[1]
 if not redis.call('HGET', K_CFG, 'mode') then return {'noroom'} end
 local rank = redis.call('ZRANK', K_Q, m)
+-- Before the opening the pre-queue's order is its draw, secret from everyone
+-- until then, support included (docs/SECURITY.md, "The lottery"): the rank is
+-- not read out of the queue, and the lookup says prequeue without a place.
+if rank and (tonumber(redis.call('HGET', K_CFG, 'opensAt')) or 0) > tonumber(ARGV[2]) then rank = -2 end
 local mark = ''
 if (tonumber(redis.call('HGET', K_CFG, 'arrk')) or 0) > 0 then mark = redis.call('HGET', K_ST, 'arrw') or '0' end
 local served = ''

@@ -22,6 +22,7 @@ var tickParts = []struct{ name, drop, with string }{
 	{"without the admitted heartbeats' HDEL", "  redis.call('HDEL', K_HB, unpack(fields))\n", ""},
 	{"without the admitted heartbeats' HMGET", "  local seen = redis.call('HMGET', K_HB, unpack(fields))\n  local grants",
 		"  local seen = {}\n  local grants"},
+	{"without the trail's HSET", "  trail_put(trail, now, tv, tn)\n", ""},
 }
 
 // benchTickParts takes a tick admitting 10,000 apart (-only tickparts; not
@@ -62,7 +63,9 @@ func benchTickParts(ctx context.Context) ([]Row, error) {
 			return nil, err
 		}
 	}
-	keys := append(roomdb.KeysFor(roomID).List(), roomdb.KeysFor(roomID).History())
+	// As the engine's tick: the history, the notices' keys, then the trail (ARGV[4]).
+	k := roomdb.KeysFor(roomID)
+	keys := append(append(append(k.List(), k.History()), k.NoticeKeys()...), k.Trail(now.UnixMilli()))
 	ds := make([][]time.Duration, len(tickParts))
 	for round := range 8 * len(tickParts) {
 		cfg.MaxActive += 10_000
@@ -72,7 +75,7 @@ func benchTickParts(ctx context.Context) ([]Row, error) {
 		now = now.Add(2 * time.Second)
 		i := round % len(tickParts)
 		start := time.Now()
-		r, err := scripts[i].EvalSha(ctx, rdb, keys, now.UnixMilli(), 2000, 0).Slice()
+		r, err := scripts[i].EvalSha(ctx, rdb, keys, now.UnixMilli(), 2000, 0, 1).Slice()
 		el := time.Since(start)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", tickParts[i].name, err)

@@ -61,7 +61,13 @@ func parseExpiry(s string) (time.Duration, error) {
 // roomAndArg checks that pos is a room id and one more word (what).
 func roomAndArg(pos []string, cmd, what string) (string, string, error) {
 	if len(pos) != 2 {
-		return "", "", usageError(fmt.Sprintf("%s needs ROOM and %s", cmd, what))
+		msg := fmt.Sprintf("%s needs ROOM and %s", cmd, what)
+		if len(pos) > 2 {
+			// A mistyped flag lands here: it is taken as an argument (refCommands).
+			msg += fmt.Sprintf(", not %d arguments (%s): an argument that starts with - and is no flag of the command is taken as it is",
+				len(pos), strings.Join(pos, " "))
+		}
+		return "", "", usageError(msg)
 	}
 	return pos[0], pos[1], nil
 }
@@ -150,6 +156,13 @@ func (c *command) invitationRevoke(ctx context.Context, pos []string) error {
 	if c.g.json {
 		return c.printJSON(r)
 	}
-	c.out.Printf("invitation %s of %s revoked (%s)\n", r.ID, id, r.RevokedAt.Local().Format("2006-01-02 15:04:05"))
+	c.out.Printf("invitation %s of %s revoked (%s)", r.ID, id, r.RevokedAt.Local().Format("2006-01-02 15:04:05"))
+	if r.Used == 0 {
+		// Revoking an id before its first use is allowed (a minted link not
+		// sent yet), so this is no error; but a typo must not pass unseen.
+		c.out.Printf("; no use of it seen yet: if you meant a link that was used, check the id (`vestibule invitations show %s ID` lists one's uses)\n", id)
+		return nil
+	}
+	c.out.Printf("; %d use(s) taken before\n", r.Used)
 	return nil
 }

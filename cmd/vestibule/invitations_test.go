@@ -135,3 +135,33 @@ func TestConsoleSupportLookup(t *testing.T) {
 	}
 	waitJS(t, ctx, card+`.dataset.support === "waiting"`, 10*time.Second)
 }
+
+// Revoking an id never used is allowed (a minted link not sent out yet) but
+// said so, so that a typo while revoking a leaked link is noticed; one that
+// was used says how often.
+func TestRevokeSaysWhenNoUseWasSeen(t *testing.T) {
+	s := stack(t)
+	id := newRoom(t, s, map[string]any{"inviteOnly": true, "mode": "paused"})
+	out, errs, code := vestibule(t, s, "invitations", "revoke", id, "nosuch")
+	if code != 0 || !strings.Contains(out, "revoked") || !strings.Contains(out, "no use of it seen yet") {
+		t.Fatalf("revoke of an id never used: %d %q %q", code, out, errs)
+	}
+	out, _, code = vestibule(t, s, "invitations", "create", id, "--uses", "3", "--id", "leaked")
+	if code != 0 {
+		t.Fatalf("create: %d %q", code, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	link, _ := url.Parse(lines[len(lines)-1])
+	if status, m := joinInvited(t, s.URL(), id, link.Query().Get("invite")); status != 200 {
+		t.Fatalf("join: %d %v", status, m)
+	}
+	out, errs, code = vestibule(t, s, "invitations", "revoke", id, "leaked")
+	if code != 0 || strings.Contains(out, "no use") || !strings.Contains(out, "1 use(s) taken before") {
+		t.Fatalf("revoke of a used invitation: %d %q %q", code, out, errs)
+	}
+	out, _, _ = vestibule(t, s, "invitations", "revoke", id, "leaked", "--json")
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r["used"] != float64(1) || r["id"] != "leaked" {
+		t.Fatalf("revoke --json: %v %q", err, out)
+	}
+}

@@ -125,7 +125,16 @@ func (g *globals) register(fs *flag.FlagSet) {
 }
 
 // parse parses flags anywhere among the arguments and returns the others.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+// With loose, an argument that starts with "-" but names no flag of fs is
+// one of the others (refCommands).
+func parse(fs *flag.FlagSet, args []string, loose bool) ([]string, error) {
+	if loose {
+		flags, pos := splitLoose(fs, args)
+		if err := fs.Parse(flags); err != nil {
+			return nil, err
+		}
+		return pos, nil
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -138,6 +147,42 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// refCommands take, after the room, a reference or an id as the waiting page
+// or a booking site printed it, which may start with "-" (a visitor id is
+// base64url): there an argument that names no flag of the command is taken
+// as it is, the way the operator pasted it, not refused as a flag.
+var refCommands = map[string]bool{"visitors show": true, "visitors restore": true,
+	"invitations show": true, "invitations revoke": true}
+
+// splitLoose splits args into fs's flags (with their values) and the other
+// arguments, in order: an argument that starts with "-" is a flag only when
+// fs defines it (or it asks for help); after "--" every argument is another.
+func splitLoose(fs *flag.FlagSet, args []string) (flags, others []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return flags, append(others, args[i+1:]...)
+		}
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		f := fs.Lookup(name)
+		switch {
+		case !strings.HasPrefix(a, "-") || len(a) == 1:
+			others = append(others, a)
+		case name == "h" || name == "help":
+			flags = append(flags, a)
+		case f == nil:
+			others = append(others, a)
+		default:
+			flags = append(flags, a)
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !hasValue && !(ok && b.IsBoolFlag()) && i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+		}
+	}
+	return flags, others
 }
 
 // usageError is a mistake in the command line: exit status 2.
@@ -226,7 +271,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	pos, err := parse(fs, args)
+	pos, err := parse(fs, args, refCommands[cmd])
 	if errors.Is(err, flag.ErrHelp) {
 		return err
 	}

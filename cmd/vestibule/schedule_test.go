@@ -49,7 +49,8 @@ func TestScheduledChangeFromTheCommandLine(t *testing.T) {
 	if out, errs, code = vestibule(t, s, "rooms", "unschedule", id, change); code != 0 || !strings.Contains(out, "cancelled "+change) {
 		t.Fatalf("unschedule: %d %q %q", code, out, errs)
 	}
-	if _, errs, code = vestibule(t, s, "rooms", "unschedule", id, change); code != 1 || !strings.Contains(errs, "scheduled change") {
+	if _, errs, code = vestibule(t, s, "rooms", "unschedule", id, change); code != 1 || !strings.Contains(errs, "was cancelled at") ||
+		!strings.Contains(errs, "unknown_change") {
 		t.Fatalf("unschedule again: %d %q", code, errs)
 	}
 	if _, errs, code = vestibule(t, s, "rooms", "schedule", id, "--at", "tomorrow", "mode=closed"); code != 2 {
@@ -79,6 +80,33 @@ func TestReportCommand(t *testing.T) {
 	for _, want := range []string{"rooms schedule ROOM --at TIME", "rooms unschedule ROOM ID", "report ROOM [--csv]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help lacks %q", want)
+		}
+	}
+}
+
+// A change that sets what the room already has (a resume planned while the
+// room is open) still says what it sets, when planned and when applied.
+func TestScheduledChangeOfTheSameValueIsAudited(t *testing.T) {
+	s := stack(t)
+	id := newRoom(t, s, nil)
+	out, errs, code := vestibule(t, s, "rooms", "schedule", id, "--at", "+2s", "mode=queue")
+	if code != 0 {
+		t.Fatalf("schedule: %d %q %q", code, out, errs)
+	}
+	change := strings.Fields(out)[2]
+	out, _, _ = vestibule(t, s, "rooms", "log", id)
+	if !strings.Contains(out, "planned "+change+": mode queue → queue") {
+		t.Fatalf("the plan's entry does not say what it sets:\n%s", out)
+	}
+	if !testkit.WaitFor(30*time.Second, func() bool {
+		out, _, _ = vestibule(t, s, "rooms", "log", id)
+		return strings.Contains(out, "schedule (planned by admin key)")
+	}) {
+		t.Fatalf("the change was never applied:\n%s", out)
+	}
+	for l := range strings.Lines(out) {
+		if strings.Contains(l, "schedule (planned by admin key)") && !strings.Contains(l, "mode queue → queue") {
+			t.Errorf("the applied change's entry does not say what it set: %q", l)
 		}
 	}
 }

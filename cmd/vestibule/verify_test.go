@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -26,11 +28,20 @@ import (
 // nothing).
 func stackAt(t *testing.T, clk *testkit.Clock) *localstack.Stack {
 	t.Helper()
+	s, _ := stackAtRedis(t, clk)
+	return s
+}
+
+// stackAtRedis is stackAt and a client of its Redis, for a test that reads
+// or writes what the stack holds.
+func stackAtRedis(t *testing.T, clk *testkit.Clock) (*localstack.Stack, *redis.Client) {
+	t.Helper()
 	for _, k := range []string{"VESTIBULE_STACK", "VESTIBULE_ENDPOINT", "VESTIBULE_ADMIN_KEY"} {
 		t.Setenv(k, "")
 	}
+	rdb := redistest.Own(t)
 	s, err := localstack.Start(context.Background(), localstack.Options{
-		RedisURL:     "redis://" + redistest.Own(t).Options().Addr,
+		RedisURL:     "redis://" + rdb.Options().Addr,
 		StaticDir:    filepath.Join("..", "..", "static"),
 		KeyDir:       t.TempDir(),
 		AdminKey:     adminKey,
@@ -41,7 +52,7 @@ func stackAt(t *testing.T, clk *testkit.Clock) *localstack.Stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s
+	return s, rdb
 }
 
 // verify-draw checks a pre-queue ticket against the room's published seed

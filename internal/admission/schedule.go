@@ -45,8 +45,8 @@ const ScheduleWho = "schedule"
 
 // The audit log's actions of the schedule.
 const (
-	ActionScheduled = "scheduled change"         // applied at its time
-	ActionRefused   = "scheduled change refused" // not valid at its time: kept, with the reason
+	ActionScheduled = room.ActionScheduleApplied // applied at its time
+	ActionRefused   = room.ActionScheduleRefused // not valid at its time: kept, with the reason
 )
 
 // ScheduleLookahead is how far ahead Idle looks for scheduled changes: an
@@ -159,7 +159,7 @@ func applyChange(ctx context.Context, p Planner, id, change string, now time.Tim
 		return held
 	}
 	a := room.AuditEntry{At: now.UTC(), Who: who(c), Action: ActionScheduled, Schedule: c.ID,
-		Changes: room.SettingChanges(&before, &stored)}
+		Changes: room.PlannedChanges(&before, &stored, c.Settings)}
 	if err := p.AppendAudit(context.WithoutCancel(ctx), id, a); err != nil {
 		log.LogAttrs(ctx, slog.LevelError, "schedule: audit", append(attrs, slog.String("error", err.Error()))...)
 	}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -126,21 +125,7 @@ func TestPageInEveryLanguage(t *testing.T) {
 	putRoom(t, s, room, cfg)
 	fillRoom(t, s, room) // everyone after waits
 
-	// The page's texts: English from the module the bundle is built from, the
-	// others from the tables the page fetches (lang/<tag>.json).
-	probe := visitor(t)
-	do(t, probe, chromedp.Navigate(s.URL()+"/?lang=en"))
-	texts, err := chromedp.Run(probe, chromedp.Evaluate[string](`import("/js/i18n.js").then(async m => {
-		for (const l of Object.keys(m.LANGUAGES)) if (!await m.load(l)) throw new Error("no table for " + l);
-		return JSON.stringify(m.texts);
-	})`, chromedp.EvalAwaitPromise))
-	if err != nil {
-		t.Fatalf("import i18n.js: %v", err)
-	}
-	var table map[string]map[string]string
-	if err := json.Unmarshal([]byte(texts), &table); err != nil {
-		t.Fatalf("the page's texts: %v", err)
-	}
+	texts, table := pageTexts(t, s)
 	if len(table) != len(pageLangs) {
 		t.Errorf("the page has %d languages, the test knows %d: %v", len(table), len(pageLangs), pageLangs)
 	}

@@ -3,6 +3,8 @@ package operator
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -66,14 +68,21 @@ func (c *Client) Invitation(ctx context.Context, id, inv string) (room.Invitatio
 	return out, err
 }
 
+// Revoked is a revocation as the deployment answers it: with the uses of
+// the invitation it had seen (0 for an id never used, or mistyped).
+type Revoked struct {
+	room.Revocation
+	Used int64 `json:"used"`
+}
+
 // RevokeInvitation revokes an invitation of a room.
-func (c *Client) RevokeInvitation(ctx context.Context, id, inv string) (room.Revocation, error) {
+func (c *Client) RevokeInvitation(ctx context.Context, id, inv string) (Revoked, error) {
 	p, err := roomPath(id)
 	if err != nil {
-		return room.Revocation{}, err
+		return Revoked{}, err
 	}
 	b, _ := json.Marshal(map[string]string{"id": inv})
-	var out room.Revocation
+	var out Revoked
 	err = c.call(ctx, http.MethodPost, p+"/invitations/revoke", b, id, &out)
 	return out, err
 }
@@ -86,7 +95,18 @@ func (c *Client) Visitor(ctx context.Context, id, ref string) (room.VisitorState
 	}
 	var out room.VisitorState
 	err = c.call(ctx, http.MethodGet, p+"/visitors?ref="+url.QueryEscape(ref), nil, id, &out)
-	return out, err
+	return out, unknownVisitor(err, id, ref)
+}
+
+// unknownVisitor says which reference a lookup or restore did not find.
+func unknownVisitor(err error, id, ref string) error {
+	var e *Error
+	if errors.As(err, &e) && e.Code == "unknown_visitor" {
+		e.Message = fmt.Sprintf("room %s has no visitor with the reference %s (404 unknown_visitor)", id, ref)
+		e.Hint = "check it against the page's line \"Your reference, if you write to support\" (or \"Your lottery reference\"); " +
+			"a visitor is known until the end of the day after the one they joined on (UTC)"
+	}
+	return err
 }
 
 // RestorePlace gives a visitor a lost place back; reason goes to the audit log.
@@ -98,5 +118,5 @@ func (c *Client) RestorePlace(ctx context.Context, id, ref, reason string) (room
 	b, _ := json.Marshal(map[string]string{"ref": ref, "reason": reason})
 	var out room.VisitorState
 	err = c.call(ctx, http.MethodPost, p+"/visitors/restore", b, id, &out)
-	return out, err
+	return out, unknownVisitor(err, id, ref)
 }

@@ -226,6 +226,10 @@ func (c *Client) problem(status int, body []byte, roomID string) *Error {
 	case status == http.StatusNotFound && e.Code == "unknown_room":
 		e.Message = fmt.Sprintf("there is no room %q here", roomID)
 		e.Hint = "`vestibule rooms list` shows the rooms; `vestibule rooms set ROOM --create …` creates one"
+	case status == http.StatusNotFound && e.Code != "" && e.Code != "unknown_route":
+		// The route is there and answered with its own code: what it was
+		// asked for is not (a visitor, a scheduled change).
+		e.Message = fmt.Sprintf("%s (404 %s)", e.Message, e.Code)
 	case status == http.StatusNotFound:
 		e.Message = fmt.Sprintf("%s has no such admin route (404 %s)", c.Endpoint, e.Message)
 		e.Hint = "is the endpoint the API's URL (the stack's ApiUrl output, or the local stack's URL)?"

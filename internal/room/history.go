@@ -9,12 +9,16 @@ import (
 // tick of that minute, and the waits of the visitors the ticks admitted
 // during it.
 type HistoryPoint struct {
-	Minute             time.Time `json:"minute"`
-	Waiting            int64     `json:"waiting"`
-	Admitted           int64     `json:"admitted"`
-	Active             int64     `json:"active"`
-	AdmittedLastMinute int64     `json:"admittedLastMinute"`
-	Evicted            int64     `json:"evicted"` // evicted ever (a counter)
+	Minute  time.Time `json:"minute"`
+	Waiting int64     `json:"waiting"`
+	// PeakWaiting is the most visitors waiting at any tick of the minute,
+	// before or after its admissions (0 for a minute recorded before it was
+	// kept): a burst admitted within the minute shows here, not in Waiting.
+	PeakWaiting        int64 `json:"peakWaiting,omitempty"`
+	Admitted           int64 `json:"admitted"`
+	Active             int64 `json:"active"`
+	AdmittedLastMinute int64 `json:"admittedLastMinute"`
+	Evicted            int64 `json:"evicted"` // evicted ever (a counter)
 	// Left is the waiting visitors who left by the leave route, ever;
 	// Lapsed the grants that ended unused (reclaimed at their claim
 	// deadline, or given up by leave or complete), ever. Both counters.

@@ -93,11 +93,15 @@ type VisitorState struct {
 	// Position is the place in the line (1-based) while waiting.
 	Position int64 `json:"position,omitempty"`
 	// Bypass: the place is ahead of the line (a bypass invitation).
-	Bypass   bool       `json:"bypass,omitempty"`
-	JoinedAt time.Time  `json:"joinedAt"`
+	Bypass   bool      `json:"bypass,omitempty"`
+	JoinedAt time.Time `json:"joinedAt"`
+	// LastPoll is the place's last poll while it waited: its heartbeat, or,
+	// once admitted or evicted, what the trail kept of it.
 	LastPoll *time.Time `json:"lastPoll,omitempty"`
-	// AdmittedAt is the claim deadline less claimTTLSeconds as set now;
-	// ClaimDeadline the deadline itself.
+	// AdmittedAt is when the place was admitted, kept by the trail whatever
+	// came after (a consume, a lapsed grant); for a grant the trail missed,
+	// the claim deadline less claimTTLSeconds as set now. ClaimDeadline is
+	// the grant's deadline while it holds one.
 	AdmittedAt    *time.Time `json:"admittedAt,omitempty"`
 	ClaimDeadline *time.Time `json:"claimDeadline,omitempty"`
 	// Consumed: the origin redeemed the entry token (or gave it up).

@@ -1,15 +1,21 @@
 package room
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // ReportMinute is one minute of a sale's report, derived from the history
 // points (HistoryPoint) of that minute and the next, and the room's orders
 // (OrderMinute) of that minute.
 type ReportMinute struct {
-	Minute   time.Time `json:"minute"`
-	Waiting  int64     `json:"waiting"`  // at the minute's first tick
-	Admitted int64     `json:"admitted"` // grants not yet redeemed, then
-	Active   int64     `json:"active"`   // sessions at the origin, then
+	Minute  time.Time `json:"minute"`
+	Waiting int64     `json:"waiting"` // at the minute's first tick
+	// PeakWaiting is the most waiting at any tick of the minute (at least
+	// Waiting): HistoryPoint.PeakWaiting.
+	PeakWaiting int64 `json:"peakWaiting"`
+	Admitted    int64 `json:"admitted"` // grants not yet redeemed, then
+	Active      int64 `json:"active"`   // sessions at the origin, then
 	// AdmittedPerMinute: admitted during the minute; EvictedPerMinute: waiting
 	// visitors evicted during it (silent past their deadline);
 	// LeftPerMinute: waiting visitors who left by the leave route;
@@ -28,7 +34,8 @@ type ReportMinute struct {
 	// WaitsMeasured is the visitors the ticks admitted from the queue in the
 	// minute whose wait was measured (HistoryPoint.Waits); WaitP50Seconds and
 	// WaitP95Seconds the median and 95th percentile of their waits, exact
-	// to a bucket's width (about 19 %); 0 when none was.
+	// to a bucket's width (about 19 %), in whole seconds (WaitSeconds); 0
+	// when none was.
 	WaitsMeasured  int64   `json:"waitsMeasured"`
 	WaitP50Seconds float64 `json:"waitP50Seconds"`
 	WaitP95Seconds float64 `json:"waitP95Seconds"`
@@ -51,7 +58,7 @@ type ReportTotals struct {
 	To          time.Time `json:"to"`          // the last
 	Minutes     int       `json:"minutes"`     // minutes with a point
 	Visitors    int64     `json:"visitors"`    // those waiting at the start plus every join
-	PeakWaiting int64     `json:"peakWaiting"` // the longest queue
+	PeakWaiting int64     `json:"peakWaiting"` // the longest queue at any tick
 	PeakJoins   int64     `json:"peakJoinsPerMinute"`
 	Admitted    int64     `json:"admitted"`
 	Evicted     int64     `json:"evicted"`
@@ -60,7 +67,8 @@ type ReportTotals struct {
 	Lapsed      int64     `json:"lapsed"`
 	// WaitP50Seconds and WaitP95Seconds are the median and 95th percentile
 	// of the measured waits over the sale (every minute's histogram
-	// together), exact to a bucket's width; WaitsMeasured how many.
+	// together), exact to a bucket's width, in whole seconds (WaitSeconds);
+	// WaitsMeasured how many.
 	WaitsMeasured   int64   `json:"waitsMeasured"`
 	WaitP50Seconds  float64 `json:"waitP50Seconds"`
 	WaitP95Seconds  float64 `json:"waitP95Seconds"`
@@ -82,6 +90,25 @@ type OrderMinute struct {
 	Minute    time.Time `json:"minute"`
 	Confirmed int64     `json:"confirmed"`
 	Cancelled int64     `json:"cancelled"`
+}
+
+// WaitSeconds is the one rounding of a measured wait (docs/OPERATING.md, "A
+// sale's report"): to the nearest whole second, a half up (4.98 → 5, 10.5
+// → 11); 0 for none. The report's JSON carries it, and the command's table
+// and CSV and the console show it (WaitText; the console's waitSeconds in
+// static/js/console-sale.js is the same rule). A wait is a bucket's
+// estimate, about 19 % wide: a fraction of a second says nothing more.
+func WaitSeconds(s float64) float64 {
+	if !(s > 0) || math.IsInf(s, 1) {
+		return 0
+	}
+	return math.Round(s)
+}
+
+// WaitText says a measured wait as the report does, WaitSeconds as a
+// duration: "0s", "45s", "10m10s", "1h2m3s".
+func WaitText(s float64) string {
+	return (time.Duration(WaitSeconds(s)) * time.Second).String()
 }
 
 // counted is the rise of a counter from cur to next: next itself when it
@@ -111,7 +138,8 @@ func ReportOf(pts []HistoryPoint, orders []OrderMinute) Report {
 	t := &r.Totals
 	t.From, t.To, t.Minutes, t.Visitors = pts[0].Minute, pts[len(pts)-1].Minute, len(pts), pts[0].Waiting
 	for i, p := range pts {
-		m := ReportMinute{Minute: p.Minute, Waiting: p.Waiting, Admitted: p.Admitted, Active: p.Active}
+		m := ReportMinute{Minute: p.Minute, Waiting: p.Waiting, PeakWaiting: max(p.Waiting, p.PeakWaiting),
+			Admitted: p.Admitted, Active: p.Active}
 		if i+1 < len(pts) && pts[i+1].Minute.Sub(p.Minute) == time.Minute {
 			next := pts[i+1]
 			m.AdmittedPerMinute = next.AdmittedLastMinute
@@ -125,7 +153,7 @@ func ReportOf(pts []HistoryPoint, orders []OrderMinute) Report {
 			m.JoinsPerMinute = max(0, next.Waiting-p.Waiting+m.AdmittedPerMinute+m.AbandonedPerMinute)
 		}
 		m.WaitsMeasured = p.Waits.Count()
-		m.WaitP50Seconds, m.WaitP95Seconds = p.Waits.Quantile(0.5), p.Waits.Quantile(0.95)
+		m.WaitP50Seconds, m.WaitP95Seconds = WaitSeconds(p.Waits.Quantile(0.5)), WaitSeconds(p.Waits.Quantile(0.95))
 		all.Add(p.Waits)
 		o := byMinute[p.Minute.Unix()]
 		m.OrdersConfirmed, m.OrdersCancelled = o.Confirmed, o.Cancelled
@@ -140,11 +168,11 @@ func ReportOf(pts []HistoryPoint, orders []OrderMinute) Report {
 		t.TurnsSaved += m.TurnsSaved
 		t.OrdersConfirmed += m.OrdersConfirmed
 		t.OrdersCancelled += m.OrdersCancelled
-		t.PeakWaiting = max(t.PeakWaiting, p.Waiting)
+		t.PeakWaiting = max(t.PeakWaiting, m.PeakWaiting)
 		t.PeakJoins = max(t.PeakJoins, m.JoinsPerMinute)
 		r.Minutes = append(r.Minutes, m)
 	}
 	t.WaitsMeasured = all.Count()
-	t.WaitP50Seconds, t.WaitP95Seconds = all.Quantile(0.5), all.Quantile(0.95)
+	t.WaitP50Seconds, t.WaitP95Seconds = WaitSeconds(all.Quantile(0.5)), WaitSeconds(all.Quantile(0.95))
 	return r
 }

@@ -125,3 +125,21 @@ func TestWaitHistogram(t *testing.T) {
 		t.Error("empty quantile or count")
 	}
 }
+
+// A minute's peak is the most waiting at any of its ticks, at least its
+// first tick's count; the sale's peak is the highest of them.
+func TestReportPeakWaiting(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	r := room.ReportOf([]room.HistoryPoint{
+		{Minute: t0, Waiting: 0, PeakWaiting: 9},
+		{Minute: t0.Add(time.Minute), Waiting: 4},
+		{Minute: t0.Add(2 * time.Minute), Waiting: 2, PeakWaiting: 3},
+	}, nil)
+	var got []int64
+	for _, m := range r.Minutes {
+		got = append(got, m.PeakWaiting)
+	}
+	if len(got) != 3 || got[0] != 9 || got[1] != 4 || got[2] != 3 || r.Totals.PeakWaiting != 9 {
+		t.Fatalf("peaks %v, sale's %d; want [9 4 3] and 9", got, r.Totals.PeakWaiting)
+	}
+}

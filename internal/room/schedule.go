@@ -27,6 +27,16 @@ type ScheduledChange struct {
 	RefusedAt *time.Time `json:"refusedAt,omitempty"`
 }
 
+// The audit log's actions of a room's schedule (AuditEntry.Action): a
+// change planned, cancelled, applied at its time by the ticks, and refused
+// then (kept in the schedule, with the reason).
+const (
+	ActionSchedule        = "schedule"
+	ActionUnschedule      = "unschedule"
+	ActionScheduleApplied = "scheduled change"
+	ActionScheduleRefused = "scheduled change refused"
+)
+
 // ScheduleKeep is how many changes a room's schedule holds at most.
 const ScheduleKeep = 100
 
@@ -56,27 +66,52 @@ func SortSchedule(cs []ScheduledChange) {
 // SettingChanges lists the settings whose JSON differs between two configs
 // (nil: none, every value null), by name: the changes an audit entry records.
 func SettingChanges(before, after *Config) []AuditChange {
-	fields := func(c *Config) map[string]json.RawMessage {
-		m := map[string]json.RawMessage{}
-		if c != nil {
-			// A Config always marshals, and its JSON is an object: neither
-			// error can happen, so both are dropped.
-			b, _ := json.Marshal(c)
-			_ = json.Unmarshal(b, &m)
-		}
-		return m
+	return changes(before, after, nil)
+}
+
+// PlannedChanges lists what a change of settings (a JSON object, as a
+// ScheduledChange's Settings) sets, from before to after: every setting it
+// names, even one it sets to the value it has (a resume planned while the
+// room is open), and any other whose JSON differs. An audit entry of a
+// scheduled change so always says what the change sets.
+func PlannedChanges(before, after *Config, settings json.RawMessage) []AuditChange {
+	var named map[string]json.RawMessage
+	_ = json.Unmarshal(settings, &named) // not an object: no names, the differences alone
+	return changes(before, after, named)
+}
+
+// configFields is a config's JSON object, by setting (none for nil).
+func configFields(c *Config) map[string]json.RawMessage {
+	m := map[string]json.RawMessage{}
+	if c != nil {
+		// A Config always marshals, and its JSON is an object: neither
+		// error can happen, so both are dropped.
+		b, _ := json.Marshal(c)
+		_ = json.Unmarshal(b, &m)
 	}
-	old, cur := fields(before), fields(after)
+	return m
+}
+
+// changes lists the settings whose JSON differs between before and after,
+// and those named (a settings object's keys, which are the settings' JSON
+// names: ApplySettings takes no other) whatever their values, by name.
+func changes(before, after *Config, named map[string]json.RawMessage) []AuditChange {
+	old, cur := configFields(before), configFields(after)
+	keep := map[string]bool{}
+	for k := range named {
+		keep[k] = true
+	}
 	var names []string
-	for k := range old {
-		names = append(names, k)
-	}
-	for k := range cur {
-		if _, ok := old[k]; !ok {
+	for _, m := range []map[string]json.RawMessage{old, cur} {
+		for k := range m {
 			names = append(names, k)
 		}
 	}
+	for k := range keep {
+		names = append(names, k) // one left out of both (none: null)
+	}
 	slices.Sort(names)
+	names = slices.Compact(names)
 	null := json.RawMessage("null")
 	var out []AuditChange
 	for _, k := range names {
@@ -87,7 +122,7 @@ func SettingChanges(before, after *Config) []AuditChange {
 		if n == nil {
 			n = null
 		}
-		if !bytes.Equal(o, n) {
+		if keep[k] || !bytes.Equal(o, n) {
 			out = append(out, AuditChange{Setting: k, Old: o, New: n})
 		}
 	}

@@ -46,6 +46,9 @@ func (e *Engine) Delete(ctx context.Context, roomID string) error {
 	if err := e.dropRefs(ctx, roomID); err != nil { // visitor.go
 		return err
 	}
+	if err := e.dropTrail(ctx, roomID); err != nil { // trail.go
+		return err
+	}
 	for i := range room.MaxJoinShards {
 		a := ArrivalKeysFor(roomID, i)
 		if err := e.rdb.Del(ctx, a.State, a.Arrivals, a.Heartbeats(), a.Progress()).Err(); err != nil {

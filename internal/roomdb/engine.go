@@ -450,8 +450,10 @@ func (e *Engine) tick(ctx context.Context, roomID string, guardMS int64) (room.T
 	if !room.ValidRoomID(roomID) {
 		return room.TickResult{}, room.ErrInvalidRoom
 	}
-	reply, err := e.runKeys(ctx, tickCmd, roomID, append([]string{KeysFor(roomID).History()}, noticeKeys(roomID)...),
-		e.nowMS(), e.batch, guardMS)
+	now := e.nowMS()
+	// The notices' keys, then the trail, the last key (ARGV[4]).
+	keys := append(append([]string{KeysFor(roomID).History()}, noticeKeys(roomID)...), KeysFor(roomID).Trail(now))
+	reply, err := e.runKeys(ctx, tickCmd, roomID, keys, now, e.batch, guardMS, 1)
 	if err != nil {
 		return room.TickResult{}, err
 	}

@@ -58,3 +58,44 @@ func TestHistory(t *testing.T) {
 		}
 	})
 }
+
+// A burst that joins and is admitted within one minute is the minute's
+// peak: every tick counts the queue, before and after its admissions, and
+// the peak of the minute so far is read from the state before the next
+// minute's first tick moves it to the history. The point itself still
+// counts the minute's first tick's queue.
+func TestHistoryPeakOfABurst(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, cfgWith(func(c *room.Config) {
+			c.AdmitPerMinute, c.MaxActive, c.Mode = 600, 20, room.ModePaused
+		}))
+		start := e.clk.Now().Truncate(time.Minute).Add(time.Minute)
+		e.clk.Set(start.Add(time.Second))
+		e.tick() // the minute's point: nobody waits
+		e.enqueueN(9)
+		e.tick() // paused: the nine wait
+		c := baseConfig()
+		c.AdmitPerMinute, c.MaxActive = 600, 20
+		e.put(c)
+		e.clk.Advance(20 * time.Second)
+		if r := e.tick(); r.Admitted != 9 {
+			t.Fatalf("tick: %+v, want the nine admitted", r)
+		}
+		peakOf := func() room.HistoryPoint {
+			t.Helper()
+			h, err := e.eng.History(t.Context(), e.room)
+			if err != nil || len(h) == 0 || !h[0].Minute.Equal(start) {
+				t.Fatalf("history: %v %v", h, err)
+			}
+			return h[0]
+		}
+		if p := peakOf(); p.Waiting != 0 || p.PeakWaiting != 9 {
+			t.Fatalf("the minute so far: waiting %d, peak %d; want 0, 9", p.Waiting, p.PeakWaiting)
+		}
+		e.clk.Set(start.Add(time.Minute + time.Second))
+		e.tick() // moves the minute's peak to the history
+		if p := peakOf(); p.Waiting != 0 || p.PeakWaiting != 9 {
+			t.Fatalf("the minute kept: waiting %d, peak %d; want 0, 9", p.Waiting, p.PeakWaiting)
+		}
+	})
+}

@@ -127,7 +127,7 @@ func (e *Engine) takeUse(ctx context.Context, roomID, visitor string, inv room.I
 func (e *Engine) bypass(ctx context.Context, roomID, visitor string) (room.Place, error) {
 	have := e.cached(roomID)
 	now := e.nowMS()
-	reply, err := e.runKeys(ctx, bypassCmd, roomID, []string{KeysFor(roomID).Refs(now)}, now, visitor, have.ver)
+	reply, err := e.runKeys(ctx, bypassCmd, roomID, []string{KeysFor(roomID).Refs(now), KeysFor(roomID).Trail(now)}, now, visitor, have.ver)
 	if err != nil {
 		return room.Place{}, err
 	}

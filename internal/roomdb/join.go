@@ -166,9 +166,9 @@ func (e *Engine) joinRoomShard(ctx context.Context, roomID, visitor string, proo
 		keys, counted = append(keys, k.Limiter(clientHash(proof.Client))), 1
 	}
 	now := e.nowMS()
-	keys = append(keys, k.Refs(now))
+	keys = append(keys, k.Refs(now), k.Trail(now))
 	reply, err := e.runKeys(ctx, enqueueCmd, roomID, keys, now, visitor, have.ver, proof.Bits, spent.how, counted, spent.leftMS,
-		invitedArg(proof), 1)
+		invitedArg(proof), 1, 1)
 	if err != nil {
 		return room.Place{}, err
 	}

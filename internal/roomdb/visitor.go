@@ -91,7 +91,8 @@ func (e *Engine) Visitor(ctx context.Context, roomID, visitor string) (room.Visi
 		return room.VisitorState{}, err
 	}
 	m := strconv.FormatInt(seq, 10)
-	reply, err := e.runKeys(ctx, visitorCmd, roomID, servedKeys(roomID, e.nowMS()), m)
+	now := e.nowMS()
+	reply, err := e.runKeys(ctx, visitorCmd, roomID, servedKeys(roomID, now), m, now)
 	if err != nil {
 		return room.VisitorState{}, err
 	}
@@ -105,7 +106,25 @@ func (e *Engine) Visitor(ctx context.Context, roomID, visitor string) (room.Visi
 		// The sequence is the Redis server's time of the join in µs (lib.lua next_seq).
 		JoinedAt: time.UnixMicro(seq).UTC().Truncate(time.Millisecond)}
 	readVisitor(&v, reply, e.clock())
+	last, admitted, err := e.trailOf(ctx, roomID, seq) // trail.go
+	if err != nil {
+		return room.VisitorState{}, err
+	}
+	addTrail(&v, last, admitted)
 	return v, nil
+}
+
+// addTrail adds to v what the trail kept of its place: the last poll when it
+// is later than the heartbeat's (a place admitted or evicted has none), and
+// the admission's time, exact where readVisitor could only count back from
+// the grant's deadline.
+func addTrail(v *room.VisitorState, last, admitted *time.Time) {
+	if last != nil && (v.LastPoll == nil || last.After(*v.LastPoll)) {
+		v.LastPoll = last
+	}
+	if admitted != nil {
+		v.AdmittedAt = admitted
+	}
 }
 
 // msTime is a reply's time in ms, nil for none.
@@ -118,6 +137,11 @@ func msTime(x any) *time.Time {
 	return &t
 }
 
+// rankSecret is visitor.lua's rank of a place in a room before its
+// opening: the pre-queue's order is its draw, which nobody may learn before
+// the opening (the lookup's caller included).
+const rankSecret = -2
+
 // readVisitor fills v from visitor.lua's reply.
 func readVisitor(v *room.VisitorState, reply []any, now time.Time) {
 	score, rank, hb := str(reply[1]), num(reply[2]), str(reply[3])
@@ -128,15 +152,14 @@ func readVisitor(v *room.VisitorState, reply []any, now time.Time) {
 		v.LastPoll = &t
 	}
 	v.State = "lost"
+	if f, err := strconv.ParseFloat(score, 64); err == nil {
+		v.Bypass = f < 0 // ahead of the line, in the pre-queue too
+	}
 	switch {
+	case rank == rankSecret:
+		v.State = "prequeue" // no place before the opening: the draw is secret
 	case rank >= 0:
 		v.State, v.Position = "waiting", rank+1
-		if f, err := strconv.ParseFloat(score, 64); err == nil {
-			v.Bypass = f < 0
-			if f >= 0 && f < 1 {
-				v.State = "prequeue"
-			}
-		}
 	case deadline != nil:
 		v.ClaimDeadline = deadline
 		admitted := deadline.Add(-time.Duration(claimTTL) * time.Second)

@@ -16,17 +16,29 @@ function sayError(el, err) {
 
 // scheduleSection wires the card's Schedule section: the list of planned
 // (and refused) changes, each with Cancel, and the form that plans one.
+// While the section is open the list is read again at each of the console's
+// refreshes (card.refreshSale), so a change the ticks applied leaves it; a
+// Cancel of one that applied meanwhile says when it was (change_applied).
 export function scheduleSection(card, api) {
   const box = card.el.querySelector('.schedule');
   if (!box) return;
   const list = box.querySelector('[data-field="schedule"]');
   const form = box.querySelector('.schedule-form');
   const alert = box.querySelector('[data-field="schedule-error"]');
+  let shown = null; // the list's changes as last drawn (JSON): redrawn when they differ only
+  let reading = false;
   const load = async () => {
     let changes;
+    reading = true;
     try {
       ({ changes } = await api('GET', `${roomPath(card)}/schedule`));
-    } catch (err) { sayError(alert, err); return; }
+    } catch (err) { sayError(alert, err); return; } finally { reading = false; }
+    card.el.dataset.schedule = String((changes || []).length);
+    // A list drawn again under the operator's pointer loses the focus on its
+    // buttons: the same list is left as it is.
+    const drawn = JSON.stringify(changes || []);
+    if (drawn === shown) return;
+    shown = drawn;
     list.replaceChildren(...(changes || []).map((c) => {
       const li = document.createElement('li');
       li.dataset.change = c.id;
@@ -53,9 +65,9 @@ export function scheduleSection(card, api) {
       li.textContent = 'Nothing scheduled.';
       list.replaceChildren(li);
     }
-    card.el.dataset.schedule = String((changes || []).length);
   };
   box.addEventListener('toggle', () => { if (box.open) load(); });
+  card.refreshSale = () => { if (box.open && !reading) load(); };
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const at = form.querySelector('[data-schedule="at"]').value;
@@ -78,11 +90,11 @@ export function scheduleSection(card, api) {
 // COLUMNS are every figure of a report's minute, the columns of `vestibule report --csv`.
 const COLUMNS = ['minute', 'waiting', 'admitted', 'active', 'admittedPerMinute', 'evictedPerMinute',
   'leftPerMinute', 'abandonedPerMinute', 'lapsedPerMinute', 'joinsPerMinute', 'waitsMeasured', 'waitP50Seconds',
-  'waitP95Seconds', 'ordersConfirmed', 'ordersCancelled', 'noticesSent', 'noticesFailed', 'turnsSaved'];
+  'waitP95Seconds', 'ordersConfirmed', 'ordersCancelled', 'noticesSent', 'noticesFailed', 'turnsSaved', 'peakWaiting'];
 
 // reportCSV is the report's minutes as CSV, the columns of `vestibule report --csv`.
 export function reportCSV(report) {
-  const cell = (m, c) => (c.endsWith('Seconds') ? (m[c] || 0).toFixed(1) : (m[c] ?? 0));
+  const cell = (m, c) => (c.endsWith('Seconds') ? waitSeconds(m[c]) : (m[c] ?? 0));
   const rows = (report.minutes || []).map((m) => COLUMNS.map((c) => cell(m, c)).join(','));
   return [COLUMNS.join(','), ...rows].join('\n') + '\n';
 }
@@ -95,9 +107,21 @@ function download(name, type, text) {
   setTimeout(() => URL.revokeObjectURL(a.href), 1000);
 }
 
-function duration(sec) {
-  const s = Math.round(sec || 0);
-  return s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`;
+// waitSeconds is the one rounding of a measured wait (docs/OPERATING.md, "A
+// sale's report"), room.WaitSeconds's: to the nearest whole second, a half
+// up; 0 for none. static's TestWaitText holds the two to the same values.
+export function waitSeconds(sec) {
+  return sec > 0 && Number.isFinite(sec) ? Math.round(sec) : 0;
+}
+
+// waitText says a wait as `vestibule report` does (room.WaitText, Go's
+// duration): 0s, 45s, 10m10s, 1h2m3s.
+export function waitText(sec) {
+  const s = waitSeconds(sec);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (h > 0) return `${h}h${m}m${s % 60}s`;
+  return m > 0 ? `${m}m${s % 60}s` : `${s}s`;
 }
 
 // reportSection wires the card's Report section: read on opening, the
@@ -122,7 +146,7 @@ export function reportSection(card, api) {
       ['Peak waiting', n(t.peakWaiting)], ['Admitted', n(t.admitted)],
       ['Abandoned (left / evicted)', `${n(t.abandoned)} (${n(t.left)} / ${n(t.evicted)})`],
       ['Lapsed (grants never redeemed)', n(t.lapsed)],
-      ['Wait p50 / p95 (measured)', `${duration(t.waitP50Seconds)} / ${duration(t.waitP95Seconds)} (${n(t.waitsMeasured)} waits)`],
+      ['Wait p50 / p95 (measured)', `${waitText(t.waitP50Seconds)} / ${waitText(t.waitP95Seconds)} (${n(t.waitsMeasured)} waits)`],
       ['Consumed (entries redeemed)', n(report.now?.consumed)],
       ['Orders confirmed / cancelled', `${n(t.ordersConfirmed)} / ${n(t.ordersCancelled)}`],
       ['Notices sent / failed · turns they saved', `${n(t.noticesSent)} / ${n(t.noticesFailed)} · ${n(t.turnsSaved)}`],

@@ -551,7 +551,8 @@ function supportForm(card) {
   const showVisitor = (v) => {
     const place = v.position ? ` at place ${n(v.position)}` : '';
     out.textContent = `${v.visitor}: ${v.state}${place}${v.bypass ? ' (bypass)' : ''} · joined ${at(v.joinedAt)}` +
-      ` · last poll ${at(v.lastPoll)} · admitted ${at(v.admittedAt)} · consumed ${v.consumed ? 'yes' : 'no'}` +
+      ` · last poll ${at(v.lastPoll)} · admitted ${at(v.admittedAt)} · claim deadline ${at(v.claimDeadline)}` +
+      ` · consumed ${v.consumed ? 'yes' : 'no'}` +
       ` · session end ${at(v.sessionEnd)}`;
     card.el.dataset.support = v.state;
     restore.hidden = v.state !== 'lost' && v.state !== 'left';
@@ -828,6 +829,7 @@ async function refresh() {
       }
       show(card, info, t);
       readStatus(card);
+      card.refreshSale?.(); // console-sale.js: an open schedule is read again
     }
     for (const [id, card] of cards) {
       if (!seen.has(id)) { card.el.remove(); cards.delete(id); charts.delete(id); }

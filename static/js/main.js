@@ -333,6 +333,10 @@ async function askNotify() {
   if (hadFocus && !$('notify-note').hidden) $('notify-note').focus();
 }
 
+// EXPLAINED are the states whose lead says what happened and what to do: a
+// screen reader hears it with the title.
+const EXPLAINED = ['uninvited', 'unknown', 'noroom', 'error'];
+
 // announce tells screen readers about state changes at once, and about
 // progress when the position enters a new round-number band, at most every
 // ANNOUNCE_EVERY_MS, so a fast poll does not become a stream of speech.
@@ -349,9 +353,12 @@ function announce(v, closedMessage) {
       : t(v.approx ? 'sayPositionAbout' : 'sayPosition', { n: count(v.position), eta: etaRange(v.etaSeconds) })
     : v.state === 'prequeue' && v.opensAt > 0 ? (opensIn > 0 ? t('sayPrequeue', { eta: countdown(opensIn) }) : t('openingNow')) : '';
   if (v.state !== said.state) {
-    msg = [t(({ waiting: 'waitingTitle', prequeue: 'prequeueTitle', paused: 'pausedTitle', closed: 'closedTitle',
-      expired: 'expiredTitle', left: 'leftTitle', admitted: 'admittedTitle', ended: 'endedTitle' })[v.state] || 'errorTitle'),
-    sentence() || closedMessage].filter(Boolean).join('. ');
+    // The title the page heads the state with (render), then what changes:
+    // the place, the countdown, the room's message, or, where the lead is
+    // the news (an invitation-only room, a refused invitation, a room that
+    // is not there), the lead.
+    const why = EXPLAINED.includes(v.state) ? $('lead').textContent : '';
+    msg = [$('title').textContent, sentence() || closedMessage || why].filter(Boolean).join('. ');
   } else if (v.state === 'waiting' && !estimated && (said.estimated ||
       (bucket(v.position) !== said.bucket && now - said.at >= ANNOUNCE_EVERY_MS))) {
     msg = sentence(); // the first place a reply gives after an estimate is said at once

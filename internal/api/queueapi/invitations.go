@@ -172,7 +172,20 @@ func (h *API) revokeInvitation(ctx context.Context, r *httpapi.Request) (events.
 	}
 	old, _ := json.Marshal(b.ID)
 	h.record(ctx, r, room.AuditEntry{Action: "revoke invitation", Changes: []room.AuditChange{{Setting: "invitation", Old: old, New: json.RawMessage("null")}}})
-	return httpapi.JSON(http.StatusOK, room.Revocation{ID: b.ID, RevokedAt: at}), nil
+	// An id may be revoked before any use (a booking site's minted
+	// invitation never sent out), so an unknown one is no error; the uses
+	// seen let the operator notice a mistyped id while revoking a leak.
+	st, err := h.o.Queue.Invitation(ctx, r.Room, b.ID)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return httpapi.JSON(http.StatusOK, revokeAnswer{Revocation: room.Revocation{ID: b.ID, RevokedAt: at}, Used: st.Used}), nil
+}
+
+// revokeAnswer is a revocation with the uses of the invitation seen so far.
+type revokeAnswer struct {
+	room.Revocation
+	Used int64 `json:"used"`
 }
 
 // lookupVisitor answers where the visitor of ?ref= (the page's reference) stands.

@@ -54,8 +54,19 @@ func TestInvitationsOverHTTP(t *testing.T) {
 			t.Fatal(err)
 		}
 		apitest.WantStatus(t, f.Do("POST", "/api/rooms/"+id+"/enqueue", joinBody(own), nil), 200, "")
-		apitest.WantStatus(t, f.Admin("POST", "/api/admin/rooms/"+id+"/invitations/revoke", `{"id":"site-1"}`), 200, "")
+		revoked := f.Admin("POST", "/api/admin/rooms/"+id+"/invitations/revoke", `{"id":"site-1"}`)
+		apitest.WantStatus(t, revoked, 200, "")
+		if revoked.Num("used") != 1 {
+			t.Fatalf("revoke of an invitation used once: %s", revoked.Body)
+		}
 		apitest.WantStatus(t, f.Do("POST", "/api/rooms/"+id+"/enqueue", joinBody(own), nil), 403, "invitation_revoked")
+		// An id never used may be revoked (a minted link not sent out yet),
+		// and says so: a typo while revoking a leak shows as 0 uses.
+		unused := f.Admin("POST", "/api/admin/rooms/"+id+"/invitations/revoke", `{"id":"site-2"}`)
+		apitest.WantStatus(t, unused, 200, "")
+		if v, ok := unused.JSON["used"]; !ok || v != 0.0 {
+			t.Fatalf("revoke of an id never used: %s", unused.Body)
+		}
 
 		forged := token.NewInvitations(token.NewOrigins([]byte(strings.Repeat("x", 40))))
 		bad, _ := forged.Issue(room.Invitation{ID: "f", Room: id, Uses: 5, IssuedAt: now, ExpiresAt: now.Add(time.Hour)})

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -78,7 +79,7 @@ func (h *API) plan(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2
 		}
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	h.record(ctx, r, room.AuditEntry{Action: "schedule", Schedule: c.ID, Changes: room.SettingChanges(&before, &after)})
+	h.record(ctx, r, room.AuditEntry{Action: room.ActionSchedule, Schedule: c.ID, Changes: room.PlannedChanges(&before, &after, in.Settings)})
 	return httpapi.JSON(http.StatusOK, struct {
 		Room   string               `json:"room"`
 		Change room.ScheduledChange `json:"change"`
@@ -102,7 +103,7 @@ func (h *API) unplan(ctx context.Context, r *httpapi.Request) (events.APIGateway
 	c, ok, err := h.o.Queue.LeaseScheduled(ctx, r.Room, in.ID)
 	switch {
 	case errors.Is(err, room.ErrUnknownChange):
-		return events.APIGatewayV2HTTPResponse{}, errUnknownChange
+		return events.APIGatewayV2HTTPResponse{}, h.goneChange(ctx, r.Room, in.ID)
 	case err != nil:
 		return events.APIGatewayV2HTTPResponse{}, err
 	case !ok:
@@ -112,11 +113,37 @@ func (h *API) unplan(ctx context.Context, r *httpapi.Request) (events.APIGateway
 		_ = h.o.Queue.ReleaseScheduled(context.WithoutCancel(ctx), r.Room, in.ID) // else it expires
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	h.record(ctx, r, room.AuditEntry{Action: "unschedule", Schedule: c.ID})
+	h.record(ctx, r, room.AuditEntry{Action: room.ActionUnschedule, Schedule: c.ID})
 	return httpapi.JSON(http.StatusOK, struct {
 		Room      string               `json:"room"`
 		Cancelled room.ScheduledChange `json:"cancelled"`
 	}{r.Room, c}), nil
+}
+
+// goneChange is why the room's schedule no longer holds the change id, as
+// its audit log tells: 409 change_applied with the time it was applied, a
+// cancel's time and who made it, or the plain 404 unknown_change. A console
+// that listed the change before its time may ask to cancel it after.
+func (h *API) goneChange(ctx context.Context, roomID, id string) error {
+	entries, err := h.o.Queue.Audit(ctx, roomID)
+	if err != nil {
+		return errUnknownChange // the answer stands without its detail
+	}
+	for _, e := range slices.Backward(entries) {
+		if e.Schedule != id {
+			continue
+		}
+		at := e.At.UTC().Format(time.RFC3339)
+		switch e.Action {
+		case room.ActionScheduleApplied:
+			return &httpapi.Error{Status: http.StatusConflict, Code: "change_applied",
+				Message: "the change was applied at " + at + ": the room's settings are its own now (the room's log shows what it set)"}
+		case room.ActionUnschedule:
+			return &httpapi.Error{Status: http.StatusNotFound, Code: "unknown_change",
+				Message: "the change was cancelled at " + at + " by " + e.Who}
+		}
+	}
+	return errUnknownChange
 }
 
 // newChangeID is 16 random hex digits.
