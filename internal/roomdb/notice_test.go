@@ -467,7 +467,7 @@ func TestNoticeHoldsAShardVisitor(t *testing.T) {
 		tickets := e.joinFar(200)
 		told, silent := tickets[150], tickets[160]
 		e.register(told, "SEALED-far")
-		end := e.clk.Now().Add(room.MaxPollAfter*6/5 + 2*time.Minute)
+		end := e.clk.Now().Add(room.FarPollAfter*6/5 + 2*time.Minute)
 		for e.clk.Now().Before(end) {
 			e.clk.Advance(2 * time.Second)
 			e.tick()
