@@ -170,9 +170,12 @@ func TestCDKSynth(t *testing.T) {
 	})
 	must(t, err)
 	slices.Sort(staged)
-	// (and the language tables the page fetches, one for a visitor's language)
+	// (and the language tables the page fetches, one for a visitor's language; the notices'
+	// bundle, its service worker and tables, which a room that offers notices loads)
 	if want := []string{"challenge-worker.js", "index.html", "lang/de.json", "lang/es.json", "lang/fr.json", "lang/ja.json",
-		"lang/ko.json", "lang/pt-BR.json", "lang/zh-Hans.json", "waiting.css", "waiting.js"}; !slices.Equal(staged, want) {
+		"lang/ko.json", "lang/notice/de.json", "lang/notice/es.json", "lang/notice/fr.json", "lang/notice/ja.json",
+		"lang/notice/ko.json", "lang/notice/pt-BR.json", "lang/notice/zh-Hans.json", "lang/pt-BR.json", "lang/zh-Hans.json",
+		"notice-sw.js", "notice.js", "waiting.css", "waiting.js"}; !slices.Equal(staged, want) {
 		t.Errorf("the page bucket gets %v, want %v", staged, want)
 	}
 }
