@@ -27,8 +27,10 @@ func TestOriginRows(t *testing.T) {
 		if !strings.Contains(r.Name, "origin") || !(strings.Contains(r.Name, "slow") || strings.Contains(r.Name, "health")) {
 			t.Errorf("row %q: name without origin and slow or health", r.Name)
 		}
-		if r.Met == nil && i != 2 {
-			t.Errorf("row %q has no goal", r.Name)
+		// Rows 2 (admissions after the cut) and 3, 4 (ETAs over the whole sale,
+		// which spans the slowdown) are figures; the others carry goals.
+		if figure := i == 2 || i == 3 || i == 4; (r.Met == nil) != figure {
+			t.Errorf("row %q: goal %v, want one only when it is not a figure", r.Name, r.Met != nil)
 		}
 	}
 	if under, never := rows[0].Value, rows[0].Baseline; under > 30 || never != (sc.Recover-sc.Slow).Seconds() {
