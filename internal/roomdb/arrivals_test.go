@@ -104,8 +104,17 @@ func TestArrivalShardsKeepTicketOrder(t *testing.T) {
 		if len(slices.Compact(slices.Clone(all))) != len(all) {
 			t.Fatal("two joins got the same sequence")
 		}
-		// WHEN the next tick merges what is left
+		// WHEN the next tick merges what is left. A read of the shards that
+		// timed out on a loaded machine holds this engine's merges back while
+		// its clock stands still; another engine (another Lambda) tries again,
+		// as the admission loop's next tick would once the hold ended.
 		r := e.tick()
+		for try := 0; errors.Is(r.MergeErr, room.ErrUnavailable) && try < 20; try++ {
+			var err error
+			if r, err = roomdb.New(rdb, roomdb.WithClock(e.clk.Now)).Tick(e.ctx, e.room); err != nil {
+				t.Fatalf("Tick: %v", err)
+			}
+		}
 		if r.MergeErr != nil || r.Admitted != 0 {
 			t.Fatalf("tick: %+v", r)
 		}
