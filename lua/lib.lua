@@ -116,15 +116,11 @@ local function open_for_arrivals(cfg, now)
   return cfg.shards > 0 and (cfg.mode == 'queue' or cfg.mode == 'auto') and cfg.opensAt <= now
 end
 
--- limit_client is the per-client join limit, a GCRA (generic cell rate
--- algorithm: one timestamp per client, no counters to reset): per_minute joins a
--- minute with a burst of a tenth of it (at least 1); 0 turns it off. key is the
--- client's STRING (theoretical arrival time, ms, expiring when idle). Returns 0
--- when the join may go ahead (and counts it), else the wait (ms).
-local function limit_client(per_minute, key, now)
-  if per_minute <= 0 or not key then return 0 end
-  local interval = 60000 / per_minute
-  local burst = math.max(1, math.floor(per_minute / 10))
+-- limit_gcra is a GCRA of one key (a STRING: the theoretical arrival time, ms,
+-- expiring when idle): one event every interval ms, with a burst of burst.
+-- Returns 0 when the event may go ahead (and counts it), else the wait (ms).
+-- notice.lua limits sign-ups with it (limit_client is the join's own).
+local function limit_gcra(interval, burst, key, now)
   local tat = tonumber(redis.call('GET', key)) or now
   if tat < now then tat = now end
   local allow_at = tat - interval * (burst - 1)
@@ -132,6 +128,16 @@ local function limit_client(per_minute, key, now)
   local new_tat = tat + interval
   redis.call('SET', key, string.format('%.0f', new_tat), 'PX', math.ceil(new_tat - now) + 1000)
   return 0
+end
+
+-- limit_client is the per-client join limit, a GCRA (generic cell rate
+-- algorithm: one timestamp per client, no counters to reset): per_minute joins a
+-- minute with a burst of a tenth of it (at least 1); 0 turns it off. key is the
+-- client's STRING (theoretical arrival time, ms, expiring when idle). Returns 0
+-- when the join may go ahead (and counts it), else the wait (ms).
+local function limit_client(per_minute, key, now)
+  if per_minute <= 0 or not key then return 0 end
+  return limit_gcra(60000 / per_minute, math.max(1, math.floor(per_minute / 10)), key, now)
 end
 
 -- Numbers go to Redis as strings made here: Redis turns a Lua number argument
@@ -736,20 +742,6 @@ local function steer_created(now)
     local lo = tonumber(redis.call('HGET', K_CFG, 'admitPerMinuteMin')) or 0
     if lo > 0 then redis.call('HSET', K_CFG, 'eff', num(lo), 'effwhy', 'floor') end
   end
-end
-
--- limit_gcra is a GCRA of one key (a STRING: the theoretical arrival time, ms,
--- expiring when idle): one event every interval ms, with a burst of burst.
--- Returns 0 when the event may go ahead (and counts it), else the wait (ms).
--- notice.lua limits sign-ups with it (limit_client is the join's own).
-local function limit_gcra(interval, burst, key, now)
-  local tat = tonumber(redis.call('GET', key)) or now
-  if tat < now then tat = now end
-  local allow_at = tat - interval * (burst - 1)
-  if now < allow_at then return math.ceil(allow_at - now) end
-  local new_tat = tat + interval
-  redis.call('SET', key, string.format('%.0f', new_tat), 'PX', math.ceil(new_tat - now) + 1000)
-  return 0
 end
 
 -- notice_forget deletes the notice registrations of members[i..j] (their
