@@ -45,6 +45,21 @@ func noticeRoom(s *localstack.Stack) settings {
 // lapse is past the page's claim window: the blocker's grant is reclaimed.
 const lapse = 61 * time.Second
 
+// emailRoom is a stack that sends notices by email only (SES's stand-in), on
+// a Redis of its own and a clock the test moves, and a room offering them
+// whose one slot a blocker holds: the next visitor waits.
+func emailRoom(t *testing.T) (*sestest.Server, *testkit.Clock, *redis.Client, *localstack.Stack, string) {
+	t.Helper()
+	ses := sestest.Start(t)
+	clk := testkit.SkewedClock()
+	rdb := redistest.Single(t)
+	s := noticeStack(t, "redis://"+rdb.Options().Addr, clk, nil, ses)
+	room := redistest.Room(t)
+	putRoom(t, s, room, noticeRoom(s))
+	blocker(t, s, clk, room)
+	return ses, clk, rdb, s, room
+}
+
 // noticeStack is the local stack on rdb's address with notices sent to the
 // stand-ins, on the clock clk.
 func noticeStack(t *testing.T, redisURL string, clk *testkit.Clock, push *pushtest.Server, ses *sestest.Server) *localstack.Stack {
@@ -354,13 +369,7 @@ func TestPushNotice(t *testing.T) {
 // language, whose link (no ticket, no token) brings the visitor back to
 // their place within the notified window. Nothing of the address is kept.
 func TestEmailNotice(t *testing.T) {
-	ses := sestest.Start(t)
-	clk := testkit.SkewedClock()
-	rdb := redistest.Single(t)
-	s := noticeStack(t, "redis://"+rdb.Options().Addr, clk, nil, ses)
-	room := redistest.Room(t)
-	putRoom(t, s, room, noticeRoom(s))
-	blocker(t, s, clk, room)
+	ses, clk, rdb, s, room := emailRoom(t)
 
 	v := visitor(t)
 	first, closePage := tab(t, v)
@@ -409,13 +418,7 @@ func TestEmailNotice(t *testing.T) {
 // the grant is reclaimed like any other: the slot is free and the next
 // visitor gets it. Nothing of the address is left.
 func TestNotifiedVisitorWhoNeverReturns(t *testing.T) {
-	ses := sestest.Start(t)
-	clk := testkit.SkewedClock()
-	rdb := redistest.Single(t)
-	s := noticeStack(t, "redis://"+rdb.Options().Addr, clk, nil, ses)
-	room := redistest.Room(t)
-	putRoom(t, s, room, noticeRoom(s))
-	blocker(t, s, clk, room)
+	ses, clk, rdb, s, room := emailRoom(t)
 
 	v := visitor(t)
 	page, closePage := tab(t, v)
