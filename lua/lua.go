@@ -90,6 +90,12 @@ var drop string
 //go:embed load.lua
 var load string
 
+//go:embed schedput.lua
+var schedput string
+
+//go:embed schedfree.lua
+var schedfree string
+
 // The scripts, ready to load: what each uses of lib.lua, then the operation.
 var (
 	Enqueue  = withLib(lib, enqueue)
@@ -131,6 +137,12 @@ var (
 	SLeave = withLib(lib, sleave)
 	// Load records the origin's load, which the tick's pace follows.
 	Load = withLib(lib, load)
+	// A room's schedule takes its own KEYS (the schedule, its version, a
+	// change's lease): schedput plans a change within the cap, schedfree
+	// gives a lease back (removing its change when asked) only to its holder;
+	// config applies a change under its lease.
+	SchedPut  = withLib(lib, schedput)
+	SchedFree = withLib(lib, schedfree)
 )
 
 // libDef is one top-level definition of lib.lua: the lines from the comment

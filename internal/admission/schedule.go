@@ -29,14 +29,16 @@ type Planner interface {
 	Now() time.Time
 	Schedule(ctx context.Context, room string) ([]room.ScheduledChange, error)
 	PutScheduled(ctx context.Context, room string, c room.ScheduledChange) error
-	LeaseScheduled(ctx context.Context, room, id string) (room.ScheduledChange, bool, error)
-	ReleaseScheduled(ctx context.Context, room, id string) error
-	RemoveScheduled(ctx context.Context, room, id string) error
+	LeaseScheduled(ctx context.Context, room, id string) (room.ScheduledChange, string, error)
+	ReleaseScheduled(ctx context.Context, room, id, token string) error
+	// ApplyScheduled stores a change's settings under its lease and takes
+	// the change out of the schedule, in Redis at once, then in the store
+	// (durable.Queue.ApplyScheduled).
+	ApplyScheduled(ctx context.Context, room, id, token string, cfg room.Config) (room.Config, error)
 	// SyncSchedule writes the room's schedule to the durable store when the
 	// store's copy fell behind Redis's (durable.Queue.SyncSchedule).
 	SyncSchedule(ctx context.Context, room string) error
 	GetConfig(ctx context.Context, room string) (room.Config, error)
-	PutConfig(ctx context.Context, room string, cfg room.Config) (room.Config, error)
 	AppendAudit(ctx context.Context, room string, e room.AuditEntry) error
 }
 
@@ -122,23 +124,27 @@ const (
 	held            // leased by another process, or failed: the next waits for it
 )
 
-// applyChange applies one due change under its lease.
+// applyChange applies one due change under its lease. The settings are
+// stored, and the change leaves the schedule, in one step that checks the
+// lease (ApplyScheduled): a round whose lease ran out before it (a slow
+// store) applies nothing, and a round that takes the lease after it finds
+// the change gone.
 func applyChange(ctx context.Context, p Planner, id, change string, now time.Time, log *slog.Logger) outcome {
-	c, ok, err := p.LeaseScheduled(ctx, id, change)
+	c, token, err := p.LeaseScheduled(ctx, id, change)
 	switch {
 	case errors.Is(err, room.ErrUnknownChange):
-		return passed // cancelled meanwhile
-	case err != nil || !ok:
+		return passed // cancelled, or applied, meanwhile
+	case err != nil || token == "":
 		return held // another process has it, or Redis failed
 	case !due(c, now):
-		_ = p.ReleaseScheduled(ctx, id, change) // refused or moved meanwhile
+		_ = p.ReleaseScheduled(ctx, id, change, token) // refused or moved meanwhile
 		return passed
 	}
 	before, err := p.GetConfig(ctx, id)
 	var next, stored room.Config
 	if err == nil {
 		if next, err = room.ApplySettings(before, c.Settings); err == nil {
-			stored, err = p.PutConfig(ctx, id, next)
+			stored, err = p.ApplyScheduled(ctx, id, change, token, next)
 		}
 	}
 	attrs := []slog.Attr{slog.String("room", id), slog.String("schedule", c.ID)}
@@ -149,10 +155,15 @@ func applyChange(ctx context.Context, p Planner, id, change string, now time.Tim
 		// change is made, and the store catches up at the next admin write.
 		stored = next
 	case errors.Is(err, room.ErrInvalidConfig), errors.Is(err, room.ErrUnknownRoom):
-		refuse(ctx, p, id, c, now, err, log)
+		refuse(ctx, p, id, c, token, now, err, log)
 		return passed
+	case errors.Is(err, room.ErrLeaseLost):
+		// Another process holds the change now; it applies it, or a later
+		// round does.
+		log.LogAttrs(ctx, slog.LevelWarn, "schedule: lease lost before the change was applied", attrs...)
+		return held
 	default:
-		_ = p.ReleaseScheduled(ctx, id, change)
+		_ = p.ReleaseScheduled(ctx, id, change, token)
 		if ctx.Err() == nil {
 			log.LogAttrs(ctx, slog.LevelError, "schedule: apply", append(attrs, slog.String("error", err.Error()))...)
 		}
@@ -162,9 +173,6 @@ func applyChange(ctx context.Context, p Planner, id, change string, now time.Tim
 		Changes: room.PlannedChanges(&before, &stored, c.Settings)}
 	if err := p.AppendAudit(context.WithoutCancel(ctx), id, a); err != nil {
 		log.LogAttrs(ctx, slog.LevelError, "schedule: audit", append(attrs, slog.String("error", err.Error()))...)
-	}
-	if err := p.RemoveScheduled(context.WithoutCancel(ctx), id, change); err != nil {
-		log.LogAttrs(ctx, slog.LevelError, "schedule: remove applied change", append(attrs, slog.String("error", err.Error()))...)
 	}
 	log.LogAttrs(ctx, slog.LevelInfo, "scheduled change applied", attrs...)
 	return applied
@@ -180,7 +188,7 @@ func who(c room.ScheduledChange) string {
 
 // refuse keeps a change that is not valid at its time in the schedule, with
 // the reason, and audits it.
-func refuse(ctx context.Context, p Planner, id string, c room.ScheduledChange, now time.Time, why error, log *slog.Logger) {
+func refuse(ctx context.Context, p Planner, id string, c room.ScheduledChange, token string, now time.Time, why error, log *slog.Logger) {
 	ctx = context.WithoutCancel(ctx)
 	at := now.UTC()
 	c.Refused, c.RefusedAt = why.Error(), &at
@@ -188,7 +196,7 @@ func refuse(ctx context.Context, p Planner, id string, c room.ScheduledChange, n
 	if err := p.PutScheduled(ctx, id, c); err != nil && !errors.Is(err, room.ErrUnknownRoom) {
 		log.LogAttrs(ctx, slog.LevelError, "schedule: keep refused change", append(attrs, slog.String("error", err.Error()))...)
 	}
-	_ = p.ReleaseScheduled(ctx, id, c.ID) // else it expires
+	_ = p.ReleaseScheduled(ctx, id, c.ID, token) // else it expires
 	if err := p.AppendAudit(ctx, id, room.AuditEntry{At: at, Who: who(c), Action: ActionRefused, Schedule: c.ID, Refused: c.Refused}); err != nil {
 		log.LogAttrs(ctx, slog.LevelError, "schedule: audit", append(attrs, slog.String("error", err.Error()))...)
 	}

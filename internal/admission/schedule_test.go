@@ -331,14 +331,15 @@ func TestAChangeBeingAppliedHoldsBackTheNext(t *testing.T) {
 		at := f.clk.Now().Add(5 * time.Minute)
 		ids := f.planTogether(t, at)
 		f.clk.Set(at)
-		if _, ok, err := f.q.LeaseScheduled(f.ctx, f.room, ids[0]); err != nil || !ok {
-			t.Fatalf("lease: %v %v", ok, err)
+		_, token, err := f.q.LeaseScheduled(f.ctx, f.room, ids[0])
+		if err != nil || token == "" {
+			t.Fatalf("lease: %q %v", token, err)
 		}
 		admission.ApplySchedules(f.ctx, f.q, nil)
 		if got := f.applied(t); len(got) != 0 || f.config(t).AdmitPerMinute != 60 {
 			t.Fatalf("with the first change leased elsewhere: applied %v, admitPerMinute %d; want none, 60", got, f.config(t).AdmitPerMinute)
 		}
-		if err := f.q.ReleaseScheduled(f.ctx, f.room, ids[0]); err != nil {
+		if err := f.q.ReleaseScheduled(f.ctx, f.room, ids[0], token); err != nil {
 			t.Fatal(err)
 		}
 		f.clk.Advance(time.Second)
@@ -391,5 +392,81 @@ func TestARoundBringsAStaleScheduleCopyUpToDate(t *testing.T) {
 	}
 	if err != nil || len(cs) != 1 || cs[0].ID != "planned" {
 		t.Fatalf("the store's copy after a round: %s %v, want the change planned while it was down", b, err)
+	}
+}
+
+// slowStore is a store on disk whose settings writes wait, once armed, until
+// the test lets them go: an S3 write slower than the schedule's lease.
+type slowStore struct {
+	durable.Disk
+	armed   atomic.Bool
+	entered chan struct{} // a write is waiting
+	release chan struct{} // closed: the write goes on
+}
+
+func (s *slowStore) PutSettings(ctx context.Context, id string, b []byte) error {
+	if s.armed.CompareAndSwap(true, false) {
+		s.entered <- struct{}{}
+		<-s.release
+	}
+	return s.Disk.PutSettings(ctx, id, b)
+}
+
+// await receives from c, failing the test after a deadline.
+func await[T any](t *testing.T, c <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no %s within 30 s", what)
+		panic("unreachable")
+	}
+}
+
+// TestAChangeAppliesOnceWhenItsStoreWriteOutlastsTheLease: an applier whose
+// store write outlasts the change's lease has applied the change already;
+// a second applier, which takes the lease it lost, finds nothing left to
+// apply, so an operator's change made in between stands and the log shows
+// one application.
+func TestAChangeAppliesOnceWhenItsStoreWriteOutlastsTheLease(t *testing.T) {
+	f := newSchedFixture(t, redistest.Own(t))
+	at := f.clk.Now().Add(5 * time.Minute)
+	f.plan(t, "c1", at, `{"admitPerMinute": 600}`)
+	f.clk.Set(at)
+
+	slow := &slowStore{Disk: f.store, entered: make(chan struct{}), release: make(chan struct{})}
+	slow.armed.Store(true)
+	a := durable.New(roomdb.New(f.rdb, roomdb.WithClock(f.clk.Now)), durable.Options{Store: slow, Clock: f.clk.Now, NoNudge: true})
+	done := make(chan int, 1)
+	go func() { done <- admission.ApplySchedules(f.ctx, a, nil) }()
+	await(t, slow.entered, "settings write by the first applier")
+
+	// The lease runs out while the store write waits (as its TTL would).
+	if err := f.rdb.Del(f.ctx, roomdb.KeysFor(f.room).ScheduleLease("c1")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// An operator changes the rate meanwhile.
+	cfg := f.config(t)
+	cfg.AdmitPerMinute = 120
+	if _, err := f.q.PutConfig(f.ctx, f.room, cfg); err != nil {
+		t.Fatal(err)
+	}
+	// The second applier's round.
+	b := admission.ApplySchedules(f.ctx, f.q, nil)
+	close(slow.release)
+	first := await(t, done, "end of the first applier's round")
+
+	if first+b != 1 {
+		t.Errorf("applied %d times (first applier %d, second %d), want once", first+b, first, b)
+	}
+	if got := f.config(t).AdmitPerMinute; got != 120 {
+		t.Errorf("admitPerMinute %d after both rounds, want 120: the operator's change, made after the schedule's", got)
+	}
+	if got := f.applied(t); !slices.Equal(got, []string{"c1"}) {
+		t.Errorf("the log shows %v applied, want [c1] once", got)
+	}
+	if cs, err := f.q.Schedule(f.ctx, f.room); err != nil || len(cs) != 0 {
+		t.Errorf("schedule after: %v %v, want empty", cs, err)
 	}
 }

@@ -82,11 +82,11 @@ func (f failing) Schedule(context.Context, string) ([]room.ScheduledChange, erro
 	return nil, f.fail()
 }
 func (f failing) PutScheduled(context.Context, string, room.ScheduledChange) error { return f.fail() }
-func (f failing) LeaseScheduled(context.Context, string, string) (room.ScheduledChange, bool, error) {
-	return room.ScheduledChange{}, false, f.fail()
+func (f failing) LeaseScheduled(context.Context, string, string) (room.ScheduledChange, string, error) {
+	return room.ScheduledChange{}, "", f.fail()
 }
-func (f failing) ReleaseScheduled(context.Context, string, string) error { return f.fail() }
-func (f failing) RemoveScheduled(context.Context, string, string) error  { return f.fail() }
+func (f failing) ReleaseScheduled(context.Context, string, string, string) error { return f.fail() }
+func (f failing) RemoveScheduled(context.Context, string, string, string) error  { return f.fail() }
 func (f failing) ScheduleCopy(context.Context, string) ([]room.ScheduledChange, int64, int64, error) {
 	return nil, 0, 0, f.fail()
 }

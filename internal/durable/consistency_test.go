@@ -223,12 +223,13 @@ func TestScheduleStaysDurableUnderConcurrentWritesAndALoss(t *testing.T) {
 	if err := plan("planned-while-down")(); !errors.Is(err, durable.ErrNotDurable) {
 		t.Fatalf("a change planned while the store is down: %v, want ErrNotDurable", err)
 	}
-	// The admission loop applies a change while the store is down.
-	if _, ok, err := f.q.LeaseScheduled(f.ctx, f.room, "applied"); err != nil || !ok {
-		t.Fatalf("lease: %v %v", ok, err)
+	// A change leaves the schedule while the store is down.
+	_, token, err := f.q.LeaseScheduled(f.ctx, f.room, "applied")
+	if err != nil || token == "" {
+		t.Fatalf("lease: %q %v", token, err)
 	}
-	if err := f.q.RemoveScheduled(f.ctx, f.room, "applied"); !errors.Is(err, durable.ErrNotDurable) {
-		t.Fatalf("an applied change removed while the store is down: %v, want ErrNotDurable", err)
+	if err := f.q.RemoveScheduled(f.ctx, f.room, "applied", token); !errors.Is(err, durable.ErrNotDurable) {
+		t.Fatalf("a change removed while the store is down: %v, want ErrNotDurable", err)
 	}
 	store.fail = nil
 	if err := f.q.SyncSchedule(f.ctx, f.room); err != nil { // the loop's next round

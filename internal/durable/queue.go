@@ -373,12 +373,17 @@ var ErrNotDurable = errors.New("durable: settings applied but not stored durably
 // again: a room whose settings are not in the store would not come back after
 // a total loss.
 func (q *Queue) PutConfig(ctx context.Context, id string, cfg room.Config) (room.Config, error) {
+	return q.putConfig(ctx, id, func() (room.Config, error) { return q.eng.PutConfig(ctx, id, cfg) })
+}
+
+// putConfig is PutConfig with the engine's write of the settings in put.
+func (q *Queue) putConfig(ctx context.Context, id string, put func() (room.Config, error)) (room.Config, error) {
 	if q.o.Store != nil {
 		if err := q.buryFromStore(ctx, id); err != nil {
 			return room.Config{}, err
 		}
 	}
-	stored, err := q.eng.PutConfig(ctx, id, cfg)
+	stored, err := put()
 	if err != nil || q.o.Store == nil {
 		return stored, err
 	}

@@ -87,23 +87,37 @@ func (q *Queue) PutScheduled(ctx context.Context, id string, c room.ScheduledCha
 }
 
 // LeaseScheduled takes the lease on a change (roomdb.Engine.LeaseScheduled).
-func (q *Queue) LeaseScheduled(ctx context.Context, id, change string) (room.ScheduledChange, bool, error) {
+func (q *Queue) LeaseScheduled(ctx context.Context, id, change string) (room.ScheduledChange, string, error) {
 	return q.eng.LeaseScheduled(ctx, id, change)
 }
 
-// ReleaseScheduled gives a change's lease back.
-func (q *Queue) ReleaseScheduled(ctx context.Context, id, change string) error {
-	return q.eng.ReleaseScheduled(ctx, id, change)
+// ReleaseScheduled gives a change's lease back, if token still holds it.
+func (q *Queue) ReleaseScheduled(ctx context.Context, id, change, token string) error {
+	return q.eng.ReleaseScheduled(ctx, id, change, token)
 }
 
-// RemoveScheduled removes a leased change (applied or cancelled) from the
-// schedule in Redis, then from the store's copy (ErrNotDurable as
-// PutScheduled).
-func (q *Queue) RemoveScheduled(ctx context.Context, id, change string) error {
-	if err := q.eng.RemoveScheduled(ctx, id, change); err != nil {
+// RemoveScheduled removes a leased change (cancelled) from the schedule in
+// Redis, if token still holds its lease, then from the store's copy
+// (ErrNotDurable as PutScheduled).
+func (q *Queue) RemoveScheduled(ctx context.Context, id, change, token string) error {
+	if err := q.eng.RemoveScheduled(ctx, id, change, token); err != nil {
 		return err
 	}
 	return q.storeSchedule(ctx, id)
+}
+
+// ApplyScheduled stores a leased change's settings as PutConfig does, the
+// change leaving the schedule in the same step in Redis
+// (roomdb.Engine.ApplyScheduled: room.ErrLeaseLost, nothing stored, when
+// token no longer holds the lease). The store's copy of the schedule follows;
+// a failure to write it is logged and left to SyncSchedule, as the change
+// is made.
+func (q *Queue) ApplyScheduled(ctx context.Context, id, change, token string, cfg room.Config) (room.Config, error) {
+	stored, err := q.putConfig(ctx, id, func() (room.Config, error) { return q.eng.ApplyScheduled(ctx, id, change, token, cfg) })
+	if err == nil || errors.Is(err, ErrNotDurable) {
+		_ = q.storeSchedule(ctx, id)
+	}
+	return stored, err
 }
 
 // swapTries bounds how often a writer of a record written by

@@ -43,9 +43,12 @@ type Engine interface {
 	// Scheduled changes.
 	Schedule(ctx context.Context, room string) ([]ScheduledChange, error)
 	PutScheduled(ctx context.Context, room string, c ScheduledChange) error
-	LeaseScheduled(ctx context.Context, room, id string) (ScheduledChange, bool, error)
-	ReleaseScheduled(ctx context.Context, room, id string) error
-	RemoveScheduled(ctx context.Context, room, id string) error
+	// A change is applied or cancelled under its lease: LeaseScheduled's
+	// token, which the steps under it pass, fenced in Redis (ErrLeaseLost).
+	LeaseScheduled(ctx context.Context, room, id string) (c ScheduledChange, token string, err error)
+	ReleaseScheduled(ctx context.Context, room, id, token string) error
+	RemoveScheduled(ctx context.Context, room, id, token string) error
+	ApplyScheduled(ctx context.Context, room, id, token string, cfg Config) (Config, error)
 	RestoreSchedule(ctx context.Context, room string, cs []ScheduledChange) error
 	DropSchedule(ctx context.Context, room string) error
 	// ScheduleCopy reads the schedule with its version (every change of it

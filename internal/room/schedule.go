@@ -46,6 +46,9 @@ var (
 	ErrScheduleFull  = errors.New("room: the room's schedule is full")
 	// ErrChangeBusy: the change is being applied at this instant; try again.
 	ErrChangeBusy = errors.New("room: the scheduled change is being applied")
+	// ErrLeaseLost: the lease on a scheduled change ran out, or another
+	// process holds it now; its holder applied or removed nothing.
+	ErrLeaseLost = errors.New("room: the lease on the scheduled change is lost")
 )
 
 // SortSchedule orders changes by time, then in the order they were planned

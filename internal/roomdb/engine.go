@@ -56,6 +56,8 @@ var (
 	ssweepCmd    = lua.NewScript("ssweep", lua.SSweep)
 	sevictCmd    = lua.NewScript("sevict", lua.SEvict)
 	sleaveCmd    = lua.NewScript("sleave", lua.SLeave)
+	schedputCmd  = lua.NewScript("schedput", lua.SchedPut)
+	schedfreeCmd = lua.NewScript("schedfree", lua.SchedFree)
 )
 
 // Scripter is the narrowest Redis client the engine needs: a client, a
@@ -488,6 +490,12 @@ func (e *Engine) tick(ctx context.Context, roomID string, guardMS int64) (room.T
 // and returns them as stored (opensAt to the millisecond, in UTC). An invalid
 // config is a *FieldError (ErrInvalidConfig) and stores nothing.
 func (e *Engine) PutConfig(ctx context.Context, roomID string, cfg room.Config) (room.Config, error) {
+	return e.storeConfig(ctx, roomID, cfg, lease{})
+}
+
+// storeConfig is PutConfig, under a scheduled change's lease when l names
+// one (ApplyScheduled).
+func (e *Engine) storeConfig(ctx context.Context, roomID string, cfg room.Config, l lease) (room.Config, error) {
 	if !room.ValidRoomID(roomID) {
 		return room.Config{}, room.ErrInvalidRoom
 	}
@@ -498,7 +506,7 @@ func (e *Engine) PutConfig(ctx context.Context, roomID string, cfg room.Config) 
 	rand.Read(seed) // never fails (crypto/rand, Go ≥ 1.24)
 	pairs := EncodeConfig(cfg)
 	for try := 1; ; try++ {
-		stored, err := e.putConfig(ctx, roomID, hex.EncodeToString(seed), pairs)
+		stored, err := e.putConfig(ctx, roomID, hex.EncodeToString(seed), pairs, l)
 		if err != nil {
 			return room.Config{}, err
 		}
@@ -530,7 +538,8 @@ const putTries = 3
 // settings first. A shard that cannot be fenced is skipped: it turns away
 // the joins of older settings from the next change on, and until then takes
 // them for at most confirmFor, as every shard did before fences.
-func (e *Engine) putConfig(ctx context.Context, roomID, seed string, pairs []any) (stored bool, err error) {
+// room.ErrLeaseLost when l names a lease that is no longer the caller's.
+func (e *Engine) putConfig(ctx context.Context, roomID, seed string, pairs []any, l lease) (stored bool, err error) {
 	k := KeysFor(roomID)
 	reply, err := fenceCmd.Reply(ctx, e.rdb, []string{k.Fence(), k.Config})
 	if err != nil {
@@ -551,8 +560,12 @@ func (e *Engine) putConfig(ctx context.Context, roomID, seed string, pairs []any
 	}
 	ver := make([]byte, 8)
 	rand.Read(ver)
-	args := append([]any{e.nowMS(), seed, fence + "." + hex.EncodeToString(ver)}, pairs...)
-	reply, err = e.run(ctx, configCmd, roomID, args...)
+	args := append([]any{e.nowMS(), seed, fence + "." + hex.EncodeToString(ver), l.token, l.change}, pairs...)
+	var extra []string
+	if l.token != "" {
+		extra = []string{k.ScheduleLease(l.change), k.Schedule(), k.ScheduleVersion()}
+	}
+	reply, err = e.runKeys(ctx, configCmd, roomID, extra, args...)
 	if err != nil {
 		return false, err
 	}
@@ -561,6 +574,8 @@ func (e *Engine) putConfig(ctx context.Context, roomID, seed string, pairs []any
 		return true, nil
 	case wordRaced:
 		return false, nil
+	case wordLost:
+		return false, fmt.Errorf("%w: %s", room.ErrLeaseLost, l.change)
 	}
 	return false, unexpected(configCmd, reply)
 }

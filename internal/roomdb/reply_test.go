@@ -19,7 +19,8 @@ func TestReplyWords(t *testing.T) {
 		"drain": lua.Drain, "arrive": lua.Arrive, "arrivals": lua.Arrivals, "arrtrim": lua.ArrTrim, "merge": lua.Merge,
 		"arrdrop": lua.ArrDrop, "fence": lua.Fence, "arrfence": lua.ArrFence,
 		"invite": lua.Invite, "bypass": lua.Bypass, "visitor": lua.Visitor, "restore": lua.Restore,
-		"notice": lua.Notice, "notices": lua.Notices, "noticeack": lua.NoticeAck}
+		"notice": lua.Notice, "notices": lua.Notices, "noticeack": lua.NoticeAck,
+		"schedput": lua.SchedPut, "schedfree": lua.SchedFree}
 	seen := map[string]bool{}
 	for name, src := range scripts {
 		for _, m := range word.FindAllStringSubmatch(src, -1) {

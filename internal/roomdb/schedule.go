@@ -2,6 +2,8 @@ package roomdb
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,15 +31,23 @@ func (k Keys) ScheduleVersion() string {
 }
 
 // ScheduleLease is the key that one process holds while it applies or
-// cancels the change id (STRING, expiring after ScheduleLeaseTTL).
+// cancels the change id (STRING: the holder's random token, expiring after
+// ScheduleLeaseTTL).
 func (k Keys) ScheduleLease(id string) string {
 	return k.Config[:len(k.Config)-len("cfg")] + "schedlease:" + id
 }
 
 // ScheduleLeaseTTL bounds how long a lease on a scheduled change is held: a
-// process that stopped while applying one leaves it to the next tick after
-// this. Every call under the lease is bounded by the client's 400 ms.
+// process that stopped while applying one leaves it to the next round after
+// this. A holder slower than this (a durable write that hangs) is fenced, not
+// trusted to be done: the change's settings are stored, and the change
+// removed, only by the lease's holder in one script (ApplyScheduled), and a
+// lease is given back only by its holder (ReleaseScheduled).
 const ScheduleLeaseTTL = 10 * time.Second
+
+// lease names a scheduled change's lease and its holder's token; the zero
+// lease is none (a change of settings not from the schedule).
+type lease struct{ change, token string }
 
 // Schedule reads the room's scheduled changes, by time. A value that is not
 // a change is skipped.
@@ -118,13 +128,15 @@ func (e *Engine) ScheduleStored(ctx context.Context, roomID string, version int6
 }
 
 // bump is the change of the schedule's version that goes with each change
-// of the schedule, in its transaction.
+// of the schedule, in its transaction (the scripts bump it as they write).
 func bump(ctx context.Context, p redis.Pipeliner, k Keys) {
 	p.HIncrBy(ctx, k.ScheduleVersion(), "v", 1)
 }
 
 // PutScheduled adds a change to the room's schedule, or replaces the one of
 // the same id; room.ErrScheduleFull when the room holds ScheduleKeep already.
+// The cap is checked in the script that writes, so planners at once cannot
+// pass it together.
 func (e *Engine) PutScheduled(ctx context.Context, roomID string, c room.ScheduledChange) error {
 	if !room.ValidRoomID(roomID) {
 		return room.ErrInvalidRoom
@@ -133,41 +145,39 @@ func (e *Engine) PutScheduled(ctx context.Context, roomID string, c room.Schedul
 	if err != nil {
 		return err
 	}
-	keys := KeysFor(roomID)
-	k := keys.Schedule()
-	p := e.rdb.Pipeline()
-	n := p.HLen(ctx, k)
-	has := p.HExists(ctx, k, c.ID)
-	if _, err := p.Exec(ctx); err != nil {
+	k := KeysFor(roomID)
+	reply, err := schedputCmd.Reply(ctx, e.rdb, []string{k.Schedule(), k.ScheduleVersion()}, c.ID, b, room.ScheduleKeep)
+	if err != nil {
 		return fmt.Errorf("%w: schedule %s: %w", room.ErrUnavailable, roomID, err)
 	}
-	if !has.Val() && n.Val() >= room.ScheduleKeep {
+	switch word(reply) {
+	case wordOK:
+		return nil
+	case wordFull:
 		return room.ErrScheduleFull
 	}
-	p = e.rdb.TxPipeline()
-	p.HSet(ctx, k, c.ID, b)
-	bump(ctx, p, keys)
-	if _, err := p.Exec(ctx); err != nil {
-		return fmt.Errorf("%w: schedule %s: %w", room.ErrUnavailable, roomID, err)
-	}
-	return nil
+	return unexpected(schedputCmd, reply)
 }
 
 // LeaseScheduled takes the lease on the change id for ScheduleLeaseTTL and
-// reads it: false when another process holds the lease (it is being
-// applied or cancelled), room.ErrUnknownChange when it is not (or no longer)
-// in the schedule, then with the lease released.
-func (e *Engine) LeaseScheduled(ctx context.Context, roomID, id string) (room.ScheduledChange, bool, error) {
+// reads it, returning the lease's token, which every step under the lease
+// passes: "" when another process holds the lease (it is being applied or
+// cancelled), room.ErrUnknownChange when the change is not (or no longer) in
+// the schedule, then with the lease given back.
+func (e *Engine) LeaseScheduled(ctx context.Context, roomID, id string) (room.ScheduledChange, string, error) {
 	if !room.ValidRoomID(roomID) {
-		return room.ScheduledChange{}, false, room.ErrInvalidRoom
+		return room.ScheduledChange{}, "", room.ErrInvalidRoom
 	}
 	k := KeysFor(roomID)
-	ok, err := e.rdb.SetNX(ctx, k.ScheduleLease(id), "1", ScheduleLeaseTTL).Result()
+	b := make([]byte, 16)
+	rand.Read(b) // never fails (crypto/rand, Go ≥ 1.24)
+	token := hex.EncodeToString(b)
+	ok, err := e.rdb.SetNX(ctx, k.ScheduleLease(id), token, ScheduleLeaseTTL).Result()
 	if err != nil {
-		return room.ScheduledChange{}, false, fmt.Errorf("%w: schedule lease %s: %w", room.ErrUnavailable, roomID, err)
+		return room.ScheduledChange{}, "", fmt.Errorf("%w: schedule lease %s: %w", room.ErrUnavailable, roomID, err)
 	}
 	if !ok {
-		return room.ScheduledChange{}, false, nil
+		return room.ScheduledChange{}, "", nil
 	}
 	v, err := e.rdb.HGet(ctx, k.Schedule(), id).Result()
 	var c room.ScheduledChange
@@ -180,38 +190,56 @@ func (e *Engine) LeaseScheduled(ctx context.Context, roomID, id string) (room.Sc
 		err = room.ErrUnknownChange
 	}
 	if err != nil {
-		_ = e.ReleaseScheduled(ctx, roomID, id) // else it expires
-		return room.ScheduledChange{}, false, err
+		_ = e.ReleaseScheduled(ctx, roomID, id, token) // else it expires
+		return room.ScheduledChange{}, "", err
 	}
-	return c, true, nil
+	return c, token, nil
 }
 
-// ReleaseScheduled gives the lease on the change id back.
-func (e *Engine) ReleaseScheduled(ctx context.Context, roomID, id string) error {
-	if !room.ValidRoomID(roomID) {
-		return room.ErrInvalidRoom
-	}
-	if err := e.rdb.Del(ctx, KeysFor(roomID).ScheduleLease(id)).Err(); err != nil {
-		return fmt.Errorf("%w: schedule lease %s: %w", room.ErrUnavailable, roomID, err)
-	}
-	return nil
+// ReleaseScheduled gives the lease on the change id back, if token still
+// holds it; room.ErrLeaseLost (nothing done) when it ran out or another
+// process took it since.
+func (e *Engine) ReleaseScheduled(ctx context.Context, roomID, id, token string) error {
+	return e.freeScheduled(ctx, roomID, id, token, "")
 }
 
-// RemoveScheduled removes the change id from the schedule (applied or
-// cancelled), under its lease, and releases the lease.
-func (e *Engine) RemoveScheduled(ctx context.Context, roomID, id string) error {
+// RemoveScheduled removes the change id from the schedule (cancelled) and
+// gives its lease back, if token still holds the lease; room.ErrLeaseLost
+// (nothing done) when it ran out or another process took it since.
+func (e *Engine) RemoveScheduled(ctx context.Context, roomID, id, token string) error {
+	return e.freeScheduled(ctx, roomID, id, token, id)
+}
+
+// freeScheduled runs schedfree.lua: the lease on id given back by its
+// holder, and the change remove taken out of the schedule ("" for none).
+func (e *Engine) freeScheduled(ctx context.Context, roomID, id, token, remove string) error {
 	if !room.ValidRoomID(roomID) {
 		return room.ErrInvalidRoom
 	}
 	k := KeysFor(roomID)
-	p := e.rdb.TxPipeline()
-	p.HDel(ctx, k.Schedule(), id)
-	bump(ctx, p, k)
-	p.Del(ctx, k.ScheduleLease(id))
-	if _, err := p.Exec(ctx); err != nil {
-		return fmt.Errorf("%w: schedule %s: %w", room.ErrUnavailable, roomID, err)
+	reply, err := schedfreeCmd.Reply(ctx, e.rdb, []string{k.ScheduleLease(id), k.Schedule(), k.ScheduleVersion()}, token, remove)
+	if err != nil {
+		return fmt.Errorf("%w: schedule lease %s: %w", room.ErrUnavailable, roomID, err)
 	}
-	return nil
+	switch word(reply) {
+	case wordOK:
+		return nil
+	case wordLost:
+		return fmt.Errorf("%w: %s", room.ErrLeaseLost, id)
+	}
+	return unexpected(schedfreeCmd, reply)
+}
+
+// ApplyScheduled stores cfg, a scheduled change's settings, as PutConfig
+// does, if token still holds the change's lease, and in the same script
+// removes the change from the schedule and gives the lease back: a process
+// whose lease ran out stores nothing (room.ErrLeaseLost), and one that takes
+// the lease after this finds no change to apply again.
+func (e *Engine) ApplyScheduled(ctx context.Context, roomID, id, token string, cfg room.Config) (room.Config, error) {
+	if token == "" {
+		return room.Config{}, fmt.Errorf("%w: %s: no token", room.ErrLeaseLost, id)
+	}
+	return e.storeConfig(ctx, roomID, cfg, lease{change: id, token: token})
 }
 
 // RestoreSchedule puts back a room's schedule after a loss of Redis: each

@@ -49,9 +49,9 @@ type Engine interface {
 	// their time (docs/OPERATING.md, "Scheduled changes").
 	Schedule(ctx context.Context, room string) ([]room.ScheduledChange, error)
 	PutScheduled(ctx context.Context, room string, c room.ScheduledChange) error
-	LeaseScheduled(ctx context.Context, room, id string) (room.ScheduledChange, bool, error)
-	ReleaseScheduled(ctx context.Context, room, id string) error
-	RemoveScheduled(ctx context.Context, room, id string) error
+	LeaseScheduled(ctx context.Context, room, id string) (room.ScheduledChange, string, error)
+	ReleaseScheduled(ctx context.Context, room, id, token string) error
+	RemoveScheduled(ctx context.Context, room, id, token string) error
 	// Invitations and the support's lookups (invitations.go).
 	Invitation(ctx context.Context, room, id string) (room.InvitationState, error)
 	RevokeInvitation(ctx context.Context, room, id string) (time.Time, error)

@@ -100,17 +100,20 @@ func (h *API) unplan(ctx context.Context, r *httpapi.Request) (events.APIGateway
 	if _, err := h.o.Queue.GetConfig(ctx, r.Room); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	c, ok, err := h.o.Queue.LeaseScheduled(ctx, r.Room, in.ID)
+	c, token, err := h.o.Queue.LeaseScheduled(ctx, r.Room, in.ID)
 	switch {
 	case errors.Is(err, room.ErrUnknownChange):
 		return events.APIGatewayV2HTTPResponse{}, h.goneChange(ctx, r.Room, in.ID)
 	case err != nil:
 		return events.APIGatewayV2HTTPResponse{}, err
-	case !ok:
+	case token == "":
 		return events.APIGatewayV2HTTPResponse{}, errChangeBusy
 	}
-	if err := h.o.Queue.RemoveScheduled(ctx, r.Room, in.ID); err != nil {
-		_ = h.o.Queue.ReleaseScheduled(context.WithoutCancel(ctx), r.Room, in.ID) // else it expires
+	switch err := h.o.Queue.RemoveScheduled(ctx, r.Room, in.ID, token); {
+	case errors.Is(err, room.ErrLeaseLost):
+		return events.APIGatewayV2HTTPResponse{}, errChangeBusy // it ran out: another process may be applying it
+	case err != nil:
+		_ = h.o.Queue.ReleaseScheduled(context.WithoutCancel(ctx), r.Room, in.ID, token) // else it expires
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	h.record(ctx, r, room.AuditEntry{Action: room.ActionUnschedule, Schedule: c.ID})

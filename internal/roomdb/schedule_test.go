@@ -1,0 +1,133 @@
+package roomdb_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/room"
+	"github.com/vestibule-dev/vestibule/internal/roomdb"
+)
+
+// change is a scheduled change of the rate, due at at.
+func change(id string, at time.Time) room.ScheduledChange {
+	return room.ScheduledChange{ID: id, At: at, Settings: json.RawMessage(`{"admitPerMinute": 600}`), CreatedAt: at}
+}
+
+// A lease is given back only by its holder: a process whose lease ran out
+// and was taken by another releases nothing, so a third cannot take the
+// change while the second applies it.
+func TestAReleaseFreesOnlyItsOwnLease(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, ptr(baseConfig()))
+		if err := e.eng.PutScheduled(e.ctx, e.room, change("c1", e.clk.Now())); err != nil {
+			t.Fatal(err)
+		}
+		a, b, c := roomdb.New(rdb), roomdb.New(rdb), roomdb.New(rdb)
+		_, first, err := a.LeaseScheduled(e.ctx, e.room, "c1")
+		if err != nil || first == "" {
+			t.Fatalf("first lease: %q %v", first, err)
+		}
+		// The first lease runs out (as its TTL would); another process takes it.
+		if err := rdb.Del(e.ctx, e.keys.ScheduleLease("c1")).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, second, err := b.LeaseScheduled(e.ctx, e.room, "c1"); err != nil || second == "" {
+			t.Fatalf("second lease: %q %v", second, err)
+		}
+		if err := a.ReleaseScheduled(e.ctx, e.room, "c1", first); !errors.Is(err, room.ErrLeaseLost) {
+			t.Fatalf("release by the first holder after its lease ran out: %v, want ErrLeaseLost", err)
+		}
+		if err := a.RemoveScheduled(e.ctx, e.room, "c1", first); !errors.Is(err, room.ErrLeaseLost) {
+			t.Fatalf("cancel by the first holder after its lease ran out: %v, want ErrLeaseLost", err)
+		}
+		if _, third, err := c.LeaseScheduled(e.ctx, e.room, "c1"); err != nil || third != "" {
+			t.Fatalf("a third process took the change the second holds (after the first's release): %q %v", third, err)
+		}
+	})
+}
+
+// A scheduled change's settings are stored only under its lease, and the
+// change leaves the schedule with them: an applier whose lease ran out
+// stores nothing, and the applier that holds the lease stores its settings
+// once, after which the change is gone and its lease free.
+func TestAScheduledChangeAppliesOnlyUnderItsLease(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, ptr(baseConfig()))
+		if err := e.eng.PutScheduled(e.ctx, e.room, change("c1", e.clk.Now())); err != nil {
+			t.Fatal(err)
+		}
+		a, b := roomdb.New(rdb), roomdb.New(rdb)
+		_, late, err := a.LeaseScheduled(e.ctx, e.room, "c1")
+		if err != nil || late == "" {
+			t.Fatalf("first lease: %q %v", late, err)
+		}
+		if err := rdb.Del(e.ctx, e.keys.ScheduleLease("c1")).Err(); err != nil { // it runs out
+			t.Fatal(err)
+		}
+		_, token, err := b.LeaseScheduled(e.ctx, e.room, "c1")
+		if err != nil || token == "" {
+			t.Fatalf("second lease: %q %v", token, err)
+		}
+		cfg := baseConfig()
+		cfg.AdmitPerMinute = 600
+		if _, err := a.ApplyScheduled(e.ctx, e.room, "c1", late, cfg); !errors.Is(err, room.ErrLeaseLost) {
+			t.Fatalf("applied by the holder whose lease ran out: %v, want ErrLeaseLost", err)
+		}
+		if got, _ := e.eng.GetConfig(e.ctx, e.room); got.AdmitPerMinute != baseConfig().AdmitPerMinute {
+			t.Fatalf("admitPerMinute %d after a lost lease's apply, want %d: nothing stored", got.AdmitPerMinute, baseConfig().AdmitPerMinute)
+		}
+		if _, err := b.ApplyScheduled(e.ctx, e.room, "c1", token, cfg); err != nil {
+			t.Fatalf("applied by the lease's holder: %v", err)
+		}
+		if got, _ := e.eng.GetConfig(e.ctx, e.room); got.AdmitPerMinute != 600 {
+			t.Fatalf("admitPerMinute %d after the holder's apply, want 600", got.AdmitPerMinute)
+		}
+		if cs, err := e.eng.Schedule(e.ctx, e.room); err != nil || len(cs) != 0 {
+			t.Fatalf("schedule after the apply: %v %v, want the change gone", cs, err)
+		}
+		if _, _, err := a.LeaseScheduled(e.ctx, e.room, "c1"); !errors.Is(err, room.ErrUnknownChange) {
+			t.Fatalf("lease after the apply: %v, want ErrUnknownChange (the lease free, the change gone)", err)
+		}
+	})
+}
+
+// The schedule's cap holds against planners at once: with room for one
+// change more, one of many new changes planned together is kept.
+func TestTheScheduleCapHoldsAgainstPlannersAtOnce(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, ptr(baseConfig()))
+		at := e.clk.Now().Add(time.Hour)
+		for i := range room.ScheduleKeep - 1 {
+			if err := e.eng.PutScheduled(e.ctx, e.room, change("k"+strconv.Itoa(i), at)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const planners = 16
+		var wg sync.WaitGroup
+		errs := make([]error, planners)
+		for i := range planners {
+			wg.Go(func() { errs[i] = roomdb.New(rdb).PutScheduled(e.ctx, e.room, change("n"+strconv.Itoa(i), at)) })
+		}
+		wg.Wait()
+		kept := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				kept++
+			case !errors.Is(err, room.ErrScheduleFull):
+				t.Fatal(err)
+			}
+		}
+		cs, err := e.eng.Schedule(e.ctx, e.room)
+		if err != nil || kept != 1 || len(cs) != room.ScheduleKeep {
+			t.Fatalf("%d of %d planners kept, the schedule holds %d (%v); want 1, %d", kept, planners, len(cs), err, room.ScheduleKeep)
+		}
+	})
+}
