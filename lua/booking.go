@@ -4,7 +4,7 @@ import (
 	_ "embed" // the scripts below are //go:embed files
 )
 
-// The booking scripts: one per operation on an event's inventory (issue 16).
+// The booking scripts: one per operation on an event's inventory.
 // Each opens with its contract; booking_lib.lua holds what they share (the
 // KEYS every one of them takes) and is put in front of each.
 

@@ -22,7 +22,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
-// The capacity figures of issue 14: how many polls a second the one Redis of a
+// The capacity figures: how many polls a second the one Redis of a
 // room with 1,000,000 waiting serves, against the polls 1,000,000 visitors make
 // under the poll policy; and how many joins a second (the per-client limit
 // check and the enqueue, as the enqueue route makes them) against a burst of

@@ -15,7 +15,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/sim"
 )
 
-// The crowds of issue 14's table. Each plays the real API handler in virtual
+// The crowds of the targets' table. Each plays the real API handler in virtual
 // time against a real Redis (sim.Virtual): whatever poll policy and engine
 // are in the tree is what they measure.
 const (
@@ -237,7 +237,7 @@ func measureLong(res *sim.Result, long sim.Summary) {
 // millionRateFlag is the admission rate of the million part.
 var millionRateFlag = flag.Int64("million-rate", millionRate, "admissions a minute of the million part")
 
-// moreParts are the parts of issue 14 beside those main lists.
+// moreParts are the parts beside those main lists.
 func moreParts(d time.Duration, chart string) map[string]func(context.Context) ([]Row, error) {
 	return map[string]func(context.Context) ([]Row, error){
 		"capacity": func(ctx context.Context) ([]Row, error) { return benchCapacity(ctx, d) },

@@ -9,7 +9,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/sim"
 )
 
-// The origin's health (issue 41; docs/BENCHMARKS.md, "The origin's health"):
+// The origin's health (docs/BENCHMARKS.md, "The origin's health"):
 // a sale whose booking site (sim.Origin) slows to half the room's
 // admitPerMinute and later recovers, played twice in virtual time on real
 // Redis: in a room whose pace follows the site's Vestibule-Load

@@ -215,9 +215,9 @@ func pageTables(dir string) ([]pageTable, error) {
 }
 
 // pageScripts is the script a visitor of one language loads, before
-// compression: the page's bundle and the heaviest language table (the page
-// bar of issue 40); and the same with every language's table, as the page
-// carried them all before it fetched one.
+// compression: the page's bundle and the heaviest language table (what the
+// page's weight row judges); and the same with every language's table, the
+// baseline of a bundle that carried them all.
 func pageScripts(dir string) (oneLanguage, every int, err error) {
 	st, err := os.Stat(filepath.Join(dir, "waiting.js"))
 	if err != nil {

@@ -93,7 +93,7 @@ func (q quotas) String() string {
 		q.WaitingAtLambdaLimit, lambdaRPSPerConcurrency, q.JoinsPerMinuteAtStageLimit)
 }
 
-// The quota rows (issue 40): a crowd's busiest API second ÷ the quota
+// The quota rows: a crowd's busiest API second ÷ the quota
 // docs/DEPLOY.md ("Quotas") tells a team to request for it, quota.For: the
 // same function writes DEPLOY's table (quota_test.go holds them equal), so the
 // row judges the peak against what the team was told to ask for, not against
@@ -109,7 +109,7 @@ func quotaShareRow(label string, visitors int, peak, mean float64) Row {
 	return row(label, peak/q, "", mean/q, atMost(quota.Headroom))
 }
 
-// tenMillionRow is the row of issue 40's 10,000,000 on-sale, from its shape
+// tenMillionRow is the row of the 10,000,000 on-sale, from its shape
 // (quota.OnSale): 2,000,000 joins in the first minute, the rest over nine,
 // 50,000 admitted a minute, a far poll every quota.FarPollSeconds while
 // waiting, and per admission the descent's polls, a consume and a complete.

@@ -33,7 +33,7 @@ func TestQuotaConstantsAreTheStacks(t *testing.T) {
 }
 
 // deployRates are the request rates docs/DEPLOY.md's quota table is given
-// for: issue 14's target for long waits, its target for short waits, and the
+// for: the target for long waits, the target for short waits, and the
 // page polling every 3 s.
 var deployRates = []float64{0.7, 3, 20}
 
@@ -247,7 +247,7 @@ func TestQuotaRows(t *testing.T) {
 	if m.Value != quota.PrequeueMeasuredPeak/quota.For(1_000_000).APIRequest || m.Met == nil || !*m.Met {
 		t.Errorf("the million's pre-queue row: %+v", m)
 	}
-	// against the default stage, as before issue 40, it is not met
+	// against the default stage it is not met: a million asks for a quota of its own
 	if quota.PrequeueMeasuredPeak/stackAPIRateLimit <= quota.Headroom {
 		t.Error("the million's pre-queue fits the default stage")
 	}

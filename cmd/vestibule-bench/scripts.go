@@ -133,7 +133,7 @@ func benchScripts(ctx context.Context, d time.Duration) ([]Row, error) {
 	if err != nil {
 		return rows, fmt.Errorf("enqueue: %w", err)
 	}
-	add("enqueue", ops, nil) // figures without goals (issue 14 retired them)
+	add("enqueue", ops, nil) // a figure beside the raw GET, without a goal
 	logf("queue holds %d", len(seqs))
 
 	// poll: random waiting visitors of that queue.

@@ -17,7 +17,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
-// The figures of issue 40: ten million waiting in one room whose joins spread
+// The figures of ten million waiting in one room whose joins spread
 // over the arrival shards (docs/ENGINE.md, "Heartbeats on the arrival shards").
 // tenMillion (tenmillion_edge.go) and tenMillionRate (tenmillion.go, the
 // room's admitPerMinute: 200 minutes for the last) are the crowd's.

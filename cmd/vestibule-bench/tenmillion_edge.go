@@ -7,7 +7,7 @@ import (
 	"github.com/vestibule-dev/vestibule/infra/quota"
 )
 
-// tenMillion is the 10,000,000 on-sale's crowd (issue 40): quota.OnSale's
+// tenMillion is the 10,000,000 on-sale's crowd: quota.OnSale's
 // shape, a fifth joining in the first minute, the rest over the next nine,
 // admitted quota.OnSaleAdmitPerMinute a minute from the first second.
 const (

@@ -14,9 +14,9 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// The on-sale crowd of issue 40, scaled to its visitors: OnSaleFirstMinute of them join in the
-// first minute, the rest evenly over the next OnSaleJoinMinutes − 1; the room admits
-// OnSaleAdmitPerMinute a minute from the first second.
+// The on-sale crowd docs/DEPLOY.md sizes the quotas for, scaled to its visitors:
+// OnSaleFirstMinute of them join in the first minute, the rest evenly over the next
+// OnSaleJoinMinutes − 1; the room admits OnSaleAdmitPerMinute a minute from the first second.
 const (
 	OnSaleFirstMinute    = 0.2
 	OnSaleJoinMinutes    = 10
@@ -54,8 +54,8 @@ const (
 	LogSample = 0.01
 )
 
-// The pre-queue of a million, measured: `make bench BENCH_MILLION=1` (main at ea51372,
-// docs/BENCHMARKS.md) found its busiest API second after the opening 1.83 times the default
+// The pre-queue of a million, measured: `make bench BENCH_MILLION=1`
+// (docs/BENCHMARKS.md) found its busiest API second after the opening 1.83 times the default
 // stage throttle of 5,000. Of that, the admissions' calls (OnSaleAdmitPerMinute a minute, each
 // DescentPolls polls and OriginCalls calls) do not grow with the crowd; the rest is taken to
 // grow with the visitors waiting at the opening.
@@ -104,7 +104,7 @@ type Crowd struct {
 	AdmitPerMinute float64
 }
 
-// OnSale is issue 40's on-sale crowd with this many visitors.
+// OnSale is the on-sale crowd with this many visitors.
 func OnSale(visitors int) Crowd {
 	return Crowd{Visitors: visitors, FirstMinute: OnSaleFirstMinute, JoinMinutes: OnSaleJoinMinutes, AdmitPerMinute: OnSaleAdmitPerMinute}
 }

@@ -10,7 +10,7 @@ import (
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol*math.Max(math.Abs(b), 1) }
 
 func TestOnSaleShape(t *testing.T) {
-	// GIVEN issue 40's crowd of 10,000,000
+	// GIVEN the on-sale crowd of 10,000,000
 	c := OnSale(10_000_000)
 	secs := c.Seconds()
 	// THEN 2,000,000 join in the first minute and the rest over the next nine

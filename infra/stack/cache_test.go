@@ -131,7 +131,7 @@ func TestVPCHasNoNATAndNoInterfaceEndpoint(t *testing.T) {
 			f.count(t, "AWS::EC2::InternetGateway", 0)
 			f.all(t, "AWS::EC2::Subnet", map[string]any{"MapPublicIpOnLaunch": false})
 			// and no interface endpoint, which bills by the hour in every zone whether used or not
-			// (issue 15): the only endpoint is S3's gateway, which is free
+			// (the idle month's cost): the only endpoint is S3's gateway, which is free
 			for id, ep := range f.ofType("AWS::EC2::VPCEndpoint") {
 				if typ := props(ep)["VpcEndpointType"]; typ != "Gateway" {
 					t.Errorf("%s: a VPC endpoint of type %v, want only Gateway", id, typ)

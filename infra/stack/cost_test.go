@@ -145,7 +145,7 @@ func docFigure(t *testing.T, s string, re string) float64 {
 	return v
 }
 
-// idleTarget is issue 15's target for the idle month of the default stack.
+// idleTarget is the target for the idle month of the default stack ($ a month).
 const idleTarget = 15.0
 
 // TestIdleCostMatchesTheDocs computes the always-on monthly cost of the default stack and of
@@ -170,13 +170,13 @@ func TestIdleCostMatchesTheDocs(t *testing.T) {
 	if want := docFigure(t, doc, `\| KMS keys, (\d+) \|`); want != float64(len(f.ofType("AWS::KMS::Key"))) {
 		t.Errorf("docs count %v KMS keys, the template has %d", want, len(f.ofType("AWS::KMS::Key")))
 	}
-	// and no interface endpoint is left to bill by the hour (issue 15)
+	// and no interface endpoint is left to bill by the hour
 	for _, it := range idleCost(t, f) {
 		if strings.HasPrefix(it.what, "interface endpoint") {
 			t.Errorf("%s: $%.2f a month", it.what, it.dollars)
 		}
 	}
-	// and it meets issue 15's target
+	// and it meets the idle month's target
 	if got > idleTarget {
 		t.Errorf("idle month $%.2f is above the $%.0f target of issue 15", got, idleTarget)
 	}
