@@ -689,15 +689,17 @@ local function pace_tick(cfg, now, waiting)
   -- The ETAs' pace while it climbs (climb_plan): the climb stops at the
   -- setting or, by the origin's load, where the origin will say LOAD_HIGH
   -- (its load grows with the pace: rate / load is what it takes in full).
-  -- After a halving (a load of 1: at least full), until the load of the
-  -- halved pace is known, the pace of the quarter cut it brings when the site
-  -- takes no more than the halved pace: a wait told at the halved pace runs
-  -- short if that cut comes (0.65 of it in the bench), one told at the cut's
-  -- runs 1.33 x long if it does not.
+  -- After a halving (a load of 1: at least full), while the halved pace
+  -- stands, the pace of the quarter cut it brings when the site takes no
+  -- more than the halved pace: a wait told at the halved pace runs short if
+  -- that cut comes (0.65 of it in the bench), one told at the cut's runs
+  -- 1.33 x long if it does not. Not only until the halved pace's load is
+  -- known (LOAD_MEMORY): a site at that pace reads about full, and may read
+  -- a hold for a tick or two before the cut.
   local plan = rate
-  local cutat, pre = tonumber(st[4]) or 0, tonumber(st[5]) or 0
-  if cut then cutat, pre = now, old end
-  if (why == 'backoff' or why == 'hold') and now - cutat < LOAD_MEMORY and pre >= 2 * rate * 0.999 then
+  local pre = tonumber(st[5]) or 0
+  if cut then pre = old end
+  if (why == 'backoff' or why == 'hold') and pre >= 2 * rate * 0.999 then
     plan = math.max(lo, rate * BACKOFF)
   end
   local slope, top = 0, rate

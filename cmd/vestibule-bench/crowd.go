@@ -209,11 +209,12 @@ func benchCrowd(ctx context.Context, visitors int, chart string) ([]Row, error) 
 // answer (sim.Evictions: each is also checked against its own bound, in the
 // invariant violations), against the longest bound docs/ENGINE.md states:
 // the far budget rounded up to its class, the grace, a pass of the sweep over
-// the crowd, and the probes' resolution.
+// the crowd (a tick sweeps the batch less what it admits), and the probes'
+// resolution.
 func evictionRow(label string, s sim.Summary, rc room.Config, visitors int) Row {
 	bound := time.Duration(room.ToldMS(room.ToldClass(room.FarPollAfter.Milliseconds())))*time.Millisecond +
 		time.Duration(rc.HeartbeatTTLSeconds)*time.Second +
-		time.Duration((visitors+roomdb.EvictBatch-1)/roomdb.EvictBatch)*time.Second + sim.ProbeEvery
+		time.Duration(sim.SweepTicks(int64(visitors), roomdb.EvictBatch, rc.AdmitPerMinute))*time.Second + sim.ProbeEvery
 	ev := s.Evictions
 	logf("crowd: %s: %d closed tabs, %d seen evicted, %d held past their own bound; held at most %.2f of it", label, ev.Closed, ev.Observed, ev.Late, ev.Worst)
 	return row(label+": a closed tab evicted after its last answer, at most (baseline: the far budget's bound)", ev.MaxDelay.Seconds(), "s", bound.Seconds(), ratioAtMost(1))

@@ -110,13 +110,14 @@ func New(c config.Config, o Options) (*Core, error) {
 func (c *Core) Close() error { return c.Redis.Close() }
 
 // NewEngine is the one place the engine's options are chosen: every program
-// gets the same minimum poll interval (pollpolicy.MinInterval). clock nil is time.Now.
-func NewEngine(rdb roomdb.Scripter, clock room.Clock) *roomdb.Engine {
+// gets the same minimum poll interval (pollpolicy.MinInterval). clock nil is
+// time.Now; extra options follow (a simulator's smaller eviction batch).
+func NewEngine(rdb roomdb.Scripter, clock room.Clock, extra ...roomdb.Option) *roomdb.Engine {
 	opts := []roomdb.Option{roomdb.WithMinPollInterval(pollpolicy.MinInterval)}
 	if clock != nil {
 		opts = append(opts, roomdb.WithClock(clock))
 	}
-	return roomdb.New(rdb, opts...)
+	return roomdb.New(rdb, append(opts, extra...)...)
 }
 
 // NewLogger returns the JSON logger at the configured level.

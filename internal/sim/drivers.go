@@ -33,6 +33,8 @@ type Virtual struct {
 	Engine   *roomdb.Engine
 	AdminKey string
 
+	rdb        redis.UniversalClient
+	batch      int // the engine's eviction batch (roomdb.WithEvictBatch)
 	tick       time.Duration
 	gran       time.Duration
 	nowNanos   atomic.Int64
@@ -42,13 +44,24 @@ type Virtual struct {
 
 var _ Driver = (*Virtual)(nil)
 
+// VirtualOption changes a Virtual driver's engine.
+type VirtualOption func(*Virtual)
+
+// WithEvictBatch makes the engine sweep n places a tick (roomdb.WithEvictBatch)
+// instead of roomdb.EvictBatch: a test's crowd of hundreds then takes the
+// sweep's passes of a crowd of hundreds of thousands.
+func WithEvictBatch(n int) VirtualOption { return func(v *Virtual) { v.batch = n } }
+
 // NewVirtual wires the real handler and engine over rdb with a virtual clock
 // starting at start. Keys are fresh and random for this run.
-func NewVirtual(rdb redis.UniversalClient, start time.Time, tickInterval time.Duration) (*Virtual, error) {
+func NewVirtual(rdb redis.UniversalClient, start time.Time, tickInterval time.Duration, opts ...VirtualOption) (*Virtual, error) {
 	if tickInterval <= 0 {
 		tickInterval = time.Second
 	}
-	v := &Virtual{tick: tickInterval, gran: 50 * time.Millisecond, nextTick: start}
+	v := &Virtual{rdb: rdb, batch: roomdb.EvictBatch, tick: tickInterval, gran: 50 * time.Millisecond, nextTick: start}
+	for _, o := range opts {
+		o(v)
+	}
 	v.nowNanos.Store(start.UnixNano())
 	clock := func() time.Time { return time.Unix(0, v.nowNanos.Load()) }
 	cfg, keys, err := apiapp.Ephemeral("vestibule-sim")
@@ -56,7 +69,7 @@ func NewVirtual(rdb redis.UniversalClient, start time.Time, tickInterval time.Du
 		return nil, err
 	}
 	v.AdminKey = cfg.AdminKey
-	v.Engine = app.NewEngine(rdb, clock)
+	v.Engine = app.NewEngine(rdb, clock, roomdb.WithEvictBatch(v.batch))
 	v.Handler = apiapp.NewHandler(v.Engine, keys, cfg, apiapp.Options{TickInterval: tickInterval, Clock: clock,
 		Booking: bookingdb.New(rdb, bookingdb.WithClock(clock))})
 	return v, nil
@@ -88,6 +101,21 @@ func (v *Virtual) Tick(ctx context.Context, roomID string) error {
 	}
 	return err
 }
+
+// QueueLen is how many places the room's queue holds.
+func (v *Virtual) QueueLen(ctx context.Context, roomID string) (int64, error) {
+	n, err := v.rdb.ZCard(ctx, roomdb.KeysFor(roomID).Queue).Result()
+	if err != nil {
+		return 0, fmt.Errorf("sim: the queue of %s: %w", roomID, err)
+	}
+	return n, nil
+}
+
+// EvictBatch is how many places the engine's tick sweeps at most.
+func (v *Virtual) EvictBatch() int { return v.batch }
+
+// TickInterval is the virtual time between two admission ticks.
+func (v *Virtual) TickInterval() time.Duration { return v.tick }
 
 // Admissions are the admissions of the ticks this driver ran, in order.
 func (v *Virtual) Admissions() []Admission { return v.admissions }

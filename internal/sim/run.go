@@ -363,7 +363,7 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 	left := len(res.Visitors)
 	deadline := start.Add(c.MaxDuration)
 	batch := make([]event, 0, 1024)
-	probes := newProber(d, c.Room, start)
+	probes := newProber(d, c, start)
 
 	interrupted := func(err error) (*Result, error) {
 		res.End, res.Wall, res.Interrupted = d.Now(), time.Since(wallStart), true
@@ -410,6 +410,9 @@ func Run(ctx context.Context, d Driver, adminKey string, c Config) (*Result, err
 		clockStart := time.Now()
 		if ticks && !tickAt.After(now) {
 			if err := d.Tick(ctx, c.Room); err != nil {
+				return res, err
+			}
+			if err := probes.ticked(ctx, now, arrived); err != nil {
 				return res, err
 			}
 		}

@@ -124,11 +124,13 @@ type Visitor struct {
 
 	// The eviction of a visitor who closed the tab while waiting (evict.go):
 	// the last answer to a join or poll, the first probe that found the place
-	// gone; bound is how long after the last answer the engine may hold it
-	// (0 until an answer placed the visitor), evictLate that a probe found it
-	// held past that.
+	// gone; silent is how long after the last answer the engine holds it
+	// before a sweep may evict it (0 until an answer placed the visitor),
+	// bound that and a pass of the sweep as the last probe that found it
+	// held reckoned it, evictLate that a probe found it held past its bound.
 	LastAnswer time.Time
 	EvictedAt  time.Time
+	silent     time.Duration
 	bound      time.Duration
 	evictLate  bool
 	heldAt     time.Time // the last probe that found the place held
@@ -281,7 +283,7 @@ func (v *Visitor) onPlace(ctx context.Context, e *env, now time.Time, p place) (
 		if p.RatePerMinute != nil {
 			pace = *p.RatePerMinute
 		}
-		v.LastAnswer, v.bound = now, evictionBound(p.State, p.Position, p.Waiting, pace, e.grace)
+		v.LastAnswer, v.silent = now, silentFor(p.State, p.Position, pace, e.grace)
 	}
 	v.showPlace(e, now, p)
 	switch p.State {
