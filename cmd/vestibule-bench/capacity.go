@@ -535,9 +535,13 @@ type cluster struct {
 }
 
 // startCluster starts n primaries (with the redis-server settings given) and
-// waits until every node says the cluster is ok (clusterReady).
+// waits until every node says the cluster is ok (clusterReady). A node holds
+// another failed only after a minute without its answers (the tests' 1 s
+// would do): a node busy with a fill's pipelines or a long script on a
+// loaded machine misses the cluster bus's pings for seconds, and a cluster
+// that marks it failed answers CLUSTERDOWN to every command of its slots.
 func startCluster(ctx context.Context, n int, settings ...string) (*cluster, error) {
-	nodes, err := redistest.StartClusterWith(n, 0, settings...)
+	nodes, err := redistest.StartClusterWith(n, 0, append([]string{"cluster-node-timeout", "60000"}, settings...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -578,6 +582,82 @@ func (c *cluster) cpu(ctx context.Context) ([]float64, error) {
 		out[i] = v
 	}
 	return out, nil
+}
+
+// usedMemory is the sum of the nodes' used_memory (bytes).
+func (c *cluster) usedMemory(ctx context.Context) (float64, error) {
+	sum := 0.0
+	for _, p := range c.per {
+		v, err := usedMemory(ctx, p)
+		if err != nil {
+			return 0, err
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+// cmdStat is one command's line of INFO commandstats: calls and µs.
+type cmdStat struct {
+	calls int64
+	usec  float64
+}
+
+// cmdStats is a node's INFO commandstats, by command.
+type cmdStats map[string]cmdStat
+
+// commandStats reads each node's INFO commandstats. Commands a script runs
+// are counted there too, inside the script's own (evalsha) time.
+func (c *cluster) commandStats(ctx context.Context) ([]cmdStats, error) {
+	out := make([]cmdStats, len(c.per))
+	for i, p := range c.per {
+		info, err := p.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = cmdStats{}
+		for _, l := range strings.Split(info, "\r\n") {
+			rest, ok := strings.CutPrefix(l, "cmdstat_")
+			if !ok {
+				continue
+			}
+			name, fields, _ := strings.Cut(rest, ":")
+			var st cmdStat
+			for _, f := range strings.Split(fields, ",") {
+				k, v, _ := strings.Cut(f, "=")
+				switch k {
+				case "calls":
+					st.calls, _ = strconv.ParseInt(v, 10, 64)
+				case "usec":
+					st.usec, _ = strconv.ParseFloat(v, 64)
+				}
+			}
+			out[i][name] = st
+		}
+	}
+	return out, nil
+}
+
+// since is what the node ran after s0, the commands by time, most first:
+// name calls×µs each; the commands a script ran are inside evalsha's time.
+func (s cmdStats) since(s0 cmdStats) string {
+	type line struct {
+		name string
+		d    cmdStat
+	}
+	var ls []line
+	for name, st := range s {
+		d := cmdStat{st.calls - s0[name].calls, st.usec - s0[name].usec}
+		if d.calls > 0 && name != "info" {
+			ls = append(ls, line{name, d})
+		}
+	}
+	slices.SortFunc(ls, func(a, b line) int { return int(b.d.usec - a.d.usec) })
+	parts := make([]string, 0, len(ls))
+	for _, l := range ls {
+		parts = append(parts, fmt.Sprintf("%s %d×%.1f µs (%.1f ms)", l.name, l.d.calls, l.d.usec/float64(l.d.calls), l.d.usec/1000))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // owner is the index of the node rdb sends key to (-1 when it cannot say).
