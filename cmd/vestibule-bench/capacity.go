@@ -674,6 +674,40 @@ type roomTicker interface {
 	Tick(ctx context.Context, roomID string) (room.TickResult, error)
 }
 
+// tickEveryLenient is tickEvery for a part with nothing to merge: a tick
+// whose merge or shard sweep failed (r.MergeErr) is counted and logged at
+// the stop, and the ticking goes on; only a failed tick script stops it.
+func tickEveryLenient(ctx context.Context, e roomTicker, roomID string, period time.Duration) (stop func() error) {
+	var failed atomic.Int64
+	var first atomic.Value
+	stopTicks := tickEvery(ctx, lenientTicker{e, &failed, &first}, roomID, period)
+	return func() error {
+		err := stopTicks()
+		if n := failed.Load(); n > 0 {
+			logf("%d ticks of %s held their merges or sweeps: %v", n, roomID, first.Load())
+		}
+		return err
+	}
+}
+
+// lenientTicker counts a tick's MergeErr and answers the tick without it.
+type lenientTicker struct {
+	e      roomTicker
+	failed *atomic.Int64
+	first  *atomic.Value
+}
+
+func (l lenientTicker) Tick(ctx context.Context, roomID string) (room.TickResult, error) {
+	r, err := l.e.Tick(ctx, roomID)
+	if err == nil && r.MergeErr != nil {
+		if l.failed.Add(1) == 1 {
+			l.first.Store(r.MergeErr.Error())
+		}
+		r.MergeErr = nil
+	}
+	return r, err
+}
+
 // tickEvery ticks the room every period on its own goroutine, as the
 // admission loop does, until the returned stop is called; stop returns the
 // first failure, a merge's (r.MergeErr) included, after which it ticked no

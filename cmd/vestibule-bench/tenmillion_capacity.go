@@ -56,7 +56,7 @@ func fillSpread(ctx context.Context, rdb redis.UniversalClient, roomID string, n
 			if i < zone {
 				own = append(own, roomdb.HeartbeatField(seq), hbv)
 			} else {
-				shards[r-1] = append(shards[r-1], roomdb.HeartbeatField(seq), hbv)
+				shards[r-1] = append(shards[r-1], roomdb.ShardHeartbeatField(seq), hbv)
 			}
 		}
 		pipe.ZAdd(ctx, k.Queue, zs...)
@@ -182,7 +182,8 @@ func tickFromSpread(ctx context.Context, cl *cluster, rdb *redis.ClusterClient, 
 	per := make([][]float64, len(cl.per))
 	var sums, walls []float64
 	var stats0, stats1 []cmdStats
-	for i := range 7 {
+	redone := 0
+	for i := 0; i < 7; i++ {
 		now = now.Add(time.Second)
 		b0, err := cl.cpu(ctx)
 		if err != nil {
@@ -196,6 +197,16 @@ func tickFromSpread(ctx context.Context, cl *cluster, rdb *redis.ClusterClient, 
 		s := time.Now()
 		r, err := e.Tick(ctx, roomID)
 		el := time.Since(s)
+		if err == nil && r.MergeErr != nil && redone < 3 {
+			// A shard over its budget on this loaded machine: the engine now
+			// holds its merges back, so the tick is timed again on another,
+			// as the next Lambda's would be.
+			logf("tick of a spread room from %d: %v; timed again", n, r.MergeErr)
+			e = roomdb.New(rdb, roomdb.WithClock(func() time.Time { return now }))
+			redone++
+			i--
+			continue
+		}
 		if err == nil && r.MergeErr != nil {
 			err = r.MergeErr
 		}
@@ -330,14 +341,29 @@ func tenMillionPollsOf(ctx context.Context, d time.Duration, n int) ([]Row, erro
 		return nil, err
 	}
 	logf("poll, %d waiting on %d nodes: filled in %s", n, nodesN, time.Since(start).Round(time.Second))
+	// The tables as a live room's polls leave them (settleSpread).
+	if err := settleSpread(ctx, rdb, roomID); err != nil {
+		return nil, err
+	}
 	if err := rdb.HSet(ctx, roomdb.KeysFor(roomID).Config, "waiting", n).Err(); err != nil {
 		return nil, err
 	}
 	tc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	defer func() { _ = tc.Close() }()
-	ticker := app.NewEngine(tc, clock)
-	if r, err := ticker.Tick(ctx, roomID); err != nil || r.MergeErr != nil {
-		return nil, fmt.Errorf("first tick: %v %v", err, r.MergeErr)
+	// The first tick publishes the progress the far polls need. On a loaded
+	// machine a shard may miss its budget: an engine that failed holds its
+	// merges back, so the next try is another's, as the next Lambda's would be.
+	var ticker *roomdb.Engine
+	for try := 0; ; try++ {
+		ticker = app.NewEngine(tc, clock)
+		r, err := ticker.Tick(ctx, roomID)
+		if err == nil && r.MergeErr == nil {
+			break
+		}
+		if try == 4 {
+			return nil, fmt.Errorf("first tick: %v %v", err, r.MergeErr)
+		}
+		logf("poll, %d waiting: first tick: %v %v; again", n, err, r.MergeErr)
 	}
 	tickets := make([]room.Ticket, 0, polled)
 	inZone := polled * 12 / 100
@@ -352,7 +378,10 @@ func tenMillionPollsOf(ctx context.Context, d time.Duration, n int) ([]Row, erro
 		r := 1 + at%room.MaxJoinShards
 		tickets = append(tickets, room.Ticket{Room: roomID, Visitor: "f" + strconv.Itoa(at), Seq: base + int64(at)*16 + int64(r)})
 	}
-	stopTicks := tickEvery(ctx, ticker, roomID, time.Second)
+	// A shard that misses its budget on this loaded machine costs a tick its
+	// sweeps (and holds its merges, of which there are none here): counted,
+	// not a failure of the polls' figure.
+	stopTicks := tickEveryLenient(ctx, ticker, roomID, time.Second)
 	cpu0, err := cl.cpu(ctx)
 	if err != nil {
 		_ = stopTicks()
