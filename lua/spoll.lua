@@ -29,10 +29,14 @@ local adopt = tonumber(ARGV[8]) > 0
 local f = shf(seq)
 local cur = hbraw(redis.call('HGET', KEYS[2], f))
 if not cur then
-  -- A heartbeat written before shf, in hbf's field: it moves to shf's.
+  -- A heartbeat (or marker) written before shf, in hbf's field: it moves to shf's.
   local old = hbf(seq)
-  cur = hbraw(redis.call('HGET', KEYS[2], old))
-  if cur then redis.call('HDEL', KEYS[2], old) end
+  local v = redis.call('HGET', KEYS[2], old)
+  if v then
+    redis.call('HSET', KEYS[2], f, v)
+    redis.call('HDEL', KEYS[2], old)
+    cur = hbraw(v)
+  end
 end
 local seen
 if cur then
