@@ -2,7 +2,7 @@
 -- and keeps on the shard what its visitors' polls need (spoll.lua).
 -- KEYS[1] -> an arrival list (vst:{room~i}:arr)
 -- KEYS[2] -> the shard's state (vst:{room~i}:st)
--- KEYS[3] -> the shard's heartbeats (vst:{room~i}:hb, HASH as the room's: lib.lua hbf, hbv)
+-- KEYS[3] -> the shard's heartbeats (vst:{room~i}:hb, HASH: lib.lua shf, hbv)
 -- KEYS[4] -> the shard's copy of the room's progress (vst:{room~i}:prog, ZSET: member = rank
 --            from 0, score = the queue's score at that rank)
 -- ARGV[1] -> the merged mark: every sequence at or below it is merged (merge.lua)
@@ -44,7 +44,7 @@ while true do
     if s > near then
       local at = tonumber(sub(x, c + 1))
       if at < oldest then at = oldest elseif at > now then at = now end
-      redis.call('HSETNX', KEYS[3], hbf(s), hbv(at, class))
+      redis.call('HSETNX', KEYS[3], shf(s), hbv(at, class))
     end
   end
   if k > 0 then redis.call('LTRIM', KEYS[1], k, -1) end

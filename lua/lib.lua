@@ -225,6 +225,27 @@ local function hbseq(f)
   for i = 1, #f do n = n * 256 + string.byte(f, i) end
   return n
 end
+-- shf is a visitor's field in an arrival shard's heartbeats: the sequence over 16
+-- as a 6-byte big-endian integer. Every sequence a shard issues has the same residue
+-- modulo 16 (the shard's number plus one), so the quotient names it there; a field
+-- of 6 bytes is one 8-byte allocation in Redis where hbf's 7 take 16, 8 bytes less a
+-- far visitor (docs/ENGINE.md, "Memory per waiting visitor"). It holds until the
+-- sequences pass 16 x 2^48 µs, in 2112.
+local function shf(m)
+  local q = math.floor(tonumber(m) / 16)
+  if S then return S.pack('>I6', q) end
+  return be(q, 6)
+end
+-- shbase is the sequence of a shard's heartbeat field less its residue (shf's
+-- inverse but for the residue, which is the shard's): a field of 7 bytes is hbf's,
+-- written before shf, and its whole sequence.
+local function shbase(f)
+  if #f == 7 then return hbseq(f) end
+  if S then return (S.unpack('>I6', f)) * 16 end
+  local n = 0
+  for i = 1, #f do n = n * 256 + string.byte(f, i) end
+  return n * 16
+end
 -- NOTIFIED is the class of a place whose visitor asked for a notice of their
 -- turn (notice.lua): such a visitor may have looked away, and a suspended tab
 -- polls nothing, so the place is held NOTIFIED_MS (a day, a ticket's life)

@@ -5,5 +5,6 @@
 -- ARGV[1] -> now (ms)   ARGV[2] -> the sequence (decimal)
 -- Returns 1 when marked, 0 for a shard that never took a join.
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[2], hbf(ARGV[2]), hbv(tonumber(ARGV[1]), ROOM_HOME))
+redis.call('HSET', KEYS[2], shf(ARGV[2]), hbv(tonumber(ARGV[1]), ROOM_HOME))
+redis.call('HDEL', KEYS[2], hbf(ARGV[2]))
 return 1

@@ -4,7 +4,7 @@
 -- the progress the ticks publish (arrtrim.lua), within half a stride of the exact rank
 -- plus what one tick moves.
 -- KEYS[1] -> vst:{room~i}:st   HASH  v (fence), w, arrw, pace, zone, head, stride, climb (arrtrim.lua)
--- KEYS[2] -> vst:{room~i}:hb   HASH  the shard's heartbeats (lib.lua hbf, hbv)
+-- KEYS[2] -> vst:{room~i}:hb   HASH  the shard's heartbeats (lib.lua shf, hbv)
 -- KEYS[3] -> vst:{room~i}:prog ZSET  the progress: member = rank from 0, score = the queue's score there
 -- ARGV[1] -> now (ms)   ARGV[2] -> the ticket's sequence (decimal)
 -- ARGV[3] -> the fence of the settings the engine holds (lib.lua fence_of)
@@ -26,8 +26,18 @@ local st = redis.call('HMGET', KEYS[1], 'v', 'w', 'arrw', 'pace', 'zone', 'strid
 if tonumber(ARGV[3]) < (tonumber(st[1]) or 0) then return {'stale'} end
 if not st[4] or ARGV[4] == 'closed' or seq > (tonumber(st[3]) or 0) then return {'room'} end
 local adopt = tonumber(ARGV[8]) > 0
-local f = hbf(seq)
+local f = shf(seq)
 local cur = hbraw(redis.call('HGET', KEYS[2], f))
+if not cur then
+  -- A heartbeat (or marker) written before shf, in hbf's field: it moves to shf's.
+  local old = hbf(seq)
+  local v = redis.call('HGET', KEYS[2], old)
+  if v then
+    redis.call('HSET', KEYS[2], f, v)
+    redis.call('HDEL', KEYS[2], old)
+    cur = hbraw(v)
+  end
+end
 local seen
 if cur then
   local c = math.floor(cur / SEEN)

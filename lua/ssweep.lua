@@ -4,8 +4,9 @@
 -- ARGV[1] -> now (ms)   ARGV[2] -> the grace (ms, heartbeatTTLSeconds)   ARGV[3] -> how many to read
 -- Drops the stale heartbeats (due, last seen + told, before now - grace, as the room's
 -- sweep judges them, tick.lua) and the ROOM_HOME markers the head passed, and returns
--- the stale ones' sequences: the engine evicts them from the room's queue (sevict.lua),
--- unless the room's shard holds a heartbeat of theirs that is not stale.
+-- the stale ones' sequences less the shard's residue (lib.lua shbase; whole, of a field
+-- written before shf): the engine adds it and evicts them from the room's queue
+-- (sevict.lua), unless the room's shard holds a heartbeat of theirs that is not stale.
 local cutoff = tonumber(ARGV[1]) - tonumber(ARGV[2])
 local st = redis.call('HMGET', KEYS[1], 'sc', 'head')
 local head = tonumber(st[2]) or -1
@@ -16,7 +17,7 @@ for i = 1, #kv, 2 do
   local x = hbraw(kv[i + 1])
   local c = math.floor(x / SEEN)
   if c == ROOM_HOME then
-    if hbseq(kv[i]) <= head then
+    if shbase(kv[i]) + 15 <= head then
       d = d + 1
       del[d] = kv[i]
     end
@@ -24,7 +25,7 @@ for i = 1, #kv, 2 do
     d = d + 1
     del[d] = kv[i]
     n = n + 1
-    stale[n] = member(hbseq(kv[i]))
+    stale[n] = member(shbase(kv[i]))
   end
 end
 for i = 1, d, 1000 do redis.call('HDEL', KEYS[2], unpack(del, i, math.min(i + 999, d))) end

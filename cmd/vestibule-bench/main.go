@@ -113,7 +113,7 @@ func main() {
 }
 
 func run() int {
-	only := flag.String("only", "scripts,booking,http,scale,lambda,crowd,capacity,cost,moments,origin,notices", "comma-separated parts to run (also spread, tickparts, prequeue, million, prequeue-million, tenmillion; BENCH_MILLION=1: only million,prequeue-million; BENCH_TEN_MILLION=1: only tenmillion)")
+	only := flag.String("only", "scripts,booking,http,scale,lambda,crowd,capacity,cost,moments,origin,notices", "comma-separated parts to run (also spread, tickparts, tenscale, tenpolls, prequeue, million, prequeue-million, tenmillion; BENCH_MILLION=1: only million,prequeue-million; BENCH_TEN_MILLION=1: only tenmillion)")
 	dur := flag.Duration("d", 2*time.Second, "duration of each throughput measurement")
 	visitors := visitorsFlag
 	chart := flag.String("chart", "", "write the crowd's chart here (e.g. docs/crowd.png)")
@@ -136,6 +136,10 @@ func run() int {
 		"crowd":   func(ctx context.Context) ([]Row, error) { return benchCrowd(ctx, *visitors, *chart) },
 		"booking": func(ctx context.Context) ([]Row, error) { return benchBooking(ctx, *dur) },
 		"origin":  benchOrigin,
+		// tenscale and tenpolls alone: the ten-million rows of scale and of
+		// capacity, sized by -ten-million-visitors (a smaller room for a look at their shape).
+		"tenscale": func(ctx context.Context) ([]Row, error) { return tenMillionScaleOf(ctx, 0, *tenMillionFlag) },
+		"tenpolls": func(ctx context.Context) ([]Row, error) { return tenMillionPollsOf(ctx, *dur, *tenMillionFlag) },
 	}
 	for name, f := range moreParts(*dur, *chart) {
 		parts[name] = f

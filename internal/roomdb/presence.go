@@ -2,6 +2,7 @@ package roomdb
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -170,7 +171,9 @@ func (e *Engine) sweepShards(ctx context.Context, roomID string, shards int, gra
 			continue
 		}
 		stale, _ := v.([]any)
-		args = append(args, stale...)
+		for _, s := range stale {
+			args = append(args, shardSeq(str(s), i))
+		}
 	}
 	if len(args) == 1 {
 		return 0, errors.Join(failed...)
@@ -183,6 +186,28 @@ func (e *Engine) sweepShards(ctx context.Context, roomID string, shards int, gra
 		return 0, errors.Join(append(failed, room.ErrUnknownRoom)...)
 	}
 	return num(reply[0]), errors.Join(failed...)
+}
+
+// ShardHeartbeatField is a visitor's field in an arrival shard's heartbeats
+// (lib.lua's shf): the sequence over 16 as a 6-byte big-endian integer. The
+// shard's sequences all have its residue, so the quotient names one there,
+// and 6 bytes take one 8-byte allocation in Redis where HeartbeatField's 7
+// take 16. Exported for tools that fill a spread room directly.
+func ShardHeartbeatField(seq int64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(seq/room.SeqResidues))
+	return string(b[2:])
+}
+
+// shardSeq is the sequence of a stale heartbeat of arrival shard i as
+// ssweep.lua answers it: less the shard's residue (a multiple of 16, shf's
+// field), or whole (hbf's field, written before shf).
+func shardSeq(s string, i int) string {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n%room.SeqResidues != 0 {
+		return s
+	}
+	return strconv.FormatInt(n+int64(i)+1, 10)
 }
 
 // dropShardHeartbeats deletes the heartbeats of a spread room's arrival

@@ -76,7 +76,7 @@ func (e *env) joinFar(n int) []room.Ticket {
 func (e *env) shardBeat(t room.Ticket) bool {
 	e.t.Helper()
 	k := roomdb.ArrivalKeysFor(e.room, int(residue(t.Seq))-1)
-	ok, err := e.rdb.HExists(e.ctx, k.Heartbeats(), roomdb.HeartbeatField(t.Seq)).Result()
+	ok, err := e.rdb.HExists(e.ctx, k.Heartbeats(), roomdb.ShardHeartbeatField(t.Seq)).Result()
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -297,4 +297,65 @@ func TestTotalLossRestoresShardPresence(t *testing.T) {
 	if n := h.n.Load() - before; n != 0 {
 		t.Errorf("after the tick the far poll sent %d commands to the room's slot", n)
 	}
+}
+
+// A shard keeps a heartbeat in 6 bytes (the sequence over 16: its
+// sequences share one residue), and takes the 7-byte fields of before: a
+// poll moves one to the new field, and the sweep evicts a stale visitor of
+// either field, and nobody else.
+func TestShardHeartbeatFields(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, farRoom())
+		tickets := e.joinFar(300)
+		key := func(tk room.Ticket) string {
+			return roomdb.ArrivalKeysFor(e.room, int(residue(tk.Seq))-1).Heartbeats()
+		}
+		for s := range room.MaxJoinShards {
+			fields, err := rdb.HKeys(e.ctx, roomdb.ArrivalKeysFor(e.room, s).Heartbeats()).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range fields {
+				if len(f) != 6 {
+					t.Fatalf("shard %d: a heartbeat field of %d bytes, want 6", s, len(f))
+				}
+			}
+		}
+		// As a shard written before: the heartbeat in the room's field.
+		toOld := func(tk room.Ticket, v string) {
+			k := key(tk)
+			if v == "" {
+				v = rdb.HGet(e.ctx, k, roomdb.ShardHeartbeatField(tk.Seq)).Val()
+			}
+			if err := rdb.HDel(e.ctx, k, roomdb.ShardHeartbeatField(tk.Seq)).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := rdb.HSet(e.ctx, k, roomdb.HeartbeatField(tk.Seq), v).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		moved := tickets[200]
+		toOld(moved, "")
+		if p := e.poll(moved); p.State != room.StateWaiting {
+			t.Fatalf("poll of an old field: %+v", p)
+		}
+		if !e.shardBeat(moved) || rdb.HExists(e.ctx, key(moved), roomdb.HeartbeatField(moved.Seq)).Val() {
+			t.Errorf("the poll left the heartbeat in the old field")
+		}
+		// Two stale, one in each field: the next tick's sweep evicts both.
+		long := roomdb.HeartbeatValue(e.clk.Now().Add(-time.Hour).UnixMilli())
+		staleOld, staleNew := tickets[210], tickets[221]
+		toOld(staleOld, long)
+		if err := rdb.HSet(e.ctx, key(staleNew), roomdb.ShardHeartbeatField(staleNew.Seq), long).Err(); err != nil {
+			t.Fatal(err)
+		}
+		before := e.stats().Evicted
+		e.tick()
+		if e.rank(staleOld) != 0 || e.rank(staleNew) != 0 {
+			t.Errorf("stale visitors still queued: %d (old field), %d (new)", e.rank(staleOld), e.rank(staleNew))
+		}
+		if n := e.stats().Evicted - before; n != 2 {
+			t.Errorf("%d evicted, want the 2 stale", n)
+		}
+	})
 }
