@@ -292,6 +292,9 @@ func TestLambdasUnderEmulator(t *testing.T) {
 	if _, body = fn["poll"].http(t, "poll.json", with("TICKET", second)...); body["state"] != "expired" {
 		t.Fatalf("poll after leave: %v", body)
 	}
+
+	// Each function serves the routes the stack sends it, and no other.
+	servesItsRoutes(t, fn)
 }
 
 // settled is what fn printed once line appears in it (or after 5 s): the

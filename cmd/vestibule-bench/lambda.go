@@ -15,8 +15,9 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/roomdb"
 )
 
-// functions are the Lambdas the Makefile builds (FUNCTIONS).
-var functions = []string{"enqueue", "poll", "admit", "consume", "status", "admin"}
+// functions are the Lambdas the Makefile builds (FUNCTIONS) that the stack
+// runs in the VPC: the API's and admit.
+var functions = []string{"enqueue", "poll", "admit", "consume", "status", "admin", "booking"}
 
 const coldRoom = "bench-cold"
 
@@ -36,6 +37,8 @@ func invocation(fn, adminKey string) string {
 		method, path = "POST", "/api/consume"
 	case "admin":
 		path, auth = "/api/admin/rooms/"+coldRoom, `,"authorization":"Bearer `+adminKey+`"`
+	case "booking":
+		path = "/api/events/" + coldRoom // no such event: a 404 that read Redis
 	}
 	return fmt.Sprintf(`{"version":"2.0","routeKey":"$default","rawPath":%q,"headers":{"content-type":"application/json"%s},`+
 		`"requestContext":{"http":{"method":%q,"path":%q,"sourceIp":"127.0.0.1"},"requestId":"bench"},"body":"","isBase64Encoded":false}`,
@@ -116,7 +119,8 @@ func benchLambda(ctx context.Context) ([]Row, error) {
 		"AWS_LAMBDA_FUNCTION_TIMEOUT=2", config.EnvLogLevel + "=error"}
 
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	mb := func(path string) (float64, error) {
+	// Sizes are in MiB (2^20 bytes), the bound too: 12 MiB is 12,582,912 bytes.
+	mib := func(path string) (float64, error) {
 		st, err := os.Stat(path)
 		if err != nil {
 			return 0, err
@@ -127,11 +131,11 @@ func benchLambda(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hello: %w", err)
 	}
-	helloSize, err := mb(helloArm)
+	helloSize, err := mib(helloArm)
 	if err != nil {
 		return nil, err
 	}
-	logf("hello lambda: cold start %s, %.1f MB", helloCold, helloSize)
+	logf("hello lambda: cold start %s, %.2f MiB", helloCold, helloSize)
 	var rows []Row
 	var firstErr error
 	for _, fn := range functions {
@@ -142,13 +146,13 @@ func benchLambda(ctx context.Context) ([]Row, error) {
 		} else {
 			rows = append(rows, row(fn+" cold start ("+runtime.GOARCH+", emulator)", ms(cold), "ms", ms(helloCold), atMost(50)))
 		}
-		size, err := mb(filepath.Join("dist", fn, "bootstrap"))
+		size, err := mib(filepath.Join("dist", fn, "bootstrap"))
 		if err != nil {
 			logf("%s size: %v (make build)", fn, err)
 			firstErr = cmpErr(firstErr, err)
 			continue
 		}
-		rows = append(rows, row(fn+" bootstrap size (linux/arm64)", size, "MB", helloSize, atMost(12)))
+		rows = append(rows, row(fn+" bootstrap size (linux/arm64)", size, "MiB", helloSize, atMost(12)))
 	}
 	return rows, firstErr
 }

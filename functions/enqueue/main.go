@@ -1,14 +1,15 @@
 // Command enqueue is the Lambda behind POST /api/rooms/{room}/enqueue. It
-// wires the whole API router (see docs/API.md); API Gateway sends it only its
-// route.
+// serves that route alone (api.EnqueuePart, the routes internal/routes gives
+// it; docs/API.md), and links no other route's handler.
 package main
 
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/app/apiapp"
 )
 
 func main() {
-	lambda.Start(apiapp.Main("enqueue").Handle)
+	lambda.Start(apiapp.Main(api.EnqueuePart(), nil).Handle)
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/vestibule-dev/vestibule/internal/awsenv"
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
+	"github.com/vestibule-dev/vestibule/internal/eventbus/putevents"
 )
 
 func main() {
@@ -39,9 +40,9 @@ func main() {
 		fail(err)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	lambda.Start(eventbus.NewBus(eventbridge.NewFromConfig(cfg, func(o *eventbridge.Options) {
+	lambda.Start(eventbus.NewBus(putevents.Client(eventbridge.NewFromConfig(cfg, func(o *eventbridge.Options) {
 		o.BaseEndpoint = awsenv.Endpoint("EventBridge", o.BaseEndpoint)
-	}), bus, eventbus.WithLogger(log), eventbus.WithLogGroups(groups)).Forward)
+	})), bus, eventbus.WithLogger(log), eventbus.WithLogGroups(groups)).Forward)
 }
 
 func fail(err error) {

@@ -16,10 +16,12 @@
 // (router.go) and runs every request through one middleware chain (chain.go):
 // recovery, the request log, the edge and admin checks, the body limit.
 //
-// Every Lambda function wires the whole router; API Gateway sends each function
-// only its own routes (see docs/API.md for the grouping), so a route that reaches
-// the "wrong" function still works, and the local stack serves every route
-// through the very same Handler. The domain packages never import events.
+// A Handler serves a Part of the table: All of it (the local stack, the
+// simulator, the bench) or one Lambda function's routes (EnqueuePart,
+// PollPart…: those routes.Route.Function names, the ones API Gateway sends
+// it), so each function's bootstrap links the handlers of its own routes
+// only; a route of another function answers 404 there. The domain packages
+// never import events.
 package api
 
 import (
@@ -159,20 +161,40 @@ func SampleLog(f float64) func() bool {
 	return func() bool { return false }
 }
 
-// Handler serves every route of the API.
+// Handler serves the routes of a Part.
 type Handler struct {
 	o         Options
 	adminHash [32]byte
-	table     []route // the route table bound to the products' handlers
+	table     []route // the part's routes, bound to the products' handlers
 }
 
-// New returns a Handler. It panics if a required dependency is missing, which
-// is a wiring bug found at start-up, never in a request.
-func New(o Options) *Handler {
+// New returns a Handler of every route (All). It panics if a required
+// dependency is missing, which is a wiring bug found at start-up, never in a
+// request.
+func New(o Options) *Handler { return NewPart(o, All()) }
+
+// NewPart returns a Handler of part's routes; it panics as New does, and
+// when the part's handlers are not exactly its routes (bind).
+func NewPart(o Options, part Part) *Handler {
 	if o.Queue == nil || o.Tickets == nil || o.Entries == nil {
 		panic("api: Queue, Tickets and Entries are required")
 	}
 	o = withDefaults(o)
+	return &Handler{o: o, adminHash: sha256.Sum256([]byte(o.AdminKey)),
+		table: bind(part.Function, part.handlers(newProducts(o))...)}
+}
+
+// products are the products' APIs over the options. Making them costs
+// nothing; what a program links is the handlers its Part binds.
+type products struct {
+	queue   *queueapi.API
+	booking *bookingapi.API
+	gate    *gateapi.API
+	notices *noticeapi.API
+	oidc    *oidcapi.API
+}
+
+func newProducts(o Options) *products {
 	var q *queueapi.API
 	b := bookingapi.New(bookingapi.Options{Booking: o.Booking, Sessions: o.Sessions, Orders: o.Orders,
 		Origins: o.Origins, Logger: o.Logger, Audit: func(ctx context.Context, r *httpapi.Request, roomID string, a room.AuditEntry) {
@@ -182,15 +204,70 @@ func New(o Options) *Handler {
 	if o.Notices != nil {
 		no.Sealer, no.Policy, no.Hasher = o.Notices.Sealer, o.Notices.Policy, o.Notices.Hasher
 	}
-	n := noticeapi.New(no)
 	q = queueapi.New(queueapi.Options{Queue: o.Queue, Tickets: o.Tickets, Entries: o.Entries,
 		Challenges: o.Challenges, Origins: o.Origins, Sessions: o.Sessions, EndHolds: b.EndHolds, Orders: o.Booking,
 		AdminAuth: o.AdminAuth, DefaultRoom: o.DefaultRoom, TickInterval: o.TickInterval,
 		Clock: o.Clock, Logger: o.Logger, Jitter: o.Jitter, Notices: notice.OfferOf(no.Sealer, no.Policy)})
-	g := gateapi.New(gateapi.Options{Cookies: o.Gate, Queue: o.Queue, Entries: o.Entries, EndHolds: b.EndHolds})
-	p := oidcapi.New(oidcapi.Options{Queue: o.Queue, Entries: o.Entries, Origins: o.Origins, OIDC: o.OIDC})
-	return &Handler{o: o, adminHash: sha256.Sum256([]byte(o.AdminKey)),
-		table: bind(q.Handlers(), b.Handlers(), g.Handlers(), n.Handlers(), p.Handlers())}
+	return &products{queue: q, booking: b, notices: noticeapi.New(no),
+		gate: gateapi.New(gateapi.Options{Cookies: o.Gate, Queue: o.Queue, Entries: o.Entries, EndHolds: b.EndHolds}),
+		oidc: oidcapi.New(oidcapi.Options{Queue: o.Queue, Entries: o.Entries, Origins: o.Origins, OIDC: o.OIDC})}
+}
+
+// handlers are a product's routes bound to their handlers.
+type handlers = map[routes.Route]httpapi.HandlerFunc
+
+// A Part is the routes one Handler serves: every route, or the routes of one
+// Lambda function (routes.Route.Function). Each is a function of its own,
+// not a table of them, so that a program links only the handlers of the
+// parts it names.
+type Part struct {
+	// Function is the function whose routes the part serves; "" for every route.
+	Function string
+	handlers func(*products) []handlers
+}
+
+// All is every route of the table: the local stack, the simulator, the bench.
+func All() Part {
+	return Part{"", func(p *products) []handlers {
+		return []handlers{p.queue.Handlers(), p.booking.Handlers(), p.gate.Handlers(), p.notices.Handlers(), p.oidc.Handlers()}
+	}}
+}
+
+// EnqueuePart is the enqueue function's route: a visitor's join.
+func EnqueuePart() Part {
+	return Part{routes.Enqueue, func(p *products) []handlers { return []handlers{p.queue.EnqueueHandlers()} }}
+}
+
+// PollPart is the poll function's routes: poll and leave, and the notices' sign-up and withdrawal.
+func PollPart() Part {
+	return Part{routes.Poll, func(p *products) []handlers {
+		return []handlers{p.queue.PollHandlers(), p.notices.PollHandlers()}
+	}}
+}
+
+// StatusPart is the status function's routes: a room's status and the token keys.
+func StatusPart() Part {
+	return Part{routes.Status, func(p *products) []handlers { return []handlers{p.queue.StatusHandlers()} }}
+}
+
+// ConsumePart is the consume function's routes: the origin's consume and
+// complete, the edge gate's and the OIDC provider's.
+func ConsumePart() Part {
+	return Part{routes.Consume, func(p *products) []handlers {
+		return []handlers{p.queue.ConsumeHandlers(), p.gate.Handlers(), p.oidc.Handlers()}
+	}}
+}
+
+// AdminPart is the admin function's routes: the rooms' admin routes and the notify function's take and ack.
+func AdminPart() Part {
+	return Part{routes.Admin, func(p *products) []handlers {
+		return []handlers{p.queue.AdminHandlers(), p.notices.AdminHandlers()}
+	}}
+}
+
+// BookingPart is the booking function's routes: the booking kit's.
+func BookingPart() Part {
+	return Part{routes.Booking, func(p *products) []handlers { return []handlers{p.booking.Handlers()} }}
 }
 
 // withDefaults fills in the options left out.

@@ -76,7 +76,7 @@ func TestBindCoversTheRouteTable(t *testing.T) {
 				t.Errorf("%s: bind did not panic", name)
 			}
 		}()
-		bind(products...)
+		bind("", products...)
 	}
 	missing := maps.Clone(all)
 	delete(missing, routes.JWKS)

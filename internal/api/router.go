@@ -18,13 +18,14 @@ type route struct {
 	key  string
 }
 
-// bind is the router's view of routes.All: each route with the handler one
-// of the products gives it. A product keys its handlers by the routes
-// themselves (routes.RoomEnqueue…), so a path is spelled once; a route
-// without a handler, a handler for a route not in the table, or a route two
-// products claim is a wiring bug that stops the program at start-up (and
-// every test).
-func bind(products ...map[routes.Route]httpapi.HandlerFunc) []route {
+// bind is the router's view of routes.All, or of the routes of function
+// when it is not "": each route with the handler one of the products gives
+// it. A product keys its handlers by the routes themselves
+// (routes.RoomEnqueue…), so a path is spelled once; a route without a
+// handler, a handler for a route not in the table (or of another function),
+// or a route two products claim is a wiring bug that stops the program at
+// start-up (and every test).
+func bind(function string, products ...map[routes.Route]httpapi.HandlerFunc) []route {
 	handlers := map[routes.Route]httpapi.HandlerFunc{}
 	for _, p := range products {
 		for r := range p {
@@ -34,17 +35,23 @@ func bind(products ...map[routes.Route]httpapi.HandlerFunc) []route {
 		}
 		maps.Copy(handlers, p)
 	}
-	t := make([]route, len(routes.All))
-	for i, r := range routes.All {
+	var t []route
+	for _, r := range routes.All {
+		if function != "" && r.Function != function {
+			continue
+		}
 		fn, ok := handlers[r]
 		if !ok {
 			panic("api: no handler for " + r.Key())
 		}
 		delete(handlers, r)
-		t[i] = route{r, fn, strings.Split(r.Path, "/"), r.Key()}
+		t = append(t, route{r, fn, strings.Split(r.Path, "/"), r.Key()})
 	}
 	if len(handlers) > 0 {
 		extra := slices.Collect(maps.Keys(handlers))
+		if function != "" {
+			panic("api: a handler for " + extra[0].Key() + ", which is not a route of " + function)
+		}
 		panic("api: a handler for " + extra[0].Key() + ", which routes.All lacks")
 	}
 	return t

@@ -223,3 +223,25 @@ func TestRouteKeysSpelledOnce(t *testing.T) {
 		})
 	}
 }
+
+// Of the functions in the VPC, only booking (order events, BOOKING_EVENT_BUS)
+// and admit (the booking sweep) may put events on EventBridge themselves; the
+// others write their events to the log (eventbus.Log) and link no
+// EventBridge client (putevents holds the one call), which was about 0.4 MB
+// of each bootstrap.
+func TestAPIFunctionsLinkNoEventBridge(t *testing.T) {
+	for _, fn := range []string{"enqueue", "poll", "status", "consume", "admin"} {
+		out, err := exec.Command("go", "list", "-deps", "github.com/vestibule-dev/vestibule/functions/"+fn).Output()
+		if err != nil {
+			t.Fatalf("go list: %v", err)
+		}
+		if !strings.Contains(string(out), "github.com/vestibule-dev/vestibule/internal/eventbus\n") {
+			t.Fatalf("go list -deps gave no eventbus package for %s:\n%s", fn, out)
+		}
+		for _, bad := range []string{"service/eventbridge\n", "internal/eventbus/putevents\n", "internal/orders\n"} {
+			if strings.Contains(string(out), bad) {
+				t.Errorf("functions/%s links %s", fn, strings.TrimSpace(bad))
+			}
+		}
+	}
+}

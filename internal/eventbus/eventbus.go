@@ -11,7 +11,9 @@
 //     outside the VPC and puts them on the stack's bus. make dev prints the
 //     same lines.
 //   - Bus calls PutEvents directly: ten entries and at most 256 KiB per call,
-//     entries that failed retried alone, what still fails reported.
+//     entries that failed retried alone, what still fails reported. The call
+//     itself is putevents.Client's, the one package here that links the
+//     SDK's EventBridge client.
 //
 // Why the log path: the functions run in isolated subnets without a NAT, so
 // PutEvents from them would need an EventBridge interface endpoint (about
@@ -33,9 +35,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 )
 
 // The sources of Vestibule's events. Sources lists them all; the forwarder
@@ -128,14 +127,26 @@ func (l *Log) Publish(_ context.Context, entries []Entry) error {
 	return nil
 }
 
-// PutEventsAPI is the part of the EventBridge client Bus uses.
-type PutEventsAPI interface {
-	PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, opts ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
+// Putter makes one PutEvents call: the batch's entries on bus. It returns
+// how many entries failed and a result for each entry of the reply, in the
+// order of the batch's, or the call's error.
+// putevents.Client is EventBridge's; it lives in a package of its own so
+// that a program writing events to its log (every function in the VPC)
+// links no EventBridge client.
+type Putter interface {
+	PutEvents(ctx context.Context, bus string, batch []Entry) (failed int, results []Result, err error)
+}
+
+// Result is what PutEvents answered for one entry: Failed when the reply
+// gave it an ErrorCode, with that code and its ErrorMessage.
+type Result struct {
+	Failed        bool
+	Code, Message string
 }
 
 // Bus puts entries on an EventBridge bus.
 type Bus struct {
-	api      PutEventsAPI
+	api      Putter
 	bus      string
 	attempts int
 	backoff  func(retry int) time.Duration
@@ -171,8 +182,9 @@ func WithLogGroups(functionOf map[string]string) BusOption {
 	}
 }
 
-// NewBus returns the publisher putting entries on bus (a name or an ARN).
-func NewBus(api PutEventsAPI, bus string, opts ...BusOption) *Bus {
+// NewBus returns the publisher putting entries on bus (a name or an ARN)
+// through api (putevents.Client).
+func NewBus(api Putter, bus string, opts ...BusOption) *Bus {
 	b := &Bus{api: api, bus: bus, attempts: 4,
 		backoff: func(n int) time.Duration { return 100 * time.Millisecond << (n - 1) },
 		log:     slog.New(slog.DiscardHandler)}
@@ -286,13 +298,6 @@ func (b *Bus) putBatch(ctx context.Context, batch []Entry) []Failure {
 }
 
 func (b *Bus) putOnce(ctx context.Context, batch []Entry) []Failure {
-	in := &eventbridge.PutEventsInput{Entries: make([]types.PutEventsRequestEntry, len(batch))}
-	for i, e := range batch {
-		in.Entries[i] = types.PutEventsRequestEntry{
-			EventBusName: aws.String(b.bus), Source: aws.String(e.Source),
-			DetailType: aws.String(e.DetailType), Detail: aws.String(string(e.Detail)),
-		}
-	}
 	all := func(code, msg string) []Failure {
 		out := make([]Failure, len(batch))
 		for i, e := range batch {
@@ -300,22 +305,22 @@ func (b *Bus) putOnce(ctx context.Context, batch []Entry) []Failure {
 		}
 		return out
 	}
-	out, err := b.api.PutEvents(ctx, in)
+	failedCount, results, err := b.api.PutEvents(ctx, b.bus, batch)
 	if err != nil {
 		return all("CallFailed", err.Error())
 	}
-	if out.FailedEntryCount == 0 {
+	if failedCount == 0 {
 		return nil
 	}
-	// The result entries are in the order of the request's; one with an
+	// The results are in the order of the request's entries; one with an
 	// ErrorCode failed. A reply that does not line up fails the whole batch.
-	if len(out.Entries) != len(batch) {
-		return all("BadReply", fmt.Sprintf("%d results for %d entries", len(out.Entries), len(batch)))
+	if len(results) != len(batch) {
+		return all("BadReply", fmt.Sprintf("%d results for %d entries", len(results), len(batch)))
 	}
 	var failed []Failure
-	for i, r := range out.Entries {
-		if r.ErrorCode != nil {
-			failed = append(failed, Failure{Entry: batch[i], Code: aws.ToString(r.ErrorCode), Message: aws.ToString(r.ErrorMessage)})
+	for i, r := range results {
+		if r.Failed {
+			failed = append(failed, Failure{Entry: batch[i], Code: r.Code, Message: r.Message})
 		}
 	}
 	return failed

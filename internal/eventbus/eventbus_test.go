@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
+	"github.com/vestibule-dev/vestibule/internal/eventbus/putevents"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
@@ -100,7 +101,7 @@ func newBus(t *testing.T, srv *putEventsServer, opts ...eventbus.BusOption) *eve
 		Credentials:      credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
 		RetryMaxAttempts: 1, // the SDK's own retries off: the test counts calls
 	})
-	return eventbus.NewBus(client, "vestibule-events", append([]eventbus.BusOption{eventbus.WithBackoff(func(int) time.Duration { return 0 })}, opts...)...)
+	return eventbus.NewBus(putevents.Client(client), "vestibule-events", append([]eventbus.BusOption{eventbus.WithBackoff(func(int) time.Duration { return 0 })}, opts...)...)
 }
 
 func entry(t *testing.T, i int, pad int) eventbus.Entry {

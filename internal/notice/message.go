@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vestibule-dev/vestibule/internal/room"
@@ -69,7 +70,7 @@ func Compose(page, roomID string, p *room.Page, lang string, deadline, now time.
 		Subject: fill(w.Subject)}
 	m.Text = strings.Join([]string{fill(w.Lead), link, w.Note, "—", w.Why}, "\n\n") + "\n"
 	var b bytes.Buffer
-	_ = emailHTML.Execute(&b, map[string]string{"Lang": lang, "Title": w.Title, "Lead": fill(w.Lead),
+	_ = emailHTML().Execute(&b, map[string]string{"Lang": lang, "Title": w.Title, "Lead": fill(w.Lead),
 		"Button": w.Button, "Link": link, "Note": w.Note, "Why": w.Why, "Accent": accentOr(accent),
 		"OnAccent": textOn(accentOr(accent))})
 	m.HTML = b.String()
@@ -132,8 +133,13 @@ func pick(t room.Text, lang string) string {
 
 // emailHTML is the email's HTML part: one column, the room's accent on the
 // button (with black or white text, whichever contrasts more: textOn),
-// every text escaped by html/template.
-var emailHTML = template.Must(template.New("email").Parse(`<!doctype html>
+// every text escaped by html/template. It is parsed on first use: the API
+// functions link this package for the sign-ups and never compose a notice,
+// and a template parsed at start-up would keep html/template's parser and
+// executor, and the reflection they use, in their bootstraps.
+func emailHTML() *template.Template {
+	emailOnce.Do(func() {
+		emailTemplate = template.Must(template.New("email").Parse(`<!doctype html>
 <html lang="{{.Lang}}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{.Title}}</title></head>
 <body style="margin:0;padding:24px;background:#f4f5f7;font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;color:#1f2328">
 <table role="presentation" width="100%" style="max-width:560px;margin:0 auto;background:#ffffff;border-top:4px solid {{.Accent}};border-radius:8px">
@@ -146,3 +152,11 @@ var emailHTML = template.Must(template.New("email").Parse(`<!doctype html>
 </td></tr></table>
 </body></html>
 `))
+	})
+	return emailTemplate
+}
+
+var (
+	emailOnce     sync.Once
+	emailTemplate *template.Template
+)

@@ -18,6 +18,7 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/booking"
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/eventbus"
+	"github.com/vestibule-dev/vestibule/internal/eventbus/putevents"
 )
 
 // Source is the EventBridge source of order events; the detail-type is the
@@ -80,8 +81,8 @@ func NewLog(w io.Writer) Publisher { return Publisher{eventbus.NewLog(w)} }
 // in batches; it fails if any entry was not put (the caller keeps them all
 // for another try: the entries that did go may go twice, and consumers dedupe
 // on event, order and type).
-func NewEventBridge(api eventbus.PutEventsAPI, bus string, opts ...eventbus.BusOption) Publisher {
-	return Publisher{eventbus.NewBus(api, bus, opts...)}
+func NewEventBridge(api putevents.API, bus string, opts ...eventbus.BusOption) Publisher {
+	return Publisher{eventbus.NewBus(putevents.Client(api), bus, opts...)}
 }
 
 // New is the publisher the configuration asks for: EventBridge PutEvents to

@@ -9,6 +9,7 @@ package noticeapi
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"time"
 
@@ -50,11 +51,27 @@ type API struct{ o Options }
 // New returns the notices' API over o.
 func New(o Options) *API { return &API{o: o} }
 
-// Handlers binds the notices' routes to their handlers.
+// Handlers binds the notices' routes to their handlers: the poll
+// function's (PollHandlers) and the admin function's (AdminHandlers).
 func (h *API) Handlers() map[routes.Route]httpapi.HandlerFunc {
+	all := h.PollHandlers()
+	maps.Copy(all, h.AdminHandlers())
+	return all
+}
+
+// PollHandlers binds a visitor's sign-up and withdrawal, which API Gateway
+// sends to the poll function; bound apart from the admin routes so that each
+// function links only its own.
+func (h *API) PollHandlers() map[routes.Route]httpapi.HandlerFunc {
 	return httpapi.Answering(map[routes.Route]httpapi.HandlerFunc{
-		routes.RoomNotify:      h.signup,
-		routes.RoomWithdraw:    h.withdraw,
+		routes.RoomNotify:   h.signup,
+		routes.RoomWithdraw: h.withdraw,
+	}, answers, roomhttp.Answers)
+}
+
+// AdminHandlers binds the notify function's take and ack (admin routes).
+func (h *API) AdminHandlers() map[routes.Route]httpapi.HandlerFunc {
+	return httpapi.Answering(map[routes.Route]httpapi.HandlerFunc{
 		routes.AdminTakeNotice: h.take,
 		routes.AdminAckNotice:  h.ack,
 	}, answers, roomhttp.Answers)

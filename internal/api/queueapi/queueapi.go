@@ -7,6 +7,7 @@ package queueapi
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"net/http"
 	"time"
 
@@ -101,16 +102,56 @@ type API struct {
 func New(o Options) *API { return &API{o: o} }
 
 // Handlers binds the queue's routes (internal/routes) to their handlers,
-// which answer the room engine's errors (roomhttp.Answers).
+// which answer the room engine's errors (roomhttp.Answers): every function's
+// (EnqueueHandlers, PollHandlers, StatusHandlers, ConsumeHandlers,
+// AdminHandlers).
 func (h *API) Handlers() map[routes.Route]httpapi.HandlerFunc {
+	all := h.EnqueueHandlers()
+	for _, m := range []map[routes.Route]httpapi.HandlerFunc{h.PollHandlers(), h.StatusHandlers(), h.ConsumeHandlers(), h.AdminHandlers()} {
+		maps.Copy(all, m)
+	}
+	return all
+}
+
+// The queue's routes of each function, bound apart so that a function's
+// bootstrap links the handlers of its own routes and not the others'.
+
+// EnqueueHandlers binds the enqueue function's route.
+func (h *API) EnqueueHandlers() map[routes.Route]httpapi.HandlerFunc {
 	return httpapi.Answering(map[routes.Route]httpapi.HandlerFunc{
-		routes.RoomEnqueue:      h.enqueue,
-		routes.RoomPoll:         h.poll,
-		routes.RoomLeave:        h.leave,
-		routes.RoomStatus:       h.status,
-		routes.EntryConsume:     h.consume,
-		routes.EntryComplete:    h.complete,
-		routes.JWKS:             h.jwks,
+		routes.RoomEnqueue: h.enqueue,
+	}, roomhttp.Answers)
+}
+
+// PollHandlers binds the poll function's queue routes (its notices' are noticeapi's).
+func (h *API) PollHandlers() map[routes.Route]httpapi.HandlerFunc {
+	return httpapi.Answering(map[routes.Route]httpapi.HandlerFunc{
+		routes.RoomPoll:  h.poll,
+		routes.RoomLeave: h.leave,
+	}, roomhttp.Answers)
+}
+
+// StatusHandlers binds the status function's routes.
+func (h *API) StatusHandlers() map[routes.Route]httpapi.HandlerFunc {
+	return httpapi.Answering(map[routes.Route]httpapi.HandlerFunc{
+		routes.RoomStatus: h.status,
+		routes.JWKS:       h.jwks,
+	}, roomhttp.Answers)
+}
+
+// ConsumeHandlers binds the consume function's queue routes (its gate's and
+// OIDC provider's are gateapi's and oidcapi's).
+func (h *API) ConsumeHandlers() map[routes.Route]httpapi.HandlerFunc {
+	return httpapi.Answering(map[routes.Route]httpapi.HandlerFunc{
+		routes.EntryConsume:  h.consume,
+		routes.EntryComplete: h.complete,
+	}, roomhttp.Answers)
+}
+
+// AdminHandlers binds the admin function's routes of rooms (its notices'
+// are noticeapi's).
+func (h *API) AdminHandlers() map[routes.Route]httpapi.HandlerFunc {
+	return httpapi.Answering(map[routes.Route]httpapi.HandlerFunc{
 		routes.AdminPutRoom:     h.putRoomAudited, // audit.go
 		routes.AdminDeleteRoom:  h.deleteRoom,     // admin_delete.go
 		routes.AdminRoomLog:     h.roomLog,        // audit.go

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -29,7 +28,6 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/config"
 	"github.com/vestibule-dev/vestibule/internal/keysync"
 	"github.com/vestibule-dev/vestibule/internal/notice"
-	"github.com/vestibule-dev/vestibule/internal/orders"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/token"
 )
@@ -202,10 +200,17 @@ func NewEdgeGuard(ctx context.Context, sm token.SecretsGetter, c config.Config) 
 	return api.NewEdgeGuard(values, reload, nil), nil
 }
 
-// NewHandler builds the API handler over a queue and keys, as the config says.
-// The edge gate's cookie keys are derived once, here, from the entry seeds
-// (token.Keys.GateKeys); keys without seeds leave the gate's routes off.
+// NewHandler builds the handler of every route (api.All) over a queue and
+// keys, as the config says: the local stack's, the simulator's, the bench's.
 func NewHandler(q api.Queue, keys *token.Keys, c config.Config, o Options) *api.Handler {
+	return NewPartHandler(api.All(), q, keys, c, o)
+}
+
+// NewPartHandler builds the handler of part's routes over a queue and keys,
+// as the config says. The edge gate's cookie keys are derived once, here,
+// from the entry seeds (token.Keys.GateKeys); keys without seeds leave the
+// gate's routes off.
+func NewPartHandler(part api.Part, q api.Queue, keys *token.Keys, c config.Config, o Options) *api.Handler {
 	var gateOpts *api.GateOptions
 	if ring, err := keys.GateKeys(); err == nil {
 		gateOpts = &api.GateOptions{Keys: ring, InsecureLoopback: o.InsecureLoopback}
@@ -215,7 +220,7 @@ func NewHandler(q api.Queue, keys *token.Keys, c config.Config, o Options) *api.
 	if err != nil {
 		provider = nil // no ticket secret to seal with: the provider's routes answer 404
 	}
-	return api.New(api.Options{
+	return api.NewPart(api.Options{
 		Notices:      NoticeOptions(keys, c),
 		Gate:         gateOpts,
 		OIDC:         provider,
@@ -236,7 +241,7 @@ func NewHandler(q api.Queue, keys *token.Keys, c config.Config, o Options) *api.
 		Logger:       o.Logger,
 		LogSample:    api.SampleLog(c.LogSample),
 		Jitter:       o.Jitter,
-	})
+	}, part)
 }
 
 // NoticeOptions are the notices' options of a deployment with keys and
@@ -274,21 +279,26 @@ func NoticeOptions(keys *token.Keys, c config.Config) *api.NoticeOptions {
 		Policy: notice.Policy{Push: c.NoticePush, Email: c.NoticeEmail, PushHosts: c.NoticePushHosts}}
 }
 
-// Main is the start-up of an API function: the core from the environment, the
-// keys, the handler; or one line naming the function and every problem, and
-// exit 1. Only mains call it.
-func Main(name string) *api.Handler {
-	core := app.Main(name)
+// Main is the start-up of the API function of part: the core from the
+// environment, the keys, the handler of part's routes; or one line naming the
+// function and every problem, and exit 1. publisher builds the publisher of
+// the order events (the booking function's orders.New, which links the
+// EventBridge client BOOKING_EVENT_BUS may ask for); nil for a function whose
+// routes publish none. Only mains call it.
+func Main(part api.Part, publisher func(context.Context, config.Config) (booking.Publisher, error)) *api.Handler {
+	core := app.Main(part.Function)
 	ctx := context.Background()
 	keys, edge, err := LoadSecrets(ctx, core.Config)
 	if err != nil {
-		app.Fail(name, err)
+		app.Fail(part.Function, err)
 	}
-	pub, err := orders.New(ctx, core.Config, os.Stdout)
-	if err != nil {
-		app.Fail(name, err)
+	o := Options{Logger: core.Logger, Booking: core.Booking, Edge: edge}
+	if publisher != nil {
+		if o.Orders, err = publisher(ctx, core.Config); err != nil {
+			app.Fail(part.Function, err)
+		}
 	}
-	return NewHandler(core.Queue, keys, core.Config, Options{Logger: core.Logger, Booking: core.Booking, Orders: pub, Edge: edge})
+	return NewPartHandler(part, core.Queue, keys, core.Config, o)
 }
 
 // Ephemeral is a configuration with a random admin key (admin auth by key)
