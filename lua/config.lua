@@ -14,6 +14,8 @@
 -- before; for two heartbeat windows they keep their right to come back (lib.lua
 -- recovery), whoever the head passed meanwhile.
 local now = tonumber(ARGV[1])
+-- A room a failover gave to another region takes no settings from this one.
+fence_region(redis.call('HGET', K_CFG, 'region'))
 -- Stored above a later fence, these settings would be older than what the
 -- shards were fenced for, and no join would spread again: the caller begins again.
 if fence_of(ARGV[3]) < fence_of(redis.call('HGET', K_CFG, 'ver')) then return {'raced'} end

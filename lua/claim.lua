@@ -1,0 +1,15 @@
+-- claim.lua: a failover gives the room to the region whose engine runs this
+-- script (lib.lua REGION): from now on every script of another region's engine
+-- fails before it writes (lib.lua fence_region), so a late tick, consume or join
+-- of the old region changes nothing here. The claim raises the room's region
+-- epoch, the count of failovers the room went through.
+-- KEYS: the room's keys (lib.lua)
+-- ARGV[1] -> the epoch the failover gives (the highest epoch of its rooms plus one); a room already
+--            at or above it keeps its epoch
+-- Returns {'ok', epoch, previous region ('' for none)}, or {'noroom'}.
+-- It runs without load_cfg: the room still names the old region.
+if redis.call('EXISTS', K_CFG) == 0 then return {'noroom'} end
+local prev = redis.call('HGET', K_CFG, 'region') or ''
+local epoch = math.max(tonumber(redis.call('HGET', K_CFG, 'regionEpoch')) or 0, tonumber(ARGV[1]))
+redis.call('HSET', K_CFG, 'region', REGION, 'regionEpoch', tostring(epoch))
+return {'ok', tostring(epoch), prev}
