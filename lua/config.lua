@@ -53,6 +53,9 @@ end
 redis.call('HSETNX', K_ST, 'refill', tostring(now))
 redis.call('HSETNX', K_ST, 'since', tostring(now))
 if created then
+  -- A room begins as its creating region's: another region's engine writes it
+  -- only once a failover gave it (claim.lua).
+  if REGION ~= '' then redis.call('HSET', K_CFG, 'region', REGION) end
   if redis.call('HSETNX', K_ST, 'epoch', member(server_us())) == 1 then
     redis.call('HSET', K_ST, 'created', tostring(now))
   end

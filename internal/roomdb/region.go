@@ -80,7 +80,7 @@ func (e *Engine) ClaimRegion(ctx context.Context, roomID string, epoch int64) (R
 	if e.region == "" {
 		return RegionClaim{}, "", errors.New("roomdb: claim: the engine writes for no region")
 	}
-	reply, err := e.run(ctx, claimCmd, roomID, strconv.FormatInt(epoch, 10))
+	reply, err := e.run(ctx, claimCmd, roomID, strconv.FormatInt(epoch, 10), e.nowMS())
 	if err != nil {
 		return RegionClaim{}, "", err
 	}

@@ -2,7 +2,9 @@ package roomdb_test
 
 import (
 	"errors"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -108,6 +110,95 @@ func TestRegionFence(t *testing.T) {
 		}
 		if _, _, err := e.eng.ClaimRegion(e.ctx, e.room, 3); err == nil {
 			t.Error("an engine of no region claimed a room")
+		}
+	})
+}
+
+// A room begins as its creating region's: the standby's engine is fenced out
+// of it before any failover, and in after one.
+func TestRegionOfACreatedRoom(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, nil, roomdb.WithRegion("eu-west-1"))
+		e.put(baseConfig())
+		standby := roomdb.New(rdb, roomdb.WithClock(e.clk.Now), roomdb.WithRegion("eu-central-1"))
+		if got, err := e.eng.RegionOf(e.ctx, e.room); err != nil || got != (roomdb.RegionClaim{Region: "eu-west-1"}) {
+			t.Fatalf("RegionOf a new room: %+v %v", got, err)
+		}
+		if _, err := standby.Enqueue(e.ctx, e.room, "v"); !errors.Is(err, roomdb.ErrFenced) {
+			t.Errorf("standby's join before a failover: %v, want ErrFenced", err)
+		}
+		if _, _, err := standby.ClaimRegion(e.ctx, e.room, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := standby.Enqueue(e.ctx, e.room, "v"); err != nil {
+			t.Errorf("standby's join after the failover: %v", err)
+		}
+	})
+}
+
+// A failover's claim opens a recovery window over the floor of the head the
+// standby holds: a join of the old region's last second, which never reached
+// the standby, comes back from its ticket though the head passed it before
+// its first poll there (I4); a visitor served long before (used forgot it)
+// does not come back through the window (I2).
+func TestRegionClaimOpensARecoveryWindow(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		cfg := cfgWith(func(c *room.Config) { c.MaxActive, c.HeartbeatTTLSeconds, c.AdmitPerMinute, c.ClaimTTLSeconds = 2, 3600, 600, 60 })
+		e := newEnv(t, rdb, nil, roomdb.WithRegion("us-east-1"))
+		e.put(*cfg)
+		ts := e.enqueueN(5)
+		e.warm()
+		e.tick()
+		for _, tk := range ts[:2] {
+			e.consume(tk.Seq)
+			if err := e.eng.Complete(e.ctx, e.room, tk.Seq, origin); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Long after (used forgets the two served), the next two are admitted.
+		e.clk.Advance(130 * time.Second)
+		e.tick()
+		if g := e.grants(); len(g) != 2 || g[1] != ts[3].Seq {
+			t.Fatalf("grants: %v, want the next two", g)
+		}
+		// The old region's last second: ts[4]'s join never reached the standby.
+		if err := rdb.ZRem(e.ctx, e.keys.Queue, strconv.FormatInt(ts[4].Seq, 10)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		rdb.HIncrBy(e.ctx, e.keys.Config, "waiting", -1)
+
+		standby := roomdb.New(rdb, roomdb.WithClock(e.clk.Now), roomdb.WithRegion("us-west-2"))
+		if _, _, err := standby.ClaimRegion(e.ctx, e.room, 1); err != nil {
+			t.Fatal(err)
+		}
+		// A join in the standby, admitted once the two grants are used:
+		// the head passes ts[4], which has not polled yet.
+		late, err := standby.Enqueue(e.ctx, e.room, "after")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tk := range ts[2:4] {
+			if _, err := standby.Consume(e.ctx, e.room, tk.Seq, origin); err != nil {
+				t.Fatal(err)
+			}
+			if err := standby.Complete(e.ctx, e.room, tk.Seq, origin); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.clk.Advance(time.Second)
+		if r, err := standby.Tick(e.ctx, e.room); err != nil || r.Admitted != 1 {
+			t.Fatalf("standby's tick: %+v %v, want the join after admitted", r, err)
+		}
+		if p, err := standby.Poll(e.ctx, late.Ticket); err != nil || p.State != room.StateAdmitted {
+			t.Fatalf("the standby's join: %v %v, want admitted", p.State, err)
+		}
+		if p, err := standby.Poll(e.ctx, ts[4]); err != nil || p.State == room.StateExpired {
+			t.Errorf("I4: the old region's last join after the failover: %v %v, want its place back", p.State, err)
+		}
+		for _, tk := range ts[:2] {
+			if p, err := standby.Poll(e.ctx, tk); err != nil || p.State != room.StateExpired {
+				t.Errorf("I2: a visitor served long before the failover: %v %v, want expired", p.State, err)
+			}
 		}
 	})
 }
