@@ -143,7 +143,9 @@ func TestRegionOfACreatedRoom(t *testing.T) {
 // does not come back through the window (I2).
 func TestRegionClaimOpensARecoveryWindow(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
-		cfg := cfgWith(func(c *room.Config) { c.MaxActive, c.HeartbeatTTLSeconds, c.AdmitPerMinute, c.ClaimTTLSeconds = 2, 3600, 600, 60 })
+		cfg := cfgWith(func(c *room.Config) {
+			c.MaxActive, c.HeartbeatTTLSeconds, c.AdmitPerMinute, c.ClaimTTLSeconds = 2, 3600, 600, 60
+		})
 		e := newEnv(t, rdb, nil, roomdb.WithRegion("us-east-1"))
 		e.put(*cfg)
 		ts := e.enqueueN(5)
