@@ -164,13 +164,8 @@ type engineRooms struct{ eng *roomdb.Engine }
 
 func (r engineRooms) List(ctx context.Context) ([]string, error) { return r.eng.Rooms(ctx) }
 
-func (r engineRooms) Claim(ctx context.Context, id string, epoch int64) (int64, error) {
-	c, _, err := r.eng.ClaimRegion(ctx, id, epoch)
-	return c.Epoch, err
-}
-
-func (r engineRooms) Epoch(ctx context.Context, id string) (int64, error) {
-	c, err := r.eng.RegionOf(ctx, id)
+func (r engineRooms) Claim(ctx context.Context, id string) (int64, error) {
+	c, _, err := r.eng.ClaimRegion(ctx, id)
 	return c.Epoch, err
 }
 

@@ -39,12 +39,10 @@ type Name interface {
 type Rooms interface {
 	// List names every room.
 	List(ctx context.Context) ([]string, error)
-	// Claim gives the room to the standby's region at epoch or above and
-	// returns the epoch it holds (roomdb.Engine.ClaimRegion): the old
-	// region's engines are fenced out of it from then on.
-	Claim(ctx context.Context, roomID string, epoch int64) (int64, error)
-	// Epoch is the room's region epoch (0 before any failover).
-	Epoch(ctx context.Context, roomID string) (int64, error)
+	// Claim gives the room to the standby's region and returns the room's
+	// region epoch (roomdb.Engine.ClaimRegion): the old region's engines are
+	// fenced out of it from then on.
+	Claim(ctx context.Context, roomID string) (int64, error)
 	// Mode reads the room's mode; SetMode changes it (a PUT of the mode alone).
 	Mode(ctx context.Context, roomID string) (room.Mode, error)
 	SetMode(ctx context.Context, roomID string, mode room.Mode) error
@@ -106,8 +104,8 @@ func cmpOr(d, def time.Duration) time.Duration {
 //
 //  1. promote: the standby's cache becomes the primary (Cache.Promote), and
 //     the wait until it takes writes;
-//  2. fence: every room is given to the standby's region at one epoch above
-//     the highest any room holds (Rooms.Claim), and held paused: from here the
+//  2. fence: every room is given to the standby's region (Rooms.Claim, which
+//     raises the room's region epoch), and held paused: from here the
 //     old region's late ticks, consumes and joins change nothing, and nobody
 //     is admitted while the name moves;
 //  3. name: the write name moves to the standby (Name.Point), and the wait
@@ -116,7 +114,8 @@ func cmpOr(d, def time.Duration) time.Duration {
 //
 // A room whose mode was paused or closed stays so. A step that fails stops
 // the failover with what was done in the report: running it again is safe
-// (a second promotion of a primary, a claim at the same epoch, the same name).
+// (a promotion of a primary, a claim of a room already the standby's, the
+// same name).
 func Failover(ctx context.Context, p Plan) (Report, error) {
 	var r Report
 	step := func(name string, start time.Time, note string) {
@@ -148,7 +147,7 @@ func Failover(ctx context.Context, p Plan) (Report, error) {
 	if err != nil {
 		return r, fmt.Errorf("region: fence: %w", err)
 	}
-	step("fence", start, fmt.Sprintf("%d rooms given to the standby at epoch %d, held paused", len(rooms), epoch))
+	step("fence", start, fmt.Sprintf("%d rooms given to the standby (epoch %d), held paused", len(rooms), epoch))
 
 	start = time.Now()
 	if err := p.Name.Point(ctx); err != nil {
@@ -175,41 +174,34 @@ func Failover(ctx context.Context, p Plan) (Report, error) {
 	return r, nil
 }
 
-// fence gives every room to the standby at one epoch above the highest and
-// holds those that admit paused; it returns the rooms, the mode each had and
-// the epoch.
+// fence gives every room to the standby and holds those that admit paused;
+// it returns the rooms, the mode each had and the highest region epoch.
 func fence(ctx context.Context, rs Rooms) ([]string, map[string]room.Mode, int64, error) {
 	rooms, err := rs.List(ctx)
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	var top int64
-	for _, id := range rooms {
-		e, err := rs.Epoch(ctx, id)
-		if err != nil {
-			return nil, nil, 0, fmt.Errorf("%s: %w", id, err)
-		}
-		top = max(top, e)
-	}
-	epoch := top + 1
 	modes := map[string]room.Mode{}
 	for _, id := range rooms {
-		if _, err := rs.Claim(ctx, id, epoch); err != nil {
-			return rooms, modes, epoch, fmt.Errorf("claim %s: %w", id, err)
+		e, err := rs.Claim(ctx, id)
+		if err != nil {
+			return rooms, modes, top, fmt.Errorf("claim %s: %w", id, err)
 		}
+		top = max(top, e)
 		m, err := rs.Mode(ctx, id)
 		if err != nil {
-			return rooms, modes, epoch, fmt.Errorf("%s: %w", id, err)
+			return rooms, modes, top, fmt.Errorf("%s: %w", id, err)
 		}
 		modes[id] = m
 		if m == room.ModePaused || m == room.ModeClosed {
 			continue
 		}
 		if err := rs.SetMode(ctx, id, room.ModePaused); err != nil {
-			return rooms, modes, epoch, fmt.Errorf("pause %s: %w", id, err)
+			return rooms, modes, top, fmt.Errorf("pause %s: %w", id, err)
 		}
 	}
-	return rooms, modes, epoch, nil
+	return rooms, modes, top, nil
 }
 
 // wait asks done every interval until it says true, up to within.

@@ -63,48 +63,41 @@ func unavailable(err error) error {
 // Redis may put after the script's name.
 func isFenced(msg string) bool { return strings.Contains(msg, "FENCED ") }
 
-// RegionClaim is what a room says of the region that writes it.
-type RegionClaim struct {
-	// Region is the region a failover gave the room to; "" when none did.
-	Region string
-	// Epoch counts the failovers the room went through (claim.lua).
-	Epoch int64
-}
-
-// ClaimRegion gives a room to the engine's region at a failover, at epoch or
-// above (the room keeps a higher one): from then on the scripts of another
-// region's engine refuse it (ErrFenced). It returns the claim now stored and
-// the region the room named before ("" for none). An engine of no region
-// cannot claim.
-func (e *Engine) ClaimRegion(ctx context.Context, roomID string, epoch int64) (RegionClaim, string, error) {
+// ClaimRegion gives a room to the engine's region at a failover: from then on
+// the scripts of another region's engine refuse it (ErrFenced). A claim that
+// moves the room raises its epoch and opens a recovery window over the floor
+// of the head the store holds (lua/claim.lua); a claim of the room's own
+// region changes nothing. It returns the claim now stored. An engine of no region
+// cannot claim (room.ErrNoRegion).
+func (e *Engine) ClaimRegion(ctx context.Context, roomID string) (room.RegionClaim, error) {
 	if e.region == "" {
-		return RegionClaim{}, "", errors.New("roomdb: claim: the engine writes for no region")
+		return room.RegionClaim{}, room.ErrNoRegion
 	}
-	reply, err := e.run(ctx, claimCmd, roomID, strconv.FormatInt(epoch, 10), e.nowMS())
+	reply, err := e.run(ctx, claimCmd, roomID, e.nowMS())
 	if err != nil {
-		return RegionClaim{}, "", err
+		return room.RegionClaim{}, err
 	}
 	if word(reply) == "noroom" {
-		return RegionClaim{}, "", room.ErrUnknownRoom
+		return room.RegionClaim{}, room.ErrUnknownRoom
 	}
 	if len(reply) != 3 || str(reply[0]) != "ok" {
-		return RegionClaim{}, "", unexpected(claimCmd, reply)
+		return room.RegionClaim{}, unexpected(claimCmd, reply)
 	}
-	return RegionClaim{Region: e.region, Epoch: num(reply[1])}, str(reply[2]), nil
+	return room.RegionClaim{Region: e.region, Epoch: num(reply[1]), Previous: str(reply[2])}, nil
 }
 
 // RegionOf reads which region a room belongs to (plain reads: no fence).
-func (e *Engine) RegionOf(ctx context.Context, roomID string) (RegionClaim, error) {
+func (e *Engine) RegionOf(ctx context.Context, roomID string) (room.RegionClaim, error) {
 	if !room.ValidRoomID(roomID) {
-		return RegionClaim{}, room.ErrInvalidRoom
+		return room.RegionClaim{}, room.ErrInvalidRoom
 	}
 	m, err := e.rdb.HGetAll(ctx, KeysFor(roomID).Config).Result()
 	if err != nil {
-		return RegionClaim{}, fmt.Errorf("%w: read region: %w", room.ErrUnavailable, err)
+		return room.RegionClaim{}, fmt.Errorf("%w: read region: %w", room.ErrUnavailable, err)
 	}
 	if len(m) == 0 {
-		return RegionClaim{}, room.ErrUnknownRoom
+		return room.RegionClaim{}, room.ErrUnknownRoom
 	}
 	n, _ := strconv.ParseInt(m["regionEpoch"], 10, 64)
-	return RegionClaim{Region: m["region"], Epoch: n}, nil
+	return room.RegionClaim{Region: m["region"], Epoch: n}, nil
 }

@@ -50,7 +50,7 @@ func TestRegionFence(t *testing.T) {
 			t.Fatalf("old region's consume before any failover: %v", err)
 		}
 
-		claim, prev, err := standby.ClaimRegion(e.ctx, e.room, 1)
+		claim, prev, err := standby.ClaimRegion(e.ctx, e.room)
 		if err != nil || claim != (roomdb.RegionClaim{Region: "us-west-2", Epoch: 1}) || prev != "" {
 			t.Fatalf("claim: %+v %q %v", claim, prev, err)
 		}
@@ -93,9 +93,9 @@ func TestRegionFence(t *testing.T) {
 			t.Errorf("RegionOf: %+v %v, want %+v", got, err, claim)
 		}
 
-		// Failing back: a lower epoch than the room's is raised to it plus nothing;
-		// the room is the old region's again and the standby is fenced.
-		back, prev, err := old.ClaimRegion(e.ctx, e.room, 2)
+		// Failing back: the room is the old region's again, at the next epoch,
+		// and the standby is fenced.
+		back, prev, err := old.ClaimRegion(e.ctx, e.room)
 		if err != nil || back.Epoch != 2 || prev != "us-west-2" {
 			t.Fatalf("claim back: %+v %q %v", back, prev, err)
 		}
@@ -105,10 +105,10 @@ func TestRegionFence(t *testing.T) {
 		if _, err := old.Poll(e.ctx, ts[3]); err != nil {
 			t.Errorf("old region's poll after failing back: %v", err)
 		}
-		if again, _, err := old.ClaimRegion(e.ctx, e.room, 1); err != nil || again.Epoch != 2 {
-			t.Errorf("a claim at a lower epoch: %+v %v, want the room's epoch 2 kept", again, err)
+		if again, prev, err := old.ClaimRegion(e.ctx, e.room); err != nil || again.Epoch != 2 || prev != "us-east-1" {
+			t.Errorf("a failover run again: %+v %q %v, want epoch 2 kept", again, prev, err)
 		}
-		if _, _, err := e.eng.ClaimRegion(e.ctx, e.room, 3); err == nil {
+		if _, _, err := e.eng.ClaimRegion(e.ctx, e.room); err == nil {
 			t.Error("an engine of no region claimed a room")
 		}
 	})
@@ -127,7 +127,7 @@ func TestRegionOfACreatedRoom(t *testing.T) {
 		if _, err := standby.Enqueue(e.ctx, e.room, "v"); !errors.Is(err, roomdb.ErrFenced) {
 			t.Errorf("standby's join before a failover: %v, want ErrFenced", err)
 		}
-		if _, _, err := standby.ClaimRegion(e.ctx, e.room, 1); err != nil {
+		if _, _, err := standby.ClaimRegion(e.ctx, e.room); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := standby.Enqueue(e.ctx, e.room, "v"); err != nil {
@@ -170,7 +170,7 @@ func TestRegionClaimOpensARecoveryWindow(t *testing.T) {
 		rdb.HIncrBy(e.ctx, e.keys.Config, "waiting", -1)
 
 		standby := roomdb.New(rdb, roomdb.WithClock(e.clk.Now), roomdb.WithRegion("us-west-2"))
-		if _, _, err := standby.ClaimRegion(e.ctx, e.room, 1); err != nil {
+		if _, _, err := standby.ClaimRegion(e.ctx, e.room); err != nil {
 			t.Fatal(err)
 		}
 		// A join in the standby, admitted once the two grants are used:
