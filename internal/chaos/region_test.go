@@ -165,7 +165,7 @@ type engineRooms struct{ eng *roomdb.Engine }
 func (r engineRooms) List(ctx context.Context) ([]string, error) { return r.eng.Rooms(ctx) }
 
 func (r engineRooms) Claim(ctx context.Context, id string) (int64, error) {
-	c, _, err := r.eng.ClaimRegion(ctx, id)
+	c, err := r.eng.ClaimRegion(ctx, id)
 	return c.Epoch, err
 }
 
