@@ -22,8 +22,8 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// The standby stack's outputs the region commands read (infra/stack, a
-// stack deployed with -c standbyOf=…: docs/DEPLOY.md, "Two regions").
+// The standby stack's outputs the region commands read (docs/DEPLOY.md,
+// "Two regions").
 const (
 	outGlobalDatastore = "GlobalDatastoreId"       // the Global Datastore's id
 	outReplication     = "CacheReplicationGroupId" // the standby's replication group
@@ -40,7 +40,7 @@ type regionFlags struct {
 
 // bindRegion registers the flags of region status (failover false) or region failover.
 func (c *command) bindRegion(failover bool, fs *flag.FlagSet) runFunc {
-	fs.StringVar(&c.region.standbyStack, "standby-stack", "", "the standby region's stack (deployed with -c standbyOf=…)")
+	fs.StringVar(&c.region.standbyStack, "standby-stack", "", "the standby region's stack (docs/DEPLOY.md, \"Two regions\")")
 	fs.StringVar(&c.region.standbyRegion, "standby-region", "", "the standby's AWS region")
 	if !failover {
 		return c.regionStatus
@@ -83,7 +83,7 @@ func (c *command) connectStandby(ctx context.Context) (*standby, error) {
 	}
 	for _, k := range []string{outGlobalDatastore, outReplication, outZone, outWriteName, outAPIDomain, operator.ApiURLOutput} {
 		if s.outputs[k] == "" {
-			return nil, fmt.Errorf("the standby stack %q has no %s output: deploy it with -c standbyOf=… (docs/DEPLOY.md, \"Two regions\")", c.region.standbyStack, k)
+			return nil, fmt.Errorf("the standby stack %q has no %s output (docs/DEPLOY.md, \"Two regions\", lists what a standby needs)", c.region.standbyStack, k)
 		}
 	}
 	t := c.g.target
