@@ -107,10 +107,15 @@ func cmpOr(d, def time.Duration) time.Duration {
 //  2. fence: every room is given to the standby's region (Rooms.Claim, which
 //     raises the room's region epoch), and held paused: from here the
 //     old region's late ticks, consumes and joins change nothing, and nobody
-//     is admitted while the name moves;
-//  3. name: the write name moves to the standby (Name.Point), and the wait
-//     until it is out;
-//  4. resume: each room goes back to the mode it had.
+//     is admitted before the name moves;
+//  3. name: the write name moves to the standby (Name.Point);
+//  4. resume: each room goes back to the mode it had;
+//  5. propagate: the wait until the name's change is out (Name.Moved).
+//
+// The rooms resume before the change is out: a grant's claim window
+// (claimTTLSeconds, minutes) outlasts the record's TTL, so a visitor whose
+// calls still resolve the old region claims the turn once they reach the
+// new one, and the sale admits again a minute sooner.
 //
 // A room whose mode was paused or closed stays so. A step that fails stops
 // the failover with what was done in the report: running it again is safe
@@ -153,10 +158,7 @@ func Failover(ctx context.Context, p Plan) (Report, error) {
 	if err := p.Name.Point(ctx); err != nil {
 		return r, fmt.Errorf("region: name: %w", err)
 	}
-	if err := wait(ctx, p.every(), cmpOr(p.MoveWithin, 5*time.Minute), p.Name.Moved); err != nil {
-		return r, fmt.Errorf("region: name: %w", err)
-	}
-	step("name", start, "the write name reaches the standby")
+	step("name", start, "the write name points at the standby")
 
 	start = time.Now()
 	r.Resumed = map[string]room.Mode{}
@@ -171,6 +173,12 @@ func Failover(ctx context.Context, p Plan) (Report, error) {
 		r.Resumed[id] = modes[id]
 	}
 	step("resume", start, fmt.Sprintf("%d rooms back in their modes", len(rooms)))
+
+	start = time.Now()
+	if err := wait(ctx, p.every(), cmpOr(p.MoveWithin, 5*time.Minute), p.Name.Moved); err != nil {
+		return r, fmt.Errorf("region: propagate: %w", err)
+	}
+	step("propagate", start, "every name server gives the standby")
 	return r, nil
 }
 
