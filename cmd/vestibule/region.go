@@ -285,7 +285,7 @@ func (c *command) regionFailover(ctx context.Context, pos []string) error {
 		Name:  &writeName{api: route53.NewFromConfig(s.cfg), zone: s.outputs[outZone], name: s.outputs[outWriteName], target: s.outputs[outAPIDomain]},
 		Rooms: apiRooms{s.api},
 		Log: func(st region.Step) {
-			c.out.Printf("%-8s %8s  %s\n", st.Name, st.Took.Round(time.Second), st.Note)
+			c.out.Printf("%-9s %6s  %s\n", st.Name, st.Took.Round(time.Second), st.Note)
 		},
 	})
 	if err != nil {

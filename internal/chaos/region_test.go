@@ -286,7 +286,7 @@ func TestChaosRegionFailover(t *testing.T) {
 		Name:  standInName{point: func() { active.Store(engB) }},
 		Rooms: engineRooms{engB},
 		Every: 50 * time.Millisecond, PromoteWithin: delay + 30*time.Second, MoveWithin: 30 * time.Second,
-		Log: func(s region.Step) { t.Logf("failover: %-7s %6s  %s", s.Name, s.Took.Round(time.Millisecond), s.Note) },
+		Log: func(s region.Step) { t.Logf("failover: %-9s %6s  %s", s.Name, s.Took.Round(time.Millisecond), s.Note) },
 	})
 	if err != nil {
 		t.Fatalf("failover: %v (after %+v)", err, rep)
