@@ -20,6 +20,8 @@
 -- before; for two heartbeat windows they keep their right to come back (lib.lua
 -- recovery), whoever the head passed meanwhile.
 local now = tonumber(ARGV[1])
+-- A room a failover gave to another region takes no settings from this one.
+fence_region(redis.call('HGET', K_CFG, 'region'))
 -- A scheduled change is applied only under its lease, and leaves the schedule
 -- (and its lease) in the same step: a process whose lease ran out (a slow
 -- durable write) applies nothing, and a process that takes the lease after
@@ -67,6 +69,9 @@ end
 redis.call('HSETNX', K_ST, 'refill', tostring(now))
 redis.call('HSETNX', K_ST, 'since', tostring(now))
 if created then
+  -- A room begins as its creating region's: another region's engine writes it
+  -- only once a failover gave it (claim.lua).
+  if REGION ~= '' then redis.call('HSET', K_CFG, 'region', REGION) end
   if redis.call('HSETNX', K_ST, 'epoch', member(server_us())) == 1 then
     redis.call('HSET', K_ST, 'created', tostring(now))
   end

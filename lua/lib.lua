@@ -34,6 +34,22 @@
 local K_CFG, K_ST, K_Q, K_HB, K_ADM, K_ACT, K_USED, K_LEFT =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 
+-- REGION is the region whose engine runs the script ('' for an engine of no
+-- region): lua.InRegion writes it in (roomdb.WithRegion). fence_region below
+-- compares it with the region a failover gave the room to.
+local REGION = ''
+
+-- fence_region raises the script's error, before the script writes, when the
+-- room belongs to another region (region in cfg, given by claim.lua at a
+-- failover): a late tick, consume or join of the old region's engine changes
+-- nothing in a store the new region writes (roomdb.ErrFenced). A room no
+-- failover claimed (owner nil) takes every engine's calls.
+local function fence_region(owner)
+  if owner and owner ~= REGION then
+    error({err = 'FENCED room belongs to region ' .. owner .. ', not ' .. (REGION == '' and '(none)' or REGION)})
+  end
+end
+
 -- steer_rate is the admission rate the room runs at: admitPerMinute, or,
 -- while the pace follows the origin (admitPerMinuteMin > 0), the effective
 -- rate the ticks steer (eff in cfg: pace_tick), within admitPerMinuteMin..admitPerMinute
@@ -53,8 +69,9 @@ local function load_cfg()
   local v = redis.call('HMGET', K_CFG, 'mode', 'maxActive', 'admitPerMinute', 'sessionTTLSeconds',
     'claimTTLSeconds', 'heartbeatTTLSeconds', 'opensAt', 'ver', 'rate', 'joinChallengeBits', 'clientEnqueuePerMinute',
     'waiting', 'arrk', 'full', 'share', 'zone', 'admitPerMinuteMin', 'eff', 'net', 'queueAbovePerMinute', 'inviteOnly', 'effplan',
-    'notifiedClaimTTLSeconds', 'effslope', 'efftop')
+    'notifiedClaimTTLSeconds', 'effslope', 'efftop', 'region')
   if not v[1] then return nil end
+  fence_region(v[26])
   local c = {
     mode = v[1],
     maxActive = tonumber(v[2]),

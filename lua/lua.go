@@ -96,6 +96,9 @@ var schedput string
 //go:embed schedfree.lua
 var schedfree string
 
+//go:embed claim.lua
+var claim string
+
 // The scripts, ready to load: what each uses of lib.lua, then the operation.
 var (
 	Enqueue  = withLib(lib, enqueue)
@@ -143,7 +146,36 @@ var (
 	// config applies a change under its lease.
 	SchedPut  = withLib(lib, schedput)
 	SchedFree = withLib(lib, schedfree)
+
+	// Claim gives a room to the region of the engine that runs it (a
+	// failover's fence: InRegion, docs/ENGINE.md "Regions").
+	Claim = withLib(lib, claim)
 )
+
+// regionLine is lib.lua's definition of REGION, which InRegion rewrites.
+const regionLine = "local REGION = ''\n"
+
+// validRegion is what a region's name may be: AWS's (us-east-1) and the
+// names tests give, never a quote that would end the Lua string.
+var validRegion = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
+
+// InRegion returns script src as the engine of region runs it: REGION is the
+// region's name, so the script refuses a room that a failover gave to another
+// region (lib.lua fence_region). A script that does not use REGION, or an
+// empty region, comes back unchanged; a name that is no region panics, as it
+// is the program's configuration (validated first by config.Load).
+func InRegion(src, region string) string {
+	if region == "" {
+		return src
+	}
+	if !validRegion.MatchString(region) {
+		panic("lua: not a region name: " + region)
+	}
+	return strings.Replace(src, regionLine, "local REGION = '"+region+"'\n", 1)
+}
+
+// ValidRegion reports whether name can be a region's name for InRegion.
+func ValidRegion(name string) bool { return validRegion.MatchString(name) }
 
 // libDef is one top-level definition of lib.lua: the lines from the comment
 // above it to the next definition, and the names it defines.

@@ -13,10 +13,21 @@ import (
 type Script struct {
 	Name string
 	*redis.Script
+	src string
 }
 
 // NewScript names a script's source.
-func NewScript(name, src string) Script { return Script{name, redis.NewScript(src)} }
+func NewScript(name, src string) Script { return Script{name, redis.NewScript(src), src} }
+
+// InRegion is the script as the engine of region runs it (InRegion of its
+// source): the same script when it does not use REGION or region is "".
+func (s Script) InRegion(region string) Script {
+	src := InRegion(s.src, region)
+	if src == s.src {
+		return s
+	}
+	return Script{s.Name, redis.NewScript(src), src}
+}
 
 // Reply runs the script and returns its reply, which every script of ours
 // makes a non-empty table. An error names the script and wraps the cause, so

@@ -67,7 +67,15 @@ Usage:
                                                 consume, complete), then the room closed, drained and deleted
   vestibule preflight --template FILE           before a deploy: the account's Lambda concurrency and API throttle
                                                 against the synthesized template, the region's services, and the
-                                                cdk-nag rules it accepts
+                                                cdk-nag rules it accepts (--standby-stack S --standby-region R:
+                                                and that the standby can take over, as region status checks)
+  vestibule region status --standby-stack S --standby-region R
+                                                a two-region deployment: the Global Datastore's members and
+                                                roles, the write name, whether the standby's API answers
+  vestibule region failover --standby-stack S --standby-region R --yes
+                                                the sale to the standby: promote its cache, give it every
+                                                room (fencing the old region's late writes), hold admission
+                                                while the write name moves, resume (docs/OPERATING.md)
   vestibule booking reconcile EVENT --origin F  the kit's sold seats and units against the origin's record
                                                 (JSON lines: a file, - for stdin, or a URL); exit 1 on a difference;
                                                 --apply: after a total loss, put the record back and reopen
@@ -219,6 +227,7 @@ var valueFlags = map[string]bool{"stack": true, "endpoint": true, "admin-key": t
 	"client-cert": true, "client-key": true, "room": true, "ticket": true, "visitor": true, "origin": true,
 	"distribution": true, "open-paths": true, "routes": true, "behaviour": true, "origin-secret-file": true, "file": true, "at": true,
 	"uses": true, "expires": true, "id": true, "reason": true,
+	"standby-stack": true, "standby-region": true,
 	"upstream": true, "listen": true, "waiting-room": true, "api": true, "keys": true, "reload": true, "tls-cert": true, "tls-key": true}
 
 // commandFirst moves the command words (e.g. "rooms", "list") before any
@@ -255,6 +264,7 @@ var subcommands = map[string]string{
 	// invitations.go, visitors.go
 	"invitations": "create, show, revoke",
 	"visitors":    "show, restore",
+	"region":      "status, failover", // region.go
 }
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -346,6 +356,7 @@ func (c *command) bind(cmd string, fs *flag.FlagSet) (runFunc, error) {
 		return c.smoke, nil
 	case "preflight":
 		fs.StringVar(&c.template, "template", "", "the synthesized template (cdk.out.deploy/<stack>.template.json)")
+		c.bindRegion(false, fs) // --standby-stack, --standby-region: check the standby too
 		return c.preflight, nil
 	case "verify-draw":
 		fs.StringVar(&c.room, "room", "", "the room")
@@ -370,6 +381,8 @@ func (c *command) bind(cmd string, fs *flag.FlagSet) (runFunc, error) {
 	case "console":
 		fs.IntVar(&c.port, "port", defaultConsolePort, "port on 127.0.0.1 (0: any free port)")
 		return c.console, nil
+	case "region status", "region failover":
+		return c.bindRegion(cmd == "region failover", fs), nil // region.go
 	case "invitations create", "invitations show", "invitations revoke", "visitors show", "visitors restore":
 		return c.bindInvitations(cmd, fs), nil // invitations.go
 	}
@@ -419,6 +432,7 @@ type command struct {
 	at             string           // rooms schedule
 	csv            bool             // report
 	inv            invitationFlags  // invitations, visitors
+	region         regionFlags      // region status, failover
 }
 
 // client connects to the deployment the flags name.

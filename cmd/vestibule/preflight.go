@@ -123,7 +123,16 @@ func (c *command) preflight(ctx context.Context, pos []string) error {
 	}
 	infra := ssm.NewFromConfig(cfg, func(o *ssm.Options) { o.Region = infrastructureRegion })
 	zones := ec2Zones{cfg: cfg, endpoint: "https://ec2." + cfg.Region + ".amazonaws.com/"}
-	return runPreflight(ctx, tmpl, account{lambda.NewFromConfig(cfg), servicequotas.NewFromConfig(cfg), infra, zones, cfg.Region}, c.stdout)
+	if err := runPreflight(ctx, tmpl, account{lambda.NewFromConfig(cfg), servicequotas.NewFromConfig(cfg), infra, zones, cfg.Region}, c.stdout); err != nil {
+		return err
+	}
+	if c.region.standbyStack == "" {
+		return nil
+	}
+	// A two-region deployment: the standby must be able to take over
+	// (region status: its cache a member of an available Global Datastore,
+	// its API answering).
+	return c.regionStatus(ctx, nil)
 }
 
 // account is what preflight asks of the AWS account, in the region deployed to.

@@ -132,6 +132,9 @@ func functionEnvironment(st awscdk.Stack, p *functionsProps) map[string]*string 
 	} {
 		env[name] = value
 	}
+	if set.RegionFence {
+		env[config.EnvRegionFence] = st.Region() // resolved at deploy: AWS::Region
+	}
 	return env
 }
 

@@ -176,6 +176,23 @@ func TestEnvironmentCarriesTheDeploySettings(t *testing.T) {
 	f.all(t, "AWS::Logs::LogGroup", map[string]any{"RetentionInDays": 7})
 }
 
+func TestRegionFenceIsTheStacksRegion(t *testing.T) {
+	// GIVEN a stack of a two-region deployment
+	f := synth(t, "", true, func(s *stack.Settings) { s.RegionFence = true })
+	// WHEN the functions' environment is read
+	for name, r := range f.ours(t) {
+		vars := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		// THEN every function writes for the stack's own region
+		if got, _ := json.Marshal(vars[config.EnvRegionFence]); string(got) != `{"Ref":"AWS::Region"}` {
+			t.Errorf("%s: REGION_FENCE %s, want the stack's region", name, got)
+		}
+	}
+	// and a stack of one region writes for none
+	if v := defaultEnvironment(t)[config.EnvRegionFence]; v != "" {
+		t.Errorf("default stack: REGION_FENCE %v, want empty", v)
+	}
+}
+
 func TestSAMLocalCanOverrideEveryVariable(t *testing.T) {
 	// GIVEN the default stack
 	f := defaultStack(t)

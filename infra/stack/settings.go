@@ -115,7 +115,10 @@ type Settings struct {
 	// Notices of a visitor's turn (notify.go, docs/DEPLOY.md "Notices"): on by default (web push);
 	// NoticeSender, an address SES may send from, adds email; NoticeIdentity is the SES identity the
 	// stack creates for it (a domain, or an address), by default the sender's address.
-	Notices        bool
+	Notices bool
+	// RegionFence sets REGION_FENCE to the stack's region on every function: a stack of a
+	// two-region deployment (docs/DEPLOY.md, "Two regions"), whose rooms a failover moves.
+	RegionFence    bool
 	NoticeSender   string
 	NoticeIdentity string
 	// OIDC adds an authenticate-oidc rule to a site's ALB listener (oidc.go); zero: none.
@@ -210,6 +213,7 @@ const (
 	CtxNotices        = "notices"
 	CtxNoticeSender   = "noticeSender"
 	CtxNoticeIdentity = "noticeIdentity"
+	CtxRegionFence    = "regionFence"
 	// The gate's keys (CtxProtectOrigin, CtxProtectRoom, CtxProtectRoutes, CtxProtectOpenPaths) are in gate.go.
 )
 
@@ -295,6 +299,14 @@ var contextSettings = []contextSetting{
 		return nil
 	}},
 	{key: CtxNoticeSender, parse: text(func(s *Settings) *string { return &s.NoticeSender })},
+	{key: CtxRegionFence, parse: func(key string, v any, s *Settings) error {
+		b, err := strconv.ParseBool(fmt.Sprint(v))
+		if err != nil {
+			return fmt.Errorf("%w: %s=%v is not true or false", ErrBadSetting, key, v)
+		}
+		s.RegionFence = b
+		return nil
+	}},
 	{key: CtxNoticeIdentity, parse: text(func(s *Settings) *string { return &s.NoticeIdentity }), check: CheckNoticeSettings},
 }
 

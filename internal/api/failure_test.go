@@ -73,7 +73,10 @@ func (f failing) History(context.Context, string) ([]room.HistoryPoint, error) {
 	return nil, f.fail()
 }
 func (f failing) Drain(context.Context, string) (int64, error) { return 0, f.fail() }
-func (f failing) Delete(context.Context, string) error         { return f.fail() }
+func (f failing) ClaimRegion(context.Context, string) (room.RegionClaim, error) {
+	return room.RegionClaim{}, f.fail()
+}
+func (f failing) Delete(context.Context, string) error { return f.fail() }
 func (f failing) AppendAudit(context.Context, string, room.AuditEntry) error {
 	return f.fail()
 }

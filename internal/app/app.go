@@ -97,7 +97,7 @@ func New(c config.Config, o Options) (*Core, error) {
 	}
 	bopts = append(bopts, bookingdb.WithDefinitions(durable.Events(store))) // event definitions beside the rooms' settings
 	bopts = append(bopts, bookingdb.WithLogger(log))                        // how an event came back from a total loss
-	eng := NewEngine(rdb, o.Clock)
+	eng := NewEngine(rdb, o.Clock, roomdb.WithRegion(c.RegionFence))
 	var under room.Engine = eng
 	if o.Events != nil {
 		under = roomevents.Emit(eng, o.Events, o.Clock, log)
@@ -111,13 +111,14 @@ func (c *Core) Close() error { return c.Redis.Close() }
 
 // NewEngine is the one place the engine's options are chosen: every program
 // gets the same minimum poll interval (pollpolicy.MinInterval). clock nil is
-// time.Now; extra options follow (a simulator's smaller eviction batch).
-func NewEngine(rdb roomdb.Scripter, clock room.Clock, extra ...roomdb.Option) *roomdb.Engine {
-	opts := []roomdb.Option{roomdb.WithMinPollInterval(pollpolicy.MinInterval)}
+// time.Now; more are options of the program's own (the region it writes for,
+// a simulator's smaller eviction batch).
+func NewEngine(rdb roomdb.Scripter, clock room.Clock, more ...roomdb.Option) *roomdb.Engine {
+	opts := append([]roomdb.Option{roomdb.WithMinPollInterval(pollpolicy.MinInterval)}, more...)
 	if clock != nil {
 		opts = append(opts, roomdb.WithClock(clock))
 	}
-	return roomdb.New(rdb, append(opts, extra...)...)
+	return roomdb.New(rdb, opts...)
 }
 
 // NewLogger returns the JSON logger at the configured level.

@@ -285,8 +285,10 @@ type admitter struct {
 	grace    time.Duration
 	resume   map[string]time.Time // only the admit goroutine touches it
 	admitted atomic.Int64
-	reseeded atomic.Int64
-	failed   atomic.Int64
+	// firstAdmit is when (Unix ns) a tick first admitted someone.
+	firstAdmit atomic.Int64
+	reseeded   atomic.Int64
+	failed     atomic.Int64
 	// mergeFailed counts ticks whose merge of arrival shards failed (a shard
 	// could not be read, TickResult.MergeErr), mergeHeld those whose merge
 	// waited after such a failure (room.ErrMergeHeld).
@@ -324,6 +326,9 @@ func (a *admitter) tick(ctx context.Context, id string) {
 	switch {
 	case err == nil:
 		a.admitted.Add(r.Admitted)
+		if r.Admitted > 0 {
+			a.firstAdmit.CompareAndSwap(0, time.Now().UnixNano())
+		}
 		switch {
 		case errors.Is(r.MergeErr, room.ErrMergeHeld):
 			a.mergeHeld.Add(1)
@@ -349,11 +354,14 @@ func (a *admitter) tick(ctx context.Context, id string) {
 // crowdOpts describes a crowd of visitors.
 type crowdOpts struct {
 	engines []*roomdb.Engine // each call picks one at random, as Lambda instances would
-	rooms   []string         // visitor i joins rooms[i % len]
-	n       int
-	poll    time.Duration // mean poll interval
-	hold    time.Duration // mean session length at the origin
-	ledger  *ledger
+	// pick, when set, picks each call's engine instead: the region a name
+	// resolves to (TestChaosRegionFailover).
+	pick   func() *roomdb.Engine
+	rooms  []string // visitor i joins rooms[i % len]
+	n      int
+	poll   time.Duration // mean poll interval
+	hold   time.Duration // mean session length at the origin
+	ledger *ledger
 	// arrive spreads arrivals over this long (0: all at once).
 	arrive time.Duration
 }
@@ -395,7 +403,12 @@ func startCrowd(o crowdOpts) *crowd {
 	return c
 }
 
-func (c *crowd) engine() *roomdb.Engine { return c.o.engines[mrand.IntN(len(c.o.engines))] }
+func (c *crowd) engine() *roomdb.Engine {
+	if c.o.pick != nil {
+		return c.o.pick()
+	}
+	return c.o.engines[mrand.IntN(len(c.o.engines))]
+}
 
 // call runs one engine call under the call budget and records how it went.
 func (c *crowd) call(ctx context.Context, f func(context.Context) error) error {
@@ -628,3 +641,12 @@ func pace(n int, base time.Duration) time.Duration {
 
 // crowdLimit is how long a crowd may take to be served once the fault is over.
 func crowdLimit() time.Duration { return scale(60*time.Second, 180*time.Second) }
+
+// guard is the origin's guard on a second redemption: it keeps the jti (the
+// sequence) of every entry it let in, and reports whether (room, seq) was
+// let in before, which the origin then refuses.
+func (l *ledger) guard(roomID string, seq int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seen[roomID+"/"+strconv.FormatInt(seq, 10)] > 0
+}

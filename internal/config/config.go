@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,7 @@ const (
 	EnvHeadRecordSeconds = "HEAD_RECORD_SECONDS"  // seconds between two records of a room's admission head in SETTINGS_BUCKET; default 10
 	EnvNoticeChannels    = "NOTICE_CHANNELS"      // the notices the deployment sends: push, email, both (comma-separated) or none
 	EnvNoticePushHosts   = "NOTICE_PUSH_HOSTS"    // the push services a push endpoint may be on (comma-separated); default notice.DefaultPushHosts
+	EnvRegionFence       = "REGION_FENCE"         // the region the functions write for in a two-region deployment (docs/ENGINE.md, "Regions"); empty: none
 )
 
 // EnvLambdaFunctionName is set by the Lambda runtime itself (never by the
@@ -83,7 +85,7 @@ func Names() []string {
 	return []string{EnvRedisURL, EnvRedisCluster, EnvRedisCAFile, EnvTicketSecretARN, EnvEntryKeySecretARN,
 		EnvKeyDir, EnvIssuer, EnvAdminAuth, EnvAdminKey, EnvDefaultRoomConfig, EnvLogLevel, EnvLogSample,
 		EnvBookingEventBus, EnvOriginSecretARN, EnvStack, EnvSettingsBucket, EnvKeysObject, EnvHeadRecordSeconds,
-		EnvNoticeChannels, EnvNoticePushHosts}
+		EnvNoticeChannels, EnvNoticePushHosts, EnvRegionFence}
 }
 
 // RuntimeNames are the variables Load reads that the Lambda runtime sets;
@@ -123,6 +125,11 @@ type Config struct {
 	// other request, and every answer of 400 or more, is always logged. Load
 	// sets DefaultLogSample; the zero value logs none of them.
 	LogSample float64
+
+	// RegionFence is the region the engine writes for (REGION_FENCE): set in
+	// a two-region deployment, so a failover fences the old region's late
+	// writes out (roomdb.WithRegion); empty in one region.
+	RegionFence string
 
 	// BookingEventBus is the EventBridge bus the booking kit puts order events
 	// on with PutEvents; empty: they are written to stdout as JSON lines (a
@@ -310,6 +317,12 @@ func (p *problems) readOptional(c *Config, getenv func(string) string) {
 			c.NoticePushHosts = append(c.NoticePushHosts, h)
 		}
 	}
+	if v := getenv(EnvRegionFence); v != "" {
+		if !regionName.MatchString(v) {
+			p.bad("%s=%q is not a region's name (such as us-east-1)", EnvRegionFence, v)
+		}
+		c.RegionFence = v
+	}
 	if v := getenv(EnvHeadRecordSeconds); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 60 {
@@ -318,6 +331,9 @@ func (p *problems) readOptional(c *Config, getenv func(string) string) {
 		c.HeadRecordEvery = time.Duration(n) * time.Second
 	}
 }
+
+// regionName is what REGION_FENCE may be (lua.InRegion's rule).
+var regionName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
 
 // ParseLogSample is the one reading of LOG_SAMPLE (and of the stack's logSample
 // setting): a fraction from 0 to 1. On error it returns DefaultLogSample.

@@ -476,6 +476,13 @@ func (q *Queue) Drain(ctx context.Context, id string) (int64, error) {
 	return q.eng.Drain(ctx, id)
 }
 
+// ClaimRegion gives the room to the engine's region at a failover
+// (roomdb.Engine.ClaimRegion); a room missing from Redis is restored first,
+// as the engine's region's.
+func (q *Queue) ClaimRegion(ctx context.Context, id string) (room.RegionClaim, error) {
+	return retry(ctx, q, id, func() (room.RegionClaim, error) { return q.eng.ClaimRegion(ctx, id) })
+}
+
 // History returns the room's last hour (roomdb.Engine.History); a room missing
 // from Redis has none, so it is not restored for this.
 func (q *Queue) History(ctx context.Context, id string) ([]room.HistoryPoint, error) {

@@ -35,6 +35,10 @@ type Engine interface {
 	AppendAudit(ctx context.Context, room string, e AuditEntry) error
 	Audit(ctx context.Context, room string) ([]AuditEntry, error)
 
+	// ClaimRegion gives the room to the engine's region at a failover
+	// (docs/ENGINE.md, "Regions").
+	ClaimRegion(ctx context.Context, room string) (RegionClaim, error)
+
 	// The head and the tombstone, which a restore after a total loss sets.
 	Head(ctx context.Context, room string, floor float64) (float64, error)
 	FloorNow(ctx context.Context, room string) (float64, error)

@@ -92,6 +92,11 @@ type Engine struct {
 	cfgs map[string]versioned
 	// Rooms whose arrival shards could not be read: their merges wait (arrivals.go, holdMerges).
 	holds map[string]mergeHold
+
+	// The region this engine writes for, and its scripts as that region
+	// runs them (region.go, WithRegion).
+	region string
+	bound  sync.Map // script name → script
 }
 
 type versioned struct {
@@ -147,9 +152,9 @@ func (e *Engine) runKeys(ctx context.Context, s script, roomID string, extra []s
 	if !room.ValidRoomID(roomID) {
 		return nil, room.ErrInvalidRoom
 	}
-	reply, err := s.Reply(ctx, e.rdb, append(KeysFor(roomID).List(), extra...), args...)
+	reply, err := e.inRegion(s).Reply(ctx, e.rdb, append(KeysFor(roomID).List(), extra...), args...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", room.ErrUnavailable, err)
+		return nil, unavailable(err)
 	}
 	return reply, nil
 }

@@ -81,6 +81,7 @@ var (
 	AdminGetRoom          = Route{Method: "GET", Path: "/api/admin/rooms/{room}", Function: Admin, Admin: true}
 	AdminListRooms        = Route{Method: "GET", Path: "/api/admin/rooms", Function: Admin, Admin: true}
 	AdminDrainRoom        = Route{Method: "POST", Path: "/api/admin/rooms/{room}/drain", Function: Admin, Admin: true}
+	AdminClaimRegion      = Route{Method: "POST", Path: "/api/admin/rooms/{room}/region", Function: Admin, Admin: true}
 	AdminRoomHistory      = Route{Method: "GET", Path: "/api/admin/rooms/{room}/history", Function: Admin, Admin: true}
 	AdminDeleteRoom       = Route{Method: "DELETE", Path: "/api/admin/rooms/{room}", Function: Admin, Admin: true}
 	AdminRoomLog          = Route{Method: "GET", Path: "/api/admin/rooms/{room}/log", Function: Admin, Admin: true}
@@ -148,6 +149,7 @@ var All = []Route{
 	AdminGetRoom,
 	AdminListRooms,
 	AdminDrainRoom,
+	AdminClaimRegion,
 	AdminRoomHistory,
 	AdminDeleteRoom,
 	AdminRoomLog,

@@ -541,6 +541,23 @@ func (h *API) drainRoom(ctx context.Context, r *httpapi.Request) (events.APIGate
 	}{r.Room, n}), nil
 }
 
+// claimRegion gives the room to the region of the functions that answer (a
+// failover, docs/OPERATING.md "A region's outage"): the old region's late
+// writes are fenced out of it from then on. Kept in the room's audit log.
+func (h *API) claimRegion(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
+	c, err := h.o.Queue.ClaimRegion(ctx, r.Room)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if c.Previous != c.Region {
+		h.record(ctx, r, room.AuditEntry{Action: "claim region"})
+	}
+	return httpapi.JSON(http.StatusOK, struct {
+		Room string `json:"room"`
+		room.RegionClaim
+	}{r.Room, c}), nil
+}
+
 // roomHistory answers the room's last hour, a point a minute, as the
 // admission ticks recorded it (Engine.History), for the console's charts.
 func (h *API) roomHistory(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {

@@ -39,6 +39,9 @@ type Engine interface {
 	PutConfig(ctx context.Context, room string, cfg room.Config) (room.Config, error)
 	Rooms(ctx context.Context) ([]string, error)
 	Drain(ctx context.Context, room string) (int64, error)
+	// ClaimRegion gives the room to this deployment's region at a failover
+	// (vestibule region failover).
+	ClaimRegion(ctx context.Context, room string) (room.RegionClaim, error)
 	History(ctx context.Context, room string) ([]room.HistoryPoint, error)
 	// Delete removes a room for good (DELETE /api/admin/rooms/{room});
 	// room.ErrCannotDelete when the settings store cannot (501).
@@ -158,6 +161,7 @@ func (h *API) AdminHandlers() map[routes.Route]httpapi.HandlerFunc {
 		routes.AdminGetRoom:     h.getRoom,
 		routes.AdminListRooms:   h.listRooms,
 		routes.AdminDrainRoom:   h.drainRoomAudited, // audit.go
+		routes.AdminClaimRegion: h.claimRegion,
 		routes.AdminRoomHistory: h.roomHistory,
 		routes.AdminSchedule:    h.schedule, // schedule.go
 		routes.AdminPlan:        h.plan,

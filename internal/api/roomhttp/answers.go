@@ -22,6 +22,7 @@ var Answers = httpapi.Answers{
 	// Not a Redis outage (no RedisErrors metric): an operator PUTs the room again.
 	{Err: room.ErrNotRestorable, Status: http.StatusServiceUnavailable, Code: "room_unrestorable",
 		Message: "the room's stored settings cannot be read; an operator must PUT the room again"},
+	{Err: room.ErrNoRegion, Status: http.StatusConflict, Code: "no_region", Message: "this deployment's functions write for no region: it has no standby to fail over to"},
 	{Err: room.ErrNotClosed, Status: http.StatusConflict, Code: "room_not_closed", Message: "only a closed room can be drained"},
 	{Err: room.ErrClosed, Status: http.StatusConflict, Code: "room_closed", Message: "the room is closed"},
 	{Err: room.ErrAlreadyConsumed, Status: http.StatusConflict, Code: "already_consumed", Message: "this entry was already used"},
