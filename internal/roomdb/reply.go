@@ -30,12 +30,13 @@ const (
 	wordOff       = "off"       // notice: the room offers no notices
 	wordNoPlace   = "noplace"   // notice: the visitor holds no place in the queue
 	wordNoNotice  = "nonotice"  // noticeack: no such notice due
+	wordRoom      = "room"      // spoll: the room's shard answers this place, not the arrival shard
 )
 
 // replyWords is every reply word, for the test that the scripts use no other.
 var replyWords = []string{wordOK, wordNoRoom, wordNoGrant, wordClosed, wordConsumed, wordExpired,
 	wordAudience, wordSlow, wordChallenge, wordSpent, wordLimited, wordCreated, wordUpdated, wordBusy, wordOpen, wordArrived,
-	wordStale, wordRaced, wordUninvited, wordRevoked, wordUsed, wordStands, wordOff, wordNoPlace, wordNoNotice}
+	wordStale, wordRaced, wordUninvited, wordRevoked, wordUsed, wordStands, wordOff, wordNoPlace, wordNoNotice, wordRoom}
 
 // stateActive is the place state of a consumed grant (a running session); the
 // API reports it as StateAdmitted with Place.Active.

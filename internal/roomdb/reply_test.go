@@ -10,22 +10,19 @@ import (
 	"github.com/vestibule-dev/vestibule/lua"
 )
 
-// The scripts answer in one vocabulary: every one-word reply a script returns
-// is a word the engine names (reply.go).
+// The room scripts (every one of lua.Sources) answer in one vocabulary: every
+// one-word reply a script returns is a word the engine names (reply.go).
 func TestReplyWords(t *testing.T) {
 	word := regexp.MustCompile(`return \{'([a-z]+)'`)
-	scripts := map[string]string{"enqueue": lua.Enqueue, "poll": lua.Poll, "tick": lua.Tick, "consume": lua.Consume,
-		"complete": lua.Complete, "leave": lua.Leave, "config": lua.Config, "stats": lua.Stats, "ratelimit": lua.RateLimit,
-		"drain": lua.Drain, "arrive": lua.Arrive, "arrivals": lua.Arrivals, "arrtrim": lua.ArrTrim, "merge": lua.Merge,
-		"arrdrop": lua.ArrDrop, "fence": lua.Fence, "arrfence": lua.ArrFence,
-		"invite": lua.Invite, "bypass": lua.Bypass, "visitor": lua.Visitor, "restore": lua.Restore,
-		"notice": lua.Notice, "notices": lua.Notices, "noticeack": lua.NoticeAck}
 	seen := map[string]bool{}
-	for name, src := range scripts {
-		for _, m := range word.FindAllStringSubmatch(src, -1) {
+	for _, src := range lua.Sources {
+		if !src.Room() {
+			continue
+		}
+		for _, m := range word.FindAllStringSubmatch(src.Op, -1) {
 			seen[m[1]] = true
 			if !slices.Contains(replyWords, m[1]) {
-				t.Errorf("%s.lua answers %q, which is not a reply word", name, m[1])
+				t.Errorf("%s answers %q, which is not a reply word", src.File, m[1])
 			}
 		}
 	}
