@@ -325,17 +325,25 @@ local function told_class(budget)
   return c
 end
 
--- told is the heartbeat class of a place: how long the engine holds it without
--- a poll, beyond the grace. A waiting visitor at position pos is told to poll
--- by its ETA at the latest (position over the pace, plus SLACK), never later
--- than MAX_TOLD, farther back the ETA less FAR_LEFT up to FAR_TOLD (budget_of);
--- anywhere nobody is admitted from (pre-queue, paused, closed), MAX_TOLD.
--- Returns the class and its budget (ms), which the reply carries: the poll
--- policy (internal/pollpolicy) tells no more than that.
-local function told(cfg, pos)
+-- told_at is the heartbeat class of a place: how long the engine holds it
+-- without a poll, beyond the grace. A waiting visitor at position pos of a
+-- line that moves per_minute places a minute is told to poll by its ETA at the
+-- latest (position over the pace, plus SLACK), never later than MAX_TOLD,
+-- farther back the ETA less FAR_LEFT up to FAR_TOLD (budget_of), and no later
+-- than cap ms when given (at least a second: spoll.lua's bound by the zone);
+-- anywhere nobody is admitted from (pos nil: pre-queue, paused, closed),
+-- MAX_TOLD. Returns the class and its budget (ms), which the reply carries:
+-- the poll policy (internal/pollpolicy) tells no more than that.
+local function told_at(pos, per_minute, cap)
   local budget = MAX_TOLD
-  if pos then budget = budget_of(math.floor(pos * 60000 / pace(cfg, pos))) end
+  if pos then budget = budget_of(math.floor(pos * 60000 / per_minute)) end
+  if cap then budget = math.max(1000, math.min(budget, cap)) end
   return told_class(budget), budget
+end
+
+-- told is told_at of a place of the room, at its pace (pace above).
+local function told(cfg, pos)
+  return told_at(pos, pos and pace(cfg, pos))
 end
 local function head() return tonumber(redis.call('HGET', K_ST, 'head')) or -1 end
 

@@ -124,6 +124,12 @@ func TestFarPollsTouchNoKeyOfTheRoomsSlot(t *testing.T) {
 		if !e.shardBeat(tk) {
 			t.Fatalf("no heartbeat on the shard after a poll there")
 		}
+		// The shard's heartbeat holds the class of the budget told, as the
+		// room's shard writes it (lib.lua told_at, room.ToldClass).
+		v, err := e.rdb.HGet(e.ctx, roomdb.ArrivalKeysFor(e.room, int(residue(tk.Seq))-1).Heartbeats(), roomdb.HeartbeatField(tk.Seq)).Result()
+		if _, class, ok := roomdb.ParseHeartbeat(v); err != nil || !ok || class != room.ToldClass(p.PollWithin.Milliseconds()) {
+			t.Fatalf("the shard's heartbeat: class %d (%v), want room.ToldClass(%v) = %d", class, err, p.PollWithin, room.ToldClass(p.PollWithin.Milliseconds()))
+		}
 		far++
 	}
 	// The front's visitors poll the room's shard, exactly.
