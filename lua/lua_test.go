@@ -56,7 +56,7 @@ func TestEveryScriptHasASource(t *testing.T) {
 		}
 	}
 	for _, f := range files {
-		if libs[f] != "" {
+		if libFiles[f] {
 			continue
 		}
 		if rows[f] != 1 {

@@ -7,7 +7,7 @@ package lua
 // TestEveryScriptHasASource.
 type Source struct {
 	File string // the operation's file in lua/
-	Lib  string // the lib's file: "lib.lua" (a room script), "booking_lib.lua", or "" (it stands alone)
+	Lib  string // the lib: "lib.lua" (a room script: lib.lua and pace.lua), "booking_lib.lua", or "" (it stands alone)
 	Op   string // the operation, as the file holds it
 	Run  string // what is loaded: the lib's definitions it uses, then Op
 }
@@ -70,5 +70,9 @@ var Sources = []Source{
 	{"booking_active.lua", "", BookingActive, BookingActive},
 }
 
-// libs are the libs' files and texts, by name.
-var libs = map[string]string{"lib.lua": lib, "booking_lib.lua": bookingLib}
+// libs are the libs by the name Source.Lib gives them, and libFiles the
+// files they are made of.
+var (
+	libs     = map[string]string{"lib.lua": roomLib, "booking_lib.lua": bookingLib}
+	libFiles = map[string]bool{"lib.lua": true, "pace.lua": true, "booking_lib.lua": true}
+)

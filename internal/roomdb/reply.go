@@ -73,7 +73,7 @@ const (
 	tickGranted            // admitted (grants),
 	tickActive             // active (sessions)
 	tickLenEvent
-	// A tick that switched the net or stepped the pace adds these (lib.lua steer).
+	// A tick that switched the net or stepped the pace adds these (pace.lua steer).
 	tickNet      = iota - 2 // '1' on, '0' off, '' no switch
 	tickNetWhy              // why it switched
 	tickPaceFrom            // the pace before × 1000, 0 when no step
@@ -95,7 +95,7 @@ const (
 	statsPace              // the pace, admissions a minute × 1000 (lib.lua pace)
 	statsNet               // the safety net: '1' on, else off
 	statsNetWhy            // why it last switched
-	statsPaceWhy           // why the pace is where it is (lib.lua pace_tick), '' for none
+	statsPaceWhy           // why the pace is where it is (pace.lua pace_tick), '' for none
 	statsRate              // the admission rate, a minute × 1000 (lib.lua steer_rate)
 	statsSignups           // notice sign-ups, ever
 	statsSent              // notices sent, ever
