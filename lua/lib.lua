@@ -2,18 +2,10 @@
 -- It only defines locals: everything here runs on every call, so it stays small
 -- (the cost of a script is mostly its redis.call count, see docs/ENGINE.md).
 --
--- Every room script takes the same KEYS, all under the room's hash tag {room}:
--- KEYS[1] -> vst:{room}:cfg   HASH  room settings (+ seed, ver, rate, waiting: the count of q,
---                                   kept by every script that changes q, so poll needs no ZCARD;
---                                   full: '1' while the tick finds every slot taken, share: the
---                                   share of the front admitted, not skipped; see pace())
--- KEYS[2] -> vst:{room}:st    HASH  engine state: seq, head, tokens, refill, ring r0..r59, sweep, epoch, created, floor, dead, tickat, counters
--- KEYS[3] -> vst:{room}:q     ZSET  waiting (and pre-queue): member seq, score seq or draw
--- KEYS[4] -> vst:{room}:hb    HASH  heartbeats: field = seq as 7-byte integer, value = told class x 2^42 + last seen (ms), 6 bytes
--- KEYS[5] -> vst:{room}:adm   ZSET  grants: member seq, score claim deadline (ms)
--- KEYS[6] -> vst:{room}:act   ZSET  sessions: member seq, score session end (ms)
--- KEYS[7] -> vst:{room}:used  ZSET  consumed grants: member seq, score consume time (ms), or the end of the recovery window
--- KEYS[8] -> vst:{room}:left  ZSET  visitors who left: member seq, score queue score
+-- Every room script takes the same KEYS, all under the room's hash tag {room}
+-- (roomdb.Keys.List): KEYS[1] cfg, KEYS[2] st, KEYS[3] q, KEYS[4] hb, KEYS[5] adm,
+-- KEYS[6] act, KEYS[7] used, KEYS[8] left (vst:{room}:cfg ...). What each key
+-- holds, and every other key of a room: docs/ENGINE.md, "Keys" (the one table).
 --
 -- Replies (named in internal/roomdb/reply.go):
 -- * one word for an outcome: 'ok', 'noroom' (unknown room: no settings),
