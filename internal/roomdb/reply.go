@@ -139,3 +139,19 @@ const (
 	consumeEnds = 1 // the session's end (ms)
 	slowWait    = 1 // ms until the next poll is allowed
 )
+
+// The visitor reply (visitor.lua) when it is wordOK, by position; each ”
+// (rank -1) when the visitor is not there.
+const (
+	visitorScore     = iota + 1 // the queue score
+	visitorRank                 // 0-based; rankSecret in the pre-queue
+	visitorHeartbeat            // the heartbeat's value (ParseHeartbeat)
+	visitorDeadline             // the grant's claim deadline (ms)
+	visitorEnds                 // the session's end (ms)
+	visitorUsed                 // the used score (ms)
+	visitorLeft                 // the left score
+	visitorClaimTTL             // claimTTLSeconds
+	visitorMark                 // the arrivals' merged mark ('' for a room that never spread)
+	visitorServed               // '1' served, 'floor' at or below the floor or the tombstone, else ''
+	visitorLen
+)
