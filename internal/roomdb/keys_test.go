@@ -34,17 +34,22 @@ func (h *scriptKeys) record(c redis.Cmder) {
 		}
 	}
 }
-func (h *scriptKeys) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *scriptKeys) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+
+// eachCmd is a hook that calls its function with every command a client
+// sends, alone or in a pipeline.
+type eachCmd func(redis.Cmder)
+
+func (f eachCmd) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (f eachCmd) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.record(cmd)
+		f(cmd)
 		return next(ctx, cmd)
 	}
 }
-func (h *scriptKeys) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (f eachCmd) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		for _, c := range cmds {
-			h.record(c)
+			f(c)
 		}
 		return next(ctx, cmds)
 	}
@@ -83,7 +88,7 @@ func namedKeys(v any) (exact []string, prefixes []string) {
 // from its settings to its deletion, runs every kind of script it has.
 func TestScriptsTakeOnlyKeysOfKeysGo(t *testing.T) {
 	h := &scriptKeys{keys: map[string]string{}}
-	rdb := hooked(t, h)
+	rdb := hooked(t, eachCmd(h.record))
 	e := newEnv(t, rdb, farRoom())
 	known := map[string]bool{}
 	var prefixes []string
