@@ -122,12 +122,12 @@ test-short: deps-redis deps-nginx
 
 ## vulncheck: govulncheck (pinned) over the code, against the vulnerability database of
 ## golang.org/x/vulndb at VULNDB_VERSION, from the module proxy; it fails on a vulnerability the
-## code calls in a required module (internal/vulngate)
+## code calls in a required module (cmd/vulngate)
 vulncheck:
 	@dir=$$(go mod download -json golang.org/x/vulndb@$(VULNDB_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
 	  [ -d "$$dir/data/osv" ] || { echo "make vulncheck: no vulnerability database in golang.org/x/vulndb@$(VULNDB_VERSION)" >&2; exit 1; }; \
-	  set -o pipefail; echo "go run $(GOVULNCHECK) -db file://$$dir/data/osv -format json ./... | go run ./internal/vulngate -stdlib=$(VULNCHECK_STDLIB)"; \
-	  go run $(GOVULNCHECK) -db file://$$dir/data/osv -format json ./... | go run ./internal/vulngate -stdlib=$(VULNCHECK_STDLIB)
+	  set -o pipefail; echo "go run $(GOVULNCHECK) -db file://$$dir/data/osv -format json ./... | go run ./cmd/vulngate -stdlib=$(VULNCHECK_STDLIB)"; \
+	  go run $(GOVULNCHECK) -db file://$$dir/data/osv -format json ./... | go run ./cmd/vulngate -stdlib=$(VULNCHECK_STDLIB)
 
 ## build: dist/<function>/bootstrap for linux/arm64, as deployed
 build:

@@ -11,7 +11,6 @@
 --            event comes back closed to holds (below). '2' for a definition
 --            of an event the store already has: an event missing here was lost
 --            with Redis, so it comes back closed too. '' otherwise
-
 -- ARGV[8] -> n, the number of seats
 -- ARGV[9 .. 8+n] -> seat names (distinct)
 -- ARGV[9+n ..] -> pairs: sku name, units (distinct skus, units >= 0)

@@ -2,18 +2,10 @@
 -- It only defines locals: everything here runs on every call, so it stays small
 -- (the cost of a script is mostly its redis.call count, see docs/ENGINE.md).
 --
--- Every room script takes the same KEYS, all under the room's hash tag {room}:
--- KEYS[1] -> vst:{room}:cfg   HASH  room settings (+ seed, ver, rate, waiting: the count of q,
---                                   kept by every script that changes q, so poll needs no ZCARD;
---                                   full: '1' while the tick finds every slot taken, share: the
---                                   share of the front admitted, not skipped; see pace())
--- KEYS[2] -> vst:{room}:st    HASH  engine state: seq, head, tokens, refill, ring r0..r59, sweep, epoch, created, floor, dead, tickat, counters
--- KEYS[3] -> vst:{room}:q     ZSET  waiting (and pre-queue): member seq, score seq or draw
--- KEYS[4] -> vst:{room}:hb    HASH  heartbeats: field = seq as 7-byte integer, value = told class x 2^42 + last seen (ms), 6 bytes
--- KEYS[5] -> vst:{room}:adm   ZSET  grants: member seq, score claim deadline (ms)
--- KEYS[6] -> vst:{room}:act   ZSET  sessions: member seq, score session end (ms)
--- KEYS[7] -> vst:{room}:used  ZSET  consumed grants: member seq, score consume time (ms), or the end of the recovery window
--- KEYS[8] -> vst:{room}:left  ZSET  visitors who left: member seq, score queue score
+-- Every room script takes the same KEYS, all under the room's hash tag {room}
+-- (roomdb.Keys.List): KEYS[1] cfg, KEYS[2] st, KEYS[3] q, KEYS[4] hb, KEYS[5] adm,
+-- KEYS[6] act, KEYS[7] used, KEYS[8] left (vst:{room}:cfg ...). What each key
+-- holds, and every other key of a room: docs/ENGINE.md, "Keys" (the one table).
 --
 -- Replies (named in internal/roomdb/reply.go):
 -- * one word for an outcome: 'ok', 'noroom' (unknown room: no settings),
@@ -52,7 +44,7 @@ end
 
 -- steer_rate is the admission rate the room runs at: admitPerMinute, or,
 -- while the pace follows the origin (admitPerMinuteMin > 0), the effective
--- rate the ticks steer (eff in cfg: pace_tick), within admitPerMinuteMin..admitPerMinute
+-- rate the ticks steer (eff in cfg: pace.lua pace_tick), within admitPerMinuteMin..admitPerMinute
 -- and admitPerMinute until a tick set one (a new room, whose origin has said
 -- nothing yet; a room restored after a loss starts at its floor: steer_created).
 -- Read with the settings, so a lower rate is believed by the next reply.
@@ -110,10 +102,10 @@ local function load_cfg()
   c.rate = steer_rate(c, v[18])
   -- plan: the pace the ETAs are told at (pace below): the rate, or while it
   -- climbs a pace of the climb ahead, after a halving the cut it may bring
-  -- (pace_tick); within admitPerMinuteMin..admitPerMinute.
+  -- (pace.lua pace_tick); within admitPerMinuteMin..admitPerMinute.
   c.plan = c.rate
   if c.rateMin > 0 and v[22] then c.plan = math.min(c.configured, math.max(c.rateMin, tonumber(v[22]) or c.rate)) end
-  -- While the steered pace climbs (pace_tick), its slope (admissions a minute,
+  -- While the steered pace climbs (pace.lua pace_tick), its slope (admissions a minute,
   -- each minute) and where it stops: each place's own pace follows the climb
   -- (pace below). 0 when it does not climb.
   c.slope, c.top = 0, c.rate
@@ -333,7 +325,7 @@ end
 -- rate every ETA and told poll is made from (docs/ENGINE.md, "The pace"). Its
 -- admissions are the configured rate while a slot is free (a full bucket and
 -- a free slot admit at the next tick, whatever was measured while few came;
--- while a steered pace climbs, the plan of its climb: pace_tick);
+-- while a steered pace climbs, the plan of its climb: pace.lua pace_plan);
 -- once the ticks find every slot taken (cfg.full), the rate slots free at: the
 -- admissions measured, at least every slot once per longest hold (sessionTTL
 -- or claimTTL), never above the configured rate, so a lower rate is believed
@@ -343,7 +335,7 @@ end
 -- While a steered pace climbs, the place at pos (when given) is told its own
 -- pace: its places over the time the climb takes to pass them (climb_minutes),
 -- so each place's ETA is its own wait on the climb; without a place, the
--- climb's one plan (pace_tick).
+-- climb's one plan (pace.lua pace_plan).
 local function pace(cfg, pos)
   if cfg.full ~= '1' then
     if pos and pos > 0 and cfg.slope > 0 then
@@ -363,17 +355,25 @@ local function told_class(budget)
   return c
 end
 
--- told is the heartbeat class of a place: how long the engine holds it without
--- a poll, beyond the grace. A waiting visitor at position pos is told to poll
--- by its ETA at the latest (position over the pace, plus SLACK), never later
--- than MAX_TOLD, farther back the ETA less FAR_LEFT up to FAR_TOLD (budget_of);
--- anywhere nobody is admitted from (pre-queue, paused, closed), MAX_TOLD.
--- Returns the class and its budget (ms), which the reply carries: the poll
--- policy (internal/pollpolicy) tells no more than that.
-local function told(cfg, pos)
+-- told_at is the heartbeat class of a place: how long the engine holds it
+-- without a poll, beyond the grace. A waiting visitor at position pos of a
+-- line that moves per_minute places a minute is told to poll by its ETA at the
+-- latest (position over the pace, plus SLACK), never later than MAX_TOLD,
+-- farther back the ETA less FAR_LEFT up to FAR_TOLD (budget_of), and no later
+-- than cap ms when given (at least a second: spoll.lua's bound by the zone);
+-- anywhere nobody is admitted from (pos nil: pre-queue, paused, closed),
+-- MAX_TOLD. Returns the class and its budget (ms), which the reply carries:
+-- the poll policy (internal/pollpolicy) tells no more than that.
+local function told_at(pos, per_minute, cap)
   local budget = MAX_TOLD
-  if pos then budget = budget_of(math.floor(pos * 60000 / pace(cfg, pos))) end
+  if pos then budget = budget_of(math.floor(pos * 60000 / per_minute)) end
+  if cap then budget = math.max(1000, math.min(budget, cap)) end
   return told_class(budget), budget
+end
+
+-- told is told_at of a place of the room, at its pace (pace above).
+local function told(cfg, pos)
+  return told_at(pos, pos and pace(cfg, pos))
 end
 local function head() return tonumber(redis.call('HGET', K_ST, 'head')) or -1 end
 
@@ -653,123 +653,6 @@ local function net_tick(cfg, now, waiting)
     redis.call('HSET', K_CFG, 'net', '0', 'netwhy', 'calm', 'netat', tostring(now))
     redis.call('HDEL', K_ST, 'calm')
   end
-end
-
--- The pace that follows the origin: at an origin load (Vestibule-Load, 0..1:
--- load and loadat in st) of LOAD_HIGH or more it backs off to BACKOFF of itself,
--- at most once every BACKOFF_EVERY ms (the load answers admissions seconds
--- later; within LOAD_MEMORY of a cut, only while the load scaled to the new
--- pace stays high), and the first cut of a spell at a load of LOAD_FULL (at
--- least full: the pace may be twice what the origin takes) to BACKOFF_FULL of
--- itself; from LOAD_OK to LOAD_HIGH it holds; below LOAD_OK, or with no report
--- for LOAD_STALE ms, it climbs by (admitPerMinute - admitPerMinuteMin) every
--- CLIMB_MS. Never below admitPerMinuteMin, never above admitPerMinute.
-local LOAD_HIGH, LOAD_OK, LOAD_STALE = 0.9, 0.75, 30000
-local BACKOFF, BACKOFF_EVERY, CLIMB_MS = 0.75, 5000, 180000
--- LOAD_MEMORY: how long after a cut the origin's load still counts visitors
--- admitted before it (its window, 10 s in docs/API.md, and the seconds a
--- visitor takes to land after the grant).
-local LOAD_MEMORY = 15000
-local LOAD_FULL, BACKOFF_FULL = 1, 0.5
-
--- climb_plan is the one pace of the climb where no place is given (a place
--- is told its own: pace above): the pace the ticks publish to the arrival
--- shards for their far visitors. The near places (a wait of NEAR_MIN minutes, the shortest whose ETA
--- counts) pass at about the rate, the last of the waiting nearer the top. Told the geometric mean of the two,
--- both ETAs lie equally far from their waits; when they are too far apart
--- for both to lie within 0.67-1.5 (far over near above 2.25: a climb from
--- the floor with a long line), the near ones are told 0.67 of the pace
--- they see and the far ones run long, since a wait longer than told is the
--- worse for a visitor.
-local NEAR_MIN = 0.5
-local function climb_plan(rate, slope, top, waiting)
-  local near = math.min(top, rate + slope * NEAR_MIN / 2)
-  local far = near
-  if waiting and waiting > 0 then far = math.max(near, waiting / climb_minutes(rate, slope, top, waiting)) end
-  return math.min(math.sqrt(near * far), near / 0.67)
-end
-
--- pace_tick is a tick's step of the pace (eff and effwhy in cfg: 'backoff',
--- 'floor', 'hold', 'climb', 'quiet' (climbing without reports), 'top').
--- Returns the rate before and after and why, when a step is worth a report (a
--- back-off, or a change of why); else nil.
-local function pace_tick(cfg, now, waiting)
-  if cfg.rateMin <= 0 or (cfg.mode ~= 'queue' and cfg.mode ~= 'auto') then return nil end
-  local st = redis.call('HMGET', K_ST, 'load', 'loadat', 'effat', 'effcut', 'effpre')
-  local was = redis.call('HGET', K_CFG, 'effwhy') or ''
-  local load = tonumber(st[1])
-  if load and now - (tonumber(st[2]) or 0) > LOAD_STALE then load = nil end
-  local old, lo, hi = cfg.rate, cfg.rateMin, cfg.configured
-  local rate, why, cut = old, was, false
-  local since = now - (tonumber(st[4]) or 0)
-  if load and load >= LOAD_HIGH then
-    -- Within LOAD_MEMORY of a cut the load still counts the visitors admitted
-    -- before it: judged at the pace that made it (load x rate / the rate
-    -- before the cut), a cut that answered it is not cut again.
-    local seen = load
-    if since < LOAD_MEMORY then seen = load * old / (tonumber(st[5]) or old) end
-    if seen >= LOAD_HIGH and since >= BACKOFF_EVERY then
-      local f = BACKOFF
-      if load >= LOAD_FULL and was ~= 'backoff' and was ~= 'floor' then f = BACKOFF_FULL end
-      rate, why, cut = math.max(lo, old * f), 'backoff', true
-      redis.call('HSET', K_ST, 'effcut', tostring(now), 'effpre', num(old))
-    end
-    if rate <= lo then why = 'floor' end
-  elseif load and load >= LOAD_OK then
-    why = 'hold'
-  else
-    local dt = math.min(5000, math.max(0, now - (tonumber(st[3]) or now)))
-    rate = math.min(hi, old + (hi - lo) * dt / CLIMB_MS)
-    why = 'climb'
-    if not load then why = 'quiet' end
-    if rate >= hi then why = 'top' end
-  end
-  -- The ETAs' pace while it climbs (climb_plan): the climb stops at the
-  -- setting or, by the origin's load, where the origin will say LOAD_HIGH
-  -- (its load grows with the pace: rate / load is what it takes in full).
-  -- After a halving (a load of 1: at least full), while the halved pace
-  -- stands, the pace of the quarter cut it brings when the site takes no
-  -- more than the halved pace: a wait told at the halved pace runs short if
-  -- that cut comes (0.65 of it in the bench), one told at the cut's runs
-  -- 1.33 x long if it does not. Not only until the halved pace's load is
-  -- known (LOAD_MEMORY): a site at that pace reads about full, and may read
-  -- a hold for a tick or two before the cut.
-  local plan = rate
-  local pre = tonumber(st[5]) or 0
-  if cut then pre = old end
-  if (why == 'backoff' or why == 'hold') and pre >= 2 * rate * 0.999 then
-    plan = math.max(lo, rate * BACKOFF)
-  end
-  local slope, top = 0, rate
-  if why == 'climb' or why == 'quiet' then
-    top = hi
-    if load and load > 0 then top = math.min(hi, math.max(rate, rate / load * LOAD_HIGH)) end
-    slope = (hi - lo) * 60000 / CLIMB_MS
-    plan = climb_plan(rate, slope, top, waiting)
-  end
-  redis.call('HSET', K_ST, 'effat', tostring(now))
-  redis.call('HSET', K_CFG, 'eff', num(rate), 'effwhy', why, 'effplan', num(plan), 'effslope', num(slope), 'efftop', num(top))
-  if (cut and rate < old) or why ~= was then return old, rate, why end
-  return nil
-end
-
--- steer is a tick's turn of the net (auto, opened) and the pace. Returns nil,
--- or what the tick reports (tick.lua): {net ('1', '0' or '' when it did not
--- switch since the last report), why, pace before x 1000, after x 1000 (both 0
--- when it did not change), why ('' for none)}.
-local function steer(cfg, now, waiting)
-  if cfg.mode == 'auto' and cfg.opensAt <= now then net_tick(cfg, now, waiting) end
-  local old, new, pwhy = pace_tick(cfg, now, waiting)
-  local v = redis.call('HMGET', K_CFG, 'net', 'netwhy')
-  local net, seen = v[1] or '0', redis.call('HGET', K_ST, 'netseen') or '0'
-  if net == seen and not pwhy then return nil end
-  local out = {'', '', 0, 0, ''}
-  if net ~= seen then
-    redis.call('HSET', K_ST, 'netseen', net)
-    out[1], out[2] = net, v[2] or ''
-  end
-  if pwhy then out[3], out[4], out[5] = math.floor(old * 1000), math.floor(new * 1000), pwhy end
-  return out
 end
 
 -- steer_created is a new room's net and pace (config.lua): a room created

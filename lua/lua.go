@@ -12,6 +12,15 @@ import (
 //go:embed lib.lua
 var lib string
 
+// pace.lua is the pace that follows the origin: lib.lua's to the scripts, put
+// after it (it builds on lib.lua's definitions; lib.lua's pace reads what it stores).
+//
+//go:embed pace.lua
+var paceLib string
+
+// roomLib is what the room scripts share: lib.lua, then pace.lua.
+var roomLib = lib + paceLib
+
 //go:embed enqueue.lua
 var enqueue string
 
@@ -99,57 +108,57 @@ var schedfree string
 //go:embed claim.lua
 var claim string
 
-// The scripts, ready to load: what each uses of lib.lua, then the operation.
+// The scripts, ready to load: what each uses of roomLib, then the operation.
 var (
-	Enqueue  = withLib(lib, enqueue)
-	Poll     = withLib(lib, poll)
-	Tick     = withLib(lib, tick)
-	Consume  = withLib(lib, consume)
-	Complete = withLib(lib, complete)
-	Renew    = withLib(lib, renew)
-	Leave    = withLib(lib, leave)
-	Config   = withLib(lib, config)
-	Stats    = withLib(lib, stats)
-	Head     = withLib(lib, head)
-	Drain    = withLib(lib, drain)
+	Enqueue  = withLib(roomLib, enqueue)
+	Poll     = withLib(roomLib, poll)
+	Tick     = withLib(roomLib, tick)
+	Consume  = withLib(roomLib, consume)
+	Complete = withLib(roomLib, complete)
+	Renew    = withLib(roomLib, renew)
+	Leave    = withLib(roomLib, leave)
+	Config   = withLib(roomLib, config)
+	Stats    = withLib(roomLib, stats)
+	Head     = withLib(roomLib, head)
+	Drain    = withLib(roomLib, drain)
 	// RateLimit takes its own KEYS (the room's config and one client's
 	// limiter); lib.lua only lends it limit_client.
-	RateLimit = withLib(lib, ratelimit)
+	RateLimit = withLib(roomLib, ratelimit)
 	// The arrival shards' scripts take their own KEYS (docs/ENGINE.md, "Arrival
 	// shards"); merge runs on the room's shard with the room's KEYS.
-	Arrive   = withLib(lib, arrive)
-	Arrivals = withLib(lib, arrivals)
-	ArrTrim  = withLib(lib, arrtrim)
-	Merge    = withLib(lib, merge)
-	ArrDrop  = withLib(lib, arrdrop)
+	Arrive   = withLib(roomLib, arrive)
+	Arrivals = withLib(roomLib, arrivals)
+	ArrTrim  = withLib(roomLib, arrtrim)
+	Merge    = withLib(roomLib, merge)
+	ArrDrop  = withLib(roomLib, arrdrop)
 	// A change of settings fences the room's arrival shards first: fence
 	// runs on the room's shard, arrfence on each arrival shard.
-	Fence    = withLib(lib, fence)
-	ArrFence = withLib(lib, arrfence)
+	Fence    = withLib(roomLib, fence)
+	ArrFence = withLib(roomLib, arrfence)
 	// A room deleted keeps a tombstone (drop); bury raises it before the
 	// delete and when the durable store gives one back.
-	Bury = withLib(lib, bury)
-	Drop = withLib(lib, drop)
+	Bury = withLib(roomLib, bury)
+	Drop = withLib(roomLib, drop)
 	// The heartbeats of a spread room's far visitors live on their arrival
 	// shards (docs/ENGINE.md, "Heartbeats on the arrival shards"): a poll
 	// there, a shard's sweep, the room's eviction of what it found, and the
 	// mark a leave leaves there.
-	SPoll  = withLib(lib, spoll)
-	SSweep = withLib(lib, ssweep)
-	SEvict = withLib(lib, sevict)
-	SLeave = withLib(lib, sleave)
+	SPoll  = withLib(roomLib, spoll)
+	SSweep = withLib(roomLib, ssweep)
+	SEvict = withLib(roomLib, sevict)
+	SLeave = withLib(roomLib, sleave)
 	// Load records the origin's load, which the tick's pace follows.
-	Load = withLib(lib, load)
+	Load = withLib(roomLib, load)
 	// A room's schedule takes its own KEYS (the schedule, its version, a
 	// change's lease): schedput plans a change within the cap, schedfree
 	// gives a lease back (removing its change when asked) only to its holder;
 	// config applies a change under its lease.
-	SchedPut  = withLib(lib, schedput)
-	SchedFree = withLib(lib, schedfree)
+	SchedPut  = withLib(roomLib, schedput)
+	SchedFree = withLib(roomLib, schedfree)
 
 	// Claim gives a room to the region of the engine that runs it (a
 	// failover's fence: InRegion, docs/ENGINE.md "Regions").
-	Claim = withLib(lib, claim)
+	Claim = withLib(roomLib, claim)
 )
 
 // regionLine is lib.lua's definition of REGION, which InRegion rewrites.

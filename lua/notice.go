@@ -18,9 +18,9 @@ var noticeack string
 
 var (
 	// Notice registers a waiting visitor's notice, or withdraws it.
-	Notice = withLib(lib, notice)
+	Notice = withLib(roomLib, notice)
 	// Notices takes the notices due to send, each for a lease.
-	Notices = withLib(lib, notices)
+	Notices = withLib(roomLib, notices)
 	// NoticeAck records how a notice went.
-	NoticeAck = withLib(lib, noticeack)
+	NoticeAck = withLib(roomLib, noticeack)
 )

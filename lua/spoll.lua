@@ -74,20 +74,20 @@ if st[7] and st[7] ~= '' and pos > 0 then
   r, k, top = tonumber(r), tonumber(k), tonumber(top)
   if r and k and top and top > 0 then pace = pos / climb_minutes(r, k, top, pos) end
 end
-local state, budget = 'waiting', MAX_TOLD
+local state, class, budget = 'waiting', nil, nil
 if tonumber(ARGV[5]) > now then
   state = 'prequeue'
+  class, budget = told_at()
 elseif ARGV[4] == 'paused' then
   state = 'paused'
+  class, budget = told_at()
 else
-  -- Told to come back by the ETA (lib.lua told), and before the front, at twice the
+  -- Told to come back by the ETA (lib.lua told_at), and before the front, at twice the
   -- configured rate, could reach the zone (merge.lua): the zone holds the grace and
   -- 10 s of that speed beyond the estimate's error, so a visitor who comes back
   -- within the told poll and the grace finds the front at least 5 s of it away.
   local rate = tonumber(ARGV[6])
-  budget = math.min(budget_of(math.floor(pos * 60000 / pace)),
-    math.floor((pos - zone) * 60000 / (2 * rate)) + SLACK)
+  class, budget = told_at(pos, pace, math.floor((pos - zone) * 60000 / (2 * rate)) + SLACK)
 end
-budget = math.max(1000, budget)
-redis.call('HSET', KEYS[2], f, hbv(now, told_class(budget)))
+redis.call('HSET', KEYS[2], f, hbv(now, class))
 return {state, pos, math.max(waiting, pos), math.floor(pace * 1000), budget}

@@ -3,7 +3,7 @@
 -- ARGV[1] -> now (ms)
 -- Returns {waiting, admitted, active, admitted last minute, evicted, consumed,
 -- replays refused, the pre-queue lottery's seed ('' for none), the pace of a place joining now x 1000
--- (lib.lua pace), the safety net ('1' on), why it last switched, why the pace is where it is (lib.lua
+-- (lib.lua pace), the safety net ('1' on), why it last switched, why the pace is where it is (pace.lua
 -- pace_tick), the admission rate x 1000 (lib.lua steer_rate: under the pace while a steered pace
 -- climbs), the notices' counts (docs/ENGINE.md, "Notices"): sign-ups, sent, failed and turns saved
 -- ever, and the places with a registration now (HLEN of KEYS[9], vst:{room}:ntc; 0 without it), the

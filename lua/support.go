@@ -21,11 +21,11 @@ var restore string
 
 var (
 	// Invite takes (or gives back) one use of an invitation, refusing a revoked one.
-	Invite = withLib(lib, invite)
+	Invite = withLib(roomLib, invite)
 	// Bypass is a bypass invitation's join, ahead of the line.
-	Bypass = withLib(lib, bypass)
+	Bypass = withLib(roomLib, bypass)
 	// Visitor reads where one visitor stands, for support.
-	Visitor = withLib(lib, visitor)
+	Visitor = withLib(roomLib, visitor)
 	// Restore gives a visitor back a lost place.
-	Restore = withLib(lib, restore)
+	Restore = withLib(roomLib, restore)
 )

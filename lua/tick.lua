@@ -17,7 +17,7 @@
 -- needs no read of its own; 0 for a room that never spread); a tick that
 -- changed something adds, for its admission event (internal/admission), {…, lowest sequence admitted,
 -- highest sequence admitted (both 0 when none), waiting, admitted, active} (the counts after the tick);
--- a tick that switched the safety net or stepped the pace worth a report adds lib.lua steer's five to
+-- a tick that switched the safety net or stepped the pace worth a report adds pace.lua steer's five to
 -- that, and answers it even when no count changed.
 -- The first tick of each minute (ms / 60000) writes that minute's point, the counts at the end
 -- of the tick, to the history ring: field = minute % 1440 (room.HistoryMinutes), value =

@@ -1,20 +1,44 @@
 package static
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
+	"github.com/vestibule-dev/vestibule/internal/cadence"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 // TestWatch runs the unit tests of js/watch.js (js/watch.test.js: what a
-// status answer changes on the waiting page) under node's test runner.
+// status answer changes on the waiting page) under node's test runner, with
+// the cadence's rule and some of its read intervals as the server knows them
+// (internal/cadence, which the simulator and the quotas count by): a page
+// whose constants drift from them fails.
 func TestWatch(t *testing.T) {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	type read struct{ Remaining, U, Want float64 }
+	var reads []read
+	for _, r := range []time.Duration{0, 30 * time.Second, 5 * time.Minute, 11 * time.Minute, 3 * time.Hour} {
+		for _, u := range []float64{0, 0.5, 0.9} {
+			reads = append(reads, read{ms(r), u, ms(cadence.ReadInterval(r, u))})
+		}
+	}
+	b, err := json.Marshal(map[string]any{
+		"SHOWN_FLOOR_MS": ms(cadence.ShownFloor), "SHOWN_SHARE": cadence.ShownShare,
+		"SHOWN_CAP_MS": ms(cadence.ShownCap), "WAIT_TRUST": cadence.WaitTrust,
+		"READ_MARGIN_MS": ms(cadence.ReadMargin), "READ_SPREAD_MS": ms(cadence.ReadSpread),
+		"reads": reads,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CADENCE", string(b))
 	nodeTest(t, "watch.test.js", "watch.js", "estimate.js")
 }
 

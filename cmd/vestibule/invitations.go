@@ -86,16 +86,11 @@ func (c *command) invitationCreate(ctx context.Context, pos []string) error {
 	if err != nil {
 		return err
 	}
-	public := c.public
-	if public == "" && c.g.target.Stack != "" {
-		if public, err = stackOutput(ctx, c.g.target, waitingRoomOutput); err != nil {
-			return err
-		}
+	public, err := c.publicEndpoint(ctx, cl)
+	if err != nil {
+		return err
 	}
-	if public == "" {
-		public = cl.Endpoint // a local stack serves the page too
-	}
-	link := strings.TrimSuffix(public, "/") + made.Link
+	link := public + made.Link
 	if c.g.json {
 		return c.printJSON(map[string]any{"invitation": made.Invitation, "token": made.Token, "link": link})
 	}

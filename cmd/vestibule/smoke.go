@@ -42,20 +42,32 @@ func (c *command) smoke(ctx context.Context, pos []string) error {
 	if err != nil {
 		return err
 	}
-	public := c.public
-	if public == "" && c.g.target.Stack != "" {
-		if public, err = stackOutput(ctx, c.g.target, waitingRoomOutput); err != nil {
-			return err
-		}
-	}
-	if public == "" {
-		public = admin.Endpoint // a local stack serves both
+	public, err := c.publicEndpoint(ctx, admin)
+	if err != nil {
+		return err
 	}
 	timeout := c.timeout
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
-	return runSmoke(ctx, admin, strings.TrimSuffix(public, "/"), timeout, c.stdout)
+	return runSmoke(ctx, admin, public, timeout, c.stdout)
+}
+
+// publicEndpoint is the URL visitors reach the room at, without a trailing
+// slash: --public, else the stack's waiting-room output, else the API's own
+// endpoint (a local stack serves the page and the API both).
+func (c *command) publicEndpoint(ctx context.Context, api *operator.Client) (string, error) {
+	public := c.public
+	if public == "" && c.g.target.Stack != "" {
+		var err error
+		if public, err = stackOutput(ctx, c.g.target, waitingRoomOutput); err != nil {
+			return "", err
+		}
+	}
+	if public == "" {
+		public = api.Endpoint
+	}
+	return strings.TrimSuffix(public, "/"), nil
 }
 
 // stackOutput reads one output of a stack.

@@ -58,7 +58,7 @@ func (c *command) printVisitor(v room.VisitorState) error {
 		}
 		return t.Local().Format("2006-01-02 15:04:05")
 	}
-	state := v.State
+	state := string(v.State)
 	if v.Position > 0 {
 		state += " at place " + strconv.FormatInt(v.Position, 10)
 	}

@@ -130,9 +130,7 @@ func (f *Fixture) Gate(loopback bool, more func(o *api.Options)) gate.KeyRing {
 // ForEachRedis runs fn against the single node and the 3-node cluster, each
 // with a fresh fixture.
 func ForEachRedis(t *testing.T, fn func(t *testing.T, f *Fixture)) {
-	for name, c := range redistest.Clients(t) {
-		t.Run(name, func(t *testing.T) { fn(t, NewFixture(t, c)) })
-	}
+	redistest.ForEach(t, func(t *testing.T, c redis.UniversalClient) { fn(t, NewFixture(t, c)) })
 }
 
 // Send has the fixture's handler handle ev (see Send).

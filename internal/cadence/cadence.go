@@ -2,7 +2,8 @@
 // between its polls (static/js/watch.js readDelay, docs/PAGE.md): as often as
 // the visitor's remaining wait asks, so that a change is shown within
 // ShownWithin of it. The simulator plays it (internal/sim) and the quotas
-// count its reads at the edge (infra/quota), so the two cannot drift apart.
+// count its reads at the edge (infra/quota); static's TestWatch holds the
+// page's constants and read delays to it, so a drift fails a test.
 package cadence
 
 import (

@@ -5,33 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
+
+	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
 // Status is a room's public status (GET /api/rooms/{room}/status), what the
 // waiting page reads: it needs no credentials.
-type Status struct {
-	Room           string  `json:"room"`
-	Mode           string  `json:"mode"`
-	Waiting        int64   `json:"waiting"`
-	Active         int64   `json:"active"`
-	Admitted       int64   `json:"admitted"`
-	MaxActive      int64   `json:"maxActive"`
-	AdmitPerMinute int64   `json:"admitPerMinute"`
-	RatePerMinute  float64 `json:"ratePerMinute"`
-	// EtaSeconds is the wait of someone joining now; nil when unknown.
-	EtaSeconds *int64     `json:"etaSeconds"`
-	OpensAt    *time.Time `json:"opensAt,omitempty"`
-	// DrawCommitment is the SHA-256 of the pre-queue lottery's seed,
-	// published before the opening; DrawSeed is the seed, published from
-	// the opening on.
-	DrawCommitment string `json:"drawCommitment,omitempty"`
-	DrawSeed       string `json:"drawSeed,omitempty"`
-	// Net, NetWhy and PaceWhy are how the room steers itself (room.Stats).
-	Net     string `json:"net,omitempty"`
-	NetWhy  string `json:"netWhy,omitempty"`
-	PaceWhy string `json:"paceWhy,omitempty"`
-}
+type Status = room.PublicStatus
 
 // Status reads a room's public status. It sends no credentials: the route
 // is public, so it works without AWS credentials or an admin key.

@@ -76,35 +76,3 @@ type Revocation struct {
 	ID        string    `json:"id"`
 	RevokedAt time.Time `json:"revokedAt"`
 }
-
-// VisitorState is what a support lookup finds of one visitor (by the
-// reference the waiting page shows: the visitor id): where they stand now
-// and the times the engine still holds. A time is nil when it is unknown
-// or has not happened.
-type VisitorState struct {
-	Room    string `json:"room"`
-	Visitor string `json:"visitor"`
-	Seq     int64  `json:"seq"`
-	// State is one of waiting (or prequeue, arriving), admitted, active,
-	// served (the grant was consumed or given up, and the session is over),
-	// left, or lost (nowhere: evicted, expired, or its data lost), which an
-	// operator may restore (Engine.RestorePlace).
-	State string `json:"state"`
-	// Position is the place in the line (1-based) while waiting.
-	Position int64 `json:"position,omitempty"`
-	// Bypass: the place is ahead of the line (a bypass invitation).
-	Bypass   bool      `json:"bypass,omitempty"`
-	JoinedAt time.Time `json:"joinedAt"`
-	// LastPoll is the place's last poll while it waited: its heartbeat, or,
-	// once admitted or evicted, what the trail kept of it.
-	LastPoll *time.Time `json:"lastPoll,omitempty"`
-	// AdmittedAt is when the place was admitted, kept by the trail whatever
-	// came after (a consume, a lapsed grant); for a grant the trail missed,
-	// the claim deadline less claimTTLSeconds as set now. ClaimDeadline is
-	// the grant's deadline while it holds one.
-	AdmittedAt    *time.Time `json:"admittedAt,omitempty"`
-	ClaimDeadline *time.Time `json:"claimDeadline,omitempty"`
-	// Consumed: the origin redeemed the entry token (or gave it up).
-	Consumed   bool       `json:"consumed"`
-	SessionEnd *time.Time `json:"sessionEnd,omitempty"`
-}

@@ -8,13 +8,6 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// Audit is the key of the room's audit log (LIST of AuditEntry JSON, newest
-// first, capped at AuditKeep). Delete leaves it: who deleted a room stays
-// on record.
-func (k Keys) Audit() string {
-	return k.Config[:len(k.Config)-len("cfg")] + "audit"
-}
-
 // AppendAudit records an entry in the room's audit log.
 func (e *Engine) AppendAudit(ctx context.Context, roomID string, a room.AuditEntry) error {
 	if !room.ValidRoomID(roomID) {

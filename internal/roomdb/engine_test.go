@@ -22,11 +22,7 @@ import (
 )
 
 // forEachRedis runs f against the single node and the 3-node cluster.
-func forEachRedis(t *testing.T, f func(t *testing.T, rdb redis.UniversalClient)) {
-	for name, rdb := range redistest.Clients(t) {
-		t.Run(name, func(t *testing.T) { f(t, rdb) })
-	}
-}
+var forEachRedis = redistest.ForEach
 
 // view is the part of a Place a case asserts.
 type view struct {

@@ -29,44 +29,6 @@ var (
 // InvitationLogKeep is how many uses a room's invitation log keeps (the newest).
 const InvitationLogKeep = 10_000
 
-// Invitations is the key of the uses taken of each invitation of the room
-// (HASH: id -> count).
-func (k Keys) Invitations() string { return k.Config[:len(k.Config)-len("cfg")] + "inv" }
-
-// Revoked is the key of the room's revoked invitations (HASH: id -> revoked at, ms).
-func (k Keys) Revoked() string { return k.Config[:len(k.Config)-len("cfg")] + "invrev" }
-
-// InvitationLog is the key of the room's log of invitation uses (LIST, newest
-// first: "ms:use:returned:id:visitor", capped at InvitationLogKeep).
-func (k Keys) InvitationLog() string { return k.Config[:len(k.Config)-len("cfg")] + "invlog" }
-
-// refDay is the day (UTC, since the epoch) of a time in ms: the reference
-// hashes are kept by the day of the join.
-func refDay(ms int64) int64 { return ms / 86_400_000 }
-
-// Refs is the key of the reference hash of the day of nowMS (HASH: visitor id
-// -> sequence, expiring at the end of the next day: lib.lua remember), which
-// a support lookup reads (Engine.Visitor).
-func (k Keys) Refs(nowMS int64) string {
-	return k.Config[:len(k.Config)-len("cfg")] + "ref:" + strconv.FormatInt(refDay(nowMS), 10)
-}
-
-// Served is the key of the record of the room's visitors served on the day
-// of nowMS (SET: HeartbeatField of each sequence whose grant was consumed or
-// given up, expiring at the end of the second day after its day: lib.lua
-// serve). used keeps a grant only until its token would have expired; this
-// keeps it served as long as a lookup can find its visitor (servedDays), so
-// support never restores a served place (restore.lua).
-func (k Keys) Served(nowMS int64) string {
-	return k.Config[:len(k.Config)-len("cfg")] + "served:" + strconv.FormatInt(refDay(nowMS), 10)
-}
-
-// Refs is the arrival shard's reference hash of the day of nowMS, for the
-// joins it takes.
-func (k ArrivalKeys) Refs(nowMS int64) string {
-	return k.prefix + "ref:" + strconv.FormatInt(refDay(nowMS), 10)
-}
-
 // invitedArg is enqueue.lua's ARGV[8]: 1 for a join with a counted invitation.
 func invitedArg(proof room.JoinProof) int {
 	if proof.Invitation != nil {

@@ -11,7 +11,9 @@ import (
 // slot, and no room script touches it.
 const RegistryKey = "vst:rooms"
 
-// Keys names a room's keys. All share the hash tag {room} (I6).
+// Keys names a room's keys: this file names every key of a room and of its
+// arrival shards (docs/ENGINE.md, "Keys", says what each holds). All share
+// the hash tag {room} (I6).
 type Keys struct {
 	Config     string // HASH settings + pre-queue seed, settings version, measured rate
 	State      string // HASH seq, head, admission bucket, rate ring, sweep cursor, epoch, counters
@@ -21,6 +23,7 @@ type Keys struct {
 	Active     string // ZSET sessions: member seq, score session end (ms)
 	Used       string // ZSET consumed grants: member seq, score consume time (ms)
 	Left       string // ZSET visitors who left: member seq, score queue score
+	prefix     string // "vst:{room}:", before every key's own name
 }
 
 // KeysFor returns the keys of a room.
@@ -28,33 +31,45 @@ func KeysFor(roomID string) Keys {
 	p := "vst:{" + roomID + "}:"
 	return Keys{
 		Config: p + "cfg", State: p + "st", Queue: p + "q", Heartbeats: p + "hb",
-		Grants: p + "adm", Active: p + "act", Used: p + "used", Left: p + "left",
+		Grants: p + "adm", Active: p + "act", Used: p + "used", Left: p + "left", prefix: p,
 	}
+}
+
+// key is the room's key of that name.
+func (k Keys) key(name string) string { return k.prefix + name }
+
+// refDay is the day (UTC, since the epoch) of a time in ms: the reference
+// hashes, the served records and the trails are kept by the day.
+func refDay(ms int64) int64 { return ms / 86_400_000 }
+
+// daily is the key of that name for the day of nowMS: name:<day>.
+func daily(prefix, name string, nowMS int64) string {
+	return prefix + name + ":" + strconv.FormatInt(refDay(nowMS), 10)
 }
 
 // Limiter is the key of one client's enqueue limiter (STRING: the GCRA's
 // theoretical arrival time, ms, expiring once idle). client is a hash, never raw input.
 func (k Keys) Limiter(client string) string {
-	return k.Config[:len(k.Config)-len("cfg")] + "rl:" + client
+	return k.key("rl:" + client)
 }
 
 // Proof is the key that spends one join challenge's nonce (STRING, expiring
 // with the challenge). nonce is the server's own base64url, checked by its MAC.
 func (k Keys) Proof(nonce string) string {
-	return k.Config[:len(k.Config)-len("cfg")] + "pow:" + nonce
+	return k.key("pow:" + nonce)
 }
 
 // Fence is the key of the last fence a change of the room's settings issued
 // (STRING, fence.lua): the number its arrival shards take joins above.
 func (k Keys) Fence() string {
-	return k.Config[:len(k.Config)-len("cfg")] + "fence"
+	return k.key("fence")
 }
 
 // History is the key of the room's last day for the console's charts (HASH:
 // field = minute % 1440, value = "minute:waiting:admitted:active:admitted in the
 // last 60 s:evicted ever"), written by the first tick of each minute (tick.lua).
 func (k Keys) History() string {
-	return k.Config[:len(k.Config)-len("cfg")] + "hist"
+	return k.key("hist")
 }
 
 // NoticeKeys are the keys of a room's notices (docs/ENGINE.md, "Notices"),
@@ -63,20 +78,19 @@ func (k Keys) History() string {
 // member -> when to send, ms) and the notified grants (ZSET: member -> claim
 // deadline, ms).
 func (k Keys) NoticeKeys() []string {
-	p := k.Config[:len(k.Config)-len("cfg")]
-	return []string{p + "ntc", p + "ntd", p + "ntg"}
+	return []string{k.key("ntc"), k.key("ntd"), k.key("ntg")}
 }
 
 // NoticeNetwork and NoticeAddress are the keys of one network's and one
 // address's sign-up limiter (STRING: the GCRA's theoretical arrival time,
 // ms, expiring once idle). network and address are hashes, never raw input.
 func (k Keys) NoticeNetwork(network string) string {
-	return k.Config[:len(k.Config)-len("cfg")] + "nrl:" + network
+	return k.key("nrl:" + network)
 }
 
 // NoticeAddress is the key of one address's sign-up limiter (NoticeNetwork).
 func (k Keys) NoticeAddress(address string) string {
-	return k.Config[:len(k.Config)-len("cfg")] + "nra:" + address
+	return k.key("nra:" + address)
 }
 
 // List is the KEYS every room script takes, in lib.lua's order.
@@ -127,7 +141,7 @@ func ParseHeartbeat(v string) (seenMS int64, class int, ok bool) {
 // joins its shard takes while the room's joins are spread (joinShards > 0),
 // waiting for the tick to merge them with the arrival shards' (merge.lua).
 func (k Keys) Arrivals() string {
-	return k.Config[:len(k.Config)-len("cfg")] + "arr"
+	return k.key("arr")
 }
 
 // ArrivalKeys names the keys of one arrival shard of a room: its own hash
@@ -216,3 +230,43 @@ func (k ArrivalKeys) Limiter(client string) string { return k.prefix + "rl:" + c
 
 // Proof is the key that spends one join challenge's nonce on this shard.
 func (k ArrivalKeys) Proof(nonce string) string { return k.prefix + "pow:" + nonce }
+
+// Invitations is the key of the uses taken of each invitation of the room
+// (HASH: id -> count).
+func (k Keys) Invitations() string { return k.key("inv") }
+
+// Revoked is the key of the room's revoked invitations (HASH: id -> revoked at, ms).
+func (k Keys) Revoked() string { return k.key("invrev") }
+
+// InvitationLog is the key of the room's log of invitation uses (LIST, newest
+// first: "ms:use:returned:id:visitor", capped at InvitationLogKeep).
+func (k Keys) InvitationLog() string { return k.key("invlog") }
+
+// Refs is the key of the reference hash of the day of nowMS (HASH: visitor id
+// -> sequence, expiring at the end of the next day: lib.lua remember), which
+// a support lookup reads (Engine.Visitor).
+func (k Keys) Refs(nowMS int64) string { return daily(k.prefix, "ref", nowMS) }
+
+// Served is the key of the record of the room's visitors served on the day
+// of nowMS (SET: HeartbeatField of each sequence whose grant was consumed or
+// given up, expiring at the end of the second day after its day: lib.lua
+// serve). used keeps a grant only until its token would have expired; this
+// keeps it served as long as a lookup can find its visitor (servedDays), so
+// support never restores a served place (restore.lua).
+func (k Keys) Served(nowMS int64) string { return daily(k.prefix, "served", nowMS) }
+
+// Trail is the key of the room's trail of the day of nowMS (HASH: field =
+// HeartbeatField(seq), value = the last poll and the admission, ms, 6 bytes
+// each, 0 for none), expiring at the end of the second day after its
+// day, as the served records do (Keys.Served): a day after the references
+// of that day, whatever the clocks.
+func (k Keys) Trail(nowMS int64) string { return daily(k.prefix, "trail", nowMS) }
+
+// Audit is the key of the room's audit log (LIST of AuditEntry JSON, newest
+// first, capped at AuditKeep). Delete leaves it: who deleted a room stays
+// on record.
+func (k Keys) Audit() string { return k.key("audit") }
+
+// Refs is the arrival shard's reference hash of the day of nowMS, for the
+// joins it takes (HASH, as the room's Keys.Refs).
+func (k ArrivalKeys) Refs(nowMS int64) string { return daily(k.prefix, "ref", nowMS) }

@@ -75,7 +75,7 @@ func TestLookupKeepsTheTrail(t *testing.T) {
 		check := func(ref, state string, last *time.Time, admitted *time.Time) {
 			t.Helper()
 			v := e.visitor(ref)
-			if v.State != state || (last == nil) != (v.LastPoll == nil) || (last != nil && !same(v.LastPoll, *last)) ||
+			if string(v.State) != state || (last == nil) != (v.LastPoll == nil) || (last != nil && !same(v.LastPoll, *last)) ||
 				(admitted == nil) != (v.AdmittedAt == nil) || (admitted != nil && !same(v.AdmittedAt, *admitted)) {
 				t.Fatalf("%s: %+v; want %s, last poll %v, admitted %v", ref, v, state, last, admitted)
 			}

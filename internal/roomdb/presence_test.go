@@ -1,7 +1,6 @@
 package roomdb_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -28,21 +27,6 @@ func (h *slotCalls) count(c redis.Cmder) {
 			h.n.Add(1)
 			return
 		}
-	}
-}
-func (h *slotCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *slotCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.count(cmd)
-		return next(ctx, cmd)
-	}
-}
-func (h *slotCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			h.count(c)
-		}
-		return next(ctx, cmds)
 	}
 }
 
@@ -102,7 +86,7 @@ func (e *env) rank(t room.Ticket) int64 {
 // is the last tick's, and nothing moved since).
 func TestFarPollsTouchNoKeyOfTheRoomsSlot(t *testing.T) {
 	h := &slotCalls{}
-	rdb := hooked(t, h)
+	rdb := hooked(t, eachCmd(h.count))
 	e := newEnv(t, rdb, farRoom())
 	h.tag = e.room
 	tickets := e.joinFar(600)
@@ -123,6 +107,12 @@ func TestFarPollsTouchNoKeyOfTheRoomsSlot(t *testing.T) {
 		}
 		if !e.shardBeat(tk) {
 			t.Fatalf("no heartbeat on the shard after a poll there")
+		}
+		// The shard's heartbeat holds the class of the budget told, as the
+		// room's shard writes it (lib.lua told_at, room.ToldClass).
+		v, err := e.rdb.HGet(e.ctx, roomdb.ArrivalKeysFor(e.room, int(residue(tk.Seq))-1).Heartbeats(), roomdb.HeartbeatField(tk.Seq)).Result()
+		if _, class, ok := roomdb.ParseHeartbeat(v); err != nil || !ok || class != room.ToldClass(p.PollWithin.Milliseconds()) {
+			t.Fatalf("the shard's heartbeat: class %d (%v), want room.ToldClass(%v) = %d", class, err, p.PollWithin, room.ToldClass(p.PollWithin.Milliseconds()))
 		}
 		far++
 	}
@@ -258,7 +248,7 @@ func TestLeaveOfAShardVisitor(t *testing.T) {
 func TestTotalLossRestoresShardPresence(t *testing.T) {
 	h := &slotCalls{}
 	rdb := redistest.Own(t) // a server of its own: the test flushes it
-	rdb.AddHook(h)
+	rdb.AddHook(eachCmd(h.count))
 	e := newEnv(t, rdb, farRoom())
 	h.tag = e.room
 	tickets := e.joinFar(300)

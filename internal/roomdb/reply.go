@@ -32,13 +32,14 @@ const (
 	wordNoNotice  = "nonotice"  // noticeack: no such notice due
 	wordFull      = "full"      // schedput: the schedule holds the most changes
 	wordLost      = "lost"      // schedfree, config: the scheduled change's lease is not the caller's (ran out, or another holds it)
+	wordRoom      = "room"      // spoll: the room's shard answers this place, not the arrival shard
 )
 
 // replyWords is every reply word, for the test that the scripts use no other.
 var replyWords = []string{wordOK, wordNoRoom, wordNoGrant, wordClosed, wordConsumed, wordExpired,
 	wordAudience, wordSlow, wordChallenge, wordSpent, wordLimited, wordCreated, wordUpdated, wordBusy, wordOpen, wordArrived,
 	wordStale, wordRaced, wordUninvited, wordRevoked, wordUsed, wordStands, wordOff, wordNoPlace, wordNoNotice,
-	wordFull, wordLost}
+	wordFull, wordLost, wordRoom}
 
 // stateActive is the place state of a consumed grant (a running session); the
 // API reports it as StateAdmitted with Place.Active.
@@ -75,7 +76,7 @@ const (
 	tickGranted            // admitted (grants),
 	tickActive             // active (sessions)
 	tickLenEvent
-	// A tick that switched the net or stepped the pace adds these (lib.lua steer).
+	// A tick that switched the net or stepped the pace adds these (pace.lua steer).
 	tickNet      = iota - 2 // '1' on, '0' off, '' no switch
 	tickNetWhy              // why it switched
 	tickPaceFrom            // the pace before × 1000, 0 when no step
@@ -97,7 +98,7 @@ const (
 	statsPace              // the pace, admissions a minute × 1000 (lib.lua pace)
 	statsNet               // the safety net: '1' on, else off
 	statsNetWhy            // why it last switched
-	statsPaceWhy           // why the pace is where it is (lib.lua pace_tick), '' for none
+	statsPaceWhy           // why the pace is where it is (pace.lua pace_tick), '' for none
 	statsRate              // the admission rate, a minute × 1000 (lib.lua steer_rate)
 	statsSignups           // notice sign-ups, ever
 	statsSent              // notices sent, ever
@@ -140,4 +141,20 @@ const (
 const (
 	consumeEnds = 1 // the session's end (ms)
 	slowWait    = 1 // ms until the next poll is allowed
+)
+
+// The visitor reply (visitor.lua) when it is wordOK, by position; each ”
+// (rank -1) when the visitor is not there.
+const (
+	visitorScore     = iota + 1 // the queue score
+	visitorRank                 // 0-based; rankSecret in the pre-queue
+	visitorHeartbeat            // the heartbeat's value (ParseHeartbeat)
+	visitorDeadline             // the grant's claim deadline (ms)
+	visitorEnds                 // the session's end (ms)
+	visitorUsed                 // the used score (ms)
+	visitorLeft                 // the left score
+	visitorClaimTTL             // claimTTLSeconds
+	visitorMark                 // the arrivals' merged mark ('' for a room that never spread)
+	visitorServed               // '1' served, 'floor' at or below the floor or the tombstone, else ''
+	visitorLen
 )

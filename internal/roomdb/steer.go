@@ -30,7 +30,7 @@ func (e *Engine) ReportLoad(ctx context.Context, roomID string, load float64) er
 	return unexpected(loadCmd, reply)
 }
 
-// steered reads the steering a tick reports (tick.lua, lib.lua steer).
+// steered reads the steering a tick reports (tick.lua, pace.lua steer).
 func steered(reply []any) (*room.NetChange, *room.PaceChange) {
 	var n *room.NetChange
 	var p *room.PaceChange

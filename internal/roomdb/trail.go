@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,15 +19,6 @@ import (
 // records the place's last poll and the admission's time in the trail of
 // the day (lib.lua trail_put); a lookup reads the days a visitor it can find
 // may have one in.
-
-// Trail is the key of the room's trail of the day of nowMS (HASH: field =
-// HeartbeatField(seq), value = the last poll and the admission, ms, 6 bytes
-// each, 0 for none), expiring at the end of the second day after its
-// day, as the served records do (Keys.Served): a day after the references
-// of that day, whatever the clocks.
-func (k Keys) Trail(nowMS int64) string {
-	return k.Config[:len(k.Config)-len("cfg")] + "trail:" + strconv.FormatInt(refDay(nowMS), 10)
-}
 
 // trailDays are the days a lookup at nowMS reads the trail of: today's and
 // the refDays - 1 before it, where every visitor it can find was admitted or

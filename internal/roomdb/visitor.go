@@ -99,7 +99,7 @@ func (e *Engine) Visitor(ctx context.Context, roomID, visitor string) (room.Visi
 	if word(reply) == wordNoRoom {
 		return room.VisitorState{}, room.ErrUnknownRoom
 	}
-	if len(reply) != 11 || str(reply[0]) != wordOK {
+	if len(reply) != visitorLen || str(reply[0]) != wordOK {
 		return room.VisitorState{}, unexpected(visitorCmd, reply)
 	}
 	v := room.VisitorState{Room: roomID, Visitor: visitor, Seq: seq,
@@ -144,44 +144,45 @@ const rankSecret = -2
 
 // readVisitor fills v from visitor.lua's reply.
 func readVisitor(v *room.VisitorState, reply []any, now time.Time) {
-	score, rank, hb := str(reply[1]), num(reply[2]), str(reply[3])
-	deadline, ends, used, left := msTime(reply[4]), msTime(reply[5]), str(reply[6]), str(reply[7])
-	claimTTL, _ := strconv.ParseInt(str(reply[8]), 10, 64)
+	score, rank, hb := str(reply[visitorScore]), num(reply[visitorRank]), str(reply[visitorHeartbeat])
+	deadline, ends := msTime(reply[visitorDeadline]), msTime(reply[visitorEnds])
+	used, left, served := str(reply[visitorUsed]), str(reply[visitorLeft]), str(reply[visitorServed])
+	claimTTL, _ := strconv.ParseInt(str(reply[visitorClaimTTL]), 10, 64)
 	if seen, _, ok := ParseHeartbeat(hb); ok {
 		t := time.UnixMilli(seen).UTC()
 		v.LastPoll = &t
 	}
-	v.State = "lost"
+	v.State = room.StandingLost
 	if f, err := strconv.ParseFloat(score, 64); err == nil {
 		v.Bypass = f < 0 // ahead of the line, in the pre-queue too
 	}
 	switch {
 	case rank == rankSecret:
-		v.State = "prequeue" // no place before the opening: the draw is secret
+		v.State = room.StandingPrequeue // no place before the opening: the draw is secret
 	case rank >= 0:
-		v.State, v.Position = "waiting", rank+1
+		v.State, v.Position = room.StandingWaiting, rank+1
 	case deadline != nil:
 		v.ClaimDeadline = deadline
 		admitted := deadline.Add(-time.Duration(claimTTL) * time.Second)
 		v.AdmittedAt = &admitted
 		if deadline.After(now) {
-			v.State = "admitted"
+			v.State = room.StandingAdmitted
 		}
 	case ends != nil:
-		v.State, v.Consumed, v.SessionEnd = "active", true, ends
+		v.State, v.Consumed, v.SessionEnd = room.StandingActive, true, ends
 	case used != "":
-		v.State, v.Consumed = "served", true
-	case str(reply[10]) == "1":
-		v.State, v.Consumed = "served", true // after used let it go
-	case str(reply[10]) == "floor":
+		v.State, v.Consumed = room.StandingServed, true
+	case served == "1":
+		v.State, v.Consumed = room.StandingServed, true // after used let it go
+	case served == "floor":
 		// Admitted or passed over before a loss of Redis (at or below the
 		// floor): served, or not, nobody can tell; never restored.
-		v.State = "served"
+		v.State = room.StandingServed
 	case left != "":
-		v.State = "left"
+		v.State = room.StandingLeft
 	default:
-		if mark, err := strconv.ParseInt(str(reply[9]), 10, 64); err == nil && v.Seq > mark {
-			v.State = "arriving" // on an arrival shard, not merged yet
+		if mark, err := strconv.ParseInt(str(reply[visitorMark]), 10, 64); err == nil && v.Seq > mark {
+			v.State = room.StandingArriving // on an arrival shard, not merged yet
 		}
 	}
 }

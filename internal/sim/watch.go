@@ -28,22 +28,12 @@ const (
 	EdgeMaxAge = time.Second
 )
 
-// statusAnswer is the part of GET /api/rooms/{room}/status the page reads.
+// statusAnswer is GET /api/rooms/{room}/status as the page reads it: the
+// claim window bounds the opening's poll planned from the draw
+// (static/js/watch.js placeAtOpening), and each place's own pace on a climb
+// is the climb's for it.
 type statusAnswer struct {
-	Mode           string     `json:"mode"`
-	Waiting        int64      `json:"waiting"`
-	AdmitPerMinute int64      `json:"admitPerMinute"`
-	RatePerMinute  float64    `json:"ratePerMinute"`
-	EtaSeconds     *int64     `json:"etaSeconds"`
-	OpensAt        *time.Time `json:"opensAt"`
-	DrawSeed       string     `json:"drawSeed"`
-	// ClaimTTLSeconds is the room's claim window: the opening's poll planned
-	// from the draw stays within it (static/js/watch.js placeAtOpening).
-	ClaimTTLSeconds int64  `json:"claimTTLSeconds"`
-	PageVersion     string `json:"pageVersion"`
-	// Climb is the pace on its way up, in places (room.Stats.Climb): each
-	// place's own pace is the climb's for it, and the page counts on it.
-	Climb *room.Climb `json:"climb"`
+	room.PublicStatus
 
 	at    time.Time // when the edge fetched it
 	bytes int       // the body's length

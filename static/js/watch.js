@@ -10,6 +10,8 @@
 
 import { isClimb, climbMinutes, climbPace } from './estimate.js';
 
+// The rule and the reads' timing are internal/cadence's, which the simulator
+// and the quotas count by; static's TestWatch fails when they differ.
 export const SHOWN_FLOOR_MS = 10000;   // a change is shown within this…
 export const SHOWN_SHARE = 0.1;        // …or this share of the remaining wait, when longer…
 export const SHOWN_CAP_MS = 60000;     // …but never later than this

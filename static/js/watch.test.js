@@ -14,6 +14,23 @@ const ctx = (shown, ...xs) => ({ now: NOW, shown, rand: rand(...(xs.length ? xs 
 const waiting = (o = {}) => ({ state: 'waiting', position: 7, waiting: 100, etaSeconds: 7, ratePerMinute: 60, at: NOW - 2000, skew: 0, start: 7, ...o });
 const status = (o = {}) => ({ mode: 'queue', waiting: 100, admitPerMinute: 600, ratePerMinute: 60, clockSkewMs: 0, pageVersion: 'v', ...o });
 
+// The server's cadence (internal/cadence, passed in by static's TestWatch):
+// the simulator and the quotas count the page's reads by it.
+const cadence = JSON.parse(process.env.CADENCE || 'null');
+
+test('the page reads the status at the server\'s cadence', () => {
+  assert.ok(cadence, 'the Go test passes the cadence');
+  for (const name of ['SHOWN_FLOOR_MS', 'SHOWN_SHARE', 'SHOWN_CAP_MS', 'WAIT_TRUST', 'READ_MARGIN_MS', 'READ_SPREAD_MS']) {
+    assert.equal(w[name], cadence[name], name);
+  }
+  assert.ok(cadence.reads.length > 0);
+  for (const { Remaining, U, Want } of cadence.reads) {
+    // Within a µs: Go counts durations in whole nanoseconds.
+    const got = w.readDelay(true, U, Remaining || null);
+    assert.ok(Math.abs(got - Want) < 1e-3, `read at ${Remaining} ms, u ${U}: got ${got}, want ${Want}`);
+  }
+});
+
 test('the status is read as often as the remaining wait asks, at most every 58 s while visible', () => {
   // Near the turn, or with the wait unknown: 7 s ± 1 s (today's speed).
   for (const r of [null, 0, 30000, 117000]) {

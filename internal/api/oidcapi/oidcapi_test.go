@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/vestibule-dev/vestibule/internal/api"
 	"github.com/vestibule-dev/vestibule/internal/api/oidcapi"
@@ -39,21 +40,19 @@ const (
 // forEachRedis runs fn with a fixture whose handler has the provider on, on
 // the single node and the cluster; more, unless nil, adds to its options.
 func forEachRedis(t *testing.T, more func(o *api.Options), fn func(t *testing.T, f *apitest.Fixture)) {
-	for name, c := range redistest.Clients(t) {
-		t.Run(name, func(t *testing.T) {
-			clk := testkit.FixedClock(time.Now().Truncate(time.Second))
-			fn(t, apitest.NewFixtureOn(t, app.NewEngine(c, clk.Now), clk, func(k *token.Keys, o *api.Options) {
-				p, err := token.NewOIDC(k.TicketSecret, o.Entries)
-				if err != nil {
-					t.Fatal(err)
-				}
-				o.OIDC = p
-				if more != nil {
-					more(o)
-				}
-			}))
-		})
-	}
+	redistest.ForEach(t, func(t *testing.T, c redis.UniversalClient) {
+		clk := testkit.FixedClock(time.Now().Truncate(time.Second))
+		fn(t, apitest.NewFixtureOn(t, app.NewEngine(c, clk.Now), clk, func(k *token.Keys, o *api.Options) {
+			p, err := token.NewOIDC(k.TicketSecret, o.Entries)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.OIDC = p
+			if more != nil {
+				more(o)
+			}
+		}))
+	})
 }
 
 // get sends a GET to the waiting room's host.

@@ -253,44 +253,6 @@ func (h *API) leave(ctx context.Context, r *httpapi.Request) (events.APIGatewayV
 	return httpapi.JSON(http.StatusOK, map[string]any{"room": r.Room, "left": true}), nil
 }
 
-type statusResponse struct {
-	Room           string    `json:"room"`
-	Mode           room.Mode `json:"mode"`
-	Waiting        int64     `json:"waiting"`
-	Active         int64     `json:"active"`
-	Admitted       int64     `json:"admitted"`
-	MaxActive      int64     `json:"maxActive"`
-	AdmitPerMinute int64     `json:"admitPerMinute"`
-	// ClaimTTLSeconds is the claim window: the page keeps the poll it plans
-	// at a pre-queue's opening within it (docs/PAGE.md).
-	ClaimTTLSeconds int64 `json:"claimTTLSeconds"`
-	// RatePerMinute is the pace for someone joining now (room.Stats.PacePerMinute):
-	// what enqueue would tell them; the page counts down at it (docs/PAGE.md).
-	RatePerMinute float64 `json:"ratePerMinute"`
-	// Climb is the steered pace on its way up, in places (room.Stats.Climb):
-	// each place is told its own pace on it, and the page counts its place
-	// down on it (docs/PAGE.md). Absent when the pace does not climb.
-	Climb      *room.Climb `json:"climb,omitempty"`
-	EtaSeconds *int64      `json:"etaSeconds"` // for someone joining now; null when unknown
-	// OpensAt is the opening of a pre-queue, when the room has one.
-	OpensAt *time.Time `json:"opensAt,omitempty"`
-	// Page is how the waiting page presents the room; absent: its own texts.
-	Page *room.Page `json:"page,omitempty"`
-	// PageVersion is room.PageVersion of Page, as poll replies carry it.
-	PageVersion string `json:"pageVersion"`
-	// DrawCommitment is room.DrawCommitment of the pre-queue lottery's seed,
-	// for a room with an opening time; DrawSeed is the seed, once it opened
-	// (docs/ENGINE.md, "Auditable lottery").
-	DrawCommitment string `json:"drawCommitment,omitempty"`
-	DrawSeed       string `json:"drawSeed,omitempty"`
-	// Net is an auto room's safety net, "on" or "off", and NetWhy why it last
-	// switched; PaceWhy is why a pace that follows the origin is where it is
-	// (room.Stats; docs/ENGINE.md, "Steering").
-	Net     string `json:"net,omitempty"`
-	NetWhy  string `json:"netWhy,omitempty"`
-	PaceWhy string `json:"paceWhy,omitempty"`
-}
-
 func (h *API) status(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
 	cfg, st, err := h.o.Queue.Status(ctx, r.Room)
 	if err != nil {
@@ -301,7 +263,7 @@ func (h *API) status(ctx context.Context, r *httpapi.Request) (events.APIGateway
 	if rate <= 0 {
 		rate = float64(cfg.AdmitPerMinute)
 	}
-	out := statusResponse{
+	out := room.PublicStatus{
 		Room: r.Room, Mode: cfg.Mode, Waiting: st.Waiting, Active: st.Active, Admitted: st.Admitted,
 		MaxActive: cfg.MaxActive, AdmitPerMinute: cfg.AdmitPerMinute, ClaimTTLSeconds: cfg.ClaimTTLSeconds, RatePerMinute: rate,
 		EtaSeconds: pollpolicy.ETASeconds(st.Waiting+1, rate), OpensAt: cfg.OpensAt,

@@ -4,7 +4,7 @@
 // Those of the standard library are fixed by the Go toolchain, which is the
 // machine's, not the module's: they fail only with -stdlib=fail.
 //
-//	govulncheck -db file://… -format json ./... | go run ./internal/vulngate
+//	govulncheck -db file://… -format json ./... | go run ./cmd/vulngate
 package main
 
 import (
