@@ -544,7 +544,7 @@ end
 -- The fields of the settings hash that are the engine's own, not settings.
 local INTERNAL = {seed = true, ver = true, rate = true, waiting = true, arrk = true, full = true, share = true,
   zone = true, eff = true, effwhy = true, effplan = true, effslope = true, efftop = true, net = true, netwhy = true,
-  netat = true}
+  netat = true, region = true, regionEpoch = true}
 
 -- settings appends the room's settings to out as field, value pairs (the
 -- settings hash without its internal fields; the Go side reads them by name).

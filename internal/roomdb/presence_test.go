@@ -110,7 +110,7 @@ func TestFarPollsTouchNoKeyOfTheRoomsSlot(t *testing.T) {
 		}
 		// The shard's heartbeat holds the class of the budget told, as the
 		// room's shard writes it (lib.lua told_at, room.ToldClass).
-		v, err := e.rdb.HGet(e.ctx, roomdb.ArrivalKeysFor(e.room, int(residue(tk.Seq))-1).Heartbeats(), roomdb.HeartbeatField(tk.Seq)).Result()
+		v, err := e.rdb.HGet(e.ctx, roomdb.ArrivalKeysFor(e.room, int(residue(tk.Seq))-1).Heartbeats(), roomdb.ShardHeartbeatField(tk.Seq)).Result()
 		if _, class, ok := roomdb.ParseHeartbeat(v); err != nil || !ok || class != room.ToldClass(p.PollWithin.Milliseconds()) {
 			t.Fatalf("the shard's heartbeat: class %d (%v), want room.ToldClass(%v) = %d", class, err, p.PollWithin, room.ToldClass(p.PollWithin.Milliseconds()))
 		}
