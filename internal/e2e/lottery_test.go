@@ -102,6 +102,11 @@ func TestLotteryAtTheOpening(t *testing.T) {
 		}
 	}()
 	waitJS(t, v, `document.body.dataset.state === "waiting" && /\d/.test(document.getElementById("position").textContent)`, 3*wait)
+	// The page shows "waiting" from the status read that sees the room open,
+	// with a place estimated from it; its place and its draw come with its
+	// first poll after the opening, which it makes at the opening by its own
+	// clock (the server's here jumped a minute ahead of it).
+	waitJS(t, v, `typeof (JSON.parse(localStorage.getItem("vestibule:view:`+id+`")) || {}).roomDraw === "number"`, 2*time.Minute)
 	st := statusOf(t, s, id)
 	seed, _ := st["drawSeed"].(string)
 	if seed == "" {
