@@ -270,3 +270,19 @@ func (k Keys) Audit() string { return k.key("audit") }
 // Refs is the arrival shard's reference hash of the day of nowMS, for the
 // joins it takes (HASH, as the room's Keys.Refs).
 func (k ArrivalKeys) Refs(nowMS int64) string { return daily(k.prefix, "ref", nowMS) }
+
+// Schedule is the key of the room's scheduled changes (HASH: field = the
+// change's id, value = its room.ScheduledChange JSON), in the room's slot.
+func (k Keys) Schedule() string { return k.key("sched") }
+
+// ScheduleVersion is the key of the version of the room's schedule (HASH:
+// v, raised by every change of the schedule in the same script; stored, the
+// highest v the durable store was seen to hold), so that a copy of the
+// schedule can say which version it is and the admission loop can tell a
+// store that fell behind (durable.Queue.SyncSchedule).
+func (k Keys) ScheduleVersion() string { return k.key("schedv") }
+
+// ScheduleLease is the key that one process holds while it applies or
+// cancels the change id (STRING: the holder's random token, expiring after
+// ScheduleLeaseTTL).
+func (k Keys) ScheduleLease(id string) string { return k.key("schedlease:" + id) }

@@ -15,28 +15,6 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// Schedule is the key of the room's scheduled changes (HASH: field = the
-// change's id, value = its room.ScheduledChange JSON), in the room's slot.
-func (k Keys) Schedule() string {
-	return k.Config[:len(k.Config)-len("cfg")] + "sched"
-}
-
-// ScheduleVersion is the key of the version of the room's schedule (HASH:
-// v, bumped by every change of the schedule in the same transaction;
-// stored, the highest v the durable store was seen to hold), so that a copy
-// of the schedule can say which version it is and the admission loop can
-// tell a store that fell behind (durable.Queue.SyncSchedule).
-func (k Keys) ScheduleVersion() string {
-	return k.Config[:len(k.Config)-len("cfg")] + "schedv"
-}
-
-// ScheduleLease is the key that one process holds while it applies or
-// cancels the change id (STRING: the holder's random token, expiring after
-// ScheduleLeaseTTL).
-func (k Keys) ScheduleLease(id string) string {
-	return k.Config[:len(k.Config)-len("cfg")] + "schedlease:" + id
-}
-
 // ScheduleLeaseTTL bounds how long a lease on a scheduled change is held: a
 // process that stopped while applying one leaves it to the next round after
 // this. A holder slower than this (a durable write that hangs) is fenced, not
