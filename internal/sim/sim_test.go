@@ -155,21 +155,29 @@ func TestClosedTabsEvictedWithinTheBound(t *testing.T) {
 		ThinkMin: 5 * time.Second, ThinkMax: 15 * time.Second,
 		Room: redistest.Room(t), RoomConfig: cfg, MaxDuration: time.Hour, NoWatch: true,
 	}
-	res, err := Run(context.Background(), d, d.AdminKey, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev := res.Summarize().Evictions
-	if ev.Closed < 60 || ev.Observed != ev.Closed {
-		t.Fatalf("%d closed tabs, %d seen evicted: want over 60, all seen", ev.Closed, ev.Observed)
-	}
-	if ev.Late != 0 {
-		t.Errorf("%d of %d closed tabs held past their bound", ev.Late, ev.Observed)
-	}
+	ev := runClosedTabs(t, d, c, 60).Summarize().Evictions
 	grace := time.Duration(cfg.HeartbeatTTLSeconds) * time.Second
 	// The near budget's class, the grace, and a minute for the sweep and the probes.
 	near := time.Duration(room.ToldMS(room.ToldClass(room.MaxPollAfter.Milliseconds())))*time.Millisecond + grace + time.Minute
 	if ev.MaxDelay <= near {
 		t.Errorf("closed tabs evicted at most %v after their last answer: none held past the near budget (%v with the grace and a minute)", ev.MaxDelay, near)
 	}
+}
+
+// runClosedTabs runs crowd c on d and checks its closed tabs: more than min
+// of them, every one seen evicted, none held past its bound.
+func runClosedTabs(t *testing.T, d *Virtual, c Config, min int) *Result {
+	t.Helper()
+	res, err := Run(context.Background(), d, d.AdminKey, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := res.Summarize().Evictions
+	if ev.Closed < min || ev.Observed != ev.Closed {
+		t.Fatalf("%d closed tabs, %d seen evicted: want over %d, all seen", ev.Closed, ev.Observed, min)
+	}
+	if ev.Late != 0 {
+		t.Errorf("%d of %d closed tabs held past their bound", ev.Late, ev.Observed)
+	}
+	return res
 }
