@@ -91,11 +91,17 @@ var DistributionConfig []byte
 func (f *Server) Client() *cloudfront.Client {
 	srv := httptest.NewServer(f)
 	f.t.Cleanup(srv.Close)
+	// One connection per call. With one attempt and no keep-alive, a PUT can no longer be
+	// written to a kept connection the loopback server has just let go ("use of closed network
+	// connection", which Go's transport does not retry for a body it cannot rewind): the
+	// stand-in is CloudFront's answers, not its connection handling.
+	hc := srv.Client()
+	hc.Transport.(*http.Transport).DisableKeepAlives = true
 	return cloudfront.New(cloudfront.Options{
 		BaseEndpoint:     aws.String(srv.URL),
 		Region:           "us-east-1",
 		Credentials:      credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
-		HTTPClient:       srv.Client(),
+		HTTPClient:       hc,
 		RetryMaxAttempts: 1,
 	})
 }
