@@ -108,7 +108,11 @@ func startLocked(extra ...string) (*Server, error) {
 	// A free port can be taken by another process (another test binary's
 	// server) between FreePort and the server's bind: then try another.
 	for range 5 {
-		s, err := startOn(base, extra)
+		port, err := testkit.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		s, err := startOn(base, port, extra)
 		if !errors.Is(err, errPortTaken) {
 			return s, err
 		}
@@ -119,13 +123,14 @@ func startLocked(extra ...string) (*Server, error) {
 // errPortTaken is a start whose port another process took first.
 var errPortTaken = errors.New("the port was taken by another process")
 
-func startOn(base string, extra []string) (*Server, error) {
-	port, err := testkit.FreePort()
+// startOn starts a server on port in a directory of its own. A port comes
+// free again when a test stops its server, and a directory named by the port
+// alone would hand the next server on it the last one's files: a cluster
+// node's nodes.conf, which has its own slots before it is asked to
+// ("ERR Slot 0 is already busy").
+func startOn(base string, port int, extra []string) (*Server, error) {
+	d, err := os.MkdirTemp(base, strconv.Itoa(port)+"-")
 	if err != nil {
-		return nil, err
-	}
-	d := filepath.Join(base, strconv.Itoa(port))
-	if err := os.MkdirAll(d, 0o755); err != nil {
 		return nil, err
 	}
 	args := []string{

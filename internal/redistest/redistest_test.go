@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
 func TestMain(m *testing.M) { os.Exit(Main(m)) }
@@ -122,5 +124,45 @@ func TestStartRefusesAnotherProcesssServer(t *testing.T) {
 	}
 	if err := other.ours(); err != nil {
 		t.Fatalf("a server of ours: %v", err)
+	}
+}
+
+// A port a stopped cluster node held can be the next server's: the new one
+// must start empty, not with the old node's slots from its files.
+func TestAServerOnAFreedPortStartsEmpty(t *testing.T) {
+	base, err := dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := testkit.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := []string{"cluster-enabled", "yes", "cluster-config-file", "nodes.conf"}
+	ctx := context.Background()
+	addSlots := func(s *Server) error {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr})
+		defer func() { _ = c.Close() }()
+		return c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 99).Err()
+	}
+	mu.Lock()
+	first, err := startOn(base, port, node)
+	mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := addSlots(first); err != nil {
+		t.Fatal(err)
+	}
+	first.Stop()
+	mu.Lock()
+	second, err := startOn(base, port, node)
+	mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Stop()
+	if err := addSlots(second); err != nil {
+		t.Errorf("a new node on the port of a stopped one: %v", err)
 	}
 }
