@@ -271,9 +271,9 @@ func TestChaosRegionFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !testkit.WaitFor(10*time.Second, func() bool {
-		n, err := stb.Exists(ctx, roomdb.KeysFor(rooms[0]).Config, roomdb.KeysFor(rooms[1]).Config,
+		got, err := stb.Exists(ctx, roomdb.KeysFor(rooms[0]).Config, roomdb.KeysFor(rooms[1]).Config,
 			bookingdb.KeysFor(sale.event).Inventory).Result()
-		return err == nil && n == 3
+		return err == nil && got == 3
 	}) {
 		t.Fatal("the rooms and the event never reached the standby")
 	}
