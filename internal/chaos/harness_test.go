@@ -364,6 +364,13 @@ type crowdOpts struct {
 	ledger *ledger
 	// arrive spreads arrivals over this long (0: all at once).
 	arrive time.Duration
+	// session, when set, is what a served visitor does at the origin before
+	// holding the session (TestChaosRegionFailover books seats in it).
+	session func(ctx context.Context, t room.Ticket, s room.Session)
+	// joined and polled, when set, are told of every join and poll that
+	// succeeded: the engine it reached, when the call began, what it answered.
+	joined func(eng *roomdb.Engine, began time.Time, t room.Ticket)
+	polled func(eng *roomdb.Engine, t room.Ticket, p room.Place)
 }
 
 // crowd runs visitors who enqueue, poll until admitted, have the origin
@@ -478,11 +485,15 @@ func (c *crowd) visitor(ctx context.Context, i int) {
 	}
 	var p room.Place
 	for {
+		eng, began := c.engine(), time.Now()
 		err := c.call(ctx, func(ctx context.Context) (err error) {
-			p, err = c.engine().Enqueue(ctx, roomID, visitor)
+			p, err = eng.Enqueue(ctx, roomID, visitor)
 			return err
 		})
 		if err == nil {
+			if c.o.joined != nil {
+				c.o.joined(eng, began, p.Ticket)
+			}
 			break
 		}
 		if !pause() {
@@ -516,11 +527,15 @@ func (c *crowd) visitor(ctx context.Context, i int) {
 			return
 		}
 		for {
+			eng := c.engine()
 			err := c.call(ctx, func(ctx context.Context) (err error) {
-				p, err = c.engine().Poll(ctx, ticket)
+				p, err = eng.Poll(ctx, ticket)
 				return err
 			})
 			if err == nil {
+				if c.o.polled != nil {
+					c.o.polled(eng, ticket, p)
+				}
 				break
 			}
 			if !pause() {
@@ -541,7 +556,6 @@ func (c *crowd) redeem(ctx context.Context, t room.Ticket) bool {
 		})
 		switch {
 		case err == nil:
-			_ = s
 			c.o.ledger.consumed(t.Room, t.Seq)
 			n := c.inflight.Add(1)
 			for {
@@ -549,6 +563,9 @@ func (c *crowd) redeem(ctx context.Context, t room.Ticket) bool {
 				if n <= old || c.peakInflight.CompareAndSwap(old, n) {
 					break
 				}
+			}
+			if c.o.session != nil {
+				c.o.session(ctx, t, s)
 			}
 			select {
 			case <-ctx.Done():

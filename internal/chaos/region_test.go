@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/region"
 	"github.com/vestibule-dev/vestibule/internal/room"
 	"github.com/vestibule-dev/vestibule/internal/roomdb"
@@ -202,20 +204,32 @@ func promoteDelay() time.Duration {
 // secondary (about a minute: docs/OPERATING.md, "A region's outage").
 const awsPromote = 60 * time.Second
 
+// The regions of TestChaosRegionFailover: the primary and the standby.
+const regionA, regionB = "region-a", "region-b"
+
 // TestChaosRegionFailover: a primary region and a standby whose cache is a
 // replica of the primary's, a second late (lagLink). A crowd joins two rooms
-// through the write name and the origin consumes and completes; the primary's
-// admit loop ticks, and so does the standby's, fenced out of rooms that are
-// not its own. The primary's Redis is killed with the last second of writes
-// unreplicated, and region.Failover runs against stand-ins of ElastiCache
-// (REPLICAOF NO ONE after a delay) and of Route 53 (the crowd's calls move to
-// the standby). Then: every waiting visitor keeps the place or has it back
-// from the ticket (I4), the rooms stay within maxActive (I1) and in order
-// (I3) on the standby; no grant is consumed twice (I2) but those of the lost
-// second, which the origin's guard (the entry token's jti) refuses; the old
-// region's late tick and consume change nothing (ErrFenced); and everyone is
-// served. The time from the kill to the first grant in the new region goes
-// to the log, with the same figure for AWS's one-minute promotion.
+// through the write name and the origin consumes and completes; the served
+// visitors of the first room buy seats of an event named after it with the
+// booking kit, and the origin records each order under its guard (seatSale).
+// The primary's admit loop ticks, and so does the standby's, fenced out of
+// rooms that are not its own. The link between the regions is cut (what it
+// held is lost), the sale goes on in the primary until three sales were
+// confirmed there after the cut, and the primary's Redis is killed: its last
+// second of writes and those sales never reach the standby. region.Failover
+// runs against stand-ins of ElastiCache (REPLICAOF NO ONE after a delay) and
+// of Route 53 (the crowd's calls move to the standby), and the sale goes on
+// there. Then: every waiting visitor keeps the place or has it back from the
+// ticket (I4), the rooms stay within maxActive (I1) and in order (I3) on the
+// standby; no grant is consumed twice (I2) but those of the lost second,
+// which the origin's guard (the entry token's jti) refuses; the old region's
+// late tick and consume change nothing (ErrFenced); everyone is served; and
+// no seat is sold twice: the seats of the lost sales, available again in the
+// standby's kit and offered to late buyers, are refused by the origin's
+// guard (and their orders cancelled in the kit), and the kit itself sells no
+// seat to two live orders. The times from the kill to the first grant and to
+// the first sale in the new region go to the log, with the same figures for
+// AWS's one-minute promotion.
 func TestChaosRegionFailover(t *testing.T) {
 	skipShort(t)
 	primary := startServer(t)
@@ -237,10 +251,12 @@ func TestChaosRegionFailover(t *testing.T) {
 		t.Fatal("the standby never synced with the primary")
 	}
 
-	const regionA, regionB = "region-a", "region-b"
-	engA := roomdb.New(prodClient(t, primary.Addr), roomdb.WithRegion(regionA))
-	stb := prodClient(t, standby.Addr)
-	engB := roomdb.New(stb, roomdb.WithRegion(regionB))
+	pri, stb := prodClient(t, primary.Addr), prodClient(t, standby.Addr)
+	engA, engB := roomdb.New(pri, roomdb.WithRegion(regionA)), roomdb.New(stb, roomdb.WithRegion(regionB))
+	siteA := &site{name: regionA, rooms: engA, kit: bookingdb.New(pri)}
+	siteB := &site{name: regionB, rooms: engB, kit: bookingdb.New(stb)}
+	var active atomic.Pointer[site]
+	active.Store(siteA)
 
 	const maxActive = 50
 	cfg := chaosConfig(maxActive, 1200)
@@ -248,33 +264,68 @@ func TestChaosRegionFailover(t *testing.T) {
 	for _, id := range rooms {
 		put(t, engA, id, cfg)
 	}
+	n := scale(300, 2000)
+	// Fewer seats than the first room's buyers, more than it sells before the outage.
+	sale := newSeatSale(rooms[0], n/4, active.Load)
+	if err := siteA.kit.Define(ctx, sale.event, sale.inventory()); err != nil {
+		t.Fatal(err)
+	}
 	if !testkit.WaitFor(10*time.Second, func() bool {
-		n, err := stb.Exists(ctx, roomdb.KeysFor(rooms[0]).Config, roomdb.KeysFor(rooms[1]).Config).Result()
-		return err == nil && n == 2
+		got, err := stb.Exists(ctx, roomdb.KeysFor(rooms[0]).Config, roomdb.KeysFor(rooms[1]).Config,
+			bookingdb.KeysFor(sale.event).Inventory).Result()
+		return err == nil && got == 3
 	}) {
-		t.Fatal("the rooms never reached the standby")
+		t.Fatal("the rooms and the event never reached the standby")
 	}
 
-	var active atomic.Pointer[roomdb.Engine]
-	active.Store(engA)
 	led := newLedger()
 	samplers := make([]*sampler, len(rooms))
 	for i, id := range rooms {
 		samplers[i] = watch(stb, id, maxActive, true) // the standby's view, before and after
 	}
+	// The joins the standby never saw (begun in the old region after the
+	// cut), and those of them a poll of the standby answered with the place.
+	var joinsMu sync.Mutex
+	lostJoins, restored := map[string]bool{}, map[string]bool{}
+	ticketKey := func(tk room.Ticket) string { return tk.Room + "/" + strconv.FormatInt(tk.Seq, 10) }
 	actx, stopAdmit := context.WithCancel(ctx)
 	admA := startAdmitter(actx, engA, rooms, cfg, 100*time.Millisecond, 0)
 	admB := startAdmitter(actx, engB, rooms, cfg, 100*time.Millisecond, 0) // the standby's admit function
-	n := scale(300, 2000)
-	c := startCrowd(crowdOpts{pick: active.Load, rooms: rooms, n: n, poll: pace(n, 200*time.Millisecond),
-		hold: 300 * time.Millisecond, ledger: led, arrive: scale(5*time.Second, 20*time.Second)})
+	c := startCrowd(crowdOpts{pick: func() *roomdb.Engine { return active.Load().rooms }, rooms: rooms, n: n,
+		poll: pace(n, 200*time.Millisecond), hold: 300 * time.Millisecond, ledger: led,
+		arrive: scale(5*time.Second, 20*time.Second), session: sale.buy,
+		joined: func(eng *roomdb.Engine, began time.Time, tk room.Ticket) {
+			if cut := sale.cut.Load(); eng == engA && cut != 0 && began.UnixNano() > cut {
+				joinsMu.Lock()
+				lostJoins[ticketKey(tk)] = true
+				joinsMu.Unlock()
+			}
+		},
+		polled: func(eng *roomdb.Engine, tk room.Ticket, p room.Place) {
+			if eng != engB || p.State == room.StateExpired {
+				return
+			}
+			joinsMu.Lock()
+			if lostJoins[ticketKey(tk)] {
+				restored[ticketKey(tk)] = true
+			}
+			joinsMu.Unlock()
+		},
+	})
 
-	// The outage, once the sale is under way: the link drops what it held.
+	// The outage, once the sale is under way: the link drops what it held,
+	// and the primary sells on until three sales are lost with it.
 	if !testkit.WaitFor(30*time.Second, func() bool { return c.served.Load() >= int64(n/6) }) {
 		t.Fatalf("the sale never got going: %d served", c.served.Load())
 	}
-	killed := time.Now()
 	link.Cut()
+	cutAt := time.Now()
+	sale.cut.Store(cutAt.UnixNano())
+	const lostSales = 3
+	if !testkit.WaitFor(30*time.Second, func() bool { return sale.afterCut.Load() >= lostSales }) {
+		t.Fatalf("only %d sales in the primary after the cut, want %d to lose", sale.afterCut.Load(), lostSales)
+	}
+	killed := time.Now()
 	primary.Stop()
 	if admB.admitted.Load() != 0 {
 		t.Errorf("the standby's admit loop admitted %d before the failover: the fence let it", admB.admitted.Load())
@@ -283,7 +334,7 @@ func TestChaosRegionFailover(t *testing.T) {
 	delay := promoteDelay()
 	rep, err := region.Failover(ctx, region.Plan{
 		Cache: &standInCache{rdb: ctl, delay: delay},
-		Name:  standInName{point: func() { active.Store(engB) }},
+		Name:  standInName{point: func() { active.Store(siteB) }},
 		Rooms: engineRooms{engB},
 		Every: 50 * time.Millisecond, PromoteWithin: delay + 30*time.Second, MoveWithin: 30 * time.Second,
 		Log: func(s region.Step) { t.Logf("failover: %-9s %6s  %s", s.Name, s.Took.Round(time.Millisecond), s.Note) },
@@ -349,10 +400,76 @@ func TestChaosRegionFailover(t *testing.T) {
 	if enteredTwice > 0 {
 		t.Errorf("%d visitors entered the origin twice", enteredTwice)
 	}
-	t.Logf("lost second: %d of %d consumes never reached the standby; a second redemption of each served visitor: %d consumed again by the engine (all of the lost second), %d let in twice by the origin (its jti guard)",
-		lost, len(served), again, enteredTwice)
+
+	checkSale(t, sale, siteB, lostSales)
+
+	joinsMu.Lock()
+	t.Logf("places: %d joins begun in the primary after the cut (lost with it), %d of them had the place back from the ticket at a poll of the standby (the others were served before the kill); none lost",
+		len(lostJoins), len(restored))
+	joinsMu.Unlock()
+	t.Logf("lost second: the link cut %s before the kill; %d of %d consumes never reached the standby; a second redemption of each served visitor: %d consumed again by the engine (all of the lost second), %d let in twice by the origin (its jti guard)",
+		killed.Sub(cutAt).Round(time.Millisecond), lost, len(served), again, enteredTwice)
+	scaled := func(d time.Duration) time.Duration { return (d - delay + awsPromote).Round(time.Second) }
 	t.Logf("kill → first grant in the standby: %s (promotion simulated %s); with AWS's ~%s promotion: %s (goal ≤ 90 s)",
-		firstGrant.Round(time.Millisecond), delay, awsPromote, (firstGrant - delay + awsPromote).Round(time.Second))
+		firstGrant.Round(time.Millisecond), delay, awsPromote, scaled(firstGrant))
+	if at, ok := sale.firstSale.Load(regionB); ok {
+		first := at.(time.Time).Sub(killed)
+		t.Logf("kill → first sale in the standby: %s; with AWS's promotion: %s", first.Round(time.Millisecond), scaled(first))
+	}
 	t.Logf("admit loops: primary admitted %d, standby %d (fenced or unavailable %d ticks before the failover)",
 		admA.admitted.Load(), admB.admitted.Load(), admB.failed.Load())
+}
+
+// checkSale ends the sale after a failover to st: late buyers try every seat
+// st's kit shows available. Then no seat may be sold twice, by the origin
+// (two visitors told "booked") or by the kit (two live orders); the sales of
+// the primary st's kit never saw must number at least lost; and each of
+// their seats, available again in st's kit, must still be its first buyer's
+// at the origin, a late buyer's order of it refused by the origin's guard.
+func checkSale(t *testing.T, sale *seatSale, st *site, lost int) {
+	t.Helper()
+	ctx := context.Background()
+	tried, err := sale.lastBuyers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, kitTwice, err := sale.kitOrders(ctx, st)
+	if err != nil {
+		t.Fatalf("the kit's orders in %s: %v", st.name, err)
+	}
+	if len(kitTwice) > 0 {
+		t.Errorf("the kit in %s sold %d seats to two live orders: %v", st.name, len(kitTwice), kitTwice)
+	}
+	twice := sale.origin.soldTwice()
+	if len(twice) > 0 {
+		t.Errorf("%d seats sold twice (two visitors booked, neither cancelled): %v; the origin's guard on: %v",
+			len(twice), twice, sale.origin.guarded)
+	}
+	soldA, soldB := sale.origin.salesIn(regionA), sale.origin.salesIn(st.name)
+	unseen := 0
+	for _, s := range soldA {
+		if _, ok := all[s.order]; ok {
+			continue
+		}
+		unseen++
+		if o := sale.origin.owner(s.seat); o != s.order {
+			t.Errorf("seat %s, sold by the primary in its lost second (order %s): the origin's order now %q", s.seat, s.order, o)
+		}
+		if r, ok := tried[s.seat]; !ok || r != refused {
+			t.Errorf("seat %s, sold by the primary in its lost second: offered again in %s %v (%q), want refused by the origin's guard",
+				s.seat, st.name, ok, r)
+		}
+	}
+	if unseen < lost {
+		t.Errorf("%d sales of the primary unknown to the kit in %s, want at least the %d confirmed after the cut", unseen, st.name, lost)
+	}
+	sale.mu.Lock()
+	for _, e := range sale.errs {
+		t.Errorf("sale: %s", e)
+	}
+	sale.mu.Unlock()
+	t.Logf("sale: %d seats; sold %d in %s, %d in %s; %d sales of the primary its standby never saw, each seat offered again there; "+
+		"the origin's guard refused %d orders (cancelled in the kit); %d holds refused for sessions the standby never saw, %d confirms for holds gone; sold twice: %d",
+		len(sale.seats), len(soldA), regionA, len(soldB), st.name, unseen,
+		sale.refused.Load(), sale.sessionsEnded.Load(), sale.staleHolds.Load(), len(twice))
 }
