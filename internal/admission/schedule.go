@@ -205,11 +205,7 @@ func refuse(ctx context.Context, p Planner, id string, c room.ScheduledChange, t
 
 // scheduledSoon reports whether the room has a change planned within
 // ScheduleLookahead (Idle); a schedule it cannot read counts as one.
-func scheduledSoon(ctx context.Context, q Ticker, id string) bool {
-	p, ok := q.(Planner)
-	if !ok {
-		return false
-	}
+func scheduledSoon(ctx context.Context, p Planner, id string) bool {
 	cs, err := p.Schedule(ctx, id)
 	if err != nil {
 		return !errors.Is(err, room.ErrUnknownRoom)
@@ -223,13 +219,13 @@ func scheduledSoon(ctx context.Context, q Ticker, id string) bool {
 	return false
 }
 
-// applyDue runs ApplySchedules when the loop's engine is a Planner, and
-// ArchiveHistories when it is an Archiver (history.go).
-func applyDue(ctx context.Context, q Ticker, log *slog.Logger) {
-	if p, ok := q.(Planner); ok {
-		ApplySchedules(ctx, p, log)
+// applyDue runs ApplySchedules when the loop has a Planner, and
+// ArchiveHistories when it has an Archiver (history.go).
+func (l Loop) applyDue(ctx context.Context, log *slog.Logger) {
+	if l.Planner != nil {
+		ApplySchedules(ctx, l.Planner, log)
 	}
-	if a, ok := q.(Archiver); ok {
-		ArchiveHistories(ctx, a, log)
+	if l.Archiver != nil {
+		ArchiveHistories(ctx, l.Archiver, log)
 	}
 }

@@ -237,15 +237,15 @@ func TestScheduledChangeSurvivesTotalLoss(t *testing.T) {
 func TestScheduledChangeKeepsTheAdmitFunctionAwake(t *testing.T) {
 	f := newSchedFixture(t, redistest.Own(t))
 	only := onlyRoom{f.q, f.room}
-	if !admission.Idle(f.ctx, only, only) {
+	if !admission.For(only).Idle(f.ctx) {
 		t.Fatal("an empty room with no schedule is not idle")
 	}
 	f.plan(t, "far", f.clk.Now().Add(admission.ScheduleLookahead+time.Second), `{"mode": "closed"}`)
-	if !admission.Idle(f.ctx, only, only) {
+	if !admission.For(only).Idle(f.ctx) {
 		t.Fatal("a change beyond the lookahead wakes the deployment")
 	}
 	f.plan(t, "near", f.clk.Now().Add(admission.ScheduleLookahead-time.Second), `{"mode": "closed"}`)
-	if admission.Idle(f.ctx, only, only) {
+	if admission.For(only).Idle(f.ctx) {
 		t.Fatal("idle with a change due within the lookahead")
 	}
 }
@@ -266,7 +266,7 @@ func TestScheduledChangeAppliedByTheLoop(t *testing.T) {
 	f.clk.Set(at)
 	ctx, cancel := context.WithTimeout(f.ctx, time.Minute) // stops a broken loop only
 	defer cancel()
-	admission.Run(ctx, onlyRoom{f.q, f.room}, 10*time.Millisecond, nil, func(context.Context) {
+	admission.For(onlyRoom{f.q, f.room}).Run(ctx, 10*time.Millisecond, nil, func(context.Context) {
 		if c, err := f.q.GetConfig(f.ctx, f.room); err == nil && c.AdmitPerMinute == 240 {
 			cancel()
 		}
