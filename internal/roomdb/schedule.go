@@ -19,8 +19,9 @@ import (
 // process that stopped while applying one leaves it to the next round after
 // this. A holder slower than this (a durable write that hangs) is fenced, not
 // trusted to be done: the change's settings are stored, and the change
-// removed, only by the lease's holder in one script (ApplyScheduled), and a
-// lease is given back only by its holder (ReleaseScheduled).
+// removed, only by the lease's holder in one script (ApplyScheduled), a
+// refused change is kept only by it (RefuseScheduled), and a lease is given
+// back only by its holder (ReleaseScheduled).
 const ScheduleLeaseTTL = 10 * time.Second
 
 // lease names a scheduled change's lease and its holder's token; the zero
@@ -206,6 +207,38 @@ func (e *Engine) freeScheduled(ctx context.Context, roomID, id, token, remove st
 		return fmt.Errorf("%w: %s", room.ErrLeaseLost, id)
 	}
 	return unexpected(schedfreeCmd, reply)
+}
+
+// RefuseScheduled keeps c, a leased change that is not valid at its time
+// (c.Refused and c.RefusedAt say why and when), in the schedule in place of
+// the one of its id, if token still holds the change's lease, and in the same
+// script gives the lease back: a process whose lease ran out writes nothing
+// (room.ErrLeaseLost), so its late refusal cannot undo what the lease's next
+// holder did with the change (applied, refused or cancelled it);
+// room.ErrUnknownChange (the lease given back, nothing stored) when the
+// change left the schedule (the room was deleted).
+func (e *Engine) RefuseScheduled(ctx context.Context, roomID string, c room.ScheduledChange, token string) error {
+	if !room.ValidRoomID(roomID) {
+		return room.ErrInvalidRoom
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	k := KeysFor(roomID)
+	reply, err := schedrefuseCmd.Reply(ctx, e.rdb, []string{k.ScheduleLease(c.ID), k.Schedule(), k.ScheduleVersion()}, token, c.ID, b)
+	if err != nil {
+		return fmt.Errorf("%w: schedule %s: %w", room.ErrUnavailable, roomID, err)
+	}
+	switch word(reply) {
+	case wordOK:
+		return nil
+	case wordLost:
+		return fmt.Errorf("%w: %s", room.ErrLeaseLost, c.ID)
+	case wordGone:
+		return fmt.Errorf("%w: %s", room.ErrUnknownChange, c.ID)
+	}
+	return unexpected(schedrefuseCmd, reply)
 }
 
 // ApplyScheduled stores cfg, a scheduled change's settings, as PutConfig
