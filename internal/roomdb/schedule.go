@@ -117,6 +117,14 @@ func bump(ctx context.Context, p redis.Pipeliner, k Keys) {
 // The cap is checked in the script that writes, so planners at once cannot
 // pass it together.
 func (e *Engine) PutScheduled(ctx context.Context, roomID string, c room.ScheduledChange) error {
+	return e.writeChange(ctx, roomID, c, schedputCmd, func(k Keys) []string { return []string{k.Schedule(), k.ScheduleVersion()} },
+		room.ScheduleKeep, map[string]error{wordFull: room.ErrScheduleFull})
+}
+
+// writeChange runs s, a script that writes the change c into the room's
+// schedule, with the keys keys names and ARGV c's id, c's JSON, then last:
+// nil for its 'ok', else the error errs gives its reply word.
+func (e *Engine) writeChange(ctx context.Context, roomID string, c room.ScheduledChange, s script, keys func(Keys) []string, last any, errs map[string]error) error {
 	if !room.ValidRoomID(roomID) {
 		return room.ErrInvalidRoom
 	}
@@ -124,18 +132,18 @@ func (e *Engine) PutScheduled(ctx context.Context, roomID string, c room.Schedul
 	if err != nil {
 		return err
 	}
-	k := KeysFor(roomID)
-	reply, err := schedputCmd.Reply(ctx, e.rdb, []string{k.Schedule(), k.ScheduleVersion()}, c.ID, b, room.ScheduleKeep)
+	reply, err := s.Reply(ctx, e.rdb, keys(KeysFor(roomID)), c.ID, b, last)
 	if err != nil {
 		return fmt.Errorf("%w: schedule %s: %w", room.ErrUnavailable, roomID, err)
 	}
-	switch word(reply) {
-	case wordOK:
+	w := word(reply)
+	if w == wordOK {
 		return nil
-	case wordFull:
-		return room.ErrScheduleFull
 	}
-	return unexpected(schedputCmd, reply)
+	if err, ok := errs[w]; ok {
+		return err
+	}
+	return unexpected(s, reply)
 }
 
 // LeaseScheduled takes the lease on the change id for ScheduleLeaseTTL and
@@ -218,27 +226,9 @@ func (e *Engine) freeScheduled(ctx context.Context, roomID, id, token, remove st
 // room.ErrUnknownChange (the lease given back, nothing stored) when the
 // change left the schedule (the room was deleted).
 func (e *Engine) RefuseScheduled(ctx context.Context, roomID string, c room.ScheduledChange, token string) error {
-	if !room.ValidRoomID(roomID) {
-		return room.ErrInvalidRoom
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return err
-	}
-	k := KeysFor(roomID)
-	reply, err := schedrefuseCmd.Reply(ctx, e.rdb, []string{k.ScheduleLease(c.ID), k.Schedule(), k.ScheduleVersion()}, token, c.ID, b)
-	if err != nil {
-		return fmt.Errorf("%w: schedule %s: %w", room.ErrUnavailable, roomID, err)
-	}
-	switch word(reply) {
-	case wordOK:
-		return nil
-	case wordLost:
-		return fmt.Errorf("%w: %s", room.ErrLeaseLost, c.ID)
-	case wordGone:
-		return fmt.Errorf("%w: %s", room.ErrUnknownChange, c.ID)
-	}
-	return unexpected(schedrefuseCmd, reply)
+	return e.writeChange(ctx, roomID, c, schedrefuseCmd,
+		func(k Keys) []string { return []string{k.ScheduleLease(c.ID), k.Schedule(), k.ScheduleVersion()} }, token,
+		map[string]error{wordLost: fmt.Errorf("%w: %s", room.ErrLeaseLost, c.ID), wordGone: fmt.Errorf("%w: %s", room.ErrUnknownChange, c.ID)})
 }
 
 // ApplyScheduled stores cfg, a scheduled change's settings, as PutConfig

@@ -20,6 +20,24 @@ func change(id string, at time.Time) room.ScheduledChange {
 	return room.ScheduledChange{ID: id, At: at, Settings: json.RawMessage(`{"admitPerMinute": 600}`), CreatedAt: at}
 }
 
+// leaseTakenOver leases the change id for one process, lets that lease run
+// out (as its TTL would) and leases the change for another: the change as
+// the first read it, the first's token, lost, and the second's.
+func leaseTakenOver(t *testing.T, e *env, id string) (c room.ScheduledChange, late, token string) {
+	t.Helper()
+	c, late, err := roomdb.New(e.rdb).LeaseScheduled(e.ctx, e.room, id)
+	if err != nil || late == "" {
+		t.Fatalf("first lease: %q %v", late, err)
+	}
+	if err := e.rdb.Del(e.ctx, e.keys.ScheduleLease(id)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, token, err = roomdb.New(e.rdb).LeaseScheduled(e.ctx, e.room, id); err != nil || token == "" {
+		t.Fatalf("second lease: %q %v", token, err)
+	}
+	return c, late, token
+}
+
 // A lease is given back only by its holder: a process whose lease ran out
 // and was taken by another releases nothing, so a third cannot take the
 // change while the second applies it.
@@ -29,18 +47,8 @@ func TestAReleaseFreesOnlyItsOwnLease(t *testing.T) {
 		if err := e.eng.PutScheduled(e.ctx, e.room, change("c1", e.clk.Now())); err != nil {
 			t.Fatal(err)
 		}
-		a, b, c := roomdb.New(rdb), roomdb.New(rdb), roomdb.New(rdb)
-		_, first, err := a.LeaseScheduled(e.ctx, e.room, "c1")
-		if err != nil || first == "" {
-			t.Fatalf("first lease: %q %v", first, err)
-		}
-		// The first lease runs out (as its TTL would); another process takes it.
-		if err := rdb.Del(e.ctx, e.keys.ScheduleLease("c1")).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if _, second, err := b.LeaseScheduled(e.ctx, e.room, "c1"); err != nil || second == "" {
-			t.Fatalf("second lease: %q %v", second, err)
-		}
+		a, c := roomdb.New(rdb), roomdb.New(rdb)
+		_, first, _ := leaseTakenOver(t, e, "c1")
 		if err := a.ReleaseScheduled(e.ctx, e.room, "c1", first); !errors.Is(err, room.ErrLeaseLost) {
 			t.Fatalf("release by the first holder after its lease ran out: %v, want ErrLeaseLost", err)
 		}
@@ -64,17 +72,7 @@ func TestAScheduledChangeAppliesOnlyUnderItsLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		a, b := roomdb.New(rdb), roomdb.New(rdb)
-		_, late, err := a.LeaseScheduled(e.ctx, e.room, "c1")
-		if err != nil || late == "" {
-			t.Fatalf("first lease: %q %v", late, err)
-		}
-		if err := rdb.Del(e.ctx, e.keys.ScheduleLease("c1")).Err(); err != nil { // it runs out
-			t.Fatal(err)
-		}
-		_, token, err := b.LeaseScheduled(e.ctx, e.room, "c1")
-		if err != nil || token == "" {
-			t.Fatalf("second lease: %q %v", token, err)
-		}
+		_, late, token := leaseTakenOver(t, e, "c1")
 		cfg := baseConfig()
 		cfg.AdmitPerMinute = 600
 		if _, err := a.ApplyScheduled(e.ctx, e.room, "c1", late, cfg); !errors.Is(err, room.ErrLeaseLost) {
@@ -118,17 +116,7 @@ func TestARefusalIsKeptOnlyUnderItsLease(t *testing.T) {
 			}
 		}
 		a, b := roomdb.New(rdb), roomdb.New(rdb)
-		c1, late, err := a.LeaseScheduled(e.ctx, e.room, "c1")
-		if err != nil || late == "" {
-			t.Fatalf("first lease: %q %v", late, err)
-		}
-		if err := rdb.Del(e.ctx, e.keys.ScheduleLease("c1")).Err(); err != nil { // it runs out
-			t.Fatal(err)
-		}
-		_, token, err := b.LeaseScheduled(e.ctx, e.room, "c1")
-		if err != nil || token == "" {
-			t.Fatalf("second lease: %q %v", token, err)
-		}
+		c1, late, token := leaseTakenOver(t, e, "c1")
 		cfg := baseConfig()
 		cfg.AdmitPerMinute = 600
 		if _, err := b.ApplyScheduled(e.ctx, e.room, "c1", token, cfg); err != nil {
