@@ -105,6 +105,9 @@ var schedput string
 //go:embed schedfree.lua
 var schedfree string
 
+//go:embed schedrefuse.lua
+var schedrefuse string
+
 //go:embed claim.lua
 var claim string
 
@@ -152,9 +155,11 @@ var (
 	// A room's schedule takes its own KEYS (the schedule, its version, a
 	// change's lease): schedput plans a change within the cap, schedfree
 	// gives a lease back (removing its change when asked) only to its holder;
-	// config applies a change under its lease.
-	SchedPut  = withLib(roomLib, schedput)
-	SchedFree = withLib(roomLib, schedfree)
+	// config applies a change under its lease, and schedrefuse keeps one
+	// refused under it.
+	SchedPut    = withLib(roomLib, schedput)
+	SchedFree   = withLib(roomLib, schedfree)
+	SchedRefuse = withLib(roomLib, schedrefuse)
 
 	// Claim gives a room to the region of the engine that runs it (a
 	// failover's fence: InRegion, docs/ENGINE.md "Regions").

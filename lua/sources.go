@@ -53,6 +53,7 @@ var Sources = []Source{
 	{"restore.lua", "lib.lua", restore, Restore},
 	{"schedput.lua", "lib.lua", schedput, SchedPut},
 	{"schedfree.lua", "lib.lua", schedfree, SchedFree},
+	{"schedrefuse.lua", "lib.lua", schedrefuse, SchedRefuse},
 	{"claim.lua", "lib.lua", claim, Claim},
 	{"booking_define.lua", "booking_lib.lua", bookingDefine, BookingDefine},
 	{"booking_hold.lua", "booking_lib.lua", bookingHold, BookingHold},

@@ -1,6 +1,6 @@
 // Command admit is the admission cron: EventBridge invokes it once a minute
 // and it ticks every room every second until a few seconds before its deadline
-// (admission.Handler), or returns at once when nobody waits anywhere. It ticks
+// (admission.Loop.Handler), or returns at once when nobody waits anywhere. It ticks
 // through durable.Queue: rooms lost with Redis come back from the settings
 // bucket, and their heads are recorded there. It reserves no concurrency by default: the engine's token
 // bucket makes an overlapping or retried invocation admit nothing extra. It
@@ -28,5 +28,5 @@ func main() {
 		app.Fail("admit", err)
 	}
 	sweep := orders.Task(core.Booking, pub, 5*time.Second, nil, core.Logger)
-	lambda.Start(admission.Handler(core.Queue, time.Second, core.Logger, sweep))
+	lambda.Start(admission.For(core.Queue).Handler(time.Second, core.Logger, sweep))
 }

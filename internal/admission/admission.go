@@ -17,11 +17,38 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/room"
 )
 
-// Ticker is what the loop needs of the engine.
+// Ticker is what the loop needs of the engine to tick the rooms.
 type Ticker interface {
 	Rooms(ctx context.Context) ([]string, error)
 	Tick(ctx context.Context, room string) (room.TickResult, error)
 }
+
+// Loop is what the admission loop works on: the rooms' ticks, and beside
+// them, where the deployment has them, the idle check (Statuser), the
+// scheduled changes (Planner, schedule.go) and the archive of the rooms'
+// history (Archiver, history.go). Each part is given, not guessed from the
+// ticker's methods, so a deployment that leaves one out says so: a nil part
+// is none (without a Statuser the handler never finds the deployment idle,
+// without a Planner no scheduled change applies). Ticker is required.
+type Loop struct {
+	Ticker   Ticker
+	Statuser Statuser
+	Planner  Planner
+	Archiver Archiver
+}
+
+// Engine is what a deployment's loop works on: every part of it
+// (durable.Queue is one).
+type Engine interface {
+	Ticker
+	Statuser
+	Planner
+	Archiver
+}
+
+// For is the loop of a deployment's engine, with every part: the admit
+// function's and the local stack's.
+func For(e Engine) Loop { return Loop{Ticker: e, Statuser: e, Planner: e, Archiver: e} }
 
 // AdmitMargin is how long before its deadline the admit function stops
 // ticking, so it returns cleanly instead of being cut off by Lambda.
@@ -41,8 +68,8 @@ type TickSummary struct {
 	Idle bool `json:"idle,omitempty"`
 }
 
-// Statuser reads a room's counts; a Ticker that is one lets the handler skip
-// an idle deployment's minute (roomdb.Engine and durable.Queue are).
+// Statuser reads a room's counts, which let the handler skip an idle
+// deployment's minute (roomdb.Engine and durable.Queue are one).
 type Statuser interface {
 	Status(ctx context.Context, room string) (room.Config, room.Stats, error)
 }
@@ -55,21 +82,24 @@ type Statuser interface {
 // own polls still tick it, guarded, and the first invocation after it opens
 // ticks for its minute). A room it cannot read is not idle (the loop ticks it
 // and logs the error). Nor is a room with a change scheduled within
-// ScheduleLookahead (schedule.go).
-func Idle(ctx context.Context, q Ticker, s Statuser) bool {
-	ids, err := q.Rooms(ctx)
+// ScheduleLookahead (schedule.go). A loop without a Statuser is never idle.
+func (l Loop) Idle(ctx context.Context) bool {
+	if l.Statuser == nil {
+		return false
+	}
+	ids, err := l.Ticker.Rooms(ctx)
 	if err != nil {
 		return false
 	}
 	for _, id := range ids {
-		cfg, st, err := s.Status(ctx, id)
+		cfg, st, err := l.Statuser.Status(ctx, id)
 		if err != nil || st.Admitted+st.Active > 0 {
 			return false
 		}
 		if st.Waiting > 0 && cfg.Mode != room.ModePaused && cfg.Mode != room.ModeClosed {
 			return false
 		}
-		if scheduledSoon(ctx, q, id) { // schedule.go
+		if l.Planner != nil && scheduledSoon(ctx, l.Planner, id) { // schedule.go
 			return false
 		}
 	}
@@ -84,7 +114,7 @@ func Idle(ctx context.Context, q Ticker, s Statuser) bool {
 // Each of also runs after the rooms on every tick (the booking sweep,
 // orders.Task): work that needs a schedule rides on this one, at no cost of
 // its own.
-func Run(ctx context.Context, q Ticker, interval time.Duration, log *slog.Logger, also ...func(context.Context)) TickSummary {
+func (l Loop) Run(ctx context.Context, interval time.Duration, log *slog.Logger, also ...func(context.Context)) TickSummary {
 	if interval <= 0 {
 		interval = time.Second
 	}
@@ -99,8 +129,8 @@ func Run(ctx context.Context, q Ticker, interval time.Duration, log *slog.Logger
 			return sum
 		}
 		sum.Ticks++
-		applyDue(ctx, q, log) // scheduled changes first (schedule.go)
-		tickAll(ctx, q, log, &sum)
+		l.applyDue(ctx, log) // scheduled changes first (schedule.go)
+		tickAll(ctx, l.Ticker, log, &sum)
 		for _, f := range also {
 			if ctx.Err() == nil {
 				f(ctx)
@@ -187,13 +217,13 @@ func tally(ctx context.Context, log *slog.Logger, sum *TickSummary, id string, r
 
 // Handler is the admit Lambda's handler: on each scheduled event it ticks
 // every interval until AdmitMargin before the invocation's deadline (or for
-// one minute when there is none), then returns the summary. When q is a
-// Statuser and no room needs a tick (Idle: nobody admitted or active, and
-// nobody waiting but in paused or closed rooms), it returns at once: an idle deployment costs one short invocation a minute,
-// and visitors' own requests tick a quiet room (durable.Queue) until the
-// next invocation finds someone and ticks for its minute. also runs on every
-// tick as in Run.
-func Handler(q Ticker, interval time.Duration, log *slog.Logger, also ...func(context.Context)) func(context.Context, events.EventBridgeEvent) (TickSummary, error) {
+// one minute when there is none), then returns the summary. When no room
+// needs a tick (Idle: nobody admitted or active, nobody waiting but in paused
+// or closed rooms, no change scheduled soon), it returns at once: an idle
+// deployment costs one short invocation a minute, and visitors' own requests
+// tick a quiet room (durable.Queue) until the next invocation finds someone
+// and ticks for its minute. also runs on every tick as in Run.
+func (l Loop) Handler(interval time.Duration, log *slog.Logger, also ...func(context.Context)) func(context.Context, events.EventBridgeEvent) (TickSummary, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -206,11 +236,11 @@ func Handler(q Ticker, interval time.Duration, log *slog.Logger, also ...func(co
 		margin := min(AdmitMargin, time.Until(deadline)/2)
 		ctx, cancel := context.WithDeadline(ctx, deadline.Add(-margin))
 		defer cancel()
-		if s, ok := q.(Statuser); ok && Idle(ctx, q, s) {
+		if l.Idle(ctx) {
 			log.LogAttrs(ctx, slog.LevelInfo, "admit", slog.String("event_id", ev.ID), slog.Bool("idle", true))
 			return TickSummary{Idle: true}, nil
 		}
-		sum := Run(ctx, q, interval, log, also...)
+		sum := l.Run(ctx, interval, log, also...)
 		log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "admit",
 			slog.String("event_id", ev.ID), slog.Int("ticks", sum.Ticks), slog.Int("room_ticks", sum.RoomTicks),
 			slog.Int("errors", sum.Errors), slog.Int64("admitted", sum.Admitted), slog.Int64("evicted", sum.Evicted))

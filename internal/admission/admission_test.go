@@ -56,7 +56,7 @@ func TestRunTicks(t *testing.T) {
 				}
 				return true
 			}
-			sum := admission.Run(tctx, q, 50*time.Millisecond, nil, func(context.Context) {
+			sum := admission.Loop{Ticker: q}.Run(tctx, 50*time.Millisecond, nil, func(context.Context) {
 				if done() {
 					cancel()
 				}
@@ -95,7 +95,7 @@ func TestAdmitHandler(t *testing.T) {
 	// The margin is half the time left: the handler ticks for about a second.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	sum, err := admission.Handler(q, 100*time.Millisecond, nil)(ctx, events.EventBridgeEvent{ID: "e1", DetailType: "Scheduled Event"})
+	sum, err := admission.Loop{Ticker: q, Statuser: q}.Handler(100*time.Millisecond, nil)(ctx, events.EventBridgeEvent{ID: "e1", DetailType: "Scheduled Event"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestRunAlso(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	n := 0
-	sum := admission.Run(ctx, q, time.Millisecond, nil, func(context.Context) {
+	sum := admission.Loop{Ticker: q}.Run(ctx, time.Millisecond, nil, func(context.Context) {
 		if n++; n == 3 {
 			cancel()
 		}
@@ -139,7 +139,7 @@ func TestAdmitHandlerIdle(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
-	handler := admission.Handler(q, 100*time.Millisecond, nil)
+	handler := admission.Loop{Ticker: q, Statuser: q}.Handler(100*time.Millisecond, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -158,7 +158,7 @@ func TestAdmitHandlerIdle(t *testing.T) {
 	// only stops a broken loop).
 	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	busy := admission.Handler(q, 100*time.Millisecond, nil, func(context.Context) {
+	busy := admission.Loop{Ticker: q, Statuser: q}.Handler(100*time.Millisecond, nil, func(context.Context) {
 		if st, err := q.Stats(context.Background(), ids[1]); err == nil && st.Admitted == 1 {
 			cancel()
 		}
@@ -192,7 +192,7 @@ func TestAdmitHandlerIdleWhileARoomHoldsVisitors(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		handler := admission.Handler(q, 100*time.Millisecond, nil, func(context.Context) {
+		handler := admission.Loop{Ticker: q, Statuser: q}.Handler(100*time.Millisecond, nil, func(context.Context) {
 			if until() {
 				cancel()
 			}
@@ -259,7 +259,7 @@ func TestRunCountsAFailedMergeOnce(t *testing.T) {
 	q := &mergeTicker{errs: []error{failed, room.ErrMergeHeld, room.ErrMergeHeld, failed, room.ErrMergeHeld}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sum := admission.Run(ctx, q, time.Millisecond, nil, func(context.Context) {
+	sum := admission.Loop{Ticker: q}.Run(ctx, time.Millisecond, nil, func(context.Context) {
 		if q.n == len(q.errs) {
 			cancel()
 		}
@@ -300,7 +300,7 @@ func TestRunTicksRoomsAtOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rounds := 0
-	sum := admission.Run(ctx, q, time.Millisecond, nil, func(context.Context) {
+	sum := admission.Loop{Ticker: q}.Run(ctx, time.Millisecond, nil, func(context.Context) {
 		if rounds++; rounds == 3 {
 			cancel()
 		}

@@ -28,9 +28,12 @@ type Planner interface {
 	Rooms(ctx context.Context) ([]string, error)
 	Now() time.Time
 	Schedule(ctx context.Context, room string) ([]room.ScheduledChange, error)
-	PutScheduled(ctx context.Context, room string, c room.ScheduledChange) error
 	LeaseScheduled(ctx context.Context, room, id string) (room.ScheduledChange, string, error)
 	ReleaseScheduled(ctx context.Context, room, id, token string) error
+	// RefuseScheduled keeps a change that is not valid at its time in the
+	// schedule, refused, under its lease, giving the lease back in the
+	// same step (durable.Queue.RefuseScheduled).
+	RefuseScheduled(ctx context.Context, room string, c room.ScheduledChange, token string) error
 	// ApplyScheduled stores a change's settings under its lease and takes
 	// the change out of the schedule, in Redis at once, then in the store
 	// (durable.Queue.ApplyScheduled).
@@ -155,8 +158,7 @@ func applyChange(ctx context.Context, p Planner, id, change string, now time.Tim
 		// change is made, and the store catches up at the next admin write.
 		stored = next
 	case errors.Is(err, room.ErrInvalidConfig), errors.Is(err, room.ErrUnknownRoom):
-		refuse(ctx, p, id, c, token, now, err, log)
-		return passed
+		return refuse(ctx, p, id, c, token, now, err, log)
 	case errors.Is(err, room.ErrLeaseLost):
 		// Another process holds the change now; it applies it, or a later
 		// round does.
@@ -187,29 +189,39 @@ func who(c room.ScheduledChange) string {
 }
 
 // refuse keeps a change that is not valid at its time in the schedule, with
-// the reason, and audits it.
-func refuse(ctx context.Context, p Planner, id string, c room.ScheduledChange, token string, now time.Time, why error, log *slog.Logger) {
+// the reason, under its lease, and audits it. A round whose lease ran out
+// while it validated the change (on settings read before) keeps nothing and
+// audits nothing: the lease's next holder decides, and may have applied the
+// change already.
+func refuse(ctx context.Context, p Planner, id string, c room.ScheduledChange, token string, now time.Time, why error, log *slog.Logger) outcome {
 	ctx = context.WithoutCancel(ctx)
 	at := now.UTC()
 	c.Refused, c.RefusedAt = why.Error(), &at
 	attrs := []slog.Attr{slog.String("room", id), slog.String("schedule", c.ID), slog.String("refused", c.Refused)}
-	if err := p.PutScheduled(ctx, id, c); err != nil && !errors.Is(err, room.ErrUnknownRoom) {
+	switch err := p.RefuseScheduled(ctx, id, c, token); {
+	case err == nil, errors.Is(err, durable.ErrNotDurable):
+		// Refused in Redis; a store copy behind it (the queue logged it) is
+		// written again at the end of the round (SyncSchedule).
+	case errors.Is(err, room.ErrUnknownChange), errors.Is(err, room.ErrUnknownRoom):
+		return passed // gone with its room meanwhile
+	case errors.Is(err, room.ErrLeaseLost):
+		log.LogAttrs(ctx, slog.LevelWarn, "schedule: lease lost before the change was refused", attrs...)
+		return held
+	default:
+		_ = p.ReleaseScheduled(ctx, id, c.ID, token) // else it expires
 		log.LogAttrs(ctx, slog.LevelError, "schedule: keep refused change", append(attrs, slog.String("error", err.Error()))...)
+		return held
 	}
-	_ = p.ReleaseScheduled(ctx, id, c.ID, token) // else it expires
 	if err := p.AppendAudit(ctx, id, room.AuditEntry{At: at, Who: who(c), Action: ActionRefused, Schedule: c.ID, Refused: c.Refused}); err != nil {
 		log.LogAttrs(ctx, slog.LevelError, "schedule: audit", append(attrs, slog.String("error", err.Error()))...)
 	}
 	log.LogAttrs(ctx, slog.LevelWarn, "scheduled change refused", attrs...)
+	return passed
 }
 
 // scheduledSoon reports whether the room has a change planned within
 // ScheduleLookahead (Idle); a schedule it cannot read counts as one.
-func scheduledSoon(ctx context.Context, q Ticker, id string) bool {
-	p, ok := q.(Planner)
-	if !ok {
-		return false
-	}
+func scheduledSoon(ctx context.Context, p Planner, id string) bool {
 	cs, err := p.Schedule(ctx, id)
 	if err != nil {
 		return !errors.Is(err, room.ErrUnknownRoom)
@@ -223,13 +235,13 @@ func scheduledSoon(ctx context.Context, q Ticker, id string) bool {
 	return false
 }
 
-// applyDue runs ApplySchedules when the loop's engine is a Planner, and
-// ArchiveHistories when it is an Archiver (history.go).
-func applyDue(ctx context.Context, q Ticker, log *slog.Logger) {
-	if p, ok := q.(Planner); ok {
-		ApplySchedules(ctx, p, log)
+// applyDue runs ApplySchedules when the loop has a Planner, and
+// ArchiveHistories when it has an Archiver (history.go).
+func (l Loop) applyDue(ctx context.Context, log *slog.Logger) {
+	if l.Planner != nil {
+		ApplySchedules(ctx, l.Planner, log)
 	}
-	if a, ok := q.(Archiver); ok {
-		ArchiveHistories(ctx, a, log)
+	if l.Archiver != nil {
+		ArchiveHistories(ctx, l.Archiver, log)
 	}
 }

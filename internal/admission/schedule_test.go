@@ -237,15 +237,15 @@ func TestScheduledChangeSurvivesTotalLoss(t *testing.T) {
 func TestScheduledChangeKeepsTheAdmitFunctionAwake(t *testing.T) {
 	f := newSchedFixture(t, redistest.Own(t))
 	only := onlyRoom{f.q, f.room}
-	if !admission.Idle(f.ctx, only, only) {
+	if !admission.For(only).Idle(f.ctx) {
 		t.Fatal("an empty room with no schedule is not idle")
 	}
 	f.plan(t, "far", f.clk.Now().Add(admission.ScheduleLookahead+time.Second), `{"mode": "closed"}`)
-	if !admission.Idle(f.ctx, only, only) {
+	if !admission.For(only).Idle(f.ctx) {
 		t.Fatal("a change beyond the lookahead wakes the deployment")
 	}
 	f.plan(t, "near", f.clk.Now().Add(admission.ScheduleLookahead-time.Second), `{"mode": "closed"}`)
-	if admission.Idle(f.ctx, only, only) {
+	if admission.For(only).Idle(f.ctx) {
 		t.Fatal("idle with a change due within the lookahead")
 	}
 }
@@ -266,7 +266,7 @@ func TestScheduledChangeAppliedByTheLoop(t *testing.T) {
 	f.clk.Set(at)
 	ctx, cancel := context.WithTimeout(f.ctx, time.Minute) // stops a broken loop only
 	defer cancel()
-	admission.Run(ctx, onlyRoom{f.q, f.room}, 10*time.Millisecond, nil, func(context.Context) {
+	admission.For(onlyRoom{f.q, f.room}).Run(ctx, 10*time.Millisecond, nil, func(context.Context) {
 		if c, err := f.q.GetConfig(f.ctx, f.room); err == nil && c.AdmitPerMinute == 240 {
 			cancel()
 		}
@@ -469,4 +469,83 @@ func TestAChangeAppliesOnceWhenItsStoreWriteOutlastsTheLease(t *testing.T) {
 	if cs, err := f.q.Schedule(f.ctx, f.room); err != nil || len(cs) != 0 {
 		t.Errorf("schedule after: %v %v, want empty", cs, err)
 	}
+}
+
+// slowReader is a queue whose read of the settings, once armed, waits after
+// reading until the test lets it go: an applier whose validation of a change
+// outlasts the change's lease, on the settings it read before.
+type slowReader struct {
+	*durable.Queue
+	armed   atomic.Bool
+	entered chan struct{} // a read is waiting
+	release chan struct{} // closed: the read returns
+}
+
+func (s *slowReader) GetConfig(ctx context.Context, id string) (room.Config, error) {
+	c, err := s.Queue.GetConfig(ctx, id)
+	if s.armed.CompareAndSwap(true, false) {
+		s.entered <- struct{}{}
+		<-s.release
+	}
+	return c, err
+}
+
+// TestALateRefusalLeavesAnAppliedChangeApplied: an applier whose lease runs
+// out while it validates a change, against the settings it read before, has
+// no say over the change any more. A second applier takes the lease and
+// applies the change, valid by then; the first applier's late refusal then
+// writes nothing: the change stays applied, out of the schedule, and the log
+// shows no refusal. Before, its refusal put the change back in the schedule,
+// refused, after it was applied.
+func TestALateRefusalLeavesAnAppliedChangeApplied(t *testing.T) {
+	redistest.OwnEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		f := newSchedFixture(t, rdb)
+		at := f.clk.Now().Add(5 * time.Minute)
+		// Not valid with sessionTTLSeconds at 600 (maxSessionSeconds is 0 or at least it).
+		f.plan(t, "c1", at, `{"maxSessionSeconds": 300}`)
+		f.clk.Set(at)
+
+		slow := &slowReader{Queue: durable.New(roomdb.New(f.rdb, roomdb.WithClock(f.clk.Now)), durable.Options{Store: f.store, Clock: f.clk.Now, NoNudge: true}),
+			entered: make(chan struct{}), release: make(chan struct{})}
+		slow.armed.Store(true)
+		done := make(chan int, 1)
+		go func() { done <- admission.ApplySchedules(f.ctx, slow, nil) }()
+		await(t, slow.entered, "the first applier's read of the settings")
+
+		// An operator lowers sessionTTLSeconds meanwhile: the change is valid now.
+		cfg := f.config(t)
+		cfg.SessionTTLSeconds = 120
+		if _, err := f.q.PutConfig(f.ctx, f.room, cfg); err != nil {
+			t.Fatal(err)
+		}
+		// The first lease runs out (as its TTL would); the second applier's round applies the change.
+		if err := f.rdb.Del(f.ctx, roomdb.KeysFor(f.room).ScheduleLease("c1")).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n := admission.ApplySchedules(f.ctx, f.q, nil); n != 1 {
+			t.Fatalf("the second applier applied %d changes, want 1", n)
+		}
+		close(slow.release)
+		if n := await(t, done, "end of the first applier's round"); n != 0 {
+			t.Errorf("the first applier applied %d changes, want 0", n)
+		}
+
+		if got := f.config(t).MaxSessionSeconds; got != 300 {
+			t.Errorf("maxSessionSeconds %d after both rounds, want 300: the change applied", got)
+		}
+		if cs, err := f.q.Schedule(f.ctx, f.room); err != nil || len(cs) != 0 {
+			t.Errorf("schedule after both rounds: %+v %v, want empty: the change was applied", cs, err)
+		}
+		if cs := f.storedSchedule(t); len(cs) != 0 {
+			t.Errorf("stored schedule after both rounds: %+v, want empty", cs)
+		}
+		for _, a := range f.audit(t) {
+			if a.Action == admission.ActionRefused {
+				t.Errorf("the log shows a refusal of %s (%s) of a change applied", a.Schedule, a.Refused)
+			}
+		}
+		if got := f.applied(t); !slices.Equal(got, []string{"c1"}) {
+			t.Errorf("the log shows %v applied, want [c1] once", got)
+		}
+	})
 }

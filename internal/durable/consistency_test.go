@@ -264,3 +264,73 @@ func TestScheduleStaysDurableUnderConcurrentWritesAndALoss(t *testing.T) {
 		t.Fatalf("schedule after a total loss: %v, before it: %v", after, before)
 	}
 }
+
+// TestARefusalKeepsTheStoresCopyInStep: a change refused under its lease is
+// refused in the store's copy too, a refusal made while the store is down
+// reaches the copy at the loop's next round, and a refusal whose lease ran
+// out writes nothing, in Redis or the store.
+func TestARefusalKeepsTheStoresCopyInStep(t *testing.T) {
+	store := newRacingStore(t)
+	f := newFixture(t, store)
+	if _, err := f.q.PutConfig(f.ctx, f.room, testConfig()); err != nil {
+		t.Fatal(err)
+	}
+	at := f.clk.Now()
+	for _, id := range []string{"held", "late", "down"} {
+		if err := f.q.PutScheduled(f.ctx, f.room, room.ScheduledChange{ID: id, At: at,
+			Settings: []byte(`{"maxActive": -5}`), CreatedBy: "admin key", CreatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refuse := func(id string, lost bool) error {
+		t.Helper()
+		c, token, err := f.q.LeaseScheduled(f.ctx, f.room, id)
+		if err != nil || token == "" {
+			t.Fatalf("lease of %s: %q %v", id, token, err)
+		}
+		if lost {
+			if err := f.rdb.Del(f.ctx, roomdb.KeysFor(f.room).ScheduleLease(id)).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Refused, c.RefusedAt = "not valid", &at
+		return f.q.RefuseScheduled(f.ctx, f.room, c, token)
+	}
+	storedRefused := func() map[string]bool {
+		t.Helper()
+		b, _, err := store.Schedule(f.ctx, f.room)
+		var cs []room.ScheduledChange
+		if err == nil {
+			err = json.Unmarshal(b, &cs)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, c := range cs {
+			out[c.ID] = c.Refused != ""
+		}
+		return out
+	}
+
+	if err := refuse("held", false); err != nil {
+		t.Fatalf("refused under its lease: %v", err)
+	}
+	if err := refuse("late", true); !errors.Is(err, room.ErrLeaseLost) {
+		t.Fatalf("refused after its lease ran out: %v, want ErrLeaseLost", err)
+	}
+	if got := storedRefused(); !got["held"] || got["late"] || got["down"] {
+		t.Fatalf("the store's copy says refused: %v, want held alone", got)
+	}
+	store.fail = func(string) bool { return true }
+	if err := refuse("down", false); !errors.Is(err, durable.ErrNotDurable) {
+		t.Fatalf("refused while the store is down: %v, want ErrNotDurable", err)
+	}
+	store.fail = nil
+	if err := f.q.SyncSchedule(f.ctx, f.room); err != nil { // the loop's next round
+		t.Fatal(err)
+	}
+	if got := storedRefused(); !got["held"] || got["late"] || !got["down"] {
+		t.Fatalf("the store's copy after the next round says refused: %v, want held and down", got)
+	}
+}

@@ -106,6 +106,17 @@ func (q *Queue) RemoveScheduled(ctx context.Context, id, change, token string) e
 	return q.storeSchedule(ctx, id)
 }
 
+// RefuseScheduled keeps a leased change that is not valid at its time in the
+// schedule, refused, in Redis, if token still holds its lease
+// (roomdb.Engine.RefuseScheduled: room.ErrLeaseLost, nothing stored, when
+// it does not), then in the store's copy (ErrNotDurable as PutScheduled).
+func (q *Queue) RefuseScheduled(ctx context.Context, id string, c room.ScheduledChange, token string) error {
+	if err := q.eng.RefuseScheduled(ctx, id, c, token); err != nil {
+		return err
+	}
+	return q.storeSchedule(ctx, id)
+}
+
 // ApplyScheduled stores a leased change's settings as PutConfig does, the
 // change leaving the schedule in the same step in Redis
 // (roomdb.Engine.ApplyScheduled: room.ErrLeaseLost, nothing stored, when

@@ -1,7 +1,7 @@
 // Package localstack runs the whole product on one machine: the waiting page
 // (static/) and every API route on one port, translated from plain HTTP into
 // the API Gateway v2 events Lambda receives and served by the very same
-// api.Handler; the admit ticks on a ticker (the same admission.Run as the admit
+// api.Handler; the admit ticks on a ticker (the same admission.Loop.Run as the admit
 // Lambda); and two example booking sites. The demo site (the gated "demo"
 // room's origin) is a plain site behind the edge gate (gate.Middleware, as the
 // CloudFront function in AWS), with /.vestibule/* passed to the API. The
@@ -278,7 +278,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
-		admission.Run(tctx, engine, o.TickInterval, o.Logger, orders.Task(bk, pub, 5*time.Second, o.Clock, o.Logger))
+		admission.For(engine).Run(tctx, o.TickInterval, o.Logger, orders.Task(bk, pub, 5*time.Second, o.Clock, o.Logger))
 	}()
 	go func() {
 		defer s.wg.Done()

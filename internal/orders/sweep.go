@@ -139,7 +139,7 @@ func publishAll(ctx context.Context, pub booking.Publisher, evs []booking.OrderE
 	return nil
 }
 
-// Task is the booking tick for the admission loop (admission.Run's also):
+// Task is the booking tick for the admission loop (admission.Loop.Run's also):
 // a Sweep at most every interval (5 s when interval ≤ 0), so a loop ticking
 // rooms every second sweeps events less often. clock nil is time.Now.
 func Task(eng Engine, pub booking.Publisher, interval time.Duration, clock func() time.Time, log *slog.Logger) func(context.Context) {

@@ -53,6 +53,8 @@ type Engine interface {
 	ReleaseScheduled(ctx context.Context, room, id, token string) error
 	RemoveScheduled(ctx context.Context, room, id, token string) error
 	ApplyScheduled(ctx context.Context, room, id, token string, cfg Config) (Config, error)
+	// RefuseScheduled keeps a leased change, refused, in the schedule.
+	RefuseScheduled(ctx context.Context, room string, c ScheduledChange, token string) error
 	RestoreSchedule(ctx context.Context, room string, cs []ScheduledChange) error
 	DropSchedule(ctx context.Context, room string) error
 	// ScheduleCopy reads the schedule with its version (every change of it

@@ -31,7 +31,8 @@ const (
 	wordNoPlace   = "noplace"   // notice: the visitor holds no place in the queue
 	wordNoNotice  = "nonotice"  // noticeack: no such notice due
 	wordFull      = "full"      // schedput: the schedule holds the most changes
-	wordLost      = "lost"      // schedfree, config: the scheduled change's lease is not the caller's (ran out, or another holds it)
+	wordLost      = "lost"      // schedfree, schedrefuse, config: the scheduled change's lease is not the caller's (ran out, or another holds it)
+	wordGone      = "gone"      // schedrefuse: the scheduled change is no longer in the schedule
 	wordRoom      = "room"      // spoll: the room's shard answers this place, not the arrival shard
 )
 
@@ -39,7 +40,7 @@ const (
 var replyWords = []string{wordOK, wordNoRoom, wordNoGrant, wordClosed, wordConsumed, wordExpired,
 	wordAudience, wordSlow, wordChallenge, wordSpent, wordLimited, wordCreated, wordUpdated, wordBusy, wordOpen, wordArrived,
 	wordStale, wordRaced, wordUninvited, wordRevoked, wordUsed, wordStands, wordOff, wordNoPlace, wordNoNotice,
-	wordFull, wordLost, wordRoom}
+	wordFull, wordLost, wordGone, wordRoom}
 
 // stateActive is the place state of a consumed grant (a running session); the
 // API reports it as StateAdmitted with Place.Active.

@@ -19,8 +19,9 @@ import (
 // process that stopped while applying one leaves it to the next round after
 // this. A holder slower than this (a durable write that hangs) is fenced, not
 // trusted to be done: the change's settings are stored, and the change
-// removed, only by the lease's holder in one script (ApplyScheduled), and a
-// lease is given back only by its holder (ReleaseScheduled).
+// removed, only by the lease's holder in one script (ApplyScheduled), a
+// refused change is kept only by it (RefuseScheduled), and a lease is given
+// back only by its holder (ReleaseScheduled).
 const ScheduleLeaseTTL = 10 * time.Second
 
 // lease names a scheduled change's lease and its holder's token; the zero
@@ -116,6 +117,14 @@ func bump(ctx context.Context, p redis.Pipeliner, k Keys) {
 // The cap is checked in the script that writes, so planners at once cannot
 // pass it together.
 func (e *Engine) PutScheduled(ctx context.Context, roomID string, c room.ScheduledChange) error {
+	return e.writeChange(ctx, roomID, c, schedputCmd, func(k Keys) []string { return []string{k.Schedule(), k.ScheduleVersion()} },
+		room.ScheduleKeep, map[string]error{wordFull: room.ErrScheduleFull})
+}
+
+// writeChange runs s, a script that writes the change c into the room's
+// schedule, with the keys keys names and ARGV c's id, c's JSON, then last:
+// nil for its 'ok', else the error errs gives its reply word.
+func (e *Engine) writeChange(ctx context.Context, roomID string, c room.ScheduledChange, s script, keys func(Keys) []string, last any, errs map[string]error) error {
 	if !room.ValidRoomID(roomID) {
 		return room.ErrInvalidRoom
 	}
@@ -123,18 +132,18 @@ func (e *Engine) PutScheduled(ctx context.Context, roomID string, c room.Schedul
 	if err != nil {
 		return err
 	}
-	k := KeysFor(roomID)
-	reply, err := schedputCmd.Reply(ctx, e.rdb, []string{k.Schedule(), k.ScheduleVersion()}, c.ID, b, room.ScheduleKeep)
+	reply, err := s.Reply(ctx, e.rdb, keys(KeysFor(roomID)), c.ID, b, last)
 	if err != nil {
 		return fmt.Errorf("%w: schedule %s: %w", room.ErrUnavailable, roomID, err)
 	}
-	switch word(reply) {
-	case wordOK:
+	w := word(reply)
+	if w == wordOK {
 		return nil
-	case wordFull:
-		return room.ErrScheduleFull
 	}
-	return unexpected(schedputCmd, reply)
+	if err, ok := errs[w]; ok {
+		return err
+	}
+	return unexpected(s, reply)
 }
 
 // LeaseScheduled takes the lease on the change id for ScheduleLeaseTTL and
@@ -206,6 +215,20 @@ func (e *Engine) freeScheduled(ctx context.Context, roomID, id, token, remove st
 		return fmt.Errorf("%w: %s", room.ErrLeaseLost, id)
 	}
 	return unexpected(schedfreeCmd, reply)
+}
+
+// RefuseScheduled keeps c, a leased change that is not valid at its time
+// (c.Refused and c.RefusedAt say why and when), in the schedule in place of
+// the one of its id, if token still holds the change's lease, and in the same
+// script gives the lease back: a process whose lease ran out writes nothing
+// (room.ErrLeaseLost), so its late refusal cannot undo what the lease's next
+// holder did with the change (applied, refused or cancelled it);
+// room.ErrUnknownChange (the lease given back, nothing stored) when the
+// change left the schedule (the room was deleted).
+func (e *Engine) RefuseScheduled(ctx context.Context, roomID string, c room.ScheduledChange, token string) error {
+	return e.writeChange(ctx, roomID, c, schedrefuseCmd,
+		func(k Keys) []string { return []string{k.ScheduleLease(c.ID), k.Schedule(), k.ScheduleVersion()} }, token,
+		map[string]error{wordLost: fmt.Errorf("%w: %s", room.ErrLeaseLost, c.ID), wordGone: fmt.Errorf("%w: %s", room.ErrUnknownChange, c.ID)})
 }
 
 // ApplyScheduled stores cfg, a scheduled change's settings, as PutConfig

@@ -20,6 +20,24 @@ func change(id string, at time.Time) room.ScheduledChange {
 	return room.ScheduledChange{ID: id, At: at, Settings: json.RawMessage(`{"admitPerMinute": 600}`), CreatedAt: at}
 }
 
+// leaseTakenOver leases the change id for one process, lets that lease run
+// out (as its TTL would) and leases the change for another: the change as
+// the first read it, the first's token, lost, and the second's.
+func leaseTakenOver(t *testing.T, e *env, id string) (c room.ScheduledChange, late, token string) {
+	t.Helper()
+	c, late, err := roomdb.New(e.rdb).LeaseScheduled(e.ctx, e.room, id)
+	if err != nil || late == "" {
+		t.Fatalf("first lease: %q %v", late, err)
+	}
+	if err := e.rdb.Del(e.ctx, e.keys.ScheduleLease(id)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, token, err = roomdb.New(e.rdb).LeaseScheduled(e.ctx, e.room, id); err != nil || token == "" {
+		t.Fatalf("second lease: %q %v", token, err)
+	}
+	return c, late, token
+}
+
 // A lease is given back only by its holder: a process whose lease ran out
 // and was taken by another releases nothing, so a third cannot take the
 // change while the second applies it.
@@ -29,18 +47,8 @@ func TestAReleaseFreesOnlyItsOwnLease(t *testing.T) {
 		if err := e.eng.PutScheduled(e.ctx, e.room, change("c1", e.clk.Now())); err != nil {
 			t.Fatal(err)
 		}
-		a, b, c := roomdb.New(rdb), roomdb.New(rdb), roomdb.New(rdb)
-		_, first, err := a.LeaseScheduled(e.ctx, e.room, "c1")
-		if err != nil || first == "" {
-			t.Fatalf("first lease: %q %v", first, err)
-		}
-		// The first lease runs out (as its TTL would); another process takes it.
-		if err := rdb.Del(e.ctx, e.keys.ScheduleLease("c1")).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if _, second, err := b.LeaseScheduled(e.ctx, e.room, "c1"); err != nil || second == "" {
-			t.Fatalf("second lease: %q %v", second, err)
-		}
+		a, c := roomdb.New(rdb), roomdb.New(rdb)
+		_, first, _ := leaseTakenOver(t, e, "c1")
 		if err := a.ReleaseScheduled(e.ctx, e.room, "c1", first); !errors.Is(err, room.ErrLeaseLost) {
 			t.Fatalf("release by the first holder after its lease ran out: %v, want ErrLeaseLost", err)
 		}
@@ -64,17 +72,7 @@ func TestAScheduledChangeAppliesOnlyUnderItsLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		a, b := roomdb.New(rdb), roomdb.New(rdb)
-		_, late, err := a.LeaseScheduled(e.ctx, e.room, "c1")
-		if err != nil || late == "" {
-			t.Fatalf("first lease: %q %v", late, err)
-		}
-		if err := rdb.Del(e.ctx, e.keys.ScheduleLease("c1")).Err(); err != nil { // it runs out
-			t.Fatal(err)
-		}
-		_, token, err := b.LeaseScheduled(e.ctx, e.room, "c1")
-		if err != nil || token == "" {
-			t.Fatalf("second lease: %q %v", token, err)
-		}
+		_, late, token := leaseTakenOver(t, e, "c1")
 		cfg := baseConfig()
 		cfg.AdmitPerMinute = 600
 		if _, err := a.ApplyScheduled(e.ctx, e.room, "c1", late, cfg); !errors.Is(err, room.ErrLeaseLost) {
@@ -94,6 +92,84 @@ func TestAScheduledChangeAppliesOnlyUnderItsLease(t *testing.T) {
 		}
 		if _, _, err := a.LeaseScheduled(e.ctx, e.room, "c1"); !errors.Is(err, room.ErrUnknownChange) {
 			t.Fatalf("lease after the apply: %v, want ErrUnknownChange (the lease free, the change gone)", err)
+		}
+	})
+}
+
+// refused is c marked refused at at, as the admission loop keeps it.
+func refused(c room.ScheduledChange, why string, at time.Time) room.ScheduledChange {
+	c.Refused, c.RefusedAt = why, &at
+	return c
+}
+
+// A refused change is kept only under its lease, and the lease is given
+// back with it: a process whose lease ran out while it validated the change
+// writes nothing over what the lease's next holder did, here apply it, and
+// the holder's refusal is kept, once, with the lease free.
+func TestARefusalIsKeptOnlyUnderItsLease(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, ptr(baseConfig()))
+		now := e.clk.Now()
+		for _, id := range []string{"c1", "c2"} {
+			if err := e.eng.PutScheduled(e.ctx, e.room, change(id, now)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, b := roomdb.New(rdb), roomdb.New(rdb)
+		c1, late, token := leaseTakenOver(t, e, "c1")
+		cfg := baseConfig()
+		cfg.AdmitPerMinute = 600
+		if _, err := b.ApplyScheduled(e.ctx, e.room, "c1", token, cfg); err != nil {
+			t.Fatalf("applied by the lease's holder: %v", err)
+		}
+		if err := a.RefuseScheduled(e.ctx, e.room, refused(c1, "too late", now), late); !errors.Is(err, room.ErrLeaseLost) {
+			t.Fatalf("refused by the holder whose lease ran out: %v, want ErrLeaseLost", err)
+		}
+		if cs, err := e.eng.Schedule(e.ctx, e.room); err != nil || len(cs) != 1 || cs[0].ID != "c2" {
+			t.Fatalf("schedule after a lost lease's refusal: %+v %v, want c2 alone: c1 applied, not back refused", cs, err)
+		}
+
+		c2, token, err := a.LeaseScheduled(e.ctx, e.room, "c2")
+		if err != nil || token == "" {
+			t.Fatalf("lease of c2: %q %v", token, err)
+		}
+		_, v0, _, _ := e.eng.ScheduleCopy(e.ctx, e.room)
+		if err := a.RefuseScheduled(e.ctx, e.room, refused(c2, "not valid", now), token); err != nil {
+			t.Fatalf("refused by the lease's holder: %v", err)
+		}
+		cs, v1, _, err := e.eng.ScheduleCopy(e.ctx, e.room)
+		if err != nil || len(cs) != 1 || cs[0].Refused != "not valid" || cs[0].RefusedAt == nil || v1 <= v0 {
+			t.Fatalf("schedule after the holder's refusal: %+v, version %d from %d, %v; want c2 refused, a new version", cs, v1, v0, err)
+		}
+		if err := a.RefuseScheduled(e.ctx, e.room, refused(c2, "again", now), token); !errors.Is(err, room.ErrLeaseLost) {
+			t.Fatalf("a second refusal with the same token: %v, want ErrLeaseLost (the lease was given back)", err)
+		}
+		if _, again, err := b.LeaseScheduled(e.ctx, e.room, "c2"); err != nil || again == "" {
+			t.Fatalf("lease after the refusal: %q %v, want it free", again, err)
+		}
+	})
+}
+
+// A refusal of a change that left the schedule with its room stores
+// nothing: the deleted room's schedule does not come back with it.
+func TestARefusalOfAChangeGoneWithItsRoomStoresNothing(t *testing.T) {
+	redistest.ForEach(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, rdb, ptr(baseConfig()))
+		if err := e.eng.PutScheduled(e.ctx, e.room, change("c1", e.clk.Now())); err != nil {
+			t.Fatal(err)
+		}
+		c, token, err := e.eng.LeaseScheduled(e.ctx, e.room, "c1")
+		if err != nil || token == "" {
+			t.Fatalf("lease: %q %v", token, err)
+		}
+		if err := e.eng.DropSchedule(e.ctx, e.room); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.eng.RefuseScheduled(e.ctx, e.room, refused(c, "unknown room", e.clk.Now()), token); !errors.Is(err, room.ErrUnknownChange) {
+			t.Fatalf("refusal of a dropped change: %v, want ErrUnknownChange", err)
+		}
+		if n, err := rdb.Exists(e.ctx, e.keys.Schedule(), e.keys.ScheduleLease("c1")).Result(); err != nil || n != 0 {
+			t.Fatalf("%d of the schedule and the lease stand after the refusal (%v), want neither", n, err)
 		}
 	})
 }

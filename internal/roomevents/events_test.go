@@ -103,7 +103,7 @@ func TestAdmissionEvents(t *testing.T) {
 
 	// The admit loop's tick over both rooms: one event, for the room that changed.
 	once, stop := context.WithCancel(ctx) // the also task ends the run after its first tick
-	sum := admission.Run(once, q, time.Second, nil, func(context.Context) { stop() })
+	sum := admission.For(q).Run(once, time.Second, nil, func(context.Context) { stop() })
 	if sum.Ticks != 1 || sum.RoomTicks != 2 {
 		t.Fatalf("run %+v", sum)
 	}
