@@ -124,7 +124,7 @@ func TestChaosTotalLoss(t *testing.T) {
 		}
 	}
 
-	// The admit loop's pass (admission.Run's), with nothing but the store to
+	// The admit loop's pass (admission.Loop.Run's), with nothing but the store to
 	// list rooms from: Redis's registry went with the loss.
 	listed, err := after.Rooms(ctx)
 	if err != nil || len(listed) != rooms {
