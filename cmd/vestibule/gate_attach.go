@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
 	"github.com/aws/aws-sdk-go-v2/service/cloudfrontkeyvaluestore"
@@ -55,16 +54,9 @@ type gateAWS struct {
 
 // newGateAWS builds the clients from the standard configuration (a variable for the tests).
 var newGateAWS = func(ctx context.Context, g *globals) (gateAWS, error) {
-	var opts []func(*config.LoadOptions) error
-	if g.target.Profile != "" {
-		opts = append(opts, config.WithSharedConfigProfile(g.target.Profile))
-	}
-	if g.target.Region != "" {
-		opts = append(opts, config.WithRegion(g.target.Region))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := operator.LoadAWS(ctx, g.target.Profile, g.target.Region)
 	if err != nil {
-		return gateAWS{}, fmt.Errorf("loading the AWS configuration: %w", err)
+		return gateAWS{}, err
 	}
 	if cfg.Region == "" {
 		return gateAWS{}, errors.New("no AWS region: pass --region (the Vestibule stack's), or set AWS_REGION")
@@ -141,18 +133,13 @@ func (c *command) gateArgs(pos []string, verb string) error {
 	return nil
 }
 
-// gateFromStack assembles what attach needs from the stack's outputs and secrets.
-func (c *command) gateFromStack(ctx context.Context, cl gateAWS) (gateattach.Gate, error) {
+// gateOutputs reads the stack's outputs gate attach and gate serve need: the waiting room's
+// URL, the API's, the entry key's secret and, without --origin-secret-file, the origin secret's.
+func (c *command) gateOutputs(ctx context.Context, cl gateAWS) (map[string]string, error) {
 	stack := c.g.target.Stack
-	out, err := cl.stacks.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: &stack})
+	outputs, err := operator.ReadStackOutputs(ctx, cl.stacks, stack)
 	if err != nil {
-		return gateattach.Gate{}, fmt.Errorf("reading the outputs of stack %q: %w", stack, err)
-	}
-	outputs := map[string]string{}
-	for _, s := range out.Stacks {
-		for _, o := range s.Outputs {
-			outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
-		}
+		return nil, err
 	}
 	need := []string{outWaitingRoomURL, operator.ApiURLOutput, outEntrySecretARN}
 	if c.gate.originSecretFile == "" {
@@ -160,8 +147,17 @@ func (c *command) gateFromStack(ctx context.Context, cl gateAWS) (gateattach.Gat
 	}
 	for _, k := range need {
 		if outputs[k] == "" {
-			return gateattach.Gate{}, fmt.Errorf("the stack %q has no %s output: is it a Vestibule stack, deployed?", stack, k)
+			return nil, fmt.Errorf("the stack %q has no %s output: is it a Vestibule stack, deployed?", stack, k)
 		}
+	}
+	return outputs, nil
+}
+
+// gateFromStack assembles what attach needs from the stack's outputs and secrets.
+func (c *command) gateFromStack(ctx context.Context, cl gateAWS) (gateattach.Gate, error) {
+	outputs, err := c.gateOutputs(ctx, cl)
+	if err != nil {
+		return gateattach.Gate{}, err
 	}
 	keys, err := gatekeys.Load(ctx, cl.secrets, outputs[outEntrySecretARN])
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/vestibule-dev/vestibule/gate"
@@ -247,25 +246,9 @@ func (c *command) serveFromStack(ctx context.Context, s *serveSetup) error {
 	if err != nil {
 		return err
 	}
-	stack := c.g.target.Stack
-	out, err := cl.stacks.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: &stack})
+	outputs, err := c.gateOutputs(ctx, cl)
 	if err != nil {
-		return fmt.Errorf("reading the outputs of stack %q: %w", stack, err)
-	}
-	outputs := map[string]string{}
-	for _, st := range out.Stacks {
-		for _, o := range st.Outputs {
-			outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
-		}
-	}
-	need := []string{outWaitingRoomURL, operator.ApiURLOutput, outEntrySecretARN}
-	if c.gate.originSecretFile == "" {
-		need = append(need, outOriginSecret)
-	}
-	for _, k := range need {
-		if outputs[k] == "" {
-			return fmt.Errorf("the stack %q has no %s output: is it a Vestibule stack, deployed?", stack, k)
-		}
+		return err
 	}
 	if c.serve.waitingRoom == "" {
 		c.serve.waitingRoom = outputs[outWaitingRoomURL]

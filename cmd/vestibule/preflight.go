@@ -12,11 +12,11 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/servicequotas"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/vestibule-dev/vestibule/internal/operator"
 	"github.com/vestibule-dev/vestibule/internal/printer"
 )
 
@@ -107,16 +107,9 @@ func (c *command) preflight(ctx context.Context, pos []string) error {
 	if err != nil {
 		return err
 	}
-	var opts []func(*config.LoadOptions) error
-	if c.g.target.Profile != "" {
-		opts = append(opts, config.WithSharedConfigProfile(c.g.target.Profile))
-	}
-	if c.g.target.Region != "" {
-		opts = append(opts, config.WithRegion(c.g.target.Region))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := operator.LoadAWS(ctx, c.g.target.Profile, c.g.target.Region)
 	if err != nil {
-		return fmt.Errorf("loading the AWS configuration: %w", err)
+		return err
 	}
 	if cfg.Region == "" {
 		return errors.New("no AWS region: pass --region, or set AWS_REGION")

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 
 	"github.com/vestibule-dev/vestibule/internal/operator"
@@ -72,27 +70,16 @@ func (c *command) publicEndpoint(ctx context.Context, api *operator.Client) (str
 
 // stackOutput reads one output of a stack.
 func stackOutput(ctx context.Context, t operator.Target, key string) (string, error) {
-	var opts []func(*config.LoadOptions) error
-	if t.Profile != "" {
-		opts = append(opts, config.WithSharedConfigProfile(t.Profile))
-	}
-	if t.Region != "" {
-		opts = append(opts, config.WithRegion(t.Region))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := operator.LoadAWS(ctx, t.Profile, t.Region)
 	if err != nil {
-		return "", fmt.Errorf("loading the AWS configuration: %w", err)
+		return "", err
 	}
-	out, err := cloudformation.NewFromConfig(cfg).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(t.Stack)})
+	outputs, err := operator.ReadStackOutputs(ctx, cloudformation.NewFromConfig(cfg), t.Stack)
 	if err != nil {
-		return "", fmt.Errorf("describing the stack %q: %w", t.Stack, err)
+		return "", err
 	}
-	for _, s := range out.Stacks {
-		for _, o := range s.Outputs {
-			if aws.ToString(o.OutputKey) == key {
-				return aws.ToString(o.OutputValue), nil
-			}
-		}
+	if v, ok := outputs[key]; ok {
+		return v, nil
 	}
 	return "", fmt.Errorf("the stack %q has no %s output (or pass --public URL)", t.Stack, key)
 }

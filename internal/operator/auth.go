@@ -120,17 +120,9 @@ func Connect(ctx context.Context, t Target) (*Client, error) {
 		_, err := c.URL("")
 		return c, err
 	}
-	var opts []func(*config.LoadOptions) error
-	if t.Profile != "" {
-		opts = append(opts, config.WithSharedConfigProfile(t.Profile))
-	}
-	if t.Region != "" {
-		opts = append(opts, config.WithRegion(t.Region))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := LoadAWS(ctx, t.Profile, t.Region)
 	if err != nil {
-		return nil, &Error{Message: "loading the AWS configuration: " + err.Error(), Err: err,
-			Hint: "check --profile (or AWS_PROFILE) names a profile in ~/.aws/config"}
+		return nil, err
 	}
 	endpoint := t.Endpoint
 	if t.Stack != "" {
@@ -182,36 +174,66 @@ func noRegion() error {
 	return &Error{Message: "no AWS region", Hint: "pass --region (the stack's region), or set AWS_REGION, or give the profile a region"}
 }
 
-// StackOutputs is the part of the CloudFormation API StackEndpoint uses.
+// LoadAWS loads the standard AWS configuration with the profile and the
+// region given ("" for the environment's and the shared files').
+func LoadAWS(ctx context.Context, profile, region string) (aws.Config, error) {
+	var opts []func(*config.LoadOptions) error
+	if profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(profile))
+	}
+	if region != "" {
+		opts = append(opts, config.WithRegion(region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return aws.Config{}, &Error{Message: "loading the AWS configuration: " + err.Error(), Err: err,
+			Hint: "check --profile (or AWS_PROFILE) names a profile in ~/.aws/config"}
+	}
+	return cfg, nil
+}
+
+// StackOutputs is the part of the CloudFormation API ReadStackOutputs uses.
 type StackOutputs interface {
 	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
 }
 
 // StackEndpoint reads the API's URL from the stack's ApiUrl output.
 func StackEndpoint(ctx context.Context, cf StackOutputs, stack string) (string, error) {
+	outputs, err := ReadStackOutputs(ctx, cf, stack)
+	if err != nil {
+		return "", err
+	}
+	if u := outputs[ApiURLOutput]; u != "" {
+		return u, nil
+	}
+	return "", &Error{Message: fmt.Sprintf("the stack %q has no %s output", stack, ApiURLOutput),
+		Hint: "is it a Vestibule stack, and has its deployment finished? Or pass --endpoint URL"}
+}
+
+// ReadStackOutputs reads a stack's outputs, by key; an error says what to
+// check when the stack is missing, refused or unreachable.
+func ReadStackOutputs(ctx context.Context, cf StackOutputs, stack string) (map[string]string, error) {
 	out, err := cf.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stack)})
 	if err != nil {
 		msg := err.Error()
 		switch {
 		case strings.Contains(msg, "does not exist"):
-			return "", &Error{Message: fmt.Sprintf("there is no stack %q in this account and region", stack), Err: err,
+			return nil, &Error{Message: fmt.Sprintf("there is no stack %q in this account and region", stack), Err: err,
 				Hint: "check --stack, --region and --profile (`aws cloudformation list-stacks` shows the stacks)"}
 		case strings.Contains(msg, "AccessDenied") || strings.Contains(msg, "not authorized"):
-			return "", &Error{Message: fmt.Sprintf("AWS refused to describe the stack %q", stack), Err: err,
+			return nil, &Error{Message: fmt.Sprintf("AWS refused to describe the stack %q", stack), Err: err,
 				Hint: "your AWS identity needs cloudformation:DescribeStacks on the stack, or pass --endpoint (the stack's ApiUrl output) instead"}
 		case strings.Contains(msg, "failed to retrieve credentials") || strings.Contains(msg, "no EC2 IMDS") || strings.Contains(msg, "get identity"):
-			return "", noCredentials(err)
+			return nil, noCredentials(err)
 		}
-		return "", &Error{Message: fmt.Sprintf("describing the stack %q: %v", stack, err), Err: err,
+		return nil, &Error{Message: fmt.Sprintf("describing the stack %q: %v", stack, err), Err: err,
 			Hint: "check your network, --region and --profile"}
 	}
+	outputs := map[string]string{}
 	for _, s := range out.Stacks {
 		for _, o := range s.Outputs {
-			if aws.ToString(o.OutputKey) == ApiURLOutput && aws.ToString(o.OutputValue) != "" {
-				return aws.ToString(o.OutputValue), nil
-			}
+			outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
 		}
 	}
-	return "", &Error{Message: fmt.Sprintf("the stack %q has no %s output", stack, ApiURLOutput),
-		Hint: "is it a Vestibule stack, and has its deployment finished? Or pass --endpoint URL"}
+	return outputs, nil
 }
