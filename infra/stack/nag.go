@@ -106,7 +106,11 @@ func suppressNag(st awscdk.Stack, v *Vestibule, set Settings, t nagTargets) {
 			suppress([]constructs.IConstruct{c}, nagSuppression("AwsSolutions-AEC3",
 				"A secondary member of a Global Datastore takes encryption in transit and at rest from the datastore, "+
 					"and ElastiCache refuses a secondary that sets them; the primary's replication group, which the "+
-					"datastore is made of, requires both (TestPrimaryMakesItsCacheTheGlobalDatastore)."))
+					"datastore is made of, requires both (TestPrimaryMakesItsCacheTheGlobalDatastore)."),
+				nagSuppression("AwsSolutions-AEC5",
+					"Valkey's port, as the primary's member (whose engine the rule does not check; a secondary names no "+
+						"engine, it takes the datastore's): another port would hide nothing from whoever is inside the cache's "+
+						"security group, which only the functions' can reach."))
 		}
 	}
 	suppress(cdkHelpers(st, "AWS::Lambda::Function"), nagSuppression("AwsSolutions-L1",
