@@ -315,7 +315,8 @@ func TestStatusReadsFailOverAndWritesGoToTheWriteName(t *testing.T) {
 		origins[o["Id"].(string)] = o
 	}
 	// WHEN its origin group is read
-	groups := asSlice(cfg["OriginGroups"].(map[string]any)["Items"])
+	og, _ := cfg["OriginGroups"].(map[string]any)
+	groups := asSlice(og["Items"])
 	if len(groups) != 1 {
 		t.Fatalf("%d origin groups, want 1", len(groups))
 	}
