@@ -64,7 +64,7 @@ func newSecrets(st awscdk.Stack, set Settings) *Secrets {
 	secret := func(id, what, description string) awssecretsmanager.ISecret {
 		switch set.Regions.Role {
 		case RoleStandby:
-			return awssecretsmanager.Secret_FromSecretNameV2(st, jsii.String(id), jsii.String(SecretName(*st.StackName(), what)))
+			return awssecretsmanager.Secret_FromSecretNameV2(st, jsii.String(id), jsii.String(SecretName(set.Regions.WriteName, what)))
 		case RolePrimary:
 			replicas := &[]*awssecretsmanager.ReplicaRegion{{Region: jsii.String(set.Regions.StandbyRegion)}}
 			if set.Regions.StandbyRegion == *st.Region() {
@@ -73,7 +73,7 @@ func newSecrets(st awscdk.Stack, set Settings) *Secrets {
 			return awssecretsmanager.NewSecret(st, jsii.String(id), &awssecretsmanager.SecretProps{
 				Description:          jsii.String(description),
 				GenerateSecretString: secretString,
-				SecretName:           jsii.String(SecretName(*st.StackName(), what)),
+				SecretName:           jsii.String(SecretName(set.Regions.WriteName, what)),
 				ReplicaRegions:       replicas,
 			})
 		}

@@ -191,10 +191,11 @@ func checkRegionOf(st awscdk.Stack, set Settings) error {
 }
 
 // SecretName is the name of a secret of a two-region deployment: the primary creates it, the
-// standby reads its replica by it, so both stacks must have the same name (the same stage).
-// No name ends in "-" and six characters, which Secrets Manager would take for the suffix of
-// an ARN when the standby reads the replica by a partial ARN.
-func SecretName(stackName, what string) string { return stackName + "/" + what }
+// standby reads its replica by it. It is made of the write name, which both stacks are given
+// and no other deployment shares, so the two stacks may have different names (a standby
+// deployed as the stage "standby"). No name ends in "-" and six characters, which Secrets
+// Manager would take for the suffix of an ARN when the standby reads the replica by a partial ARN.
+func SecretName(writeName, what string) string { return "vestibule/" + writeName + "/" + what }
 
 // globalDatastoreSuffix is the primary's part of the Global Datastore's id (AWS puts its
 // prefix before it): the stack's name, as a cache name is made.

@@ -44,7 +44,8 @@ func twoRegions(role stack.RegionRole, region, other string) func(*stack.Setting
 		if role == stack.RolePrimary {
 			s.Regions.StandbyRegion = other
 		} else {
-			s.Regions.GlobalDatastoreID = testDatastore
+			// a stack of another name, as docs/OPERATING.md deploys it
+			s.Regions.GlobalDatastoreID, s.Stage = testDatastore, "standby"
 		}
 	}
 }
@@ -171,7 +172,8 @@ func TestStandbyReadsTheReplicasOfThePrimarysSecrets(t *testing.T) {
 		created = append(created, name)
 	}
 	sort.Strings(created)
-	if want := []string{"Vestibule/entry-key", "Vestibule/notices", "Vestibule/origin", "Vestibule/tickets"}; !slices.Equal(created, want) {
+	if want := []string{"vestibule/api.example.com/entry-key", "vestibule/api.example.com/notices",
+		"vestibule/api.example.com/origin", "vestibule/api.example.com/tickets"}; !slices.Equal(created, want) {
 		t.Errorf("the primary's secrets: %v, want %v", created, want)
 	}
 	// AND the standby creates none, and its key sync reads the replicas: each of the primary's names
@@ -193,7 +195,7 @@ func TestStandbyReadsTheReplicasOfThePrimarysSecrets(t *testing.T) {
 	}
 	// and CloudFront's origin header in the standby's distribution resolves the replica by name
 	cfg := distributionFor(t, standby, "waiting room")
-	if s := jsonOf(t, cfg["Origins"]); !strings.Contains(s, "{{resolve:secretsmanager:Vestibule/origin:SecretString:::}}") {
+	if s := jsonOf(t, cfg["Origins"]); !strings.Contains(s, "{{resolve:secretsmanager:vestibule/api.example.com/origin:SecretString:::}}") {
 		t.Errorf("the standby's origins do not send the replicated origin secret: %s", s)
 	}
 }
