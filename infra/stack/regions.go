@@ -71,20 +71,22 @@ const (
 // The outputs `vestibule region` reads of the standby stack (cmd/vestibule/region.go); both
 // stacks have them, so either can be the standby after a failover.
 const (
-	OutputGlobalDatastore    = "GlobalDatastoreId"       // the Global Datastore's id
-	OutputReplicationGroup   = "CacheReplicationGroupId" // this region's replication group
-	OutputWriteNameZone      = "WriteNameZoneId"         // the hosted zone of the write name
-	OutputWriteName          = "WriteName"               // the write name
-	OutputAPIRegionalDomain  = "ApiRegionalDomain"       // API Gateway's regional name of this region's write-name domain: the CNAME's target
-	writeNameTTL             = 30                        // s: how long a resolver may keep the old region after a failover
-	apiDomainRecordTTL       = 300                       // s: the regional API names, which never move
-	globalDatastoreNodeTypes = `^cache\.(m|r)[0-9]+[a-z]*\.[0-9]*x?large$`
+	OutputGlobalDatastore   = "GlobalDatastoreId"       // the Global Datastore's id
+	OutputReplicationGroup  = "CacheReplicationGroupId" // this region's replication group
+	OutputWriteNameZone     = "WriteNameZoneId"         // the hosted zone of the write name
+	OutputWriteName         = "WriteName"               // the write name
+	OutputAPIRegionalDomain = "ApiRegionalDomain"       // API Gateway's regional name of this region's write-name domain: the CNAME's target
 )
 
-// globalNodeType is a node type a Global Datastore takes: an m or r family, large or bigger.
-var globalNodeType = regexp.MustCompile(globalDatastoreNodeTypes)
+// The records' TTLs, in seconds.
+const (
+	writeNameTTL       = 30  // how long a resolver may keep the old region after a failover
+	apiDomainRecordTTL = 300 // the regional API names, which never move
+)
 
 var (
+	// globalNodeType is a node type a Global Datastore takes: an m or r family, large or bigger.
+	globalNodeType = regexp.MustCompile(`^cache\.(m|r)[0-9]+[a-z]*\.[0-9]*x?large$`)
 	// awsRegion is a region's name (us-east-1, eu-central-1, ap-southeast-2).
 	awsRegion = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]$`)
 	// globalDatastoreID is an id as ElastiCache makes it: its prefix, "-", the primary's suffix.

@@ -50,16 +50,23 @@ func twoRegions(role stack.RegionRole, region, other string) func(*stack.Setting
 	}
 }
 
-// The pairs of regions DEPLOY.md names; the first pair's stacks also go through cdk-nag.
+// The pairs of regions DEPLOY.md names; the first pair's stacks also go through cdk-nag. The
+// first primary has the gate too, the second origin mTLS, so both go through cfn-lint.
 var (
 	primaryStack = shared(func() fixture {
-		return synthChecked(onceT{}, "us-east-1", twoRegions(stack.RolePrimary, "us-east-1", "us-west-2"))
+		return synthChecked(onceT{}, "us-east-1", func(s *stack.Settings) {
+			twoRegions(stack.RolePrimary, "us-east-1", "us-west-2")(s)
+			protectGate(s)
+		})
 	})
 	standbyStack = shared(func() fixture {
 		return synthChecked(onceT{}, "us-west-2", twoRegions(stack.RoleStandby, "us-west-2", "us-east-1"))
 	})
 	euPrimaryStack = shared(func() fixture {
-		return synthWith(onceT{}, "eu-west-1", true, false, twoRegions(stack.RolePrimary, "eu-west-1", "eu-central-1"))
+		return synthWith(onceT{}, "eu-west-1", true, false, func(s *stack.Settings) {
+			twoRegions(stack.RolePrimary, "eu-west-1", "eu-central-1")(s)
+			s.APIClientCertificateArn, s.APITruststore = testClientCert, testTruststore
+		})
 	})
 	euStandbyStack = shared(func() fixture {
 		return synthWith(onceT{}, "eu-central-1", true, false, twoRegions(stack.RoleStandby, "eu-central-1", "eu-west-1"))
@@ -369,6 +376,40 @@ func TestStatusReadsFailOverAndWritesGoToTheWriteName(t *testing.T) {
 	}
 	if len(origins) != 4 {
 		t.Errorf("%d origins, want the page bucket, two regions' APIs and the write name", len(origins))
+	}
+	// AND the gate's API behaviour, which writes, goes to the write name too
+	gate := distributionFor(t, primaryStack(t), "Vestibule gate")
+	for _, b := range asSlice(gate["CacheBehaviors"]) {
+		b := b.(map[string]any)
+		if b["PathPattern"] != "/.vestibule/*" {
+			continue
+		}
+		for _, o := range asSlice(gate["Origins"]) {
+			if o := o.(map[string]any); o["Id"] == b["TargetOriginId"] && o["DomainName"] != testWriteName {
+				t.Errorf("the gate's /.vestibule/* goes to %v, want %s", o["DomainName"], testWriteName)
+			}
+		}
+	}
+}
+
+func TestOriginMTLSOnEveryAPIOriginOfTwoRegions(t *testing.T) {
+	// GIVEN a primary with origin mTLS WHEN its distribution's origins are read
+	cfg := distributionFor(t, euPrimaryStack(t), "waiting room")
+	apis := 0
+	for _, o := range asSlice(cfg["Origins"]) {
+		o := o.(map[string]any)
+		if _, s3 := o["S3OriginConfig"]; s3 {
+			continue
+		}
+		apis++
+		// THEN each API origin, both regions' and the write name, presents the client certificate
+		custom, _ := o["CustomOriginConfig"].(map[string]any)
+		if mtls, _ := custom["OriginMtlsConfig"].(map[string]any); mtls["ClientCertificateArn"] != testClientCert {
+			t.Errorf("origin %v presents no client certificate: %v", o["DomainName"], custom)
+		}
+	}
+	if apis != 3 {
+		t.Errorf("%d API origins, want 3", apis)
 	}
 }
 
