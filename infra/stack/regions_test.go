@@ -545,3 +545,60 @@ func TestCfnLintTwoRegions(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// cliStandby is the CLI run of TestCDKSynthTwoRegionStandby: a standby's context, as
+// docs/DEPLOY.md gives it, with the deploying credentials in us-west-2.
+var cliStandby = &cliSynth{
+	args: []string{"-c", stack.CtxRegionRole + "=standby", "-c", stack.CtxStage + "=standby",
+		"-c", stack.CtxCache + "=nodes", "-c", stack.CtxCacheNodeType + "=cache.m7g.large", "-c", stack.CtxRegionFence + "=true",
+		"-c", stack.CtxGlobalDatastoreID + "=" + testDatastore, "-c", stack.CtxWriteName + "=" + testWriteName,
+		"-c", stack.CtxWriteNameZoneID + "=" + testZone, "-c", stack.CtxOtherAPIDomain + "=" + apiDomainOf("us-east-1"),
+		"-c", stack.CtxAPIDomain + "=" + apiDomainOf("us-west-2"),
+		"-c", stack.CtxAPICertificateArn + "=arn:aws:acm:us-west-2:123456789012:certificate/99999999-2222-3333-4444-555555555555"},
+	env: []string{"AWS_REGION=us-west-2", "AWS_DEFAULT_REGION=us-west-2"},
+}
+
+// TestCDKSynthTwoRegionStandby: the CLI synthesizes a standby from its context, the app binding
+// it to the deploying credentials' region (without which a two-region stack is refused).
+func TestCDKSynthTwoRegionStandby(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the CLI synth takes a minute on a busy machine")
+	}
+	cdk, err := exec.LookPath("cdk")
+	if err != nil {
+		t.Skip("cdk CLI not on PATH; `make deps-cdk` installs it into .tools/")
+	}
+	// GIVEN AWS_REGION=us-west-2 and a standby's context
+	dist, _ := placeholderAssets(t, false)
+	// WHEN `cdk synth` runs (started by TestMain)
+	cliStandby.start(cdk, repoRoot(t), dist)
+	b, err := cliStandby.wait()
+	// THEN it writes the standby's template: its cache a secondary of the datastore, in us-west-2
+	if err != nil {
+		t.Fatalf("cdk synth: %v\n%s", err, b)
+	}
+	tmpl, err := os.ReadFile(filepath.Join(cliStandby.out, "Vestibule-standby.template.json"))
+	if err != nil {
+		t.Fatalf("no template: %v\n%s", err, b)
+	}
+	var raw struct {
+		Resources map[string]struct {
+			Type       string
+			Properties map[string]any
+		}
+	}
+	must(t, json.Unmarshal(tmpl, &raw))
+	found := false
+	for _, r := range raw.Resources {
+		if r.Type == "AWS::ElastiCache::ReplicationGroup" {
+			found = r.Properties["GlobalReplicationGroupId"] == testDatastore
+		}
+		if r.Type == "AWS::Lambda::Function" && strings.Contains(jsonOf(t, r.Properties), config.EnvRegionFence) &&
+			!strings.Contains(jsonOf(t, r.Properties), `"`+config.EnvRegionFence+`":"us-west-2"`) {
+			t.Errorf("a function's %s is not us-west-2: %s", config.EnvRegionFence, jsonOf(t, r.Properties["Environment"]))
+		}
+	}
+	if !found {
+		t.Error("the standby's replication group is not a secondary of " + testDatastore)
+	}
+}
