@@ -22,10 +22,11 @@ func main() {
 	}
 	props := &stack.Props{Settings: settings}
 	props.Description = jsii.String("Vestibule: a serverless virtual waiting room")
-	if settings.WAF || settings.APICertificateArn != "" {
-		// A CloudFront web ACL must live in us-east-1, and the API's certificate in the stack's
-		// region, so with either the stack is bound to the region of the deploying credentials
-		// (no lookup: the CLI passes it) and the stack checks it; it refuses an unknown region.
+	if settings.WAF || settings.APICertificateArn != "" || settings.TwoRegions() {
+		// A CloudFront web ACL must live in us-east-1, the API's certificate in the stack's
+		// region, and a two-region stack must know its region from the other's, so with any of
+		// them the stack is bound to the region of the deploying credentials (no lookup: the CLI
+		// passes it) and the stack checks it; it refuses an unknown region.
 		props.Env = &awscdk.Environment{Region: jsii.String(os.Getenv("CDK_DEFAULT_REGION"))}
 		if *props.Env.Region == "" {
 			props.Env = nil

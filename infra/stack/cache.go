@@ -84,7 +84,7 @@ func newNodeCache(st awscdk.Stack, net *Network, sg awsec2.SecurityGroup, ids []
 		Description: jsii.String("Vestibule cache subnets"),
 		SubnetIds:   &ids,
 	})
-	rg := awselasticache.NewCfnReplicationGroup(st, jsii.String("Cache"), &awselasticache.CfnReplicationGroupProps{
+	props := &awselasticache.CfnReplicationGroupProps{
 		ReplicationGroupDescription: jsii.String("Vestibule waiting rooms"),
 		Engine:                      jsii.String("valkey"),
 		EngineVersion:               jsii.String("8.0"),
@@ -101,7 +101,19 @@ func newNodeCache(st awscdk.Stack, net *Network, sg awsec2.SecurityGroup, ids []
 		CacheSubnetGroupName:        subnets.Ref(),
 		SecurityGroupIds:            &[]*string{sg.SecurityGroupId()},
 		Port:                        jsii.Number(6379),
-	})
+	}
+	if set.Regions.Role == RoleStandby {
+		// A secondary member of the primary's Global Datastore takes its engine and version,
+		// node type, shards, parameter group and encryption from the datastore; ElastiCache
+		// refuses a secondary that gives them. What stays is this region's own: its replicas,
+		// failover within the region, network and port.
+		props.GlobalReplicationGroupId = jsii.String(set.Regions.GlobalDatastoreID)
+		props.Engine, props.EngineVersion, props.CacheNodeType, props.CacheParameterGroupName = nil, nil, nil, nil
+		props.ClusterMode, props.NumNodeGroups = nil, nil
+		props.TransitEncryptionEnabled, props.TransitEncryptionMode, props.AtRestEncryptionEnabled = nil, nil, nil
+	}
+	rg := awselasticache.NewCfnReplicationGroup(st, jsii.String("Cache"), props)
+	joinGlobalDatastore(st, rg, set)
 	return jsii.String("rediss://" + *rg.AttrConfigurationEndPointAddress() + ":" + *rg.AttrConfigurationEndPointPort())
 }
 

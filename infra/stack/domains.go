@@ -161,23 +161,27 @@ func apiDomain(st awscdk.Stack, api awsapigatewayv2.HttpApi, stage awsapigateway
 		Description: jsii.String("Point " + set.APIDomain + " here (a CNAME, or a Route 53 alias)"),
 		Value:       dn.RegionalDomainName(),
 	})
+	regionalNames(st, api, stage, dn, props, set) // regions.go
 	return jsii.String(set.APIDomain)
 }
 
-// apiOriginIndex is where a distribution of this stack keeps the API's origin: the L2
+// firstAPIOrigin is where a distribution of this stack keeps its first API origin: the L2
 // Distribution numbers origins in the order they are first used, and both distributions use
-// theirs second (the page bucket or the protected site is the default behaviour's).
-const apiOriginIndex = 1
+// the page bucket or the protected site first (the default behaviour's); the API's origins
+// follow (two regions: both regions' API domains and the write name).
+const firstAPIOrigin = 1
 
-// originMTLS makes dist present CloudFront's client certificate to the API (origin mTLS), which
-// the L2 HttpOrigin cannot express yet.
-func originMTLS(dist awscloudfront.Distribution, set Settings) {
+// originMTLS makes dist present CloudFront's client certificate to the API (origin mTLS) on
+// each of its origins after the first, which the L2 HttpOrigin cannot express yet.
+func originMTLS(dist awscloudfront.Distribution, set Settings, apiOrigins int) {
 	if set.APIClientCertificateArn == "" {
 		return
 	}
 	cfn := dist.Node().DefaultChild().(awscloudfront.CfnDistribution)
-	cfn.AddPropertyOverride(jsii.String(fmt.Sprintf("DistributionConfig.Origins.%d.CustomOriginConfig.OriginMtlsConfig.ClientCertificateArn", apiOriginIndex)),
-		jsii.String(set.APIClientCertificateArn))
+	for i := firstAPIOrigin; i < firstAPIOrigin+apiOrigins; i++ {
+		cfn.AddPropertyOverride(jsii.String(fmt.Sprintf("DistributionConfig.Origins.%d.CustomOriginConfig.OriginMtlsConfig.ClientCertificateArn", i)),
+			jsii.String(set.APIClientCertificateArn))
+	}
 }
 
 // newLogsBucket is the bucket of the distributions' standard logs: free to deliver, billed as S3

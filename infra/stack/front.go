@@ -70,8 +70,8 @@ type Front struct {
 type frontProps struct {
 	Settings  Settings
 	Retention awslogs.RetentionDays
-	// APIOrigin is the host of the API (API.OriginDomain), OriginSecret what proves to it a
-	// request came through CloudFront.
+	// APIOrigin is the host of the API (API.OriginDomain; with two regions the write name),
+	// OriginSecret what proves to it a request came through CloudFront.
 	APIOrigin    *string
 	OriginSecret awssecretsmanager.ISecret
 }
@@ -91,9 +91,9 @@ func newFront(st awscdk.Stack, p *frontProps) *Front {
 	f.LogsBucket = newLogsBucket(st, set)
 	f.Distribution = awscloudfront.NewDistribution(st, jsii.String("Distribution"), f.distributionProps(st, set, webACL))
 	f.URL = distributionURL(set.Domain, f.Distribution)
-	f.addAPIBehaviours(st, p, shortCache)
+	apiOrigins := f.addAPIBehaviours(st, p, shortCache)
 	f.deployPage(st, set, p.Retention)
-	originMTLS(f.Distribution, set)
+	originMTLS(f.Distribution, set, apiOrigins)
 	awscdk.NewCfnOutput(st, jsii.String("WaitingRoomUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("The waiting room page (add ?room=<id>) and, under /api/, the public API"),
 		Value:       jsii.String(f.URL),
@@ -212,11 +212,27 @@ func (f *Front) distributionProps(st awscdk.Stack, set Settings, webACL *string)
 
 // addAPIBehaviours sends /api/* to the API: CachedAPIPaths through the short cache, the rest per
 // visitor; and /oidc/*, the OIDC provider's routes (oidc.go). Behaviours are matched in the order
-// added: the cached paths first.
-func (f *Front) addAPIBehaviours(st awscdk.Stack, p *frontProps, shortCache awscloudfront.ICachePolicy) {
-	api := apiOrigin(p.APIOrigin, p.OriginSecret, p.Settings.OriginSecretVersion)
+// added: the cached paths first. It returns how many origins it added.
+//
+// With two regions (regions.go) the cached paths, which are reads, go to an origin group of
+// this region's API and the other's: CloudFront retries a read the first answers with a 5xx on
+// the second at once, with no DNS to wait for. It fails over only GET, HEAD and OPTIONS, so
+// every other behaviour goes to the write name (APIOrigin), which a failover moves. Every one
+// of them sends the origin header: the secret is the same in both regions (replicated).
+func (f *Front) addAPIBehaviours(st awscdk.Stack, p *frontProps, shortCache awscloudfront.ICachePolicy) int {
+	set := p.Settings
+	api := apiOrigin(p.APIOrigin, p.OriginSecret, set.OriginSecretVersion)
+	reads, origins := api, 1
+	if set.TwoRegions() {
+		reads = awscloudfrontorigins.NewOriginGroup(&awscloudfrontorigins.OriginGroupProps{
+			PrimaryOrigin:       apiOrigin(jsii.String(set.APIDomain), p.OriginSecret, set.OriginSecretVersion),
+			FallbackOrigin:      apiOrigin(jsii.String(set.Regions.OtherAPIDomain), p.OriginSecret, set.OriginSecretVersion),
+			FallbackStatusCodes: &[]*float64{jsii.Number(500), jsii.Number(502), jsii.Number(503), jsii.Number(504)},
+		})
+		origins = 3
+	}
 	for _, path := range CachedAPIPaths {
-		f.Distribution.AddBehavior(jsii.String(path), api, &awscloudfront.AddBehaviorOptions{
+		f.Distribution.AddBehavior(jsii.String(path), reads, &awscloudfront.AddBehaviorOptions{
 			ViewerProtocolPolicy:  awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
 			AllowedMethods:        awscloudfront.AllowedMethods_ALLOW_GET_HEAD(),
 			CachePolicy:           shortCache,
@@ -233,6 +249,7 @@ func (f *Front) addAPIBehaviours(st awscdk.Stack, p *frontProps, shortCache awsc
 		ResponseHeadersPolicy: f.headers,
 	})
 	f.addOIDCBehaviour(st, api) // oidc.go
+	return origins
 }
 
 // newPerVisitorCache is the cache policy of the API's per-visitor answers. The ticket

@@ -158,7 +158,8 @@ type Gate struct {
 type gateProps struct {
 	Settings Settings
 	// WaitingRoomURL is where the gate sends visitors (Front.URL), LogsBucket where its
-	// distribution logs (Front.LogsBucket), APIOrigin the API's host (API.OriginDomain).
+	// distribution logs (Front.LogsBucket), APIOrigin the API's host (API.OriginDomain; with
+	// two regions the write name, as the waiting room's writes).
 	WaitingRoomURL string
 	LogsBucket     awss3.IBucket
 	APIOrigin      *string
@@ -217,7 +218,7 @@ func newGate(st awscdk.Stack, p *gateProps) *Gate {
 	g.Distribution = awscloudfront.NewDistribution(st, jsii.String("GateDistribution"), distProps)
 	// The API's public routes answer only requests that carry CloudFront's origin secret.
 	eg.AddTo(g.Distribution, apiOrigin(p.APIOrigin, p.OriginSecret, set.OriginSecretVersion))
-	originMTLS(g.Distribution, set)
+	originMTLS(g.Distribution, set, 1)
 
 	awscdk.NewCfnOutput(st, jsii.String("ProtectedSiteUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("The booking site behind the gate; set the originUrl of room " + gateRooms(set.ProtectRoom, set.ProtectRoutes) +

@@ -102,6 +102,16 @@ func suppressNag(st awscdk.Stack, v *Vestibule, set Settings, t nagTargets) {
 			"The node cache (cache=nodes) is reachable only from the functions' security group in isolated subnets, "+
 				"with TLS required; an AUTH token would be one more secret in every function's environment for no "+
 				"boundary those do not already draw."))
+		if set.Regions.Role == RoleStandby {
+			suppress([]constructs.IConstruct{c}, nagSuppression("AwsSolutions-AEC3",
+				"A secondary member of a Global Datastore takes encryption in transit and at rest from the datastore, "+
+					"and ElastiCache refuses a secondary that sets them; the primary's replication group, which the "+
+					"datastore is made of, requires both (TestPrimaryMakesItsCacheTheGlobalDatastore)."),
+				nagSuppression("AwsSolutions-AEC5",
+					"Valkey's port, as the primary's member (whose engine the rule does not check; a secondary names no "+
+						"engine, it takes the datastore's): another port would hide nothing from whoever is inside the cache's "+
+						"security group, which only the functions' can reach."))
+		}
 	}
 	suppress(cdkHelpers(st, "AWS::Lambda::Function"), nagSuppression("AwsSolutions-L1",
 		"The CDK's BucketDeployment handler, whose runtime the CDK version pins; the stack's own functions run on "+

@@ -64,8 +64,9 @@ func nagFindings(t *testing.T, region string, edit func(*stack.Settings)) []nagF
 
 // TestNagAwsSolutions runs cdk-nag's AwsSolutions pack on every variant TestCfnLint lints
 // (default, node cache, WAF, a second stage, the gate, every custom domain with origin mTLS: the
-// findings of their shared synthesis) and on two more (the gate with WAF, and every option at
-// once), and fails on any finding that nag.go does not suppress with its reason.
+// findings of their shared synthesis), on the primary and the standby of two regions, and on two
+// more (the gate with WAF, and every option at once), and fails on any finding that nag.go does
+// not suppress with its reason.
 func TestNagAwsSolutions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: cdk-nag takes seconds a variant")
@@ -83,6 +84,8 @@ func TestNagAwsSolutions(t *testing.T) {
 			return nagFindings(t, "us-east-1", func(s *stack.Settings) { protectGate(s); s.WAF = true })
 		}},
 		{"domains", func() []nagFinding { return domainsStack(t).nag }},
+		{"two regions: primary", func() []nagFinding { return primaryStack(t).nag }},
+		{"two regions: standby", func() []nagFinding { return standbyStack(t).nag }},
 		{"everything", func() []nagFinding {
 			return nagFindings(t, "us-east-1", func(s *stack.Settings) {
 				withDomains(s)

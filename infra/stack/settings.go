@@ -121,6 +121,8 @@ type Settings struct {
 	RegionFence    bool
 	NoticeSender   string
 	NoticeIdentity string
+	// Regions make the stack one of a two-region deployment (regions.go); zero: one region.
+	Regions Regions
 	// OIDC adds an authenticate-oidc rule to a site's ALB listener (oidc.go); zero: none.
 	OIDC OIDCSettings
 }
@@ -239,6 +241,7 @@ func FromContext(node constructs.Node) (Settings, error) {
 	errs = append(errs, gateFromContext(node, &s)...)
 	errs = append(errs, domainsFromContext(node, &s)...)
 	errs = append(errs, oidcFromContext(node, &s)...)
+	errs = append(errs, regionsFromContext(node, &s)...)
 	return s, errors.Join(errs...)
 }
 

@@ -82,7 +82,7 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	v.ServerlessCacheName = cache.ServerlessName
 	settingsBucket, gateway := newSettingsBucket(st, net.Vpc, net.Isolated, net.Functions)
 	v.SettingsBucket = settingsBucket
-	secrets := newSecrets(st)
+	secrets := newSecrets(st, set)
 	retention := checkSettings(st, set)
 	v.Keys = newKeys(st, set, retention, secrets.byVariable())
 	v.Keys.allowThroughGateway(gateway)
@@ -91,10 +91,16 @@ func New(scope constructs.Construct, id string, props *Props) *Vestibule {
 	})
 	api := newAPI(st, &apiProps{Settings: set, Functions: v.Functions, Retention: retention})
 	v.API, v.AccessLogs, v.APIOriginDomain = api.HttpApi, api.AccessLogs, api.OriginDomain
-	front := newFront(st, &frontProps{Settings: set, Retention: retention, APIOrigin: api.OriginDomain, OriginSecret: secrets.Origin})
+	// The writes reach the API on its own domain, or with two regions on the write name, which
+	// points at the active region (regions.go).
+	writeOrigin := api.OriginDomain
+	if set.TwoRegions() {
+		writeOrigin = jsii.String(set.Regions.WriteName)
+	}
+	front := newFront(st, &frontProps{Settings: set, Retention: retention, APIOrigin: writeOrigin, OriginSecret: secrets.Origin})
 	v.Distribution, v.Bucket, v.LogsBucket, v.WaitingRoomURL = front.Distribution, front.Bucket, front.LogsBucket, front.URL
 	v.Gate = newGate(st, &gateProps{
-		Settings: set, WaitingRoomURL: front.URL, LogsBucket: front.LogsBucket, APIOrigin: api.OriginDomain,
+		Settings: set, WaitingRoomURL: front.URL, LogsBucket: front.LogsBucket, APIOrigin: writeOrigin,
 		EntryKeySecret: secrets.EntryKey, OriginSecret: secrets.Origin, WebACL: front.WebACL,
 	})
 	v.OIDCRule = newOIDCDoor(st, set, front.URL)
@@ -134,6 +140,12 @@ func checkSettings(st awscdk.Stack, set Settings) awslogs.RetentionDays {
 		awscdk.Annotations_Of(st).AddError(jsii.String(err.Error()))
 	}
 	if err := checkCertificateRegion(st, set); err != nil {
+		awscdk.Annotations_Of(st).AddError(jsii.String(err.Error()))
+	}
+	if err := ValidateRegions(set); err != nil {
+		awscdk.Annotations_Of(st).AddError(jsii.String(err.Error()))
+	}
+	if err := checkRegionOf(st, set); err != nil {
 		awscdk.Annotations_Of(st).AddError(jsii.String(err.Error()))
 	}
 	return retention

@@ -102,6 +102,10 @@ func startCLISynths() {
 		dist, _ := placeholderAssets(onceT{}, false)
 		cliOtherRegion.start(cdk, root, dist)
 	}
+	if selected("TestCDKSynthTwoRegionStandby") {
+		dist, _ := placeholderAssets(onceT{}, false)
+		cliStandby.start(cdk, root, dist)
+	}
 }
 
 // selected reports whether -run and -skip would run the top-level test name.
