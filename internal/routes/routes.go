@@ -107,6 +107,7 @@ var (
 	AdminEventOrders      = Route{Method: "GET", Path: "/api/admin/events/{event}/orders", Function: Booking, Admin: true}
 	AdminRebuildEvent     = Route{Method: "POST", Path: "/api/admin/events/{event}/rebuild", Function: Booking, Admin: true, MaxBody: MaxEventBody}
 	AdminCloseEvent       = Route{Method: "POST", Path: "/api/admin/events/{event}/close", Function: Booking, Admin: true}
+	AdminListEvents       = Route{Method: "GET", Path: "/api/admin/events", Function: Booking, Admin: true}
 	// The edge gate's routes (docs/GATE.md): on a protected site's distribution
 	// CloudFront sends /.vestibule/* to the API. HTML for a person, not JSON.
 	GateEnter     = Route{Method: "POST", Path: "/.vestibule/enter", Function: Consume}
@@ -176,6 +177,7 @@ var All = []Route{
 	AdminEventOrders,
 	AdminRebuildEvent,
 	AdminCloseEvent,
+	AdminListEvents,
 	GateEnter,
 	GateLeave,
 	GateLeavePage,

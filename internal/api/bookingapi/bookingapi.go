@@ -32,6 +32,7 @@ type Engine interface {
 	EndSession(ctx context.Context, roomID string, seq int64) (int64, error)
 	Rebuild(ctx context.Context, event string, orders []booking.SoldOrder, reopen bool) (booking.Rebuilt, error)
 	Close(ctx context.Context, event string) (booking.Closed, error)
+	Events(ctx context.Context) ([]string, error)
 	// OrdersByMinute is for the rooms' reports (queueapi.OrderCounter).
 	OrdersByMinute(ctx context.Context, roomID string) ([]room.OrderMinute, error)
 }
@@ -77,5 +78,6 @@ func (h *API) Handlers() map[routes.Route]httpapi.HandlerFunc {
 		routes.AdminEventOrders:  h.eventOrders,
 		routes.AdminRebuildEvent: h.rebuildEvent, // recovery.go
 		routes.AdminCloseEvent:   h.closeEvent,   // recovery.go
+		routes.AdminListEvents:   h.listEvents,   // recovery.go
 	}, Answers, roomhttp.Answers)
 }

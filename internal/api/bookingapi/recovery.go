@@ -107,6 +107,28 @@ func (h *API) closeEvent(ctx context.Context, r *httpapi.Request) (events.APIGat
 	return httpapi.JSON(http.StatusOK, closeResponse{Event: r.Path.Event, Recovering: true, ClosedNow: c.Now, Holds: c.Holds, Live: c.Live}), nil
 }
 
+// listResponse is the answer of GET /api/admin/events.
+type listResponse struct {
+	Events []string `json:"events"`
+}
+
+// listEvents is GET /api/admin/events: every event ever defined in this
+// region's kit (its registry), sorted; what a region failover closes.
+func (h *API) listEvents(ctx context.Context, _ *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
+	if h.o.Booking == nil {
+		return events.APIGatewayV2HTTPResponse{}, errNoBooking
+	}
+	ids, err := h.o.Booking.Events(ctx)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	slices.Sort(ids)
+	if ids == nil {
+		ids = []string{}
+	}
+	return httpapi.JSON(http.StatusOK, listResponse{Events: ids}), nil
+}
+
 func restoreOf(r booking.Restore) *booking.RestoreView {
 	if r.RestoredAt.IsZero() && r.ClosedAt.IsZero() && !r.Recovering {
 		return nil

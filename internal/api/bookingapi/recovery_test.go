@@ -219,6 +219,9 @@ func TestBookingCloseThenRebuild(t *testing.T) {
 			h3 := f.hold(id, s3, `{"seats":["A3"]}`)
 			apitest.WantStatus(t, h3, 201, "")
 
+			if l := f.Admin("GET", "/api/admin/events", ""); l.StatusCode != 200 || !strings.Contains(l.Body, `"`+id+`"`) {
+				t.Fatalf("the list of events: %d %s", l.StatusCode, l.Body)
+			}
 			c := f.Admin("POST", "/api/admin/events/"+id+"/close", "")
 			if c.StatusCode != 200 || c.JSON["closedNow"] != true || c.JSON["recovering"] != true || c.Num("holds") != 2 || c.Num("live") != 1 {
 				t.Fatalf("close: %d %s", c.StatusCode, c.Body)
