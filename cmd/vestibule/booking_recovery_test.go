@@ -18,9 +18,9 @@ import (
 	"github.com/vestibule-dev/vestibule/internal/bookingdb"
 	"github.com/vestibule-dev/vestibule/internal/localstack"
 	"github.com/vestibule-dev/vestibule/internal/operator"
-	"github.com/vestibule-dev/vestibule/internal/region"
 	"github.com/vestibule-dev/vestibule/internal/pollpolicy"
 	"github.com/vestibule-dev/vestibule/internal/redistest"
+	"github.com/vestibule-dev/vestibule/internal/region"
 	"github.com/vestibule-dev/vestibule/internal/testkit"
 )
 
@@ -280,7 +280,6 @@ func TestSaleAcrossRegionFailoverSellsNothingTwice(t *testing.T) {
 		t.Fatalf("reconcile after the sale resumed: %d %q %q", rc, out, errs)
 	}
 }
-
 
 // unclaimed is the local stack's rooms as a standby's: the stack writes for
 // no region, so a claim is taken as made (internal/chaos claims for real).

@@ -45,12 +45,14 @@ var (
 	ErrWrongRoom        = errors.New("booking: session of another room")         // the event belongs to another room
 	ErrSessionEnded     = errors.New("booking: session ended")                   // not (or no longer) in the room's active set
 	ErrUnavailable      = errors.New("booking: redis unavailable")               // wraps the Redis error and names the script; maps to 503
-	// ErrRecovering: the event came back from a total loss of Redis closed to
-	// holds, until what it sold before is rebuilt from the origin's record
-	// (Rebuild; docs/BOOKING.md, "After a total loss").
+	// ErrRecovering: the event came back from a total loss of Redis, or was
+	// closed by Close (a region failover), closed to holds until what it sold
+	// is rebuilt from the origin's record (Rebuild; docs/BOOKING.md, "After a
+	// total loss", "After a region failover").
 	ErrRecovering = errors.New("booking: event closed to holds until its sold state is rebuilt")
-	// ErrNotRecovering: Rebuild of an event that is open (nothing to rebuild).
-	ErrNotRecovering = errors.New("booking: event is open; only an event closed after a loss is rebuilt")
+	// ErrNotRecovering: Rebuild of an event that is open (neither restored after
+	// a loss nor closed by Close).
+	ErrNotRecovering = errors.New("booking: event is open; only an event closed after a loss or by Close is rebuilt")
 	// ErrNotRestorable: the event is missing in Redis and its stored
 	// definition cannot be read (not JSON, a field twice or unknown, a value
 	// out of range): an operator must define it again.
