@@ -229,7 +229,7 @@ func TestBookingCloseThenRebuild(t *testing.T) {
 			if c := f.Admin("POST", "/api/admin/events/"+id+"/close", "{}"); c.StatusCode != 200 || c.JSON["closedNow"] != false {
 				t.Fatalf("a second close: %d %s", c.StatusCode, c.Body)
 			}
-			apitest.WantStatus(t, f.Admin("POST", "/api/admin/events/"+id+"/close", `{"x":1}`), 400, "")
+			apitest.WantStatus(t, f.Admin("POST", "/api/admin/events/"+id+"/close", `{"x":1}`), 400, "bad_json")
 			apitest.WantStatus(t, f.Admin("POST", "/api/admin/events/no-such-event/close", ""), 404, "unknown_event")
 			_, s4 := f.visitor(id)
 			apitest.WantStatus(t, f.hold(id, s4, `{"seats":["A3"]}`), 503, "event_recovering")
