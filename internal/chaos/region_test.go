@@ -386,7 +386,10 @@ func TestChaosRegionFailover(t *testing.T) {
 		if !slices.Equal(rep.Closed, []string{sale.event}) {
 			t.Errorf("failover closed %v, want [%s]", rep.Closed, sale.event)
 		}
-		// The runbook: vestibule booking reconcile EVENT --origin F --apply.
+		// The operator takes a moment: the crowd's holds meet the closed
+		// event (and are asked again) before the runbook's
+		// vestibule booking reconcile EVENT --origin F --apply.
+		testkit.WaitFor(5*time.Second, func() bool { return sale.closedHolds.Load() > 0 })
 		r, err := sale.rebuild(ctx, siteB)
 		if err != nil {
 			t.Fatalf("rebuild from the origin's record: %v", err)
