@@ -56,6 +56,9 @@ var bookingSessions string
 //go:embed booking_rebuild.lua
 var bookingRebuild string
 
+//go:embed booking_close.lua
+var bookingClose string
+
 // BookingEnded names which of a room's sessions ended, for the sweep. It
 // stands alone (no booking_lib.lua): its one key is the room's.
 //
@@ -85,5 +88,6 @@ var (
 	BookingExtend   = withLib(bookingLib, bookingExtend)   // a hold gets more time, within the event's bounds
 	BookingOrders   = withLib(bookingLib, bookingOrders)   // a page of the event's orders
 	BookingSessions = withLib(bookingLib, bookingSessions) // the room sessions that hold something
-	BookingRebuild  = withLib(bookingLib, bookingRebuild)  // after a total loss: the origin's orders sold again, the event reopened
+	BookingRebuild  = withLib(bookingLib, bookingRebuild)  // after a total loss or a close: the origin's orders sold again, the event reopened
+	BookingClose    = withLib(bookingLib, bookingClose)    // an open event closed to holds until rebuilt (a region failover)
 )

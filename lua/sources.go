@@ -70,6 +70,7 @@ var Sources = []Source{
 	{"booking_orders.lua", "booking_lib.lua", bookingOrders, BookingOrders},
 	{"booking_sessions.lua", "booking_lib.lua", bookingSessions, BookingSessions},
 	{"booking_rebuild.lua", "booking_lib.lua", bookingRebuild, BookingRebuild},
+	{"booking_close.lua", "booking_lib.lua", bookingClose, BookingClose},
 	{"booking_ended.lua", "", BookingEnded, BookingEnded},
 	{"booking_active.lua", "", BookingActive, BookingActive},
 }

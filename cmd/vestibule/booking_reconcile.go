@@ -128,8 +128,8 @@ type rebuildBody struct {
 const rebuildBytes = 512 << 10
 
 // rebuild puts the origin's orders back into the event (closed to holds after
-// a total loss) in calls of at most booking.MaxRebuildOrders orders and
-// rebuildBytes, the last of which reopens it.
+// a total loss, or by a region failover) in calls of at most
+// booking.MaxRebuildOrders orders and rebuildBytes, the last of which reopens it.
 func (c *command) rebuild(ctx context.Context, event string, origin sold) error {
 	orders := origin.orders()
 	now := time.Now()
@@ -142,7 +142,7 @@ func (c *command) rebuild(ctx context.Context, event string, origin sold) error 
 	if err != nil {
 		return err
 	}
-	var added, kept int64
+	var added, kept, released, converted int64
 	send := func(batch []booking.SoldOrder, reopen bool) error {
 		b, err := json.Marshal(rebuildBody{Orders: batch, Reopen: reopen})
 		if err != nil {
@@ -155,11 +155,12 @@ func (c *command) rebuild(ctx context.Context, event string, origin sold) error 
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("--apply: rebuild of %s: %d %s", event, resp.StatusCode, printable(string(body), 300))
 		}
-		var r struct{ Added, Kept int64 }
+		var r struct{ Added, Kept, HoldsReleased, HoldsConverted int64 }
 		if err := json.Unmarshal(body, &r); err != nil {
 			return fmt.Errorf("--apply: rebuild of %s: %w", event, err)
 		}
 		added, kept = added+r.Added, kept+r.Kept
+		released, converted = released+r.HoldsReleased, converted+r.HoldsConverted
 		return nil
 	}
 	var batch []booking.SoldOrder
@@ -185,6 +186,10 @@ func (c *command) rebuild(ctx context.Context, event string, origin sold) error 
 	}
 	c.out.Printf("%s: rebuilt from the origin's record: %d orders put back, %d there already; the event is open to holds\n",
 		event, added, kept)
+	if released+converted > 0 {
+		c.out.Printf("%s: of the holds live when it closed: %d became the order the origin recorded for them, %d given up for a seat the origin sold\n",
+			event, converted, released)
+	}
 	return nil
 }
 

@@ -74,8 +74,10 @@ Usage:
                                                 roles, the write name, whether the standby's API answers
   vestibule region failover --standby-stack S --standby-region R --yes
                                                 the sale to the standby: promote its cache, give it every
-                                                room (fencing the old region's late writes), hold admission
-                                                while the write name moves, resume (docs/OPERATING.md)
+                                                room (fencing the old region's late writes), close its booking
+                                                events to holds (then: booking reconcile EVENT --origin F
+                                                --apply for each), hold admission while the write name moves,
+                                                resume (docs/OPERATING.md)
   vestibule booking reconcile EVENT --origin F  the kit's sold seats and units against the origin's record
                                                 (JSON lines: a file, - for stdin, or a URL); exit 1 on a difference;
                                                 --apply: after a total loss, put the record back and reopen

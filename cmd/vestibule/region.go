@@ -225,10 +225,40 @@ func (r apiRooms) SetMode(ctx context.Context, id string, m room.Mode) error {
 	return err
 }
 
+// apiEvents is the standby's booking events through its admin API.
+type apiEvents struct{ c *operator.Client }
+
+func (e apiEvents) List(ctx context.Context) ([]string, error) {
+	resp, body, err := e.c.Do(ctx, http.MethodGet, "/api/admin/events", nil)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("listing the booking events: %d %s", resp.StatusCode, printable(string(body), 300))
+	}
+	var l struct{ Events []string }
+	if err := json.Unmarshal(body, &l); err != nil {
+		return nil, fmt.Errorf("listing the booking events: %w", err)
+	}
+	return l.Events, nil
+}
+
+func (e apiEvents) Close(ctx context.Context, id string) error {
+	resp, body, err := e.c.Do(ctx, http.MethodPost, "/api/admin/events/"+url.PathEscape(id)+"/close", []byte("{}"))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("close %s: %d %s", id, resp.StatusCode, printable(string(body), 300))
+	}
+	return nil
+}
+
 var (
-	_ region.Cache = globalCache{}
-	_ region.Name  = (*writeName)(nil)
-	_ region.Rooms = apiRooms{}
+	_ region.Cache  = globalCache{}
+	_ region.Name   = (*writeName)(nil)
+	_ region.Rooms  = apiRooms{}
+	_ region.Events = apiEvents{}
 )
 
 // regionStatus prints the Global Datastore's members and roles and where the
@@ -282,15 +312,31 @@ func (c *command) regionFailover(ctx context.Context, pos []string) error {
 	rep, err := region.Failover(ctx, region.Plan{
 		Cache: globalCache{api: elasticache.NewFromConfig(s.cfg), global: s.outputs[outGlobalDatastore],
 			group: s.outputs[outReplication], standbyRegion: s.region},
-		Name:  &writeName{api: route53.NewFromConfig(s.cfg), zone: s.outputs[outZone], name: s.outputs[outWriteName], target: s.outputs[outAPIDomain]},
-		Rooms: apiRooms{s.api},
+		Name:   &writeName{api: route53.NewFromConfig(s.cfg), zone: s.outputs[outZone], name: s.outputs[outWriteName], target: s.outputs[outAPIDomain]},
+		Rooms:  apiRooms{s.api},
+		Events: apiEvents{s.api},
 		Log: func(st region.Step) {
 			c.out.Printf("%-9s %6s  %s\n", st.Name, st.Took.Round(time.Second), st.Note)
 		},
 	})
+	c.printClosed(rep.Closed)
 	if err != nil {
 		return err
 	}
 	c.out.Printf("failed over to %s in %s: %d rooms (epoch %d)\n", s.region, time.Since(start).Round(time.Second), rep.Rooms, rep.Epoch)
 	return nil
+}
+
+// printClosed says what to run for each event the failover closed to holds:
+// the standby's copy lost the old region's last writes, and the event sells
+// again once rebuilt from the origin's record (docs/OPERATING.md, "A
+// region's outage").
+func (c *command) printClosed(events []string) {
+	if len(events) == 0 {
+		return
+	}
+	c.out.Printf("%d booking events closed to holds; rebuild each from the origin's record, which reopens it:\n", len(events))
+	for _, ev := range events {
+		c.out.Printf("  vestibule booking reconcile %s --origin ORIGIN_EXPORT --apply\n", ev)
+	}
 }

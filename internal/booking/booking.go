@@ -45,12 +45,14 @@ var (
 	ErrWrongRoom        = errors.New("booking: session of another room")         // the event belongs to another room
 	ErrSessionEnded     = errors.New("booking: session ended")                   // not (or no longer) in the room's active set
 	ErrUnavailable      = errors.New("booking: redis unavailable")               // wraps the Redis error and names the script; maps to 503
-	// ErrRecovering: the event came back from a total loss of Redis closed to
-	// holds, until what it sold before is rebuilt from the origin's record
-	// (Rebuild; docs/BOOKING.md, "After a total loss").
+	// ErrRecovering: the event came back from a total loss of Redis, or was
+	// closed by Close (a region failover), closed to holds until what it sold
+	// is rebuilt from the origin's record (Rebuild; docs/BOOKING.md, "After a
+	// total loss", "After a region failover").
 	ErrRecovering = errors.New("booking: event closed to holds until its sold state is rebuilt")
-	// ErrNotRecovering: Rebuild of an event that is open (nothing to rebuild).
-	ErrNotRecovering = errors.New("booking: event is open; only an event closed after a loss is rebuilt")
+	// ErrNotRecovering: Rebuild of an event that is open (neither restored after
+	// a loss nor closed by Close).
+	ErrNotRecovering = errors.New("booking: event is open; only an event closed after a loss or by Close is rebuilt")
 	// ErrNotRestorable: the event is missing in Redis and its stored
 	// definition cannot be read (not JSON, a field twice or unknown, a value
 	// out of range): an operator must define it again.
@@ -353,14 +355,22 @@ type View struct {
 	Restore Restore
 }
 
-// Restore is how an event came back from a total loss of Redis: defined again
-// from the stored definition, closed to holds (Recovering) until Rebuild put
-// back the origin's orders and reopened it. The zero value: never lost.
+// Restore is how an event came back from a total loss of Redis (defined
+// again from the stored definition) or was closed by Close (a region
+// failover): closed to holds (Recovering) until Rebuild put back the origin's
+// orders and reopened it. The zero value: never lost, never closed.
 type Restore struct {
 	Recovering bool      // closed to holds now
 	RestoredAt time.Time // when it came back closed; zero: never lost
+	ClosedAt   time.Time // when Close last closed it; zero: never
 	ReopenedAt time.Time // when Rebuild reopened it; zero: not yet
 	Rebuilt    int64     // the origin's orders put back
+}
+
+// Closed is what a Close did.
+type Closed struct {
+	Now         bool  // this call closed the event (false: it was closed already)
+	Holds, Live int64 // the holds live at the close (they may still be confirmed); the orders not cancelled
 }
 
 // SoldOrder is an order the origin recorded, to sell again after a total
@@ -392,6 +402,10 @@ func (o SoldOrder) Validate(now time.Time) error {
 type Rebuilt struct {
 	Added, Kept int64 // orders put back now; orders the event had already
 	Recovering  bool  // still closed to holds (the call did not reopen it)
+	// Of the live holds of an event closed by Close: those given up (a seat
+	// of theirs the origin's record sold to another order) and those that
+	// became the order the origin recorded for them (the confirm's write lost).
+	Released, Converted int64
 }
 
 // CounterFields are the view's counters by the names the event's state and the

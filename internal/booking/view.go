@@ -21,12 +21,13 @@ type EventView struct {
 	Restore *RestoreView `json:"restore,omitempty"`
 }
 
-// RestoreView is how an event came back from a total loss, as the admin view
-// shows it.
+// RestoreView is how an event came back from a total loss, or was closed to
+// holds by an admin (a region failover), as the admin view shows it.
 type RestoreView struct {
 	// State is "recovering" (closed to holds until rebuilt) or "reopened".
 	State      string     `json:"state"`
-	RestoredAt time.Time  `json:"restoredAt"`
+	RestoredAt time.Time  `json:"restoredAt,omitzero"` // absent: never lost (closed by an admin)
+	ClosedAt   *time.Time `json:"closedAt,omitempty"`  // when an admin last closed it
 	ReopenedAt *time.Time `json:"reopenedAt,omitempty"`
 	Rebuilt    int64      `json:"rebuiltOrders"`
 }

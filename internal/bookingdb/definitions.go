@@ -52,6 +52,7 @@ const maxMissing = 10_000
 var restores = map[string]bool{
 	holdCmd.Name: true, confirmCmd.Name: true, extendCmd.Name: true, releaseCmd.Name: true,
 	cancelCmd.Name: true, viewCmd.Name: true, roomCmd.Name: true, ordersCmd.Name: true, rebuildCmd.Name: true,
+	closeCmd.Name: true,
 }
 
 // restorer is the engine's side of its Definitions.

@@ -50,6 +50,7 @@ var (
 	sessCmd    = lua.NewScript("booking_sessions.lua", lua.BookingSessions)
 	endedCmd   = lua.NewScript("booking_ended.lua", lua.BookingEnded)
 	rebuildCmd = lua.NewScript("booking_rebuild.lua", lua.BookingRebuild)
+	closeCmd   = lua.NewScript("booking_close.lua", lua.BookingClose)
 )
 
 // Scripter is the narrowest Redis client the engine needs: a client, a
@@ -509,9 +510,10 @@ func (e *Engine) View(ctx context.Context, event string) (booking.View, error) {
 	fields["fence"] = &v.Fence
 	fields["limit"] = &v.SessionLimit
 	fields["maxext"] = &v.MaxHoldExtensions
-	var ttl, life, recover, restored, reopened int64
+	var ttl, life, recover, restored, closed, reopened int64
 	fields["ttl"], fields["maxhold"] = &ttl, &life
 	fields["recover"], fields["restored"], fields["reopened"], fields["rebuilt"] = &recover, &restored, &reopened, &v.Restore.Rebuilt
+	fields["closed"] = &closed
 	for i := 0; i+1 < len(inv); i += 2 {
 		if name := str(inv[i]); name == "room" {
 			v.Room = str(inv[i+1])
@@ -522,6 +524,9 @@ func (e *Engine) View(ctx context.Context, event string) (booking.View, error) {
 	v.Restore.Recovering = recover == 1
 	if restored > 0 {
 		v.Restore.RestoredAt = time.UnixMilli(restored).UTC()
+	}
+	if closed > 0 {
+		v.Restore.ClosedAt = time.UnixMilli(closed).UTC()
 	}
 	if reopened > 0 {
 		v.Restore.ReopenedAt = time.UnixMilli(reopened).UTC()
@@ -643,15 +648,19 @@ func (e *Engine) Ack(ctx context.Context, event string, ids ...string) error {
 	return nil
 }
 
-// Rebuild puts back, after a total loss, the orders the origin recorded (its
-// export: docs/BOOKING.md, "Reconciliation") into an event that came back
-// closed to holds: their seats sold, their units out of the stock, the fence
-// past every token. An order the event has already is kept as it is, so a
-// retried or split rebuild adds nothing twice. With reopen, the event then
-// takes holds again. All or nothing per call: errors ErrNotRecovering (the
-// event is open), ErrUnknownSeat, ErrUnknownSKU, a *TakenError (a seat of
-// another order, or in two orders), a *SoldOutError (more units than the
-// stock), ErrInvalidRequest, ErrUnknownEvent.
+// Rebuild puts back the orders the origin recorded (its export:
+// docs/BOOKING.md, "Reconciliation") into an event closed to holds, after a
+// total loss or a Close: their seats sold, their units out of the stock, the
+// fence past every token. An order the event has already is kept as it is, so
+// a retried or split rebuild adds nothing twice. A closed event's live holds
+// yield to the record: the hold an order was confirmed from becomes that
+// order, with its session (Converted); another hold on a seat of an order is
+// given up (Released), so its confirm finds no hold (ErrStaleToken). With
+// reopen, the event then takes holds again. All or nothing per call: errors
+// ErrNotRecovering (the event is open), ErrUnknownSeat, ErrUnknownSKU, a
+// *TakenError (a seat of another order of the kit, or in two orders), a
+// *SoldOutError (more units than the stock), ErrInvalidRequest,
+// ErrUnknownEvent.
 func (e *Engine) Rebuild(ctx context.Context, event string, orders []booking.SoldOrder, reopen bool) (booking.Rebuilt, error) {
 	if !booking.ValidEventID(event) {
 		return booking.Rebuilt{}, booking.ErrInvalidEvent
@@ -688,6 +697,9 @@ func (e *Engine) Rebuild(ctx context.Context, event string, orders []booking.Sol
 			break
 		}
 		r := booking.Rebuilt{Added: num(reply[1]), Kept: num(reply[2]), Recovering: str(reply[3]) == "1"}
+		if len(reply) >= 6 {
+			r.Released, r.Converted = num(reply[4]), num(reply[5])
+		}
 		if reopen {
 			e.log.LogAttrs(ctx, slog.LevelInfo, ReopenedMsg, slog.String("event", event), slog.Int64("rebuilt", r.Added), slog.Int64("kept", r.Kept))
 		}
@@ -707,6 +719,32 @@ func (e *Engine) Rebuild(ctx context.Context, event string, orders []booking.Sol
 	}
 	return booking.Rebuilt{}, refusal(rebuildCmd, reply, "noevent", "open")
 }
+
+// Close closes an open event to holds until Rebuild puts back the origin's
+// record and reopens it, as a total loss leaves it (docs/BOOKING.md, "After a
+// region failover"): a region failover closes the standby's events, whose copy
+// lost the old region's last writes. New holds are refused (ErrRecovering);
+// live holds may still be confirmed, extended and released. Closing a closed
+// event changes nothing (Closed.Now false). Errors: ErrUnknownEvent,
+// ErrInvalidEvent, ErrUnavailable.
+func (e *Engine) Close(ctx context.Context, event string) (booking.Closed, error) {
+	reply, err := e.run(ctx, closeCmd, event, e.nowMS())
+	if err != nil {
+		return booking.Closed{}, err
+	}
+	if str(reply[0]) != "ok" || len(reply) < 4 {
+		return booking.Closed{}, refusal(closeCmd, reply, "noevent")
+	}
+	c := booking.Closed{Now: str(reply[1]) == "1", Holds: num(reply[2]), Live: num(reply[3])}
+	if c.Now {
+		e.log.LogAttrs(ctx, slog.LevelWarn, ClosedMsg, slog.String("event", event),
+			slog.Int64("holds", c.Holds), slog.Int64("live", c.Live))
+	}
+	return c, nil
+}
+
+// ClosedMsg is the log line of an event an admin closed to holds.
+const ClosedMsg = "event closed to holds: its sold state awaits the origin's record"
 
 // ReopenedMsg is the log line of an event reopened to holds once its sold
 // state was rebuilt from the origin's record.

@@ -149,13 +149,16 @@ type seatSale struct {
 	refused       atomic.Int64 // orders the origin's guard refused (cancelled in the kit)
 	sessionsEnded atomic.Int64 // holds refused: the room session unknown to the region (consumed in the lost second)
 	staleHolds    atomic.Int64 // confirms refused: the hold gone (lost with the old region, or expired)
+	closedHolds   atomic.Int64 // holds refused while the event was closed to holds (asked again)
 
-	mu   sync.Mutex
-	errs []string
+	mu           sync.Mutex
+	errs         []string
+	held         map[string][]string // region → the seats its kit granted holds on, once per hold
+	refusedSeats map[string]int      // seat → orders of it the origin's guard refused
 }
 
 func newSeatSale(event string, seats int, active func() *site) *seatSale {
-	s := &seatSale{event: event, active: active, origin: newOriginStore()}
+	s := &seatSale{event: event, active: active, origin: newOriginStore(), held: map[string][]string{}, refusedSeats: map[string]int{}}
 	for i := range seats {
 		s.seats = append(s.seats, fmt.Sprintf("S%03d", i+1))
 	}
@@ -175,15 +178,19 @@ func (s *seatSale) fail(format string, a ...any) {
 }
 
 // call runs f on the active region under the call budget, again while the
-// kit answers ErrUnavailable (the region down, its cache not yet promoted),
-// and returns the region that answered.
+// kit answers ErrUnavailable (the region down, its cache not yet promoted)
+// or ErrRecovering (a hold while the event is closed until its rebuild: the
+// page asks again after Retry-After), and returns the region that answered.
 func (s *seatSale) call(ctx context.Context, f func(ctx context.Context, st *site) error) (*site, error) {
 	for {
 		st := s.active()
 		cctx, cancel := context.WithTimeout(ctx, callBudget)
 		err := f(cctx, st)
 		cancel()
-		if !errors.Is(err, booking.ErrUnavailable) || ctx.Err() != nil {
+		if errors.Is(err, booking.ErrRecovering) {
+			s.closedHolds.Add(1)
+		}
+		if !(errors.Is(err, booking.ErrUnavailable) || errors.Is(err, booking.ErrRecovering)) || ctx.Err() != nil {
 			return st, err
 		}
 		select {
@@ -253,7 +260,7 @@ func (s *seatSale) pick(ctx context.Context) string {
 func (s *seatSale) try(ctx context.Context, session string, rs *booking.RoomSession, seat string) outcome {
 	req := booking.Request{Seats: []string{seat}}
 	var h booking.Hold
-	_, err := s.call(ctx, func(ctx context.Context, st *site) (err error) {
+	hst, err := s.call(ctx, func(ctx context.Context, st *site) (err error) {
 		if rs != nil {
 			h, err = st.kit.HoldSession(ctx, s.event, *rs, req)
 		} else {
@@ -261,6 +268,11 @@ func (s *seatSale) try(ctx context.Context, session string, rs *booking.RoomSess
 		}
 		return err
 	})
+	if err == nil {
+		s.mu.Lock()
+		s.held[hst.name] = append(s.held[hst.name], seat)
+		s.mu.Unlock()
+	}
 	switch {
 	case ctx.Err() != nil:
 		return failed
@@ -291,6 +303,9 @@ func (s *seatSale) try(ctx context.Context, session string, rs *booking.RoomSess
 	}
 	if !s.origin.record(o, st.name) {
 		s.refused.Add(1)
+		s.mu.Lock()
+		s.refusedSeats[seat]++
+		s.mu.Unlock()
 		_, err := s.call(context.WithoutCancel(ctx), func(ctx context.Context, st *site) error {
 			_, err := st.kit.Cancel(ctx, s.event, o.Order, "seat_sold_before")
 			return err
@@ -363,4 +378,39 @@ func (s *seatSale) kitOrders(ctx context.Context, st *site) (all map[string]book
 	}
 	slices.Sort(twice)
 	return all, twice, nil
+}
+
+// export is the origin's record as its export gives it (docs/BOOKING.md,
+// "Reconciliation"): each order not cancelled, with its seats.
+func (o *originStore) export() []booking.SoldOrder {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	byOrder := map[string][]string{}
+	for seat, s := range o.seats {
+		if !s.cancelled {
+			byOrder[s.order] = append(byOrder[s.order], seat)
+		}
+	}
+	out := make([]booking.SoldOrder, 0, len(byOrder))
+	for _, id := range slices.Sorted(maps.Keys(byOrder)) {
+		seats := byOrder[id]
+		slices.Sort(seats)
+		out = append(out, booking.SoldOrder{Order: id, Seats: seats})
+	}
+	return out
+}
+
+// rebuild is what `vestibule booking reconcile EVENT --origin F --apply` does
+// after a failover closed the event in st: the origin's record sent to the
+// kit, which reopens the event. A seat the kit sold to an order the origin's
+// guard refused refuses the call until the sale's compensation cancels that
+// order: it is sent again then, as the runbook says.
+func (s *seatSale) rebuild(ctx context.Context, st *site) (booking.Rebuilt, error) {
+	var r booking.Rebuilt
+	var err error
+	testkit.WaitFor(10*time.Second, func() bool {
+		r, err = st.kit.Rebuild(ctx, s.event, s.origin.export(), true)
+		return !errors.Is(err, booking.ErrSeatTaken)
+	})
+	return r, err
 }

@@ -1,11 +1,14 @@
 // Package region fails a two-region deployment over from its primary region
 // to its standby (docs/OPERATING.md, "A region's outage"): it promotes the
 // standby's cache, gives every room to the standby's region (the fence that
-// makes the old region's late writes change nothing), holds admission while
-// the write name moves, and resumes. Each outside party is a small interface:
-// the cache (ElastiCache's Global Datastore), the write name (Route 53) and
-// the standby's rooms (its admin API, or the engine itself in tests), so the
-// same Failover runs against AWS and against the chaos test's stand-ins.
+// makes the old region's late writes change nothing), closes the booking
+// kit's events to holds (the standby's copy lost the old region's last
+// writes: each is rebuilt from the origin's record before it sells again),
+// holds admission while the write name moves, and resumes. Each outside
+// party is a small interface: the cache (ElastiCache's Global Datastore), the
+// write name (Route 53), the standby's rooms and events (its admin API, or
+// the engines themselves in tests), so the same Failover runs against AWS and
+// against the chaos test's stand-ins.
 package region
 
 import (
@@ -48,11 +51,22 @@ type Rooms interface {
 	SetMode(ctx context.Context, roomID string, mode room.Mode) error
 }
 
+// Events is the standby region's booking events, once its cache takes writes.
+type Events interface {
+	// List names every event of the standby's kit.
+	List(ctx context.Context) ([]string, error)
+	// Close closes the event to holds until it is rebuilt from the origin's
+	// record (bookingdb.Engine.Close); an event closed already stays so.
+	Close(ctx context.Context, event string) error
+}
+
 // Plan is one failover: the standby's parts and how long to wait for AWS.
 type Plan struct {
 	Cache Cache
 	Name  Name
 	Rooms Rooms
+	// Events, when set, are closed to holds while the rooms are paused.
+	Events Events
 	// Every is how often a wait asks again (default 2 s).
 	Every time.Duration
 	// PromoteWithin and MoveWithin bound the waits (default 5 min each;
@@ -77,6 +91,9 @@ type Report struct {
 	Epoch int64
 	// Resumed maps each room held to the mode it resumed in.
 	Resumed map[string]room.Mode
+	// Closed are the events closed to holds: each awaits its rebuild from
+	// the origin's record (vestibule booking reconcile EVENT --origin F --apply).
+	Closed []string
 }
 
 // Took is the failover's whole time.
@@ -108,9 +125,14 @@ func cmpOr(d, def time.Duration) time.Duration {
 //     raises the room's region epoch), and held paused: from here the
 //     old region's late ticks, consumes and joins change nothing, and nobody
 //     is admitted before the name moves;
-//  3. name: the write name moves to the standby (Name.Point);
-//  4. resume: each room goes back to the mode it had;
-//  5. propagate: the wait until the name's change is out (Name.Moved).
+//  3. close: every booking event of the standby is closed to holds
+//     (Events.Close): its copy lost the old region's last second of holds
+//     and orders, so seats the origin sold may show available; it sells
+//     again once rebuilt from the origin's record, which reopens it (not
+//     here: the record is the origin's, docs/OPERATING.md);
+//  4. name: the write name moves to the standby (Name.Point);
+//  5. resume: each room goes back to the mode it had;
+//  6. propagate: the wait until the name's change is out (Name.Moved).
 //
 // The rooms resume before the change is out: a grant's claim window
 // (claimTTLSeconds, minutes) outlasts the record's TTL, so a visitor whose
@@ -153,6 +175,15 @@ func Failover(ctx context.Context, p Plan) (Report, error) {
 		return r, fmt.Errorf("region: fence: %w", err)
 	}
 	step("fence", start, fmt.Sprintf("%d rooms given to the standby (epoch %d), held paused", len(rooms), epoch))
+
+	if p.Events != nil {
+		start = time.Now()
+		r.Closed, err = closeEvents(ctx, p.Events)
+		if err != nil {
+			return r, fmt.Errorf("region: close: %w", err)
+		}
+		step("close", start, fmt.Sprintf("%d booking events closed to holds until rebuilt from the origin's record", len(r.Closed)))
+	}
 
 	start = time.Now()
 	if err := p.Name.Point(ctx); err != nil {
@@ -210,6 +241,22 @@ func fence(ctx context.Context, rs Rooms) ([]string, map[string]room.Mode, int64
 		}
 	}
 	return rooms, modes, top, nil
+}
+
+// closeEvents closes every event of es to holds and returns those it closed.
+func closeEvents(ctx context.Context, es Events) ([]string, error) {
+	ids, err := es.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var closed []string
+	for _, id := range ids {
+		if err := es.Close(ctx, id); err != nil {
+			return closed, fmt.Errorf("%s: %w", id, err)
+		}
+		closed = append(closed, id)
+	}
+	return closed, nil
 }
 
 // wait asks done every interval until it says true, up to within.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -19,6 +20,7 @@ type world struct {
 	promoted bool
 	moved    bool
 	modes    map[string]room.Mode
+	events   []string
 	failOn   string
 }
 
@@ -65,28 +67,40 @@ func (r rooms) SetMode(_ context.Context, id string, m room.Mode) error {
 	return r.note(fmt.Sprintf("%s %s", id, m))
 }
 
+type events struct{ *world }
+
+func (e events) List(context.Context) ([]string, error) { return e.events, nil }
+func (e events) Close(_ context.Context, id string) error {
+	return e.note("close " + id)
+}
+
 func newWorld() *world {
-	return &world{modes: map[string]room.Mode{"a": room.ModeQueue, "b": room.ModePaused, "c": room.ModeClosed, "d": room.ModeAuto}}
+	return &world{modes: map[string]room.Mode{"a": room.ModeQueue, "b": room.ModePaused, "c": room.ModeClosed, "d": room.ModeAuto},
+		events: []string{"a", "gala"}}
 }
 
 func plan(w *world) region.Plan {
-	return region.Plan{Cache: cache{w}, Name: name{w}, Rooms: rooms{w}, Every: 1}
+	return region.Plan{Cache: cache{w}, Name: name{w}, Rooms: rooms{w}, Events: events{w}, Every: 1}
 }
 
 // The steps in order: promote, then each room claimed before it is paused,
-// the name moved only once every room is fenced, and the rooms back in
-// their modes (a paused or closed room left as it was).
+// each booking event closed to holds while the rooms are paused (the
+// standby's copy lost the old region's last writes: rebuilt from the
+// origin's record before it sells again), the name moved only once every
+// room is fenced and every event closed, and the rooms back in their modes
+// (a paused or closed room left as it was).
 func TestFailoverOrder(t *testing.T) {
 	w := newWorld()
 	rep, err := region.Failover(context.Background(), plan(w))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"promote", "claim a", "a paused", "claim b", "claim c", "claim d", "d paused", "point", "a queue", "d auto"}
+	want := []string{"promote", "claim a", "a paused", "claim b", "claim c", "claim d", "d paused", "close a", "close gala",
+		"point", "a queue", "d auto"}
 	if diff := cmp.Diff(want, w.calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
-	if rep.Rooms != 4 || rep.Epoch != 1 || len(rep.Steps) != 5 {
+	if rep.Rooms != 4 || rep.Epoch != 1 || len(rep.Steps) != 6 || !slices.Equal(rep.Closed, w.events) {
 		t.Errorf("report: %+v", rep)
 	}
 	for id, m := range map[string]room.Mode{"a": room.ModeQueue, "b": room.ModePaused, "c": room.ModeClosed, "d": room.ModeAuto} {
@@ -111,5 +125,32 @@ func TestFailoverStopsAtAFailure(t *testing.T) {
 	}
 	if slices.Contains(w.calls, "point") {
 		t.Errorf("the name moved though a room was not fenced: %v", w.calls)
+	}
+}
+
+// An event that cannot be closed stops the failover before the name moves:
+// the standby would sell its lost seats again.
+func TestFailoverStopsWhenAnEventStaysOpen(t *testing.T) {
+	w := newWorld()
+	w.failOn = "close gala"
+	rep, err := region.Failover(context.Background(), plan(w))
+	if err == nil || !strings.Contains(err.Error(), "gala") {
+		t.Fatalf("error %v, want one naming gala", err)
+	}
+	if slices.Contains(w.calls, "point") || slices.Contains(w.calls, "a queue") {
+		t.Errorf("the name moved or a room resumed though an event stayed open: %v", w.calls)
+	}
+	if !slices.Equal(rep.Closed, []string{"a"}) {
+		t.Errorf("report: closed %v, want [a]", rep.Closed)
+	}
+}
+
+// Without a booking kit (Events nil) the failover runs as before.
+func TestFailoverWithoutEvents(t *testing.T) {
+	w := newWorld()
+	p := plan(w)
+	p.Events = nil
+	if _, err := region.Failover(context.Background(), p); err != nil || slices.ContainsFunc(w.calls, func(c string) bool { return strings.HasPrefix(c, "close") }) {
+		t.Fatalf("%v, %v", w.calls, err)
 	}
 }

@@ -22,7 +22,7 @@ type AuditEntry struct {
 	// scheduled change or scheduled change refused for the room's schedule
 	// (Who is then "schedule" for what the ticks applied); "net on", "net off"
 	// or "pace" for a change the room made itself (steer.go); for an event of the room's
-	// (Event set), "define event" or "rebuild event" (docs/BOOKING.md).
+	// (Event set), "define event", "rebuild event" or "close event" (docs/BOOKING.md).
 	Action string `json:"action"`
 	// Event is the booking event the entry is about, in its room's log.
 	Event   string        `json:"event,omitempty"`

@@ -106,6 +106,8 @@ var (
 	AdminGetEvent         = Route{Method: "GET", Path: "/api/admin/events/{event}", Function: Booking, Admin: true}
 	AdminEventOrders      = Route{Method: "GET", Path: "/api/admin/events/{event}/orders", Function: Booking, Admin: true}
 	AdminRebuildEvent     = Route{Method: "POST", Path: "/api/admin/events/{event}/rebuild", Function: Booking, Admin: true, MaxBody: MaxEventBody}
+	AdminCloseEvent       = Route{Method: "POST", Path: "/api/admin/events/{event}/close", Function: Booking, Admin: true}
+	AdminListEvents       = Route{Method: "GET", Path: "/api/admin/events", Function: Booking, Admin: true}
 	// The edge gate's routes (docs/GATE.md): on a protected site's distribution
 	// CloudFront sends /.vestibule/* to the API. HTML for a person, not JSON.
 	GateEnter     = Route{Method: "POST", Path: "/.vestibule/enter", Function: Consume}
@@ -174,6 +176,8 @@ var All = []Route{
 	AdminGetEvent,
 	AdminEventOrders,
 	AdminRebuildEvent,
+	AdminCloseEvent,
+	AdminListEvents,
 	GateEnter,
 	GateLeave,
 	GateLeavePage,

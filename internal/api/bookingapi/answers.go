@@ -51,5 +51,5 @@ var Answers = httpapi.Answers{
 		Detail:  func(e *httpapi.Error, _ error) { e.RetryAfter = httpapi.RecoveringRetryAfter }},
 	{Err: booking.ErrNotRestorable, Status: http.StatusServiceUnavailable, Code: "event_unrestorable",
 		Message: "the event's stored definition cannot be read; an operator must define the event again"},
-	{Err: booking.ErrNotRecovering, Status: http.StatusConflict, Code: "event_open", Message: "the event is open to holds: only an event closed after a data loss is rebuilt"},
+	{Err: booking.ErrNotRecovering, Status: http.StatusConflict, Code: "event_open", Message: "the event is open to holds: only an event closed after a data loss, or by an admin's close, is rebuilt"},
 }

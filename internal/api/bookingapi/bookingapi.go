@@ -31,6 +31,8 @@ type Engine interface {
 	Ack(ctx context.Context, event string, ids ...string) error
 	EndSession(ctx context.Context, roomID string, seq int64) (int64, error)
 	Rebuild(ctx context.Context, event string, orders []booking.SoldOrder, reopen bool) (booking.Rebuilt, error)
+	Close(ctx context.Context, event string) (booking.Closed, error)
+	Events(ctx context.Context) ([]string, error)
 	// OrdersByMinute is for the rooms' reports (queueapi.OrderCounter).
 	OrdersByMinute(ctx context.Context, roomID string) ([]room.OrderMinute, error)
 }
@@ -46,7 +48,7 @@ type Options struct {
 	// Origins checks the origin credential of confirm, extend, release and cancel.
 	Origins *token.Origins
 	Logger  *slog.Logger
-	// Audit keeps an admin write of an event (define, rebuild) in the audit
+	// Audit keeps an admin write of an event (define, rebuild, close) in the audit
 	// log of the event's room, naming the caller of the request
 	// (queueapi.API.Record); nil: not kept.
 	Audit func(ctx context.Context, r *httpapi.Request, roomID string, a room.AuditEntry)
@@ -75,5 +77,7 @@ func (h *API) Handlers() map[routes.Route]httpapi.HandlerFunc {
 		routes.AdminGetEvent:     h.getEvent,
 		routes.AdminEventOrders:  h.eventOrders,
 		routes.AdminRebuildEvent: h.rebuildEvent, // recovery.go
+		routes.AdminCloseEvent:   h.closeEvent,   // recovery.go
+		routes.AdminListEvents:   h.listEvents,   // recovery.go
 	}, Answers, roomhttp.Answers)
 }

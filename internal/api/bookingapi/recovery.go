@@ -32,6 +32,10 @@ type rebuildResponse struct {
 	Added      int64  `json:"added"`
 	Kept       int64  `json:"kept"`
 	Recovering bool   `json:"recovering"`
+	// Of an event closed by POST …/close: its holds given up for the
+	// origin's orders, and those that became the order recorded for them.
+	HoldsReleased  int64 `json:"holdsReleased"`
+	HoldsConverted int64 `json:"holdsConverted"`
 }
 
 // rebuildEvent is POST /api/admin/events/{event}/rebuild: the origin's orders
@@ -59,14 +63,81 @@ func (h *API) rebuildEvent(ctx context.Context, r *httpapi.Request) (events.APIG
 			map[string]any{"recovering": true, "ordersAdded": 0},
 			map[string]any{"recovering": res.Recovering, "ordersAdded": res.Added})})
 	}
-	return httpapi.JSON(http.StatusOK, rebuildResponse{Event: r.Path.Event, Added: res.Added, Kept: res.Kept, Recovering: res.Recovering}), nil
+	return httpapi.JSON(http.StatusOK, rebuildResponse{Event: r.Path.Event, Added: res.Added, Kept: res.Kept, Recovering: res.Recovering,
+		HoldsReleased: res.Released, HoldsConverted: res.Converted}), nil
+}
+
+// closeResponse is the answer of POST /api/admin/events/{event}/close.
+type closeResponse struct {
+	Event      string `json:"event"`
+	Recovering bool   `json:"recovering"` // always true: closed to holds
+	ClosedNow  bool   `json:"closedNow"`  // false: it was closed already
+	Holds      int64  `json:"holds"`      // live holds (they may still be confirmed)
+	Live       int64  `json:"live"`       // orders not cancelled
+}
+
+// closeEvent is POST /api/admin/events/{event}/close: an open event closed to
+// holds until a rebuild puts back the origin's record and reopens it, as
+// after a total loss; a region failover closes the standby's events, whose
+// copy lost the old region's last writes (docs/BOOKING.md, "After a region
+// failover"). The body is empty or {}.
+func (h *API) closeEvent(ctx context.Context, r *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
+	eng, err := h.event(r)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if len(bytes.TrimSpace(r.Body)) > 0 {
+		var b struct{}
+		if err := httpapi.DecodeJSON(r.Body, &b); err != nil {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+	}
+	roomID, err := eng.Room(ctx, r.Path.Event) // restores the event (closed) if Redis lost it
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	c, err := eng.Close(ctx, r.Path.Event)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	if c.Now {
+		h.audit(ctx, r, roomID, room.AuditEntry{Action: "close event", Changes: changes(
+			map[string]any{"recovering": false}, map[string]any{"recovering": true})})
+	}
+	return httpapi.JSON(http.StatusOK, closeResponse{Event: r.Path.Event, Recovering: true, ClosedNow: c.Now, Holds: c.Holds, Live: c.Live}), nil
+}
+
+// listResponse is the answer of GET /api/admin/events.
+type listResponse struct {
+	Events []string `json:"events"`
+}
+
+// listEvents is GET /api/admin/events: every event ever defined in this
+// region's kit (its registry), sorted; what a region failover closes.
+func (h *API) listEvents(ctx context.Context, _ *httpapi.Request) (events.APIGatewayV2HTTPResponse, error) {
+	if h.o.Booking == nil {
+		return events.APIGatewayV2HTTPResponse{}, errNoBooking
+	}
+	ids, err := h.o.Booking.Events(ctx)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	slices.Sort(ids)
+	if ids == nil {
+		ids = []string{}
+	}
+	return httpapi.JSON(http.StatusOK, listResponse{Events: ids}), nil
 }
 
 func restoreOf(r booking.Restore) *booking.RestoreView {
-	if r.RestoredAt.IsZero() && !r.Recovering {
+	if r.RestoredAt.IsZero() && r.ClosedAt.IsZero() && !r.Recovering {
 		return nil
 	}
 	out := &booking.RestoreView{State: "recovering", RestoredAt: r.RestoredAt, Rebuilt: r.Rebuilt}
+	if !r.ClosedAt.IsZero() {
+		at := r.ClosedAt
+		out.ClosedAt = &at
+	}
 	if !r.Recovering {
 		out.State = "reopened"
 		at := r.ReopenedAt
