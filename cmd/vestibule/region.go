@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/elasticache"
 	"github.com/aws/aws-sdk-go-v2/service/route53"
@@ -62,25 +61,15 @@ func (c *command) connectStandby(ctx context.Context) (*standby, error) {
 	if c.region.standbyStack == "" || c.region.standbyRegion == "" {
 		return nil, usageError("region commands need --standby-stack NAME and --standby-region REGION")
 	}
-	var opts []func(*config.LoadOptions) error
-	if c.g.target.Profile != "" {
-		opts = append(opts, config.WithSharedConfigProfile(c.g.target.Profile))
-	}
-	opts = append(opts, config.WithRegion(c.region.standbyRegion))
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := operator.LoadAWS(ctx, c.g.target.Profile, c.region.standbyRegion)
 	if err != nil {
-		return nil, fmt.Errorf("loading the AWS configuration: %w", err)
+		return nil, err
 	}
-	out, err := cloudformation.NewFromConfig(cfg).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(c.region.standbyStack)})
+	outputs, err := operator.ReadStackOutputs(ctx, cloudformation.NewFromConfig(cfg), c.region.standbyStack)
 	if err != nil {
-		return nil, fmt.Errorf("describing the standby stack %q in %s: %w", c.region.standbyStack, c.region.standbyRegion, err)
+		return nil, err
 	}
-	s := &standby{region: c.region.standbyRegion, outputs: map[string]string{}, cfg: cfg}
-	for _, st := range out.Stacks {
-		for _, o := range st.Outputs {
-			s.outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
-		}
-	}
+	s := &standby{region: c.region.standbyRegion, outputs: outputs, cfg: cfg}
 	for _, k := range []string{outGlobalDatastore, outReplication, outZone, outWriteName, outAPIDomain, operator.ApiURLOutput} {
 		if s.outputs[k] == "" {
 			return nil, fmt.Errorf("the standby stack %q has no %s output (docs/DEPLOY.md, \"Two regions\", lists what a standby needs)", c.region.standbyStack, k)
