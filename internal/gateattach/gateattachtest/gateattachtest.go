@@ -87,23 +87,33 @@ func NewServer(t *testing.T, dist string, config []byte) *Server {
 //go:embed testdata/distribution-config.xml
 var DistributionConfig []byte
 
-// Client is an SDK client of the server, with BaseEndpoint pointing at it.
+// Client is an SDK client of the server. Its HTTP client hands each request the SDK builds to the
+// server's handler in the process and the SDK reads the handler's answer as it would CloudFront's:
+// no socket, so no connection the loopback let go can fail a call (a PUT over one failed the
+// SDK's read of an answer with "use of closed network connection", which this stand-in of
+// CloudFront's answers has no business testing).
 func (f *Server) Client() *cloudfront.Client {
-	srv := httptest.NewServer(f)
-	f.t.Cleanup(srv.Close)
-	// One connection per call. With one attempt and no keep-alive, a PUT can no longer be
-	// written to a kept connection the loopback server has just let go ("use of closed network
-	// connection", which Go's transport does not retry for a body it cannot rewind): the
-	// stand-in is CloudFront's answers, not its connection handling.
-	hc := srv.Client()
-	hc.Transport.(*http.Transport).DisableKeepAlives = true
 	return cloudfront.New(cloudfront.Options{
-		BaseEndpoint:     aws.String(srv.URL),
+		BaseEndpoint:     aws.String("https://cloudfront.test"),
 		Region:           "us-east-1",
 		Credentials:      credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
-		HTTPClient:       hc,
+		HTTPClient:       handlerClient{f},
 		RetryMaxAttempts: 1,
 	})
+}
+
+// handlerClient is an SDK HTTP client that serves each request with a handler.
+type handlerClient struct{ h http.Handler }
+
+func (c handlerClient) Do(r *http.Request) (*http.Response, error) {
+	if r.Body == nil {
+		r.Body = http.NoBody // a server's request always has one
+	}
+	rec := httptest.NewRecorder()
+	c.h.ServeHTTP(rec, r)
+	res := rec.Result()
+	res.Request = r
+	return res, nil
 }
 
 // WriteCount is how many calls that change something the server has had.
