@@ -53,27 +53,36 @@ func TestStackAdmissionEvents(t *testing.T) {
 		t.Fatalf("complete: %d %v", code, r)
 	}
 
+	// The tick's event is written by the loop after its script returns, so a
+	// visitor can see the grant, consume and complete before it is out: the
+	// test waits for it, with a deadline.
 	var tick roomevents.TickEvent
 	var consumed roomevents.ConsumedEvent
 	var completed roomevents.CompletedEvent
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		en, err := eventbus.ParseLine(line)
-		if err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
-		switch en.DetailType {
-		case roomevents.TypeTick:
-			var d roomevents.TickEvent
-			json.Unmarshal(en.Detail, &d)
-			if d.Room == "demo-api" && d.Admitted > 0 {
-				tick = d
+	read := func() {
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			en, err := eventbus.ParseLine(line)
+			if err != nil {
+				t.Fatalf("line %q: %v", line, err)
 			}
-		case roomevents.TypeConsumed:
-			json.Unmarshal(en.Detail, &consumed)
-		case roomevents.TypeCompleted:
-			json.Unmarshal(en.Detail, &completed)
+			switch en.DetailType {
+			case roomevents.TypeTick:
+				var d roomevents.TickEvent
+				json.Unmarshal(en.Detail, &d)
+				if d.Room == "demo-api" && d.Admitted > 0 {
+					tick = d
+				}
+			case roomevents.TypeConsumed:
+				json.Unmarshal(en.Detail, &consumed)
+			case roomevents.TypeCompleted:
+				json.Unmarshal(en.Detail, &completed)
+			}
 		}
 	}
+	testkit.WaitFor(10*time.Second, func() bool {
+		read()
+		return tick.Admitted > 0 && completed.Room != ""
+	})
 	if tick.Admitted != 1 || tick.FirstSeq == 0 || tick.FirstSeq != tick.LastSeq {
 		t.Fatalf("no tick event admitting the visitor in:\n%s", out)
 	}
