@@ -19,24 +19,28 @@ func TestScheduledChangeFromTheCommandLine(t *testing.T) {
 		t.Fatalf("schedule: %d %q %q", code, out, errs)
 	}
 	// Awaited with a deadline: the stack's ticks apply it once its time comes.
-	// Applying is three writes (the settings, the audit entry, the removal
-	// from the schedule), so the test waits for the last of them and then
-	// holds all three: a list that empties without the change applied or
-	// audited fails here.
-	gone := testkit.WaitFor(30*time.Second, func() bool {
-		out, _, _ := vestibule(t, s, "rooms", "schedule", id)
-		return strings.Contains(out, "nothing scheduled")
+	// Applying is three writes: the settings with the change's removal from
+	// the schedule (one script, under the lease), then the audit entry. The
+	// test waits for the audit entry, the last of them, and then holds all
+	// three: a log that shows the change without it applied or gone from the
+	// schedule fails here, and so does a change never audited.
+	var log string
+	audited := testkit.WaitFor(30*time.Second, func() bool {
+		log, _, _ = vestibule(t, s, "rooms", "log", id)
+		return strings.Contains(log, "schedule (planned by admin key)")
 	})
-	if !gone {
-		t.Fatal("the scheduled change never left the schedule")
+	if !audited {
+		t.Fatalf("the scheduled change was never audited as applied; log:\n%s", log)
+	}
+	if !strings.Contains(log, "admitPerMinute 60 → 90") {
+		t.Fatalf("log:\n%s", log)
+	}
+	if out, _, _ := vestibule(t, s, "rooms", "schedule", id); !strings.Contains(out, "nothing scheduled") {
+		t.Fatalf("the applied change is still in the schedule:\n%s", out)
 	}
 	_, m := admin(t, s, "GET", id, nil)
 	if cfg, _ := m["config"].(map[string]any); cfg["admitPerMinute"] != float64(90) {
 		t.Fatalf("the scheduled change was not applied: %v", m["config"])
-	}
-	out, _, _ = vestibule(t, s, "rooms", "log", id)
-	if !strings.Contains(out, "schedule (planned by admin key)") || !strings.Contains(out, "admitPerMinute 60 → 90") {
-		t.Fatalf("log:\n%s", out)
 	}
 	out, _, code = vestibule(t, s, "rooms", "schedule", id, "--at", time.Now().Add(time.Hour).Format(time.RFC3339), "mode=closed")
 	if code != 0 {
