@@ -127,10 +127,9 @@ local function emit(now, kind, token, session, seats_s, units_s, expires)
     seats_s .. '|' .. units_s .. '|' .. member(expires) .. '|' .. member(now) .. '|' .. epoch)
 end
 
--- drop_hold gives a hold's seats and units back and forgets it. field names
--- the counter it adds to and the inventory event ('released', 'expired' or
--- 'ended'). A seat is returned only if it is still this hold's ('h<token>').
-local function drop_hold(token, h, field, now)
+-- forget_hold gives a hold's seats and units back and forgets it, counting
+-- nothing. A seat is returned only if it is still this hold's ('h<token>').
+local function forget_hold(token, h)
   local mark = 'h' .. token
   for _, s in ipairs(h.seats) do
     if redis.call('HGET', K_SEAT, s) == mark then redis.call('HSET', K_SEAT, s, 'a') end
@@ -140,6 +139,12 @@ local function drop_hold(token, h, field, now)
   if h.room ~= '' then sh_del(h.session, token) end
   redis.call('HDEL', K_HOLD, token)
   redis.call('ZREM', K_EXP, token)
+end
+
+-- drop_hold is forget_hold, counted: field names the counter it adds to and
+-- the inventory event ('released', 'expired' or 'ended').
+local function drop_hold(token, h, field, now)
+  forget_hold(token, h)
   redis.call('HINCRBY', K_INV, field, 1)
   emit(now, field, token, h.session, h.seats_s, h.units_s, 0)
 end

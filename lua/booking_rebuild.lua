@@ -97,15 +97,7 @@ for _, t in ipairs(dropped) do
   if ids[t] then
     -- The order's own hold: its items go back quietly and the order takes
     -- them again below, with its session (which keeps counting them).
-    local mark = 'h' .. t
-    for _, s in ipairs(h.seats) do
-      if redis.call('HGET', K_SEAT, s) == mark then redis.call('HSET', K_SEAT, s, 'a') end
-    end
-    for _, u in ipairs(h.units) do redis.call('HINCRBY', K_STOCK, u[1], u[2]) end
-    session_add(h.session, -items(h))
-    if h.room ~= '' then sh_del(h.session, t) end
-    redis.call('HDEL', K_HOLD, t)
-    redis.call('ZREM', K_EXP, t)
+    forget_hold(t, h)
     mine[t] = h
   else
     drop_hold(t, h, 'released', now)
