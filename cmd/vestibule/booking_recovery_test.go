@@ -115,24 +115,7 @@ func TestSaleAcrossTotalLossSellsNothingTwice(t *testing.T) {
 	if code, m := demoCall(t, s, "/hold", map[string]any{"bookingSession": second, "seat": "A1"}); code != 503 || errCode(m) != "event_recovering" {
 		t.Fatalf("a hold after the loss: %d %v", code, m)
 	}
-	out, errs, rc = vestibule(t, s, "booking", "reconcile", "demo-api", "--origin", export, "--apply")
-	if rc != 0 || !strings.Contains(out, "1 orders put back") || !strings.Contains(out, "no differences: 1 seats") {
-		t.Fatalf("reconcile --apply: %d %q %q", rc, out, errs)
-	}
-	if code, m := demoCall(t, s, "/hold", map[string]any{"bookingSession": second, "seat": "A1"}); code != 409 || errCode(m) != "seat_taken" {
-		t.Fatalf("A1 after the rebuild: %d %v", code, m)
-	}
-	code, hold = demoCall(t, s, "/hold", map[string]any{"bookingSession": second, "seat": "A2"})
-	if code != 201 {
-		t.Fatalf("hold A2: %d %v", code, hold)
-	}
-	if code, o := demoCall(t, s, "/confirm", map[string]any{"bookingSession": second, "hold": hold["token"]}); code != 201 {
-		t.Fatalf("confirm A2: %d %v", code, o)
-	}
-	out, errs, rc = vestibule(t, s, "booking", "reconcile", "demo-api", "--origin", export)
-	if rc != 0 || !strings.Contains(out, "no differences: 2 seats") {
-		t.Fatalf("reconcile after the sale resumed: %d %q %q", rc, out, errs)
-	}
+	rebuildAndSellOn(t, s, export, second)
 	// --apply on an open event is refused, and says so.
 	if _, errs, rc = vestibule(t, s, "booking", "reconcile", "demo-api", "--origin", export, "--apply"); rc != 1 || !strings.Contains(errs, "event_open") {
 		t.Fatalf("--apply on an open event: %d %q", rc, errs)
@@ -262,6 +245,14 @@ func TestSaleAcrossRegionFailoverSellsNothingTwice(t *testing.T) {
 	if code, m := demoCall(t, s, "/hold", map[string]any{"bookingSession": second, "seat": "A1"}); code != 503 || errCode(m) != "event_recovering" {
 		t.Fatalf("a hold after the failover: %d %v", code, m)
 	}
+	rebuildAndSellOn(t, s, export, second)
+}
+
+// rebuildAndSellOn puts the origin's one order (A1) back into the closed
+// demo event with reconcile --apply, then sells on: A1 is taken, second
+// holds and confirms A2, and reconcile finds the kit and the origin agree.
+func rebuildAndSellOn(t *testing.T, s *localstack.Stack, export, second string) {
+	t.Helper()
 	out, errs, rc := vestibule(t, s, "booking", "reconcile", "demo-api", "--origin", export, "--apply")
 	if rc != 0 || !strings.Contains(out, "1 orders put back") || !strings.Contains(out, "no differences: 1 seats") {
 		t.Fatalf("reconcile --apply: %d %q %q", rc, out, errs)
@@ -269,7 +260,7 @@ func TestSaleAcrossRegionFailoverSellsNothingTwice(t *testing.T) {
 	if code, m := demoCall(t, s, "/hold", map[string]any{"bookingSession": second, "seat": "A1"}); code != 409 || errCode(m) != "seat_taken" {
 		t.Fatalf("A1 after the rebuild: %d %v", code, m)
 	}
-	code, hold = demoCall(t, s, "/hold", map[string]any{"bookingSession": second, "seat": "A2"})
+	code, hold := demoCall(t, s, "/hold", map[string]any{"bookingSession": second, "seat": "A2"})
 	if code != 201 {
 		t.Fatalf("hold A2: %d %v", code, hold)
 	}
